@@ -1,0 +1,3 @@
+"""palaestra: a training ground for autonomous agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,30 @@
+"""Agents: the Brain, Muscle and Objective plug-in contracts, built-ins, and their processes."""
+
+from palaestra.agent.brain import Brain
+from palaestra.agent.brain_dumper import BrainDumper
+from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
+from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.dummy_muscle import DummyMuscle
+from palaestra.agent.dummy_objective import DummyObjective
+from palaestra.agent.memory import Memory, MemoryShard
+from palaestra.agent.muscle import Muscle
+from palaestra.agent.objective import Objective
+from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+
+__all__ = [
+    "ActuatorInformation",
+    "Brain",
+    "BrainContext",
+    "BrainDumper",
+    "BrainDumps",
+    "DummyBrain",
+    "DummyMuscle",
+    "DummyObjective",
+    "Memory",
+    "MemoryShard",
+    "Muscle",
+    "MuscleContext",
+    "Objective",
+    "RewardInformation",
+    "SensorInformation",
+]

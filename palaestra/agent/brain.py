@@ -1,0 +1,94 @@
+"""The Brain plug-in contract: the learner that turns Muscle experience into updates."""
+
+from __future__ import annotations
+
+import io
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.memory import Memory
+from palaestra.core.information import ActuatorInformation, SensorInformation
+
+
+class Brain(ABC):
+    """Learns for one agent, in its own process.
+
+    Implement :meth:`thinking`. Override :meth:`setup` to build models (``sensors``,
+    ``actuators`` and ``seed`` are known by then), and :meth:`store` / :meth:`load` to save and
+    restore your state with :meth:`store_brain_dump` / :meth:`load_brain_dump`.
+
+    palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`setup`,
+    :meth:`load`, then :meth:`thinking` for every Muscle message (after appending its transition
+    to :attr:`memory`), :meth:`store` at the end of every episode, and :meth:`teardown`.
+    """
+
+    def attach(self, context: BrainContext) -> None:
+        """Give the brain its context; called by palaestra before :meth:`setup`."""
+        self.__dict__["_palaestra_context"] = context
+
+    @property
+    def context(self) -> BrainContext:
+        try:
+            return self.__dict__["_palaestra_context"]  # type: ignore[no-any-return]
+        except KeyError:
+            raise RuntimeError("the brain has no context yet: it is set before setup()") from None
+
+    @property
+    def memory(self) -> Memory:
+        """The transitions the Muscles reported, newest last."""
+        return self.__dict__.setdefault("_palaestra_memory", Memory())  # type: ignore[no-any-return]
+
+    @property
+    def name(self) -> str:
+        return self.context.name
+
+    @property
+    def seed(self) -> int:
+        return self.context.seed
+
+    @property
+    def mode(self) -> str:
+        return self.context.mode
+
+    @property
+    def sensors(self) -> Sequence[SensorInformation]:
+        return self.context.sensors
+
+    @property
+    def actuators(self) -> Sequence[ActuatorInformation]:
+        return self.context.actuators
+
+    @property
+    def dumpers(self) -> BrainDumps:
+        return self.context.dumps
+
+    @property
+    def _dumpers(self) -> BrainDumps:  # palaestrAI spelling, for ported brains
+        return self.context.dumps
+
+    def setup(self) -> None:
+        """Prepare models; the default does nothing."""
+
+    @abstractmethod
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        """Digest what Muscle ``muscle_id`` sent; return an update for it (or None)."""
+
+    def store(self) -> None:
+        """Save the brain's state with :meth:`store_brain_dump`; the default saves nothing."""
+
+    def load(self) -> None:
+        """Restore state from :meth:`load_brain_dump`; the default does nothing."""
+
+    def teardown(self) -> None:
+        """Release resources; the default does nothing."""
+
+    def store_brain_dump(self, data: bytes | BinaryIO, tag: str = "") -> None:
+        """Persist ``data`` as this brain's dump (in the store and under the data path)."""
+        self.context.dumps.store(data, tag)
+
+    def load_brain_dump(self) -> BinaryIO | None:
+        """The dump this brain should start from, or None if there is none."""
+        data = self.context.dumps.load()
+        return None if data is None else io.BytesIO(data)

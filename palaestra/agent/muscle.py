@@ -1,0 +1,74 @@
+"""The Muscle plug-in contract: the policy that acts for an agent inside one rollout worker."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from palaestra.agent.context import MuscleContext
+from palaestra.core.information import ActuatorInformation, SensorInformation
+
+
+class Muscle(ABC):
+    """Acts for one agent inside one rollout worker.
+
+    Implement :meth:`propose_actions`. Override :meth:`update` if your Brain sends updates.
+    palaestra calls :meth:`setup` once in the worker process, after :attr:`context` is set and
+    before the first step; :meth:`reset` before every episode but the first; :meth:`teardown`
+    at the end.
+    """
+
+    def attach(self, context: MuscleContext) -> None:
+        """Give the muscle its context; called by palaestra before :meth:`setup`."""
+        self.__dict__["_palaestra_context"] = context
+
+    @property
+    def context(self) -> MuscleContext:
+        try:
+            return self.__dict__["_palaestra_context"]  # type: ignore[no-any-return]
+        except KeyError:
+            raise RuntimeError("the muscle has no context yet: it is set before setup()") from None
+
+    @property
+    def name(self) -> str:
+        return self.context.name
+
+    @property
+    def uid(self) -> str:
+        return self.context.uid
+
+    @property
+    def mode(self) -> str:
+        return self.context.mode
+
+    @property
+    def seed(self) -> int:
+        return self.context.seed
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """A generator seeded with :attr:`seed`: use it for every random choice."""
+        return self.context.rng
+
+    def setup(self) -> None:
+        """Prepare models; the default does nothing."""
+
+    @abstractmethod
+    def propose_actions(
+        self,
+        sensors: list[SensorInformation],
+        actuators_available: list[ActuatorInformation],
+    ) -> tuple[Sequence[ActuatorInformation], Any]:
+        """Return the set points for this step, and what to send to the Brain."""
+
+    def update(self, update: Any) -> None:
+        """Apply an update from the Brain; the default ignores it."""
+
+    def reset(self) -> None:
+        """A new episode begins; the default does nothing."""
+
+    def teardown(self) -> None:
+        """Release resources; the default does nothing."""

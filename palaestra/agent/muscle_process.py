@@ -1,0 +1,270 @@
+"""The rollout-worker process: runs one Muscle and its Objective for one worker.
+
+Per step it receives the agent's sensor values from the simulation controller, completes the
+previous transition (rewards, objective), sends it with ``data_for_brain`` to the Brain over its
+own DEALER (no broker), applies the Brain's update, and answers with the new set points.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import zmq
+
+from palaestra.agent.context import MuscleContext
+from palaestra.agent.memory import Memory
+from palaestra.agent.muscle import Muscle
+from palaestra.agent.objective import Objective
+from palaestra.core import messages as m
+from palaestra.core.codec import SpaceCache
+from palaestra.core.esm import Component, on
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+    json_value,
+)
+from palaestra.core.loading import load_class
+from palaestra.core.records import RowSink, close_producer, connect_store
+from palaestra.core.runtime import PluginError
+from palaestra.core.seeds import derive_seed
+from palaestra.core.specs import AgentSpec
+
+
+class _Previous:
+    """What the muscle did last: needed to complete the transition when rewards arrive."""
+
+    __slots__ = ("step", "sensors", "setpoints", "sensor_values", "setpoint_values", "data")
+
+    def __init__(
+        self,
+        step: int,
+        sensors: list[SensorInformation],
+        setpoints: list[ActuatorInformation],
+        sensor_values: list[Any],
+        setpoint_values: dict[str, Any],
+        data: bytes,
+    ) -> None:
+        self.step = step
+        self.sensors = sensors
+        self.setpoints = setpoints
+        self.sensor_values = sensor_values
+        self.setpoint_values = setpoint_values
+        self.data = data
+
+
+class MuscleProcess(Component):
+    """One agent's Muscle in one worker."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        agent: AgentSpec,
+        agent_id: int,
+        worker: int,
+        mode: str,
+        seed: int,
+        brain_endpoint: str,
+        store_endpoint: str | None,
+        sensors: list[m.InfoDesc],
+        actuators: list[m.InfoDesc],
+    ) -> None:
+        super().__init__(name)
+        self.agent = agent
+        self.agent_id = agent_id
+        self.worker = worker
+        self.mode = mode
+        self.seed = seed
+        self.brain_endpoint = brain_endpoint
+        self.store_endpoint = store_endpoint
+        self.spaces = SpaceCache()
+        self.memory = Memory()
+        self.sensor_uids: list[str] = []
+        self.sensor_spaces: list[Any] = []
+        self.actuator_uids: list[str] = []
+        self.actuator_spaces: list[Any] = []
+        self.episode = 0
+        self.previous: _Previous | None = None
+        self.muscle = self._construct(agent, sensors, actuators)
+
+    def _construct(
+        self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
+    ) -> Muscle:
+        cls = load_class(agent.muscle.name)
+        try:
+            muscle: Muscle = cls(**agent.muscle.params)
+        except Exception as exc:
+            raise PluginError(cls, "__init__") from exc
+        ocls = load_class(agent.objective.name)
+        try:
+            self.objective: Objective = ocls(**agent.objective.params)
+        except Exception as exc:
+            raise PluginError(ocls, "__init__") from exc
+        self._set_schema(sensors, actuators)
+        muscle.attach(
+            MuscleContext(
+                name=agent.name,
+                uid=self.name,
+                worker=self.worker,
+                mode=self.mode,
+                seed=self.seed,
+                sensors=self.spaces.build(SensorInformation, sensors),
+                actuators=self.spaces.build(ActuatorInformation, actuators),
+                rng=np.random.default_rng(self.seed),
+            )
+        )
+        return muscle
+
+    def _set_schema(self, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]) -> None:
+        self.sensor_uids = [d.uid for d in sensors]
+        self.sensor_spaces = [self.spaces.space(d.uid, d.space) for d in sensors]
+        self.actuator_uids = [d.uid for d in actuators]
+        self.actuator_spaces = [self.spaces.space(d.uid, d.space) for d in actuators]
+        for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
+            if space is not None:
+                space.seed(derive_seed(self.seed, "actuator", uid))
+
+    async def setup(self, runtime: Any) -> dict[str, str]:
+        self.runtime = runtime
+        self.router, endpoint = runtime.bind(zmq.ROUTER, "muscle")
+        self.brain = runtime.socket(zmq.DEALER)
+        self.brain.connect(self.brain_endpoint)
+        self.store = connect_store(runtime, self.store_endpoint)
+        self.rows = RowSink(
+            self.store,
+            lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
+        )
+        try:
+            self.muscle.setup()
+        except Exception as exc:
+            raise PluginError(self.muscle, "setup") from exc
+        runtime.start_task(self._serve())
+        return {"muscle": endpoint}
+
+    async def _serve(self) -> None:
+        router = self.router
+        while True:
+            sender, payload = await router.recv_multipart()
+            message = m.decode(payload)
+            if isinstance(message, m.AgentStep):
+                reply = await self.step(message)
+                await router.send_multipart([sender, m.encode(reply)])
+            elif isinstance(message, m.AgentEpisode):
+                await self.begin_episode(message)
+            else:
+                raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+
+    async def begin_episode(self, message: m.AgentEpisode) -> None:
+        if message.episode > 0:
+            try:
+                self.muscle.reset()
+            except Exception as exc:
+                raise PluginError(self.muscle, "reset") from exc
+        self.episode = message.episode
+        self.previous = None
+        self._set_schema(message.sensors, message.actuators)
+
+    async def step(self, message: m.AgentStep) -> m.AgentActions:
+        transition = None
+        previous = self.previous
+        if previous is not None and message.rewards is not None:
+            transition = self._complete(previous, message.rewards, message.done)
+            if self.rows.add(
+                (
+                    self.episode,
+                    previous.step,
+                    dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),
+                    previous.setpoint_values,
+                    {r.uid: r.value for r in message.rewards},
+                    transition.objective,
+                    message.done,
+                )
+            ):
+                await self.rows.flush()
+        data = previous.data if previous is not None else _NONE_PICKLE
+        await self.brain.send(
+            m.encode(
+                m.Experience(
+                    worker=self.worker, transition=transition, data=data, done=message.done
+                )
+            )
+        )
+        answer = m.decode(await self.brain.recv())
+        if not isinstance(answer, m.BrainUpdate):
+            raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
+        if answer.update is not None:
+            try:
+                self.muscle.update(pickle.loads(answer.update))
+            except Exception as exc:
+                raise PluginError(self.muscle, "update") from exc
+        if message.done:
+            self.previous = None
+            await self.rows.flush()
+            return m.AgentActions(setpoints={})
+        return self._act(message)
+
+    def _complete(
+        self, previous: _Previous, rewards: list[m.InfoDesc], done: bool
+    ) -> m.Transition:
+        reward_infos = self.spaces.build(RewardInformation, rewards)
+        self.memory.append(
+            self.name,
+            sensor_readings=previous.sensors,
+            actuator_setpoints=previous.setpoints,
+            rewards=reward_infos,
+            done=done,
+        )
+        try:
+            objective = self.objective.internal_reward(self.memory)
+        except Exception as exc:
+            raise PluginError(self.objective, "internal_reward") from exc
+        value = float(objective) if objective is not None else float("nan")
+        self.memory.append(self.name, objective=value)
+        return m.Transition(
+            previous.sensor_values, previous.setpoint_values, rewards, value, done
+        )
+
+    def _act(self, message: m.AgentStep) -> m.AgentActions:
+        sensors = [
+            SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
+            for uid, space, v in zip(
+                self.sensor_uids, self.sensor_spaces, message.values, strict=True
+            )
+        ]
+        available = [
+            ActuatorInformation(None, space, uid)
+            for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
+        ]
+        try:
+            setpoints, data_for_brain = self.muscle.propose_actions(sensors, available)
+        except Exception as exc:
+            raise PluginError(self.muscle, "propose_actions") from exc
+        values = {str(a.uid): json_value(a) for a in setpoints}
+        self.previous = _Previous(
+            message.step,
+            sensors,
+            list(setpoints),
+            message.values,
+            values,
+            pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
+        )
+        return m.AgentActions(setpoints=values)
+
+    @on(m.Shutdown)
+    async def handle_shutdown(self, message: m.Shutdown) -> None:
+        self.stop(message.reason)
+        await self.rows.flush()
+        await close_producer(self.store, self.name)
+        self.finish()
+
+    async def teardown(self) -> None:
+        try:
+            self.muscle.teardown()
+        except Exception as exc:
+            raise PluginError(self.muscle, "teardown") from exc
+
+
+_NONE_PICKLE = pickle.dumps(None)

@@ -1,0 +1,164 @@
+"""The ``palaestra`` command line: thin commands over the library.
+
+Exit codes: 0 success, 1 run failed, 2 invalid input, 3 store unusable, 130/143 interrupted
+by SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+from palaestra import __version__
+from palaestra.core.errors import PalaestraError
+from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
+
+EXIT_CODES = """\b
+Exit codes:
+  0    success
+  1    a run failed (the message names the process and the error)
+  2    invalid input (run file, runtime config, arguments)
+  3    the store is unusable
+  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
+"""
+
+ALIASES = {"start": "experiment-start", "check": "experiment-check-syntax", "list": "experiment-list"}
+
+
+class AliasedGroup(click.Group):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        return (cmd.name if cmd else name), cmd, rest
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PalaestraError as exc:
+            click.echo(f"Error: {exc.format_message()}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+class State:
+    def __init__(self, config_path: str | None, verbosity: int) -> None:
+        self.config_path = config_path
+        self.verbosity = verbosity
+        self._config: RuntimeConfig | None = None
+
+    @property
+    def config(self) -> RuntimeConfig:
+        if self._config is None:
+            config = load_runtime_config(self.config_path)
+            if self.verbosity:
+                level = "INFO" if self.verbosity == 1 else "DEBUG"
+                config = RuntimeConfig(config.store_uri, config.data_path, level)
+            self._config = config
+        return self._config
+
+
+@click.group(cls=AliasedGroup, epilog=EXIT_CODES)
+@click.version_option(__version__, prog_name="palaestra")
+@click.option(
+    "-c", "--config", "config_path", type=click.Path(dir_okay=False), help="Runtime config file."
+)
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
+    """palaestra: run and analyse experiments with autonomous agents."""
+    ctx.obj = State(config_path, verbose)
+
+
+@cli.command("experiment-start", epilog=EXIT_CODES)
+@click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.pass_obj
+def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
+    """Run one or more run files (alias: start). All are checked before the first starts."""
+    from palaestra.core.processes import configure_child_logging
+    from palaestra.experiment.executor import execute
+    from palaestra.experiment.runfile import load_run_file
+
+    config = state.config
+    runs = [load_run_file(path) for path in run_files]
+    configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
+    worst = 0
+    for run in runs:
+        outcome = execute(run, config)
+        if outcome.exit_code == 0:
+            click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
+        elif outcome.exit_code == 1:
+            click.echo(f"Error: run '{run.uid}' failed: {outcome.message}", err=True)
+        else:
+            click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
+        worst = worst or outcome.exit_code
+        if outcome.exit_code > 1:
+            break
+    sys.exit(worst)
+
+
+@cli.command("experiment-check-syntax")
+@click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def experiment_check_syntax(run_files: tuple[str, ...]) -> None:
+    """Validate run files without running them (alias: check)."""
+    from palaestra.experiment.runfile import load_run_file
+
+    for path in run_files:
+        run = load_run_file(path)
+        click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
+
+
+@cli.command("experiment-list")
+@click.pass_obj
+def experiment_list(state: State) -> None:
+    """List the runs in the store with status and duration."""
+    from palaestra.store import query
+
+    rows = query.runs(state.config.store_uri)
+    if not rows:
+        click.echo("No runs in the store.")
+        return
+    header = f"{'run':40} {'status':10} {'phases':>6} {'duration':>10}  started"
+    click.echo(header)
+    for row in rows:
+        duration = row.get("duration_s")
+        shown = f"{duration:.2f} s" if duration is not None else "-"
+        click.echo(
+            f"{str(row['run_uid'])[:40]:40} {row['status']:10} {row.get('phases', 0):>6} "
+            f"{shown:>10}  {row['started_at']}"
+            + (f"  {row['reason'].splitlines()[0]}" if row.get("reason") else "")
+        )
+
+
+@cli.command("database-create")
+@click.pass_obj
+def database_create(state: State) -> None:
+    """Create the store's tables (if missing)."""
+    from palaestra.store.engine import create_schema, make_engine
+
+    engine = make_engine(state.config.store_uri)
+    create_schema(engine)
+    engine.dispose()
+    click.echo(f"Store ready: {state.config.store_uri}")
+
+
+@cli.command("runtime-config-show-default")
+def runtime_config_show_default() -> None:
+    """Print the built-in runtime configuration."""
+    click.echo(RuntimeConfig().dump(), nl=False)
+
+
+@cli.command("runtime-config-show-effective")
+@click.pass_obj
+def runtime_config_show_effective(state: State) -> None:
+    """Print the runtime configuration in effect (defaults, file, environment)."""
+    click.echo(state.config.dump(), nl=False)
+
+
+def main() -> None:
+    cli(prog_name="palaestra")

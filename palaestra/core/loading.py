@@ -1,0 +1,48 @@
+"""Resolving ``module:Class`` names from run files to classes."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import traceback
+
+from palaestra.core.errors import PluginLoadError, did_you_mean
+
+
+def load_class(name: str) -> type:
+    """Import and return the class named by ``"package.module:Class"``.
+
+    Raises:
+        PluginLoadError: with a message that says what is wrong: no colon, a module that does
+            not exist, a module that fails to import (the user's error shown), or a missing class
+            (with a "did you mean").
+    """
+    if not isinstance(name, str) or name.count(":") != 1:
+        raise PluginLoadError(
+            f"'{name}' is not a class name of the form 'package.module:ClassName'"
+        )
+    module_name, class_name = name.split(":")
+    if not module_name or not class_name:
+        raise PluginLoadError(
+            f"'{name}' is not a class name of the form 'package.module:ClassName'"
+        )
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError) as exc:
+        spec = None
+        if not isinstance(exc, ModuleNotFoundError):
+            raise PluginLoadError(f"cannot import module '{module_name}': {exc}") from exc
+    if spec is None:
+        raise PluginLoadError(f"no module '{module_name}' (in '{name}')")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module failed: show their error, not ours
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        raise PluginLoadError(f"module '{module_name}' failed to import: {last}") from exc
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        candidates = [n for n, v in vars(module).items() if isinstance(v, type)]
+        hint = did_you_mean(class_name, candidates)
+        message = f"no class '{name}'"
+        raise PluginLoadError(f"{message}. {hint}" if hint else message)
+    return cls

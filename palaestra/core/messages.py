@@ -1,0 +1,411 @@
+"""Every message palaestra processes exchange: typed, frozen msgspec Structs in one union.
+
+Framework messages are msgpack with a schema (`decode` rejects anything else), so nothing is
+ever unpickled from a socket. Opaque user payloads (``data_for_brain``, brain updates) travel as
+``bytes`` fields holding a pickle, only on the run's private ipc sockets (see
+:mod:`palaestra.core.transport`).
+
+Values of sensors, actuators and rewards are plain JSON-able Python (numbers and nested lists),
+the same form the store writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from palaestra.core.specs import AgentSpec, EnvironmentSpec, Mode
+
+
+class Msg(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+    """Base of all messages; the tag (class name) selects the type on decoding."""
+
+
+# --- data carried inside messages -------------------------------------------------------
+
+
+class InfoDesc(msgspec.Struct, frozen=True, array_like=True):
+    """A sensor, actuator or reward: uid, space description (``Space.to_dict()``), value."""
+
+    uid: str
+    space: dict[str, Any] | None
+    value: Any = None
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """An exception that ended a process, as data: printed once by the executor and stored."""
+
+    process: str
+    kind: str
+    message: str
+    traceback: str = ""
+    plugin: str = ""
+    exit_code: int | None = None
+
+    def describe(self) -> str:
+        where = f"{self.process} ({self.plugin})" if self.plugin else self.process
+        text = f"{where}: {self.kind}: {self.message}" if self.kind else f"{where}: {self.message}"
+        if self.traceback:
+            tail = "\n".join(self.traceback.rstrip().splitlines()[-6:])
+            text = f"{text}\n{tail}"
+        return text
+
+
+# --- control plane: parent <-> child ------------------------------------------------------
+
+
+class Ready(Msg, frozen=True, kw_only=True):
+    """A child is up; ``endpoints`` are the sockets it bound, by role."""
+
+    name: str
+    endpoints: dict[str, str] = {}
+
+
+class Failed(Msg, frozen=True, kw_only=True):
+    """A component failed; sent upward before the process exits non-zero."""
+
+    error: ErrorInfo
+
+
+class Shutdown(Msg, frozen=True, kw_only=True):
+    """Stop cleanly: finish what is in flight, flush, exit 0."""
+
+    reason: str = ""
+
+
+class EnvironmentSetup(Msg, frozen=True, kw_only=True):
+    """To an environment conductor: start one environment process per worker."""
+
+    environment: EnvironmentSpec
+    environment_id: int
+    workers: int
+    seeds: list[int]
+
+
+class EnvironmentsReady(Msg, frozen=True, kw_only=True):
+    """From an environment conductor: the endpoint of each worker's environment."""
+
+    uid: str
+    endpoints: list[str]
+
+
+class AgentSetup(Msg, frozen=True, kw_only=True):
+    """To an agent conductor: spawn the Brain and one Muscle per worker."""
+
+    agent: AgentSpec
+    agent_id: int
+    run_uid: str
+    phase_index: int
+    phase_name: str
+    mode: Mode
+    workers: int
+    brain_seed: int
+    muscle_seeds: list[int]
+    sensors: list[InfoDesc]
+    actuators: list[InfoDesc]
+    dump: bytes | None = None
+    dump_dir: str = ""
+
+
+class AgentsReady(Msg, frozen=True, kw_only=True):
+    """From an agent conductor: each worker's Muscle endpoint."""
+
+    name: str
+    endpoints: list[str]
+
+
+class AgentEndpoint(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    endpoint: str
+    sensors: list[str]
+    actuators: list[str]
+
+
+class EnvironmentEndpoint(msgspec.Struct, frozen=True, kw_only=True):
+    uid: str
+    endpoint: str
+
+
+class SimulationSetup(Msg, frozen=True, kw_only=True):
+    """To a simulation controller: start these environments; answered by the baseline."""
+
+    environments: list[EnvironmentEndpoint]
+
+
+class SimulationRun(Msg, frozen=True, kw_only=True):
+    """To a simulation controller: run ``episodes`` episodes against these peers."""
+
+    agents: list[AgentEndpoint]
+    episodes: int
+    mode: Mode
+
+
+class SimulationBaseline(Msg, frozen=True, kw_only=True):
+    """From a simulation controller: the sensors and actuators of all its environments."""
+
+    worker: int
+    sensors: list[InfoDesc]
+    actuators: list[InfoDesc]
+
+
+class SimulationDone(Msg, frozen=True, kw_only=True):
+    worker: int
+    episodes: int
+    steps: int
+
+
+# --- hot path: simulation controller <-> environment ---------------------------------------
+
+
+class EnvStart(Msg, frozen=True, kw_only=True):
+    """Start (or, with ``reset``, restart) the environment; answered by :class:`EnvBaseline`."""
+
+    reset: bool = False
+
+
+class EnvBaseline(Msg, frozen=True, kw_only=True):
+    sensors: list[InfoDesc]
+    actuators: list[InfoDesc]
+
+
+class EnvUpdate(Msg, frozen=True, kw_only=True):
+    """Set points by actuator uid (without the environment prefix)."""
+
+    setpoints: dict[str, Any]
+
+
+class EnvState(Msg, frozen=True, kw_only=True):
+    """Sensor values in baseline order, rewards, and whether the episode is over."""
+
+    values: list[Any]
+    rewards: list[InfoDesc]
+    done: bool
+
+
+# --- hot path: simulation controller <-> muscle --------------------------------------------
+
+
+class AgentEpisode(Msg, frozen=True, kw_only=True):
+    """An episode begins: the spaces of the agent's sensors and actuators, in their order."""
+
+    episode: int
+    sensors: list[InfoDesc]
+    actuators: list[InfoDesc]
+
+
+class AgentStep(Msg, frozen=True, kw_only=True):
+    """Sensor values (agent's order), the rewards since the agent last acted, and ``done``."""
+
+    step: int
+    values: list[Any]
+    rewards: list[InfoDesc] | None
+    done: bool
+
+
+class AgentActions(Msg, frozen=True, kw_only=True):
+    """Set points by full actuator uid (``env.id``); empty after ``done``."""
+
+    setpoints: dict[str, Any]
+
+
+# --- hot path: muscle <-> brain ------------------------------------------------------------
+
+
+class Transition(msgspec.Struct, frozen=True, array_like=True):
+    """Sensor values in the agent's order, set points by actuator uid, and what followed."""
+
+    sensors: list[Any]
+    setpoints: dict[str, Any]
+    rewards: list[InfoDesc]
+    objective: float
+    done: bool
+
+
+class Experience(Msg, frozen=True, kw_only=True):
+    """A Muscle's completed transition (if any) and its pickled ``data_for_brain``."""
+
+    worker: int
+    transition: Transition | None
+    data: bytes
+    done: bool
+
+
+class BrainUpdate(Msg, frozen=True, kw_only=True):
+    """The Brain's answer: a pickled update for ``Muscle.update``, or None."""
+
+    update: bytes | None
+
+
+# --- store records -------------------------------------------------------------------------
+
+
+class WorldStateRows(Msg, frozen=True, kw_only=True):
+    """Rows for ``world_states``: (episode, step, sensors, setpoints, rewards, done) each."""
+
+    environment_id: int
+    worker: int
+    rows: list[tuple[int, int, dict[str, Any], dict[str, Any], dict[str, Any], bool]]
+
+
+class MuscleActionRows(Msg, frozen=True, kw_only=True):
+    """Rows for ``muscle_actions``: (episode, step, sensors, setpoints, rewards, objective, done)."""
+
+    agent_id: int
+    worker: int
+    rows: list[
+        tuple[int, int, dict[str, Any], dict[str, Any], dict[str, Any], float | None, bool]
+    ]
+
+
+class BrainDump(Msg, frozen=True, kw_only=True):
+    agent_id: int
+    tag: str
+    path: str
+    dump: bytes
+
+
+class ProducerClosed(Msg, frozen=True, kw_only=True):
+    """The last message of a producer: everything it wrote precedes this."""
+
+    producer: str
+
+
+# --- store control: executor <-> store writer (rare, synchronous) --------------------------
+
+
+class PhaseEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    uid: str
+    name: str
+    params: dict[str, Any]
+    seeds: list[int]
+
+
+class PhaseAgent(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    brain: str
+    muscle: str
+    objective: str
+    config: dict[str, Any]
+    seeds: dict[str, Any]
+    loaded_from: dict[str, Any] | None = None
+
+
+class StoreRunStart(Msg, frozen=True, kw_only=True):
+    """Record a run instance as started; answered by :class:`StoreIds`
+    (``experiment``, ``run``, ``instance``)."""
+
+    experiment_uid: str
+    run_uid: str
+    instance_uid: str
+    document: str
+    file: str
+    seed: int
+    palaestra_version: str
+    host: str
+
+
+class StorePhaseStart(Msg, frozen=True, kw_only=True):
+    """Record a phase with its environments and agents; answered by :class:`StoreIds`
+    (``phase``, ``environment:<uid>`` and ``agent:<name>``)."""
+
+    instance_id: int
+    index: int
+    name: str
+    mode: str
+    workers: int
+    episodes: int
+    config: dict[str, Any]
+    environments: list[PhaseEnvironment]
+    agents: list[PhaseAgent]
+
+
+class StoreIds(Msg, frozen=True, kw_only=True):
+    ids: dict[str, int]
+
+
+class StoreFlush(Msg, frozen=True, kw_only=True):
+    """Commit everything once each named producer has sent :class:`ProducerClosed`;
+    answered by :class:`StoreAck`."""
+
+    producers: list[str]
+
+
+class StorePhaseEnd(Msg, frozen=True, kw_only=True):
+    phase_id: int
+    status: str
+
+
+class StoreRunEnd(Msg, frozen=True, kw_only=True):
+    """Mark the instance ``finished``, ``error`` or ``cancelled`` with the reason."""
+
+    instance_id: int
+    status: str
+    reason: str = ""
+
+
+class StoreAck(Msg, frozen=True, kw_only=True):
+    pass
+
+
+class StoreFindDump(Msg, frozen=True, kw_only=True):
+    """Find the newest brain dump of ``agent`` in phase ``phase`` of run ``run_uid``;
+    answered by :class:`StoreDump`."""
+
+    run_uid: str
+    agent: str
+    phase: int
+
+
+class StoreDump(Msg, frozen=True, kw_only=True):
+    brain_state_id: int | None
+    dump: bytes | None
+
+
+Message = (
+    Ready
+    | Failed
+    | Shutdown
+    | EnvironmentSetup
+    | EnvironmentsReady
+    | AgentSetup
+    | AgentsReady
+    | SimulationSetup
+    | SimulationRun
+    | SimulationBaseline
+    | SimulationDone
+    | EnvStart
+    | EnvBaseline
+    | EnvUpdate
+    | EnvState
+    | AgentEpisode
+    | AgentStep
+    | AgentActions
+    | Experience
+    | BrainUpdate
+    | WorldStateRows
+    | MuscleActionRows
+    | BrainDump
+    | ProducerClosed
+    | StoreRunStart
+    | StorePhaseStart
+    | StoreIds
+    | StoreFlush
+    | StorePhaseEnd
+    | StoreRunEnd
+    | StoreAck
+    | StoreFindDump
+    | StoreDump
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
+
+
+def encode(message: Msg) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> Message:
+    """Decode one message; raises ``msgspec.ValidationError``/``DecodeError`` on bad input."""
+    return _decoder.decode(data)

@@ -1,0 +1,242 @@
+"""Starting, watching and stopping child processes: forkserver, titles, parent-death watchdog.
+
+Children start through aiomultiprocess from a forkserver whose preload list holds numpy, pyzmq,
+msgspec and the palaestra modules (and, for an agent conductor, the user's plug-in modules), so
+no child re-imports the world. Each child gets the read end of a pipe whose write end only its
+parent holds: when the parent dies, however it dies, the pipe reads EOF and a watchdog thread
+ends the child at once, so nothing is orphaned even after ``kill -9``.
+
+Forkserver children are not our OS children, so their end is observed on the process sentinel
+(an fd that becomes readable when the child ends), not through SIGCHLD; the supervisor turns it
+into a :class:`~palaestra.core.esm.ChildExit` event on the asyncio loop, with no polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiomultiprocess
+import aiomultiprocess.core
+from aiomultiprocess.types import Unit
+
+from palaestra.core.esm import ChildExit
+
+LOG = logging.getLogger(__name__)
+
+BASE_PRELOAD: tuple[str, ...] = (
+    "numpy",
+    "zmq",
+    "zmq.asyncio",
+    "msgspec",
+    "setproctitle",
+    "palaestra.core.runtime",
+)
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """Everything a child needs to start: what to run and where its parent listens."""
+
+    name: str
+    role: str
+    component: str
+    args: dict[str, Any]
+    run_dir: str
+    parent_endpoint: str
+    log_level: int = logging.WARNING
+    preload: tuple[str, ...] = ()
+
+
+@dataclass
+class Child:
+    spec: ChildSpec
+    process: aiomultiprocess.Process
+    alive_w: multiprocessing.connection.Connection
+    ready: asyncio.Future[dict[str, str]]
+    stopping: bool = False
+    exit_code: int | None = None
+    exited: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+
+class _ChildProcess(aiomultiprocess.Process):
+    """An aiomultiprocess process without the Manager server it would start for results.
+
+    palaestra children report over ZMQ, so the result namespace (a whole extra server process
+    per parent) and the 5 ms polling ``join`` are not needed; we watch the sentinel instead.
+    """
+
+    def __init__(self, *, target: Callable[..., Any], args: Sequence[Any], name: str) -> None:
+        self.unit = Unit(target=target, args=args, kwargs={}, namespace=None)
+        self.aio_process = aiomultiprocess.core.get_context().Process(
+            target=_bootstrap, args=(self.unit,), name=name, daemon=False
+        )
+
+    @property
+    def sentinel(self) -> int:
+        return int(self.aio_process.sentinel)
+
+
+def _bootstrap(unit: Unit) -> None:
+    """Run the child's coroutine in aiomultiprocess's loop; its result is the exit code."""
+    code = aiomultiprocess.Process.run_async(unit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def use_forkserver(preload: Sequence[str]) -> None:
+    """Make this process start its children from a forkserver preloaded with ``preload``."""
+    aiomultiprocess.set_start_method("forkserver")
+    context = aiomultiprocess.core.get_context()
+    modules = list(dict.fromkeys([*BASE_PRELOAD, *preload]))
+    context.set_forkserver_preload(modules)  # type: ignore[attr-defined]
+
+
+def warm_forkserver() -> None:
+    """Start the forkserver now, so its imports overlap with other work."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
+class Supervisor:
+    """Starts children, turns their ends into events, and stops them: SIGTERM, grace, SIGKILL."""
+
+    def __init__(self, on_exit: Callable[[Child, ChildExit], None]) -> None:
+        self.children: dict[str, Child] = {}
+        self._on_exit = on_exit
+
+    def spawn(self, spec: ChildSpec) -> Child:
+        from palaestra.core.runtime import child_main
+
+        loop = asyncio.get_running_loop()
+        alive_r, alive_w = multiprocessing.Pipe(duplex=False)
+        process = _ChildProcess(target=child_main, args=(spec, alive_r), name=spec.name)
+        process.start()
+        alive_r.close()
+        child = Child(spec=spec, process=process, alive_w=alive_w, ready=loop.create_future())
+        self.children[spec.name] = child
+        loop.add_reader(process.sentinel, self._ended, child)
+        LOG.debug("started %s (pid %s)", spec.name, process.pid)
+        return child
+
+    def _ended(self, child: Child) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(child.process.sentinel)
+        child.process.aio_process.join(0)
+        code = child.process.exitcode
+        child.exit_code = code if code is not None else -signal.SIGKILL
+        child.alive_w.close()
+        child.exited.set()
+        if not child.ready.done():
+            child.ready.set_exception(
+                ChildGone(f"{child.name} ended before it was ready (exit code {child.exit_code})")
+            )
+            child.ready.exception()  # mark retrieved: the exit event carries the error
+        LOG.debug("%s ended with %s", child.name, child.exit_code)
+        self._on_exit(child, ChildExit(child.name, child.spec.role, child.exit_code))
+
+    def running(self) -> list[Child]:
+        return [c for c in self.children.values() if not c.exited.is_set()]
+
+    async def stop_all(self, grace: float = 3.0) -> None:
+        """Terminate every running child: SIGTERM, up to ``grace`` seconds, then SIGKILL."""
+        children = self.running()
+        for child in children:
+            child.stopping = True
+            _signal(child, signal.SIGTERM)
+        await self.wait(children, grace)
+        for child in self.running():
+            LOG.warning("%s ignored SIGTERM for %.1f s; killing it", child.name, grace)
+            _signal(child, signal.SIGKILL)
+        await self.wait(children, grace)
+
+    @staticmethod
+    async def wait(children: Sequence[Child], timeout: float) -> bool:
+        """Wait until all ``children`` ended; False if ``timeout`` passed first."""
+        pending = [c.exited.wait() for c in children if not c.exited.is_set()]
+        if not pending:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.gather(*pending), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def kill_all_now(self) -> None:
+        """Last resort (second Ctrl-C, parent death): SIGKILL everything, no waiting."""
+        for child in self.running():
+            _signal(child, signal.SIGKILL)
+
+
+class ChildGone(RuntimeError):
+    pass
+
+
+def _signal(child: Child, signum: int) -> None:
+    if child.pid is not None and not child.exited.is_set():
+        try:
+            os.kill(child.pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def watch_parent(alive: multiprocessing.connection.Connection) -> None:
+    """End this process at once when the parent's end of ``alive`` closes (parent died)."""
+    fd = alive.fileno()
+
+    def watch() -> None:
+        while True:
+            readable, _, _ = select.select([fd], [], [])
+            if readable:
+                try:
+                    data = os.read(fd, 1)
+                except OSError:
+                    data = b""
+                if not data:
+                    os._exit(70)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def set_title(name: str) -> None:
+    import setproctitle
+
+    setproctitle.setproctitle(f"palaestra[{name}]")
+
+
+def configure_child_logging(name: str, level: int) -> None:
+    """Log to the inherited stderr (the executor's console), tagged with the process title."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter(f"%(asctime)s palaestra[{name}] %(levelname)s %(name)s: %(message)s")
+    )
+    root.addHandler(handler)
+    root.setLevel(level)

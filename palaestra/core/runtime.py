@@ -1,0 +1,347 @@
+"""Runs one component in one process: its sockets, its children, its signals, its end.
+
+The runtime owns the asyncio loop side of a component: the DEALER to its parent, the ROUTER its
+children report to, the supervisor of its children, and the SIGTERM handler. It feeds every
+event into the component's state machine and turns the machine's end into the process's end:
+exit 0 when FINISHED, 1 with a :class:`~palaestra.core.messages.Failed` sent upward on ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing.connection
+import signal
+import sys
+import traceback
+from collections.abc import Coroutine
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from palaestra.core import messages as m
+from palaestra.core.esm import ChildExit, Component, State
+from palaestra.core.processes import (
+    Child,
+    ChildSpec,
+    Supervisor,
+    configure_child_logging,
+    set_title,
+    watch_parent,
+)
+from palaestra.core.transport import endpoint_for
+
+LOG = logging.getLogger(__name__)
+
+
+class PluginError(Exception):
+    """An exception raised inside a user plug-in method; carries which one."""
+
+    def __init__(self, plugin: object, method: str) -> None:
+        cls = type(plugin)
+        self.plugin = f"{cls.__module__}:{cls.__qualname__}.{method}"
+        super().__init__(self.plugin)
+
+
+def error_info(process: str, exc: BaseException) -> m.ErrorInfo:
+    """Describe ``exc`` as data; a :class:`PluginError` reports the user's exception."""
+    plugin = ""
+    if isinstance(exc, PluginError) and exc.__cause__ is not None:
+        plugin = exc.plugin
+        exc = exc.__cause__
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return m.ErrorInfo(
+        process=process, kind=type(exc).__name__, message=str(exc), traceback=tb, plugin=plugin
+    )
+
+
+class Runtime:
+    """The process-side machinery of one :class:`Component`.
+
+    Args:
+        component: The component to run.
+        spec: How this process was started (None for the executor, which has no parent).
+        run_dir: Private directory for this run's ipc endpoints.
+        log_level: Passed on to children.
+    """
+
+    def __init__(
+        self,
+        component: Component,
+        *,
+        run_dir: str,
+        spec: ChildSpec | None = None,
+        log_level: int = logging.WARNING,
+    ) -> None:
+        self.component = component
+        self.spec = spec
+        self.run_dir = run_dir
+        self.log_level = log_level
+        self.ctx = zmq.asyncio.Context()
+        self.supervisor = Supervisor(self._child_exit)
+        self.parent: zmq.asyncio.Socket | None = None
+        self.children_socket: zmq.asyncio.Socket | None = None
+        self.children_endpoint = ""
+        self._pending: dict[str, asyncio.Future[m.Message]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ended = asyncio.Event()
+        component.add_listener(self._state_changed)
+
+    @property
+    def name(self) -> str:
+        return self.component.name
+
+    # --- sockets -----------------------------------------------------------------------
+
+    def socket(self, kind: int) -> zmq.asyncio.Socket:
+        sock = self.ctx.socket(kind)
+        sock.setsockopt(zmq.LINGER, 2000)
+        return sock
+
+    def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
+        """Bind a new socket of ``kind`` on a private ipc endpoint; returns it and the address."""
+        sock = self.socket(kind)
+        endpoint = endpoint_for(self.run_dir, f"{self.name}-{role}")
+        sock.bind(endpoint)
+        return sock, endpoint
+
+    async def send_parent(self, message: m.Msg) -> None:
+        if self.parent is not None:
+            await self.parent.send(m.encode(message))
+
+    # --- children ----------------------------------------------------------------------
+
+    def spawn(
+        self,
+        name: str,
+        role: str,
+        component: str,
+        args: dict[str, Any],
+        preload: tuple[str, ...] = (),
+    ) -> Child:
+        if self.children_socket is None:
+            self.children_socket, self.children_endpoint = self.bind(zmq.ROUTER, "children")
+            self.start_task(self._read_children(self.children_socket))
+        spec = ChildSpec(
+            name=name,
+            role=role,
+            component=component,
+            args=args,
+            run_dir=self.run_dir,
+            parent_endpoint=self.children_endpoint,
+            log_level=self.log_level,
+            preload=preload,
+        )
+        return self.supervisor.spawn(spec)
+
+    async def request(self, child: str, message: m.Msg) -> m.Message:
+        """Send ``message`` to ``child`` and wait for its next message (its answer)."""
+        future: asyncio.Future[m.Message] = asyncio.get_running_loop().create_future()
+        self._pending[child] = future
+        await self.send_child(child, message)
+        return await future
+
+    async def send_child(self, child: str, message: m.Msg) -> None:
+        assert self.children_socket is not None
+        await self.children_socket.send_multipart([child.encode(), m.encode(message)])
+
+    async def _read_children(self, sock: zmq.asyncio.Socket) -> None:
+        while True:
+            sender_b, payload = await sock.recv_multipart()
+            sender = sender_b.decode()
+            message = m.decode(payload)
+            child = self.supervisor.children.get(sender)
+            if isinstance(message, m.Ready):
+                if child is not None and not child.ready.done():
+                    child.ready.set_result(dict(message.endpoints))
+                continue
+            if isinstance(message, m.Failed):
+                await sock.send_multipart([sender_b, m.encode(m.Shutdown(reason="ack"))])
+                self._reject(sender, message.error)
+                self.component.fail(message.error)
+                continue
+            future = self._pending.pop(sender, None)
+            if future is not None and not future.done():
+                future.set_result(message)
+            else:
+                await self.component.dispatch(message, sender=sender)
+
+    def _reject(self, sender: str, error: m.ErrorInfo) -> None:
+        future = self._pending.pop(sender, None)
+        if future is not None and not future.done():
+            future.set_exception(ComponentFailed(error))
+            future.exception()
+
+    def _child_exit(self, child: Child, event: ChildExit) -> None:
+        if child.stopping and event.exit_code in (0, -signal.SIGTERM, -signal.SIGKILL):
+            return
+        if event.exit_code == 0:
+            event = ChildExit(child.name, child.spec.role, 0)
+            error = m.ErrorInfo(
+                process=child.name, kind="ProcessEnded", message=f"{child.name} ended unexpectedly"
+            )
+            self._reject(child.name, error)
+            self.component.fail(error)
+            return
+        self._reject(
+            child.name,
+            m.ErrorInfo(process=child.name, kind="ProcessDied", message=event.describe()),
+        )
+        self.component.on_child_exit(event)
+
+    async def wait_ready(self, children: list[Child], timeout: float) -> list[dict[str, str]]:
+        try:
+            return await asyncio.wait_for(asyncio.gather(*(c.ready for c in children)), timeout)
+        except TimeoutError:
+            late = [c.name for c in children if not c.ready.done()]
+            raise ComponentFailed(
+                m.ErrorInfo(
+                    process=late[0],
+                    kind="Timeout",
+                    message=f"{', '.join(late)} did not start within {timeout:.0f} s",
+                )
+            ) from None
+
+    async def stop_children(self, timeout: float = 5.0) -> None:
+        """Ask every running child to shut down, wait, then terminate stragglers."""
+        running = self.supervisor.running()
+        for child in running:
+            child.stopping = True
+            if child.ready.done() and not child.ready.exception():
+                await self.send_child(child.name, m.Shutdown(reason="stop"))
+        if not await Supervisor.wait(running, timeout):
+            await self.supervisor.stop_all()
+
+    # --- tasks and state ---------------------------------------------------------------
+
+    def start_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` alongside; an exception in it fails the component."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            if isinstance(exc, ComponentFailed):
+                self.component.fail(exc.error)
+            else:
+                self.component.fail(error_info(self.name, exc))
+
+    def _state_changed(self, state: State) -> None:
+        if state in (State.FINISHED, State.ERROR):
+            self._ended.set()
+
+    # --- main loop ---------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Run the component until it ends; returns the process exit code."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self.component.on_signal, signal.SIGTERM)
+        try:
+            if self.spec is not None:
+                self.parent = self.socket(zmq.DEALER)
+                self.parent.setsockopt(zmq.IDENTITY, self.name.encode())
+                self.parent.connect(self.spec.parent_endpoint)
+            self.component.start()
+            endpoints = await self.component.setup(self)  # type: ignore[attr-defined]
+            await self.send_parent(m.Ready(name=self.name, endpoints=endpoints or {}))
+            if self.parent is not None:
+                self.start_task(self._read_parent(self.parent))
+            await self._ended.wait()
+        except ComponentFailed as exc:
+            self.component.fail(exc.error)
+        except Exception as exc:  # process boundary: report, never lose the error
+            self.component.fail(error_info(self.name, exc))
+        return await self._end()
+
+    async def _read_parent(self, sock: zmq.asyncio.Socket) -> None:
+        while True:
+            message = m.decode(await sock.recv())
+            reply = await self.component.dispatch(message)
+            if reply is not None:
+                await sock.send(m.encode(reply))
+
+    async def _end(self) -> int:
+        try:
+            await self.component.teardown()  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - teardown of user code at the boundary
+            self.component.fail(error_info(self.name, exc))
+        if self.supervisor.running():
+            await self.stop_children(timeout=3.0)
+        for task in list(self._tasks):
+            task.cancel()
+        code = 0
+        if self.component.state is State.ERROR:
+            code = 1
+            if self.parent is not None and self.component.error is not None:
+                await self._report_failure(self.component.error)
+        self.ctx.destroy(linger=1000)
+        return code
+
+    async def _report_failure(self, error: m.ErrorInfo) -> None:
+        """Send ``Failed`` upward and wait (briefly) for the parent's acknowledgement."""
+        assert self.parent is not None
+        await self.parent.send(m.encode(m.Failed(error=error)))
+        try:
+            await asyncio.wait_for(self.parent.recv(), 2.0)
+        except TimeoutError:
+            LOG.debug("%s: parent did not acknowledge the failure report", self.name)
+
+
+class ComponentFailed(Exception):
+    def __init__(self, error: m.ErrorInfo) -> None:
+        self.error = error
+        super().__init__(error.describe())
+
+
+async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connection) -> int:
+    """Entry point of every child process (run by aiomultiprocess in the child's loop);
+    returns the exit code."""
+    set_title(spec.name)
+    watch_parent(alive)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    configure_child_logging(spec.name, spec.log_level)
+    from palaestra.core.loading import load_class
+    from palaestra.core.processes import use_forkserver
+
+    if spec.preload:
+        use_forkserver(spec.preload)
+    try:
+        cls = load_class(spec.component)
+        component = cls(name=spec.name, **spec.args)
+    except Exception as exc:  # report construction errors like any other
+        runtime = _FailedStart(spec, exc)
+        code = await runtime.report()
+    else:
+        code = await Runtime(
+            component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level
+        ).run()
+    return code
+
+
+class _FailedStart:
+    """Reports a component that could not even be constructed."""
+
+    def __init__(self, spec: ChildSpec, exc: BaseException) -> None:
+        self.spec = spec
+        self.exc = exc
+
+    async def report(self) -> int:
+        ctx = zmq.asyncio.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.IDENTITY, self.spec.name.encode())
+        sock.setsockopt(zmq.LINGER, 1000)
+        sock.connect(self.spec.parent_endpoint)
+        await sock.send(m.encode(m.Failed(error=error_info(self.spec.name, self.exc))))
+        try:
+            await asyncio.wait_for(sock.recv(), 2.0)
+        except TimeoutError:
+            pass
+        ctx.destroy(linger=1000)
+        return 1

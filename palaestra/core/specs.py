@@ -1,0 +1,88 @@
+"""The validated, immutable form of a run file, shared by every process of a run.
+
+The run-file loader (:mod:`palaestra.experiment.runfile`) produces a :class:`RunSpec`; the
+processes of a run receive the parts they need. All specs are msgspec Structs, so they travel
+between processes as schema-checked msgpack.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+Mode = Literal["train", "test"]
+
+
+class ClassSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A plug-in class named in the run file, with the keyword arguments for its constructor."""
+
+    name: str
+    params: dict[str, Any] = {}
+
+
+class EnvironmentSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One environment of a phase. ``uid`` prefixes its sensor and actuator ids (``uid.0``)."""
+
+    name: str
+    uid: str
+    params: dict[str, Any] = {}
+
+
+class LoadSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an agent's brain dump comes from. ``None`` fields mean "the same as this one"."""
+
+    agent: str | None = None
+    experiment_run: str | None = None
+    phase: int | None = None
+    strict: bool = False
+
+
+class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One agent of a phase: its plug-ins and the sensor and actuator ids it uses."""
+
+    name: str
+    brain: ClassSpec
+    muscle: ClassSpec
+    objective: ClassSpec
+    sensors: tuple[str, ...]
+    actuators: tuple[str, ...]
+    load: LoadSpec | None = None
+
+
+class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """The simulation controller of a phase and its termination conditions."""
+
+    name: str
+    conditions: tuple[ClassSpec, ...] = ()
+    params: dict[str, Any] = {}
+
+
+class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
+    mode: Mode = "train"
+    worker: int = 1
+    episodes: int = 1
+
+
+class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One phase of the schedule, with everything it inherited from the phases before it."""
+
+    index: int
+    name: str
+    environments: tuple[EnvironmentSpec, ...]
+    agents: tuple[AgentSpec, ...]
+    simulation: SimulationSpec
+    config: PhaseConfig
+
+
+class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A whole, validated run file."""
+
+    uid: str
+    experiment_uid: str
+    seed: int
+    version: str
+    phases: tuple[PhaseSpec, ...]
+    conditions: tuple[ClassSpec, ...] = ()
+    path: str = ""
+    document: str = ""

@@ -1,0 +1,80 @@
+"""The executor: runs validated run files one after another in this (the CLI's) process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+
+from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
+from palaestra.core.processes import set_title, use_forkserver
+from palaestra.core.runtime import Runtime
+from palaestra.core.specs import RunSpec
+from palaestra.core.transport import make_run_dir, remove_run_dir
+from palaestra.experiment.experiment_run import ExperimentRun
+from palaestra.experiment.runtime_config import RuntimeConfig
+
+LOG = logging.getLogger(__name__)
+
+PRELOAD = (
+    "palaestra.agent.conductor",
+    "palaestra.agent.brain_process",
+    "palaestra.agent.muscle_process",
+    "palaestra.environment.conductor",
+    "palaestra.environment.environment_process",
+    "palaestra.simulation",
+)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_uid: str
+    instance_uid: str
+    exit_code: int
+    message: str = ""
+
+
+def execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
+    """Run ``run`` to its end; never raises for a failed run, returns its outcome."""
+    set_title("Executor")
+    use_forkserver(PRELOAD)
+    return asyncio.run(_execute(run, config))
+
+
+async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
+    run_dir = make_run_dir()
+    level = logging.getLevelName(config.log_level.upper())
+    component = ExperimentRun(
+        "ExperimentRun", run=run, store_uri=config.store_uri, data_path=config.data_path
+    )
+    runtime = Runtime(
+        component, run_dir=run_dir, log_level=level if isinstance(level, int) else logging.WARNING
+    )
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def interrupted(signum: int) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            print("Interrupted again: stopping at once.", file=sys.stderr)
+            runtime.supervisor.kill_all_now()
+        component.on_signal(signum)
+
+    loop.add_signal_handler(signal.SIGINT, interrupted, signal.SIGINT)
+    try:
+        code = await runtime.run()
+        loop.remove_signal_handler(signal.SIGTERM)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        remove_run_dir(run_dir)
+    if component.signal is not None:
+        return RunOutcome(
+            run.uid, component.instance_uid, 128 + component.signal, component.stop_reason
+        )
+    if code != EXIT_OK:
+        message = component.error.describe() if component.error else "the run failed"
+        return RunOutcome(run.uid, component.instance_uid, EXIT_RUN_FAILED, message)
+    return RunOutcome(run.uid, component.instance_uid, EXIT_OK)

@@ -1,0 +1,400 @@
+"""The ExperimentRun controller: walks the phases of a run and supervises all their processes.
+
+Per phase it starts the environment conductors, one agent conductor per agent and one
+simulation controller per worker, wires them together (environments first, because agents are
+set up with the spaces the environments report), runs the episodes, shuts the phase down in
+order (controllers, then Muscles before Brains, then environments), and waits until the store
+writer holds everything the phase produced before the next phase may load its brain dumps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from typing import Any
+
+from palaestra import __version__
+from palaestra.core import messages as m
+from palaestra.core.esm import Component, State
+from palaestra.core.runtime import ComponentFailed
+from palaestra.core.seeds import derive_seed
+from palaestra.core.specs import AgentSpec, PhaseSpec, RunSpec
+
+LOG = logging.getLogger(__name__)
+
+WRITER = "StoreWriter"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+
+
+class PhaseError(Exception):
+    pass
+
+
+class ExperimentRun(Component):
+    """Runs one :class:`RunSpec` to its end; the executor's top component."""
+
+    def __init__(
+        self, name: str, *, run: RunSpec, store_uri: str, data_path: str = "_outputs"
+    ) -> None:
+        super().__init__(name)
+        self.run = run
+        self.store_uri = store_uri
+        self.data_path = data_path
+        self.instance_uid = str(uuid.uuid4())
+        self.instance_id: int | None = None
+        self.signal: int | None = None
+        self.store_endpoint = ""
+        self._main: asyncio.Task[None] | None = None
+
+    async def setup(self, runtime: Any) -> dict[str, str]:
+        self.runtime = runtime
+        self._main = runtime.start_task(self._run())
+        return {}
+
+    # --- the run -----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        writer = self.runtime.spawn(
+            WRITER, "StoreWriter", "palaestra.store.writer:StoreWriter", {"store_uri": self.store_uri}
+        )
+        (endpoints,) = await self.runtime.wait_ready([writer], START_TIMEOUT)
+        self.store_endpoint = endpoints["store"]
+        ids = await self._store(
+            m.StoreRunStart(
+                experiment_uid=self.run.experiment_uid,
+                run_uid=self.run.uid,
+                instance_uid=self.instance_uid,
+                document=self.run.document,
+                file=self.run.path,
+                seed=self.run.seed,
+                palaestra_version=__version__,
+                host=socket.gethostname(),
+            )
+        )
+        self.instance_id = ids.ids["instance"]
+        for phase in self.run.phases:
+            LOG.info("phase %d (%s) begins", phase.index, phase.name)
+            await self._run_phase(phase)
+        await self._store(m.StoreRunEnd(instance_id=self.instance_id, status="finished"))
+        self.finish()
+
+    async def _store(self, request: m.Msg) -> Any:
+        return await self.runtime.request(WRITER, request)
+
+    async def _run_phase(self, phase: PhaseSpec) -> None:
+        rt = self.runtime
+        run = self.run
+        workers = phase.config.worker
+        env_seeds = {
+            e.uid: [derive_seed(run.seed, "environment", e.uid, phase.index, w) for w in range(workers)]
+            for e in phase.environments
+        }
+        dumps = {a.name: await self._find_dump(phase, a) for a in phase.agents}
+        ids = (
+            await self._store(
+                m.StorePhaseStart(
+                    instance_id=self.instance_id or 0,
+                    index=phase.index,
+                    name=phase.name,
+                    mode=phase.config.mode,
+                    workers=workers,
+                    episodes=phase.config.episodes,
+                    config={"simulation": phase.simulation.name, **_plain(phase.config)},
+                    environments=[
+                        m.PhaseEnvironment(
+                            uid=e.uid, name=e.name, params=dict(e.params), seeds=env_seeds[e.uid]
+                        )
+                        for e in phase.environments
+                    ],
+                    agents=[self._phase_agent(phase, a, dumps[a.name][0]) for a in phase.agents],
+                )
+            )
+        ).ids
+        phase_children = []
+        env_conductors = [
+            rt.spawn(
+                f"EnvironmentConductor-{e.uid}",
+                "EnvironmentConductor",
+                "palaestra.environment.conductor:EnvironmentConductor",
+                {"store_endpoint": self.store_endpoint},
+                preload=(_module(e.name),),
+            )
+            for e in phase.environments
+        ]
+        agent_conductors = [
+            rt.spawn(
+                f"AgentConductor-{a.name}",
+                "AgentConductor",
+                "palaestra.agent.conductor:AgentConductor",
+                {"store_endpoint": self.store_endpoint},
+                preload=(_module(a.brain.name), _module(a.muscle.name), _module(a.objective.name)),
+            )
+            for a in phase.agents
+        ]
+        conditions = [*phase.simulation.conditions, *run.conditions]
+        controllers = [
+            rt.spawn(
+                f"SimulationController-{w}",
+                "SimulationController",
+                phase.simulation.name,
+                {"worker": w, "conditions": conditions, "params": dict(phase.simulation.params)},
+            )
+            for w in range(workers)
+        ]
+        phase_children = [*controllers, *agent_conductors, *env_conductors]
+        try:
+            await rt.wait_ready([*env_conductors, *controllers], START_TIMEOUT)
+            env_ready = await asyncio.gather(
+                *(
+                    rt.request(
+                        c.name,
+                        m.EnvironmentSetup(
+                            environment=e,
+                            environment_id=ids[f"environment:{e.uid}"],
+                            workers=workers,
+                            seeds=env_seeds[e.uid],
+                        ),
+                    )
+                    for c, e in zip(env_conductors, phase.environments, strict=True)
+                )
+            )
+            baselines = await asyncio.gather(
+                *(
+                    rt.request(
+                        c.name,
+                        m.SimulationSetup(
+                            environments=[
+                                m.EnvironmentEndpoint(uid=r.uid, endpoint=r.endpoints[w])
+                                for r in env_ready
+                            ]
+                        ),
+                    )
+                    for w, c in enumerate(controllers)
+                )
+            )
+            sensors = {s.uid: s for s in baselines[0].sensors}
+            actuators = {a.uid: a for a in baselines[0].actuators}
+            for agent in phase.agents:
+                _check_agent(phase, agent, sensors, actuators)
+            await rt.wait_ready(agent_conductors, START_TIMEOUT)
+            agents_ready = await asyncio.gather(
+                *(
+                    rt.request(
+                        c.name,
+                        self._agent_setup(phase, a, ids, dumps[a.name][1], sensors, actuators),
+                    )
+                    for c, a in zip(agent_conductors, phase.agents, strict=True)
+                )
+            )
+            await asyncio.gather(
+                *(
+                    rt.request(
+                        c.name,
+                        m.SimulationRun(
+                            agents=[
+                                m.AgentEndpoint(
+                                    name=a.name,
+                                    endpoint=r.endpoints[w],
+                                    sensors=list(a.sensors),
+                                    actuators=list(a.actuators),
+                                )
+                                for a, r in zip(phase.agents, agents_ready, strict=True)
+                            ],
+                            episodes=phase.config.episodes,
+                            mode=phase.config.mode,
+                        ),
+                    )
+                    for w, c in enumerate(controllers)
+                )
+            )
+        except PhaseError as exc:
+            raise ComponentFailed(
+                m.ErrorInfo(process=self.name, kind="InvalidRun", message=str(exc))
+            ) from None
+        for group in (controllers, agent_conductors, env_conductors):
+            await self._shutdown(group)
+        producers = [f"Brain-{a.name}" for a in phase.agents]
+        producers += [f"Muscle-{a.name}-{w}" for a in phase.agents for w in range(workers)]
+        producers += [f"Environment-{e.uid}-{w}" for e in phase.environments for w in range(workers)]
+        await asyncio.wait_for(self._store(m.StoreFlush(producers=producers)), STOP_TIMEOUT)
+        await self._store(m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        del phase_children
+
+    async def _shutdown(self, children: list[Any]) -> None:
+        for child in children:
+            child.stopping = True
+            await self.runtime.send_child(child.name, m.Shutdown(reason="phase over"))
+        if not await self.runtime.supervisor.wait(children, STOP_TIMEOUT):
+            late = [c.name for c in children if not c.exited.is_set()]
+            raise ComponentFailed(
+                m.ErrorInfo(
+                    process=late[0],
+                    kind="Timeout",
+                    message=f"{', '.join(late)} did not stop within {STOP_TIMEOUT:.0f} s",
+                )
+            )
+
+    # --- agents ------------------------------------------------------------------------
+
+    def _phase_agent(
+        self, phase: PhaseSpec, agent: AgentSpec, loaded_from: dict[str, Any] | None
+    ) -> m.PhaseAgent:
+        return m.PhaseAgent(
+            name=agent.name,
+            brain=agent.brain.name,
+            muscle=agent.muscle.name,
+            objective=agent.objective.name,
+            config={
+                "brain_params": dict(agent.brain.params),
+                "muscle_params": dict(agent.muscle.params),
+                "objective_params": dict(agent.objective.params),
+                "sensors": list(agent.sensors),
+                "actuators": list(agent.actuators),
+            },
+            seeds={
+                "brain": self._brain_seed(phase, agent),
+                "muscles": self._muscle_seeds(phase, agent),
+            },
+            loaded_from=loaded_from,
+        )
+
+    def _brain_seed(self, phase: PhaseSpec, agent: AgentSpec) -> int:
+        return derive_seed(self.run.seed, "brain", agent.name, phase.index)
+
+    def _muscle_seeds(self, phase: PhaseSpec, agent: AgentSpec) -> list[int]:
+        return [
+            derive_seed(self.run.seed, "muscle", agent.name, phase.index, w)
+            for w in range(phase.config.worker)
+        ]
+
+    def _agent_setup(
+        self,
+        phase: PhaseSpec,
+        agent: AgentSpec,
+        ids: dict[str, int],
+        dump: bytes | None,
+        sensors: dict[str, m.InfoDesc],
+        actuators: dict[str, m.InfoDesc],
+    ) -> m.AgentSetup:
+        return m.AgentSetup(
+            agent=agent,
+            agent_id=ids[f"agent:{agent.name}"],
+            run_uid=self.run.uid,
+            phase_index=phase.index,
+            phase_name=phase.name,
+            mode=phase.config.mode,
+            workers=phase.config.worker,
+            brain_seed=self._brain_seed(phase, agent),
+            muscle_seeds=self._muscle_seeds(phase, agent),
+            sensors=[sensors[uid] for uid in agent.sensors],
+            actuators=[actuators[uid] for uid in agent.actuators],
+            dump=dump,
+            dump_dir=os.path.abspath(
+                os.path.join(
+                    self.data_path, "brain_dumps", _safe(self.run.uid), self.instance_uid,
+                    f"{phase.index}-{_safe(phase.name)}",
+                )
+            ),
+        )
+
+    async def _find_dump(
+        self, phase: PhaseSpec, agent: AgentSpec
+    ) -> tuple[dict[str, Any] | None, bytes | None]:
+        """Which dump the agent starts from: ``load:``, else the same agent one phase earlier."""
+        load = agent.load
+        if load is None and phase.index == 0:
+            return None, None
+        source = {
+            "run": (load.experiment_run if load and load.experiment_run else self.run.uid),
+            "agent": (load.agent if load and load.agent else agent.name),
+            "phase": (load.phase if load and load.phase is not None else phase.index - 1),
+        }
+        if source["phase"] < 0:
+            return None, None
+        found: m.StoreDump = await self._store(
+            m.StoreFindDump(run_uid=source["run"], agent=source["agent"], phase=source["phase"])
+        )
+        if found.dump is None:
+            message = (
+                f"agent '{agent.name}' in phase {phase.index}: no brain dump of agent "
+                f"'{source['agent']}' in phase {source['phase']} of run '{source['run']}'"
+            )
+            if load is not None and load.strict:
+                raise ComponentFailed(
+                    m.ErrorInfo(process=self.name, kind="MissingBrainDump", message=message)
+                )
+            if load is not None:
+                LOG.warning("%s; it starts fresh", message)
+            return None, None
+        LOG.info(
+            "agent '%s' in phase %d starts from brain dump %s",
+            agent.name, phase.index, found.brain_state_id,
+        )
+        return {**source, "brain_state_id": found.brain_state_id}, found.dump
+
+    # --- ending ------------------------------------------------------------------------
+
+    def on_signal(self, signum: int) -> None:
+        if self.signal is None:
+            self.signal = signum
+            import signal as _signal
+
+            self.stop(f"interrupted by {_signal.Signals(signum).name}")
+            if self._main is not None:
+                self._main.cancel()
+            self.finish()
+
+    async def teardown(self) -> None:
+        """Record how the run ended, while the store writer is still up."""
+        if self.instance_id is None or WRITER not in self.runtime.supervisor.children:
+            return
+        if self.state is State.FINISHED and self.signal is None:
+            return
+        if self.signal is not None:
+            status, reason = "cancelled", self.stop_reason
+        else:
+            status = "error"
+            reason = self.error.describe() if self.error is not None else "unknown error"
+        try:
+            await asyncio.wait_for(
+                self._store(m.StoreRunEnd(instance_id=self.instance_id, status=status, reason=reason)),
+                5.0,
+            )
+        except (TimeoutError, ComponentFailed) as exc:
+            LOG.error("could not record the end of the run in the store: %s", exc)
+
+
+def _check_agent(
+    phase: PhaseSpec,
+    agent: AgentSpec,
+    sensors: dict[str, m.InfoDesc],
+    actuators: dict[str, m.InfoDesc],
+) -> None:
+    for kind, wanted, available in (
+        ("sensor", agent.sensors, sensors),
+        ("actuator", agent.actuators, actuators),
+    ):
+        missing = [uid for uid in wanted if uid not in available]
+        if missing:
+            raise PhaseError(
+                f"phase '{phase.name}', agent '{agent.name}': {kind}s {', '.join(missing)} are "
+                f"not provided by the environments (they have: {', '.join(sorted(available))})"
+            )
+
+
+def _module(class_name: str) -> str:
+    return class_name.partition(":")[0]
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
+
+
+def _plain(config: Any) -> dict[str, Any]:
+    import msgspec
+
+    return msgspec.to_builtins(config)  # type: ignore[no-any-return]

@@ -1,0 +1,24 @@
+"""TakingTurns: one agent acts per environment step, in the order of the run file."""
+
+from __future__ import annotations
+
+from palaestra.simulation.controller import SimulationController
+
+
+class TakingTurns(SimulationController):
+    """Agent ``i`` acts on steps ``i, i + n, ...``; its rewards are those of the step that
+    followed its own action."""
+
+    async def run_episode(self) -> None:
+        self.episode_over = False
+        step = 0
+        agents = self.agents
+        while not self.episode_over:
+            agent = agents[step % len(agents)]
+            setpoints = await self.act(agent, step)
+            agent.rewards = await self.step_environments(setpoints)
+            step += 1
+        await self.finish_episode()
+
+
+TakingTurnsSimulationController = TakingTurns
