@@ -54,6 +54,8 @@ class EnvironmentProcess(Component):
         self.actuators: list[ActuatorInformation] = []
         self.sensor_index: dict[str, int] = {}
         self.sensor_uids: list[str] = []
+        self.full_sensor_uids: list[str] = []
+        self.prefix = f"{environment.uid}."
         self.episode = -1
         self.step = 0
 
@@ -93,7 +95,8 @@ class EnvironmentProcess(Component):
         self.actuators = list(actuators)
         self.sensor_uids = [str(s.uid) for s in sensors]
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
-        prefix = f"{self.spec.uid}."
+        prefix = self.prefix
+        self.full_sensor_uids = [prefix + uid for uid in self.sensor_uids]
         return m.EnvBaseline(
             sensors=[describe(s, prefix + str(s.uid)) for s in sensors],
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
@@ -127,8 +130,8 @@ class EnvironmentProcess(Component):
             (
                 self.episode,
                 self.step,
-                dict(zip(self.sensor_uids, values, strict=True)),
-                dict(setpoints),
+                dict(zip(self.full_sensor_uids, values, strict=True)),
+                {self.prefix + uid: value for uid, value in setpoints.items()},
                 {r.uid: r.value for r in reward_descs},
                 done,
             )

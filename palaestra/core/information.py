@@ -1,0 +1,190 @@
+"""The per-step value carriers: SensorInformation, ActuatorInformation, RewardInformation.
+
+Each holds a value, the :class:`~palaestra.core.spaces.Space` it belongs to and the uid of the
+sensor, actuator or reward. They are created on every step, so constructing one does no
+validation and no copying; call :meth:`Information.contains` to check a value against its
+space. :func:`json_value` gives a value in the plain form messages carry and the store writes.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from typing import Any, Self
+
+import numpy as np
+
+from palaestra.core.spaces import Space
+
+
+class Information:
+    """The shared base of the three information classes: a value, its space and a uid.
+
+    Two objects are equal when they are of the same class and have equal uids, spaces and
+    values (numpy arrays compare with ``numpy.array_equal``, lists and tuples item by item, so
+    a tuple equals a list of equal items). They are mutable and therefore not hashable. Every
+    object is truthy, even if its space has ``flat_dim == 0``.
+
+    Args:
+        value: The current value, usually a value of ``space``.
+        space: The space of the value, if known.
+        uid: The id of the sensor, actuator or reward, like ``"env.0"``.
+    """
+
+    __slots__ = ("_value", "_space", "_uid")
+
+    def __init__(
+        self, value: Any = None, space: Space | None = None, uid: str | None = None
+    ) -> None:
+        self._value = value
+        self._space = space
+        self._uid = uid
+
+    @property
+    def value(self) -> Any:
+        """The current value."""
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
+
+    @property
+    def space(self) -> Space | None:
+        """The space of the value, or None if unknown."""
+        return self._space
+
+    @space.setter
+    def space(self, space: Space | None) -> None:
+        self._space = space
+
+    @property
+    def uid(self) -> str | None:
+        """The id of the sensor, actuator or reward."""
+        return self._uid
+
+    @uid.setter
+    def uid(self, uid: str | None) -> None:
+        self._uid = uid
+
+    def contains(self) -> bool:
+        """Return whether the value is in the space; False if no space is known."""
+        return self._space is not None and self._space.contains(self._value)
+
+    def copy(self) -> Self:
+        """Return a new object with the same space and uid and a copy of the value.
+
+        Numpy arrays, lists, tuples and dicts in the value are copied (recursively); the
+        space is shared, as spaces are not changed after construction.
+        """
+        return type(self)(_copy_value(self._value), self._space, self._uid)
+
+    def __len__(self) -> int:
+        """The length of the flattened value: the space's ``flat_dim``, or 1 without a space."""
+        return 1 if self._space is None else self._space.flat_dim
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Information):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self._uid == other._uid
+            and self._space == other._space
+            and _values_equal(self._value, other._value)
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(value={self._value!r}, space={self._space!r}, "
+            f"uid={self._uid!r})"
+        )
+
+
+class SensorInformation(Information):
+    """A sensor reading: the value an environment reports and an agent observes."""
+
+    __slots__ = ()
+
+
+class ActuatorInformation(Information):
+    """An actuator and its set point: the value an agent chooses and an environment applies.
+
+    Calling the object sets the value, as muscles do with ``actuator(setpoint)``.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, setpoint: Any) -> None:
+        self._value = setpoint
+
+    @property
+    def setpoint(self) -> Any:
+        """The set point; the same as ``value``."""
+        return self._value
+
+    @setpoint.setter
+    def setpoint(self, setpoint: Any) -> None:
+        self._value = setpoint
+
+
+class RewardInformation(Information):
+    """A reward an environment reports for the last step."""
+
+    __slots__ = ()
+
+    @property
+    def reward_value(self) -> Any:
+        """The reward; the same as ``value``."""
+        return self._value
+
+    @reward_value.setter
+    def reward_value(self, value: Any) -> None:
+        self._value = value
+
+
+def json_value(info: Information) -> Any:
+    """Return the value of ``info`` as plain JSON-able Python.
+
+    With a space, this is ``info.space.to_json_value(info.value)``; without one, numpy arrays
+    become (nested) lists and numpy scalars Python scalars, also inside lists, tuples and dicts
+    (tuples become lists). Other values are returned unchanged.
+    """
+    if info.space is not None:
+        return info.space.to_json_value(info.value)
+    return _plain(info.value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_copy_value(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _copy_value(v) for k, v in value.items()}
+    return _copy.copy(value)
+
+
+def _values_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        try:
+            return bool(np.array_equal(a, b))
+        except (TypeError, ValueError):
+            return False
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_values_equal(x, y) for x, y in zip(a, b, strict=True))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
