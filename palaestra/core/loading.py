@@ -27,11 +27,12 @@ def load_class(name: str) -> type:
             f"'{name}' is not a class name of the form 'package.module:ClassName'"
         )
     try:
-        spec = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError) as exc:
+        spec = importlib.util.find_spec(module_name)  # imports the parent packages
+    except ModuleNotFoundError:
         spec = None
-        if not isinstance(exc, ModuleNotFoundError):
-            raise PluginLoadError(f"cannot import module '{module_name}': {exc}") from exc
+    except Exception as exc:  # a parent package failed: show the user's error
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
     if spec is None:
         raise PluginLoadError(f"no module '{module_name}' (in '{name}')")
     try:

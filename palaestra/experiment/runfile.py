@@ -1,0 +1,465 @@
+"""The run-file loader: palaestrAI-format YAML run files to a validated :class:`RunSpec`.
+
+A run file names an experiment run (``uid``, ``experiment_uid``, ``seed``, ``version``), its
+``schedule`` of phases and the run's termination ``run_config``. Each phase inherits what it
+does not set from the phase before it: ``simulation`` and ``phase_config`` are merged key by
+key, ``environments`` and ``agents`` are replaced whole. Every error is a
+:class:`~palaestra.core.errors.RunFileError` with the file, the line and the key path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import traceback
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
+from palaestra.core.loading import load_class
+from palaestra.core.specs import (
+    AgentSpec,
+    ClassSpec,
+    EnvironmentSpec,
+    LoadSpec,
+    Mode,
+    PhaseConfig,
+    PhaseSpec,
+    RunSpec,
+    SimulationSpec,
+)
+from palaestra.experiment.runfile_schema import (
+    Node,
+    as_bool,
+    as_class_name,
+    as_int,
+    as_list,
+    as_mapping,
+    as_params,
+    as_str,
+    describe,
+    locate,
+    optional,
+)
+
+__all__ = ["load_run_file", "load_run_text"]
+
+_TOP_KEYS = ("uid", "experiment_uid", "seed", "version", "schedule", "run_config")
+_TOP_REQUIRED = ("uid", "seed", "version", "schedule")
+_PHASE_KEYS = ("environments", "agents", "simulation", "phase_config")
+_MERGED_PHASE_KEYS = frozenset({"simulation", "phase_config"})
+_ENV_ITEM_UNSUPPORTED = ("reward", "state_transformer")
+_ENV_KEYS = ("name", "uid", "params")
+_AGENT_KEYS = ("name", "brain", "muscle", "objective", "sensors", "actuators", "load")
+_AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
+_AGENT_UNSUPPORTED = ("filters", "replay")
+_LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
+_LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
+_CLASS_KEYS = ("name", "params")
+_SIMULATION_KEYS = ("name", "conditions", "params")
+_PHASE_CONFIG_KEYS = ("mode", "worker", "episodes", "evaluate_every", "store_raw_actuators")
+_MODES: tuple[Mode, ...] = ("train", "test")
+_DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
+_BASE_CLASSES = MappingProxyType(
+    {
+        "brain": "palaestra.agent.brain:Brain",
+        "muscle": "palaestra.agent.muscle:Muscle",
+        "objective": "palaestra.agent.objective:Objective",
+        "environment": "palaestra.environment.environment:Environment",
+    }
+)
+
+
+def load_run_file(path: str | os.PathLike[str], *, check_classes: bool = True) -> RunSpec:
+    """Read and validate a run file.
+
+    Args:
+        path: The run file; kept as given in ``RunSpec.path`` and in error messages.
+        check_classes: Import every ``module:Class`` the file names and check it.
+
+    Returns:
+        The validated run.
+
+    Raises:
+        RunFileError: The file cannot be read or is not a valid run file.
+    """
+    shown = os.fsdecode(path)
+    try:
+        with open(shown, encoding="utf-8-sig") as file:
+            text = file.read()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise RunFileError(f"cannot read the run file: {reason}.", path=shown) from exc
+    except UnicodeDecodeError as exc:
+        message = f"the run file is not UTF-8 text (byte {exc.start}: {exc.reason})."
+        raise RunFileError(message, path=shown) from exc
+    return load_run_text(text, path=shown, check_classes=check_classes)
+
+
+def load_run_text(text: str, *, path: str = "<string>", check_classes: bool = True) -> RunSpec:
+    """Validate the text of a run file.
+
+    Args:
+        text: The YAML text; kept in ``RunSpec.document``.
+        path: The name shown in errors and kept in ``RunSpec.path``.
+        check_classes: Import every ``module:Class`` the text names and check it.
+
+    Returns:
+        The validated run.
+
+    Raises:
+        RunFileError: The text is not a valid run file.
+    """
+    try:
+        root = locate(_parse_yaml(text), text)
+        builder = _RunBuilder(_ClassChecker(enabled=check_classes))
+        return builder.build(root, path=path, document=text)
+    except RunFileError as exc:
+        if exc.path is not None:
+            raise
+        located = RunFileError(exc.message, path=path, line=exc.line, key=exc.key, hint=exc.hint)
+        raise located from exc.__cause__
+    except RecursionError:
+        raise RunFileError("the run file is nested too deeply.", path=path) from None
+
+
+def _parse_yaml(text: str) -> Any:
+    """Load YAML text with the round-trip loader, which records line numbers."""
+    try:
+        data = YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        line = mark.line + 1 if mark is not None else None
+        raise RunFileError(f"invalid YAML: {problem}.", line=line) from None
+    except YAMLError as exc:
+        raise RunFileError(f"invalid YAML: {exc}.") from None
+    except Exception as exc:  # ruamel fails on some odd inputs with non-YAML errors
+        raise RunFileError(f"invalid YAML: {type(exc).__name__}: {exc}.") from None
+    if data is None:
+        raise RunFileError("the run file is empty.", line=1)
+    return data
+
+
+class _ClassChecker:
+    """Resolves ``module:Class`` names once per load and checks their base classes."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self._enabled = enabled
+        self._resolved: dict[str, type | PluginLoadError] = {}
+
+    def check(self, node: Node, name: str, role: str | None) -> None:
+        """Check that ``name`` (at ``node``) resolves to a class fit for ``role``.
+
+        Args:
+            node: Where the name is written.
+            name: A syntactically valid ``module:Class`` name.
+            role: A key of the base class table (``"brain"``, ...), or None for no base check.
+        """
+        if not self._enabled:
+            return
+        found = self._resolve(name)
+        if isinstance(found, PluginLoadError):
+            message, _, own_hint = str(found).partition(" Did you mean ")
+            hint = self._palaestra_hint(name) or (f"Did you mean {own_hint}" if own_hint else None)
+            node.fail(message if message.endswith(".") else f"{message}.", hint)
+        # The base classes may not exist yet; then there is nothing to check against.
+        base_name = _BASE_CLASSES.get(role) if role else None
+        base = self._resolve(base_name) if base_name else None
+        if isinstance(base, type) and not issubclass(found, base):
+            message = f"'{name}' is not a subclass of '{base_name}'."
+            node.fail(message, self._palaestra_hint(name))
+
+    def _resolve(self, name: str) -> type | PluginLoadError:
+        if name not in self._resolved:
+            try:
+                self._resolved[name] = load_class(name)
+            except PluginLoadError as exc:
+                self._resolved[name] = exc
+            except Exception as exc:  # a parent package of the module failed to import
+                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                module = name.partition(":")[0]
+                error = PluginLoadError(f"module '{module}' failed to import: {last}")
+                self._resolved[name] = error
+        return self._resolved[name]
+
+    def _palaestra_hint(self, name: str) -> str | None:
+        """Suggest the palaestra class for a palaestrAI name, if there is one."""
+        if name.partition(":")[0].split(".")[0] != "palaestrai":
+            return None
+        alternative = "palaestra" + name[len("palaestrai") :]
+        if isinstance(self._resolve(alternative), type):
+            return f"Did you mean '{alternative}'?"
+        return None
+
+
+class _RunBuilder:
+    """Validates a located run file and builds its :class:`RunSpec`."""
+
+    def __init__(self, classes: _ClassChecker) -> None:
+        self._classes = classes
+
+    def build(self, root: Node, *, path: str, document: str) -> RunSpec:
+        """Return the RunSpec of the document at ``root``."""
+        fields = as_mapping(root, allowed=_TOP_KEYS, required=_TOP_REQUIRED)
+        uid = as_str(fields["uid"])
+        experiment_uid_node = optional(fields, "experiment_uid")
+        return RunSpec(
+            uid=uid,
+            experiment_uid=as_str(experiment_uid_node) if experiment_uid_node else uid,
+            seed=as_int(fields["seed"], minimum=0),
+            version=_version(fields["version"]),
+            phases=self._schedule(fields["schedule"]),
+            conditions=self._run_conditions(optional(fields, "run_config")),
+            path=path,
+            document=document,
+        )
+
+    def _run_conditions(self, node: Node | None) -> tuple[ClassSpec, ...]:
+        """Return the run's termination conditions from ``run_config``, or the default."""
+        fields = as_mapping(node, allowed=("condition",)) if node is not None else {}
+        condition = optional(fields, "condition")
+        if condition is None:
+            return (ClassSpec(name=_DEFAULT_RUN_CONDITION),)
+        return (self._class_spec(condition, role=None),)
+
+    def _schedule(self, node: Node) -> tuple[PhaseSpec, ...]:
+        """Return the phases of the schedule, each with what it inherited."""
+        phases: list[PhaseSpec] = []
+        fields: dict[str, Node] = {}
+        for index, item in enumerate(as_list(node, non_empty=True)):
+            name, body = _phase_entry(item)
+            fields = _inherit(fields, _phase_fields(body))
+            phases.append(self._phase(index, name, body, fields))
+        return tuple(phases)
+
+    def _phase(self, index: int, name: str, body: Node, fields: dict[str, Node]) -> PhaseSpec:
+        """Return one phase from its keys after inheritance."""
+        for key in _PHASE_KEYS:
+            if key not in fields:
+                body.fail(f"missing required key '{key}' (the first phase cannot inherit it).")
+        environments = self._environments(fields["environments"])
+        uids = [environment.uid for environment in environments]
+        return PhaseSpec(
+            index=index,
+            name=name,
+            environments=environments,
+            agents=self._agents(fields["agents"], name, uids),
+            simulation=self._simulation(fields["simulation"]),
+            config=_phase_config(fields["phase_config"]),
+        )
+
+    def _environments(self, node: Node) -> tuple[EnvironmentSpec, ...]:
+        """Return a phase's environments, whose uids must be unique."""
+        specs: list[EnvironmentSpec] = []
+        seen: dict[str, int | None] = {}
+        for item in as_list(node, non_empty=True):
+            entry = as_mapping(
+                item,
+                allowed=("environment",),
+                required=("environment",),
+                unsupported=_ENV_ITEM_UNSUPPORTED,
+            )
+            spec, uid_node = self._environment(entry["environment"])
+            _check_unique(seen, spec.uid, uid_node, "environment uid")
+            specs.append(spec)
+        return tuple(specs)
+
+    def _environment(self, node: Node) -> tuple[EnvironmentSpec, Node]:
+        """Return an environment and the node its uid comes from (``name`` if defaulted)."""
+        fields = as_mapping(node, allowed=_ENV_KEYS, required=("name",))
+        name = self._class_name(fields["name"], role="environment")
+        uid_node = optional(fields, "uid")
+        uid = as_str(uid_node) if uid_node else name.partition(":")[2]
+        params = as_params(fields.get("params"))
+        spec = EnvironmentSpec(name=name, uid=uid, params=params)
+        return spec, uid_node or fields["name"]
+
+    def _agents(self, node: Node, phase: str, uids: list[str]) -> tuple[AgentSpec, ...]:
+        """Return a phase's agents, whose names must be unique."""
+        specs: list[AgentSpec] = []
+        seen: dict[str, int | None] = {}
+        for item in as_list(node, non_empty=True):
+            spec, name_node = self._agent(item, phase, uids)
+            _check_unique(seen, spec.name, name_node, "agent name")
+            specs.append(spec)
+        return tuple(specs)
+
+    def _agent(self, node: Node, phase: str, uids: list[str]) -> tuple[AgentSpec, Node]:
+        """Return an agent and the node of its name."""
+        fields = as_mapping(
+            node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED, unsupported=_AGENT_UNSUPPORTED
+        )
+        spec = AgentSpec(
+            name=as_str(fields["name"]),
+            brain=self._class_spec(fields["brain"], role="brain"),
+            muscle=self._class_spec(fields["muscle"], role="muscle"),
+            objective=self._class_spec(fields["objective"], role="objective"),
+            sensors=_ids(fields["sensors"], "sensor", phase, uids),
+            actuators=_ids(fields["actuators"], "actuator", phase, uids),
+            load=_load(optional(fields, "load")),
+        )
+        return spec, fields["name"]
+
+    def _simulation(self, node: Node) -> SimulationSpec:
+        """Return a phase's simulation controller and its termination conditions."""
+        fields = as_mapping(node, allowed=_SIMULATION_KEYS, required=("name", "conditions"))
+        conditions = as_list(fields["conditions"])
+        return SimulationSpec(
+            name=self._class_name(fields["name"], role=None),
+            conditions=tuple(self._class_spec(item, role=None) for item in conditions),
+            params=as_params(fields.get("params")),
+        )
+
+    def _class_spec(self, node: Node, *, role: str | None) -> ClassSpec:
+        """Return a ``{name, params}`` plug-in; ``role`` selects the base-class check."""
+        fields = as_mapping(node, allowed=_CLASS_KEYS, required=("name",))
+        name = self._class_name(fields["name"], role=role)
+        return ClassSpec(name=name, params=as_params(fields.get("params")))
+
+    def _class_name(self, node: Node, *, role: str | None) -> str:
+        """Return a checked ``module:Class`` name."""
+        name = as_class_name(node)
+        self._classes.check(node, name, role)
+        return name
+
+
+def _version(node: Node) -> str:
+    """Return the version as a string; a number like ``3.5`` is kept as written."""
+    value = node.value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return node.text or str(value)
+    if isinstance(value, str) and value:
+        return value
+    node.fail(f'expected a version like "3.5", got {describe(value)}.')
+
+
+def _phase_entry(item: Node) -> tuple[str, Node]:
+    """Return the name and body of a schedule item, a mapping with the phase name as only key."""
+    if not isinstance(item.value, dict):
+        item.fail(
+            f"expected a mapping from a phase name to the phase, got {describe(item.value)}."
+        )
+    if len(item.value) != 1:
+        keys = ", ".join(repr(key) for key in item.value)
+        nested = any(key in _PHASE_KEYS for key in item.value)
+        hint = "Indent the phase's keys under the phase name." if nested else None
+        item.fail(f"expected a single key, the phase name, got {len(item.value)} ({keys}).", hint)
+    ((name, body),) = item.value.items()
+    if not isinstance(name, str) or not name:
+        body.fail(f"expected a phase name that is a non-empty string, got {describe(name)}.")
+    return name, body
+
+
+def _phase_fields(body: Node) -> dict[str, Node]:
+    """Return the keys a phase sets; an empty (null) phase sets none."""
+    if body.value is None:
+        return {}
+    return as_mapping(body, allowed=_PHASE_KEYS)
+
+
+def _inherit(previous: dict[str, Node], current: dict[str, Node]) -> dict[str, Node]:
+    """Return a phase's keys after inheriting from the keys of the phase before it."""
+    fields = dict(previous)
+    for key, node in current.items():
+        if key in _MERGED_PHASE_KEYS and key in previous:
+            fields[key] = _merge(previous[key], node)
+        else:
+            fields[key] = node
+    return fields
+
+
+def _merge(old: Node, new: Node) -> Node:
+    """Merge two mappings key by key, recursively; anything else is replaced by ``new``.
+
+    Inherited children keep their own key path and line, so errors point where they were
+    written.
+    """
+    if not isinstance(old.value, dict) or not isinstance(new.value, dict):
+        return new
+    merged = dict(old.value)
+    for key, child in new.value.items():
+        merged[key] = _merge(old.value[key], child) if key in old.value else child
+    return Node(merged, new.key, new.line)
+
+
+def _ids(node: Node, kind: str, phase: str, uids: list[str]) -> tuple[str, ...]:
+    """Return the sensor or actuator ids of an agent, each of an environment of the phase."""
+    ids: list[str] = []
+    for item in as_list(node):
+        value = item.value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = item.text or str(value)
+        if not isinstance(value, str) or not value:
+            item.fail(f"expected an id like 'env_uid.0', got {describe(item.value)}.")
+        if not any(value.startswith(f"{uid}.") and len(value) > len(uid) + 1 for uid in uids):
+            _foreign_id(item, value, kind, phase, uids)
+        ids.append(value)
+    return tuple(ids)
+
+
+def _check_unique(seen: dict[str, int | None], value: str, node: Node, what: str) -> None:
+    """Fail if ``value`` was seen before in this phase; else remember where it is."""
+    if value in seen:
+        node.fail(
+            f"{what} '{value}' is used twice in this phase.",
+            f"It is first used on line {seen[value]}.",
+        )
+    seen[value] = node.line
+
+
+def _foreign_id(item: Node, value: str, kind: str, phase: str, uids: list[str]) -> NoReturn:
+    """Fail for an id that does not start with the uid of an environment of the phase."""
+    prefix, _, rest = value.partition(".")
+    close = difflib.get_close_matches(prefix, uids, n=1) if rest else []
+    guess = f"Did you mean '{close[0]}.{rest}'? " if close else ""
+    known = ", ".join(f"'{uid}'" for uid in uids)
+    item.fail(
+        f"{kind} '{value}' does not belong to an environment of phase '{phase}'.",
+        f"{guess}Ids start with an environment uid and a dot; the uids are: {known}.",
+    )
+
+
+def _load(node: Node | None) -> LoadSpec | None:
+    """Return where an agent's brain dump is loaded from, or None if it is not loaded."""
+    if node is None:
+        return None
+    fields = as_mapping(node, allowed=_LOAD_KEYS, unsupported=_LOAD_UNSUPPORTED)
+    agent = optional(fields, "agent")
+    run = optional(fields, "experiment_run")
+    phase = optional(fields, "phase")
+    strict = optional(fields, "strict")
+    return LoadSpec(
+        agent=as_str(agent) if agent else None,
+        experiment_run=as_str(run) if run else None,
+        phase=as_int(phase, minimum=0) if phase else None,
+        strict=as_bool(strict) if strict else False,
+    )
+
+
+def _phase_config(node: Node) -> PhaseConfig:
+    """Return the phase's mode, worker count and episode count."""
+    fields = as_mapping(node, allowed=_PHASE_CONFIG_KEYS)
+    episodes = optional(fields, "episodes")  # null means 1, as palaestrAI allows it
+    if "evaluate_every" in fields:  # accepted for palaestrAI run files, not used
+        as_int(fields["evaluate_every"])
+    if "store_raw_actuators" in fields:  # accepted for palaestrAI run files, not used
+        as_bool(fields["store_raw_actuators"])
+    return PhaseConfig(
+        mode=_mode(fields["mode"]) if "mode" in fields else "train",
+        worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
+        episodes=as_int(episodes, minimum=1) if episodes else 1,
+    )
+
+
+def _mode(node: Node) -> Mode:
+    """Return the phase mode, given in any case, as ``"train"`` or ``"test"``."""
+    if isinstance(node.value, str):
+        for mode in _MODES:
+            if node.value.lower() == mode:
+                return mode
+    hint = did_you_mean(node.value.lower(), _MODES) if isinstance(node.value, str) else None
+    node.fail(f"expected 'train' or 'test', got {describe(node.value)}.", hint)

@@ -1,0 +1,320 @@
+"""The located value tree of a run file and the typed accessors that validate its parts.
+
+:func:`locate` turns ruamel's round-trip data into :class:`Node` objects: plain Python values
+that remember their key path (``schedule[0].phase_0.agents``) and the line they were written
+on. The ``as_*`` accessors check one node each and raise a :class:`RunFileError` that points at
+that node. The file path is not known here; :mod:`palaestra.experiment.runfile` adds it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from ruamel.yaml.scalarbool import ScalarBoolean
+
+from palaestra.core.errors import RunFileError, did_you_mean
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+_TOKEN = re.compile(r"[^\s,\[\]{}#]+")
+_OTHER_SCALARS = (str, bytes, datetime.date)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One value of the run file and where it was written.
+
+    Attributes:
+        value: ``dict`` of scalar keys to nodes, ``list`` of nodes, or a plain scalar (None,
+            bool, int, float, str, bytes, date).
+        key: The key path, like ``schedule[0].phase_0.agents[1]``; ``""`` for the document.
+        line: 1-based line of the key or list item holding the value, if known.
+        text: For numbers, the text as written in the file (``3.10``); else None.
+    """
+
+    value: Any
+    key: str
+    line: int | None
+    text: str | None = None
+
+    def fail(self, message: str, hint: str | None = None) -> NoReturn:
+        """Raise a :class:`RunFileError` about this node."""
+        raise RunFileError(message, line=self.line, key=self.key or None, hint=hint)
+
+
+def locate(data: Any, text: str) -> Node:
+    """Return the :class:`Node` tree of a document loaded with ``YAML(typ="rt")``.
+
+    Args:
+        data: The loaded document.
+        text: The YAML text it was loaded from (to recover how numbers were written).
+
+    Raises:
+        RunFileError: A value that palaestra cannot use (a YAML tag, a set, a complex key, an
+            integer outside the 64-bit range).
+    """
+    lc = getattr(data, "lc", None)
+    line = lc.line + 1 if lc is not None and lc.line is not None else 1
+    return _Locator(text).node(data, "", line, None)
+
+
+class _Locator:
+    """Builds a Node tree from ruamel data, guarding against recursive aliases."""
+
+    def __init__(self, text: str) -> None:
+        self._lines = text.splitlines()
+        self._active: set[int] = set()
+
+    def node(self, data: Any, key: str, line: int | None, pos: Any) -> Node:
+        """Return the node of ``data``; ``pos`` is the (line, column) of its value."""
+        if not isinstance(data, dict | list):
+            return self._scalar(data, key, line, pos)
+        if id(data) in self._active:
+            raise RunFileError("a YAML alias refers to itself.", line=line, key=key or None)
+        self._active.add(id(data))
+        try:
+            value = (
+                self._mapping(data, key, line)
+                if isinstance(data, dict)
+                else self._list(data, key, line)
+            )
+        finally:
+            self._active.discard(id(data))
+        return Node(value, key, line)
+
+    def _mapping(self, data: dict, key: str, line: int | None) -> dict[Any, Node]:
+        """Return the child nodes of a mapping, each at the line of its key."""
+        out: dict[Any, Node] = {}
+        for raw_key, raw_value in data.items():
+            key_line, value_pos = _key_position(data, raw_key)
+            child_line = key_line + 1 if key_line is not None else line
+            plain = _plain_key(raw_key, key, child_line)
+            child_key = f"{key}.{plain}" if key else str(plain)
+            out[plain] = self.node(raw_value, child_key, child_line, value_pos)
+        return out
+
+    def _list(self, data: list, key: str, line: int | None) -> list[Node]:
+        """Return the item nodes of a list, each at its own line."""
+        out = []
+        for index, item in enumerate(data):
+            pos = _item_position(data, index)
+            out.append(self.node(item, f"{key}[{index}]", pos[0] + 1 if pos else line, pos))
+        return out
+
+    def _scalar(self, value: Any, key: str, line: int | None, pos: Any) -> Node:
+        """Return the node of a scalar, turned into a plain Python value."""
+        if value is None or isinstance(value, bool):
+            return Node(value, key, line)
+        if isinstance(value, ScalarBoolean):
+            return Node(bool(value), key, line)
+        if isinstance(value, int):
+            if not _INT_MIN <= value <= _INT_MAX:
+                raise RunFileError(
+                    "this integer does not fit into 64 bits.", line=line, key=key or None
+                )
+            return Node(int(value), key, line, self._number_text(int(value), pos))
+        if isinstance(value, float):
+            return Node(float(value), key, line, self._number_text(float(value), pos))
+        if isinstance(value, _OTHER_SCALARS):
+            return Node(str(value) if isinstance(value, str) else value, key, line)
+        raise RunFileError(
+            f"a YAML value of type '{type(value).__name__}' is not supported here.",
+            line=line,
+            key=key or None,
+            hint="Remove the YAML tag or write a plain scalar, list or mapping.",
+        )
+
+    def _number_text(self, value: float, pos: Any) -> str | None:
+        """Return the number as written in the file, if it can be found there."""
+        if not pos or pos[0] >= len(self._lines):
+            return None
+        match = _TOKEN.match(self._lines[pos[0]], pos[1])
+        if match is None:
+            return None
+        token = match.group(0)
+        try:
+            parsed = float(token.replace("_", ""))
+        except ValueError:
+            return None
+        return token if parsed == value else None
+
+
+def _key_position(data: dict, key: Any) -> tuple[int | None, Any]:
+    """Return the 0-based line of ``key`` and the (line, column) of its value.
+
+    Keys that come from a YAML merge (``<<: *base``) are looked up where they were written.
+    """
+    maps = [data]
+    while maps:
+        current = maps.pop(0)
+        try:
+            return current.lc.key(key)[0], current.lc.value(key)
+        except (AttributeError, KeyError, TypeError, IndexError):
+            pass
+        for merged in getattr(current, "merge", None) or ():
+            maps.append(merged[1] if isinstance(merged, tuple) else merged)
+    return None, None
+
+
+def _item_position(data: list, index: int) -> Any:
+    """Return the 0-based (line, column) of a list item, or None."""
+    try:
+        return data.lc.item(index)
+    except (AttributeError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _plain_key(key: Any, parent: str, line: int | None) -> Any:
+    """Return a mapping key as a plain scalar; lists and mappings as keys are refused."""
+    if isinstance(key, ScalarBoolean):
+        return bool(key)
+    if key is None or isinstance(key, bool | int | float):
+        return key
+    if isinstance(key, str):
+        return str(key)
+    raise RunFileError(
+        "a mapping key must be a plain scalar, not a list or mapping.",
+        line=line,
+        key=parent or None,
+    )
+
+
+def describe(value: Any) -> str:
+    """Return how a YAML value is shown in messages: ``0``, ``'abc'``, ``null``, ``a list``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:37] + "...") if value else "''"
+    if isinstance(value, list):
+        return "a list" if value else "an empty list"
+    if isinstance(value, dict):
+        return "a mapping" if value else "an empty mapping"
+    return f"a value of type {type(value).__name__}"
+
+
+def is_empty(node: Node | None) -> bool:
+    """Return whether a node is absent, null, or an empty list or mapping."""
+    return node is None or node.value is None or node.value in ([], {})
+
+
+def optional(fields: dict[str, Node], key: str) -> Node | None:
+    """Return the node at ``key``, or None if the key is absent or null."""
+    node = fields.get(key)
+    return None if node is None or node.value is None else node
+
+
+def as_mapping(
+    node: Node,
+    *,
+    allowed: Collection[str],
+    required: Collection[str] = (),
+    unsupported: Collection[str] = (),
+) -> dict[str, Node]:
+    """Check that ``node`` is a mapping with known keys and return its children.
+
+    Args:
+        node: The node to check.
+        allowed: The keys palaestra reads at this level.
+        required: The keys that must be present.
+        unsupported: palaestrAI keys palaestra does not implement yet: accepted when null or
+            empty (and left out of the result), an error otherwise.
+    """
+    if not isinstance(node.value, dict):
+        node.fail(f"expected a mapping, got {describe(node.value)}.")
+    fields: dict[str, Node] = {}
+    for key, child in node.value.items():
+        if key in unsupported:
+            if not is_empty(child):
+                child.fail(f"'{key}' is not supported by palaestra yet.")
+        elif key in allowed:
+            fields[key] = child
+        else:
+            _unknown_key(key, child, allowed)
+    for key in required:
+        if key not in fields:
+            node.fail(f"missing required key '{key}'.")
+    return fields
+
+
+def _unknown_key(key: Any, child: Node, allowed: Collection[str]) -> NoReturn:
+    """Fail for a key that is not allowed, suggesting the closest allowed one."""
+    hint = did_you_mean(str(key), allowed) if isinstance(key, str) else None
+    known = ", ".join(allowed)
+    child.fail(f"unknown key {key!r}.", hint or f"The keys allowed here are: {known}.")
+
+
+def as_list(node: Node, *, non_empty: bool = False) -> list[Node]:
+    """Check that ``node`` is a list (a non-empty one if asked) and return its items."""
+    if not isinstance(node.value, list):
+        node.fail(f"expected a list, got {describe(node.value)}.")
+    if non_empty and not node.value:
+        node.fail("expected a non-empty list, got an empty list.")
+    return node.value
+
+
+def as_str(node: Node) -> str:
+    """Check that ``node`` is a non-empty string and return it."""
+    if not isinstance(node.value, str) or not node.value:
+        hint = "Put the value in quotes." if isinstance(node.value, int | float) else None
+        node.fail(f"expected a non-empty string, got {describe(node.value)}.", hint)
+    return node.value
+
+
+def as_int(node: Node, *, minimum: int | None = None) -> int:
+    """Check that ``node`` is an integer (not a boolean), at least ``minimum``, and return it."""
+    value = node.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if minimum is None or value >= minimum:
+            return value
+    expected = "an integer" if minimum is None else f"an integer >= {minimum}"
+    node.fail(f"expected {expected}, got {describe(value)}.")
+
+
+def as_bool(node: Node) -> bool:
+    """Check that ``node`` is a boolean and return it."""
+    if not isinstance(node.value, bool):
+        node.fail(f"expected true or false, got {describe(node.value)}.")
+    return node.value
+
+
+def as_params(node: Node | None) -> dict[str, Any]:
+    """Return the keyword arguments in a ``params`` mapping; absent or null means none."""
+    if node is None or node.value is None:
+        return {}
+    if not isinstance(node.value, dict):
+        node.fail(f"expected a mapping of parameters, got {describe(node.value)}.")
+    for key, child in node.value.items():
+        if not isinstance(key, str):
+            child.fail(f"a parameter name must be a string, got {describe(key)}.")
+    return to_plain(node)
+
+
+def to_plain(node: Node) -> Any:
+    """Return the plain Python value of a node (dicts, lists and scalars)."""
+    if isinstance(node.value, dict):
+        return {key: to_plain(child) for key, child in node.value.items()}
+    if isinstance(node.value, list):
+        return [to_plain(child) for child in node.value]
+    return node.value
+
+
+def as_class_name(node: Node) -> str:
+    """Check that ``node`` is a ``package.module:ClassName`` string and return it."""
+    name = as_str(node)
+    module, colon, cls = name.partition(":")
+    parts = module.split(".")
+    if colon and cls.isidentifier() and all(part.isidentifier() for part in parts):
+        return name
+    hint = None
+    if not colon and "." in name:
+        head, _, tail = name.rpartition(".")
+        hint = f"Separate the module and the class with ':', as in '{head}:{tail}'."
+    node.fail(f"'{name}' is not a class name of the form 'package.module:ClassName'.", hint)

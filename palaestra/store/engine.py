@@ -1,0 +1,131 @@
+"""Opening a store: the SQLAlchemy engine for a store URI, its SQLite tuning and its schema.
+
+Every failure to open or create a store becomes a :class:`~palaestra.core.errors.StoreError`
+(exit code 3) naming the URI, with any password masked.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from palaestra.core.errors import StoreError
+from palaestra.store.models import Base
+
+DEFAULT_STORE_URI = "sqlite:///palaestra.db"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+_PASSWORD = re.compile(r"(//[^:/@]*:)[^@]*@")
+
+
+def mask_uri(uri: str) -> str:
+    """Return ``uri`` with its password (if any) replaced by ``***``."""
+    try:
+        return make_url(uri).render_as_string(hide_password=True)
+    except ArgumentError:
+        return _PASSWORD.sub(r"\1***@", uri)
+
+
+def make_engine(uri: str) -> Engine:
+    """Create the engine of the store at ``uri`` and check that it can be opened.
+
+    SQLite files get WAL journaling, ``synchronous=NORMAL``, foreign keys and a busy timeout;
+    the directory of the file is created if missing. JSON columns are (de)serialized with
+    msgspec.
+
+    Args:
+        uri: A SQLAlchemy database URL, e.g. ``sqlite:///palaestra.db``.
+
+    Returns:
+        A connected-once engine.
+
+    Raises:
+        StoreError: The URI is invalid, its driver is missing, or the store cannot be opened.
+    """
+    url = _parse(uri)
+    if url.get_backend_name() == "sqlite":
+        _make_parent_directory(url, uri)
+    try:
+        engine = create_engine(
+            url,
+            json_serializer=_json_encode,
+            json_deserializer=msgspec.json.decode,
+        )
+    except ArgumentError as exc:
+        raise StoreError(f"store {mask_uri(uri)}: cannot create an engine: {exc}") from exc
+    except ImportError as exc:
+        raise StoreError(
+            f"store {mask_uri(uri)}: its database driver is not installed: {exc}"
+        ) from exc
+    if url.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _tune_sqlite)
+    _check_connection(engine, uri)
+    return engine
+
+
+def create_schema(engine: Engine) -> None:
+    """Create every missing table and index of the store (existing ones are kept).
+
+    Raises:
+        StoreError: The schema cannot be created (e.g. the store is read-only).
+    """
+    try:
+        Base.metadata.create_all(engine)
+    except SQLAlchemyError as exc:
+        uri = engine.url.render_as_string(hide_password=True)
+        raise StoreError(f"store {uri}: cannot create the schema: {_reason(exc)}") from exc
+
+
+def _json_encode(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _parse(uri: str) -> URL:
+    try:
+        return make_url(uri)
+    except ArgumentError as exc:
+        raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {exc}") from exc
+
+
+def _make_parent_directory(url: URL, uri: str) -> None:
+    database = url.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    parent = Path(database).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"store {mask_uri(uri)}: cannot create the directory {parent}: {exc.strerror}"
+        ) from exc
+
+
+def _tune_sqlite(dbapi_connection: Any, connection_record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+
+
+def _check_connection(engine: Engine, uri: str) -> None:
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise StoreError(f"store {mask_uri(uri)}: cannot open the store: {_reason(exc)}") from exc
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    original = getattr(exc, "orig", None)
+    return str(original if original is not None else exc).splitlines()[0]

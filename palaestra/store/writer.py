@@ -1,0 +1,451 @@
+"""The StoreWriter component: the one process that writes a run's records into the store.
+
+Producers (muscles, environments, brains) PUSH record messages to the writer's PULL socket,
+fire-and-forget; the writer buffers rows per table and inserts them in batches, one transaction
+per batch, so a crash leaves whole batches only. The executor asks for metadata writes (runs,
+phases) and for flushes over the control socket; every such write is committed before its
+reply is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import zmq
+import zmq.asyncio
+from sqlalchemy import Engine, Select, Table, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from palaestra.core import messages as m
+from palaestra.core.esm import Component, on
+from palaestra.store.engine import create_schema, make_engine
+from palaestra.store.models import (
+    RUN_STATUSES,
+    Agent,
+    BrainState,
+    Environment,
+    Experiment,
+    ExperimentRun,
+    ExperimentRunInstance,
+    ExperimentRunPhase,
+    MuscleAction,
+    WorldState,
+    utcnow,
+)
+
+LOG = logging.getLogger(__name__)
+
+RECEIVE_HWM = 1000
+"""Messages queued at the writer before producers block (backpressure; nothing is dropped)."""
+IDLE_FLUSH_MS = 200
+"""Buffered rows are committed when the socket has been idle this long."""
+DRAIN_LIMIT = 500
+"""Messages taken from the socket before yielding to the event loop."""
+
+WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
+MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
+BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
+
+Row = dict[str, Any]
+
+
+class StoreWriter(Component):
+    """Writes the records of a run into the store at ``store_uri``.
+
+    Args:
+        name: The process name.
+        store_uri: SQLAlchemy URL of the store; its schema is created if missing.
+        batch_rows: Rows buffered per table before they are inserted.
+    """
+
+    def __init__(self, name: str, store_uri: str, batch_rows: int = 2000) -> None:
+        super().__init__(name)
+        self.store_uri = store_uri
+        self.batch_rows = batch_rows
+        self.engine: Engine | None = None
+        self.buffers: dict[Table, list[Row]] = {WORLD_STATES: [], MUSCLE_ACTIONS: []}
+        self.closed_producers: set[str] = set()
+        self._sessions: sessionmaker[Session] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+        self._socket: zmq.asyncio.Socket | None = None
+        self._reader: asyncio.Task[Any] | None = None
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the store and create its schema if missing (idempotent).
+
+        Raises:
+            StoreError: The store cannot be opened or its schema created.
+        """
+        if self.engine is None:
+            engine = make_engine(self.store_uri)
+            create_schema(engine)
+            self.engine = engine
+            self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    async def setup(self, runtime: Any) -> dict[str, str]:
+        """Open the store, bind the PULL socket for records and start reading it."""
+        self.open()
+        sock, endpoint = runtime.bind(zmq.PULL, "store")
+        sock.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
+        self._socket = sock
+        self._reader = runtime.start_task(self.read(sock))
+        return {"store": endpoint}
+
+    async def teardown(self) -> None:
+        """Stop reading, store what is already queued or buffered, release the store."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        if self.engine is None:
+            return
+        try:
+            self._drain_socket()
+        finally:
+            try:
+                self.flush()
+            finally:
+                self.engine.dispose()
+                self.engine = None
+
+    # --- records -------------------------------------------------------------------------
+
+    async def read(self, sock: zmq.asyncio.Socket) -> None:
+        """Receive record messages forever; commit buffered rows whenever the socket idles."""
+        receiver = zmq.Socket.shadow(sock.underlying)
+        try:
+            while True:
+                if await sock.poll(IDLE_FLUSH_MS, zmq.POLLIN):
+                    self._drain(receiver, limit=DRAIN_LIMIT)
+                    await asyncio.sleep(0)  # let handlers waiting on ProducerClosed run
+                else:
+                    self.flush()
+        except Exception as exc:  # the reader's end: a waiting StoreFlush must not hang
+            self._wake_waiters(RuntimeError(f"{self.name}: the record reader failed: {exc}"))
+            raise
+
+    def _drain_socket(self) -> None:
+        """Take in what is still queued on the record socket (after the reader stopped)."""
+        if self._socket is not None and not self._socket.closed:
+            self._drain(zmq.Socket.shadow(self._socket.underlying), limit=None)
+
+    def _drain(self, receiver: zmq.Socket[bytes], limit: int | None) -> None:
+        count = 0
+        while limit is None or count < limit:
+            try:
+                data = receiver.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self.accept(m.decode(data))
+            count += 1
+
+    def accept(self, message: m.Message) -> None:
+        """Handle one message from the record socket (buffer its rows, or note a producer).
+
+        Raises:
+            TypeError: ``message`` is not a record message (a bug of its sender).
+        """
+        if isinstance(message, m.MuscleActionRows):
+            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message))
+        elif isinstance(message, m.WorldStateRows):
+            self._buffer(WORLD_STATES, _world_state_rows(message))
+        elif isinstance(message, m.BrainDump):
+            self._write_brain_dump(message)
+        elif isinstance(message, m.ProducerClosed):
+            self._producer_closed(message.producer)
+        else:
+            raise TypeError(f"{self.name}: {type(message).__name__} is not a store record")
+
+    def _buffer(self, table: Table, rows: Iterable[Row]) -> None:
+        buffer = self.buffers[table]
+        buffer.extend(rows)
+        if len(buffer) >= self.batch_rows:
+            self.buffers[table] = []
+            self._write({table: buffer})
+
+    def _write_brain_dump(self, message: m.BrainDump) -> None:
+        """Brain dumps are rare and can be large: they are inserted at once, not buffered."""
+        row = {
+            "agent_id": message.agent_id,
+            "tag": message.tag,
+            "path": message.path,
+            "dump": message.dump,
+            "created_at": utcnow(),
+        }
+        self._write({BRAIN_STATES: [row]})
+
+    def _producer_closed(self, producer: str) -> None:
+        self.closed_producers.add(producer)
+        self._wake_waiters()
+
+    def _wake_waiters(self, error: Exception | None = None) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if waiter.done():
+                continue
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+
+    def flush(self) -> None:
+        """Insert every buffered row, all tables in one transaction."""
+        pending = {table: rows for table, rows in self.buffers.items() if rows}
+        if pending:
+            for table in pending:
+                self.buffers[table] = []
+            self._write(pending)
+
+    def _write(self, rows_by_table: dict[Table, list[Row]]) -> None:
+        with self._engine().begin() as connection:
+            for table, rows in rows_by_table.items():
+                connection.execute(table.insert(), rows)
+
+    def _engine(self) -> Engine:
+        if self.engine is None:
+            raise RuntimeError(f"{self.name}: the store is not open")
+        return self.engine
+
+    def _session(self) -> Session:
+        if self._sessions is None:
+            raise RuntimeError(f"{self.name}: the store is not open")
+        return self._sessions()
+
+    # --- requests of the executor --------------------------------------------------------
+
+    @on(m.StoreFlush)
+    async def handle_flush(self, message: m.StoreFlush) -> m.StoreAck:
+        """Wait until each named producer has closed, then commit everything buffered.
+
+        The flush consumes the producers' close markers, so a later phase may reuse their names.
+        """
+        wanted = set(message.producers)
+        while missing := wanted - self.closed_producers:
+            LOG.debug("%s: flush waits for %s", self.name, ", ".join(sorted(missing)))
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+        self.closed_producers -= wanted
+        self.flush()
+        return m.StoreAck()
+
+    @on(m.StoreRunStart)
+    def handle_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
+        """Get or create the experiment and the run, and record a new running instance."""
+        with self._session() as session, session.begin():
+            experiment = _experiment(session, message.experiment_uid)
+            run = _run(session, experiment, message)
+            instance = ExperimentRunInstance(
+                uid=message.instance_uid,
+                experiment_run_id=run.id,
+                status="running",
+                reason="",
+                started_at=utcnow(),
+                palaestra_version=message.palaestra_version,
+                host=message.host,
+            )
+            session.add(instance)
+            session.flush()
+            ids = {"experiment": experiment.id, "run": run.id, "instance": instance.id}
+        return m.StoreIds(ids=ids)
+
+    @on(m.StorePhaseStart)
+    def handle_phase_start(self, message: m.StorePhaseStart) -> m.StoreIds:
+        """Record a running phase with its environments and agents."""
+        with self._session() as session, session.begin():
+            phase = ExperimentRunPhase(
+                experiment_run_instance_id=message.instance_id,
+                index=message.index,
+                name=message.name,
+                mode=message.mode,
+                workers=message.workers,
+                episodes=message.episodes,
+                config=message.config,
+                status="running",
+                started_at=utcnow(),
+            )
+            session.add(phase)
+            session.flush()
+            environments = [_environment(phase.id, env) for env in message.environments]
+            agents = [_agent(phase.id, agent) for agent in message.agents]
+            session.add_all([*environments, *agents])
+            session.flush()
+            ids = {"phase": phase.id}
+            ids.update({f"environment:{env.uid}": env.id for env in environments})
+            ids.update({f"agent:{agent.name}": agent.id for agent in agents})
+        return m.StoreIds(ids=ids)
+
+    @on(m.StorePhaseEnd)
+    def handle_phase_end(self, message: m.StorePhaseEnd) -> m.StoreAck:
+        """Commit buffered rows, then mark the phase with its final status."""
+        _check_status(message.status)
+        self.flush()
+        with self._session() as session, session.begin():
+            phase = session.get(ExperimentRunPhase, message.phase_id)
+            if phase is None:
+                raise ValueError(f"{self.name}: no phase with id {message.phase_id}")
+            phase.status = message.status
+            phase.finished_at = utcnow()
+        return m.StoreAck()
+
+    @on(m.StoreRunEnd)
+    def handle_run_end(self, message: m.StoreRunEnd) -> m.StoreAck:
+        """Commit buffered rows, then mark the instance and its still running phases."""
+        _check_status(message.status)
+        self.flush()
+        now = utcnow()
+        with self._session() as session, session.begin():
+            instance = session.get(ExperimentRunInstance, message.instance_id)
+            if instance is None:
+                raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
+            instance.status = message.status
+            instance.reason = message.reason
+            instance.finished_at = now
+            session.execute(
+                update(ExperimentRunPhase)
+                .where(
+                    ExperimentRunPhase.experiment_run_instance_id == message.instance_id,
+                    ExperimentRunPhase.status == "running",
+                )
+                .values(status=message.status, finished_at=now)
+            )
+        return m.StoreAck()
+
+    @on(m.StoreFindDump)
+    def handle_find_dump(self, message: m.StoreFindDump) -> m.StoreDump:
+        """The newest dump of ``agent`` in phase ``phase`` of the run's newest instance
+        that has that agent in that phase."""
+        self.flush()
+        with self._session() as session:
+            agent_id = session.scalar(_newest_agent(message.run_uid, message.agent, message.phase))
+            if agent_id is None:
+                return m.StoreDump(brain_state_id=None, dump=None)
+            row = session.execute(
+                select(BrainState.id, BrainState.dump)
+                .where(BrainState.agent_id == agent_id)
+                .order_by(BrainState.id.desc())
+                .limit(1)
+            ).first()
+        if row is None:
+            return m.StoreDump(brain_state_id=None, dump=None)
+        return m.StoreDump(brain_state_id=row.id, dump=row.dump)
+
+
+# --- rows and metadata -----------------------------------------------------------------------
+
+
+def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
+    agent_id, worker = message.agent_id, message.worker
+    return [
+        {
+            "agent_id": agent_id,
+            "worker": worker,
+            "episode": episode,
+            "step": step,
+            "sensor_readings": sensors,
+            "actuator_setpoints": setpoints,
+            "rewards": rewards,
+            "objective": objective,
+            "done": done,
+        }
+        for episode, step, sensors, setpoints, rewards, objective, done in message.rows
+    ]
+
+
+def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
+    environment_id, worker = message.environment_id, message.worker
+    return [
+        {
+            "environment_id": environment_id,
+            "worker": worker,
+            "episode": episode,
+            "step": step,
+            "sensors": sensors,
+            "setpoints": setpoints,
+            "rewards": rewards,
+            "done": done,
+        }
+        for episode, step, sensors, setpoints, rewards, done in message.rows
+    ]
+
+
+def _check_status(status: str) -> None:
+    if status not in RUN_STATUSES:
+        raise ValueError(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
+
+
+def _experiment(session: Session, uid: str) -> Experiment:
+    experiment = session.scalar(select(Experiment).where(Experiment.uid == uid))
+    if experiment is None:
+        experiment = Experiment(uid=uid, created_at=utcnow())
+        session.add(experiment)
+        session.flush()
+    return experiment
+
+
+def _run(session: Session, experiment: Experiment, message: m.StoreRunStart) -> ExperimentRun:
+    run = session.scalar(select(ExperimentRun).where(ExperimentRun.uid == message.run_uid))
+    if run is None:
+        run = ExperimentRun(
+            uid=message.run_uid,
+            experiment_id=experiment.id,
+            document=message.document,
+            file=message.file,
+            seed=message.seed,
+            created_at=utcnow(),
+        )
+        session.add(run)
+        session.flush()
+    else:
+        run.document = message.document
+    return run
+
+
+def _environment(phase_id: int, env: m.PhaseEnvironment) -> Environment:
+    return Environment(
+        experiment_run_phase_id=phase_id,
+        uid=env.uid,
+        name=env.name,
+        params=env.params,
+        seeds=list(env.seeds),
+    )
+
+
+def _agent(phase_id: int, agent: m.PhaseAgent) -> Agent:
+    return Agent(
+        experiment_run_phase_id=phase_id,
+        name=agent.name,
+        brain=agent.brain,
+        muscle=agent.muscle,
+        objective=agent.objective,
+        config=agent.config,
+        seeds=agent.seeds,
+        loaded_from=agent.loaded_from,
+    )
+
+
+def _newest_agent(run_uid: str, agent: str, phase: int) -> Select[tuple[int]]:
+    """SELECT the id of ``agent`` in phase ``phase`` of the run's newest instance having it."""
+    return (
+        select(Agent.id)
+        .join(ExperimentRunPhase, Agent.experiment_run_phase_id == ExperimentRunPhase.id)
+        .join(
+            ExperimentRunInstance,
+            ExperimentRunPhase.experiment_run_instance_id == ExperimentRunInstance.id,
+        )
+        .join(ExperimentRun, ExperimentRunInstance.experiment_run_id == ExperimentRun.id)
+        .where(
+            ExperimentRun.uid == run_uid,
+            ExperimentRunPhase.index == phase,
+            Agent.name == agent,
+        )
+        .order_by(ExperimentRunInstance.id.desc())
+        .limit(1)
+    )

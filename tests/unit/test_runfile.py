@@ -1,0 +1,449 @@
+"""Tests of the run-file loader, :mod:`palaestra.experiment.runfile`."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import importlib.machinery
+import importlib.util
+import io
+import sys
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from palaestra.core.errors import RunFileError
+from palaestra.core.specs import ClassSpec, EnvironmentSpec, LoadSpec, PhaseConfig, RunSpec
+from palaestra.experiment.runfile import load_run_file, load_run_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "runfiles"
+MINIMAL = FIXTURES / "minimal.yml"
+
+PLUGINS = """
+import importlib
+
+
+def _base(module, name):
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return object
+
+
+class Brain(_base("palaestra.agent.brain", "Brain")):
+    pass
+
+
+class Muscle(_base("palaestra.agent.muscle", "Muscle")):
+    pass
+
+
+class Objective(_base("palaestra.agent.objective", "Objective")):
+    pass
+
+
+class Env(_base("palaestra.environment.environment", "Environment")):
+    pass
+
+
+class Sim:
+    pass
+
+
+class Condition:
+    pass
+"""
+
+
+@pytest.fixture(scope="session")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("plugins")
+    (directory / "rf_plugins.py").write_text(PLUGINS)
+    return directory
+
+
+@pytest.fixture
+def plugins(plugin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put the ``rf_plugins`` module named by the fixtures on ``sys.path``."""
+    monkeypatch.syspath_prepend(str(plugin_dir))
+
+
+@pytest.fixture
+def write_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable]:
+    """Return a function that writes an importable module; it is forgotten afterwards."""
+    names: list[str] = []
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def write(relative: str, source: str) -> None:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        names.append(relative.split("/")[0].removesuffix(".py"))
+
+    yield write
+    for name in [name for name in sys.modules if name.split(".")[0] in names]:
+        del sys.modules[name]
+
+
+def variant(old: str, new: str, source: Path = MINIMAL) -> tuple[str, int]:
+    """Return a fixture's text with ``old`` (which occurs once) replaced, and its line."""
+    text = source.read_text()
+    assert text.count(old) == 1, old
+    return text.replace(old, new), text[: text.index(old)].count("\n") + 1
+
+
+def error_of(text: str, *, check_classes: bool = False) -> RunFileError:
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(text, path="run.yml", check_classes=check_classes)
+    error = caught.value
+    assert error.path == "run.yml"
+    return error
+
+
+# --- valid run files ---------------------------------------------------------------------
+
+
+def test_minimal_run_file_gets_the_defaults(plugins: None) -> None:
+    run = load_run_file(MINIMAL)
+    assert (run.uid, run.experiment_uid, run.seed) == ("minimal run", "minimal run", 7)
+    assert run.version == "3.10"
+    assert run.path == str(MINIMAL)
+    assert run.document == MINIMAL.read_text()
+    assert run.conditions == (
+        ClassSpec(name="palaestra.experiment:VanillaRunGovernorTerminationCondition"),
+    )
+    (phase,) = run.phases
+    assert (phase.index, phase.name) == (0, "only_phase")
+    assert phase.environments == (EnvironmentSpec(name="rf_plugins:Env", uid="Env"),)
+    (agent,) = phase.agents
+    assert agent.brain == ClassSpec(
+        name="rf_plugins:Brain", params={"lr": 0.5, "layers": [64, 64]}
+    )
+    assert agent.muscle.params == {} and agent.objective.params == {}
+    assert (agent.sensors, agent.actuators, agent.load) == (("Env.0", "Env.1"), ("Env.0",), None)
+    assert phase.simulation.conditions == (
+        ClassSpec(name="rf_plugins:Condition", params={"limit": 3}),
+    )
+    assert phase.config == PhaseConfig(mode="train", worker=2, episodes=1)
+
+
+def test_phases_inherit_what_they_do_not_set() -> None:
+    run = load_run_file(FIXTURES / "inheritance.yml", check_classes=False)
+    warmup, train, evaluate = run.phases
+    assert run.experiment_uid == "inheritance experiment"
+    assert run.conditions == (ClassSpec(name="rf_plugins:Condition", params={"max_phases": 3}),)
+    assert [phase.index for phase in run.phases] == [0, 1, 2]
+    # lists are inherited whole, or replaced whole
+    assert train.environments == warmup.environments
+    assert train.agents == warmup.agents
+    assert [env.uid for env in evaluate.environments] == ["grid", "maze"]
+    assert evaluate.environments[0].params == {"size": 8}
+    assert evaluate.agents[0].sensors == ("grid.pos", "maze.7")
+    assert evaluate.agents[0].load == LoadSpec(agent="walker", phase=1, strict=True)
+    assert warmup.agents[0].load is None
+    # mappings are merged key by key, recursively
+    assert warmup.simulation.params == {"steps": 10, "nested": {"a": 1, "b": 2}}
+    assert train.simulation.params == {"steps": 10, "nested": {"a": 1, "b": 20}}
+    assert evaluate.simulation == train.simulation
+    assert warmup.config == PhaseConfig(mode="train", worker=1, episodes=3)
+    assert train.config == PhaseConfig(mode="train", worker=4, episodes=3)
+    assert evaluate.config == PhaseConfig(mode="test", worker=4, episodes=1)
+
+
+@pytest.mark.parametrize("name", ["palaestrai_dummy_run.yml", "palaestrai_taking_turns.yml"])
+def test_palaestrai_run_files_load(name: str) -> None:
+    run = load_run_file(FIXTURES / name, check_classes=False)
+    assert run.experiment_uid == "Dummy Runs"
+    assert all(phase.agents and phase.environments for phase in run.phases)
+    assert run.conditions[0].name == "palaestra.experiment:VanillaRunGovernorTerminationCondition"
+
+
+def test_taking_turns_last_phase_inherits_all_but_its_config() -> None:
+    run = load_run_file(FIXTURES / "palaestrai_taking_turns.yml", check_classes=False)
+    second, third = run.phases[1:]
+    assert third.agents == second.agents and third.simulation == second.simulation
+    assert third.config == PhaseConfig(mode="test", worker=1, episodes=1)
+
+
+def test_run_spec_travels_as_msgpack() -> None:
+    run = load_run_file(FIXTURES / "inheritance.yml", check_classes=False)
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(run), type=RunSpec) == run
+
+
+# --- invalid run files -------------------------------------------------------------------
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(RunFileError, match="cannot read the run file") as caught:
+        load_run_file(tmp_path / "nope.yml")
+    assert caught.value.path == str(tmp_path / "nope.yml")
+
+
+def test_yaml_syntax_error() -> None:
+    with pytest.raises(RunFileError, match="invalid YAML") as caught:
+        load_run_file(FIXTURES / "invalid_yaml.yml")
+    assert caught.value.line == 7
+    assert caught.value.path == str(FIXTURES / "invalid_yaml.yml")
+
+
+def test_unknown_key_suggests_the_known_one() -> None:
+    text, line = variant("          muscle:\n", "          muscel:\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].muscel")
+    assert error.hint == "Did you mean 'muscle'?"
+
+
+def test_wrong_type() -> None:
+    text, line = variant("sensors: [Env.0, Env.1]", "sensors: Env.0")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].sensors")
+    assert error.message == "expected a list, got 'Env.0'."
+
+
+def test_missing_key() -> None:
+    block = "          objective:\n            name: rf_plugins:Objective\n            params:\n"
+    text, _ = variant(block, "")
+    error = error_of(text)
+    assert (error.line, error.key) == (11, "schedule[0].only_phase.agents[0]")
+    assert error.message == "missing required key 'objective'."
+
+
+def test_bad_class_name_form() -> None:
+    text, line = variant("name: rf_plugins:Brain", "name: rf_plugins.Brain")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].brain.name")
+    assert "is not a class name of the form" in error.message
+    assert "'rf_plugins:Brain'" in (error.hint or "")
+
+
+def test_unknown_module(plugins: None) -> None:
+    text, line = variant("name: rf_plugins:Muscle", "name: rf_no_such_module:Muscle")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].muscle.name")
+    assert "no module 'rf_no_such_module'" in error.message
+
+
+def test_unknown_class_suggests_the_known_one(plugins: None) -> None:
+    text, line = variant("name: rf_plugins:Brain", "name: rf_plugins:Brian")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].brain.name")
+    assert error.message == "no class 'rf_plugins:Brian'."
+    assert error.hint == "Did you mean 'Brain'?"
+
+
+def test_module_that_fails_to_import_shows_the_users_error(plugins: None, write_module) -> None:
+    write_module("rf_broken.py", "raise ImportError('needs the frobnicator package')\n")
+    text, line = variant("name: rf_plugins:Env", "name: rf_broken:Env")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (
+        line,
+        "schedule[0].only_phase.environments[0].environment.name",
+    )
+    assert "needs the frobnicator package" in error.message
+
+
+def test_package_that_fails_to_import_shows_the_users_error(plugins: None, write_module) -> None:
+    write_module("rf_badpkg/__init__.py", "raise RuntimeError('no licence server')\n")
+    write_module("rf_badpkg/envs.py", "class Env:\n    pass\n")
+    text, line = variant("name: rf_plugins:Env", "name: rf_badpkg.envs:Env")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (
+        line,
+        "schedule[0].only_phase.environments[0].environment.name",
+    )
+    assert "RuntimeError: no licence server" in error.message
+
+
+def test_class_of_the_wrong_base(plugins: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("palaestra.agent.brain")
+    fake.__spec__ = importlib.machinery.ModuleSpec("palaestra.agent.brain", None)
+    fake.Brain = type("Brain", (), {})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "palaestra.agent.brain", fake)
+    text, line = variant("name: rf_plugins:Brain", "name: rf_plugins:Muscle")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].brain.name")
+    assert "is not a subclass of 'palaestra.agent.brain:Brain'" in error.message
+
+
+def test_palaestrai_class_name_suggests_the_palaestra_one(plugins: None) -> None:
+    if importlib.util.find_spec("palaestrai") is not None:
+        pytest.skip("palaestrai is installed here")
+    old = "name: rf_plugins:Condition\n            params: {limit: 3}"
+    text, line = variant(old, "name: palaestrai.core.errors:RunFileError")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (
+        line,
+        "schedule[0].only_phase.simulation.conditions[0].name",
+    )
+    assert error.hint == "Did you mean 'palaestra.core.errors:RunFileError'?"
+
+
+def test_sensor_not_of_a_phase_environment() -> None:
+    text, line = variant("sensors: [Env.0, Env.1]", "sensors: [Env.0, Evn.1]")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].sensors[1]")
+    assert "'Evn.1'" in error.message
+    assert "Did you mean 'Env.1'?" in (error.hint or "") and "'Env'" in (error.hint or "")
+
+
+def test_inherited_sensor_error_points_where_it_was_written() -> None:
+    with pytest.raises(RunFileError) as caught:
+        load_run_file(FIXTURES / "invalid_inherited_sensor.yml", check_classes=False)
+    error = caught.value
+    assert (error.line, error.key) == (18, "schedule[0].phase_0.agents[0].sensors[0]")
+    assert "phase 'phase_1'" in error.message and "'new_env'" in (error.hint or "")
+
+
+def test_duplicate_agent_names() -> None:
+    source = FIXTURES / "palaestrai_dummy_run.yml"
+    text = source.read_text().replace("name: evil_attacker", "name: mighty_defender", 1)
+    line = source.read_text().split("name: evil_attacker")[0].count("\n") + 1
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].phase_0.agents[1].name")
+    assert "used twice" in error.message
+
+
+def test_duplicate_environment_uids() -> None:
+    text, line = variant(
+        "            name: rf_plugins:Env\n",
+        "            name: rf_plugins:Env\n        - environment: {name: other:Env, uid: Env}\n",
+    )
+    error = error_of(text)
+    assert (error.line, error.key) == (
+        line + 1,
+        "schedule[0].only_phase.environments[1].environment.uid",
+    )
+
+
+def test_empty_schedule() -> None:
+    text = MINIMAL.read_text()
+    error = error_of(text[: text.index("schedule:")] + "schedule: []\n")
+    assert (error.line, error.key) == (5, "schedule")
+    assert error.message == "expected a non-empty list, got an empty list."
+
+
+def test_worker_zero() -> None:
+    text, line = variant("worker: 2", "worker: 0")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.phase_config.worker")
+    assert error.message == "expected an integer >= 1, got 0."
+
+
+def test_negative_episodes() -> None:
+    text, line = variant("episodes: null", "episodes: -3")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.phase_config.episodes")
+    assert error.message == "expected an integer >= 1, got -3."
+
+
+def test_bad_mode() -> None:
+    text, line = variant("mode: Train", "mode: trian")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.phase_config.mode")
+    assert error.hint == "Did you mean 'train'?"
+
+
+def test_boolean_is_not_an_integer() -> None:
+    text, line = variant("seed: 7", "seed: true")
+    error = error_of(text)
+    assert (error.line, error.key, error.message) == (
+        line,
+        "seed",
+        "expected an integer >= 0, got true.",
+    )
+
+
+def test_unsupported_palaestrai_features_are_refused() -> None:
+    text, line = variant("      agents:\n", "          reward: {name: x:Reward}\n      agents:\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.environments[0].reward")
+    assert error.message == "'reward' is not supported by palaestra yet."
+
+
+def test_phase_keys_not_indented_under_the_phase_name() -> None:
+    text = 'uid: u\nseed: 1\nversion: "3.5"\nschedule:\n  - phase_0:\n    environments: []\n'
+    error = error_of(text)
+    assert (error.line, error.key) == (5, "schedule[0]")
+    assert error.hint == "Indent the phase's keys under the phase name."
+
+
+def test_first_phase_cannot_inherit() -> None:
+    text = MINIMAL.read_text()
+    error = error_of(text[: text.index("      simulation:")])
+    assert (error.line, error.key) == (6, "schedule[0].only_phase")
+    assert "missing required key 'simulation'" in error.message
+
+
+# --- mutation test -----------------------------------------------------------------------
+
+_BASE = YAML(typ="safe", pure=True).load(MINIMAL.read_text())
+_KNOWN_KEYS = sorted(
+    {"uid", "seed", "version", "schedule", "run_config", "condition", "environments", "agents"}
+    | {"simulation", "phase_config", "environment", "reward", "name", "uid", "params", "brain"}
+    | {"muscle", "objective", "sensors", "actuators", "load", "filters", "mode", "episodes"}
+)
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+_JUNK = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_KEYS = st.sampled_from(_KNOWN_KEYS) | st.text(max_size=8)
+
+
+def _slots(data: Any) -> list[tuple[Any, Any]]:
+    """Return every (container, key or index) in ``data``."""
+    children = data.items() if isinstance(data, dict) else enumerate(data)
+    slots = []
+    for key, value in children:
+        slots.append((data, key))
+        if isinstance(value, dict | list) and value:
+            slots.extend(_slots(value))
+    return slots
+
+
+@st.composite
+def mutated_run_files(draw: st.DrawFn) -> str:
+    data = copy.deepcopy(_BASE)
+    for _ in range(draw(st.integers(1, 4))):
+        slots = _slots(data)
+        if not slots:
+            break
+        container, key = draw(st.sampled_from(slots))
+        action = draw(st.sampled_from(["delete", "replace", "rename", "insert"]))
+        if action == "delete":
+            del container[key]
+        elif action == "replace":
+            container[key] = draw(_JUNK)
+        elif isinstance(container, list):
+            container.insert(key, draw(_JUNK))
+        elif action == "rename":
+            container[draw(_KEYS)] = container.pop(key)
+        else:
+            container[draw(_KEYS)] = draw(_JUNK)
+    stream = io.StringIO()
+    YAML(typ="safe", pure=True).dump(data, stream)
+    return stream.getvalue()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_run_files())
+def test_mutated_run_files_give_a_run_or_a_run_file_error(text: str) -> None:
+    try:
+        run = load_run_text(text, check_classes=False)
+    except RunFileError as error:
+        assert error.path == "<string>" and error.message
+        assert error.line is None or 1 <= error.line <= text.count("\n") + 1
+    else:
+        assert isinstance(run, RunSpec)
+        msgspec.msgpack.decode(msgspec.msgpack.encode(run), type=RunSpec)

@@ -1,0 +1,525 @@
+"""Tests of the StoreWriter against a real SQLite file, without processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zmq
+import zmq.asyncio
+from sqlalchemy import text
+
+from palaestra.core import messages as m
+from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
+from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.store.engine import make_engine
+from palaestra.store.writer import StoreWriter
+
+RUN_UID = "run-1"
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def store_uri(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/not-yet/palaestra.db"
+
+
+@pytest.fixture
+def writer(store_uri: str) -> Iterator[StoreWriter]:
+    writer = StoreWriter("store", store_uri, batch_rows=100)
+    writer.open()
+    yield writer
+    run(writer.teardown())
+
+
+def select_all(writer: StoreWriter, sql: str, **params: Any) -> list[Any]:
+    assert writer.engine is not None
+    with writer.engine.connect() as connection:
+        return list(connection.execute(text(sql), params))
+
+
+def count(writer: StoreWriter, table: str) -> int:
+    return select_all(writer, f"SELECT count(*) FROM {table}")[0][0]
+
+
+def run_start(instance_uid: str = "instance-1", document: str = "uid: run-1\n") -> m.StoreRunStart:
+    return m.StoreRunStart(
+        experiment_uid="experiment-1",
+        run_uid=RUN_UID,
+        instance_uid=instance_uid,
+        document=document,
+        file="run.yml",
+        seed=42,
+        palaestra_version="0.1.0",
+        host="box",
+    )
+
+
+def phase_start(instance_id: int, index: int = 0) -> m.StorePhaseStart:
+    return m.StorePhaseStart(
+        instance_id=instance_id,
+        index=index,
+        name=f"phase-{index}",
+        mode="train",
+        workers=2,
+        episodes=3,
+        config={"episodes": 3, "nested": {"x": [1, 2]}},
+        environments=[
+            m.PhaseEnvironment(uid="env", name="pkg:Env", params={"size": 4}, seeds=[7, 8])
+        ],
+        agents=[
+            m.PhaseAgent(
+                name="attacker",
+                brain="pkg:Brain",
+                muscle="pkg:Muscle",
+                objective="pkg:Objective",
+                config={"lr": 0.1},
+                seeds={"brain": 1, "muscles": [2, 3]},
+            ),
+            m.PhaseAgent(
+                name="defender",
+                brain="pkg:Brain",
+                muscle="pkg:Muscle",
+                objective="pkg:Objective",
+                config={},
+                seeds={},
+                loaded_from={"brain_state_id": 1},
+            ),
+        ],
+    )
+
+
+def start(writer: StoreWriter, instance_uid: str = "instance-1") -> dict[str, int]:
+    """Record a run instance with one phase; returns all ids."""
+    ids = dict(run(writer.dispatch(run_start(instance_uid))).ids)
+    ids.update(run(writer.dispatch(phase_start(ids["instance"]))).ids)
+    return ids
+
+
+def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.MuscleActionRows:
+    return m.MuscleActionRows(
+        agent_id=agent_id,
+        worker=worker,
+        rows=[
+            (0, s, {"env.0": [s, 0.5]}, {"env.1": s % 2}, {"r": 1.5}, None if s else 0.25, False)
+            for s in steps
+        ],
+    )
+
+
+def world_rows(environment_id: int, steps: range) -> m.WorldStateRows:
+    return m.WorldStateRows(
+        environment_id=environment_id,
+        worker=1,
+        rows=[(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9) for s in steps],
+    )
+
+
+# --- metadata ------------------------------------------------------------------------------
+
+
+def test_run_start_returns_ids_and_records_run(writer: StoreWriter) -> None:
+    reply = run(writer.dispatch(run_start()))
+
+    assert isinstance(reply, m.StoreIds)
+    assert set(reply.ids) == {"experiment", "run", "instance"}
+    ((uid, status, reason, finished, version, host),) = select_all(
+        writer,
+        "SELECT uid, status, reason, finished_at, palaestra_version, host "
+        "FROM experiment_run_instances",
+    )
+    assert (uid, status, reason, finished, version, host) == (
+        "instance-1",
+        "running",
+        "",
+        None,
+        "0.1.0",
+        "box",
+    )
+
+
+def test_run_start_again_keeps_run_and_updates_its_document(writer: StoreWriter) -> None:
+    first = run(writer.dispatch(run_start("i-1", document="old"))).ids
+    second = run(writer.dispatch(run_start("i-2", document="new"))).ids
+
+    assert second["experiment"] == first["experiment"]
+    assert second["run"] == first["run"]
+    assert second["instance"] != first["instance"]
+    assert select_all(writer, "SELECT document, seed FROM experiment_runs") == [("new", 42)]
+
+
+def test_phase_start_records_environments_and_agents(writer: StoreWriter) -> None:
+    ids = start(writer)
+
+    assert {"phase", "environment:env", "agent:attacker", "agent:defender"} <= set(ids)
+    ((status, config, finished),) = select_all(
+        writer, "SELECT status, config, finished_at FROM experiment_run_phases"
+    )
+    assert (status, config, finished) == ("running", '{"episodes":3,"nested":{"x":[1,2]}}', None)
+    assert select_all(writer, "SELECT id, uid, name, params, seeds FROM environments") == [
+        (ids["environment:env"], "env", "pkg:Env", '{"size":4}', "[7,8]")
+    ]
+    agents = select_all(writer, "SELECT name, config, seeds, loaded_from FROM agents ORDER BY id")
+    assert agents == [
+        ("attacker", '{"lr":0.1}', '{"brain":1,"muscles":[2,3]}', None),
+        ("defender", "{}", "{}", '{"brain_state_id":1}'),
+    ]
+
+
+def test_phase_end_flushes_and_marks_the_phase(writer: StoreWriter) -> None:
+    ids = start(writer)
+    writer.accept(action_rows(ids["agent:attacker"], range(5)))
+
+    reply = run(writer.dispatch(m.StorePhaseEnd(phase_id=ids["phase"], status="finished")))
+
+    assert isinstance(reply, m.StoreAck)
+    assert count(writer, "muscle_actions") == 5
+    ((status, finished),) = select_all(
+        writer, "SELECT status, finished_at FROM experiment_run_phases"
+    )
+    assert status == "finished"
+    assert finished is not None
+
+
+def test_run_end_marks_instance_and_its_running_phases(writer: StoreWriter) -> None:
+    ids = start(writer)
+    run(writer.dispatch(m.StorePhaseEnd(phase_id=ids["phase"], status="finished")))
+    running = run(writer.dispatch(phase_start(ids["instance"], index=1))).ids["phase"]
+
+    reply = run(
+        writer.dispatch(m.StoreRunEnd(instance_id=ids["instance"], status="error", reason="boom"))
+    )
+
+    assert isinstance(reply, m.StoreAck)
+    assert select_all(writer, "SELECT status, reason FROM experiment_run_instances") == [
+        ("error", "boom")
+    ]
+    phases = select_all(
+        writer, "SELECT id, status, finished_at IS NOT NULL FROM experiment_run_phases ORDER BY id"
+    )
+    assert phases == [(ids["phase"], "finished", 1), (running, "error", 1)]
+
+
+def test_an_unknown_status_is_rejected(writer: StoreWriter) -> None:
+    ids = start(writer)
+    with pytest.raises(ValueError, match="done"):
+        run(writer.dispatch(m.StorePhaseEnd(phase_id=ids["phase"], status="done")))
+
+
+# --- records and batching ------------------------------------------------------------------
+
+
+def test_rows_are_buffered_until_flushed(writer: StoreWriter) -> None:
+    ids = start(writer)
+    writer.accept(action_rows(ids["agent:attacker"], range(50)))
+    writer.accept(world_rows(ids["environment:env"], range(10)))
+
+    assert count(writer, "muscle_actions") == 0
+    assert count(writer, "world_states") == 0
+
+    writer.flush()
+
+    assert count(writer, "muscle_actions") == 50
+    first = select_all(
+        writer,
+        "SELECT agent_id, worker, episode, step, sensor_readings, actuator_setpoints, rewards, "
+        "objective, done FROM muscle_actions ORDER BY id LIMIT 2",
+    )
+    assert first == [
+        (ids["agent:attacker"], 0, 0, 0, '{"env.0":[0,0.5]}', '{"env.1":0}', '{"r":1.5}', 0.25, 0),
+        (ids["agent:attacker"], 0, 0, 1, '{"env.0":[1,0.5]}', '{"env.1":1}', '{"r":1.5}', None, 0),
+    ]
+    last = select_all(
+        writer,
+        "SELECT environment_id, worker, episode, step, sensors, setpoints, rewards, done "
+        "FROM world_states ORDER BY id DESC LIMIT 1",
+    )
+    assert last == [
+        (ids["environment:env"], 1, 2, 9, '{"env.0":9}', '{"env.1":[1,2]}', '{"r":-1}', 1)
+    ]
+
+
+def test_a_full_buffer_is_written_without_a_flush(writer: StoreWriter) -> None:
+    agent = start(writer)["agent:attacker"]
+    writer.accept(action_rows(agent, range(99)))
+    assert count(writer, "muscle_actions") == 0
+
+    writer.accept(action_rows(agent, range(99, 101)))
+
+    assert count(writer, "muscle_actions") == 101
+    assert writer.buffers == {table: [] for table in writer.buffers}
+
+
+def test_teardown_writes_what_is_buffered(store_uri: str) -> None:
+    writer = StoreWriter("store", store_uri)
+    writer.open()
+    agent = start(writer)["agent:attacker"]
+    writer.accept(action_rows(agent, range(3)))
+
+    run(writer.teardown())
+
+    engine = make_engine(store_uri)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM muscle_actions")).scalar() == 3
+    engine.dispose()
+
+
+def test_a_message_that_is_no_record_is_rejected(writer: StoreWriter) -> None:
+    with pytest.raises(TypeError, match="StoreAck"):
+        writer.accept(m.StoreAck())
+
+
+def test_store_flush_waits_for_every_named_producer(writer: StoreWriter) -> None:
+    agent = start(writer)["agent:attacker"]
+
+    async def scenario() -> None:
+        flush = asyncio.create_task(writer.dispatch(m.StoreFlush(producers=["m-0", "m-1"])))
+        writer.accept(action_rows(agent, range(10)))
+        writer.accept(m.ProducerClosed(producer="m-0"))
+        await asyncio.sleep(0)  # let the flush run up to its wait
+        assert not flush.done()
+
+        writer.accept(m.ProducerClosed(producer="m-1"))
+        reply = await asyncio.wait_for(flush, 5)
+
+        assert isinstance(reply, m.StoreAck)
+        assert count(writer, "muscle_actions") == 10
+
+    run(scenario())
+
+
+def test_store_flush_of_closed_producers_returns_at_once(writer: StoreWriter) -> None:
+    writer.accept(m.ProducerClosed(producer="m-0"))
+    assert isinstance(run(writer.dispatch(m.StoreFlush(producers=["m-0"]))), m.StoreAck)
+    assert isinstance(run(writer.dispatch(m.StoreFlush(producers=[]))), m.StoreAck)
+
+
+def test_a_flush_consumes_the_markers_so_a_later_phase_can_reuse_names(
+    writer: StoreWriter,
+) -> None:
+    async def scenario() -> None:
+        writer.accept(m.ProducerClosed(producer="Muscle-a-0"))
+        await writer.dispatch(m.StoreFlush(producers=["Muscle-a-0"]))
+        # the next phase's producer of the same name has not closed yet: the flush must wait
+        flush = asyncio.create_task(writer.dispatch(m.StoreFlush(producers=["Muscle-a-0"])))
+        await asyncio.sleep(0)
+        assert not flush.done()
+        writer.accept(m.ProducerClosed(producer="Muscle-a-0"))
+        assert isinstance(await asyncio.wait_for(flush, 5), m.StoreAck)
+
+    run(scenario())
+
+
+# --- brain dumps ---------------------------------------------------------------------------
+
+
+def dump(agent_id: int, data: bytes) -> m.BrainDump:
+    return m.BrainDump(agent_id=agent_id, tag="final", path=f"/dumps/{agent_id}", dump=data)
+
+
+def find(writer: StoreWriter, agent: str = "attacker", phase: int = 0) -> m.StoreDump:
+    return run(writer.dispatch(m.StoreFindDump(run_uid=RUN_UID, agent=agent, phase=phase)))
+
+
+def test_find_dump_returns_the_newest_dump_of_the_newest_instance(writer: StoreWriter) -> None:
+    old = start(writer, "instance-1")["agent:attacker"]
+    writer.accept(dump(old, b"old"))
+    new = start(writer, "instance-2")["agent:attacker"]
+    writer.accept(dump(new, b"first"))
+    writer.accept(dump(new, b"second"))
+
+    found = find(writer)
+
+    newest_id = select_all(writer, "SELECT max(id) FROM brain_states")[0][0]
+    assert found == m.StoreDump(brain_state_id=newest_id, dump=b"second")
+
+
+def test_find_dump_uses_the_newest_instance_that_has_the_agent(writer: StoreWriter) -> None:
+    agent = start(writer, "instance-1")["agent:attacker"]
+    writer.accept(dump(agent, b"only"))
+    run(writer.dispatch(run_start("instance-2")))  # no phases at all
+
+    assert find(writer).dump == b"only"
+
+
+def test_find_dump_answers_none_when_there_is_none(writer: StoreWriter) -> None:
+    agent = start(writer)["agent:attacker"]
+    writer.accept(dump(agent, b"x"))
+    none = m.StoreDump(brain_state_id=None, dump=None)
+
+    assert find(writer, agent="defender") == none
+    assert find(writer, agent="nobody") == none
+    assert find(writer, phase=1) == none
+    assert (
+        run(writer.dispatch(m.StoreFindDump(run_uid="other", agent="attacker", phase=0))) == none
+    )
+
+
+# --- the engine ----------------------------------------------------------------------------
+
+
+def test_sqlite_store_uses_wal_and_foreign_keys(writer: StoreWriter) -> None:
+    assert select_all(writer, "PRAGMA journal_mode") == [("wal",)]
+    assert select_all(writer, "PRAGMA foreign_keys") == [(1,)]
+    assert select_all(writer, "PRAGMA synchronous") == [(1,)]  # NORMAL
+    assert select_all(writer, "PRAGMA busy_timeout")[0][0] > 0
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["no such uri", "nosuchdialect://host/db", "postgresql+nosuchdriver://user:secret@host/db"],
+)
+def test_a_bad_uri_raises_store_error_naming_it(uri: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        StoreWriter("store", uri).open()
+
+    assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+    assert "secret" not in str(caught.value)
+    assert uri.replace("secret", "***") in str(caught.value)
+
+
+def test_an_unwritable_store_path_raises_store_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    uri = f"sqlite:///{tmp_path}/file/palaestra.db"
+
+    with pytest.raises(StoreError, match="cannot create the directory"):
+        make_engine(uri)
+
+
+def test_a_file_that_is_no_database_raises_store_error(tmp_path: Path) -> None:
+    (tmp_path / "junk.db").write_bytes(b"this is not a database" * 100)
+
+    with pytest.raises(StoreError, match="junk.db"):
+        StoreWriter("store", f"sqlite:///{tmp_path}/junk.db").open()
+
+
+# --- the record socket, for real -------------------------------------------------------------
+
+
+class FakeRuntime:
+    """Just what StoreWriter.setup uses of a Runtime: ``bind`` and ``start_task``."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self.ctx = zmq.asyncio.Context()
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
+        sock = self.ctx.socket(kind)
+        sock.setsockopt(zmq.LINGER, 0)
+        endpoint = endpoint_for(self.run_dir, f"store-{role}")
+        sock.bind(endpoint)
+        return sock, endpoint
+
+    def start_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.append(task)
+        return task
+
+
+@pytest.mark.integration
+def test_rows_pushed_to_the_socket_are_stored(store_uri: str) -> None:
+    rows, batch = 10_000, 100
+    run_dir = make_run_dir()
+    runtime = FakeRuntime(run_dir)
+    writer = StoreWriter("store", store_uri)
+
+    async def scenario() -> float:
+        endpoints = await writer.setup(runtime)
+        agent = (
+            await writer.dispatch(
+                phase_start((await writer.dispatch(run_start())).ids["instance"])
+            )
+        ).ids["agent:attacker"]
+        push = runtime.ctx.socket(zmq.PUSH)
+        push.setsockopt(zmq.LINGER, 0)
+        push.connect(endpoints["store"])
+        try:
+            began = time.perf_counter()
+            for first in range(0, rows, batch):
+                await push.send(m.encode(action_rows(agent, range(first, first + batch))))
+            await push.send(m.encode(m.ProducerClosed(producer="muscle-0")))
+            reply = await asyncio.wait_for(
+                writer.dispatch(m.StoreFlush(producers=["muscle-0"])), 10
+            )
+            elapsed = time.perf_counter() - began
+        finally:
+            push.close(linger=0)
+        assert isinstance(reply, m.StoreAck)
+        assert count(writer, "muscle_actions") == rows
+        assert not any(task.done() for task in runtime.tasks)  # the reader is alive
+        await writer.teardown()
+        return rows / elapsed
+
+    try:
+        rate = run(scenario())
+    finally:
+        runtime.ctx.destroy(linger=0)
+        remove_run_dir(run_dir)
+    print(f"StoreWriter: {rate:,.0f} muscle_actions rows/s over the PULL socket")
+
+
+def test_buffered_rows_are_committed_when_the_socket_idles(
+    writer: StoreWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = start(writer)["agent:attacker"]
+    writer.accept(action_rows(agent, range(5)))
+    monkeypatch.setattr("palaestra.store.writer.IDLE_FLUSH_MS", 1)
+    flushed = asyncio.Event()
+    flush = writer.flush
+
+    def flush_and_tell() -> None:
+        flush()
+        flushed.set()
+
+    monkeypatch.setattr(writer, "flush", flush_and_tell)
+
+    async def scenario() -> None:
+        ctx = zmq.asyncio.Context()
+        sock = ctx.socket(zmq.PULL)
+        sock.setsockopt(zmq.LINGER, 0)
+        reader = asyncio.create_task(writer.read(sock))
+        try:
+            await asyncio.wait_for(flushed.wait(), 5)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            sock.close()
+            ctx.term()
+
+    run(scenario())
+    assert count(writer, "muscle_actions") == 5
+
+
+def test_a_failing_reader_fails_a_waiting_flush(writer: StoreWriter) -> None:
+    async def scenario() -> None:
+        ctx = zmq.asyncio.Context()
+        pull = ctx.socket(zmq.PULL)
+        push = ctx.socket(zmq.PUSH)
+        for sock in (pull, push):
+            sock.setsockopt(zmq.LINGER, 0)
+        port = pull.bind_to_random_port("tcp://127.0.0.1")
+        push.connect(f"tcp://127.0.0.1:{port}")
+        try:
+            flush = asyncio.create_task(writer.dispatch(m.StoreFlush(producers=["m-0"])))
+            reader = asyncio.create_task(writer.read(pull))
+            await push.send(m.encode(m.StoreAck()))  # not a record: the reader fails
+            with pytest.raises(RuntimeError, match="record reader failed"):
+                await asyncio.wait_for(flush, 5)
+            with pytest.raises(TypeError):
+                await reader
+        finally:
+            push.close()
+            pull.close()
+            ctx.term()
+
+    run(scenario())
