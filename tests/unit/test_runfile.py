@@ -25,6 +25,7 @@ from palaestra.core.specs import ClassSpec, EnvironmentSpec, LoadSpec, PhaseConf
 from palaestra.experiment.runfile import load_run_file, load_run_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runfiles"
+EXAMPLES = Path(__file__).parents[2] / "experiments"
 MINIMAL = FIXTURES / "minimal.yml"
 
 PLUGINS = """
@@ -158,19 +159,20 @@ def test_phases_inherit_what_they_do_not_set() -> None:
     assert evaluate.config == PhaseConfig(mode="test", worker=4, episodes=1)
 
 
-@pytest.mark.parametrize("name", ["palaestrai_dummy_run.yml", "palaestrai_taking_turns.yml"])
-def test_palaestrai_run_files_load(name: str) -> None:
-    run = load_run_file(FIXTURES / name, check_classes=False)
-    assert run.experiment_uid == "Dummy Runs"
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yml")), ids=lambda p: p.name)
+def test_example_run_files_load_with_their_classes(path: Path) -> None:
+    run = load_run_file(path, check_classes=True)
+    assert run.experiment_uid == "dummy-experiments"
     assert all(phase.agents and phase.environments for phase in run.phases)
     assert run.conditions[0].name == "palaestra.experiment:VanillaRunGovernorTerminationCondition"
 
 
-def test_taking_turns_last_phase_inherits_all_but_its_config() -> None:
-    run = load_run_file(FIXTURES / "palaestrai_taking_turns.yml", check_classes=False)
-    second, third = run.phases[1:]
-    assert third.agents == second.agents and third.simulation == second.simulation
-    assert third.config == PhaseConfig(mode="test", worker=1, episodes=1)
+def test_a_phase_that_sets_only_its_config_inherits_the_rest() -> None:
+    run = load_run_file(EXAMPLES / "multiworker_run.yml", check_classes=False)
+    first, second = run.phases
+    assert second.agents == first.agents and second.simulation == first.simulation
+    assert second.environments == first.environments
+    assert second.config == PhaseConfig(mode="test", worker=1, episodes=1)
 
 
 def test_run_spec_travels_as_msgpack() -> None:
@@ -303,9 +305,9 @@ def test_inherited_sensor_error_points_where_it_was_written() -> None:
 
 
 def test_duplicate_agent_names() -> None:
-    source = FIXTURES / "palaestrai_dummy_run.yml"
-    text = source.read_text().replace("name: evil_attacker", "name: mighty_defender", 1)
-    line = source.read_text().split("name: evil_attacker")[0].count("\n") + 1
+    source = EXAMPLES / "dummy_run.yml"
+    text = source.read_text().replace("name: attacker", "name: defender", 1)
+    line = source.read_text().split("name: attacker")[0].count("\n") + 1
     error = error_of(text)
     assert (error.line, error.key) == (line, "schedule[0].phase_0.agents[1].name")
     assert "used twice" in error.message
