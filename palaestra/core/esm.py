@@ -192,8 +192,8 @@ class Component:
     async def teardown(self) -> None:
         """Release what :meth:`setup` acquired; called once, whatever the end state."""
 
-    def on_signal(self, signum: int) -> None:
-        """SIGTERM (or SIGINT in the executor): stop cleanly."""
+    def on_signal(self, signum: int) -> Awaitable[Any] | None:
+        """SIGTERM (or SIGINT in the executor): stop cleanly, as if the parent asked."""
         import signal
 
-        self.stop(f"received {signal.Signals(signum).name}")
+        return self.dispatch(Shutdown(reason=f"received {signal.Signals(signum).name}"))

@@ -242,7 +242,7 @@ class Runtime:
     async def run(self) -> int:
         """Run the component until it ends; returns the process exit code."""
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.component.on_signal, signal.SIGTERM)
+        loop.add_signal_handler(signal.SIGTERM, self._signalled, signal.SIGTERM)
         try:
             if self.spec is not None:
                 self.parent = self.socket(zmq.DEALER)
@@ -259,6 +259,12 @@ class Runtime:
         except Exception as exc:  # process boundary: report, never lose the error
             self.component.fail(error_info(self.name, exc))
         return await self._end()
+
+    def _signalled(self, signum: int) -> None:
+        LOG.info("%s received %s", self.name, signal.Signals(signum).name)
+        outcome = self.component.on_signal(signum)
+        if outcome is not None:
+            self.start_task(_awaited(outcome))
 
     async def _read_parent(self, sock: zmq.asyncio.Socket) -> None:
         while True:
@@ -292,6 +298,10 @@ class Runtime:
             await asyncio.wait_for(self.parent.recv(), 2.0)
         except TimeoutError:
             LOG.debug("%s: parent did not acknowledge the failure report", self.name)
+
+
+async def _awaited(awaitable: Any) -> None:
+    await awaitable
 
 
 class ComponentFailed(Exception):

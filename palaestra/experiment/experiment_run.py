@@ -364,7 +364,9 @@ class ExperimentRun(Component):
                 self._store(m.StoreRunEnd(instance_id=self.instance_id, status=status, reason=reason)),
                 5.0,
             )
-        except (TimeoutError, ComponentFailed) as exc:
+        except TimeoutError:
+            LOG.error("could not record the end of the run: the store writer did not answer")
+        except ComponentFailed as exc:
             LOG.error("could not record the end of the run in the store: %s", exc)
 
 

@@ -1,0 +1,121 @@
+"""Shared fixtures: running the real CLI in a scratch directory, and checking for survivors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ROOT / "experiments"
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+
+
+def session_processes(sessions: set[int]) -> list[tuple[int, str]]:
+    """Live processes in one of ``sessions``: everything the test's commands started.
+
+    Each command starts in a new session and every palaestra process inherits it (none calls
+    setsid), so the session id finds them all, titled or not, even after the executor died.
+    """
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if fields[0] == b"Z" or int(fields[3]) not in sessions:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found.append((int(entry), cmdline))
+    return found
+
+
+def wait_until_gone(sessions: set[int], timeout: float = 5.0) -> list[tuple[int, str]]:
+    """Poll (bounded) until no process of ``sessions`` is left; returns the survivors."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = session_processes(sessions)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+@dataclass
+class Workspace:
+    """A scratch directory to run ``palaestra`` in, with its own store."""
+
+    path: Path
+    sessions: set[int] = field(default_factory=set)
+
+    @property
+    def store(self) -> Path:
+        return self.path / "palaestra.db"
+
+    @property
+    def store_uri(self) -> str:
+        return f"sqlite:///{self.store}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
+        env.pop("PALAESTRA_STORE_URI", None)
+        return env
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "palaestra", *args],
+            cwd=self.path,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        self.sessions.add(proc.pid)
+        return proc
+
+    def processes(self) -> list[tuple[int, str]]:
+        return session_processes(self.sessions)
+
+    def run(self, *args: str, timeout: float = 60.0) -> Result:
+        began = time.monotonic()
+        proc = self.start(*args)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"palaestra {' '.join(args)} did not end in {timeout} s:\n{err[-3000:]}")
+        return Result(proc.returncode, out, err, time.monotonic() - began)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
+    """A scratch directory; afterwards, no process of the test's runs may survive."""
+    ws = Workspace(tmp_path)
+    yield ws
+    survivors = wait_until_gone(ws.sessions)
+    for pid, _ in survivors:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    assert not survivors, f"processes survived the test: {survivors}"

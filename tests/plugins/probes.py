@@ -1,0 +1,60 @@
+"""Plug-ins for system tests: they report where they ran, or fail on purpose."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import setproctitle
+
+from palaestra.agent import DummyBrain, DummyMuscle
+
+
+class ProbeBrain(DummyBrain):
+    """A DummyBrain whose dump also names its process and the Muscles' processes."""
+
+    def setup(self) -> None:
+        self.muscle_titles: set[str] = set()
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        title, value = data_from_muscle if data_from_muscle is not None else ("", None)
+        if title:
+            self.muscle_titles.add(title)
+        return super().thinking(muscle_id, value)
+
+    def store(self) -> None:
+        state = {
+            "value": self.value,
+            "thinking_calls": self.thinking_calls,
+            "title": setproctitle.getproctitle(),
+            "pid": os.getpid(),
+            "muscle_titles": sorted(self.muscle_titles),
+            "sensors": [str(s.uid) for s in self.sensors],
+            "seed": self.seed,
+        }
+        self.store_brain_dump(json.dumps(state).encode())
+
+
+class ProbeMuscle(DummyMuscle):
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        setpoints, value = super().propose_actions(sensors, actuators_available)
+        return setpoints, (setproctitle.getproctitle(), value)
+
+
+class CrashingBrain(DummyBrain):
+    """Raises in ``thinking`` once it has been called ``after`` times."""
+
+    def __init__(self, after: int = 3, **params: Any) -> None:
+        super().__init__(**params)
+        self.after = after
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if self.thinking_calls >= self.after:
+            raise ValueError(f"brain broke after {self.after} calls")
+        return super().thinking(muscle_id, data_from_muscle)
+
+
+class CrashingMuscle(DummyMuscle):
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        raise RuntimeError("muscle cannot act")

@@ -1,0 +1,135 @@
+"""A run that fails ends quickly, says why, marks the store, and leaves no process behind."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXPERIMENTS, Workspace
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def variant(ws: Workspace, source: str, *replacements: tuple[str, str]) -> Path:
+    text = (EXPERIMENTS / source).read_text()
+    for old, new in replacements:
+        assert old in text
+        text = text.replace(old, new)
+    path = ws.path / "variant.yml"
+    path.write_text(text)
+    return path
+
+
+def instance_status(ws: Workspace) -> tuple[str, str]:
+    with sqlite3.connect(ws.store) as conn:
+        (row,) = conn.execute("select status, reason from experiment_run_instances").fetchall()
+    return row
+
+
+def test_an_exception_in_thinking_fails_the_run_with_its_reason(workspace: Workspace) -> None:
+    run_file = variant(
+        workspace,
+        "dummy_run.yml",
+        ("brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n"
+         "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
+         "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
+         "{params: 1}}\n          sensors: [myenv.5",
+         "brain: {name: probes:CrashingBrain, params: {after: 3}}\n"
+         "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
+         "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
+         "{params: 1}}\n          sensors: [myenv.5"),
+    )
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 1
+    assert result.seconds < 10
+    message = result.stderr
+    assert "Brain-attacker" in message
+    assert "probes:CrashingBrain.thinking" in message
+    assert "ValueError: brain broke after 3 calls" in message
+    assert 'raise ValueError(f"brain broke after {self.after} calls")' in message  # traceback
+    status, reason = instance_status(workspace)
+    assert status == "error"
+    assert "probes:CrashingBrain.thinking" in reason and "brain broke after 3 calls" in reason
+    with sqlite3.connect(workspace.store) as conn:
+        phases = conn.execute('select "index", status from experiment_run_phases').fetchall()
+    assert phases == [(0, "error")]
+
+
+def test_an_exception_in_propose_actions_fails_the_run(workspace: Workspace) -> None:
+    run_file = variant(
+        workspace,
+        "taking_turns_run.yml",
+        ("muscle: {name: palaestra.agent:DummyMuscle, params: {count_upwards: true}}\n"
+         "          objective: {name: palaestra.agent:DummyObjective, params: {}}\n"
+         "          sensors: [board.5",
+         "muscle: {name: probes:CrashingMuscle, params: {}}\n"
+         "          objective: {name: palaestra.agent:DummyObjective, params: {}}\n"
+         "          sensors: [board.5"),
+    )
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 1
+    assert "Muscle-two-0" in result.stderr
+    assert "probes:CrashingMuscle.propose_actions" in result.stderr
+    assert "RuntimeError: muscle cannot act" in result.stderr
+    assert instance_status(workspace)[0] == "error"
+
+
+def test_a_sensor_the_environment_lacks_fails_the_run_naming_it(workspace: Workspace) -> None:
+    run_file = variant(
+        workspace, "multiworker_run.yml", ("sensors: [myenv.0, myenv.1, myenv.2]",
+                                           "sensors: [myenv.0, myenv.1, myenv.12]")
+    )
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 1
+    assert "agent 'learner': sensors myenv.12 are not provided by the environments" in result.stderr
+    assert instance_status(workspace)[0] == "error"
+
+
+def test_an_invalid_run_file_is_refused_before_any_process_starts(workspace: Workspace) -> None:
+    run_file = variant(workspace, "dummy_run.yml", ("episodes: 1", "episodes: -1"))
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 2
+    assert "variant.yml:" in result.stderr and "phase_config.episodes" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not workspace.store.exists()
+
+
+def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
+    import os
+    import signal
+    import time
+
+    run_file = variant(workspace, "multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
+    proc = workspace.start("experiment-start", str(run_file))
+    deadline = time.monotonic() + 30
+    target = None
+    while target is None and time.monotonic() < deadline and proc.poll() is None:
+        target = next(
+            (pid for pid, cmd in workspace.processes()
+             if cmd.startswith("palaestra[Muscle-learner-1]")),
+            None,
+        )
+    assert target is not None, "the muscle never started"
+    written = 0
+    while written == 0 and time.monotonic() < deadline:  # bounded wait for the first batch
+        time.sleep(0.1)
+        if workspace.store.exists():
+            with sqlite3.connect(workspace.store) as conn:
+                try:
+                    (written,) = conn.execute("select count(*) from muscle_actions").fetchone()
+                except sqlite3.OperationalError:
+                    written = 0
+    assert written > 0, "no rows reached the store"
+    os.kill(target, signal.SIGKILL)
+    killed_at = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert time.monotonic() - killed_at < 10
+    assert "Muscle-learner-1 was killed by SIGKILL" in err
+    status, reason = instance_status(workspace)
+    assert status == "error" and "Muscle-learner-1 was killed by SIGKILL" in reason
+    with sqlite3.connect(workspace.store) as conn:
+        (kept,) = conn.execute("select count(*) from muscle_actions").fetchone()
+    assert kept >= written  # what was written before the crash is kept

@@ -1,0 +1,68 @@
+"""palaestrAI's own dummy run files, with only ``palaestrai.`` renamed, run as they are.
+
+The files are not part of this repository: the test fetches palaestrAI's source distribution
+from the package index once per session and skips, saying why, if it cannot.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace
+
+pytestmark = pytest.mark.timeout(180)
+
+VERSION = "3.5.18"
+FILES = [
+    "dummy_run.yml",
+    "dummy_run_taking_turns.yml",
+    "dummy_run_multiworker.yml",
+    "dummy_run_tt_multiworker.yml",
+    "dummy_run-phases_modes.yml",
+    "dummy_run_multi-train-phase_eval.yml",
+    "dummy_run_multiworker_eval.yml",
+]
+
+
+@pytest.fixture(scope="session")
+def palaestrai_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("palaestrai")
+    fetched = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+         "-d", str(where), f"palaestrai=={VERSION}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    archives = list(where.glob("palaestrai-*.tar.gz"))
+    if fetched.returncode != 0 or not archives:
+        pytest.skip(f"cannot fetch palaestrai {VERSION} from the package index: "
+                    f"{fetched.stderr.strip()[-300:]}")
+    prefix = f"palaestrai-{VERSION}/tests/fixtures/"
+    with tarfile.open(archives[0]) as tar:
+        for name in FILES:
+            member = tar.getmember(prefix + name)
+            member.name = name
+            tar.extract(member, where, filter="data")
+    return where
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_palaestrai_run_file_runs(workspace: Workspace, palaestrai_fixtures: Path,
+                                  name: str) -> None:
+    text = (palaestrai_fixtures / name).read_text().replace("palaestrai.", "palaestra.")
+    run_file = workspace.path / name
+    run_file.write_text(text)
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(workspace.store) as conn:
+        assert conn.execute("select status from experiment_run_instances").fetchall() == [
+            ("finished",)
+        ]
+        (actions,) = conn.execute("select count(*) from muscle_actions").fetchone()
+        (states,) = conn.execute("select count(*) from world_states").fetchone()
+    assert actions > 0 and states > 0
