@@ -79,9 +79,7 @@ class BrainProcess(Component):
             except Exception as exc:
                 raise PluginError(self.brain, method) from exc
         if self.request.dump is not None:
-            LOG.info(
-                "%s started from a brain dump of %d bytes", self.name, len(self.request.dump)
-            )
+            LOG.info("%s started from a brain dump of %d bytes", self.name, len(self.request.dump))
         runtime.start_task(self._serve())
         return {"brain": endpoint}
 

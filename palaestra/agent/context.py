@@ -1,4 +1,4 @@
-"""What the framework hands to a Brain or Muscle before ``setup()``: names, seeds, spaces, dumps."""
+"""What palaestra hands a Brain or Muscle before ``setup()``: names, seeds, spaces, dumps."""
 
 from __future__ import annotations
 

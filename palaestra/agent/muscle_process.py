@@ -223,9 +223,7 @@ class MuscleProcess(Component):
             raise PluginError(self.objective, "internal_reward") from exc
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
-        return m.Transition(
-            previous.sensor_values, previous.setpoint_values, rewards, value, done
-        )
+        return m.Transition(previous.sensor_values, previous.setpoint_values, rewards, value, done)
 
     def _act(self, message: m.AgentStep) -> m.AgentActions:
         sensors = [

@@ -25,7 +25,11 @@ Exit codes:
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
 """
 
-ALIASES = {"start": "experiment-start", "check": "experiment-check-syntax", "list": "experiment-list"}
+ALIASES = {
+    "start": "experiment-start",
+    "check": "experiment-check-syntax",
+    "list": "experiment-list",
+}
 
 
 class AliasedGroup(click.Group):

@@ -249,13 +249,14 @@ class WorldStateRows(Msg, frozen=True, kw_only=True):
 
 
 class MuscleActionRows(Msg, frozen=True, kw_only=True):
-    """Rows for ``muscle_actions``: (episode, step, sensors, setpoints, rewards, objective, done)."""
+    """Rows for ``muscle_actions``.
+
+    Each: (episode, step, sensors, setpoints, rewards, objective, done).
+    """
 
     agent_id: int
     worker: int
-    rows: list[
-        tuple[int, int, dict[str, Any], dict[str, Any], dict[str, Any], float | None, bool]
-    ]
+    rows: list[tuple[int, int, dict[str, Any], dict[str, Any], dict[str, Any], float | None, bool]]
 
 
 class BrainDump(Msg, frozen=True, kw_only=True):

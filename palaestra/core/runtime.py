@@ -12,7 +12,6 @@ import asyncio
 import logging
 import multiprocessing.connection
 import signal
-import sys
 import traceback
 from collections.abc import Coroutine
 from typing import Any

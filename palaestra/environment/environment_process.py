@@ -19,7 +19,7 @@ from palaestra.environment.environment import Environment, EnvironmentContext
 
 
 def construct(spec: EnvironmentSpec, seed: int) -> Environment:
-    """Instantiate the environment class with its params (and ``uid``/``seed`` if it takes them)."""
+    """Instantiate the environment with its params (and ``uid``/``seed`` if it takes them)."""
     cls = load_class(spec.name)
     kwargs = dict(spec.params)
     accepted = inspect.signature(cls).parameters

@@ -59,7 +59,10 @@ class ExperimentRun(Component):
 
     async def _run(self) -> None:
         writer = self.runtime.spawn(
-            WRITER, "StoreWriter", "palaestra.store.writer:StoreWriter", {"store_uri": self.store_uri}
+            WRITER,
+            "StoreWriter",
+            "palaestra.store.writer:StoreWriter",
+            {"store_uri": self.store_uri},
         )
         (endpoints,) = await self.runtime.wait_ready([writer], START_TIMEOUT)
         self.store_endpoint = endpoints["store"]
@@ -90,7 +93,9 @@ class ExperimentRun(Component):
         run = self.run
         workers = phase.config.worker
         env_seeds = {
-            e.uid: [derive_seed(run.seed, "environment", e.uid, phase.index, w) for w in range(workers)]
+            e.uid: [
+                derive_seed(run.seed, "environment", e.uid, phase.index, w) for w in range(workers)
+            ]
             for e in phase.environments
         }
         dumps = {a.name: await self._find_dump(phase, a) for a in phase.agents}
@@ -219,7 +224,9 @@ class ExperimentRun(Component):
             await self._shutdown(group)
         producers = [f"Brain-{a.name}" for a in phase.agents]
         producers += [f"Muscle-{a.name}-{w}" for a in phase.agents for w in range(workers)]
-        producers += [f"Environment-{e.uid}-{w}" for e in phase.environments for w in range(workers)]
+        producers += [
+            f"Environment-{e.uid}-{w}" for e in phase.environments for w in range(workers)
+        ]
         await asyncio.wait_for(self._store(m.StoreFlush(producers=producers)), STOP_TIMEOUT)
         await self._store(m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
         del phase_children
@@ -295,7 +302,10 @@ class ExperimentRun(Component):
             dump=dump,
             dump_dir=os.path.abspath(
                 os.path.join(
-                    self.data_path, "brain_dumps", _safe(self.run.uid), self.instance_uid,
+                    self.data_path,
+                    "brain_dumps",
+                    _safe(self.run.uid),
+                    self.instance_uid,
                     f"{phase.index}-{_safe(phase.name)}",
                 )
             ),
@@ -332,7 +342,9 @@ class ExperimentRun(Component):
             return None, None
         LOG.info(
             "agent '%s' in phase %d starts from brain dump %s",
-            agent.name, phase.index, found.brain_state_id,
+            agent.name,
+            phase.index,
+            found.brain_state_id,
         )
         return {**source, "brain_state_id": found.brain_state_id}, found.dump
 
@@ -361,7 +373,9 @@ class ExperimentRun(Component):
             reason = self.error.describe() if self.error is not None else "unknown error"
         try:
             await asyncio.wait_for(
-                self._store(m.StoreRunEnd(instance_id=self.instance_id, status=status, reason=reason)),
+                self._store(
+                    m.StoreRunEnd(instance_id=self.instance_id, status=status, reason=reason)
+                ),
                 5.0,
             )
         except TimeoutError:

@@ -52,7 +52,9 @@ def _read(path: str) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             data = YAML(typ="safe").load(f)
     except OSError as exc:
-        raise RuntimeConfigError(f"{path}: cannot read the runtime config: {exc.strerror}") from exc
+        raise RuntimeConfigError(
+            f"{path}: cannot read the runtime config: {exc.strerror}"
+        ) from exc
     except YAMLError as exc:
         raise RuntimeConfigError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

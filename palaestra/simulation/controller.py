@@ -68,11 +68,13 @@ class SimulationController(Component):
         self.conditions: list[TerminationCondition] = [
             load_class(c.name)(**c.params) for c in conditions
         ]
-        if not any(type(c).episode_done is not TerminationCondition.episode_done
-                   for c in self.conditions):
+        if not any(
+            type(c).episode_done is not TerminationCondition.episode_done for c in self.conditions
+        ):
             self.conditions.append(EpisodeEndsWithEnvironment())
-        if not any(type(c).phase_done is not TerminationCondition.phase_done
-                   for c in self.conditions):
+        if not any(
+            type(c).phase_done is not TerminationCondition.phase_done for c in self.conditions
+        ):
             self.conditions.append(PhaseEndsAfterEpisodes())
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []

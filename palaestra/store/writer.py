@@ -100,7 +100,9 @@ class StoreWriter(Component):
     def on_signal(self, signum: int) -> None:
         """SIGTERM sent to the whole process group: keep serving, the executor still needs us
         to record how the run ended; it stops us with ``Shutdown`` (or we die with it)."""
-        LOG.info("%s: signal %d noted; waiting for the executor to stop the run", self.name, signum)
+        LOG.info(
+            "%s: signal %d noted; waiting for the executor to stop the run", self.name, signum
+        )
 
     async def teardown(self) -> None:
         """Stop reading, store what is already queued or buffered, release the store."""

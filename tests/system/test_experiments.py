@@ -50,15 +50,16 @@ def test_dummy_run_two_phases_two_agents(workspace: Workspace) -> None:
     ]
     steps = ",".join(str(i) for i in range(10))
     assert rows(db, PER_AGENT_STEPS) == [
-        (phase, agent, 0, 0, 10, steps)
-        for phase in (0, 1)
-        for agent in ("attacker", "defender")
+        (phase, agent, 0, 0, 10, steps) for phase in (0, 1) for agent in ("attacker", "defender")
     ]
     # one world state per environment step, the last one done
     assert rows(db, WORLD_STEPS) == [(0, 0, 0, 10, 1), (1, 0, 0, 10, 1)]
-    sensors, setpoints = rows(db, "select sensor_readings, actuator_setpoints from muscle_actions "
-                                  "join agents on agents.id = agent_id where name = 'attacker' "
-                                  "limit 1")[0]
+    sensors, setpoints = rows(
+        db,
+        "select sensor_readings, actuator_setpoints from muscle_actions "
+        "join agents on agents.id = agent_id where name = 'attacker' "
+        "limit 1",
+    )[0]
     assert sorted(json.loads(sensors)) == [f"myenv.{i}" for i in range(5, 10)]
     assert all(0 <= v < 100 for v in json.loads(setpoints).values())
 
@@ -83,7 +84,7 @@ def test_phase_one_starts_from_the_dump_of_phase_zero(workspace: Workspace) -> N
         (loaded_from,) = rows(
             db,
             "select loaded_from from agents a join experiment_run_phases p "
-            "on p.id = a.experiment_run_phase_id where p.\"index\" = 1 and a.name = ?",
+            'on p.id = a.experiment_run_phase_id where p."index" = 1 and a.name = ?',
             agent,
         )[0]
         assert json.loads(loaded_from) == {
@@ -107,8 +108,10 @@ def test_taking_turns_alternates_agents(workspace: Workspace) -> None:
     ]
     assert rows(db, WORLD_STEPS) == [(0, 0, 0, 10, 1), (0, 0, 1, 10, 1)]
     # each world step carries the set points of exactly one agent
-    setpoints = [json.loads(s) for (s,) in rows(db, "select setpoints from world_states "
-                                                     "order by episode, step")]
+    setpoints = [
+        json.loads(s)
+        for (s,) in rows(db, "select setpoints from world_states order by episode, step")
+    ]
     owners = ["one" if "board.0" in s else "two" for s in setpoints]
     assert owners == ["one", "two"] * 10
     assert all(len(s) == 5 for s in setpoints)
@@ -126,12 +129,23 @@ def test_two_workers_both_produce_rows(workspace: Workspace) -> None:
         (1, "learner", 0, 0, 20, steps),
     ]
     assert rows(db, WORLD_STEPS) == [
-        (0, 0, 0, 20, 1), (0, 0, 1, 20, 1), (0, 1, 0, 20, 1), (0, 1, 1, 20, 1), (1, 0, 0, 20, 1)
+        (0, 0, 0, 20, 1),
+        (0, 0, 1, 20, 1),
+        (0, 1, 0, 20, 1),
+        (0, 1, 1, 20, 1),
+        (1, 0, 0, 20, 1),
     ]
     # the workers' Muscles have different seeds, so they act differently
     by_worker = {
-        worker: [s for (s,) in rows(db, "select actuator_setpoints from muscle_actions "
-                                         "where worker = ? and agent_id = 1 order by id", worker)]
+        worker: [
+            s
+            for (s,) in rows(
+                db,
+                "select actuator_setpoints from muscle_actions "
+                "where worker = ? and agent_id = 1 order by id",
+                worker,
+            )
+        ]
         for worker in (0, 1)
     }
     assert by_worker[0] != by_worker[1]
@@ -162,8 +176,10 @@ def test_processes_carry_titles_and_get_their_context(workspace: Workspace) -> N
     run_file = workspace.path / "probe_run.yml"
     run_file.write_text(text)
     start(workspace, run_file)
-    dumps = [json.loads(d) for (d,) in rows(workspace.store, "select dump from brain_states "
-                                                             "order by id")]
+    dumps = [
+        json.loads(d)
+        for (d,) in rows(workspace.store, "select dump from brain_states order by id")
+    ]
     assert {d["title"] for d in dumps} == {"palaestra[Brain-learner]"}
     last_of_phase_0 = [d for d in dumps if d["seed"] == dumps[0]["seed"]][-1]
     assert last_of_phase_0["muscle_titles"] == [

@@ -32,14 +32,16 @@ def test_an_exception_in_thinking_fails_the_run_with_its_reason(workspace: Works
     run_file = variant(
         workspace,
         "dummy_run.yml",
-        ("brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n"
-         "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
-         "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
-         "{params: 1}}\n          sensors: [myenv.5",
-         "brain: {name: probes:CrashingBrain, params: {after: 3}}\n"
-         "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
-         "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
-         "{params: 1}}\n          sensors: [myenv.5"),
+        (
+            "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n"
+            "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
+            "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
+            "{params: 1}}\n          sensors: [myenv.5",
+            "brain: {name: probes:CrashingBrain, params: {after: 3}}\n"
+            "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
+            "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
+            "{params: 1}}\n          sensors: [myenv.5",
+        ),
     )
     result = workspace.run("experiment-start", str(run_file))
     assert result.returncode == 1
@@ -61,12 +63,14 @@ def test_an_exception_in_propose_actions_fails_the_run(workspace: Workspace) -> 
     run_file = variant(
         workspace,
         "taking_turns_run.yml",
-        ("muscle: {name: palaestra.agent:DummyMuscle, params: {count_upwards: true}}\n"
-         "          objective: {name: palaestra.agent:DummyObjective, params: {}}\n"
-         "          sensors: [board.5",
-         "muscle: {name: probes:CrashingMuscle, params: {}}\n"
-         "          objective: {name: palaestra.agent:DummyObjective, params: {}}\n"
-         "          sensors: [board.5"),
+        (
+            "muscle: {name: palaestra.agent:DummyMuscle, params: {count_upwards: true}}\n"
+            "          objective: {name: palaestra.agent:DummyObjective, params: {}}\n"
+            "          sensors: [board.5",
+            "muscle: {name: probes:CrashingMuscle, params: {}}\n"
+            "          objective: {name: palaestra.agent:DummyObjective, params: {}}\n"
+            "          sensors: [board.5",
+        ),
     )
     result = workspace.run("experiment-start", str(run_file))
     assert result.returncode == 1
@@ -78,12 +82,15 @@ def test_an_exception_in_propose_actions_fails_the_run(workspace: Workspace) -> 
 
 def test_a_sensor_the_environment_lacks_fails_the_run_naming_it(workspace: Workspace) -> None:
     run_file = variant(
-        workspace, "multiworker_run.yml", ("sensors: [myenv.0, myenv.1, myenv.2]",
-                                           "sensors: [myenv.0, myenv.1, myenv.12]")
+        workspace,
+        "multiworker_run.yml",
+        ("sensors: [myenv.0, myenv.1, myenv.2]", "sensors: [myenv.0, myenv.1, myenv.12]"),
     )
     result = workspace.run("experiment-start", str(run_file))
     assert result.returncode == 1
-    assert "agent 'learner': sensors myenv.12 are not provided by the environments" in result.stderr
+    assert (
+        "agent 'learner': sensors myenv.12 are not provided by the environments" in result.stderr
+    )
     assert instance_status(workspace)[0] == "error"
 
 
@@ -107,8 +114,11 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
     target = None
     while target is None and time.monotonic() < deadline and proc.poll() is None:
         target = next(
-            (pid for pid, cmd in workspace.processes()
-             if cmd.startswith("palaestra[Muscle-learner-1]")),
+            (
+                pid
+                for pid, cmd in workspace.processes()
+                if cmd.startswith("palaestra[Muscle-learner-1]")
+            ),
             None,
         )
     assert target is not None, "the muscle never started"

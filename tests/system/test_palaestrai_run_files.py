@@ -34,14 +34,28 @@ FILES = [
 def palaestrai_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("palaestrai")
     fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-         "-d", str(where), f"palaestrai=={VERSION}"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-d",
+            str(where),
+            f"palaestrai=={VERSION}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     archives = list(where.glob("palaestrai-*.tar.gz"))
     if fetched.returncode != 0 or not archives:
-        pytest.skip(f"cannot fetch palaestrai {VERSION} from the package index: "
-                    f"{fetched.stderr.strip()[-300:]}")
+        pytest.skip(
+            f"cannot fetch palaestrai {VERSION} from the package index: "
+            f"{fetched.stderr.strip()[-300:]}"
+        )
     prefix = f"palaestrai-{VERSION}/tests/fixtures/"
     with tarfile.open(archives[0]) as tar:
         for name in FILES:
@@ -52,8 +66,9 @@ def palaestrai_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_palaestrai_run_file_runs(workspace: Workspace, palaestrai_fixtures: Path,
-                                  name: str) -> None:
+def test_palaestrai_run_file_runs(
+    workspace: Workspace, palaestrai_fixtures: Path, name: str
+) -> None:
     text = (palaestrai_fixtures / name).read_text().replace("palaestrai.", "palaestra.")
     run_file = workspace.path / name
     run_file.write_text(text)
