@@ -29,7 +29,7 @@ class DummyMuscle(Muscle):
         for actuator in actuators_available:
             space = actuator.space
             if self.count_upwards and isinstance(space, Discrete):
-                actuator(int(self.iter % space.n))
+                actuator(int(space.start + self.iter % space.n))
             elif space is not None:
                 actuator(space.sample())
         return actuators_available, self.iter

@@ -104,7 +104,7 @@ class Memory:
         reward_uids: list[str] = []
         for row in rows:
             for reward in row.rewards:
-                if reward.uid not in reward_uids:
+                if str(reward.uid) not in reward_uids:
                     reward_uids.append(str(reward.uid))
         column = {uid: i for i, uid in enumerate(reward_uids)}
         rewards = np.full((len(rows), len(reward_uids)), np.nan)

@@ -90,12 +90,7 @@ class Component:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        table: dict[type, str] = {}
-        for klass in reversed(cls.__mro__):
-            for attr, value in vars(klass).items():
-                for message_type in getattr(value, "_handles", ()):
-                    table[message_type] = attr
-        cls.handlers = table
+        cls.handlers = _handler_table(cls)
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -197,3 +192,16 @@ class Component:
         import signal
 
         return self.dispatch(Shutdown(reason=f"received {signal.Signals(signum).name}"))
+
+
+def _handler_table(cls: type) -> dict[type, str]:
+    """Message type -> handler method name, subclasses overriding their bases."""
+    table: dict[type, str] = {}
+    for klass in reversed(cls.__mro__):
+        for attr, value in vars(klass).items():
+            for message_type in getattr(value, "_handles", ()):
+                table[message_type] = attr
+    return table
+
+
+Component.handlers = _handler_table(Component)

@@ -28,7 +28,11 @@ def load_class(name: str) -> type:
         )
     try:
         spec = importlib.util.find_spec(module_name)  # imports the parent packages
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and not module_name.startswith(exc.name):
+            # a parent package exists but needs something that is missing
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
         spec = None
     except Exception as exc:  # a parent package failed: show the user's error
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()

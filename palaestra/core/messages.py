@@ -18,7 +18,9 @@ import msgspec
 from palaestra.core.specs import AgentSpec, EnvironmentSpec, Mode
 
 
-class Msg(msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True):
+class Msg(
+    msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True, forbid_unknown_fields=True
+):
     """Base of all messages; the tag (class name) selects the type on decoding."""
 
 
@@ -409,4 +411,7 @@ def encode(message: Msg) -> bytes:
 
 def decode(data: bytes) -> Message:
     """Decode one message; raises ``msgspec.ValidationError``/``DecodeError`` on bad input."""
-    return _decoder.decode(data)
+    try:
+        return _decoder.decode(data)
+    except UnicodeDecodeError as exc:
+        raise msgspec.DecodeError(f"invalid UTF-8 in a message: {exc}") from exc

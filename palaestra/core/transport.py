@@ -30,7 +30,7 @@ def endpoint_for(run_dir: str, name: str) -> str:
     """A unique ``ipc://`` endpoint for ``name`` inside ``run_dir``, short enough for a socket."""
     safe = _UNSAFE.sub("_", name)
     path = os.path.join(run_dir, f"{safe}.sock")
-    if len(path) > _MAX_IPC_PATH:
+    if safe != name or len(path) > _MAX_IPC_PATH:  # keep distinct names distinct
         digest = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
         path = os.path.join(run_dir, f"{safe[:24]}-{digest}.sock")
     return f"ipc://{path}"

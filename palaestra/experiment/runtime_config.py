@@ -55,6 +55,8 @@ def _read(path: str) -> dict[str, Any]:
         raise RuntimeConfigError(
             f"{path}: cannot read the runtime config: {exc.strerror}"
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise RuntimeConfigError(f"{path}: not a UTF-8 text file") from exc
     except YAMLError as exc:
         raise RuntimeConfigError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

@@ -1,0 +1,328 @@
+"""Tests of the command line, :mod:`palaestra.cli.main`, through click's CliRunner.
+
+No command here starts a process: ``experiment-start`` only ever sees invalid run files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import sqlite3
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from palaestra import __version__
+from palaestra.cli.main import cli
+from palaestra.store.models import Base
+
+REPO = Path(__file__).parents[2]
+DUMMY_RUN = REPO / "experiments" / "dummy_run.yml"
+CLEAN_ENV: dict[str, str | None] = {"PALAESTRA_STORE_URI": None, "PALAESTRA_DATA_PATH": None}
+BAD_LINE = 16  # the line of the unknown key in the invalid run file
+BAD_KEY = "schedule[0].phase_0.agents[0].colour"
+
+
+def runner(**env: str | None) -> CliRunner:
+    """A runner with the palaestra variables unset unless given."""
+    return CliRunner(env={**CLEAN_ENV, **env})
+
+
+def invoke(args: list[str], env: Mapping[str, str | None] | None = None) -> Result:
+    return runner(**(env or {})).invoke(cli, args, prog_name="palaestra")
+
+
+def write_invalid_run_file(directory: Path) -> Path:
+    """dummy_run.yml with an unknown key ``colour`` in the first agent, on line 16."""
+    lines = DUMMY_RUN.read_text(encoding="utf-8").splitlines()
+    at = lines.index("        - name: defender")
+    lines.insert(at + 1, "          colour: red")
+    assert at + 2 == BAD_LINE
+    path = directory / "bad_run.yml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def in_directory(tmp_path: Path) -> Iterator[str]:
+    """Run in a fresh directory (what the deprecated ``isolated_filesystem`` did)."""
+    with pytest.MonkeyPatch.context() as mp:
+        cwd = tmp_path / "cwd"
+        cwd.mkdir()
+        mp.chdir(cwd)
+        yield str(cwd)
+
+
+def sqlite_tables(path: Path) -> set[str]:
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {name for (name,) in rows}
+
+
+# --- basics ---------------------------------------------------------------------------------
+
+
+def test_version() -> None:
+    result = invoke(["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"palaestra, version {__version__}\n"
+
+
+def test_help_lists_commands_and_exit_codes() -> None:
+    result = invoke(["--help"])
+    assert result.exit_code == 0
+    text = result.output
+    for command in (
+        "experiment-start",
+        "experiment-check-syntax",
+        "experiment-list",
+        "database-create",
+        "runtime-config-show-default",
+        "runtime-config-show-effective",
+    ):
+        assert command in text
+    assert "Exit codes:" in text
+    for line in (
+        "0    success",
+        "1    a run failed",
+        "2    invalid input",
+        "3    the store is unusable",
+        "130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM",
+    ):
+        assert line in text
+
+
+def test_start_help_lists_exit_codes() -> None:
+    result = invoke(["experiment-start", "--help"])
+    assert result.exit_code == 0
+    assert "Exit codes:" in result.output
+    assert "3    the store is unusable" in result.output
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = invoke(["no-such-command"])
+    assert result.exit_code == 2
+    assert "No such command" in result.output
+
+
+# --- runtime config ---------------------------------------------------------------------------
+
+
+def test_runtime_config_show_default(tmp_path: Path) -> None:
+    r = runner(PALAESTRA_STORE_URI="sqlite:///ignored.db")
+    with in_directory(tmp_path):
+        Path("palaestra-runtime.yaml").write_text("log_level: DEBUG\n")
+        result = r.invoke(cli, ["runtime-config-show-default"])
+    assert result.exit_code == 0
+    assert result.output == (
+        "store_uri: sqlite:///palaestra.db\ndata_path: ./_outputs\nlog_level: WARNING\n"
+    )
+
+
+def test_runtime_config_show_effective_without_a_file(tmp_path: Path) -> None:
+    r = runner()
+    with in_directory(tmp_path):
+        result = r.invoke(cli, ["runtime-config-show-effective"])
+    assert result.exit_code == 0
+    assert "store_uri: sqlite:///palaestra.db\n" in result.output
+
+
+def test_runtime_config_show_effective_with_a_file(tmp_path: Path) -> None:
+    r = runner()
+    with in_directory(tmp_path):
+        Path("rt.yaml").write_text("store_uri: sqlite:///from-file.db\nlog_level: INFO\n")
+        result = r.invoke(cli, ["-c", "rt.yaml", "runtime-config-show-effective"])
+    assert result.exit_code == 0
+    assert result.output == (
+        "store_uri: sqlite:///from-file.db\ndata_path: ./_outputs\nlog_level: INFO\n"
+    )
+
+
+def test_runtime_config_show_effective_reads_the_default_file_in_the_cwd(tmp_path: Path) -> None:
+    r = runner()
+    with in_directory(tmp_path):
+        Path("palaestra-runtime.yaml").write_text("data_path: /somewhere\n")
+        result = r.invoke(cli, ["runtime-config-show-effective"])
+    assert result.exit_code == 0
+    assert "data_path: /somewhere\n" in result.output
+
+
+def test_runtime_config_show_effective_environment_wins(tmp_path: Path) -> None:
+    r = runner(PALAESTRA_STORE_URI="sqlite:///from-env.db")
+    with in_directory(tmp_path):
+        Path("rt.yaml").write_text("store_uri: sqlite:///from-file.db\n")
+        with_file = r.invoke(cli, ["-c", "rt.yaml", "runtime-config-show-effective"])
+        without_file = r.invoke(cli, ["runtime-config-show-effective"])
+    for result in (with_file, without_file):
+        assert result.exit_code == 0
+        assert "store_uri: sqlite:///from-env.db\n" in result.output
+        assert "from-file" not in result.output
+
+
+@pytest.mark.parametrize(("flags", "level"), [(["-v"], "INFO"), (["-vv"], "DEBUG")])
+def test_verbose_sets_the_log_level(tmp_path: Path, flags: list[str], level: str) -> None:
+    r = runner()
+    with in_directory(tmp_path):
+        result = r.invoke(cli, [*flags, "runtime-config-show-effective"])
+    assert result.exit_code == 0
+    assert f"log_level: {level}\n" in result.output
+
+
+def test_invalid_runtime_config_is_exit_2(tmp_path: Path) -> None:
+    r = runner()
+    with in_directory(tmp_path):
+        Path("rt.yaml").write_text("store_url: sqlite:///x.db\n")
+        result = r.invoke(cli, ["-c", "rt.yaml", "runtime-config-show-effective"])
+        missing = r.invoke(cli, ["-c", "missing.yaml", "runtime-config-show-effective"])
+    assert result.exit_code == 2
+    assert "rt.yaml: unknown setting 'store_url'. Did you mean 'store_uri'?" in result.stderr
+    assert missing.exit_code == 2
+    assert "missing.yaml: cannot read the runtime config" in missing.stderr
+    assert "Traceback" not in result.output + missing.output
+
+
+def test_runtime_config_not_utf8_is_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "rt.yaml"
+    config.write_bytes(b"store_uri: \xff\xfe\n")
+    result = invoke(["-c", str(config), "runtime-config-show-effective"])
+    assert result.exit_code == 2
+    assert str(config) in result.stderr
+
+
+# --- experiment-check-syntax -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["experiment-check-syntax", "check"])
+def test_check_syntax_of_the_dummy_run(command: str) -> None:
+    result = invoke([command, str(DUMMY_RUN)])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"{DUMMY_RUN}: OK ('dummy-run', 2 phases)\n"
+
+
+def test_check_syntax_of_several_files() -> None:
+    examples = sorted((REPO / "experiments").glob("*.yml"))
+    result = invoke(["check", *map(str, examples)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count(": OK (") == len(examples)
+
+
+@pytest.mark.parametrize("command", ["experiment-check-syntax", "check"])
+def test_check_syntax_of_an_invalid_run_file(tmp_path: Path, command: str) -> None:
+    bad = write_invalid_run_file(tmp_path)
+    result = invoke([command, str(DUMMY_RUN), str(bad)])
+    assert result.exit_code == 2
+    assert f"Error: {bad}:{BAD_LINE}: {BAD_KEY}: unknown key 'colour'" in result.stderr
+    assert "Traceback" not in result.output
+    # the valid file before it was still reported
+    assert f"{DUMMY_RUN}: OK" in result.stdout
+
+
+def test_check_syntax_of_a_missing_run_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yml"
+    result = invoke(["check", str(missing)])
+    assert result.exit_code == 2
+    assert str(missing) in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_check_syntax_needs_a_file() -> None:
+    result = invoke(["check"])
+    assert result.exit_code == 2
+    assert "Missing argument" in result.output
+
+
+# --- experiment-start on invalid input (no process is ever started) ----------------------------
+
+
+@pytest.mark.parametrize("command", ["experiment-start", "start"])
+def test_start_of_an_invalid_run_file_fails_in_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    bad = write_invalid_run_file(tmp_path)
+    store = tmp_path / "store.db"
+    run_dirs = tmp_path / "tmp"
+    run_dirs.mkdir()
+    # any run directory (palaestra.core.transport.make_run_dir) would be made here
+    monkeypatch.setattr(tempfile, "tempdir", str(run_dirs))
+    children_before = multiprocessing.active_children()
+    result = invoke([command, str(bad)], env={"PALAESTRA_STORE_URI": f"sqlite:///{store}"})
+    assert result.exit_code == 2
+    assert f"Error: {bad}:{BAD_LINE}: {BAD_KEY}: unknown key 'colour'" in result.stderr
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    assert multiprocessing.active_children() == children_before
+    assert list(run_dirs.iterdir()) == []
+    assert not store.exists()
+
+
+# --- the store --------------------------------------------------------------------------------
+
+
+def test_database_create_makes_the_tables(tmp_path: Path) -> None:
+    store = tmp_path / "sub" / "store.db"
+    uri = f"sqlite:///{store}"
+    result = invoke(["database-create"], env={"PALAESTRA_STORE_URI": uri})
+    assert result.exit_code == 0, result.output
+    assert result.output == f"Store ready: {uri}\n"
+    expected = set(Base.metadata.tables)
+    assert {"experiments", "experiment_runs", "world_states", "brain_states"} <= expected
+    assert sqlite_tables(store) >= expected
+    # again: the existing tables are kept
+    again = invoke(["database-create"], env={"PALAESTRA_STORE_URI": uri})
+    assert again.exit_code == 0
+    assert sqlite_tables(store) >= expected
+
+
+def test_database_create_with_the_store_from_a_config_file(tmp_path: Path) -> None:
+    r = runner()
+    with in_directory(tmp_path) as cwd:
+        Path("rt.yaml").write_text("store_uri: sqlite:///configured.db\n")
+        result = r.invoke(cli, ["-c", "rt.yaml", "database-create"])
+        assert result.exit_code == 0, result.output
+        assert sqlite_tables(Path(cwd) / "configured.db") >= set(Base.metadata.tables)
+
+
+@pytest.mark.parametrize("command", ["experiment-list", "list"])
+def test_experiment_list_on_an_empty_store(tmp_path: Path, command: str) -> None:
+    env = {"PALAESTRA_STORE_URI": f"sqlite:///{tmp_path / 'store.db'}"}
+    assert invoke(["database-create"], env=env).exit_code == 0
+    result = invoke([command], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output == "No runs in the store.\n"
+
+
+def test_experiment_list_on_a_missing_store_file_is_exit_3(tmp_path: Path) -> None:
+    store = tmp_path / "missing" / "store.db"
+    result = invoke(["experiment-list"], env={"PALAESTRA_STORE_URI": f"sqlite:///{store}"})
+    assert result.exit_code == 3
+    assert result.stderr == f"Error: store sqlite:///{store}: no such store file: {store}\n"
+    assert "Traceback" not in result.output
+    assert not store.exists()
+    assert not store.parent.exists()
+
+
+def test_experiment_list_on_the_default_missing_store_is_exit_3(tmp_path: Path) -> None:
+    r = runner()
+    with in_directory(tmp_path) as cwd:
+        result = r.invoke(cli, ["experiment-list"])
+        assert not (Path(cwd) / "palaestra.db").exists()
+    assert result.exit_code == 3
+    assert "no such store file: palaestra.db" in result.stderr
+
+
+def test_experiment_list_on_a_store_without_tables_is_exit_3(tmp_path: Path) -> None:
+    store = tmp_path / "empty.db"
+    sqlite3.connect(store).close()
+    result = invoke(["experiment-list"], env={"PALAESTRA_STORE_URI": f"sqlite:///{store}"})
+    assert result.exit_code == 3
+    assert "cannot read" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_invalid_store_uri_is_exit_3(tmp_path: Path) -> None:
+    result = invoke(["database-create"], env={"PALAESTRA_STORE_URI": "not a url"})
+    assert result.exit_code == 3
+    assert "not a valid database URL" in result.stderr

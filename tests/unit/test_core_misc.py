@@ -1,0 +1,462 @@
+"""Tests of the small core modules: seeds, class loading, transport paths, errors and the
+runtime configuration."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.core.errors import (
+    EXIT_INVALID_INPUT,
+    EXIT_RUN_FAILED,
+    EXIT_STORE_UNUSABLE,
+    InvalidInputError,
+    PalaestraError,
+    PluginLoadError,
+    RunFailedError,
+    RunFileError,
+    RunInterruptedError,
+    RuntimeConfigError,
+    StoreError,
+    did_you_mean,
+)
+from palaestra.core.loading import load_class
+from palaestra.core.seeds import derive_seed
+from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
+
+# --- seeds ------------------------------------------------------------------------------------
+
+
+def test_derive_seed_is_deterministic() -> None:
+    assert derive_seed(42, "muscle", "attacker", 0, 1) == derive_seed(
+        42, "muscle", "attacker", 0, 1
+    )
+
+
+def test_derive_seed_is_stable_across_versions_and_machines() -> None:
+    """blake2b of ``"42\\x1fmuscle\\x1fattacker\\x1f0\\x1f1"``: no ``hash()`` involved."""
+    assert derive_seed(42, "muscle", "attacker", 0, 1) == 3309394426
+    assert derive_seed(0) == 613549620
+
+
+def test_derive_seed_is_32_bit() -> None:
+    seeds = [derive_seed(s, "part", i) for s in (0, 1, 2**63, -5) for i in range(200)]
+    assert all(isinstance(s, int) and 0 <= s < 2**32 for s in seeds)
+    assert max(seeds) >= 2**31  # uses the upper half too
+
+
+def test_derive_seed_differs_across_parts_and_run_seeds() -> None:
+    seeds = {
+        derive_seed(run, role, agent, worker)
+        for run in (1, 2)
+        for role in ("muscle", "brain", "environment")
+        for agent in ("attacker", "defender")
+        for worker in range(5)
+    }
+    assert len(seeds) == 2 * 3 * 2 * 5
+    assert derive_seed(1, "a", "b") != derive_seed(1, "b", "a")
+    assert derive_seed(1, "ab") != derive_seed(1, "a", "b")
+    assert derive_seed(1) != derive_seed(1, "")
+
+
+# --- load_class ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
+    """A directory on sys.path and a unique module-name prefix; imported modules are removed."""
+    prefix = f"palaestra_test_{uuid.uuid4().hex[:12]}"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path, prefix
+    for name in [n for n in sys.modules if n.startswith(prefix)]:
+        del sys.modules[name]
+
+
+def test_load_class_good_name() -> None:
+    assert load_class("palaestra.agent.dummy_brain:DummyBrain") is DummyBrain
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "palaestra.agent.dummy_brain.DummyBrain",
+        "palaestra.agent.dummy_brain",
+        "a:b:C",
+        ":DummyBrain",
+        "palaestra.agent.dummy_brain:",
+        ":",
+        "",
+    ],
+)
+def test_load_class_needs_one_colon_with_both_parts(name: str) -> None:
+    with pytest.raises(PluginLoadError) as info:
+        load_class(name)
+    assert str(info.value) == (
+        f"'{name}' is not a class name of the form 'package.module:ClassName'"
+    )
+    assert info.value.exit_code == EXIT_INVALID_INPUT
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("no_such_module_for_palaestra_tests:Thing", "no_such_module_for_palaestra_tests"),
+        ("palaestra.no_such_module:Thing", "palaestra.no_such_module"),
+        ("no_such_pkg_for_palaestra_tests.sub:Thing", "no_such_pkg_for_palaestra_tests.sub"),
+        ("palaestra.core.seeds.sub:Thing", "palaestra.core.seeds.sub"),  # parent is no package
+    ],
+)
+def test_load_class_unknown_module(name: str, module: str) -> None:
+    with pytest.raises(PluginLoadError) as info:
+        load_class(name)
+    assert str(info.value) == f"no module '{module}' (in '{name}')"
+
+
+def test_load_class_module_raising_import_error(plugin_dir: tuple[Path, str]) -> None:
+    path, prefix = plugin_dir
+    (path / f"{prefix}_bad.py").write_text("import a_dependency_that_is_not_installed_xyz\n")
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{prefix}_bad:Thing")
+    assert str(info.value) == (
+        f"module '{prefix}_bad' failed to import: ModuleNotFoundError: "
+        "No module named 'a_dependency_that_is_not_installed_xyz'"
+    )
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
+
+
+def test_load_class_module_raising_any_error(plugin_dir: tuple[Path, str]) -> None:
+    path, prefix = plugin_dir
+    (path / f"{prefix}_boom.py").write_text("raise RuntimeError('boom at import')\n")
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{prefix}_boom:Thing")
+    assert str(info.value) == (
+        f"module '{prefix}_boom' failed to import: RuntimeError: boom at import"
+    )
+
+
+def test_load_class_parent_package_whose_init_raises(plugin_dir: tuple[Path, str]) -> None:
+    path, prefix = plugin_dir
+    package = path / f"{prefix}_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ValueError('broken package init')\n")
+    (package / "mod.py").write_text("class Thing:\n    pass\n")
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{prefix}_pkg.mod:Thing")
+    assert str(info.value) == (
+        f"cannot import module '{prefix}_pkg.mod': ValueError: broken package init"
+    )
+
+
+def test_load_class_parent_package_missing_a_dependency(plugin_dir: tuple[Path, str]) -> None:
+    path, prefix = plugin_dir
+    package = path / f"{prefix}_deps"
+    package.mkdir()
+    (package / "__init__.py").write_text("import a_dependency_that_is_not_installed_xyz\n")
+    (package / "mod.py").write_text("class Thing:\n    pass\n")
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{prefix}_deps.mod:Thing")
+    assert "a_dependency_that_is_not_installed_xyz" in str(info.value)
+
+
+def test_load_class_missing_class_with_did_you_mean(plugin_dir: tuple[Path, str]) -> None:
+    path, prefix = plugin_dir
+    (path / f"{prefix}_ok.py").write_text(
+        "import json\n\nclass MyBrain:\n    pass\n\ndef helper():\n    pass\n"
+    )
+    module = f"{prefix}_ok"
+    assert load_class(f"{module}:MyBrain").__name__ == "MyBrain"
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{module}:MyBrian")
+    assert str(info.value) == f"no class '{module}:MyBrian'. Did you mean 'MyBrain'?"
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{module}:Unrelated")
+    assert str(info.value) == f"no class '{module}:Unrelated'"
+    # a name that is there but not a class
+    for attribute in ("helper", "json"):
+        with pytest.raises(PluginLoadError, match=f"no class '{module}:{attribute}'"):
+            load_class(f"{module}:{attribute}")
+
+
+def test_load_class_did_you_mean_in_a_palaestra_module() -> None:
+    with pytest.raises(PluginLoadError) as info:
+        load_class("palaestra.agent.dummy_brain:DummyBrian")
+    assert "Did you mean 'DummyBrain'?" in str(info.value)
+
+
+# --- transport --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run_dir() -> Iterator[str]:
+    path = make_run_dir()
+    yield path
+    remove_run_dir(path)
+
+
+def ipc_path(endpoint: str) -> str:
+    assert endpoint.startswith("ipc://")
+    return endpoint.removeprefix("ipc://")
+
+
+def test_make_run_dir_is_private(run_dir: str) -> None:
+    mode = os.stat(run_dir).st_mode
+    assert stat.S_ISDIR(mode)
+    assert stat.S_IMODE(mode) == 0o700
+    assert os.path.basename(run_dir).startswith("palaestra-")
+
+
+def test_make_run_dir_is_new_each_time(run_dir: str) -> None:
+    other = make_run_dir()
+    try:
+        assert other != run_dir
+    finally:
+        remove_run_dir(other)
+    assert not os.path.exists(other)
+
+
+def test_remove_run_dir_removes_contents_and_tolerates_missing(tmp_path: Path) -> None:
+    path = make_run_dir()
+    Path(path, "x.sock").write_text("")
+    remove_run_dir(path)
+    assert not os.path.exists(path)
+    remove_run_dir(path)  # already gone: fine
+
+
+@pytest.mark.parametrize("name", ["Executor-store", "Brain-defender-brain", "a b/c:d"])
+def test_endpoint_for_is_ipc_inside_the_run_dir(run_dir: str, name: str) -> None:
+    endpoint = endpoint_for(run_dir, name)
+    path = ipc_path(endpoint)
+    assert os.path.dirname(path) == run_dir
+    assert path.endswith(".sock")
+    assert "/" not in os.path.basename(path).removesuffix(".sock")
+    assert endpoint_for(run_dir, name) == endpoint  # deterministic
+
+
+def test_endpoint_for_short_name_is_readable(run_dir: str) -> None:
+    assert endpoint_for(run_dir, "Brain-x-brain") == f"ipc://{run_dir}/Brain-x-brain.sock"
+
+
+@pytest.mark.parametrize("length", [80, 107, 200, 5000])
+def test_endpoint_for_long_names_fits_a_unix_socket(run_dir: str, length: int) -> None:
+    name = "Muscle-" + "x" * length
+    path = ipc_path(endpoint_for(run_dir, name))
+    assert len(path.encode()) <= 107
+    assert os.path.dirname(path) == run_dir
+
+
+def test_endpoint_for_non_ascii_long_names_fits_a_unix_socket(run_dir: str) -> None:
+    path = ipc_path(endpoint_for(run_dir, "Ägent-😀" * 60))
+    assert len(path.encode()) <= 107
+    assert os.path.dirname(path) == run_dir
+
+
+def test_endpoint_for_distinct_long_names_are_distinct(run_dir: str) -> None:
+    base = "Muscle-" + "a" * 150
+    names = [base + suffix for suffix in ("-0", "-1", "-2", "/0", ":0")] + ["b" + base]
+    endpoints = {endpoint_for(run_dir, n) for n in names}
+    assert len(endpoints) == len(names)
+
+
+def test_endpoint_for_distinct_short_names_are_distinct(run_dir: str) -> None:
+    names = ["Brain-red team-brain", "Brain-red_team-brain", "Brain-red/team-brain"]
+    assert len({endpoint_for(run_dir, n) for n in names}) == len(names)
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, "<run file>: bad thing"),
+        ({"path": "run.yml"}, "run.yml: bad thing"),
+        ({"path": "run.yml", "line": 12}, "run.yml:12: bad thing"),
+        ({"path": "run.yml", "key": "schedule[0]"}, "run.yml: schedule[0]: bad thing"),
+        (
+            {"path": "run.yml", "line": 3, "key": "schedule[0].phase_0.agents"},
+            "run.yml:3: schedule[0].phase_0.agents: bad thing",
+        ),
+        ({"line": 1}, "<run file>:1: bad thing"),
+        (
+            {"path": "r.yml", "line": 4, "key": "seed", "hint": "Use an integer."},
+            "r.yml:4: seed: bad thing\n       Use an integer.",
+        ),
+        ({"hint": "Do this."}, "<run file>: bad thing\n       Do this."),
+    ],
+)
+def test_run_file_error_format_message(kwargs: dict[str, object], expected: str) -> None:
+    error = RunFileError("bad thing", **kwargs)  # type: ignore[arg-type]
+    assert error.format_message() == expected
+    assert str(error) == expected
+    assert error.message == "bad thing"
+    assert error.exit_code == EXIT_INVALID_INPUT
+    assert isinstance(error, InvalidInputError)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (PalaestraError("x"), 1),
+        (InvalidInputError("x"), 2),
+        (RunFileError("x"), 2),
+        (RuntimeConfigError("x"), 2),
+        (PluginLoadError("x"), 2),
+        (StoreError("x"), 3),
+        (RunFailedError("x"), 1),
+        (RunInterruptedError(signal.SIGINT), 130),
+        (RunInterruptedError(signal.SIGTERM), 143),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
+)
+def test_exit_codes(error: PalaestraError, code: int) -> None:
+    assert error.exit_code == code
+    assert isinstance(error, PalaestraError)
+
+
+def test_exit_code_constants() -> None:
+    assert (EXIT_RUN_FAILED, EXIT_INVALID_INPUT, EXIT_STORE_UNUSABLE) == (1, 2, 3)
+
+
+def test_run_interrupted_error_message() -> None:
+    error = RunInterruptedError(signal.SIGTERM)
+    assert error.signum == signal.SIGTERM
+    assert error.format_message() == "interrupted by SIGTERM"
+    assert str(RunInterruptedError(signal.SIGINT)) == "interrupted by SIGINT"
+
+
+def test_plain_error_format_message_is_str() -> None:
+    assert StoreError("store x: gone").format_message() == "store x: gone"
+
+
+def test_did_you_mean() -> None:
+    assert did_you_mean("store_url", ["store_uri", "data_path"]) == "Did you mean 'store_uri'?"
+    assert did_you_mean("zzz", ["store_uri", "data_path"]) is None
+    assert did_you_mean("x", []) is None
+
+
+# --- runtime config ---------------------------------------------------------------------------
+
+DEFAULTS = RuntimeConfig("sqlite:///palaestra.db", "./_outputs", "WARNING")
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in an empty directory, so no ./palaestra-runtime.yaml is picked up by accident."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_runtime_config_defaults(in_tmp: Path) -> None:
+    config = load_runtime_config(environ={})
+    assert config == DEFAULTS
+    assert RuntimeConfig() == DEFAULTS
+    assert config.dump() == (
+        "store_uri: sqlite:///palaestra.db\ndata_path: ./_outputs\nlog_level: WARNING\n"
+    )
+
+
+def test_runtime_config_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        RuntimeConfig().store_uri = "x"  # type: ignore[misc]
+
+
+def test_runtime_config_file_values(in_tmp: Path) -> None:
+    path = write(in_tmp / "rt.yaml", "store_uri: sqlite:////tmp/x.db\nlog_level: DEBUG\n")
+    config = load_runtime_config(path, environ={})
+    assert config == RuntimeConfig("sqlite:////tmp/x.db", "./_outputs", "DEBUG")
+
+
+def test_runtime_config_default_file_in_the_cwd(in_tmp: Path) -> None:
+    write(in_tmp / "palaestra-runtime.yaml", "data_path: /data/out\n")
+    assert load_runtime_config(environ={}).data_path == "/data/out"
+    # an explicit file wins over the default file
+    other = write(in_tmp / "other.yaml", "log_level: INFO\n")
+    assert load_runtime_config(other, environ={}) == RuntimeConfig(log_level="INFO")
+
+
+def test_runtime_config_environment_wins_over_the_file(in_tmp: Path) -> None:
+    path = write(in_tmp / "rt.yaml", "store_uri: sqlite:///file.db\ndata_path: /from/file\n")
+    environ = {"PALAESTRA_STORE_URI": "sqlite:///env.db", "PALAESTRA_DATA_PATH": "/from/env"}
+    config = load_runtime_config(path, environ=environ)
+    assert config == RuntimeConfig("sqlite:///env.db", "/from/env", "WARNING")
+    only_store = load_runtime_config(path, environ={"PALAESTRA_STORE_URI": "sqlite:///e.db"})
+    assert only_store == RuntimeConfig("sqlite:///e.db", "/from/file", "WARNING")
+
+
+def test_runtime_config_empty_environment_values_are_ignored(in_tmp: Path) -> None:
+    path = write(in_tmp / "rt.yaml", "store_uri: sqlite:///file.db\n")
+    config = load_runtime_config(path, environ={"PALAESTRA_STORE_URI": ""})
+    assert config.store_uri == "sqlite:///file.db"
+
+
+def test_runtime_config_empty_file_gives_defaults(in_tmp: Path) -> None:
+    assert load_runtime_config(write(in_tmp / "e.yaml", ""), environ={}) == DEFAULTS
+    assert load_runtime_config(write(in_tmp / "c.yaml", "# nothing\n"), environ={}) == DEFAULTS
+
+
+def test_runtime_config_unknown_key_with_did_you_mean(in_tmp: Path) -> None:
+    path = write(in_tmp / "rt.yaml", "store_url: sqlite:///x.db\n")
+    with pytest.raises(RuntimeConfigError) as info:
+        load_runtime_config(path, environ={})
+    assert str(info.value) == f"{path}: unknown setting 'store_url'. Did you mean 'store_uri'?"
+    assert info.value.exit_code == EXIT_INVALID_INPUT
+
+
+def test_runtime_config_unknown_key_without_a_close_match(in_tmp: Path) -> None:
+    path = write(in_tmp / "rt.yaml", "colour: blue\n")
+    with pytest.raises(RuntimeConfigError) as info:
+        load_runtime_config(path, environ={})
+    assert str(info.value) == f"{path}: unknown setting 'colour'"
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "just a string\n", "42\n"])
+def test_runtime_config_non_mapping_file(in_tmp: Path, text: str) -> None:
+    path = write(in_tmp / "rt.yaml", text)
+    with pytest.raises(RuntimeConfigError) as info:
+        load_runtime_config(path, environ={})
+    assert str(info.value) == f"{path}: expected a mapping of settings"
+
+
+@pytest.mark.parametrize("text", ["store_uri: [1, 2]\n", "log_level: 10\n", "data_path:\n"])
+def test_runtime_config_non_string_value(in_tmp: Path, text: str) -> None:
+    path = write(in_tmp / "rt.yaml", text)
+    with pytest.raises(RuntimeConfigError, match="expected a string"):
+        load_runtime_config(path, environ={})
+
+
+def test_runtime_config_invalid_yaml(in_tmp: Path) -> None:
+    path = write(in_tmp / "rt.yaml", "store_uri: [unclosed\n")
+    with pytest.raises(RuntimeConfigError, match=r"not valid YAML"):
+        load_runtime_config(path, environ={})
+
+
+def test_runtime_config_unreadable_file(in_tmp: Path) -> None:
+    missing = str(in_tmp / "missing.yaml")
+    with pytest.raises(RuntimeConfigError) as info:
+        load_runtime_config(missing, environ={})
+    assert str(info.value) == (
+        f"{missing}: cannot read the runtime config: No such file or directory"
+    )
+    with pytest.raises(RuntimeConfigError, match="cannot read the runtime config"):
+        load_runtime_config(str(in_tmp), environ={})  # a directory
+
+
+def test_runtime_config_not_utf8(in_tmp: Path) -> None:
+    path = in_tmp / "rt.yaml"
+    path.write_bytes(b"store_uri: \xff\xfe\n")
+    with pytest.raises(RuntimeConfigError):
+        load_runtime_config(str(path), environ={})

@@ -1,0 +1,519 @@
+"""Tests of an agent's memory and the dummy plug-ins: :mod:`palaestra.agent.memory`,
+:mod:`~palaestra.agent.dummy_objective`, :mod:`~palaestra.agent.dummy_brain` and
+:mod:`~palaestra.agent.dummy_muscle`."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import palaestra
+from palaestra.agent.brain import Brain
+from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
+from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.dummy_muscle import DummyMuscle
+from palaestra.agent.dummy_objective import DummyObjective
+from palaestra.agent.memory import Memory, MemoryShard
+from palaestra.agent.muscle import Muscle
+from palaestra.agent.objective import Objective
+from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.spaces import Box, Discrete, MultiBinary
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def sensors(*values: float) -> list[SensorInformation]:
+    return [
+        SensorInformation(v, Box(-10, 10, shape=()), f"env.s{i}") for i, v in enumerate(values)
+    ]
+
+
+def setpoints(*values: int) -> list[ActuatorInformation]:
+    return [ActuatorInformation(v, Discrete(5), f"env.a{i}") for i, v in enumerate(values)]
+
+
+def rewards(**values: Any) -> list[RewardInformation]:
+    return [RewardInformation(v, None, uid) for uid, v in values.items()]
+
+
+def row(memory: Memory, uid: str = "m0", done: bool = False, **reward_values: Any) -> None:
+    memory.append(uid, sensors(1.0, 2.0), setpoints(3), rewards(**reward_values), done)
+
+
+# --- Memory -----------------------------------------------------------------------------------
+
+
+def test_empty_memory() -> None:
+    memory = Memory()
+    assert len(memory) == 0
+    shard = memory.tail(5)
+    assert isinstance(shard, MemoryShard)
+    assert len(shard) == 0
+    assert shard.rewards.shape == (0, 0)
+    assert shard.objective.shape == (0,)
+    assert shard.done.shape == (0,)
+    assert shard.done.dtype == bool
+    assert shard.reward_uids == []
+
+
+def test_append_and_len() -> None:
+    memory = Memory()
+    for i in range(3):
+        row(memory, uid=f"m{i}", r=float(i))
+    assert len(memory) == 3
+
+
+def test_tail_shapes_and_contents_oldest_first() -> None:
+    memory = Memory()
+    s = [sensors(float(i)) for i in range(4)]
+    a = [setpoints(i) for i in range(4)]
+    for i in range(4):
+        memory.append(f"m{i}", s[i], a[i], rewards(r=i * 10.0, q=-i), done=(i == 3))
+    shard = memory.tail(3)
+    assert len(shard) == 3
+    assert shard.muscle_uids == ["m1", "m2", "m3"]
+    assert shard.sensor_readings == [s[1], s[2], s[3]]
+    assert shard.actuator_setpoints == [a[1], a[2], a[3]]
+    assert shard.reward_uids == ["r", "q"]
+    assert shard.rewards.shape == (3, 2)
+    assert shard.rewards.dtype == np.float64
+    np.testing.assert_array_equal(shard.rewards, [[10.0, -1.0], [20.0, -2.0], [30.0, -3.0]])
+    assert shard.objective.shape == (3,)
+    assert np.isnan(shard.objective).all()
+    np.testing.assert_array_equal(shard.done, [False, False, True])
+    assert shard.done.dtype == bool
+
+
+def test_tail_default_is_the_newest_row() -> None:
+    memory = Memory()
+    row(memory, uid="old", r=1.0)
+    row(memory, uid="new", r=2.0)
+    shard = memory.tail()
+    assert shard.muscle_uids == ["new"]
+    np.testing.assert_array_equal(shard.rewards, [[2.0]])
+
+
+@pytest.mark.parametrize("n", [3, 4, 100])
+def test_tail_with_n_larger_than_len_returns_everything(n: int) -> None:
+    memory = Memory()
+    for i in range(3):
+        row(memory, uid=f"m{i}", r=float(i))
+    shard = memory.tail(n)
+    assert len(shard) == 3
+    assert shard.muscle_uids == ["m0", "m1", "m2"]
+    assert shard.rewards.shape == (3, 1)
+
+
+@pytest.mark.parametrize("n", [0, -1, -100])
+def test_tail_of_zero_or_negative_rows_is_empty(n: int) -> None:
+    memory = Memory()
+    row(memory, r=1.0)
+    shard = memory.tail(n)
+    assert len(shard) == 0
+    assert shard.rewards.shape == (0, 0)
+
+
+def test_tail_does_not_consume_rows() -> None:
+    memory = Memory()
+    row(memory, r=1.0)
+    memory.tail(1)
+    memory.tail(1)
+    assert len(memory) == 1
+
+
+def test_objective_only_append_sets_the_last_rows_objective() -> None:
+    memory = Memory()
+    row(memory, uid="a", r=1.0)
+    row(memory, uid="b", r=2.0)
+    memory.append("b", objective=0.5)
+    assert len(memory) == 2
+    shard = memory.tail(2)
+    assert np.isnan(shard.objective[0])
+    assert shard.objective[1] == 0.5
+    # later calls overwrite; array-like objectives give their first element
+    memory.append("b", objective=np.array([[1.5, 9.0]]))
+    assert memory.tail(1).objective[0] == 1.5
+
+
+def test_objective_only_append_on_empty_memory_does_nothing() -> None:
+    memory = Memory()
+    memory.append("m", objective=1.0)
+    assert len(memory) == 0
+
+
+def test_append_without_anything_does_nothing() -> None:
+    memory = Memory()
+    row(memory, r=1.0)
+    memory.append("m")
+    assert len(memory) == 1
+    assert np.isnan(memory.tail(1).objective[0])
+
+
+def test_append_with_objective_and_data_adds_a_row_with_that_objective() -> None:
+    memory = Memory()
+    memory.append("m", sensors(1.0), setpoints(1), rewards(r=1.0), False, objective=np.float32(2))
+    shard = memory.tail(1)
+    assert shard.objective.tolist() == [2.0]
+
+
+def test_append_with_only_some_parts() -> None:
+    memory = Memory()
+    memory.append("m", sensor_readings=sensors(1.0))
+    memory.append("m", actuator_setpoints=setpoints(2))
+    memory.append("m", rewards=rewards(r=3.0), done=True)
+    shard = memory.tail(3)
+    assert [len(s) for s in shard.sensor_readings] == [1, 0, 0]
+    assert [len(a) for a in shard.actuator_setpoints] == [0, 1, 0]
+    assert shard.reward_uids == ["r"]
+    np.testing.assert_array_equal(np.isnan(shard.rewards[:, 0]), [True, True, False])
+    assert shard.done.tolist() == [False, False, True]
+
+
+def test_rewards_with_different_uids_per_row_are_nan_where_missing() -> None:
+    memory = Memory()
+    memory.append("m", [], [], rewards(a=1.0), False)
+    memory.append("m", [], [], rewards(b=2.0, a=3.0), False)
+    memory.append("m", [], [], rewards(c=4.0), False)
+    memory.append("m", [], [], [], False)
+    shard = memory.tail(4)
+    assert shard.reward_uids == ["a", "b", "c"]
+    expected = np.array(
+        [
+            [1.0, np.nan, np.nan],
+            [3.0, 2.0, np.nan],
+            [np.nan, np.nan, 4.0],
+            [np.nan, np.nan, np.nan],
+        ]
+    )
+    np.testing.assert_array_equal(shard.rewards, expected)
+
+
+def test_reward_columns_only_for_the_rows_asked_for() -> None:
+    memory = Memory()
+    memory.append("m", [], [], rewards(old=1.0), False)
+    memory.append("m", [], [], rewards(new=2.0), False)
+    shard = memory.tail(1)
+    assert shard.reward_uids == ["new"]
+    np.testing.assert_array_equal(shard.rewards, [[2.0]])
+
+
+def test_reward_values_become_floats() -> None:
+    memory = Memory()
+    memory.append(
+        "m",
+        [],
+        [],
+        rewards(i=3, f=np.float32(0.5), a=np.array([1.0, 2.0]), s="not a number"),
+        False,
+    )
+    shard = memory.tail(1)
+    assert shard.reward_uids == ["i", "f", "a", "s"]
+    assert shard.rewards[0, :3].tolist() == [3.0, 0.5, 3.0]  # arrays are summed
+    assert np.isnan(shard.rewards[0, 3])
+
+
+@pytest.mark.parametrize("uid", [None, 0])
+def test_non_string_reward_uids_give_one_column(uid: Any) -> None:
+    memory = Memory()
+    memory.append("m", [], [], [RewardInformation(1.0, None, uid)], False)
+    memory.append("m", [], [], [RewardInformation(2.0, None, uid)], False)
+    shard = memory.tail(2)
+    assert shard.reward_uids == [str(uid)]
+    np.testing.assert_array_equal(shard.rewards, [[1.0], [2.0]])
+
+
+def test_size_limit_keeps_the_newest_rows() -> None:
+    memory = Memory(size_limit=3)
+    assert memory.size_limit == 3
+    for i in range(7):
+        row(memory, uid=f"m{i}", r=float(i))
+        assert len(memory) == min(i + 1, 3)
+    shard = memory.tail(10)
+    assert shard.muscle_uids == ["m4", "m5", "m6"]
+    np.testing.assert_array_equal(shard.rewards[:, 0], [4.0, 5.0, 6.0])
+
+
+def test_default_size_limit() -> None:
+    assert Memory().size_limit == 1_000_000
+
+
+def test_truncate_keeps_the_last_n_rows() -> None:
+    memory = Memory()
+    for i in range(5):
+        row(memory, uid=f"m{i}", r=float(i))
+    memory.truncate(10)
+    assert len(memory) == 5
+    memory.truncate(2)
+    assert len(memory) == 2
+    assert memory.tail(5).muscle_uids == ["m3", "m4"]
+    memory.truncate(0)
+    assert len(memory) == 0
+    row(memory, uid="again", r=1.0)
+    assert memory.tail(5).muscle_uids == ["again"]
+
+
+# --- DummyObjective ---------------------------------------------------------------------------
+
+
+def test_dummy_objective_sums_the_newest_rewards() -> None:
+    objective = DummyObjective(params=1)
+    assert isinstance(objective, Objective)
+    assert objective.params == 1
+    memory = Memory()
+    memory.append("m", [], [], rewards(a=100.0), False)
+    memory.append("m", [], [], rewards(a=1.5, b=2.0, c=-0.5), False)
+    result = objective.internal_reward(memory)
+    assert result == 3.0
+    assert isinstance(result, float)
+
+
+def test_dummy_objective_ignores_rewards_missing_from_the_newest_row() -> None:
+    memory = Memory()
+    memory.append("m", [], [], rewards(a=1.0, b=2.0), False)
+    memory.append("m", [], [], rewards(b=5.0), False)
+    assert DummyObjective().internal_reward(memory) == 5.0
+
+
+def test_dummy_objective_on_empty_memory_or_no_rewards_is_zero() -> None:
+    memory = Memory()
+    assert DummyObjective().internal_reward(memory) == 0.0
+    memory.append("m", sensors(1.0), setpoints(1), [], False)
+    assert DummyObjective().internal_reward(memory) == 0.0
+
+
+def test_objective_params_from_keywords() -> None:
+    assert DummyObjective(alpha=2).params == {"alpha": 2}
+
+
+# --- DummyBrain -------------------------------------------------------------------------------
+
+
+def brain_context(dumps: BrainDumps) -> BrainContext:
+    return BrainContext(
+        name="defender",
+        run_uid="run-1",
+        phase_index=0,
+        phase_name="phase_0",
+        mode="train",
+        seed=1234,
+        sensors=sensors(1.0),
+        actuators=setpoints(0),
+        dumps=dumps,
+    )
+
+
+def test_dummy_brain_thinking() -> None:
+    brain = DummyBrain(some="param")
+    assert isinstance(brain, Brain)
+    assert brain.params == {"some": "param"}
+    assert brain.thinking("m0", None) == 0
+    assert brain.thinking("m0", 0) == 1
+    assert brain.thinking("m1", 41) == 42
+    assert brain.thinking("m1", -1) == 0
+    assert brain.thinking_calls == 4
+    assert brain.value == 0
+
+
+def test_dummy_brain_store_and_load_round_trip() -> None:
+    written: list[tuple[bytes, str]] = []
+    brain = DummyBrain()
+    brain.attach(brain_context(BrainDumps(loaded=None, write=lambda d, t: written.append((d, t)))))
+    brain.load()  # nothing to load: unchanged
+    assert (brain.value, brain.thinking_calls, brain.loaded_calls) == (0, 0, 0)
+    for data in (None, 1, 2, 9):
+        brain.thinking("m0", data)
+    brain.store()
+    assert len(written) == 1
+    dump, tag = written[0]
+    assert isinstance(dump, bytes)
+    assert tag == ""
+    assert json.loads(dump) == {"value": 10, "thinking_calls": 4}
+
+    again = DummyBrain()
+    again.attach(brain_context(BrainDumps(loaded=dump)))
+    again.load()
+    assert again.value == 10
+    assert again.thinking_calls == 4
+    assert again.loaded_calls == 4
+    # the count carries over the load
+    again.thinking("m0", 3)
+    assert again.thinking_calls == 5
+    assert again.loaded_calls == 4
+    assert again.value == 4
+
+
+def test_brain_context_is_reachable_only_after_attach() -> None:
+    brain = DummyBrain()
+    with pytest.raises(RuntimeError, match="no context"):
+        _ = brain.context
+    with pytest.raises(AttributeError):
+        brain.context = brain_context(BrainDumps())  # type: ignore[misc]
+    context = brain_context(BrainDumps())
+    brain.attach(context)
+    assert brain.context is context
+    assert (brain.name, brain.seed, brain.mode) == ("defender", 1234, "train")
+    assert brain.sensors is context.sensors
+    assert brain.actuators is context.actuators
+    assert brain.dumpers is context.dumps
+
+
+def test_brain_dump_from_a_file_object_and_without_a_writer() -> None:
+    written: list[tuple[bytes, str]] = []
+    brain = DummyBrain()
+    brain.attach(brain_context(BrainDumps(write=lambda d, t: written.append((d, t)))))
+    brain.store_brain_dump(io.BytesIO(b"raw"), tag="best")
+    assert written == [(b"raw", "best")]
+    silent = DummyBrain()
+    silent.attach(brain_context(BrainDumps()))
+    silent.store()  # no writer: nothing happens
+    assert silent.load_brain_dump() is None
+
+
+def test_brain_memory_is_per_brain() -> None:
+    a, b = DummyBrain(), DummyBrain()
+    a.memory.append("m", [], [], rewards(r=1.0), False)
+    assert len(a.memory) == 1
+    assert len(b.memory) == 0
+    assert a.memory is a.memory
+
+
+# --- DummyMuscle ------------------------------------------------------------------------------
+
+
+def actuators() -> list[ActuatorInformation]:
+    return [
+        ActuatorInformation(None, Discrete(5), "env.0"),
+        ActuatorInformation(None, Box(-1.0, 1.0, shape=(3,)), "env.1"),
+        ActuatorInformation(None, MultiBinary(4), "env.2"),
+        ActuatorInformation("unchanged", None, "env.3"),
+    ]
+
+
+def muscle_context(acts: list[ActuatorInformation], seed: int = 7) -> MuscleContext:
+    return MuscleContext(
+        name="attacker",
+        uid="Muscle-attacker-0",
+        worker=0,
+        mode="train",
+        seed=seed,
+        sensors=sensors(0.0),
+        actuators=acts,
+        rng=np.random.default_rng(seed),
+    )
+
+
+def seeded_run(seed: int, steps: int = 5, **params: Any) -> list[list[Any]]:
+    acts = actuators()
+    for i, actuator in enumerate(acts):
+        if actuator.space is not None:
+            actuator.space.seed(seed + i)
+    muscle = DummyMuscle(**params)
+    muscle.attach(muscle_context(acts))
+    muscle.setup()
+    out = []
+    for _ in range(steps):
+        chosen, _data = muscle.propose_actions(sensors(0.0), acts)
+        out.append([np.asarray(a.value).tolist() for a in chosen])
+    return out
+
+
+def test_dummy_muscle_is_reproducible_with_seeded_spaces() -> None:
+    first, second = seeded_run(11), seeded_run(11)
+    assert first == second
+    assert seeded_run(12) != first
+    # successive steps differ (the generator advances)
+    assert first[0] != first[1]
+
+
+def test_dummy_muscle_set_points_are_in_their_spaces() -> None:
+    acts = actuators()
+    muscle = DummyMuscle()
+    muscle.attach(muscle_context(acts))
+    chosen, data = muscle.propose_actions(sensors(0.0), acts)
+    assert chosen is acts
+    assert data == -1
+    for actuator in chosen[:3]:
+        assert actuator.contains()
+    assert chosen[3].value == "unchanged"  # no space: left alone
+
+
+def test_dummy_muscle_count_upwards_uses_the_update_modulo_n() -> None:
+    acts = actuators()
+    muscle = DummyMuscle(count_upwards=True)
+    muscle.attach(muscle_context(acts))
+    chosen, data = muscle.propose_actions(sensors(0.0), acts)
+    assert chosen[0].value == 4  # no update yet: -1 % 5
+    assert data == -1
+    for update, expected in [(0, 0), (3, 3), (5, 0), (13, 3)]:
+        muscle.update(update)
+        chosen, data = muscle.propose_actions(sensors(0.0), acts)
+        assert chosen[0].value == expected
+        assert isinstance(chosen[0].value, int)
+        assert data == update
+        assert chosen[1].contains()  # non-Discrete actuators are still sampled
+    muscle.update(None)  # ignored
+    chosen, data = muscle.propose_actions(sensors(0.0), acts)
+    assert chosen[0].value == 3
+    assert data == 13
+
+
+def test_dummy_muscle_count_upwards_stays_in_a_shifted_discrete_space() -> None:
+    acts = [ActuatorInformation(None, Discrete(3, start=10), "env.0")]
+    muscle = DummyMuscle(count_upwards=True)
+    muscle.attach(muscle_context(acts))
+    muscle.update(4)
+    chosen, _ = muscle.propose_actions([], acts)
+    assert chosen[0].contains()
+    assert chosen[0].value == 11
+
+
+def test_muscle_context_before_attach_raises() -> None:
+    muscle = DummyMuscle()
+    with pytest.raises(RuntimeError, match="no context"):
+        _ = muscle.context
+    with pytest.raises(RuntimeError):
+        _ = muscle.name
+
+
+def test_attach_is_the_only_way_to_set_the_muscle_context() -> None:
+    muscle = DummyMuscle()
+    context = muscle_context(actuators(), seed=99)
+    with pytest.raises(AttributeError):
+        muscle.context = context  # type: ignore[misc]
+    with pytest.raises(RuntimeError):
+        _ = muscle.context
+    muscle.attach(context)
+    assert muscle.context is context
+    assert isinstance(muscle, Muscle)
+    assert muscle.name == "attacker"
+    assert muscle.uid == "Muscle-attacker-0"
+    assert muscle.mode == "train"
+    assert muscle.seed == 99
+    assert muscle.rng is context.rng
+
+
+def test_the_framework_sets_contexts_only_through_attach() -> None:
+    """No framework module writes a plug-in's context attribute or its private storage."""
+    root = Path(palaestra.__file__).parent
+    owners = {
+        root / "agent" / "brain.py",
+        root / "agent" / "muscle.py",
+        root / "environment" / "environment.py",
+    }
+    assignment = re.compile(r"\.context\s*=[^=]|_palaestra_context")
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if path not in owners
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if assignment.search(line)
+    ]
+    assert offenders == []
+    process = (root / "agent" / "muscle_process.py").read_text()
+    assert "muscle.attach(" in process
