@@ -18,7 +18,7 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.core import messages as m
 from palaestra.core.codec import SpaceCache
-from palaestra.core.esm import Component, on
+from palaestra.core.esm import Component
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.records import close_producer, connect_store
@@ -138,12 +138,9 @@ class BrainProcess(Component):
             for dump in dumps:
                 await self.store.send(m.encode(dump))
 
-    @on(m.Shutdown)
-    async def handle_shutdown(self, message: m.Shutdown) -> None:
-        self.stop(message.reason)
+    async def close(self) -> None:
         await self._send_dumps()
         await close_producer(self.store, self.name)
-        self.finish()
 
     async def teardown(self) -> None:
         try:

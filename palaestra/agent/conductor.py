@@ -7,26 +7,13 @@ its name, so the Brain and the Muscles start at the same time (ZMQ connects befo
 
 from __future__ import annotations
 
-from typing import Any
-
 from palaestra.core import messages as m
-from palaestra.core.esm import Component, on
-from palaestra.core.processes import warm_forkserver
+from palaestra.core.conductor import START_TIMEOUT, STOP_TIMEOUT, Conductor
+from palaestra.core.esm import on
 from palaestra.core.transport import endpoint_for
 
-START_TIMEOUT = 60.0
 
-
-class AgentConductor(Component):
-    def __init__(self, name: str, *, store_endpoint: str | None) -> None:
-        super().__init__(name)
-        self.store_endpoint = store_endpoint
-
-    async def setup(self, runtime: Any) -> dict[str, str]:
-        self.runtime = runtime
-        warm_forkserver()
-        return {}
-
+class AgentConductor(Conductor):
     @on(m.AgentSetup)
     async def handle_setup(self, request: m.AgentSetup) -> m.AgentsReady:
         runtime = self.runtime
@@ -65,20 +52,10 @@ class AgentConductor(Component):
             raise RuntimeError(f"{brain_name} bound {endpoints[0]['brain']}, not {brain_endpoint}")
         return m.AgentsReady(name=agent, endpoints=[e["muscle"] for e in endpoints[1:]])
 
-    @on(m.Shutdown)
-    async def handle_shutdown(self, message: m.Shutdown) -> None:
-        """Stop the Muscles first (they flush), then the Brain (it dumps), then ourselves."""
-        self.stop(message.reason)
+    async def close(self) -> None:
+        """Stop the Muscles first (they flush), then the Brain (it dumps its last state)."""
         runtime = self.runtime
         muscles = [c for c in runtime.supervisor.running() if c.spec.role == "Muscle"]
-        await _shutdown(runtime, muscles)
-        await _shutdown(runtime, runtime.supervisor.running())
-        self.finish()
-
-
-async def _shutdown(runtime: Any, children: list[Any]) -> None:
-    for child in children:
-        child.stopping = True
-        await runtime.send_child(child.name, m.Shutdown(reason="phase over"))
-    if not await runtime.supervisor.wait(children, 10.0):
-        await runtime.supervisor.stop_all()
+        for group in (muscles, runtime.supervisor.running()):
+            if await runtime.shutdown_children(group, "phase over", STOP_TIMEOUT):
+                await runtime.supervisor.stop_all()

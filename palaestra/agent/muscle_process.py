@@ -19,7 +19,7 @@ from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
 from palaestra.core import messages as m
 from palaestra.core.codec import SpaceCache
-from palaestra.core.esm import Component, on
+from palaestra.core.esm import Component
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -27,7 +27,7 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
-from palaestra.core.records import RowSink, close_producer, connect_store
+from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
@@ -251,12 +251,8 @@ class MuscleProcess(Component):
         )
         return m.AgentActions(setpoints=values)
 
-    @on(m.Shutdown)
-    async def handle_shutdown(self, message: m.Shutdown) -> None:
-        self.stop(message.reason)
-        await self.rows.flush()
-        await close_producer(self.store, self.name)
-        self.finish()
+    async def close(self) -> None:
+        await self.rows.close(self.name)
 
     async def teardown(self) -> None:
         try:

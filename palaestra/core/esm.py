@@ -175,10 +175,15 @@ class Component:
         return None
 
     @on(Shutdown)
-    def handle_shutdown(self, message: Shutdown) -> None:
-        """The parent asks us to stop: end cleanly (the runtime then stops our children)."""
+    async def handle_shutdown(self, message: Shutdown) -> None:
+        """The parent asks us to stop: :meth:`close`, then end (the runtime then stops our
+        children)."""
         self.stop(message.reason)
+        await self.close()
         self.finish()
+
+    async def close(self) -> None:
+        """Finish what is in flight before a clean stop (flush, dump); the default does nothing."""
 
     async def setup(self, runtime: Any) -> dict[str, str]:
         """Bind sockets and prepare; returns the endpoints announced to the parent."""

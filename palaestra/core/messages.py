@@ -19,7 +19,12 @@ from palaestra.core.specs import AgentSpec, EnvironmentSpec, Mode
 
 
 class Msg(
-    msgspec.Struct, frozen=True, kw_only=True, tag=True, array_like=True, forbid_unknown_fields=True
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    tag=True,
+    array_like=True,
+    forbid_unknown_fields=True,
 ):
     """Base of all messages; the tag (class name) selects the type on decoding."""
 

@@ -40,6 +40,11 @@ class RowSink:
             if self.socket is not None:
                 await self.socket.send(m.encode(self.make(rows)))
 
+    async def close(self, producer: str) -> None:
+        """Push what is buffered, then tell the writer that ``producer`` is done."""
+        await self.flush()
+        await close_producer(self.socket, producer)
+
 
 async def close_producer(socket: zmq.asyncio.Socket | None, producer: str) -> None:
     """Tell the writer that ``producer`` has sent everything."""

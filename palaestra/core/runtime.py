@@ -194,22 +194,22 @@ class Runtime:
             return await asyncio.wait_for(asyncio.gather(*(c.ready for c in children)), timeout)
         except TimeoutError:
             late = [c.name for c in children if not c.ready.done()]
-            raise ComponentFailed(
-                m.ErrorInfo(
-                    process=late[0],
-                    kind="Timeout",
-                    message=f"{', '.join(late)} did not start within {timeout:.0f} s",
-                )
-            ) from None
+            raise timeout_error(late, "start", timeout) from None
+
+    async def shutdown_children(
+        self, children: list[Child], reason: str, timeout: float
+    ) -> list[str]:
+        """Send ``Shutdown`` to ``children`` and wait; returns the names still running."""
+        for child in children:
+            child.stopping = True
+            if child.ready.done() and not child.ready.exception() and not child.exited.is_set():
+                await self.send_child(child.name, m.Shutdown(reason=reason))
+        await Supervisor.wait(children, timeout)
+        return [c.name for c in children if not c.exited.is_set()]
 
     async def stop_children(self, timeout: float = 5.0) -> None:
         """Ask every running child to shut down, wait, then terminate stragglers."""
-        running = self.supervisor.running()
-        for child in running:
-            child.stopping = True
-            if child.ready.done() and not child.ready.exception():
-                await self.send_child(child.name, m.Shutdown(reason="stop"))
-        if not await Supervisor.wait(running, timeout):
+        if await self.shutdown_children(self.supervisor.running(), "stop", timeout):
             await self.supervisor.stop_all()
 
     # --- tasks and state ---------------------------------------------------------------
@@ -297,6 +297,16 @@ class Runtime:
             await asyncio.wait_for(self.parent.recv(), 2.0)
         except TimeoutError:
             LOG.debug("%s: parent did not acknowledge the failure report", self.name)
+
+
+def timeout_error(names: list[str], doing: str, seconds: float) -> ComponentFailed:
+    return ComponentFailed(
+        m.ErrorInfo(
+            process=names[0],
+            kind="Timeout",
+            message=f"{', '.join(names)} did not {doing} within {seconds:.0f} s",
+        )
+    )
 
 
 async def _awaited(awaitable: Any) -> None:

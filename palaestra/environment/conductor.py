@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from palaestra.core import messages as m
-from palaestra.core.esm import Component, on
-from palaestra.core.processes import warm_forkserver
-
-START_TIMEOUT = 60.0
+from palaestra.core.conductor import START_TIMEOUT, Conductor
+from palaestra.core.esm import on
 
 
-class EnvironmentConductor(Component):
-    def __init__(self, name: str, *, store_endpoint: str | None) -> None:
-        super().__init__(name)
-        self.store_endpoint = store_endpoint
-
-    async def setup(self, runtime: Any) -> dict[str, str]:
-        self.runtime = runtime
-        warm_forkserver()
-        return {}
-
+class EnvironmentConductor(Conductor):
     @on(m.EnvironmentSetup)
     async def handle_setup(self, request: m.EnvironmentSetup) -> m.EnvironmentsReady:
         uid = request.environment.uid

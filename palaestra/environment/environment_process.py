@@ -9,10 +9,10 @@ import zmq
 
 from palaestra.core import messages as m
 from palaestra.core.codec import describe
-from palaestra.core.esm import Component, on
+from palaestra.core.esm import Component
 from palaestra.core.information import ActuatorInformation, json_value
 from palaestra.core.loading import load_class
-from palaestra.core.records import RowSink, close_producer, connect_store
+from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.environment.environment import Environment, EnvironmentContext
@@ -139,12 +139,8 @@ class EnvironmentProcess(Component):
             await self.rows.flush()
         return m.EnvState(values=values, rewards=reward_descs, done=done)
 
-    @on(m.Shutdown)
-    async def handle_shutdown(self, message: m.Shutdown) -> None:
-        self.stop(message.reason)
-        await self.rows.flush()
-        await close_producer(self.store, self.name)
-        self.finish()
+    async def close(self) -> None:
+        await self.rows.close(self.name)
 
     async def teardown(self) -> None:
         try:

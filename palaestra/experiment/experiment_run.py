@@ -19,7 +19,7 @@ from typing import Any
 from palaestra import __version__
 from palaestra.core import messages as m
 from palaestra.core.esm import Component, State
-from palaestra.core.runtime import ComponentFailed
+from palaestra.core.runtime import ComponentFailed, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, PhaseSpec, RunSpec
 
@@ -232,18 +232,9 @@ class ExperimentRun(Component):
         del phase_children
 
     async def _shutdown(self, children: list[Any]) -> None:
-        for child in children:
-            child.stopping = True
-            await self.runtime.send_child(child.name, m.Shutdown(reason="phase over"))
-        if not await self.runtime.supervisor.wait(children, STOP_TIMEOUT):
-            late = [c.name for c in children if not c.exited.is_set()]
-            raise ComponentFailed(
-                m.ErrorInfo(
-                    process=late[0],
-                    kind="Timeout",
-                    message=f"{', '.join(late)} did not stop within {STOP_TIMEOUT:.0f} s",
-                )
-            )
+        late = await self.runtime.shutdown_children(children, "phase over", STOP_TIMEOUT)
+        if late:
+            raise timeout_error(late, "stop", STOP_TIMEOUT)
 
     # --- agents ------------------------------------------------------------------------
 
