@@ -204,3 +204,17 @@ def test_child_logs_reach_the_console_tagged_with_the_process(workspace: Workspa
     assert "started from a brain dump" in result.stderr
     quiet = workspace.run("experiment-start", str(EXPERIMENTS / "dummy_run.yml"))
     assert "INFO" not in quiet.stderr
+
+
+def test_runtime_config_file_chooses_the_store_and_data_path(workspace: Workspace) -> None:
+    config = workspace.path / "runtime.yaml"
+    config.write_text("store_uri: sqlite:///elsewhere/results.db\ndata_path: ./dumps\n")
+    result = workspace.run("-c", str(config), "start", str(EXPERIMENTS / "taking_turns_run.yml"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not workspace.store.exists()
+    store = workspace.path / "elsewhere" / "results.db"
+    assert rows(store, "select count(*) from world_states") == [(20,)]
+    assert sorted(p.name for p in (workspace.path / "dumps").rglob("*.bin")) == [
+        "one.bin",
+        "two.bin",
+    ]
