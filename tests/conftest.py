@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,3 +120,37 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
         except ProcessLookupError:
             pass
     assert not survivors, f"processes survived the test: {survivors}"
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+
+POSTGRES_ADMIN = os.environ.get(
+    "PALAESTRA_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def pg_uri() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for this test only, dropped afterwards.
+
+    The server comes from ``PALAESTRA_TEST_POSTGRES`` (an SQLAlchemy URL to a database the
+    tests may create databases from; default: the local server). Set it to an empty string to
+    skip the PostgreSQL tests; a configured server that cannot be reached fails them.
+    """
+    if not POSTGRES_ADMIN:
+        pytest.skip("no PostgreSQL server configured (PALAESTRA_TEST_POSTGRES is empty)")
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    admin = make_url(POSTGRES_ADMIN)
+    conninfo = admin.set(drivername="postgresql").render_as_string(hide_password=False)
+    name = f"palaestra_t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin.set(drivername="postgresql+psycopg", database=name).render_as_string(
+            hide_password=False
+        )
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

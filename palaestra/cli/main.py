@@ -117,40 +117,6 @@ def experiment_check_syntax(run_files: tuple[str, ...]) -> None:
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
 
 
-@cli.command("experiment-list")
-@click.pass_obj
-def experiment_list(state: State) -> None:
-    """List the runs in the store with status and duration."""
-    from palaestra.store import query
-
-    rows = query.runs(state.config.store_uri)
-    if not rows:
-        click.echo("No runs in the store.")
-        return
-    header = f"{'run':40} {'status':10} {'phases':>6} {'duration':>10}  started"
-    click.echo(header)
-    for row in rows:
-        duration = row.get("duration_s")
-        shown = f"{duration:.2f} s" if duration is not None else "-"
-        click.echo(
-            f"{str(row['run_uid'])[:40]:40} {row['status']:10} {row.get('phases', 0):>6} "
-            f"{shown:>10}  {row['started_at']}"
-            + (f"  {row['reason'].splitlines()[0]}" if row.get("reason") else "")
-        )
-
-
-@cli.command("database-create")
-@click.pass_obj
-def database_create(state: State) -> None:
-    """Create the store's tables (if missing)."""
-    from palaestra.store.engine import create_schema, make_engine
-
-    engine = make_engine(state.config.store_uri)
-    create_schema(engine)
-    engine.dispose()
-    click.echo(f"Store ready: {state.config.store_uri}")
-
-
 @cli.command("runtime-config-show-default")
 def runtime_config_show_default() -> None:
     """Print the built-in runtime configuration."""
@@ -162,6 +128,17 @@ def runtime_config_show_default() -> None:
 def runtime_config_show_effective(state: State) -> None:
     """Print the runtime configuration in effect (defaults, file, environment)."""
     click.echo(state.config.dump(), nl=False)
+
+
+def _register() -> None:
+    from palaestra.cli import database, results
+
+    for module in (database, results):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
 
 
 def main() -> None:

@@ -311,6 +311,8 @@ class StoreRunStart(Msg, frozen=True, kw_only=True):
     seed: int
     palaestra_version: str
     host: str
+    package_versions: dict[str, str] = {}
+    code_revision: str | None = None
 
 
 class StorePhaseStart(Msg, frozen=True, kw_only=True):

@@ -22,6 +22,7 @@ from palaestra.core.esm import Component, State
 from palaestra.core.runtime import ComponentFailed, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, PhaseSpec, RunSpec
+from palaestra.experiment.provenance import code_revision, package_versions
 
 LOG = logging.getLogger(__name__)
 
@@ -76,6 +77,8 @@ class ExperimentRun(Component):
                 seed=self.run.seed,
                 palaestra_version=__version__,
                 host=socket.gethostname(),
+                package_versions=package_versions(),
+                code_revision=code_revision(self.run.path) if self.run.path else None,
             )
         )
         self.instance_id = ids.ids["instance"]

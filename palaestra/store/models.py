@@ -109,6 +109,8 @@ class ExperimentRunInstance(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column()
     palaestra_version: Mapped[str] = mapped_column(String(64))
     host: Mapped[str] = mapped_column()
+    package_versions: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    code_revision: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ExperimentRunPhase(Base):
@@ -199,6 +201,7 @@ class MuscleAction(Base):
     sensor_readings: Mapped[dict[str, Any]] = mapped_column()
     actuator_setpoints: Mapped[dict[str, Any]] = mapped_column()
     rewards: Mapped[dict[str, Any]] = mapped_column()
+    reward: Mapped[float | None] = mapped_column(Float, nullable=True)
     objective: Mapped[float | None] = mapped_column(Float)
     done: Mapped[bool] = mapped_column(Boolean)
 

@@ -257,6 +257,8 @@ class StoreWriter(Component):
                 started_at=utcnow(),
                 palaestra_version=message.palaestra_version,
                 host=message.host,
+                package_versions=message.package_versions,
+                code_revision=message.code_revision,
             )
             session.add(instance)
             session.flush()
@@ -359,11 +361,27 @@ def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
             "sensor_readings": sensors,
             "actuator_setpoints": setpoints,
             "rewards": rewards,
+            "reward": _total(rewards),
             "objective": objective,
             "done": done,
         }
         for episode, step, sensors, setpoints, rewards, objective, done in message.rows
     ]
+
+
+def _total(rewards: dict[str, Any]) -> float | None:
+    """The sum of a step's numeric reward values (nested lists summed too), None if none."""
+    total = 0.0
+    found = False
+    stack: list[Any] = list(rewards.values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            total += value
+            found = True
+    return total if found else None
 
 
 def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
