@@ -96,12 +96,12 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
         outcome = execute(run, config)
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
-        elif outcome.exit_code == 1:
+        elif outcome.exit_code in (1, 3):
             click.echo(f"Error: run '{run.uid}' failed: {outcome.message}", err=True)
         else:
             click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
         worst = worst or outcome.exit_code
-        if outcome.exit_code > 1:
+        if outcome.exit_code > 1:  # store unusable or interrupted: the next runs would be too
             break
     sys.exit(worst)
 

@@ -20,6 +20,7 @@ import zmq
 import zmq.asyncio
 
 from palaestra.core import messages as m
+from palaestra.core.errors import PalaestraError
 from palaestra.core.esm import ChildExit, Component, State
 from palaestra.core.processes import (
     Child,
@@ -49,6 +50,8 @@ def error_info(process: str, exc: BaseException) -> m.ErrorInfo:
     if isinstance(exc, PluginError) and exc.__cause__ is not None:
         plugin = exc.plugin
         exc = exc.__cause__
+    if isinstance(exc, PalaestraError):  # says what is wrong itself; its traceback is ours
+        return m.ErrorInfo(process=process, kind=type(exc).__name__, message=exc.format_message())
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return m.ErrorInfo(
         process=process, kind=type(exc).__name__, message=str(exc), traceback=tb, plugin=plugin

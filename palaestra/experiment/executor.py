@@ -8,7 +8,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
+from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
 from palaestra.core.processes import set_title, use_forkserver
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
@@ -75,6 +75,10 @@ async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
             run.uid, component.instance_uid, 128 + component.signal, component.stop_reason
         )
     if code != EXIT_OK:
-        message = component.error.describe() if component.error else "the run failed"
-        return RunOutcome(run.uid, component.instance_uid, EXIT_RUN_FAILED, message)
+        error = component.error
+        message = error.describe() if error else "the run failed"
+        exit_code = (
+            EXIT_STORE_UNUSABLE if error and error.kind == "StoreError" else EXIT_RUN_FAILED
+        )
+        return RunOutcome(run.uid, component.instance_uid, exit_code, message)
     return RunOutcome(run.uid, component.instance_uid, EXIT_OK)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import uuid
 from typing import Any
@@ -23,10 +22,16 @@ from palaestra.core.runtime import ComponentFailed, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, PhaseSpec, RunSpec
 from palaestra.experiment.provenance import code_revision, package_versions
+from palaestra.experiment.store_client import (
+    WRITER,
+    NullStore,
+    WriterClient,
+    dump_dir,
+    store_enabled,
+)
 
 LOG = logging.getLogger(__name__)
 
-WRITER = "StoreWriter"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 
@@ -48,7 +53,8 @@ class ExperimentRun(Component):
         self.instance_uid = str(uuid.uuid4())
         self.instance_id: int | None = None
         self.signal: int | None = None
-        self.store_endpoint = ""
+        self.store_endpoint: str | None = None
+        self.store: WriterClient | NullStore = NullStore(data_path)
         self._main: asyncio.Task[None] | None = None
 
     async def setup(self, runtime: Any) -> dict[str, str]:
@@ -59,14 +65,16 @@ class ExperimentRun(Component):
     # --- the run -----------------------------------------------------------------------
 
     async def _run(self) -> None:
-        writer = self.runtime.spawn(
-            WRITER,
-            "StoreWriter",
-            "palaestra.store.writer:StoreWriter",
-            {"store_uri": self.store_uri},
-        )
-        (endpoints,) = await self.runtime.wait_ready([writer], START_TIMEOUT)
-        self.store_endpoint = endpoints["store"]
+        if store_enabled(self.store_uri):
+            writer = self.runtime.spawn(
+                WRITER,
+                "StoreWriter",
+                "palaestra.store.writer:StoreWriter",
+                {"store_uri": self.store_uri},
+            )
+            (endpoints,) = await self.runtime.wait_ready([writer], START_TIMEOUT)
+            self.store_endpoint = endpoints["store"]
+            self.store = WriterClient(self.runtime)
         ids = await self._store(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,
@@ -89,7 +97,7 @@ class ExperimentRun(Component):
         self.finish()
 
     async def _store(self, request: m.Msg) -> Any:
-        return await self.runtime.request(WRITER, request)
+        return await self.store.ask(request)
 
     async def _run_phase(self, phase: PhaseSpec) -> None:
         rt = self.runtime
@@ -294,14 +302,8 @@ class ExperimentRun(Component):
             sensors=[sensors[uid] for uid in agent.sensors],
             actuators=[actuators[uid] for uid in agent.actuators],
             dump=dump,
-            dump_dir=os.path.abspath(
-                os.path.join(
-                    self.data_path,
-                    "brain_dumps",
-                    _safe(self.run.uid),
-                    self.instance_uid,
-                    f"{phase.index}-{_safe(phase.name)}",
-                )
+            dump_dir=dump_dir(
+                self.data_path, self.run.uid, self.instance_uid, phase.index, phase.name
             ),
         )
 
@@ -335,10 +337,12 @@ class ExperimentRun(Component):
                 LOG.warning("%s; it starts fresh", message)
             return None, None
         LOG.info(
-            "agent '%s' in phase %d starts from brain dump %s",
+            "agent '%s' in phase %d starts from the dump of agent '%s' in phase %d (%s)",
             agent.name,
             phase.index,
-            found.brain_state_id,
+            source["agent"],
+            source["phase"],
+            f"brain_states {found.brain_state_id}" if found.brain_state_id else "dump file",
         )
         return {**source, "brain_state_id": found.brain_state_id}, found.dump
 
@@ -356,7 +360,7 @@ class ExperimentRun(Component):
 
     async def teardown(self) -> None:
         """Record how the run ended, while the store writer is still up."""
-        if self.instance_id is None or WRITER not in self.runtime.supervisor.children:
+        if self.instance_id is None or not isinstance(self.store, WriterClient):
             return
         if self.state is State.FINISHED and self.signal is None:
             return
@@ -398,10 +402,6 @@ def _check_agent(
 
 def _module(class_name: str) -> str:
     return class_name.partition(":")[0]
-
-
-def _safe(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
 
 
 def _plain(config: Any) -> dict[str, Any]:
