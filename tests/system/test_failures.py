@@ -143,3 +143,10 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
     with sqlite3.connect(workspace.store) as conn:
         (kept,) = conn.execute("select count(*) from muscle_actions").fetchone()
     assert kept >= written  # what was written before the crash is kept
+    with sqlite3.connect(workspace.store) as conn:
+        groups = conn.execute(
+            "select worker, episode, count(*), min(step), max(step) from muscle_actions "
+            "group by worker, episode"
+        ).fetchall()
+    for worker, episode, count, first, last in groups:  # whole batches: no holes
+        assert (first, last) == (0, count - 1), (worker, episode, count, first, last)
