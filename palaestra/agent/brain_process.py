@@ -39,6 +39,7 @@ class BrainProcess(Component):
         self.actuators = self.spaces.build(ActuatorInformation, setup.actuators)
         self.actuator_spaces = {str(a.uid): a.space for a in self.actuators}
         self.pending_dumps: list[m.BrainDump] = []
+        self.stored = True  # nothing learned yet that a dump would lose
         cls = load_class(setup.agent.brain.name)
         try:
             self.brain: Brain = cls(**setup.agent.brain.params)
@@ -110,11 +111,9 @@ class BrainProcess(Component):
                 update = brain.thinking(muscle_id, pickle.loads(message.data))
             except Exception as exc:
                 raise PluginError(brain, "thinking") from exc
+            self.stored = False
             if message.done:
-                try:
-                    brain.store()
-                except Exception as exc:
-                    raise PluginError(brain, "store") from exc
+                self._store_brain()
                 await self._send_dumps()
             payload = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
             await router.send_multipart([sender, m.encode(m.BrainUpdate(update=payload))])
@@ -138,7 +137,17 @@ class BrainProcess(Component):
             for dump in dumps:
                 await self.store.send(m.encode(dump))
 
+    def _store_brain(self) -> None:
+        try:
+            self.brain.store()
+        except Exception as exc:
+            raise PluginError(self.brain, "store") from exc
+        self.stored = True
+
     async def close(self) -> None:
+        """Stopped before the episode ended (interrupt, failure elsewhere): dump once."""
+        if not self.stored:
+            self._store_brain()
         await self._send_dumps()
         await close_producer(self.store, self.name)
 

@@ -159,14 +159,14 @@ class Supervisor:
     def running(self) -> list[Child]:
         return [c for c in self.children.values() if not c.exited.is_set()]
 
-    async def stop_all(self, grace: float = 3.0) -> None:
-        """Terminate every running child: SIGTERM, up to ``grace`` seconds, then SIGKILL."""
-        children = self.running()
+    async def stop_all(self, grace: float = 3.0, children: Sequence[Child] | None = None) -> None:
+        """Terminate running children (all, or those given): SIGTERM, ``grace`` s, SIGKILL."""
+        children = [c for c in (children or self.running()) if not c.exited.is_set()]
         for child in children:
             child.stopping = True
             _signal(child, signal.SIGTERM)
         await self.wait(children, grace)
-        for child in self.running():
+        for child in [c for c in children if not c.exited.is_set()]:
             LOG.warning("%s ignored SIGTERM for %.1f s; killing it", child.name, grace)
             _signal(child, signal.SIGKILL)
         await self.wait(children, grace)

@@ -34,6 +34,7 @@ LOG = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
+END_TIMEOUT = 3.0  # a failed or interrupted run must be over within seconds
 
 
 class PhaseError(Exception):
@@ -359,26 +360,47 @@ class ExperimentRun(Component):
             self.finish()
 
     async def teardown(self) -> None:
-        """Record how the run ended, while the store writer is still up."""
-        if self.instance_id is None or not isinstance(self.store, WriterClient):
-            return
-        if self.state is State.FINISHED and self.signal is None:
+        """End in order: the phase's processes stop first (Muscles and environments flush, Brains
+        dump once), then the end of the run is recorded; the runtime then stops the writer."""
+        if self._main is not None and not self._main.done():
+            self._main.cancel()
+        rt = self.runtime
+        others = [c for c in rt.supervisor.running() if c.name != WRITER]
+        if others:
+            reason = self.stop_reason or "the run failed"
+            if await rt.shutdown_children(others, reason, END_TIMEOUT):
+                await rt.supervisor.stop_all(children=others, grace=1.0)
+        if self.instance_id is None or (self.state is State.FINISHED and self.signal is None):
             return
         if self.signal is not None:
             status, reason = "cancelled", self.stop_reason
         else:
             status = "error"
             reason = self.error.describe() if self.error is not None else "unknown error"
-        try:
-            await asyncio.wait_for(
-                self._store(
-                    m.StoreRunEnd(instance_id=self.instance_id, status=status, reason=reason)
-                ),
-                5.0,
+        await self._record_end(status, reason)
+
+    async def _record_end(self, status: str, reason: str) -> None:
+        """Through the writer if it is alive, else straight into the store."""
+        if not isinstance(self.store, WriterClient):
+            return
+        writer = self.runtime.supervisor.children.get(WRITER)
+        if writer is not None and not writer.exited.is_set():
+            request = m.StoreRunEnd(
+                instance_id=self.instance_id or 0, status=status, reason=reason
             )
-        except TimeoutError:
-            LOG.error("could not record the end of the run: the store writer did not answer")
-        except ComponentFailed as exc:
+            try:
+                await asyncio.wait_for(self._store(request), 3.0)
+                return
+            except (TimeoutError, ComponentFailed) as exc:
+                LOG.warning("the store writer did not record the end of the run: %r", exc)
+        from palaestra.store.direct import record_run_end
+
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(
+                None, record_run_end, self.store_uri, self.instance_uid, status, reason
+            )
+        except Exception as exc:  # the store itself is gone: say so, the exit code still tells
             LOG.error("could not record the end of the run in the store: %s", exc)
 
 
