@@ -193,11 +193,12 @@ class Runtime:
         self.component.on_child_exit(event)
 
     async def wait_ready(self, children: list[Child], timeout: float) -> list[dict[str, str]]:
-        try:
-            return await asyncio.wait_for(asyncio.gather(*(c.ready for c in children)), timeout)
-        except TimeoutError:
-            late = [c.name for c in children if not c.ready.done()]
-            raise timeout_error(late, "start", timeout) from None
+        """The endpoints each child announced; raises if one ended or is late."""
+        futures = [c.ready for c in children]
+        _, pending = await asyncio.wait(futures, timeout=timeout)
+        if pending:
+            raise timeout_error([c.name for c in children if not c.ready.done()], "start", timeout)
+        return [f.result() for f in futures]
 
     async def shutdown_children(
         self, children: list[Child], reason: str, timeout: float
