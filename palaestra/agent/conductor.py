@@ -44,6 +44,7 @@ class AgentConductor(Conductor):
                         "store_endpoint": self.store_endpoint,
                         "sensors": request.sensors,
                         "actuators": request.actuators,
+                        "answer_timeout": request.answer_timeout,
                     },
                 )
             )

@@ -31,6 +31,7 @@ from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
+from palaestra.core.watch import Waiting, watch
 
 
 class _Previous:
@@ -71,8 +72,10 @@ class MuscleProcess(Component):
         store_endpoint: str | None,
         sensors: list[m.InfoDesc],
         actuators: list[m.InfoDesc],
+        answer_timeout: float = 300.0,
     ) -> None:
         super().__init__(name)
+        self.brain_waiting = Waiting(f"Brain-{agent.name}", answer_timeout)
         self.agent = agent
         self.agent_id = agent_id
         self.worker = worker
@@ -142,6 +145,7 @@ class MuscleProcess(Component):
         except Exception as exc:
             raise PluginError(self.muscle, "setup") from exc
         runtime.start_task(self._serve())
+        runtime.start_task(watch([self.brain_waiting]))
         return {"muscle": endpoint}
 
     async def _serve(self) -> None:
@@ -192,7 +196,9 @@ class MuscleProcess(Component):
                 )
             )
         )
+        self.brain_waiting.begin()
         answer = m.decode(await self.brain.recv())
+        self.brain_waiting.end()
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
         if answer.update is not None:

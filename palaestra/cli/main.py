@@ -6,6 +6,7 @@ by SIGINT/SIGTERM.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from typing import Any
@@ -62,7 +63,7 @@ class State:
             config = load_runtime_config(self.config_path)
             if self.verbosity:
                 level = "INFO" if self.verbosity == 1 else "DEBUG"
-                config = RuntimeConfig(config.store_uri, config.data_path, level)
+                config = dataclasses.replace(config, log_level=level)
             self._config = config
         return self._config
 

@@ -113,6 +113,7 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     actuators: list[InfoDesc]
     dump: bytes | None = None
     dump_dir: str = ""
+    answer_timeout: float = 300.0
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):

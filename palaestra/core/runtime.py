@@ -87,6 +87,7 @@ class Runtime:
         self.children_endpoint = ""
         self._pending: dict[str, asyncio.Future[m.Message]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._parent_reader: asyncio.Task[Any] | None = None
         self._ended = asyncio.Event()
         component.add_listener(self._state_changed)
 
@@ -211,10 +212,10 @@ class Runtime:
         await Supervisor.wait(children, timeout)
         return [c.name for c in children if not c.exited.is_set()]
 
-    async def stop_children(self, timeout: float = 5.0) -> None:
+    async def stop_children(self, timeout: float = 5.0, grace: float = 3.0) -> None:
         """Ask every running child to shut down, wait, then terminate stragglers."""
         if await self.shutdown_children(self.supervisor.running(), "stop", timeout):
-            await self.supervisor.stop_all()
+            await self.supervisor.stop_all(grace)
 
     # --- tasks and state ---------------------------------------------------------------
 
@@ -255,7 +256,7 @@ class Runtime:
             endpoints = await self.component.setup(self)  # type: ignore[attr-defined]
             await self.send_parent(m.Ready(name=self.name, endpoints=endpoints or {}))
             if self.parent is not None:
-                self.start_task(self._read_parent(self.parent))
+                self._parent_reader = self.start_task(self._read_parent(self.parent))
             await self._ended.wait()
         except ComponentFailed as exc:
             self.component.fail(exc.error)
@@ -277,21 +278,31 @@ class Runtime:
                 await sock.send(m.encode(reply))
 
     async def _end(self) -> int:
+        """Report a failure upward at once, then clean up: teardown, children, sockets."""
+        if self._parent_reader is not None:
+            self._parent_reader.cancel()
+        reported = await self._report_if_failed()
         try:
             await self.component.teardown()  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - teardown of user code at the boundary
             self.component.fail(error_info(self.name, exc))
         if self.supervisor.running():
-            await self.stop_children(timeout=3.0)
+            failed = self.component.state is State.ERROR  # broken code: be brisk
+            await self.stop_children(timeout=1.0 if failed else 3.0, grace=1.0 if failed else 3.0)
         for task in list(self._tasks):
             task.cancel()
-        code = 0
-        if self.component.state is State.ERROR:
-            code = 1
-            if self.parent is not None and self.component.error is not None:
-                await self._report_failure(self.component.error)
+        if not reported:  # the teardown itself failed
+            reported = await self._report_if_failed()
         self.ctx.destroy(linger=1000)
-        return code
+        return 1 if self.component.state is State.ERROR else 0
+
+    async def _report_if_failed(self) -> bool:
+        error = self.component.error
+        if self.component.state is not State.ERROR or error is None:
+            return False
+        if self.parent is not None:
+            await self._report_failure(error)
+        return True
 
     async def _report_failure(self, error: m.ErrorInfo) -> None:
         """Send ``Failed`` upward and wait (briefly) for the parent's acknowledgement."""

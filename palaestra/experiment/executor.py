@@ -47,7 +47,11 @@ async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
     component = ExperimentRun(
-        "ExperimentRun", run=run, store_uri=config.store_uri, data_path=config.data_path
+        "ExperimentRun",
+        run=run,
+        store_uri=config.store_uri,
+        data_path=config.data_path,
+        answer_timeout=config.answer_timeout,
     )
     runtime = Runtime(
         component, run_dir=run_dir, log_level=level if isinstance(level, int) else logging.WARNING

@@ -45,9 +45,16 @@ class ExperimentRun(Component):
     """Runs one :class:`RunSpec` to its end; the executor's top component."""
 
     def __init__(
-        self, name: str, *, run: RunSpec, store_uri: str, data_path: str = "_outputs"
+        self,
+        name: str,
+        *,
+        run: RunSpec,
+        store_uri: str,
+        data_path: str = "_outputs",
+        answer_timeout: float = 300.0,
     ) -> None:
         super().__init__(name)
+        self.answer_timeout = answer_timeout
         self.run = run
         self.store_uri = store_uri
         self.data_path = data_path
@@ -158,7 +165,12 @@ class ExperimentRun(Component):
                 f"SimulationController-{w}",
                 "SimulationController",
                 phase.simulation.name,
-                {"worker": w, "conditions": conditions, "params": dict(phase.simulation.params)},
+                {
+                    "worker": w,
+                    "conditions": conditions,
+                    "params": dict(phase.simulation.params),
+                    "answer_timeout": self.answer_timeout,
+                },
             )
             for w in range(workers)
         ]
@@ -303,6 +315,7 @@ class ExperimentRun(Component):
             sensors=[sensors[uid] for uid in agent.sensors],
             actuators=[actuators[uid] for uid in agent.actuators],
             dump=dump,
+            answer_timeout=self.answer_timeout,
             dump_dir=dump_dir(
                 self.data_path, self.run.uid, self.instance_uid, phase.index, phase.name
             ),

@@ -25,6 +25,9 @@ class RuntimeConfig:
     store_uri: str = "sqlite:///palaestra.db"
     data_path: str = "./_outputs"
     log_level: str = "WARNING"
+    answer_timeout: float = 300.0
+    """Seconds an Environment, Muscle or Brain may take to answer one step before the run
+    fails, naming it (a deadlock or endless loop in a plug-in)."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -70,6 +73,11 @@ def _read(path: str) -> dict[str, Any]:
             raise RuntimeConfigError(
                 f"{path}: unknown setting '{key}'" + (f". {hint}" if hint else "")
             )
-        if not isinstance(value, str):
+        if key == "answer_timeout":
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise RuntimeConfigError(
+                    f"{path}: {key}: expected a number of seconds > 0, got {value!r}"
+                )
+        elif not isinstance(value, str):
             raise RuntimeConfigError(f"{path}: {key}: expected a string, got {value!r}")
     return dict(data)

@@ -22,20 +22,29 @@ from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
 )
+from palaestra.core.watch import Waiting, watch
 
 
 class Peer:
-    """A DEALER socket to one environment or Muscle, used strictly request-then-answer."""
+    """A DEALER socket to one environment or Muscle, used strictly request-then-answer.
 
-    __slots__ = ("name", "socket")
+    ``waiting`` tells the watchdog when an answer is overdue; it names the peer's process.
+    """
 
-    def __init__(self, name: str, socket: Any) -> None:
+    __slots__ = ("name", "socket", "waiting")
+
+    def __init__(self, name: str, socket: Any, waiting: Waiting) -> None:
         self.name = name
         self.socket = socket
+        self.waiting = waiting
 
     async def ask(self, message: m.Msg) -> Any:
+        waiting = self.waiting
         await self.socket.send(m.encode(message))
-        return m.decode(await self.socket.recv())
+        waiting.begin()
+        answer = await self.socket.recv()
+        waiting.end()
+        return m.decode(answer)
 
     async def tell(self, message: m.Msg) -> None:
         await self.socket.send(m.encode(message))
@@ -44,8 +53,10 @@ class Peer:
 class AgentPeer(Peer):
     __slots__ = ("sensors", "actuators", "rewards")
 
-    def __init__(self, name: str, socket: Any, sensors: list[str], actuators: list[str]) -> None:
-        super().__init__(name, socket)
+    def __init__(
+        self, name: str, socket: Any, waiting: Waiting, sensors: list[str], actuators: list[str]
+    ) -> None:
+        super().__init__(name, socket, waiting)
         self.sensors = sensors
         self.actuators = actuators
         self.rewards: list[m.InfoDesc] | None = None
@@ -61,9 +72,12 @@ class SimulationController(Component):
         worker: int,
         conditions: Sequence[ClassSpec] = (),
         params: dict[str, Any] | None = None,
+        answer_timeout: float = 300.0,
     ) -> None:
         super().__init__(name)
         self.worker = worker
+        self.answer_timeout = answer_timeout
+        self.waiting: list[Waiting] = []
         self.params = params or {}
         self.conditions: list[TerminationCondition] = [
             load_class(c.name)(**c.params) for c in conditions
@@ -85,7 +99,13 @@ class SimulationController(Component):
 
     async def setup(self, runtime: Any) -> dict[str, str]:
         self.runtime = runtime
+        runtime.start_task(watch(self.waiting))
         return {}
+
+    def _waiting(self, process: str, grace: float = 0.0) -> Waiting:
+        waiting = Waiting(process, self.answer_timeout, grace)
+        self.waiting.append(waiting)
+        return waiting
 
     def _connect(self, endpoint: str) -> Any:
         sock = self.runtime.socket(zmq.DEALER)
@@ -94,7 +114,14 @@ class SimulationController(Component):
 
     @on(m.SimulationSetup)
     async def handle_setup(self, request: m.SimulationSetup) -> m.SimulationBaseline:
-        self.environments = [Peer(e.uid, self._connect(e.endpoint)) for e in request.environments]
+        self.environments = [
+            Peer(
+                e.uid,
+                self._connect(e.endpoint),
+                self._waiting(f"Environment-{e.uid}-{self.worker}"),
+            )
+            for e in request.environments
+        ]
         await self._start_environments(reset=False)
         return m.SimulationBaseline(
             worker=self.worker,
@@ -110,8 +137,16 @@ class SimulationController(Component):
 
     @on(m.SimulationRun)
     def handle_run(self, request: m.SimulationRun) -> None:
+        # A Muscle waits for its Brain with the same limit and names it: let it speak first.
+        grace = max(1.0, min(5.0, self.answer_timeout / 2))
         self.agents = [
-            AgentPeer(a.name, self._connect(a.endpoint), a.sensors, a.actuators)
+            AgentPeer(
+                a.name,
+                self._connect(a.endpoint),
+                self._waiting(f"Muscle-{a.name}-{self.worker}", grace),
+                a.sensors,
+                a.actuators,
+            )
             for a in request.agents
         ]
         self.runtime.start_task(self._run(request.episodes))

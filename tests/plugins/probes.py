@@ -58,3 +58,17 @@ class CrashingBrain(DummyBrain):
 class CrashingMuscle(DummyMuscle):
     def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
         raise RuntimeError("muscle cannot act")
+
+
+class StuckBrain(DummyBrain):
+    """Stops answering (an endless loop) on its ``after``-th call of ``thinking``."""
+
+    def __init__(self, after: int = 3, **params: Any) -> None:
+        super().__init__(**params)
+        self.after = after
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if self.thinking_calls >= self.after:
+            while True:
+                pass
+        return super().thinking(muscle_id, data_from_muscle)

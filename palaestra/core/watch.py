@@ -1,0 +1,59 @@
+"""Noticing a peer that stopped answering: a timestamp per request, checked by one watchdog.
+
+The per-request cost is two attribute stores (no timer, no task per request); a single task
+per process checks the open requests about once a second and fails the component, naming the
+silent peer, when one has waited longer than its limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from palaestra.core import messages as m
+from palaestra.core.runtime import ComponentFailed
+
+
+class Waiting:
+    """One peer we send requests to: when we began waiting for its answer, if we are."""
+
+    __slots__ = ("name", "limit", "configured", "since")
+
+    def __init__(self, name: str, configured: float, grace: float = 0.0) -> None:
+        self.name = name
+        self.configured = configured
+        self.limit = configured + grace
+        self.since = 0.0
+
+    def begin(self) -> None:
+        self.since = time.monotonic()
+
+    def end(self) -> None:
+        self.since = 0.0
+
+
+def no_answer(waiting: Waiting, seconds: float) -> ComponentFailed:
+    return ComponentFailed(
+        m.ErrorInfo(
+            process=waiting.name,
+            kind="Timeout",
+            message=(
+                f"{waiting.name} did not answer for {seconds:.1f} s "
+                f"(answer_timeout is {waiting.configured:g} s)"
+            ),
+        )
+    )
+
+
+async def watch(peers: list[Waiting]) -> None:
+    """Fail (raise) when a peer has kept us waiting longer than its limit.
+
+    Checks ten times per (smallest) limit, at most once a second.
+    """
+    while True:
+        limits = [p.configured for p in peers] or [10.0]
+        await asyncio.sleep(min(1.0, min(limits) / 10))
+        now = time.monotonic()
+        for peer in peers:
+            if peer.since and now - peer.since > peer.limit:
+                raise no_answer(peer, now - peer.since)
