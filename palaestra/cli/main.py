@@ -97,7 +97,7 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
         outcome = execute(run, config)
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
-        elif outcome.exit_code in (1, 3):
+        elif outcome.exit_code in (1, 2, 3):
             click.echo(f"Error: run '{run.uid}' failed: {outcome.message}", err=True)
         else:
             click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)

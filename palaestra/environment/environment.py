@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -40,7 +40,13 @@ class Environment(ABC):
     rewards and done, a tuple or :class:`EnvironmentState`). The run file's ``params`` go to the
     constructor as keyword arguments; constructors may also take ``uid`` and ``seed``.
     Sensor and actuator uids are local (``"0"``); agents see them prefixed (``"myenv.0"``).
+
+    While checking a run file, palaestra starts each environment once (constructor,
+    :meth:`start_environment`, :meth:`shutdown`) to learn its ids; set
+    ``check_ids_by_starting = False`` on a class that is too expensive to start twice.
     """
+
+    check_ids_by_starting: ClassVar[bool] = True
 
     def __init__(self, uid: str | None = None, broker_uri: str | None = None, seed: int = 0):
         self._own_uid = uid or ""

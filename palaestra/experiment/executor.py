@@ -8,7 +8,12 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
+from palaestra.core.errors import (
+    EXIT_INVALID_INPUT,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    EXIT_STORE_UNUSABLE,
+)
 from palaestra.core.processes import set_title, use_forkserver
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
@@ -26,6 +31,9 @@ PRELOAD = (
     "palaestra.environment.environment_process",
     "palaestra.simulation",
 )
+
+
+EXIT_CODES_BY_KIND = {"StoreError": EXIT_STORE_UNUSABLE, "InvalidRun": EXIT_INVALID_INPUT}
 
 
 @dataclass(frozen=True)
@@ -81,8 +89,6 @@ async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     if code != EXIT_OK:
         error = component.error
         message = error.describe() if error else "the run failed"
-        exit_code = (
-            EXIT_STORE_UNUSABLE if error and error.kind == "StoreError" else EXIT_RUN_FAILED
-        )
+        exit_code = EXIT_CODES_BY_KIND.get(error.kind if error else "", EXIT_RUN_FAILED)
         return RunOutcome(run.uid, component.instance_uid, exit_code, message)
     return RunOutcome(run.uid, component.instance_uid, EXIT_OK)

@@ -31,6 +31,7 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
+from palaestra.experiment.probe import EnvironmentIds
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -148,7 +149,7 @@ class _ClassChecker:
     """Resolves ``module:Class`` names once per load and checks their base classes."""
 
     def __init__(self, *, enabled: bool) -> None:
-        self._enabled = enabled
+        self.enabled = enabled
         self._resolved: dict[str, type | PluginLoadError] = {}
 
     def check(self, node: Node, name: str, role: str | None) -> None:
@@ -159,7 +160,7 @@ class _ClassChecker:
             name: A syntactically valid ``module:Class`` name.
             role: A key of the base class table (``"brain"``, ...), or None for no base check.
         """
-        if not self._enabled:
+        if not self.enabled:
             return
         found = self._resolve(name)
         if isinstance(found, PluginLoadError):
@@ -201,6 +202,7 @@ class _RunBuilder:
 
     def __init__(self, classes: _ClassChecker) -> None:
         self._classes = classes
+        self._env_ids = EnvironmentIds() if classes.enabled else None
 
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:
         """Return the RunSpec of the document at ``root``."""
@@ -243,14 +245,31 @@ class _RunBuilder:
                 body.fail(f"missing required key '{key}' (the first phase cannot inherit it).")
         environments = self._environments(fields["environments"])
         uids = [environment.uid for environment in environments]
+        agents = self._agents(fields["agents"], name, uids)
+        if self._env_ids is not None:
+            self._check_ids_exist(fields["agents"], environments)
         return PhaseSpec(
             index=index,
             name=name,
             environments=environments,
-            agents=self._agents(fields["agents"], name, uids),
+            agents=agents,
             simulation=self._simulation(fields["simulation"]),
             config=_phase_config(fields["phase_config"]),
         )
+
+    def _check_ids_exist(self, agents: Node, environments: tuple[EnvironmentSpec, ...]) -> None:
+        """Fail at the first sensor or actuator id its environment does not have."""
+        assert self._env_ids is not None
+        known = {e.uid: self._env_ids.of(e) for e in environments}
+        for agent in as_list(agents):
+            fields = as_mapping(agent, allowed=_AGENT_KEYS, unsupported=_AGENT_UNSUPPORTED)
+            for key, kind in (("sensors", "sensor"), ("actuators", "actuator")):
+                for item in as_list(fields[key]):
+                    value = _id_value(item)
+                    uid = value.partition(".")[0]
+                    ids = known.get(uid)
+                    if ids is not None and value not in ids[key]:
+                        _missing_id(item, value, kind, uid, sorted(ids[key]))
 
     def _environments(self, node: Node) -> tuple[EnvironmentSpec, ...]:
         """Return a phase's environments, whose uids must be unique."""
@@ -390,15 +409,32 @@ def _ids(node: Node, kind: str, phase: str, uids: list[str]) -> tuple[str, ...]:
     """Return the sensor or actuator ids of an agent, each of an environment of the phase."""
     ids: list[str] = []
     for item in as_list(node):
-        value = item.value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            value = item.text or str(value)
-        if not isinstance(value, str) or not value:
-            item.fail(f"expected an id like 'env_uid.0', got {describe(item.value)}.")
+        value = _id_value(item)
         if not any(value.startswith(f"{uid}.") and len(value) > len(uid) + 1 for uid in uids):
             _foreign_id(item, value, kind, phase, uids)
         ids.append(value)
     return tuple(ids)
+
+
+def _id_value(item: Node) -> str:
+    """A sensor or actuator id as written (``myenv.0`` may be read as a number)."""
+    value = item.value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = item.text or str(value)
+    if not isinstance(value, str) or not value:
+        item.fail(f"expected an id like 'env_uid.0', got {describe(item.value)}.")
+    return value
+
+
+def _missing_id(item: Node, value: str, kind: str, uid: str, available: list[str]) -> NoReturn:
+    """Fail for an id that the environment, started to check it, does not have."""
+    close = difflib.get_close_matches(value, available, n=1)
+    guess = f"Did you mean '{close[0]}'? " if close else ""
+    shown = ", ".join(available[:12]) + (", ..." if len(available) > 12 else "")
+    item.fail(
+        f"environment '{uid}' has no {kind} '{value}'.",
+        f"{guess}Its {kind}s are: {shown}.",
+    )
 
 
 def _check_unique(seen: dict[str, int | None], value: str, node: Node, what: str) -> None:

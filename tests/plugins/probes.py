@@ -9,6 +9,7 @@ from typing import Any
 import setproctitle
 
 from palaestra.agent import DummyBrain, DummyMuscle
+from palaestra.environment import DummyEnvironment
 
 
 class ProbeBrain(DummyBrain):
@@ -72,3 +73,9 @@ class StuckBrain(DummyBrain):
             while True:
                 pass
         return super().thinking(muscle_id, data_from_muscle)
+
+
+class UnprobedEnvironment(DummyEnvironment):
+    """Too expensive (say) to be started while checking a run file."""
+
+    check_ids_by_starting = False

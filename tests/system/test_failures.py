@@ -80,17 +80,31 @@ def test_an_exception_in_propose_actions_fails_the_run(workspace: Workspace) -> 
     assert instance_status(workspace)[0] == "error"
 
 
-def test_a_sensor_the_environment_lacks_fails_the_run_naming_it(workspace: Workspace) -> None:
+def test_a_sensor_the_environment_lacks_is_refused_before_the_run(workspace: Workspace) -> None:
     run_file = variant(
         workspace,
         "multiworker_run.yml",
         ("sensors: [myenv.0, myenv.1, myenv.2]", "sensors: [myenv.0, myenv.1, myenv.12]"),
     )
     result = workspace.run("experiment-start", str(run_file))
-    assert result.returncode == 1
-    assert (
-        "agent 'learner': sensors myenv.12 are not provided by the environments" in result.stderr
+    assert result.returncode == 2
+    assert "variant.yml:18: schedule[0].train.agents[0].sensors[2]" in result.stderr
+    assert "environment 'myenv' has no sensor 'myenv.12'" in result.stderr
+    assert not workspace.store.exists()
+
+
+def test_ids_of_an_environment_not_probed_are_checked_when_the_run_starts(
+    workspace: Workspace,
+) -> None:
+    run_file = variant(
+        workspace,
+        "multiworker_run.yml",
+        ("palaestra.environment.dummy_environment:DummyEnvironment", "probes:UnprobedEnvironment"),
+        ("actuators: [myenv.0, myenv.1, myenv.2]", "actuators: [myenv.0, myenv.1, myenv.12]"),
     )
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 2
+    assert "agent 'learner': actuators myenv.12 are not provided" in result.stderr
     assert instance_status(workspace)[0] == "error"
 
 
