@@ -1,7 +1,7 @@
-"""Opening a store: the SQLAlchemy engine for a store URI, its SQLite tuning and its schema.
+"""Opening a store: the SQLAlchemy engine for a store URI and its SQLite tuning.
 
-Every failure to open or create a store becomes a :class:`~palaestra.core.errors.StoreError`
-(exit code 3) naming the URI, with any password masked.
+Every failure to open a store becomes a :class:`~palaestra.core.errors.StoreError` (exit code
+3) naming the URI, with any password masked. Its schema is :mod:`palaestra.store.schema`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from palaestra.core.errors import StoreError
-from palaestra.store.models import Base
 
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -67,19 +66,6 @@ def make_engine(uri: str) -> Engine:
         event.listen(engine, "connect", _tune_sqlite)
     _check_connection(engine, uri)
     return engine
-
-
-def create_schema(engine: Engine) -> None:
-    """Create every missing table and index of the store (existing ones are kept).
-
-    Raises:
-        StoreError: The schema cannot be created (e.g. the store is read-only).
-    """
-    try:
-        Base.metadata.create_all(engine)
-    except SQLAlchemyError as exc:
-        uri = engine.url.render_as_string(hide_password=True)
-        raise StoreError(f"store {uri}: cannot create the schema: {_reason(exc)}") from exc
 
 
 def _json_encode(value: Any) -> str:

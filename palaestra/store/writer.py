@@ -18,11 +18,13 @@ from typing import Any
 import zmq
 import zmq.asyncio
 from sqlalchemy import Engine, Select, Table, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
 from palaestra.core.esm import Component, on
-from palaestra.store.engine import create_schema, make_engine
+from palaestra.store import schema
+from palaestra.store.engine import make_engine
 from palaestra.store.models import (
     RUN_STATUSES,
     Agent,
@@ -45,6 +47,8 @@ IDLE_FLUSH_MS = 200
 """Buffered rows are committed when the socket has been idle this long."""
 DRAIN_LIMIT = 500
 """Messages taken from the socket before yielding to the event loop."""
+RUN_START_ATTEMPTS = 3
+"""Tries of a run start whose experiment or run another writer created at the same time."""
 
 WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
@@ -58,7 +62,8 @@ class StoreWriter(Component):
 
     Args:
         name: The process name.
-        store_uri: SQLAlchemy URL of the store; its schema is created if missing.
+        store_uri: SQLAlchemy URL of the store; an empty store gets the schema, an older one
+            is refused (see :func:`palaestra.store.schema.ensure_current`).
         batch_rows: Rows buffered per table before they are inserted.
     """
 
@@ -77,14 +82,19 @@ class StoreWriter(Component):
     # --- life cycle ----------------------------------------------------------------------
 
     def open(self) -> None:
-        """Open the store and create its schema if missing (idempotent).
+        """Open the store, creating its schema if it is empty (idempotent).
 
         Raises:
-            StoreError: The store cannot be opened or its schema created.
+            StoreError: The store cannot be opened or created, or its schema is not this
+                palaestra's (older: it must be migrated first; newer).
         """
         if self.engine is None:
             engine = make_engine(self.store_uri)
-            create_schema(engine)
+            try:
+                schema.ensure_current(engine)
+            except BaseException:
+                engine.dispose()
+                raise
             self.engine = engine
             self._sessions = sessionmaker(engine, expire_on_commit=False)
 
@@ -245,7 +255,21 @@ class StoreWriter(Component):
 
     @on(m.StoreRunStart)
     def handle_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
-        """Get or create the experiment and the run, and record a new running instance."""
+        """Get or create the experiment and the run, and record a new running instance.
+
+        Another writer on the same store may create the same experiment or run between our
+        SELECT and INSERT; the unique violation that follows rolls back and we try again,
+        now finding them.
+        """
+        for _ in range(RUN_START_ATTEMPTS - 1):
+            try:
+                return self._record_run_start(message)
+            except IntegrityError:
+                LOG.debug("%s: run %s was started concurrently; again", self.name, message.run_uid)
+        return self._record_run_start(message)
+
+    def _record_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
+        """One transaction of :meth:`handle_run_start`."""
         with self._session() as session, session.begin():
             experiment = _experiment(session, message.experiment_uid)
             run = _run(session, experiment, message)

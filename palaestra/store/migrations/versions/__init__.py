@@ -1,0 +1,1 @@
+"""The store's schema revisions, one module per revision, written by hand."""

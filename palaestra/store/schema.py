@@ -1,0 +1,312 @@
+"""The store's schema life cycle: creating a store, checking its revision, migrating it.
+
+A store's schema revision is recorded by alembic in the table ``palaestra_alembic_version``;
+the revisions are the hand-written scripts in ``palaestra/store/migrations/versions``. A new
+store is created from the models at once and stamped with the head revision; an older store is
+only ever changed by :func:`migrate` (``palaestra database-migrate``), never behind the user's
+back. Creating and migrating hold a lock on the store (SQLite: ``BEGIN IMMEDIATE``,
+PostgreSQL: a transaction-level advisory lock), so concurrent runs on a new store are safe.
+
+Every failure becomes a :class:`~palaestra.core.errors.StoreError` (exit code 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, create_engine, inspect, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from palaestra.core.errors import StoreError
+from palaestra.store.models import Base
+
+HEAD = "0002_provenance_and_reward"
+"""The schema revision of this palaestra's models."""
+VERSION_TABLE = "palaestra_alembic_version"
+"""The table in which alembic records the store's revision."""
+MIGRATIONS = Path(__file__).parent / "migrations"
+"""The alembic script directory shipped with the package."""
+PG_LOCK_KEY = 0x70616C6165737472  # "palaestr": the advisory lock of schema changes
+"""Key of the PostgreSQL advisory lock taken while the schema is created or migrated."""
+
+LOG = logging.getLogger(__name__)
+AlembicCommand = Callable[[Config, str], object]
+MIGRATE = "run `palaestra database-migrate`"
+
+
+@dataclass(frozen=True)
+class _State:
+    """What a store holds: its recorded revision and which palaestra tables exist."""
+
+    revision: str | None
+    tables: frozenset[str]
+
+    @property
+    def empty(self) -> bool:
+        return self.revision is None and not self.tables
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision recorded in the store, None if none is.
+
+    Raises:
+        StoreError: The store cannot be read.
+    """
+    with _guard(engine, "read the schema revision"), engine.connect() as connection:
+        return _revision(connection)
+
+
+def create(engine: Engine) -> bool:
+    """Create the schema of an empty store from the models and stamp it with :data:`HEAD`.
+
+    Returns:
+        True if the schema was created, False if the store already was at :data:`HEAD`.
+
+    Raises:
+        StoreError: The store holds palaestra tables at another (or no) revision, or the
+            schema cannot be created (e.g. the store is read-only).
+    """
+    with _guard(engine, "create the schema"), _locked(engine) as connection:
+        state = _state(connection)
+        if state.empty:
+            _create_tables(connection)
+            return True
+        _check_current(state, _name(engine))
+        return False
+
+
+def ensure_current(engine: Engine) -> None:
+    """Make sure the store can be written by this palaestra: create an empty one, accept one
+    at :data:`HEAD`, refuse anything else (the StoreWriter calls this when it opens).
+
+    Raises:
+        StoreError: The store is at an older revision, has no recorded revision, was written
+            by a newer palaestra, or cannot be read or created.
+    """
+    with _guard(engine, "read the schema revision"), engine.connect() as connection:
+        state = _state(connection)
+    if state.revision != HEAD:
+        create(engine)  # rechecks under the lock: another process may be creating it
+
+
+def migrate(engine: Engine) -> tuple[str | None, str]:
+    """Upgrade the store to :data:`HEAD`; an empty store is created.
+
+    A store with palaestra tables but no recorded revision (made before revisions were
+    recorded) is first stamped with the revision whose tables and columns it has.
+
+    Returns:
+        The revision before (None for an empty store) and after.
+
+    Raises:
+        StoreError: The store was written by a newer palaestra, its tables match no
+            revision, or a migration failed (nothing is changed then).
+    """
+    with _guard(engine, "migrate the schema"), _locked(engine, rebuild=True) as connection:
+        state = _state(connection)
+        if state.empty:
+            _create_tables(connection)
+            return None, HEAD
+        start = state.revision or _stamp_unversioned(connection, _name(engine))
+        if start not in _revisions():
+            raise _newer(start, _name(engine))
+        if start != HEAD:
+            LOG.info("migrating %s from %s to %s", _name(engine), start, HEAD)
+            _alembic(connection, command.upgrade, HEAD)
+        return start, HEAD
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Downgrade the store to ``revision`` (for developers and tests; data may be lost).
+
+    Raises:
+        StoreError: A migration failed (nothing is changed then).
+    """
+    with _guard(engine, "downgrade the schema"), _locked(engine, rebuild=True) as connection:
+        _alembic(connection, command.downgrade, revision)
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An alembic config (no ``alembic.ini``) of the packaged migrations, run on
+    ``connection`` (see ``migrations/env.py``)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+# --- the store's state ------------------------------------------------------------------------
+
+
+def _create_tables(connection: Connection) -> None:
+    """Create every table of the models at once (faster than running each revision)."""
+    Base.metadata.create_all(connection)
+    _alembic(connection, command.stamp, HEAD)
+
+
+def _state(connection: Connection) -> _State:
+    tables = set(inspect(connection).get_table_names()) & set(Base.metadata.tables)
+    return _State(_revision(connection), frozenset(tables))
+
+
+def _revision(connection: Connection) -> str | None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def _check_current(state: _State, store: str) -> None:
+    """Raise the StoreError that says why a non-empty store is not at :data:`HEAD`."""
+    if state.revision == HEAD:
+        return
+    if state.revision is None:
+        raise StoreError(
+            f"store {store} has palaestra tables but no recorded schema revision "
+            f"(this palaestra needs {HEAD}): {MIGRATE}"
+        )
+    if state.revision in _revisions():
+        raise StoreError(
+            f"store {store} is at schema revision {state.revision}, this palaestra needs "
+            f"{HEAD}: {MIGRATE}"
+        )
+    raise _newer(state.revision, store)
+
+
+def _newer(revision: str, store: str) -> StoreError:
+    return StoreError(
+        f"store {store} is at schema revision {revision}, unknown to this palaestra "
+        f"(which knows up to {HEAD}): it was written by a newer palaestra; upgrade palaestra"
+    )
+
+
+def _stamp_unversioned(connection: Connection, store: str) -> str:
+    """Stamp a store without a recorded revision with the newest one its tables match."""
+    found = _shape(connection, frozenset(Base.metadata.tables))
+    for revision in _revisions():
+        if _shape_at(revision) == found:
+            LOG.info("store %s has no recorded revision; its tables are %s", store, revision)
+            _alembic(connection, command.stamp, revision)
+            return revision
+    raise StoreError(
+        f"store {store} has palaestra tables but no recorded schema revision, and its tables "
+        f"match no revision of this palaestra: migrate it by hand or start a new store"
+    )
+
+
+def _shape(connection: Connection, tables: frozenset[str]) -> dict[str, frozenset[str]]:
+    """The column names of each of ``tables`` that exists."""
+    inspector = inspect(connection)
+    return {
+        table: frozenset(column["name"] for column in inspector.get_columns(table))
+        for table in inspector.get_table_names()
+        if table in tables
+    }
+
+
+@functools.cache
+def _shape_at(revision: str) -> dict[str, frozenset[str]]:
+    """The tables and columns of a store at ``revision`` (migrated in memory to find out)."""
+    engine = create_engine("sqlite://")
+    try:
+        with engine.begin() as connection:
+            _alembic(connection, command.upgrade, revision)
+            return _shape(connection, frozenset(Base.metadata.tables))
+    finally:
+        engine.dispose()
+
+
+@functools.cache
+def _revisions() -> tuple[str, ...]:
+    """Every known revision, newest first."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return tuple(entry.revision for entry in script.walk_revisions())
+
+
+# --- running alembic ------------------------------------------------------------------------
+
+
+def _alembic(connection: Connection, action: AlembicCommand, revision: str) -> None:
+    """Run the alembic ``command`` function ``action`` to ``revision`` on ``connection``."""
+    action(alembic_config(connection), revision)
+
+
+@contextlib.contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic logs every step at INFO: keep it to warnings unless palaestra logs at DEBUG."""
+    logger = logging.getLogger("alembic")
+    previous = logger.level
+    if not logging.getLogger("palaestra").isEnabledFor(logging.DEBUG):
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+@contextlib.contextmanager
+def _locked(engine: Engine, rebuild: bool = False) -> Iterator[Connection]:
+    """A connection in a transaction holding the store's schema lock; committed on success.
+
+    Args:
+        engine: The store.
+        rebuild: SQLite only: tables may be rebuilt (batch migrations), so foreign keys are
+            off during the transaction and checked before it commits.
+    """
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        if rebuild and sqlite:
+            _set_foreign_keys(connection, on=False)  # a no-op inside a transaction
+        try:
+            with connection.begin():
+                _lock(connection)
+                yield connection
+                if rebuild and sqlite:
+                    _check_foreign_keys(connection, _name(engine))
+        finally:
+            if rebuild and sqlite:
+                _set_foreign_keys(connection, on=True)
+
+
+def _lock(connection: Connection) -> None:
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_LOCK_KEY})
+
+
+def _set_foreign_keys(connection: Connection, on: bool) -> None:
+    connection.exec_driver_sql(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
+    connection.commit()
+
+
+def _check_foreign_keys(connection: Connection, store: str) -> None:
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").first()
+    if broken is not None:
+        raise StoreError(f"store {store}: the migration would break a foreign key of {broken[0]}")
+
+
+@contextlib.contextmanager
+def _guard(engine: Engine, doing: str) -> Iterator[None]:
+    """Keep alembic quiet, and turn database and alembic errors into a StoreError naming the
+    store."""
+    try:
+        with _quiet_alembic():
+            yield
+    except (SQLAlchemyError, CommandError) as exc:
+        original = getattr(exc, "orig", None)
+        reason = str(original if original is not None else exc).splitlines()[0]
+        raise StoreError(f"store {_name(engine)}: cannot {doing}: {reason}") from exc
+
+
+def _name(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)

@@ -1,0 +1,109 @@
+"""The store under real runs: off, unusable, shared by concurrent runs, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import EXPERIMENTS, Workspace
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def config(ws: Workspace, store_uri: str) -> str:
+    path = ws.path / "runtime.yaml"
+    path.write_text(f"store_uri: {store_uri}\n")
+    return str(path)
+
+
+def scalar_rows(store_uri: str, sql: str) -> list[tuple]:
+    engine = create_engine(store_uri)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
+
+
+def test_without_a_store_the_run_still_loads_dumps_from_files(workspace: Workspace) -> None:
+    result = workspace.run(
+        "-c", config(workspace, "none"), "start", str(EXPERIMENTS / "dummy_run.yml")
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not any(workspace.path.glob("*.db"))
+    dumps = sorted((workspace.path / "_outputs").rglob("defender.bin"))
+    assert [d.parent.name for d in dumps] == ["0-phase_0", "1-phase_1"]
+    assert json.loads(dumps[1].read_bytes())["thinking_calls"] == 22  # continued from phase 0
+
+
+def test_an_unreachable_store_exits_3_naming_it(workspace: Workspace) -> None:
+    uri = "postgresql+psycopg://nobody@127.0.0.1:1/nothing"
+    result = workspace.run(
+        "-c", config(workspace, uri), "start", str(EXPERIMENTS / "dummy_run.yml")
+    )
+    assert result.returncode == 3
+    assert "cannot open the store" in result.stderr and "127.0.0.1:1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+EXPECTED = {  # run uid -> (world_states, muscle_actions) rows
+    "dummy-run": (20, 40),
+    "taking-turns-run": (20, 20),
+    "multiworker-run": (100, 100),
+}
+
+
+def run_concurrently(ws: Workspace, store_uri: str) -> None:
+    cfg = config(ws, store_uri)
+    procs = [
+        ws.start("-c", cfg, "start", str(EXPERIMENTS / f"{name}.yml"))
+        for name in ("dummy_run", "taking_turns_run", "multiworker_run")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+    counts = scalar_rows(
+        store_uri,
+        "select r.uid, i.status, "
+        "(select count(*) from world_states w join environments e on e.id = w.environment_id "
+        " join experiment_run_phases p on p.id = e.experiment_run_phase_id "
+        " where p.experiment_run_instance_id = i.id), "
+        "(select count(*) from muscle_actions m join agents a on a.id = m.agent_id "
+        " join experiment_run_phases p on p.id = a.experiment_run_phase_id "
+        " where p.experiment_run_instance_id = i.id) "
+        "from experiment_run_instances i join experiment_runs r on r.id = i.experiment_run_id",
+    )
+    assert sorted(counts) == sorted((uid, "finished", *rows) for uid, rows in EXPECTED.items())
+
+
+def test_concurrent_runs_share_a_sqlite_store(workspace: Workspace) -> None:
+    run_concurrently(workspace, f"sqlite:///{workspace.path / 'shared.db'}")
+
+
+def test_concurrent_runs_share_a_postgresql_store(workspace: Workspace, pg_uri: str) -> None:
+    run_concurrently(workspace, pg_uri)
+
+
+def test_a_run_on_postgresql_records_what_sqlite_records(
+    workspace: Workspace, pg_uri: str, tmp_path: Path
+) -> None:
+    run_file = str(EXPERIMENTS / "multiworker_run.yml")
+    sqlite_uri = f"sqlite:///{tmp_path / 'same.db'}"
+    for uri in (pg_uri, sqlite_uri):
+        result = workspace.run("-c", config(workspace, uri), "start", run_file)
+        assert result.returncode == 0, result.stderr[-2000:]
+    sql = (
+        "select worker, episode, step, sensor_readings, actuator_setpoints, rewards, reward, "
+        "objective, done from muscle_actions order by agent_id, worker, episode, step"
+    )
+    pg, lite = scalar_rows(pg_uri, sql), scalar_rows(sqlite_uri, sql)
+    assert len(pg) == 100
+    assert [_plain(r) for r in pg] == [_plain(r) for r in lite]
+
+
+def _plain(row: tuple) -> tuple:
+    """JSON columns come back as dicts on PostgreSQL and as text on SQLite via plain SQL."""
+    return tuple(json.loads(v) if isinstance(v, str) and v.startswith("{") else v for v in row)

@@ -1,0 +1,446 @@
+"""Tests of the store's schema revisions and life cycle, :mod:`palaestra.store.schema`, on
+SQLite and PostgreSQL; and of run starts racing on one store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, inspect, text
+
+from palaestra.core import messages as m
+from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
+from palaestra.store import schema
+from palaestra.store.engine import make_engine
+from palaestra.store.models import Base
+from palaestra.store.writer import StoreWriter
+
+OLD = "0001_initial"
+T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
+    ({"r": 1.5}, 1.5),
+    ({"a": [1, 2], "b": 0.5}, 3.5),
+    ({"a": -2, "note": "text", "flag": True}, -2.0),
+    ({"note": "text", "flag": False}, None),
+    ({}, None),
+]
+ACTIONS = 2 * 2000 + 3  # more than two of the migration's batches
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_uri(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/store.db"
+    return request.getfixturevalue("pg_uri")
+
+
+@pytest.fixture
+def engine(store_uri: str) -> Iterator[Engine]:
+    engine = make_engine(store_uri)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Any) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path}/store.db")
+    yield engine
+    engine.dispose()
+
+
+def upgrade(engine: Engine, revision: str) -> None:
+    """Run the revisions up to ``revision`` (what :func:`schema.migrate` does to old stores)."""
+    with engine.begin() as connection:
+        command.upgrade(schema.alembic_config(connection), revision)
+
+
+def differences(engine: Engine) -> list[Any]:
+    """What alembic's autogenerate finds between the store and the models."""
+    with engine.connect() as connection:
+        # the version table is no model: name it so that compare_metadata skips it
+        context = MigrationContext.configure(
+            connection, opts={"version_table": schema.VERSION_TABLE}
+        )
+        return compare_metadata(context, Base.metadata)
+
+
+def columns(engine: Engine, table: str) -> set[str]:
+    return {column["name"] for column in inspect(engine).get_columns(table)}
+
+
+def scalar(engine: Engine, sql: str) -> Any:
+    with engine.connect() as connection:
+        return connection.execute(text(sql)).scalar()
+
+
+def stamp(engine: Engine, revision: str) -> None:
+    """Record ``revision`` as the store's, whatever its tables (for unknown revisions too)."""
+    with engine.begin() as connection:
+        connection.execute(text(f"DELETE FROM {schema.VERSION_TABLE}"))
+        connection.execute(
+            text(f"INSERT INTO {schema.VERSION_TABLE} (version_num) VALUES (:r)"), {"r": revision}
+        )
+
+
+def drop_version_table(engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(text(f"DROP TABLE {schema.VERSION_TABLE}"))
+
+
+def run_start(instance_uid: str, run_uid: str = "run") -> m.StoreRunStart:
+    return m.StoreRunStart(
+        experiment_uid="exp",
+        run_uid=run_uid,
+        instance_uid=instance_uid,
+        document="uid: run\n",
+        file="run.yml",
+        seed=42,
+        palaestra_version="0.1.0",
+        host="box",
+    )
+
+
+# --- rows at revision 0001, written with SQL of that revision, not with the models ------------
+
+
+def typed(value: Any) -> sa.types.TypeEngine[Any] | None:
+    if isinstance(value, dict | list):
+        return sa.JSON()
+    if isinstance(value, dt.datetime):
+        return sa.DateTime(timezone=True)
+    return None
+
+
+def insert(connection: sa.Connection, table: str, **values: Any) -> int:
+    """INSERT one row into ``table``; returns its id."""
+    target = sa.table(table, sa.column("id"), *(sa.column(k, typed(v)) for k, v in values.items()))
+    return connection.execute(sa.insert(target).values(values).returning(target.c.id)).scalar_one()
+
+
+def fill_revision_0001(engine: Engine) -> int:
+    """A finished run with one phase and one agent with :data:`ACTIONS` muscle actions; returns
+    the agent's id."""
+    with engine.begin() as connection:
+        experiment = insert(connection, "experiments", uid="exp", created_at=T0)
+        run = insert(
+            connection,
+            "experiment_runs",
+            **{"uid": "run", "experiment_id": experiment, "document": "uid: run\n"},
+            **{"file": "run.yml", "seed": 42, "created_at": T0},
+        )
+        instance = insert(
+            connection,
+            "experiment_run_instances",
+            **{"uid": "instance-1", "experiment_run_id": run, "status": "finished"},
+            **{"reason": "", "started_at": T0, "finished_at": T0},
+            **{"palaestra_version": "0.0.9", "host": "box"},
+        )
+        phase = insert(
+            connection,
+            "experiment_run_phases",
+            **{"experiment_run_instance_id": instance, "index": 0, "name": "p0"},
+            **{"mode": "train", "workers": 1, "episodes": 1, "config": {"episodes": 1}},
+            **{"status": "finished", "started_at": T0, "finished_at": T0},
+        )
+        agent = insert(
+            connection,
+            "agents",
+            **{"experiment_run_phase_id": phase, "name": "attacker", "brain": "b:B"},
+            **{"muscle": "m:M", "objective": "o:O", "config": {}, "seeds": {"brain": 1}},
+        )
+        actions = sa.table(
+            "muscle_actions",
+            *(sa.column(name) for name in ("agent_id", "worker", "episode", "step", "done")),
+            *(sa.column(name, sa.JSON()) for name in ("sensor_readings", "actuator_setpoints")),
+            sa.column("rewards", sa.JSON()),
+            sa.column("objective"),
+        )
+        rows = [
+            {
+                **{"agent_id": agent, "worker": 0, "episode": 0, "step": step, "done": False},
+                **{"sensor_readings": {"s": step}, "actuator_setpoints": {"a": 1}},
+                **{"rewards": REWARDS[step % len(REWARDS)][0], "objective": None},
+            }
+            for step in range(ACTIONS)
+        ]
+        connection.execute(sa.insert(actions), rows)
+    return agent
+
+
+def store_at_0001_with_data(engine: Engine) -> int:
+    upgrade(engine, OLD)
+    return fill_revision_0001(engine)
+
+
+# --- the revisions -------------------------------------------------------------------------
+
+
+def test_head_is_the_newest_script() -> None:
+    script = ScriptDirectory.from_config(schema.alembic_config())
+    assert script.get_current_head() == schema.HEAD
+    assert [s.revision for s in script.walk_revisions()] == [schema.HEAD, OLD]
+
+
+def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
+    upgrade(engine, "head")
+
+    # No difference is ignored: none shows up on SQLite or PostgreSQL.
+    assert differences(engine) == []
+    assert schema.current_revision(engine) == schema.HEAD
+
+
+def test_revision_0001_lacks_exactly_what_0002_adds(engine: Engine) -> None:
+    upgrade(engine, OLD)
+
+    added = sorted((d[0], d[2], d[3].name) for d in differences(engine))
+    assert added == [
+        ("add_column", "experiment_run_instances", "code_revision"),
+        ("add_column", "experiment_run_instances", "package_versions"),
+        ("add_column", "muscle_actions", "reward"),
+    ]
+
+
+# --- ensure_current on each kind of store ---------------------------------------------------
+
+
+def test_ensure_current_creates_an_empty_store(engine: Engine) -> None:
+    assert schema.current_revision(engine) is None
+    schema.ensure_current(engine)
+    assert schema.current_revision(engine) == schema.HEAD
+    assert differences(engine) == []
+    assert schema.create(engine) is False  # already current
+
+
+def test_ensure_current_keeps_a_current_store(engine: Engine) -> None:
+    schema.create(engine)
+    with engine.begin() as connection:
+        insert(connection, "experiments", uid="kept", created_at=T0)
+
+    schema.ensure_current(engine)
+
+    assert scalar(engine, "SELECT uid FROM experiments") == "kept"
+    assert schema.migrate(engine) == (schema.HEAD, schema.HEAD)
+
+
+def test_ensure_current_refuses_an_older_store(engine: Engine) -> None:
+    upgrade(engine, OLD)
+
+    with pytest.raises(StoreError) as caught:
+        schema.ensure_current(engine)
+
+    message = str(caught.value)
+    assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+    assert f"at schema revision {OLD}, this palaestra needs {schema.HEAD}" in message
+    assert "run `palaestra database-migrate`" in message
+    assert schema.current_revision(engine) == OLD
+    assert "reward" not in columns(engine, "muscle_actions")
+
+
+def test_ensure_current_refuses_a_store_without_a_revision(engine: Engine) -> None:
+    upgrade(engine, OLD)
+    drop_version_table(engine)
+
+    with pytest.raises(StoreError, match="no recorded schema revision") as caught:
+        schema.ensure_current(engine)
+
+    assert "run `palaestra database-migrate`" in str(caught.value)
+    assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+
+
+def test_ensure_current_refuses_a_store_of_a_newer_palaestra(engine: Engine) -> None:
+    schema.create(engine)
+    stamp(engine, "0099_from_the_future")
+
+    with pytest.raises(StoreError, match="written by a newer palaestra") as caught:
+        schema.ensure_current(engine)
+
+    assert "0099_from_the_future" in str(caught.value)
+    with pytest.raises(StoreError, match="newer palaestra"):
+        schema.migrate(engine)
+    with pytest.raises(StoreError, match="newer palaestra"):
+        schema.create(engine)
+
+
+def test_a_failed_migration_is_a_store_error_and_changes_nothing(engine: Engine) -> None:
+    upgrade(engine, OLD)
+    with engine.begin() as connection:  # in the way of 0002, which adds it after two others
+        connection.execute(text("ALTER TABLE muscle_actions ADD COLUMN reward FLOAT"))
+
+    with pytest.raises(StoreError, match="cannot migrate the schema") as caught:
+        schema.migrate(engine)
+
+    assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+    assert engine.url.database in str(caught.value)
+    assert schema.current_revision(engine) == OLD
+    assert not {"package_versions", "code_revision"} & columns(engine, "experiment_run_instances")
+
+
+# --- migrate ---------------------------------------------------------------------------------
+
+
+def test_migrate_from_0001_keeps_the_rows_and_fills_reward(engine: Engine) -> None:
+    agent = store_at_0001_with_data(engine)
+
+    assert schema.migrate(engine) == (OLD, schema.HEAD)
+
+    assert schema.current_revision(engine) == schema.HEAD
+    assert differences(engine) == []
+    with engine.connect() as connection:
+        instance = connection.execute(
+            text(
+                "SELECT uid, status, palaestra_version, package_versions, code_revision "
+                "FROM experiment_run_instances"
+            )
+        ).one()
+        actions = connection.execute(
+            text("SELECT step, agent_id, rewards, reward FROM muscle_actions ORDER BY step")
+        ).all()
+    assert tuple(instance) == ("instance-1", "finished", "0.0.9", None, None)
+    assert len(actions) == ACTIONS
+    for step, agent_id, rewards, reward in actions:
+        expected_rewards, expected_reward = REWARDS[step % len(REWARDS)]
+        assert agent_id == agent
+        assert _json(rewards) == expected_rewards
+        assert reward == expected_reward
+    # and the migrated store takes new runs: the next instance of the same run
+    writer = StoreWriter("store", engine.url.render_as_string(hide_password=False))
+    writer.open()
+    try:
+        ids = writer.handle_run_start(run_start("instance-2")).ids
+    finally:
+        assert writer.engine is not None
+        writer.engine.dispose()
+    assert ids["experiment"] == scalar(engine, "SELECT id FROM experiments")
+    assert scalar(engine, "SELECT count(*) FROM experiment_run_instances") == 2
+
+
+def test_migrate_creates_an_empty_store(sqlite_engine: Engine) -> None:
+    assert schema.migrate(sqlite_engine) == (None, schema.HEAD)
+    assert differences(sqlite_engine) == []
+
+
+def test_migrate_stamps_a_store_without_a_revision_then_upgrades_it(engine: Engine) -> None:
+    store_at_0001_with_data(engine)
+    drop_version_table(engine)
+
+    assert schema.migrate(engine) == (OLD, schema.HEAD)
+
+    assert schema.current_revision(engine) == schema.HEAD
+    assert differences(engine) == []
+    assert scalar(engine, "SELECT count(*) FROM muscle_actions WHERE reward IS NOT NULL") > 0
+
+
+def test_migrate_stamps_a_store_without_a_revision_made_by_the_models(
+    sqlite_engine: Engine,
+) -> None:
+    """Stores created before revisions were recorded, but already with the current tables."""
+    Base.metadata.create_all(sqlite_engine)
+
+    assert schema.migrate(sqlite_engine) == (schema.HEAD, schema.HEAD)
+    assert schema.current_revision(sqlite_engine) == schema.HEAD
+
+
+def test_migrate_refuses_unversioned_tables_of_no_revision(sqlite_engine: Engine) -> None:
+    upgrade(sqlite_engine, OLD)
+    drop_version_table(sqlite_engine)
+    with sqlite_engine.begin() as connection:
+        connection.execute(text("ALTER TABLE agents ADD COLUMN colour VARCHAR(8)"))
+
+    with pytest.raises(StoreError, match="match no revision"):
+        schema.migrate(sqlite_engine)
+
+    assert schema.current_revision(sqlite_engine) is None
+
+
+def test_downgrade_to_0001_and_up_again(engine: Engine) -> None:
+    store_at_0001_with_data(engine)
+    schema.migrate(engine)
+
+    schema.downgrade(engine, OLD)
+
+    assert schema.current_revision(engine) == OLD
+    assert "reward" not in columns(engine, "muscle_actions")
+    assert not {"package_versions", "code_revision"} & columns(engine, "experiment_run_instances")
+    assert scalar(engine, "SELECT count(*) FROM muscle_actions") == ACTIONS
+    assert scalar(engine, "SELECT count(*) FROM experiment_run_phases") == 1
+    if engine.dialect.name == "sqlite":  # tables were rebuilt with foreign keys off
+        assert scalar(engine, "PRAGMA foreign_keys") == 1
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA foreign_key_check").all() == []
+    schema.migrate(engine)
+    assert differences(engine) == []
+
+
+def test_alembic_logs_only_when_palaestra_logs_at_debug(
+    sqlite_engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    upgrade(sqlite_engine, OLD)
+    with caplog.at_level(logging.INFO):
+        schema.migrate(sqlite_engine)
+    assert not [r for r in caplog.records if r.name.startswith("alembic")]
+
+    schema.downgrade(sqlite_engine, OLD)
+    with caplog.at_level(logging.DEBUG):
+        schema.migrate(sqlite_engine)
+    assert [r for r in caplog.records if r.name.startswith("alembic")]
+
+
+# --- run starts racing on one store ------------------------------------------------------------
+
+
+@pytest.fixture
+def writers(store_uri: str) -> Iterator[tuple[StoreWriter, StoreWriter]]:
+    pair = (StoreWriter("store-a", store_uri), StoreWriter("store-b", store_uri))
+    for writer in pair:
+        writer.open()
+    yield pair
+    for writer in pair:
+        assert writer.engine is not None
+        writer.engine.dispose()
+
+
+@pytest.mark.parametrize("created", ["experiment", "run"])
+def test_run_starts_racing_for_the_same_experiment_and_run(
+    writers: tuple[StoreWriter, StoreWriter], created: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """B looks up the experiment and run, finds (one of) them missing, and just before it
+    inserts, A starts the same run and commits: B's INSERT violates the unique uid."""
+    a, b = writers
+    if created == "run":  # the experiment exists already, only the run is new
+        a.handle_run_start(run_start("instance-0", run_uid="other-run"))
+    a_ids: dict[str, int] = {}
+
+    def a_starts_first(*_: Any) -> None:
+        a_ids.update(a.handle_run_start(run_start("instance-a")).ids)
+
+    assert b._sessions is not None
+    sa.event.listen(b._sessions, "before_flush", a_starts_first, once=True)
+    with caplog.at_level(logging.DEBUG, logger="palaestra.store.writer"):
+        b_ids = b.handle_run_start(run_start("instance-b")).ids
+
+    assert "started concurrently" in caplog.text  # B did collide, and tried again
+    assert b_ids["experiment"] == a_ids["experiment"]
+    assert b_ids["run"] == a_ids["run"]
+    assert b_ids["instance"] != a_ids["instance"]
+    engine = a.engine
+    assert engine is not None
+    assert scalar(engine, "SELECT count(*) FROM experiments") == 1
+    assert scalar(engine, "SELECT count(*) FROM experiment_runs WHERE uid = 'run'") == 1
+    assert scalar(engine, "SELECT count(*) FROM experiment_run_instances") == (
+        3 if created == "run" else 2
+    )
+
+
+def _json(value: Any) -> Any:
+    """JSON columns read with plain SQL: text on SQLite, decoded on PostgreSQL."""
+    import json
+
+    return json.loads(value) if isinstance(value, str) else value
