@@ -1,275 +1,248 @@
-"""Reading the store: runs, phases and the records of a run instance as lists of plain dicts.
+"""Results as pandas DataFrames: experiments, runs and the records of a run, for notebooks.
 
-Every function takes a store URI (or an open :class:`~sqlalchemy.Engine`) and reads the newest
-instance of a run unless ``instance`` (an instance uid) is given. Filters become WHERE clauses;
-nothing is filtered in Python. JSON values come back as plain Python values and timestamps as
-timezone-aware UTC datetimes.
+Every function but :func:`experiments` and :func:`runs` takes the run's uid first; all take
+``store_uri`` (a URI or an open :class:`~sqlalchemy.Engine`; None reads the configured store:
+``PALAESTRA_STORE_URI``, else ``store_uri`` in ``./palaestra-runtime.yaml``, else
+``sqlite:///palaestra.db``) and the run-scoped ones ``instance`` (an instance uid; default:
+the run's newest instance). Filters are keyword arguments that become SQL WHERE clauses; a
+filter takes one value or a list of values, and ``phase`` takes indexes (int) or names (str).
+
+The SQL lives in :mod:`palaestra.store.rows`, which returns the same rows as plain dicts (no
+pandas needed). DataFrames are the same on SQLite and PostgreSQL: timestamps
+``datetime64[us, UTC]``, JSON columns as Python dicts, counts as ints. An unknown run raises
+:class:`UnknownRunError` (a :class:`LookupError`) naming the runs the store has.
+
+Example::
+
+    from palaestra.store import query
+
+    query.runs()
+    actions = query.muscle_actions("dummy-run", phase="phase_0", agent="attacker", expand=True)
+    query.episode_rewards("dummy-run").groupby(["phase", "agent"])["reward"].mean()
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import ColumnElement, Engine, Select, func, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from palaestra.store import rows
+from palaestra.store.rows import Match, Rows, StoreURI, UnknownRunError, resolve_store_uri
 
-from palaestra.core.errors import StoreError
-from palaestra.store.engine import make_engine, mask_uri
-from palaestra.store.models import (
-    Agent,
-    BrainState,
-    Environment,
-    Experiment,
-    ExperimentRun,
-    ExperimentRunInstance,
-    ExperimentRunPhase,
-    MuscleAction,
-    WorldState,
-)
+if TYPE_CHECKING:
+    import pandas as pd
 
-Store = str | Engine
-Row = dict[str, Any]
+__all__ = [
+    "UnknownRunError",
+    "agents",
+    "brain_states",
+    "environments",
+    "episode_rewards",
+    "experiments",
+    "muscle_actions",
+    "phases",
+    "resolve_store_uri",
+    "runs",
+    "to_frame",
+    "world_states",
+]
 
-_Instance = ExperimentRunInstance
-_Phase = ExperimentRunPhase
+PANDAS_MISSING = "palaestra.store.query needs pandas: pip install 'palaestra[pandas]'"
 
 
-def runs(store: Store) -> list[Row]:
-    """One row per run instance, oldest first.
+def to_frame(found: Rows) -> pd.DataFrame:
+    """A DataFrame of rows from :mod:`palaestra.store.rows`, with their columns in order.
 
-    Returns:
-        Dicts with ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status``, ``reason``,
-        ``started_at``, ``finished_at``, ``duration_s`` (None while running) and ``phases``
-        (the number of phases started).
+    Raises:
+        ImportError: pandas is not installed.
     """
-    phase_count = (
-        select(func.count(_Phase.id))
-        .where(_Phase.experiment_run_instance_id == _Instance.id)
-        .scalar_subquery()
-    )
-    statement = (
-        select(
-            ExperimentRun.uid.label("run_uid"),
-            Experiment.uid.label("experiment_uid"),
-            _Instance.uid.label("instance_uid"),
-            _Instance.status,
-            _Instance.reason,
-            _Instance.started_at,
-            _Instance.finished_at,
-            phase_count.label("phases"),
-        )
-        .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
-        .join(Experiment, ExperimentRun.experiment_id == Experiment.id)
-        .order_by(_Instance.id)
-    )
-    rows = _fetch(store, statement)
-    for row in rows:
-        row["duration_s"] = _duration(row)
-    return rows
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ImportError(PANDAS_MISSING) from exc
+    return pd.DataFrame.from_records(list(found), columns=list(found.columns))
 
 
-def phases(store: Store, run_uid: str, *, instance: str | None = None) -> list[Row]:
-    """The phases of a run instance, by index.
+def experiments(*, store_uri: StoreURI | None = None) -> pd.DataFrame:
+    """One row per experiment: ``experiment_uid``, ``created_at``, ``runs``, ``instances``."""
+    return to_frame(rows.experiments(store_uri=store_uri))
 
-    Returns:
-        Dicts with ``id``, ``index``, ``name``, ``mode``, ``workers``, ``episodes``,
-        ``config``, ``status``, ``started_at`` and ``finished_at``.
+
+def runs(
+    *,
+    experiment: Match | None = None,
+    run: Match | None = None,
+    store_uri: StoreURI | None = None,
+) -> pd.DataFrame:
+    """One row per run instance, oldest first, optionally of some experiments or runs only.
+
+    Columns: ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status``, ``reason``,
+    ``started_at``, ``finished_at``, ``duration_s``, ``phases``, ``episodes`` (episodes ×
+    workers summed over the phases), ``palaestra_version``, ``code_revision``.
     """
-    statement = (
-        select(
-            _Phase.id,
-            _Phase.index,
-            _Phase.name,
-            _Phase.mode,
-            _Phase.workers,
-            _Phase.episodes,
-            _Phase.config,
-            _Phase.status,
-            _Phase.started_at,
-            _Phase.finished_at,
-        )
-        .where(_instance_filter(_Phase.experiment_run_instance_id, run_uid, instance))
-        .order_by(_Phase.index)
+    return to_frame(rows.runs(experiment=experiment, run=run, store_uri=store_uri))
+
+
+def phases(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> pd.DataFrame:
+    """The phases of a run: ``phase`` (index), ``name``, ``mode``, ``workers``, ``episodes``,
+    ``status``, ``started_at``, ``finished_at``, ``duration_s``, ``config``."""
+    return to_frame(rows.phases(run, store_uri=store_uri, instance=instance))
+
+
+def agents(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """The agents of each phase: ``phase``, ``phase_name``, ``agent``, ``brain``, ``muscle``,
+    ``objective``, ``config``, ``seeds``, ``loaded_from``."""
+    return to_frame(
+        rows.agents(run, phase=phase, agent=agent, store_uri=store_uri, instance=instance)
     )
-    return _fetch(store, statement)
+
+
+def environments(
+    run: str,
+    *,
+    phase: Match | None = None,
+    environment: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """The environments of each phase: ``phase``, ``phase_name``, ``environment`` (uid),
+    ``name`` (class), ``params``, ``seeds``."""
+    found = rows.environments(
+        run, phase=phase, environment=environment, store_uri=store_uri, instance=instance
+    )
+    return to_frame(found)
 
 
 def world_states(
-    store: Store,
-    run_uid: str,
-    phase: int | None = None,
+    run: str,
     *,
-    environment: str | None = None,
+    phase: Match | None = None,
+    episode: Match | None = None,
+    environment: Match | None = None,
+    worker: Match | None = None,
+    mode: Match | None = None,
+    expand: bool = False,
+    store_uri: StoreURI | None = None,
     instance: str | None = None,
-) -> list[Row]:
-    """The world states of a run instance, optionally of one phase (index) and environment.
+) -> pd.DataFrame:
+    """One row per environment step, by phase, environment, worker, episode and step.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        episode: Episode number(s).
+        environment: Environment uid(s).
+        worker: Worker number(s).
+        mode: Phase mode(s), e.g. ``"train"``.
+        expand: Replace ``sensors`` and ``setpoints`` by one column per uid
+            (``sensor.<uid>``, ``setpoint.<uid>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
 
     Returns:
-        Dicts with ``phase``, ``environment``, ``worker``, ``episode``, ``step``, ``sensors``,
-        ``setpoints``, ``rewards`` and ``done``, in insertion order.
+        ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
+        ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``.
     """
-    statement = (
-        select(
-            _Phase.index.label("phase"),
-            Environment.uid.label("environment"),
-            WorldState.worker,
-            WorldState.episode,
-            WorldState.step,
-            WorldState.sensors,
-            WorldState.setpoints,
-            WorldState.rewards,
-            WorldState.done,
-        )
-        .join(Environment, WorldState.environment_id == Environment.id)
-        .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
-        .where(_instance_filter(_Phase.experiment_run_instance_id, run_uid, instance))
-        .order_by(WorldState.id)
+    found = rows.world_states(
+        run,
+        phase=phase,
+        episode=episode,
+        environment=environment,
+        worker=worker,
+        mode=mode,
+        store_uri=store_uri,
+        instance=instance,
     )
-    if phase is not None:
-        statement = statement.where(_Phase.index == phase)
-    if environment is not None:
-        statement = statement.where(Environment.uid == environment)
-    return _fetch(store, statement)
+    return to_frame(rows.expand(found) if expand else found)
 
 
 def muscle_actions(
-    store: Store,
-    run_uid: str,
-    phase: int | None = None,
-    agent: str | None = None,
+    run: str,
     *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    episode: Match | None = None,
+    mode: Match | None = None,
+    worker: Match | None = None,
+    expand: bool = False,
+    store_uri: StoreURI | None = None,
     instance: str | None = None,
-) -> list[Row]:
-    """The muscle actions of a run instance, optionally of one phase (index) and agent (name).
+) -> pd.DataFrame:
+    """One row per agent step, by phase, agent, worker, episode and step.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        agent: Agent name(s).
+        episode: Episode number(s).
+        mode: Phase mode(s), e.g. ``"test"``.
+        worker: Worker number(s).
+        expand: Replace ``sensor_readings`` and ``actuator_setpoints`` by one column per uid
+            (``sensor.<uid>``, ``setpoint.<uid>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
 
     Returns:
-        Dicts with ``phase``, ``agent``, ``worker``, ``episode``, ``step``,
-        ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``objective`` and ``done``,
-        in insertion order.
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
+        ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's total),
+        ``objective``, ``done``.
     """
-    statement = (
-        select(
-            _Phase.index.label("phase"),
-            Agent.name.label("agent"),
-            MuscleAction.worker,
-            MuscleAction.episode,
-            MuscleAction.step,
-            MuscleAction.sensor_readings,
-            MuscleAction.actuator_setpoints,
-            MuscleAction.rewards,
-            MuscleAction.objective,
-            MuscleAction.done,
-        )
-        .join(Agent, MuscleAction.agent_id == Agent.id)
-        .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-        .where(_instance_filter(_Phase.experiment_run_instance_id, run_uid, instance))
-        .order_by(MuscleAction.id)
+    found = rows.muscle_actions(
+        run,
+        phase=phase,
+        agent=agent,
+        episode=episode,
+        mode=mode,
+        worker=worker,
+        store_uri=store_uri,
+        instance=instance,
     )
-    if phase is not None:
-        statement = statement.where(_Phase.index == phase)
-    if agent is not None:
-        statement = statement.where(Agent.name == agent)
-    return _fetch(store, statement)
+    return to_frame(rows.expand(found) if expand else found)
+
+
+def episode_rewards(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    mode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """Per phase, agent, worker and episode (summed by the database): ``phase``,
+    ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``, ``reward`` and
+    ``objective`` (sums; NaN where no step had one)."""
+    found = rows.episode_rewards(
+        run, phase=phase, agent=agent, mode=mode, store_uri=store_uri, instance=instance
+    )
+    return to_frame(found)
 
 
 def brain_states(
-    store: Store,
-    run_uid: str,
-    agent: str | None = None,
+    run: str,
     *,
-    instance: str | None = None,
+    phase: Match | None = None,
+    agent: Match | None = None,
     with_dump: bool = False,
-) -> list[Row]:
-    """The brain dumps of a run instance, optionally of one agent, oldest first.
-
-    Returns:
-        Dicts with ``id``, ``phase``, ``agent``, ``tag``, ``path``, ``created_at`` and, with
-        ``with_dump``, the ``dump`` bytes.
-    """
-    columns: list[Any] = [
-        BrainState.id,
-        _Phase.index.label("phase"),
-        Agent.name.label("agent"),
-        BrainState.tag,
-        BrainState.path,
-        BrainState.created_at,
-    ]
-    if with_dump:
-        columns.append(BrainState.dump)
-    statement = (
-        select(*columns)
-        .join(Agent, BrainState.agent_id == Agent.id)
-        .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-        .where(_instance_filter(_Phase.experiment_run_instance_id, run_uid, instance))
-        .order_by(BrainState.id)
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """The brain dumps: ``id``, ``phase``, ``phase_name``, ``agent``, ``tag``, ``path``,
+    ``created_at`` and, with ``with_dump``, ``dump`` (bytes)."""
+    found = rows.brain_states(
+        run,
+        phase=phase,
+        agent=agent,
+        with_dump=with_dump,
+        store_uri=store_uri,
+        instance=instance,
     )
-    if agent is not None:
-        statement = statement.where(Agent.name == agent)
-    return _fetch(store, statement)
-
-
-# --- helpers -------------------------------------------------------------------------------
-
-
-def _instance_filter(column: Any, run_uid: str, instance: str | None) -> ColumnElement[bool]:
-    """``column`` equals the id of the run's newest instance, or of the instance named."""
-    chosen = (
-        select(_Instance.id)
-        .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
-        .where(ExperimentRun.uid == run_uid)
-    )
-    if instance is None:
-        chosen = chosen.order_by(_Instance.id.desc()).limit(1)
-    else:
-        chosen = chosen.where(_Instance.uid == instance)
-    return column == chosen.scalar_subquery()
-
-
-def _duration(row: Row) -> float | None:
-    if row["finished_at"] is None or row["started_at"] is None:
-        return None
-    return (row["finished_at"] - row["started_at"]).total_seconds()
-
-
-def _fetch(store: Store, statement: Select[Any]) -> list[Row]:
-    with _connected(store) as engine:
-        try:
-            with engine.connect() as connection:
-                return [dict(row._mapping) for row in connection.execute(statement)]
-        except SQLAlchemyError as exc:
-            uri = engine.url.render_as_string(hide_password=True)
-            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-            raise StoreError(f"store {uri}: cannot read: {reason}") from exc
-
-
-@contextmanager
-def _connected(store: Store) -> Iterator[Engine]:
-    """The engine of ``store``; one made here from a URI is disposed afterwards."""
-    if isinstance(store, Engine):
-        yield store
-        return
-    _require_existing_sqlite(store)
-    engine = make_engine(store)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-def _require_existing_sqlite(uri: str) -> None:
-    """Reading must not create an empty SQLite store where there was none."""
-    try:
-        url = make_url(uri)
-    except ArgumentError:
-        return  # make_engine reports it
-    database = url.database or ""
-    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
-        return
-    if database.startswith("file:"):
-        return
-    if not Path(database).expanduser().exists():
-        raise StoreError(f"store {mask_uri(uri)}: no such store file: {database}")
+    return to_frame(found)

@@ -1,202 +1,471 @@
-"""Tests of palaestra.store.query against a small store written by the StoreWriter."""
+"""Tests of palaestra.store.query and palaestra.store.rows on stores the StoreWriter wrote.
+
+``write_store`` (also used by tests/unit/test_cli_results.py) writes the same runs, with the
+same timestamps, to any store URI, so SQLite and PostgreSQL can be compared frame by frame.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
+from pandas.testing import assert_frame_equal
 from sqlalchemy import event
 
 from palaestra.core import messages as m
-from palaestra.core.errors import StoreError
-from palaestra.store import query
+from palaestra.core.errors import InvalidInputError, StoreError
+from palaestra.store import query, rows
+from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
 
 RUN = "run-q"
+T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+AGENTS = ("attacker", "defender")
+
+
+# --- writing a store -------------------------------------------------------------------------
+
+
+class Clock:
+    """A stand-in for ``utcnow``: one second later at every call, from T0."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def __call__(self) -> dt.datetime:
+        self.ticks += 1
+        return T0 + dt.timedelta(seconds=self.ticks, microseconds=250)
 
 
 def request(writer: StoreWriter, message: m.Msg) -> Any:
     return asyncio.run(writer.dispatch(message))
 
 
-def agent(name: str) -> m.PhaseAgent:
-    return m.PhaseAgent(
-        name=name, brain="pkg:Brain", muscle="pkg:Muscle", objective="pkg:Obj", config={}, seeds={}
-    )
-
-
-def start_instance(writer: StoreWriter, uid: str) -> int:
-    message = m.StoreRunStart(
-        experiment_uid="exp-q",
-        run_uid=RUN,
-        instance_uid=uid,
-        document="uid: run-q\n",
+def run_start(run: str, instance: str, experiment: str) -> m.StoreRunStart:
+    return m.StoreRunStart(
+        experiment_uid=experiment,
+        run_uid=run,
+        instance_uid=instance,
+        document=f"uid: {run}\n",
         file="run.yml",
-        seed=1,
+        seed=42,
         palaestra_version="0.1.0",
         host="box",
+        code_revision="abc123",
     )
-    return request(writer, message).ids["instance"]
 
 
-def start_phase(writer: StoreWriter, instance_id: int, index: int) -> dict[str, int]:
-    message = m.StorePhaseStart(
+def phase_agent(name: str, loaded_from: dict[str, Any] | None = None) -> m.PhaseAgent:
+    return m.PhaseAgent(
+        name=name,
+        brain="pkg:Brain",
+        muscle="pkg:Muscle",
+        objective="pkg:Objective",
+        config={"lr": 0.5},
+        seeds={"brain": 1},
+        loaded_from=loaded_from,
+    )
+
+
+def phase_start(
+    instance_id: int, index: int, name: str, mode: str, workers: int, episodes: int
+) -> m.StorePhaseStart:
+    return m.StorePhaseStart(
         instance_id=instance_id,
         index=index,
-        name=f"phase-{index}",
-        mode="train" if index == 0 else "test",
-        workers=1,
-        episodes=1,
-        config={"index": index},
-        environments=[m.PhaseEnvironment(uid="env", name="pkg:Env", params={}, seeds=[1])],
-        agents=[agent("a"), agent("b")],
+        name=name,
+        mode=mode,
+        workers=workers,
+        episodes=episodes,
+        config={"episodes": episodes},
+        environments=[
+            m.PhaseEnvironment(uid="myenv", name="pkg:Env", params={"size": 3}, seeds=[7, 8])
+        ],
+        agents=[
+            phase_agent("attacker"),
+            phase_agent("defender", {"brain_state_id": 1} if index else None),
+        ],
     )
-    return request(writer, message).ids
 
 
-def record_phase(writer: StoreWriter, ids: dict[str, int], index: int) -> None:
-    """Two steps of world states, two actions per agent, one dump per agent."""
-    writer.accept(
-        m.WorldStateRows(
-            environment_id=ids["environment:env"],
-            worker=0,
-            rows=[
-                (0, s, {"env.s": index * 10 + s}, {"env.a": s}, {"r": 1.0}, s == 1) for s in (0, 1)
-            ],
-        )
+def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.WorldStateRows:
+    return m.WorldStateRows(
+        environment_id=env_id,
+        worker=worker,
+        rows=[
+            (
+                e,
+                s,
+                {"myenv.0": phase + s / 4, "myenv.1": [s, worker]},
+                {"myenv.2": s % 2},
+                {"myenv.r": s / 2},
+                s == 2,
+            )  # fmt: skip
+            for e in range(episodes)
+            for s in range(3)
+        ],
     )
-    for name in ("a", "b"):
-        writer.accept(
-            m.MuscleActionRows(
-                agent_id=ids[f"agent:{name}"],
-                worker=0,
-                rows=[
-                    (0, s, {"env.s": s}, {"env.a": [s]}, {"r": 1.0}, None if s else 0.5, s == 1)
-                    for s in (0, 1)
-                ],
-            )
+
+
+def action_rows(agent_id: int, agent: str, worker: int, episodes: int) -> m.MuscleActionRows:
+    actuator = "myenv.2" if agent == "attacker" else "myenv.3"
+    return m.MuscleActionRows(
+        agent_id=agent_id,
+        worker=worker,
+        rows=[
+            (
+                e,
+                s,
+                {"myenv.0": s / 4},
+                {actuator: s + e},
+                {"myenv.r": (s + 1) / 4, "x": [0.5]},
+                None if s == 0 else 0.5 * worker,
+                s == 2,
+            )  # fmt: skip
+            for e in range(episodes)
+            for s in range(3)
+        ],
+    )
+
+
+def record_phase(
+    writer: StoreWriter, instance_id: int, index: int, name: str, mode: str, shape: tuple[int, int]
+) -> None:
+    """A phase of ``shape`` (workers, episodes) with 3 steps per episode, written workers
+    and agents in reverse (the queries must order them), and a dump per agent."""
+    workers, episodes = shape
+    ids = request(writer, phase_start(instance_id, index, name, mode, workers, episodes)).ids
+    for worker in reversed(range(workers)):
+        writer.accept(world_rows(ids["environment:myenv"], worker, episodes, index))
+        for agent in reversed(AGENTS):
+            writer.accept(action_rows(ids[f"agent:{agent}"], agent, worker, episodes))
+    if index == 0:
+        checkpoint = m.BrainDump(
+            agent_id=ids["agent:attacker"], tag="checkpoint", path="", dump=b"c"
         )
-        writer.accept(
-            m.BrainDump(
-                agent_id=ids[f"agent:{name}"], tag="final", path=f"{name}.bin", dump=name.encode()
-            )
+        writer.accept(checkpoint)
+    for agent in AGENTS:
+        dump = f"{agent}-{index}".encode()
+        final = m.BrainDump(
+            agent_id=ids[f"agent:{agent}"], tag="final", path=f"{agent}.bin", dump=dump
         )
+        writer.accept(final)
     request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+
+
+def write_store(uri: str) -> str:
+    """Write to ``uri`` (timestamps from a fresh :class:`Clock`):
+
+    - ``run-q`` (experiment ``exp-q``): instance ``old`` (phase 0 only, ended in error) and
+      instance ``new`` (phase 0 ``learn``: train, 2 workers x 2 episodes; phase 1 ``check``:
+      test, 1 x 1; finished);
+    - ``run-q2`` (``exp-q``): instance ``q2``, still running, no phase;
+    - ``run-other`` (``exp-other``): instance ``o1``, one phase, finished.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            write_runs(writer)
+        finally:
+            asyncio.run(writer.teardown())
+    return uri
+
+
+def write_runs(writer: StoreWriter) -> None:
+    old = request(writer, run_start(RUN, "old", "exp-q")).ids["instance"]
+    record_phase(writer, old, 0, "learn", "train", (1, 1))
+    reason = "boom: the muscle died\nTraceback ..."
+    request(writer, m.StoreRunEnd(instance_id=old, status="error", reason=reason))
+    new = request(writer, run_start(RUN, "new", "exp-q")).ids["instance"]
+    record_phase(writer, new, 0, "learn", "train", (2, 2))
+    record_phase(writer, new, 1, "check", "test", (1, 1))
+    request(writer, m.StoreRunEnd(instance_id=new, status="finished"))
+    request(writer, run_start("run-q2", "q2", "exp-q"))
+    other = request(writer, run_start("run-other", "o1", "exp-other")).ids["instance"]
+    record_phase(writer, other, 0, "only", "train", (1, 1))
+    request(writer, m.StoreRunEnd(instance_id=other, status="finished"))
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Instance ``old`` (one phase, failed) and instance ``new`` (two phases, finished)."""
-    uri = f"sqlite:///{tmp_path_factory.mktemp('query')}/palaestra.db"
-    writer = StoreWriter("store", uri)
-    writer.open()
-    old = start_instance(writer, "old")
-    record_phase(writer, start_phase(writer, old, 0), 0)
-    request(writer, m.StoreRunEnd(instance_id=old, status="error", reason="boom"))
-    new = start_instance(writer, "new")
-    for index in (0, 1):
-        record_phase(writer, start_phase(writer, new, index), index)
-    request(writer, m.StoreRunEnd(instance_id=new, status="finished"))
-    asyncio.run(writer.teardown())
-    return uri
+    return write_store(f"sqlite:///{tmp_path_factory.mktemp('query')}/palaestra.db")
 
 
-def test_runs_lists_every_instance(store: str) -> None:
-    rows = query.runs(store)
+# --- experiments and runs --------------------------------------------------------------------
 
-    assert [(r["run_uid"], r["experiment_uid"], r["instance_uid"]) for r in rows] == [
-        (RUN, "exp-q", "old"),
-        (RUN, "exp-q", "new"),
+
+def test_experiments(store: str) -> None:
+    frame = query.experiments(store_uri=store)
+
+    assert frame.to_dict("records") == [
+        {
+            "experiment_uid": "exp-q",
+            "created_at": pd.Timestamp(T0) + pd.Timedelta("1.00025s"),
+            "runs": 2,
+            "instances": 3,
+        },  # fmt: skip
+        {
+            "experiment_uid": "exp-other",
+            "created_at": frame["created_at"][1],
+            "runs": 1,
+            "instances": 1,
+        },  # fmt: skip
     ]
-    assert [(r["status"], r["reason"], r["phases"]) for r in rows] == [
-        ("error", "boom", 1),
-        ("finished", "", 2),
+    assert str(frame["created_at"].dtype) == "datetime64[us, UTC]"
+
+
+def test_runs_one_row_per_instance(store: str) -> None:
+    frame = query.runs(store_uri=store)
+
+    assert list(frame.columns) == [
+        "run_uid", "experiment_uid", "instance_uid", "status", "reason", "started_at",
+        "finished_at", "duration_s", "phases", "episodes", "palaestra_version", "code_revision",
+    ]  # fmt: skip
+    assert frame[["run_uid", "instance_uid", "status", "phases", "episodes"]].values.tolist() == [
+        [RUN, "old", "error", 1, 1],
+        [RUN, "new", "finished", 2, 5],
+        ["run-q2", "q2", "running", 0, 0],
+        ["run-other", "o1", "finished", 1, 1],
     ]
-    for row in rows:
-        assert row["started_at"].tzinfo is dt.UTC
-        assert row["duration_s"] == (row["finished_at"] - row["started_at"]).total_seconds()
-        assert row["duration_s"] >= 0
+    assert frame["reason"][0] == "boom: the muscle died\nTraceback ..."
+    finished = frame.dropna(subset=["finished_at"])
+    durations = (finished["finished_at"] - finished["started_at"]).dt.total_seconds()
+    assert (durations == finished["duration_s"]).all()
+    assert (durations > 0).all()
+    assert pd.isna(frame["finished_at"][2]) and pd.isna(frame["duration_s"][2])
+    assert str(frame["episodes"].dtype) == "int64"
+
+
+def test_runs_of_some_experiments(store: str) -> None:
+    assert query.runs(experiment="exp-other", store_uri=store)["run_uid"].tolist() == ["run-other"]
+    assert len(query.runs(experiment=["exp-q", "exp-other"], store_uri=store)) == 4
+    assert query.runs(experiment="nope", store_uri=store).empty
+
+
+# --- phases, agents, environments ------------------------------------------------------------
 
 
 def test_phases_of_the_newest_instance_or_the_one_named(store: str) -> None:
-    rows = query.phases(store, RUN)
+    frame = query.phases(RUN, store_uri=store)
 
-    assert [(r["index"], r["name"], r["mode"], r["status"]) for r in rows] == [
-        (0, "phase-0", "train", "finished"),
-        (1, "phase-1", "test", "finished"),
+    assert frame[["phase", "name", "mode", "workers", "episodes", "status"]].values.tolist() == [
+        [0, "learn", "train", 2, 2, "finished"],
+        [1, "check", "test", 1, 1, "finished"],
     ]
-    assert rows[1]["config"] == {"index": 1}
-    assert [r["index"] for r in query.phases(store, RUN, instance="old")] == [0]
+    assert frame["config"].tolist() == [{"episodes": 2}, {"episodes": 1}]
+    assert (frame["duration_s"] > 0).all()
+    old = query.phases(RUN, store_uri=store, instance="old")
+    assert old[["phase", "workers"]].values.tolist() == [[0, 1]]
 
 
-def test_world_states_with_filters(store: str) -> None:
-    rows = query.world_states(store, RUN)
+def test_agents_per_phase(store: str) -> None:
+    frame = query.agents(RUN, store_uri=store)
 
-    assert [(r["phase"], r["step"], r["sensors"]) for r in rows] == [
-        (0, 0, {"env.s": 0}),
-        (0, 1, {"env.s": 1}),
-        (1, 0, {"env.s": 10}),
-        (1, 1, {"env.s": 11}),
+    assert frame[["phase", "phase_name", "agent", "brain"]].values.tolist() == [
+        [0, "learn", "attacker", "pkg:Brain"],
+        [0, "learn", "defender", "pkg:Brain"],
+        [1, "check", "attacker", "pkg:Brain"],
+        [1, "check", "defender", "pkg:Brain"],
     ]
-    assert rows[1] == {
-        "phase": 0,
-        "environment": "env",
-        "worker": 0,
-        "episode": 0,
-        "step": 1,
-        "sensors": {"env.s": 1},
-        "setpoints": {"env.a": 1},
-        "rewards": {"r": 1.0},
-        "done": True,
-    }
-    assert [r["step"] for r in query.world_states(store, RUN, phase=1)] == [0, 1]
-    assert query.world_states(store, RUN, environment="other") == []
-    assert len(query.world_states(store, RUN, instance="old")) == 2
+    assert frame["loaded_from"].tolist() == [None, None, None, {"brain_state_id": 1}]
+    assert frame["config"][0] == {"lr": 0.5}
+    checked = query.agents(RUN, phase="check", agent="defender", store_uri=store)
+    assert checked[["phase", "agent"]].values.tolist() == [[1, "defender"]]
 
 
-def test_muscle_actions_with_filters(store: str) -> None:
-    assert len(query.muscle_actions(store, RUN)) == 8
-    rows = query.muscle_actions(store, RUN, phase=1, agent="b")
+def test_environments_per_phase(store: str) -> None:
+    frame = query.environments(RUN, phase=1, store_uri=store)
 
-    assert rows == [
+    assert frame.to_dict("records") == [
         {
             "phase": 1,
-            "agent": "b",
-            "worker": 0,
-            "episode": 0,
-            "step": s,
-            "sensor_readings": {"env.s": s},
-            "actuator_setpoints": {"env.a": [s]},
-            "rewards": {"r": 1.0},
-            "objective": None if s else 0.5,
-            "done": s == 1,
-        }
-        for s in (0, 1)
+            "phase_name": "check",
+            "environment": "myenv",
+            "name": "pkg:Env",
+            "params": {"size": 3},
+            "seeds": [7, 8],
+        },  # fmt: skip
     ]
-    assert len(query.muscle_actions(store, RUN, agent="a", instance="old")) == 2
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+def test_world_states_are_ordered_and_typed(store: str) -> None:
+    frame = query.world_states(RUN, store_uri=store)
+
+    assert len(frame) == 2 * 2 * 3 + 3
+    keys = frame[["phase", "worker", "episode", "step"]].values.tolist()
+    assert keys == sorted(keys)
+    assert frame.iloc[1].to_dict() == {
+        "phase": 0, "phase_name": "learn", "mode": "train", "environment": "myenv",
+        "worker": 0, "episode": 0, "step": 1, "sensors": {"myenv.0": 0.25, "myenv.1": [1, 0]},
+        "setpoints": {"myenv.2": 1}, "rewards": {"myenv.r": 0.5}, "done": False,
+    }  # fmt: skip
+    assert frame.dtypes[["phase", "worker", "episode", "step"]].tolist() == ["int64"] * 4
+    assert frame["done"].dtype == bool
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"phase": 1}, [(1, 0, 0)] * 3),
+        ({"phase": "check"}, [(1, 0, 0)] * 3),
+        ({"phase": [0, "check"], "worker": 1, "episode": 1}, [(0, 1, 1)] * 3),
+        ({"mode": "test"}, [(1, 0, 0)] * 3),
+        ({"environment": "other"}, []),
+    ],
+)
+def test_world_states_filters(store: str, filters: dict[str, Any], expected: list[Any]) -> None:
+    frame = query.world_states(RUN, store_uri=store, **filters)
+    assert [tuple(r) for r in frame[["phase", "worker", "episode"]].values.tolist()] == expected
+
+
+def test_muscle_actions_are_ordered_by_phase_agent_worker_episode_step(store: str) -> None:
+    frame = query.muscle_actions(RUN, store_uri=store)
+
+    assert len(frame) == 2 * (2 * 2 * 3 + 3)
+    assert list(frame.columns) == [
+        "phase", "phase_name", "mode", "agent", "worker", "episode", "step", "sensor_readings",
+        "actuator_setpoints", "rewards", "reward", "objective", "done",
+    ]  # fmt: skip
+    keys = frame[["phase", "agent", "worker", "episode", "step"]].values.tolist()
+    assert keys == sorted(keys)
+    first = frame.iloc[0].to_dict()
+    assert first["rewards"] == {"myenv.r": 0.25, "x": [0.5]}
+    assert first["reward"] == 0.75
+    assert pd.isna(first["objective"])
+
+
+@pytest.mark.parametrize(
+    ("filters", "rows_expected"),
+    [
+        ({"phase": 0}, 24),
+        ({"phase": "learn", "agent": "defender"}, 12),
+        ({"agent": ["attacker", "defender"], "episode": 1}, 12),
+        ({"mode": "test", "worker": 0}, 6),
+        ({"phase": 0, "worker": [1], "episode": [0, 1], "agent": "attacker"}, 6),
+        ({"agent": "nobody"}, 0),
+    ],
+)
+def test_muscle_actions_filters(store: str, filters: dict[str, Any], rows_expected: int) -> None:
+    frame = query.muscle_actions(RUN, store_uri=store, **filters)
+
+    assert len(frame) == rows_expected
+    for name, value in filters.items():
+        column = "phase" if name == "phase" and isinstance(value, int) else name
+        column = "phase_name" if name == "phase" and isinstance(value, str) else column
+        allowed = value if isinstance(value, list) else [value]
+        assert frame[column].isin(allowed).all()
+
+
+def test_filters_take_numpy_values_and_reject_others(store: str) -> None:
+    frame = query.muscle_actions(RUN, store_uri=store)
+    last = frame["episode"].max()  # a numpy integer
+
+    assert len(query.muscle_actions(RUN, episode=last, store_uri=store)) == 12
+    workers = frame["worker"].unique()  # a numpy array
+    assert len(query.muscle_actions(RUN, worker=workers, phase=0, store_uri=store)) == 24
+    with pytest.raises(TypeError, match="integers or strings, got 1.5"):
+        query.muscle_actions(RUN, episode=1.5, store_uri=store)  # type: ignore[arg-type]
+
+
+def test_muscle_actions_of_an_older_instance(store: str) -> None:
+    frame = query.muscle_actions(RUN, agent="attacker", store_uri=store, instance="old")
+    assert frame[["phase", "worker", "episode", "step"]].values.tolist() == [
+        [0, 0, 0, s] for s in range(3)
+    ]
+
+
+def test_expand_makes_one_column_per_uid(store: str) -> None:
+    actions = query.muscle_actions(RUN, phase=1, expand=True, store_uri=store)
+    worlds = query.world_states(RUN, phase=1, expand=True, store_uri=store)
+
+    assert list(actions.columns) == [
+        "phase", "phase_name", "mode", "agent", "worker", "episode", "step", "sensor.myenv.0",
+        "setpoint.myenv.2", "setpoint.myenv.3", "rewards", "reward", "objective", "done",
+    ]  # fmt: skip
+    assert actions["sensor.myenv.0"].tolist() == [0.0, 0.25, 0.5] * 2
+    attacker = actions[actions["agent"] == "attacker"]
+    assert attacker["setpoint.myenv.2"].tolist() == [0, 1, 2]
+    assert attacker["setpoint.myenv.3"].isna().all()
+    assert [c for c in worlds.columns if "." in c] == [
+        "sensor.myenv.0", "sensor.myenv.1", "setpoint.myenv.2",
+    ]  # fmt: skip
+    assert worlds["sensor.myenv.1"].tolist() == [[0, 0], [1, 0], [2, 0]]
+
+
+def test_episode_rewards_are_sums_per_episode(store: str) -> None:
+    frame = query.episode_rewards(RUN, store_uri=store)
+    actions = query.muscle_actions(RUN, store_uri=store)
+
+    keys = ["phase", "phase_name", "mode", "agent", "worker", "episode"]
+    expected = (
+        actions.groupby(keys, sort=False)
+        .agg(steps=("step", "size"), reward=("reward", "sum"), objective=("objective", "sum"))
+        .reset_index()
+    )
+    assert_frame_equal(frame, expected, check_dtype=False)
+    assert frame["reward"].tolist()[:1] == [0.25 + 0.5 + 0.75 + 3 * 0.5]
+    only = query.episode_rewards(RUN, phase="check", agent="defender", store_uri=store)
+    assert only[["phase", "agent", "worker", "episode", "steps"]].values.tolist() == [
+        [1, "defender", 0, 0, 3]
+    ]
+    assert query.episode_rewards(RUN, mode="test", store_uri=store)["phase"].tolist() == [1, 1]
 
 
 def test_brain_states_without_and_with_dumps(store: str) -> None:
-    rows = query.brain_states(store, RUN)
+    frame = query.brain_states(RUN, store_uri=store)
 
-    assert [(r["phase"], r["agent"], r["tag"], r["path"]) for r in rows] == [
-        (0, "a", "final", "a.bin"),
-        (0, "b", "final", "b.bin"),
-        (1, "a", "final", "a.bin"),
-        (1, "b", "final", "b.bin"),
+    assert frame[["phase", "agent", "tag", "path"]].values.tolist() == [
+        [0, "attacker", "checkpoint", ""],
+        [0, "attacker", "final", "attacker.bin"],
+        [0, "defender", "final", "defender.bin"],
+        [1, "attacker", "final", "attacker.bin"],
+        [1, "defender", "final", "defender.bin"],
     ]
-    assert "dump" not in rows[0]
-    dumps = query.brain_states(store, RUN, agent="b", with_dump=True)
-    assert [(r["phase"], r["dump"]) for r in dumps] == [(0, b"b"), (1, b"b")]
+    assert "dump" not in frame.columns
+    assert str(frame["created_at"].dtype) == "datetime64[us, UTC]"
+    dumps = query.brain_states(RUN, agent="defender", with_dump=True, store_uri=store)
+    assert dumps["dump"].tolist() == [b"defender-0", b"defender-1"]
+    assert query.brain_states(RUN, phase="check", agent="attacker", store_uri=store)[
+        "tag"
+    ].tolist() == ["final"]
 
 
-def test_an_unknown_run_or_instance_has_no_rows(store: str) -> None:
-    assert query.phases(store, "nope") == []
-    assert query.muscle_actions(store, RUN, instance="nope") == []
+# --- errors, the store, the row layer --------------------------------------------------------
+
+
+def test_an_unknown_run_names_the_known_ones(store: str) -> None:
+    with pytest.raises(LookupError) as caught:
+        query.muscle_actions("run-qq", store_uri=store)
+
+    message = str(caught.value)
+    assert "no run 'run-qq'" in message
+    assert "it has: run-other, run-q2, run-q" in message
+    assert "Did you mean 'run-q'?" in message or "Did you mean 'run-q2'?" in message
+    assert isinstance(caught.value, InvalidInputError)  # the CLI reports it with exit 2
+
+
+def test_an_unknown_instance_names_the_run_s_instances(store: str) -> None:
+    with pytest.raises(LookupError, match="run 'run-q' has no instance 'x'.*old, new"):
+        query.phases(RUN, store_uri=store, instance="x")
+
+
+def test_an_unknown_run_in_an_empty_store(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/empty.db"
+    StoreWriter("store", uri).open()
+    with pytest.raises(LookupError, match="no run 'x' in the store .*: it has no runs"):
+        query.agents("x", store_uri=uri)
 
 
 def test_filters_are_sent_to_the_database(store: str) -> None:
@@ -208,26 +477,137 @@ def test_filters_are_sent_to_the_database(store: str) -> None:
         sent.append((statement, params))
 
     try:
-        rows = query.muscle_actions(engine, RUN, phase=0, agent="a")
+        found = rows.muscle_actions(
+            RUN, phase="learn", agent="attacker", episode=1, worker=[0, 1], mode="train",
+            store_uri=engine,
+        )  # fmt: skip
     finally:
         engine.dispose()
 
-    assert len(rows) == 2
-    ((statement, params),) = sent
-    assert "WHERE" in statement
-    assert "agents.name = ?" in statement
-    assert "a" in params and 0 in params
+    assert len(found) == 6
+    statement, params = sent[-1]
+    where = statement.split("WHERE", 1)[1]
+    for condition in (
+        "experiment_run_phases.name = ?",
+        "experiment_run_phases.mode = ?",
+        "agents.name = ?",
+        "muscle_actions.worker IN (?, ?)",
+        "muscle_actions.episode = ?",
+    ):
+        assert condition in where
+    assert {"learn", "train", "attacker", 1} <= set(params)
 
 
-def test_reading_a_missing_store_fails_without_creating_it(tmp_path: Path) -> None:
+def test_row_functions_return_plain_dicts_with_columns(store: str) -> None:
+    found = rows.world_states(RUN, phase=1, store_uri=store)
+    assert isinstance(found, list) and isinstance(found[0], dict)
+    assert list(found[0]) == list(found.columns)
+    empty = rows.muscle_actions(RUN, agent="nobody", store_uri=store)
+    assert empty == [] and "sensor_readings" in empty.columns
+    expanded = query.muscle_actions(RUN, agent="nobody", expand=True, store_uri=store)
+    assert expanded.empty and "sensor_readings" not in expanded.columns
+
+
+def test_reward_summary(store: str) -> None:
+    summary = rows.reward_summary(rows.episode_rewards(RUN, store_uri=store))
+    episodes = query.episode_rewards(RUN, store_uri=store)
+    expected = episodes.groupby(["phase", "agent"])["reward"].agg(["size", "mean", "min", "max"])
+
+    assert [(r["phase"], r["agent"]) for r in summary] == list(expected.index)
+    for row, (_, stats) in zip(summary, expected.iterrows(), strict=True):
+        assert (row["episodes"], row["mean"], row["min"], row["max"]) == tuple(stats)
+
+
+def test_store_uri_none_follows_the_runtime_config(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PALAESTRA_STORE_URI", raising=False)
+    assert rows.resolve_store_uri() == "sqlite:///palaestra.db"
+    with pytest.raises(StoreError, match="no such store file: palaestra.db"):
+        query.runs()
+    Path("palaestra-runtime.yaml").write_text(f"store_uri: {store}\n")
+    assert len(query.runs()) == 4
+    monkeypatch.setenv("PALAESTRA_STORE_URI", "sqlite:///from-env.db")
+    assert rows.resolve_store_uri() == "sqlite:///from-env.db"
+    assert rows.resolve_store_uri(store) == store
+
+
+def test_a_missing_store_is_not_created(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no such store"):
-        query.runs(f"sqlite:///{tmp_path}/missing.db")
+        query.runs(store_uri=f"sqlite:///{tmp_path}/missing.db")
     assert not (tmp_path / "missing.db").exists()
 
 
-def test_reading_a_store_without_schema_raises_store_error(tmp_path: Path) -> None:
+def test_a_store_without_schema_raises_store_error(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path}/empty.db"
     make_engine(uri).dispose()
-
     with pytest.raises(StoreError, match="cannot read"):
-        query.runs(uri)
+        query.phases(RUN, store_uri=uri)
+
+
+def test_without_pandas_the_error_names_the_extra(
+    store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match=r"pip install 'palaestra\[pandas\]'"):
+        query.runs(store_uri=store)
+    assert len(rows.runs(store_uri=store)) == 4  # the row layer needs no pandas
+
+
+def test_delete_run_removes_it_and_keeps_the_others(tmp_path: Path) -> None:
+    uri = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    before = rows.run_contents(RUN, store_uri=uri)
+
+    deleted = rows.delete_run(RUN, store_uri=uri)
+
+    assert before["experiment"] == "exp-q" and before["runs_of_experiment"] == 2
+    assert {k: v for k, v in before.items() if k in deleted} == {
+        k: v for k, v in deleted.items() if k in before
+    }
+    assert deleted["muscle_actions"] == 2 * 3 + 30 and deleted["experiments"] == 0
+    assert [r["run_uid"] for r in rows.runs(store_uri=uri)] == ["run-q2", "run-other"]
+    assert len(rows.muscle_actions("run-other", store_uri=uri)) == 6
+    assert rows.delete_run("run-q2", store_uri=uri)["experiments"] == 1
+    assert [r["experiment_uid"] for r in rows.experiments(store_uri=uri)] == ["exp-other"]
+
+
+# --- SQLite and PostgreSQL -------------------------------------------------------------------
+
+CALLS: list[tuple[str, Callable[[str], pd.DataFrame]]] = [
+    ("experiments", lambda uri: query.experiments(store_uri=uri)),
+    ("runs", lambda uri: query.runs(store_uri=uri)),
+    ("phases", lambda uri: query.phases(RUN, store_uri=uri)),
+    ("phases old", lambda uri: query.phases(RUN, store_uri=uri, instance="old")),
+    ("agents", lambda uri: query.agents(RUN, store_uri=uri)),
+    ("environments", lambda uri: query.environments(RUN, store_uri=uri)),
+    ("world_states", lambda uri: query.world_states(RUN, store_uri=uri)),
+    ("world_states x", lambda uri: query.world_states(RUN, phase=0, expand=True, store_uri=uri)),
+    ("muscle_actions", lambda uri: query.muscle_actions(RUN, store_uri=uri)),
+    ("muscle_actions x", lambda uri: query.muscle_actions(RUN, expand=True, store_uri=uri)),
+    ("episode_rewards", lambda uri: query.episode_rewards(RUN, store_uri=uri)),
+    ("brain_states", lambda uri: query.brain_states(RUN, with_dump=True, store_uri=uri)),
+]
+
+
+def test_sqlite_and_postgresql_give_identical_frames(tmp_path: Path, pg_uri: str) -> None:
+    sqlite_uri = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    write_store(pg_uri)
+
+    for name, call in CALLS:
+        lite, pg = call(sqlite_uri), call(pg_uri)
+        assert not lite.empty, name
+        assert_frame_equal(lite, pg, obj=name)
+
+
+def test_sqlite_and_postgresql_delete_the_same(tmp_path: Path, pg_uri: str) -> None:
+    sqlite_uri = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    write_store(pg_uri)
+
+    for uri in (sqlite_uri, pg_uri):
+        assert rows.delete_run(RUN, store_uri=uri)["muscle_actions"] == 36
+        assert rows.delete_run("run-q2", store_uri=uri)["experiments"] == 1
+    for name, call in CALLS[:2]:
+        assert_frame_equal(call(sqlite_uri), call(pg_uri), obj=name)
+    assert query.runs(store_uri=pg_uri)["run_uid"].tolist() == ["run-other"]
+    assert len(query.muscle_actions("run-other", store_uri=pg_uri)) == 6

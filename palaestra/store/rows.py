@@ -1,0 +1,865 @@
+"""The store's row layer: the SQL that reads and deletes runs, with rows as plain dicts.
+
+Every run-scoped function takes the run's uid first, then keyword-only filters, the store
+(``store_uri``: a URI, an open :class:`~sqlalchemy.Engine`, or None for the configured store)
+and ``instance`` (an instance uid; default: the run's newest instance). Filters become WHERE
+clauses; nothing is filtered in Python. Rows come back ordered by phase, agent or environment
+(in the order the run declared them), worker, episode and step; JSON values as plain Python
+values; timestamps timezone-aware UTC. No pandas here: :mod:`palaestra.store.query` builds its
+DataFrames on these functions, and the CLI exports from them directly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from numbers import Integral
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    CursorResult,
+    Engine,
+    Select,
+    delete,
+    func,
+    or_,
+    select,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from palaestra.core.errors import (
+    InvalidInputError,
+    RuntimeConfigError,
+    StoreError,
+    did_you_mean,
+)
+from palaestra.store.engine import DEFAULT_STORE_URI, make_engine, mask_uri
+from palaestra.store.models import (
+    Agent,
+    BrainState,
+    Environment,
+    Experiment,
+    ExperimentRun,
+    ExperimentRunInstance,
+    ExperimentRunPhase,
+    MuscleAction,
+    WorldState,
+)
+
+Row = dict[str, Any]
+StoreURI = str | Engine
+Match = int | str | Sequence[int | str]
+"""A filter value: one value, or a sequence of values any of which matches."""
+
+RUNTIME_CONFIG_FILE = "palaestra-runtime.yaml"
+"""Read for ``store_uri`` when no store is given (as ``palaestra`` without ``-c`` does)."""
+KNOWN_RUNS_SHOWN = 5
+EXPAND_PREFIXES = {
+    "sensor_readings": "sensor.",
+    "actuator_setpoints": "setpoint.",
+    "sensors": "sensor.",
+    "setpoints": "setpoint.",
+}
+"""The JSON columns :func:`expand` splits, and the prefix of the columns it makes."""
+
+_Instance = ExperimentRunInstance
+_Phase = ExperimentRunPhase
+
+
+class Rows(list[Row]):
+    """The rows of a query as dicts, with the names of its columns (also when it has no rows).
+
+    Args:
+        rows: The rows.
+        columns: The column names, in order; every row has these keys.
+    """
+
+    def __init__(self, rows: Iterable[Row] = (), columns: Sequence[str] = ()) -> None:
+        super().__init__(rows)
+        self.columns: tuple[str, ...] = tuple(columns)
+
+
+class UnknownRunError(InvalidInputError, LookupError):
+    """No run (or no instance of it) with the uid asked for is in the store."""
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
+    """The store to read: ``store_uri`` if given, else the one configured.
+
+    The configured store follows the runtime configuration's precedence: the environment
+    variable ``PALAESTRA_STORE_URI``, else ``store_uri`` in ``./palaestra-runtime.yaml``, else
+    ``sqlite:///palaestra.db``.
+
+    Raises:
+        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or its ``store_uri`` is
+            not a string.
+    """
+    if store_uri is not None:
+        return store_uri
+    return os.environ.get("PALAESTRA_STORE_URI") or _configured_store_uri() or DEFAULT_STORE_URI
+
+
+def _configured_store_uri(path: str = RUNTIME_CONFIG_FILE) -> str | None:
+    if not os.path.exists(path):
+        return None
+    from ruamel.yaml import YAML, YAMLError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = YAML(typ="safe").load(f)
+    except (OSError, UnicodeDecodeError, YAMLError) as exc:
+        raise RuntimeConfigError(f"{path}: cannot read the runtime config: {exc}") from exc
+    value = data.get("store_uri") if isinstance(data, dict) else None
+    if value is not None and not isinstance(value, str):
+        raise RuntimeConfigError(f"{path}: store_uri: expected a string, got {value!r}")
+    return value
+
+
+# --- experiments and runs --------------------------------------------------------------------
+
+
+def experiments(*, store_uri: StoreURI | None = None) -> Rows:
+    """One row per experiment, oldest first.
+
+    Returns:
+        ``experiment_uid``, ``created_at``, ``runs`` and ``instances`` (how many of each).
+    """
+    statement = (
+        select(
+            Experiment.uid.label("experiment_uid"),
+            Experiment.created_at,
+            func.count(func.distinct(ExperimentRun.id)).label("runs"),
+            func.count(_Instance.id).label("instances"),
+        )
+        .select_from(Experiment)
+        .outerjoin(ExperimentRun, ExperimentRun.experiment_id == Experiment.id)
+        .outerjoin(_Instance, _Instance.experiment_run_id == ExperimentRun.id)
+        .group_by(Experiment.id, Experiment.uid, Experiment.created_at)
+        .order_by(Experiment.id)
+    )
+    with _connection(store_uri) as connection:
+        return _rows(connection.execute(statement))
+
+
+def runs(
+    *,
+    experiment: Match | None = None,
+    run: Match | None = None,
+    store_uri: StoreURI | None = None,
+) -> Rows:
+    """One row per run instance, oldest first, optionally of some experiments or runs only.
+
+    Returns:
+        ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status``, ``reason``,
+        ``started_at``, ``finished_at``, ``duration_s`` (None while running), ``phases`` (how
+        many started), ``episodes`` (the sum over those phases of episodes × workers),
+        ``palaestra_version`` and ``code_revision``.
+    """
+    of_instance = _Phase.experiment_run_instance_id == _Instance.id
+    phase_count = select(func.count(_Phase.id)).where(of_instance).scalar_subquery()
+    episode_sum = (
+        select(func.coalesce(func.sum(_Phase.episodes * _Phase.workers), 0))
+        .where(of_instance)
+        .scalar_subquery()
+    )
+    statement = (
+        select(
+            ExperimentRun.uid.label("run_uid"),
+            Experiment.uid.label("experiment_uid"),
+            _Instance.uid.label("instance_uid"),
+            _Instance.status,
+            _Instance.reason,
+            _Instance.started_at,
+            _Instance.finished_at,
+            phase_count.label("phases"),
+            episode_sum.label("episodes"),
+            _Instance.palaestra_version,
+            _Instance.code_revision,
+        )
+        .select_from(_Instance)
+        .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
+        .join(Experiment, ExperimentRun.experiment_id == Experiment.id)
+        .order_by(_Instance.id)
+    )
+    statement = _filtered(statement, [(Experiment.uid, experiment), (ExperimentRun.uid, run)])
+    with _connection(store_uri) as connection:
+        return _with_durations(_rows(connection.execute(statement)))
+
+
+# --- one run: its phases, agents and environments ------------------------------------------
+
+
+def phases(run: str, *, store_uri: StoreURI | None = None, instance: str | None = None) -> Rows:
+    """The phases of a run instance, by index.
+
+    Returns:
+        ``phase`` (the index), ``name``, ``mode``, ``workers``, ``episodes``, ``status``,
+        ``started_at``, ``finished_at``, ``duration_s`` and ``config``.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        return (
+            select(
+                _Phase.index.label("phase"),
+                _Phase.name,
+                _Phase.mode,
+                _Phase.workers,
+                _Phase.episodes,
+                _Phase.status,
+                _Phase.started_at,
+                _Phase.finished_at,
+                _Phase.config,
+            )
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index)
+        )
+
+    return _with_durations(_fetch_run(store_uri, run, instance, statement))
+
+
+def agents(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The agents of each phase of a run instance.
+
+    Args:
+        phase: Phase index (int) or name (str), or several.
+        agent: Agent name, or several.
+
+    Returns:
+        ``phase``, ``phase_name``, ``agent``, ``brain``, ``muscle``, ``objective``, ``config``,
+        ``seeds`` and ``loaded_from`` (the brain dump it started from, or None).
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(with_mode=False),
+                Agent.name.label("agent"),
+                Agent.brain,
+                Agent.muscle,
+                Agent.objective,
+                Agent.config,
+                Agent.seeds,
+                Agent.loaded_from,
+            )
+            .select_from(Agent)
+            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, Agent.id)
+        )
+        return _filtered(chosen, [(_Phase, phase), (Agent.name, agent)])
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def environments(
+    run: str,
+    *,
+    phase: Match | None = None,
+    environment: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The environments of each phase of a run instance.
+
+    Returns:
+        ``phase``, ``phase_name``, ``environment`` (its uid), ``name`` (its class),
+        ``params`` and ``seeds`` (one per worker).
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(with_mode=False),
+                Environment.uid.label("environment"),
+                Environment.name,
+                Environment.params,
+                Environment.seeds,
+            )
+            .select_from(Environment)
+            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, Environment.id)
+        )
+        return _filtered(chosen, [(_Phase, phase), (Environment.uid, environment)])
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+# --- one run: its records --------------------------------------------------------------------
+
+
+def world_states(
+    run: str,
+    *,
+    phase: Match | None = None,
+    episode: Match | None = None,
+    environment: Match | None = None,
+    worker: Match | None = None,
+    mode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The world states (one row per environment step) of a run instance.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
+        ``step``, ``sensors``, ``setpoints``, ``rewards`` and ``done``.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(),
+                Environment.uid.label("environment"),
+                WorldState.worker,
+                WorldState.episode,
+                WorldState.step,
+                WorldState.sensors,
+                WorldState.setpoints,
+                WorldState.rewards,
+                WorldState.done,
+            )
+            .select_from(WorldState)
+            .join(Environment, WorldState.environment_id == Environment.id)
+            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(
+                _Phase.index,
+                Environment.id,
+                WorldState.worker,
+                WorldState.episode,
+                WorldState.step,
+                WorldState.id,
+            )
+        )
+        return _filtered(
+            chosen,
+            [
+                (_Phase, phase),
+                (_Phase.mode, mode),
+                (Environment.uid, environment),
+                (WorldState.worker, worker),
+                (WorldState.episode, episode),
+            ],
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def muscle_actions(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    episode: Match | None = None,
+    mode: Match | None = None,
+    worker: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The muscle actions (one row per agent step) of a run instance.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
+        ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's
+        reward total), ``objective`` and ``done``.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(),
+                Agent.name.label("agent"),
+                MuscleAction.worker,
+                MuscleAction.episode,
+                MuscleAction.step,
+                MuscleAction.sensor_readings,
+                MuscleAction.actuator_setpoints,
+                MuscleAction.rewards,
+                MuscleAction.reward,
+                MuscleAction.objective,
+                MuscleAction.done,
+            )
+            .select_from(MuscleAction)
+            .join(Agent, MuscleAction.agent_id == Agent.id)
+            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(
+                _Phase.index,
+                Agent.id,
+                MuscleAction.worker,
+                MuscleAction.episode,
+                MuscleAction.step,
+                MuscleAction.id,
+            )
+        )
+        return _filtered(chosen, _action_filters(phase, agent, mode, worker, episode))
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def episode_rewards(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    mode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """Per phase, agent, worker and episode: its steps and the sums of reward and objective.
+
+    Summed by the database (GROUP BY); steps without a reward or objective count as none.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``,
+        ``reward`` and ``objective``.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(),
+                Agent.name.label("agent"),
+                MuscleAction.worker,
+                MuscleAction.episode,
+                func.count(MuscleAction.id).label("steps"),
+                func.sum(MuscleAction.reward).label("reward"),
+                func.sum(MuscleAction.objective).label("objective"),
+            )
+            .select_from(MuscleAction)
+            .join(Agent, MuscleAction.agent_id == Agent.id)
+            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .group_by(
+                _Phase.index,
+                _Phase.name,
+                _Phase.mode,
+                Agent.id,
+                Agent.name,
+                MuscleAction.worker,
+                MuscleAction.episode,
+            )
+            .order_by(_Phase.index, Agent.id, MuscleAction.worker, MuscleAction.episode)
+        )
+        return _filtered(chosen, _action_filters(phase, agent, mode, None, None))
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def brain_states(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    with_dump: bool = False,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The brain dumps of a run instance, per phase and agent oldest first.
+
+    Args:
+        with_dump: Also return the dumps themselves (bytes; they can be large).
+
+    Returns:
+        ``id`` (what an agent's ``loaded_from`` names), ``phase``, ``phase_name``, ``agent``,
+        ``tag``, ``path``, ``created_at`` and, with ``with_dump``, ``dump``.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        columns: list[Any] = [
+            BrainState.id,
+            *_phase_columns(with_mode=False),
+            Agent.name.label("agent"),
+            BrainState.tag,
+            BrainState.path,
+            BrainState.created_at,
+        ]
+        if with_dump:
+            columns.append(BrainState.dump)
+        chosen = (
+            select(*columns)
+            .select_from(BrainState)
+            .join(Agent, BrainState.agent_id == Agent.id)
+            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, Agent.id, BrainState.id)
+        )
+        return _filtered(chosen, [(_Phase, phase), (Agent.name, agent)])
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+# --- presentation ----------------------------------------------------------------------------
+
+
+def expand(rows: Rows) -> Rows:
+    """Split the JSON columns of sensor and set-point values into one column per uid.
+
+    ``sensor_readings`` and ``sensors`` become ``sensor.<uid>`` columns, ``actuator_setpoints``
+    and ``setpoints`` become ``setpoint.<uid>`` columns, in place of the JSON column and in the
+    order the uids first appear; a uid missing from a row is None there.
+    """
+    columns: list[str] = []
+    split: dict[str, list[tuple[str, str]]] = {}
+    for name in rows.columns:
+        if name not in EXPAND_PREFIXES:
+            columns.append(name)
+            continue
+        uids = dict.fromkeys(uid for row in rows for uid in row[name] or {})
+        split[name] = [(EXPAND_PREFIXES[name] + uid, uid) for uid in uids]
+        columns.extend(column for column, _ in split[name])
+    return Rows((_expanded(row, split) for row in rows), columns)
+
+
+def _expanded(row: Row, split: dict[str, list[tuple[str, str]]]) -> Row:
+    out: Row = {}
+    for name, value in row.items():
+        if name in split:
+            values = value or {}
+            out.update((column, values.get(uid)) for column, uid in split[name])
+        else:
+            out[name] = value
+    return out
+
+
+def reward_summary(episodes: Rows) -> Rows:
+    """Per phase and agent: the number of episodes and the mean, min and max of their rewards.
+
+    Args:
+        episodes: What :func:`episode_rewards` returned.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``episodes``, ``mean``, ``min`` and
+        ``max`` (None where no episode has a reward).
+    """
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for row in episodes:
+        key = (row["phase"], row["phase_name"], row["mode"], row["agent"])
+        groups.setdefault(key, []).append(row["reward"])
+    columns = ("phase", "phase_name", "mode", "agent", "episodes", "mean", "min", "max")
+    return Rows(
+        (
+            dict(zip(columns, (*key, *_stats(rewards)), strict=True))
+            for key, rewards in groups.items()
+        ),
+        columns,
+    )
+
+
+def _stats(rewards: list[float | None]) -> tuple[int, float | None, float | None, float | None]:
+    known = [reward for reward in rewards if reward is not None]
+    if not known:
+        return len(rewards), None, None, None
+    return len(rewards), sum(known) / len(known), min(known), max(known)
+
+
+# --- deleting runs ---------------------------------------------------------------------------
+
+
+def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
+    """What deleting the run would delete: its rows per table, over all its instances.
+
+    Returns:
+        ``run``, ``experiment`` (its uid), ``runs_of_experiment`` (how many runs the experiment
+        has, this one included), ``running`` (instances still marked running) and the number
+        of rows of each table (``experiment_run_instances``, ..., ``brain_states``).
+
+    Raises:
+        UnknownRunError: The store has no such run.
+    """
+    with _connection(store_uri) as connection:
+        run_id, experiment_id = _run_ids(connection, run)
+        counts = {
+            table: connection.scalar(select(func.count()).select_from(model).where(condition))
+            for table, model, condition in _run_parts(run_id)
+        }
+        return {
+            "run": run,
+            "experiment": connection.scalar(
+                select(Experiment.uid).where(Experiment.id == experiment_id)
+            ),
+            "runs_of_experiment": connection.scalar(
+                select(func.count(ExperimentRun.id)).where(
+                    ExperimentRun.experiment_id == experiment_id
+                )
+            ),
+            "running": connection.scalar(
+                select(func.count(_Instance.id)).where(
+                    _Instance.experiment_run_id == run_id, _Instance.status == "running"
+                )
+            ),
+            **counts,
+        }
+
+
+def delete_run(run: str, *, store_uri: StoreURI | None = None) -> dict[str, int]:
+    """Delete a run with everything of it, in one transaction; its experiment too if empty.
+
+    Returns:
+        The number of rows deleted per table.
+
+    Raises:
+        UnknownRunError: The store has no such run.
+    """
+    with _transaction(store_uri) as connection:
+        run_id, experiment_id = _run_ids(connection, run)
+        deleted = {
+            table: _deleted(connection.execute(delete(model).where(condition)))
+            for table, model, condition in _run_parts(run_id)
+        }
+        deleted["experiment_runs"] = _deleted(
+            connection.execute(delete(ExperimentRun).where(ExperimentRun.id == run_id))
+        )
+        others = select(ExperimentRun.id).where(ExperimentRun.experiment_id == experiment_id)
+        deleted["experiments"] = _deleted(
+            connection.execute(
+                delete(Experiment).where(Experiment.id == experiment_id, ~others.exists())
+            )
+        )
+        return deleted
+
+
+def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
+    """Table name, model and the rows of the run, in an order that deletes children first."""
+    instances = select(_Instance.id).where(_Instance.experiment_run_id == run_id)
+    phase_ids = select(_Phase.id).where(_Phase.experiment_run_instance_id.in_(instances))
+    agent_ids = select(Agent.id).where(Agent.experiment_run_phase_id.in_(phase_ids))
+    environment_ids = select(Environment.id).where(
+        Environment.experiment_run_phase_id.in_(phase_ids)
+    )
+    return [
+        ("brain_states", BrainState, BrainState.agent_id.in_(agent_ids)),
+        ("muscle_actions", MuscleAction, MuscleAction.agent_id.in_(agent_ids)),
+        ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
+        ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),
+        ("environments", Environment, Environment.experiment_run_phase_id.in_(phase_ids)),
+        ("experiment_run_phases", _Phase, _Phase.experiment_run_instance_id.in_(instances)),
+        ("experiment_run_instances", _Instance, _Instance.experiment_run_id == run_id),
+    ]
+
+
+def _deleted(result: CursorResult[Any]) -> int:
+    return max(result.rowcount, 0)
+
+
+def _run_ids(connection: Connection, run: str) -> tuple[int, int]:
+    found = connection.execute(
+        select(ExperimentRun.id, ExperimentRun.experiment_id).where(ExperimentRun.uid == run)
+    ).first()
+    if found is None:
+        raise UnknownRunError(_unknown_run(connection, run))
+    return found.id, found.experiment_id
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _phase_columns(with_mode: bool = True) -> list[Any]:
+    columns = [_Phase.index.label("phase"), _Phase.name.label("phase_name")]
+    return [*columns, _Phase.mode] if with_mode else columns
+
+
+def _action_filters(
+    phase: Match | None,
+    agent: Match | None,
+    mode: Match | None,
+    worker: Match | None,
+    episode: Match | None,
+) -> list[tuple[Any, Match | None]]:
+    return [
+        (_Phase, phase),
+        (_Phase.mode, mode),
+        (Agent.name, agent),
+        (MuscleAction.worker, worker),
+        (MuscleAction.episode, episode),
+    ]
+
+
+def _filtered(statement: Select[Any], filters: Iterable[tuple[Any, Match | None]]) -> Select[Any]:
+    """``statement`` with a WHERE condition per filter given (``_Phase``: index or name)."""
+    for column, value in filters:
+        if value is not None:
+            condition = _phase_match(value) if column is _Phase else _match(column, value)
+            statement = statement.where(condition)
+    return statement
+
+
+def _match(column: Any, value: Match) -> ColumnElement[bool]:
+    values = _values(value)
+    return column == values[0] if len(values) == 1 else column.in_(values)
+
+
+def _phase_match(value: Match) -> ColumnElement[bool]:
+    """Phases by index (int) or name (str), or by several of either."""
+    values = _values(value)
+    indexes = [v for v in values if isinstance(v, int)]
+    names = [v for v in values if isinstance(v, str)]
+    conditions = [_match(_Phase.index, indexes)] if indexes else []
+    conditions += [_match(_Phase.name, names)] if names else []
+    return conditions[0] if len(conditions) == 1 else or_(*conditions)
+
+
+def _values(value: Match) -> list[int | str]:
+    """A filter's values as plain ints and strs (numpy integers and arrays are welcome).
+
+    Raises:
+        TypeError: A value is neither an integer nor a string.
+    """
+    items = value if isinstance(value, Iterable) and not isinstance(value, str) else [value]
+    values: list[int | str] = []
+    for item in items:
+        if isinstance(item, str):
+            values.append(str(item))
+        elif isinstance(item, Integral) and not isinstance(item, bool):
+            values.append(int(item))
+        else:
+            raise TypeError(f"a filter takes integers or strings, got {item!r}")
+    return values
+
+
+def _with_durations(rows: Rows) -> Rows:
+    """``rows`` with ``duration_s`` (seconds from start to finish, or None) after finished_at."""
+    at = rows.columns.index("finished_at") + 1
+    columns = (*rows.columns[:at], "duration_s", *rows.columns[at:])
+    return Rows(
+        (
+            {name: row.get(name) for name in columns} | {"duration_s": _duration(row)}
+            for row in rows
+        ),
+        columns,
+    )
+
+
+def _duration(row: Row) -> float | None:
+    started: dt.datetime | None = row["started_at"]
+    finished: dt.datetime | None = row["finished_at"]
+    if started is None or finished is None:
+        return None
+    return (finished - started).total_seconds()
+
+
+def _fetch_run(
+    store_uri: StoreURI | None,
+    run: str,
+    instance: str | None,
+    statement: Callable[[int], Select[Any]],
+) -> Rows:
+    """The rows of ``statement(instance_id)`` for the run's newest or named instance."""
+    with _connection(store_uri) as connection:
+        instance_id = _instance_id(connection, run, instance)
+        return _rows(connection.execute(statement(instance_id)))
+
+
+def _rows(result: CursorResult[Any]) -> Rows:
+    columns = list(result.keys())
+    return Rows((dict(zip(columns, row, strict=True)) for row in result), columns)
+
+
+def _instance_id(connection: Connection, run: str, instance: str | None) -> int:
+    """The id of the run's newest instance, or of the one named.
+
+    Raises:
+        UnknownRunError: No such run, or the run has no such instance.
+    """
+    found = connection.execute(
+        select(_Instance.id, _Instance.uid)
+        .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
+        .where(ExperimentRun.uid == run)
+        .order_by(_Instance.id)
+    ).all()
+    if not found:
+        raise UnknownRunError(_unknown_run(connection, run))
+    if instance is None:
+        return int(found[-1].id)
+    for row in found:
+        if row.uid == instance:
+            return int(row.id)
+    known = ", ".join(row.uid for row in found)
+    raise UnknownRunError(f"run '{run}' has no instance '{instance}'; its instances: {known}")
+
+
+def _unknown_run(connection: Connection, run: str) -> str:
+    """A message naming the run asked for and a few the store has (newest first)."""
+    store = connection.engine.url.render_as_string(hide_password=True)
+    known = list(connection.scalars(select(ExperimentRun.uid).order_by(ExperimentRun.id.desc())))
+    if not known:
+        return f"no run '{run}' in the store {store}: it has no runs"
+    shown = ", ".join(known[:KNOWN_RUNS_SHOWN])
+    if len(known) > KNOWN_RUNS_SHOWN:
+        shown += f" and {len(known) - KNOWN_RUNS_SHOWN} more"
+    hint = did_you_mean(run, known)
+    return f"no run '{run}' in the store {store}; it has: {shown}" + (f". {hint}" if hint else "")
+
+
+@contextmanager
+def _connection(store_uri: StoreURI | None) -> Iterator[Connection]:
+    """A connection to the store; database errors become :class:`StoreError`."""
+    with _engine(resolve_store_uri(store_uri)) as engine:
+        try:
+            with engine.connect() as connection:
+                yield connection
+        except SQLAlchemyError as exc:
+            raise _store_error(engine, "cannot read", exc) from exc
+
+
+@contextmanager
+def _transaction(store_uri: StoreURI | None) -> Iterator[Connection]:
+    """A connection in a transaction, committed at the end unless an error is raised."""
+    with _engine(resolve_store_uri(store_uri)) as engine:
+        try:
+            with engine.begin() as connection:
+                yield connection
+        except SQLAlchemyError as exc:
+            raise _store_error(engine, "cannot write", exc) from exc
+
+
+def _store_error(engine: Engine, what: str, exc: SQLAlchemyError) -> StoreError:
+    uri = engine.url.render_as_string(hide_password=True)
+    reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+    return StoreError(f"store {uri}: {what}: {reason}")
+
+
+@contextmanager
+def _engine(store: StoreURI) -> Iterator[Engine]:
+    """The engine of ``store``; one made here from a URI is disposed afterwards."""
+    if isinstance(store, Engine):
+        yield store
+        return
+    _require_existing_sqlite(store)
+    engine = make_engine(store)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def _require_existing_sqlite(uri: str) -> None:
+    """Reading must not create an empty SQLite store where there was none."""
+    try:
+        url = make_url(uri)
+    except ArgumentError:
+        return  # make_engine reports it
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return
+    if database.startswith("file:"):
+        return
+    if not Path(database).expanduser().exists():
+        raise StoreError(f"store {mask_uri(uri)}: no such store file: {database}")
