@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
@@ -10,10 +12,9 @@ from palaestra.store.models import ExperimentRunInstance, ExperimentRunPhase, ut
 
 
 def mark_run_end(
-    session: Session, instance: ExperimentRunInstance, status: str, reason: str
+    session: Session, instance: ExperimentRunInstance, status: str, reason: str, now: dt.datetime
 ) -> None:
-    """Set the instance's status, reason and end, and end its phases that are still running."""
-    now = utcnow()
+    """Set the instance's status, reason and end (``now``), and end its running phases."""
     instance.status = status
     instance.reason = reason
     instance.finished_at = now
@@ -37,7 +38,7 @@ def record_run_end(store_uri: str, instance_uid: str, status: str, reason: str) 
             )
             if instance is None:
                 return False
-            mark_run_end(session, instance, status, reason)
+            mark_run_end(session, instance, status, reason, utcnow())
         return True
     finally:
         engine.dispose()

@@ -51,6 +51,7 @@ from palaestra.store.models import (
     MuscleAction,
     WorldState,
 )
+from palaestra.store.schema import require_readable
 
 Row = dict[str, Any]
 StoreURI = str | Engine
@@ -845,6 +846,7 @@ def _engine(store: StoreURI) -> Iterator[Engine]:
     _require_existing_sqlite(store)
     engine = make_engine(store)
     try:
+        require_readable(engine)
         yield engine
     finally:
         engine.dispose()

@@ -66,6 +66,18 @@ def current_revision(engine: Engine) -> str | None:
         return _revision(connection)
 
 
+def require_readable(engine: Engine) -> None:
+    """Refuse to read a store whose schema is not this palaestra's (say which command fixes it).
+
+    Raises:
+        StoreError: The store is at another revision, or cannot be read.
+    """
+    with _guard(engine, "read the schema revision"), engine.connect() as connection:
+        state = _state(connection)
+    if not state.empty:
+        _check_current(state, _name(engine))
+
+
 def create(engine: Engine) -> bool:
     """Create the schema of an empty store from the models and stamp it with :data:`HEAD`.
 

@@ -17,13 +17,14 @@ from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Engine, Select, Table, select, update
+from sqlalchemy import Engine, Select, Table, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
 from palaestra.core.esm import Component, on
 from palaestra.store import schema
+from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine
 from palaestra.store.models import (
     RUN_STATUSES,
@@ -333,22 +334,11 @@ class StoreWriter(Component):
         """Commit buffered rows, then mark the instance and its still running phases."""
         _check_status(message.status)
         self.flush()
-        now = utcnow()
         with self._session() as session, session.begin():
             instance = session.get(ExperimentRunInstance, message.instance_id)
             if instance is None:
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
-            instance.status = message.status
-            instance.reason = message.reason
-            instance.finished_at = now
-            session.execute(
-                update(ExperimentRunPhase)
-                .where(
-                    ExperimentRunPhase.experiment_run_instance_id == message.instance_id,
-                    ExperimentRunPhase.status == "running",
-                )
-                .values(status=message.status, finished_at=now)
-            )
+            mark_run_end(session, instance, message.status, message.reason, utcnow())
         return m.StoreAck()
 
     @on(m.StoreFindDump)
