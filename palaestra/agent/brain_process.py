@@ -19,10 +19,12 @@ from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.core import messages as m
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component
+from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
-from palaestra.core.records import close_producer, connect_store
+from palaestra.core.records import connect_store, send
 from palaestra.core.runtime import PluginError
+from palaestra.core.transport import endpoint_for
 
 LOG = logging.getLogger(__name__)
 
@@ -39,6 +41,7 @@ class BrainProcess(Component):
         self.actuators = self.spaces.build(ActuatorInformation, setup.actuators)
         self.actuator_spaces = {str(a.uid): a.space for a in self.actuators}
         self.pending_dumps: list[m.BrainDump] = []
+        self.store: zmq.Socket[bytes] | None = None
         self.stored = True  # nothing learned yet that a dump would lose
         cls = load_class(setup.agent.brain.name)
         try:
@@ -72,8 +75,7 @@ class BrainProcess(Component):
         )
 
     async def setup(self, runtime: Any) -> dict[str, str]:
-        self.router, endpoint = runtime.bind(zmq.ROUTER, "brain")
-        self.store = connect_store(runtime, self.store_endpoint)
+        endpoint = endpoint_for(runtime.run_dir, f"{self.name}-brain")
         for method in ("setup", "load"):
             try:
                 getattr(self.brain, method)()
@@ -81,16 +83,33 @@ class BrainProcess(Component):
                 raise PluginError(self.brain, method) from exc
         if self.request.dump is not None:
             LOG.info("%s started from a brain dump of %d bytes", self.name, len(self.request.dump))
-        runtime.start_task(self._serve())
+        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         return {"brain": endpoint}
 
-    async def _serve(self) -> None:
-        router = self.router
+    def _serve(self, hot: HotLoop, endpoint: str) -> None:
+        """The hot loop: answer the Muscles; on stop, dump once if needed and close."""
+        router = hot.socket(zmq.ROUTER)
+        router.bind(endpoint)
+        self.store = connect_store(hot, self.store_endpoint)
+        try:
+            self._answer(router, hot.poller(router))
+        except Stopped:
+            if not self.stored:  # stopped before the episode ended: dump once
+                self._store_brain()
+            self._send_dumps()
+            send(self.store, m.ProducerClosed(producer=self.name))
+            raise
+        except BaseException:
+            self._send_dumps(block=False)
+            raise
+
+    def _answer(self, router: zmq.Socket[bytes], wait: Any) -> None:
         brain = self.brain
         memory = brain.memory
         names: dict[bytes, str] = {}
         while True:
-            sender, payload = await router.recv_multipart()
+            wait()
+            sender, payload = router.recv_multipart()
             message = m.decode(payload)
             if not isinstance(message, m.Experience):
                 raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -114,9 +133,9 @@ class BrainProcess(Component):
             self.stored = False
             if message.done:
                 self._store_brain()
-                await self._send_dumps()
+                self._send_dumps()
             payload = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
-            await router.send_multipart([sender, m.encode(m.BrainUpdate(update=payload))])
+            router.send_multipart([sender, m.encode(m.BrainUpdate(update=payload))])
 
     def _sensor_infos(self, values: list[Any]) -> list[SensorInformation]:
         return [
@@ -131,11 +150,10 @@ class BrainProcess(Component):
             for uid, v in values.items()
         ]
 
-    async def _send_dumps(self) -> None:
+    def _send_dumps(self, block: bool = True) -> None:
         dumps, self.pending_dumps = self.pending_dumps, []
-        if self.store is not None:
-            for dump in dumps:
-                await self.store.send(m.encode(dump))
+        for dump in dumps:
+            send(self.store, dump, block)
 
     def _store_brain(self) -> None:
         try:
@@ -145,11 +163,7 @@ class BrainProcess(Component):
         self.stored = True
 
     async def close(self) -> None:
-        """Stopped before the episode ended (interrupt, failure elsewhere): dump once."""
-        if not self.stored:
-            self._store_brain()
-        await self._send_dumps()
-        await close_producer(self.store, self.name)
+        await self.hot.stop()  # the loop dumps once if it must, and closes the producer
 
     async def teardown(self) -> None:
         try:

@@ -45,6 +45,7 @@ class AgentConductor(Conductor):
                         "sensors": request.sensors,
                         "actuators": request.actuators,
                         "answer_timeout": request.answer_timeout,
+                        "update_lag": request.update_lag,
                     },
                 )
             )

@@ -20,6 +20,7 @@ from palaestra.agent.objective import Objective
 from palaestra.core import messages as m
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component
+from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -31,6 +32,7 @@ from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
+from palaestra.core.transport import endpoint_for
 from palaestra.core.watch import Waiting, watch
 
 
@@ -73,8 +75,11 @@ class MuscleProcess(Component):
         sensors: list[m.InfoDesc],
         actuators: list[m.InfoDesc],
         answer_timeout: float = 300.0,
+        update_lag: int = 0,
     ) -> None:
         super().__init__(name)
+        self.update_lag = update_lag
+        self.awaiting = False
         self.brain_waiting = Waiting(f"Brain-{agent.name}", answer_timeout)
         self.agent = agent
         self.agent_id = agent_id
@@ -132,36 +137,45 @@ class MuscleProcess(Component):
 
     async def setup(self, runtime: Any) -> dict[str, str]:
         self.runtime = runtime
-        self.router, endpoint = runtime.bind(zmq.ROUTER, "muscle")
-        self.brain = runtime.socket(zmq.DEALER)
-        self.brain.connect(self.brain_endpoint)
-        self.store = connect_store(runtime, self.store_endpoint)
-        self.rows = RowSink(
-            self.store,
-            lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
-        )
+        endpoint = endpoint_for(runtime.run_dir, f"{self.name}-muscle")
         try:
             self.muscle.setup()
         except Exception as exc:
             raise PluginError(self.muscle, "setup") from exc
-        runtime.start_task(self._serve())
+        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
         return {"muscle": endpoint}
 
-    async def _serve(self) -> None:
-        router = self.router
-        while True:
-            sender, payload = await router.recv_multipart()
-            message = m.decode(payload)
-            if isinstance(message, m.AgentStep):
-                reply = await self.step(message)
-                await router.send_multipart([sender, m.encode(reply)])
-            elif isinstance(message, m.AgentEpisode):
-                await self.begin_episode(message)
-            else:
-                raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+    def _serve(self, hot: HotLoop, endpoint: str) -> None:
+        """The hot loop: answer the simulation controller, consulting the Brain."""
+        router = hot.socket(zmq.ROUTER)
+        router.bind(endpoint)
+        self.brain = hot.socket(zmq.DEALER)
+        self.brain.connect(self.brain_endpoint)
+        self.rows = RowSink(
+            connect_store(hot, self.store_endpoint),
+            lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
+        )
+        wait = hot.poller(router)
+        try:
+            while True:
+                wait()
+                sender, payload = router.recv_multipart()
+                message = m.decode(payload)
+                if isinstance(message, m.AgentStep):
+                    router.send_multipart([sender, m.encode(self.step(message))])
+                elif isinstance(message, m.AgentEpisode):
+                    self.begin_episode(message)
+                else:
+                    raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+        except Stopped:
+            self.rows.close(self.name)
+            raise
+        except BaseException:
+            self.rows.close(self.name, block=False)
+            raise
 
-    async def begin_episode(self, message: m.AgentEpisode) -> None:
+    def begin_episode(self, message: m.AgentEpisode) -> None:
         if message.episode > 0:
             try:
                 self.muscle.reset()
@@ -171,12 +185,19 @@ class MuscleProcess(Component):
         self.previous = None
         self._set_schema(message.sensors, message.actuators)
 
-    async def step(self, message: m.AgentStep) -> m.AgentActions:
+    def step(self, message: m.AgentStep) -> m.AgentActions:
+        """Complete the last transition, consult the Brain, act.
+
+        With ``update_lag`` 0 the Brain's answer to this step's experience is applied before
+        acting (palaestrAI's order). With 1, the answer to the previous step's experience is
+        applied and this step's goes out without waiting: the Brain thinks while the world
+        steps. The first step of an episode and its end are always waited for.
+        """
         transition = None
         previous = self.previous
         if previous is not None and message.rewards is not None:
             transition = self._complete(previous, message.rewards, message.done)
-            if self.rows.add(
+            self.rows.add(
                 (
                     self.episode,
                     previous.step,
@@ -186,19 +207,31 @@ class MuscleProcess(Component):
                     transition.objective,
                     message.done,
                 )
-            ):
-                await self.rows.flush()
+            )
+        if self.awaiting:
+            self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE
-        await self.brain.send(
+        self.brain.send(
             m.encode(
                 m.Experience(
                     worker=self.worker, transition=transition, data=data, done=message.done
                 )
             )
         )
+        self.awaiting = True
+        if self.update_lag == 0 or previous is None or message.done:
+            self._apply_brain_answer()
+        if message.done:
+            self.previous = None
+            self.rows.flush()
+            return m.AgentActions(setpoints={})
+        return self._act(message)
+
+    def _apply_brain_answer(self) -> None:
         self.brain_waiting.begin()
-        answer = m.decode(await self.brain.recv())
+        answer = m.decode(self.brain.recv())
         self.brain_waiting.end()
+        self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
         if answer.update is not None:
@@ -206,11 +239,6 @@ class MuscleProcess(Component):
                 self.muscle.update(pickle.loads(answer.update))
             except Exception as exc:
                 raise PluginError(self.muscle, "update") from exc
-        if message.done:
-            self.previous = None
-            await self.rows.flush()
-            return m.AgentActions(setpoints={})
-        return self._act(message)
 
     def _complete(
         self, previous: _Previous, rewards: list[m.InfoDesc], done: bool
@@ -258,7 +286,7 @@ class MuscleProcess(Component):
         return m.AgentActions(setpoints=values)
 
     async def close(self) -> None:
-        await self.rows.close(self.name)
+        await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
         try:

@@ -114,6 +114,7 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     dump: bytes | None = None
     dump_dir: str = ""
     answer_timeout: float = 300.0
+    update_lag: int = 0
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):

@@ -59,9 +59,13 @@ class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """``update_lag`` 1 lets a Muscle act before its Brain answered the last step (the answer
+    is applied one step later); 0 (default) waits for it, as palaestrAI does."""
+
     mode: Mode = "train"
     worker: int = 1
     episodes: int = 1
+    update_lag: int = 0
 
 
 class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):

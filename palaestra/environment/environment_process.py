@@ -10,11 +10,13 @@ import zmq
 from palaestra.core import messages as m
 from palaestra.core.codec import describe
 from palaestra.core.esm import Component
+from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, json_value
 from palaestra.core.loading import load_class
 from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.transport import endpoint_for
 from palaestra.environment.environment import Environment, EnvironmentContext
 
 
@@ -60,29 +62,39 @@ class EnvironmentProcess(Component):
         self.step = 0
 
     async def setup(self, runtime: Any) -> dict[str, str]:
-        self.router, endpoint = runtime.bind(zmq.ROUTER, "env")
-        self.store = connect_store(runtime, self.store_endpoint)
+        endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
+        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
+        return {"env": endpoint}
+
+    def _serve(self, hot: HotLoop, endpoint: str) -> None:
+        """The hot loop: answer the simulation controller, record each step."""
+        router = hot.socket(zmq.ROUTER)
+        router.bind(endpoint)
         self.rows = RowSink(
-            self.store,
+            connect_store(hot, self.store_endpoint),
             lambda rows: m.WorldStateRows(
                 environment_id=self.environment_id, worker=self.worker, rows=rows
             ),
         )
-        runtime.start_task(self._serve())
-        return {"env": endpoint}
-
-    async def _serve(self) -> None:
-        router = self.router
-        while True:
-            sender, payload = await router.recv_multipart()
-            message = m.decode(payload)
-            if isinstance(message, m.EnvUpdate):
-                reply: m.Msg = await self.update(message)
-            elif isinstance(message, m.EnvStart):
-                reply = self.start_world(message.reset)
-            else:
-                raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
-            await router.send_multipart([sender, m.encode(reply)])
+        wait = hot.poller(router)
+        try:
+            while True:
+                wait()
+                sender, payload = router.recv_multipart()
+                message = m.decode(payload)
+                if isinstance(message, m.EnvUpdate):
+                    reply: m.Msg = self.update(message)
+                elif isinstance(message, m.EnvStart):
+                    reply = self.start_world(message.reset)
+                else:
+                    raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+                router.send_multipart([sender, m.encode(reply)])
+        except Stopped:
+            self.rows.close(self.name)
+            raise
+        except BaseException:
+            self.rows.close(self.name, block=False)
+            raise
 
     def start_world(self, reset: bool) -> m.EnvBaseline:
         method = "reset" if reset else "start_environment"
@@ -102,7 +114,7 @@ class EnvironmentProcess(Component):
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
         )
 
-    async def update(self, message: m.EnvUpdate) -> m.EnvState:
+    def update(self, message: m.EnvUpdate) -> m.EnvState:
         setpoints = message.setpoints
         actuators = []
         for template in self.actuators:
@@ -126,7 +138,7 @@ class EnvironmentProcess(Component):
                 values[index] = json_value(sensor)
         reward_descs = [describe(r) for r in rewards]
         self.step += 1
-        if self.rows.add(
+        self.rows.add(
             (
                 self.episode,
                 self.step,
@@ -135,12 +147,11 @@ class EnvironmentProcess(Component):
                 {r.uid: r.value for r in reward_descs},
                 done,
             )
-        ):
-            await self.rows.flush()
+        )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
 
     async def close(self) -> None:
-        await self.rows.close(self.name)
+        await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
         try:

@@ -316,6 +316,7 @@ class ExperimentRun(Component):
             actuators=[actuators[uid] for uid in agent.actuators],
             dump=dump,
             answer_timeout=self.answer_timeout,
+            update_lag=phase.config.update_lag,
             dump_dir=dump_dir(
                 self.data_path, self.run.uid, self.instance_uid, phase.index, phase.name
             ),

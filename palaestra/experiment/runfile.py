@@ -61,7 +61,14 @@ _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
 _SIMULATION_KEYS = ("name", "conditions", "params")
-_PHASE_CONFIG_KEYS = ("mode", "worker", "episodes", "evaluate_every", "store_raw_actuators")
+_PHASE_CONFIG_KEYS = (
+    "mode",
+    "worker",
+    "episodes",
+    "update_lag",
+    "evaluate_every",
+    "store_raw_actuators",
+)
 _MODES: tuple[Mode, ...] = ("train", "test")
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
 _BASE_CLASSES = MappingProxyType(
@@ -488,7 +495,17 @@ def _phase_config(node: Node) -> PhaseConfig:
         mode=_mode(fields["mode"]) if "mode" in fields else "train",
         worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
         episodes=as_int(episodes, minimum=1) if episodes else 1,
+        update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
     )
+
+
+def _update_lag(node: Node) -> int:
+    """0: a Muscle applies the Brain's answer before acting (palaestrAI's order); 1: one step
+    later, so the Brain thinks while the world steps."""
+    lag = as_int(node, minimum=0)
+    if lag > 1:
+        node.fail(f"expected 0 or 1, got {lag}.")
+    return lag
 
 
 def _mode(node: Node) -> Mode:

@@ -2,7 +2,9 @@
 
 Subclasses decide who acts when (:class:`~palaestra.simulation.vanilla.Vanilla`: everyone on
 every step; :class:`~palaestra.simulation.taking_turns.TakingTurns`: one agent per step). The
-controller talks to each peer over its own DEALER socket: request, answer, no broker.
+controller talks to each peer over its own DEALER socket: request, answer, no broker. All of
+that runs in the controller's hot loop (:mod:`palaestra.core.hotloop`) on blocking sockets;
+the asyncio thread only relays the parent's requests and answers.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import zmq
 
 from palaestra.core import messages as m
 from palaestra.core.esm import Component, on
+from palaestra.core.hotloop import HotLoop, run_hot
 from palaestra.core.loading import load_class
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
@@ -33,28 +36,45 @@ class Peer:
 
     __slots__ = ("name", "socket", "waiting")
 
-    def __init__(self, name: str, socket: Any, waiting: Waiting) -> None:
+    def __init__(self, name: str, socket: zmq.Socket[bytes], waiting: Waiting) -> None:
         self.name = name
         self.socket = socket
         self.waiting = waiting
 
-    async def ask(self, message: m.Msg) -> Any:
-        waiting = self.waiting
-        await self.socket.send(m.encode(message))
-        waiting.begin()
-        answer = await self.socket.recv()
-        waiting.end()
-        return m.decode(answer)
+    def tell(self, message: m.Msg) -> None:
+        self.socket.send(m.encode(message))
 
-    async def tell(self, message: m.Msg) -> None:
-        await self.socket.send(m.encode(message))
+    def answer(self) -> Any:
+        waiting = self.waiting
+        waiting.begin()
+        payload = self.socket.recv()
+        waiting.end()
+        return m.decode(payload)
+
+    def ask(self, message: m.Msg) -> Any:
+        self.socket.send(m.encode(message))
+        return self.answer()
+
+
+def ask_all(peers: Sequence[Peer], messages: Sequence[m.Msg]) -> list[Any]:
+    """Send each peer its message, then collect the answers: the peers work in parallel."""
+    if len(peers) == 1:
+        return [peers[0].ask(messages[0])]
+    for peer, message in zip(peers, messages, strict=True):
+        peer.tell(message)
+    return [peer.answer() for peer in peers]
 
 
 class AgentPeer(Peer):
     __slots__ = ("sensors", "actuators", "rewards")
 
     def __init__(
-        self, name: str, socket: Any, waiting: Waiting, sensors: list[str], actuators: list[str]
+        self,
+        name: str,
+        socket: zmq.Socket[bytes],
+        waiting: Waiting,
+        sensors: list[str],
+        actuators: list[str],
     ) -> None:
         super().__init__(name, socket, waiting)
         self.sensors = sensors
@@ -76,19 +96,15 @@ class SimulationController(Component):
     ) -> None:
         super().__init__(name)
         self.worker = worker
+        self.params = params or {}
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
-        self.params = params or {}
         self.conditions: list[TerminationCondition] = [
             load_class(c.name)(**c.params) for c in conditions
         ]
-        if not any(
-            type(c).episode_done is not TerminationCondition.episode_done for c in self.conditions
-        ):
+        if not any(_overrides(c, "episode_done") for c in self.conditions):
             self.conditions.append(EpisodeEndsWithEnvironment())
-        if not any(
-            type(c).phase_done is not TerminationCondition.phase_done for c in self.conditions
-        ):
+        if not any(_overrides(c, "phase_done") for c in self.conditions):
             self.conditions.append(PhaseEndsAfterEpisodes())
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []
@@ -107,13 +123,36 @@ class SimulationController(Component):
         self.waiting.append(waiting)
         return waiting
 
-    def _connect(self, endpoint: str) -> Any:
-        sock = self.runtime.socket(zmq.DEALER)
-        sock.connect(endpoint)
-        return sock
+    # --- the parent's requests (asyncio thread) ------------------------------------------
 
     @on(m.SimulationSetup)
     async def handle_setup(self, request: m.SimulationSetup) -> m.SimulationBaseline:
+        baseline: asyncio.Future[m.SimulationBaseline] = asyncio.get_running_loop().create_future()
+        self.hot = run_hot(
+            self.runtime, self.name, lambda hot: self._serve(hot, request, baseline)
+        )
+        return await baseline
+
+    @on(m.SimulationRun)
+    def handle_run(self, request: m.SimulationRun) -> None:
+        self.hot.post(request)  # answered with SimulationDone when the episodes are over
+
+    async def close(self) -> None:
+        if hasattr(self, "hot"):
+            await self.hot.stop()
+
+    def _send_done(self, done: m.SimulationDone) -> None:
+        self.runtime.start_task(self.runtime.send_parent(done))
+
+    # --- the hot loop ---------------------------------------------------------------------
+
+    def _serve(
+        self,
+        hot: HotLoop,
+        request: m.SimulationSetup,
+        baseline: asyncio.Future[m.SimulationBaseline],
+    ) -> None:
+        self.hot_loop = hot
         self.environments = [
             Peer(
                 e.uid,
@@ -122,21 +161,14 @@ class SimulationController(Component):
             )
             for e in request.environments
         ]
-        await self._start_environments(reset=False)
-        return m.SimulationBaseline(
+        self._start_environments(reset=False)
+        answer = m.SimulationBaseline(
             worker=self.worker,
             sensors=[s for b in self.baselines for s in b.sensors],
             actuators=[a for b in self.baselines for a in b.actuators],
         )
-
-    async def _start_environments(self, reset: bool) -> None:
-        self.baselines = list(
-            await asyncio.gather(*(env.ask(m.EnvStart(reset=reset)) for env in self.environments))
-        )
-        self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
-
-    @on(m.SimulationRun)
-    def handle_run(self, request: m.SimulationRun) -> None:
+        hot.call(baseline.set_result, answer)
+        run: m.SimulationRun = hot.command()
         # A Muscle waits for its Brain with the same limit and names it: let it speak first.
         grace = max(1.0, min(5.0, self.answer_timeout / 2))
         self.agents = [
@@ -147,28 +179,42 @@ class SimulationController(Component):
                 a.sensors,
                 a.actuators,
             )
-            for a in request.agents
+            for a in run.agents
         ]
-        self.runtime.start_task(self._run(request.episodes))
+        episodes = self._run(run.episodes)
+        hot.call(
+            self._send_done,
+            m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
+        )
+        hot.command()  # nothing more to do: wait for the stop
 
-    async def _run(self, episodes: int) -> None:
+    def _connect(self, endpoint: str) -> zmq.Socket[bytes]:
+        sock = self.hot_loop.socket(zmq.DEALER)
+        sock.connect(endpoint)
+        return sock
+
+    def _start_environments(self, reset: bool) -> None:
+        self.baselines = ask_all(
+            self.environments, [m.EnvStart(reset=reset)] * len(self.environments)
+        )
+        self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
+
+    def _run(self, episodes: int) -> int:
         done = 0
         while not any(c.phase_done(done, episodes) for c in self.conditions):
             if done > 0:
-                await self._start_environments(reset=True)
-            await self._begin_episode(done)
-            await self.run_episode()
+                self._start_environments(reset=True)
+            self._begin_episode(done)
+            self.run_episode()
             done += 1
-        await self.runtime.send_parent(
-            m.SimulationDone(worker=self.worker, episodes=done, steps=self.steps)
-        )
+        return done
 
-    async def _begin_episode(self, episode: int) -> None:
+    def _begin_episode(self, episode: int) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
         actuators = {a.uid: a for b in self.baselines for a in b.actuators}
         for agent in self.agents:
             agent.rewards = None
-            await agent.tell(
+            agent.tell(
                 m.AgentEpisode(
                     episode=episode,
                     sensors=[sensors[uid] for uid in agent.sensors],
@@ -178,61 +224,53 @@ class SimulationController(Component):
 
     # --- building blocks for subclasses --------------------------------------------------
 
-    async def act(self, agent: AgentPeer, step: int) -> dict[str, Any]:
-        """Ask ``agent`` for set points on the current sensor values."""
+    def step_message(self, agent: AgentPeer, step: int, done: bool = False) -> m.AgentStep:
         values = self.values
-        reply: m.AgentActions = await agent.ask(
-            m.AgentStep(
-                step=step,
-                values=[values[uid] for uid in agent.sensors],
-                rewards=agent.rewards,
-                done=False,
-            )
+        return m.AgentStep(
+            step=step,
+            values=[values[uid] for uid in agent.sensors],
+            rewards=agent.rewards,
+            done=done,
         )
-        return reply.setpoints
 
-    async def finish_episode(self) -> None:
+    def act(self, agents: Sequence[AgentPeer], step: int) -> dict[str, Any]:
+        """Ask ``agents`` (in parallel) for set points on the current sensor values."""
+        setpoints: dict[str, Any] = {}
+        for answer in ask_all(agents, [self.step_message(a, step) for a in agents]):
+            setpoints.update(answer.setpoints)
+        return setpoints
+
+    def finish_episode(self) -> None:
         """Give every agent its last rewards with ``done``, completing its last transition."""
-        values = self.values
-        await asyncio.gather(
-            *(
-                agent.ask(
-                    m.AgentStep(
-                        step=self.steps,
-                        values=[values[uid] for uid in agent.sensors],
-                        rewards=agent.rewards,
-                        done=True,
-                    )
-                )
-                for agent in self.agents
-            )
-        )
+        ask_all(self.agents, [self.step_message(a, self.steps, done=True) for a in self.agents])
 
-    async def step_environments(self, setpoints: dict[str, Any]) -> list[m.InfoDesc]:
+    def step_environments(self, setpoints: dict[str, Any]) -> list[m.InfoDesc]:
         """Send set points (full uids) to their environments; returns all rewards.
 
-        Returns the rewards and sets :attr:`episode_over` from the termination conditions.
+        Sets :attr:`episode_over` from the termination conditions.
         """
-        by_env: dict[str, dict[str, Any]] = {env.name: {} for env in self.environments}
+        environments = self.environments
+        by_env: dict[str, dict[str, Any]] = {env.name: {} for env in environments}
         for uid, value in setpoints.items():
             env_uid, _, local = uid.partition(".")
             by_env[env_uid][local] = value
-        if len(self.environments) == 1:
-            env = self.environments[0]
-            states = [await env.ask(m.EnvUpdate(setpoints=by_env[env.name]))]
-        else:
-            states = await asyncio.gather(
-                *(env.ask(m.EnvUpdate(setpoints=by_env[env.name])) for env in self.environments)
-            )
+        states = ask_all(
+            environments, [m.EnvUpdate(setpoints=by_env[e.name]) for e in environments]
+        )
         rewards: list[m.InfoDesc] = []
+        values = self.values
         for baseline, state in zip(self.baselines, states, strict=True):
             for desc, value in zip(baseline.sensors, state.values, strict=True):
-                self.values[desc.uid] = value
+                values[desc.uid] = value
             rewards.extend(state.rewards)
         flags = [state.done for state in states]
         self.episode_over = any(c.episode_done(flags) for c in self.conditions)
         self.steps += 1
         return rewards
 
-    async def run_episode(self) -> None:
+    def run_episode(self) -> None:
         raise NotImplementedError
+
+
+def _overrides(condition: TerminationCondition, method: str) -> bool:
+    return getattr(type(condition), method) is not getattr(TerminationCondition, method)

@@ -9,16 +9,15 @@ class TakingTurns(SimulationController):
     """Agent ``i`` acts on steps ``i, i + n, ...``; its rewards are those of the step that
     followed its own action."""
 
-    async def run_episode(self) -> None:
+    def run_episode(self) -> None:
         self.episode_over = False
         step = 0
         agents = self.agents
         while not self.episode_over:
             agent = agents[step % len(agents)]
-            setpoints = await self.act(agent, step)
-            agent.rewards = await self.step_environments(setpoints)
+            agent.rewards = self.step_environments(self.act([agent], step))
             step += 1
-        await self.finish_episode()
+        self.finish_episode()
 
 
 TakingTurnsSimulationController = TakingTurns

@@ -218,3 +218,26 @@ def test_runtime_config_file_chooses_the_store_and_data_path(workspace: Workspac
         "one.bin",
         "two.bin",
     ]
+
+
+@pytest.mark.parametrize(("lag", "expected"), [(0, [0, 1, 2, 3, 4]), (1, [0, 0, 1, 1, 2])])
+def test_update_lag_decides_which_brain_answer_a_muscle_acts_on(
+    workspace: Workspace, lag: int, expected: list[int]
+) -> None:
+    # DummyBrain answers data + 1; a counting DummyMuscle sets what it was last told.
+    text = (EXPERIMENTS / "taking_turns_run.yml").read_text()
+    text = text.replace("episodes: 2", f"episodes: 2\n        update_lag: {lag}")
+    run_file = workspace.path / "lag.yml"
+    run_file.write_text(text)
+    start(workspace, run_file)
+    for episode in (0, 1):
+        setpoints = [
+            json.loads(s)["board.0"]
+            for (s,) in rows(
+                workspace.store,
+                "select m.actuator_setpoints from muscle_actions m join agents a "
+                "on a.id = m.agent_id where a.name = 'one' and m.episode = ? order by m.step",
+                episode,
+            )
+        ]
+        assert setpoints == expected

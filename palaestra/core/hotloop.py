@@ -1,0 +1,150 @@
+"""The per-step path of a component: a blocking loop on synchronous sockets, in its own thread.
+
+A round trip through ``zmq.asyncio`` costs about twice what the same round trip costs with
+blocking sockets (event-loop wake-ups, futures, callbacks), and the per-step path is nothing
+but round trips. So the processes on that path (environment, Muscle, Brain, simulation
+controller) run it in one thread with plain pyzmq sockets, while their asyncio thread keeps the
+state machine, the parent's messages, child exits, signals and watchdogs.
+
+Rules: hot sockets are created, used and closed by the hot thread only; the hot thread talks to
+the component only through :meth:`HotLoop.call` (which runs a callable in the asyncio thread).
+A stop request (or a posted item) reaches the loop through an inproc socket, which never
+leaves the process; an exception in the loop fails the component like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+
+_counter = 0
+_STOP = "__palaestra_hotloop_stop__"
+
+
+class Stopped(Exception):
+    """Raised inside the hot loop when the component asked it to stop."""
+
+
+class HotLoop:
+    """Runs ``target(loop)`` in a thread; ``target`` uses :meth:`socket` and :meth:`wait`."""
+
+    def __init__(self, runtime: Any, name: str) -> None:
+        global _counter
+        _counter += 1
+        self.runtime = runtime
+        self.name = name
+        self.ctx = zmq.Context.shadow(runtime.ctx.underlying)
+        self._aio = asyncio.get_running_loop()
+        self._stop_endpoint = f"inproc://hotloop-stop-{_counter}"
+        self._stop_sender = self.ctx.socket(zmq.PAIR)
+        self._stop_sender.bind(self._stop_endpoint)
+        self._done: asyncio.Future[None] = self._aio.create_future()
+        self._sockets: list[zmq.Socket[bytes]] = []
+        self._thread: threading.Thread | None = None
+
+    # --- in the hot thread --------------------------------------------------------------
+
+    def socket(self, kind: int) -> zmq.Socket[bytes]:
+        sock: zmq.Socket[bytes] = self.ctx.socket(kind)
+        sock.setsockopt(zmq.LINGER, 2000)
+        self._sockets.append(sock)
+        return sock
+
+    def poller(self, *sockets: zmq.Socket[bytes]) -> Callable[[], list[zmq.Socket[bytes]]]:
+        """A function that blocks until one of ``sockets`` is readable (raises on stop)."""
+        poller = zmq.Poller()
+        for sock in sockets:
+            poller.register(sock, zmq.POLLIN)
+        poller.register(self._stop_receiver, zmq.POLLIN)
+        stop = self._stop_receiver
+
+        def wait() -> list[zmq.Socket[bytes]]:
+            ready = [s for s, _ in poller.poll()]
+            if stop in ready:
+                self._control()
+            return ready  # type: ignore[return-value]
+
+        return wait
+
+    def command(self) -> Any:
+        """Block until the asyncio thread :meth:`post`-s something; raises on stop."""
+        return self._control()
+
+    def _control(self) -> Any:
+        payload = self._stop_receiver.recv_pyobj()
+        if isinstance(payload, str) and payload == _STOP:
+            raise Stopped
+        return payload
+
+    def call(self, function: Callable[..., Any], *args: Any) -> None:
+        """Run ``function(*args)`` in the asyncio thread (thread-safe, does not wait)."""
+        self._aio.call_soon_threadsafe(function, *args)
+
+    # --- in the asyncio thread ----------------------------------------------------------
+
+    def start(self, target: Callable[[HotLoop], None]) -> None:
+        self._thread = threading.Thread(
+            target=self._run, args=(target,), name=f"hot-{self.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, target: Callable[[HotLoop], None]) -> None:
+        self._stop_receiver = self.ctx.socket(zmq.PAIR)
+        self._stop_receiver.connect(self._stop_endpoint)
+        error: BaseException | None = None
+        try:
+            target(self)
+        except (Stopped, zmq.ContextTerminated):
+            pass
+        except BaseException as exc:  # reported to the component by the asyncio thread
+            error = exc
+        finally:
+            # The runtime's context does not know these sockets (they live on a shadow of
+            # it): close them here, or terminating the context would wait for them forever.
+            for sock in self._sockets:
+                sock.close()  # with its linger: pushes still queued get their chance
+            self._stop_receiver.close(linger=0)
+        self._aio.call_soon_threadsafe(self._finished, error)
+
+    def _finished(self, error: BaseException | None) -> None:
+        self._stop_sender.close(linger=0)
+        if self._done.done():
+            return
+        if error is not None:
+            self._done.set_exception(error)
+        else:
+            self._done.set_result(None)
+
+    @property
+    def done(self) -> asyncio.Future[None]:
+        """Resolves when the loop ended; carries the loop's exception if it failed."""
+        return self._done
+
+    def post(self, item: Any) -> None:
+        """Hand ``item`` to the hot thread (it receives it from :meth:`command`)."""
+        self._stop_sender.send_pyobj(item)
+
+    async def stop(self) -> None:
+        """Ask the loop to stop and wait until it did (its sockets are then free to use)."""
+        if self._thread is not None and not self._done.done():
+            self._stop_sender.send_pyobj(_STOP)
+            try:
+                await asyncio.shield(self._done)
+            except Exception:  # noqa: BLE001 - the failure was reported through `done`
+                pass
+
+
+def run_hot(runtime: Any, name: str, target: Callable[[HotLoop], None]) -> HotLoop:
+    """Start ``target`` in a hot loop whose failure fails the component."""
+    loop = HotLoop(runtime, name)
+    loop.start(target)
+    runtime.start_task(_watch(loop))
+    return loop
+
+
+async def _watch(loop: HotLoop) -> None:
+    await loop.done  # an exception here fails the component through Runtime.start_task
