@@ -46,6 +46,7 @@ class AgentConductor(Conductor):
                         "actuators": request.actuators,
                         "answer_timeout": request.answer_timeout,
                         "update_lag": request.update_lag,
+                        "environments": request.environments[worker],
                     },
                 )
             )

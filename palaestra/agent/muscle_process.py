@@ -71,6 +71,7 @@ class MuscleProcess(Component):
         mode: str,
         seed: int,
         brain_endpoint: str,
+        environments: dict[str, str] | None = None,
         store_endpoint: str | None,
         sensors: list[m.InfoDesc],
         actuators: list[m.InfoDesc],
@@ -78,6 +79,7 @@ class MuscleProcess(Component):
         update_lag: int = 0,
     ) -> None:
         super().__init__(name)
+        self.environment_endpoints = environments or {}
         self.update_lag = update_lag
         self.awaiting = False
         self.brain_waiting = Waiting(f"Brain-{agent.name}", answer_timeout)
@@ -150,6 +152,12 @@ class MuscleProcess(Component):
         """The hot loop: answer the simulation controller, consulting the Brain."""
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
+        self.envs: dict[str, zmq.Socket[bytes]] = {}
+        for uid, env_endpoint in self.environment_endpoints.items():
+            sock = hot.socket(zmq.DEALER)
+            sock.setsockopt(zmq.IDENTITY, self.name.encode())
+            sock.connect(env_endpoint)
+            self.envs[uid] = sock
         self.brain = hot.socket(zmq.DEALER)
         self.brain.connect(self.brain_endpoint)
         self.rows = RowSink(
@@ -163,7 +171,9 @@ class MuscleProcess(Component):
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
                 if isinstance(message, m.AgentStep):
-                    router.send_multipart([sender, m.encode(self.step(message))])
+                    reply = self.step(message)
+                    if message.done:  # the controller waits for the end of an episode
+                        router.send_multipart([sender, m.encode(reply)])
                 elif isinstance(message, m.AgentEpisode):
                     self.begin_episode(message)
                 else:
@@ -275,6 +285,7 @@ class MuscleProcess(Component):
         except Exception as exc:
             raise PluginError(self.muscle, "propose_actions") from exc
         values = {str(a.uid): json_value(a) for a in setpoints}
+        self._send_setpoints(values)
         self.previous = _Previous(
             message.step,
             sensors,
@@ -284,6 +295,16 @@ class MuscleProcess(Component):
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
         )
         return m.AgentActions(setpoints=values)
+
+    def _send_setpoints(self, values: dict[str, Any]) -> None:
+        """Straight to each environment this agent acts on, by the environment's own ids."""
+        by_env: dict[str, dict[str, Any]] = {uid: {} for uid in self.envs}
+        for uid, value in values.items():
+            env_uid, _, local = uid.partition(".")
+            if env_uid in by_env:
+                by_env[env_uid][local] = value
+        for env_uid, setpoints in by_env.items():
+            self.envs[env_uid].send(m.encode(m.AgentActions(setpoints=setpoints)))
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop pushes its last rows and closes the producer

@@ -88,6 +88,7 @@ class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     environment_id: int
     workers: int
     seeds: list[int]
+    answer_timeout: float = 300.0
 
 
 class EnvironmentsReady(Msg, frozen=True, kw_only=True):
@@ -113,6 +114,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     actuators: list[InfoDesc]
     dump: bytes | None = None
     dump_dir: str = ""
+    environments: list[dict[str, str]] = []
+    """Per worker: the endpoint of each environment (by uid) the Muscle sends set points to."""
     answer_timeout: float = 300.0
     update_lag: int = 0
 
@@ -178,10 +181,12 @@ class EnvBaseline(Msg, frozen=True, kw_only=True):
     actuators: list[InfoDesc]
 
 
-class EnvUpdate(Msg, frozen=True, kw_only=True):
-    """Set points by actuator uid (without the environment prefix)."""
+class EnvStep(Msg, frozen=True, kw_only=True):
+    """From the simulation controller: step once the set points of these Muscles arrived
+    (each sends :class:`AgentActions` straight to the environment); answered by
+    :class:`EnvState`."""
 
-    setpoints: dict[str, Any]
+    expect: list[str]
 
 
 class EnvState(Msg, frozen=True, kw_only=True):
@@ -213,7 +218,8 @@ class AgentStep(Msg, frozen=True, kw_only=True):
 
 
 class AgentActions(Msg, frozen=True, kw_only=True):
-    """Set points by full actuator uid (``env.id``); empty after ``done``."""
+    """From a Muscle to an environment: set points by the environment's own actuator ids.
+    Also a Muscle's (empty) answer to the last step of an episode."""
 
     setpoints: dict[str, Any]
 
@@ -388,7 +394,7 @@ Message = (
     | SimulationDone
     | EnvStart
     | EnvBaseline
-    | EnvUpdate
+    | EnvStep
     | EnvState
     | AgentEpisode
     | AgentStep

@@ -22,6 +22,7 @@ class EnvironmentConductor(Conductor):
                     "worker": worker,
                     "seed": request.seeds[worker],
                     "store_endpoint": self.store_endpoint,
+                    "answer_timeout": request.answer_timeout,
                 },
             )
             for worker in range(request.workers)

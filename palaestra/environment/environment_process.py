@@ -17,6 +17,7 @@ from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.core.transport import endpoint_for
+from palaestra.core.watch import Waiting, watch
 from palaestra.environment.environment import Environment, EnvironmentContext
 
 
@@ -45,8 +46,17 @@ class EnvironmentProcess(Component):
         worker: int,
         seed: int,
         store_endpoint: str | None,
+        answer_timeout: float = 300.0,
     ) -> None:
         super().__init__(name)
+        # waiting for the set points of a Muscle (named when we wait): it speaks after its
+        # Brain would have, before the simulation controller would blame us
+        self.muscles = Waiting(
+            "Muscle", answer_timeout, grace=max(1.0, min(5.0, answer_timeout / 2))
+        )
+        self.expected: list[bytes] | None = None
+        self.controller = b""
+        self.pending: dict[bytes, dict[str, Any]] = {}
         self.spec = environment
         self.environment_id = environment_id
         self.worker = worker
@@ -64,10 +74,11 @@ class EnvironmentProcess(Component):
     async def setup(self, runtime: Any) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
+        runtime.start_task(watch([self.muscles]))
         return {"env": endpoint}
 
     def _serve(self, hot: HotLoop, endpoint: str) -> None:
-        """The hot loop: answer the simulation controller, record each step."""
+        """The hot loop: step when the expected Muscles' set points are in; record each step."""
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
         self.rows = RowSink(
@@ -82,13 +93,18 @@ class EnvironmentProcess(Component):
                 wait()
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
-                if isinstance(message, m.EnvUpdate):
-                    reply: m.Msg = self.update(message)
+                if isinstance(message, m.AgentActions):
+                    self.pending[sender] = message.setpoints
+                elif isinstance(message, m.EnvStep):
+                    self.controller = sender
+                    self.expected = [name.encode() for name in message.expect]
                 elif isinstance(message, m.EnvStart):
-                    reply = self.start_world(message.reset)
+                    router.send_multipart([sender, m.encode(self.start_world(message.reset))])
+                    continue
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
-                router.send_multipart([sender, m.encode(reply)])
+                if self._all_in():
+                    router.send_multipart([self.controller, m.encode(self.update())])
         except Stopped:
             self.rows.close(self.name)
             raise
@@ -114,8 +130,28 @@ class EnvironmentProcess(Component):
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
         )
 
-    def update(self, message: m.EnvUpdate) -> m.EnvState:
-        setpoints = message.setpoints
+    def _all_in(self) -> bool:
+        """Whether the step can be taken; else note which Muscle we are waiting for."""
+        expected = self.expected
+        if expected is None:
+            return False
+        pending = self.pending
+        for name in expected:
+            if name not in pending:
+                self.muscles.name = name.decode()
+                if not self.muscles.since:
+                    self.muscles.begin()
+                return False
+        self.muscles.end()
+        return True
+
+    def update(self) -> m.EnvState:
+        """Apply the expected Muscles' set points (in the controller's order) and step."""
+        pending = self.pending
+        setpoints: dict[str, Any] = {}
+        for name in self.expected or ():
+            setpoints.update(pending.pop(name))
+        self.expected = None
         actuators = []
         for template in self.actuators:
             uid = str(template.uid)

@@ -186,6 +186,7 @@ class ExperimentRun(Component):
                             environment_id=ids[f"environment:{e.uid}"],
                             workers=workers,
                             seeds=env_seeds[e.uid],
+                            answer_timeout=self.answer_timeout,
                         ),
                     )
                     for c, e in zip(env_conductors, phase.environments, strict=True)
@@ -214,7 +215,15 @@ class ExperimentRun(Component):
                 *(
                     rt.request(
                         c.name,
-                        self._agent_setup(phase, a, ids, dumps[a.name][1], sensors, actuators),
+                        self._agent_setup(
+                            phase,
+                            a,
+                            ids,
+                            dumps[a.name][1],
+                            sensors,
+                            actuators,
+                            _acted_on(a, env_ready, workers),
+                        ),
                     )
                     for c, a in zip(agent_conductors, phase.agents, strict=True)
                 )
@@ -301,6 +310,7 @@ class ExperimentRun(Component):
         dump: bytes | None,
         sensors: dict[str, m.InfoDesc],
         actuators: dict[str, m.InfoDesc],
+        environments: list[dict[str, str]],
     ) -> m.AgentSetup:
         return m.AgentSetup(
             agent=agent,
@@ -317,6 +327,7 @@ class ExperimentRun(Component):
             dump=dump,
             answer_timeout=self.answer_timeout,
             update_lag=phase.config.update_lag,
+            environments=environments,
             dump_dir=dump_dir(
                 self.data_path, self.run.uid, self.instance_uid, phase.index, phase.name
             ),
@@ -416,6 +427,14 @@ class ExperimentRun(Component):
             )
         except Exception as exc:  # the store itself is gone: say so, the exit code still tells
             LOG.error("could not record the end of the run in the store: %s", exc)
+
+
+def _acted_on(
+    agent: AgentSpec, ready: list[m.EnvironmentsReady], workers: int
+) -> list[dict[str, str]]:
+    """Per worker: the endpoints of the environments the agent has actuators in."""
+    uids = {uid.partition(".")[0] for uid in agent.actuators}
+    return [{r.uid: r.endpoints[w] for r in ready if r.uid in uids} for w in range(workers)]
 
 
 def _check_agent(

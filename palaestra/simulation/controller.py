@@ -66,7 +66,9 @@ def ask_all(peers: Sequence[Peer], messages: Sequence[m.Msg]) -> list[Any]:
 
 
 class AgentPeer(Peer):
-    __slots__ = ("sensors", "actuators", "rewards")
+    """An agent's Muscle in this worker: what it reads, which environments it acts on."""
+
+    __slots__ = ("process", "sensors", "actuators", "environments", "rewards")
 
     def __init__(
         self,
@@ -77,8 +79,10 @@ class AgentPeer(Peer):
         actuators: list[str],
     ) -> None:
         super().__init__(name, socket, waiting)
+        self.process = waiting.name
         self.sensors = sensors
         self.actuators = actuators
+        self.environments = {uid.partition(".")[0] for uid in actuators}
         self.rewards: list[m.InfoDesc] | None = None
 
 
@@ -153,11 +157,14 @@ class SimulationController(Component):
         baseline: asyncio.Future[m.SimulationBaseline],
     ) -> None:
         self.hot_loop = hot
+        # an environment waits for Muscles, a Muscle for its Brain, each with the same limit
+        # and naming whom it waits for: let them speak first
+        grace = max(1.0, min(5.0, self.answer_timeout / 2))
         self.environments = [
             Peer(
                 e.uid,
                 self._connect(e.endpoint),
-                self._waiting(f"Environment-{e.uid}-{self.worker}"),
+                self._waiting(f"Environment-{e.uid}-{self.worker}", 2 * grace),
             )
             for e in request.environments
         ]
@@ -169,8 +176,6 @@ class SimulationController(Component):
         )
         hot.call(baseline.set_result, answer)
         run: m.SimulationRun = hot.command()
-        # A Muscle waits for its Brain with the same limit and names it: let it speak first.
-        grace = max(1.0, min(5.0, self.answer_timeout / 2))
         self.agents = [
             AgentPeer(
                 a.name,
@@ -233,30 +238,21 @@ class SimulationController(Component):
             done=done,
         )
 
-    def act(self, agents: Sequence[AgentPeer], step: int) -> dict[str, Any]:
-        """Ask ``agents`` (in parallel) for set points on the current sensor values."""
-        setpoints: dict[str, Any] = {}
-        for answer in ask_all(agents, [self.step_message(a, step) for a in agents]):
-            setpoints.update(answer.setpoints)
-        return setpoints
-
     def finish_episode(self) -> None:
         """Give every agent its last rewards with ``done``, completing its last transition."""
         ask_all(self.agents, [self.step_message(a, self.steps, done=True) for a in self.agents])
 
-    def step_environments(self, setpoints: dict[str, Any]) -> list[m.InfoDesc]:
-        """Send set points (full uids) to their environments; returns all rewards.
-
-        Sets :attr:`episode_over` from the termination conditions.
+    def step(self, acting: Sequence[AgentPeer], step: int) -> list[m.InfoDesc]:
+        """One step of the world: ``acting`` agents act on the current sensor values and send
+        their set points straight to the environments, which step once all expected set
+        points are in. Returns the rewards of all environments; sets :attr:`episode_over`.
         """
+        for agent in acting:
+            agent.tell(self.step_message(agent, step))
         environments = self.environments
-        by_env: dict[str, dict[str, Any]] = {env.name: {} for env in environments}
-        for uid, value in setpoints.items():
-            env_uid, _, local = uid.partition(".")
-            by_env[env_uid][local] = value
-        states = ask_all(
-            environments, [m.EnvUpdate(setpoints=by_env[e.name]) for e in environments]
-        )
+        for env in environments:
+            env.tell(m.EnvStep(expect=[a.process for a in acting if env.name in a.environments]))
+        states = [env.answer() for env in environments]
         rewards: list[m.InfoDesc] = []
         values = self.values
         for baseline, state in zip(self.baselines, states, strict=True):

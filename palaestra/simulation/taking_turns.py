@@ -15,7 +15,7 @@ class TakingTurns(SimulationController):
         agents = self.agents
         while not self.episode_over:
             agent = agents[step % len(agents)]
-            agent.rewards = self.step_environments(self.act([agent], step))
+            agent.rewards = self.step([agent], step)
             step += 1
         self.finish_episode()
 

@@ -11,7 +11,7 @@ class Vanilla(SimulationController):
         step = 0
         agents = self.agents
         while not self.episode_over:
-            rewards = self.step_environments(self.act(agents, step))
+            rewards = self.step(agents, step)
             for agent in agents:
                 agent.rewards = rewards
             step += 1

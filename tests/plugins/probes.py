@@ -79,3 +79,33 @@ class UnprobedEnvironment(DummyEnvironment):
     """Too expensive (say) to be started while checking a run file."""
 
     check_ids_by_starting = False
+
+
+class StuckMuscle(DummyMuscle):
+    """Stops answering (an endless loop) on its ``after``-th action."""
+
+    def __init__(self, after: int = 3, **params: Any) -> None:
+        super().__init__(**params)
+        self.after = after
+        self.acted = 0
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        self.acted += 1
+        while self.acted > self.after:
+            pass
+        return super().propose_actions(sensors, actuators_available)
+
+
+class StuckEnvironment(DummyEnvironment):
+    """Stops answering (an endless loop) on its ``after``-th step."""
+
+    check_ids_by_starting = True
+
+    def __init__(self, after: int = 3, **params: Any) -> None:
+        super().__init__(**params)
+        self.after = after
+
+    def update(self, actuators: Any) -> Any:
+        while self.iter >= self.after:
+            pass
+        return super().update(actuators)
