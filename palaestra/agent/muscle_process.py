@@ -160,6 +160,7 @@ class MuscleProcess(Component):
             self.envs[uid] = sock
         self.brain = hot.socket(zmq.DEALER)
         self.brain.connect(self.brain_endpoint)
+        self.receive_brain = hot.receiver(self.brain)  # a stop request interrupts the wait
         self.rows = RowSink(
             connect_store(hot, self.store_endpoint),
             lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
@@ -239,7 +240,7 @@ class MuscleProcess(Component):
 
     def _apply_brain_answer(self) -> None:
         self.brain_waiting.begin()
-        answer = m.decode(self.brain.recv())
+        answer = m.decode(self.receive_brain())
         self.brain_waiting.end()
         self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from palaestra.core.esm import Component
-from palaestra.core.processes import warm_forkserver
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 
 
 class Conductor(Component):
-    """Starts its forkserver at once, so the imports overlap with the rest of the phase's
-    start-up, and spawns children when its setup request arrives."""
+    """Spawns children when its setup request arrives, forking them straight from itself
+    (it imported their modules at start, so they share them)."""
 
     def __init__(self, name: str, *, store_endpoint: str | None) -> None:
         super().__init__(name)
@@ -21,5 +20,4 @@ class Conductor(Component):
 
     async def setup(self, runtime: Any) -> dict[str, str]:
         self.runtime = runtime
-        warm_forkserver()
         return {}

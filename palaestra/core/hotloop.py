@@ -50,7 +50,9 @@ class HotLoop:
 
     def socket(self, kind: int) -> zmq.Socket[bytes]:
         sock: zmq.Socket[bytes] = self.ctx.socket(kind)
-        sock.setsockopt(zmq.LINGER, 2000)
+        # long enough to hand the last rows to a live writer, short enough not to hold up
+        # the end of a run whose writer is gone
+        sock.setsockopt(zmq.LINGER, 500)
         self._sockets.append(sock)
         return sock
 
@@ -69,6 +71,18 @@ class HotLoop:
             return ready  # type: ignore[return-value]
 
         return wait
+
+    def receiver(self, sock: zmq.Socket[bytes]) -> Callable[[], bytes]:
+        """A blocking ``recv`` on ``sock`` that a stop request interrupts (raises Stopped)."""
+        wait = self.poller(sock)
+        recv = sock.recv
+
+        def receive() -> bytes:
+            while sock not in wait():
+                pass
+            return recv()
+
+        return receive
 
     def command(self) -> Any:
         """Block until the asyncio thread :meth:`post`-s something; raises on stop."""

@@ -85,10 +85,24 @@ class _ChildProcess(aiomultiprocess.Process):
     per parent) and the 5 ms polling ``join`` are not needed; we watch the sentinel instead.
     """
 
-    def __init__(self, *, target: Callable[..., Any], args: Sequence[Any], name: str) -> None:
+    def __init__(
+        self,
+        *,
+        target: Callable[..., Any],
+        args: Sequence[Any],
+        name: str,
+        fork: bool = False,
+        close_fds: Sequence[int] = (),
+    ) -> None:
         self.unit = Unit(target=target, args=args, kwargs={}, namespace=None)
-        self.aio_process = aiomultiprocess.core.get_context().Process(
-            target=_bootstrap, args=(self.unit,), name=name, daemon=False
+        if fork:
+            context = multiprocessing.get_context("fork")
+            entry, entry_args = _bootstrap_fork, (self.unit, os.getpid(), tuple(close_fds))
+        else:
+            context = aiomultiprocess.core.get_context()
+            entry, entry_args = _bootstrap, (self.unit,)
+        self.aio_process = context.Process(  # type: ignore[attr-defined]
+            target=entry, args=entry_args, name=name, daemon=False
         )
 
     @property
@@ -104,6 +118,40 @@ def _bootstrap(unit: Unit) -> None:
     sys.exit(code)
 
 
+def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
+    """A child forked straight from a running parent: leave the parent's world behind.
+
+    The fork happened inside the parent's event loop: forget that loop and its signal
+    wake-up pipe (a signal here must not wake the parent), drop the liveness pipes of the
+    siblings (only the parent may hold them), and die with the parent (PR_SET_PDEATHSIG, on
+    top of the pipe watchdog). The parent's ZMQ context is never touched: pyzmq ignores
+    contexts inherited across fork, and the child makes its own.
+    """
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.events._set_running_loop(None)
+    for fd in close_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _die_with_parent(parent)
+    _bootstrap(unit)
+
+
+def _die_with_parent(parent: int) -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pipe watchdog still works
+        pass
+    if os.getppid() != parent:  # the parent died before we could ask
+        os._exit(70)
+
+
 def use_forkserver(preload: Sequence[str]) -> None:
     """Make this process start its children from a forkserver preloaded with ``preload``."""
     aiomultiprocess.set_start_method("forkserver")
@@ -112,11 +160,18 @@ def use_forkserver(preload: Sequence[str]) -> None:
     context.set_forkserver_preload(modules)  # type: ignore[attr-defined]
 
 
-def warm_forkserver() -> None:
-    """Start the forkserver now, so its imports overlap with other work."""
-    from multiprocessing import forkserver
+def preload(modules: Sequence[str]) -> None:
+    """Import ``modules`` here, so children forked from this process share them.
 
-    forkserver.ensure_running()
+    A module that fails to import is left to the child that needs it: it reports the error.
+    """
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - reported by the process that uses it
+            LOG.debug("could not preload %s", name)
 
 
 class Supervisor:
@@ -125,13 +180,22 @@ class Supervisor:
     def __init__(self, on_exit: Callable[[Child, ChildExit], None]) -> None:
         self.children: dict[str, Child] = {}
         self._on_exit = on_exit
+        self.fork = False
+        """Fork children straight from this process (conductors) instead of the forkserver."""
 
     def spawn(self, spec: ChildSpec) -> Child:
         from palaestra.core.runtime import child_main
 
         loop = asyncio.get_running_loop()
         alive_r, alive_w = multiprocessing.Pipe(duplex=False)
-        process = _ChildProcess(target=child_main, args=(spec, alive_r), name=spec.name)
+        siblings = [c.alive_w.fileno() for c in self.running()] + [alive_w.fileno()]
+        process = _ChildProcess(
+            target=child_main,
+            args=(spec, alive_r),
+            name=spec.name,
+            fork=self.fork,
+            close_fds=siblings,
+        )
         process.start()
         alive_r.close()
         child = Child(spec=spec, process=process, alive_w=alive_w, ready=loop.create_future())

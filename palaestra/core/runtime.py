@@ -167,8 +167,12 @@ class Runtime:
             future = self._pending.pop(sender, None)
             if future is not None and not future.done():
                 future.set_result(message)
-            else:
+            elif self.component.handler_for(message) is not None:
                 await self.component.dispatch(message, sender=sender)
+            else:  # the answer to a request given up on (the run is failing): drop it
+                LOG.debug(
+                    "%s: dropped a late %s from %s", self.name, type(message).__name__, sender
+                )
 
     def _reject(self, sender: str, error: m.ErrorInfo) -> None:
         future = self._pending.pop(sender, None)
@@ -342,10 +346,8 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
     configure_child_logging(spec.name, spec.log_level)
     from palaestra.core.loading import load_class
-    from palaestra.core.processes import use_forkserver
+    from palaestra.core.processes import preload
 
-    if spec.preload:
-        use_forkserver(spec.preload)
     try:
         cls = load_class(spec.component)
         component = cls(name=spec.name, **spec.args)
@@ -353,9 +355,11 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
         runtime = _FailedStart(spec, exc)
         code = await runtime.report()
     else:
-        code = await Runtime(
-            component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level
-        ).run()
+        runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
+        if spec.preload:  # a conductor: its children fork from it, sharing these imports
+            preload(spec.preload)
+            runtime.supervisor.fork = True
+        code = await runtime.run()
     return code
 
 

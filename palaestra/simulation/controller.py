@@ -9,7 +9,6 @@ the asyncio thread only relays the parent's requests and answers.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,12 +33,15 @@ class Peer:
     ``waiting`` tells the watchdog when an answer is overdue; it names the peer's process.
     """
 
-    __slots__ = ("name", "socket", "waiting")
+    __slots__ = ("name", "socket", "waiting", "receive")
 
-    def __init__(self, name: str, socket: zmq.Socket[bytes], waiting: Waiting) -> None:
+    def __init__(
+        self, name: str, socket: zmq.Socket[bytes], waiting: Waiting, hot: HotLoop
+    ) -> None:
         self.name = name
         self.socket = socket
         self.waiting = waiting
+        self.receive = hot.receiver(socket)  # a stop request interrupts the wait
 
     def tell(self, message: m.Msg) -> None:
         self.socket.send(m.encode(message))
@@ -47,7 +49,7 @@ class Peer:
     def answer(self) -> Any:
         waiting = self.waiting
         waiting.begin()
-        payload = self.socket.recv()
+        payload = self.receive()
         waiting.end()
         return m.decode(payload)
 
@@ -75,10 +77,11 @@ class AgentPeer(Peer):
         name: str,
         socket: zmq.Socket[bytes],
         waiting: Waiting,
+        hot: HotLoop,
         sensors: list[str],
         actuators: list[str],
     ) -> None:
-        super().__init__(name, socket, waiting)
+        super().__init__(name, socket, waiting, hot)
         self.process = waiting.name
         self.sensors = sensors
         self.actuators = actuators
@@ -130,12 +133,10 @@ class SimulationController(Component):
     # --- the parent's requests (asyncio thread) ------------------------------------------
 
     @on(m.SimulationSetup)
-    async def handle_setup(self, request: m.SimulationSetup) -> m.SimulationBaseline:
-        baseline: asyncio.Future[m.SimulationBaseline] = asyncio.get_running_loop().create_future()
-        self.hot = run_hot(
-            self.runtime, self.name, lambda hot: self._serve(hot, request, baseline)
-        )
-        return await baseline
+    def handle_setup(self, request: m.SimulationSetup) -> None:
+        """Start the hot loop; it answers with the baseline once the environments started
+        (the parent's other messages, such as a Shutdown, are not held up meanwhile)."""
+        self.hot = run_hot(self.runtime, self.name, lambda hot: self._serve(hot, request))
 
     @on(m.SimulationRun)
     def handle_run(self, request: m.SimulationRun) -> None:
@@ -145,17 +146,12 @@ class SimulationController(Component):
         if hasattr(self, "hot"):
             await self.hot.stop()
 
-    def _send_done(self, done: m.SimulationDone) -> None:
-        self.runtime.start_task(self.runtime.send_parent(done))
+    def _send_parent(self, message: m.Msg) -> None:
+        self.runtime.start_task(self.runtime.send_parent(message))
 
     # --- the hot loop ---------------------------------------------------------------------
 
-    def _serve(
-        self,
-        hot: HotLoop,
-        request: m.SimulationSetup,
-        baseline: asyncio.Future[m.SimulationBaseline],
-    ) -> None:
+    def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         self.hot_loop = hot
         # an environment waits for Muscles, a Muscle for its Brain, each with the same limit
         # and naming whom it waits for: let them speak first
@@ -165,6 +161,7 @@ class SimulationController(Component):
                 e.uid,
                 self._connect(e.endpoint),
                 self._waiting(f"Environment-{e.uid}-{self.worker}", 2 * grace),
+                hot,
             )
             for e in request.environments
         ]
@@ -174,13 +171,14 @@ class SimulationController(Component):
             sensors=[s for b in self.baselines for s in b.sensors],
             actuators=[a for b in self.baselines for a in b.actuators],
         )
-        hot.call(baseline.set_result, answer)
+        hot.call(self._send_parent, answer)
         run: m.SimulationRun = hot.command()
         self.agents = [
             AgentPeer(
                 a.name,
                 self._connect(a.endpoint),
                 self._waiting(f"Muscle-{a.name}-{self.worker}", grace),
+                hot,
                 a.sensors,
                 a.actuators,
             )
@@ -188,7 +186,7 @@ class SimulationController(Component):
         ]
         episodes = self._run(run.episodes)
         hot.call(
-            self._send_done,
+            self._send_parent,
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
         )
         hot.command()  # nothing more to do: wait for the stop
