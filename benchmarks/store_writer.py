@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from palaestra.core import messages as m  # noqa: E402
 from palaestra.core.esm import Component  # noqa: E402
-from palaestra.core.processes import use_forkserver  # noqa: E402
+from palaestra.core.processes import preload  # noqa: E402
 from palaestra.core.runtime import Runtime  # noqa: E402
 from palaestra.core.transport import make_run_dir, remove_run_dir  # noqa: E402
 
@@ -261,7 +261,7 @@ def main() -> None:
     )
     parser.add_argument("--no-postgres", action="store_true")
     args = parser.parse_args()
-    use_forkserver(())
+    preload(("palaestra.store.writer",))
     result: dict[str, Any] = {
         "rows": args.rows,
         "repeat": args.repeat,

@@ -1,7 +1,7 @@
 """The AgentConductor: on its setup request, spawns one Brain and one Muscle per worker.
 
-The conductor's forkserver preloads the agent's own plug-in modules, so a heavy user import
-(torch, say) happens once per agent, not once per process. The Brain's endpoint is derived from
+The conductor imports the agent's own plug-in modules when it starts and forks its children
+from itself, so a heavy user import (torch, say) happens once per agent, not once per process. The Brain's endpoint is derived from
 its name, so the Brain and the Muscles start at the same time (ZMQ connects before the bind).
 """
 

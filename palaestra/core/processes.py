@@ -1,14 +1,15 @@
-"""Starting, watching and stopping child processes: forkserver, titles, parent-death watchdog.
+"""Starting, watching and stopping child processes: fork, titles, parent-death watchdog.
 
-Children start through aiomultiprocess from a forkserver whose preload list holds numpy, pyzmq,
-msgspec and the palaestra modules (and, for an agent conductor, the user's plug-in modules), so
-no child re-imports the world. Each child gets the read end of a pipe whose write end only its
-parent holds: when the parent dies, however it dies, the pipe reads EOF and a watchdog thread
-ends the child at once, so nothing is orphaned even after ``kill -9``.
+Children start through aiomultiprocess, forked straight from their parent after the parent
+imported what they need (numpy, pyzmq, msgspec, palaestra, and for a conductor the agent's or
+environment's plug-in modules): no child re-imports the world, no forkserver process stands
+between them, and a child is its parent's own child (SIGCHLD, PR_SET_PDEATHSIG). Each child
+also gets the read end of a pipe whose write end only its parent holds: when the parent dies,
+however it dies, the pipe reads EOF and a watchdog thread ends the child at once.
 
-Forkserver children are not our OS children, so their end is observed on the process sentinel
-(an fd that becomes readable when the child ends), not through SIGCHLD; the supervisor turns it
-into a :class:`~palaestra.core.esm.ChildExit` event on the asyncio loop, with no polling.
+A child's end is observed on its process sentinel (an fd that becomes readable when the child
+ends) and turned into a :class:`~palaestra.core.esm.ChildExit` event on the asyncio loop,
+with no polling.
 """
 
 from __future__ import annotations
@@ -28,21 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiomultiprocess
-import aiomultiprocess.core
 from aiomultiprocess.types import Unit
 
 from palaestra.core.esm import ChildExit
 
 LOG = logging.getLogger(__name__)
-
-BASE_PRELOAD: tuple[str, ...] = (
-    "numpy",
-    "zmq",
-    "zmq.asyncio",
-    "msgspec",
-    "setproctitle",
-    "palaestra.core.runtime",
-)
 
 
 @dataclass(frozen=True)
@@ -91,18 +82,14 @@ class _ChildProcess(aiomultiprocess.Process):
         target: Callable[..., Any],
         args: Sequence[Any],
         name: str,
-        fork: bool = False,
         close_fds: Sequence[int] = (),
     ) -> None:
         self.unit = Unit(target=target, args=args, kwargs={}, namespace=None)
-        if fork:
-            context = multiprocessing.get_context("fork")
-            entry, entry_args = _bootstrap_fork, (self.unit, os.getpid(), tuple(close_fds))
-        else:
-            context = aiomultiprocess.core.get_context()
-            entry, entry_args = _bootstrap, (self.unit,)
-        self.aio_process = context.Process(  # type: ignore[attr-defined]
-            target=entry, args=entry_args, name=name, daemon=False
+        self.aio_process = multiprocessing.get_context("fork").Process(
+            target=_bootstrap_fork,
+            args=(self.unit, os.getpid(), tuple(close_fds)),
+            name=name,
+            daemon=False,
         )
 
     @property
@@ -119,7 +106,7 @@ def _bootstrap(unit: Unit) -> None:
 
 
 def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
-    """A child forked straight from a running parent: leave the parent's world behind.
+    """In a freshly forked child: leave the parent's world behind, then run the child.
 
     The fork happened inside the parent's event loop: forget that loop and its signal
     wake-up pipe (a signal here must not wake the parent), drop the liveness pipes of the
@@ -152,14 +139,6 @@ def _die_with_parent(parent: int) -> None:
         os._exit(70)
 
 
-def use_forkserver(preload: Sequence[str]) -> None:
-    """Make this process start its children from a forkserver preloaded with ``preload``."""
-    aiomultiprocess.set_start_method("forkserver")
-    context = aiomultiprocess.core.get_context()
-    modules = list(dict.fromkeys([*BASE_PRELOAD, *preload]))
-    context.set_forkserver_preload(modules)  # type: ignore[attr-defined]
-
-
 def preload(modules: Sequence[str]) -> None:
     """Import ``modules`` here, so children forked from this process share them.
 
@@ -180,8 +159,6 @@ class Supervisor:
     def __init__(self, on_exit: Callable[[Child, ChildExit], None]) -> None:
         self.children: dict[str, Child] = {}
         self._on_exit = on_exit
-        self.fork = False
-        """Fork children straight from this process (conductors) instead of the forkserver."""
 
     def spawn(self, spec: ChildSpec) -> Child:
         from palaestra.core.runtime import child_main
@@ -193,7 +170,6 @@ class Supervisor:
             target=child_main,
             args=(spec, alive_r),
             name=spec.name,
-            fork=self.fork,
             close_fds=siblings,
         )
         process.start()

@@ -358,7 +358,6 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
         runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
         if spec.preload:  # a conductor: its children fork from it, sharing these imports
             preload(spec.preload)
-            runtime.supervisor.fork = True
         code = await runtime.run()
     return code
 

@@ -14,7 +14,7 @@ from palaestra.core.errors import (
     EXIT_RUN_FAILED,
     EXIT_STORE_UNUSABLE,
 )
-from palaestra.core.processes import set_title, use_forkserver
+from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
 from palaestra.core.transport import make_run_dir, remove_run_dir
@@ -47,7 +47,7 @@ class RunOutcome:
 def execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome."""
     set_title("Executor")
-    use_forkserver(PRELOAD)
+    preload(PRELOAD)  # imported once here; every child is forked from this process
     return asyncio.run(_execute(run, config))
 
 
