@@ -1,8 +1,9 @@
 """The AgentConductor: on its setup request, spawns one Brain and one Muscle per worker.
 
 The conductor imports the agent's own plug-in modules when it starts and forks its children
-from itself, so a heavy user import (torch, say) happens once per agent, not once per process. The Brain's endpoint is derived from
-its name, so the Brain and the Muscles start at the same time (ZMQ connects before the bind).
+from itself, so a heavy user import (torch, say) happens once per agent, not once per process.
+The Brain's endpoint is derived from its name, so the Brain and the Muscles start at the same
+time (ZMQ connects before the bind).
 """
 
 from __future__ import annotations
