@@ -20,7 +20,7 @@ from palaestra.agent.objective import Objective
 from palaestra.core import messages as m
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component
-from palaestra.core.hotloop import HotLoop, Stopped, run_hot
+from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -166,7 +166,7 @@ class MuscleProcess(Component):
             lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
         )
         wait = hot.poller(router)
-        try:
+        with closing_producer(self.rows, self.name):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
@@ -179,12 +179,6 @@ class MuscleProcess(Component):
                     self.begin_episode(message)
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
-        except Stopped:
-            self.rows.close(self.name)
-            raise
-        except BaseException:
-            self.rows.close(self.name, block=False)
-            raise
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
         if message.episode > 0:

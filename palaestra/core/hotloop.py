@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import zmq
+
+from palaestra.core.records import RowSink
 
 _counter = 0
 _STOP = "__palaestra_hotloop_stop__"
@@ -150,6 +153,20 @@ class HotLoop:
                 await asyncio.shield(self._done)
             except Exception:  # noqa: BLE001 - the failure was reported through `done`
                 pass
+
+
+@contextmanager
+def closing_producer(sink: RowSink, producer: str) -> Iterator[None]:
+    """Around a producer's hot loop: on stop, push the last rows and close the producer (wait
+    for the writer); on failure, push what the writer takes without waiting."""
+    try:
+        yield
+    except Stopped:
+        sink.close(producer)
+        raise
+    except BaseException:
+        sink.close(producer, block=False)
+        raise
 
 
 def run_hot(runtime: Any, name: str, target: Callable[[HotLoop], None]) -> HotLoop:

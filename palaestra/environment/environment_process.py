@@ -10,7 +10,7 @@ import zmq
 from palaestra.core import messages as m
 from palaestra.core.codec import describe
 from palaestra.core.esm import Component
-from palaestra.core.hotloop import HotLoop, Stopped, run_hot
+from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import ActuatorInformation, json_value
 from palaestra.core.loading import load_class
 from palaestra.core.records import RowSink, connect_store
@@ -88,7 +88,7 @@ class EnvironmentProcess(Component):
             ),
         )
         wait = hot.poller(router)
-        try:
+        with closing_producer(self.rows, self.name):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
@@ -105,12 +105,6 @@ class EnvironmentProcess(Component):
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
                 if self._all_in():
                     router.send_multipart([self.controller, m.encode(self.update())])
-        except Stopped:
-            self.rows.close(self.name)
-            raise
-        except BaseException:
-            self.rows.close(self.name, block=False)
-            raise
 
     def start_world(self, reset: bool) -> m.EnvBaseline:
         method = "reset" if reset else "start_environment"
