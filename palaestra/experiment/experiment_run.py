@@ -34,7 +34,8 @@ LOG = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
-END_TIMEOUT = 3.0  # a failed or interrupted run must be over within seconds
+END_TIMEOUT = 3.0  # an interrupted run must be over within seconds; Brains may be dumping
+FAILED_END_TIMEOUT = 1.5  # a failed run: what does not stop by then is broken, kill it
 
 
 class PhaseError(Exception):
@@ -393,7 +394,8 @@ class ExperimentRun(Component):
         others = [c for c in rt.supervisor.running() if c.name != WRITER]
         if others:
             reason = self.stop_reason or "the run failed"
-            if await rt.shutdown_children(others, reason, END_TIMEOUT):
+            timeout = END_TIMEOUT if self.state is not State.ERROR else FAILED_END_TIMEOUT
+            if await rt.shutdown_children(others, reason, timeout):
                 await rt.supervisor.stop_all(children=others, grace=1.0)
         if self.instance_id is None or (self.state is State.FINISHED and self.signal is None):
             return
