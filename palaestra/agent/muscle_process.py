@@ -177,6 +177,8 @@ class MuscleProcess(Component):
                         router.send_multipart([sender, m.encode(reply)])
                 elif isinstance(message, m.AgentEpisode):
                     self.begin_episode(message)
+                    # acknowledged: the episode's first step may come from another peer
+                    router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 

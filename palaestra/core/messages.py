@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from palaestra.core.specs import AgentSpec, EnvironmentSpec, Mode
+from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec, Mode
 
 
 class Msg(
@@ -151,6 +151,31 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     agents: list[AgentEndpoint]
     episodes: int
     mode: Mode
+
+
+class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent as an environment that drives an episode sees it."""
+
+    process: str
+    endpoint: str
+    sensors: list[str]
+    acts_here: bool
+
+
+class EnvEpisode(Msg, frozen=True, kw_only=True):
+    """To an environment: run one whole episode yourself, talking to the Muscles directly.
+
+    ``turns`` is ``all`` (every agent acts on every step) or ``round_robin`` (one agent per
+    step, in order). Answered by :class:`EnvEpisodeDone` when the conditions end the episode.
+    """
+
+    agents: list[EpisodeAgent]
+    turns: str
+    conditions: list[ClassSpec]
+
+
+class EnvEpisodeDone(Msg, frozen=True, kw_only=True):
+    steps: int
 
 
 class SimulationBaseline(Msg, frozen=True, kw_only=True):
@@ -395,6 +420,8 @@ Message = (
     | EnvStart
     | EnvBaseline
     | EnvStep
+    | EnvEpisode
+    | EnvEpisodeDone
     | EnvState
     | AgentEpisode
     | AgentStep

@@ -15,7 +15,8 @@ from palaestra.core.information import ActuatorInformation, json_value
 from palaestra.core.loading import load_class
 from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.specs import ClassSpec, EnvironmentSpec
+from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment.environment import Environment, EnvironmentContext
@@ -57,6 +58,10 @@ class EnvironmentProcess(Component):
         self.expected: list[bytes] | None = None
         self.controller = b""
         self.pending: dict[bytes, dict[str, Any]] = {}
+        self.muscle_sockets: dict[str, tuple[Any, Any]] = {}
+        self.values: list[Any] = []
+        # our own plug-in's step: if it never returns, we say so ourselves
+        self.stepping = Waiting(name, answer_timeout)
         self.spec = environment
         self.environment_id = environment_id
         self.worker = worker
@@ -74,7 +79,7 @@ class EnvironmentProcess(Component):
     async def setup(self, runtime: Any) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
-        runtime.start_task(watch([self.muscles]))
+        runtime.start_task(watch([self.muscles, self.stepping]))
         return {"env": endpoint}
 
     def _serve(self, hot: HotLoop, endpoint: str) -> None:
@@ -101,6 +106,10 @@ class EnvironmentProcess(Component):
                 elif isinstance(message, m.EnvStart):
                     router.send_multipart([sender, m.encode(self.start_world(message.reset))])
                     continue
+                elif isinstance(message, m.EnvEpisode):
+                    done = m.EnvEpisodeDone(steps=self.run_episode(hot, router, wait, message))
+                    router.send_multipart([sender, m.encode(done)])
+                    continue
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
                 if self._all_in():
@@ -119,10 +128,12 @@ class EnvironmentProcess(Component):
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
         prefix = self.prefix
         self.full_sensor_uids = [prefix + uid for uid in self.sensor_uids]
-        return m.EnvBaseline(
+        baseline = m.EnvBaseline(
             sensors=[describe(s, prefix + str(s.uid)) for s in sensors],
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
         )
+        self.values = [desc.value for desc in baseline.sensors]
+        return baseline
 
     def _all_in(self) -> bool:
         """Whether the step can be taken; else note which Muscle we are waiting for."""
@@ -139,13 +150,20 @@ class EnvironmentProcess(Component):
         self.muscles.end()
         return True
 
-    def update(self) -> m.EnvState:
-        """Apply the expected Muscles' set points (in the controller's order) and step."""
+    def _collected(self) -> dict[str, Any]:
+        """The expected Muscles' set points, merged in the controller's order."""
         pending = self.pending
         setpoints: dict[str, Any] = {}
         for name in self.expected or ():
             setpoints.update(pending.pop(name))
         self.expected = None
+        return setpoints
+
+    def update(self, setpoints: dict[str, Any] | None = None) -> m.EnvState:
+        """Apply set points (by default: the expected Muscles') and step the world."""
+        if setpoints is None:
+            setpoints = self._collected()
+        self.stepping.begin()
         actuators = []
         for template in self.actuators:
             uid = str(template.uid)
@@ -160,6 +178,7 @@ class EnvironmentProcess(Component):
             state = tuple(self.env.update(actuators))
         except Exception as exc:
             raise PluginError(self.env, "update") from exc
+        self.stepping.end()
         sensors, rewards, done = state[0], state[1], bool(state[2])
         values: list[Any] = [None] * len(self.sensor_uids)
         for sensor in sensors:
@@ -179,6 +198,82 @@ class EnvironmentProcess(Component):
             )
         )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
+
+    def run_episode(self, hot: HotLoop, router: Any, wait: Any, message: m.EnvEpisode) -> int:
+        """Drive one episode: observations straight to the Muscles, their set points back.
+
+        The same order and rewards as the simulation controller's own loop (Vanilla: every
+        agent acts on every step; TakingTurns: one agent per step, rewarded with the step that
+        followed its action), two messages per agent and step fewer.
+        """
+        agents = {a.process: self._muscle(hot, a) for a in message.agents}
+        conditions = self._conditions(message.conditions)
+        values = dict(zip(self.full_sensor_uids, self.values, strict=True))
+        rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in message.agents}
+        step = 0
+        while True:
+            acting = (
+                message.agents
+                if message.turns == "all"
+                else [message.agents[step % len(message.agents)]]
+            )
+            for agent in acting:
+                agents[agent.process][0].send(
+                    m.encode(
+                        m.AgentStep(
+                            step=step,
+                            values=[values[uid] for uid in agent.sensors],
+                            rewards=rewards[agent.process],
+                            done=False,
+                        )
+                    )
+                )
+            self.expected = [a.process.encode() for a in acting if a.acts_here]
+            while not self._all_in():
+                wait()
+                sender, payload = router.recv_multipart()
+                action = m.decode(payload)
+                if not isinstance(action, m.AgentActions):
+                    raise TypeError(f"{self.name}: {type(action).__name__} during an episode")
+                self.pending[sender] = action.setpoints
+            state = self.update()
+            values.update(zip(self.full_sensor_uids, state.values, strict=True))
+            for agent in acting:
+                rewards[agent.process] = state.rewards
+            step += 1
+            if any(c.episode_done([state.done]) for c in conditions):
+                break
+        for agent in message.agents:  # the last transitions, with done
+            agents[agent.process][0].send(
+                m.encode(
+                    m.AgentStep(
+                        step=step,
+                        values=[values[uid] for uid in agent.sensors],
+                        rewards=rewards[agent.process],
+                        done=True,
+                    )
+                )
+            )
+        for agent in message.agents:
+            agents[agent.process][1]()
+        return step
+
+    def _muscle(self, hot: HotLoop, agent: m.EpisodeAgent) -> tuple[Any, Any]:
+        """A DEALER to the agent's Muscle (made once per phase) and its stoppable receive."""
+        peer = self.muscle_sockets.get(agent.endpoint)
+        if peer is None:
+            sock = hot.socket(zmq.DEALER)
+            sock.connect(agent.endpoint)
+            peer = self.muscle_sockets[agent.endpoint] = (sock, hot.receiver(sock))
+        return peer
+
+    def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:
+        conditions = [load_class(c.name)(**c.params) for c in specs]
+        if not any(
+            type(c).episode_done is not TerminationCondition.episode_done for c in conditions
+        ):
+            conditions.append(EpisodeEndsWithEnvironment())
+        return conditions
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop pushes its last rows and closes the producer

@@ -9,6 +9,8 @@ class TakingTurns(SimulationController):
     """Agent ``i`` acts on steps ``i, i + n, ...``; its rewards are those of the step that
     followed its own action."""
 
+    turns = "round_robin"
+
     def run_episode(self) -> None:
         self.episode_over = False
         step = 0

@@ -6,6 +6,8 @@ from palaestra.simulation.controller import SimulationController
 
 
 class Vanilla(SimulationController):
+    turns = "all"
+
     def run_episode(self) -> None:
         self.episode_over = False
         step = 0

@@ -241,3 +241,55 @@ def test_update_lag_decides_which_brain_answer_a_muscle_acts_on(
             )
         ]
         assert setpoints == expected
+
+
+def test_two_environments_step_together_under_the_controller(workspace: Workspace) -> None:
+    # With several environments the simulation controller drives the steps itself.
+    text = (EXPERIMENTS / "dummy_run.yml").read_text()
+    text = text.split("  - phase_1:")[0] + "run_config:" + text.split("run_config:")[1]
+    text = text.replace(
+        "            params: {discrete: true, max_iter: 10}\n",
+        "            params: {discrete: true, max_iter: 10}\n"
+        "        - environment:\n"
+        "            name: palaestra.environment.dummy_environment:DummyEnvironment\n"
+        "            uid: other\n"
+        "            params: {discrete: true, max_iter: 6}\n",
+    )
+    text = text.replace(
+        "actuators: [myenv.5, myenv.6, myenv.7, myenv.8, myenv.9]", "actuators: [other.0, other.1]"
+    )
+    text = text.replace(
+        "sensors: [myenv.5, myenv.6, myenv.7, myenv.8, myenv.9]", "sensors: [myenv.5, other.0]"
+    )
+    run_file = workspace.path / "two_envs.yml"
+    run_file.write_text(text)
+    start(workspace, run_file)
+    db = workspace.store
+    # the shorter environment ends the episode for both
+    assert rows(
+        db,
+        "select e.uid, count(*), sum(w.done) from world_states w join environments e "
+        "on e.id = w.environment_id group by e.uid order by e.uid",
+    ) == [
+        ("myenv", 6, 0),
+        ("other", 6, 1),
+    ]
+    setpoints = [
+        json.loads(s)
+        for (s,) in rows(
+            db,
+            "select setpoints from world_states w join "
+            "environments e on e.id = w.environment_id "
+            "where e.uid = 'other' order by step",
+        )
+    ]
+    assert all(sorted(s) == ["other.0", "other.1"] for s in setpoints)
+    sensors = json.loads(
+        rows(
+            db,
+            "select sensor_readings from muscle_actions m join agents a "
+            "on a.id = m.agent_id where a.name = 'attacker' limit 1",
+        )[0][0]
+    )
+    assert sorted(sensors) == ["myenv.5", "other.0"]
+    assert rows(db, "select count(*) from muscle_actions") == [(12,)]
