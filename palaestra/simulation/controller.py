@@ -252,7 +252,8 @@ class SimulationController(Component):
             conditions=self.episode_conditions,
         )
         env.tell(request)
-        env.waiting.end()  # an episode takes as long as it takes: the environment watches it
+        # no answer_timeout on a whole episode (it takes as long as it takes): the environment
+        # watches its own steps and the Muscles it waits for
         answer: m.EnvEpisodeDone = m.decode(env.receive())
         self.steps += answer.steps
 
