@@ -211,6 +211,16 @@ class EnvironmentProcess(Component):
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
         rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in message.agents}
         step = 0
+
+        def observe(agent: m.EpisodeAgent, done: bool) -> None:
+            observation = m.AgentStep(
+                step=step,
+                values=[values[uid] for uid in agent.sensors],
+                rewards=rewards[agent.process],
+                done=done,
+            )
+            agents[agent.process][0].send(m.encode(observation))
+
         while True:
             acting = (
                 message.agents
@@ -218,16 +228,7 @@ class EnvironmentProcess(Component):
                 else [message.agents[step % len(message.agents)]]
             )
             for agent in acting:
-                agents[agent.process][0].send(
-                    m.encode(
-                        m.AgentStep(
-                            step=step,
-                            values=[values[uid] for uid in agent.sensors],
-                            rewards=rewards[agent.process],
-                            done=False,
-                        )
-                    )
-                )
+                observe(agent, done=False)
             self.expected = [a.process.encode() for a in acting if a.acts_here]
             while not self._all_in():
                 wait()
@@ -244,16 +245,7 @@ class EnvironmentProcess(Component):
             if any(c.episode_done([state.done]) for c in conditions):
                 break
         for agent in message.agents:  # the last transitions, with done
-            agents[agent.process][0].send(
-                m.encode(
-                    m.AgentStep(
-                        step=step,
-                        values=[values[uid] for uid in agent.sensors],
-                        rewards=rewards[agent.process],
-                        done=True,
-                    )
-                )
-            )
+            observe(agent, done=True)
         for agent in message.agents:
             agents[agent.process][1]()
         return step
