@@ -1,0 +1,78 @@
+"""palaestra.testing: the checks users run on their own plug-ins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from palaestra.agent import DummyBrain, DummyMuscle
+from palaestra.environment import DummyEnvironment
+from palaestra.testing import PluginCheckError, check_brain, check_environment, check_muscle
+
+
+def test_the_built_ins_keep_their_contracts() -> None:
+    sensors, actuators = check_environment(
+        "palaestra.environment.dummy_environment:DummyEnvironment", {"discrete": False}
+    )
+    assert [s.uid for s in sensors] == [str(i) for i in range(10)]
+    check_muscle(DummyMuscle, sensors=sensors, actuators=actuators)
+    check_muscle(DummyMuscle, {"count_upwards": True}, sensors=sensors, actuators=actuators)
+    check_brain("palaestra.agent.dummy_brain:DummyBrain", sensors=sensors, actuators=actuators)
+
+
+class ForgetfulEnvironment(DummyEnvironment):
+    def update(self, actuators: Any) -> Any:
+        sensors, rewards, done = super().update(actuators)
+        return sensors[:-1], rewards, done
+
+
+class OutOfSpaceMuscle(DummyMuscle):
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        for actuator in actuators_available:
+            actuator(10_000)
+        return actuators_available, None
+
+
+class UnpicklableBrain(DummyBrain):
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        return lambda: None
+
+
+class BrokenDumpBrain(DummyBrain):
+    def store(self) -> None:
+        self.store_brain_dump(b"not json")
+
+
+@pytest.mark.parametrize(
+    ("check", "expected"),
+    [
+        (
+            lambda s, a: check_environment(ForgetfulEnvironment),
+            "ForgetfulEnvironment.update: no longer reports sensors ['9']",
+        ),
+        (
+            lambda s, a: check_muscle(OutOfSpaceMuscle, sensors=s, actuators=a),
+            "OutOfSpaceMuscle.propose_actions: value 10000 of 0 is not in Discrete(100)",
+        ),
+        (
+            lambda s, a: check_brain(UnpicklableBrain, sensors=s, actuators=a),
+            "UnpicklableBrain.thinking: returned function, which cannot be pickled",
+        ),
+        (
+            lambda s, a: check_brain(BrokenDumpBrain, sensors=s, actuators=a),
+            "BrokenDumpBrain.load raised JSONDecodeError",
+        ),
+        (
+            lambda s, a: check_muscle(DummyBrain, sensors=s, actuators=a),
+            "DummyBrain is not a palaestra Muscle",
+        ),
+    ],
+    ids=["lost-sensor", "out-of-space", "unpicklable-update", "unloadable-dump", "wrong-kind"],
+)
+def test_a_plugin_that_breaks_its_contract_is_named(check: Any, expected: str) -> None:
+    sensors, actuators = check_environment(DummyEnvironment)
+    with pytest.raises(PluginCheckError) as caught:
+        check(sensors, actuators)
+    assert expected in str(caught.value)
+    assert caught.value.exit_code == 2
