@@ -134,8 +134,8 @@ class BrainProcess(Component):
             if message.done:
                 self._store_brain()
                 self._send_dumps()
-            payload = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
-            router.send_multipart([sender, m.encode(m.BrainUpdate(update=payload))])
+            answer = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+            router.send_multipart([sender, m.encode(m.BrainUpdate(update=answer))])
 
     def _sensor_infos(self, values: list[Any]) -> list[SensorInformation]:
         return [

@@ -231,13 +231,14 @@ def _rewards_table(rewards: Rows) -> Table:
 @click.pass_obj
 def results(
     state: State,
+    /,
     run: str,
     table: str,
     fmt: str | None,
     output: Path | None,
     expand: bool,
     instance: str | None,
-    **given: tuple[Any, ...],
+    **given: Any,
 ) -> None:
     """Export a table of a run as CSV, JSON or Parquet (to stdout without -o).
 

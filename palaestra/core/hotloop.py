@@ -40,7 +40,7 @@ class HotLoop:
         _counter += 1
         self.runtime = runtime
         self.name = name
-        self.ctx = zmq.Context.shadow(runtime.ctx.underlying)
+        self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.shadow(runtime.ctx.underlying)
         self._aio = asyncio.get_running_loop()
         self._stop_endpoint = f"inproc://hotloop-stop-{_counter}"
         self._stop_sender = self.ctx.socket(zmq.PAIR)
@@ -71,7 +71,7 @@ class HotLoop:
             ready = [s for s, _ in poller.poll()]
             if stop in ready:
                 self._control()
-            return ready  # type: ignore[return-value]
+            return ready
 
         return wait
 

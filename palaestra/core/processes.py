@@ -66,10 +66,11 @@ class Child:
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid
+        pid: int | None = self.process.pid
+        return pid
 
 
-class _ChildProcess(aiomultiprocess.Process):
+class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped library
     """An aiomultiprocess process without the Manager server it would start for results.
 
     palaestra children report over ZMQ, so the result namespace (a whole extra server process

@@ -257,7 +257,7 @@ class Runtime:
                 self.parent.setsockopt(zmq.IDENTITY, self.name.encode())
                 self.parent.connect(self.spec.parent_endpoint)
             self.component.start()
-            endpoints = await self.component.setup(self)  # type: ignore[attr-defined]
+            endpoints = await self.component.setup(self)
             await self.send_parent(m.Ready(name=self.name, endpoints=endpoints or {}))
             if self.parent is not None:
                 self._parent_reader = self.start_task(self._read_parent(self.parent))
@@ -287,7 +287,7 @@ class Runtime:
             self._parent_reader.cancel()
         reported = await self._report_if_failed()
         try:
-            await self.component.teardown()  # type: ignore[attr-defined]
+            await self.component.teardown()
         except Exception as exc:  # noqa: BLE001 - teardown of user code at the boundary
             self.component.fail(error_info(self.name, exc))
         if self.supervisor.running():
@@ -352,14 +352,11 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
         cls = load_class(spec.component)
         component = cls(name=spec.name, **spec.args)
     except Exception as exc:  # report construction errors like any other
-        runtime = _FailedStart(spec, exc)
-        code = await runtime.report()
-    else:
-        runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
-        if spec.preload:  # a conductor: its children fork from it, sharing these imports
-            preload(spec.preload)
-        code = await runtime.run()
-    return code
+        return await _FailedStart(spec, exc).report()
+    runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
+    if spec.preload:  # a conductor: its children fork from it, sharing these imports
+        preload(spec.preload)
+    return await runtime.run()
 
 
 class _FailedStart:

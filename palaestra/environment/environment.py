@@ -59,7 +59,8 @@ class Environment(ABC):
 
     @property
     def context(self) -> EnvironmentContext | None:
-        return self.__dict__.get("_palaestra_context")  # type: ignore[no-any-return]
+        context: EnvironmentContext | None = self.__dict__.get("_palaestra_context")
+        return context
 
     @property
     def uid(self) -> str:

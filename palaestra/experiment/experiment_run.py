@@ -341,15 +341,14 @@ class ExperimentRun(Component):
         load = agent.load
         if load is None and phase.index == 0:
             return None, None
-        source = {
-            "run": (load.experiment_run if load and load.experiment_run else self.run.uid),
-            "agent": (load.agent if load and load.agent else agent.name),
-            "phase": (load.phase if load and load.phase is not None else phase.index - 1),
-        }
-        if source["phase"] < 0:
+        run_uid = load.experiment_run if load and load.experiment_run else self.run.uid
+        agent_name = load.agent if load and load.agent else agent.name
+        index = load.phase if load and load.phase is not None else phase.index - 1
+        source: dict[str, Any] = {"run": run_uid, "agent": agent_name, "phase": index}
+        if index < 0:
             return None, None
         found: m.StoreDump = await self._store(
-            m.StoreFindDump(run_uid=source["run"], agent=source["agent"], phase=source["phase"])
+            m.StoreFindDump(run_uid=run_uid, agent=agent_name, phase=index)
         )
         if found.dump is None:
             message = (

@@ -86,7 +86,7 @@ class _Locator:
             self._active.discard(id(data))
         return Node(value, key, line)
 
-    def _mapping(self, data: dict, key: str, line: int | None) -> dict[Any, Node]:
+    def _mapping(self, data: dict[Any, Any], key: str, line: int | None) -> dict[Any, Node]:
         """Return the child nodes of a mapping, each at the line of its key."""
         out: dict[Any, Node] = {}
         for raw_key, raw_value in data.items():
@@ -97,7 +97,7 @@ class _Locator:
             out[plain] = self.node(raw_value, child_key, child_line, value_pos)
         return out
 
-    def _list(self, data: list, key: str, line: int | None) -> list[Node]:
+    def _list(self, data: list[Any], key: str, line: int | None) -> list[Node]:
         """Return the item nodes of a list, each at its own line."""
         out = []
         for index, item in enumerate(data):
@@ -143,12 +143,12 @@ class _Locator:
         return token if parsed == value else None
 
 
-def _key_position(data: dict, key: Any) -> tuple[int | None, Any]:
+def _key_position(data: dict[Any, Any], key: Any) -> tuple[int | None, Any]:
     """Return the 0-based line of ``key`` and the (line, column) of its value.
 
     Keys that come from a YAML merge (``<<: *base``) are looked up where they were written.
     """
-    maps = [data]
+    maps: list[Any] = [data]  # ruamel's CommentedMap: line info in .lc
     while maps:
         current = maps.pop(0)
         try:
@@ -160,10 +160,11 @@ def _key_position(data: dict, key: Any) -> tuple[int | None, Any]:
     return None, None
 
 
-def _item_position(data: list, index: int) -> Any:
+def _item_position(data: list[Any], index: int) -> Any:
     """Return the 0-based (line, column) of a list item, or None."""
+    located: Any = data  # ruamel's CommentedSeq: line info in .lc
     try:
-        return data.lc.item(index)
+        return located.lc.item(index)
     except (AttributeError, KeyError, TypeError, IndexError):
         return None
 
@@ -294,7 +295,8 @@ def as_params(node: Node | None) -> dict[str, Any]:
     for key, child in node.value.items():
         if not isinstance(key, str):
             child.fail(f"a parameter name must be a string, got {describe(key)}.")
-    return to_plain(node)
+    params: dict[str, Any] = to_plain(node)
+    return params
 
 
 def to_plain(node: Node) -> Any:

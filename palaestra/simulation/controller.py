@@ -231,7 +231,8 @@ class SimulationController(Component):
     def _env_drives(self) -> bool:
         """A single environment can run the episode itself when the order of turns is one it
         knows and no subclass changed :meth:`run_episode`."""
-        own_loop = type(self).run_episode is not _class_defining_turns(type(self)).run_episode
+        defining: Any = _class_defining_turns(type(self))
+        own_loop = type(self).run_episode is not defining.run_episode
         return self.turns is not None and not own_loop and len(self.environments) == 1
 
     def _env_episode(self) -> None:
@@ -254,7 +255,9 @@ class SimulationController(Component):
         env.tell(request)
         # no answer_timeout on a whole episode (it takes as long as it takes): the environment
         # watches its own steps and the Muscles it waits for
-        answer: m.EnvEpisodeDone = m.decode(env.receive())
+        answer = m.decode(env.receive())
+        if not isinstance(answer, m.EnvEpisodeDone):
+            raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}, not the end")
         self.steps += answer.steps
 
     def _begin_episode(self, episode: int) -> None:

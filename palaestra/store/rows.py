@@ -112,7 +112,8 @@ def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
 def _configured_store_uri(path: str = RUNTIME_CONFIG_FILE) -> str | None:
     if not os.path.exists(path):
         return None
-    from ruamel.yaml import YAML, YAMLError
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -704,7 +705,10 @@ def _filtered(statement: Select[Any], filters: Iterable[tuple[Any, Match | None]
 
 def _match(column: Any, value: Match) -> ColumnElement[bool]:
     values = _values(value)
-    return column == values[0] if len(values) == 1 else column.in_(values)
+    condition: ColumnElement[bool] = (
+        column == values[0] if len(values) == 1 else column.in_(values)
+    )
+    return condition
 
 
 def _phase_match(value: Match) -> ColumnElement[bool]:

@@ -137,10 +137,10 @@ class StoreWriter(Component):
 
     async def read(self, sock: zmq.asyncio.Socket) -> None:
         """Receive record messages forever; commit buffered rows whenever the socket idles."""
-        receiver = zmq.Socket.shadow(sock.underlying)
+        receiver: zmq.Socket[bytes] = zmq.Socket.shadow(sock.underlying)
         try:
             while True:
-                if await sock.poll(IDLE_FLUSH_MS, zmq.POLLIN):
+                if await sock.poll(IDLE_FLUSH_MS):  # POLLIN by default
                     self._drain(receiver, limit=DRAIN_LIMIT)
                     await asyncio.sleep(0)  # let handlers waiting on ProducerClosed run
                 else:
@@ -470,7 +470,7 @@ def _agent(phase_id: int, agent: m.PhaseAgent) -> Agent:
     )
 
 
-def _newest_agent(run_uid: str, agent: str, phase: int) -> Select[tuple[int]]:
+def _newest_agent(run_uid: str, agent: str, phase: int) -> Select[Any]:
     """SELECT the id of ``agent`` in phase ``phase`` of the run's newest instance having it."""
     return (
         select(Agent.id)
