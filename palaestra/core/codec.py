@@ -13,7 +13,8 @@ InfoT = TypeVar("InfoT")
 
 
 def describe(info: Any, uid: str | None = None) -> InfoDesc:
-    """An information object as message data (space description once, value as JSON)."""
+    """An information object as message data: its space's (cached) description, its value
+    as JSON."""
     space = info.space
     return InfoDesc(
         uid if uid is not None else str(info.uid),
@@ -44,7 +45,3 @@ class SpaceCache:
             value = space.from_json_value(desc.value) if space is not None else desc.value
             out.append(cls(value, space, desc.uid))  # type: ignore[call-arg]
         return out
-
-
-def values_by_uid(descs: Iterable[InfoDesc]) -> dict[str, Any]:
-    return {desc.uid: desc.value for desc in descs}

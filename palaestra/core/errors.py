@@ -82,23 +82,6 @@ class StoreError(PalaestraError):
     exit_code = EXIT_STORE_UNUSABLE
 
 
-class RunFailedError(PalaestraError):
-    """An experiment run failed; the message says which process and why."""
-
-    exit_code = EXIT_RUN_FAILED
-
-
-class RunInterruptedError(PalaestraError):
-    """An experiment run was stopped by SIGINT or SIGTERM."""
-
-    def __init__(self, signum: int) -> None:
-        import signal
-
-        self.signum = signum
-        self.exit_code = 128 + signum
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-
-
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """Return ``"Did you mean 'x'?"`` for the closest candidate, or None."""
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)

@@ -23,7 +23,6 @@ import select
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,10 +257,6 @@ def watch_parent(alive: multiprocessing.connection.Connection) -> None:
                     os._exit(70)
 
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
 
 
 def set_title(name: str) -> None:

@@ -45,6 +45,7 @@ class Space(ABC):
 
     def __init__(self) -> None:
         self._np_random: np.random.Generator | None = None
+        self._description: dict[str, Any] | None = None
 
     @property
     def np_random(self) -> np.random.Generator:
@@ -109,9 +110,12 @@ class Space(ABC):
         """Return a plain msgpack/JSON-able description with a ``"type"`` key.
 
         Non-finite Box bounds are written as the strings ``"inf"`` and ``"-inf"`` so that the
-        description survives strict JSON.
+        description survives strict JSON. A space does not change once built, so this is
+        computed once (it travels with every reward of every step); do not mutate it.
         """
-        return {"type": type(self).__name__, **self._params()}
+        if self._description is None:
+            self._description = {"type": type(self).__name__, **self._params()}
+        return self._description
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Space:

@@ -4,7 +4,6 @@ runtime configuration."""
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import sys
 import uuid
@@ -21,9 +20,7 @@ from palaestra.core.errors import (
     InvalidInputError,
     PalaestraError,
     PluginLoadError,
-    RunFailedError,
     RunFileError,
-    RunInterruptedError,
     RuntimeConfigError,
     StoreError,
     did_you_mean,
@@ -311,9 +308,6 @@ def test_run_file_error_format_message(kwargs: dict[str, object], expected: str)
         (RuntimeConfigError("x"), 2),
         (PluginLoadError("x"), 2),
         (StoreError("x"), 3),
-        (RunFailedError("x"), 1),
-        (RunInterruptedError(signal.SIGINT), 130),
-        (RunInterruptedError(signal.SIGTERM), 143),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
 )
@@ -324,13 +318,6 @@ def test_exit_codes(error: PalaestraError, code: int) -> None:
 
 def test_exit_code_constants() -> None:
     assert (EXIT_RUN_FAILED, EXIT_INVALID_INPUT, EXIT_STORE_UNUSABLE) == (1, 2, 3)
-
-
-def test_run_interrupted_error_message() -> None:
-    error = RunInterruptedError(signal.SIGTERM)
-    assert error.signum == signal.SIGTERM
-    assert error.format_message() == "interrupted by SIGTERM"
-    assert str(RunInterruptedError(signal.SIGINT)) == "interrupted by SIGINT"
 
 
 def test_plain_error_format_message_is_str() -> None:
