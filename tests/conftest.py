@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -59,6 +61,10 @@ class Result:
     seconds: float
 
 
+Edit = tuple[str | re.Pattern[str], str]
+"""A run-file edit: replace the first occurrence of a string or pattern."""
+
+
 @dataclass
 class Workspace:
     """A scratch directory to run ``palaestra`` in, with its own store."""
@@ -92,6 +98,27 @@ class Workspace:
         )
         self.sessions.add(proc.pid)
         return proc
+
+    def variant(self, source: str, *edits: Edit) -> Path:
+        """``experiments/<source>`` with each edit applied once (first occurrence), as a file
+        in the workspace; an edit that does not apply fails the test."""
+        text = (EXPERIMENTS / source).read_text()
+        for old, new in edits:
+            if isinstance(old, re.Pattern):
+                text, found = old.subn(new, text, count=1)
+                assert found, old.pattern
+            else:
+                assert old in text, old
+                text = text.replace(old, new, 1)
+        path = self.path / "variant.yml"
+        path.write_text(text)
+        return path
+
+    def instance_status(self) -> tuple[str, str]:
+        """Status and reason of the one run instance in the workspace's store."""
+        with sqlite3.connect(self.store) as conn:
+            (row,) = conn.execute("select status, reason from experiment_run_instances").fetchall()
+        return (row[0], row[1])
 
     def processes(self) -> list[tuple[int, str]]:
         return session_processes(self.sessions)

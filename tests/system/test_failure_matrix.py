@@ -16,11 +16,10 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace, wait_until_gone
+from tests.conftest import Edit, Workspace, wait_until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,30 +44,6 @@ def record(request: pytest.FixtureRequest, family: str, code: int | None, second
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-Edit = tuple[str | re.Pattern[str], str]
-
-
-def variant(ws: Workspace, source: str, *edits: Edit) -> Path:
-    """``experiments/<source>`` with each edit applied once (the first occurrence only)."""
-    text = (EXPERIMENTS / source).read_text()
-    for old, new in edits:
-        if isinstance(old, re.Pattern):
-            text, found = old.subn(new, text, count=1)
-            assert found, old.pattern
-        else:
-            assert old in text, old
-            text = text.replace(old, new, 1)
-    path = ws.path / "variant.yml"
-    path.write_text(text)
-    return path
-
-
-def instance_status(ws: Workspace) -> tuple[str, str]:
-    with sqlite3.connect(ws.store) as conn:
-        (row,) = conn.execute("select status, reason from experiment_run_instances").fetchall()
-    return row
 
 
 def count(ws: Workspace, sql: str) -> int:
@@ -167,7 +142,7 @@ PLUGIN_CRASHES = [
 def test_an_exception_in_a_plugin_method_fails_the_run_naming_it(
     request: pytest.FixtureRequest, workspace: Workspace, cls: str, method: str, process: str
 ) -> None:
-    run_file = variant(workspace, "taking_turns_run.yml", *_crash_edits(cls, method))
+    run_file = workspace.variant("taking_turns_run.yml", *_crash_edits(cls, method))
     result = workspace.run("experiment-start", str(run_file), timeout=30)
     record(request, "exception", result.returncode, result.seconds)
 
@@ -182,7 +157,7 @@ def test_an_exception_in_a_plugin_method_fails_the_run_naming_it(
     assert traceback_line in err and 'plugins/crash.py", line' in err  # its traceback's tail
     assert "Traceback" not in err  # ... not palaestra's own
 
-    status, reason = instance_status(workspace)
+    status, reason = workspace.instance_status()
     assert status == "error"
     assert headline in reason and traceback_line in reason
     if method == "reset":  # episode 0 had ended: all of it is kept, also the world_states
@@ -194,8 +169,7 @@ def test_an_exception_in_a_plugin_method_fails_the_run_naming_it(
 def test_a_failure_while_another_agent_still_sets_up_is_reported_alone(
     request: pytest.FixtureRequest, workspace: Workspace
 ) -> None:
-    run_file = variant(
-        workspace,
+    run_file = workspace.variant(
         "taking_turns_run.yml",
         (_TT_BRAIN, "brain: {name: crash:CrashBrain, params: {method: setup}}"),  # agent one
         (_TT_BRAIN, "brain: {name: crash:SlowSetupBrain, params: {seconds: 1.0}}"),  # agent two
@@ -204,7 +178,7 @@ def test_a_failure_while_another_agent_still_sets_up_is_reported_alone(
     record(request, "exception while agent two sets up", result.returncode, result.seconds)
 
     assert result.returncode == 1
-    assert instance_status(workspace)[0] == "error"  # recorded all the same, past the writer
+    assert workspace.instance_status()[0] == "error"  # recorded all the same, past the writer
     headline = "Brain-one (crash:CrashBrain.setup): RuntimeError: planned crash in setup"
     assert result.stderr.startswith(f"Error: run 'taking-turns-run' failed: {headline}")
     assert "the store writer did not record the end of the run" not in result.stderr
@@ -230,7 +204,7 @@ KILLED_CHILDREN = [
 def test_a_child_killed_with_sigkill_fails_the_run_naming_it(
     request: pytest.FixtureRequest, workspace: Workspace, title: str
 ) -> None:
-    run_file = variant(workspace, "multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
+    run_file = workspace.variant("multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
     proc = workspace.start("experiment-start", str(run_file))
     target = poll(lambda: pid_of(workspace, title), 30, proc)
     assert isinstance(target, int), f"{title} never started"
@@ -246,7 +220,7 @@ def test_a_child_killed_with_sigkill_fails_the_run_naming_it(
     killed = f"{title} was killed by SIGKILL"
     assert f"Error: run 'multiworker-run' failed: {title}: ProcessDied: {killed}" in err
     assert err.count("Error: run ") == 1
-    status, reason = instance_status(workspace)
+    status, reason = workspace.instance_status()
     assert status == "error" and killed in reason
     assert count(workspace, MUSCLE_ROWS) >= muscle_rows  # nothing written before is lost
     assert count(workspace, WORLD_ROWS) >= world_rows
@@ -258,7 +232,7 @@ def test_a_child_killed_with_sigkill_fails_the_run_naming_it(
 def test_a_killed_executor_leaves_no_process_behind(
     request: pytest.FixtureRequest, workspace: Workspace
 ) -> None:
-    run_file = variant(workspace, "multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
+    run_file = workspace.variant("multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
     proc = workspace.start("experiment-start", str(run_file))
     assert poll(lambda: pid_of(workspace, "Muscle-learner-1"), 30, proc), "no Muscle started"
     assert poll(lambda: count(workspace, MUSCLE_ROWS), 30, proc), "no rows reached the store"
@@ -285,8 +259,7 @@ def test_a_killed_executor_leaves_no_process_behind(
 def _start_acting_run(ws: Workspace) -> subprocess.Popen[str]:
     """taking_turns_run.yml with endless episodes (1 ms per step, so a Muscle's first batch of
     1000 rows is seconds away); returns once agent one has acted 20 times."""
-    run_file = variant(
-        ws,
+    run_file = ws.variant(
         "taking_turns_run.yml",
         (_TT_ENV_PARAMS, "params: {discrete: true, max_iter: 1000000, step_delay: 0.001}"),
         (_TT_MUSCLE, "muscle: {name: crash:MarkingMuscle, params: {mark: acting, after: 20}}"),
@@ -304,7 +277,7 @@ def _pending(pid: int, signum: int) -> bool:
 
 
 def _assert_cancelled(ws: Workspace, signum: int) -> None:
-    status, reason = instance_status(ws)
+    status, reason = ws.instance_status()
     assert status == "cancelled"
     assert reason == f"interrupted by {signal.Signals(signum).name}"
 
@@ -505,7 +478,7 @@ def test_a_bad_run_file_exits_2_before_any_process_starts(
     edits: list[Edit],
     expected: list[str],
 ) -> None:
-    run_file = variant(workspace, source, *edits)
+    run_file = workspace.variant(source, *edits)
     result = workspace.run("experiment-start", str(run_file), timeout=30)
     record(request, "bad run file", result.returncode, result.seconds)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -12,25 +11,8 @@ from tests.conftest import EXPERIMENTS, Workspace
 pytestmark = pytest.mark.timeout(120)
 
 
-def variant(ws: Workspace, source: str, *replacements: tuple[str, str]) -> Path:
-    text = (EXPERIMENTS / source).read_text()
-    for old, new in replacements:
-        assert old in text
-        text = text.replace(old, new)
-    path = ws.path / "variant.yml"
-    path.write_text(text)
-    return path
-
-
-def instance_status(ws: Workspace) -> tuple[str, str]:
-    with sqlite3.connect(ws.store) as conn:
-        (row,) = conn.execute("select status, reason from experiment_run_instances").fetchall()
-    return row
-
-
 def test_an_exception_in_thinking_fails_the_run_with_its_reason(workspace: Workspace) -> None:
-    run_file = variant(
-        workspace,
+    run_file = workspace.variant(
         "dummy_run.yml",
         (
             "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n"
@@ -51,7 +33,7 @@ def test_an_exception_in_thinking_fails_the_run_with_its_reason(workspace: Works
     assert "probes:CrashingBrain.thinking" in message
     assert "ValueError: brain broke after 3 calls" in message
     assert 'raise ValueError(f"brain broke after {self.after} calls")' in message  # traceback
-    status, reason = instance_status(workspace)
+    status, reason = workspace.instance_status()
     assert status == "error"
     assert "probes:CrashingBrain.thinking" in reason and "brain broke after 3 calls" in reason
     with sqlite3.connect(workspace.store) as conn:
@@ -60,8 +42,7 @@ def test_an_exception_in_thinking_fails_the_run_with_its_reason(workspace: Works
 
 
 def test_an_exception_in_propose_actions_fails_the_run(workspace: Workspace) -> None:
-    run_file = variant(
-        workspace,
+    run_file = workspace.variant(
         "taking_turns_run.yml",
         (
             "muscle: {name: palaestra.agent:DummyMuscle, params: {count_upwards: true}}\n"
@@ -77,12 +58,11 @@ def test_an_exception_in_propose_actions_fails_the_run(workspace: Workspace) -> 
     assert "Muscle-two-0" in result.stderr
     assert "probes:CrashingMuscle.propose_actions" in result.stderr
     assert "RuntimeError: muscle cannot act" in result.stderr
-    assert instance_status(workspace)[0] == "error"
+    assert workspace.instance_status()[0] == "error"
 
 
 def test_a_sensor_the_environment_lacks_is_refused_before_the_run(workspace: Workspace) -> None:
-    run_file = variant(
-        workspace,
+    run_file = workspace.variant(
         "multiworker_run.yml",
         ("sensors: [myenv.0, myenv.1, myenv.2]", "sensors: [myenv.0, myenv.1, myenv.12]"),
     )
@@ -96,8 +76,7 @@ def test_a_sensor_the_environment_lacks_is_refused_before_the_run(workspace: Wor
 def test_ids_of_an_environment_not_probed_are_checked_when_the_run_starts(
     workspace: Workspace,
 ) -> None:
-    run_file = variant(
-        workspace,
+    run_file = workspace.variant(
         "multiworker_run.yml",
         ("palaestra.environment.dummy_environment:DummyEnvironment", "probes:UnprobedEnvironment"),
         ("actuators: [myenv.0, myenv.1, myenv.2]", "actuators: [myenv.0, myenv.1, myenv.12]"),
@@ -105,11 +84,11 @@ def test_ids_of_an_environment_not_probed_are_checked_when_the_run_starts(
     result = workspace.run("experiment-start", str(run_file))
     assert result.returncode == 2
     assert "agent 'learner': actuators myenv.12 are not provided" in result.stderr
-    assert instance_status(workspace)[0] == "error"
+    assert workspace.instance_status()[0] == "error"
 
 
 def test_an_invalid_run_file_is_refused_before_any_process_starts(workspace: Workspace) -> None:
-    run_file = variant(workspace, "dummy_run.yml", ("episodes: 1", "episodes: -1"))
+    run_file = workspace.variant("dummy_run.yml", ("episodes: 1", "episodes: -1"))
     result = workspace.run("experiment-start", str(run_file))
     assert result.returncode == 2
     assert "variant.yml:" in result.stderr and "phase_config.episodes" in result.stderr
@@ -122,7 +101,7 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
     import signal
     import time
 
-    run_file = variant(workspace, "multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
+    run_file = workspace.variant("multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
     proc = workspace.start("experiment-start", str(run_file))
     deadline = time.monotonic() + 30
     target = None
@@ -152,7 +131,7 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
     assert proc.returncode == 1
     assert time.monotonic() - killed_at < 10
     assert "Muscle-learner-1 was killed by SIGKILL" in err
-    status, reason = instance_status(workspace)
+    status, reason = workspace.instance_status()
     assert status == "error" and "Muscle-learner-1 was killed by SIGKILL" in reason
     with sqlite3.connect(workspace.store) as conn:
         (kept,) = conn.execute("select count(*) from muscle_actions").fetchone()
@@ -192,5 +171,5 @@ def test_a_plugin_that_stops_answering_is_named_after_answer_timeout(
     assert result.seconds < 12
     assert f"{silent}: Timeout: {silent} did not answer for" in result.stderr
     assert "(answer_timeout is 2 s)" in result.stderr
-    status, reason = instance_status(workspace)
+    status, reason = workspace.instance_status()
     assert status == "error" and f"{silent} did not answer" in reason
