@@ -1,4 +1,4 @@
-"""The learner process: runs one Brain, answering its Muscles on a ROUTER socket.
+"""The learner process: runs one Brain, answering its Muscles over their links.
 
 For each :class:`~palaestra.core.messages.Experience` it appends the transition to the Brain's
 memory, calls ``thinking``, stores a dump when an episode ended, and answers with the update.
@@ -17,6 +17,7 @@ import zmq
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.core import messages as m
+from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component
 from palaestra.core.hotloop import HotLoop, Stopped, run_hot
@@ -83,16 +84,16 @@ class BrainProcess(Component):
                 raise PluginError(self.brain, method) from exc
         if self.request.dump is not None:
             LOG.info("%s started from a brain dump of %d bytes", self.name, len(self.request.dump))
-        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
+        listener = Listener(endpoint)  # bound before the Muscles are told to link
+        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, listener))
         return {"brain": endpoint}
 
-    def _serve(self, hot: HotLoop, endpoint: str) -> None:
+    def _serve(self, hot: HotLoop, listener: Listener) -> None:
         """The hot loop: answer the Muscles; on stop, dump once if needed and close."""
-        router = hot.socket(zmq.ROUTER)
-        router.bind(endpoint)
+        hot.own(listener)
         self.store = connect_store(hot, self.store_endpoint)
         try:
-            self._answer(router, hot.poller(router))
+            self._answer(hot, listener)
         except Stopped:
             if not self.stored:  # stopped before the episode ended: dump once
                 self._store_brain()
@@ -103,39 +104,51 @@ class BrainProcess(Component):
             self._send_dumps(block=False)
             raise
 
-    def _answer(self, router: zmq.Socket[bytes], wait: Any) -> None:
-        brain = self.brain
-        memory = brain.memory
-        names: dict[bytes, str] = {}
+    def _answer(self, hot: HotLoop, listener: Listener) -> None:
+        memory = self.brain.memory
+        selector = hot.selector()
+        selector.add(listener)
+        names: dict[Channel, str] = {}
         while True:
-            wait()
-            sender, payload = router.recv_multipart()
-            message = m.decode(payload)
-            if not isinstance(message, m.Experience):
-                raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
-            muscle_id = names.get(sender)
-            if muscle_id is None:
-                muscle_id = names[sender] = f"{self.request.agent.name}-{message.worker}"
-            transition = message.transition
-            if transition is not None:
-                memory.append(
-                    muscle_id,
-                    sensor_readings=self._sensor_infos(transition.sensors),
-                    actuator_setpoints=self._setpoint_infos(transition.setpoints),
-                    rewards=self.spaces.build(RewardInformation, transition.rewards),
-                    done=transition.done,
-                    objective=transition.objective,
-                )
-            try:
-                update = brain.thinking(muscle_id, pickle.loads(message.data))
-            except Exception as exc:
-                raise PluginError(brain, "thinking") from exc
-            self.stored = False
-            if message.done:
-                self._store_brain()
-                self._send_dumps()
-            answer = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
-            router.send_multipart([sender, m.encode(m.BrainUpdate(update=answer))])
+            for link in selector.wait():
+                if link is listener:
+                    muscle = hot.accept(listener)
+                    selector.add(muscle)
+                    continue
+                try:
+                    self._think(link, memory, names)
+                except PeerGone:  # a Muscle stopped (or its parent reports why)
+                    selector.discard(link)
+
+    def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> None:
+        """Take one Muscle's experience, think, answer."""
+        brain = self.brain
+        message = m.decode(link.recv())
+        if not isinstance(message, m.Experience):
+            raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+        muscle_id = names.get(link)
+        if muscle_id is None:
+            muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
+        transition = message.transition
+        if transition is not None:
+            memory.append(
+                muscle_id,
+                sensor_readings=self._sensor_infos(transition.sensors),
+                actuator_setpoints=self._setpoint_infos(transition.setpoints),
+                rewards=self.spaces.build(RewardInformation, transition.rewards),
+                done=transition.done,
+                objective=transition.objective,
+            )
+        try:
+            update = brain.thinking(muscle_id, pickle.loads(message.data))
+        except Exception as exc:
+            raise PluginError(brain, "thinking") from exc
+        self.stored = False
+        if message.done:
+            self._store_brain()
+            self._send_dumps()
+        answer = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+        link.send(m.encode(m.BrainUpdate(update=answer)))
 
     def _sensor_infos(self, values: list[Any]) -> list[SensorInformation]:
         return [

@@ -1,8 +1,10 @@
 """The rollout-worker process: runs one Muscle and its Objective for one worker.
 
-Per step it receives the agent's sensor values from the simulation controller, completes the
-previous transition (rewards, objective), sends it with ``data_for_brain`` to the Brain over its
-own DEALER (no broker), applies the Brain's update, and answers with the new set points.
+Per step it receives the agent's sensor values (from the environment that drives the episode,
+or from the simulation controller), completes the previous transition (rewards, objective),
+sends it with ``data_for_brain`` to the Brain, applies the Brain's update, and sends the new
+set points to the environments. The Brain and the environments are reached over direct links
+(:mod:`palaestra.core.channel`, no broker); the simulation controller over ZMQ.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
 from palaestra.core import messages as m
+from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
@@ -32,7 +35,7 @@ from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
-from palaestra.core.transport import endpoint_for
+from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
 
 
@@ -80,6 +83,8 @@ class MuscleProcess(Component):
     ) -> None:
         super().__init__(name)
         self.environment_endpoints = environments or {}
+        self.acts_on = {uid.partition(".")[0] for uid in agent.actuators}
+        self.links: dict[str, Channel] = {}  # to the environments, by uid
         self.update_lag = update_lag
         self.awaiting = False
         self.brain_waiting = Waiting(f"Brain-{agent.name}", answer_timeout)
@@ -149,18 +154,10 @@ class MuscleProcess(Component):
         return {"muscle": endpoint}
 
     def _serve(self, hot: HotLoop, endpoint: str) -> None:
-        """The hot loop: answer the simulation controller, consulting the Brain."""
+        """The hot loop: begin episodes and step, consulting the Brain."""
+        self.hot_loop = hot
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.envs: dict[str, zmq.Socket[bytes]] = {}
-        for uid, env_endpoint in self.environment_endpoints.items():
-            sock = hot.socket(zmq.DEALER)
-            sock.setsockopt(zmq.IDENTITY, self.name.encode())
-            sock.connect(env_endpoint)
-            self.envs[uid] = sock
-        self.brain = hot.socket(zmq.DEALER)
-        self.brain.connect(self.brain_endpoint)
-        self.receive_brain = hot.receiver(self.brain)  # a stop request interrupts the wait
         self.rows = RowSink(
             connect_store(hot, self.store_endpoint),
             lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
@@ -171,7 +168,7 @@ class MuscleProcess(Component):
                 wait()
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
-                if isinstance(message, m.AgentStep):
+                if isinstance(message, m.AgentStep):  # the controller drives the episode
                     reply = self.step(message)
                     if message.done:  # the controller waits for the end of an episode
                         router.send_multipart([sender, m.encode(reply)])
@@ -179,10 +176,38 @@ class MuscleProcess(Component):
                     self.begin_episode(message)
                     # acknowledged: the episode's first step may come from another peer
                     router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
+                    if message.driver:
+                        self._driven(self.links[message.driver])
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
+    def _link(self, hot: HotLoop) -> None:
+        """Link to the Brain and the worker's environments (all are up once episodes begin)."""
+        agent = self.agent.name
+        self.brain = hot.connect(self.brain_endpoint, f"Brain-{agent}")
+        for uid, env_endpoint in self.environment_endpoints.items():
+            peer = f"Environment-{uid}-{self.worker}"
+            self.links[uid] = hot.connect(link_for(env_endpoint), peer)
+        self.acting_links = [(uid, self.links[uid]) for uid in self.links if uid in self.acts_on]
+
+    def _driven(self, link: Channel) -> None:
+        """An episode the environment drives: its steps arrive on its link until ``done``."""
+        step = self.step
+        while True:
+            try:
+                message = m.decode(link.recv())
+            except PeerGone:
+                self.hot_loop.idle()
+            if not isinstance(message, m.AgentStep):
+                raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
+            reply = step(message)
+            if message.done:
+                link.send(m.encode(reply))
+                return
+
     def begin_episode(self, message: m.AgentEpisode) -> None:
+        if not hasattr(self, "brain"):
+            self._link(self.hot_loop)
         if message.episode > 0:
             try:
                 self.muscle.reset()
@@ -218,12 +243,13 @@ class MuscleProcess(Component):
         if self.awaiting:
             self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE
-        self.brain.send(
+        self._send(
+            self.brain,
             m.encode(
                 m.Experience(
                     worker=self.worker, transition=transition, data=data, done=message.done
                 )
-            )
+            ),
         )
         self.awaiting = True
         if self.update_lag == 0 or previous is None or message.done:
@@ -236,7 +262,10 @@ class MuscleProcess(Component):
 
     def _apply_brain_answer(self) -> None:
         self.brain_waiting.begin()
-        answer = m.decode(self.receive_brain())
+        try:
+            answer = m.decode(self.brain.recv())
+        except PeerGone:
+            self.hot_loop.idle()  # its parent reports why; the watch names it if not
         self.brain_waiting.end()
         self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):
@@ -295,13 +324,27 @@ class MuscleProcess(Component):
 
     def _send_setpoints(self, values: dict[str, Any]) -> None:
         """Straight to each environment this agent acts on, by the environment's own ids."""
-        by_env: dict[str, dict[str, Any]] = {uid: {} for uid in self.envs}
+        links = self.acting_links
+        if len(links) == 1:  # the common case, without the partitioning
+            uid, link = links[0]
+            prefix = uid + "."
+            cut = len(prefix)
+            setpoints = {k[cut:]: v for k, v in values.items() if k.startswith(prefix)}
+            self._send(link, m.encode(m.AgentActions(setpoints=setpoints)))
+            return
+        by_env: dict[str, dict[str, Any]] = {uid: {} for uid, _ in links}
         for uid, value in values.items():
             env_uid, _, local = uid.partition(".")
             if env_uid in by_env:
                 by_env[env_uid][local] = value
-        for env_uid, setpoints in by_env.items():
-            self.envs[env_uid].send(m.encode(m.AgentActions(setpoints=setpoints)))
+        for env_uid, link in links:
+            self._send(link, m.encode(m.AgentActions(setpoints=by_env[env_uid])))
+
+    def _send(self, link: Channel, data: bytes) -> None:
+        try:
+            link.send(data)
+        except PeerGone:
+            self.hot_loop.idle()  # its parent reports why
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop pushes its last rows and closes the producer

@@ -8,24 +8,27 @@ state machine, the parent's messages, child exits, signals and watchdogs.
 
 Rules: hot sockets are created, used and closed by the hot thread only; the hot thread talks to
 the component only through :meth:`HotLoop.call` (which runs a callable in the asyncio thread).
-A stop request (or a posted item) reaches the loop through an inproc socket, which never
-leaves the process; an exception in the loop fails the component like any other.
+A stop request (or a posted item) reaches the loop through a pipe, whose read end every wait
+of the loop watches (ZMQ sockets and :mod:`palaestra.core.channel` links alike); an exception in
+the loop fails the component like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import zmq
 
+from palaestra.core.channel import Channel, Listener, Selector, connect
 from palaestra.core.records import RowSink
 
-_counter = 0
-_STOP = "__palaestra_hotloop_stop__"
+_STOP = object()
 
 
 class Stopped(Exception):
@@ -36,17 +39,15 @@ class HotLoop:
     """Runs ``target(loop)`` in a thread; ``target`` uses :meth:`socket` and :meth:`wait`."""
 
     def __init__(self, runtime: Any, name: str) -> None:
-        global _counter
-        _counter += 1
         self.runtime = runtime
         self.name = name
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.shadow(runtime.ctx.underlying)
         self._aio = asyncio.get_running_loop()
-        self._stop_endpoint = f"inproc://hotloop-stop-{_counter}"
-        self._stop_sender = self.ctx.socket(zmq.PAIR)
-        self._stop_sender.bind(self._stop_endpoint)
+        self.stop_fd, self._stop_writer = os.pipe()
+        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._done: asyncio.Future[None] = self._aio.create_future()
         self._sockets: list[zmq.Socket[bytes]] = []
+        self._closing: list[Channel | Listener] = []
         self._thread: threading.Thread | None = None
 
     # --- in the hot thread --------------------------------------------------------------
@@ -59,21 +60,52 @@ class HotLoop:
         self._sockets.append(sock)
         return sock
 
-    def poller(self, *sockets: zmq.Socket[bytes]) -> Callable[[], list[zmq.Socket[bytes]]]:
-        """A function that blocks until one of ``sockets`` is readable (raises on stop)."""
+    def poller(self, *sockets: Any) -> Callable[[], list[Any]]:
+        """A function that blocks until one of ``sockets`` is readable (raises on stop).
+
+        ``sockets`` are ZMQ sockets or anything with a ``fileno()`` (a channel, a listener).
+        """
         poller = zmq.Poller()
         for sock in sockets:
             poller.register(sock, zmq.POLLIN)
-        poller.register(self._stop_receiver, zmq.POLLIN)
-        stop = self._stop_receiver
+        poller.register(self.stop_fd, zmq.POLLIN)
+        stop = self.stop_fd
+        # pyzmq reports what is not a ZMQ socket by its file descriptor
+        by_fd = {s.fileno(): s for s in sockets if not isinstance(s, zmq.Socket)}
 
-        def wait() -> list[zmq.Socket[bytes]]:
+        def wait() -> list[Any]:
             ready = [s for s, _ in poller.poll()]
             if stop in ready:
                 self._control()
-            return ready
+            return [by_fd.get(s, s) for s in ready] if by_fd else ready
 
         return wait
+
+    def own(self, item: Listener) -> Listener:
+        """Close ``item`` when the loop ends (a listener bound before the loop started)."""
+        self._closing.append(item)
+        return item
+
+    def connect(self, endpoint: str, peer: str) -> Channel:
+        """A :class:`~palaestra.core.channel.Channel` to ``peer``'s listener at ``endpoint``."""
+        channel = connect(endpoint, self.name, self.stop_fd, self._control, peer)
+        self._closing.append(channel)
+        return channel
+
+    def accept(self, listener: Listener) -> Channel:
+        """The next peer that connects to ``listener`` (waits for it; raises on stop)."""
+        channel = listener.accept(self.stop_fd, self._control)
+        self._closing.append(channel)
+        return channel
+
+    def selector(self) -> Selector:
+        """A :class:`~palaestra.core.channel.Selector` that a stop request interrupts."""
+        return Selector(self.stop_fd, self._control)
+
+    def idle(self) -> NoReturn:
+        """Wait for the stop (a peer hung up: its parent reports why; raises Stopped)."""
+        while True:
+            self._control()
 
     def receiver(self, sock: zmq.Socket[bytes]) -> Callable[[], bytes]:
         """A blocking ``recv`` on ``sock`` that a stop request interrupts (raises Stopped)."""
@@ -92,8 +124,12 @@ class HotLoop:
         return self._control()
 
     def _control(self) -> Any:
-        payload = self._stop_receiver.recv_pyobj()
-        if isinstance(payload, str) and payload == _STOP:
+        """Take the next item posted to the loop (blocking); raises Stopped on a stop."""
+        os.read(self.stop_fd, 1)  # one byte per item
+        payload = self._items.get()
+        if payload is _STOP:
+            os.write(self._stop_writer, b"s")  # every later wait sees the stop too
+            self._items.put(_STOP)
             raise Stopped
         return payload
 
@@ -110,8 +146,6 @@ class HotLoop:
         self._thread.start()
 
     def _run(self, target: Callable[[HotLoop], None]) -> None:
-        self._stop_receiver = self.ctx.socket(zmq.PAIR)
-        self._stop_receiver.connect(self._stop_endpoint)
         error: BaseException | None = None
         try:
             target(self)
@@ -124,11 +158,13 @@ class HotLoop:
             # it): close them here, or terminating the context would wait for them forever.
             for sock in self._sockets:
                 sock.close()  # with its linger: pushes still queued get their chance
-            self._stop_receiver.close(linger=0)
+            for closing in self._closing:
+                closing.close()
         self._aio.call_soon_threadsafe(self._finished, error)
 
     def _finished(self, error: BaseException | None) -> None:
-        self._stop_sender.close(linger=0)
+        os.close(self.stop_fd)
+        os.close(self._stop_writer)
         if self._done.done():
             return
         if error is not None:
@@ -143,12 +179,13 @@ class HotLoop:
 
     def post(self, item: Any) -> None:
         """Hand ``item`` to the hot thread (it receives it from :meth:`command`)."""
-        self._stop_sender.send_pyobj(item)
+        self._items.put(item)
+        os.write(self._stop_writer, b"i")
 
     async def stop(self) -> None:
         """Ask the loop to stop and wait until it did (its sockets are then free to use)."""
         if self._thread is not None and not self._done.done():
-            self._stop_sender.send_pyobj(_STOP)
+            self.post(_STOP)
             try:
                 await asyncio.shield(self._done)
             except Exception:  # noqa: BLE001 - the failure was reported through `done`

@@ -115,7 +115,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     dump: bytes | None = None
     dump_dir: str = ""
     environments: list[dict[str, str]] = []
-    """Per worker: the endpoint of each environment (by uid) the Muscle sends set points to."""
+    """Per worker: the endpoint of each environment of the worker, by uid (the Muscle links to
+    each; it sends set points to those it has actuators in)."""
     answer_timeout: float = 300.0
     update_lag: int = 0
 
@@ -157,13 +158,13 @@ class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
     """An agent as an environment that drives an episode sees it."""
 
     process: str
-    endpoint: str
     sensors: list[str]
     acts_here: bool
 
 
 class EnvEpisode(Msg, frozen=True, kw_only=True):
-    """To an environment: run one whole episode yourself, talking to the Muscles directly.
+    """To an environment: run one whole episode yourself, talking to the Muscles directly
+    over their links (:mod:`palaestra.core.channel`).
 
     ``turns`` is ``all`` (every agent acts on every step) or ``round_robin`` (one agent per
     step, in order). Answered by :class:`EnvEpisodeDone` when the conditions end the episode.
@@ -226,11 +227,15 @@ class EnvState(Msg, frozen=True, kw_only=True):
 
 
 class AgentEpisode(Msg, frozen=True, kw_only=True):
-    """An episode begins: the spaces of the agent's sensors and actuators, in their order."""
+    """An episode begins: the spaces of the agent's sensors and actuators, in their order.
+
+    ``driver`` is the uid of the environment that sends the episode's steps over its link
+    (see :class:`EnvEpisode`), or empty if the simulation controller sends them."""
 
     episode: int
     sensors: list[InfoDesc]
     actuators: list[InfoDesc]
+    driver: str = ""
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):

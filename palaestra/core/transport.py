@@ -34,3 +34,8 @@ def endpoint_for(run_dir: str, name: str) -> str:
         digest = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
         path = os.path.join(run_dir, f"{safe[:24]}-{digest}.sock")
     return f"ipc://{path}"
+
+
+def link_for(endpoint: str) -> str:
+    """The endpoint of the per-step link (:mod:`palaestra.core.channel`) beside ``endpoint``."""
+    return endpoint.removesuffix(".sock") + ".link"

@@ -1,4 +1,9 @@
-"""The environment process: runs one Environment for one worker and records world states."""
+"""The environment process: runs one Environment for one worker and records world states.
+
+The simulation controller talks to it over ZMQ (start, reset, step, run an episode). The
+Muscles of the worker link to it (:mod:`palaestra.core.channel`): their set points arrive on
+those links, and in an episode the environment drives itself, its observations go out on them.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 import zmq
 
 from palaestra.core import messages as m
+from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import describe
 from palaestra.core.esm import Component
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
@@ -17,7 +23,7 @@ from palaestra.core.records import RowSink, connect_store
 from palaestra.core.runtime import PluginError
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
-from palaestra.core.transport import endpoint_for
+from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment.environment import Environment, EnvironmentContext
 
@@ -55,10 +61,11 @@ class EnvironmentProcess(Component):
         self.muscles = Waiting(
             "Muscle", answer_timeout, grace=max(1.0, min(5.0, answer_timeout / 2))
         )
-        self.expected: list[bytes] | None = None
+        self.expected: list[str] | None = None
         self.controller = b""
-        self.pending: dict[bytes, dict[str, Any]] = {}
-        self.muscle_sockets: dict[str, tuple[Any, Any]] = {}
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.links: dict[str, Channel] = {}  # by Muscle process name
+        self._polled: list[Any] = []
         self.values: list[Any] = []
         # our own plug-in's step: if it never returns, we say so ourselves
         self.stepping = Waiting(name, answer_timeout)
@@ -78,12 +85,14 @@ class EnvironmentProcess(Component):
 
     async def setup(self, runtime: Any) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
+        self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.muscles, self.stepping]))
         return {"env": endpoint}
 
     def _serve(self, hot: HotLoop, endpoint: str) -> None:
         """The hot loop: step when the expected Muscles' set points are in; record each step."""
+        hot.own(self.listener)
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
         self.rows = RowSink(
@@ -92,28 +101,54 @@ class EnvironmentProcess(Component):
                 environment_id=self.environment_id, worker=self.worker, rows=rows
             ),
         )
+        self.selector = hot.selector()
+        self.selector.add(self.listener)
         wait = hot.poller(router)
         with closing_producer(self.rows, self.name):
             while True:
-                wait()
-                sender, payload = router.recv_multipart()
-                message = m.decode(payload)
-                if isinstance(message, m.AgentActions):
-                    self.pending[sender] = message.setpoints
-                elif isinstance(message, m.EnvStep):
-                    self.controller = sender
-                    self.expected = [name.encode() for name in message.expect]
-                elif isinstance(message, m.EnvStart):
-                    router.send_multipart([sender, m.encode(self.start_world(message.reset))])
-                    continue
-                elif isinstance(message, m.EnvEpisode):
-                    done = m.EnvEpisodeDone(steps=self.run_episode(hot, router, wait, message))
-                    router.send_multipart([sender, m.encode(done)])
-                    continue
-                else:
-                    raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+                links = self.selector.items()
+                if links != self._polled:  # a Muscle linked or hung up
+                    self._polled, wait = links, hot.poller(router, *links)
+                for item in wait():
+                    if item is router:
+                        self._control(hot, router)
+                    elif item is self.listener:
+                        self._accept(hot)
+                    elif isinstance(item, Channel):
+                        self._take_actions(item)
                 if self._all_in():
                     router.send_multipart([self.controller, m.encode(self.update())])
+
+    def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
+        sender, payload = router.recv_multipart()
+        message = m.decode(payload)
+        if isinstance(message, m.EnvStep):
+            self.controller = sender
+            self.expected = message.expect
+        elif isinstance(message, m.EnvStart):
+            router.send_multipart([sender, m.encode(self.start_world(message.reset))])
+        elif isinstance(message, m.EnvEpisode):
+            done = m.EnvEpisodeDone(steps=self.run_episode(hot, message))
+            router.send_multipart([sender, m.encode(done)])
+        else:
+            raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+
+    def _accept(self, hot: HotLoop) -> Channel:
+        link = hot.accept(self.listener)
+        self.links[link.peer] = link
+        self.selector.add(link)
+        return link
+
+    def _take_actions(self, link: Channel) -> None:
+        """Read a Muscle's set points (a Muscle that hung up is dropped: see channel)."""
+        try:
+            action = m.decode(link.recv())
+        except PeerGone:
+            self.selector.discard(link)
+            return
+        if not isinstance(action, m.AgentActions):
+            raise TypeError(f"{self.name}: {type(action).__name__} from {link.peer}")
+        self.pending[link.peer] = action.setpoints
 
     def start_world(self, reset: bool) -> m.EnvBaseline:
         method = "reset" if reset else "start_environment"
@@ -143,7 +178,7 @@ class EnvironmentProcess(Component):
         pending = self.pending
         for name in expected:
             if name not in pending:
-                self.muscles.name = name.decode()
+                self.muscles.name = name
                 if not self.muscles.since:
                     self.muscles.begin()
                 return False
@@ -199,18 +234,20 @@ class EnvironmentProcess(Component):
         )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
 
-    def run_episode(self, hot: HotLoop, router: Any, wait: Any, message: m.EnvEpisode) -> int:
+    def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
         """Drive one episode: observations straight to the Muscles, their set points back.
 
         The same order and rewards as the simulation controller's own loop (Vanilla: every
         agent acts on every step; TakingTurns: one agent per step, rewarded with the step that
         followed its action), two messages per agent and step fewer.
         """
-        agents = {a.process: self._muscle(hot, a) for a in message.agents}
+        links = {a.process: self._link(hot, a.process) for a in message.agents}
         conditions = self._conditions(message.conditions)
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
         rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in message.agents}
         step = 0
+        take = self._take_actions
+        wait = self.selector.wait
 
         def observe(agent: m.EpisodeAgent, done: bool) -> None:
             observation = m.AgentStep(
@@ -219,7 +256,10 @@ class EnvironmentProcess(Component):
                 rewards=rewards[agent.process],
                 done=done,
             )
-            agents[agent.process][0].send(m.encode(observation))
+            try:
+                links[agent.process].send(m.encode(observation))
+            except PeerGone:  # its parent reports why; we wait for it until told to stop
+                self.selector.discard(links[agent.process])
 
         while True:
             acting = (
@@ -229,14 +269,13 @@ class EnvironmentProcess(Component):
             )
             for agent in acting:
                 observe(agent, done=False)
-            self.expected = [a.process.encode() for a in acting if a.acts_here]
+            self.expected = [a.process for a in acting if a.acts_here]
             while not self._all_in():
-                wait()
-                sender, payload = router.recv_multipart()
-                action = m.decode(payload)
-                if not isinstance(action, m.AgentActions):
-                    raise TypeError(f"{self.name}: {type(action).__name__} during an episode")
-                self.pending[sender] = action.setpoints
+                for link in wait():
+                    if link is self.listener:
+                        self._accept(hot)
+                    else:
+                        take(link)
             state = self.update()
             values.update(zip(self.full_sensor_uids, state.values, strict=True))
             for agent in acting:
@@ -246,18 +285,19 @@ class EnvironmentProcess(Component):
                 break
         for agent in message.agents:  # the last transitions, with done
             observe(agent, done=True)
-        for agent in message.agents:
-            agents[agent.process][1]()
+        for agent in message.agents:  # each acknowledges the end of its episode
+            link = links[agent.process]
+            try:
+                link.recv()
+            except PeerGone:
+                hot.idle()
         return step
 
-    def _muscle(self, hot: HotLoop, agent: m.EpisodeAgent) -> tuple[Any, Any]:
-        """A DEALER to the agent's Muscle (made once per phase) and its stoppable receive."""
-        peer = self.muscle_sockets.get(agent.endpoint)
-        if peer is None:
-            sock = hot.socket(zmq.DEALER)
-            sock.connect(agent.endpoint)
-            peer = self.muscle_sockets[agent.endpoint] = (sock, hot.receiver(sock))
-        return peer
+    def _link(self, hot: HotLoop, process: str) -> Channel:
+        """The link of Muscle ``process`` (it linked when its episode began)."""
+        while process not in self.links:
+            self._accept(hot)
+        return self.links[process]
 
     def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:
         conditions = [load_class(c.name)(**c.params) for c in specs]

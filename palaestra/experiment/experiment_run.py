@@ -223,7 +223,7 @@ class ExperimentRun(Component):
                             dumps[a.name][1],
                             sensors,
                             actuators,
-                            _acted_on(a, env_ready, workers),
+                            _by_worker(env_ready, workers),
                         ),
                     )
                     for c, a in zip(agent_conductors, phase.agents, strict=True)
@@ -430,12 +430,9 @@ class ExperimentRun(Component):
             LOG.error("could not record the end of the run in the store: %s", exc)
 
 
-def _acted_on(
-    agent: AgentSpec, ready: list[m.EnvironmentsReady], workers: int
-) -> list[dict[str, str]]:
-    """Per worker: the endpoints of the environments the agent has actuators in."""
-    uids = {uid.partition(".")[0] for uid in agent.actuators}
-    return [{r.uid: r.endpoints[w] for r in ready if r.uid in uids} for w in range(workers)]
+def _by_worker(ready: list[m.EnvironmentsReady], workers: int) -> list[dict[str, str]]:
+    """Per worker: the endpoints of its environments, by uid (each Muscle links to all)."""
+    return [{r.uid: r.endpoints[w] for r in ready} for w in range(workers)]
 
 
 def _check_agent(

@@ -70,7 +70,7 @@ def ask_all(peers: Sequence[Peer], messages: Sequence[m.Msg]) -> list[Any]:
 class AgentPeer(Peer):
     """An agent's Muscle in this worker: what it reads, which environments it acts on."""
 
-    __slots__ = ("process", "endpoint", "sensors", "actuators", "environments", "rewards")
+    __slots__ = ("process", "sensors", "actuators", "environments", "rewards")
 
     def __init__(
         self,
@@ -83,7 +83,6 @@ class AgentPeer(Peer):
     ) -> None:
         super().__init__(name, socket, waiting, hot)
         self.process = waiting.name
-        self.endpoint = ""
         self.sensors = sensors
         self.actuators = actuators
         self.environments = {uid.partition(".")[0] for uid in actuators}
@@ -190,8 +189,6 @@ class SimulationController(Component):
             )
             for a in run.agents
         ]
-        for peer, a in zip(self.agents, run.agents, strict=True):
-            peer.endpoint = a.endpoint
         episodes = self._run(run.episodes)
         hot.call(
             self._send_parent,
@@ -220,7 +217,7 @@ class SimulationController(Component):
         while not any(c.phase_done(done, episodes) for c in self.conditions):
             if done > 0:
                 self._start_environments(reset=True)
-            self._begin_episode(done)
+            self._begin_episode(done, self.environments[0].name if env_driven else "")
             if env_driven:
                 self._env_episode()
             else:
@@ -243,7 +240,6 @@ class SimulationController(Component):
             agents=[
                 m.EpisodeAgent(
                     process=a.process,
-                    endpoint=a.endpoint,
                     sensors=a.sensors,
                     acts_here=env.name in a.environments,
                 )
@@ -260,7 +256,7 @@ class SimulationController(Component):
             raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}, not the end")
         self.steps += answer.steps
 
-    def _begin_episode(self, episode: int) -> None:
+    def _begin_episode(self, episode: int, driver: str) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
         actuators = {a.uid: a for b in self.baselines for a in b.actuators}
         for agent in self.agents:
@@ -272,6 +268,7 @@ class SimulationController(Component):
                     episode=episode,
                     sensors=[sensors[uid] for uid in agent.sensors],
                     actuators=[actuators[uid] for uid in agent.actuators],
+                    driver=driver,
                 )
                 for agent in self.agents
             ],

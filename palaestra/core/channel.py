@@ -1,0 +1,199 @@
+"""Direct links for the per-step path: message-framed Unix sockets between two processes.
+
+A ZMQ message between processes passes two I/O threads: the sender's thread hands it to its
+I/O thread, which writes it; the receiver's I/O thread reads it and wakes the receiving thread.
+On the per-step path (environment <-> Muscle, Muscle <-> Brain) that was a third of a step's
+CPU time. A :class:`Channel` is an ``AF_UNIX``/``SOCK_SEQPACKET`` connection instead: one
+``sendmsg`` wakes the receiver directly, the kernel keeps message boundaries and order, and a
+full buffer blocks the sender (backpressure, nothing dropped). The control plane (setup,
+episodes, failures, the store's rows) stays on ZMQ.
+
+A :class:`Listener` binds a path inside the run's private directory (mode 0700, see
+:mod:`palaestra.core.transport`); a peer :func:`connect`-s and names itself in its first
+message. Messages longer than :data:`CHUNK` travel as several packets. Every wait also watches
+the hot loop's stop pipe, so a stop request interrupts it (see :mod:`palaestra.core.hotloop`).
+A peer that hangs up is not an error here: the process that ended is reported by its own
+parent, and whoever waited for it says whom it waited for when its watch expires.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any
+
+CHUNK = 1 << 16
+_LAST = b"\x00"
+_MORE = b"\x01"
+_IN = select.POLLIN
+
+
+class PeerGone(Exception):
+    """The peer closed its end (its process ended or stopped)."""
+
+
+class Channel:
+    """One end of a connection; ``peer`` is the name of the process at the other end."""
+
+    __slots__ = ("sock", "peer", "_check_stop", "_poll", "_send_poll")
+
+    def __init__(self, sock: socket.socket, peer: str, stop_fd: int, check_stop: Any) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.peer = peer
+        self._check_stop = check_stop
+        self._poll = _poller([(sock.fileno(), _IN), (stop_fd, _IN)])
+        self._send_poll = _poller([(sock.fileno(), select.POLLOUT), (stop_fd, _IN)])
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, data: bytes) -> None:
+        """Send one message; blocks (interruptibly) while the peer's buffer is full."""
+        if len(data) <= CHUNK:
+            self._send_part(_LAST, data)
+            return
+        view = memoryview(data)
+        last = len(view) - CHUNK
+        for start in range(0, len(view), CHUNK):
+            self._send_part(_MORE if start < last else _LAST, view[start : start + CHUNK])
+
+    def _send_part(self, flag: bytes, part: Any) -> None:
+        while True:
+            try:
+                self.sock.sendmsg((flag, part))
+                return
+            except BlockingIOError:
+                self._wait(self._send_poll)
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise PeerGone(self.peer) from exc
+
+    def recv(self) -> bytes:
+        """The next message; blocks (interruptibly) until it is there."""
+        part = self._recv_part()
+        if part[:1] == _LAST:
+            return part[1:]
+        parts = [part[1:]]
+        while True:
+            part = self._recv_part()
+            parts.append(part[1:])
+            if part[:1] == _LAST:
+                return b"".join(parts)
+
+    def _recv_part(self) -> bytes:
+        while True:
+            try:
+                part = self.sock.recv(CHUNK + 1)
+            except BlockingIOError:
+                self._wait(self._poll)
+                continue
+            except ConnectionResetError as exc:
+                raise PeerGone(self.peer) from exc
+            if not part:
+                raise PeerGone(self.peer)
+            return part
+
+    def _wait(self, poll: Any) -> None:
+        for fd, _ in poll.poll():
+            if fd != self.sock.fileno():
+                self._check_stop()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Listener:
+    """A bound, listening socket that accepts named :class:`Channel` s."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.path = path_of(endpoint)
+        self.endpoint = endpoint
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.bind(self.path)
+        self.sock.listen(256)
+        self.sock.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def accept(self, stop_fd: int, check_stop: Any) -> Channel:
+        """Accept the next connection (waiting for it) and read the peer's name."""
+        poll = _poller([(self.sock.fileno(), _IN), (stop_fd, _IN)])
+        while True:
+            try:
+                sock, _ = self.sock.accept()
+                break
+            except BlockingIOError:
+                for fd, _ in poll.poll():
+                    if fd == stop_fd:
+                        check_stop()
+        channel = Channel(sock, "?", stop_fd, check_stop)
+        channel.peer = channel.recv().decode()
+        return channel
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def connect(endpoint: str, name: str, stop_fd: int, check_stop: Any, peer: str) -> Channel:
+    """Connect to a :class:`Listener` as ``name``; ``peer`` names the process listening."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        sock.connect(path_of(endpoint))
+    except OSError:
+        sock.close()
+        raise
+    channel = Channel(sock, peer, stop_fd, check_stop)
+    channel.send(name.encode())
+    return channel
+
+
+class Selector:
+    """Waits until one of several channels has a message (or the loop is asked to stop)."""
+
+    def __init__(self, stop_fd: int, check_stop: Callable[[], Any]) -> None:
+        self._stop_fd = stop_fd
+        self._check_stop = check_stop
+        self._poll = select.poll()
+        self._poll.register(stop_fd, _IN)
+        self._by_fd: dict[int, Any] = {}
+
+    def add(self, item: Any) -> None:
+        fd = item.fileno()
+        self._by_fd[fd] = item
+        self._poll.register(fd, _IN)
+
+    def discard(self, item: Any) -> None:
+        fd = item.fileno()
+        if self._by_fd.pop(fd, None) is not None:
+            self._poll.unregister(fd)
+
+    def items(self) -> list[Any]:
+        return list(self._by_fd.values())
+
+    def wait(self) -> Iterable[Any]:
+        """The readable (or hung-up) items; raises ``Stopped`` through ``check_stop``."""
+        ready = []
+        for fd, _ in self._poll.poll():
+            if fd == self._stop_fd:
+                self._check_stop()
+            else:
+                ready.append(self._by_fd[fd])
+        return ready
+
+
+def path_of(endpoint: str) -> str:
+    return endpoint.removeprefix("ipc://")
+
+
+def _poller(items: list[tuple[int, int]]) -> Any:
+    poll = select.poll()
+    for fd, events in items:
+        poll.register(fd, events)  # a hang-up or an error is always reported
+    return poll

@@ -1,0 +1,182 @@
+"""The per-step links (palaestra.core.channel) between real processes over real Unix sockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from palaestra.core.channel import CHUNK, Listener, PeerGone, Selector, connect
+from palaestra.core.transport import endpoint_for, link_for, make_run_dir, remove_run_dir
+
+pytestmark = pytest.mark.timeout(30)
+
+SIZES = [0, 1, 76, CHUNK - 1, CHUNK, CHUNK + 1, 5 * CHUNK + 3]
+
+
+class Stop(Exception):
+    pass
+
+
+class StopPipe:
+    """What a hot loop gives a channel: a fd to watch and what to do when it is readable."""
+
+    def __init__(self) -> None:
+        self.fd, self.writer = os.pipe()
+
+    def check(self) -> None:
+        raise Stop
+
+    def trigger(self) -> None:
+        os.write(self.writer, b"s")
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    run_dir = make_run_dir()
+    try:
+        yield link_for(endpoint_for(run_dir, "Environment-board-0-env"))
+    finally:
+        remove_run_dir(run_dir)
+
+
+def fork(body: object) -> int:
+    pid = os.fork()
+    if pid == 0:  # the child: run, then leave without running the parent's cleanup
+        code = 0
+        try:
+            body()  # type: ignore[operator]
+        except BaseException:  # noqa: BLE001 - reported by the exit code
+            code = 1
+        os._exit(code)
+    return pid
+
+
+def reap(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_messages_of_every_size_arrive_whole_and_in_order(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+
+    def echo() -> None:
+        link = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Environment-board-0")
+        for _ in SIZES:
+            data = link.recv()
+            link.send(data[::-1])
+
+    pid = fork(echo)
+    try:
+        link = listener.accept(stop.fd, stop.check)
+        assert link.peer == "Muscle-one-0"
+        for size in SIZES:
+            message = bytes(i % 251 for i in range(size))
+            link.send(message)
+            assert link.recv() == message[::-1]
+    finally:
+        assert reap(pid) == 0
+        listener.close()
+    assert not os.path.exists(listener.path)
+
+
+def test_a_peer_that_ends_is_peer_gone_not_a_hang(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    pid = fork(lambda: connect(endpoint, "Brain-one", stop.fd, stop.check, "x").send(b"last"))
+    link = listener.accept(stop.fd, stop.check)
+    assert reap(pid) == 0
+    assert link.recv() == b"last"  # what it sent before it ended still arrives
+    with pytest.raises(PeerGone, match="Brain-one"):
+        link.recv()
+    with pytest.raises(PeerGone):
+        for _ in range(1000):  # the first sends may still be buffered
+            link.send(b"x" * 1000)
+    listener.close()
+
+
+def test_a_killed_peer_is_peer_gone(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    ready_r, ready_w = os.pipe()
+
+    def wait_forever() -> None:
+        connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "x")
+        os.write(ready_w, b"r")
+        signal.pause()
+
+    pid = fork(wait_forever)
+    link = listener.accept(stop.fd, stop.check)
+    os.read(ready_r, 1)
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(PeerGone):
+        link.recv()
+    assert reap(pid) == -signal.SIGKILL
+    listener.close()
+
+
+def test_a_blocked_receive_and_a_blocked_send_end_on_stop(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Environment-board-0")
+    far = listener.accept(stop.fd, stop.check)
+    threading.Timer(0.2, stop.trigger).start()
+    with pytest.raises(Stop):
+        near.recv()  # nothing comes: only the stop ends the wait
+    sent = 0
+    with pytest.raises(Stop):
+        while True:  # nobody reads: the buffer fills, then the send waits (backpressure)
+            near.send(b"x" * 1000)
+            sent += 1
+            assert sent < 100_000, "the sender was never held back"
+    assert sent > 0
+    received = 0
+    while True:  # everything that was sent arrives
+        try:
+            far.sock.setblocking(False)
+            data = far.sock.recv(CHUNK + 1)
+        except BlockingIOError:
+            break
+        assert data == b"\x00" + b"x" * 1000
+        received += 1
+    assert received == sent
+    near.close()
+    far.close()
+    listener.close()
+
+
+def test_the_selector_names_the_link_that_has_a_message(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    links = [connect(endpoint, f"Muscle-{i}", stop.fd, stop.check, "env") for i in range(3)]
+    selector = Selector(stop.fd, stop.check)
+    accepted = {}
+    for _ in links:
+        link = listener.accept(stop.fd, stop.check)
+        accepted[link.peer] = link
+        selector.add(link)
+    links[1].send(b"hello")
+    assert selector.wait() == [accepted["Muscle-1"]]
+    assert accepted["Muscle-1"].recv() == b"hello"
+    selector.discard(accepted["Muscle-1"])
+    links[1].send(b"ignored")
+    stop.trigger()
+    with pytest.raises(Stop):
+        selector.wait()
+    for link in links + list(accepted.values()):
+        link.close()
+    listener.close()
+
+
+def test_the_link_lives_in_the_private_run_directory(endpoint: str) -> None:
+    listener = Listener(endpoint)
+    try:
+        directory = os.path.dirname(listener.path)
+        assert os.stat(directory).st_mode & 0o777 == 0o700
+        assert listener.path.endswith(".link")
+    finally:
+        listener.close()
