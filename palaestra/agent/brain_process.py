@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import zmq
@@ -112,8 +113,9 @@ class BrainProcess(Component):
         while True:
             for link in selector.wait():
                 if link is listener:
-                    muscle = hot.accept(listener)
-                    selector.add(muscle)
+                    muscle = hot.accept_pending(listener)
+                    if muscle is not None:
+                        selector.add(muscle)
                     continue
                 try:
                     self._think(link, memory, names)
@@ -150,18 +152,27 @@ class BrainProcess(Component):
         answer = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
         link.send(m.encode(m.BrainUpdate(update=answer)))
 
-    def _sensor_infos(self, values: list[Any]) -> list[SensorInformation]:
-        return [
-            SensorInformation(_native(t.space, v), t.space, t.uid)
-            for t, v in zip(self.sensors, values, strict=False)
-        ]
+    def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
+        sensors = self.sensors
 
-    def _setpoint_infos(self, values: dict[str, Any]) -> list[ActuatorInformation]:
+        def build() -> list[SensorInformation]:
+            return [
+                SensorInformation(_native(t.space, v), t.space, t.uid)
+                for t, v in zip(sensors, values, strict=False)
+            ]
+
+        return _Lazy(build, min(len(sensors), len(values)))
+
+    def _setpoint_infos(self, values: dict[str, Any]) -> Sequence[ActuatorInformation]:
         spaces = self.actuator_spaces
-        return [
-            ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
-            for uid, v in values.items()
-        ]
+
+        def build() -> list[ActuatorInformation]:
+            return [
+                ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
+                for uid, v in values.items()
+            ]
+
+        return _Lazy(build, len(values))
 
     def _send_dumps(self, block: bool = True) -> None:
         dumps, self.pending_dumps = self.pending_dumps, []
@@ -183,6 +194,41 @@ class BrainProcess(Component):
             self.brain.teardown()
         except Exception as exc:
             raise PluginError(self.brain, "teardown") from exc
+
+
+class _Lazy(Sequence[Any]):
+    """Information objects of a memory row, built when first read: a Brain that learns from
+    arrays (or not at all) never pays for objects of rows it does not look at."""
+
+    __slots__ = ("_build", "_size", "_built")
+
+    def __init__(self, build: Callable[[], list[Any]], size: int) -> None:
+        self._build: Callable[[], list[Any]] | None = build
+        self._size = size
+        self._built: list[Any] = []
+
+    def _items(self) -> list[Any]:
+        if self._build is not None:
+            self._built, self._build = self._build(), None
+        return self._built
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._items())
 
 
 def _native(space: Any, value: Any) -> Any:

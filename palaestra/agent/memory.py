@@ -123,17 +123,31 @@ class Memory:
             done=np.array([row.done for row in rows], dtype=bool),
         )
 
+    def latest_rewards(self) -> list[float]:
+        """The reward values of the newest row as floats (NaN where not numeric), without
+        building a :class:`MemoryShard`; empty if the memory is empty."""
+        if not self._rows:
+            return []
+        return [_float(reward.value) for reward in self._rows[-1].rewards]
+
     def truncate(self, n: int) -> None:
         """Keep only the last ``n`` rows."""
         while len(self._rows) > n:
             self._rows.popleft()
 
 
+_NUMBERS = (int, float, bool)
+
+
 def _scalar(value: Any) -> float:
+    if type(value) in _NUMBERS:
+        return float(value)
     return float(np.asarray(value, dtype=float).reshape(-1)[0])
 
 
 def _float(value: Any) -> float:
+    if type(value) in _NUMBERS:
+        return float(value)
     try:
         return float(np.asarray(value, dtype=float).sum())
     except (TypeError, ValueError):

@@ -118,14 +118,17 @@ class Listener:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def accept(self, stop_fd: int, check_stop: Any) -> Channel:
-        """Accept the next connection (waiting for it) and read the peer's name."""
+    def accept(self, stop_fd: int, check_stop: Any, wait: bool = True) -> Channel | None:
+        """Accept the next connection and read the peer's name; without ``wait``, None if no
+        connection is pending (a readiness report may be stale: someone else accepted)."""
         poll = _poller([(self.sock.fileno(), _IN), (stop_fd, _IN)])
         while True:
             try:
                 sock, _ = self.sock.accept()
                 break
             except BlockingIOError:
+                if not wait:
+                    return None
                 for fd, _ in poll.poll():
                     if fd == stop_fd:
                         check_stop()

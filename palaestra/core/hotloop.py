@@ -95,7 +95,15 @@ class HotLoop:
     def accept(self, listener: Listener) -> Channel:
         """The next peer that connects to ``listener`` (waits for it; raises on stop)."""
         channel = listener.accept(self.stop_fd, self._control)
+        assert channel is not None
         self._closing.append(channel)
+        return channel
+
+    def accept_pending(self, listener: Listener) -> Channel | None:
+        """A peer that has connected to ``listener``, or None if none is pending."""
+        channel = listener.accept(self.stop_fd, self._control, wait=False)
+        if channel is not None:
+            self._closing.append(channel)
         return channel
 
     def selector(self) -> Selector:

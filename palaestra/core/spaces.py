@@ -261,6 +261,9 @@ class Discrete(_ShapedSpace):
         a = x if isinstance(x, int) else self._array(x, "iu")
         return a is not None and self.start <= int(a) < self.start + self.n
 
+    def to_json_value(self, x: Any) -> int:
+        return int(x)  # what the array conversion gives for any integer kind, without it
+
     def from_json_value(self, v: Any) -> int:
         return int(v)
 

@@ -133,11 +133,12 @@ class EnvironmentProcess(Component):
         else:
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
-    def _accept(self, hot: HotLoop) -> Channel:
-        link = hot.accept(self.listener)
-        self.links[link.peer] = link
-        self.selector.add(link)
-        return link
+    def _accept(self, hot: HotLoop, wait: bool = False) -> None:
+        """Take a Muscle's link: one that is pending, or (``wait``) the next one."""
+        link = hot.accept(self.listener) if wait else hot.accept_pending(self.listener)
+        if link is not None:
+            self.links[link.peer] = link
+            self.selector.add(link)
 
     def _take_actions(self, link: Channel) -> None:
         """Read a Muscle's set points (a Muscle that hung up is dropped: see channel)."""
@@ -296,7 +297,7 @@ class EnvironmentProcess(Component):
     def _link(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""
         while process not in self.links:
-            self._accept(hot)
+            self._accept(hot, wait=True)
         return self.links[process]
 
     def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:

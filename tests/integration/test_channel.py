@@ -156,9 +156,11 @@ def test_the_selector_names_the_link_that_has_a_message(endpoint: str) -> None:
     selector = Selector(stop.fd, stop.check)
     accepted = {}
     for _ in links:
-        link = listener.accept(stop.fd, stop.check)
+        link = listener.accept(stop.fd, stop.check, wait=False)
+        assert link is not None
         accepted[link.peer] = link
         selector.add(link)
+    assert listener.accept(stop.fd, stop.check, wait=False) is None  # none pending: no wait
     links[1].send(b"hello")
     assert selector.wait() == [accepted["Muscle-1"]]
     assert accepted["Muscle-1"].recv() == b"hello"
