@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,6 +219,45 @@ def test_ensure_current_creates_an_empty_store(engine: Engine) -> None:
     assert schema.current_revision(engine) == schema.HEAD
     assert differences(engine) == []
     assert schema.create(engine) is False  # already current
+
+
+def test_a_created_store_is_stamped_as_alembic_stamps_it(engine: Engine, tmp_path: Any) -> None:
+    schema.ensure_current(engine)  # written without alembic: alembic must read it as HEAD
+    with engine.connect() as connection:
+        context = MigrationContext.configure(
+            connection, opts={"version_table": schema.VERSION_TABLE}
+        )
+        assert context.get_current_revision() == schema.HEAD
+    stamped = make_engine(f"sqlite:///{tmp_path}/stamped.db")
+    try:  # and its version table is the one `alembic stamp` makes
+        with stamped.begin() as connection:
+            command.stamp(schema.alembic_config(connection), schema.HEAD)
+        def shape(store: Engine) -> tuple[Any, ...]:
+            found = inspect(store)
+            return (
+                found.get_pk_constraint(schema.VERSION_TABLE)["constrained_columns"],
+                [(c["name"], c["nullable"]) for c in found.get_columns(schema.VERSION_TABLE)],
+            )
+
+        assert shape(engine) == shape(stamped) == (["version_num"], [("version_num", False)])
+    finally:
+        stamped.dispose()
+
+
+def test_opening_a_store_for_a_run_does_not_import_alembic(tmp_path: Any) -> None:
+    code = (
+        "import sys\n"
+        "from palaestra.store import schema\n"
+        "from palaestra.store.engine import make_engine\n"
+        f"engine = make_engine('sqlite:///{tmp_path}/new.db')\n"
+        "schema.ensure_current(engine)\n"
+        "schema.ensure_current(engine)\n"
+        "print(schema.current_revision(engine), 'alembic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == [schema.HEAD, "False"]
 
 
 def test_ensure_current_keeps_a_current_store(engine: Engine) -> None:
