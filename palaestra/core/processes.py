@@ -183,7 +183,9 @@ class Supervisor:
     def _ended(self, child: Child) -> None:
         loop = asyncio.get_running_loop()
         loop.remove_reader(child.process.sentinel)
-        child.process.aio_process.join(0)
+        # the sentinel reads EOF as the child closes its files, a moment before the kernel
+        # has its exit status: wait that moment, or a clean exit would look like a kill
+        child.process.aio_process.join(1.0)
         code = child.process.exitcode
         child.exit_code = code if code is not None else -signal.SIGKILL
         child.alive_w.close()
