@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 import zmq  # noqa: E402
 
 from palaestra.core import messages as m  # noqa: E402
+from palaestra.core.channel import Listener, connect  # noqa: E402
 from palaestra.core.spaces import Discrete  # noqa: E402
 
 SAMPLE_EVERY = 0.02  # seconds between /proc samples
@@ -402,6 +403,50 @@ def floor_rate(request: bytes, reply: bytes) -> float:
     return FLOOR_TRIPS / seconds
 
 
+def link_echo(endpoint: str, reply: bytes, count: int, stop_fd: int) -> None:
+    link = connect(endpoint, "echo", stop_fd, _never, "bench")
+    for _ in range(count):
+        link.recv()
+        link.send(reply)
+    link.close()
+
+
+def _never() -> None:
+    raise RuntimeError("the benchmark never stops a link")
+
+
+def link_rate(request: bytes, reply: bytes) -> float:
+    """Round trips/s over palaestra's per-step links (palaestra.core.channel), same sizes."""
+    stop_r, stop_w = os.pipe()
+    with tempfile.TemporaryDirectory(prefix="palaestra-floor-") as tmp:
+        listener = Listener(f"ipc://{tmp}/link")
+        server = multiprocessing.get_context("fork").Process(
+            target=link_echo,
+            args=(listener.endpoint, reply, FLOOR_WARMUP + FLOOR_TRIPS, stop_r),
+        )
+        server.start()
+        try:
+            link = listener.accept(stop_r, _never)
+            assert link is not None
+            for _ in range(FLOOR_WARMUP):
+                link.send(request)
+                link.recv()
+            began = time.perf_counter()
+            for _ in range(FLOOR_TRIPS):
+                link.send(request)
+                link.recv()
+            seconds = time.perf_counter() - began
+            link.close()
+        finally:
+            listener.close()
+            server.join(10)
+            if server.is_alive():
+                server.kill()
+            os.close(stop_r)
+            os.close(stop_w)
+    return FLOOR_TRIPS / seconds
+
+
 # --- the benchmarks ------------------------------------------------------------------------
 
 
@@ -436,6 +481,8 @@ class Suite:
         rates = [floor_rate(request, reply) for _ in range(self.repeat)]
         self.floor = statistics.median(rates)
         self.add(f"floor: zmq round trips ({self.sizes[0]} B / {self.sizes[1]} B)", rates, "/s")
+        links = [link_rate(request, reply) for _ in range(self.repeat)]
+        self.add("palaestra's per-step links: round trips, same sizes", links, "/s", True)
 
     def dummy_run(self) -> None:
         spec = RunSpec(10, agents=2, phases=2, run_file=ROOT / "experiments" / "dummy_run.yml")
