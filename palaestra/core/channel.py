@@ -53,6 +53,13 @@ class Channel:
     def send(self, data: bytes) -> None:
         """Send one message; blocks (interruptibly) while the peer's buffer is full."""
         if len(data) <= CHUNK:
+            try:  # the common case: one small packet, one system call
+                self.sock.send(_LAST + data)
+                return
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise PeerGone(self.peer) from exc
             self._send_part(_LAST, data)
             return
         view = memoryview(data)
@@ -83,10 +90,13 @@ class Channel:
                 return b"".join(parts)
 
     def _recv_part(self) -> bytes:
+        # wait first: the peer is usually still at work, and a failed read costs a system
+        # call and an exception
+        self._wait(self._poll)
         while True:
             try:
                 part = self.sock.recv(CHUNK + 1)
-            except BlockingIOError:
+            except BlockingIOError:  # woken by a stop request that was not one (a posted item)
                 self._wait(self._poll)
                 continue
             except ConnectionResetError as exc:
