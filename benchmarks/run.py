@@ -386,21 +386,26 @@ def floor_rate(request: bytes, reply: bytes) -> float:
         sock.setsockopt(zmq.RCVTIMEO, 30_000)
         sock.connect(endpoint)
         try:
-            for _ in range(FLOOR_WARMUP):
-                sock.send(request)
-                sock.recv()
-            began = time.perf_counter()
-            for _ in range(FLOOR_TRIPS):
-                sock.send(request)
-                sock.recv()
-            seconds = time.perf_counter() - began
+            rate = trips_per_second(sock.send, sock.recv, request)
         finally:
             sock.close(linger=0)
             ctx.term()
             server.join(10)
             if server.is_alive():
                 server.kill()
-    return FLOOR_TRIPS / seconds
+    return rate
+
+
+def trips_per_second(send: Callable[[bytes], Any], recv: Callable[[], Any], data: bytes) -> float:
+    """Round trips/s of ``send(data)`` then ``recv()``, after a warm-up."""
+    for _ in range(FLOOR_WARMUP):
+        send(data)
+        recv()
+    began = time.perf_counter()
+    for _ in range(FLOOR_TRIPS):
+        send(data)
+        recv()
+    return FLOOR_TRIPS / (time.perf_counter() - began)
 
 
 def link_echo(endpoint: str, reply: bytes, count: int, stop_fd: int) -> None:
@@ -428,14 +433,7 @@ def link_rate(request: bytes, reply: bytes) -> float:
         try:
             link = listener.accept(stop_r, _never)
             assert link is not None
-            for _ in range(FLOOR_WARMUP):
-                link.send(request)
-                link.recv()
-            began = time.perf_counter()
-            for _ in range(FLOOR_TRIPS):
-                link.send(request)
-                link.recv()
-            seconds = time.perf_counter() - began
+            rate = trips_per_second(link.send, link.recv, request)
             link.close()
         finally:
             listener.close()
@@ -444,7 +442,7 @@ def link_rate(request: bytes, reply: bytes) -> float:
                 server.kill()
             os.close(stop_r)
             os.close(stop_w)
-    return FLOOR_TRIPS / seconds
+    return rate
 
 
 # --- the benchmarks ------------------------------------------------------------------------
