@@ -1,22 +1,20 @@
 """The AgentConductor: on its setup request, spawns one Brain and one Muscle per worker.
 
-The conductor imports the agent's own plug-in modules when it starts and forks its children
-from itself, so a heavy user import (torch, say) happens once per agent, not once per process.
-The Brain's endpoint is derived from its name, so the Brain and the Muscles start at the same
-time (ZMQ connects before the bind).
+The children are forked from the executor, which imported the agent's plug-in modules while it
+checked the run file: a heavy user import (torch, say) happens once per run, not once per
+process. The Brain's endpoint is derived from its name, so the Brain and the Muscles start at
+the same time (a Muscle links to its Brain when its first episode begins).
 """
 
 from __future__ import annotations
 
 from palaestra.core import messages as m
-from palaestra.core.conductor import START_TIMEOUT, STOP_TIMEOUT, Conductor
-from palaestra.core.esm import on
+from palaestra.core.conductor import START_TIMEOUT, Conductor
 from palaestra.core.transport import endpoint_for
 
 
 class AgentConductor(Conductor):
-    @on(m.AgentSetup)
-    async def handle_setup(self, request: m.AgentSetup) -> m.AgentsReady:
+    async def setup(self, request: m.AgentSetup) -> m.AgentsReady:
         runtime = self.runtime
         agent = request.agent.name
         brain_name = f"Brain-{agent}"
@@ -51,15 +49,8 @@ class AgentConductor(Conductor):
                     },
                 )
             )
+        self.children = children
         endpoints = await runtime.wait_ready(children, START_TIMEOUT)
         if endpoints[0]["brain"] != brain_endpoint:
             raise RuntimeError(f"{brain_name} bound {endpoints[0]['brain']}, not {brain_endpoint}")
         return m.AgentsReady(name=agent, endpoints=[e["muscle"] for e in endpoints[1:]])
-
-    async def close(self) -> None:
-        """Stop the Muscles first (they flush), then the Brain (it dumps its last state)."""
-        runtime = self.runtime
-        muscles = [c for c in runtime.supervisor.running() if c.spec.role == "Muscle"]
-        for group in (muscles, runtime.supervisor.running()):
-            if await runtime.shutdown_children(group, "phase over", STOP_TIMEOUT):
-                await runtime.supervisor.stop_all()

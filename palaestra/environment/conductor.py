@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from palaestra.core import messages as m
 from palaestra.core.conductor import START_TIMEOUT, Conductor
-from palaestra.core.esm import on
 
 
 class EnvironmentConductor(Conductor):
-    @on(m.EnvironmentSetup)
-    async def handle_setup(self, request: m.EnvironmentSetup) -> m.EnvironmentsReady:
+    async def setup(self, request: m.EnvironmentSetup) -> m.EnvironmentsReady:
         uid = request.environment.uid
-        children = [
+        self.children = [
             self.runtime.spawn(
                 f"Environment-{uid}-{worker}",
                 "Environment",
@@ -27,5 +25,5 @@ class EnvironmentConductor(Conductor):
             )
             for worker in range(request.workers)
         ]
-        endpoints = await self.runtime.wait_ready(children, START_TIMEOUT)
+        endpoints = await self.runtime.wait_ready(self.children, START_TIMEOUT)
         return m.EnvironmentsReady(uid=uid, endpoints=[e["env"] for e in endpoints])

@@ -1,10 +1,11 @@
 """The ExperimentRun controller: walks the phases of a run and supervises all their processes.
 
-Per phase it starts the environment conductors, one agent conductor per agent and one
-simulation controller per worker, wires them together (environments first, because agents are
-set up with the spaces the environments report), runs the episodes, shuts the phase down in
-order (controllers, then Muscles before Brains, then environments), and waits until the store
-writer holds everything the phase produced before the next phase may load its brain dumps.
+Per phase it asks an environment conductor per environment and an agent conductor per agent
+(see :mod:`palaestra.core.conductor`) to start their processes, and starts one simulation
+controller per worker; it wires them together (environments first, because agents are set up
+with the spaces the environments report), runs the episodes, shuts the phase down in order
+(controllers, then Muscles before Brains, then environments), and waits until the store writer
+holds everything the phase produced before the next phase may load its brain dumps.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import uuid
 from typing import Any
 
 from palaestra import __version__
+from palaestra.agent.conductor import AgentConductor
 from palaestra.core import messages as m
 from palaestra.core.esm import Component, State
+from palaestra.core.processes import preload
 from palaestra.core.runtime import ComponentFailed, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, PhaseSpec, RunSpec
+from palaestra.environment.conductor import EnvironmentConductor
 from palaestra.experiment.provenance import code_revision, package_versions
 from palaestra.experiment.store_client import (
     WRITER,
@@ -139,25 +143,18 @@ class ExperimentRun(Component):
                 )
             )
         ).ids
-        phase_children = []
+        # the children are forked from here: import their plug-ins once, here (checking the
+        # run file usually did already)
+        preload([_module(e.name) for e in phase.environments])
+        preload([_module(c.name) for a in phase.agents for c in (a.brain, a.muscle, a.objective)])
         env_conductors = [
-            rt.spawn(
-                f"EnvironmentConductor-{e.uid}",
-                "EnvironmentConductor",
-                "palaestra.environment.conductor:EnvironmentConductor",
-                {"store_endpoint": self.store_endpoint},
-                preload=(_module(e.name),),
+            EnvironmentConductor(
+                f"EnvironmentConductor-{e.uid}", rt, store_endpoint=self.store_endpoint
             )
             for e in phase.environments
         ]
         agent_conductors = [
-            rt.spawn(
-                f"AgentConductor-{a.name}",
-                "AgentConductor",
-                "palaestra.agent.conductor:AgentConductor",
-                {"store_endpoint": self.store_endpoint},
-                preload=(_module(a.brain.name), _module(a.muscle.name), _module(a.objective.name)),
-            )
+            AgentConductor(f"AgentConductor-{a.name}", rt, store_endpoint=self.store_endpoint)
             for a in phase.agents
         ]
         conditions = [*phase.simulation.conditions, *run.conditions]
@@ -175,13 +172,10 @@ class ExperimentRun(Component):
             )
             for w in range(workers)
         ]
-        phase_children = [*controllers, *agent_conductors, *env_conductors]
         try:
-            await rt.wait_ready([*env_conductors, *controllers], START_TIMEOUT)
             env_ready = await asyncio.gather(
                 *(
-                    rt.request(
-                        c.name,
+                    c.setup(
                         m.EnvironmentSetup(
                             environment=e,
                             environment_id=ids[f"environment:{e.uid}"],
@@ -193,6 +187,7 @@ class ExperimentRun(Component):
                     for c, e in zip(env_conductors, phase.environments, strict=True)
                 )
             )
+            await rt.wait_ready(controllers, START_TIMEOUT)
             baselines = await asyncio.gather(
                 *(
                     rt.request(
@@ -211,11 +206,9 @@ class ExperimentRun(Component):
             actuators = {a.uid: a for a in baselines[0].actuators}
             for agent in phase.agents:
                 _check_agent(phase, agent, sensors, actuators)
-            await rt.wait_ready(agent_conductors, START_TIMEOUT)
             agents_ready = await asyncio.gather(
                 *(
-                    rt.request(
-                        c.name,
+                    c.setup(
                         self._agent_setup(
                             phase,
                             a,
@@ -254,7 +247,10 @@ class ExperimentRun(Component):
             raise ComponentFailed(
                 m.ErrorInfo(process=self.name, kind="InvalidRun", message=str(exc))
             ) from None
-        for group in (controllers, agent_conductors, env_conductors):
+        muscles = [x for c in agent_conductors for x in c.of_role("Muscle")]
+        brains = [b for c in agent_conductors for b in c.of_role("Brain")]
+        environments = [e for c in env_conductors for e in c.children]
+        for group in (controllers, muscles, brains, environments):
             await self._shutdown(group)
         producers = [f"Brain-{a.name}" for a in phase.agents]
         producers += [f"Muscle-{a.name}-{w}" for a in phase.agents for w in range(workers)]
@@ -263,7 +259,6 @@ class ExperimentRun(Component):
         ]
         await asyncio.wait_for(self._store(m.StoreFlush(producers=producers)), STOP_TIMEOUT)
         await self._store(m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
-        del phase_children
 
     async def _shutdown(self, children: list[Any]) -> None:
         late = await self.runtime.shutdown_children(children, "phase over", STOP_TIMEOUT)

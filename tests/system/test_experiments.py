@@ -208,11 +208,11 @@ def test_child_logs_reach_the_console_tagged_with_the_process(workspace: Workspa
 
 
 def test_every_process_of_a_finished_run_exits_cleanly(workspace: Workspace) -> None:
-    # 2 phases of 9 processes each, every one reported with its real exit status, not as a kill
+    # 2 phases of 6 processes each, every one reported with its real exit status, not as a kill
     result = workspace.run("-vv", "experiment-start", str(EXPERIMENTS / "dummy_run.yml"))
     assert result.returncode == 0, result.stderr[-3000:]
     ended = re.findall(r"palaestra\.core\.processes: (\S+) ended with (-?\d+)", result.stderr)
-    assert len(ended) == 2 * 9 + 1  # and the StoreWriter
+    assert len(ended) == 2 * 6 + 1  # and the StoreWriter
     assert {code for _, code in ended} == {"0"}, ended
 
 

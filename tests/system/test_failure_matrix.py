@@ -192,8 +192,6 @@ KILLED_CHILDREN = [
     for title in [
         "Environment-myenv-0",
         "Brain-learner",
-        "AgentConductor-learner",
-        "EnvironmentConductor-myenv",
         "SimulationController-1",
         "StoreWriter",
     ]
