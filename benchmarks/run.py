@@ -11,14 +11,16 @@ and reported.
 1. 2-phase dummy run: wall time of ``experiments/dummy_run.yml``, command start to exit.
 2. Start-up and shutdown: ``TimedEnvironment`` (``benchmarks/plugins.py``, a DummyEnvironment
    that writes the ``time.time()`` of its first and last step once, at the last step) against
-   ``time.time()`` taken around the subprocess.
+   ``time.time()`` taken around the subprocess. Phase start-up: from the executor's log line
+   "phase 0 ... begins" (``-v``, millisecond resolution) to the first step.
 3. Steady state: environment steps/s between the first and the last step (so start-up is
    excluded) for 1 agent x 1 worker, 2 agents x 1 worker and 1 agent x 2 workers, store on
    (SQLite) and off (``store_uri: none``), ``update_lag`` 0 and 1. Agent actions/s = steps/s x
    agents (Vanilla: every agent acts every step; the store check confirms the count).
 4. The floor: blocking pyzmq DEALER/ROUTER round trips between two processes over ipc://, with
    the sizes of an encoded AgentStep and AgentActions; steady-state rates are also given as a
-   fraction of it.
+   fraction of it. Beside it, the same round trips over palaestra's per-step links
+   (``palaestra.core.channel``), which is what a step uses.
 5. Memory: peak VmRSS summed over the run's processes (so pages they share are counted once
    per process) and peak process count, of the dummy run and of the 1x1 steady-state run.
 6. Scaling: wall time and steps/s for 1k, 10k (and 100k, full) steps; the per-step cost of the
@@ -39,6 +41,7 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import signal
 import sqlite3
 import statistics
@@ -49,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +107,7 @@ class RunSpec:
 class RunResult:
     wall: float
     startup: float | None = None
+    phase_startup: float | None = None  # the executor's "phase 0 begins" -> first step
     shutdown: float | None = None
     rate: float | None = None  # environment steps/s, all workers, first to last step
     creep: float | None = None  # per-step cost of the last 10% / the first 10%
@@ -307,7 +312,7 @@ def creep(timing: dict[str, Any]) -> float:
 def timed_run(spec: RunSpec, notes: list[str]) -> RunResult:
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-") as name:
         tmp = Path(name)
-        args = [sys.executable, "-m", "palaestra"]
+        args = [sys.executable, "-m", "palaestra", "-v"]  # -v: the executor logs phase starts
         if not spec.store:
             (tmp / "runtime.yaml").write_text("store_uri: none\n")
             args += ["-c", str(tmp / "runtime.yaml")]
@@ -324,10 +329,24 @@ def timed_run(spec: RunSpec, notes: list[str]) -> RunResult:
         if spec.run_file is None:
             timings = read_timings(tmp, spec)
             result.startup = min(t["first"] for t in timings) - cmd.began
+            result.phase_startup = min(t["first"] for t in timings) - phase_began(cmd.stderr)
             result.shutdown = cmd.ended - max(t["last"] for t in timings)
             result.rate = steady_rate(timings)
             result.creep = creep(timings[0]) if spec.workers == 1 else None
     return result
+
+
+PHASE_BEGINS = re.compile(
+    r"^(\S+ \S+) palaestra\[Executor\] INFO \S+: phase 0 \(.*\) begins$", re.MULTILINE
+)
+
+
+def phase_began(stderr: str) -> float:
+    """When the executor began phase 0 (its log line; local time, millisecond resolution)."""
+    found = PHASE_BEGINS.search(stderr)
+    if found is None:
+        raise RunFailed("the executor did not log the start of phase 0")
+    return datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def repeat_runs(
@@ -508,6 +527,11 @@ class Suite:
             one = results[steady_label(1, 1, store, 0)]
             where = f"1x1 {steps:,} steps, store {'on' if store else 'off'}"
             self.add(f"start-up ({where}): start -> 1st step", [r.startup for r in one], "s")
+            self.add(
+                f"phase start-up ({where}): phase begins -> 1st step",
+                [r.phase_startup for r in one if r.phase_startup is not None],
+                "s",
+            )
             self.add(f"shutdown ({where}): last step -> exit", [r.shutdown for r in one], "s")
         one = results[steady_label(1, 1, True, 0)]
         self.add("1x1 steady run: peak RSS (sum)", [r.peak_rss / 2**20 for r in one], "MiB")
