@@ -113,7 +113,7 @@ class BrainProcess(Component):
         while True:
             for link in selector.wait():
                 if link is listener:
-                    muscle = hot.accept_pending(listener)
+                    muscle = hot.accept(listener, wait=False)
                     if muscle is not None:
                         selector.add(muscle)
                     continue

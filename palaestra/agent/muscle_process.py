@@ -325,13 +325,6 @@ class MuscleProcess(Component):
     def _send_setpoints(self, values: dict[str, Any]) -> None:
         """Straight to each environment this agent acts on, by the environment's own ids."""
         links = self.acting_links
-        if len(links) == 1:  # the common case, without the partitioning
-            uid, link = links[0]
-            prefix = uid + "."
-            cut = len(prefix)
-            setpoints = {k[cut:]: v for k, v in values.items() if k.startswith(prefix)}
-            self._send(link, m.encode(m.AgentActions(setpoints=setpoints)))
-            return
         by_env: dict[str, dict[str, Any]] = {uid: {} for uid, _ in links}
         for uid, value in values.items():
             env_uid, _, local = uid.partition(".")

@@ -37,12 +37,13 @@ class PeerGone(Exception):
 class Channel:
     """One end of a connection; ``peer`` is the name of the process at the other end."""
 
-    __slots__ = ("sock", "peer", "_check_stop", "_poll", "_send_poll")
+    __slots__ = ("sock", "peer", "_stop_fd", "_check_stop", "_poll", "_send_poll")
 
     def __init__(self, sock: socket.socket, peer: str, stop_fd: int, check_stop: Any) -> None:
         sock.setblocking(False)
         self.sock = sock
         self.peer = peer
+        self._stop_fd = stop_fd
         self._check_stop = check_stop
         self._poll = _poller([(sock.fileno(), _IN), (stop_fd, _IN)])
         self._send_poll = _poller([(sock.fileno(), select.POLLOUT), (stop_fd, _IN)])
@@ -52,28 +53,20 @@ class Channel:
 
     def send(self, data: bytes) -> None:
         """Send one message; blocks (interruptibly) while the peer's buffer is full."""
-        if len(data) <= CHUNK:
-            try:  # the common case: one small packet, one system call
-                self.sock.send(_LAST + data)
-                return
-            except BlockingIOError:
-                pass
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                raise PeerGone(self.peer) from exc
-            self._send_part(_LAST, data)
+        if len(data) <= CHUNK:  # the common case: one packet, one system call
+            self._send_packet(_LAST + data)
             return
-        view = memoryview(data)
-        last = len(view) - CHUNK
-        for start in range(0, len(view), CHUNK):
-            self._send_part(_MORE if start < last else _LAST, view[start : start + CHUNK])
+        last = len(data) - CHUNK
+        for start in range(0, len(data), CHUNK):
+            self._send_packet((_MORE if start < last else _LAST) + data[start : start + CHUNK])
 
-    def _send_part(self, flag: bytes, part: Any) -> None:
+    def _send_packet(self, packet: bytes) -> None:
         while True:
             try:
-                self.sock.sendmsg((flag, part))
+                self.sock.send(packet)
                 return
             except BlockingIOError:
-                self._wait(self._send_poll)
+                _wait(self._send_poll, self._stop_fd, self._check_stop)
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise PeerGone(self.peer) from exc
 
@@ -92,23 +85,18 @@ class Channel:
     def _recv_part(self) -> bytes:
         # wait first: the peer is usually still at work, and a failed read costs a system
         # call and an exception
-        self._wait(self._poll)
+        _wait(self._poll, self._stop_fd, self._check_stop)
         while True:
             try:
                 part = self.sock.recv(CHUNK + 1)
             except BlockingIOError:  # woken by a stop request that was not one (a posted item)
-                self._wait(self._poll)
+                _wait(self._poll, self._stop_fd, self._check_stop)
                 continue
             except ConnectionResetError as exc:
                 raise PeerGone(self.peer) from exc
             if not part:
                 raise PeerGone(self.peer)
             return part
-
-    def _wait(self, poll: Any) -> None:
-        for fd, _ in poll.poll():
-            if fd != self.sock.fileno():
-                self._check_stop()
 
     def close(self) -> None:
         self.sock.close()
@@ -139,9 +127,7 @@ class Listener:
             except BlockingIOError:
                 if not wait:
                     return None
-                for fd, _ in poll.poll():
-                    if fd == stop_fd:
-                        check_stop()
+                _wait(poll, stop_fd, check_stop)
         channel = Channel(sock, "?", stop_fd, check_stop)
         channel.peer = channel.recv().decode()
         return channel
@@ -203,6 +189,13 @@ class Selector:
 
 def path_of(endpoint: str) -> str:
     return endpoint.removeprefix("ipc://")
+
+
+def _wait(poll: Any, stop_fd: int, check_stop: Callable[[], Any]) -> None:
+    """Block on ``poll``; if the stop pipe is what woke it, let ``check_stop`` decide."""
+    for fd, _ in poll.poll():
+        if fd == stop_fd:
+            check_stop()
 
 
 def _poller(items: list[tuple[int, int]]) -> Any:

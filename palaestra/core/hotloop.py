@@ -92,16 +92,10 @@ class HotLoop:
         self._closing.append(channel)
         return channel
 
-    def accept(self, listener: Listener) -> Channel:
-        """The next peer that connects to ``listener`` (waits for it; raises on stop)."""
-        channel = listener.accept(self.stop_fd, self._control)
-        assert channel is not None
-        self._closing.append(channel)
-        return channel
-
-    def accept_pending(self, listener: Listener) -> Channel | None:
-        """A peer that has connected to ``listener``, or None if none is pending."""
-        channel = listener.accept(self.stop_fd, self._control, wait=False)
+    def accept(self, listener: Listener, wait: bool = True) -> Channel | None:
+        """The next peer that connects to ``listener`` (raises on stop); without ``wait``,
+        only one that is already pending, else None."""
+        channel = listener.accept(self.stop_fd, self._control, wait)
         if channel is not None:
             self._closing.append(channel)
         return channel

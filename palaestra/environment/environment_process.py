@@ -135,7 +135,7 @@ class EnvironmentProcess(Component):
 
     def _accept(self, hot: HotLoop, wait: bool = False) -> None:
         """Take a Muscle's link: one that is pending, or (``wait``) the next one."""
-        link = hot.accept(self.listener) if wait else hot.accept_pending(self.listener)
+        link = hot.accept(self.listener, wait)
         if link is not None:
             self.links[link.peer] = link
             self.selector.add(link)
