@@ -232,6 +232,7 @@ def test_a_created_store_is_stamped_as_alembic_stamps_it(engine: Engine, tmp_pat
     try:  # and its version table is the one `alembic stamp` makes
         with stamped.begin() as connection:
             command.stamp(schema.alembic_config(connection), schema.HEAD)
+
         def shape(store: Engine) -> tuple[Any, ...]:
             found = inspect(store)
             return (
