@@ -20,7 +20,7 @@ from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import SpaceCache
-from palaestra.core.esm import Component
+from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
@@ -76,7 +76,7 @@ class BrainProcess(Component):
             m.BrainDump(agent_id=self.request.agent_id, tag=tag, path=path, dump=data)
         )
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-brain")
         for method in ("setup", "load"):
             try:

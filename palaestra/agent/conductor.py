@@ -8,49 +8,79 @@ the same time (a Muscle links to its Brain when its first episode begins).
 
 from __future__ import annotations
 
+import msgspec
+
+from palaestra.agent.brain_process import BrainProcess
+from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
-from palaestra.core.conductor import START_TIMEOUT, Conductor
+from palaestra.core import names
+from palaestra.core.conductor import Conductor
+from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for
+
+
+class BrainArgs(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of :class:`BrainProcess`, besides its name."""
+
+    setup: m.AgentSetup
+    store_endpoint: str | None
+
+
+class MuscleArgs(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of :class:`MuscleProcess`, besides its name."""
+
+    agent: AgentSpec
+    agent_id: int
+    worker: int
+    mode: str
+    seed: int
+    brain_endpoint: str
+    store_endpoint: str | None
+    sensors: list[m.InfoDesc]
+    actuators: list[m.InfoDesc]
+    answer_timeout: float
+    update_lag: int
+    environments: dict[str, str]
 
 
 class AgentConductor(Conductor):
     async def setup(self, request: m.AgentSetup) -> m.AgentsReady:
         runtime = self.runtime
         agent = request.agent.name
-        brain_name = f"Brain-{agent}"
-        brain_endpoint = endpoint_for(runtime.run_dir, f"{brain_name}-brain")
+        brain_name = names.brain(agent)
+        brain_endpoint = endpoint_for(runtime.run_dir, names.endpoint(brain_name, "brain"))
         children = [
             runtime.spawn(
                 brain_name,
                 "Brain",
-                "palaestra.agent.brain_process:BrainProcess",
-                {"setup": request, "store_endpoint": self.store_endpoint},
+                BrainProcess,
+                BrainArgs(setup=request, store_endpoint=self.store_endpoint),
             )
         ]
         for worker in range(request.workers):
             children.append(
                 runtime.spawn(
-                    f"Muscle-{agent}-{worker}",
+                    names.muscle(agent, worker),
                     "Muscle",
-                    "palaestra.agent.muscle_process:MuscleProcess",
-                    {
-                        "agent": request.agent,
-                        "agent_id": request.agent_id,
-                        "worker": worker,
-                        "mode": request.mode,
-                        "seed": request.muscle_seeds[worker],
-                        "brain_endpoint": brain_endpoint,
-                        "store_endpoint": self.store_endpoint,
-                        "sensors": request.sensors,
-                        "actuators": request.actuators,
-                        "answer_timeout": request.answer_timeout,
-                        "update_lag": request.update_lag,
-                        "environments": request.environments[worker],
-                    },
+                    MuscleProcess,
+                    MuscleArgs(
+                        agent=request.agent,
+                        agent_id=request.agent_id,
+                        worker=worker,
+                        mode=request.mode,
+                        seed=request.muscle_seeds[worker],
+                        brain_endpoint=brain_endpoint,
+                        store_endpoint=self.store_endpoint,
+                        sensors=request.sensors,
+                        actuators=request.actuators,
+                        answer_timeout=request.answer_timeout,
+                        update_lag=request.update_lag,
+                        environments=request.environments[worker],
+                    ),
                 )
             )
         self.children = children
-        endpoints = await runtime.wait_ready(children, START_TIMEOUT)
+        endpoints = await runtime.wait_ready(children, self.start_timeout, "start_timeout")
         if endpoints[0]["brain"] != brain_endpoint:
             raise RuntimeError(f"{brain_name} bound {endpoints[0]['brain']}, not {brain_endpoint}")
         return m.AgentsReady(name=agent, endpoints=[e["muscle"] for e in endpoints[1:]])

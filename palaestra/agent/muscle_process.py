@@ -22,7 +22,7 @@ from palaestra.agent.objective import Objective
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.codec import SpaceCache
-from palaestra.core.esm import Component
+from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
@@ -142,7 +142,7 @@ class MuscleProcess(Component):
             if space is not None:
                 space.seed(derive_seed(self.seed, "actuator", uid))
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-muscle")
         try:

@@ -9,21 +9,29 @@ children report to the executor's runtime; the conductor knows which of them are
 
 from __future__ import annotations
 
-from typing import Any
-
-START_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
+from palaestra.core.processes import Child
+from palaestra.core.runtime import Runtime
 
 
 class Conductor:
-    """Spawns children through ``runtime`` when its setup request arrives."""
+    """Spawns children through ``runtime`` when its setup request arrives.
 
-    def __init__(self, name: str, runtime: Any, *, store_endpoint: str | None) -> None:
+    Args:
+        name: The conductor's name (for messages; it is not a process).
+        runtime: The executor's runtime, which forks and supervises the children.
+        store_endpoint: Where the children send their rows (None: no store).
+        start_timeout: Seconds the children may take to start (construct their plug-ins).
+    """
+
+    def __init__(
+        self, name: str, runtime: Runtime, *, store_endpoint: str | None, start_timeout: float
+    ) -> None:
         self.name = name
         self.runtime = runtime
         self.store_endpoint = store_endpoint
-        self.children: list[Any] = []
+        self.start_timeout = start_timeout
+        self.children: list[Child] = []
 
-    def of_role(self, role: str) -> list[Any]:
+    def of_role(self, role: str) -> list[Child]:
         """This conductor's children of ``role``."""
         return [c for c in self.children if c.spec.role == role]

@@ -8,13 +8,16 @@ unit-tested directly.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from palaestra.core.messages import ErrorInfo, Shutdown
+import zmq.asyncio
+
+from palaestra.core.messages import ErrorInfo, Msg, Shutdown
 
 LOG = logging.getLogger(__name__)
 
@@ -38,6 +41,27 @@ TRANSITIONS: dict[State, frozenset[State]] = {
 
 class InvalidTransition(RuntimeError):
     pass
+
+
+class ComponentRuntime(Protocol):
+    """What a component may use of the process it runs in (:class:`~palaestra.core.runtime.
+    Runtime` is the one implementation): the run's private directory, the ZMQ context, tasks
+    whose failure fails the component, the parent's socket, and sockets of its own."""
+
+    run_dir: str
+    ctx: zmq.asyncio.Context
+
+    def start_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` alongside; an exception in it fails the component."""
+        ...
+
+    async def send_parent(self, message: Msg) -> None:
+        """Send ``message`` to the parent (nothing in a process without one)."""
+        ...
+
+    def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
+        """Bind a new socket of ``kind`` on a private ipc endpoint; returns it and the address."""
+        ...
 
 
 class ChildExit:
@@ -185,7 +209,7 @@ class Component:
     async def close(self) -> None:
         """Finish what is in flight before a clean stop (flush, dump); the default does nothing."""
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         """Bind sockets and prepare; returns the endpoints announced to the parent."""
         return {}
 

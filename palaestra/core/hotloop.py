@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 import zmq
 
 from palaestra.core.channel import Channel, Listener, Selector, connect
+from palaestra.core.esm import ComponentRuntime
 from palaestra.core.records import RowSink
 
 _STOP = object()
@@ -38,7 +39,7 @@ class Stopped(Exception):
 class HotLoop:
     """Runs ``target(loop)`` in a thread; ``target`` uses :meth:`socket` and :meth:`wait`."""
 
-    def __init__(self, runtime: Any, name: str) -> None:
+    def __init__(self, runtime: ComponentRuntime, name: str) -> None:
         self.runtime = runtime
         self.name = name
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.shadow(runtime.ctx.underlying)
@@ -208,7 +209,7 @@ def closing_producer(sink: RowSink, producer: str) -> Iterator[None]:
         raise
 
 
-def run_hot(runtime: Any, name: str, target: Callable[[HotLoop], None]) -> HotLoop:
+def run_hot(runtime: ComponentRuntime, name: str, target: Callable[[HotLoop], None]) -> HotLoop:
     """Start ``target`` in a hot loop whose failure fails the component."""
     loop = HotLoop(runtime, name)
     loop.start(target)

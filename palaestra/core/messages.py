@@ -41,7 +41,13 @@ class InfoDesc(msgspec.Struct, frozen=True, array_like=True):
 
 
 class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """An exception that ended a process, as data: printed once by the executor and stored."""
+    """An exception that ended a process, as data: printed once by the executor and stored.
+
+    ``kind`` is the exception's class name; ``run_exit_code`` the exit code it gives the run
+    (a :class:`~palaestra.core.errors.PalaestraError` knows its own: a ``StoreError`` gives 3,
+    invalid input 2; anything else 1), so the class of an error survives the trip between
+    processes. ``exit_code`` is the exit code of the process that ended, where one did.
+    """
 
     process: str
     kind: str
@@ -49,6 +55,7 @@ class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True):
     traceback: str = ""
     plugin: str = ""
     exit_code: int | None = None
+    run_exit_code: int = 1
 
     def describe(self) -> str:
         where = f"{self.process} ({self.plugin})" if self.plugin else self.process

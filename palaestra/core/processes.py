@@ -15,6 +15,8 @@ with no polling.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -23,30 +25,70 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiomultiprocess
+import msgspec
 from aiomultiprocess.types import Unit
 
-from palaestra.core.esm import ChildExit
+from palaestra.core.esm import ChildExit, Component
 
 LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ChildSpec:
-    """Everything a child needs to start: what to run and where its parent listens."""
+    """Everything a child needs to start: what to run and where its parent listens.
+
+    The child builds ``component(name=name, **args)``, with the fields of ``args`` as keyword
+    arguments; :func:`check_args` has compared them with the constructor's parameters when the
+    spec was made, in the parent.
+    """
 
     name: str
     role: str
-    component: str
-    args: dict[str, Any]
+    component: type[Component]
+    args: msgspec.Struct
     run_dir: str
     parent_endpoint: str
     log_level: int = logging.WARNING
-    preload: tuple[str, ...] = ()
+
+    def build(self) -> Component:
+        """The component this child runs (called in the child)."""
+        return self.component(name=self.name, **msgspec.structs.asdict(self.args))
+
+
+def check_args(component: type[Component], args: msgspec.Struct) -> None:
+    """Raise TypeError unless ``component(name=..., **args)`` matches its constructor."""
+    params = _parameters(component)  # type: ignore[arg-type]  # classes hash by identity
+    if params is None:  # takes **kwargs: anything goes
+        return
+    given = set(args.__struct_fields__)
+    required, accepted = params
+    unknown = sorted(given - accepted)
+    missing = sorted(required - given)
+    if unknown or missing:
+        raise TypeError(
+            f"{type(args).__name__} does not fit {component.__module__}:{component.__qualname__}"
+            f"(name, ...): unknown {unknown or 'none'}, missing {missing or 'none'}"
+        )
+
+
+@functools.cache
+def _parameters(component: type[Component]) -> tuple[frozenset[str], frozenset[str]] | None:
+    """Required and accepted keyword parameters of the constructor (None: **kwargs)."""
+    signature = inspect.signature(component)
+    if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return None
+    named = {
+        n: p
+        for n, p in signature.parameters.items()
+        if n != "name" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    required = frozenset(n for n, p in named.items() if p.default is p.empty)
+    return required, frozenset(named)
 
 
 @dataclass
@@ -139,6 +181,11 @@ def _die_with_parent(parent: int) -> None:
         os._exit(70)
 
 
+ChildMain = Callable[[ChildSpec, multiprocessing.connection.Connection], Coroutine[Any, Any, int]]
+"""The coroutine a child runs (:func:`palaestra.core.runtime.child_main`); returns its exit
+code."""
+
+
 def preload(modules: Sequence[str]) -> None:
     """Import ``modules`` here, so children forked from this process share them.
 
@@ -156,18 +203,17 @@ def preload(modules: Sequence[str]) -> None:
 class Supervisor:
     """Starts children, turns their ends into events, and stops them: SIGTERM, grace, SIGKILL."""
 
-    def __init__(self, on_exit: Callable[[Child, ChildExit], None]) -> None:
+    def __init__(self, on_exit: Callable[[Child, ChildExit], None], main: ChildMain) -> None:
         self.children: dict[str, Child] = {}
         self._on_exit = on_exit
+        self._main = main
 
     def spawn(self, spec: ChildSpec) -> Child:
-        from palaestra.core.runtime import child_main
-
         loop = asyncio.get_running_loop()
         alive_r, alive_w = multiprocessing.Pipe(duplex=False)
         siblings = [c.alive_w.fileno() for c in self.running()] + [alive_w.fileno()]
         process = _ChildProcess(
-            target=child_main,
+            target=self._main,
             args=(spec, alive_r),
             name=spec.name,
             close_fds=siblings,

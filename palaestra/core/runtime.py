@@ -16,9 +16,11 @@ import traceback
 from collections.abc import Coroutine
 from typing import Any
 
+import msgspec
 import zmq
 import zmq.asyncio
 
+from palaestra.core import limits, names
 from palaestra.core import messages as m
 from palaestra.core.errors import PalaestraError
 from palaestra.core.esm import ChildExit, Component, State
@@ -26,6 +28,7 @@ from palaestra.core.processes import (
     Child,
     ChildSpec,
     Supervisor,
+    check_args,
     configure_child_logging,
     set_title,
     watch_parent,
@@ -51,7 +54,12 @@ def error_info(process: str, exc: BaseException) -> m.ErrorInfo:
         plugin = exc.plugin
         exc = exc.__cause__
     if isinstance(exc, PalaestraError):  # says what is wrong itself; its traceback is ours
-        return m.ErrorInfo(process=process, kind=type(exc).__name__, message=exc.format_message())
+        return m.ErrorInfo(
+            process=process,
+            kind=type(exc).__name__,
+            message=exc.format_message(),
+            run_exit_code=exc.exit_code,
+        )
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return m.ErrorInfo(
         process=process, kind=type(exc).__name__, message=str(exc), traceback=tb, plugin=plugin
@@ -81,7 +89,7 @@ class Runtime:
         self.run_dir = run_dir
         self.log_level = log_level
         self.ctx = zmq.asyncio.Context()
-        self.supervisor = Supervisor(self._child_exit)
+        self.supervisor = Supervisor(self._child_exit, child_main)
         self.parent: zmq.asyncio.Socket | None = None
         self.children_socket: zmq.asyncio.Socket | None = None
         self.children_endpoint = ""
@@ -105,7 +113,7 @@ class Runtime:
     def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
         """Bind a new socket of ``kind`` on a private ipc endpoint; returns it and the address."""
         sock = self.socket(kind)
-        endpoint = endpoint_for(self.run_dir, f"{self.name}-{role}")
+        endpoint = endpoint_for(self.run_dir, names.endpoint(self.name, role))
         sock.bind(endpoint)
         return sock, endpoint
 
@@ -116,13 +124,10 @@ class Runtime:
     # --- children ----------------------------------------------------------------------
 
     def spawn(
-        self,
-        name: str,
-        role: str,
-        component: str,
-        args: dict[str, Any],
-        preload: tuple[str, ...] = (),
+        self, name: str, role: str, component: type[Component], args: msgspec.Struct
     ) -> Child:
+        """Fork a child running ``component(name=name, **args)`` that reports to this process."""
+        check_args(component, args)
         if self.children_socket is None:
             self.children_socket, self.children_endpoint = self.bind(zmq.ROUTER, "children")
             self.start_task(self._read_children(self.children_socket))
@@ -134,7 +139,6 @@ class Runtime:
             run_dir=self.run_dir,
             parent_endpoint=self.children_endpoint,
             log_level=self.log_level,
-            preload=preload,
         )
         return self.supervisor.spawn(spec)
 
@@ -197,12 +201,16 @@ class Runtime:
         )
         self.component.on_child_exit(event)
 
-    async def wait_ready(self, children: list[Child], timeout: float) -> list[dict[str, str]]:
-        """The endpoints each child announced; raises if one ended or is late."""
+    async def wait_ready(
+        self, children: list[Child], timeout: float, setting: str = ""
+    ) -> list[dict[str, str]]:
+        """The endpoints each child announced; raises if one ended, or is late: then the error
+        names the late children and ``setting``, the runtime-config key of ``timeout``."""
         futures = [c.ready for c in children]
         _, pending = await asyncio.wait(futures, timeout=timeout)
         if pending:
-            raise timeout_error([c.name for c in children if not c.ready.done()], "start", timeout)
+            late = [c.name for c in children if not c.ready.done()]
+            raise timeout_error(late, "start", timeout, setting)
         return [f.result() for f in futures]
 
     async def shutdown_children(
@@ -216,7 +224,9 @@ class Runtime:
         await Supervisor.wait(children, timeout)
         return [c.name for c in children if not c.exited.is_set()]
 
-    async def stop_children(self, timeout: float = 5.0, grace: float = 3.0) -> None:
+    async def stop_children(
+        self, timeout: float = limits.CHILDREN_STOP_TIMEOUT, grace: float = limits.KILL_GRACE
+    ) -> None:
         """Ask every running child to shut down, wait, then terminate stragglers."""
         if await self.shutdown_children(self.supervisor.running(), "stop", timeout):
             await self.supervisor.stop_all(grace)
@@ -291,8 +301,10 @@ class Runtime:
         except Exception as exc:  # noqa: BLE001 - teardown of user code at the boundary
             self.component.fail(error_info(self.name, exc))
         if self.supervisor.running():
-            failed = self.component.state is State.ERROR  # broken code: be brisk
-            await self.stop_children(timeout=1.0 if failed else 3.0, grace=1.0 if failed else 3.0)
+            brisk = 3.0 if self.component.state is State.ERROR else 1.0  # broken code: be brisk
+            await self.stop_children(
+                timeout=limits.CHILDREN_STOP_TIMEOUT / brisk, grace=limits.KILL_GRACE / brisk
+            )
         for task in list(self._tasks):
             task.cancel()
         if not reported:  # the teardown itself failed
@@ -313,19 +325,20 @@ class Runtime:
         assert self.parent is not None
         await self.parent.send(m.encode(m.Failed(error=error)))
         try:
-            await asyncio.wait_for(self.parent.recv(), 2.0)
+            async with asyncio.timeout(limits.ACK_TIMEOUT):
+                await self.parent.recv()
         except TimeoutError:
             LOG.debug("%s: parent did not acknowledge the failure report", self.name)
 
 
-def timeout_error(names: list[str], doing: str, seconds: float) -> ComponentFailed:
-    return ComponentFailed(
-        m.ErrorInfo(
-            process=names[0],
-            kind="Timeout",
-            message=f"{', '.join(names)} did not {doing} within {seconds:.0f} s",
-        )
-    )
+def timeout_error(
+    processes: list[str], doing: str, seconds: float, setting: str = ""
+) -> ComponentFailed:
+    """``processes`` did not ``doing`` within ``seconds`` (the runtime-config ``setting``)."""
+    message = f"{', '.join(processes)} did not {doing} within {seconds:g} s"
+    if setting:
+        message += f" (the runtime config's {setting}: raise it if that is too short)"
+    return ComponentFailed(m.ErrorInfo(process=processes[0], kind="Timeout", message=message))
 
 
 async def _awaited(awaitable: Any) -> None:
@@ -345,17 +358,11 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     watch_parent(alive)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
     configure_child_logging(spec.name, spec.log_level)
-    from palaestra.core.loading import load_class
-    from palaestra.core.processes import preload
-
     try:
-        cls = load_class(spec.component)
-        component = cls(name=spec.name, **spec.args)
+        component = spec.build()
     except Exception as exc:  # report construction errors like any other
         return await _FailedStart(spec, exc).report()
     runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
-    if spec.preload:  # a conductor: its children fork from it, sharing these imports
-        preload(spec.preload)
     return await runtime.run()
 
 
@@ -374,7 +381,8 @@ class _FailedStart:
         sock.connect(self.spec.parent_endpoint)
         await sock.send(m.encode(m.Failed(error=error_info(self.spec.name, self.exc))))
         try:
-            await asyncio.wait_for(sock.recv(), 2.0)
+            async with asyncio.timeout(limits.ACK_TIMEOUT):
+                await sock.recv()
         except TimeoutError:
             pass
         ctx.destroy(linger=1000)

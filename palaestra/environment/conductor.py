@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from palaestra.core import messages as m
-from palaestra.core.conductor import START_TIMEOUT, Conductor
+from palaestra.core import names
+from palaestra.core.conductor import Conductor
+from palaestra.core.specs import EnvironmentSpec
+from palaestra.environment.environment_process import EnvironmentProcess
+
+
+class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of :class:`EnvironmentProcess`, besides its name."""
+
+    environment: EnvironmentSpec
+    environment_id: int
+    worker: int
+    seed: int
+    store_endpoint: str | None
+    answer_timeout: float
 
 
 class EnvironmentConductor(Conductor):
@@ -11,19 +27,21 @@ class EnvironmentConductor(Conductor):
         uid = request.environment.uid
         self.children = [
             self.runtime.spawn(
-                f"Environment-{uid}-{worker}",
+                names.environment(uid, worker),
                 "Environment",
-                "palaestra.environment.environment_process:EnvironmentProcess",
-                {
-                    "environment": request.environment,
-                    "environment_id": request.environment_id,
-                    "worker": worker,
-                    "seed": request.seeds[worker],
-                    "store_endpoint": self.store_endpoint,
-                    "answer_timeout": request.answer_timeout,
-                },
+                EnvironmentProcess,
+                EnvironmentArgs(
+                    environment=request.environment,
+                    environment_id=request.environment_id,
+                    worker=worker,
+                    seed=request.seeds[worker],
+                    store_endpoint=self.store_endpoint,
+                    answer_timeout=request.answer_timeout,
+                ),
             )
             for worker in range(request.workers)
         ]
-        endpoints = await self.runtime.wait_ready(self.children, START_TIMEOUT)
+        endpoints = await self.runtime.wait_ready(
+            self.children, self.start_timeout, "start_timeout"
+        )
         return m.EnvironmentsReady(uid=uid, endpoints=[e["env"] for e in endpoints])

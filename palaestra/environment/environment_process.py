@@ -15,7 +15,7 @@ import zmq
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import describe
-from palaestra.core.esm import Component
+from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import ActuatorInformation, json_value
 from palaestra.core.loading import load_class
@@ -83,7 +83,7 @@ class EnvironmentProcess(Component):
         self.episode = -1
         self.step = 0
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
         self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))

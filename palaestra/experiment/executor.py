@@ -8,12 +8,8 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from palaestra.core.errors import (
-    EXIT_INVALID_INPUT,
-    EXIT_OK,
-    EXIT_RUN_FAILED,
-    EXIT_STORE_UNUSABLE,
-)
+from palaestra.core import names
+from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
@@ -33,9 +29,6 @@ PRELOAD = (
 )
 
 
-EXIT_CODES_BY_KIND = {"StoreError": EXIT_STORE_UNUSABLE, "InvalidRun": EXIT_INVALID_INPUT}
-
-
 @dataclass(frozen=True)
 class RunOutcome:
     run_uid: str
@@ -46,7 +39,7 @@ class RunOutcome:
 
 def execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome."""
-    set_title("Executor")
+    set_title(names.EXECUTOR)
     preload(PRELOAD)  # imported once here; every child is forked from this process
     return asyncio.run(_execute(run, config))
 
@@ -55,11 +48,13 @@ async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
     component = ExperimentRun(
-        "ExperimentRun",
+        names.EXPERIMENT_RUN,
         run=run,
         store_uri=config.store_uri,
         data_path=config.data_path,
         answer_timeout=config.answer_timeout,
+        start_timeout=config.start_timeout,
+        store_timeout=config.store_timeout,
     )
     runtime = Runtime(
         component, run_dir=run_dir, log_level=level if isinstance(level, int) else logging.WARNING
@@ -89,6 +84,6 @@ async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     if code != EXIT_OK:
         error = component.error
         message = error.describe() if error else "the run failed"
-        exit_code = EXIT_CODES_BY_KIND.get(error.kind if error else "", EXIT_RUN_FAILED)
+        exit_code = error.run_exit_code if error else EXIT_RUN_FAILED  # the error's own
         return RunOutcome(run.uid, component.instance_uid, exit_code, message)
     return RunOutcome(run.uid, component.instance_uid, EXIT_OK)

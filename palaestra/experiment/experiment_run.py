@@ -14,16 +14,25 @@ import asyncio
 import logging
 import socket
 import uuid
-from typing import Any
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgspec
+from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra import __version__
 from palaestra.agent.conductor import AgentConductor
+from palaestra.core import limits, names
 from palaestra.core import messages as m
-from palaestra.core.esm import Component, State
-from palaestra.core.processes import preload
-from palaestra.core.runtime import ComponentFailed, timeout_error
+from palaestra.core.conductor import Conductor
+from palaestra.core.errors import PalaestraError, RunFileError
+from palaestra.core.esm import Component, ComponentRuntime, State
+from palaestra.core.loading import load_class
+from palaestra.core.processes import Child, preload
+from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
-from palaestra.core.specs import AgentSpec, PhaseSpec, RunSpec
+from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.environment.conductor import EnvironmentConductor
 from palaestra.experiment.provenance import code_revision, package_versions
 from palaestra.experiment.store_client import (
@@ -32,22 +41,63 @@ from palaestra.experiment.store_client import (
     WriterClient,
     dump_dir,
     store_enabled,
+    writer_stuck,
 )
+from palaestra.store.writer import StoreWriter
 
 LOG = logging.getLogger(__name__)
 
-START_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
-END_TIMEOUT = 3.0  # an interrupted run must be over within seconds; Brains may be dumping
-FAILED_END_TIMEOUT = 1.5  # a failed run: what does not stop by then is broken, kill it
+T = TypeVar("T")
 
 
-class PhaseError(Exception):
-    pass
+class PhaseError(RunFileError):
+    """The run file asks for something the phase's environments do not offer (exit 2)."""
+
+
+class WriterArgs(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of :class:`StoreWriter`, besides its name."""
+
+    store_uri: str
+
+
+class ControllerArgs(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of a simulation controller, besides its name."""
+
+    worker: int
+    conditions: list[ClassSpec]
+    params: dict[str, Any]
+    answer_timeout: float
+
+
+@dataclass
+class _Phase:
+    """A started phase: its spec, store ids, conductors, controllers and what they reported."""
+
+    spec: PhaseSpec
+    ids: dict[str, int]
+    dumps: dict[str, tuple[dict[str, Any] | None, bytes | None]]
+    environments: list[EnvironmentConductor] = field(default_factory=list)
+    agents: list[AgentConductor] = field(default_factory=list)
+    controllers: list[Child] = field(default_factory=list)
+    agents_ready: list[m.AgentsReady] = field(default_factory=list)
+
+    @property
+    def conductors(self) -> list[Conductor]:
+        return [*self.environments, *self.agents]
 
 
 class ExperimentRun(Component):
-    """Runs one :class:`RunSpec` to its end; the executor's top component."""
+    """Runs one :class:`RunSpec` to its end; the executor's top component.
+
+    Args:
+        name: The component's name.
+        run: The checked run file.
+        store_uri: Where to record the run ("none": nowhere).
+        data_path: Where brain dumps are written as files.
+        answer_timeout: Seconds a plug-in may take to answer one step.
+        start_timeout: Seconds a phase's processes (and the writer) may take to start.
+        store_timeout: Seconds the store writer may take to answer one request.
+    """
 
     def __init__(
         self,
@@ -56,10 +106,14 @@ class ExperimentRun(Component):
         run: RunSpec,
         store_uri: str,
         data_path: str = "_outputs",
-        answer_timeout: float = 300.0,
+        answer_timeout: float = limits.ANSWER_TIMEOUT,
+        start_timeout: float = limits.START_TIMEOUT,
+        store_timeout: float = limits.STORE_TIMEOUT,
     ) -> None:
         super().__init__(name)
         self.answer_timeout = answer_timeout
+        self.start_timeout = start_timeout
+        self.store_timeout = store_timeout
         self.run = run
         self.store_uri = store_uri
         self.data_path = data_path
@@ -70,7 +124,9 @@ class ExperimentRun(Component):
         self.store: WriterClient | NullStore = NullStore(data_path)
         self._main: asyncio.Task[None] | None = None
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
+        if not isinstance(runtime, Runtime):  # it spawns and supervises: only the real one
+            raise TypeError(f"{self.name} runs in the executor's Runtime, not {runtime!r}")
         self.runtime = runtime
         self._main = runtime.start_task(self._run())
         return {}
@@ -80,14 +136,13 @@ class ExperimentRun(Component):
     async def _run(self) -> None:
         if store_enabled(self.store_uri):
             writer = self.runtime.spawn(
-                WRITER,
-                "StoreWriter",
-                "palaestra.store.writer:StoreWriter",
-                {"store_uri": self.store_uri},
+                WRITER, "StoreWriter", StoreWriter, WriterArgs(store_uri=self.store_uri)
             )
-            (endpoints,) = await self.runtime.wait_ready([writer], START_TIMEOUT)
+            (endpoints,) = await self.runtime.wait_ready(
+                [writer], self.start_timeout, "start_timeout"
+            )
             self.store_endpoint = endpoints["store"]
-            self.store = WriterClient(self.runtime)
+            self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
         ids = await self._store(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,
@@ -103,167 +158,158 @@ class ExperimentRun(Component):
             )
         )
         self.instance_id = ids.ids["instance"]
-        for phase in self.run.phases:
-            LOG.info("phase %d (%s) begins", phase.index, phase.name)
-            await self._run_phase(phase)
+        for spec in self.run.phases:
+            LOG.info("phase %d (%s) begins", spec.index, spec.name)
+            phase = await self._start_phase(spec)
+            await self._play(phase)
+            await self._stop_phase(phase)
         await self._store(m.StoreRunEnd(instance_id=self.instance_id, status="finished"))
         self.finish()
 
     async def _store(self, request: m.Msg) -> Any:
         return await self.store.ask(request)
 
-    async def _run_phase(self, phase: PhaseSpec) -> None:
-        rt = self.runtime
-        run = self.run
-        workers = phase.config.worker
-        env_seeds = {
-            e.uid: [
-                derive_seed(run.seed, "environment", e.uid, phase.index, w) for w in range(workers)
-            ]
-            for e in phase.environments
-        }
-        dumps = {a.name: await self._find_dump(phase, a) for a in phase.agents}
-        ids = (
-            await self._store(
-                m.StorePhaseStart(
-                    instance_id=self.instance_id or 0,
-                    index=phase.index,
-                    name=phase.name,
-                    mode=phase.config.mode,
-                    workers=workers,
-                    episodes=phase.config.episodes,
-                    config={"simulation": phase.simulation.name, **_plain(phase.config)},
-                    environments=[
-                        m.PhaseEnvironment(
-                            uid=e.uid, name=e.name, params=dict(e.params), seeds=env_seeds[e.uid]
-                        )
-                        for e in phase.environments
-                    ],
-                    agents=[self._phase_agent(phase, a, dumps[a.name][0]) for a in phase.agents],
-                )
-            )
-        ).ids
-        # the children are forked from here: import their plug-ins once, here (checking the
-        # run file usually did already)
-        preload([_module(e.name) for e in phase.environments])
-        preload([_module(c.name) for a in phase.agents for c in (a.brain, a.muscle, a.objective)])
-        env_conductors = [
-            EnvironmentConductor(
-                f"EnvironmentConductor-{e.uid}", rt, store_endpoint=self.store_endpoint
-            )
-            for e in phase.environments
-        ]
-        agent_conductors = [
-            AgentConductor(f"AgentConductor-{a.name}", rt, store_endpoint=self.store_endpoint)
-            for a in phase.agents
-        ]
-        conditions = [*phase.simulation.conditions, *run.conditions]
-        controllers = [
-            rt.spawn(
-                f"SimulationController-{w}",
-                "SimulationController",
-                phase.simulation.name,
-                {
-                    "worker": w,
-                    "conditions": conditions,
-                    "params": dict(phase.simulation.params),
-                    "answer_timeout": self.answer_timeout,
-                },
-            )
-            for w in range(workers)
-        ]
-        try:
-            env_ready = await asyncio.gather(
-                *(
-                    c.setup(
-                        m.EnvironmentSetup(
-                            environment=e,
-                            environment_id=ids[f"environment:{e.uid}"],
-                            workers=workers,
-                            seeds=env_seeds[e.uid],
-                            answer_timeout=self.answer_timeout,
-                        ),
-                    )
-                    for c, e in zip(env_conductors, phase.environments, strict=True)
-                )
-            )
-            await rt.wait_ready(controllers, START_TIMEOUT)
-            baselines = await asyncio.gather(
-                *(
-                    rt.request(
-                        c.name,
-                        m.SimulationSetup(
-                            environments=[
-                                m.EnvironmentEndpoint(uid=r.uid, endpoint=r.endpoints[w])
-                                for r in env_ready
-                            ]
-                        ),
-                    )
-                    for w, c in enumerate(controllers)
-                )
-            )
-            sensors = {s.uid: s for s in baselines[0].sensors}
-            actuators = {a.uid: a for a in baselines[0].actuators}
-            for agent in phase.agents:
-                _check_agent(phase, agent, sensors, actuators)
-            agents_ready = await asyncio.gather(
-                *(
-                    c.setup(
-                        self._agent_setup(
-                            phase,
-                            a,
-                            ids,
-                            dumps[a.name][1],
-                            sensors,
-                            actuators,
-                            _by_worker(env_ready, workers),
-                        ),
-                    )
-                    for c, a in zip(agent_conductors, phase.agents, strict=True)
-                )
-            )
-            await asyncio.gather(
-                *(
-                    rt.request(
-                        c.name,
-                        m.SimulationRun(
-                            agents=[
-                                m.AgentEndpoint(
-                                    name=a.name,
-                                    endpoint=r.endpoints[w],
-                                    sensors=list(a.sensors),
-                                    actuators=list(a.actuators),
-                                )
-                                for a, r in zip(phase.agents, agents_ready, strict=True)
-                            ],
-                            episodes=phase.config.episodes,
-                            mode=phase.config.mode,
-                        ),
-                    )
-                    for w, c in enumerate(controllers)
-                )
-            )
-        except PhaseError as exc:
-            raise ComponentFailed(
-                m.ErrorInfo(process=self.name, kind="InvalidRun", message=str(exc))
-            ) from None
-        muscles = [x for c in agent_conductors for x in c.of_role("Muscle")]
-        brains = [b for c in agent_conductors for b in c.of_role("Brain")]
-        environments = [e for c in env_conductors for e in c.children]
-        for group in (controllers, muscles, brains, environments):
-            await self._shutdown(group)
-        producers = [f"Brain-{a.name}" for a in phase.agents]
-        producers += [f"Muscle-{a.name}-{w}" for a in phase.agents for w in range(workers)]
-        producers += [
-            f"Environment-{e.uid}-{w}" for e in phase.environments for w in range(workers)
-        ]
-        await asyncio.wait_for(self._store(m.StoreFlush(producers=producers)), STOP_TIMEOUT)
-        await self._store(m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+    # --- a phase: start, play, stop ----------------------------------------------------
 
-    async def _shutdown(self, children: list[Any]) -> None:
-        late = await self.runtime.shutdown_children(children, "phase over", STOP_TIMEOUT)
-        if late:
-            raise timeout_error(late, "stop", STOP_TIMEOUT)
+    async def _start_phase(self, spec: PhaseSpec) -> _Phase:
+        """Record the phase, start its processes and wire them: environments first (agents
+        are set up with the spaces they report), then the controllers, then the agents."""
+        dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
+        phase = _Phase(spec, (await self._store(self._phase_start(spec, dumps))).ids, dumps)
+        self._make_conductors(phase)
+        phase.controllers = self._spawn_controllers(spec)
+        env_ready = await _together(
+            c.setup(self._environment_setup(phase, e))
+            for c, e in zip(phase.environments, spec.environments, strict=True)
+        )
+        await self.runtime.wait_ready(phase.controllers, self.start_timeout, "start_timeout")
+        baselines: list[Any] = await _together(
+            self.runtime.request(c.name, m.SimulationSetup(environments=_endpoints(env_ready, w)))
+            for w, c in enumerate(phase.controllers)
+        )
+        sensors = {s.uid: s for s in baselines[0].sensors}
+        actuators = {a.uid: a for a in baselines[0].actuators}
+        for agent in spec.agents:
+            _check_agent(spec, agent, sensors, actuators)
+        by_worker = _by_worker(env_ready, spec.config.worker)
+        phase.agents_ready = await _together(
+            c.setup(self._agent_setup(phase, a, sensors, actuators, by_worker))
+            for c, a in zip(phase.agents, spec.agents, strict=True)
+        )
+        return phase
+
+    def _make_conductors(self, phase: _Phase) -> None:
+        """One conductor per environment and per agent; their children fork from here, so
+        their plug-ins are imported here, once (checking the run file usually did already)."""
+        spec, rt = phase.spec, self.runtime
+        preload([_module(e.name) for e in spec.environments])
+        preload([_module(c.name) for a in spec.agents for c in (a.brain, a.muscle, a.objective)])
+        store, start = self.store_endpoint, self.start_timeout
+        phase.environments = [
+            EnvironmentConductor(
+                names.environment_conductor(e.uid), rt, store_endpoint=store, start_timeout=start
+            )
+            for e in spec.environments
+        ]
+        phase.agents = [
+            AgentConductor(
+                names.agent_conductor(a.name), rt, store_endpoint=store, start_timeout=start
+            )
+            for a in spec.agents
+        ]
+
+    def _spawn_controllers(self, spec: PhaseSpec) -> list[Child]:
+        controller = load_class(spec.simulation.name)
+        conditions = [*spec.simulation.conditions, *self.run.conditions]
+        return [
+            self.runtime.spawn(
+                names.controller(w),
+                "SimulationController",
+                controller,
+                ControllerArgs(
+                    worker=w,
+                    conditions=conditions,
+                    params=dict(spec.simulation.params),
+                    answer_timeout=self.answer_timeout,
+                ),
+            )
+            for w in range(spec.config.worker)
+        ]
+
+    async def _play(self, phase: _Phase) -> None:
+        """Run the phase's episodes: each controller until its worker is done."""
+        spec = phase.spec
+        await _together(
+            self.runtime.request(
+                c.name,
+                m.SimulationRun(
+                    agents=[
+                        m.AgentEndpoint(
+                            name=a.name,
+                            endpoint=r.endpoints[w],
+                            sensors=list(a.sensors),
+                            actuators=list(a.actuators),
+                        )
+                        for a, r in zip(spec.agents, phase.agents_ready, strict=True)
+                    ],
+                    episodes=spec.config.episodes,
+                    mode=spec.config.mode,
+                ),
+            )
+            for w, c in enumerate(phase.controllers)
+        )
+
+    async def _stop_phase(self, phase: _Phase) -> None:
+        """Stop in order (controllers, Muscles, Brains, environments), then wait until the
+        writer holds every row its producers (the conductors' children) sent."""
+        muscles = [x for c in phase.agents for x in c.of_role("Muscle")]
+        brains = [b for c in phase.agents for b in c.of_role("Brain")]
+        environments = [e for c in phase.environments for e in c.children]
+        for group in (phase.controllers, muscles, brains, environments):
+            late = await self.runtime.shutdown_children(group, "phase over", limits.STOP_TIMEOUT)
+            if late:
+                raise timeout_error(late, "stop", limits.STOP_TIMEOUT)
+        producers = [child.name for c in phase.conductors for child in c.children]
+        await self._store(m.StoreFlush(producers=producers))
+        await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
+
+    def _phase_start(
+        self, spec: PhaseSpec, dumps: dict[str, tuple[dict[str, Any] | None, bytes | None]]
+    ) -> m.StorePhaseStart:
+        return m.StorePhaseStart(
+            instance_id=self.instance_id or 0,
+            index=spec.index,
+            name=spec.name,
+            mode=spec.config.mode,
+            workers=spec.config.worker,
+            episodes=spec.config.episodes,
+            config={"simulation": spec.simulation.name, **_plain(spec.config)},
+            environments=[
+                m.PhaseEnvironment(
+                    uid=e.uid,
+                    name=e.name,
+                    params=dict(e.params),
+                    seeds=self._env_seeds(spec, e.uid),
+                )
+                for e in spec.environments
+            ],
+            agents=[self._phase_agent(spec, a, dumps[a.name][0]) for a in spec.agents],
+        )
+
+    def _env_seeds(self, spec: PhaseSpec, uid: str) -> list[int]:
+        return [
+            derive_seed(self.run.seed, "environment", uid, spec.index, w)
+            for w in range(spec.config.worker)
+        ]
+
+    def _environment_setup(self, phase: _Phase, env: Any) -> m.EnvironmentSetup:
+        return m.EnvironmentSetup(
+            environment=env,
+            environment_id=phase.ids[f"environment:{env.uid}"],
+            workers=phase.spec.config.worker,
+            seeds=self._env_seeds(phase.spec, env.uid),
+            answer_timeout=self.answer_timeout,
+        )
 
     # --- agents ------------------------------------------------------------------------
 
@@ -300,17 +346,16 @@ class ExperimentRun(Component):
 
     def _agent_setup(
         self,
-        phase: PhaseSpec,
+        started: _Phase,
         agent: AgentSpec,
-        ids: dict[str, int],
-        dump: bytes | None,
         sensors: dict[str, m.InfoDesc],
         actuators: dict[str, m.InfoDesc],
         environments: list[dict[str, str]],
     ) -> m.AgentSetup:
+        phase = started.spec
         return m.AgentSetup(
             agent=agent,
-            agent_id=ids[f"agent:{agent.name}"],
+            agent_id=started.ids[f"agent:{agent.name}"],
             run_uid=self.run.uid,
             phase_index=phase.index,
             phase_name=phase.name,
@@ -320,7 +365,7 @@ class ExperimentRun(Component):
             muscle_seeds=self._muscle_seeds(phase, agent),
             sensors=[sensors[uid] for uid in agent.sensors],
             actuators=[actuators[uid] for uid in agent.actuators],
-            dump=dump,
+            dump=started.dumps[agent.name][1],
             answer_timeout=self.answer_timeout,
             update_lag=phase.config.update_lag,
             environments=environments,
@@ -333,39 +378,32 @@ class ExperimentRun(Component):
         self, phase: PhaseSpec, agent: AgentSpec
     ) -> tuple[dict[str, Any] | None, bytes | None]:
         """Which dump the agent starts from: ``load:``, else the same agent one phase earlier."""
-        load = agent.load
-        if load is None and phase.index == 0:
+        source = _dump_source(self.run.uid, phase, agent)
+        if source is None:
             return None, None
-        run_uid = load.experiment_run if load and load.experiment_run else self.run.uid
-        agent_name = load.agent if load and load.agent else agent.name
-        index = load.phase if load and load.phase is not None else phase.index - 1
-        source: dict[str, Any] = {"run": run_uid, "agent": agent_name, "phase": index}
-        if index < 0:
-            return None, None
-        found: m.StoreDump = await self._store(
-            m.StoreFindDump(run_uid=run_uid, agent=agent_name, phase=index)
-        )
-        if found.dump is None:
-            message = (
-                f"agent '{agent.name}' in phase {phase.index}: no brain dump of agent "
-                f"'{source['agent']}' in phase {source['phase']} of run '{source['run']}'"
+        found: m.StoreDump = await self._store(m.StoreFindDump(**source))
+        if found.dump is not None:
+            LOG.info(
+                "agent '%s' in phase %d starts from the dump of agent '%s' in phase %d (%s)",
+                agent.name,
+                phase.index,
+                source["agent"],
+                source["phase"],
+                f"brain_states {found.brain_state_id}" if found.brain_state_id else "dump file",
             )
-            if load is not None and load.strict:
-                raise ComponentFailed(
-                    m.ErrorInfo(process=self.name, kind="MissingBrainDump", message=message)
-                )
-            if load is not None:
-                LOG.warning("%s; it starts fresh", message)
-            return None, None
-        LOG.info(
-            "agent '%s' in phase %d starts from the dump of agent '%s' in phase %d (%s)",
-            agent.name,
-            phase.index,
-            source["agent"],
-            source["phase"],
-            f"brain_states {found.brain_state_id}" if found.brain_state_id else "dump file",
+            loaded = {"run": source["run_uid"], "agent": source["agent"], "phase": source["phase"]}
+            return {**loaded, "brain_state_id": found.brain_state_id}, found.dump
+        message = (
+            f"agent '{agent.name}' in phase {phase.index}: no brain dump of agent "
+            f"'{source['agent']}' in phase {source['phase']} of run '{source['run_uid']}'"
         )
-        return {**source, "brain_state_id": found.brain_state_id}, found.dump
+        if agent.load is not None and agent.load.strict:
+            raise ComponentFailed(
+                m.ErrorInfo(process=self.name, kind="MissingBrainDump", message=message)
+            )
+        if agent.load is not None:
+            LOG.warning("%s; it starts fresh", message)
+        return None, None
 
     # --- ending ------------------------------------------------------------------------
 
@@ -384,45 +422,116 @@ class ExperimentRun(Component):
         dump once), then the end of the run is recorded; the runtime then stops the writer."""
         if self._main is not None and not self._main.done():
             self._main.cancel()
+        await self._stop_phase_processes()
+        ending = self._ending()
+        if ending is not None:
+            await self._record_end(*ending)
+
+    async def _stop_phase_processes(self) -> None:
         rt = self.runtime
         others = [c for c in rt.supervisor.running() if c.name != WRITER]
         if others:
             reason = self.stop_reason or "the run failed"
-            timeout = END_TIMEOUT if self.state is not State.ERROR else FAILED_END_TIMEOUT
+            failed = self.state is State.ERROR
+            timeout = limits.FAILED_END_TIMEOUT if failed else limits.END_TIMEOUT
             if await rt.shutdown_children(others, reason, timeout):
                 await rt.supervisor.stop_all(children=others, grace=1.0)
+
+    def _ending(self) -> tuple[str, str] | None:
+        """The status and reason to record, unless the run finished (recorded) or never began."""
         if self.instance_id is None or (self.state is State.FINISHED and self.signal is None):
-            return
+            return None
         if self.signal is not None:
-            status, reason = "cancelled", self.stop_reason
-        else:
-            status = "error"
-            reason = self.error.describe() if self.error is not None else "unknown error"
-        await self._record_end(status, reason)
+            return "cancelled", self.stop_reason
+        return "error", self.error.describe() if self.error is not None else "unknown error"
 
     async def _record_end(self, status: str, reason: str) -> None:
-        """Through the writer if it is alive, else straight into the store."""
+        """Through the writer if it answers, else (a writer gone, stopped or stuck, which is
+        then killed: it may hold the store's lock) straight into the store."""
         if not isinstance(self.store, WriterClient):
             return
         writer = self.runtime.supervisor.children.get(WRITER)
         if writer is not None and not writer.exited.is_set():
-            request = m.StoreRunEnd(
-                instance_id=self.instance_id or 0, status=status, reason=reason
-            )
-            try:
-                await asyncio.wait_for(self._store(request), 3.0)
-                return
-            except (TimeoutError, ComponentFailed) as exc:
-                LOG.warning("the store writer did not record the end of the run: %r", exc)
+            if not self.store.unresponsive:
+                request = m.StoreRunEnd(
+                    instance_id=self.instance_id or 0, status=status, reason=reason
+                )
+                try:
+                    async with asyncio.timeout(limits.STORE_END_TIMEOUT):
+                        await self.runtime.request(WRITER, request)
+                    return
+                except TimeoutError:
+                    LOG.warning(
+                        "%s did not record the end of the run within %g s: %s",
+                        WRITER,
+                        limits.STORE_END_TIMEOUT,
+                        writer_stuck(writer.pid, self.store_uri)[0],
+                    )
+                except ComponentFailed as exc:
+                    LOG.warning("%s did not record the end of the run: %s", WRITER, exc)
+            await self.runtime.supervisor.stop_all(children=[writer], grace=1.0)
+        await self._record_end_directly(status, reason)
+
+    async def _record_end_directly(self, status: str, reason: str) -> None:
+        """Write the end of the run into the store from here, retrying (a lock may pass) for
+        up to ``RECORD_END_TIMEOUT`` seconds."""
         from palaestra.store.direct import record_run_end
 
         loop = asyncio.get_running_loop()
-        try:
-            await loop.run_in_executor(
-                None, record_run_end, self.store_uri, self.instance_uid, status, reason
-            )
-        except Exception as exc:  # the store itself is gone: say so, the exit code still tells
-            LOG.error("could not record the end of the run in the store: %s", exc)
+        deadline = loop.time() + limits.RECORD_END_TIMEOUT
+        LOG.warning(
+            "recording the end of the run straight into the store (for up to %g s)",
+            limits.RECORD_END_TIMEOUT,
+        )
+        while True:
+            try:
+                await asyncio.to_thread(
+                    record_run_end, self.store_uri, self.instance_uid, status, reason
+                )
+                return
+            except (SQLAlchemyError, PalaestraError, OSError) as exc:
+                if loop.time() >= deadline:  # the exit code still tells
+                    LOG.error("could not record the end of the run in the store: %s", exc)
+                    return
+                LOG.warning("recording the end of the run failed (%s); trying again", exc)
+                await asyncio.sleep(limits.RETRY_PAUSE)
+
+
+async def _together(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run ``coros`` in a task group (the first failure cancels the others) and return their
+    results in order; the first failure is raised as itself, not in an exception group."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(c) for c in coros]
+    except BaseExceptionGroup as failures:
+        raise _first(failures) from None
+    return [t.result() for t in tasks]
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def _dump_source(run_uid: str, phase: PhaseSpec, agent: AgentSpec) -> dict[str, Any] | None:
+    """Where the agent's dump is to come from (a ``StoreFindDump``'s fields), if anywhere."""
+    load = agent.load
+    if load is None:
+        index = phase.index - 1
+        return {"run_uid": run_uid, "agent": agent.name, "phase": index} if index >= 0 else None
+    index = load.phase if load.phase is not None else phase.index - 1
+    if index < 0:
+        return None
+    return {
+        "run_uid": load.experiment_run or run_uid,
+        "agent": load.agent or agent.name,
+        "phase": index,
+    }
+
+
+def _endpoints(ready: list[m.EnvironmentsReady], worker: int) -> list[m.EnvironmentEndpoint]:
+    """The endpoints of worker ``worker``'s environments, for its simulation controller."""
+    return [m.EnvironmentEndpoint(uid=r.uid, endpoint=r.endpoints[worker]) for r in ready]
 
 
 def _by_worker(ready: list[m.EnvironmentsReady], workers: int) -> list[dict[str, str]]:

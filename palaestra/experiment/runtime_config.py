@@ -16,9 +16,12 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from palaestra.core import limits
 from palaestra.core.errors import RuntimeConfigError, did_you_mean
 
 DEFAULT_FILE = "palaestra-runtime.yaml"
+SECONDS = ("answer_timeout", "start_timeout", "store_timeout")
+"""The settings that are a number of seconds > 0; every other one is a string."""
 
 
 @dataclass(frozen=True)
@@ -26,9 +29,15 @@ class RuntimeConfig:
     store_uri: str = "sqlite:///palaestra.db"
     data_path: str = "./_outputs"
     log_level: str = "WARNING"
-    answer_timeout: float = 300.0
+    answer_timeout: float = limits.ANSWER_TIMEOUT
     """Seconds an Environment, Muscle or Brain may take to answer one step before the run
     fails, naming it (a deadlock or endless loop in a plug-in)."""
+    start_timeout: float = limits.START_TIMEOUT
+    """Seconds a phase's processes (and the store writer) may take to start: to construct
+    their plug-ins (a Brain loading a model, say)."""
+    store_timeout: float = limits.STORE_TIMEOUT
+    """Seconds the store writer may take to answer one request of the run (record a phase,
+    store what it produced) before the run fails, naming the writer and why."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -74,7 +83,7 @@ def _read(path: str) -> dict[str, Any]:
             raise RuntimeConfigError(
                 f"{path}: unknown setting '{key}'" + (f". {hint}" if hint else "")
             )
-        if key == "answer_timeout":
+        if key in SECONDS:
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise RuntimeConfigError(
                     f"{path}: {key}: expected a number of seconds > 0, got {value!r}"

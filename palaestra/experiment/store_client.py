@@ -2,17 +2,27 @@
 
 With ``store_uri: none`` nothing is recorded (for quick trials and for measuring what storing
 costs); brain dumps are still written as files, and a later phase finds its dump there.
+
+Every request to the writer is bounded (``store_timeout``): a writer that does not answer in
+time fails the run, named, with what could be found out about why (stopped, the store locked
+by another connection, or simply stuck).
 """
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
+import sqlite3
 from typing import Any
 
 from palaestra.core import messages as m
+from palaestra.core.errors import EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
+from palaestra.core.names import WRITER
+from palaestra.core.runtime import ComponentFailed, Runtime
 
-WRITER = "StoreWriter"
+__all__ = ["WRITER", "NullStore", "WriterClient", "dump_dir", "store_enabled", "writer_stuck"]
+
 NO_STORE = ("", "none", "off")
 
 
@@ -38,13 +48,88 @@ def dump_dir(data_path: str, run_uid: str, instance_uid: str, index: int, phase:
 
 
 class WriterClient:
-    """Requests answered by the StoreWriter child process."""
+    """Requests answered by the StoreWriter child process, each within ``timeout`` seconds.
 
-    def __init__(self, runtime: Any) -> None:
+    Args:
+        runtime: The executor's runtime; the writer is its child.
+        store_uri: The store the writer writes (to find out why it is stuck).
+        timeout: Seconds the writer may take to answer one request (``store_timeout``).
+    """
+
+    def __init__(self, runtime: Runtime, store_uri: str, timeout: float) -> None:
         self.runtime = runtime
+        self.store_uri = store_uri
+        self.timeout = timeout
+        self.unresponsive = False
+        """True once the writer let a request time out: it is not asked again."""
 
     async def ask(self, request: m.Msg) -> Any:
-        return await self.runtime.request(WRITER, request)
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self.runtime.request(WRITER, request)
+        except TimeoutError:
+            self.unresponsive = True
+            raise self.stuck(type(request).__name__) from None
+
+    def stuck(self, request: str) -> ComponentFailed:
+        """The error for a writer that did not answer ``request`` in time, with the cause."""
+        writer = self.runtime.supervisor.children.get(WRITER)
+        why, code = writer_stuck(writer.pid if writer else None, self.store_uri)
+        return ComponentFailed(
+            m.ErrorInfo(
+                process=WRITER,
+                kind="StoreTimeout",
+                message=(
+                    f"{WRITER} did not answer {request} within {self.timeout:g} s "
+                    f"(store_timeout): {why}"
+                ),
+                run_exit_code=code,
+            )
+        )
+
+
+def writer_stuck(pid: int | None, store_uri: str) -> tuple[str, int]:
+    """Why a writer process does not answer, as far as can be seen from outside, and the exit
+    code that gives the run (3 where the store is the problem)."""
+    if pid is not None and _process_state(pid) in ("T", "t"):
+        return "the process is stopped (SIGSTOP, or a debugger holds it)", EXIT_RUN_FAILED
+    locked = _sqlite_locked(store_uri)
+    if locked:
+        return f"the store is locked by another connection ({locked})", EXIT_STORE_UNUSABLE
+    return "it is busy or stuck (the store may be slow or unreachable)", EXIT_RUN_FAILED
+
+
+def _process_state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _sqlite_locked(store_uri: str) -> str:
+    """The SQLite error a write transaction on the store meets at once ("" if none)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(store_uri)
+    except ArgumentError:
+        return ""
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return ""
+    try:
+        conn = sqlite3.connect(url.database, timeout=0.2)
+    except sqlite3.Error:
+        return ""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.rollback()
+    except sqlite3.OperationalError as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    return ""
 
 
 class NullStore:

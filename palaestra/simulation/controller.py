@@ -15,7 +15,7 @@ from typing import Any
 import zmq
 
 from palaestra.core import messages as m
-from palaestra.core.esm import Component, on
+from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import HotLoop, run_hot
 from palaestra.core.loading import load_class
 from palaestra.core.specs import ClassSpec
@@ -125,7 +125,7 @@ class SimulationController(Component):
         self.steps = 0
         self.episode_over = False
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
         runtime.start_task(watch(self.waiting))
         return {}

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
-from palaestra.core.esm import Component, on
+from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine
@@ -99,7 +99,7 @@ class StoreWriter(Component):
             self.engine = engine
             self._sessions = sessionmaker(engine, expire_on_commit=False)
 
-    async def setup(self, runtime: Any) -> dict[str, str]:
+    async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         """Open the store, bind the PULL socket for records and start reading it."""
         self.open()
         sock, endpoint = runtime.bind(zmq.PULL, "store")
