@@ -18,6 +18,7 @@ import zmq
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.core import messages as m
+from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component, ComponentRuntime
@@ -77,7 +78,7 @@ class BrainProcess(Component):
         )
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
-        endpoint = endpoint_for(runtime.run_dir, f"{self.name}-brain")
+        endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
         for method in ("setup", "load"):
             try:
                 getattr(self.brain, method)()

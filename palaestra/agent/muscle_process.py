@@ -20,6 +20,7 @@ from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
 from palaestra.core import messages as m
+from palaestra.core import names
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component, ComponentRuntime
@@ -87,7 +88,7 @@ class MuscleProcess(Component):
         self.links: dict[str, Channel] = {}  # to the environments, by uid
         self.update_lag = update_lag
         self.awaiting = False
-        self.brain_waiting = Waiting(f"Brain-{agent.name}", answer_timeout)
+        self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout)
         self.agent = agent
         self.agent_id = agent_id
         self.worker = worker
@@ -144,7 +145,7 @@ class MuscleProcess(Component):
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
-        endpoint = endpoint_for(runtime.run_dir, f"{self.name}-muscle")
+        endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
         try:
             self.muscle.setup()
         except Exception as exc:
@@ -184,9 +185,9 @@ class MuscleProcess(Component):
     def _link(self, hot: HotLoop) -> None:
         """Link to the Brain and the worker's environments (all are up once episodes begin)."""
         agent = self.agent.name
-        self.brain = hot.connect(self.brain_endpoint, f"Brain-{agent}")
+        self.brain = hot.connect(self.brain_endpoint, names.brain(agent))
         for uid, env_endpoint in self.environment_endpoints.items():
-            peer = f"Environment-{uid}-{self.worker}"
+            peer = names.environment(uid, self.worker)
             self.links[uid] = hot.connect(link_for(env_endpoint), peer)
         self.acting_links = [(uid, self.links[uid]) for uid in self.links if uid in self.acts_on]
 

@@ -13,6 +13,7 @@ from typing import Any
 import zmq
 
 from palaestra.core import messages as m
+from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import describe
 from palaestra.core.esm import Component, ComponentRuntime
@@ -84,7 +85,7 @@ class EnvironmentProcess(Component):
         self.step = 0
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
-        endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
+        endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
         self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.muscles, self.stepping]))

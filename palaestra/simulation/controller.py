@@ -15,6 +15,7 @@ from typing import Any
 import zmq
 
 from palaestra.core import messages as m
+from palaestra.core import names
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import HotLoop, run_hot
 from palaestra.core.loading import load_class
@@ -165,7 +166,7 @@ class SimulationController(Component):
             Peer(
                 e.uid,
                 self._connect(e.endpoint),
-                self._waiting(f"Environment-{e.uid}-{self.worker}", 2 * grace),
+                self._waiting(names.environment(e.uid, self.worker), 2 * grace),
                 hot,
             )
             for e in request.environments
@@ -182,7 +183,7 @@ class SimulationController(Component):
             AgentPeer(
                 a.name,
                 self._connect(a.endpoint),
-                self._waiting(f"Muscle-{a.name}-{self.worker}", grace),
+                self._waiting(names.muscle(a.name, self.worker), grace),
                 hot,
                 a.sensors,
                 a.actuators,

@@ -1,0 +1,96 @@
+"""The seams between the runtime, its supervisor and the components: names, child specs, the
+class of an error crossing a process boundary, and the import graph of ``palaestra.core``."""
+
+from __future__ import annotations
+
+import grimp
+import msgspec
+import pytest
+
+from palaestra.core import names
+from palaestra.core.errors import (
+    EXIT_INVALID_INPUT,
+    EXIT_RUN_FAILED,
+    EXIT_STORE_UNUSABLE,
+    PluginLoadError,
+    StoreError,
+)
+from palaestra.core.esm import Component
+from palaestra.core.processes import ChildSpec, check_args
+from palaestra.core.runtime import PluginError, error_info
+
+
+def test_process_names_come_from_one_place() -> None:
+    assert names.brain("a") == "Brain-a"
+    assert names.muscle("a", 1) == "Muscle-a-1"
+    assert names.environment("env", 0) == "Environment-env-0"
+    assert names.controller(2) == "SimulationController-2"
+    assert names.endpoint(names.brain("a"), "brain") == "Brain-a-brain"
+    assert names.WRITER == "StoreWriter"
+
+
+class _Worker(Component):
+    def __init__(self, name: str, *, worker: int, label: str = "") -> None:
+        super().__init__(name)
+        self.worker = worker
+        self.label = label
+
+
+class _WorkerArgs(msgspec.Struct, frozen=True, kw_only=True):
+    worker: int
+    label: str
+
+
+class _WrongArgs(msgspec.Struct, frozen=True, kw_only=True):
+    workers: int
+
+
+def test_a_child_spec_builds_its_class_from_a_typed_struct() -> None:
+    args = _WorkerArgs(worker=3, label="x")
+    check_args(_Worker, args)
+    spec = ChildSpec(
+        name="W-3", role="Worker", component=_Worker, args=args, run_dir="/x", parent_endpoint=""
+    )
+    built = spec.build()
+    assert isinstance(built, _Worker)
+    assert (built.name, built.worker, built.label) == ("W-3", 3, "x")
+
+
+def test_arguments_that_do_not_fit_the_constructor_are_refused_in_the_parent() -> None:
+    with pytest.raises(TypeError, match=r"_WrongArgs does not fit .*_Worker.*workers.*worker"):
+        check_args(_Worker, _WrongArgs(workers=1))
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (StoreError("store gone"), EXIT_STORE_UNUSABLE),
+        (PluginLoadError("no class"), EXIT_INVALID_INPUT),
+        (ValueError("bad"), EXIT_RUN_FAILED),
+    ],
+)
+def test_an_error_keeps_its_exit_code_and_kind_as_data(exc: Exception, code: int) -> None:
+    info = error_info("P", exc)
+    assert (info.kind, info.run_exit_code) == (type(exc).__name__, code)
+    from palaestra.core import messages as m
+
+    decoded = m.decode(m.encode(m.Failed(error=info)))
+    assert isinstance(decoded, m.Failed)
+    assert decoded.error.run_exit_code == code
+
+
+def test_a_plugin_raising_a_palaestra_error_keeps_its_code() -> None:
+    try:
+        try:
+            raise StoreError("the plug-in's own store is gone")
+        except StoreError as cause:
+            raise PluginError(object(), "setup") from cause
+    except PluginError as exc:
+        info = error_info("Brain-a", exc)
+    assert (info.kind, info.run_exit_code) == ("StoreError", EXIT_STORE_UNUSABLE)
+
+
+def test_the_supervisor_does_not_import_the_runtime() -> None:
+    graph = grimp.build_graph("palaestra")
+    assert graph.find_shortest_chain("palaestra.core.processes", "palaestra.core.runtime") is None
+    assert graph.find_shortest_chain("palaestra.core.esm", "palaestra.core.processes") is None
