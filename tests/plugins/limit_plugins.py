@@ -1,0 +1,40 @@
+"""Plug-ins for the limit tests: a slow constructor, and an environment that waits for a gate."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from palaestra.agent import DummyBrain
+from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.environment import DummyEnvironment
+
+
+class SlowBrain(DummyBrain):
+    """A DummyBrain whose constructor takes ``seconds`` (a model being loaded, say)."""
+
+    def __init__(self, seconds: float = 1.0, **params: Any) -> None:
+        time.sleep(float(seconds))  # the behaviour under test, not a synchronisation
+        super().__init__(**params)
+
+
+class GatedEnvironment(DummyEnvironment):
+    """A DummyEnvironment whose first step waits (at most 60 s) until the file ``gate`` exists
+    in the working directory: the test does something to the run, then opens the gate."""
+
+    def __init__(self, gate: str = "gate", **params: Any) -> None:
+        super().__init__(**params)
+        self.gate = gate
+        self.opened = False
+
+    def update(
+        self, actuators: Sequence[ActuatorInformation]
+    ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
+        deadline = time.monotonic() + 60.0
+        while not self.opened and time.monotonic() < deadline:
+            self.opened = os.path.exists(self.gate)
+            if not self.opened:
+                time.sleep(0.01)
+        return super().update(actuators)

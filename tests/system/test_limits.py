@@ -1,0 +1,183 @@
+"""The limits of a run: the start limit is a setting, and a store writer that stalls (stopped,
+or the store locked by someone else) fails the run naming the writer and why, and the end of
+the run is still recorded."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace
+
+pytestmark = pytest.mark.timeout(150)
+
+DUMMY_BRAIN = "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}"
+DUMMY_ENV = "name: palaestra.environment.dummy_environment:DummyEnvironment"
+
+
+def config(workspace: Workspace, text: str) -> str:
+    path = workspace.path / "runtime.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+# --- start_timeout ---------------------------------------------------------------------
+
+
+def test_a_constructor_slower_than_start_timeout_fails_naming_the_process_and_setting(
+    workspace: Workspace,
+) -> None:
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_BRAIN, "brain: {name: limit_plugins:SlowBrain, params: {seconds: 20}}"),
+    )
+    result = workspace.run("-c", config(workspace, "start_timeout: 1\n"), "start", str(run_file))
+    assert result.returncode == 1, result.stderr
+    assert "Brain-defender did not start within 1 s" in result.stderr
+    assert "start_timeout" in result.stderr
+    assert result.seconds < 15  # not the 20 s the constructor would take
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "Brain-defender did not start within 1 s" in reason and "start_timeout" in reason
+
+
+def test_a_slow_constructor_within_start_timeout_runs(workspace: Workspace) -> None:
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_BRAIN, "brain: {name: limit_plugins:SlowBrain, params: {seconds: 1.5}}"),
+    )
+    result = workspace.run("-c", config(workspace, "start_timeout: 30\n"), "start", str(run_file))
+    assert result.returncode == 0, result.stderr
+    assert workspace.instance_status()[0] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("start_timeout: 0\n", "start_timeout: expected a number of seconds > 0, got 0"),
+        ("start_timeout: soon\n", "start_timeout: expected a number of seconds > 0, got 'soon'"),
+        ("store_timeout: -1\n", "store_timeout: expected a number of seconds > 0, got -1"),
+        ("start_timeot: 5\n", "unknown setting 'start_timeot'. Did you mean 'start_timeout'?"),
+    ],
+)
+def test_an_invalid_limit_is_refused_naming_the_file_and_key(
+    workspace: Workspace, text: str, expected: str
+) -> None:
+    path = config(workspace, text)
+    result = workspace.run("-c", path, "runtime-config-show-effective")
+    assert result.returncode == 2
+    assert f"{path}: {expected}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# --- a stalled store writer ------------------------------------------------------------
+
+
+class Watched:
+    """A running ``palaestra start``, its stderr read line by line as it comes."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        assert proc.stderr is not None
+        stderr = proc.stderr
+        self.reader = threading.Thread(
+            target=lambda: [self.lines.put(x) for x in stderr], daemon=True
+        )
+        self.reader.start()
+
+    def wait_for_line(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.seen):
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None and self.lines.empty():
+                pytest.fail(f"no line with {text!r} on stderr:\n{''.join(self.seen)[-3000:]}")
+            try:
+                self.seen.append(self.lines.get(timeout=min(left, 0.5)))
+            except queue.Empty:
+                pass
+
+    def end(self, timeout: float) -> tuple[int, str]:
+        code = self.proc.wait(timeout=timeout)
+        assert self.proc.stdout is not None
+        self.proc.stdout.read()
+        self.reader.join(timeout=10)  # stderr's end
+        while not self.lines.empty():
+            self.seen.append(self.lines.get_nowait())
+        return code, "".join(self.seen)
+
+
+def gated_run(workspace: Workspace) -> Path:
+    return workspace.variant("dummy_run.yml", (DUMMY_ENV, "name: limit_plugins:GatedEnvironment"))
+
+
+def wait_for_instance(workspace: Workspace, proc: subprocess.Popen[str]) -> None:
+    """Until the run's instance row is in the store (the writer is up), at most 30 s."""
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if workspace.store.exists():
+            try:
+                with sqlite3.connect(workspace.store, timeout=1.0) as conn:
+                    if conn.execute("select count(*) from experiment_run_instances").fetchone()[0]:
+                        return
+            except sqlite3.OperationalError:  # the schema is still being created
+                pass
+        time.sleep(0.05)
+    pytest.fail("the run did not record its instance within 30 s")
+
+
+def writer_pid(workspace: Workspace) -> int:
+    (pid,) = [p for p, cmd in workspace.processes() if cmd == "palaestra[StoreWriter]"]
+    return pid
+
+
+def test_a_stopped_writer_fails_the_run_naming_it_and_the_end_is_recorded(
+    workspace: Workspace,
+) -> None:
+    path = config(workspace, "store_timeout: 2\n")
+    proc = workspace.start("-c", path, "start", str(gated_run(workspace)))
+    watched = Watched(proc)
+    wait_for_instance(workspace, proc)
+    os.kill(writer_pid(workspace), signal.SIGSTOP)
+    (workspace.path / "gate").touch()
+    code, stderr = watched.end(timeout=60)
+    assert code == 1, stderr
+    assert "StoreWriter did not answer" in stderr and "the process is stopped" in stderr
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "StoreWriter did not answer" in reason and "store_timeout" in reason
+    assert "the process is stopped" in reason
+
+
+def test_a_store_locked_by_another_connection_fails_the_run_naming_the_writer_and_the_lock(
+    workspace: Workspace,
+) -> None:
+    path = config(workspace, "store_timeout: 2\n")
+    proc = workspace.start("-c", path, "start", str(gated_run(workspace)))
+    watched = Watched(proc)
+    wait_for_instance(workspace, proc)
+    lock = sqlite3.connect(workspace.store, timeout=5.0, isolation_level=None)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+        (workspace.path / "gate").touch()
+        # the run fails, the writer is given up on: it records the end itself, and waits
+        watched.wait_for_line("recording the end of the run straight into the store", 60)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    code, stderr = watched.end(timeout=60)
+    assert code == 3, stderr
+    assert "StoreWriter did not answer" in stderr
+    assert "the store is locked by another connection (database is locked)" in stderr
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "StoreWriter did not answer" in reason and "locked by another connection" in reason
