@@ -15,9 +15,9 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from palaestra.core.config import DEFAULT_STORE_URI as DEFAULT_STORE_URI  # the one default
 from palaestra.core.errors import StoreError
 
-DEFAULT_STORE_URI = "sqlite:///palaestra.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 _PASSWORD = re.compile(r"(//[^:/@]*:)[^@]*@")

@@ -12,7 +12,6 @@ DataFrames on these functions, and the CLI exports from them directly.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from numbers import Integral
@@ -33,13 +32,13 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from palaestra.core.config import load_runtime_config
 from palaestra.core.errors import (
     InvalidInputError,
-    RuntimeConfigError,
     StoreError,
     did_you_mean,
 )
-from palaestra.store.engine import DEFAULT_STORE_URI, make_engine, mask_uri
+from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     Agent,
     BrainState,
@@ -58,8 +57,6 @@ StoreURI = str | Engine
 Match = int | str | Sequence[int | str]
 """A filter value: one value, or a sequence of values any of which matches."""
 
-RUNTIME_CONFIG_FILE = "palaestra-runtime.yaml"
-"""Read for ``store_uri`` when no store is given (as ``palaestra`` without ``-c`` does)."""
 KNOWN_RUNS_SHOWN = 5
 EXPAND_PREFIXES = {
     "sensor_readings": "sensor.",
@@ -96,34 +93,17 @@ class UnknownRunError(InvalidInputError, LookupError):
 def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
     """The store to read: ``store_uri`` if given, else the one configured.
 
-    The configured store follows the runtime configuration's precedence: the environment
-    variable ``PALAESTRA_STORE_URI``, else ``store_uri`` in ``./palaestra-runtime.yaml``, else
+    The configured store is the runtime configuration's (:func:`~palaestra.core.config.
+    load_runtime_config`, the one reader of it): the environment variable
+    ``PALAESTRA_STORE_URI``, else ``store_uri`` in ``./palaestra-runtime.yaml``, else
     ``sqlite:///palaestra.db``.
 
     Raises:
-        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or its ``store_uri`` is
-            not a string.
+        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or invalid.
     """
     if store_uri is not None:
         return store_uri
-    return os.environ.get("PALAESTRA_STORE_URI") or _configured_store_uri() or DEFAULT_STORE_URI
-
-
-def _configured_store_uri(path: str = RUNTIME_CONFIG_FILE) -> str | None:
-    if not os.path.exists(path):
-        return None
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = YAML(typ="safe").load(f)
-    except (OSError, UnicodeDecodeError, YAMLError) as exc:
-        raise RuntimeConfigError(f"{path}: cannot read the runtime config: {exc}") from exc
-    value = data.get("store_uri") if isinstance(data, dict) else None
-    if value is not None and not isinstance(value, str):
-        raise RuntimeConfigError(f"{path}: store_uri: expected a string, got {value!r}")
-    return value
+    return load_runtime_config().store_uri
 
 
 # --- experiments and runs --------------------------------------------------------------------

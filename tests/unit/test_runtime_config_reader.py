@@ -1,0 +1,45 @@
+"""One reader of the runtime config: the store's query functions read it as the CLI does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from palaestra.core.config import DEFAULT_STORE_URI, RuntimeConfig
+from palaestra.core.errors import RuntimeConfigError
+from palaestra.store import engine
+from palaestra.store.rows import resolve_store_uri
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PALAESTRA_STORE_URI", raising=False)
+    return tmp_path
+
+
+def test_the_store_default_is_written_once() -> None:
+    assert engine.DEFAULT_STORE_URI is DEFAULT_STORE_URI
+    assert RuntimeConfig().store_uri == DEFAULT_STORE_URI
+
+
+def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
+    (in_tmp / "palaestra-runtime.yaml").write_text("store_uri: sqlite:///elsewhere.db\n")
+    assert resolve_store_uri() == "sqlite:///elsewhere.db"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("store_urj: sqlite:///x.db\n", "unknown setting 'store_urj'. Did you mean 'store_uri'?"),
+        ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
+        ("- store_uri\n", "expected a mapping of settings"),
+    ],
+)
+def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
+    in_tmp: Path, text: str, expected: str
+) -> None:
+    (in_tmp / "palaestra-runtime.yaml").write_text(text)
+    with pytest.raises(RuntimeConfigError, match=f"palaestra-runtime.yaml: {expected}"):
+        resolve_store_uri()
