@@ -143,6 +143,8 @@ class ExperimentRun(Component):
             )
             self.store_endpoint = endpoints["store"]
             self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
+            if writer.pid is not None:
+                self.runtime.start_task(self.store.watch(writer.pid))
         ids = await self._store(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,

@@ -71,18 +71,35 @@ class WriterClient:
             self.unresponsive = True
             raise self.stuck(type(request).__name__) from None
 
-    def stuck(self, request: str) -> ComponentFailed:
+    async def watch(self, pid: int) -> None:
+        """Fail (raise) once the writer process has been stopped (SIGSTOP) for ``timeout``
+        seconds: its producers would otherwise block, and a plug-in be blamed. Checks about
+        once a second, off the step path."""
+        stopped_since: float | None = None
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(1.0, self.timeout / 4))
+            if _process_state(pid) not in ("T", "t"):
+                stopped_since = None
+            elif stopped_since is None:
+                stopped_since = loop.time()
+            elif loop.time() - stopped_since >= self.timeout:
+                self.unresponsive = True
+                raise self.stuck("", stopped=loop.time() - stopped_since)
+
+    def stuck(self, request: str, stopped: float = 0.0) -> ComponentFailed:
         """The error for a writer that did not answer ``request`` in time, with the cause."""
         writer = self.runtime.supervisor.children.get(WRITER)
         why, code = writer_stuck(writer.pid if writer else None, self.store_uri)
+        if request:
+            what = f"did not answer {request} within {self.timeout:g} s"
+        else:
+            what = f"has not run for {stopped:.0f} s"
         return ComponentFailed(
             m.ErrorInfo(
                 process=WRITER,
                 kind="StoreTimeout",
-                message=(
-                    f"{WRITER} did not answer {request} within {self.timeout:g} s "
-                    f"(store_timeout): {why}"
-                ),
+                message=f"{WRITER} {what} (store_timeout is {self.timeout:g} s): {why}",
                 run_exit_code=code,
             )
         )

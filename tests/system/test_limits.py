@@ -140,22 +140,29 @@ def writer_pid(workspace: Workspace) -> int:
     return pid
 
 
+@pytest.mark.parametrize("steps", [10, 1_000_000], ids=["at-the-phase-end", "mid-phase"])
 def test_a_stopped_writer_fails_the_run_naming_it_and_the_end_is_recorded(
-    workspace: Workspace,
+    workspace: Workspace, steps: int
 ) -> None:
     path = config(workspace, "store_timeout: 2\n")
-    proc = workspace.start("-c", path, "start", str(gated_run(workspace)))
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, "name: limit_plugins:GatedEnvironment"),
+        ("max_iter: 10", f"max_iter: {steps}"),
+    )
+    proc = workspace.start("-c", path, "start", str(run_file))
     watched = Watched(proc)
     wait_for_instance(workspace, proc)
     os.kill(writer_pid(workspace), signal.SIGSTOP)
     (workspace.path / "gate").touch()
     code, stderr = watched.end(timeout=60)
     assert code == 1, stderr
-    assert "StoreWriter did not answer" in stderr and "the process is stopped" in stderr
+    assert "Error: run 'dummy-run' failed: StoreWriter: StoreTimeout: StoreWriter " in stderr
+    assert "(store_timeout is 2 s): the process is stopped" in stderr
     status, reason = workspace.instance_status()
     assert status == "error"
-    assert "StoreWriter did not answer" in reason and "store_timeout" in reason
-    assert "the process is stopped" in reason
+    assert reason.startswith("StoreWriter: StoreTimeout: StoreWriter ")
+    assert "(store_timeout is 2 s): the process is stopped" in reason
 
 
 def test_a_store_locked_by_another_connection_fails_the_run_naming_the_writer_and_the_lock(
@@ -181,3 +188,4 @@ def test_a_store_locked_by_another_connection_fails_the_run_naming_the_writer_an
     status, reason = workspace.instance_status()
     assert status == "error"
     assert "StoreWriter did not answer" in reason and "locked by another connection" in reason
+    assert "(store_timeout is 2 s)" in reason
