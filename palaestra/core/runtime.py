@@ -39,10 +39,13 @@ LOG = logging.getLogger(__name__)
 
 
 class PluginError(Exception):
-    """An exception raised inside a user plug-in method; carries which one."""
+    """An exception raised inside a user plug-in method; carries which one.
+
+    ``plugin`` is the plug-in, or its class where the constructor failed.
+    """
 
     def __init__(self, plugin: object, method: str) -> None:
-        cls = type(plugin)
+        cls = plugin if isinstance(plugin, type) else type(plugin)
         self.plugin = f"{cls.__module__}:{cls.__qualname__}.{method}"
         super().__init__(self.plugin)
 

@@ -94,3 +94,17 @@ def test_the_supervisor_does_not_import_the_runtime() -> None:
     graph = grimp.build_graph("palaestra")
     assert graph.find_shortest_chain("palaestra.core.processes", "palaestra.core.runtime") is None
     assert graph.find_shortest_chain("palaestra.core.esm", "palaestra.core.processes") is None
+
+
+def test_a_failing_constructor_is_reported_by_the_plugin_class() -> None:
+    from palaestra.agent import DummyBrain
+
+    try:
+        try:
+            raise ValueError("no model file")
+        except ValueError as cause:
+            raise PluginError(DummyBrain, "__init__") from cause
+    except PluginError as exc:
+        info = error_info("Brain-a", exc)
+    assert info.plugin == "palaestra.agent.dummy_brain:DummyBrain.__init__"
+    assert (info.kind, info.message) == ("ValueError", "no model file")
