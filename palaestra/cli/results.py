@@ -346,23 +346,33 @@ def _write_file(found: Rows, fmt: str, output: Path) -> None:
 @click.command("clean")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--yes", "-y", is_flag=True, help="Delete without asking.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Also delete runs still marked running: for runs left running by a crash.",
+)
 @click.pass_obj
-def clean(state: State, runs: tuple[str, ...], yes: bool) -> None:
+def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     """Delete runs with all their instances, phases, agents, records and brain dumps.
 
-    An experiment left without runs is deleted too. Each run goes in one transaction.
+    An experiment left without runs is deleted too. Each run goes in one transaction. A run
+    whose newest instance is still running is refused (exit 2; deleting it would fail it)
+    unless --force is given.
     """
     from palaestra.store import rows
     from palaestra.store.engine import mask_uri
 
     uri = state.config.store_uri
     contents = [rows.run_contents(run, store_uri=uri) for run in dict.fromkeys(runs)]
+    running = [content["still_running"] for content in contents if content["still_running"]]
+    if running and not force:
+        raise rows.RunStillRunningError("\n       ".join(running))
     click.echo(f"This deletes from the store {mask_uri(uri)}:")
     click.echo("\n".join(_cleaned_lines(contents)))
     if not yes:
         click.confirm("Delete?", abort=True)
     for content in contents:
-        deleted = rows.delete_run(content["run"], store_uri=uri)
+        deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
         click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows).")
 
 
