@@ -360,10 +360,11 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     unless --force is given.
     """
     from palaestra.store import rows
-    from palaestra.store.engine import mask_uri
+    from palaestra.store.engine import make_engine, mask_uri
 
     uri = state.config.store_uri
     contents = [rows.run_contents(run, store_uri=uri) for run in dict.fromkeys(runs)]
+    make_engine(uri).dispose()  # a store that cannot be written fails before asking
     running = [content["still_running"] for content in contents if content["still_running"]]
     if running and not force:
         raise rows.RunStillRunningError("\n       ".join(running))

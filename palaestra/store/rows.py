@@ -854,7 +854,7 @@ def _unknown_run(connection: Connection, run: str) -> str:
 @contextmanager
 def _connection(store_uri: StoreURI | None) -> Iterator[Connection]:
     """A connection to the store; database errors become :class:`StoreError`."""
-    with _engine(resolve_store_uri(store_uri)) as engine:
+    with _engine(resolve_store_uri(store_uri), read_only=True) as engine:
         try:
             with engine.connect() as connection:
                 yield connection
@@ -880,13 +880,14 @@ def _store_error(engine: Engine, what: str, exc: SQLAlchemyError) -> StoreError:
 
 
 @contextmanager
-def _engine(store: StoreURI) -> Iterator[Engine]:
-    """The engine of ``store``; one made here from a URI is disposed afterwards."""
+def _engine(store: StoreURI, read_only: bool = False) -> Iterator[Engine]:
+    """The engine of ``store``; one made here from a URI (opened read-only for reading) is
+    disposed afterwards."""
     if isinstance(store, Engine):
         yield store
         return
     _require_existing_sqlite(store)
-    engine = make_engine(store)
+    engine = make_engine(store, read_only=read_only)
     try:
         require_readable(engine)
         yield engine
