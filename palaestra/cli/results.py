@@ -20,7 +20,7 @@ import click
 
 from palaestra.cli.main import State
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.information import to_strict_json
+from palaestra.core.nonfinite import to_strict_json
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -492,7 +492,7 @@ def _json_text(value: Any) -> Any:
 
 
 def _json_dumps(value: Any, **options: Any) -> str:
-    """``value`` as strict JSON (see :func:`~palaestra.core.information.to_strict_json`)."""
+    """``value`` as strict JSON (see :func:`~palaestra.core.nonfinite.to_strict_json`)."""
     return json.dumps(to_strict_json(value), default=_json_default, allow_nan=False, **options)
 
 

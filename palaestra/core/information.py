@@ -4,17 +4,20 @@ Each holds a value, the :class:`~palaestra.core.spaces.Space` it belongs to and 
 sensor, actuator or reward. They are created on every step, so constructing one does no
 validation and no copying; call :meth:`Information.contains` to check a value against its
 space. :func:`json_value` gives a value in the plain form messages carry and the store writes;
-:func:`to_strict_json` and :func:`from_strict_json` carry non-finite floats through JSON.
+:func:`to_strict_json` and :func:`from_strict_json` (from :mod:`palaestra.core.nonfinite`) carry
+non-finite floats through JSON text.
 """
 
 from __future__ import annotations
 
 import copy as _copy
-import math
 from typing import Any, Self
 
 import numpy as np
 
+from palaestra.core.nonfinite import NON_FINITE as NON_FINITE
+from palaestra.core.nonfinite import from_strict_json as from_strict_json
+from palaestra.core.nonfinite import to_strict_json as to_strict_json
 from palaestra.core.spaces import Space
 
 
@@ -146,12 +149,6 @@ class RewardInformation(Information):
         self._value = value
 
 
-NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-"""How JSON (the store's JSON columns, ``palaestra results`` exports) writes the floats it
-has no number for: as these strings. :func:`to_strict_json` writes them, :func:`from_strict_json`
-reads them back."""
-
-
 def json_value(info: Information) -> Any:
     """Return the value of ``info`` as plain JSON-able Python.
 
@@ -167,45 +164,6 @@ def json_value(info: Information) -> Any:
     if info.space is not None:
         return info.space.to_json_value(info.value)
     return _plain(info.value)
-
-
-def to_strict_json(value: Any) -> Any:
-    """Return ``value`` with every non-finite float replaced by its :data:`NON_FINITE` string.
-
-    Floats (numpy's too) that are infinite or NaN become ``"inf"``, ``"-inf"`` or ``"nan"``,
-    also inside lists, tuples (which become lists) and dict values; everything else is returned
-    unchanged, so the result encodes as strict JSON (no ``Infinity``, no ``NaN``, no ``null``
-    in their place) wherever ``value`` did.
-    """
-    if isinstance(value, float | np.floating):
-        return value if math.isfinite(value) else _non_finite_name(float(value))
-    if isinstance(value, list | tuple):
-        return [to_strict_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_strict_json(v) for k, v in value.items()}
-    return value
-
-
-def from_strict_json(value: Any) -> Any:
-    """Return ``value`` (decoded JSON) with the :data:`NON_FINITE` strings read back as floats.
-
-    The inverse of :func:`to_strict_json` for JSON values: the strings ``"inf"``, ``"-inf"`` and
-    ``"nan"``, also inside lists and dict values, become floats. (A text value that is exactly
-    one of these strings therefore reads back as a float.)
-    """
-    if isinstance(value, str):
-        return NON_FINITE.get(value, value)
-    if isinstance(value, list):
-        return [from_strict_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: from_strict_json(v) for k, v in value.items()}
-    return value
-
-
-def _non_finite_name(value: float) -> str:
-    if math.isnan(value):
-        return "nan"
-    return "inf" if value > 0 else "-inf"
 
 
 def _plain(value: Any) -> Any:

@@ -22,7 +22,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from palaestra.core.errors import StoreError
-from palaestra.core.information import from_strict_json, to_strict_json
+from palaestra.core.nonfinite import from_strict_json, to_strict_json
 
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -48,7 +48,7 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
     as on read-only media, where SQLite could create no ``-shm`` file), nothing is created and
     its journal mode is left as it is. JSON columns are (de)serialized with msgspec,
     infinities and NaN as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (see
-    :func:`palaestra.core.information.to_strict_json`), read back as floats.
+    :func:`palaestra.core.nonfinite.to_strict_json`), read back as floats.
 
     Args:
         uri: A SQLAlchemy database URL, e.g. ``sqlite:///palaestra.db``.
