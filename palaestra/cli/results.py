@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.main import State
+from palaestra.cli.common import State
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
 
