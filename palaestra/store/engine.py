@@ -91,10 +91,10 @@ def _json_encode(value: Any) -> str:
     or such a float) is encoded again, from :func:`to_strict_json`'s copy: a row of finite
     numbers costs one substring search more than before.
     """
-    text = _encode(value)
-    if b"null" in text:
-        text = _encode(to_strict_json(value))
-    return text.decode()
+    text = _encode(value).decode()
+    if "null" in text:  # (a str search: much faster than one in bytes)
+        text = _encode(to_strict_json(value)).decode()
+    return text
 
 
 def _json_decode(text: str | bytes | bytearray | memoryview) -> Any:
