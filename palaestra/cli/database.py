@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from palaestra.cli.main import State
+from palaestra.cli.common import State
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

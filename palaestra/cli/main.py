@@ -6,7 +6,6 @@ by SIGINT/SIGTERM.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 from typing import Any
@@ -14,8 +13,10 @@ from typing import Any
 import click
 
 from palaestra import __version__
+from palaestra.cli import database, results
+from palaestra.cli.common import State
 from palaestra.core.errors import PalaestraError
-from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
+from palaestra.experiment.runtime_config import RuntimeConfig
 
 EXIT_CODES = """\b
 Exit codes:
@@ -49,23 +50,6 @@ class AliasedGroup(click.Group):
         except PalaestraError as exc:
             click.echo(f"Error: {exc.format_message()}", err=True)
             ctx.exit(exc.exit_code)
-
-
-class State:
-    def __init__(self, config_path: str | None, verbosity: int) -> None:
-        self.config_path = config_path
-        self.verbosity = verbosity
-        self._config: RuntimeConfig | None = None
-
-    @property
-    def config(self) -> RuntimeConfig:
-        if self._config is None:
-            config = load_runtime_config(self.config_path)
-            if self.verbosity:
-                level = "INFO" if self.verbosity == 1 else "DEBUG"
-                config = dataclasses.replace(config, log_level=level)
-            self._config = config
-        return self._config
 
 
 @click.group(cls=AliasedGroup, epilog=EXIT_CODES)
@@ -131,15 +115,9 @@ def runtime_config_show_effective(state: State) -> None:
     click.echo(state.config.dump(), nl=False)
 
 
-def _register() -> None:
-    from palaestra.cli import database, results
-
-    for module in (database, results):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
+for _module in (database, results):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
 
 
 def main() -> None:

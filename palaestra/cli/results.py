@@ -18,8 +18,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.main import State
+from palaestra.cli.common import State
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.nonfinite import to_strict_json
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -116,7 +117,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         ),
     }
     if fmt == "json":
-        sys.stdout.write(json.dumps(shown, default=_json_default, indent=2) + "\n")
+        sys.stdout.write(_json_dumps(shown, indent=2) + "\n")
     else:
         _show(shown)
 
@@ -183,7 +184,7 @@ def _loaded_from(loaded: dict[str, Any] | None) -> str:
     if not loaded:
         return "-"
     if not {"run", "agent", "phase"} <= loaded.keys():
-        return json.dumps(loaded, separators=(",", ":"))
+        return _json_dumps(loaded, separators=(",", ":"))
     dump = f" (dump {loaded['brain_state_id']})" if "brain_state_id" in loaded else ""
     return f"{loaded['run']} {loaded['agent']} phase {loaded['phase']}{dump}"
 
@@ -243,6 +244,8 @@ def results(
     """Export a table of a run as CSV, JSON or Parquet (to stdout without -o).
 
     JSON values (sensor readings, set points, rewards) are JSON text in CSV and Parquet cells.
+    Infinities and NaN are "inf", "-inf" and "nan": strings in JSON, text in CSV, floats in
+    Parquet number columns.
     """
     from palaestra.store import rows
 
@@ -292,15 +295,19 @@ def _write_text(found: Rows, fmt: str, stream: IO[str]) -> None:
 
 
 def write_csv(found: Rows, stream: IO[str]) -> None:
-    """Rows as CSV with a header; JSON values as JSON text, timestamps ISO 8601, None empty."""
+    """Rows as CSV with a header; JSON values as JSON text, timestamps ISO 8601, None empty.
+
+    Non-finite numbers are ``inf``, ``-inf`` and ``nan``, also in JSON text (as strings).
+    """
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(found.columns)
     writer.writerows([_csv_cell(row[name]) for name in found.columns] for row in found)
 
 
 def write_json(found: Iterable[Row], stream: IO[str]) -> None:
-    """Rows as a JSON list of objects, one per line; timestamps ISO 8601."""
-    lines = [json.dumps(row, default=_json_default) for row in found]
+    """Rows as a strict JSON list of objects, one per line; timestamps ISO 8601, non-finite
+    numbers as the strings ``"inf"``, ``"-inf"`` and ``"nan"``."""
+    lines = [_json_dumps(row) for row in found]
     stream.write("[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n")
 
 
@@ -339,23 +346,34 @@ def _write_file(found: Rows, fmt: str, output: Path) -> None:
 @click.command("clean")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--yes", "-y", is_flag=True, help="Delete without asking.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Also delete runs still marked running: for runs left running by a crash.",
+)
 @click.pass_obj
-def clean(state: State, runs: tuple[str, ...], yes: bool) -> None:
+def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     """Delete runs with all their instances, phases, agents, records and brain dumps.
 
-    An experiment left without runs is deleted too. Each run goes in one transaction.
+    An experiment left without runs is deleted too. Each run goes in one transaction. A run
+    whose newest instance is still running is refused (exit 2; deleting it would fail it)
+    unless --force is given.
     """
     from palaestra.store import rows
-    from palaestra.store.engine import mask_uri
+    from palaestra.store.engine import make_engine, mask_uri
 
     uri = state.config.store_uri
     contents = [rows.run_contents(run, store_uri=uri) for run in dict.fromkeys(runs)]
+    make_engine(uri).dispose()  # a store that cannot be written fails before asking
+    running = [content["still_running"] for content in contents if content["still_running"]]
+    if running and not force:
+        raise rows.RunStillRunningError("\n       ".join(running))
     click.echo(f"This deletes from the store {mask_uri(uri)}:")
     click.echo("\n".join(_cleaned_lines(contents)))
     if not yes:
         click.confirm("Delete?", abort=True)
     for content in contents:
-        deleted = rows.delete_run(content["run"], store_uri=uri)
+        deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
         click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows).")
 
 
@@ -469,8 +487,13 @@ def _csv_cell(value: Any) -> Any:
 
 def _json_text(value: Any) -> Any:
     if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))
+        return _json_dumps(value, separators=(",", ":"))
     return value
+
+
+def _json_dumps(value: Any, **options: Any) -> str:
+    """``value`` as strict JSON (see :func:`~palaestra.core.nonfinite.to_strict_json`)."""
+    return json.dumps(to_strict_json(value), default=_json_default, allow_nan=False, **options)
 
 
 def _json_default(value: Any) -> Any:

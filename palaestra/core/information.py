@@ -3,7 +3,9 @@
 Each holds a value, the :class:`~palaestra.core.spaces.Space` it belongs to and the uid of the
 sensor, actuator or reward. They are created on every step, so constructing one does no
 validation and no copying; call :meth:`Information.contains` to check a value against its
-space. :func:`json_value` gives a value in the plain form messages carry and the store writes.
+space. :func:`json_value` gives a value in the plain form messages carry and the store writes;
+:func:`to_strict_json` and :func:`from_strict_json` (from :mod:`palaestra.core.nonfinite`) carry
+non-finite floats through JSON text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from typing import Any, Self
 
 import numpy as np
 
+from palaestra.core.nonfinite import NON_FINITE as NON_FINITE
+from palaestra.core.nonfinite import from_strict_json as from_strict_json
+from palaestra.core.nonfinite import to_strict_json as to_strict_json
 from palaestra.core.spaces import Space
 
 
@@ -150,6 +155,11 @@ def json_value(info: Information) -> Any:
     With a space, this is ``info.space.to_json_value(info.value)``; without one, numpy arrays
     become (nested) lists and numpy scalars Python scalars, also inside lists, tuples and dicts
     (tuples become lists). Other values are returned unchanged.
+
+    Infinities and NaN stay floats here: messages (msgpack) carry them as they are, and so the
+    step path pays nothing for them. Where the value becomes JSON text (the store's columns,
+    exports), :func:`to_strict_json` writes them as ``"inf"``, ``"-inf"`` and ``"nan"``; a
+    space's ``from_json_value`` reads those strings back as floats.
     """
     if info.space is not None:
         return info.space.to_json_value(info.value)

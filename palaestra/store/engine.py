@@ -2,11 +2,17 @@
 
 Every failure to open a store becomes a :class:`~palaestra.core.errors.StoreError` (exit code
 3) naming the URI, with any password masked. Its schema is :mod:`palaestra.store.schema`'s.
+Readers open a SQLite store read-only, so a store on read-only media can be read; writers are
+refused one they cannot write, naming the file.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sqlite3
+import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +23,12 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from palaestra.core.config import DEFAULT_STORE_URI as DEFAULT_STORE_URI  # the one default
 from palaestra.core.errors import StoreError
+from palaestra.core.nonfinite import from_strict_json, to_strict_json
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 _PASSWORD = re.compile(r"(//[^:/@]*:)[^@]*@")
+_encode = msgspec.json.encode
 
 
 def mask_uri(uri: str) -> str:
@@ -31,30 +39,38 @@ def mask_uri(uri: str) -> str:
         return _PASSWORD.sub(r"\1***@", uri)
 
 
-def make_engine(uri: str) -> Engine:
+def make_engine(uri: str, *, read_only: bool = False) -> Engine:
     """Create the engine of the store at ``uri`` and check that it can be opened.
 
     SQLite files get WAL journaling, ``synchronous=NORMAL``, foreign keys and a busy timeout;
-    the directory of the file is created if missing. JSON columns are (de)serialized with
-    msgspec.
+    the directory of the file is created if missing. With ``read_only``, a SQLite file is
+    opened read-only (``mode=ro``; also ``immutable=1`` where its directory cannot be written,
+    as on read-only media, where SQLite could create no ``-shm`` file), nothing is created and
+    its journal mode is left as it is. JSON columns are (de)serialized with msgspec,
+    infinities and NaN as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (see
+    :func:`palaestra.core.nonfinite.to_strict_json`), read back as floats.
 
     Args:
         uri: A SQLAlchemy database URL, e.g. ``sqlite:///palaestra.db``.
+        read_only: Only read: for the commands that list, show, export and query.
 
     Returns:
         A connected-once engine.
 
     Raises:
-        StoreError: The URI is invalid, its driver is missing, or the store cannot be opened.
+        StoreError: The URI is invalid, its driver is missing, or the store cannot be opened
+            (without ``read_only``: a SQLite file or directory that cannot be written).
     """
     url = _parse(uri)
-    if url.get_backend_name() == "sqlite":
-        _make_parent_directory(url, uri)
+    path = _sqlite_file(url)
+    options: dict[str, Any] = {}
+    if path is not None and read_only:
+        options["creator"] = _read_only_connector(path)
+    elif path is not None:
+        _require_writable(path, uri)
     try:
         engine = create_engine(
-            url,
-            json_serializer=_json_encode,
-            json_deserializer=msgspec.json.decode,
+            url, json_serializer=_json_encode, json_deserializer=_json_decode, **options
         )
     except ArgumentError as exc:
         raise StoreError(f"store {mask_uri(uri)}: cannot create an engine: {exc}") from exc
@@ -63,13 +79,31 @@ def make_engine(uri: str) -> Engine:
             f"store {mask_uri(uri)}: its database driver is not installed: {exc}"
         ) from exc
     if url.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _tune_sqlite)
+        event.listen(engine, "connect", _tune_read_only if read_only else _tune_sqlite)
     _check_connection(engine, uri)
     return engine
 
 
 def _json_encode(value: Any) -> str:
-    return msgspec.json.encode(value).decode()
+    """``value`` as strict JSON text; non-finite floats as strings.
+
+    msgspec writes a non-finite float as ``null``, so only text with a ``null`` in it (a None,
+    or such a float) is encoded again, from :func:`to_strict_json`'s copy: a row of finite
+    numbers costs one substring search more than before.
+    """
+    text = _encode(value).decode()
+    if "null" in text:  # (a str search: much faster than one in bytes)
+        text = _encode(to_strict_json(value)).decode()
+    return text
+
+
+def _json_decode(text: str | bytes | bytearray | memoryview) -> Any:
+    """Decoded JSON with the strings of non-finite floats read back as floats."""
+    value = msgspec.json.decode(text)
+    plain = text if isinstance(text, str) else bytes(text).decode()
+    if '"inf"' in plain or '"-inf"' in plain or '"nan"' in plain:
+        return from_strict_json(value)
+    return value
 
 
 def _parse(uri: str) -> URL:
@@ -79,17 +113,53 @@ def _parse(uri: str) -> URL:
         raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {exc}") from exc
 
 
-def _make_parent_directory(url: URL, uri: str) -> None:
+def _sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite store URL; None for other stores, memory and ``file:`` URIs."""
     database = url.database or ""
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return
-    parent = Path(database).expanduser().parent
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):
+        return None
+    return Path(database).expanduser().absolute()
+
+
+def _read_only_connector(path: Path) -> Callable[[], sqlite3.Connection]:
+    """What opens ``path`` read-only; immutable where no ``-shm`` file exists nor can be made."""
+    query = "mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
+        query += "&immutable=1"
+    target = f"file:{urllib.parse.quote(str(path))}?{query}"
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(target, uri=True, check_same_thread=False)
+
+    return connect
+
+
+def _require_writable(path: Path, uri: str) -> None:
+    """Make the directory of a SQLite store file; refuse a file or directory not writable.
+
+    Raises:
+        StoreError: Naming the file or directory that is read-only.
+    """
+    parent = path.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(
             f"store {mask_uri(uri)}: cannot create the directory {parent}: {exc.strerror}"
         ) from exc
+    if path.exists() and not os.access(path, os.W_OK):
+        what = f"the store file {path} is read-only"
+    elif not os.access(parent, os.W_OK):
+        what = f"the directory {parent} of the store is read-only"
+    else:
+        return
+    raise StoreError(
+        f"store {mask_uri(uri)}: cannot write: {what} (read-only media, or no write "
+        "permission). Reading works: experiment-list, experiment-show, results and "
+        "palaestra.store.query open the store read-only"
+    )
 
 
 def _tune_sqlite(dbapi_connection: Any, connection_record: Any) -> None:
@@ -98,6 +168,14 @@ def _tune_sqlite(dbapi_connection: Any, connection_record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+
+
+def _tune_read_only(dbapi_connection: Any, connection_record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     finally:
         cursor.close()

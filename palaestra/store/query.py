@@ -9,8 +9,11 @@ filter takes one value or a list of values, and ``phase`` takes indexes (int) or
 
 The SQL lives in :mod:`palaestra.store.rows`, which returns the same rows as plain dicts (no
 pandas needed). DataFrames are the same on SQLite and PostgreSQL: timestamps
-``datetime64[us, UTC]``, JSON columns as Python dicts, counts as ints. An unknown run raises
-:class:`UnknownRunError` (a :class:`LookupError`) naming the runs the store has.
+``datetime64[us, UTC]``, JSON columns as Python dicts, counts as ints; infinities and NaN are
+floats (the store's JSON holds them as the strings ``"inf"``, ``"-inf"`` and ``"nan"``; see
+:mod:`palaestra.core.nonfinite`). The store is opened read-only, so one on read-only media can
+be read. An unknown run raises :class:`UnknownRunError` (a :class:`LookupError`) naming the
+runs the store has.
 
 Example::
 

@@ -87,6 +87,10 @@ class UnknownRunError(InvalidInputError, LookupError):
     """No run (or no instance of it) with the uid asked for is in the store."""
 
 
+class RunStillRunningError(InvalidInputError):
+    """A run asked to be deleted is still running: its newest instance is marked ``running``."""
+
+
 # --- the store -------------------------------------------------------------------------------
 
 
@@ -560,14 +564,17 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
 
     Returns:
         ``run``, ``experiment`` (its uid), ``runs_of_experiment`` (how many runs the experiment
-        has, this one included), ``running`` (instances still marked running) and the number
-        of rows of each table (``experiment_run_instances``, ..., ``brain_states``).
+        has, this one included), ``running`` (instances still marked running), ``still_running``
+        (why the run cannot be deleted without ``force``: its newest instance is running; else
+        None) and the number of rows of each table (``experiment_run_instances``, ...,
+        ``brain_states``).
 
     Raises:
         UnknownRunError: The store has no such run.
     """
     with _connection(store_uri) as connection:
         run_id, experiment_id = _run_ids(connection, run)
+        still_running = _still_running(connection, run, run_id)
         counts = {
             table: connection.scalar(select(func.count()).select_from(model).where(condition))
             for table, model, condition in _run_parts(run_id)
@@ -587,21 +594,32 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
                     _Instance.experiment_run_id == run_id, _Instance.status == "running"
                 )
             ),
+            "still_running": still_running,
             **counts,
         }
 
 
-def delete_run(run: str, *, store_uri: StoreURI | None = None) -> dict[str, int]:
+def delete_run(
+    run: str, *, store_uri: StoreURI | None = None, force: bool = False
+) -> dict[str, int]:
     """Delete a run with everything of it, in one transaction; its experiment too if empty.
+
+    A run whose newest instance is still ``running`` is refused (deleting it would fail that
+    run) unless ``force`` is given, for a run left ``running`` by a crash. The check is made in
+    the deleting transaction.
 
     Returns:
         The number of rows deleted per table.
 
     Raises:
         UnknownRunError: The store has no such run.
+        RunStillRunningError: The run's newest instance is running and ``force`` is False.
     """
     with _transaction(store_uri) as connection:
         run_id, experiment_id = _run_ids(connection, run)
+        still_running = None if force else _still_running(connection, run, run_id)
+        if still_running:
+            raise RunStillRunningError(still_running)
         deleted = {
             table: _deleted(connection.execute(delete(model).where(condition)))
             for table, model, condition in _run_parts(run_id)
@@ -639,6 +657,26 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
 
 def _deleted(result: CursorResult[Any]) -> int:
     return max(result.rowcount, 0)
+
+
+def _still_running(connection: Connection, run: str, run_id: int) -> str | None:
+    """Why ``run`` must not be deleted (its newest instance is running, where and since when),
+    or None."""
+    newest = connection.execute(
+        select(_Instance.uid, _Instance.status, _Instance.host, _Instance.started_at)
+        .where(_Instance.experiment_run_id == run_id)
+        .order_by(_Instance.id.desc())
+        .limit(1)
+    ).first()
+    if newest is None or newest.status != "running":
+        return None
+    started = newest.started_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f"run '{run}' is still running (instance {newest.uid}, on host {newest.host}, "
+        f"started {started} UTC); deleting it would fail it. Wait for it to end or stop it; "
+        "if it was left running by a crash (its palaestra process is gone), delete it with "
+        "`palaestra clean --force`"
+    )
 
 
 def _run_ids(connection: Connection, run: str) -> tuple[int, int]:
@@ -796,7 +834,7 @@ def _unknown_run(connection: Connection, run: str) -> str:
 @contextmanager
 def _connection(store_uri: StoreURI | None) -> Iterator[Connection]:
     """A connection to the store; database errors become :class:`StoreError`."""
-    with _engine(resolve_store_uri(store_uri)) as engine:
+    with _engine(resolve_store_uri(store_uri), read_only=True) as engine:
         try:
             with engine.connect() as connection:
                 yield connection
@@ -822,13 +860,14 @@ def _store_error(engine: Engine, what: str, exc: SQLAlchemyError) -> StoreError:
 
 
 @contextmanager
-def _engine(store: StoreURI) -> Iterator[Engine]:
-    """The engine of ``store``; one made here from a URI is disposed afterwards."""
+def _engine(store: StoreURI, read_only: bool = False) -> Iterator[Engine]:
+    """The engine of ``store``; one made here from a URI (opened read-only for reading) is
+    disposed afterwards."""
     if isinstance(store, Engine):
         yield store
         return
     _require_existing_sqlite(store)
-    engine = make_engine(store)
+    engine = make_engine(store, read_only=read_only)
     try:
         require_readable(engine)
         yield engine

@@ -327,7 +327,7 @@ def test_clean_after_yes_deletes_the_run_and_keeps_the_others(own_store: str) ->
 
 
 def test_clean_with_yes_deletes_an_experiment_left_without_runs(own_store: str) -> None:
-    result = invoke(own_store, ["clean", RUN, "run-q2", "--yes"])
+    result = invoke(own_store, ["clean", RUN, "run-q2", "--yes", "--force"])
 
     assert result.exit_code == 0, result.output
     assert "Delete?" not in result.stdout
@@ -336,6 +336,34 @@ def test_clean_with_yes_deletes_an_experiment_left_without_runs(own_store: str) 
     assert [r["run_uid"] for r in rows.runs(store_uri=own_store)] == ["run-other"]
     assert [e["experiment_uid"] for e in rows.experiments(store_uri=own_store)] == ["exp-other"]
     assert len(rows.world_states("run-other", store_uri=own_store)) == 3
+
+
+def test_clean_refuses_a_run_still_running_and_deletes_nothing(own_store: str) -> None:
+    result = invoke(own_store, ["clean", RUN, "run-q2", "--yes"])
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Error: run 'run-q2' is still running (instance q2, on host")
+    assert "--force" in result.stderr and "Traceback" not in result.output
+    assert "Deleted" not in result.stdout
+    assert len(rows.runs(store_uri=own_store)) == 4
+
+
+def test_clean_with_force_deletes_a_run_left_running(own_store: str) -> None:
+    result = invoke(own_store, ["clean", "run-q2", "--force"], input="y\n")
+
+    assert result.exit_code == 0, result.output
+    assert "run 'run-q2': 1 instance; 1 instance still marked running" in result.stdout
+    assert [r["run_uid"] for r in rows.runs(store_uri=own_store)] == [RUN, RUN, "run-other"]
+
+
+def test_delete_run_checks_the_running_instance_in_its_transaction(own_store: str) -> None:
+    with pytest.raises(rows.RunStillRunningError, match="run 'run-q2' is still running"):
+        rows.delete_run("run-q2", store_uri=own_store)
+    assert len(rows.runs(store_uri=own_store)) == 4
+    rows.delete_run(RUN, store_uri=own_store)  # an older instance in error, the newest finished
+    assert (
+        rows.delete_run("run-q2", store_uri=own_store, force=True)["experiment_run_instances"] == 1
+    )
 
 
 def test_clean_of_an_unknown_run_is_exit_2_and_deletes_nothing(own_store: str) -> None:

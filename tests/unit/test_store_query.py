@@ -568,7 +568,7 @@ def test_delete_run_removes_it_and_keeps_the_others(tmp_path: Path) -> None:
     assert deleted["muscle_actions"] == 2 * 3 + 30 and deleted["experiments"] == 0
     assert [r["run_uid"] for r in rows.runs(store_uri=uri)] == ["run-q2", "run-other"]
     assert len(rows.muscle_actions("run-other", store_uri=uri)) == 6
-    assert rows.delete_run("run-q2", store_uri=uri)["experiments"] == 1
+    assert rows.delete_run("run-q2", store_uri=uri, force=True)["experiments"] == 1
     assert [r["experiment_uid"] for r in rows.experiments(store_uri=uri)] == ["exp-other"]
 
 
@@ -606,7 +606,7 @@ def test_sqlite_and_postgresql_delete_the_same(tmp_path: Path, pg_uri: str) -> N
 
     for uri in (sqlite_uri, pg_uri):
         assert rows.delete_run(RUN, store_uri=uri)["muscle_actions"] == 36
-        assert rows.delete_run("run-q2", store_uri=uri)["experiments"] == 1
+        assert rows.delete_run("run-q2", store_uri=uri, force=True)["experiments"] == 1
     for name, call in CALLS[:2]:
         assert_frame_equal(call(sqlite_uri), call(pg_uri), obj=name)
     assert query.runs(store_uri=pg_uri)["run_uid"].tolist() == ["run-other"]

@@ -1,0 +1,167 @@
+"""Non-finite numbers through JSON (issue 9, defect 15): the strings "inf", "-inf" and "nan"
+in the store's JSON columns and in exports, floats again when read; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from click.testing import CliRunner
+from pandas.testing import assert_frame_equal
+
+from palaestra.cli.main import cli
+from palaestra.core import messages as m
+from palaestra.core.information import SensorInformation, json_value
+from palaestra.core.spaces import Box, Tuple
+from palaestra.store import query
+from palaestra.store.engine import make_engine
+from palaestra.store.writer import StoreWriter
+from tests.unit.test_store_query import phase_start, request, run_start
+
+INF, NAN = math.inf, math.nan
+
+
+def strict_loads(text: str) -> Any:
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_to_strict_json_names_the_non_finite_floats_and_keeps_the_rest() -> None:
+    from palaestra.core.information import from_strict_json, to_strict_json
+
+    value = {
+        "a": [INF, -INF, NAN, 1.5, None, "x"],
+        "b": (np.float32(-INF), np.float64(2.0)),
+        "c": 3,
+    }
+
+    strict = to_strict_json(value)
+
+    assert strict == {"a": ["inf", "-inf", "nan", 1.5, None, "x"], "b": ["-inf", 2.0], "c": 3}
+    back = from_strict_json(strict_loads(json.dumps(strict, allow_nan=False)))
+    assert (
+        back["a"][:2] == [INF, -INF]
+        and math.isnan(back["a"][2])
+        and back["a"][3:] == [1.5, None, "x"]
+    )
+    assert back["b"] == [-INF, 2.0]
+
+
+def test_a_box_reads_the_strings_back_as_floats() -> None:
+    from palaestra.core.information import to_strict_json
+
+    box = Box(-INF, INF, shape=(3,), dtype="float32")
+    x = np.array([INF, -INF, NAN], dtype=np.float32)
+
+    stored = strict_loads(json.dumps(to_strict_json(json_value(SensorInformation(x, box, "s")))))
+
+    assert stored == ["inf", "-inf", "nan"]
+    np.testing.assert_array_equal(box.from_json_value(stored), x)
+    pair = Tuple(box, Box(0, 1, shape=()))
+    back = pair.from_json_value([stored, 0.5])
+    np.testing.assert_array_equal(back[0], x)
+
+
+def test_the_store_s_json_columns_are_strict_and_read_back_as_floats(tmp_path: Path) -> None:
+    uri = write_non_finite(f"sqlite:///{tmp_path}/store.db")
+    engine = make_engine(uri)
+    try:
+        with engine.connect() as connection:
+            raw = connection.exec_driver_sql(
+                "select sensor_readings, rewards, reward from muscle_actions order by step"
+            ).all()
+    finally:
+        engine.dispose()
+
+    assert [strict_loads(sensors) for sensors, _, _ in raw] == [
+        {"env.0": "inf", "env.1": ["-inf", None]},
+        {"env.0": "nan", "env.1": [1.0, None]},
+    ]
+    assert [reward for _, _, reward in raw] == [INF, INF]
+    frame = query.muscle_actions("run-nf", store_uri=uri, expand=True)
+    assert frame["sensor.env.0"].tolist()[0] == INF and math.isnan(frame["sensor.env.0"][1])
+    assert frame["sensor.env.0"].dtype == "float64"
+    assert frame["rewards"].tolist() == [{"r": INF}, {"r": INF}]
+
+
+def test_experiment_show_and_results_json_are_strict(tmp_path: Path) -> None:
+    uri = write_non_finite(f"sqlite:///{tmp_path}/store.db")
+    runner = CliRunner(env={"PALAESTRA_STORE_URI": uri, "PALAESTRA_DATA_PATH": None})
+
+    shown = runner.invoke(cli, ["experiment-show", "run-nf", "--format", "json"])
+    exported = runner.invoke(cli, ["results", "run-nf", "--format", "json"])
+
+    assert shown.exit_code == 0, shown.output
+    (rewards,) = strict_loads(shown.stdout)["rewards"]
+    assert (rewards["mean"], rewards["min"], rewards["max"]) == ("inf", "inf", "inf")
+    assert exported.exit_code == 0, exported.output
+    rows = strict_loads(exported.stdout)
+    assert [row["reward"] for row in rows] == ["inf", "inf"]
+    assert rows[0]["sensor_readings"] == {"env.0": "inf", "env.1": ["-inf", None]}
+
+
+def test_sqlite_and_postgresql_give_the_same_non_finite_frames(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    sqlite = write_non_finite(f"sqlite:///{tmp_path}/store.db")
+    postgres = write_non_finite(pg_uri)
+
+    for table in (query.muscle_actions, query.world_states):
+        expected = table("run-nf", store_uri=sqlite, expand=True)
+        assert_frame_equal(table("run-nf", store_uri=postgres, expand=True), expected)
+    assert query.world_states("run-nf", store_uri=postgres)["rewards"].tolist()[0] == {"r": -INF}
+
+
+def write_non_finite(uri: str) -> str:
+    """A run ``run-nf`` with two steps of non-finite sensors, set points and rewards."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-nf", "nf", "exp-nf")).ids["instance"]
+        ids = request(writer, phase_start(instance, 0, "only", "train", 1, 1)).ids
+        writer.accept(
+            m.WorldStateRows(
+                environment_id=ids["environment:myenv"],
+                worker=0,
+                rows=[
+                    (0, 1, {"env.0": INF}, {"env.1": NAN}, {"r": -INF}, False),
+                    (0, 2, {"env.0": -INF}, {"env.1": 0.5}, {"r": NAN}, True),
+                ],
+            )
+        )
+        writer.accept(
+            m.MuscleActionRows(
+                agent_id=ids["agent:attacker"],
+                worker=0,
+                rows=[
+                    (
+                        0,
+                        0,
+                        {"env.0": INF, "env.1": [-INF, None]},
+                        {"env.1": NAN},
+                        {"r": INF},
+                        INF,
+                        False,
+                    ),
+                    (
+                        0,
+                        1,
+                        {"env.0": NAN, "env.1": [1.0, None]},
+                        {"env.1": -INF},
+                        {"r": INF},
+                        None,
+                        True,
+                    ),
+                ],
+            )
+        )
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
