@@ -39,8 +39,8 @@ from palaestra.experiment.runfile_schema import (
     as_int,
     as_list,
     as_mapping,
+    as_name,
     as_params,
-    as_str,
     describe,
     locate,
     optional,
@@ -214,11 +214,11 @@ class _RunBuilder:
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:
         """Return the RunSpec of the document at ``root``."""
         fields = as_mapping(root, allowed=_TOP_KEYS, required=_TOP_REQUIRED)
-        uid = as_str(fields["uid"])
+        uid = as_name(fields["uid"])
         experiment_uid_node = optional(fields, "experiment_uid")
         return RunSpec(
             uid=uid,
-            experiment_uid=as_str(experiment_uid_node) if experiment_uid_node else uid,
+            experiment_uid=as_name(experiment_uid_node) if experiment_uid_node else uid,
             seed=as_int(fields["seed"], minimum=0),
             version=_version(fields["version"]),
             phases=self._schedule(fields["schedule"]),
@@ -299,7 +299,7 @@ class _RunBuilder:
         fields = as_mapping(node, allowed=_ENV_KEYS, required=("name",))
         name = self._class_name(fields["name"], role="environment")
         uid_node = optional(fields, "uid")
-        uid = as_str(uid_node) if uid_node else name.partition(":")[2]
+        uid = as_name(uid_node) if uid_node else as_name(fields["name"], name.partition(":")[2])
         params = as_params(fields.get("params"))
         spec = EnvironmentSpec(name=name, uid=uid, params=params)
         return spec, uid_node or fields["name"]
@@ -320,7 +320,7 @@ class _RunBuilder:
             node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED, unsupported=_AGENT_UNSUPPORTED
         )
         spec = AgentSpec(
-            name=as_str(fields["name"]),
+            name=as_name(fields["name"]),
             brain=self._class_spec(fields["brain"], role="brain"),
             muscle=self._class_spec(fields["muscle"], role="muscle"),
             objective=self._class_spec(fields["objective"], role="objective"),
@@ -377,7 +377,7 @@ def _phase_entry(item: Node) -> tuple[str, Node]:
     ((name, body),) = item.value.items()
     if not isinstance(name, str) or not name:
         body.fail(f"expected a phase name that is a non-empty string, got {describe(name)}.")
-    return name, body
+    return as_name(body, name), body
 
 
 def _phase_fields(body: Node) -> dict[str, Node]:
@@ -476,8 +476,8 @@ def _load(node: Node | None) -> LoadSpec | None:
     phase = optional(fields, "phase")
     strict = optional(fields, "strict")
     return LoadSpec(
-        agent=as_str(agent) if agent else None,
-        experiment_run=as_str(run) if run else None,
+        agent=as_name(agent) if agent else None,
+        experiment_run=as_name(run) if run else None,
         phase=as_int(phase, minimum=0) if phase else None,
         strict=as_bool(strict) if strict else False,
     )

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from palaestra.core.errors import RunFileError, did_you_mean
+from palaestra.core.names import NAME_RULE, name_problem
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
@@ -267,6 +268,20 @@ def as_str(node: Node) -> str:
         hint = "Put the value in quotes." if isinstance(node.value, int | float) else None
         node.fail(f"expected a non-empty string, got {describe(node.value)}.", hint)
     return node.value
+
+
+def as_name(node: Node, value: str | None = None) -> str:
+    """Check that ``node`` (or ``value``, a name derived from it) follows the name rule of
+    :mod:`palaestra.core.names` and return the name."""
+    name = as_str(node) if value is None else value
+    problem = name_problem(name)
+    if problem is not None:
+        node.fail(
+            f"{describe(name)} cannot be used as a name: {problem}.",
+            f"Names become parts of file names, process titles and socket identities, so "
+            f"{NAME_RULE}.",
+        )
+    return name
 
 
 def as_int(node: Node, *, minimum: int | None = None) -> int:

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from palaestra.core import messages as m
+from palaestra.core.names import check_inside, dump_file_name, path_part
 
 WRITER = "StoreWriter"
 NO_STORE = ("", "none", "off")
@@ -20,21 +21,23 @@ def store_enabled(store_uri: str) -> bool:
     return store_uri.strip().lower() not in NO_STORE
 
 
-def safe_name(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
-
-
 def dump_dir(data_path: str, run_uid: str, instance_uid: str, index: int, phase: str) -> str:
-    """Where the brains of one phase of one run instance write their dump files."""
-    return os.path.abspath(
-        os.path.join(
-            data_path,
-            "brain_dumps",
-            safe_name(run_uid),
-            instance_uid,
-            f"{index}-{safe_name(phase)}",
-        )
+    """Where the brains of one phase of one run instance write their dump files.
+
+    Every part is a safe path component (:func:`~palaestra.core.names.path_part`), and the
+    result is checked to resolve inside ``data_path``.
+
+    Raises:
+        UnsafePathError: The directory would resolve outside ``data_path`` (a symbolic link).
+    """
+    path = os.path.join(
+        data_path,
+        "brain_dumps",
+        path_part(run_uid),
+        path_part(instance_uid),
+        f"{index}-{path_part(phase)}",
     )
+    return check_inside(path, data_path)
 
 
 class WriterClient:
@@ -68,10 +71,10 @@ class NullStore:
     def _find_dump(self, request: m.StoreFindDump) -> m.StoreDump:
         pattern = os.path.join(
             glob.escape(os.path.abspath(os.path.join(self.data_path, "brain_dumps"))),
-            glob.escape(safe_name(request.run_uid)),
+            glob.escape(path_part(request.run_uid)),
             "*",
             f"{request.phase}-*",
-            f"{glob.escape(request.agent)}.bin",
+            glob.escape(dump_file_name(request.agent)),
         )
         files = sorted(glob.glob(pattern), key=os.path.getmtime)
         if not files:

@@ -384,6 +384,68 @@ def test_first_phase_cannot_inherit() -> None:
     assert "missing required key 'simulation'" in error.message
 
 
+# --- names ---------------------------------------------------------------------------------
+
+AGENT = "schedule[0].only_phase.agents[0]"
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ('"../../../../tmp/evil"', "it contains '/'"),
+        ('"a\\\\b"', "it contains '\\\\'"),
+        ("'.hidden'", "it starts with '.'"),
+        ('"a\\0b"', "it contains the control character '\\x00'"),
+        ('"tab\\there"', "it contains the control character '\\t'"),
+        ('"' + "x" * 129 + '"', "it is 129 bytes long"),
+        ('"' + "\u00e9" * 65 + '"', "it is 130 bytes long"),
+    ],
+)
+def test_an_agent_name_that_is_no_safe_name_is_refused(name: str, problem: str) -> None:
+    text, line = variant("        - name: solo\n", f"        - name: {name}\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, f"{AGENT}.name")
+    assert error.message.endswith(f"cannot be used as a name: {problem}.")
+    assert error.hint is not None and "1 to 128 bytes of UTF-8" in error.hint
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("uid: minimal run\n", "uid: minimal/run\n", "uid"),
+        ("uid: minimal run\n", "uid: run\nexperiment_uid: ../x\n", "experiment_uid"),
+        ("  - only_phase:\n", "  - ../only_phase:\n", "schedule[0].../only_phase"),
+        (
+            "            name: rf_plugins:Env\n",
+            "            name: rf_plugins:Env\n            uid: 'a/b'\n",
+            "schedule[0].only_phase.environments[0].environment.uid",
+        ),
+        ("          load: null\n", "          load: {agent: ../x}\n", f"{AGENT}.load.agent"),
+        (
+            "          load: null\n",
+            "          load: {experiment_run: /etc}\n",
+            f"{AGENT}.load.experiment_run",
+        ),
+    ],
+)
+def test_every_name_that_becomes_part_of_a_path_is_checked(old: str, new: str, key: str) -> None:
+    text, _ = variant(old, new)
+    error = error_of(text)
+    assert error.key == key
+    assert "cannot be used as a name: it " in error.message
+
+
+def test_names_with_spaces_punctuation_and_letters_of_any_script_are_accepted() -> None:
+    longest = "\u00e4" * 64  # 128 bytes of UTF-8
+    text, _ = variant("        - name: solo\n", f"        - name: '{longest}'\n")
+    text = text.replace("uid: minimal run", 'uid: "Yo-ho, a dummy experiment run for me!"')
+    text = text.replace("  - only_phase:", '  - "Training without Filters":')
+    run = load_run_text(text, check_classes=False)
+    assert run.uid == run.experiment_uid == "Yo-ho, a dummy experiment run for me!"
+    assert run.phases[0].name == "Training without Filters"
+    assert run.phases[0].agents[0].name == longest
+
+
 # --- mutation test -----------------------------------------------------------------------
 
 _BASE = YAML(typ="safe", pure=True).load(MINIMAL.read_text())
