@@ -21,6 +21,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
 from palaestra.core.loading import load_class
 from palaestra.core.specs import (
+    COUNT_MAX,
+    SEED_MAX,
     AgentSpec,
     ClassSpec,
     EnvironmentSpec,
@@ -70,6 +72,7 @@ _PHASE_CONFIG_KEYS = (
     "store_raw_actuators",
 )
 _MODES: tuple[Mode, ...] = ("train", "test")
+_SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
 _BASE_CLASSES = MappingProxyType(
     {
@@ -219,7 +222,7 @@ class _RunBuilder:
         return RunSpec(
             uid=uid,
             experiment_uid=as_name(experiment_uid_node) if experiment_uid_node else uid,
-            seed=as_int(fields["seed"], minimum=0),
+            seed=as_int(fields["seed"], minimum=0, maximum=SEED_MAX, why=_SEED_WHY),
             version=_version(fields["version"]),
             phases=self._schedule(fields["schedule"]),
             conditions=self._run_conditions(optional(fields, "run_config")),
@@ -494,7 +497,7 @@ def _phase_config(node: Node) -> PhaseConfig:
     return PhaseConfig(
         mode=_mode(fields["mode"]) if "mode" in fields else "train",
         worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
-        episodes=as_int(episodes, minimum=1) if episodes else 1,
+        episodes=as_int(episodes, minimum=1, maximum=COUNT_MAX) if episodes else 1,
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
     )
 

@@ -284,10 +284,15 @@ def as_name(node: Node, value: str | None = None) -> str:
     return name
 
 
-def as_int(node: Node, *, minimum: int | None = None) -> int:
-    """Check that ``node`` is an integer (not a boolean), at least ``minimum``, and return it."""
+def as_int(
+    node: Node, *, minimum: int | None = None, maximum: int | None = None, why: str = ""
+) -> int:
+    """Check that ``node`` is an integer (not a boolean) from ``minimum`` to ``maximum`` and
+    return it; ``why`` explains the maximum in the message."""
     value = node.value
     if isinstance(value, int) and not isinstance(value, bool):
+        if maximum is not None and value > maximum:
+            node.fail(f"expected an integer <= {maximum}{why}, got {value}.")
         if minimum is None or value >= minimum:
             return value
     expected = "an integer" if minimum is None else f"an integer >= {minimum}"

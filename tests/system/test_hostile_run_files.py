@@ -1,7 +1,8 @@
-"""Run files whose names would break a run: refused at load with exit 2
+"""Run files whose names or seeds would break a run: refused at load with exit 2
 and a message naming the file, line and key, or run safely to the end.
 
-Names become file names, process titles, ZMQ identities and socket paths.
+Names become file names, process titles, ZMQ identities and socket paths; seeds go into a
+64-bit store column.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from tests.conftest import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 
 RULE = "1 to 128 bytes of UTF-8"
+SEED_MAX = 2**63 - 1
 
 
 def files_outside(root: Path, data: Path) -> list[Path]:
@@ -28,6 +31,15 @@ def config(ws: Workspace, store_uri: str) -> str:
     path = ws.path / "runtime.yaml"
     path.write_text(f"store_uri: {store_uri}\n")
     return str(path)
+
+
+def rows(store_uri: str, sql: str) -> list[tuple]:
+    engine = create_engine(store_uri)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
 
 
 # --- names -------------------------------------------------------------------------------
@@ -140,3 +152,41 @@ def test_names_no_process_could_carry_are_refused_at_once(
     assert f"{run_file}:21: schedule[0].phase_0.agents[1].name: " in result.stderr
     assert f"cannot be used as a name: {problem}." in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- seeds -------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_uri(request: pytest.FixtureRequest, workspace: Workspace) -> str:
+    if request.param == "sqlite":
+        return workspace.store_uri
+    uri: str = request.getfixturevalue("pg_uri")
+    return uri
+
+
+@pytest.mark.parametrize("seed", [2**31, SEED_MAX])
+def test_the_largest_seeds_are_kept(workspace: Workspace, store_uri: str, seed: int) -> None:
+    """``2^31`` used to fail on PostgreSQL with exit 1 and no instance row."""
+    run_file = workspace.variant("dummy_run.yml", ("seed: 42", f"seed: {seed}"))
+
+    result = workspace.run("-c", config(workspace, store_uri), "start", str(run_file))
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert rows(store_uri, "select seed from experiment_runs") == [(seed,)]
+    assert rows(store_uri, "select status from experiment_run_instances") == [("finished",)]
+    for (seeds,) in rows(store_uri, "select seeds from agents"):
+        found = json.loads(seeds) if isinstance(seeds, str) else seeds
+        assert all(0 <= s < 2**32 for s in [found["brain"], *found["muscles"]])
+
+
+@pytest.mark.parametrize("command", ["experiment-start", "experiment-check-syntax"])
+def test_a_seed_beyond_the_store_is_refused_at_load(workspace: Workspace, command: str) -> None:
+    """``2^63`` used to pass the check, then fail the run with exit 1 and no instance row."""
+    run_file = workspace.variant("dummy_run.yml", ("seed: 42", f"seed: {2**63}"))
+
+    result = workspace.run(command, str(run_file))
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"{run_file}:5: seed: expected an integer <= {SEED_MAX} (2^63 - 1" in result.stderr
+    assert not workspace.store.exists()

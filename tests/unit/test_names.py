@@ -1,4 +1,5 @@
-"""Tests of the name rule and of the paths built from names, :mod:`palaestra.core.names`."""
+"""Tests of the name rule and of the paths built from names, :mod:`palaestra.core.names`; and
+that derived seeds fit wherever a run seed fits."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from palaestra.core.names import (
     name_problem,
     path_part,
 )
+from palaestra.core.seeds import derive_seed
+from palaestra.core.specs import SEED_MAX
 from palaestra.experiment.store_client import dump_dir
 
 PALAESTRAI_NAMES = [  # from palaestrAI's example and test run files
@@ -103,3 +106,10 @@ def test_check_inside_resolves_both_paths(tmp_path: Path) -> None:
     )
     with pytest.raises(UnsafePathError):
         check_inside(str(tmp_path / "real" / ".." / "x.bin"), str(tmp_path / "real"))
+
+
+@pytest.mark.parametrize("run_seed", [0, 2**31, SEED_MAX])
+def test_derived_seeds_fit_wherever_the_run_seed_fits(run_seed: int) -> None:
+    seeds = [derive_seed(run_seed, "muscle", "\u00e4" * 64, phase, 7) for phase in range(50)]
+    assert all(0 <= seed <= min(SEED_MAX, 2**32 - 1) for seed in seeds)
+    assert len(set(seeds)) == len(seeds)

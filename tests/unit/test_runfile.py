@@ -384,7 +384,7 @@ def test_first_phase_cannot_inherit() -> None:
     assert "missing required key 'simulation'" in error.message
 
 
-# --- names ---------------------------------------------------------------------------------
+# --- names and seeds -----------------------------------------------------------------------
 
 AGENT = "schedule[0].only_phase.agents[0]"
 
@@ -444,6 +444,30 @@ def test_names_with_spaces_punctuation_and_letters_of_any_script_are_accepted() 
     assert run.uid == run.experiment_uid == "Yo-ho, a dummy experiment run for me!"
     assert run.phases[0].name == "Training without Filters"
     assert run.phases[0].agents[0].name == longest
+
+
+@pytest.mark.parametrize("seed", [0, 2**31, 2**63 - 1])
+def test_every_seed_the_store_can_keep_is_accepted(seed: int) -> None:
+    text, _ = variant("seed: 7\n", f"seed: {seed}\n")
+    assert load_run_text(text, check_classes=False).seed == seed
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 - 1])
+def test_a_seed_beyond_the_store_is_refused_with_the_range(seed: int) -> None:
+    text, line = variant("seed: 7\n", f"seed: {seed}\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "seed")
+    assert error.message == (
+        "expected an integer <= 9223372036854775807 (2^63 - 1, the largest integer the store "
+        f"keeps), got {seed}."
+    )
+
+
+def test_episodes_beyond_the_store_are_refused() -> None:
+    text, line = variant("        episodes: null\n", f"        episodes: {2**31}\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.phase_config.episodes")
+    assert error.message.startswith("expected an integer <= 2147483647")
 
 
 # --- mutation test -----------------------------------------------------------------------
