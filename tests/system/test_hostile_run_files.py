@@ -1,14 +1,18 @@
-"""Run files whose names or seeds would break a run: refused at load with exit 2
+"""Run files whose names, seeds or YAML aliases would break a run: refused at load with exit 2
 and a message naming the file, line and key, or run safely to the end.
 
 Names become file names, process titles, ZMQ identities and socket paths; seeds go into a
-64-bit store column.
+64-bit store column; aliases expand while the run file is checked.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +194,47 @@ def test_a_seed_beyond_the_store_is_refused_at_load(workspace: Workspace, comman
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"{run_file}:5: seed: expected an integer <= {SEED_MAX} (2^63 - 1" in result.stderr
     assert not workspace.store.exists()
+
+
+# --- YAML aliases ------------------------------------------------------------------------
+
+ADDRESS_SPACE = 1 << 30  # 1 GiB: the check needs far less; the bomb used to need it all
+
+
+def limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def test_a_billion_laughs_is_refused_in_bounded_time_and_memory(workspace: Workspace) -> None:
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]")
+    bomb = "".join(f"              {level}\n" for level in levels)
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        ("            params: {discrete: true, max_iter: 10}\n", f"            params:\n{bomb}"),
+    )
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "palaestra", "experiment-check-syntax", str(run_file)],
+        cwd=workspace.path,
+        env=workspace.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=limit_memory,
+    )
+    workspace.sessions.add(proc.pid)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the check did not end in 30 s: {err[-2000:]}")
+
+    assert proc.returncode == 2, err[-2000:]
+    assert f"{run_file}:19: schedule[0].phase_0.environments[0].environment.params.f[0]: " in err
+    assert "YAML aliases expand to more than 100,000 values" in err
+    assert "Traceback" not in err
+    assert time.monotonic() - began < 30

@@ -384,9 +384,10 @@ def test_first_phase_cannot_inherit() -> None:
     assert "missing required key 'simulation'" in error.message
 
 
-# --- names and seeds -----------------------------------------------------------------------
+# --- names, seeds and YAML aliases ---------------------------------------------------------
 
 AGENT = "schedule[0].only_phase.agents[0]"
+ALIAS_VALUES_MAX = 100_000  # palaestra.experiment.runfile_schema.ALIAS_VALUES_MAX
 
 
 @pytest.mark.parametrize(
@@ -468,6 +469,60 @@ def test_episodes_beyond_the_store_are_refused() -> None:
     error = error_of(text)
     assert (error.line, error.key) == (line, "schedule[0].only_phase.phase_config.episodes")
     assert error.message.startswith("expected an integer <= 2147483647")
+
+
+def test_shared_configurations_through_anchors_and_merge_keys_still_work() -> None:
+    text = (EXAMPLES / "dummy_run.yml").read_text()
+    text = text.replace(
+        "          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n",
+        "          brain: &brain {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n",
+        1,
+    ).replace(
+        "          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n",
+        "          brain: *brain\n",
+    )
+    text = text.replace(
+        "            params: {discrete: true, max_iter: 10}\n",
+        "            params:\n              <<: &base {discrete: true, max_iter: 10}\n"
+        "              copy: *base\n",
+    )
+    run = load_run_text(text, check_classes=False)
+    defender, attacker = run.phases[0].agents
+    assert defender.brain == attacker.brain
+    assert run.phases[0].environments[0].params == {
+        "discrete": True,
+        "max_iter": 10,
+        "copy": {"discrete": True, "max_iter": 10},
+    }
+
+
+def _aliases(references: int, size: int = 1000) -> str:
+    """The minimal run file with a list of ``size`` items, referenced ``references`` times."""
+    items = ", ".join("0" for _ in range(size))
+    shared = (
+        f"            params: {{shared: &shared [{items}], refs: [{'*shared, ' * references}]}}"
+    )
+    text, _ = variant(
+        "            params: {lr: 0.5, layers: [64, 64]}\n", shared.replace(", ]", "]") + "\n"
+    )
+    return text
+
+
+def test_aliases_may_copy_up_to_the_limit() -> None:
+    run = load_run_text(_aliases(ALIAS_VALUES_MAX // 1000), check_classes=False)
+    assert len(run.phases[0].agents[0].brain.params["refs"]) == ALIAS_VALUES_MAX // 1000
+
+
+def test_aliases_copying_beyond_the_limit_are_refused_at_the_alias() -> None:
+    text = _aliases(ALIAS_VALUES_MAX // 1000 + 1)
+    error = error_of(text)
+    line = text[: text.index("&shared")].count("\n") + 1
+    assert error.line == line
+    assert error.key == f"{AGENT}.brain.params.refs[{ALIAS_VALUES_MAX // 1000}]"
+    assert (
+        error.message
+        == "YAML aliases expand to more than 100,000 values (counted up to the alias here)."
+    )
 
 
 # --- mutation test -----------------------------------------------------------------------
