@@ -24,7 +24,7 @@ from palaestra.core.esm import Component
 from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
-from palaestra.core.names import check_inside, dump_file_name
+from palaestra.core.name_rules import check_inside, dump_file_name
 from palaestra.core.records import connect_store, send
 from palaestra.core.runtime import PluginError
 from palaestra.core.transport import endpoint_for

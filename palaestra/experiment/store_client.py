@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from palaestra.core import messages as m
-from palaestra.core.names import check_inside, dump_file_name, path_part
+from palaestra.core.name_rules import check_inside, dump_file_name, path_part
 
 WRITER = "StoreWriter"
 NO_STORE = ("", "none", "off")
@@ -24,7 +24,7 @@ def store_enabled(store_uri: str) -> bool:
 def dump_dir(data_path: str, run_uid: str, instance_uid: str, index: int, phase: str) -> str:
     """Where the brains of one phase of one run instance write their dump files.
 
-    Every part is a safe path component (:func:`~palaestra.core.names.path_part`), and the
+    Every part is a safe path component (:func:`~palaestra.core.name_rules.path_part`), and the
     result is checked to resolve inside ``data_path``.
 
     Raises:

@@ -1,5 +1,5 @@
-"""Tests of the name rule and of the paths built from names, :mod:`palaestra.core.names`; and
-that derived seeds fit wherever a run seed fits."""
+"""Tests of the name rule and of the paths built from names (:mod:`palaestra.core.name_rules`),
+and that derived seeds fit wherever a run seed fits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from palaestra.core.names import (
+from palaestra.core.name_rules import (
     NAME_MAX_BYTES,
     UnsafePathError,
     check_inside,
