@@ -25,6 +25,7 @@ from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
+from palaestra.core.name_rules import check_inside, dump_file_name
 from palaestra.core.records import connect_store, send
 from palaestra.core.runtime import PluginError
 from palaestra.core.transport import endpoint_for
@@ -69,8 +70,8 @@ class BrainProcess(Component):
         path = ""
         if self.request.dump_dir:
             os.makedirs(self.request.dump_dir, exist_ok=True)
-            suffix = f"-{tag}" if tag else ""
-            path = os.path.join(self.request.dump_dir, f"{self.request.agent.name}{suffix}.bin")
+            name = dump_file_name(self.request.agent.name, tag)
+            path = check_inside(os.path.join(self.request.dump_dir, name), self.request.dump_dir)
             with open(path, "wb") as f:
                 f.write(data)
         self.pending_dumps.append(

@@ -13,6 +13,11 @@ import msgspec
 
 Mode = Literal["train", "test"]
 
+SEED_MAX = 2**63 - 1
+"""The largest run seed: the store keeps it in a signed 64-bit column (BIGINT)."""
+COUNT_MAX = 2**31 - 1
+"""The largest count of episodes or workers: the store keeps them in 32-bit columns."""
+
 
 class ClassSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A plug-in class named in the run file, with the keyword arguments for its constructor."""
@@ -80,7 +85,11 @@ class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """A whole, validated run file."""
+    """A whole, validated run file.
+
+    Its names (``uid``, ``experiment_uid``, and each phase's, agent's and environment's)
+    follow :mod:`palaestra.core.name_rules`; ``seed`` is from 0 to :data:`SEED_MAX`.
+    """
 
     uid: str
     experiment_uid: str

@@ -21,6 +21,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
 from palaestra.core.loading import load_class
 from palaestra.core.specs import (
+    COUNT_MAX,
+    SEED_MAX,
     AgentSpec,
     ClassSpec,
     EnvironmentSpec,
@@ -39,8 +41,8 @@ from palaestra.experiment.runfile_schema import (
     as_int,
     as_list,
     as_mapping,
+    as_name,
     as_params,
-    as_str,
     describe,
     locate,
     optional,
@@ -70,6 +72,7 @@ _PHASE_CONFIG_KEYS = (
     "store_raw_actuators",
 )
 _MODES: tuple[Mode, ...] = ("train", "test")
+_SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
 _BASE_CLASSES = MappingProxyType(
     {
@@ -214,12 +217,12 @@ class _RunBuilder:
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:
         """Return the RunSpec of the document at ``root``."""
         fields = as_mapping(root, allowed=_TOP_KEYS, required=_TOP_REQUIRED)
-        uid = as_str(fields["uid"])
+        uid = as_name(fields["uid"])
         experiment_uid_node = optional(fields, "experiment_uid")
         return RunSpec(
             uid=uid,
-            experiment_uid=as_str(experiment_uid_node) if experiment_uid_node else uid,
-            seed=as_int(fields["seed"], minimum=0),
+            experiment_uid=as_name(experiment_uid_node) if experiment_uid_node else uid,
+            seed=as_int(fields["seed"], minimum=0, maximum=SEED_MAX, why=_SEED_WHY),
             version=_version(fields["version"]),
             phases=self._schedule(fields["schedule"]),
             conditions=self._run_conditions(optional(fields, "run_config")),
@@ -299,7 +302,7 @@ class _RunBuilder:
         fields = as_mapping(node, allowed=_ENV_KEYS, required=("name",))
         name = self._class_name(fields["name"], role="environment")
         uid_node = optional(fields, "uid")
-        uid = as_str(uid_node) if uid_node else name.partition(":")[2]
+        uid = as_name(uid_node) if uid_node else as_name(fields["name"], name.partition(":")[2])
         params = as_params(fields.get("params"))
         spec = EnvironmentSpec(name=name, uid=uid, params=params)
         return spec, uid_node or fields["name"]
@@ -320,7 +323,7 @@ class _RunBuilder:
             node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED, unsupported=_AGENT_UNSUPPORTED
         )
         spec = AgentSpec(
-            name=as_str(fields["name"]),
+            name=as_name(fields["name"]),
             brain=self._class_spec(fields["brain"], role="brain"),
             muscle=self._class_spec(fields["muscle"], role="muscle"),
             objective=self._class_spec(fields["objective"], role="objective"),
@@ -377,7 +380,7 @@ def _phase_entry(item: Node) -> tuple[str, Node]:
     ((name, body),) = item.value.items()
     if not isinstance(name, str) or not name:
         body.fail(f"expected a phase name that is a non-empty string, got {describe(name)}.")
-    return name, body
+    return as_name(body, name), body
 
 
 def _phase_fields(body: Node) -> dict[str, Node]:
@@ -476,8 +479,8 @@ def _load(node: Node | None) -> LoadSpec | None:
     phase = optional(fields, "phase")
     strict = optional(fields, "strict")
     return LoadSpec(
-        agent=as_str(agent) if agent else None,
-        experiment_run=as_str(run) if run else None,
+        agent=as_name(agent) if agent else None,
+        experiment_run=as_name(run) if run else None,
         phase=as_int(phase, minimum=0) if phase else None,
         strict=as_bool(strict) if strict else False,
     )
@@ -494,7 +497,7 @@ def _phase_config(node: Node) -> PhaseConfig:
     return PhaseConfig(
         mode=_mode(fields["mode"]) if "mode" in fields else "train",
         worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
-        episodes=as_int(episodes, minimum=1) if episodes else 1,
+        episodes=as_int(episodes, minimum=1, maximum=COUNT_MAX) if episodes else 1,
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
     )
 

@@ -17,7 +17,11 @@ from typing import Any, NoReturn
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from palaestra.core.errors import RunFileError, did_you_mean
+from palaestra.core.name_rules import NAME_RULE, name_problem
 
+ALIAS_VALUES_MAX = 100_000
+"""How many values YAML aliases may add to a run file when they are expanded: far more than
+shared agent or environment configurations need, far less than a "billion laughs" makes."""
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _TOKEN = re.compile(r"[^\s,\[\]{}#]+")
@@ -55,7 +59,8 @@ def locate(data: Any, text: str) -> Node:
 
     Raises:
         RunFileError: A value that palaestra cannot use (a YAML tag, a set, a complex key, an
-            integer outside the 64-bit range).
+            integer outside the 64-bit range), or aliases that expand to more than
+            :data:`ALIAS_VALUES_MAX` values.
     """
     lc = getattr(data, "lc", None)
     line = lc.line + 1 if lc is not None and lc.line is not None else 1
@@ -63,19 +68,38 @@ def locate(data: Any, text: str) -> Node:
 
 
 class _Locator:
-    """Builds a Node tree from ruamel data, guarding against recursive aliases."""
+    """Builds a Node tree from ruamel data, guarding against recursive aliases and against
+    aliases that expand to too many values.
+
+    ruamel loads an alias as a second reference to the same list or mapping, so the data
+    stays as small as the text; the tree of nodes holds a copy per reference. Every node
+    built below a list or mapping met before counts against :data:`ALIAS_VALUES_MAX`.
+    """
 
     def __init__(self, text: str) -> None:
         self._lines = text.splitlines()
         self._active: set[int] = set()
+        self._seen: set[int] = set()
+        self._repeating = 0  # > 0 while building a copy of a list or mapping met before
+        self._copied = 0
+        self._alias: tuple[str, int | None] = ("", None)  # where the copy being built began
+        # The line of the innermost key: ruamel places an alias in a list at its anchor.
+        self._key_line: int | None = None
 
     def node(self, data: Any, key: str, line: int | None, pos: Any) -> Node:
         """Return the node of ``data``; ``pos`` is the (line, column) of its value."""
+        if self._repeating:
+            self._count_copy()
         if not isinstance(data, dict | list):
             return self._scalar(data, key, line, pos)
         if id(data) in self._active:
             raise RunFileError("a YAML alias refers to itself.", line=line, key=key or None)
+        repeated = id(data) in self._seen
+        if repeated and not self._repeating:
+            self._alias = (key, self._key_line)
+        self._seen.add(id(data))
         self._active.add(id(data))
+        self._repeating += repeated
         try:
             value = (
                 self._mapping(data, key, line)
@@ -84,17 +108,35 @@ class _Locator:
             )
         finally:
             self._active.discard(id(data))
+            self._repeating -= repeated
         return Node(value, key, line)
+
+    def _count_copy(self) -> None:
+        """Count one node copied by an alias; fail past :data:`ALIAS_VALUES_MAX`."""
+        self._copied += 1
+        if self._copied > ALIAS_VALUES_MAX:
+            key, line = self._alias
+            raise RunFileError(
+                f"YAML aliases expand to more than {ALIAS_VALUES_MAX:,} values "
+                "(counted up to the alias here).",
+                line=line,
+                key=key or None,
+                hint="Nested aliases multiply (a 'billion laughs' document); "
+                "write the shared values out, or share fewer and smaller ones.",
+            )
 
     def _mapping(self, data: dict[Any, Any], key: str, line: int | None) -> dict[Any, Node]:
         """Return the child nodes of a mapping, each at the line of its key."""
         out: dict[Any, Node] = {}
+        outer = self._key_line
         for raw_key, raw_value in data.items():
             key_line, value_pos = _key_position(data, raw_key)
             child_line = key_line + 1 if key_line is not None else line
             plain = _plain_key(raw_key, key, child_line)
             child_key = f"{key}.{plain}" if key else str(plain)
+            self._key_line = child_line
             out[plain] = self.node(raw_value, child_key, child_line, value_pos)
+        self._key_line = outer
         return out
 
     def _list(self, data: list[Any], key: str, line: int | None) -> list[Node]:
@@ -269,10 +311,29 @@ def as_str(node: Node) -> str:
     return node.value
 
 
-def as_int(node: Node, *, minimum: int | None = None) -> int:
-    """Check that ``node`` is an integer (not a boolean), at least ``minimum``, and return it."""
+def as_name(node: Node, value: str | None = None) -> str:
+    """Check that ``node`` (or ``value``, a name derived from it) follows the name rule of
+    :mod:`palaestra.core.name_rules` and return the name."""
+    name = as_str(node) if value is None else value
+    problem = name_problem(name)
+    if problem is not None:
+        node.fail(
+            f"{describe(name)} cannot be used as a name: {problem}.",
+            f"Names become parts of file names, process titles and socket identities, so "
+            f"{NAME_RULE}.",
+        )
+    return name
+
+
+def as_int(
+    node: Node, *, minimum: int | None = None, maximum: int | None = None, why: str = ""
+) -> int:
+    """Check that ``node`` is an integer (not a boolean) from ``minimum`` to ``maximum`` and
+    return it; ``why`` explains the maximum in the message."""
     value = node.value
     if isinstance(value, int) and not isinstance(value, bool):
+        if maximum is not None and value > maximum:
+            node.fail(f"expected an integer <= {maximum}{why}, got {value}.")
         if minimum is None or value >= minimum:
             return value
     expected = "an integer" if minimum is None else f"an integer >= {minimum}"

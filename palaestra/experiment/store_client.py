@@ -18,6 +18,7 @@ from typing import Any
 
 from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
+from palaestra.core.name_rules import check_inside, dump_file_name, path_part
 from palaestra.core.names import WRITER
 from palaestra.core.runtime import ComponentFailed, Runtime
 
@@ -30,21 +31,23 @@ def store_enabled(store_uri: str) -> bool:
     return store_uri.strip().lower() not in NO_STORE
 
 
-def safe_name(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80]
-
-
 def dump_dir(data_path: str, run_uid: str, instance_uid: str, index: int, phase: str) -> str:
-    """Where the brains of one phase of one run instance write their dump files."""
-    return os.path.abspath(
-        os.path.join(
-            data_path,
-            "brain_dumps",
-            safe_name(run_uid),
-            instance_uid,
-            f"{index}-{safe_name(phase)}",
-        )
+    """Where the brains of one phase of one run instance write their dump files.
+
+    Every part is a safe path component (:func:`~palaestra.core.name_rules.path_part`), and the
+    result is checked to resolve inside ``data_path``.
+
+    Raises:
+        UnsafePathError: The directory would resolve outside ``data_path`` (a symbolic link).
+    """
+    path = os.path.join(
+        data_path,
+        "brain_dumps",
+        path_part(run_uid),
+        path_part(instance_uid),
+        f"{index}-{path_part(phase)}",
     )
+    return check_inside(path, data_path)
 
 
 class WriterClient:
@@ -170,10 +173,10 @@ class NullStore:
     def _find_dump(self, request: m.StoreFindDump) -> m.StoreDump:
         pattern = os.path.join(
             glob.escape(os.path.abspath(os.path.join(self.data_path, "brain_dumps"))),
-            glob.escape(safe_name(request.run_uid)),
+            glob.escape(path_part(request.run_uid)),
             "*",
             f"{request.phase}-*",
-            f"{glob.escape(request.agent)}.bin",
+            glob.escape(dump_file_name(request.agent)),
         )
         files = sorted(glob.glob(pattern), key=os.path.getmtime)
         if not files:

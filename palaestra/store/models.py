@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Dialect,
@@ -91,7 +92,7 @@ class ExperimentRun(Base):
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
     document: Mapped[str] = mapped_column(Text)
     file: Mapped[str] = mapped_column(String(1024))
-    seed: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(BigInteger)  # 0 to 2^63 - 1, see core.specs.SEED_MAX
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 

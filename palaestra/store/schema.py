@@ -47,7 +47,7 @@ from palaestra.store.models import Base
 if TYPE_CHECKING:
     from alembic.config import Config
 
-HEAD = "0002_provenance_and_reward"
+HEAD = "0003_bigint_seeds"
 """The schema revision of this palaestra's models."""
 VERSION_TABLE = "palaestra_alembic_version"
 """The table in which alembic records the store's revision."""
@@ -137,7 +137,7 @@ def migrate(engine: Engine) -> tuple[str | None, str]:
     """Upgrade the store to :data:`HEAD`; an empty store is created.
 
     A store with palaestra tables but no recorded revision (made before revisions were
-    recorded) is first stamped with the revision whose tables and columns it has.
+    recorded) is first stamped with the oldest revision whose tables and columns it has.
 
     Returns:
         The revision before (None for an empty store) and after.
@@ -238,9 +238,14 @@ def _newer(revision: str, store: str) -> StoreError:
 
 
 def _stamp_unversioned(connection: Connection, store: str) -> str:
-    """Stamp a store without a recorded revision with the newest one its tables match."""
+    """Stamp a store without a recorded revision with the oldest one its tables match.
+
+    Only table and column names are compared, so revisions that change a column's type look
+    alike: the oldest of them is stamped and the later ones run (they are harmless on columns
+    that already have the new type).
+    """
     found = _shape(connection, frozenset(Base.metadata.tables))
-    for revision in _revisions():
+    for revision in reversed(_revisions()):
         if _shape_at(revision) == found:
             LOG.info("store %s has no recorded revision; its tables are %s", store, revision)
             _alembic(connection, "stamp", revision)

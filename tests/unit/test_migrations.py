@@ -26,6 +26,8 @@ from palaestra.store.models import Base
 from palaestra.store.writer import StoreWriter
 
 OLD = "0001_initial"
+PROVENANCE = "0002_provenance_and_reward"
+SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
     ({"r": 1.5}, 1.5),
@@ -74,6 +76,22 @@ def differences(engine: Engine) -> list[Any]:
         return compare_metadata(context, Base.metadata)
 
 
+def changes(engine: Engine) -> list[tuple[str, str, str]]:
+    """``(operation, table, column)`` of each difference between the store and the models."""
+    found = []
+    for difference in differences(engine):
+        if isinstance(difference, list):  # changes of one column's type, nullability, ...
+            found += [(change[0], change[2], change[3]) for change in difference]
+        else:
+            found.append((difference[0], difference[2], difference[3].name))
+    return sorted(found)
+
+
+def column_type(engine: Engine, table: str, column: str) -> str:
+    (found,) = (c for c in inspect(engine).get_columns(table) if c["name"] == column)
+    return str(found["type"])
+
+
 def columns(engine: Engine, table: str) -> set[str]:
     return {column["name"] for column in inspect(engine).get_columns(table)}
 
@@ -97,14 +115,14 @@ def drop_version_table(engine: Engine) -> None:
         connection.execute(text(f"DROP TABLE {schema.VERSION_TABLE}"))
 
 
-def run_start(instance_uid: str, run_uid: str = "run") -> m.StoreRunStart:
+def run_start(instance_uid: str, run_uid: str = "run", seed: int = 42) -> m.StoreRunStart:
     return m.StoreRunStart(
         experiment_uid="exp",
         run_uid=run_uid,
         instance_uid=instance_uid,
         document="uid: run\n",
         file="run.yml",
-        seed=42,
+        seed=seed,
         palaestra_version="0.1.0",
         host="box",
     )
@@ -188,7 +206,7 @@ def store_at_0001_with_data(engine: Engine) -> int:
 def test_head_is_the_newest_script() -> None:
     script = ScriptDirectory.from_config(schema.alembic_config())
     assert script.get_current_head() == schema.HEAD
-    assert [s.revision for s in script.walk_revisions()] == [schema.HEAD, OLD]
+    assert [s.revision for s in script.walk_revisions()] == [schema.HEAD, PROVENANCE, OLD]
 
 
 def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
@@ -199,15 +217,24 @@ def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
     assert schema.current_revision(engine) == schema.HEAD
 
 
-def test_revision_0001_lacks_exactly_what_0002_adds(engine: Engine) -> None:
+def test_revision_0001_lacks_exactly_what_0002_adds_and_0003_changes(engine: Engine) -> None:
     upgrade(engine, OLD)
 
-    added = sorted((d[0], d[2], d[3].name) for d in differences(engine))
-    assert added == [
+    assert changes(engine) == [
         ("add_column", "experiment_run_instances", "code_revision"),
         ("add_column", "experiment_run_instances", "package_versions"),
         ("add_column", "muscle_actions", "reward"),
+        ("modify_type", "experiment_runs", "seed"),
     ]
+
+
+def test_revision_0002_lacks_exactly_the_64_bit_seed_of_0003(engine: Engine) -> None:
+    upgrade(engine, PROVENANCE)
+
+    assert changes(engine) == [("modify_type", "experiment_runs", "seed")]
+    assert column_type(engine, "experiment_runs", "seed") == "INTEGER"
+    upgrade(engine, schema.HEAD)
+    assert column_type(engine, "experiment_runs", "seed") == "BIGINT"
 
 
 # --- ensure_current on each kind of store ---------------------------------------------------
@@ -364,6 +391,42 @@ def test_migrate_from_0001_keeps_the_rows_and_fills_reward(engine: Engine) -> No
     assert scalar(engine, "SELECT count(*) FROM experiment_run_instances") == 2
 
 
+def test_migrate_from_0002_keeps_the_seeds_and_then_takes_64_bit_ones(engine: Engine) -> None:
+    store_at_0001_with_data(engine)
+    upgrade(engine, PROVENANCE)
+
+    assert schema.migrate(engine) == (PROVENANCE, schema.HEAD)
+
+    assert differences(engine) == []
+    assert scalar(engine, "SELECT seed FROM experiment_runs WHERE uid = 'run'") == 42
+    assert scalar(engine, "SELECT count(*) FROM muscle_actions") == ACTIONS
+    writer = StoreWriter("store", engine.url.render_as_string(hide_password=False))
+    writer.open()
+    try:
+        writer.handle_run_start(run_start("instance-2", run_uid="big", seed=SEED_MAX))
+    finally:
+        assert writer.engine is not None
+        writer.engine.dispose()
+    assert scalar(engine, "SELECT seed FROM experiment_runs WHERE uid = 'big'") == SEED_MAX
+
+
+def test_a_store_at_0002_cannot_keep_a_64_bit_seed_on_postgresql(pg_uri: str) -> None:
+    """Why 0003 exists: PostgreSQL's INTEGER ends at 2^31 - 1."""
+    engine = make_engine(pg_uri)
+    try:
+        upgrade(engine, PROVENANCE)
+        with pytest.raises(sa.exc.DataError, match="out of range"), engine.begin() as connection:
+            experiment = insert(connection, "experiments", uid="exp", created_at=T0)
+            insert(
+                connection,
+                "experiment_runs",
+                **{"uid": "run", "experiment_id": experiment, "document": ""},
+                **{"file": "run.yml", "seed": 2**31, "created_at": T0},
+            )
+    finally:
+        engine.dispose()
+
+
 def test_migrate_creates_an_empty_store(sqlite_engine: Engine) -> None:
     assert schema.migrate(sqlite_engine) == (None, schema.HEAD)
     assert differences(sqlite_engine) == []
@@ -383,11 +446,13 @@ def test_migrate_stamps_a_store_without_a_revision_then_upgrades_it(engine: Engi
 def test_migrate_stamps_a_store_without_a_revision_made_by_the_models(
     sqlite_engine: Engine,
 ) -> None:
-    """Stores created before revisions were recorded, but already with the current tables."""
+    """Stores created before revisions were recorded, but already with the current tables:
+    stamped with the oldest revision of these columns, then upgraded (to the same types)."""
     Base.metadata.create_all(sqlite_engine)
 
-    assert schema.migrate(sqlite_engine) == (schema.HEAD, schema.HEAD)
+    assert schema.migrate(sqlite_engine) == (PROVENANCE, schema.HEAD)
     assert schema.current_revision(sqlite_engine) == schema.HEAD
+    assert differences(sqlite_engine) == []
 
 
 def test_migrate_refuses_unversioned_tables_of_no_revision(sqlite_engine: Engine) -> None:

@@ -384,6 +384,147 @@ def test_first_phase_cannot_inherit() -> None:
     assert "missing required key 'simulation'" in error.message
 
 
+# --- names, seeds and YAML aliases ---------------------------------------------------------
+
+AGENT = "schedule[0].only_phase.agents[0]"
+ALIAS_VALUES_MAX = 100_000  # palaestra.experiment.runfile_schema.ALIAS_VALUES_MAX
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ('"../../../../tmp/evil"', "it contains '/'"),
+        ('"a\\\\b"', "it contains '\\\\'"),
+        ("'.hidden'", "it starts with '.'"),
+        ('"a\\0b"', "it contains the control character '\\x00'"),
+        ('"tab\\there"', "it contains the control character '\\t'"),
+        ('"' + "x" * 129 + '"', "it is 129 bytes long"),
+        ('"' + "\u00e9" * 65 + '"', "it is 130 bytes long"),
+    ],
+)
+def test_an_agent_name_that_is_no_safe_name_is_refused(name: str, problem: str) -> None:
+    text, line = variant("        - name: solo\n", f"        - name: {name}\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, f"{AGENT}.name")
+    assert error.message.endswith(f"cannot be used as a name: {problem}.")
+    assert error.hint is not None and "1 to 128 bytes of UTF-8" in error.hint
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("uid: minimal run\n", "uid: minimal/run\n", "uid"),
+        ("uid: minimal run\n", "uid: run\nexperiment_uid: ../x\n", "experiment_uid"),
+        ("  - only_phase:\n", "  - ../only_phase:\n", "schedule[0].../only_phase"),
+        (
+            "            name: rf_plugins:Env\n",
+            "            name: rf_plugins:Env\n            uid: 'a/b'\n",
+            "schedule[0].only_phase.environments[0].environment.uid",
+        ),
+        ("          load: null\n", "          load: {agent: ../x}\n", f"{AGENT}.load.agent"),
+        (
+            "          load: null\n",
+            "          load: {experiment_run: /etc}\n",
+            f"{AGENT}.load.experiment_run",
+        ),
+    ],
+)
+def test_every_name_that_becomes_part_of_a_path_is_checked(old: str, new: str, key: str) -> None:
+    text, _ = variant(old, new)
+    error = error_of(text)
+    assert error.key == key
+    assert "cannot be used as a name: it " in error.message
+
+
+def test_names_with_spaces_punctuation_and_letters_of_any_script_are_accepted() -> None:
+    longest = "\u00e4" * 64  # 128 bytes of UTF-8
+    text, _ = variant("        - name: solo\n", f"        - name: '{longest}'\n")
+    text = text.replace("uid: minimal run", 'uid: "Yo-ho, a dummy experiment run for me!"')
+    text = text.replace("  - only_phase:", '  - "Training without Filters":')
+    run = load_run_text(text, check_classes=False)
+    assert run.uid == run.experiment_uid == "Yo-ho, a dummy experiment run for me!"
+    assert run.phases[0].name == "Training without Filters"
+    assert run.phases[0].agents[0].name == longest
+
+
+@pytest.mark.parametrize("seed", [0, 2**31, 2**63 - 1])
+def test_every_seed_the_store_can_keep_is_accepted(seed: int) -> None:
+    text, _ = variant("seed: 7\n", f"seed: {seed}\n")
+    assert load_run_text(text, check_classes=False).seed == seed
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 - 1])
+def test_a_seed_beyond_the_store_is_refused_with_the_range(seed: int) -> None:
+    text, line = variant("seed: 7\n", f"seed: {seed}\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "seed")
+    assert error.message == (
+        "expected an integer <= 9223372036854775807 (2^63 - 1, the largest integer the store "
+        f"keeps), got {seed}."
+    )
+
+
+def test_episodes_beyond_the_store_are_refused() -> None:
+    text, line = variant("        episodes: null\n", f"        episodes: {2**31}\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.phase_config.episodes")
+    assert error.message.startswith("expected an integer <= 2147483647")
+
+
+def test_shared_configurations_through_anchors_and_merge_keys_still_work() -> None:
+    text = (EXAMPLES / "dummy_run.yml").read_text()
+    text = text.replace(
+        "          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n",
+        "          brain: &brain {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n",
+        1,
+    ).replace(
+        "          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n",
+        "          brain: *brain\n",
+    )
+    text = text.replace(
+        "            params: {discrete: true, max_iter: 10}\n",
+        "            params:\n              <<: &base {discrete: true, max_iter: 10}\n"
+        "              copy: *base\n",
+    )
+    run = load_run_text(text, check_classes=False)
+    defender, attacker = run.phases[0].agents
+    assert defender.brain == attacker.brain
+    assert run.phases[0].environments[0].params == {
+        "discrete": True,
+        "max_iter": 10,
+        "copy": {"discrete": True, "max_iter": 10},
+    }
+
+
+def _aliases(references: int, size: int = 1000) -> str:
+    """The minimal run file with a list of ``size`` items, referenced ``references`` times."""
+    items = ", ".join("0" for _ in range(size))
+    shared = (
+        f"            params: {{shared: &shared [{items}], refs: [{'*shared, ' * references}]}}"
+    )
+    text, _ = variant(
+        "            params: {lr: 0.5, layers: [64, 64]}\n", shared.replace(", ]", "]") + "\n"
+    )
+    return text
+
+
+def test_aliases_may_copy_up_to_the_limit() -> None:
+    run = load_run_text(_aliases(ALIAS_VALUES_MAX // 1000), check_classes=False)
+    assert len(run.phases[0].agents[0].brain.params["refs"]) == ALIAS_VALUES_MAX // 1000
+
+
+def test_aliases_copying_beyond_the_limit_are_refused_at_the_alias() -> None:
+    text = _aliases(ALIAS_VALUES_MAX // 1000 + 1)
+    error = error_of(text)
+    line = text[: text.index("&shared")].count("\n") + 1
+    assert error.line == line
+    assert error.key == f"{AGENT}.brain.params.refs[{ALIAS_VALUES_MAX // 1000}]"
+    assert (
+        error.message
+        == "YAML aliases expand to more than 100,000 values (counted up to the alias here)."
+    )
+
+
 # --- mutation test -----------------------------------------------------------------------
 
 _BASE = YAML(typ="safe", pure=True).load(MINIMAL.read_text())

@@ -1,0 +1,105 @@
+"""The rule for the names a run file gives, and the file-system paths built from them.
+
+Agent names, environment uids, phase names and the uids of the run and its experiment become
+parts of process titles (``palaestra[Muscle-<agent>-<worker>]``), ZMQ identities (at most 255
+bytes), socket and file names, and store columns (255 characters). :func:`name_problem` checks
+the rule that keeps every one of those working; the run-file loader applies it to every name.
+
+Names may still hold spaces, commas or parentheses (palaestrAI's run files use them), so no
+name is ever put into a path as it is: :func:`path_part` turns a name into one safe path
+component, and :func:`check_inside` refuses a path that resolves outside the directory it
+belongs to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+from palaestra.core.errors import PalaestraError
+
+NAME_MAX_BYTES = 128
+"""The longest name, in bytes of UTF-8: ``Environment-<uid>-<worker>`` must stay a ZMQ
+identity (255 bytes) with room for the worker's number."""
+NAME_RULE = (
+    f"a name is 1 to {NAME_MAX_BYTES} bytes of UTF-8 ({NAME_MAX_BYTES} ASCII characters) of "
+    "printable characters (no control character such as a NUL, tab or line break), "
+    "without '/' or '\\', and does not start with '.'"
+)
+"""The rule of :func:`name_problem`, as stated in error messages."""
+
+_PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_MARK = "~"  # in every altered path part and in no plain one: the two kinds never collide
+
+
+class UnsafePathError(PalaestraError):
+    """A path built from a run's names resolves outside the directory it must stay in."""
+
+
+def name_problem(name: str) -> str | None:
+    """Return what breaks the name rule (:data:`NAME_RULE`) in ``name``, or None if nothing.
+
+    >>> name_problem("mighty_defender") is None
+    True
+    >>> name_problem("../x")
+    "it contains '/'"
+    """
+    if not name:
+        return "it is empty"
+    for char in name:
+        if not char.isprintable():
+            return f"it contains the control character {ascii(char)}"
+        if char in "/\\":
+            return f"it contains {char!r}"
+    if name.startswith("."):
+        return "it starts with '.'"
+    size = len(name.encode("utf-8"))
+    if size > NAME_MAX_BYTES:
+        return f"it is {size} bytes long"
+    return None
+
+
+def path_part(name: str) -> str:
+    """Return ``name`` as one safe path component, distinct for distinct names.
+
+    A name of at most 64 letters, digits, ``_``, ``-`` and ``.`` (not first) is kept as it
+    is; any other name becomes its safe characters (at most 40) and a hash of the whole name
+    after a ``~``, which no kept name holds.
+
+    >>> path_part("phase_0")
+    'phase_0'
+    >>> path_part("../../evil")
+    '_.._evil~702cbff11ef51b99'
+    """
+    if _PLAIN.fullmatch(name):
+        return name
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    readable = _UNSAFE.sub("_", name).lstrip(".")[:40]
+    return f"{readable}{_MARK}{digest}"
+
+
+def dump_file_name(agent: str, tag: str = "") -> str:
+    """The file name of an agent's brain dump with ``tag`` (a plug-in's choice, may be empty)."""
+    suffix = f"-{path_part(tag)}" if tag else ""
+    return f"{path_part(agent)}{suffix}.bin"
+
+
+def check_inside(path: str, root: str) -> str:
+    """Return ``path``, absolute, after checking that it resolves to a place inside ``root``.
+
+    Both are resolved (symbolic links followed), so a link planted below ``root`` cannot lead
+    a write elsewhere.
+
+    Raises:
+        UnsafePathError: ``path`` resolves outside ``root``.
+    """
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, real_root]) != real_root:
+        raise UnsafePathError(
+            f"the path {path!r} resolves to {real!r}, outside {real_root!r}; palaestra writes "
+            "there only (is a symbolic link below it pointing elsewhere?)"
+        )
+    return os.path.abspath(path)
