@@ -8,6 +8,7 @@ those links, and in an episode the environment drives itself, its observations g
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 import zmq
@@ -24,6 +25,7 @@ from palaestra.core.runtime import PluginError
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for
+from palaestra.core.turns import Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment.environment import Environment, EnvironmentContext
 
@@ -238,61 +240,20 @@ class EnvironmentProcess(Component):
     def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
         """Drive one episode: observations straight to the Muscles, their set points back.
 
-        The same order and rewards as the simulation controller's own loop (Vanilla: every
-        agent acts on every step; TakingTurns: one agent per step, rewarded with the step that
-        followed its action), two messages per agent and step fewer.
+        The loop and the order of turns are the simulation controller's
+        (:func:`palaestra.core.turns.run_episode` with the policy it names); only the way
+        the messages travel differs, two messages per agent and step fewer.
         """
+        policy: TurnPolicy = load_class(message.policy)()
         links = {a.process: self._link(hot, a.process) for a in message.agents}
-        conditions = self._conditions(message.conditions)
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
-        rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in message.agents}
-        step = 0
-        take = self._take_actions
-        wait = self.selector.wait
-
-        def observe(agent: m.EpisodeAgent, done: bool) -> None:
-            observation = m.AgentStep(
-                step=step,
-                values=[values[uid] for uid in agent.sensors],
-                rewards=rewards[agent.process],
-                done=done,
-            )
-            try:
-                links[agent.process].send(m.encode(observation))
-            except PeerGone:  # its parent reports why; we wait for it until told to stop
-                self.selector.discard(links[agent.process])
-
-        while True:
-            acting = (
-                message.agents
-                if message.turns == "all"
-                else [message.agents[step % len(message.agents)]]
-            )
-            for agent in acting:
-                observe(agent, done=False)
-            self.expected = [a.process for a in acting if a.acts_here]
-            while not self._all_in():
-                for link in wait():
-                    if link is self.listener:
-                        self._accept(hot)
-                    else:
-                        take(link)
-            state = self.update()
-            values.update(zip(self.full_sensor_uids, state.values, strict=True))
-            for agent in acting:
-                rewards[agent.process] = state.rewards
-            step += 1
-            if any(c.episode_done([state.done]) for c in conditions):
-                break
-        for agent in message.agents:  # the last transitions, with done
-            observe(agent, done=True)
-        for agent in message.agents:  # each acknowledges the end of its episode
-            link = links[agent.process]
-            try:
-                link.recv()
-            except PeerGone:
-                hot.idle()
-        return step
+        return run_episode(
+            policy,
+            _Links(self, hot, links),
+            message.agents,
+            self._conditions(message.conditions),
+            values,
+        )
 
     def _link(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""
@@ -316,3 +277,44 @@ class EnvironmentProcess(Component):
             self.env.shutdown()
         except Exception as exc:
             raise PluginError(self.env, "shutdown") from exc
+
+
+class _Links:
+    """The environment as a :class:`~palaestra.core.turns.Driver`: observations go out on
+    the Muscles' links, set points come back on them, and the world steps once the acting
+    agents' set points are in."""
+
+    __slots__ = ("process", "hot", "links")
+
+    def __init__(self, process: EnvironmentProcess, hot: HotLoop, links: dict[str, Channel]):
+        self.process = process
+        self.hot = hot
+        self.links = links
+
+    def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
+        link = self.links[agent.process]
+        try:
+            link.send(m.encode(observation))
+        except PeerGone:  # its parent reports why; we wait for it until told to stop
+            self.process.selector.discard(link)
+
+    def step(self, acting: Sequence[m.EpisodeAgent]) -> Stepped:
+        process = self.process
+        process.expected = [a.process for a in acting if a.acts_here]
+        wait = process.selector.wait
+        while not process._all_in():
+            for link in wait():
+                if link is process.listener:
+                    process._accept(self.hot)
+                else:
+                    process._take_actions(link)
+        state = process.update()
+        uids = process.full_sensor_uids
+        return Stepped(zip(uids, state.values, strict=True), state.rewards, [state.done])
+
+    def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
+        for agent in agents:  # each acknowledges the end of its episode
+            try:
+                self.links[agent.process].recv()
+            except PeerGone:
+                self.hot.idle()
