@@ -31,8 +31,8 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
+from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store
-from palaestra.core.runtime import PluginError
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
@@ -108,16 +108,10 @@ class MuscleProcess(Component):
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
     ) -> Muscle:
-        cls = load_class(agent.muscle.name)
-        try:
-            muscle: Muscle = cls(**agent.muscle.params)
-        except Exception as exc:
-            raise PluginError(cls, "__init__") from exc
-        ocls = load_class(agent.objective.name)
-        try:
-            self.objective: Objective = ocls(**agent.objective.params)
-        except Exception as exc:
-            raise PluginError(ocls, "__init__") from exc
+        muscle: Muscle = call(load_class(agent.muscle.name), **agent.muscle.params)
+        self.objective: Objective = call(
+            load_class(agent.objective.name), **agent.objective.params
+        )
         self._set_schema(sensors, actuators)
         muscle.attach(
             MuscleContext(
@@ -145,10 +139,7 @@ class MuscleProcess(Component):
     async def setup(self, runtime: Any) -> dict[str, str]:
         self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-muscle")
-        try:
-            self.muscle.setup()
-        except Exception as exc:
-            raise PluginError(self.muscle, "setup") from exc
+        call(self.muscle.setup)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
         return {"muscle": endpoint}
@@ -209,10 +200,7 @@ class MuscleProcess(Component):
         if not hasattr(self, "brain"):
             self._link(self.hot_loop)
         if message.episode > 0:
-            try:
-                self.muscle.reset()
-            except Exception as exc:
-                raise PluginError(self.muscle, "reset") from exc
+            call(self.muscle.reset)
         self.episode = message.episode
         self.previous = None
         self._set_schema(message.sensors, message.actuators)
@@ -271,10 +259,7 @@ class MuscleProcess(Component):
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
         if answer.update is not None:
-            try:
-                self.muscle.update(pickle.loads(answer.update))
-            except Exception as exc:
-                raise PluginError(self.muscle, "update") from exc
+            call(self.muscle.update, pickle.loads(answer.update))
 
     def _complete(
         self, previous: _Previous, rewards: list[m.InfoDesc], done: bool
@@ -287,10 +272,7 @@ class MuscleProcess(Component):
             rewards=reward_infos,
             done=done,
         )
-        try:
-            objective = self.objective.internal_reward(self.memory)
-        except Exception as exc:
-            raise PluginError(self.objective, "internal_reward") from exc
+        objective = call(self.objective.internal_reward, self.memory)
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
         return m.Transition(previous.sensor_values, previous.setpoint_values, rewards, value, done)
@@ -306,10 +288,7 @@ class MuscleProcess(Component):
             ActuatorInformation(None, space, uid)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         ]
-        try:
-            setpoints, data_for_brain = self.muscle.propose_actions(sensors, available)
-        except Exception as exc:
-            raise PluginError(self.muscle, "propose_actions") from exc
+        setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
         values = {str(a.uid): json_value(a) for a in setpoints}
         self._send_setpoints(values)
         self.previous = _Previous(
@@ -343,10 +322,7 @@ class MuscleProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
-        try:
-            self.muscle.teardown()
-        except Exception as exc:
-            raise PluginError(self.muscle, "teardown") from exc
+        call(self.muscle.teardown)
 
 
 _NONE_PICKLE = pickle.dumps(None)

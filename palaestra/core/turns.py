@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from palaestra.core import messages as m
+from palaestra.core.plugin import call
 from palaestra.core.termination import TerminationCondition
 
 
@@ -58,7 +59,7 @@ class TurnPolicy:
         self, done: Sequence[bool], conditions: Sequence[TerminationCondition]
     ) -> bool:
         """Whether the episode ends after a step whose environments reported ``done``."""
-        return any(c.episode_done(done) for c in conditions)
+        return any(call(c.episode_done, done) for c in conditions)
 
 
 class AllAct(TurnPolicy):

@@ -20,8 +20,8 @@ from palaestra.core.esm import Component
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import ActuatorInformation, json_value
 from palaestra.core.loading import load_class
+from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store
-from palaestra.core.runtime import PluginError
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for
@@ -39,10 +39,7 @@ def construct(spec: EnvironmentSpec, seed: int) -> Environment:
     for key, value in (("uid", spec.uid), ("seed", seed), ("broker_uri", "")):
         if key in accepted or takes_any:
             kwargs.setdefault(key, value)
-    try:
-        return cls(**kwargs)  # type: ignore[no-any-return]
-    except Exception as exc:
-        raise PluginError(cls, "__init__") from exc
+    return call(cls, **kwargs)  # type: ignore[no-any-return]
 
 
 class EnvironmentProcess(Component):
@@ -155,10 +152,7 @@ class EnvironmentProcess(Component):
 
     def start_world(self, reset: bool) -> m.EnvBaseline:
         method = "reset" if reset else "start_environment"
-        try:
-            sensors, actuators = tuple(getattr(self.env, method)())[:2]
-        except Exception as exc:
-            raise PluginError(self.env, method) from exc
+        sensors, actuators = tuple(call(getattr(self.env, method)))[:2]
         self.episode += 1
         self.step = 0
         self.actuators = list(actuators)
@@ -212,10 +206,7 @@ class EnvironmentProcess(Component):
             else:
                 value = template.value
             actuators.append(ActuatorInformation(value, space, uid))
-        try:
-            state = tuple(self.env.update(actuators))
-        except Exception as exc:
-            raise PluginError(self.env, "update") from exc
+        state = tuple(call(self.env.update, actuators))
         self.stepping.end()
         sensors, rewards, done = state[0], state[1], bool(state[2])
         values: list[Any] = [None] * len(self.sensor_uids)
@@ -262,7 +253,7 @@ class EnvironmentProcess(Component):
         return self.links[process]
 
     def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:
-        conditions = [load_class(c.name)(**c.params) for c in specs]
+        conditions = [call(load_class(c.name), **c.params) for c in specs]
         if not any(
             type(c).episode_done is not TerminationCondition.episode_done for c in conditions
         ):
@@ -273,10 +264,7 @@ class EnvironmentProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
-        try:
-            self.env.shutdown()
-        except Exception as exc:
-            raise PluginError(self.env, "shutdown") from exc
+        call(self.env.shutdown)
 
 
 class _Links:

@@ -22,6 +22,7 @@ from palaestra.core import messages as m
 from palaestra.core.esm import Component, on
 from palaestra.core.hotloop import HotLoop, run_hot
 from palaestra.core.loading import load_class
+from palaestra.core.plugin import call
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
@@ -155,7 +156,7 @@ class SimulationController(Component):
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
         self.conditions: list[TerminationCondition] = [
-            load_class(c.name)(**c.params) for c in conditions
+            call(load_class(c.name), **c.params) for c in conditions
         ]
         self.episode_conditions = [
             c
@@ -272,7 +273,7 @@ class SimulationController(Component):
         env_driven = self.environment_drives()
         driver = f"the environment {self.environments[0].name}" if env_driven else "me"
         LOG.info("%s: episodes driven by %s", self.name, driver)
-        while not any(c.phase_done(done, episodes) for c in self.conditions):
+        while not any(call(c.phase_done, done, episodes) for c in self.conditions):
             if done > 0:
                 self._start_environments(reset=True)
             self._begin_episode(done, self.environments[0].name if env_driven else "")
