@@ -31,7 +31,7 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
-from palaestra.core.plugin import call
+from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import RowSink, connect_store
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
@@ -131,6 +131,7 @@ class MuscleProcess(Component):
         self.sensor_uids = [d.uid for d in sensors]
         self.sensor_spaces = [self.spaces.space(d.uid, d.space) for d in sensors]
         self.actuator_uids = [d.uid for d in actuators]
+        self.actuator_set = frozenset(self.actuator_uids)
         self.actuator_spaces = [self.spaces.space(d.uid, d.space) for d in actuators]
         for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
             if space is not None:
@@ -290,6 +291,8 @@ class MuscleProcess(Component):
         ]
         setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
         values = {str(a.uid): json_value(a) for a in setpoints}
+        if not values.keys() <= self.actuator_set:
+            raise self._foreign(values)
         self._send_setpoints(values)
         self.previous = _Previous(
             message.step,
@@ -300,6 +303,18 @@ class MuscleProcess(Component):
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
         )
         return m.AgentActions(setpoints=values)
+
+    def _foreign(self, values: dict[str, Any]) -> PluginContractError:
+        """The error for set points of actuators this agent was not given."""
+        foreign = sorted(uid for uid in values if uid not in self.actuator_set)
+        given = ", ".join(self.actuator_uids[:10])
+        more = f" and {len(self.actuator_uids) - 10} more" if len(self.actuator_uids) > 10 else ""
+        return PluginContractError(
+            self.muscle,
+            "propose_actions",
+            f"set actuator {', '.join(map(repr, foreign))}, which agent '{self.agent.name}' "
+            f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
+        )
 
     def _send_setpoints(self, values: dict[str, Any]) -> None:
         """Straight to each environment this agent acts on, by the environment's own ids."""

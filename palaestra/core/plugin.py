@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
+from palaestra.core.errors import PalaestraError
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -27,6 +29,16 @@ class PluginError(Exception):
         cls = plugin if isinstance(plugin, type) else type(plugin)
         self.plugin = f"{cls.__module__}:{cls.__qualname__}.{method}"
         super().__init__(self.plugin)
+
+
+class PluginContractError(PalaestraError):
+    """A plug-in returned something its contract does not allow (a set point for an actuator
+    it was not given, a sensor value outside its space): the message names the plug-in, the
+    method, the uid and the value. Not a bug in palaestra, so no traceback."""
+
+    def __init__(self, plugin: object, method: str, problem: str) -> None:
+        self.plugin = PluginError(plugin, method).plugin
+        super().__init__(f"{self.plugin} {problem}")
 
 
 def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
