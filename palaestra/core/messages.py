@@ -198,9 +198,11 @@ class SimulationDone(Msg, frozen=True, kw_only=True):
 
 
 class EnvStart(Msg, frozen=True, kw_only=True):
-    """Start (or, with ``reset``, restart) the environment; answered by :class:`EnvBaseline`."""
+    """Start (or, with ``reset``, restart) the environment; answered by :class:`EnvBaseline`.
+    ``check_values`` checks every step's sensor values and rewards against their spaces."""
 
     reset: bool = False
+    check_values: bool = True
 
 
 class EnvBaseline(Msg, frozen=True, kw_only=True):

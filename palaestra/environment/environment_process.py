@@ -18,7 +18,12 @@ from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import describe
 from palaestra.core.esm import Component
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
-from palaestra.core.information import ActuatorInformation, json_value
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+    json_value,
+)
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store
@@ -27,6 +32,7 @@ from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCo
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.turns import Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
+from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext
 
 
@@ -75,6 +81,10 @@ class EnvironmentProcess(Component):
         self.env.attach(EnvironmentContext(uid=environment.uid, worker=worker, seed=seed))
         self.store_endpoint = store_endpoint
         self.actuators: list[ActuatorInformation] = []
+        self.first_step = True
+        self.declared: dict[str, Any] = {}
+        self.value_checks: list[checks.Check] | None = None
+        self.check_rewards = True
         self.sensor_index: dict[str, int] = {}
         self.sensor_uids: list[str] = []
         self.full_sensor_uids: list[str] = []
@@ -125,7 +135,8 @@ class EnvironmentProcess(Component):
             self.controller = sender
             self.expected = message.expect
         elif isinstance(message, m.EnvStart):
-            router.send_multipart([sender, m.encode(self.start_world(message.reset))])
+            baseline = self.start_world(message.reset, message.check_values)
+            router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
             done = m.EnvEpisodeDone(steps=self.run_episode(hot, message))
             router.send_multipart([sender, m.encode(done)])
@@ -150,12 +161,25 @@ class EnvironmentProcess(Component):
             raise TypeError(f"{self.name}: {type(action).__name__} from {link.peer}")
         self.pending[link.peer] = action.setpoints
 
-    def start_world(self, reset: bool) -> m.EnvBaseline:
+    def start_world(self, reset: bool, check_values: bool = True) -> m.EnvBaseline:
+        """Start (or reset) the world, check what it returned, and describe it.
+
+        With ``check_values``, every step checks each sensor value and reward against its
+        space (see :mod:`palaestra.environment.checks`); the first step after a start is
+        always checked in full.
+        """
         method = "reset" if reset else "start_environment"
-        sensors, actuators = tuple(call(getattr(self.env, method)))[:2]
+        result = call(getattr(self.env, method))
+        sensors, actuators = checks.baseline(self.env, method, result)
         self.episode += 1
         self.step = 0
-        self.actuators = list(actuators)
+        self.first_step = True
+        self.declared = {str(s.uid): s.space for s in sensors}
+        self.value_checks = (
+            [checks.value_check(s.space) for s in sensors] if check_values else None
+        )
+        self.check_rewards = check_values
+        self.actuators = actuators
         self.sensor_uids = [str(s.uid) for s in sensors]
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
         prefix = self.prefix
@@ -195,7 +219,6 @@ class EnvironmentProcess(Component):
         """Apply set points (by default: the expected Muscles') and step the world."""
         if setpoints is None:
             setpoints = self._collected()
-        self.stepping.begin()
         actuators = []
         for template in self.actuators:
             uid = str(template.uid)
@@ -206,15 +229,17 @@ class EnvironmentProcess(Component):
             else:
                 value = template.value
             actuators.append(ActuatorInformation(value, space, uid))
-        state = tuple(call(self.env.update, actuators))
+        self.stepping.begin()
+        result = call(self.env.update, actuators)
         self.stepping.end()
-        sensors, rewards, done = state[0], state[1], bool(state[2])
-        values: list[Any] = [None] * len(self.sensor_uids)
-        for sensor in sensors:
-            index = self.sensor_index.get(str(sensor.uid))
-            if index is not None:
-                values[index] = json_value(sensor)
-        reward_descs = [describe(r) for r in rewards]
+        if self.first_step:  # checked in full
+            sensors, rewards, done = checks.first_state(self.env, result, self.declared)
+            self.first_step = False
+        else:
+            state = tuple(result)
+            sensors, rewards, done = state[0], state[1], bool(state[2])
+        values = self._values(sensors)
+        reward_descs = self._rewards(rewards)
         self.step += 1
         self.rows.add(
             (
@@ -227,6 +252,35 @@ class EnvironmentProcess(Component):
             )
         )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
+
+    def _values(self, sensors: Sequence[SensorInformation]) -> list[Any]:
+        """The sensor values in baseline order, as JSON; each checked against its space
+        unless that is switched off. An unknown or missing sensor always fails the run."""
+        values: list[Any] = [None] * len(self.sensor_uids)
+        index_of = self.sensor_index.get
+        value_checks = self.value_checks
+        for sensor in sensors:
+            index = index_of(str(sensor.uid))
+            if index is None:
+                raise checks.unknown_sensor(self.env, str(sensor.uid), self.sensor_uids)
+            if value_checks is not None and not value_checks[index](sensor.value):
+                declared = self.declared[self.sensor_uids[index]]
+                raise checks.outside(self.env, "sensor", sensor, declared)
+            values[index] = json_value(sensor)
+        if None in values:  # not reported (or reported as None: then without a space)
+            reported = {str(s.uid) for s in sensors}
+            missing = [uid for uid in self.sensor_uids if uid not in reported]
+            if missing:
+                raise checks.missing_sensors(self.env, missing)
+        return values
+
+    def _rewards(self, rewards: Sequence[RewardInformation]) -> list[m.InfoDesc]:
+        if self.check_rewards:
+            for reward in rewards:
+                space = reward.space
+                if space is not None and not space.contains(reward.value):
+                    raise checks.outside(self.env, "reward", reward, space)
+        return [describe(r) for r in rewards]
 
     def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
         """Drive one episode: observations straight to the Muscles, their set points back.

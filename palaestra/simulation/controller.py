@@ -45,6 +45,9 @@ built-in one, else the controller. Both give the same world states and actions."
 def params_problems(params: Mapping[str, Any], environments: int) -> list[tuple[str, str]]:
     """What is wrong with a phase's simulation params: (key, problem) pairs; empty if fine."""
     problems = []
+    if not isinstance(params.get("check_values", True), bool):
+        got = params["check_values"]
+        problems.append(("check_values", f"expected true or false, got {got!r}."))
     driver = params.get("driver", "auto")
     if driver not in DRIVERS:
         expected = ", ".join(DRIVERS)
@@ -153,6 +156,7 @@ class SimulationController(Component):
         self.worker = worker
         self.params = params or {}
         self.driver = str(self.params.get("driver", "auto"))
+        self.check_values = bool(self.params.get("check_values", True))
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
         self.conditions: list[TerminationCondition] = [
@@ -251,7 +255,8 @@ class SimulationController(Component):
 
     def _start_environments(self, reset: bool) -> None:
         self.baselines = ask_all(
-            self.environments, [m.EnvStart(reset=reset)] * len(self.environments)
+            self.environments,
+            [m.EnvStart(reset=reset, check_values=self.check_values)] * len(self.environments),
         )
         self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
 
