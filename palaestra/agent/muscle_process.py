@@ -103,7 +103,11 @@ class MuscleProcess(Component):
         self.actuator_spaces: list[Any] = []
         self.episode = 0
         self.previous: _Previous | None = None
+        self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.muscle = self._construct(agent, sensors, actuators)
+
+    def _record(self, rows: list[Any]) -> m.MuscleActionRows:
+        return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
@@ -150,10 +154,7 @@ class MuscleProcess(Component):
         self.hot_loop = hot
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(
-            connect_store(hot, self.store_endpoint),
-            lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
-        )
+        self.rows = RowSink(connect_store(hot, self.store_endpoint), self._record)
         wait = hot.poller(router)
         with closing_producer(self.rows, self.name):
             while True:
@@ -175,12 +176,20 @@ class MuscleProcess(Component):
 
     def _link(self, hot: HotLoop) -> None:
         """Link to the Brain and the worker's environments (all are up once episodes begin)."""
-        agent = self.agent.name
-        self.brain = hot.connect(self.brain_endpoint, f"Brain-{agent}")
-        for uid, env_endpoint in self.environment_endpoints.items():
-            peer = f"Environment-{uid}-{self.worker}"
-            self.links[uid] = hot.connect(link_for(env_endpoint), peer)
-        self.acting_links = [(uid, self.links[uid]) for uid in self.links if uid in self.acts_on]
+        brain = hot.connect(self.brain_endpoint, f"Brain-{self.agent.name}")
+        environments = {
+            uid: hot.connect(link_for(endpoint), f"Environment-{uid}-{self.worker}")
+            for uid, endpoint in self.environment_endpoints.items()
+        }
+        self.wire(brain, environments)
+
+    def wire(self, brain: Channel, environments: dict[str, Channel]) -> None:
+        """Use these links to the Brain and to the worker's environments (by uid); a test
+        wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
+        self.brain = brain
+        self.links = environments
+        acts_on = self.acts_on
+        self.acting_links = [(uid, link) for uid, link in environments.items() if uid in acts_on]
 
     def _driven(self, link: Channel) -> None:
         """An episode the environment drives: its steps arrive on its link until ``done``."""

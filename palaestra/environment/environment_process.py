@@ -91,6 +91,10 @@ class EnvironmentProcess(Component):
         self.prefix = f"{environment.uid}."
         self.episode = -1
         self.step = 0
+        self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
+
+    def _record(self, rows: list[Any]) -> m.WorldStateRows:
+        return m.WorldStateRows(environment_id=self.environment_id, worker=self.worker, rows=rows)
 
     async def setup(self, runtime: Any) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, f"{self.name}-env")
@@ -104,12 +108,7 @@ class EnvironmentProcess(Component):
         hot.own(self.listener)
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(
-            connect_store(hot, self.store_endpoint),
-            lambda rows: m.WorldStateRows(
-                environment_id=self.environment_id, worker=self.worker, rows=rows
-            ),
-        )
+        self.rows = RowSink(connect_store(hot, self.store_endpoint), self._record)
         self.selector = hot.selector()
         self.selector.add(self.listener)
         wait = hot.poller(router)
