@@ -85,6 +85,7 @@ class EnvironmentProcess(Component):
         self.declared: dict[str, Any] = {}
         self.value_checks: list[checks.Check] | None = None
         self.check_rewards = True
+        self.reward_checks: dict[int, tuple[Any, checks.Check]] = {}
         self.sensor_index: dict[str, int] = {}
         self.sensor_uids: list[str] = []
         self.full_sensor_uids: list[str] = []
@@ -178,6 +179,7 @@ class EnvironmentProcess(Component):
             [checks.value_check(s.space) for s in sensors] if check_values else None
         )
         self.check_rewards = check_values
+        self.reward_checks = {}
         self.actuators = actuators
         self.sensor_uids = [str(s.uid) for s in sensors]
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
@@ -266,18 +268,22 @@ class EnvironmentProcess(Component):
                 declared = self.declared[self.sensor_uids[index]]
                 raise checks.outside(self.env, "sensor", sensor, declared)
             values[index] = json_value(sensor)
-        if None in values:  # not reported (or reported as None: then without a space)
+        if len(sensors) < len(values):  # (the first step also finds a sensor given twice)
             reported = {str(s.uid) for s in sensors}
-            missing = [uid for uid in self.sensor_uids if uid not in reported]
-            if missing:
-                raise checks.missing_sensors(self.env, missing)
+            raise checks.missing_sensors(
+                self.env, [uid for uid in self.sensor_uids if uid not in reported]
+            )
         return values
 
     def _rewards(self, rewards: Sequence[RewardInformation]) -> list[m.InfoDesc]:
         if self.check_rewards:
+            known = self.reward_checks
             for reward in rewards:
                 space = reward.space
-                if space is not None and not space.contains(reward.value):
+                entry = known.get(id(space))
+                if entry is None or entry[0] is not space:  # a space not seen yet
+                    entry = known[id(space)] = (space, checks.value_check(space))
+                if not entry[1](reward.value):
                     raise checks.outside(self.env, "reward", reward, space)
         return [describe(r) for r in rewards]
 
