@@ -294,7 +294,7 @@ class EnvironmentProcess(Component):
         (:func:`palaestra.core.turns.run_episode` with the policy it names); only the way
         the messages travel differs, two messages per agent and step fewer.
         """
-        policy: TurnPolicy = load_class(message.policy)()
+        policy: TurnPolicy = call(load_class(message.policy))
         links = {a.process: self._link(hot, a.process) for a in message.agents}
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
         return run_episode(

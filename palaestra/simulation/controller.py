@@ -152,7 +152,7 @@ class SimulationController(Component):
                 f"{class_name(type(self))} names no turn policy: set its class attribute "
                 "'policy' to a palaestra.core.turns.TurnPolicy subclass"
             )
-        self.turns = self.policy()
+        self.turns = call(self.policy)
         self.worker = worker
         self.params = params or {}
         self.driver = str(self.params.get("driver", "auto"))
