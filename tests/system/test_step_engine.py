@@ -85,3 +85,22 @@ def test_an_unknown_driver_is_refused_before_the_run(workspace: Workspace) -> No
     assert not workspace.store.exists() or rows(
         workspace.store, "select count(*) from experiment_run_instances"
     ) == [(0,)]
+
+
+def test_a_policy_of_ones_own_runs_under_both_drivers(workspace: Workspace) -> None:
+    custom = ("palaestra.simulation:TakingTurns", "custom_turns:BackwardsTurns")
+    by_controller = run_with(workspace, "taking_turns_run.yml", (custom,), "controller")
+    by_environment = run_with(workspace, "taking_turns_run.yml", (custom,), "environment")
+    for sql in (WORLD, ACTIONS):
+        assert rows(by_environment, sql) == rows(by_controller, sql)
+    steps = (
+        "select name, group_concat(step) from (select a.name, m.step from muscle_actions m "
+        "join agents a on a.id = m.agent_id where m.episode = 0 order by a.name, m.step) "
+        "group by name order by name"
+    )
+    assert rows(by_controller, steps) == [("one", "1,3,5,7,9"), ("two", "0,2,4,6,8")]
+    # auto: not a built-in policy, so the controller drives
+    run_file = workspace.variant("taking_turns_run.yml", custom)
+    result = workspace.run("-v", "experiment-start", str(run_file))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "SimulationController-0: episodes driven by me" in result.stderr
