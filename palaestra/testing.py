@@ -1,19 +1,26 @@
-"""Checks users run on their own plug-ins before a run: ``check_environment``, ``check_muscle``,
-``check_brain``.
+"""Checks users run on their own plug-ins before a run, and fakes to test the step path.
 
-Each builds the plug-in the way palaestra does (constructor with the run file's params, the
-context attached before ``setup``), drives it through its contract for a few steps in this
-process, and raises :class:`PluginCheckError` naming the method and what is wrong::
+``check_environment``, ``check_muscle`` and ``check_brain`` build the plug-in the way palaestra
+does (constructor with the run file's params, the context attached before ``setup``), drive it
+through its contract for a few steps in this process, and raise :class:`PluginCheckError`
+naming the method and what is wrong::
 
     from palaestra.testing import check_environment
     check_environment("my_pkg.grid:GridEnvironment", {"size": 4})
+
+:class:`FakeLink` (an in-memory link with a Channel's ``send`` and ``recv``),
+:class:`RowRecorder` (a row sink that keeps the rows) and :class:`LocalDriver` (runs whole
+episodes of a real environment process and real Muscle processes, with their plug-ins, in this
+process, through :func:`palaestra.core.turns.run_episode`) test the step path without processes
+or sockets.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import pickle
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,12 +28,17 @@ import numpy as np
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.muscle import Muscle
+from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.core import messages as m
+from palaestra.core.channel import Channel
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
+from palaestra.core.records import RowSink
 from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.turns import Stepped
 from palaestra.environment.environment import Environment, EnvironmentContext
-from palaestra.environment.environment_process import construct
+from palaestra.environment.environment_process import EnvironmentProcess, construct
 
 
 class PluginCheckError(InvalidInputError):
@@ -222,3 +234,146 @@ def _state(env: Environment, state: Any, sensor_uids: set[str]) -> None:
         _fail(env, "update", "rewards must be RewardInformation objects")
     if not isinstance(done, bool | np.bool_):
         _fail(env, "update", f"done must be a bool, got {done!r}")
+
+
+# --- fakes for the step path -----------------------------------------------------------------
+
+
+class FakeLink(Channel):
+    """An in-memory link with a :class:`~palaestra.core.channel.Channel`'s ``send`` and
+    ``recv``, for driving a process's step path in this process.
+
+    Every message sent is kept, decoded, in :attr:`sent`. ``recv`` returns what :meth:`put`
+    queued, or what ``answer`` returned for a message sent (None: no answer); with nothing
+    queued it raises ``LookupError``, where a real link would block for ever.
+    """
+
+    __slots__ = ("inbox", "sent", "answer")
+
+    def __init__(
+        self, peer: str, answer: Callable[[m.Message], m.Msg | None] | None = None
+    ) -> None:
+        # no socket, so no Channel.__init__
+        self.peer = peer
+        self.inbox: deque[bytes] = deque()
+        self.sent: list[m.Message] = []
+        self.answer = answer
+
+    def send(self, data: bytes) -> None:
+        message = m.decode(data)
+        self.sent.append(message)
+        if self.answer is not None:
+            reply = self.answer(message)
+            if reply is not None:
+                self.put(reply)
+
+    def put(self, message: m.Msg) -> None:
+        """Queue ``message`` for the next ``recv``."""
+        self.inbox.append(m.encode(message))
+
+    def recv(self) -> bytes:
+        if not self.inbox:
+            raise LookupError(f"nothing to receive from {self.peer}: a real link would block")
+        return self.inbox.popleft()
+
+    def fileno(self) -> int:
+        return -1
+
+    def close(self) -> None:
+        self.inbox.clear()
+
+
+class RowRecorder(RowSink):
+    """A row sink that keeps every row in :attr:`recorded` instead of storing it."""
+
+    def __init__(self) -> None:
+        super().__init__(None, lambda rows: m.ProducerClosed(producer="recorder"))
+        self.recorded: list[Any] = []
+
+    def add(self, row: Any) -> None:
+        self.recorded.append(row)
+
+
+def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
+    """A link to ``brain`` (a Brain plug-in, set up): each experience is answered with what
+    its ``thinking`` returns, as the Brain process would."""
+
+    def think(message: m.Message) -> m.Msg:
+        if not isinstance(message, m.Experience):
+            raise TypeError(f"a Brain cannot handle {type(message).__name__}")
+        update = brain.thinking(muscle_id, pickle.loads(message.data))
+        return m.BrainUpdate(update=None if update is None else pickle.dumps(update))
+
+    return FakeLink(f"Brain-{muscle_id}", think)
+
+
+class LocalDriver:
+    """A :class:`~palaestra.core.turns.Driver` that runs an episode in this process: a real
+    :class:`EnvironmentProcess` and real :class:`MuscleProcess` es (with their plug-ins) whose
+    links are :class:`FakeLink` s; the Muscles' set points go straight into the environment.
+
+    Wire each Muscle with :meth:`wire` (its Brain link, e.g. :func:`brain_link`), begin the
+    episode with :meth:`begin`, then call :func:`palaestra.core.turns.run_episode` with
+    :meth:`agents`.
+    """
+
+    def __init__(self, environment: EnvironmentProcess) -> None:
+        self.environment = environment
+        self.muscles: dict[str, MuscleProcess] = {}
+        self.acknowledged: list[str] = []
+
+    def wire(self, muscle: MuscleProcess, brain: Channel) -> None:
+        env = self.environment
+
+        def deliver(message: m.Message) -> None:
+            if not isinstance(message, m.AgentActions):
+                raise TypeError(f"an environment cannot handle {type(message).__name__}")
+            env.pending[muscle.name] = message.setpoints
+
+        muscle.wire(brain, {env.spec.uid: FakeLink(env.name, deliver)})
+        self.muscles[muscle.name] = muscle
+
+    def begin(self, episode: int, baseline: m.EnvBaseline) -> None:
+        """Begin ``episode`` for every Muscle, with the environment's ``baseline``."""
+        sensors = {s.uid: s for s in baseline.sensors}
+        actuators = {a.uid: a for a in baseline.actuators}
+        for muscle in self.muscles.values():
+            muscle.begin_episode(
+                m.AgentEpisode(
+                    episode=episode,
+                    sensors=[sensors[uid] for uid in muscle.agent.sensors],
+                    actuators=[actuators[uid] for uid in muscle.agent.actuators],
+                )
+            )
+
+    def agents(self) -> list[m.EpisodeAgent]:
+        """The agents as the episode loop sees them, in the order the Muscles were wired."""
+        prefix = self.environment.prefix
+        return [
+            m.EpisodeAgent(
+                process=name,
+                sensors=list(muscle.agent.sensors),
+                acts_here=any(uid.startswith(prefix) for uid in muscle.agent.actuators),
+            )
+            for name, muscle in self.muscles.items()
+        ]
+
+    def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
+        self.muscles[agent.process].step(observation)
+        if observation.done:
+            self.acknowledged.append(agent.process)
+
+    def step(self, acting: Sequence[m.EpisodeAgent]) -> Stepped:
+        env = self.environment
+        env.expected = [a.process for a in acting if a.acts_here]
+        if not env._all_in():
+            raise LookupError(f"{env.name}: set points missing from {env.muscles.name}")
+        state = env.update()
+        values = zip(env.full_sensor_uids, state.values, strict=True)
+        return Stepped(values, state.rewards, [state.done])
+
+    def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
+        missing = {a.process for a in agents} - set(self.acknowledged)
+        if missing:
+            raise LookupError(f"no last observation reached {sorted(missing)}")
+        self.acknowledged.clear()

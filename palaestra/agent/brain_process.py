@@ -26,8 +26,8 @@ from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
+from palaestra.core.plugin import call
 from palaestra.core.records import connect_store, send
-from palaestra.core.runtime import PluginError
 from palaestra.core.transport import endpoint_for
 
 LOG = logging.getLogger(__name__)
@@ -47,11 +47,7 @@ class BrainProcess(Component):
         self.pending_dumps: list[m.BrainDump] = []
         self.store: zmq.Socket[bytes] | None = None
         self.stored = True  # nothing learned yet that a dump would lose
-        cls = load_class(setup.agent.brain.name)
-        try:
-            self.brain: Brain = cls(**setup.agent.brain.params)
-        except Exception as exc:
-            raise PluginError(cls, "__init__") from exc
+        self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(
                 name=setup.agent.name,
@@ -80,11 +76,8 @@ class BrainProcess(Component):
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
-        for method in ("setup", "load"):
-            try:
-                getattr(self.brain, method)()
-            except Exception as exc:
-                raise PluginError(self.brain, method) from exc
+        call(self.brain.setup)
+        call(self.brain.load)
         if self.request.dump is not None:
             LOG.info("%s started from a brain dump of %d bytes", self.name, len(self.request.dump))
         listener = Listener(endpoint)  # bound before the Muscles are told to link
@@ -143,10 +136,7 @@ class BrainProcess(Component):
                 done=transition.done,
                 objective=transition.objective,
             )
-        try:
-            update = brain.thinking(muscle_id, pickle.loads(message.data))
-        except Exception as exc:
-            raise PluginError(brain, "thinking") from exc
+        update = call(brain.thinking, muscle_id, pickle.loads(message.data))
         self.stored = False
         if message.done:
             self._store_brain()
@@ -182,20 +172,14 @@ class BrainProcess(Component):
             send(self.store, dump, block)
 
     def _store_brain(self) -> None:
-        try:
-            self.brain.store()
-        except Exception as exc:
-            raise PluginError(self.brain, "store") from exc
+        call(self.brain.store)
         self.stored = True
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
 
     async def teardown(self) -> None:
-        try:
-            self.brain.teardown()
-        except Exception as exc:
-            raise PluginError(self.brain, "teardown") from exc
+        call(self.brain.teardown)
 
 
 class _Lazy(Sequence[Any]):

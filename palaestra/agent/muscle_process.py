@@ -32,8 +32,8 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
+from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import RowSink, connect_store
-from palaestra.core.runtime import PluginError
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
@@ -104,21 +104,19 @@ class MuscleProcess(Component):
         self.actuator_spaces: list[Any] = []
         self.episode = 0
         self.previous: _Previous | None = None
+        self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.muscle = self._construct(agent, sensors, actuators)
+
+    def _record(self, rows: list[Any]) -> m.MuscleActionRows:
+        return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
     ) -> Muscle:
-        cls = load_class(agent.muscle.name)
-        try:
-            muscle: Muscle = cls(**agent.muscle.params)
-        except Exception as exc:
-            raise PluginError(cls, "__init__") from exc
-        ocls = load_class(agent.objective.name)
-        try:
-            self.objective: Objective = ocls(**agent.objective.params)
-        except Exception as exc:
-            raise PluginError(ocls, "__init__") from exc
+        muscle: Muscle = call(load_class(agent.muscle.name), **agent.muscle.params)
+        self.objective: Objective = call(
+            load_class(agent.objective.name), **agent.objective.params
+        )
         self._set_schema(sensors, actuators)
         muscle.attach(
             MuscleContext(
@@ -138,6 +136,7 @@ class MuscleProcess(Component):
         self.sensor_uids = [d.uid for d in sensors]
         self.sensor_spaces = [self.spaces.space(d.uid, d.space) for d in sensors]
         self.actuator_uids = [d.uid for d in actuators]
+        self.actuator_set = frozenset(self.actuator_uids)
         self.actuator_spaces = [self.spaces.space(d.uid, d.space) for d in actuators]
         for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
             if space is not None:
@@ -146,10 +145,7 @@ class MuscleProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
-        try:
-            self.muscle.setup()
-        except Exception as exc:
-            raise PluginError(self.muscle, "setup") from exc
+        call(self.muscle.setup)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
         return {"muscle": endpoint}
@@ -159,10 +155,7 @@ class MuscleProcess(Component):
         self.hot_loop = hot
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(
-            connect_store(hot, self.store_endpoint),
-            lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
-        )
+        self.rows = RowSink(connect_store(hot, self.store_endpoint), self._record)
         wait = hot.poller(router)
         with closing_producer(self.rows, self.name):
             while True:
@@ -184,12 +177,20 @@ class MuscleProcess(Component):
 
     def _link(self, hot: HotLoop) -> None:
         """Link to the Brain and the worker's environments (all are up once episodes begin)."""
-        agent = self.agent.name
-        self.brain = hot.connect(self.brain_endpoint, names.brain(agent))
-        for uid, env_endpoint in self.environment_endpoints.items():
-            peer = names.environment(uid, self.worker)
-            self.links[uid] = hot.connect(link_for(env_endpoint), peer)
-        self.acting_links = [(uid, self.links[uid]) for uid in self.links if uid in self.acts_on]
+        brain = hot.connect(self.brain_endpoint, names.brain(self.agent.name))
+        environments = {
+            uid: hot.connect(link_for(endpoint), names.environment(uid, self.worker))
+            for uid, endpoint in self.environment_endpoints.items()
+        }
+        self.wire(brain, environments)
+
+    def wire(self, brain: Channel, environments: dict[str, Channel]) -> None:
+        """Use these links to the Brain and to the worker's environments (by uid); a test
+        wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
+        self.brain = brain
+        self.links = environments
+        acts_on = self.acts_on
+        self.acting_links = [(uid, link) for uid, link in environments.items() if uid in acts_on]
 
     def _driven(self, link: Channel) -> None:
         """An episode the environment drives: its steps arrive on its link until ``done``."""
@@ -210,10 +211,7 @@ class MuscleProcess(Component):
         if not hasattr(self, "brain"):
             self._link(self.hot_loop)
         if message.episode > 0:
-            try:
-                self.muscle.reset()
-            except Exception as exc:
-                raise PluginError(self.muscle, "reset") from exc
+            call(self.muscle.reset)
         self.episode = message.episode
         self.previous = None
         self._set_schema(message.sensors, message.actuators)
@@ -272,10 +270,7 @@ class MuscleProcess(Component):
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
         if answer.update is not None:
-            try:
-                self.muscle.update(pickle.loads(answer.update))
-            except Exception as exc:
-                raise PluginError(self.muscle, "update") from exc
+            call(self.muscle.update, pickle.loads(answer.update))
 
     def _complete(
         self, previous: _Previous, rewards: list[m.InfoDesc], done: bool
@@ -288,10 +283,7 @@ class MuscleProcess(Component):
             rewards=reward_infos,
             done=done,
         )
-        try:
-            objective = self.objective.internal_reward(self.memory)
-        except Exception as exc:
-            raise PluginError(self.objective, "internal_reward") from exc
+        objective = call(self.objective.internal_reward, self.memory)
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
         return m.Transition(previous.sensor_values, previous.setpoint_values, rewards, value, done)
@@ -307,11 +299,10 @@ class MuscleProcess(Component):
             ActuatorInformation(None, space, uid)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         ]
-        try:
-            setpoints, data_for_brain = self.muscle.propose_actions(sensors, available)
-        except Exception as exc:
-            raise PluginError(self.muscle, "propose_actions") from exc
+        setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
         values = {str(a.uid): json_value(a) for a in setpoints}
+        if not values.keys() <= self.actuator_set:
+            raise self._foreign(values)
         self._send_setpoints(values)
         self.previous = _Previous(
             message.step,
@@ -322,6 +313,18 @@ class MuscleProcess(Component):
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
         )
         return m.AgentActions(setpoints=values)
+
+    def _foreign(self, values: dict[str, Any]) -> PluginContractError:
+        """The error for set points of actuators this agent was not given."""
+        foreign = sorted(uid for uid in values if uid not in self.actuator_set)
+        given = ", ".join(self.actuator_uids[:10])
+        more = f" and {len(self.actuator_uids) - 10} more" if len(self.actuator_uids) > 10 else ""
+        return PluginContractError(
+            self.muscle,
+            "propose_actions",
+            f"set actuator {', '.join(map(repr, foreign))}, which agent '{self.agent.name}' "
+            f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
+        )
 
     def _send_setpoints(self, values: dict[str, Any]) -> None:
         """Straight to each environment this agent acts on, by the environment's own ids."""
@@ -344,10 +347,7 @@ class MuscleProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
-        try:
-            self.muscle.teardown()
-        except Exception as exc:
-            raise PluginError(self.muscle, "teardown") from exc
+        call(self.muscle.teardown)
 
 
 _NONE_PICKLE = pickle.dumps(None)

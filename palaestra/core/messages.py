@@ -173,12 +173,13 @@ class EnvEpisode(Msg, frozen=True, kw_only=True):
     """To an environment: run one whole episode yourself, talking to the Muscles directly
     over their links (:mod:`palaestra.core.channel`).
 
-    ``turns`` is ``all`` (every agent acts on every step) or ``round_robin`` (one agent per
-    step, in order). Answered by :class:`EnvEpisodeDone` when the conditions end the episode.
+    ``policy`` names the :class:`~palaestra.core.turns.TurnPolicy` (``module:Class``) that
+    says who acts when. Answered by :class:`EnvEpisodeDone` when the conditions end the
+    episode.
     """
 
     agents: list[EpisodeAgent]
-    turns: str
+    policy: str
     conditions: list[ClassSpec]
 
 
@@ -204,9 +205,11 @@ class SimulationDone(Msg, frozen=True, kw_only=True):
 
 
 class EnvStart(Msg, frozen=True, kw_only=True):
-    """Start (or, with ``reset``, restart) the environment; answered by :class:`EnvBaseline`."""
+    """Start (or, with ``reset``, restart) the environment; answered by :class:`EnvBaseline`.
+    ``check_values`` checks every step's sensor values and rewards against their spaces."""
 
     reset: bool = False
+    check_values: bool = True
 
 
 class EnvBaseline(Msg, frozen=True, kw_only=True):

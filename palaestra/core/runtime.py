@@ -24,6 +24,7 @@ from palaestra.core import limits, names
 from palaestra.core import messages as m
 from palaestra.core.errors import PalaestraError
 from palaestra.core.esm import ChildExit, Component, State
+from palaestra.core.plugin import PluginError
 from palaestra.core.processes import (
     Child,
     ChildSpec,
@@ -36,18 +37,6 @@ from palaestra.core.processes import (
 from palaestra.core.transport import endpoint_for
 
 LOG = logging.getLogger(__name__)
-
-
-class PluginError(Exception):
-    """An exception raised inside a user plug-in method; carries which one.
-
-    ``plugin`` is the plug-in, or its class where the constructor failed.
-    """
-
-    def __init__(self, plugin: object, method: str) -> None:
-        cls = plugin if isinstance(plugin, type) else type(plugin)
-        self.plugin = f"{cls.__module__}:{cls.__qualname__}.{method}"
-        super().__init__(self.plugin)
 
 
 def error_info(process: str, exc: BaseException) -> m.ErrorInfo:

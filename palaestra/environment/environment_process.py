@@ -8,6 +8,7 @@ those links, and in an episode the environment drives itself, its observations g
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 import zmq
@@ -18,14 +19,21 @@ from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import describe
 from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
-from palaestra.core.information import ActuatorInformation, json_value
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+    json_value,
+)
 from palaestra.core.loading import load_class
+from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store
-from palaestra.core.runtime import PluginError
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for
+from palaestra.core.turns import Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
+from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext
 
 
@@ -38,10 +46,7 @@ def construct(spec: EnvironmentSpec, seed: int) -> Environment:
     for key, value in (("uid", spec.uid), ("seed", seed), ("broker_uri", "")):
         if key in accepted or takes_any:
             kwargs.setdefault(key, value)
-    try:
-        return cls(**kwargs)  # type: ignore[no-any-return]
-    except Exception as exc:
-        raise PluginError(cls, "__init__") from exc
+    return call(cls, **kwargs)  # type: ignore[no-any-return]
 
 
 class EnvironmentProcess(Component):
@@ -77,12 +82,21 @@ class EnvironmentProcess(Component):
         self.env.attach(EnvironmentContext(uid=environment.uid, worker=worker, seed=seed))
         self.store_endpoint = store_endpoint
         self.actuators: list[ActuatorInformation] = []
+        self.first_step = True
+        self.declared: dict[str, Any] = {}
+        self.value_checks: list[checks.Check] | None = None
+        self.check_rewards = True
+        self.reward_checks: dict[int, tuple[Any, checks.Check]] = {}
         self.sensor_index: dict[str, int] = {}
         self.sensor_uids: list[str] = []
         self.full_sensor_uids: list[str] = []
         self.prefix = f"{environment.uid}."
         self.episode = -1
         self.step = 0
+        self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
+
+    def _record(self, rows: list[Any]) -> m.WorldStateRows:
+        return m.WorldStateRows(environment_id=self.environment_id, worker=self.worker, rows=rows)
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
@@ -96,12 +110,7 @@ class EnvironmentProcess(Component):
         hot.own(self.listener)
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(
-            connect_store(hot, self.store_endpoint),
-            lambda rows: m.WorldStateRows(
-                environment_id=self.environment_id, worker=self.worker, rows=rows
-            ),
-        )
+        self.rows = RowSink(connect_store(hot, self.store_endpoint), self._record)
         self.selector = hot.selector()
         self.selector.add(self.listener)
         wait = hot.poller(router)
@@ -127,7 +136,8 @@ class EnvironmentProcess(Component):
             self.controller = sender
             self.expected = message.expect
         elif isinstance(message, m.EnvStart):
-            router.send_multipart([sender, m.encode(self.start_world(message.reset))])
+            baseline = self.start_world(message.reset, message.check_values)
+            router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
             done = m.EnvEpisodeDone(steps=self.run_episode(hot, message))
             router.send_multipart([sender, m.encode(done)])
@@ -152,15 +162,26 @@ class EnvironmentProcess(Component):
             raise TypeError(f"{self.name}: {type(action).__name__} from {link.peer}")
         self.pending[link.peer] = action.setpoints
 
-    def start_world(self, reset: bool) -> m.EnvBaseline:
+    def start_world(self, reset: bool, check_values: bool = True) -> m.EnvBaseline:
+        """Start (or reset) the world, check what it returned, and describe it.
+
+        With ``check_values``, every step checks each sensor value and reward against its
+        space (see :mod:`palaestra.environment.checks`); the first step after a start is
+        always checked in full.
+        """
         method = "reset" if reset else "start_environment"
-        try:
-            sensors, actuators = tuple(getattr(self.env, method)())[:2]
-        except Exception as exc:
-            raise PluginError(self.env, method) from exc
+        result = call(getattr(self.env, method))
+        sensors, actuators = checks.baseline(self.env, method, result)
         self.episode += 1
         self.step = 0
-        self.actuators = list(actuators)
+        self.first_step = True
+        self.declared = {str(s.uid): s.space for s in sensors}
+        self.value_checks = (
+            [checks.value_check(s.space) for s in sensors] if check_values else None
+        )
+        self.check_rewards = check_values
+        self.reward_checks = {}
+        self.actuators = actuators
         self.sensor_uids = [str(s.uid) for s in sensors]
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
         prefix = self.prefix
@@ -200,7 +221,6 @@ class EnvironmentProcess(Component):
         """Apply set points (by default: the expected Muscles') and step the world."""
         if setpoints is None:
             setpoints = self._collected()
-        self.stepping.begin()
         actuators = []
         for template in self.actuators:
             uid = str(template.uid)
@@ -211,18 +231,17 @@ class EnvironmentProcess(Component):
             else:
                 value = template.value
             actuators.append(ActuatorInformation(value, space, uid))
-        try:
-            state = tuple(self.env.update(actuators))
-        except Exception as exc:
-            raise PluginError(self.env, "update") from exc
+        self.stepping.begin()
+        result = call(self.env.update, actuators)
         self.stepping.end()
-        sensors, rewards, done = state[0], state[1], bool(state[2])
-        values: list[Any] = [None] * len(self.sensor_uids)
-        for sensor in sensors:
-            index = self.sensor_index.get(str(sensor.uid))
-            if index is not None:
-                values[index] = json_value(sensor)
-        reward_descs = [describe(r) for r in rewards]
+        if self.first_step:  # checked in full
+            sensors, rewards, done = checks.first_state(self.env, result, self.declared)
+            self.first_step = False
+        else:
+            state = tuple(result)
+            sensors, rewards, done = state[0], state[1], bool(state[2])
+        values = self._values(sensors)
+        reward_descs = self._rewards(rewards)
         self.step += 1
         self.rows.add(
             (
@@ -236,64 +255,56 @@ class EnvironmentProcess(Component):
         )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
 
+    def _values(self, sensors: Sequence[SensorInformation]) -> list[Any]:
+        """The sensor values in baseline order, as JSON; each checked against its space
+        unless that is switched off. An unknown or missing sensor always fails the run."""
+        values: list[Any] = [None] * len(self.sensor_uids)
+        index_of = self.sensor_index.get
+        value_checks = self.value_checks
+        for sensor in sensors:
+            index = index_of(str(sensor.uid))
+            if index is None:
+                raise checks.unknown_sensor(self.env, str(sensor.uid), self.sensor_uids)
+            if value_checks is not None and not value_checks[index](sensor.value):
+                declared = self.declared[self.sensor_uids[index]]
+                raise checks.outside(self.env, "sensor", sensor, declared)
+            values[index] = json_value(sensor)
+        if len(sensors) < len(values):  # (the first step also finds a sensor given twice)
+            reported = {str(s.uid) for s in sensors}
+            raise checks.missing_sensors(
+                self.env, [uid for uid in self.sensor_uids if uid not in reported]
+            )
+        return values
+
+    def _rewards(self, rewards: Sequence[RewardInformation]) -> list[m.InfoDesc]:
+        if self.check_rewards:
+            known = self.reward_checks
+            for reward in rewards:
+                space = reward.space
+                entry = known.get(id(space))
+                if entry is None or entry[0] is not space:  # a space not seen yet
+                    entry = known[id(space)] = (space, checks.value_check(space))
+                if not entry[1](reward.value):
+                    raise checks.outside(self.env, "reward", reward, space)
+        return [describe(r) for r in rewards]
+
     def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
         """Drive one episode: observations straight to the Muscles, their set points back.
 
-        The same order and rewards as the simulation controller's own loop (Vanilla: every
-        agent acts on every step; TakingTurns: one agent per step, rewarded with the step that
-        followed its action), two messages per agent and step fewer.
+        The loop and the order of turns are the simulation controller's
+        (:func:`palaestra.core.turns.run_episode` with the policy it names); only the way
+        the messages travel differs, two messages per agent and step fewer.
         """
+        policy: TurnPolicy = call(load_class(message.policy))
         links = {a.process: self._link(hot, a.process) for a in message.agents}
-        conditions = self._conditions(message.conditions)
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
-        rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in message.agents}
-        step = 0
-        take = self._take_actions
-        wait = self.selector.wait
-
-        def observe(agent: m.EpisodeAgent, done: bool) -> None:
-            observation = m.AgentStep(
-                step=step,
-                values=[values[uid] for uid in agent.sensors],
-                rewards=rewards[agent.process],
-                done=done,
-            )
-            try:
-                links[agent.process].send(m.encode(observation))
-            except PeerGone:  # its parent reports why; we wait for it until told to stop
-                self.selector.discard(links[agent.process])
-
-        while True:
-            acting = (
-                message.agents
-                if message.turns == "all"
-                else [message.agents[step % len(message.agents)]]
-            )
-            for agent in acting:
-                observe(agent, done=False)
-            self.expected = [a.process for a in acting if a.acts_here]
-            while not self._all_in():
-                for link in wait():
-                    if link is self.listener:
-                        self._accept(hot)
-                    else:
-                        take(link)
-            state = self.update()
-            values.update(zip(self.full_sensor_uids, state.values, strict=True))
-            for agent in acting:
-                rewards[agent.process] = state.rewards
-            step += 1
-            if any(c.episode_done([state.done]) for c in conditions):
-                break
-        for agent in message.agents:  # the last transitions, with done
-            observe(agent, done=True)
-        for agent in message.agents:  # each acknowledges the end of its episode
-            link = links[agent.process]
-            try:
-                link.recv()
-            except PeerGone:
-                hot.idle()
-        return step
+        return run_episode(
+            policy,
+            _Links(self, hot, links),
+            message.agents,
+            self._conditions(message.conditions),
+            values,
+        )
 
     def _link(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""
@@ -302,7 +313,7 @@ class EnvironmentProcess(Component):
         return self.links[process]
 
     def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:
-        conditions = [load_class(c.name)(**c.params) for c in specs]
+        conditions = [call(load_class(c.name), **c.params) for c in specs]
         if not any(
             type(c).episode_done is not TerminationCondition.episode_done for c in conditions
         ):
@@ -313,7 +324,45 @@ class EnvironmentProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
+        call(self.env.shutdown)
+
+
+class _Links:
+    """The environment as a :class:`~palaestra.core.turns.Driver`: observations go out on
+    the Muscles' links, set points come back on them, and the world steps once the acting
+    agents' set points are in."""
+
+    __slots__ = ("process", "hot", "links")
+
+    def __init__(self, process: EnvironmentProcess, hot: HotLoop, links: dict[str, Channel]):
+        self.process = process
+        self.hot = hot
+        self.links = links
+
+    def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
+        link = self.links[agent.process]
         try:
-            self.env.shutdown()
-        except Exception as exc:
-            raise PluginError(self.env, "shutdown") from exc
+            link.send(m.encode(observation))
+        except PeerGone:  # its parent reports why; we wait for it until told to stop
+            self.process.selector.discard(link)
+
+    def step(self, acting: Sequence[m.EpisodeAgent]) -> Stepped:
+        process = self.process
+        process.expected = [a.process for a in acting if a.acts_here]
+        wait = process.selector.wait
+        while not process._all_in():
+            for link in wait():
+                if link is process.listener:
+                    process._accept(self.hot)
+                else:
+                    process._take_actions(link)
+        state = process.update()
+        uids = process.full_sensor_uids
+        return Stepped(zip(uids, state.values, strict=True), state.rewards, [state.done])
+
+    def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
+        for agent in agents:  # each acknowledges the end of its episode
+            try:
+                self.links[agent.process].recv()
+            except PeerGone:
+                self.hot.idle()

@@ -47,6 +47,7 @@ from palaestra.experiment.runfile_schema import (
     locate,
     optional,
 )
+from palaestra.simulation.controller import params_problems as simulation_params_problems
 
 __all__ = ["load_run_file", "load_run_text"]
 
@@ -263,7 +264,7 @@ class _RunBuilder:
             name=name,
             environments=environments,
             agents=agents,
-            simulation=self._simulation(fields["simulation"]),
+            simulation=self._simulation(fields["simulation"], len(environments)),
             config=_phase_config(fields["phase_config"]),
         )
 
@@ -333,14 +334,17 @@ class _RunBuilder:
         )
         return spec, fields["name"]
 
-    def _simulation(self, node: Node) -> SimulationSpec:
+    def _simulation(self, node: Node, environments: int) -> SimulationSpec:
         """Return a phase's simulation controller and its termination conditions."""
         fields = as_mapping(node, allowed=_SIMULATION_KEYS, required=("name", "conditions"))
         conditions = as_list(fields["conditions"])
+        params = as_params(fields.get("params"))
+        for key, problem in simulation_params_problems(params, environments):
+            fields["params"].value[key].fail(problem)
         return SimulationSpec(
             name=self._class_name(fields["name"], role=None),
             conditions=tuple(self._class_spec(item, role=None) for item in conditions),
-            params=as_params(fields.get("params")),
+            params=params,
         )
 
     def _class_spec(self, node: Node, *, role: str | None) -> ClassSpec:

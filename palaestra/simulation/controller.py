@@ -1,16 +1,20 @@
-"""The simulation controller of one worker: steps its environments and its agents' Muscles.
+"""The simulation controller of one worker: starts its environments and episodes, ends its phase.
 
-Subclasses decide who acts when (:class:`~palaestra.simulation.vanilla.Vanilla`: everyone on
-every step; :class:`~palaestra.simulation.taking_turns.TakingTurns`: one agent per step). The
-controller talks to each peer over its own DEALER socket: request, answer, no broker. All of
-that runs in the controller's hot loop (:mod:`palaestra.core.hotloop`) on blocking sockets;
-the asyncio thread only relays the parent's requests and answers.
+Who acts when is a :class:`~palaestra.core.turns.TurnPolicy` that each controller names
+(:class:`~palaestra.simulation.vanilla.Vanilla`: every agent on every step;
+:class:`~palaestra.simulation.taking_turns.TakingTurns`: one agent per step). The episode loop
+is :func:`palaestra.core.turns.run_episode`, the same whoever drives it: the simulation params'
+``driver`` chooses (see :data:`DRIVERS`). The controller talks to each peer over its own DEALER
+socket: request, answer, no broker. All of that runs in the controller's hot loop
+(:mod:`palaestra.core.hotloop`) on blocking sockets; the asyncio thread only relays the
+parent's requests and answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import zmq
 
@@ -19,13 +23,44 @@ from palaestra.core import names
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import HotLoop, run_hot
 from palaestra.core.loading import load_class
+from palaestra.core.plugin import call
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
     PhaseEndsAfterEpisodes,
     TerminationCondition,
 )
+from palaestra.core.turns import BUILT_IN, Stepped, TurnPolicy, class_name, run_episode
 from palaestra.core.watch import Waiting, watch
+
+LOG = logging.getLogger(__name__)
+
+DRIVERS = ("auto", "controller", "environment")
+"""Values of the simulation param ``driver``: who moves an episode's steps. ``controller``:
+the simulation controller (any number of environments); ``environment``: the phase's only
+environment, straight over its links to the Muscles (two messages per agent and step fewer);
+``auto`` (the default): the environment when there is one and the controller's policy is a
+built-in one, else the controller. Both give the same world states and actions."""
+
+
+def params_problems(params: Mapping[str, Any], environments: int) -> list[tuple[str, str]]:
+    """What is wrong with a phase's simulation params: (key, problem) pairs; empty if fine."""
+    problems = []
+    if not isinstance(params.get("check_values", True), bool):
+        got = params["check_values"]
+        problems.append(("check_values", f"expected true or false, got {got!r}."))
+    driver = params.get("driver", "auto")
+    if driver not in DRIVERS:
+        expected = ", ".join(DRIVERS)
+        problems.append(("driver", f"expected one of {expected}, got {driver!r}."))
+    elif driver == "environment" and environments != 1:
+        problems.append(
+            (
+                "driver",
+                f"'environment' needs exactly one environment, the phase has {environments}.",
+            )
+        )
+    return problems
 
 
 class Peer:
@@ -71,7 +106,7 @@ def ask_all(peers: Sequence[Peer], messages: Sequence[m.Msg]) -> list[Any]:
 class AgentPeer(Peer):
     """An agent's Muscle in this worker: what it reads, which environments it acts on."""
 
-    __slots__ = ("process", "sensors", "actuators", "environments", "rewards")
+    __slots__ = ("process", "sensors", "actuators", "environments")
 
     def __init__(
         self,
@@ -87,11 +122,21 @@ class AgentPeer(Peer):
         self.sensors = sensors
         self.actuators = actuators
         self.environments = {uid.partition(".")[0] for uid in actuators}
-        self.rewards: list[m.InfoDesc] | None = None
 
 
 class SimulationController(Component):
-    """Runs the episodes of one worker. Subclasses implement :meth:`run_episode`."""
+    """Runs the episodes of one worker under :attr:`policy`.
+
+    Args:
+        name: The process name.
+        worker: The worker's index.
+        conditions: The phase's and the run's termination conditions.
+        params: The run file's simulation params (see :data:`DRIVERS` for ``driver``).
+        answer_timeout: Seconds a peer may take to answer.
+    """
+
+    policy: ClassVar[type[TurnPolicy] | None] = None
+    """The order of turns; every controller names one."""
 
     def __init__(
         self,
@@ -103,12 +148,20 @@ class SimulationController(Component):
         answer_timeout: float = 300.0,
     ) -> None:
         super().__init__(name)
+        if self.policy is None:
+            raise TypeError(
+                f"{class_name(type(self))} names no turn policy: set its class attribute "
+                "'policy' to a palaestra.core.turns.TurnPolicy subclass"
+            )
+        self.turns = call(self.policy)
         self.worker = worker
         self.params = params or {}
+        self.driver = str(self.params.get("driver", "auto"))
+        self.check_values = bool(self.params.get("check_values", True))
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
         self.conditions: list[TerminationCondition] = [
-            load_class(c.name)(**c.params) for c in conditions
+            call(load_class(c.name), **c.params) for c in conditions
         ]
         self.episode_conditions = [
             c
@@ -124,7 +177,6 @@ class SimulationController(Component):
         self.baselines: list[m.EnvBaseline] = []
         self.values: dict[str, Any] = {}
         self.steps = 0
-        self.episode_over = False
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
@@ -204,34 +256,41 @@ class SimulationController(Component):
 
     def _start_environments(self, reset: bool) -> None:
         self.baselines = ask_all(
-            self.environments, [m.EnvStart(reset=reset)] * len(self.environments)
+            self.environments,
+            [m.EnvStart(reset=reset, check_values=self.check_values)] * len(self.environments),
         )
         self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
 
-    turns: str | None = None
-    """``all`` or ``round_robin`` if an environment may drive this controller's episodes
-    itself (see :meth:`_env_episode`); None for controllers with their own loop."""
+    def environment_drives(self) -> bool:
+        """Whether the phase's one environment drives the episodes (see :data:`DRIVERS`)."""
+        if self.driver == "environment":
+            if len(self.environments) != 1:
+                raise ValueError(
+                    f"simulation param driver: 'environment' needs exactly one environment, "
+                    f"the phase has {len(self.environments)}"
+                )
+            return True
+        if self.driver == "controller":
+            return False
+        return len(self.environments) == 1 and type(self.turns) in BUILT_IN
 
     def _run(self, episodes: int) -> int:
         done = 0
-        env_driven = self._env_drives()
-        while not any(c.phase_done(done, episodes) for c in self.conditions):
+        env_driven = self.environment_drives()
+        driver = f"the environment {self.environments[0].name}" if env_driven else "me"
+        LOG.info("%s: episodes driven by %s", self.name, driver)
+        while not any(call(c.phase_done, done, episodes) for c in self.conditions):
             if done > 0:
                 self._start_environments(reset=True)
             self._begin_episode(done, self.environments[0].name if env_driven else "")
             if env_driven:
                 self._env_episode()
             else:
-                self.run_episode()
+                self.steps += run_episode(
+                    self.turns, _Sockets(self), self.agents, self.conditions, self.values
+                )
             done += 1
         return done
-
-    def _env_drives(self) -> bool:
-        """A single environment can run the episode itself when the order of turns is one it
-        knows and no subclass changed :meth:`run_episode`."""
-        defining: Any = _class_defining_turns(type(self))
-        own_loop = type(self).run_episode is not defining.run_episode
-        return self.turns is not None and not own_loop and len(self.environments) == 1
 
     def _env_episode(self) -> None:
         """Hand the episode to the environment: it sends observations straight to the
@@ -246,7 +305,7 @@ class SimulationController(Component):
                 )
                 for a in self.agents
             ],
-            turns=self.turns or "all",
+            policy=class_name(type(self.turns)),
             conditions=self.episode_conditions,
         )
         env.tell(request)
@@ -260,8 +319,6 @@ class SimulationController(Component):
     def _begin_episode(self, episode: int, driver: str) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
         actuators = {a.uid: a for b in self.baselines for a in b.actuators}
-        for agent in self.agents:
-            agent.rewards = None
         ask_all(
             self.agents,
             [
@@ -275,54 +332,37 @@ class SimulationController(Component):
             ],
         )
 
-    # --- building blocks for subclasses --------------------------------------------------
 
-    def step_message(self, agent: AgentPeer, step: int, done: bool = False) -> m.AgentStep:
-        values = self.values
-        return m.AgentStep(
-            step=step,
-            values=[values[uid] for uid in agent.sensors],
-            rewards=agent.rewards,
-            done=done,
-        )
+class _Sockets:
+    """The controller as a :class:`~palaestra.core.turns.Driver`: observations to the Muscles
+    and steps to the environments over its sockets; the Muscles send their set points
+    straight to the environments, which step once all expected set points are in."""
 
-    def finish_episode(self) -> None:
-        """Give every agent its last rewards with ``done``, completing its last transition."""
-        ask_all(self.agents, [self.step_message(a, self.steps, done=True) for a in self.agents])
+    __slots__ = ("environments", "uids")
 
-    def step(self, acting: Sequence[AgentPeer], step: int) -> list[m.InfoDesc]:
-        """One step of the world: ``acting`` agents act on the current sensor values and send
-        their set points straight to the environments, which step once all expected set
-        points are in. Returns the rewards of all environments; sets :attr:`episode_over`.
-        """
-        for agent in acting:
-            agent.tell(self.step_message(agent, step))
+    def __init__(self, controller: SimulationController) -> None:
+        self.environments = controller.environments
+        self.uids = [[s.uid for s in b.sensors] for b in controller.baselines]
+
+    def observe(self, agent: AgentPeer, observation: m.AgentStep) -> None:
+        agent.tell(observation)
+
+    def step(self, acting: Sequence[AgentPeer]) -> Stepped:
         environments = self.environments
         for env in environments:
             env.tell(m.EnvStep(expect=[a.process for a in acting if env.name in a.environments]))
-        states = [env.answer() for env in environments]
+        states: list[m.EnvState] = [env.answer() for env in environments]
+        values: list[tuple[str, Any]] = []
         rewards: list[m.InfoDesc] = []
-        values = self.values
-        for baseline, state in zip(self.baselines, states, strict=True):
-            for desc, value in zip(baseline.sensors, state.values, strict=True):
-                values[desc.uid] = value
+        for uids, state in zip(self.uids, states, strict=True):
+            values.extend(zip(uids, state.values, strict=True))
             rewards.extend(state.rewards)
-        flags = [state.done for state in states]
-        self.episode_over = any(c.episode_done(flags) for c in self.conditions)
-        self.steps += 1
-        return rewards
+        return Stepped(values, rewards, [state.done for state in states])
 
-    def run_episode(self) -> None:
-        raise NotImplementedError
+    def finish(self, agents: Sequence[AgentPeer]) -> None:
+        for agent in agents:
+            agent.answer()
 
 
 def _overrides(condition: TerminationCondition, method: str) -> bool:
     return getattr(type(condition), method) is not getattr(TerminationCondition, method)
-
-
-def _class_defining_turns(cls: type) -> type:
-    """The class in ``cls``'s hierarchy that set :attr:`SimulationController.turns`."""
-    for klass in cls.__mro__:
-        if "turns" in vars(klass):
-            return klass
-    return cls

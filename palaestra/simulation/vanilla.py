@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
+from palaestra.core.turns import AllAct
 from palaestra.simulation.controller import SimulationController
 
 
 class Vanilla(SimulationController):
-    turns = "all"
+    """Every agent acts on every step (:class:`~palaestra.core.turns.AllAct`)."""
 
-    def run_episode(self) -> None:
-        self.episode_over = False
-        step = 0
-        agents = self.agents
-        while not self.episode_over:
-            rewards = self.step(agents, step)
-            for agent in agents:
-                agent.rewards = rewards
-            step += 1
-        self.finish_episode()
+    policy = AllAct
 
 
 VanillaSimulationController = Vanilla

@@ -1,0 +1,68 @@
+"""The boundary around user plug-ins: every call into one goes through :func:`call`.
+
+A plug-in (Brain, Muscle, Objective, Environment, termination condition) is user code; whatever
+escapes from it, an exception or a ``sys.exit()``, becomes a :class:`PluginError` naming the
+plug-in by its class and the method (``my_pkg.agents:MyMuscle.propose_actions``), with the
+user's exception as its cause. The happy path costs one extra function call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from palaestra.core.errors import PalaestraError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class PluginError(Exception):
+    """An exception raised inside a user plug-in method; carries which one.
+
+    Args:
+        plugin: The plug-in instance, or its class (for a failing constructor).
+        method: The method that failed.
+    """
+
+    def __init__(self, plugin: object, method: str) -> None:
+        cls = plugin if isinstance(plugin, type) else type(plugin)
+        self.plugin = f"{cls.__module__}:{cls.__qualname__}.{method}"
+        super().__init__(self.plugin)
+
+
+class PluginContractError(PalaestraError):
+    """A plug-in returned something its contract does not allow (a set point for an actuator
+    it was not given, a sensor value outside its space): the message names the plug-in, the
+    method, the uid and the value. Not a bug in palaestra, so no traceback."""
+
+    def __init__(self, plugin: object, method: str, problem: str) -> None:
+        self.plugin = PluginError(plugin, method).plugin
+        super().__init__(f"{self.plugin} {problem}")
+
+
+def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """Call a plug-in's bound method (or construct a plug-in class) on the plug-in's behalf.
+
+    Raises:
+        PluginError: The call raised, or tried to end the process (``SystemExit``,
+            ``KeyboardInterrupt``); the original is the cause.
+    """
+    try:
+        return function(*args, **kwargs)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        raise _error_of(function) from exc
+
+
+def _error_of(function: Callable[..., object]) -> PluginError:
+    if isinstance(function, type):
+        return PluginError(function, "__init__")
+    owner = getattr(function, "__self__", None)
+    name = getattr(function, "__name__", repr(function))
+    if owner is None:  # a plain function: name it by its module
+        module = getattr(function, "__module__", "?")
+        error = PluginError(function, "")
+        error.plugin = f"{module}:{getattr(function, '__qualname__', name)}"
+        error.args = (error.plugin,)
+        return error
+    return PluginError(owner, name)

@@ -1,0 +1,159 @@
+"""The step engine: the order of turns in an episode, and the one loop that follows it.
+
+A :class:`TurnPolicy` says who acts at step ``k``, who is rewarded with step ``k``'s rewards,
+and when the episode is over given the termination conditions. :func:`run_episode` is the only
+episode loop palaestra has: it asks the policy and moves the messages through a
+:class:`Driver`, which is all that differs between the ways an episode can run:
+
+* the simulation controller drives (any number of environments; its sockets to the Muscles
+  and environments, :mod:`palaestra.simulation.controller`);
+* the one environment drives (its links to the Muscles, two messages per step fewer,
+  :mod:`palaestra.environment.environment_process`).
+
+Later drivers (a replay from the store, real-time pacing, an external environment) implement
+:class:`Driver` and reuse the loop and the policies as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from palaestra.core import messages as m
+from palaestra.core.plugin import call
+from palaestra.core.termination import TerminationCondition
+
+
+class Actor(Protocol):
+    """An agent as the engine sees it: its Muscle's process and the sensors it reads."""
+
+    @property
+    def process(self) -> str: ...
+
+    @property
+    def sensors(self) -> list[str]: ...
+
+
+A = TypeVar("A", bound=Actor)
+A_contra = TypeVar("A_contra", bound=Actor, contravariant=True)
+
+
+class TurnPolicy:
+    """Who acts when, and who gets which rewards.
+
+    Override :meth:`acting`; :meth:`rewarded` (default: the agents that acted) and
+    :meth:`episode_over` (default: as soon as a termination condition says so) are hooks.
+    A policy is built without arguments in every process that drives an episode, so it must
+    not depend on anything but its arguments and its class.
+    """
+
+    def acting(self, step: int, agents: Sequence[A]) -> Sequence[A]:
+        """The agents that act on step ``step`` (0-based in the episode), in order."""
+        raise NotImplementedError
+
+    def rewarded(self, step: int, acting: Sequence[A], agents: Sequence[A]) -> Sequence[A]:
+        """The agents whose next observation carries the rewards of step ``step``."""
+        return acting
+
+    def episode_over(
+        self, done: Sequence[bool], conditions: Sequence[TerminationCondition]
+    ) -> bool:
+        """Whether the episode ends after a step whose environments reported ``done``."""
+        return any(call(c.episode_done, done) for c in conditions)
+
+
+class AllAct(TurnPolicy):
+    """Vanilla: every agent acts on the same observation, then the world steps once; each is
+    rewarded with the rewards of that step."""
+
+    def acting(self, step: int, agents: Sequence[A]) -> Sequence[A]:
+        return agents
+
+
+class RoundRobin(TurnPolicy):
+    """TakingTurns: agent ``i`` acts on steps ``i, i + n, ...``, in the order of the run file,
+    and is rewarded with the rewards of the step that followed its own action."""
+
+    def acting(self, step: int, agents: Sequence[A]) -> Sequence[A]:
+        return [agents[step % len(agents)]]
+
+
+BUILT_IN: tuple[type[TurnPolicy], ...] = (AllAct, RoundRobin)
+"""The policies palaestra ships; an environment may drive them without being asked to."""
+
+
+def class_name(cls: type) -> str:
+    """``module:Class``, the form run files and messages name classes by."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+class Stepped(NamedTuple):
+    """What one step of the world gave: new sensor values by uid, the rewards, and each
+    environment's ``done``."""
+
+    values: Iterable[tuple[str, Any]]
+    rewards: list[m.InfoDesc]
+    done: list[bool]
+
+
+class Driver(Protocol[A_contra]):
+    """How an episode's messages travel; :func:`run_episode` decides what they say."""
+
+    def observe(self, agent: A_contra, observation: m.AgentStep) -> None:
+        """Hand ``observation`` to ``agent``'s Muscle (it answers with set points, except to
+        one with ``done``)."""
+
+    def step(self, acting: Sequence[A_contra]) -> Stepped:
+        """Step the world once the set points of ``acting`` are in."""
+
+    def finish(self, agents: Sequence[A_contra]) -> None:
+        """Wait until each agent acknowledged its last observation (the one with ``done``)."""
+
+
+def run_episode(
+    policy: TurnPolicy,
+    driver: Driver[A],
+    agents: Sequence[A],
+    conditions: Sequence[TerminationCondition],
+    values: dict[str, Any],
+) -> int:
+    """Run one episode; returns its number of steps.
+
+    ``values`` holds the current sensor values by uid (the baseline's when called) and is
+    updated in place. Each agent's observation carries the rewards it was last given by the
+    policy (None before its first), and the episode ends with every agent's last transition:
+    an observation with ``done``.
+    """
+    rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in agents}
+    step = 0
+    while True:
+        acting = policy.acting(step, agents)
+        for agent in acting:
+            driver.observe(agent, observation(agent, step, values, rewards, False))
+        stepped = driver.step(acting)
+        values.update(stepped.values)
+        for agent in policy.rewarded(step, acting, agents):
+            rewards[agent.process] = stepped.rewards
+        step += 1
+        if policy.episode_over(stepped.done, conditions):
+            break
+    for agent in agents:
+        driver.observe(agent, observation(agent, step, values, rewards, True))
+    driver.finish(agents)
+    return step
+
+
+def observation(
+    agent: Actor,
+    step: int,
+    values: dict[str, Any],
+    rewards: dict[str, list[m.InfoDesc] | None],
+    done: bool,
+) -> m.AgentStep:
+    """What ``agent`` observes on ``step``: its sensors' values and its rewards."""
+    return m.AgentStep(
+        step=step,
+        values=[values[uid] for uid in agent.sensors],
+        rewards=rewards[agent.process],
+        done=done,
+    )

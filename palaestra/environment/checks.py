@@ -1,0 +1,187 @@
+"""Passive checks of what an environment returns, in the environment's own process.
+
+Like gymnasium's ``PassiveEnvChecker``: every start and reset, and the first step after each,
+are checked in full (the returned structure, the types of sensors, actuators and rewards,
+unique and known sensor uids, every sensor value and reward in its declared space, ``done`` a
+bool). Later steps keep a cheap check, each sensor value and reward in its space, which the
+simulation param ``check_values: false`` switches off. A failure is a
+:class:`~palaestra.core.plugin.PluginContractError` naming the environment's class, the method,
+the uid and the value: the environment is blamed, not the Muscle that would trip over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from palaestra.core.information import (
+    ActuatorInformation,
+    Information,
+    RewardInformation,
+    SensorInformation,
+)
+from palaestra.core.plugin import PluginContractError
+from palaestra.core.spaces import Box, Discrete, Space
+
+Check = Callable[[Any], bool]
+
+
+def baseline(
+    env: object, method: str, result: Any
+) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
+    """Check what ``start_environment`` or ``reset`` returned; returns sensors, actuators."""
+    parts = _parts(env, method, result, 2, "(sensors, actuators)")
+    sensors, actuators = list(parts[0]), list(parts[1])
+    for kind, infos, cls in (
+        ("sensor", sensors, SensorInformation),
+        ("actuator", actuators, ActuatorInformation),
+    ):
+        _unique(env, method, kind, [_typed(env, method, kind, i, cls) for i in infos])
+        for info in infos:
+            if kind == "sensor" or info.value is not None:  # an actuator may have no default
+                _contained(env, method, kind, info, info.space)
+    return sensors, actuators
+
+
+def first_state(
+    env: object, result: Any, declared: dict[str, Space | None]
+) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
+    """Check the first ``update`` result after a start: every declared sensor reported once,
+    in its declared space, rewards in theirs, ``done`` a bool."""
+    parts = _parts(env, "update", result, 3, "(sensors, rewards, done)")
+    sensors, rewards, done = list(parts[0]), list(parts[1]), parts[2]
+    typed = [_typed(env, "update", "sensor", s, SensorInformation) for s in sensors]
+    uids = _unique(env, "update", "sensor", typed)
+    for sensor in sensors:
+        uid = str(sensor.uid)
+        if uid not in declared:
+            raise unknown_sensor(env, uid, list(declared))
+        _contained(env, "update", "sensor", sensor, declared[uid])
+    missing = [uid for uid in declared if uid not in uids]
+    if missing:
+        raise missing_sensors(env, missing)
+    for reward in rewards:
+        _typed(env, "update", "reward", reward, RewardInformation)
+        _contained(env, "update", "reward", reward, reward.space)
+    if not isinstance(done, bool | np.bool_):
+        raise PluginContractError(env, "update", f"returned done = {_show(done)}, expected a bool")
+    return sensors, rewards, bool(done)
+
+
+def value_check(space: Space | None) -> Check:
+    """A fast ``space.contains`` for the per-step check (plain Python values of scalar
+    spaces skip numpy); without a space, everything passes."""
+    if space is None:
+        return _anything
+    contains = space.contains
+    if isinstance(space, Discrete):
+        low, end = space.start, space.start + space.n
+
+        def discrete(x: Any) -> bool:
+            return low <= x < end if type(x) is int else contains(x)
+
+        return discrete
+    if isinstance(space, Box) and space.shape == ():
+        low_f, high_f = float(space.low), float(space.high)
+        fast: tuple[type, ...] = (int, float) if space.dtype.kind == "f" else (int,)
+
+        def scalar_box(x: Any) -> bool:
+            return low_f <= x <= high_f if type(x) in fast else contains(x)
+
+        return scalar_box
+    return contains
+
+
+def outside(env: object, kind: str, info: Information, space: Space | None) -> PluginContractError:
+    """The error for a sensor value or reward that is not in its space."""
+    return PluginContractError(
+        env,
+        "update",
+        f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its declared "
+        f"space {space}",
+    )
+
+
+def unknown_sensor(env: object, uid: str, declared: Sequence[str]) -> PluginContractError:
+    return PluginContractError(
+        env,
+        "update",
+        f"returned sensor '{uid}', which its start did not declare (declared: "
+        f"{_listed(declared)})",
+    )
+
+
+def missing_sensors(env: object, missing: Sequence[str]) -> PluginContractError:
+    return PluginContractError(
+        env, "update", f"did not return sensor {_listed(missing)}, which its start declared"
+    )
+
+
+def _parts(env: object, method: str, result: Any, size: int, expected: str) -> tuple[Any, ...]:
+    try:
+        parts = tuple(result)
+        for part in parts[: size - 1]:
+            iter(part)
+    except TypeError:
+        parts = ()
+    if len(parts) < size:
+        raise PluginContractError(env, method, f"returned {_show(result)}, expected {expected}")
+    return parts
+
+
+def _typed(env: object, method: str, kind: str, info: Any, cls: type[Information]) -> str:
+    if not isinstance(info, cls):
+        raise PluginContractError(
+            env, method, f"returned {kind} {_show(info)}, expected a {cls.__name__}"
+        )
+    space = info.space
+    if space is not None and not isinstance(space, Space):
+        raise PluginContractError(
+            env,
+            method,
+            f"returned {kind} '{info.uid}' with space {_show(space)}, expected a "
+            "palaestra.types space",
+        )
+    return str(info.uid)
+
+
+def _unique(env: object, method: str, kind: str, uids: list[str]) -> set[str]:
+    seen: set[str] = set()
+    for uid in uids:
+        if uid in seen:
+            raise PluginContractError(env, method, f"returned {kind} '{uid}' twice")
+        seen.add(uid)
+    return seen
+
+
+def _contained(
+    env: object, method: str, kind: str, info: Information, space: Space | None
+) -> None:
+    if space is not None and not space.contains(info.value):
+        raise PluginContractError(
+            env,
+            method,
+            f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its "
+            f"declared space {space}",
+        )
+
+
+def _anything(x: Any) -> bool:
+    return True
+
+
+def _show(value: Any) -> str:
+    """A short description of a value: its repr (cut), with shape and dtype for arrays."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    if isinstance(value, np.ndarray):
+        text = f"{text} (shape {value.shape}, dtype {value.dtype})"
+    return text
+
+
+def _listed(uids: Sequence[str]) -> str:
+    shown = ", ".join(f"'{uid}'" for uid in uids[:10])
+    return f"{shown} and {len(uids) - 10} more" if len(uids) > 10 else shown

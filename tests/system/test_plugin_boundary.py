@@ -1,0 +1,80 @@
+"""Whatever escapes a plug-in fails the run naming the plug-in's class and method.
+
+Exceptions in constructors (named ``module:Class.__init__``, never by the metaclass),
+``sys.exit()`` and ``KeyboardInterrupt`` in plug-in methods, and termination conditions, under
+both drivers of an episode.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Edit, Workspace
+
+pytestmark = pytest.mark.timeout(120)
+
+_MUSCLE = "muscle: {name: palaestra.agent:DummyMuscle, params: {count_upwards: true}}"
+_CONDITION = "palaestra.simulation:VanillaSimControllerTerminationCondition"
+_SIMULATION = "      simulation:\n"
+
+
+def failed_run(ws: Workspace, *edits: Edit) -> str:
+    """Run taking_turns_run.yml with ``edits``; it must fail: returns the stored reason."""
+    run_file = ws.variant("taking_turns_run.yml", *edits)
+    result = ws.run("experiment-start", str(run_file), timeout=60)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.count("Error: run ") == 1
+    status, reason = ws.instance_status()
+    assert status == "error"
+    assert reason.splitlines()[0] in result.stderr
+    return reason
+
+
+def muscle(params: str) -> Edit:
+    return (_MUSCLE, f"muscle: {{name: misbehaving:{params}}}")
+
+
+@pytest.mark.parametrize("method", ["__init__", "setup", "propose_actions"])
+@pytest.mark.parametrize(
+    ("how", "kind"), [("exit", "SystemExit"), ("interrupt", "KeyboardInterrupt")]
+)
+def test_a_plugin_leaving_the_process_is_named_with_its_method(
+    workspace: Workspace, method: str, how: str, kind: str
+) -> None:
+    params = f"ExitingMuscle, params: {{method: {method}, how: {how}}}"
+    reason = failed_run(workspace, muscle(params))
+    headline = reason.splitlines()[0]
+    assert headline.startswith(f"Muscle-one-0 (misbehaving:ExitingMuscle.{method}): {kind}")
+    assert "ended unexpectedly" not in reason
+
+
+def test_a_failing_constructor_is_named_by_its_class_not_the_metaclass(
+    workspace: Workspace,
+) -> None:
+    reason = failed_run(workspace, muscle("FailingInitMuscle, params: {}"))
+    assert reason.startswith(
+        "Muscle-one-0 (misbehaving:FailingInitMuscle.__init__): ValueError: no model file"
+    )
+    assert "ABCMeta" not in reason
+
+
+@pytest.mark.parametrize("driver", ["controller", "environment"])
+def test_a_failing_termination_condition_is_named(workspace: Workspace, driver: str) -> None:
+    process = "SimulationController-0" if driver == "controller" else "Environment-board-0"
+    reason = failed_run(
+        workspace,
+        (_CONDITION, "misbehaving:FailingCondition"),
+        (_SIMULATION, f"{_SIMULATION}        params: {{driver: {driver}}}\n"),
+    )
+    assert reason.startswith(
+        f"{process} (misbehaving:FailingCondition.episode_done): RuntimeError: condition broke"
+    )
+
+
+def test_a_termination_condition_that_cannot_be_built_is_named(workspace: Workspace) -> None:
+    reason = failed_run(
+        workspace,
+        (_CONDITION, "misbehaving:FailingCondition"),
+        ("params: {}\n      phase_config", "params: {after: -1}\n      phase_config"),
+    )
+    assert "(misbehaving:FailingCondition.__init__): ValueError: bad condition params" in reason

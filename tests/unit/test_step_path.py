@@ -1,0 +1,307 @@
+"""The step path in one process, with in-memory links (no processes, no sockets, no sleeps).
+
+The turn policies and the one episode loop (:mod:`palaestra.core.turns`), a Muscle process's
+``step``, an environment process's ``update`` and its checks, and whole episodes of real
+processes' step paths wired by :class:`palaestra.testing.LocalDriver`.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from palaestra.agent import DummyBrain
+from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.core import messages as m
+from palaestra.core.plugin import PluginContractError, PluginError
+from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
+from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
+from palaestra.core.turns import AllAct, RoundRobin, Stepped, TurnPolicy, run_episode
+from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.testing import FakeLink, LocalDriver, RowRecorder, brain_link
+
+DUMMY_ENV = "palaestra.environment.dummy_environment:DummyEnvironment"
+BAD_ENV = "tests.plugins.misbehaving:BadValueEnvironment"
+FOREIGN_MUSCLE = "tests.plugins.misbehaving:ForeignActuatorMuscle"
+
+
+# --- the turn policies and the loop, with a scripted driver -----------------------------------
+
+
+class Agent:
+    def __init__(self, process: str, sensors: list[str]) -> None:
+        self.process = process
+        self.sensors = sensors
+
+
+class ScriptedDriver:
+    """Records what the loop asks for; step ``k`` gives sensor ``s`` the value ``k + 1`` and
+    the reward ``k``; ``done`` after ``length`` steps."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.steps = 0
+        self.log: list[tuple[str, Any]] = []
+
+    def observe(self, agent: Agent, observation: m.AgentStep) -> None:
+        rewards = None if observation.rewards is None else observation.rewards[0].value
+        self.log.append(
+            (
+                "observe",
+                (agent.process, observation.step, observation.values, rewards, observation.done),
+            )
+        )
+
+    def step(self, acting: Sequence[Agent]) -> Stepped:
+        self.log.append(("step", [a.process for a in acting]))
+        self.steps += 1
+        reward = m.InfoDesc("r", None, self.steps - 1)
+        return Stepped([("s", self.steps)], [reward], [self.steps >= self.length])
+
+    def finish(self, agents: Sequence[Agent]) -> None:
+        self.log.append(("finish", [a.process for a in agents]))
+
+
+AGENTS = [Agent("a", ["s"]), Agent("b", ["s"])]
+CONDITIONS = [EpisodeEndsWithEnvironment()]
+
+
+def test_all_act_every_agent_acts_and_is_rewarded_with_that_step() -> None:
+    driver = ScriptedDriver(length=2)
+    steps = run_episode(AllAct(), driver, AGENTS, CONDITIONS, {"s": 0})
+    assert steps == 2
+    assert driver.log == [
+        ("observe", ("a", 0, [0], None, False)),
+        ("observe", ("b", 0, [0], None, False)),
+        ("step", ["a", "b"]),
+        ("observe", ("a", 1, [1], 0, False)),
+        ("observe", ("b", 1, [1], 0, False)),
+        ("step", ["a", "b"]),
+        ("observe", ("a", 2, [2], 1, True)),
+        ("observe", ("b", 2, [2], 1, True)),
+        ("finish", ["a", "b"]),
+    ]
+
+
+def test_round_robin_one_agent_per_step_rewarded_with_the_step_after_its_action() -> None:
+    driver = ScriptedDriver(length=3)
+    steps = run_episode(RoundRobin(), driver, AGENTS, CONDITIONS, {"s": 0})
+    assert steps == 3
+    assert driver.log == [
+        ("observe", ("a", 0, [0], None, False)),
+        ("step", ["a"]),
+        ("observe", ("b", 1, [1], None, False)),
+        ("step", ["b"]),
+        ("observe", ("a", 2, [2], 0, False)),  # a's own step 0
+        ("step", ["a"]),
+        ("observe", ("a", 3, [3], 2, True)),
+        ("observe", ("b", 3, [3], 1, True)),
+        ("finish", ["a", "b"]),
+    ]
+
+
+def test_a_policy_of_ones_own_decides_who_acts_and_who_is_rewarded() -> None:
+    class OnlyB(TurnPolicy):
+        def acting(self, step: int, agents: Sequence[Any]) -> Sequence[Any]:
+            return [agents[1]]
+
+        def rewarded(self, step: int, acting: Sequence[Any], agents: Sequence[Any]) -> Any:
+            return agents  # everyone learns from every step
+
+    driver = ScriptedDriver(length=1)
+    run_episode(OnlyB(), driver, AGENTS, CONDITIONS, {"s": 0})
+    assert [entry for entry in driver.log if entry[0] == "step"] == [("step", ["b"])]
+    assert ("observe", ("a", 1, [1], 0, True)) in driver.log
+
+
+def test_the_conditions_end_the_episode_and_their_failure_names_them() -> None:
+    class Broken(TerminationCondition):
+        def episode_done(self, environments_done: Sequence[bool]) -> bool:
+            raise RuntimeError("no")
+
+    class AfterTwo(TerminationCondition):
+        calls = 0
+
+        def episode_done(self, environments_done: Sequence[bool]) -> bool:
+            self.calls += 1
+            return self.calls >= 2
+
+    driver = ScriptedDriver(length=100)
+    assert run_episode(AllAct(), driver, AGENTS, [AfterTwo()], {"s": 0}) == 2
+    with pytest.raises(PluginError) as caught:
+        run_episode(AllAct(), ScriptedDriver(length=100), AGENTS, [Broken()], {"s": 0})
+    assert caught.value.plugin.endswith("Broken.episode_done")
+
+
+# --- an environment process's update ----------------------------------------------------------
+
+
+def environment(params: dict[str, Any] | None = None, name: str = DUMMY_ENV) -> EnvironmentProcess:
+    process = EnvironmentProcess(
+        "Environment-env-0",
+        environment=EnvironmentSpec(name=name, uid="env", params=params or {"max_iter": 3}),
+        environment_id=1,
+        worker=0,
+        seed=7,
+        store_endpoint=None,
+    )
+    process.rows = RowRecorder()
+    return process
+
+
+def test_update_applies_set_points_records_the_step_and_reports_the_state() -> None:
+    env = environment()
+    baseline = env.start_world(reset=False)
+    assert [s.uid for s in baseline.sensors] == [f"env.{i}" for i in range(10)]
+    state = env.update({"0": 5, "3": 7})
+    assert state.values == [1] * 10 and not state.done
+    assert [(r.uid, r.value) for r in state.rewards] == [("Dummy Reward", 1)]
+    assert isinstance(env.rows, RowRecorder)
+    ((episode, step, sensors, setpoints, rewards, done),) = env.rows.recorded
+    assert (episode, step, done) == (0, 1, False)
+    assert setpoints == {"env.0": 5, "env.3": 7} and sensors["env.9"] == 1
+    assert rewards == {"Dummy Reward": 1}
+    env.update({})
+    assert env.update({}).done
+
+
+@pytest.mark.parametrize(
+    ("how", "at", "problem"),
+    [
+        ("shape", 1, "update returned sensor '0' = array([0.5, 0.5]"),
+        ("outside", 2, "update returned sensor '0' = array([7., 7., 7.]"),
+        ("reward", 2, "update returned reward 'Dummy Reward' = 1000000"),
+        ("unknown", 2, "update returned sensor 'zz', which its start did not declare"),
+        ("missing", 2, "update did not return sensor '0', which its start declared"),
+    ],
+)
+def test_update_blames_the_environment_for_a_bad_value(how: str, at: int, problem: str) -> None:
+    env = environment({"how": how, "at": at, "max_iter": 5}, BAD_ENV)
+    env.start_world(reset=False)
+    with pytest.raises(PluginContractError) as caught:
+        for _ in range(at):
+            env.update({})
+    assert str(caught.value).startswith(f"{BAD_ENV}.{problem}")
+
+
+def test_without_value_checks_only_the_first_step_is_checked() -> None:
+    env = environment({"how": "outside", "at": 2, "max_iter": 5}, BAD_ENV)
+    env.start_world(reset=False, check_values=False)
+    env.update({})
+    assert env.update({}).values[0] == [7.0, 7.0, 7.0]
+
+
+# --- a Muscle process's step ------------------------------------------------------------------
+
+
+def agent_spec(name: str, sensors: list[str], actuators: list[str], muscle: str) -> AgentSpec:
+    return AgentSpec(
+        name=name,
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name=muscle, params={"count_upwards": True}),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=tuple(sensors),
+        actuators=tuple(actuators),
+    )
+
+
+def muscle_process(
+    baseline: m.EnvBaseline,
+    name: str = "one",
+    own: range = range(5),
+    muscle: str = "palaestra.agent:DummyMuscle",
+) -> MuscleProcess:
+    sensors = [f"env.{i}" for i in own]
+    spec = agent_spec(name, sensors, sensors, muscle)
+    by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
+    process = MuscleProcess(
+        f"Muscle-{name}-0",
+        agent=spec,
+        agent_id=1,
+        worker=0,
+        mode="train",
+        seed=3,
+        brain_endpoint="",
+        store_endpoint=None,
+        sensors=[by_uid[uid] for uid in sensors],
+        actuators=[d for d in baseline.actuators if d.uid in sensors],
+    )
+    process.rows = RowRecorder()
+    return process
+
+
+def test_a_muscle_step_completes_the_transition_asks_the_brain_and_acts() -> None:
+    env = environment()
+    baseline = env.start_world(reset=False)
+    muscle = muscle_process(baseline)
+    brain = FakeLink("Brain-one", lambda message: m.BrainUpdate(update=pickle.dumps(41)))
+    to_env = FakeLink("Environment-env-0")
+    muscle.wire(brain, {"env": to_env})
+    muscle.begin_episode(
+        m.AgentEpisode(
+            episode=0,
+            sensors=baseline.sensors[:5],
+            actuators=baseline.actuators[:5],
+        )
+    )
+    first = muscle.step(m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
+    # the brain answered 41 before the muscle acted (update_lag 0): it counts from there
+    assert first.setpoints == {f"env.{i}": 41 for i in range(5)}
+    assert to_env.sent == [m.AgentActions(setpoints={str(i): 41 for i in range(5)})]
+    reward = [m.InfoDesc("Dummy Reward", None, 1)]
+    muscle.step(m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
+    assert isinstance(muscle.rows, RowRecorder)
+    ((episode, step, sensors, setpoints, rewards, objective, done),) = muscle.rows.recorded
+    assert (episode, step, done) == (0, 0, False)
+    assert sensors == {f"env.{i}": 0 for i in range(5)} and setpoints == first.setpoints
+    assert rewards == {"Dummy Reward": 1} and objective == 1.0
+    last = muscle.step(m.AgentStep(step=2, values=[2] * 5, rewards=reward, done=True))
+    assert last.setpoints == {} and len(muscle.rows.recorded) == 2
+    experiences = [e for e in brain.sent if isinstance(e, m.Experience)]
+    assert [e.transition is not None for e in experiences] == [False, True, True]
+    assert experiences[-1].done
+
+
+def test_a_muscle_setting_an_actuator_it_was_not_given_is_stopped_before_sending() -> None:
+    env = environment()
+    baseline = env.start_world(reset=False)
+    muscle = muscle_process(baseline, own=range(5, 10), muscle=FOREIGN_MUSCLE)  # not env.0
+    to_env = FakeLink("Environment-env-0")
+    muscle.wire(FakeLink("Brain-one", lambda _: m.BrainUpdate(update=None)), {"env": to_env})
+    muscle.begin_episode(
+        m.AgentEpisode(episode=0, sensors=baseline.sensors[5:], actuators=baseline.actuators[5:])
+    )
+    with pytest.raises(PluginContractError, match="set actuator 'env.0', which agent 'one'"):
+        muscle.step(m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
+    assert to_env.sent == []
+
+
+# --- whole episodes in one process -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("policy", "actions"), [(AllAct(), [3, 3]), (RoundRobin(), [2, 1])])
+def test_an_episode_of_real_step_paths_in_one_process(
+    policy: TurnPolicy, actions: list[int]
+) -> None:
+    env = environment({"max_iter": 3})
+    baseline = env.start_world(reset=False)
+    driver = LocalDriver(env)
+    brains = []
+    for name, own in (("one", range(5)), ("two", range(5, 10))):
+        muscle = muscle_process(baseline, name, own)
+        brain = DummyBrain()
+        brains.append(brain)
+        driver.wire(muscle, brain_link(brain, f"{name}-0"))
+    driver.begin(0, baseline)
+    values = dict(zip(env.full_sensor_uids, env.values, strict=True))
+    steps = run_episode(policy, driver, driver.agents(), CONDITIONS, values)
+    assert steps == 3
+    assert isinstance(env.rows, RowRecorder)
+    assert [row[1] for row in env.rows.recorded] == [1, 2, 3]
+    assert [row[5] for row in env.rows.recorded] == [False, False, True]
+    recorded = [len(driver.muscles[p].rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
+    assert recorded == actions  # one row per action, each completed by its rewards
+    assert all(brain.thinking_calls > 0 for brain in brains)
