@@ -230,7 +230,7 @@ class MuscleProcess(Component):
         if previous is not None and message.rewards is not None:
             transition = self._complete(previous, message.rewards, message.done)
             self.rows.add(
-                (
+                m.MuscleActionRow(
                     self.episode,
                     previous.step,
                     dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),

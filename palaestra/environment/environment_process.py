@@ -224,7 +224,7 @@ class EnvironmentProcess(Component):
         reward_descs = [describe(r) for r in rewards]
         self.step += 1
         self.rows.add(
-            (
+            m.WorldStateRow(
                 self.episode,
                 self.step,
                 dict(zip(self.full_sensor_uids, values, strict=True)),

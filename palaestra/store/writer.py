@@ -370,16 +370,16 @@ def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
         {
             "agent_id": agent_id,
             "worker": worker,
-            "episode": episode,
-            "step": step,
-            "sensor_readings": sensors,
-            "actuator_setpoints": setpoints,
-            "rewards": rewards,
-            "reward": _total(rewards),
-            "objective": objective,
-            "done": done,
+            "episode": row.episode,
+            "step": row.step,
+            "sensor_readings": row.sensors,
+            "actuator_setpoints": row.setpoints,
+            "rewards": row.rewards,
+            "reward": _total(row.rewards),
+            "objective": row.objective,
+            "done": row.done,
         }
-        for episode, step, sensors, setpoints, rewards, objective, done in message.rows
+        for row in message.rows
     ]
 
 
@@ -404,14 +404,14 @@ def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
         {
             "environment_id": environment_id,
             "worker": worker,
-            "episode": episode,
-            "step": step,
-            "sensors": sensors,
-            "setpoints": setpoints,
-            "rewards": rewards,
-            "done": done,
+            "episode": row.episode,
+            "step": row.step,
+            "sensors": row.sensors,
+            "setpoints": row.setpoints,
+            "rewards": row.rewards,
+            "done": row.done,
         }
-        for episode, step, sensors, setpoints, rewards, done in message.rows
+        for row in message.rows
     ]
 
 

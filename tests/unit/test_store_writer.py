@@ -109,7 +109,9 @@ def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.MuscleActionR
         agent_id=agent_id,
         worker=worker,
         rows=[
-            (0, s, {"env.0": [s, 0.5]}, {"env.1": s % 2}, {"r": 1.5}, None if s else 0.25, False)
+            m.MuscleActionRow(
+                0, s, {"env.0": [s, 0.5]}, {"env.1": s % 2}, {"r": 1.5}, None if s else 0.25, False
+            )
             for s in steps
         ],
     )
@@ -119,7 +121,10 @@ def world_rows(environment_id: int, steps: range) -> m.WorldStateRows:
     return m.WorldStateRows(
         environment_id=environment_id,
         worker=1,
-        rows=[(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9) for s in steps],
+        rows=[
+            m.WorldStateRow(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9)
+            for s in steps
+        ],
     )
 
 
