@@ -161,6 +161,7 @@ class MuscleProcess(Component):
         self.rows = RowSink(
             connect_store(hot, self.store_endpoint),
             lambda rows: m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows),
+            plugin=(self.muscle, "propose_actions"),
         )
         wait = hot.poller(router)
         with closing_producer(self.rows, self.name):

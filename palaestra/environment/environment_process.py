@@ -100,6 +100,7 @@ class EnvironmentProcess(Component):
             lambda rows: m.WorldStateRows(
                 environment_id=self.environment_id, worker=self.worker, rows=rows
             ),
+            plugin=(self.env, "update"),
         )
         self.selector = hot.selector()
         self.selector.add(self.listener)

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
 from palaestra.core.esm import Component, on
+from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine
@@ -42,8 +43,12 @@ from palaestra.store.models import (
 
 LOG = logging.getLogger(__name__)
 
-RECEIVE_HWM = 1000
-"""Messages queued at the writer before producers block (backpressure; nothing is dropped)."""
+RECEIVE_HWM = QUEUE_MESSAGES
+"""Messages queued at the writer per producer before it blocks (backpressure; nothing is
+dropped): with the producers' batches of at most ``BATCH_BYTES``, the queue is bounded in bytes
+too."""
+BATCH_BYTES = 8 << 20
+"""Encoded bytes of rows buffered (all tables together) before they are inserted."""
 IDLE_FLUSH_MS = 200
 """Buffered rows are committed when the socket has been idle this long."""
 DRAIN_LIMIT = 500
@@ -66,12 +71,17 @@ class StoreWriter(Component):
         store_uri: SQLAlchemy URL of the store; an empty store gets the schema, an older one
             is refused (see :func:`palaestra.store.schema.ensure_current`).
         batch_rows: Rows buffered per table before they are inserted.
+        batch_bytes: Bytes of rows (as they arrived) buffered before they are inserted.
     """
 
-    def __init__(self, name: str, store_uri: str, batch_rows: int = 2000) -> None:
+    def __init__(
+        self, name: str, store_uri: str, batch_rows: int = 2000, batch_bytes: int = BATCH_BYTES
+    ) -> None:
         super().__init__(name)
         self.store_uri = store_uri
         self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
+        self.buffered_bytes = 0
         self.engine: Engine | None = None
         self.buffers: dict[Table, list[Row]] = {WORLD_STATES: [], MUSCLE_ACTIONS: []}
         self.closed_producers: set[str] = set()
@@ -161,19 +171,20 @@ class StoreWriter(Component):
                 data = receiver.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            self.accept(m.decode(data))
+            self.accept(m.decode(data), len(data))
             count += 1
 
-    def accept(self, message: m.Message) -> None:
-        """Handle one message from the record socket (buffer its rows, or note a producer).
+    def accept(self, message: m.Message, size: int = 0) -> None:
+        """Handle one message from the record socket (buffer its rows, or note a producer);
+        ``size`` is its encoded size, for the byte bound of the buffers.
 
         Raises:
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
         if isinstance(message, m.MuscleActionRows):
-            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message))
+            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message), size)
         elif isinstance(message, m.WorldStateRows):
-            self._buffer(WORLD_STATES, _world_state_rows(message))
+            self._buffer(WORLD_STATES, _world_state_rows(message), size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -181,10 +192,13 @@ class StoreWriter(Component):
         else:
             raise TypeError(f"{self.name}: {type(message).__name__} is not a store record")
 
-    def _buffer(self, table: Table, rows: Iterable[Row]) -> None:
+    def _buffer(self, table: Table, rows: Iterable[Row], size: int) -> None:
         buffer = self.buffers[table]
         buffer.extend(rows)
-        if len(buffer) >= self.batch_rows:
+        self.buffered_bytes += size
+        if self.buffered_bytes >= self.batch_bytes:
+            self.flush()
+        elif len(buffer) >= self.batch_rows:
             self.buffers[table] = []
             self._write({table: buffer})
 
@@ -216,6 +230,7 @@ class StoreWriter(Component):
     def flush(self) -> None:
         """Insert every buffered row, all tables in one transaction."""
         pending = {table: rows for table, rows in self.buffers.items() if rows}
+        self.buffered_bytes = 0
         if pending:
             for table in pending:
                 self.buffers[table] = []
@@ -318,8 +333,9 @@ class StoreWriter(Component):
 
     @on(m.StorePhaseEnd)
     def handle_phase_end(self, message: m.StorePhaseEnd) -> m.StoreAck:
-        """Commit buffered rows, then mark the phase with its final status."""
+        """Commit the rows received so far, then mark the phase with its final status."""
         _check_status(message.status)
+        self._drain_socket()
         self.flush()
         with self._session() as session, session.begin():
             phase = session.get(ExperimentRunPhase, message.phase_id)
@@ -331,8 +347,11 @@ class StoreWriter(Component):
 
     @on(m.StoreRunEnd)
     def handle_run_end(self, message: m.StoreRunEnd) -> m.StoreAck:
-        """Commit buffered rows, then mark the instance and its still running phases."""
+        """Commit the rows received so far (also those still queued on the record socket: the
+        rows of a run's stopped producers precede its end), then mark the instance and its
+        still running phases."""
         _check_status(message.status)
+        self._drain_socket()
         self.flush()
         with self._session() as session, session.begin():
             instance = session.get(ExperimentRunInstance, message.instance_id)
