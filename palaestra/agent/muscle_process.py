@@ -96,7 +96,7 @@ class MuscleProcess(Component):
         self.brain_endpoint = brain_endpoint
         self.store_endpoint = store_endpoint
         self.spaces = SpaceCache()
-        self.memory = Memory()
+        self.memory = Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes)
         self.sensor_uids: list[str] = []
         self.sensor_spaces: list[Any] = []
         self.actuator_uids: list[str] = []
