@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 import zmq
 
 from palaestra.core.channel import Channel, Listener, Selector, connect
-from palaestra.core.records import FAILED_FLUSH_SECONDS, STOP_LINGER_MS, RowSink
+from palaestra.core.records import RowSink
 
 _STOP = object()
 
@@ -197,18 +197,15 @@ class HotLoop:
 @contextmanager
 def closing_producer(sink: RowSink, producer: str) -> Iterator[None]:
     """Around a producer's hot loop: on stop, push the last rows and close the producer,
-    waiting for the writer (also when the socket closes: the writer is alive until the end of
-    the run is recorded, and stores these rows first); on failure, push what the writer takes
-    within :data:`~palaestra.core.records.FAILED_FLUSH_SECONDS`."""
+    waiting for the writer; on failure, push what the writer takes in a few seconds (see
+    :meth:`RowSink.close`)."""
     try:
         yield
     except Stopped:
         sink.close(producer)
-        if sink.socket is not None:
-            sink.socket.setsockopt(zmq.LINGER, STOP_LINGER_MS)
         raise
     except BaseException:
-        sink.close(producer, timeout=FAILED_FLUSH_SECONDS)
+        sink.close(producer, failed=True)
         raise
 
 

@@ -132,10 +132,19 @@ class RowSink:
         LOG.warning("the store writer is not taking rows: %d rows not stored", len(rows))
         return False
 
-    def close(self, producer: str, block: bool = True, timeout: float | None = None) -> None:
-        """Push what is buffered, then tell the writer that ``producer`` is done."""
-        self.flush(block, timeout)
-        send(self.socket, m.ProducerClosed(producer=producer), block, timeout)
+    def close(self, producer: str, failed: bool = False) -> None:
+        """Push what is buffered, then tell the writer that ``producer`` is done.
+
+        After an orderly stop this waits for the writer, also when the socket closes (for
+        :data:`STOP_LINGER_MS`: the writer is alive until the end of the run is recorded, and
+        stores these rows first). A ``failed`` producer waits :data:`FAILED_FLUSH_SECONDS` at
+        most, and its socket lingers as the hot loop set it.
+        """
+        timeout = FAILED_FLUSH_SECONDS if failed else None
+        self.flush(timeout=timeout)
+        send(self.socket, m.ProducerClosed(producer=producer), timeout=timeout)
+        if self.socket is not None and not failed:
+            self.socket.setsockopt(zmq.LINGER, STOP_LINGER_MS)
 
 
 def _push(socket: zmq.Socket[bytes], message: m.Msg, block: bool, timeout: float | None) -> bool:

@@ -114,7 +114,7 @@ def test_an_unencodable_value_names_the_step_and_uid_and_keeps_the_rows_before(
     assert "sensor 'env.9' (Opaque)" in message
     assert "step 2 of episode 0" in message
     assert "Encoding objects of type Opaque is unsupported" in message
-    sink.close("env-0", timeout=1.0)
+    sink.close("env-0", failed=True)
     assert steps_pushed(pull) == [[1]]
 
 
