@@ -12,21 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
 import zmq.asyncio
 from sqlalchemy import Engine, Select, Table, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
+from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, on
 from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
-from palaestra.store.engine import make_engine
+from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     RUN_STATUSES,
     Agent,
@@ -237,9 +238,32 @@ class StoreWriter(Component):
             self._write(pending)
 
     def _write(self, rows_by_table: dict[Table, list[Row]]) -> None:
-        with self._engine().begin() as connection:
+        doing = " and ".join(
+            f"{len(rows)} rows into {t.name}" for t, rows in rows_by_table.items()
+        )
+        with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
             for table, rows in rows_by_table.items():
                 connection.execute(table.insert(), rows)
+
+    @contextlib.contextmanager
+    def _store_errors(self, doing: str) -> Iterator[None]:
+        """Turn a failure of the store itself (disk full, I/O error, read-only, gone) into a
+        :class:`StoreError` naming the store: the run ends with exit code 3."""
+        try:
+            yield
+        except (OperationalError, OSError) as exc:
+            cause = getattr(exc, "orig", None) or exc
+            raise StoreError(
+                f"store {mask_uri(self.store_uri)}: {doing} failed: {cause}. "
+                "Free space on its disk, or give the run another store_uri."
+            ) from exc
+
+    @contextlib.contextmanager
+    def _transaction(self, doing: str) -> Iterator[Session]:
+        """A session in one transaction, committed on leaving; store failures as
+        :meth:`_store_errors`."""
+        with self._store_errors(doing), self._session() as session, session.begin():
+            yield session
 
     def _engine(self) -> Engine:
         if self.engine is None:
@@ -286,7 +310,7 @@ class StoreWriter(Component):
 
     def _record_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
         """One transaction of :meth:`handle_run_start`."""
-        with self._session() as session, session.begin():
+        with self._transaction("recording the start of the run") as session:
             experiment = _experiment(session, message.experiment_uid)
             run = _run(session, experiment, message)
             instance = ExperimentRunInstance(
@@ -308,7 +332,7 @@ class StoreWriter(Component):
     @on(m.StorePhaseStart)
     def handle_phase_start(self, message: m.StorePhaseStart) -> m.StoreIds:
         """Record a running phase with its environments and agents."""
-        with self._session() as session, session.begin():
+        with self._transaction("recording a phase") as session:
             phase = ExperimentRunPhase(
                 experiment_run_instance_id=message.instance_id,
                 index=message.index,
@@ -337,7 +361,7 @@ class StoreWriter(Component):
         _check_status(message.status)
         self._drain_socket()
         self.flush()
-        with self._session() as session, session.begin():
+        with self._transaction("recording the end of a phase") as session:
             phase = session.get(ExperimentRunPhase, message.phase_id)
             if phase is None:
                 raise ValueError(f"{self.name}: no phase with id {message.phase_id}")
@@ -353,7 +377,7 @@ class StoreWriter(Component):
         _check_status(message.status)
         self._drain_socket()
         self.flush()
-        with self._session() as session, session.begin():
+        with self._transaction("recording the end of the run") as session:
             instance = session.get(ExperimentRunInstance, message.instance_id)
             if instance is None:
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")

@@ -528,3 +528,27 @@ def test_a_failing_reader_fails_a_waiting_flush(writer: StoreWriter) -> None:
             ctx.term()
 
     run(scenario())
+
+
+def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_uri: str) -> None:
+    """SQLite's ``max_page_count`` makes the file full (SQLITE_FULL, as a full disk does)."""
+    from sqlalchemy import event
+
+    ids = start(writer)
+    assert writer.engine is not None
+    pages = select_all(writer, "PRAGMA page_count")[0][0]
+    writer.engine.dispose()
+
+    @event.listens_for(writer.engine, "connect")
+    def full(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.execute(f"PRAGMA max_page_count={pages}")
+
+    writer.accept(action_rows(ids["agent:attacker"], range(99)))
+    with pytest.raises(StoreError) as caught:
+        writer.flush()
+    message = caught.value.format_message()
+    assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+    assert store_uri.removeprefix("sqlite:///") in message
+    assert "writing 99 rows into muscle_actions failed: database or disk is full" in message
+    event.remove(writer.engine, "connect", full)
+    writer.engine.dispose()
