@@ -552,3 +552,37 @@ def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_ur
     assert "writing 99 rows into muscle_actions failed: database or disk is full" in message
     event.remove(writer.engine, "connect", full)
     writer.engine.dispose()
+
+
+@pytest.mark.integration
+def test_the_end_of_a_run_is_recorded_after_the_rows_queued_before_it(store_uri: str) -> None:
+    """Rows on the record socket, not yet read when the end of the run is asked for (the
+    producers stopped after a failure elsewhere): stored before the end is recorded."""
+    run_dir = make_run_dir()
+    runtime = FakeRuntime(run_dir)
+    writer = StoreWriter("store", store_uri)
+
+    async def scenario() -> None:
+        endpoints = await writer.setup(runtime)
+        instance = (await writer.dispatch(run_start())).ids["instance"]
+        agent = (await writer.dispatch(phase_start(instance))).ids["agent:attacker"]
+        assert writer._reader is not None and writer._socket is not None
+        writer._reader.cancel()  # the reader is busy elsewhere: nothing is read meanwhile
+        with contextlib.suppress(asyncio.CancelledError):
+            await writer._reader
+        push = runtime.ctx.socket(zmq.PUSH)
+        push.connect(endpoints["store"])
+        try:
+            await push.send(m.encode(action_rows(agent, range(50))))
+            assert await writer._socket.poll(5000)  # queued at the writer, unread
+            await writer.dispatch(m.StoreRunEnd(instance_id=instance, status="error"))
+        finally:
+            push.close(linger=0)
+        assert count(writer, "muscle_actions") == 50
+        await writer.teardown()
+
+    try:
+        run(scenario())
+    finally:
+        runtime.ctx.destroy(linger=0)
+        remove_run_dir(run_dir)
