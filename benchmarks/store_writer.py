@@ -55,7 +55,7 @@ def produce(endpoint: str, rows: int, agent_id: int, started: Any) -> None:
                 agent_id=agent_id,
                 worker=0,
                 rows=[
-                    (0, step, sensors, setpoints, {"reward": 1.0}, 1.0, False)
+                    m.MuscleActionRow(0, step, sensors, setpoints, {"reward": 1.0}, 1.0, False)
                     for step in range(first, min(first + BATCH, rows))
                 ],
             )

@@ -61,6 +61,7 @@ class BrainProcess(Component):
                 dumps=BrainDumps(loaded=setup.dump, write=self._write_dump),
             )
         )
+        self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -153,7 +154,7 @@ class BrainProcess(Component):
                 for t, v in zip(sensors, values, strict=False)
             ]
 
-        return _Lazy(build, min(len(sensors), len(values)))
+        return _Lazy(build, min(len(sensors), len(values)), values)
 
     def _setpoint_infos(self, values: dict[str, Any]) -> Sequence[ActuatorInformation]:
         spaces = self.actuator_spaces
@@ -164,7 +165,7 @@ class BrainProcess(Component):
                 for uid, v in values.items()
             ]
 
-        return _Lazy(build, len(values))
+        return _Lazy(build, len(values), values)
 
     def _send_dumps(self, block: bool = True) -> None:
         dumps, self.pending_dumps = self.pending_dumps, []
@@ -186,11 +187,12 @@ class _Lazy(Sequence[Any]):
     """Information objects of a memory row, built when first read: a Brain that learns from
     arrays (or not at all) never pays for objects of rows it does not look at."""
 
-    __slots__ = ("_build", "_size", "_built")
+    __slots__ = ("_build", "_size", "_built", "source")
 
-    def __init__(self, build: Callable[[], list[Any]], size: int) -> None:
+    def __init__(self, build: Callable[[], list[Any]], size: int, source: Any = None) -> None:
         self._build: Callable[[], list[Any]] | None = build
         self._size = size
+        self.source = source  # what it is built from: the memory sizes a row by it
         self._built: list[Any] = []
 
     def _items(self) -> list[Any]:

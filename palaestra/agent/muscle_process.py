@@ -97,7 +97,7 @@ class MuscleProcess(Component):
         self.brain_endpoint = brain_endpoint
         self.store_endpoint = store_endpoint
         self.spaces = SpaceCache()
-        self.memory = Memory()
+        self.memory = Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes)
         self.sensor_uids: list[str] = []
         self.sensor_spaces: list[Any] = []
         self.actuator_uids: list[str] = []
@@ -155,7 +155,11 @@ class MuscleProcess(Component):
         self.hot_loop = hot
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(connect_store(hot, self.store_endpoint), self._record)
+        self.rows = RowSink(
+            connect_store(hot, self.store_endpoint),
+            self._record,
+            plugin=(self.muscle, "propose_actions"),
+        )
         wait = hot.poller(router)
         with closing_producer(self.rows, self.name):
             while True:
@@ -229,7 +233,7 @@ class MuscleProcess(Component):
         if previous is not None and message.rewards is not None:
             transition = self._complete(previous, message.rewards, message.done)
             self.rows.add(
-                (
+                m.MuscleActionRow(
                     self.episode,
                     previous.step,
                     dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),

@@ -197,15 +197,16 @@ class HotLoop:
 
 @contextmanager
 def closing_producer(sink: RowSink, producer: str) -> Iterator[None]:
-    """Around a producer's hot loop: on stop, push the last rows and close the producer (wait
-    for the writer); on failure, push what the writer takes without waiting."""
+    """Around a producer's hot loop: on stop, push the last rows and close the producer,
+    waiting for the writer; on failure, push what the writer takes in a few seconds (see
+    :meth:`RowSink.close`)."""
     try:
         yield
     except Stopped:
         sink.close(producer)
         raise
     except BaseException:
-        sink.close(producer, block=False)
+        sink.close(producer, failed=True)
         raise
 
 

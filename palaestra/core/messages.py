@@ -295,23 +295,50 @@ class BrainUpdate(Msg, frozen=True, kw_only=True):
 # --- store records -------------------------------------------------------------------------
 
 
+class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
+    """One row of ``world_states``: an environment's step (an array on the wire, like a
+    tuple)."""
+
+    episode: int
+    step: int
+    sensors: dict[str, Any]
+    """Sensor values by full uid (``<env uid>.<sensor id>``)."""
+    setpoints: dict[str, Any]
+    """The set points applied in this step, by full actuator uid."""
+    rewards: dict[str, Any]
+    """Reward values by reward uid."""
+    done: bool
+
+
+class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
+    """One row of ``muscle_actions``: what an agent saw, did and got for it in one step."""
+
+    episode: int
+    step: int
+    sensors: dict[str, Any]
+    """The sensor values the Muscle acted on, by uid."""
+    setpoints: dict[str, Any]
+    """Its set points, by actuator uid."""
+    rewards: dict[str, Any]
+    """The rewards that followed, by reward uid."""
+    objective: float | None
+    done: bool
+
+
 class WorldStateRows(Msg, frozen=True, kw_only=True):
-    """Rows for ``world_states``: (episode, step, sensors, setpoints, rewards, done) each."""
+    """A batch of ``world_states`` rows of one environment worker."""
 
     environment_id: int
     worker: int
-    rows: list[tuple[int, int, dict[str, Any], dict[str, Any], dict[str, Any], bool]]
+    rows: list[WorldStateRow]
 
 
 class MuscleActionRows(Msg, frozen=True, kw_only=True):
-    """Rows for ``muscle_actions``.
-
-    Each: (episode, step, sensors, setpoints, rewards, objective, done).
-    """
+    """A batch of ``muscle_actions`` rows of one Muscle."""
 
     agent_id: int
     worker: int
-    rows: list[tuple[int, int, dict[str, Any], dict[str, Any], dict[str, Any], float | None, bool]]
+    rows: list[MuscleActionRow]
 
 
 class BrainDump(Msg, frozen=True, kw_only=True):

@@ -1,72 +1,173 @@
 """Batching result rows on their way to the store writer (PUSH, one way, never awaited).
 
 Producers push from their hot loop (see :mod:`palaestra.core.hotloop`) on a synchronous socket.
-A push blocks only when the writer's queue is full: bounded memory, nothing dropped.
+Each row is encoded when it is added: a value that has no encoded form fails the step that made
+it (naming the plug-in, the step and the uid) instead of the batch it would have been pushed
+with, and the encoded size bounds a batch in bytes as well as in rows. A push blocks only when
+the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES` batches of at most
+:data:`BATCH_BYTES` each, on either side of the socket), nothing dropped.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
+import msgspec
 import zmq
 
 from palaestra.core import messages as m
+from palaestra.core.plugin import PluginError
 
 LOG = logging.getLogger(__name__)
 
+BATCH_ROWS = 1000
+"""Rows a producer buffers before it pushes them."""
+BATCH_BYTES = 1 << 20
+"""Encoded bytes a producer buffers before it pushes them (a larger row goes alone)."""
+QUEUE_MESSAGES = 16
+"""Batches queued per producer on each side of the store socket before the producer blocks:
+with :data:`BATCH_BYTES`, about 32 MiB per producer at most (more only for single rows larger
+than that)."""
+FAILED_FLUSH_SECONDS = 2.0
+"""How long a failing producer waits for the writer to take its last rows."""
+STOP_LINGER_MS = 30_000
+"""How long a producer that stopped in order waits, when it closes its store socket, for the
+writer to take what is still queued (the writer is alive until the end of the run is
+recorded)."""
+
+_encode = msgspec.msgpack.Encoder().encode
+_UNENCODABLE = (TypeError, ValueError, OverflowError)
+Row = m.WorldStateRow | m.MuscleActionRow
+
+
+class UnencodableValue(ValueError):
+    """A value in a row has no form the store can hold (a plug-in's value, never ours)."""
+
 
 class RowSink:
-    """Collects rows and pushes them in batches of ``batch`` to the store writer.
+    """Collects rows and pushes them in batches to the store writer.
 
-    ``make`` builds the record message from a list of rows; ``socket`` None discards rows
-    (the run has no store).
+    Args:
+        socket: The PUSH socket to the writer (see :func:`connect_store`); None discards rows
+            (the run has no store), but they are still checked.
+        make: Builds the record message from a list of encoded rows.
+        batch: Rows per batch at most.
+        batch_bytes: Encoded bytes per batch at most (a row larger than that goes alone).
+        plugin: The plug-in and its method that made the rows' values: an unencodable value
+            fails as a :class:`~palaestra.core.runtime.PluginError` of that method.
     """
 
     def __init__(
         self,
         socket: zmq.Socket[bytes] | None,
         make: Callable[[list[Any]], m.Msg],
-        batch: int = 1000,
+        batch: int = BATCH_ROWS,
+        *,
+        batch_bytes: int = BATCH_BYTES,
+        plugin: tuple[object, str] | None = None,
     ) -> None:
         self.socket = socket
         self.make = make
         self.batch = batch
-        self.rows: list[Any] = []
+        self.batch_bytes = batch_bytes
+        self.plugin = plugin
+        self.rows: list[msgspec.Raw] = []
+        self.size = 0
 
-    def add(self, row: Any) -> None:
-        self.rows.append(row)
-        if len(self.rows) >= self.batch:
+    def add(self, row: Row) -> None:
+        """Encode ``row`` and buffer it; push the batch when it is full (rows or bytes).
+
+        Raises:
+            UnencodableValue: A value of ``row`` cannot be encoded (wrapped in a PluginError
+                naming ``plugin`` if given); the rows added before it stay buffered.
+        """
+        try:
+            data = _encode(row)
+        except _UNENCODABLE as exc:
+            self._unencodable(row, exc)
+        self.rows.append(msgspec.Raw(data))
+        self.size += len(data)
+        if len(self.rows) >= self.batch or self.size >= self.batch_bytes:
             self.flush()
 
-    def flush(self, block: bool = True) -> bool:
-        """Push what is buffered; without ``block``, give up (False, and say so) if the
-        writer's queue is full."""
+    def _unencodable(self, row: Row, exc: Exception) -> NoReturn:
+        """Raise the error that names the value of ``row`` that cannot be encoded."""
+        where = "a value"
+        for field, kind in (
+            ("sensors", "sensor"),
+            ("setpoints", "set point"),
+            ("rewards", "reward"),
+        ):
+            for uid, value in getattr(row, field).items():
+                try:
+                    _encode(value)
+                except _UNENCODABLE as cause:
+                    where, exc = f"the value of {kind} '{uid}' ({type(value).__name__})", cause
+                    break
+            else:
+                continue
+            break
+        error = UnencodableValue(
+            f"{where} at step {row.step} of episode {row.episode} cannot be stored: {exc}. "
+            "Values must be numbers, strings, booleans, None, or lists and dicts of them "
+            "(numpy arrays and scalars are converted by their space)"
+        )
+        if self.plugin is None:
+            raise error
+        raise PluginError(*self.plugin) from error
+
+    def flush(self, block: bool = True, timeout: float | None = None) -> bool:
+        """Push what is buffered. Without ``block``, give up at once (False, and say so) if the
+        writer's queue is full; with a ``timeout`` (seconds), give up after that long."""
         if not self.rows:
             return True
-        rows, self.rows = self.rows, []
+        rows, self.rows, self.size = self.rows, [], 0
         if self.socket is None:
             return True
-        try:
-            self.socket.send(m.encode(self.make(rows)), 0 if block else zmq.NOBLOCK)
-        except zmq.Again:
-            LOG.warning("the store writer is not taking rows: %d rows not stored", len(rows))
-            return False
-        return True
+        if _push(self.socket, self.make(rows), block, timeout):
+            return True
+        LOG.warning("the store writer is not taking rows: %d rows not stored", len(rows))
+        return False
 
-    def close(self, producer: str, block: bool = True) -> None:
-        """Push what is buffered, then tell the writer that ``producer`` is done."""
-        self.flush(block)
-        send(self.socket, m.ProducerClosed(producer=producer), block)
+    def close(self, producer: str, failed: bool = False) -> None:
+        """Push what is buffered, then tell the writer that ``producer`` is done.
+
+        After an orderly stop this waits for the writer, also when the socket closes (for
+        :data:`STOP_LINGER_MS`: the writer is alive until the end of the run is recorded, and
+        stores these rows first). A ``failed`` producer waits :data:`FAILED_FLUSH_SECONDS` at
+        most, and its socket lingers as the hot loop set it.
+        """
+        timeout = FAILED_FLUSH_SECONDS if failed else None
+        self.flush(timeout=timeout)
+        send(self.socket, m.ProducerClosed(producer=producer), timeout=timeout)
+        if self.socket is not None and not failed:
+            self.socket.setsockopt(zmq.LINGER, STOP_LINGER_MS)
 
 
-def send(socket: zmq.Socket[bytes] | None, message: m.Msg, block: bool = True) -> None:
+def _push(socket: zmq.Socket[bytes], message: m.Msg, block: bool, timeout: float | None) -> bool:
+    """Send ``message``; False if the writer's queue stayed full (see :meth:`RowSink.flush`)."""
+    flags = 0 if block else zmq.NOBLOCK
+    wait_ms = -1 if timeout is None or not block else max(0, int(timeout * 1000))
+    socket.setsockopt(zmq.SNDTIMEO, wait_ms)
+    try:
+        socket.send(m.encode(message), flags)
+    except zmq.Again:
+        return False
+    return True
+
+
+def send(
+    socket: zmq.Socket[bytes] | None,
+    message: m.Msg,
+    block: bool = True,
+    timeout: float | None = None,
+) -> None:
+    """Send one record message (a brain dump, a producer's end) to the writer."""
     if socket is None:
         return
-    try:
-        socket.send(m.encode(message), 0 if block else zmq.NOBLOCK)
-    except zmq.Again:
+    if not _push(socket, message, block, timeout):
         LOG.warning(
             "the store writer is not taking messages: %s not stored", type(message).__name__
         )
@@ -77,6 +178,6 @@ def connect_store(hot: Any, endpoint: str | None) -> zmq.Socket[bytes] | None:
     if not endpoint:
         return None
     sock: zmq.Socket[bytes] = hot.socket(zmq.PUSH)
-    sock.setsockopt(zmq.SNDHWM, 1000)
+    sock.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)
     sock.connect(endpoint)
     return sock

@@ -43,8 +43,23 @@ class LoadSpec(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool = False
 
 
+class MemoryLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """How much of its transitions a Brain or a Muscle keeps in memory: at most ``rows`` rows
+    and about ``bytes`` bytes (None: no byte bound); the oldest go first."""
+
+    rows: int
+    bytes: int | None = None
+
+
+BRAIN_MEMORY = MemoryLimits(rows=100_000, bytes=256 << 20)
+"""A Brain's memory unless the run file sets ``brain_memory``: its learning data."""
+MUSCLE_MEMORY = MemoryLimits(rows=1_000, bytes=16 << 20)
+"""A Muscle's memory unless the run file sets ``muscle_memory``: what its Objective reads."""
+
+
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One agent of a phase: its plug-ins and the sensor and actuator ids it uses."""
+    """One agent of a phase: its plug-ins, the sensor and actuator ids it uses and the bounds
+    of its Brain's and Muscles' memories."""
 
     name: str
     brain: ClassSpec
@@ -53,6 +68,8 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     sensors: tuple[str, ...]
     actuators: tuple[str, ...]
     load: LoadSpec | None = None
+    brain_memory: MemoryLimits = BRAIN_MEMORY
+    muscle_memory: MemoryLimits = MUSCLE_MEMORY
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -110,7 +110,11 @@ class EnvironmentProcess(Component):
         hot.own(self.listener)
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(connect_store(hot, self.store_endpoint), self._record)
+        self.rows = RowSink(
+            connect_store(hot, self.store_endpoint),
+            self._record,
+            plugin=(self.env, "update"),
+        )
         self.selector = hot.selector()
         self.selector.add(self.listener)
         wait = hot.poller(router)
@@ -244,7 +248,7 @@ class EnvironmentProcess(Component):
         reward_descs = self._rewards(rewards)
         self.step += 1
         self.rows.add(
-            (
+            m.WorldStateRow(
                 self.episode,
                 self.step,
                 dict(zip(self.full_sensor_uids, values, strict=True)),

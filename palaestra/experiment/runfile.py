@@ -21,7 +21,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
 from palaestra.core.loading import load_class
 from palaestra.core.specs import (
+    BRAIN_MEMORY,
     COUNT_MAX,
+    MUSCLE_MEMORY,
     SEED_MAX,
     AgentSpec,
     ClassSpec,
@@ -34,6 +36,7 @@ from palaestra.core.specs import (
     SimulationSpec,
 )
 from palaestra.experiment.probe import EnvironmentIds
+from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -57,7 +60,17 @@ _PHASE_KEYS = ("environments", "agents", "simulation", "phase_config")
 _MERGED_PHASE_KEYS = frozenset({"simulation", "phase_config"})
 _ENV_ITEM_UNSUPPORTED = ("reward", "state_transformer")
 _ENV_KEYS = ("name", "uid", "params")
-_AGENT_KEYS = ("name", "brain", "muscle", "objective", "sensors", "actuators", "load")
+_AGENT_KEYS = (
+    "name",
+    "brain",
+    "muscle",
+    "objective",
+    "sensors",
+    "actuators",
+    "load",
+    "brain_memory",
+    "muscle_memory",
+)
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_UNSUPPORTED = ("filters", "replay")
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
@@ -331,6 +344,8 @@ class _RunBuilder:
             sensors=_ids(fields["sensors"], "sensor", phase, uids),
             actuators=_ids(fields["actuators"], "actuator", phase, uids),
             load=_load(optional(fields, "load")),
+            brain_memory=memory_limits(optional(fields, "brain_memory"), BRAIN_MEMORY),
+            muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
         )
         return spec, fields["name"]
 

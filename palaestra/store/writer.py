@@ -12,20 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
 import zmq.asyncio
 from sqlalchemy import Engine, Select, Table, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
+from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
+from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
-from palaestra.store.engine import make_engine
+from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     RUN_STATUSES,
     Agent,
@@ -42,8 +44,12 @@ from palaestra.store.models import (
 
 LOG = logging.getLogger(__name__)
 
-RECEIVE_HWM = 1000
-"""Messages queued at the writer before producers block (backpressure; nothing is dropped)."""
+RECEIVE_HWM = QUEUE_MESSAGES
+"""Messages queued at the writer per producer before it blocks (backpressure; nothing is
+dropped): with the producers' batches of at most ``BATCH_BYTES``, the queue is bounded in bytes
+too."""
+BATCH_BYTES = 8 << 20
+"""Encoded bytes of rows buffered (all tables together) before they are inserted."""
 IDLE_FLUSH_MS = 200
 """Buffered rows are committed when the socket has been idle this long."""
 DRAIN_LIMIT = 500
@@ -66,12 +72,17 @@ class StoreWriter(Component):
         store_uri: SQLAlchemy URL of the store; an empty store gets the schema, an older one
             is refused (see :func:`palaestra.store.schema.ensure_current`).
         batch_rows: Rows buffered per table before they are inserted.
+        batch_bytes: Bytes of rows (as they arrived) buffered before they are inserted.
     """
 
-    def __init__(self, name: str, store_uri: str, batch_rows: int = 2000) -> None:
+    def __init__(
+        self, name: str, store_uri: str, batch_rows: int = 2000, batch_bytes: int = BATCH_BYTES
+    ) -> None:
         super().__init__(name)
         self.store_uri = store_uri
         self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
+        self.buffered_bytes = 0
         self.engine: Engine | None = None
         self.buffers: dict[Table, list[Row]] = {WORLD_STATES: [], MUSCLE_ACTIONS: []}
         self.closed_producers: set[str] = set()
@@ -161,19 +172,20 @@ class StoreWriter(Component):
                 data = receiver.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            self.accept(m.decode(data))
+            self.accept(m.decode(data), len(data))
             count += 1
 
-    def accept(self, message: m.Message) -> None:
-        """Handle one message from the record socket (buffer its rows, or note a producer).
+    def accept(self, message: m.Message, size: int = 0) -> None:
+        """Handle one message from the record socket (buffer its rows, or note a producer);
+        ``size`` is its encoded size, for the byte bound of the buffers.
 
         Raises:
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
         if isinstance(message, m.MuscleActionRows):
-            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message))
+            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message), size)
         elif isinstance(message, m.WorldStateRows):
-            self._buffer(WORLD_STATES, _world_state_rows(message))
+            self._buffer(WORLD_STATES, _world_state_rows(message), size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -181,10 +193,13 @@ class StoreWriter(Component):
         else:
             raise TypeError(f"{self.name}: {type(message).__name__} is not a store record")
 
-    def _buffer(self, table: Table, rows: Iterable[Row]) -> None:
+    def _buffer(self, table: Table, rows: Iterable[Row], size: int) -> None:
         buffer = self.buffers[table]
         buffer.extend(rows)
-        if len(buffer) >= self.batch_rows:
+        self.buffered_bytes += size
+        if self.buffered_bytes >= self.batch_bytes:
+            self.flush()
+        elif len(buffer) >= self.batch_rows:
             self.buffers[table] = []
             self._write({table: buffer})
 
@@ -216,15 +231,39 @@ class StoreWriter(Component):
     def flush(self) -> None:
         """Insert every buffered row, all tables in one transaction."""
         pending = {table: rows for table, rows in self.buffers.items() if rows}
+        self.buffered_bytes = 0
         if pending:
             for table in pending:
                 self.buffers[table] = []
             self._write(pending)
 
     def _write(self, rows_by_table: dict[Table, list[Row]]) -> None:
-        with self._engine().begin() as connection:
+        doing = " and ".join(
+            f"{len(rows)} rows into {t.name}" for t, rows in rows_by_table.items()
+        )
+        with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
             for table, rows in rows_by_table.items():
                 connection.execute(table.insert(), rows)
+
+    @contextlib.contextmanager
+    def _store_errors(self, doing: str) -> Iterator[None]:
+        """Turn a failure of the store itself (disk full, I/O error, read-only, gone) into a
+        :class:`StoreError` naming the store: the run ends with exit code 3."""
+        try:
+            yield
+        except (OperationalError, OSError) as exc:
+            cause = getattr(exc, "orig", None) or exc
+            raise StoreError(
+                f"store {mask_uri(self.store_uri)}: {doing} failed: {cause}. "
+                "Free space on its disk, or give the run another store_uri."
+            ) from exc
+
+    @contextlib.contextmanager
+    def _transaction(self, doing: str) -> Iterator[Session]:
+        """A session in one transaction, committed on leaving; store failures as
+        :meth:`_store_errors`."""
+        with self._store_errors(doing), self._session() as session, session.begin():
+            yield session
 
     def _engine(self) -> Engine:
         if self.engine is None:
@@ -271,7 +310,7 @@ class StoreWriter(Component):
 
     def _record_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
         """One transaction of :meth:`handle_run_start`."""
-        with self._session() as session, session.begin():
+        with self._transaction("recording the start of the run") as session:
             experiment = _experiment(session, message.experiment_uid)
             run = _run(session, experiment, message)
             instance = ExperimentRunInstance(
@@ -293,7 +332,7 @@ class StoreWriter(Component):
     @on(m.StorePhaseStart)
     def handle_phase_start(self, message: m.StorePhaseStart) -> m.StoreIds:
         """Record a running phase with its environments and agents."""
-        with self._session() as session, session.begin():
+        with self._transaction("recording a phase") as session:
             phase = ExperimentRunPhase(
                 experiment_run_instance_id=message.instance_id,
                 index=message.index,
@@ -318,10 +357,11 @@ class StoreWriter(Component):
 
     @on(m.StorePhaseEnd)
     def handle_phase_end(self, message: m.StorePhaseEnd) -> m.StoreAck:
-        """Commit buffered rows, then mark the phase with its final status."""
+        """Commit the rows received so far, then mark the phase with its final status."""
         _check_status(message.status)
+        self._drain_socket()
         self.flush()
-        with self._session() as session, session.begin():
+        with self._transaction("recording the end of a phase") as session:
             phase = session.get(ExperimentRunPhase, message.phase_id)
             if phase is None:
                 raise ValueError(f"{self.name}: no phase with id {message.phase_id}")
@@ -331,10 +371,13 @@ class StoreWriter(Component):
 
     @on(m.StoreRunEnd)
     def handle_run_end(self, message: m.StoreRunEnd) -> m.StoreAck:
-        """Commit buffered rows, then mark the instance and its still running phases."""
+        """Commit the rows received so far (also those still queued on the record socket: the
+        rows of a run's stopped producers precede its end), then mark the instance and its
+        still running phases."""
         _check_status(message.status)
+        self._drain_socket()
         self.flush()
-        with self._session() as session, session.begin():
+        with self._transaction("recording the end of the run") as session:
             instance = session.get(ExperimentRunInstance, message.instance_id)
             if instance is None:
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
@@ -370,16 +413,16 @@ def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
         {
             "agent_id": agent_id,
             "worker": worker,
-            "episode": episode,
-            "step": step,
-            "sensor_readings": sensors,
-            "actuator_setpoints": setpoints,
-            "rewards": rewards,
-            "reward": _total(rewards),
-            "objective": objective,
-            "done": done,
+            "episode": row.episode,
+            "step": row.step,
+            "sensor_readings": row.sensors,
+            "actuator_setpoints": row.setpoints,
+            "rewards": row.rewards,
+            "reward": _total(row.rewards),
+            "objective": row.objective,
+            "done": row.done,
         }
-        for episode, step, sensors, setpoints, rewards, objective, done in message.rows
+        for row in message.rows
     ]
 
 
@@ -404,14 +447,14 @@ def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
         {
             "environment_id": environment_id,
             "worker": worker,
-            "episode": episode,
-            "step": step,
-            "sensors": sensors,
-            "setpoints": setpoints,
-            "rewards": rewards,
-            "done": done,
+            "episode": row.episode,
+            "step": row.step,
+            "sensors": row.sensors,
+            "setpoints": row.setpoints,
+            "rewards": row.rewards,
+            "done": row.done,
         }
-        for episode, step, sensors, setpoints, rewards, done in message.rows
+        for row in message.rows
     ]
 
 

@@ -6,12 +6,15 @@ import pytest
 import zmq
 
 from palaestra.core import messages as m
-from palaestra.core.records import RowSink
+from palaestra.core.records import QUEUE_MESSAGES, RowSink
 from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.store.writer import RECEIVE_HWM
 
 pytestmark = pytest.mark.timeout(30)
 
-ROW = (0, 1, {f"env.{i}": i for i in range(5)}, {"env.5": 3}, {"r": 1.0}, 1.0, False)
+ROW = m.MuscleActionRow(
+    0, 1, {f"env.{i}": i for i in range(5)}, {"env.5": 3}, {"r": 1.0}, 1.0, False
+)
 
 
 def test_a_stalled_writer_holds_producers_back_after_a_bounded_backlog() -> None:
@@ -19,17 +22,17 @@ def test_a_stalled_writer_holds_producers_back_after_a_bounded_backlog() -> None
     ctx = zmq.Context()
     try:
         pull = ctx.socket(zmq.PULL)
-        pull.setsockopt(zmq.RCVHWM, 1000)  # as the StoreWriter sets it
+        pull.setsockopt(zmq.RCVHWM, RECEIVE_HWM)  # as the StoreWriter sets it
         endpoint = endpoint_for(run_dir, "writer")
         pull.bind(endpoint)
         push = ctx.socket(zmq.PUSH)
-        push.setsockopt(zmq.SNDHWM, 1000)  # as palaestra.core.records sets it
+        push.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)  # as palaestra.core.records sets it
         push.connect(endpoint)
         sink = RowSink(push, lambda rows: m.MuscleActionRows(agent_id=1, worker=0, rows=rows))
         queued = 0
         while True:  # the writer reads nothing: the queue must fill up, not grow forever
             for _ in range(10):
-                sink.rows.append(ROW)
+                sink.add(ROW)
             if not sink.flush(block=False):  # a blocking flush would wait here
                 break
             queued += 1
@@ -45,5 +48,5 @@ def test_a_stalled_writer_holds_producers_back_after_a_bounded_backlog() -> None
     finally:
         ctx.destroy(linger=0)
         remove_run_dir(run_dir)
-    assert 1000 <= queued < 20_000
+    assert QUEUE_MESSAGES <= queued <= 4 * (QUEUE_MESSAGES + RECEIVE_HWM)
     assert received == queued

@@ -517,3 +517,135 @@ def test_the_framework_sets_contexts_only_through_attach() -> None:
     assert offenders == []
     process = (root / "agent" / "muscle_process.py").read_text()
     assert "muscle.attach(" in process
+
+
+# --- bounds in bytes, and from the run file ---------------------------------------------------
+
+
+def big_row(memory: Memory, floats: int, uid: str = "m") -> None:
+    value = np.zeros(floats)
+    memory.append(uid, [SensorInformation(value, None, "env.big")], [], rewards(r=1.0), False)
+
+
+def test_a_byte_limit_bounds_a_memory_of_large_rows() -> None:
+    memory = Memory(size_limit=1_000_000, byte_limit=10 << 20)  # 10 MiB
+    for i in range(200):
+        big_row(memory, 125_000, uid=f"m{i}")  # 1 MB of float64 each
+    assert 8 <= len(memory) <= 10
+    assert 1_000_000 <= memory.row_bytes <= 1_010_000
+    assert memory.tail(1).muscle_uids == ["m199"]
+
+
+def test_small_rows_are_bounded_by_rows_not_bytes() -> None:
+    memory = Memory(size_limit=50, byte_limit=10 << 20)
+    for i in range(300):
+        row(memory, uid=f"m{i}", r=float(i))
+    assert len(memory) == 50
+    assert 0 < memory.row_bytes < 10_000
+
+
+def test_the_estimate_follows_rows_that_grow() -> None:
+    memory = Memory(size_limit=1_000_000, byte_limit=4 << 20)
+    for _ in range(600):
+        row(memory, r=1.0)
+    assert len(memory) == 600
+    for _ in range(2000):
+        big_row(memory, 125_000)  # 1 MB each from now on
+    assert len(memory) <= 8
+
+
+def test_set_limits_drops_the_oldest_rows_at_once() -> None:
+    memory = Memory()
+    for i in range(20):
+        row(memory, uid=f"m{i}", r=float(i))
+    memory.set_limits(5)
+    assert len(memory) == 5
+    assert memory.tail(10).muscle_uids == [f"m{i}" for i in range(15, 20)]
+    memory.set_limits(None, None)
+    assert memory.size_limit == 5
+
+
+def test_lists_of_numbers_count_as_python_objects() -> None:
+    memory = Memory(byte_limit=1 << 30)
+    memory.append("m", [SensorInformation([0.5] * 1000, None, "s")], [], [], False)
+    assert 40_000 <= memory.row_bytes <= 50_000  # 8 bytes a slot and 32 a float
+
+
+RUN_FILE = """\
+uid: r
+seed: 1
+version: "0.1"
+schedule:
+  - p:
+      environments:
+        - environment: {name: palaestra.environment.dummy_environment:DummyEnvironment, uid: e}
+      agents:
+        - name: a
+          brain: {name: palaestra.agent.dummy_brain:DummyBrain}
+          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle}
+          objective: {name: palaestra.agent.dummy_objective:DummyObjective}
+          sensors: [e.0]
+          actuators: [e.0]
+AGENT_KEYS
+      simulation: {name: palaestra.simulation:Vanilla, conditions: []}
+      phase_config: {mode: train}
+"""
+
+
+def agent_with(keys: str) -> Any:
+    from palaestra.experiment.runfile import load_run_text
+
+    text = RUN_FILE.replace("AGENT_KEYS\n", "".join(f"          {k}\n" for k in keys.split(";")))
+    (phase,) = load_run_text(text, path="run.yml", check_classes=False).phases
+    return phase.agents[0]
+
+
+def test_memory_limits_default_to_bounds_that_keep_a_long_run_flat() -> None:
+    from palaestra.core.specs import BRAIN_MEMORY, MUSCLE_MEMORY
+
+    agent = agent_with("load: null")
+    assert agent.brain_memory == BRAIN_MEMORY
+    assert agent.muscle_memory == MUSCLE_MEMORY
+    assert MUSCLE_MEMORY.rows <= 1000 and MUSCLE_MEMORY.bytes is not None
+    assert BRAIN_MEMORY.bytes is not None and BRAIN_MEMORY.bytes <= 1 << 30
+
+
+@pytest.mark.parametrize(
+    ("keys", "brain", "muscle"),
+    [
+        ("brain_memory: {rows: 10}", (10, 256 << 20), (1000, 16 << 20)),
+        ("muscle_memory: {rows: 3, bytes: 64MiB}", (100_000, 256 << 20), (3, 64 << 20)),
+        (
+            "brain_memory: {bytes: 1.5GB};muscle_memory: {bytes: null}",
+            (100_000, 1_500_000_000),
+            (1000, None),
+        ),  # noqa: E501
+        ("brain_memory: {bytes: 2048}", (100_000, 2048), (1000, 16 << 20)),
+    ],
+)
+def test_memory_limits_from_the_run_file(
+    keys: str, brain: tuple[int, int | None], muscle: tuple[int, int | None]
+) -> None:
+    agent = agent_with(keys)
+    assert (agent.brain_memory.rows, agent.brain_memory.bytes) == brain
+    assert (agent.muscle_memory.rows, agent.muscle_memory.bytes) == muscle
+
+
+@pytest.mark.parametrize(
+    ("keys", "says"),
+    [
+        ("brain_memory: {rows: 0}", "brain_memory.rows: expected an integer >= 1"),
+        ("muscle_memory: {bytes: lots}", "muscle_memory.bytes: expected a size in bytes"),
+        ("muscle_memory: {bytes: 10}", "at least 1 KiB, got 10"),
+        ("brain_memory: {row: 5}", "Did you mean 'rows'?"),
+        ("brain_memory: 5", "brain_memory: expected a mapping"),
+    ],
+)
+def test_bad_memory_limits_are_refused_naming_the_key(keys: str, says: str) -> None:
+    from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
+
+    with pytest.raises(RunFileError) as caught:
+        agent_with(keys)
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+    assert says in caught.value.format_message()
+    assert "run.yml:" in caught.value.format_message()

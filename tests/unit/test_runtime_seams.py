@@ -16,8 +16,9 @@ from palaestra.core.errors import (
     StoreError,
 )
 from palaestra.core.esm import Component
+from palaestra.core.plugin import PluginError
 from palaestra.core.processes import ChildSpec, check_args
-from palaestra.core.runtime import PluginError, error_info
+from palaestra.core.runtime import error_info
 
 
 def test_process_names_come_from_one_place() -> None:

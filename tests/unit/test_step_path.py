@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from msgspec.structs import astuple
 
 from palaestra.agent import DummyBrain
 from palaestra.agent.muscle_process import MuscleProcess
@@ -160,7 +161,7 @@ def test_update_applies_set_points_records_the_step_and_reports_the_state() -> N
     assert state.values == [1] * 10 and not state.done
     assert [(r.uid, r.value) for r in state.rewards] == [("Dummy Reward", 1)]
     assert isinstance(env.rows, RowRecorder)
-    ((episode, step, sensors, setpoints, rewards, done),) = env.rows.recorded
+    ((episode, step, sensors, setpoints, rewards, done),) = map(astuple, env.rows.recorded)
     assert (episode, step, done) == (0, 1, False)
     assert setpoints == {"env.0": 5, "env.3": 7} and sensors["env.9"] == 1
     assert rewards == {"Dummy Reward": 1}
@@ -254,7 +255,9 @@ def test_a_muscle_step_completes_the_transition_asks_the_brain_and_acts() -> Non
     reward = [m.InfoDesc("Dummy Reward", None, 1)]
     muscle.step(m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
     assert isinstance(muscle.rows, RowRecorder)
-    ((episode, step, sensors, setpoints, rewards, objective, done),) = muscle.rows.recorded
+    ((episode, step, sensors, setpoints, rewards, objective, done),) = map(
+        astuple, muscle.rows.recorded
+    )
     assert (episode, step, done) == (0, 0, False)
     assert sensors == {f"env.{i}": 0 for i in range(5)} and setpoints == first.setpoints
     assert rewards == {"Dummy Reward": 1} and objective == 1.0
@@ -300,8 +303,8 @@ def test_an_episode_of_real_step_paths_in_one_process(
     steps = run_episode(policy, driver, driver.agents(), CONDITIONS, values)
     assert steps == 3
     assert isinstance(env.rows, RowRecorder)
-    assert [row[1] for row in env.rows.recorded] == [1, 2, 3]
-    assert [row[5] for row in env.rows.recorded] == [False, False, True]
+    assert [row.step for row in env.rows.recorded] == [1, 2, 3]
+    assert [row.done for row in env.rows.recorded] == [False, False, True]
     recorded = [len(driver.muscles[p].rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
     assert recorded == actions  # one row per action, each completed by its rewards
     assert all(brain.thinking_calls > 0 for brain in brains)

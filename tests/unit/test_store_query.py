@@ -100,7 +100,7 @@ def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.WorldSt
         environment_id=env_id,
         worker=worker,
         rows=[
-            (
+            m.WorldStateRow(
                 e,
                 s,
                 {"myenv.0": phase + s / 4, "myenv.1": [s, worker]},
@@ -120,7 +120,7 @@ def action_rows(agent_id: int, agent: str, worker: int, episodes: int) -> m.Musc
         agent_id=agent_id,
         worker=worker,
         rows=[
-            (
+            m.MuscleActionRow(
                 e,
                 s,
                 {"myenv.0": s / 4},

@@ -109,7 +109,9 @@ def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.MuscleActionR
         agent_id=agent_id,
         worker=worker,
         rows=[
-            (0, s, {"env.0": [s, 0.5]}, {"env.1": s % 2}, {"r": 1.5}, None if s else 0.25, False)
+            m.MuscleActionRow(
+                0, s, {"env.0": [s, 0.5]}, {"env.1": s % 2}, {"r": 1.5}, None if s else 0.25, False
+            )
             for s in steps
         ],
     )
@@ -119,7 +121,10 @@ def world_rows(environment_id: int, steps: range) -> m.WorldStateRows:
     return m.WorldStateRows(
         environment_id=environment_id,
         worker=1,
-        rows=[(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9) for s in steps],
+        rows=[
+            m.WorldStateRow(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9)
+            for s in steps
+        ],
     )
 
 
@@ -523,3 +528,61 @@ def test_a_failing_reader_fails_a_waiting_flush(writer: StoreWriter) -> None:
             ctx.term()
 
     run(scenario())
+
+
+def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_uri: str) -> None:
+    """SQLite's ``max_page_count`` makes the file full (SQLITE_FULL, as a full disk does)."""
+    from sqlalchemy import event
+
+    ids = start(writer)
+    assert writer.engine is not None
+    pages = select_all(writer, "PRAGMA page_count")[0][0]
+    writer.engine.dispose()
+
+    @event.listens_for(writer.engine, "connect")
+    def full(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.execute(f"PRAGMA max_page_count={pages}")
+
+    writer.accept(action_rows(ids["agent:attacker"], range(99)))
+    with pytest.raises(StoreError) as caught:
+        writer.flush()
+    message = caught.value.format_message()
+    assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+    assert store_uri.removeprefix("sqlite:///") in message
+    assert "writing 99 rows into muscle_actions failed: database or disk is full" in message
+    event.remove(writer.engine, "connect", full)
+    writer.engine.dispose()
+
+
+@pytest.mark.integration
+def test_the_end_of_a_run_is_recorded_after_the_rows_queued_before_it(store_uri: str) -> None:
+    """Rows on the record socket, not yet read when the end of the run is asked for (the
+    producers stopped after a failure elsewhere): stored before the end is recorded."""
+    run_dir = make_run_dir()
+    runtime = FakeRuntime(run_dir)
+    writer = StoreWriter("store", store_uri)
+
+    async def scenario() -> None:
+        endpoints = await writer.setup(runtime)
+        instance = (await writer.dispatch(run_start())).ids["instance"]
+        agent = (await writer.dispatch(phase_start(instance))).ids["agent:attacker"]
+        assert writer._reader is not None and writer._socket is not None
+        writer._reader.cancel()  # the reader is busy elsewhere: nothing is read meanwhile
+        with contextlib.suppress(asyncio.CancelledError):
+            await writer._reader
+        push = runtime.ctx.socket(zmq.PUSH)
+        push.connect(endpoints["store"])
+        try:
+            await push.send(m.encode(action_rows(agent, range(50))))
+            assert await writer._socket.poll(5000)  # queued at the writer, unread
+            await writer.dispatch(m.StoreRunEnd(instance_id=instance, status="error"))
+        finally:
+            push.close(linger=0)
+        assert count(writer, "muscle_actions") == 50
+        await writer.teardown()
+
+    try:
+        run(scenario())
+    finally:
+        runtime.ctx.destroy(linger=0)
+        remove_run_dir(run_dir)
