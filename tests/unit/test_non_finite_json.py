@@ -130,8 +130,8 @@ def write_non_finite(uri: str) -> str:
                 environment_id=ids["environment:myenv"],
                 worker=0,
                 rows=[
-                    (0, 1, {"env.0": INF}, {"env.1": NAN}, {"r": -INF}, False),
-                    (0, 2, {"env.0": -INF}, {"env.1": 0.5}, {"r": NAN}, True),
+                    m.WorldStateRow(0, 1, {"env.0": INF}, {"env.1": NAN}, {"r": -INF}, False),
+                    m.WorldStateRow(0, 2, {"env.0": -INF}, {"env.1": 0.5}, {"r": NAN}, True),
                 ],
             )
         )
@@ -140,7 +140,7 @@ def write_non_finite(uri: str) -> str:
                 agent_id=ids["agent:attacker"],
                 worker=0,
                 rows=[
-                    (
+                    m.MuscleActionRow(
                         0,
                         0,
                         {"env.0": INF, "env.1": [-INF, None]},
@@ -149,7 +149,7 @@ def write_non_finite(uri: str) -> str:
                         INF,
                         False,
                     ),
-                    (
+                    m.MuscleActionRow(
                         0,
                         1,
                         {"env.0": NAN, "env.1": [1.0, None]},
