@@ -32,8 +32,8 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
-from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.records import RowSink, connect_store
+from palaestra.core.plugin import PluginContractError, PluginError, call
+from palaestra.core.records import RowSink, UnencodableValue, connect_store
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
@@ -307,7 +307,7 @@ class MuscleProcess(Component):
         values = {str(a.uid): json_value(a) for a in setpoints}
         if not values.keys() <= self.actuator_set:
             raise self._foreign(values)
-        self._send_setpoints(values)
+        self._send_setpoints(values, message.step)
         self.previous = _Previous(
             message.step,
             sensors,
@@ -330,7 +330,7 @@ class MuscleProcess(Component):
             f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
         )
 
-    def _send_setpoints(self, values: dict[str, Any]) -> None:
+    def _send_setpoints(self, values: dict[str, Any], step: int) -> None:
         """Straight to each environment this agent acts on, by the environment's own ids."""
         links = self.acting_links
         by_env: dict[str, dict[str, Any]] = {uid: {} for uid, _ in links}
@@ -338,8 +338,26 @@ class MuscleProcess(Component):
             env_uid, _, local = uid.partition(".")
             if env_uid in by_env:
                 by_env[env_uid][local] = value
-        for env_uid, link in links:
-            self._send(link, m.encode(m.AgentActions(setpoints=by_env[env_uid])))
+        try:
+            messages = [m.encode(m.AgentActions(setpoints=by_env[uid])) for uid, _ in links]
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise self._unsendable(values, step, exc)  # noqa: B904 - its cause is set
+        for (_, link), data in zip(links, messages, strict=True):
+            self._send(link, data)
+
+    def _unsendable(self, values: dict[str, Any], step: int, exc: Exception) -> PluginError:
+        """The error for a set point that cannot be sent (nothing of the step was sent)."""
+        uid = next((uid for uid, value in values.items() if not _encodable(value)), "?")
+        value = values.get(uid)
+        cause = UnencodableValue(
+            f"the value of set point '{uid}' ({type(value).__name__}) at step {step} of "
+            f"episode {self.episode} cannot be sent: {exc}. Values must be numbers, strings, "
+            "booleans, None, or lists and dicts of them (give the actuator a space to convert "
+            "numpy values)"
+        )
+        error = PluginError(self.muscle, "propose_actions")
+        error.__cause__ = cause
+        return error
 
     def _send(self, link: Channel, data: bytes) -> None:
         try:
@@ -355,3 +373,11 @@ class MuscleProcess(Component):
 
 
 _NONE_PICKLE = pickle.dumps(None)
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        m.encode(m.AgentActions(setpoints={"v": value}))
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True

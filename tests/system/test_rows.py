@@ -134,3 +134,28 @@ def test_an_unstorable_sensor_value_fails_the_run_naming_the_environment_step_an
         assert part in result.stderr, part
     assert steps(workspace, "select step from world_states order by step") == list(range(1, at))
     assert agent_steps(workspace, "healthy")[-1] >= at - 2
+
+
+def test_an_unsendable_set_point_fails_the_run_naming_the_muscle_step_and_uid(
+    workspace: Workspace,
+) -> None:
+    """On its 1,500th call (step 1,499) the Muscle sets its actuator to a value with no encoded
+    form: the run fails naming the plug-in method, the set point and the step; nothing of that
+    step reaches the environment, and the steps before it are stored."""
+    at = 1500
+    path = run_file(workspace, muscle="row_probes:OpaqueSetpointMuscle", muscle_params=f"at: {at}")
+
+    result = workspace.run("experiment-start", str(path))
+
+    assert result.returncode == 1, result.stderr[-2000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    for part in (
+        "Muscle-other-0",
+        "row_probes:OpaqueSetpointMuscle.propose_actions",
+        "set point 'myenv.5'",
+        f"step {at - 1} ",
+        "Opaque",
+    ):
+        assert part in reason, (part, reason)
+    assert steps(workspace, "select step from world_states order by step") == list(range(1, at))
