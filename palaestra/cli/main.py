@@ -86,15 +86,18 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts."""
     from palaestra.core.processes import configure_child_logging
+    from palaestra.core.reaper import become_subreaper, take_down_strays
     from palaestra.experiment.executor import execute
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
     runs = [load_run_file(path) for path in run_files]
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
+    become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
     worst = 0
     for run in runs:
         outcome = execute(run, config)
+        take_down_strays("Executor")
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
         elif outcome.exit_code in (1, 2, 3):

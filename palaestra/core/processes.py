@@ -5,7 +5,9 @@ imported what they need (numpy, pyzmq, msgspec, palaestra, and for a conductor t
 environment's plug-in modules): no child re-imports the world, no forkserver process stands
 between them, and a child is its parent's own child (SIGCHLD, PR_SET_PDEATHSIG). Each child
 also gets the read end of a pipe whose write end only its parent holds: when the parent dies,
-however it dies, the pipe reads EOF and a watchdog thread ends the child at once.
+however it dies, the pipe reads EOF and a watchdog thread ends the child at once. Every child
+is a subreaper and kills what its plug-ins left running when it ends
+(:mod:`palaestra.core.reaper`).
 
 A child's end is observed on its process sentinel (an fd that becomes readable when the child
 ends) and turned into a :class:`~palaestra.core.esm.ChildExit` event on the asyncio loop,
@@ -31,6 +33,7 @@ import aiomultiprocess
 from aiomultiprocess.types import Unit
 
 from palaestra.core.esm import ChildExit
+from palaestra.core.reaper import become_subreaper, take_down_strays
 
 LOG = logging.getLogger(__name__)
 
@@ -98,8 +101,16 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
 
 
 def _bootstrap(unit: Unit) -> None:
-    """Run the child's coroutine in aiomultiprocess's loop; its result is the exit code."""
-    code = aiomultiprocess.Process.run_async(unit)
+    """Run the child's coroutine in aiomultiprocess's loop; its result is the exit code.
+
+    Whatever the child still has running at its end (a plug-in's process: its own palaestra
+    children have ended) is killed first, with a warning: it must not outlive the child, nor
+    keep multiprocessing's exit handler waiting for it.
+    """
+    try:
+        code = aiomultiprocess.Process.run_async(unit)
+    finally:
+        take_down_strays(multiprocessing.current_process().name)
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)
@@ -124,6 +135,7 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
         except OSError:
             pass
     _die_with_parent(parent)
+    become_subreaper()  # a plug-in's orphaned processes come to us, not to init
     _bootstrap(unit)
 
 
@@ -248,14 +260,16 @@ def watch_parent(alive: multiprocessing.connection.Connection) -> None:
     fd = alive.fileno()
 
     def watch() -> None:
+        poller = select.poll()  # not select(): its fds end at 1023, a big run has more
+        poller.register(fd, select.POLLIN | select.POLLHUP)
         while True:
-            readable, _, _ = select.select([fd], [], [])
-            if readable:
+            if poller.poll():
                 try:
                     data = os.read(fd, 1)
                 except OSError:
                     data = b""
                 if not data:
+                    take_down_strays("", wait=False)
                     os._exit(70)
 
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
