@@ -87,11 +87,13 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts."""
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
+    from palaestra.experiment import capacity
     from palaestra.experiment.executor import execute
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
     runs = [load_run_file(path) for path in run_files]
+    capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
     worst = 0
