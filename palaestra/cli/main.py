@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from palaestra import __version__
-from palaestra.core.errors import PalaestraError
+from palaestra.core.errors import EXIT_SIGINT, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
 EXIT_CODES = """\b
@@ -49,6 +49,9 @@ class AliasedGroup(click.Group):
         except PalaestraError as exc:
             click.echo(f"Error: {exc.format_message()}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles its own): no traceback
+            click.echo("Interrupted.", err=True)
+            ctx.exit(EXIT_SIGINT)
 
 
 class State:
@@ -92,7 +95,7 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
-    runs = [load_run_file(path) for path in run_files]
+    runs = [load_run_file(path, probe_timeout=config.probe_timeout) for path in run_files]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
@@ -114,12 +117,13 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
 
 @cli.command("experiment-check-syntax")
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def experiment_check_syntax(run_files: tuple[str, ...]) -> None:
+@click.pass_obj
+def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
     """Validate run files without running them (alias: check)."""
     from palaestra.experiment.runfile import load_run_file
 
     for path in run_files:
-        run = load_run_file(path)
+        run = load_run_file(path, probe_timeout=state.config.probe_timeout)
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
 
 

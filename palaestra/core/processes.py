@@ -134,12 +134,13 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
             os.close(fd)
         except OSError:
             pass
-    _die_with_parent(parent)
+    die_with_parent(parent)
     become_subreaper()  # a plug-in's orphaned processes come to us, not to init
     _bootstrap(unit)
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """Be killed (SIGKILL) when the parent dies; exit at once if it has died already."""
     try:
         import ctypes
 

@@ -29,6 +29,10 @@ class RuntimeConfig:
     answer_timeout: float = 300.0
     """Seconds an Environment, Muscle or Brain may take to answer one step before the run
     fails, naming it (a deadlock or endless loop in a plug-in)."""
+    probe_timeout: float = 30.0
+    """Seconds an environment may take to be constructed, started and shut down while a run
+    file's sensor and actuator ids are checked; one that takes longer is killed, with a
+    warning, and its ids are checked when the run starts."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -74,7 +78,7 @@ def _read(path: str) -> dict[str, Any]:
             raise RuntimeConfigError(
                 f"{path}: unknown setting '{key}'" + (f". {hint}" if hint else "")
             )
-        if key == "answer_timeout":
+        if key in ("answer_timeout", "probe_timeout"):
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise RuntimeConfigError(
                     f"{path}: {key}: expected a number of seconds > 0, got {value!r}"
