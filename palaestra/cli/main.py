@@ -152,4 +152,7 @@ _register()
 
 
 def main() -> None:
+    from palaestra.core.console import guard_console
+
+    guard_console()  # a closed or broken console must not decide a run's outcome
     cli(prog_name="palaestra")

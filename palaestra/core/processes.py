@@ -32,6 +32,7 @@ from typing import Any
 import aiomultiprocess
 from aiomultiprocess.types import Unit
 
+from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit
 from palaestra.core.reaper import become_subreaper, take_down_strays
 
@@ -125,6 +126,7 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
     top of the pipe watchdog). The parent's ZMQ context is never touched: pyzmq ignores
     contexts inherited across fork, and the child makes its own.
     """
+    guard_console()  # the executor's console may be closed or gone: never fail on it
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
