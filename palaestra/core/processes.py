@@ -34,6 +34,7 @@ from aiomultiprocess.types import Unit
 
 from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit
+from palaestra.core.mainthread import guard_signal_calls
 from palaestra.core.reaper import become_subreaper, take_down_strays
 
 LOG = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
     contexts inherited across fork, and the child makes its own.
     """
     guard_console()  # the executor's console may be closed or gone: never fail on it
+    guard_signal_calls(multiprocessing.current_process().name)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
