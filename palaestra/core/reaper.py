@@ -92,7 +92,7 @@ def take_down_strays(owner: str, keep: Collection[int] = (), *, wait: bool = Tru
         if not strays:
             break
         for pid in strays:
-            if wait:
+            if wait and not _ended(pid):  # an ended one is only reaped, without a word
                 LOG.warning(
                     "%s: a process it started, %s, was still running at its end; killed it. "
                     "A plug-in must end the processes it starts (in shutdown() or teardown()).",
@@ -106,6 +106,15 @@ def take_down_strays(owner: str, keep: Collection[int] = (), *, wait: bool = Tru
         for pid in strays:
             _reap(pid)
     return killed
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has ended already (a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
 
 
 def _kill(pid: int) -> None:
