@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 import sys
 from typing import Any
 
 import click
 
 from palaestra import __version__
-from palaestra.core.errors import EXIT_SIGINT, PalaestraError
+from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
 EXIT_CODES = """\b
@@ -52,6 +53,17 @@ class AliasedGroup(click.Group):
         except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles its own): no traceback
             click.echo("Interrupted.", err=True)
             ctx.exit(EXIT_SIGINT)
+        except Terminated:
+            click.echo("Terminated.", err=True)
+            ctx.exit(EXIT_SIGTERM)
+
+
+class Terminated(BaseException):
+    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C, then exits 143."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 class State:
@@ -155,4 +167,5 @@ def main() -> None:
     from palaestra.core.console import guard_console
 
     guard_console()  # a closed or broken console must not decide a run's outcome
+    signal.signal(signal.SIGTERM, _terminated)  # checking run files cleans up, then exits 143
     cli(prog_name="palaestra")

@@ -69,23 +69,31 @@ def wait_for(path: Path, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("command", ["experiment-check-syntax", "experiment-start"])
-def test_ctrl_c_while_checking_exits_130_without_a_traceback(
-    workspace: Workspace, command: str
+@pytest.mark.parametrize(
+    ("command", "signum", "code", "said"),
+    [
+        ("experiment-check-syntax", signal.SIGINT, 130, "Interrupted."),
+        ("experiment-start", signal.SIGINT, 130, "Interrupted."),
+        ("experiment-start", signal.SIGTERM, 143, "Terminated."),
+    ],
+)
+def test_a_signal_while_checking_exits_130_or_143_without_a_traceback(
+    workspace: Workspace, command: str, signum: int, code: int, said: str
 ) -> None:
     run_file, config = hanging(workspace, "init", probe_timeout=600)
     proc = workspace.start("-c", str(config), command, str(run_file))
     try:
         wait_for(workspace.path / "hung-init")  # the probe is stuck in the constructor
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
-    assert err.strip() == "Interrupted."
+    assert proc.returncode == code, err
+    assert err.strip() == said
     assert not workspace.store.exists()
+    # and the workspace fixture checks that the probe did not survive
 
 
 def test_probe_timeout_must_be_a_positive_number(workspace: Workspace) -> None:
