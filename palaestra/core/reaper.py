@@ -20,7 +20,6 @@ import multiprocessing
 import os
 import select
 import signal
-from collections.abc import Collection
 
 LOG = logging.getLogger(__name__)
 
@@ -80,15 +79,18 @@ def describe(pid: int) -> str:
     return f"pid {pid} ('{cmdline}')" if cmdline else f"pid {pid}"
 
 
-def take_down_strays(owner: str, keep: Collection[int] = (), *, wait: bool = True) -> list[int]:
-    """Kill (SIGKILL) and reap every child of this process but ``keep``; returns their pids.
+def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
+    """Kill (SIGKILL) and reap every child this process still has; returns their pids.
+
+    Call it when the process's own palaestra children have ended: whatever is left is a
+    plug-in's (or an orphan of one).
 
     Each is logged as a warning naming ``owner`` (the process that ends) and the stray. With
     ``wait=False`` (a process about to vanish, whose parent died) nothing is reaped or logged.
     """
     killed: list[int] = []
     for _ in range(_ROUNDS):
-        strays = [pid for pid in children() if pid not in keep and pid not in killed]
+        strays = [pid for pid in children() if pid not in killed]
         if not strays:
             break
         for pid in strays:
