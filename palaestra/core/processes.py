@@ -96,10 +96,32 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
             name=name,
             daemon=False,
         )
+        self._pidfd: int | None = None
+
+    def start(self) -> None:
+        self.aio_process.start()
+        try:
+            self._pidfd = os.pidfd_open(self.aio_process.pid)
+        except (OSError, AttributeError):  # Linux < 5.3: multiprocessing's sentinel pipe
+            self._pidfd = None
 
     @property
     def sentinel(self) -> int:
+        """An fd readable once the child has ended and its exit status is there.
+
+        A pidfd where the kernel has them: multiprocessing's sentinel is a pipe that reads EOF
+        only when every copy of its write end is closed, and a process a plug-in forked in the
+        child holds a copy for as long as it lives, so the child's end would go unseen.
+        """
+        if self._pidfd is not None:
+            return self._pidfd
         return int(self.aio_process.sentinel)
+
+    def close_sentinel(self) -> None:
+        """Release the pidfd (once the child's end has been handled)."""
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
 
 def _bootstrap(unit: Unit) -> None:
@@ -200,10 +222,11 @@ class Supervisor:
     def _ended(self, child: Child) -> None:
         loop = asyncio.get_running_loop()
         loop.remove_reader(child.process.sentinel)
-        # the sentinel reads EOF as the child closes its files, a moment before the kernel
-        # has its exit status: wait that moment, or a clean exit would look like a kill
-        child.process.aio_process.join(1.0)
+        child.process.close_sentinel()
         code = child.process.exitcode
+        if code is None:  # a sentinel pipe reads EOF a moment before the exit status is there
+            child.process.aio_process.join(1.0)
+            code = child.process.exitcode
         child.exit_code = code if code is not None else -signal.SIGKILL
         child.alive_w.close()
         child.exited.set()

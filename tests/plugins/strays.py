@@ -55,11 +55,17 @@ class ForkingEnvironment(DummyEnvironment):
     Args:
         how: ``multiprocessing`` (a daemon ``multiprocessing.Process``), ``fork``
             (``os.fork``) or ``double-fork`` (a grandchild whose parent ended).
+        hang: Then never return from ``update``.
+        vanish: Then end the process at once (``os._exit``): its stray is orphaned.
     """
 
-    def __init__(self, how: str = "multiprocessing", **params: Any) -> None:
+    def __init__(
+        self, how: str = "multiprocessing", hang: bool = False, vanish: bool = False, **params: Any
+    ) -> None:
         super().__init__(**params)
         self.how = how
+        self.hang = hang
+        self.vanish = vanish
         self.started = False
 
     def update(self, actuators: Any) -> Any:
@@ -71,6 +77,10 @@ class ForkingEnvironment(DummyEnvironment):
                 _linger_in_fork()
             else:
                 _linger_twice()
+            while self.hang:  # stuck for good: only SIGKILL ends this process
+                os.sched_yield()
+            if self.vanish:  # the process ends at once, its stray orphaned
+                os._exit(3)
         return super().update(actuators)
 
 

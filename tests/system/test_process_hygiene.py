@@ -45,6 +45,25 @@ def test_a_process_left_running_by_a_plugin_is_killed_and_the_run_finishes(
     # and the workspace fixture checks that no process of the run survives
 
 
+def test_a_process_that_vanishes_leaving_a_stray_is_seen_to_end_and_its_stray_killed(
+    workspace: Workspace,
+) -> None:
+    """The stray holds a copy of every descriptor of the environment's process, its exit
+    sentinel pipe included: the executor must see the environment end all the same."""
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, forking_env("fork").replace("how: fork}", "how: fork, vanish: true}")),
+    )
+    result = workspace.run("experiment-start", str(run_file), timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "Environment-myenv-0 exited with code 3" in result.stderr
+    stray = (workspace.path / "stray.pid").read_text()
+    # orphaned when the environment's process vanished, it came to the executor (a subreaper)
+    assert f"Executor: a process it started, pid {stray} " in result.stderr
+    status, reason = workspace.instance_status()
+    assert status == "error" and "exited with code 3" in reason
+
+
 SUBREAPER = textwrap.dedent(
     """
     import os, signal, sys, time
