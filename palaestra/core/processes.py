@@ -100,8 +100,10 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
 
     def start(self) -> None:
         self.aio_process.start()
+        pid = self.aio_process.pid
+        assert pid is not None  # started
         try:
-            self._pidfd = os.pidfd_open(self.aio_process.pid)
+            self._pidfd = os.pidfd_open(pid)
         except (OSError, AttributeError):  # Linux < 5.3: multiprocessing's sentinel pipe
             self._pidfd = None
 
