@@ -22,6 +22,11 @@ class Brain(ABC):
     palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`setup`,
     :meth:`load`, then :meth:`thinking` for every Muscle message (after appending its transition
     to :attr:`memory`), :meth:`store` at the end of every episode, and :meth:`teardown`.
+
+    The constructor and :meth:`setup` run on the process's main thread; :meth:`thinking` and
+    the methods called while steps run (:meth:`store`) run in a worker thread, where Python
+    allows no ``signal.signal`` (palaestra raises an error that says so): install signal
+    handlers in the constructor or :meth:`setup`, if at all.
     """
 
     def attach(self, context: BrainContext) -> None:

@@ -19,6 +19,11 @@ class Muscle(ABC):
     palaestra calls :meth:`setup` once in the worker process, after :attr:`context` is set and
     before the first step; :meth:`reset` before every episode but the first; :meth:`teardown`
     at the end.
+
+    The constructor and :meth:`setup` run on the process's main thread; :meth:`propose_actions`,
+    :meth:`update` and :meth:`reset` run in a worker thread, where Python allows no
+    ``signal.signal`` (palaestra raises an error that says so): install signal handlers in the
+    constructor or :meth:`setup`, if at all.
     """
 
     def attach(self, context: MuscleContext) -> None:

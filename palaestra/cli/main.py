@@ -7,6 +7,7 @@ by SIGINT/SIGTERM.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from typing import Any
 
@@ -15,7 +16,7 @@ import click
 from palaestra import __version__
 from palaestra.cli import database, results
 from palaestra.cli.common import State
-from palaestra.core.errors import PalaestraError
+from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 EXIT_CODES = """\b
@@ -50,6 +51,20 @@ class AliasedGroup(click.Group):
         except PalaestraError as exc:
             click.echo(f"Error: {exc.format_message()}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles its own): no traceback
+            click.echo("Interrupted.", err=True)
+            ctx.exit(EXIT_SIGINT)
+        except Terminated:
+            click.echo("Terminated.", err=True)
+            ctx.exit(EXIT_SIGTERM)
+
+
+class Terminated(BaseException):
+    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C, then exits 143."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 @click.group(cls=AliasedGroup, epilog=EXIT_CODES)
@@ -70,15 +85,20 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts."""
     from palaestra.core.processes import configure_child_logging
+    from palaestra.core.reaper import become_subreaper, take_down_strays
+    from palaestra.experiment import capacity
     from palaestra.experiment.executor import execute
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
-    runs = [load_run_file(path) for path in run_files]
+    runs = [load_run_file(path, probe_timeout=config.probe_timeout) for path in run_files]
+    capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
+    become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
     worst = 0
     for run in runs:
         outcome = execute(run, config)
+        take_down_strays("Executor")
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
         elif outcome.exit_code in (1, 2, 3):
@@ -93,12 +113,13 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
 
 @cli.command("experiment-check-syntax")
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def experiment_check_syntax(run_files: tuple[str, ...]) -> None:
+@click.pass_obj
+def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
     """Validate run files without running them (alias: check)."""
     from palaestra.experiment.runfile import load_run_file
 
     for path in run_files:
-        run = load_run_file(path)
+        run = load_run_file(path, probe_timeout=state.config.probe_timeout)
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
 
 
@@ -121,4 +142,8 @@ for _module in (database, results):
 
 
 def main() -> None:
+    from palaestra.core.console import guard_console
+
+    guard_console()  # a closed or broken console must not decide a run's outcome
+    signal.signal(signal.SIGTERM, _terminated)  # checking run files cleans up, then exits 143
     cli(prog_name="palaestra")

@@ -24,7 +24,7 @@ from palaestra.core.errors import RuntimeConfigError, did_you_mean
 
 DEFAULT_FILE = "palaestra-runtime.yaml"
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
-SECONDS = ("answer_timeout", "start_timeout", "store_timeout")
+SECONDS = ("answer_timeout", "start_timeout", "store_timeout", "probe_timeout")
 """The settings that are a number of seconds > 0; every other one is a string."""
 
 
@@ -42,6 +42,10 @@ class RuntimeConfig:
     store_timeout: float = limits.STORE_TIMEOUT
     """Seconds the store writer may take to answer one request of the run (record a phase,
     store what it produced) before the run fails, naming the writer and why."""
+    probe_timeout: float = limits.PROBE_TIMEOUT
+    """Seconds an environment may take to be constructed, started and shut down while a run
+    file's sensor and actuator ids are checked; one that takes longer is killed, with a
+    warning, and its ids are checked when the run starts."""
 
     def dump(self) -> str:
         out = io.StringIO()

@@ -14,6 +14,10 @@ START_TIMEOUT = 60.0
 """Default of ``start_timeout``: how long a phase's processes (and the store writer) may take
 to start, constructing their plug-ins (loading a model, say)."""
 
+PROBE_TIMEOUT = 30.0
+"""Default of ``probe_timeout``: how long an environment may take to be constructed, started
+and shut down while a run file is checked."""
+
 STOP_TIMEOUT = 10.0
 """A phase's processes stop (Brains dump), and the writer stores what they produced."""
 

@@ -5,7 +5,9 @@ imported what they need (numpy, pyzmq, msgspec, palaestra, and for a conductor t
 environment's plug-in modules): no child re-imports the world, no forkserver process stands
 between them, and a child is its parent's own child (SIGCHLD, PR_SET_PDEATHSIG). Each child
 also gets the read end of a pipe whose write end only its parent holds: when the parent dies,
-however it dies, the pipe reads EOF and a watchdog thread ends the child at once.
+however it dies, the pipe reads EOF and a watchdog thread ends the child at once. Every child
+is a subreaper and kills what its plug-ins left running when it ends
+(:mod:`palaestra.core.reaper`).
 
 A child's end is observed on its process sentinel (an fd that becomes readable when the child
 ends) and turned into a :class:`~palaestra.core.esm.ChildExit` event on the asyncio loop,
@@ -33,7 +35,10 @@ import aiomultiprocess
 import msgspec
 from aiomultiprocess.types import Unit
 
+from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit, Component
+from palaestra.core.mainthread import guard_signal_calls
+from palaestra.core.reaper import become_subreaper, take_down_strays
 
 LOG = logging.getLogger(__name__)
 
@@ -133,15 +138,47 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
             name=name,
             daemon=False,
         )
+        self._pidfd: int | None = None
+
+    def start(self) -> None:
+        self.aio_process.start()
+        pid = self.aio_process.pid
+        assert pid is not None  # started
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except (OSError, AttributeError):  # Linux < 5.3: multiprocessing's sentinel pipe
+            self._pidfd = None
 
     @property
     def sentinel(self) -> int:
+        """An fd readable once the child has ended and its exit status is there.
+
+        A pidfd where the kernel has them: multiprocessing's sentinel is a pipe that reads EOF
+        only when every copy of its write end is closed, and a process a plug-in forked in the
+        child holds a copy for as long as it lives, so the child's end would go unseen.
+        """
+        if self._pidfd is not None:
+            return self._pidfd
         return int(self.aio_process.sentinel)
+
+    def close_sentinel(self) -> None:
+        """Release the pidfd (once the child's end has been handled)."""
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
 
 def _bootstrap(unit: Unit) -> None:
-    """Run the child's coroutine in aiomultiprocess's loop; its result is the exit code."""
-    code = aiomultiprocess.Process.run_async(unit)
+    """Run the child's coroutine in aiomultiprocess's loop; its result is the exit code.
+
+    Whatever the child still has running at its end (a plug-in's process: its own palaestra
+    children have ended) is killed first, with a warning: it must not outlive the child, nor
+    keep multiprocessing's exit handler waiting for it.
+    """
+    try:
+        code = aiomultiprocess.Process.run_async(unit)
+    finally:
+        take_down_strays(multiprocessing.current_process().name)
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)
@@ -156,6 +193,8 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
     top of the pipe watchdog). The parent's ZMQ context is never touched: pyzmq ignores
     contexts inherited across fork, and the child makes its own.
     """
+    guard_console()  # the executor's console may be closed or gone: never fail on it
+    guard_signal_calls(multiprocessing.current_process().name)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -165,11 +204,13 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
             os.close(fd)
         except OSError:
             pass
-    _die_with_parent(parent)
+    die_with_parent(parent)
+    become_subreaper()  # a plug-in's orphaned processes come to us, not to init
     _bootstrap(unit)
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """Be killed (SIGKILL) when the parent dies; exit at once if it has died already."""
     try:
         import ctypes
 
@@ -229,10 +270,11 @@ class Supervisor:
     def _ended(self, child: Child) -> None:
         loop = asyncio.get_running_loop()
         loop.remove_reader(child.process.sentinel)
-        # the sentinel reads EOF as the child closes its files, a moment before the kernel
-        # has its exit status: wait that moment, or a clean exit would look like a kill
-        child.process.aio_process.join(1.0)
+        child.process.close_sentinel()
         code = child.process.exitcode
+        if code is None:  # a sentinel pipe reads EOF a moment before the exit status is there
+            child.process.aio_process.join(1.0)
+            code = child.process.exitcode
         child.exit_code = code if code is not None else -signal.SIGKILL
         child.alive_w.close()
         child.exited.set()
@@ -294,14 +336,16 @@ def watch_parent(alive: multiprocessing.connection.Connection) -> None:
     fd = alive.fileno()
 
     def watch() -> None:
+        poller = select.poll()  # not select(): its fds end at 1023, a big run has more
+        poller.register(fd, select.POLLIN | select.POLLHUP)
         while True:
-            readable, _, _ = select.select([fd], [], [])
-            if readable:
+            if poller.poll():
                 try:
                     data = os.read(fd, 1)
                 except OSError:
                     data = b""
                 if not data:
+                    take_down_strays("", wait=False)
                     os._exit(70)
 
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()

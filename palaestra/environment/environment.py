@@ -44,6 +44,11 @@ class Environment(ABC):
     While checking a run file, palaestra starts each environment once (constructor,
     :meth:`start_environment`, :meth:`shutdown`) to learn its ids; set
     ``check_ids_by_starting = False`` on a class that is too expensive to start twice.
+
+    The constructor runs on the process's main thread; :meth:`start_environment`,
+    :meth:`update` and :meth:`reset` run in a worker thread, where Python allows no
+    ``signal.signal`` (palaestra raises an error that says so): install signal handlers in the
+    constructor, if at all.
     """
 
     check_ids_by_starting: ClassVar[bool] = True

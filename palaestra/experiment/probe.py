@@ -1,52 +1,207 @@
 """Learning an environment's sensor and actuator ids while checking a run file.
 
-Each environment of a run file is started once in the checking process, so that an agent that
-names a sensor or actuator the environment does not have is refused before any process starts.
-An environment that is expensive to start can opt out with the class attribute
+Each environment of a run file is started once, so that an agent that names a sensor or
+actuator the environment does not have is refused before any process starts. An environment
+that is expensive to start can opt out with the class attribute
 ``check_ids_by_starting = False``; its ids are then checked when the run starts. A probe that
 fails is not an error here: the run itself will report it, naming the process.
+
+The probe runs in a forked child process of its own (its own process group), so that an
+environment that blocks in its constructor, ``start_environment()`` or ``shutdown()`` can be
+killed: one that has not answered within ``timeout`` seconds (the runtime config's
+``probe_timeout``) is killed with everything it started, a warning names it and what hung,
+and its ids are checked when the run starts, as if it had opted out.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import select
+import signal
+import sys
+import time
+from typing import Any
 
+from palaestra.core import limits
 from palaestra.core.loading import load_class
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.environment.environment_process import construct
 
 LOG = logging.getLogger(__name__)
 
+DEFAULT_PROBE_TIMEOUT = limits.PROBE_TIMEOUT
+"""Seconds an environment may take to be constructed, started and shut down while checking."""
+
+_STAGES = {
+    "construct": "its constructor",
+    "start": "start_environment()",
+    "shutdown": "shutdown()",
+}
+
 
 class EnvironmentIds:
-    """The full sensor and actuator ids (``uid.id``) of environments, probed once each."""
+    """The full sensor and actuator ids (``uid.id``) of environments, probed once each.
 
-    def __init__(self) -> None:
+    Args:
+        timeout: Seconds each probe may take before it is killed (and the ids are left to
+            the run).
+    """
+
+    def __init__(self, timeout: float = DEFAULT_PROBE_TIMEOUT) -> None:
+        self.timeout = timeout
         self._known: dict[str, dict[str, set[str]] | None] = {}
 
     def of(self, spec: EnvironmentSpec) -> dict[str, set[str]] | None:
         """``{"sensors": {...}, "actuators": {...}}``, or None if they cannot be known now."""
         key = json.dumps([spec.name, spec.uid, spec.params], sort_keys=True, default=repr)
         if key not in self._known:
-            self._known[key] = _probe(spec)
+            self._known[key] = _probe(spec, self.timeout)
         return self._known[key]
 
 
-def _probe(spec: EnvironmentSpec) -> dict[str, set[str]] | None:
+def _probe(spec: EnvironmentSpec, timeout: float) -> dict[str, set[str]] | None:
     try:
         if not getattr(load_class(spec.name), "check_ids_by_starting", True):
             return None
-        env = construct(spec, seed=0)
-        try:
-            sensors, actuators = tuple(env.start_environment())[:2]
-        finally:
-            env.shutdown()
-        prefix = f"{spec.uid}."
-        return {
-            "sensors": {prefix + str(s.uid) for s in sensors},
-            "actuators": {prefix + str(a.uid) for a in actuators},
-        }
-    except Exception as exc:  # the user's environment: the run will report it properly
-        LOG.debug("could not probe environment %s: %r", spec.uid, exc)
+    except Exception as exc:  # noqa: BLE001 - the user's module: the loader reports it
+        LOG.debug("could not load environment %s: %r", spec.uid, exc)
         return None
+    found = _Prober(spec, timeout).run()
+    if found is None:
+        return None
+    prefix = f"{spec.uid}."
+    return {
+        "sensors": {prefix + uid for uid in found["sensors"]},
+        "actuators": {prefix + uid for uid in found["actuators"]},
+    }
+
+
+class _Prober:
+    """Runs one probe in a forked child; reads its progress and result from a pipe."""
+
+    def __init__(self, spec: EnvironmentSpec, timeout: float) -> None:
+        self.spec = spec
+        self.timeout = timeout
+        self.stage = "construct"
+
+    def run(self) -> dict[str, list[str]] | None:
+        """The environment's local sensor and actuator ids, or None (failed or timed out)."""
+        read, write = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()  # or the child would write our buffered output again
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child; it reports through the pipe
+            os.close(read)
+            _child(self.spec, write)
+        os.close(write)
+        try:
+            os.setpgid(pid, pid)  # the child does it too: whichever comes first
+        except OSError:
+            pass
+        try:
+            return self._result(read, pid)
+        finally:  # a timeout, an interrupt, or done: nothing of the probe survives it
+            os.close(read)
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+
+    def _result(self, read: int, pid: int) -> dict[str, list[str]] | None:
+        deadline = time.monotonic() + self.timeout
+        poller = select.poll()
+        poller.register(read, select.POLLIN)
+        buffer = b""
+        found: dict[str, list[str]] | None = None  # known once started, before shutdown()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                self._timed_out(found is not None)
+                return found
+            chunk = os.read(read, 65536)
+            if not chunk:  # the child ended early: the run will report why
+                LOG.debug("probe of %s ended during %s", self.spec.uid, self.stage)
+                return found
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                kind, _, value = line.decode().partition(" ")
+                if kind == "stage":
+                    self.stage = value
+                elif kind == "result":
+                    found = json.loads(value)
+                elif kind == "done":
+                    return found
+                else:  # the environment raised: the run reports it, naming the process
+                    LOG.debug("could not probe environment %s: %s", self.spec.uid, value)
+                    return found
+
+    def _timed_out(self, ids_known: bool) -> None:
+        then = (
+            "Its ids were known already and are checked."
+            if ids_known
+            else "Its ids are checked when the run starts instead."
+        )
+        LOG.warning(
+            "environment '%s' (%s): %s did not return within %g s while checking the run "
+            "file's sensor and actuator ids; the probe was killed. %s Raise probe_timeout in "
+            "the runtime config, or set check_ids_by_starting = False on the class.",
+            self.spec.uid,
+            self.spec.name,
+            _STAGES.get(self.stage, self.stage),
+            self.timeout,
+            then,
+        )
+
+
+def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - runs in the child
+    """Construct, start and shut down the environment; report each stage, then the ids."""
+    code = 0
+    try:
+        os.setpgid(0, 0)  # killable as a group, out of reach of the terminal's Ctrl-C
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        from palaestra.core.processes import die_with_parent
+        from palaestra.core.reaper import become_subreaper, take_down_strays
+
+        die_with_parent(os.getppid())
+        become_subreaper()
+        try:
+            _start_and_stop(spec, write)
+            _report(write, "done", "")
+        except Exception as exc:  # noqa: BLE001 - the user's environment: the run reports it
+            _report(write, "error", repr(exc).replace("\n", " "))
+        take_down_strays(f"probe of environment '{spec.uid}'")
+    except BaseException:  # noqa: BLE001 - never return into the parent's code
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _start_and_stop(spec: EnvironmentSpec, write: int) -> None:
+    """Report each stage as it begins, and the ids as soon as they are known."""
+    _report(write, "stage", "construct")
+    env = construct(spec, seed=0)
+    _report(write, "stage", "start")
+    try:
+        sensors, actuators = tuple(env.start_environment())[:2]
+        ids = {
+            "sensors": [str(s.uid) for s in sensors],
+            "actuators": [str(a.uid) for a in actuators],
+        }
+        _report(write, "result", json.dumps(ids))
+    finally:
+        _report(write, "stage", "shutdown")
+        env.shutdown()
+
+
+def _report(write: int, kind: str, value: Any) -> None:
+    os.write(write, f"{kind} {value}\n".encode())
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -35,7 +35,7 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
-from palaestra.experiment.probe import EnvironmentIds
+from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_schema import (
     Node,
@@ -98,12 +98,18 @@ _BASE_CLASSES = MappingProxyType(
 )
 
 
-def load_run_file(path: str | os.PathLike[str], *, check_classes: bool = True) -> RunSpec:
+def load_run_file(
+    path: str | os.PathLike[str],
+    *,
+    check_classes: bool = True,
+    probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+) -> RunSpec:
     """Read and validate a run file.
 
     Args:
         path: The run file; kept as given in ``RunSpec.path`` and in error messages.
         check_classes: Import every ``module:Class`` the file names and check it.
+        probe_timeout: Seconds each environment may take to start while its ids are checked.
 
     Returns:
         The validated run.
@@ -121,16 +127,25 @@ def load_run_file(path: str | os.PathLike[str], *, check_classes: bool = True) -
     except UnicodeDecodeError as exc:
         message = f"the run file is not UTF-8 text (byte {exc.start}: {exc.reason})."
         raise RunFileError(message, path=shown) from exc
-    return load_run_text(text, path=shown, check_classes=check_classes)
+    return load_run_text(
+        text, path=shown, check_classes=check_classes, probe_timeout=probe_timeout
+    )
 
 
-def load_run_text(text: str, *, path: str = "<string>", check_classes: bool = True) -> RunSpec:
+def load_run_text(
+    text: str,
+    *,
+    path: str = "<string>",
+    check_classes: bool = True,
+    probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+) -> RunSpec:
     """Validate the text of a run file.
 
     Args:
         text: The YAML text; kept in ``RunSpec.document``.
         path: The name shown in errors and kept in ``RunSpec.path``.
         check_classes: Import every ``module:Class`` the text names and check it.
+        probe_timeout: Seconds each environment may take to start while its ids are checked.
 
     Returns:
         The validated run.
@@ -140,7 +155,7 @@ def load_run_text(text: str, *, path: str = "<string>", check_classes: bool = Tr
     """
     try:
         root = locate(_parse_yaml(text), text)
-        builder = _RunBuilder(_ClassChecker(enabled=check_classes))
+        builder = _RunBuilder(_ClassChecker(enabled=check_classes), probe_timeout)
         return builder.build(root, path=path, document=text)
     except RunFileError as exc:
         if exc.path is not None:
@@ -224,9 +239,9 @@ class _ClassChecker:
 class _RunBuilder:
     """Validates a located run file and builds its :class:`RunSpec`."""
 
-    def __init__(self, classes: _ClassChecker) -> None:
+    def __init__(self, classes: _ClassChecker, probe_timeout: float) -> None:
         self._classes = classes
-        self._env_ids = EnvironmentIds() if classes.enabled else None
+        self._env_ids = EnvironmentIds(probe_timeout) if classes.enabled else None
 
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:
         """Return the RunSpec of the document at ``root``."""

@@ -1,0 +1,88 @@
+"""A console that cannot fail a run: closed or broken stdin, stdout and stderr are survived.
+
+``palaestra experiment-start run.yml >&-`` starts with file descriptor 1 closed (Python then
+sets ``sys.stdout`` to None, and the next file or socket opened would take descriptor 1);
+``palaestra experiment-start run.yml | head -1`` leaves a pipe whose reader is gone, so every
+write raises ``BrokenPipeError``. Neither may change the outcome of a run, which is told by the
+exit code and the store. :func:`guard_console` puts ``/dev/null`` on closed descriptors 0 to 2,
+and gives ``sys.stdout`` and ``sys.stderr`` a writer that, on a broken pipe, sends the rest of
+the output to ``/dev/null`` instead of raising. Children forked afterwards inherit both.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
+
+class _Tolerant(io.RawIOBase):
+    """Writes to a descriptor; once the reader is gone, to ``/dev/null`` without complaint."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        try:
+            return os.write(self._fd, data)
+        except OSError as exc:
+            if exc.errno not in (errno.EPIPE, errno.EBADF):
+                raise
+            _null_onto(self._fd)  # the console is gone: the run goes on without it
+            return memoryview(data).nbytes
+
+
+def guard_console() -> None:
+    """Make descriptors 0 to 2 valid and stdout/stderr immune to a closed or broken console.
+
+    Idempotent; call it first thing in a process (the CLI, each child).
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            _null_onto(fd)
+    sys.stdout = _tolerant(sys.stdout, 1, write_through=False)
+    sys.stderr = _tolerant(sys.stderr, 2, write_through=True)
+
+
+def _tolerant(stream: TextIO | None, fd: int, *, write_through: bool) -> TextIO:
+    buffer = getattr(stream, "buffer", None)
+    if isinstance(getattr(buffer, "raw", None), _Tolerant):
+        return stream  # type: ignore[return-value]  # guarded already
+    if stream is not None:
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    wrapped = io.TextIOWrapper(
+        io.BufferedWriter(_Tolerant(fd)),
+        encoding=getattr(stream, "encoding", None) or "utf-8",
+        errors=getattr(stream, "errors", None) or "backslashreplace",
+        line_buffering=bool(getattr(stream, "line_buffering", True)),
+        write_through=write_through,
+    )
+    return wrapped
+
+
+def _null_onto(fd: int) -> None:
+    """Put ``/dev/null`` on descriptor ``fd`` (open or closed)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)

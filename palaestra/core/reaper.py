@@ -1,0 +1,158 @@
+"""Taking down what a process started: stray children, found, named, killed and reaped.
+
+A plug-in may start processes of its own (``multiprocessing.Process``, ``os.fork``) and leave
+them running. palaestra does not let them outlive the run or decide its outcome:
+
+- every palaestra process is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), so a
+  process whose parent ended is re-parented to the nearest palaestra process instead of to
+  init, where it could linger unseen;
+- at its end, a palaestra process kills every child it still has (its own palaestra children
+  have ended by then), logs a warning naming each, and reaps it; killing one re-parents that
+  one's children to it in turn, so it repeats until none is left.
+
+A stray does not fail the run: the run's outcome is what its own processes did.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import select
+import signal
+
+LOG = logging.getLogger(__name__)
+
+PR_SET_CHILD_SUBREAPER = 36
+REAP_TIMEOUT = 2.0
+"""Seconds to wait for one killed stray to be gone before giving up on reaping it."""
+_ROUNDS = 16
+"""Kill-and-reap rounds at most: each round takes the orphans the previous one made."""
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its descendants' orphans; False where unsupported."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):  # not Linux
+        return False
+
+
+def children() -> list[int]:
+    """The pids of this process's direct children (including orphans re-parented to it)."""
+    me = os.getpid()
+    try:
+        found: set[int] = set()
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children", encoding="ascii") as f:
+                found.update(int(pid) for pid in f.read().split())
+        return sorted(found)
+    except (OSError, ValueError):  # no CONFIG_PROC_CHILDREN: scan every process
+        return _children_by_scan(me)
+
+
+def _children_by_scan(me: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me:
+            found.append(int(entry))
+    return sorted(found)
+
+
+def describe(pid: int) -> str:
+    """``pid 123 ('palaestra[Environment-env-0]')``: the pid and the command line or title."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmdline = ""
+    return f"pid {pid} ('{cmdline}')" if cmdline else f"pid {pid}"
+
+
+def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
+    """Kill (SIGKILL) and reap every child this process still has; returns their pids.
+
+    Call it when the process's own palaestra children have ended: whatever is left is a
+    plug-in's (or an orphan of one).
+
+    Each is logged as a warning naming ``owner`` (the process that ends) and the stray. With
+    ``wait=False`` (a process about to vanish, whose parent died) nothing is reaped or logged.
+    """
+    killed: list[int] = []
+    for _ in range(_ROUNDS):
+        strays = [pid for pid in children() if pid not in killed]
+        if not strays:
+            break
+        for pid in strays:
+            if wait and not _ended(pid):  # an ended one is only reaped, without a word
+                LOG.warning(
+                    "%s: a process it started, %s, was still running at its end; killed it. "
+                    "A plug-in must end the processes it starts (in shutdown() or teardown()).",
+                    owner,
+                    describe(pid),
+                )
+            _kill(pid)
+        killed.extend(strays)
+        if not wait:
+            break
+        for pid in strays:
+            _reap(pid)
+    return killed
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has ended already (a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status of ``pid`` (killed), through multiprocessing if it is its child.
+
+    A ``multiprocessing.Process`` is joined through its own object, so that multiprocessing's
+    exit handler, which joins its children later, finds it ended instead of waiting for it.
+    """
+    for process in multiprocessing.active_children():
+        if process.pid == pid:
+            process.join(REAP_TIMEOUT)
+            if process.exitcode is not None:
+                return
+    _wait_gone(pid, REAP_TIMEOUT)
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # reaped already
+        pass
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait (bounded) until ``pid`` has ended; no-op where pidfds are not available."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.poll(timeout * 1000)
+    finally:
+        os.close(fd)
