@@ -192,7 +192,7 @@ def _fail(plugin: Any, method: str, problem: str) -> None:
 def _picklable(plugin: Any, method: str, value: Any) -> None:
     try:
         pickle.dumps(value)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - pickling user objects raises anything
         _fail(plugin, method, f"returned {type(value).__name__}, which cannot be pickled ({exc})")
 
 

@@ -154,7 +154,7 @@ class HotLoop:
             target(self)
         except (Stopped, zmq.ContextTerminated):
             pass
-        except BaseException as exc:  # reported to the component by the asyncio thread
+        except BaseException as exc:  # noqa: BLE001 - reported to the component by the asyncio thread
             error = exc
         finally:
             # The runtime's context does not know these sockets (they live on a shadow of

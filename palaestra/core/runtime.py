@@ -266,7 +266,7 @@ class Runtime:
             await self._ended.wait()
         except ComponentFailed as exc:
             self.component.fail(exc.error)
-        except Exception as exc:  # process boundary: report, never lose the error
+        except Exception as exc:  # noqa: BLE001 - process boundary: report, never lose the error
             self.component.fail(error_info(self.name, exc))
         return await self._end()
 
@@ -352,7 +352,7 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     configure_child_logging(spec.name, spec.log_level)
     try:
         component = spec.build()
-    except Exception as exc:  # report construction errors like any other
+    except Exception as exc:  # noqa: BLE001 - report construction errors like any other
         return await _FailedStart(spec, exc).report()
     runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
     return await runtime.run()

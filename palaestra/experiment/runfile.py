@@ -177,7 +177,7 @@ def _parse_yaml(text: str) -> Any:
         raise RunFileError(f"invalid YAML: {problem}.", line=line) from None
     except YAMLError as exc:
         raise RunFileError(f"invalid YAML: {exc}.") from None
-    except Exception as exc:  # ruamel fails on some odd inputs with non-YAML errors
+    except Exception as exc:  # noqa: BLE001 - ruamel fails on odd inputs with non-YAML errors
         raise RunFileError(f"invalid YAML: {type(exc).__name__}: {exc}.") from None
     if data is None:
         raise RunFileError("the run file is empty.", line=1)
@@ -219,7 +219,7 @@ class _ClassChecker:
                 self._resolved[name] = load_class(name)
             except PluginLoadError as exc:
                 self._resolved[name] = exc
-            except Exception as exc:  # a parent package of the module failed to import
+            except Exception as exc:  # noqa: BLE001 - a parent package of the module failed to import
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 module = name.partition(":")[0]
                 error = PluginLoadError(f"module '{module}' failed to import: {last}")
