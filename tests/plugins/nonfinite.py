@@ -17,8 +17,11 @@ REAL_LINE = Box(-math.inf, math.inf, shape=(), dtype="float64")
 
 
 class NonFiniteEnvironment(DummyEnvironment):
-    """Sensor ``0`` (a Box of the real line) and ``1`` (no space, a list) and the reward
-    ``r`` take the values of :data:`CYCLE` in turn; one actuator, ``0``."""
+    """Sensor ``0`` (a number) and ``1`` (a list) and the reward ``r`` take the values of
+    :data:`CYCLE` in turn; one actuator, ``0``, a Box of the real line.
+
+    The sensors and the reward declare no space: NaN lies in no Box (gymnasium's ``contains``
+    says so too), and the environment process's checks refuse a value outside its space."""
 
     def start_environment(self) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
         self.iter = 0
@@ -28,7 +31,7 @@ class NonFiniteEnvironment(DummyEnvironment):
         self, actuators: Sequence[ActuatorInformation]
     ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
         self.iter += 1
-        reward = RewardInformation(self._value(), REAL_LINE, "r")
+        reward = RewardInformation(self._value(), None, "r")
         return self._sensors(), [reward], self.iter >= self.max_iter
 
     def _value(self) -> float:
@@ -37,7 +40,7 @@ class NonFiniteEnvironment(DummyEnvironment):
     def _sensors(self) -> list[SensorInformation]:
         value = self._value()
         return [
-            SensorInformation(value, REAL_LINE, "0"),
+            SensorInformation(value, None, "0"),
             SensorInformation([value, -value], None, "1"),
         ]
 
