@@ -1,0 +1,4 @@
+"""``palaestrai`` inside palaestra's processes: palaestrAI's public plug-in API.
+
+Mapped by :mod:`palaestra.compat.finder`; see the README, "Coming from palaestrAI".
+"""

@@ -1,0 +1,1 @@
+"""``palaestrai.agent.util``: helpers for Brains and Muscles."""

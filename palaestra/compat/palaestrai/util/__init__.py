@@ -1,0 +1,1 @@
+"""``palaestrai.util``: the seeding and dynamic loading helpers plug-ins use."""
