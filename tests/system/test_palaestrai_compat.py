@@ -116,8 +116,9 @@ def test_palaestra_names_take_precedence_over_an_installed_palaestrai(
     """With a ``palaestrai`` package on the path (as a migrating user has), palaestra's
     processes still map ``palaestrai.*`` onto palaestra."""
     site = stand_in_palaestrai(workspace.path)
+    # ahead of palaestra itself on the path
     monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(site)]))
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     )
     run_and_check(workspace)
 
