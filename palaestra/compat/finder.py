@@ -11,7 +11,8 @@ processes ``import palaestrai`` finds the real package, or nothing.
 A module palaestra deliberately does not offer (palaestrAI's database session helpers, its
 command line, its runtime) fails to import with a :class:`ModuleNotFoundError` that names the
 module and says what to use instead; so does any other ``palaestrai`` module the
-compatibility layer lacks.
+compatibility layer lacks (except that a module of palaestra's built-in packages, agent,
+environment, simulation and experiment, is found under palaestrAI's path of the same name).
 """
 
 from __future__ import annotations
@@ -69,6 +70,13 @@ REFUSED: dict[str, str] = {
 with what to use instead."""
 
 
+BUILTIN_PACKAGES = frozenset({"agent", "environment", "simulation", "experiment"})
+"""palaestra's packages whose built-ins keep palaestrAI's module paths: a ``palaestrai``
+module of one of them that palaestra.compat lacks maps to palaestra's own of the same path
+(``palaestrai.agent.dummy_brain`` would be ``palaestra.agent.dummy_brain``), so a built-in
+palaestra adds is found under its palaestrAI name without a module here."""
+
+
 def refusal(fullname: str) -> str | None:
     """What to use instead of ``fullname``, if palaestra deliberately does not offer it."""
     parts = fullname.split(".")
@@ -105,19 +113,36 @@ class PalaestraiFinder(importlib.abc.MetaPathFinder):
                 f"palaestra does not offer palaestrAI's module '{fullname}': {advice}",
                 name=fullname,
             )
-        mapped = TARGET + fullname[len(ALIAS) :]
-        found = importlib.util.find_spec(mapped)
+        found = _mapped(fullname)
         if found is None:
             raise ModuleNotFoundError(
                 f"No module named '{fullname}': palaestra maps palaestrAI's public plug-in API "
                 "(see the README, 'Coming from palaestrAI'), and this module is not part of it",
                 name=fullname,
             )
+        mapped, spec = found
         return importlib.util.spec_from_loader(
             fullname,
             _AliasLoader(mapped),
-            is_package=found.submodule_search_locations is not None,
+            is_package=spec.submodule_search_locations is not None,
         )
+
+
+def _mapped(fullname: str) -> tuple[str, importlib.machinery.ModuleSpec] | None:
+    """The module ``fullname`` maps to, and its spec: the one of the same path under
+    :data:`TARGET`, else (in the built-ins' packages) palaestra's own of the same path."""
+    rest = fullname[len(ALIAS) :]
+    candidates = [TARGET + rest]
+    if rest.count(".") >= 2 and rest.split(".")[1] in BUILTIN_PACKAGES:
+        candidates.append("palaestra" + rest)
+    for name in candidates:
+        try:
+            spec = importlib.util.find_spec(name)
+        except ModuleNotFoundError:  # a parent package of it does not exist
+            continue
+        if spec is not None:
+            return name, spec
+    return None
 
 
 class _AliasLoader(importlib.abc.Loader):

@@ -128,6 +128,17 @@ def test_the_finder_takes_precedence_over_an_installed_palaestrai(
     assert importlib.import_module("palaestrai.agent").__file__ == real.__file__
 
 
+def test_a_builtin_module_of_palaestra_maps_by_its_path(mapped: None) -> None:
+    """palaestra's built-ins keep palaestrAI's module paths: a module palaestra.compat lacks
+    in those packages is palaestra's own of the same path."""
+    module = importlib.import_module("palaestrai.agent.context")
+    assert module is importlib.import_module("palaestra.agent.context")
+    with pytest.raises(ModuleNotFoundError, match="not part of it"):
+        importlib.import_module("palaestrai.agent.no_such_package.module")
+    with pytest.raises(ModuleNotFoundError, match="not part of it"):
+        importlib.import_module("palaestrai.util.spawn")  # not a built-ins' package
+
+
 def test_install_is_idempotent_and_first(mapped: None) -> None:
     sys.meta_path.insert(0, sys.meta_path.pop())  # another finder moved to the front
     finder.install()
