@@ -92,8 +92,9 @@ def _is_alias(fullname: str) -> bool:
 
 
 def _is_ours(module: object) -> bool:
+    """Whether a module under a ``palaestrai`` name is one of palaestra's (mapped by us)."""
     name = getattr(module, "__name__", None)
-    return isinstance(name, str) and (name == TARGET or name.startswith(TARGET + "."))
+    return isinstance(name, str) and name.startswith("palaestra.")
 
 
 class PalaestraiFinder(importlib.abc.MetaPathFinder):

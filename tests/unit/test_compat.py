@@ -133,6 +133,8 @@ def test_a_builtin_module_of_palaestra_maps_by_its_path(mapped: None) -> None:
     in those packages is palaestra's own of the same path."""
     module = importlib.import_module("palaestrai.agent.context")
     assert module is importlib.import_module("palaestra.agent.context")
+    assert finder.install() == []  # installed again (the executor does): nothing is evicted
+    assert sys.modules["palaestrai.agent.context"] is module
     with pytest.raises(ModuleNotFoundError, match="not part of it"):
         importlib.import_module("palaestrai.agent.no_such_package.module")
     with pytest.raises(ModuleNotFoundError, match="not part of it"):
@@ -145,6 +147,7 @@ def test_install_is_idempotent_and_first(mapped: None) -> None:
     assert sys.meta_path[0] is finder.FINDER
     assert sum(f is finder.FINDER for f in sys.meta_path) == 1
     assert finder.installed()
+    assert finder.FINDER.find_spec("palaestrai_environments") is None  # not ours to map
 
 
 @pytest.mark.parametrize("name", compat_module_names())
