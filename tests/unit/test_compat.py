@@ -321,3 +321,31 @@ def test_dynaloader(mapped: None) -> None:
     assert type(condition).__name__ == "MaxEpisodesTerminationCondition"
     assert locate("palaestrai.agent.Brain") is palaestra.agent.Brain
     assert locate("palaestrai.agent.NoSuchThing") is None
+
+
+def test_space_value_utils(mapped: None) -> None:
+    """Results as palaestrAI 3.5.18's own functions give them on the same inputs."""
+    from palaestrai.agent.util.space_value_utils import (
+        assert_value_in_space,
+        coerce_value_to_space,
+        coerce_values_to_space_shapes,
+        get_plain_list_of,
+    )
+    from palaestrai.types import Box, Discrete
+
+    plain = get_plain_list_of(
+        [1, 0.5, np.array(0.6, dtype=np.float32), np.array([0.7], dtype=np.float32), [1.3, 1.5]]
+    )
+    assert plain == [1.0, 0.5, 0.6000000238418579, 0.699999988079071, 1.3, 1.5]
+    shaped = coerce_values_to_space_shapes(
+        [1.2, np.array(0.8), -0.2, -2, 1, -5.2, -5],
+        [Box(-1, 1, shape=(2, 2)), Box(-2, 1, shape=(2,))],
+    )
+    assert [s.tolist() for s in shaped] == [[[1.2, 0.8], [-0.2, -2.0]], [1.0, -5.2]]
+    assert coerce_values_to_space_shapes(2.0, [Box(0, 1, shape=(2,)), Discrete(3)]) == [2.0, 2.0]
+    assert coerce_value_to_space(1.2, Box(low=[-1], high=[1])).tolist() == [1.0]
+    assert coerce_value_to_space(3, Discrete(5)) == 3
+    with pytest.raises(TypeError, match=r'Value "7" not contained in space .*, for uid: d'):
+        assert_value_in_space(Discrete(5), 7, uid="d")
+    with pytest.raises(NotImplementedError):
+        coerce_value_to_space([1], importlib.import_module("palaestrai.types").MultiBinary(1))
