@@ -142,7 +142,10 @@ for _module in (database, results):
 
 
 def main() -> None:
+    from palaestra.compat import install as install_palaestrai_names
     from palaestra.core.console import guard_console
+
+    install_palaestrai_names()  # palaestrai.* maps onto palaestra before any plug-in is imported
 
     guard_console()  # a closed or broken console must not decide a run's outcome
     signal.signal(signal.SIGTERM, _terminated)  # checking run files cleans up, then exits 143

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import traceback
 
@@ -26,17 +27,7 @@ def load_class(name: str) -> type:
         raise PluginLoadError(
             f"'{name}' is not a class name of the form 'package.module:ClassName'"
         )
-    try:
-        spec = importlib.util.find_spec(module_name)  # imports the parent packages
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and not module_name.startswith(exc.name):
-            # a parent package exists but needs something that is missing
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
-        spec = None
-    except Exception as exc:  # a parent package failed: show the user's error
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
+    spec = _find_spec(module_name)
     if spec is None:
         raise PluginLoadError(f"no module '{module_name}' (in '{name}')")
     try:
@@ -51,3 +42,21 @@ def load_class(name: str) -> type:
         message = f"no class '{name}'"
         raise PluginLoadError(f"{message}. {hint}" if hint else message)
     return cls
+
+
+def _find_spec(module_name: str) -> importlib.machinery.ModuleSpec | None:
+    """The module's spec, or None if there is no such module; importing its parent packages
+    fails with their error shown."""
+    try:
+        return importlib.util.find_spec(module_name)  # imports the parent packages
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and not module_name.startswith(exc.name):
+            # a parent package exists but needs something that is missing
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
+        if str(exc) != f"No module named {exc.name!r}":  # an import hook said why
+            raise PluginLoadError(f"cannot import module '{module_name}': {exc}") from exc
+        return None
+    except Exception as exc:  # a parent package failed: show the user's error
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc

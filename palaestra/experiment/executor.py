@@ -8,6 +8,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
+from palaestra.compat import install as install_palaestrai_names
 from palaestra.core import names
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.processes import preload, set_title
@@ -40,6 +41,7 @@ class RunOutcome:
 def execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome."""
     set_title(names.EXECUTOR)
+    install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     return asyncio.run(_execute(run, config))
 

@@ -1,0 +1,5 @@
+"""``palaestrai.agent.brain``: palaestra's Brain."""
+
+from palaestra.agent.brain import Brain
+
+__all__ = ["Brain"]

@@ -1,0 +1,5 @@
+"""``palaestrai.agent.dummy_objective``: palaestra's DummyObjective."""
+
+from palaestra.agent.dummy_objective import DummyObjective
+
+__all__ = ["DummyObjective"]

@@ -1,0 +1,5 @@
+"""``palaestrai.agent.muscle``: palaestra's Muscle."""
+
+from palaestra.agent.muscle import Muscle
+
+__all__ = ["Muscle"]

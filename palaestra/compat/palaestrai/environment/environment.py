@@ -1,0 +1,5 @@
+"""``palaestrai.environment.environment``: palaestra's Environment."""
+
+from palaestra.environment.environment import Environment
+
+__all__ = ["Environment"]

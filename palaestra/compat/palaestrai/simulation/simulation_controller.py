@@ -1,0 +1,5 @@
+"""``palaestrai.simulation.simulation_controller``: palaestra's SimulationController."""
+
+from palaestra.simulation.controller import SimulationController
+
+__all__ = ["SimulationController"]

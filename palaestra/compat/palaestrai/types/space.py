@@ -1,0 +1,5 @@
+"""``palaestrai.types.space``: palaestra's Space."""
+
+from palaestra.core.spaces import Space
+
+__all__ = ["Space"]
