@@ -308,6 +308,8 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     rewards: dict[str, Any]
     """Reward values by reward uid."""
     done: bool
+    simtime: Any = None
+    """The environment's sim time after the step (``SimTime.to_dict()``), if it reports one."""
 
 
 class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):

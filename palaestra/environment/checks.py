@@ -48,8 +48,9 @@ def baseline(
 def first_state(
     env: object, result: Any, declared: dict[str, Space | None]
 ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
-    """Check the first ``update`` result after a start: every declared sensor reported once,
-    in its declared space, rewards in theirs, ``done`` a bool."""
+    """Check the first ``update`` result after a start: every declared sensor reported once
+    (or none at all in a last step, ``done``), in its declared space, rewards in theirs,
+    ``done`` a bool."""
     parts = _parts(env, "update", result, 3, "(sensors, rewards, done)")
     sensors, rewards, done = list(parts[0]), list(parts[1]), parts[2]
     typed = [_typed(env, "update", "sensor", s, SensorInformation) for s in sensors]
@@ -60,7 +61,7 @@ def first_state(
             raise unknown_sensor(env, uid, list(declared))
         _contained(env, "update", "sensor", sensor, declared[uid])
     missing = [uid for uid in declared if uid not in uids]
-    if missing:
+    if missing and (sensors or done is not True):  # a last step may report no readings
         raise missing_sensors(env, missing)
     for reward in rewards:
         _typed(env, "update", "reward", reward, RewardInformation)
