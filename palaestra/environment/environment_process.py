@@ -8,6 +8,7 @@ those links, and in an episode the environment drives itself, its observations g
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,8 @@ from palaestra.core.turns import Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
+
+LOG = logging.getLogger(__name__)
 
 
 def construct(spec: EnvironmentSpec, seed: int) -> Environment:
@@ -75,6 +78,7 @@ class EnvironmentProcess(Component):
         self._polled: list[Any] = []
         self.values: list[Any] = []
         self.last_values: list[Any] = []  # the sensor values after the last step
+        self.warned_repeats = False
         # our own plug-in's step: if it never returns, we say so ourselves
         self.stepping = Waiting(name, answer_timeout)
         self.spec = environment
@@ -177,7 +181,18 @@ class EnvironmentProcess(Component):
         """
         method = "reset" if reset else "start_environment"
         result = call(getattr(self.env, method))
-        sensors, actuators = checks.baseline(self.env, method, result)
+        repeated: list[str] = []
+        sensors, actuators = checks.baseline(self.env, method, result, repeated)
+        if repeated and not self.warned_repeats:
+            self.warned_repeats = True
+            LOG.warning(
+                "%s: %s.%s() returned actuator %s more than once (same uid and space); "
+                "palaestra uses each once",
+                self.name,
+                type(self.env).__name__,
+                method,
+                ", ".join(f"'{uid}'" for uid in dict.fromkeys(repeated)),
+            )
         self.episode += 1
         self.step = 0
         self.first_step = True

@@ -1,8 +1,9 @@
 """An environment written the way palaestrAI's published environments are (the continuous
 random environment of palaestrai-environments): positional ``(uid, broker_uri, seed)``, its
 own ``rng`` and ``seed`` assigned in the constructor, ``self.sensors``/``self.actuators``
-lists, an :class:`EnvironmentBaseline` and :class:`EnvironmentState` with :class:`SimTime`,
-``terminated``/``truncated``, and no readings in the last step."""
+lists (its actuators appended again on every start), an :class:`EnvironmentBaseline` and
+:class:`EnvironmentState` with :class:`SimTime`, ``terminated``/``truncated``, and no readings
+in the last step."""
 
 from __future__ import annotations
 
@@ -40,10 +41,10 @@ class SimTimeEnvironment(Environment):
     def start_environment(self) -> EnvironmentBaseline:
         self.iter = 0
         self._read()
-        self.actuators = [
-            ActuatorInformation(value=0.0, space=Box(0, 10, shape=()), uid=f"Actuator-{i}")
-            for i in range(self.num_sensors)
-        ]
+        for i in range(self.num_sensors):  # appended on every start, as palaestrAI's do
+            self.actuators.append(
+                ActuatorInformation(value=0.0, space=Box(0, 10, shape=()), uid=f"Actuator-{i}")
+            )
         return EnvironmentBaseline(
             sensors_available=self.sensors,
             actuators_available=self.actuators,
@@ -51,6 +52,7 @@ class SimTimeEnvironment(Environment):
         )
 
     def update(self, actuators: list[ActuatorInformation]) -> EnvironmentState:
+        self.actuators = actuators
         self.iter += 1
         distance = sum(
             abs(round(float(s.value)) - float(a.value))
@@ -93,3 +95,14 @@ class WrongSimTimeEnvironment(SimTimeEnvironment):
             bad: Any = 42
             state.simtime = bad
         return state
+
+
+class ClashingActuatorEnvironment(SimTimeEnvironment):
+    """Gives ``Actuator-0`` twice, with two different spaces."""
+
+    def start_environment(self) -> EnvironmentBaseline:
+        baseline = super().start_environment()
+        baseline.actuators_available.append(
+            ActuatorInformation(value=0, space=Box(0, 5, shape=()), uid="Actuator-0")
+        )
+        return baseline

@@ -243,3 +243,22 @@ def test_a_sim_time_of_another_class_of_the_same_shape_is_read() -> None:
     env.start_world(reset=False)
     env.update({})
     assert astuple(env.rows.recorded[-1])[-1] == {"simtime_ticks": 9, "simtime_timestamp": None}
+
+
+def test_actuators_given_again_on_a_reset_are_used_once(caplog: pytest.LogCaptureFixture) -> None:
+    """palaestrAI's random environments append their actuators to ``self.actuators`` on every
+    start: the same uid with the same space is used once, with one warning."""
+    env = environment()
+    for episode in range(3):
+        baseline = env.start_world(reset=episode > 0)
+        assert [a.uid for a in baseline.actuators] == ["env.Actuator-0", "env.Actuator-1"]
+        env.update({"Actuator-1": 4.0})
+    warned = [r.getMessage() for r in caplog.records if "more than once" in r.getMessage()]
+    assert len(warned) == 1
+    assert "SimTimeEnvironment.reset()" in warned[0] and "'Actuator-0', 'Actuator-1'" in warned[0]
+
+
+def test_an_actuator_given_again_with_another_space_fails() -> None:
+    env = environment("tests.plugins.palaestrai_style:ClashingActuatorEnvironment")
+    with pytest.raises(PluginContractError, match="returned actuator 'Actuator-0' twice"):
+        env.start_world(reset=False)
