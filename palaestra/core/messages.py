@@ -309,7 +309,8 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     """Reward values by reward uid."""
     done: bool
     simtime: Any = None
-    """The environment's sim time after the step (``SimTime.to_dict()``), if it reports one."""
+    """The environment's simulation time at this step (palaestrAI's ``SimTime`` as a plain
+    dict), or None if it reports none."""
 
 
 class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):

@@ -164,8 +164,7 @@ def test_update_applies_set_points_records_the_step_and_reports_the_state() -> N
     ((episode, step, sensors, setpoints, rewards, done, simtime),) = map(
         astuple, env.rows.recorded
     )
-    assert simtime is None  # DummyEnvironment reports no sim time
-    assert (episode, step, done) == (0, 1, False)
+    assert (episode, step, done, simtime) == (0, 1, False, None)
     assert setpoints == {"env.0": 5, "env.3": 7} and sensors["env.9"] == 1
     assert rewards == {"Dummy Reward": 1}
     env.update({})
