@@ -9,6 +9,7 @@ from typing import BinaryIO
 import numpy as np
 
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.mode import Mode
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,15 @@ class BrainContext:
     run_uid: str
     phase_index: int
     phase_name: str
-    mode: str
+    mode: Mode | str
+    """The phase's mode; given as a string, it becomes the :class:`Mode` of that value."""
     seed: int
     sensors: Sequence[SensorInformation]
     actuators: Sequence[ActuatorInformation]
     dumps: BrainDumps = field(default_factory=BrainDumps)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", Mode(self.mode))  # "train" == Mode.TRAIN
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,12 @@ class MuscleContext:
     name: str
     uid: str
     worker: int
-    mode: str
+    mode: Mode | str
+    """The phase's mode; given as a string, it becomes the :class:`Mode` of that value."""
     seed: int
     sensors: Sequence[SensorInformation]
     actuators: Sequence[ActuatorInformation]
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", Mode(self.mode))  # "train" == Mode.TRAIN

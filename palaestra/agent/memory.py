@@ -1,8 +1,12 @@
 """An agent's memory of transitions: appended once per step, read by objectives and brains.
 
-Rows live in a bounded deque of small objects, so appending costs a few hundred nanoseconds;
-:meth:`Memory.tail` builds numpy arrays only for the rows asked for. A memory is bounded in rows
-and in bytes: the size of a row is estimated on the first append and every
+Rows live in a deque of small objects, and each muscle's rows also in a deque of their own, so
+appending costs a few hundred nanoseconds and a muscle's rows are at hand
+(:meth:`Memory.muscle_memory`). :meth:`Memory.tail` returns palaestrAI's shard: numpy arrays
+(``objective``, ``dones``, ``terminated``, ``truncated``) built for the rows asked for, and
+pandas DataFrames (``sensor_readings``, ``actuator_setpoints``, ``rewards``) built only when
+read. A memory is bounded in rows (:attr:`Memory.size_limit`, which takes effect when set) and
+in bytes: the size of a row is estimated on the first append and every
 :data:`SIZE_SAMPLE_EVERY`-th after it (a row of large observations counts as what it is), and
 the oldest rows go once either bound is passed.
 """
@@ -11,43 +15,36 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
+from itertools import islice
+from typing import Any, overload
 
 import numpy as np
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 
-
-@dataclass(frozen=True)
-class MemoryShard:
-    """The last rows of a memory, oldest first.
-
-    Attributes:
-        muscle_uids: Which muscle produced each row.
-        sensor_readings: The sensor readings the muscle acted on, per row.
-        actuator_setpoints: The set points it chose, per row.
-        rewards: Reward values, shape ``(rows, rewards)`` (floats; NaN where missing).
-        reward_uids: The column names of ``rewards``.
-        objective: The objective value of each row (NaN where not yet computed).
-        done: Whether the row ended an episode.
-    """
-
-    muscle_uids: list[str]
-    sensor_readings: list[Sequence[SensorInformation]]
-    actuator_setpoints: list[Sequence[ActuatorInformation]]
-    rewards: np.ndarray
-    reward_uids: list[str]
-    objective: np.ndarray
-    done: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.muscle_uids)
+PANDAS_MISSING = (
+    "Memory.tail()'s sensor_readings, actuator_setpoints and rewards are pandas DataFrames, "
+    "as palaestrAI's: pip install 'palaestra[pandas]' (sensor_information, "
+    "setpoint_information and reward_information give the information objects without pandas)"
+)
 
 
 class _Row:
-    __slots__ = ("muscle_uid", "sensors", "setpoints", "rewards", "objective", "done")
+    __slots__ = (
+        "muscle_uid",
+        "sensors",
+        "setpoints",
+        "rewards",
+        "objective",
+        "done",
+        "terminated",
+        "truncated",
+        "observations",
+        "actions",
+        "additional_data",
+    )
 
     def __init__(
         self,
@@ -64,43 +61,289 @@ class _Row:
         self.rewards = rewards
         self.objective = objective
         self.done = done
+        self.terminated: bool | None = None
+        self.truncated: bool | None = None
+        self.observations: Any = None
+        self.actions: Any = None
+        self.additional_data: Any = None
+
+
+class MemoryShard:
+    """The last rows of a memory, oldest first: palaestrAI's ``MemoryShard``.
+
+    The arrays have one entry per row. The three tables are pandas DataFrames with one column
+    per uid and one row per memory row (a value of one element is a scalar cell, a larger one an
+    array in its cell; a uid missing from a row is NaN there); they are built when first read,
+    and need pandas.
+
+    Attributes:
+        sensor_readings: The sensor values the muscle acted on (DataFrame).
+        actuator_setpoints: The set points it chose (DataFrame).
+        rewards: The rewards that followed (DataFrame).
+        objective: The objective value of each row, float64 (NaN where not computed).
+        dones: Whether the row ended an episode, bool.
+        terminated: Whether the episode ended in a terminal state, bool; None if a row does not
+            say (palaestrAI's convention).
+        truncated: Whether it was cut off, bool; None if a row does not say.
+        observations: What muscles stored as their observations (stacked), NaN where none.
+        actions: What muscles stored as their actions (stacked), NaN where none.
+        additional_data: What muscles stored besides, per row (None where nothing).
+        muscle_uids: Which muscle produced each row.
+        sensor_information: The :class:`SensorInformation` objects of each row.
+        setpoint_information: The :class:`ActuatorInformation` objects of each row.
+        reward_information: The :class:`RewardInformation` objects of each row.
+    """
+
+    def __init__(self, rows: Sequence[_Row]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return f"MemoryShard({len(self._rows)} rows of {sorted(set(self.muscle_uids))})"
+
+    @cached_property
+    def muscle_uids(self) -> list[str]:
+        return [row.muscle_uid for row in self._rows]
+
+    @cached_property
+    def objective(self) -> np.ndarray:
+        return np.array(
+            [np.nan if row.objective is None else row.objective for row in self._rows],
+            dtype=np.float64,
+        )
+
+    @cached_property
+    def dones(self) -> np.ndarray:
+        return np.array([row.done for row in self._rows], dtype=bool)
+
+    @cached_property
+    def terminated(self) -> np.ndarray | None:
+        return _flags([row.terminated for row in self._rows])
+
+    @cached_property
+    def truncated(self) -> np.ndarray | None:
+        return _flags([row.truncated for row in self._rows])
+
+    @cached_property
+    def observations(self) -> np.ndarray:
+        return _stacked([row.observations for row in self._rows])
+
+    @cached_property
+    def actions(self) -> np.ndarray:
+        return _stacked([row.actions for row in self._rows])
+
+    @cached_property
+    def additional_data(self) -> list[Any]:
+        return [row.additional_data for row in self._rows]
+
+    @cached_property
+    def sensor_information(self) -> list[Sequence[SensorInformation]]:
+        return [row.sensors for row in self._rows]
+
+    @cached_property
+    def setpoint_information(self) -> list[Sequence[ActuatorInformation]]:
+        return [row.setpoints for row in self._rows]
+
+    @cached_property
+    def reward_information(self) -> list[Sequence[RewardInformation]]:
+        return [row.rewards for row in self._rows]
+
+    @cached_property
+    def sensor_readings(self) -> Any:
+        return _frame(self.sensor_information)
+
+    @cached_property
+    def actuator_setpoints(self) -> Any:
+        return _frame(self.setpoint_information)
+
+    @cached_property
+    def rewards(self) -> Any:
+        return _frame(self.reward_information)
+
+
+class MuscleMemory:
+    """The rows of one muscle, oldest first: each attribute is a sequence with one entry per
+    row (palaestrAI's per-muscle memory, ``memory._data[muscle_uid]``). ``objective`` entries
+    can be set (``objective[-1] = value``); they read as floats (NaN where not computed)."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: deque[_Row]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def sensor_readings(self) -> _Column:
+        return _Column(self._rows, "sensors")
+
+    @property
+    def actuator_setpoints(self) -> _Column:
+        return _Column(self._rows, "setpoints")
+
+    @property
+    def rewards(self) -> _Column:
+        return _Column(self._rows, "rewards")
+
+    @property
+    def objective(self) -> _Column:
+        return _Column(self._rows, "objective")
+
+    @property
+    def dones(self) -> _Column:
+        return _Column(self._rows, "done")
+
+    @property
+    def terminated(self) -> _Column:
+        return _Column(self._rows, "terminated")
+
+    @property
+    def truncated(self) -> _Column:
+        return _Column(self._rows, "truncated")
+
+    @property
+    def observations(self) -> _Column:
+        return _Column(self._rows, "observations")
+
+    @property
+    def actions(self) -> _Column:
+        return _Column(self._rows, "actions")
+
+    @property
+    def additional_data(self) -> _Column:
+        return _Column(self._rows, "additional_data")
+
+
+class _Column(Sequence[Any]):
+    """One field of a muscle's rows, as a sequence (a view: it follows the memory)."""
+
+    __slots__ = ("_rows", "_field")
+
+    def __init__(self, rows: deque[_Row], field: str) -> None:
+        self._rows = rows
+        self._field = field
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._read(row) for row in list(self._rows)[index]]
+        return self._read(self._rows[index])
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        if self._field == "objective":
+            value = None if value is None else _scalar(value)
+        setattr(self._rows[index], self._field, value)
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self._read(row) for row in self._rows)
+
+    def _read(self, row: _Row) -> Any:
+        value = getattr(row, self._field)
+        if self._field == "objective" and value is None:
+            return np.nan
+        return value
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class _MuscleMemories(Mapping[str, MuscleMemory]):
+    """``memory._data``: each muscle's rows by its uid."""
+
+    __slots__ = ("_muscles",)
+
+    def __init__(self, muscles: dict[str, deque[_Row]]) -> None:
+        self._muscles = muscles
+
+    def __getitem__(self, muscle_uid: str) -> MuscleMemory:
+        return MuscleMemory(self._muscles[muscle_uid])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._muscles)
+
+    def __len__(self) -> int:
+        return len(self._muscles)
 
 
 SIZE_SAMPLE_EVERY = 256
 """Appends between two estimates of a row's size in bytes."""
-ROW_OVERHEAD = 400
-"""Bytes a row costs besides its values (its objects, the deque's slot)."""
+ROW_OVERHEAD = 480
+"""Bytes a row costs besides its values (its objects, the deques' slots)."""
 
 
 class Memory:
-    """Transitions of one agent, newest last: at most ``size_limit`` rows and (about)
-    ``byte_limit`` bytes of them (None: no byte bound).
+    """Transitions of an agent's muscles, newest last: at most :attr:`size_limit` rows and
+    (about) ``byte_limit`` bytes of them (None: no byte bound).
 
     palaestra sets the limits of a Brain's and a Muscle's memory from the run file's
-    ``brain_memory`` and ``muscle_memory`` (see :class:`~palaestra.core.specs.MemoryLimits`).
+    ``brain_memory`` and ``muscle_memory`` (see :class:`~palaestra.core.specs.MemoryLimits`)
+    before the plug-in's ``setup()``; a plug-in may set :attr:`size_limit` itself (palaestrAI's
+    brains do), which takes effect at once.
     """
 
     def __init__(self, size_limit: int = 1_000_000, byte_limit: int | None = None) -> None:
-        self.size_limit = size_limit
+        self._size_limit = size_limit
         self.byte_limit = byte_limit
-        self._rows: deque[_Row] = deque(maxlen=size_limit)
+        self._rows: deque[_Row] = deque()
+        self._muscles: dict[str, deque[_Row]] = {}
         self._limit = size_limit
         self._appends = 0
         self._row_bytes = 0.0
 
+    @property
+    def size_limit(self) -> int:
+        """The most rows kept; setting it drops the oldest rows beyond it at once."""
+        return self._size_limit
+
+    @size_limit.setter
+    def size_limit(self, size_limit: int) -> None:
+        self.set_limits(size_limit, self.byte_limit)
+
     def set_limits(self, size_limit: int | None = None, byte_limit: int | None = None) -> None:
         """Bound the memory to ``size_limit`` rows (None: keep the current bound) and
-        ``byte_limit`` bytes (None: none); the oldest rows beyond them go at once."""
-        if size_limit is not None and size_limit != self.size_limit:
-            self.size_limit = size_limit
-            self._rows = deque(self._rows, maxlen=size_limit)
+        ``byte_limit`` bytes (None: none); the oldest rows beyond them go at once.
+
+        Raises:
+            ValueError: ``size_limit`` is not a positive integer.
+        """
+        if size_limit is not None:
+            if isinstance(size_limit, bool) or int(size_limit) != size_limit or size_limit < 1:
+                raise ValueError(f"Memory size_limit must be an integer >= 1, got {size_limit!r}")
+            self._size_limit = int(size_limit)
         self.byte_limit = byte_limit
         self._update_limit()
+        self._evict()
 
     @property
     def row_bytes(self) -> float:
         """The estimated size of one row in bytes (0 before the first row)."""
         return self._row_bytes
+
+    @property
+    def tags(self) -> set[str]:
+        """The uids of the muscles whose rows this memory holds (or held)."""
+        return set(self._muscles)
+
+    @property
+    def _data(self) -> Mapping[str, MuscleMemory]:
+        """Each muscle's rows by its uid: palaestrAI's name, which its brains read."""
+        return _MuscleMemories(self._muscles)
+
+    def muscle_memory(self, muscle_uid: str) -> MuscleMemory:
+        """The rows of muscle ``muscle_uid`` (none if it has none)."""
+        rows = self._muscles.get(muscle_uid)
+        return MuscleMemory(rows if rows is not None else deque())
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -112,12 +355,18 @@ class Memory:
         actuator_setpoints: Sequence[ActuatorInformation] | None = None,
         rewards: Sequence[RewardInformation] | None = None,
         done: bool | None = None,
+        observations: Any = None,
+        actions: Any = None,
         objective: Any = None,
+        additional_data: Any = None,
+        *,
+        terminated: bool | None = None,
+        truncated: bool | None = None,
     ) -> None:
-        """Add a row; a call with only ``objective`` sets the objective of the last row."""
+        """Add a row (palaestrAI's signature); a call with none of the readings, set points
+        and rewards sets the objective (if given) of ``muscle_uid``'s last row instead."""
         if sensor_readings is None and actuator_setpoints is None and rewards is None:
-            if objective is not None and self._rows:
-                self._rows[-1].objective = _scalar(objective)
+            self._set_objective(muscle_uid, objective)
             return
         row = _Row(
             muscle_uid,
@@ -127,53 +376,63 @@ class Memory:
             None if objective is None else _scalar(objective),
             bool(done),
         )
-        rows = self._rows
-        rows.append(row)
+        if terminated is not None or truncated is not None:
+            row.terminated, row.truncated = terminated, truncated
+        if observations is not None or actions is not None or additional_data is not None:
+            row.observations, row.actions = observations, actions
+            row.additional_data = additional_data
+        self._add(row)
+
+    def _set_objective(self, muscle_uid: str, objective: Any) -> None:
+        last = self._muscles.get(muscle_uid)
+        if objective is not None and last:
+            last[-1].objective = _scalar(objective)
+
+    def _add(self, row: _Row) -> None:
+        self._rows.append(row)
+        own = self._muscles.get(row.muscle_uid)
+        if own is None:
+            own = self._muscles[row.muscle_uid] = deque()
+        own.append(row)
         if not self._appends % SIZE_SAMPLE_EVERY and self.byte_limit is not None:
             self._sample(row)
         self._appends += 1
-        while len(rows) > self._limit:
-            rows.popleft()
+        if len(self._rows) > self._limit:
+            self._evict()
+
+    def _evict(self, keep: int | None = None) -> None:
+        """Drop the oldest rows until at most ``keep`` (default: the bound) are left."""
+        rows, muscles = self._rows, self._muscles
+        keep = self._limit if keep is None else keep
+        while len(rows) > keep:
+            muscles[rows.popleft().muscle_uid].popleft()  # also the muscle's oldest
 
     def _sample(self, row: _Row) -> None:
         """Update the estimate of a row's size with ``row`` (a moving average)."""
-        size = ROW_OVERHEAD + sum(
-            _size(part) for part in (row.sensors, row.setpoints, row.rewards)
-        )
+        parts = (row.sensors, row.setpoints, row.rewards, row.observations, row.actions)
+        size = ROW_OVERHEAD + sum(_size(part) for part in parts)
         self._row_bytes = size if not self._row_bytes else 0.75 * self._row_bytes + 0.25 * size
         self._update_limit()
 
     def _update_limit(self) -> None:
-        limit = self.size_limit
+        limit = self._size_limit
         if self.byte_limit is not None and self._row_bytes:
             limit = min(limit, max(1, int(self.byte_limit // self._row_bytes)))
         self._limit = limit
 
-    def tail(self, n: int = 1) -> MemoryShard:
-        """The last ``n`` rows (fewer if the memory holds fewer)."""
-        n = max(0, min(n, len(self._rows)))
-        rows = [self._rows[i] for i in range(len(self._rows) - n, len(self._rows))]
-        reward_uids: list[str] = []
-        for row in rows:
-            for reward in row.rewards:
-                if str(reward.uid) not in reward_uids:
-                    reward_uids.append(str(reward.uid))
-        column = {uid: i for i, uid in enumerate(reward_uids)}
-        rewards = np.full((len(rows), len(reward_uids)), np.nan)
-        for r, row in enumerate(rows):
-            for reward in row.rewards:
-                rewards[r, column[str(reward.uid)]] = _float(reward.value)
-        return MemoryShard(
-            muscle_uids=[row.muscle_uid for row in rows],
-            sensor_readings=[row.sensors for row in rows],
-            actuator_setpoints=[row.setpoints for row in rows],
-            rewards=rewards,
-            reward_uids=reward_uids,
-            objective=np.array(
-                [np.nan if row.objective is None else row.objective for row in rows]
-            ),
-            done=np.array([row.done for row in rows], dtype=bool),
-        )
+    def tail(self, n: int = 1, include_only: Iterable[str] | None = None) -> MemoryShard:
+        """The last ``n`` rows, oldest first (fewer if the memory holds fewer); with
+        ``include_only``, the last ``n`` rows of those muscles."""
+        n = max(0, n)
+        if include_only is None:
+            newest = list(islice(reversed(self._rows), n))
+        else:
+            wanted = {include_only} if isinstance(include_only, str) else set(include_only)
+            newest = list(
+                islice((row for row in reversed(self._rows) if row.muscle_uid in wanted), n)
+            )
+        newest.reverse()
+        return MemoryShard(newest)
 
     def latest_rewards(self) -> list[float]:
         """The reward values of the newest row as floats (NaN where not numeric), without
@@ -183,9 +442,55 @@ class Memory:
         return [_float(reward.value) for reward in self._rows[-1].rewards]
 
     def truncate(self, n: int) -> None:
-        """Keep only the last ``n`` rows."""
-        while len(self._rows) > n:
-            self._rows.popleft()
+        """Keep only the last ``n`` rows (a negative ``n`` counts as ``-n``, as palaestrAI's)."""
+        self._evict(abs(n))
+
+
+def _flags(values: list[bool | None]) -> np.ndarray | None:
+    if any(v is None for v in values):
+        return None
+    return np.array(values, dtype=bool)
+
+
+def _stacked(values: list[Any]) -> np.ndarray:
+    if all(v is None for v in values):
+        return np.full((len(values), 1), np.nan)
+    arrays = [np.atleast_1d(np.asarray(np.nan if v is None else v)) for v in values]
+    width = max(a.size for a in arrays)
+    out = np.full((len(arrays), width), np.nan)
+    for i, a in enumerate(arrays):
+        flat = a.reshape(-1)
+        try:
+            out[i, : flat.size] = flat
+        except (TypeError, ValueError):
+            return np.array(values, dtype=object)
+    return out
+
+
+def _frame(rows: list[Sequence[Any]]) -> Any:
+    """A DataFrame of the information objects' values: a column per uid, a row per row."""
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise ImportError(PANDAS_MISSING) from e
+    columns: dict[Any, list[Any]] = {}
+    for r, infos in enumerate(rows):
+        for info in infos:
+            column = columns.get(info.uid)
+            if column is None:
+                column = columns[info.uid] = [None] * len(rows)
+            column[r] = _cell(info.value)
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(columns, index=range(len(rows)))
+
+
+def _cell(value: Any) -> Any:
+    """A value as a table cell: a value of one element as its scalar (what palaestrAI's
+    tables hold), anything larger as it is."""
+    if isinstance(value, np.ndarray | np.generic):
+        return value.item() if value.size == 1 else value
+    return value
 
 
 _NUMBERS = (int, float, bool)
@@ -199,24 +504,28 @@ def _size(value: Any) -> int:
     if isinstance(value, np.ndarray):
         return int(value.nbytes) + 112
     if type(value) in _NUMBERS or value is None:
-        return 32
+        return 32 if value is not None else 0
     if isinstance(value, str | bytes):
         return sys.getsizeof(value)
     if isinstance(value, Mapping):
         return sys.getsizeof(value) + sum(_size(v) for v in value.values())
     if isinstance(value, Sequence):
-        source = getattr(value, "source", None)  # a row built when read: size what it holds
-        if source is not None:
-            return _size(source)
-        count = len(value)
-        if not count:
-            return 56
-        sample = [value[i] for i in range(min(count, _ITEMS_SAMPLED))]
-        return 56 + 8 * count + count * sum(_size(v) for v in sample) // len(sample)
+        return _sequence_size(value)
     inner = getattr(value, "value", None)  # an information object
     if inner is not None:
         return 64 + _size(inner)
     return sys.getsizeof(value)
+
+
+def _sequence_size(value: Sequence[Any]) -> int:
+    source = getattr(value, "source", None)  # a row built when read: size what it holds
+    if source is not None:
+        return _size(source)
+    count = len(value)
+    if not count:
+        return 56
+    sample = [value[i] for i in range(min(count, _ITEMS_SAMPLED))]
+    return 56 + 8 * count + count * sum(_size(v) for v in sample) // len(sample)
 
 
 def _scalar(value: Any) -> float:

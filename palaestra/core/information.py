@@ -11,6 +11,7 @@ non-finite floats through JSON text.
 from __future__ import annotations
 
 import copy as _copy
+import warnings
 from typing import Any, Self
 
 import numpy as np
@@ -35,7 +36,7 @@ class Information:
         uid: The id of the sensor, actuator or reward, like ``"env.0"``.
     """
 
-    __slots__ = ("_value", "_space", "_uid")
+    __slots__ = ("_value", "_space", "_uid", "_value_ids")
 
     def __init__(
         self, value: Any = None, space: Space | None = None, uid: str | None = None
@@ -43,6 +44,7 @@ class Information:
         self._value = value
         self._space = space
         self._uid = uid
+        self._value_ids: Any = None
 
     @property
     def value(self) -> Any:
@@ -71,6 +73,27 @@ class Information:
     def uid(self, uid: str | None) -> None:
         self._uid = uid
 
+    @property
+    def value_ids(self) -> Any:
+        """Names of the elements of a value of several (palaestrAI's ``value_ids``), or
+        None."""
+        return self._value_ids
+
+    @value_ids.setter
+    def value_ids(self, value_ids: Any) -> None:
+        self._value_ids = value_ids
+
+    @property
+    def id(self) -> str | None:
+        """Deprecated (palaestrAI's): the same as ``uid``."""
+        _deprecated(self, "id", "uid")
+        return self._uid
+
+    @id.setter
+    def id(self, uid: str | None) -> None:
+        _deprecated(self, "id", "uid")
+        self._uid = uid
+
     def contains(self) -> bool:
         """Return whether the value is in the space; False if no space is known."""
         return self._space is not None and self._space.contains(self._value)
@@ -81,11 +104,13 @@ class Information:
         Numpy arrays, lists, tuples and dicts in the value are copied (recursively); the
         space is shared, as spaces are not changed after construction.
         """
-        return type(self)(_copy_value(self._value), self._space, self._uid)
+        other = type(self)(_copy_value(self._value), self._space, self._uid)
+        other._value_ids = _copy_value(self._value_ids)
+        return other
 
     def __len__(self) -> int:
-        """The length of the flattened value: the space's ``flat_dim``, or 1 without a space."""
-        return 1 if self._space is None else self._space.flat_dim
+        """The length of the space (palaestrAI's: ``len(space)``), or 1 without a space."""
+        return 1 if self._space is None else len(self._space)
 
     def __bool__(self) -> bool:
         return True
@@ -98,6 +123,7 @@ class Information:
             and self._uid == other._uid
             and self._space == other._space
             and _values_equal(self._value, other._value)
+            and _values_equal(self._value_ids, other._value_ids)
         )
 
     def __repr__(self) -> str:
@@ -108,45 +134,199 @@ class Information:
 
 
 class SensorInformation(Information):
-    """A sensor reading: the value an environment reports and an agent observes."""
+    """A sensor reading: the value an environment reports and an agent observes.
+
+    palaestrAI's call syntax: ``SensorInformation(value, space, uid, value_ids)``, and its
+    deprecated keywords ``sensor_value``, ``observation_space`` and ``sensor_id`` (used where
+    ``value``, ``space`` or ``uid`` is not given). Calling the object returns the value.
+    """
 
     __slots__ = ()
+
+    def __init__(
+        self,
+        value: Any = None,
+        space: Space | None = None,
+        uid: str | None = None,
+        value_ids: Any = None,
+        sensor_value: Any = None,
+        observation_space: Space | None = None,
+        sensor_id: str | None = None,
+    ) -> None:
+        self._value = value if value is not None else sensor_value
+        self._space = space if space is not None else observation_space
+        self._uid = uid if uid is not None else sensor_id
+        self._value_ids = value_ids
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self._value
+
+    @property
+    def sensor_value(self) -> Any:
+        """Deprecated (palaestrAI's): the same as ``value``."""
+        _deprecated(self, "sensor_value", "value")
+        return self._value
+
+    @sensor_value.setter
+    def sensor_value(self, value: Any) -> None:
+        _deprecated(self, "sensor_value", "value")
+        self._value = value
+
+    @property
+    def sensor_id(self) -> str | None:
+        """Deprecated (palaestrAI's): the same as ``uid``."""
+        _deprecated(self, "sensor_id", "uid")
+        return self._uid
+
+    @sensor_id.setter
+    def sensor_id(self, uid: str | None) -> None:
+        _deprecated(self, "sensor_id", "uid")
+        self._uid = uid
+
+    @property
+    def observation_space(self) -> Space | None:
+        """Deprecated (palaestrAI's): the same as ``space``."""
+        _deprecated(self, "observation_space", "space")
+        return self._space
+
+    @observation_space.setter
+    def observation_space(self, space: Space | None) -> None:
+        _deprecated(self, "observation_space", "space")
+        self._space = space
 
 
 class ActuatorInformation(Information):
     """An actuator and its set point: the value an agent chooses and an environment applies.
 
-    Calling the object sets the value, as muscles do with ``actuator(setpoint)``.
+    Calling the object sets the value, as muscles do with ``actuator(setpoint)``. palaestrAI's
+    call syntax: ``ActuatorInformation(value, space, uid, value_ids)``, and its deprecated
+    keywords ``setpoint``, ``action_space`` and ``actuator_id``.
     """
 
     __slots__ = ()
+
+    def __init__(
+        self,
+        value: Any = None,
+        space: Space | None = None,
+        uid: str | None = None,
+        value_ids: Any = None,
+        setpoint: Any = None,
+        action_space: Space | None = None,
+        actuator_id: str | None = None,
+    ) -> None:
+        self._value = value if value is not None else setpoint
+        self._space = space if space is not None else action_space
+        self._uid = uid if uid is not None else actuator_id
+        self._value_ids = value_ids
 
     def __call__(self, setpoint: Any) -> None:
         self._value = setpoint
 
     @property
     def setpoint(self) -> Any:
-        """The set point; the same as ``value``."""
+        """Deprecated (palaestrAI's): the same as ``value``."""
+        _deprecated(self, "setpoint", "value")
         return self._value
 
     @setpoint.setter
     def setpoint(self, setpoint: Any) -> None:
+        _deprecated(self, "setpoint", "value")
         self._value = setpoint
+
+    @property
+    def actuator_id(self) -> str | None:
+        """Deprecated (palaestrAI's): the same as ``uid``."""
+        _deprecated(self, "actuator_id", "uid")
+        return self._uid
+
+    @actuator_id.setter
+    def actuator_id(self, uid: str | None) -> None:
+        _deprecated(self, "actuator_id", "uid")
+        self._uid = uid
+
+    @property
+    def action_space(self) -> Space | None:
+        """Deprecated (palaestrAI's): the same as ``space``."""
+        _deprecated(self, "action_space", "space")
+        return self._space
+
+    @action_space.setter
+    def action_space(self, space: Space | None) -> None:
+        _deprecated(self, "action_space", "space")
+        self._space = space
 
 
 class RewardInformation(Information):
-    """A reward an environment reports for the last step."""
+    """A reward an environment reports for the last step.
+
+    palaestrAI's call syntax: ``RewardInformation(value, space, uid)``, and its deprecated
+    keywords ``reward_value``, ``observation_space`` and ``reward_id``. Calling the object
+    returns the value; ``reward + x`` is ``reward.value + x``.
+    """
 
     __slots__ = ()
 
+    def __init__(
+        self,
+        value: Any = None,
+        space: Space | None = None,
+        uid: str | None = None,
+        reward_value: Any = None,
+        observation_space: Space | None = None,
+        reward_id: str | None = None,
+    ) -> None:
+        self._value = value if value is not None else reward_value
+        self._space = space if space is not None else observation_space
+        self._uid = uid if uid is not None else reward_id
+        self._value_ids = None
+
+    def __call__(self) -> Any:
+        return self._value
+
+    def __add__(self, other: Any) -> Any:
+        return self._value + other
+
     @property
     def reward_value(self) -> Any:
-        """The reward; the same as ``value``."""
+        """Deprecated (palaestrAI's): the same as ``value``."""
+        _deprecated(self, "reward_value", "value")
         return self._value
 
     @reward_value.setter
     def reward_value(self, value: Any) -> None:
+        _deprecated(self, "reward_value", "value")
         self._value = value
+
+    @property
+    def reward_id(self) -> str | None:
+        """Deprecated (palaestrAI's): the same as ``uid``."""
+        _deprecated(self, "reward_id", "uid")
+        return self._uid
+
+    @reward_id.setter
+    def reward_id(self, uid: str | None) -> None:
+        _deprecated(self, "reward_id", "uid")
+        self._uid = uid
+
+    @property
+    def observation_space(self) -> Space | None:
+        """Deprecated (palaestrAI's): the same as ``space``."""
+        _deprecated(self, "observation_space", "space")
+        return self._space
+
+    @observation_space.setter
+    def observation_space(self, space: Space | None) -> None:
+        _deprecated(self, "observation_space", "space")
+        self._space = space
+
+
+def _deprecated(info: Information, name: str, instead: str) -> None:
+    warnings.warn(
+        f"{type(info).__name__}.{name} is deprecated (as in palaestrAI): use {instead}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def json_value(info: Information) -> Any:

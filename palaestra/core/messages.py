@@ -308,6 +308,9 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     rewards: dict[str, Any]
     """Reward values by reward uid."""
     done: bool
+    simtime: Any = None
+    """The environment's simulation time at this step (palaestrAI's ``SimTime`` as a plain
+    dict), or None if it reports none."""
 
 
 class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):

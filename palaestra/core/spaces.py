@@ -5,7 +5,8 @@ Every space also describes itself three ways: ``to_dict()`` (plain msgpack/JSON 
 messages carry), ``to_string()`` (palaestrAI's ``"Box(low=..., ...)"`` form) and, when gymnasium
 is installed, ``to_gymnasium()``; each has a ``Space.from_*`` counterpart that reads it back.
 Values of a space convert to plain JSON-able Python with ``to_json_value`` (what the store
-writes) and back with ``from_json_value``.
+writes) and back with ``from_json_value``. palaestrAI's ``len(space)``, ``to_vector`` and
+``reshape_to_space`` are there too.
 """
 
 from __future__ import annotations
@@ -68,6 +69,25 @@ class Space(ABC):
 
     def __contains__(self, x: Any) -> bool:
         return self.contains(x)
+
+    def __len__(self) -> int:
+        """palaestrAI's length of a space: the length of :meth:`to_vector`'s vectors (Discrete:
+        ``n``, MultiDiscrete: ``sum(nvec)``, Box and MultiBinary: the number of elements),
+        and a Tuple's number of spaces."""
+        raise NotImplementedError(f"{type(self).__name__} has no length")
+
+    def __bool__(self) -> bool:
+        return True  # a space is a thing, whatever its length: ``if space:`` means "if given"
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """palaestrAI's flat vector of a value (Discrete and MultiDiscrete one-hot, others
+        flattened); :meth:`reshape_to_space` reads it back. See each space."""
+        raise NotImplementedError(f"{type(self).__name__} has no to_vector")
+
+    def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
+        """palaestrAI's value of this space from a flat vector (the inverse of
+        :meth:`to_vector`). See each space."""
+        raise NotImplementedError(f"{type(self).__name__} has no reshape_to_space")
 
     @property
     @abstractmethod
@@ -261,6 +281,29 @@ class Discrete(_ShapedSpace):
         a = x if isinstance(x, int) else self._array(x, "iu")
         return a is not None and self.start <= int(a) < self.start + self.n
 
+    def __len__(self) -> int:
+        return self.n
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """The one-hot vector of length ``n`` of the value ``data`` (a scalar or one
+        element)."""
+        a = np.asarray(data)
+        if a.size != 1:
+            raise ValueError(f"{self}.to_vector needs one value, got shape {a.shape}")
+        vector = np.zeros(self.n)
+        vector[int(a.reshape(-1)[0]) - self.start] = 1
+        return vector
+
+    def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
+        """A scalar stays as it is (a 0-d array); ``n`` values (a one-hot vector, or scores)
+        give the value of the largest (as an 0-d array)."""
+        if np.ndim(value) == 0:
+            return np.array(value)
+        scores = np.fromiter(value, kwargs.get("dtype", float))
+        if scores.size != self.n:
+            raise ValueError(f"{self}.reshape_to_space needs {self.n} values, got {scores.size}")
+        return np.array(int(scores.argmax()) + self.start)
+
     def to_json_value(self, x: Any) -> int:
         return int(x)  # what the array conversion gives for any integer kind, without it
 
@@ -377,6 +420,24 @@ class Box(_ShapedSpace):
         a = self._array(x, "iu" if self.dtype.kind in "iu" else "iuf")
         return a is not None and bool((a >= self.low).all() and (a <= self.high).all())
 
+    def __len__(self) -> int:
+        return self.flat_dim
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """``data`` flattened (as it is: any shape is flattened)."""
+        return np.asarray(data).reshape(-1)
+
+    def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
+        """``value`` in the box's shape and dtype.
+
+        Raises:
+            ValueError: ``value`` has another number of elements than the box.
+        """
+        a = np.asarray(value)
+        if a.size != self.flat_dim:
+            raise ValueError(f"{self}.reshape_to_space needs {self.flat_dim} values, got {a.size}")
+        return a.reshape(self.shape).astype(self.dtype)
+
     def to_string(self) -> str:
         low, high = repr(self.low.tolist()), repr(self.high.tolist())
         return f"Box(low={low}, high={high}, shape={self.shape}, dtype=np.{self.dtype.name})"
@@ -428,6 +489,60 @@ class MultiDiscrete(_ShapedSpace):
         a = self._array(x, "iu")
         return a is not None and bool((a >= 0).all() and (a < self.nvec).all())
 
+    def __len__(self) -> int:
+        return int(self.nvec.sum())
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """One one-hot vector per entry, concatenated (length ``sum(nvec)``); with
+        ``as_argmax=True`` one one-hot vector over all combinations (length
+        ``prod(nvec)``). ``value`` (default 1) is what the hot entries hold."""
+        hot = kwargs.get("value", 1)
+        entries = [int(v) for v in np.asarray(data).reshape(-1)]
+        nvec = [int(n) for n in self.nvec.reshape(-1)]
+        if kwargs.get("as_argmax", False):
+            vector = np.zeros(math.prod(nvec), dtype=np.asarray(hot).dtype)
+            vector[np.ravel_multi_index(entries, nvec)] = hot
+            return vector
+        parts = []
+        for v, n in zip(entries, nvec, strict=True):
+            part = np.zeros(n, dtype=np.asarray(hot).dtype)
+            part[v] = hot
+            parts.append(part)
+        return np.concatenate(parts)
+
+    def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
+        """The inverse of :meth:`to_vector`: ``sum(nvec)`` values give the largest of each
+        entry's part, ``prod(nvec)`` values (or ``as_argmax=True``) the combination of the
+        largest.
+
+        Raises:
+            ValueError: The length fits neither form, or both and ``as_argmax`` is not given.
+        """
+        a = np.asarray(value, dtype=float).reshape(-1)
+        nvec = [int(n) for n in self.nvec.reshape(-1)]
+        as_argmax = kwargs.get("as_argmax")
+        total, combinations = sum(nvec), math.prod(nvec)
+        if as_argmax is None:
+            if total == combinations and a.size == total:
+                raise ValueError(
+                    f"{self}.reshape_to_space cannot tell the form of {a.size} values: "
+                    "give as_argmax=True or False"
+                )
+            as_argmax = a.size == combinations
+        if a.size != (combinations if as_argmax else total):
+            raise ValueError(
+                f"{self}.reshape_to_space needs {combinations if as_argmax else total} values "
+                f"(as_argmax={as_argmax}), got {a.size}"
+            )
+        if as_argmax:
+            entries = np.unravel_index(int(a.argmax()), nvec)
+            return np.array([int(e) for e in entries], dtype=np.int64).reshape(self.shape)
+        bounds = np.cumsum([0, *nvec])
+        return np.array(
+            [int(a[lo:hi].argmax()) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
+            dtype=np.int64,
+        ).reshape(self.shape)
+
     def to_string(self) -> str:
         return f"MultiDiscrete({self.nvec.tolist()})"
 
@@ -464,6 +579,20 @@ class MultiBinary(_ShapedSpace):
     def contains(self, x: Any) -> bool:
         a = self._array(x, "biu")
         return a is not None and bool(((a == 0) | (a == 1)).all())
+
+    def __len__(self) -> int:
+        return self.flat_dim
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """``data`` flattened."""
+        return np.asarray(data).reshape(-1)
+
+    def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
+        """``value``'s entries as integers (``dtype``, default int) in the space's shape."""
+        a = np.fromiter(np.asarray(value).reshape(-1), kwargs.get("dtype", int))
+        if a.size != self.flat_dim:
+            raise ValueError(f"{self}.reshape_to_space needs {self.flat_dim} values, got {a.size}")
+        return a.reshape(self.shape)
 
     def to_string(self) -> str:
         return f"MultiBinary({self.n})"
@@ -558,6 +687,24 @@ class Tuple(Space):
 
     def __len__(self) -> int:
         return len(self.spaces)
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """The children's vectors of ``data``'s values, concatenated."""
+        parts = [
+            s.to_vector(v, **kwargs) for s, v in zip(self.spaces, self._values(data), strict=True)
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
+        """One value per child from its part of ``value`` (a sequence with one entry per
+        child), as an object array."""
+        values = [
+            s.reshape_to_space(v, **kwargs)
+            for s, v in zip(self.spaces, self._values(value), strict=True)
+        ]
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
 
     def __getitem__(self, index: int) -> Space:
         return self.spaces[index]

@@ -29,16 +29,24 @@ Check = Callable[[Any], bool]
 
 
 def baseline(
-    env: object, method: str, result: Any
+    env: object, method: str, result: Any, repeated: list[str] | None = None
 ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
-    """Check what ``start_environment`` or ``reset`` returned; returns sensors, actuators."""
+    """Check what ``start_environment`` or ``reset`` returned; returns sensors, actuators.
+
+    An actuator given again with the same uid and space is dropped, its uid added to
+    ``repeated`` (palaestrAI's random environments append their actuators to
+    ``self.actuators`` on every start); one with another space fails.
+    """
     parts = _parts(env, method, result, 2, "(sensors, actuators)")
     sensors, actuators = list(parts[0]), list(parts[1])
     for kind, infos, cls in (
         ("sensor", sensors, SensorInformation),
         ("actuator", actuators, ActuatorInformation),
     ):
-        _unique(env, method, kind, [_typed(env, method, kind, i, cls) for i in infos])
+        uids = [_typed(env, method, kind, i, cls) for i in infos]
+        if kind == "actuator" and len(set(uids)) < len(uids):
+            infos[:], uids = _repeats_dropped(infos, uids, repeated)
+        _unique(env, method, kind, uids)
         for info in infos:
             if kind == "sensor" or info.value is not None:  # an actuator may have no default
                 _contained(env, method, kind, info, info.space)
@@ -48,8 +56,9 @@ def baseline(
 def first_state(
     env: object, result: Any, declared: dict[str, Space | None]
 ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
-    """Check the first ``update`` result after a start: every declared sensor reported once,
-    in its declared space, rewards in theirs, ``done`` a bool."""
+    """Check the first ``update`` result after a start: every declared sensor reported once
+    (or none at all in a last step, ``done``), in its declared space, rewards in theirs,
+    ``done`` a bool."""
     parts = _parts(env, "update", result, 3, "(sensors, rewards, done)")
     sensors, rewards, done = list(parts[0]), list(parts[1]), parts[2]
     typed = [_typed(env, "update", "sensor", s, SensorInformation) for s in sensors]
@@ -60,7 +69,7 @@ def first_state(
             raise unknown_sensor(env, uid, list(declared))
         _contained(env, "update", "sensor", sensor, declared[uid])
     missing = [uid for uid in declared if uid not in uids]
-    if missing:
+    if missing and (sensors or done is not True):  # a last step may report no readings
         raise missing_sensors(env, missing)
     for reward in rewards:
         _typed(env, "update", "reward", reward, RewardInformation)
@@ -145,6 +154,25 @@ def _typed(env: object, method: str, kind: str, info: Any, cls: type[Information
             "palaestra.types space",
         )
     return str(info.uid)
+
+
+def _repeats_dropped(
+    infos: list[Any], uids: list[str], repeated: list[str] | None
+) -> tuple[list[Any], list[str]]:
+    """``infos`` without those whose uid and space an earlier one has (the rest stay, and
+    :func:`_unique` names a uid given again with another space)."""
+    kept: list[Any] = []
+    kept_uids: list[str] = []
+    first: dict[str, Any] = {}
+    for info, uid in zip(infos, uids, strict=True):
+        if uid in first and first[uid].space == info.space:
+            if repeated is not None:
+                repeated.append(uid)
+            continue
+        first.setdefault(uid, info)
+        kept.append(info)
+        kept_uids.append(uid)
+    return kept, kept_uids
 
 
 def _unique(env: object, method: str, kind: str, uids: list[str]) -> set[str]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.simtime import SimTime
 
 
 @dataclass(frozen=True)
@@ -21,15 +22,78 @@ class EnvironmentContext:
     seed: int
 
 
-class EnvironmentBaseline(NamedTuple):
+@dataclass
+class EnvironmentBaseline:
+    """What an environment's start (or reset) returns: its sensors and actuators.
+
+    palaestrAI's class, field for field; unpacking gives the two lists, as palaestra's
+    ``(sensors, actuators)`` tuple does: ``sensors, actuators = baseline``.
+
+    Attributes:
+        sensors_available: The sensors, with their first readings.
+        actuators_available: The actuators, with their default set points (or None).
+        simtime: The simulated time at the start.
+        static_world_model: Any static model of the world the environment publishes
+            (palaestra does not read it).
+    """
+
     sensors_available: list[SensorInformation]
     actuators_available: list[ActuatorInformation]
+    simtime: SimTime = field(default_factory=lambda: SimTime(simtime_ticks=0))
+    static_world_model: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.sensors_available, self.actuators_available))
 
 
-class EnvironmentState(NamedTuple):
+@dataclass
+class EnvironmentState:
+    """What an environment's step returns: sensor readings, rewards and whether it is done.
+
+    palaestrAI's class, field for field (positional order included); unpacking gives
+    ``(sensor_information, rewards, done)``, the tuple palaestra also takes. When
+    :attr:`simtime` is set, palaestra records it with the step (``world_states.simtime``).
+
+    Attributes:
+        sensor_information: The readings after the step. A last step (``done``) may report
+            none: the readings of the step before stand.
+        rewards: The rewards for the step.
+        done: Whether the episode is over.
+        world_state: Anything the environment reports of its world (palaestra does not read
+            it).
+        simtime: The simulated time after the step, or None.
+        terminated: True if the episode ended in a terminal state of the task, None if the
+            environment does not say.
+        truncated: True if it was cut off from outside the task (a time limit), None if the
+            environment does not say.
+
+    Raises:
+        ValueError: ``terminated`` and ``truncated`` are both True, or one is True while
+            ``done`` is not.
+    """
+
     sensor_information: list[SensorInformation]
     rewards: list[RewardInformation]
     done: bool
+    world_state: Any = None
+    simtime: SimTime | None = None
+    terminated: bool | None = None
+    truncated: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.terminated is True and self.truncated is True:
+            raise ValueError(
+                "EnvironmentState: terminated and truncated are both True; at most one of "
+                "them may be"
+            )
+        if (self.terminated is True or self.truncated is True) and not self.done:
+            raise ValueError(
+                f"EnvironmentState: terminated={self.terminated}, truncated={self.truncated} "
+                "but done=False; an episode that terminated or was truncated is done"
+            )
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.sensor_information, self.rewards, self.done))
 
 
 class Environment(ABC):
@@ -56,11 +120,19 @@ class Environment(ABC):
     def __init__(self, uid: str | None = None, broker_uri: str | None = None, seed: int = 0):
         self._own_uid = uid or ""
         self._own_seed = seed
+        self.sensors: list[SensorInformation] = []
+        """The environment's sensors, for its own use (palaestrAI's attribute)."""
+        self.actuators: list[ActuatorInformation] = []
+        """The environment's actuators, for its own use (palaestrAI's attribute)."""
+        self.reward: Any = None
 
     def attach(self, context: EnvironmentContext) -> None:
-        """Give the environment its context; called by palaestra before the first start."""
+        """Give the environment its context; called by palaestra before the first start.
+
+        A :attr:`seed` or :attr:`rng` the environment assigned itself stays its own.
+        """
         self.__dict__["_palaestra_context"] = context
-        self.__dict__["_palaestra_rng"] = np.random.default_rng(context.seed)
+        self.__dict__["_palaestra_rng"] = np.random.default_rng(self.seed)
 
     @property
     def context(self) -> EnvironmentContext | None:
@@ -73,14 +145,36 @@ class Environment(ABC):
         return ctx.uid if ctx is not None else self.__dict__.get("_own_uid", "")
 
     @property
+    def name(self) -> str:
+        """The environment's uid in the run file (palaestrAI's ``name``)."""
+        return self.uid
+
+    @property
     def seed(self) -> int:
+        """The environment's seed: palaestra derives it from the run's seed, the environment
+        and the worker, unless the environment assigned one itself (``self.seed = ...``)."""
+        own = self.__dict__.get("_palaestra_seed")
+        if own is not None:
+            return int(own)
         ctx = self.context
         return ctx.seed if ctx is not None else int(self.__dict__.get("_own_seed", 0))
 
+    @seed.setter
+    def seed(self, seed: int) -> None:
+        self.__dict__["_palaestra_seed"] = seed
+
     @property
     def rng(self) -> np.random.Generator:
-        """A generator seeded with :attr:`seed`: use it for every random choice."""
+        """A generator seeded with :attr:`seed`: use it for every random choice. An
+        environment may assign its own (``self.rng = ...``), which palaestra then keeps."""
+        own = self.__dict__.get("_palaestra_own_rng")
+        if own is not None:
+            return own  # type: ignore[no-any-return]
         return self.__dict__.setdefault("_palaestra_rng", np.random.default_rng(self.seed))  # type: ignore[no-any-return]
+
+    @rng.setter
+    def rng(self, rng: np.random.Generator) -> None:
+        self.__dict__["_palaestra_own_rng"] = rng
 
     @abstractmethod
     def start_environment(self) -> EnvironmentBaseline | tuple[Any, Any]:

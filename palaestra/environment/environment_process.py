@@ -8,6 +8,7 @@ those links, and in an episode the environment drives itself, its observations g
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,15 +27,18 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
-from palaestra.core.plugin import call
+from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import RowSink, connect_store
+from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.turns import Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
-from palaestra.environment.environment import Environment, EnvironmentContext
+from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
+
+LOG = logging.getLogger(__name__)
 
 
 def construct(spec: EnvironmentSpec, seed: int) -> Environment:
@@ -73,6 +77,8 @@ class EnvironmentProcess(Component):
         self.links: dict[str, Channel] = {}  # by Muscle process name
         self._polled: list[Any] = []
         self.values: list[Any] = []
+        self.last_values: list[Any] = []  # the sensor values after the last step
+        self.warned_repeats = False
         # our own plug-in's step: if it never returns, we say so ourselves
         self.stepping = Waiting(name, answer_timeout)
         self.spec = environment
@@ -175,7 +181,18 @@ class EnvironmentProcess(Component):
         """
         method = "reset" if reset else "start_environment"
         result = call(getattr(self.env, method))
-        sensors, actuators = checks.baseline(self.env, method, result)
+        repeated: list[str] = []
+        sensors, actuators = checks.baseline(self.env, method, result, repeated)
+        if repeated and not self.warned_repeats:
+            self.warned_repeats = True
+            LOG.warning(
+                "%s: %s.%s() returned actuator %s more than once (same uid and space); "
+                "palaestra uses each once",
+                self.name,
+                type(self.env).__name__,
+                method,
+                ", ".join(f"'{uid}'" for uid in dict.fromkeys(repeated)),
+            )
         self.episode += 1
         self.step = 0
         self.first_step = True
@@ -195,6 +212,7 @@ class EnvironmentProcess(Component):
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
         )
         self.values = [desc.value for desc in baseline.sensors]
+        self.last_values = self.values
         return baseline
 
     def _all_in(self) -> bool:
@@ -236,15 +254,20 @@ class EnvironmentProcess(Component):
                 value = template.value
             actuators.append(ActuatorInformation(value, space, uid))
         self.stepping.begin()
-        result = call(self.env.update, actuators)
+        result: Any = call(self.env.update, actuators)
         self.stepping.end()
+        is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
         if self.first_step:  # checked in full
             sensors, rewards, done = checks.first_state(self.env, result, self.declared)
             self.first_step = False
+        elif is_state:
+            sensors, rewards, done = result.sensor_information, result.rewards, bool(result.done)
         else:
             state = tuple(result)
             sensors, rewards, done = state[0], state[1], bool(state[2])
-        values = self._values(sensors)
+        # a last step may report no readings (palaestrAI's environments do): the last stand
+        values = self.last_values if done and not sensors else self._values(sensors)
+        self.last_values = values
         reward_descs = self._rewards(rewards)
         self.step += 1
         self.rows.add(
@@ -255,9 +278,24 @@ class EnvironmentProcess(Component):
                 {self.prefix + uid: value for uid, value in setpoints.items()},
                 {r.uid: r.value for r in reward_descs},
                 done,
+                self._simtime(result.simtime) if is_state and result.simtime is not None else None,
             )
         )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
+
+    def _simtime(self, simtime: Any) -> dict[str, Any]:
+        """The plain form of the sim time a state reports, for ``world_states.simtime``."""
+        if type(simtime) is SimTime:
+            return simtime.to_dict()
+        try:  # another SimTime class of the same shape (palaestrAI's own)
+            return SimTime(simtime.simtime_ticks, simtime.simtime_timestamp).to_dict()
+        except (AttributeError, TypeError, ValueError) as e:
+            raise PluginContractError(
+                self.env,
+                "update",
+                f"returned an EnvironmentState with simtime = {simtime!r}, expected a "
+                f"palaestra.core.simtime.SimTime or None ({e})",
+            ) from None
 
     def _values(self, sensors: Sequence[SensorInformation]) -> list[Any]:
         """The sensor values in baseline order, as JSON; each checked against its space

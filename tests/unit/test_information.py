@@ -82,15 +82,19 @@ def test_construction_does_not_copy_or_validate() -> None:
 def test_actuator_call_and_setpoint_alias() -> None:
     actuator = ActuatorInformation(None, Discrete(3), "env.act")
     assert actuator(2) is None
-    assert actuator.value == 2 and actuator.setpoint == 2
-    actuator.setpoint = 1
+    with pytest.warns(DeprecationWarning, match="use value"):
+        assert actuator.value == 2 and actuator.setpoint == 2
+    with pytest.warns(DeprecationWarning):
+        actuator.setpoint = 1
     assert actuator.value == 1
 
 
 def test_reward_value_alias() -> None:
     reward = RewardInformation(1.5, Box(-10, 10, shape=()), "env.reward")
-    assert reward.reward_value == 1.5
-    reward.reward_value = -2.0
+    with pytest.warns(DeprecationWarning, match="use value"):
+        assert reward.reward_value == 1.5
+    with pytest.warns(DeprecationWarning):
+        reward.reward_value = -2.0
     assert reward.value == -2.0
 
 
@@ -101,10 +105,11 @@ def test_contains_checks_value_against_space() -> None:
     assert ActuatorInformation([0.5, 0.5], Box(0, 1, shape=(2,))).contains()
 
 
-def test_len_is_flat_dim_or_one_and_objects_are_always_truthy() -> None:
+def test_len_is_the_spaces_or_one_and_objects_are_always_truthy() -> None:
     assert len(SensorInformation(1)) == 1
     assert len(SensorInformation(None, Box(0, 1, shape=(3, 4)))) == 12
-    assert len(SensorInformation(None, Tuple(Discrete(2), MultiBinary(3)))) == 4
+    assert len(SensorInformation(None, Discrete(5))) == 5  # palaestrAI's len(space)
+    assert len(SensorInformation(None, Tuple(Discrete(2), MultiBinary(3)))) == 2
     empty = SensorInformation((), Tuple())
     assert len(empty) == 0 and bool(empty)
 

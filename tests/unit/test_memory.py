@@ -57,9 +57,9 @@ def test_empty_memory() -> None:
     assert len(shard) == 0
     assert shard.rewards.shape == (0, 0)
     assert shard.objective.shape == (0,)
-    assert shard.done.shape == (0,)
-    assert shard.done.dtype == bool
-    assert shard.reward_uids == []
+    assert shard.dones.shape == (0,)
+    assert shard.dones.dtype == bool
+    assert list(shard.rewards.columns) == []
 
 
 def test_append_and_len() -> None:
@@ -78,16 +78,17 @@ def test_tail_shapes_and_contents_oldest_first() -> None:
     shard = memory.tail(3)
     assert len(shard) == 3
     assert shard.muscle_uids == ["m1", "m2", "m3"]
-    assert shard.sensor_readings == [s[1], s[2], s[3]]
-    assert shard.actuator_setpoints == [a[1], a[2], a[3]]
-    assert shard.reward_uids == ["r", "q"]
+    assert shard.sensor_information == [s[1], s[2], s[3]]
+    assert shard.setpoint_information == [a[1], a[2], a[3]]
+    assert shard.sensor_readings["env.s0"].tolist() == [1.0, 2.0, 3.0]
+    assert shard.actuator_setpoints["env.a0"].tolist() == [1, 2, 3]
+    assert list(shard.rewards.columns) == ["r", "q"]
     assert shard.rewards.shape == (3, 2)
-    assert shard.rewards.dtype == np.float64
     np.testing.assert_array_equal(shard.rewards, [[10.0, -1.0], [20.0, -2.0], [30.0, -3.0]])
     assert shard.objective.shape == (3,)
     assert np.isnan(shard.objective).all()
-    np.testing.assert_array_equal(shard.done, [False, False, True])
-    assert shard.done.dtype == bool
+    np.testing.assert_array_equal(shard.dones, [False, False, True])
+    assert shard.dones.dtype == bool
 
 
 def test_tail_default_is_the_newest_row() -> None:
@@ -168,11 +169,11 @@ def test_append_with_only_some_parts() -> None:
     memory.append("m", actuator_setpoints=setpoints(2))
     memory.append("m", rewards=rewards(r=3.0), done=True)
     shard = memory.tail(3)
-    assert [len(s) for s in shard.sensor_readings] == [1, 0, 0]
-    assert [len(a) for a in shard.actuator_setpoints] == [0, 1, 0]
-    assert shard.reward_uids == ["r"]
-    np.testing.assert_array_equal(np.isnan(shard.rewards[:, 0]), [True, True, False])
-    assert shard.done.tolist() == [False, False, True]
+    assert [len(s) for s in shard.sensor_information] == [1, 0, 0]
+    assert [len(a) for a in shard.setpoint_information] == [0, 1, 0]
+    assert list(shard.rewards.columns) == ["r"]
+    np.testing.assert_array_equal(shard.rewards["r"].isna(), [True, True, False])
+    assert shard.dones.tolist() == [False, False, True]
 
 
 def test_rewards_with_different_uids_per_row_are_nan_where_missing() -> None:
@@ -182,7 +183,7 @@ def test_rewards_with_different_uids_per_row_are_nan_where_missing() -> None:
     memory.append("m", [], [], rewards(c=4.0), False)
     memory.append("m", [], [], [], False)
     shard = memory.tail(4)
-    assert shard.reward_uids == ["a", "b", "c"]
+    assert list(shard.rewards.columns) == ["a", "b", "c"]
     expected = np.array(
         [
             [1.0, np.nan, np.nan],
@@ -191,7 +192,7 @@ def test_rewards_with_different_uids_per_row_are_nan_where_missing() -> None:
             [np.nan, np.nan, np.nan],
         ]
     )
-    np.testing.assert_array_equal(shard.rewards, expected)
+    np.testing.assert_array_equal(shard.rewards.to_numpy(dtype=float), expected)
 
 
 def test_reward_columns_only_for_the_rows_asked_for() -> None:
@@ -199,23 +200,24 @@ def test_reward_columns_only_for_the_rows_asked_for() -> None:
     memory.append("m", [], [], rewards(old=1.0), False)
     memory.append("m", [], [], rewards(new=2.0), False)
     shard = memory.tail(1)
-    assert shard.reward_uids == ["new"]
+    assert list(shard.rewards.columns) == ["new"]
     np.testing.assert_array_equal(shard.rewards, [[2.0]])
 
 
-def test_reward_values_become_floats() -> None:
+def test_reward_values_are_table_cells() -> None:
+    """A value of one element is a scalar cell (as in palaestrAI's tables), a larger one an
+    array in its cell."""
     memory = Memory()
     memory.append(
         "m",
         [],
         [],
-        rewards(i=3, f=np.float32(0.5), a=np.array([1.0, 2.0]), s="not a number"),
+        rewards(i=3, f=np.float32(0.5), one=np.array([1.5]), a=np.array([1.0, 2.0]), s="x"),
         False,
     )
-    shard = memory.tail(1)
-    assert shard.reward_uids == ["i", "f", "a", "s"]
-    assert shard.rewards[0, :3].tolist() == [3.0, 0.5, 3.0]  # arrays are summed
-    assert np.isnan(shard.rewards[0, 3])
+    row = memory.tail(1).rewards.iloc[0]
+    assert (row["i"], row["f"], row["one"], row["s"]) == (3, 0.5, 1.5, "x")
+    np.testing.assert_array_equal(row["a"], [1.0, 2.0])
 
 
 @pytest.mark.parametrize("uid", [None, 0])
@@ -224,7 +226,7 @@ def test_non_string_reward_uids_give_one_column(uid: Any) -> None:
     memory.append("m", [], [], [RewardInformation(1.0, None, uid)], False)
     memory.append("m", [], [], [RewardInformation(2.0, None, uid)], False)
     shard = memory.tail(2)
-    assert shard.reward_uids == [str(uid)]
+    assert list(shard.rewards.columns) == [uid]
     np.testing.assert_array_equal(shard.rewards, [[1.0], [2.0]])
 
 
@@ -236,7 +238,7 @@ def test_size_limit_keeps_the_newest_rows() -> None:
         assert len(memory) == min(i + 1, 3)
     shard = memory.tail(10)
     assert shard.muscle_uids == ["m4", "m5", "m6"]
-    np.testing.assert_array_equal(shard.rewards[:, 0], [4.0, 5.0, 6.0])
+    assert shard.rewards["r"].tolist() == [4.0, 5.0, 6.0]
 
 
 def test_default_size_limit() -> None:

@@ -1,0 +1,264 @@
+"""palaestrAI's environment contract on palaestra: :class:`SimTime`, :class:`EnvironmentBaseline`
+and :class:`EnvironmentState` with palaestrAI's fields, an environment that assigns its own
+``seed`` and ``rng`` and keeps ``sensors``/``actuators`` lists, and the sim time an environment
+reports reaching its ``world_states`` row."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pytest
+from msgspec.structs import astuple
+
+from palaestra.core.information import SensorInformation
+from palaestra.core.plugin import PluginContractError
+from palaestra.core.simtime import SimTime
+from palaestra.core.specs import EnvironmentSpec
+from palaestra.environment import (
+    DummyEnvironment,
+    EnvironmentBaseline,
+    EnvironmentContext,
+    EnvironmentState,
+)
+from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.testing import RowRecorder
+from palaestra.types import Discrete
+from tests.plugins.parity_style import SimTimeEnvironment
+
+STYLE = "tests.plugins.parity_style:SimTimeEnvironment"
+
+# --- SimTime ----------------------------------------------------------------------------------
+
+
+def test_simtime_holds_ticks_and_a_timestamp() -> None:
+    stamp = datetime(2024, 5, 1, 8, 30)
+    simtime = SimTime(3, stamp)
+    assert (simtime.simtime_ticks, simtime.simtime_timestamp) == (3, stamp)
+    assert SimTime().simtime_ticks is None and SimTime().simtime_timestamp is None
+    assert SimTime(simtime_ticks=3, simtime_timestamp=stamp) == simtime
+    assert SimTime(4, stamp) != simtime
+    simtime.simtime_timestamp = "2024-05-01T09:00:00"  # palaestrAI's setter reads ISO strings
+    assert simtime.simtime_timestamp == datetime(2024, 5, 1, 9)
+    simtime.simtime_ticks = np.int64(7)
+    assert simtime.simtime_ticks == 7 and type(simtime.simtime_ticks) is int
+    assert repr(SimTime(1)) == "SimTime(simtime_ticks=1, simtime_timestamp=None)"
+
+
+def test_simtime_plain_form_and_pickle_round_trip() -> None:
+    simtime = SimTime(5, datetime(2024, 5, 1, 8, 30))
+    assert simtime.to_dict() == {
+        "simtime_ticks": 5,
+        "simtime_timestamp": "2024-05-01T08:30:00",
+    }
+    assert SimTime.from_dict(simtime.to_dict()) == simtime
+    assert pickle.loads(pickle.dumps(simtime)) == simtime
+    assert SimTime(None, None).to_dict() == {"simtime_ticks": None, "simtime_timestamp": None}
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "says"),
+    [
+        ((1.5,), TypeError, "simtime_ticks must be an integer"),
+        ((True,), TypeError, "simtime_ticks must be an integer"),
+        ((1, 12345), TypeError, "simtime_timestamp must be a datetime"),
+        ((1, "yesterday"), ValueError, "not an ISO 8601"),
+    ],
+)
+def test_simtime_refuses_what_is_not_a_time(args: tuple[Any, ...], error: type, says: str) -> None:
+    with pytest.raises(error, match=says):
+        SimTime(*args)
+
+
+# --- EnvironmentBaseline / EnvironmentState ---------------------------------------------------
+
+
+def test_baseline_and_state_have_palaestrais_fields_in_its_order() -> None:
+    assert [f.name for f in fields(EnvironmentBaseline)] == [
+        "sensors_available",
+        "actuators_available",
+        "simtime",
+        "static_world_model",
+    ]
+    assert [f.name for f in fields(EnvironmentState)] == [
+        "sensor_information",
+        "rewards",
+        "done",
+        "world_state",
+        "simtime",
+        "terminated",
+        "truncated",
+    ]
+    baseline = EnvironmentBaseline([], [])
+    assert baseline.simtime == SimTime(0) and baseline.static_world_model is None
+    state = EnvironmentState([], [], False)
+    assert (state.world_state, state.simtime, state.terminated, state.truncated) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    # positional, as palaestrAI's historical callers write it
+    state = EnvironmentState([], [], True, {"w": 1}, SimTime(2))
+    assert state.world_state == {"w": 1} and state.simtime == SimTime(2)
+
+
+def test_baseline_and_state_unpack_like_palaestras_tuples() -> None:
+    sensor = SensorInformation(1, Discrete(2), "0")
+    sensors, actuators = EnvironmentBaseline([sensor], [], SimTime(1))
+    assert sensors == [sensor] and actuators == []
+    readings, rewards, done = EnvironmentState([sensor], [], True, truncated=True)
+    assert (readings, rewards, done) == ([sensor], [], True)
+
+
+@pytest.mark.parametrize(
+    ("done", "terminated", "truncated", "says"),
+    [
+        (True, True, True, "at most one"),
+        (False, True, None, "done=False"),
+        (False, None, True, "done=False"),
+    ],
+)
+def test_state_refuses_contradicting_flags(
+    done: bool, terminated: bool | None, truncated: bool | None, says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        EnvironmentState([], [], done, terminated=terminated, truncated=truncated)
+
+
+# --- the Environment base class ---------------------------------------------------------------
+
+
+def test_an_environment_may_assign_its_own_seed_and_rng() -> None:
+    env = SimTimeEnvironment("e", "", 11)
+    own = env.rng
+    env.attach(EnvironmentContext(uid="e", worker=0, seed=99))
+    assert env.rng is own  # kept: its random draws are its own
+    assert env.seed == 11
+    assert (env.uid, env.name) == ("e", "e")
+
+
+def test_an_environment_that_assigns_nothing_gets_the_runs_seed_and_rng() -> None:
+    env = DummyEnvironment(uid="e", seed=5)
+    env.attach(EnvironmentContext(uid="e", worker=0, seed=99))
+    assert env.seed == 99
+    assert env.rng.integers(1 << 30) == np.random.default_rng(99).integers(1 << 30)
+    assert env.sensors == [] and env.actuators == [] and env.reward is None
+
+
+# --- the environment process: both return forms, sim time in the row ---------------------------
+
+
+def environment(name: str = STYLE, **params: Any) -> EnvironmentProcess:
+    process = EnvironmentProcess(
+        "Environment-env-0",
+        environment=EnvironmentSpec(name=name, uid="env", params=params or {"max_iter": 3}),
+        environment_id=1,
+        worker=0,
+        seed=7,
+        store_endpoint=None,
+    )
+    process.rows = RowRecorder()
+    return process
+
+
+def test_a_palaestrai_style_environment_runs_and_its_sim_time_reaches_the_rows() -> None:
+    env = environment()
+    baseline = env.start_world(reset=False)
+    assert [s.uid for s in baseline.sensors] == ["env.Sensor-0", "env.Sensor-1"]
+    assert [a.uid for a in baseline.actuators] == ["env.Actuator-0", "env.Actuator-1"]
+    states = [env.update({"Actuator-0": 3.0}) for _ in range(3)]
+    assert [s.done for s in states] == [False, False, True]
+    assert isinstance(env.rows, RowRecorder)
+    rows = [astuple(row) for row in env.rows.recorded]
+    assert [row[-1] for row in rows] == [
+        {"simtime_ticks": 101, "simtime_timestamp": "2024-01-01T12:01:00"},
+        {"simtime_ticks": 102, "simtime_timestamp": "2024-01-01T12:02:00"},
+        {"simtime_ticks": 103, "simtime_timestamp": "2024-01-01T12:03:00"},
+    ]
+    # the last step reported no readings: the readings of the step before stand
+    assert states[2].values == states[1].values
+    assert rows[2][2] == rows[1][2]
+    # and a reset starts again from a fresh baseline
+    env.start_world(reset=True)
+    env.update({})
+    assert astuple(env.rows.recorded[-1])[-1]["simtime_ticks"] == 101
+
+
+def test_a_last_step_without_readings_is_fine_even_as_the_first_step() -> None:
+    env = environment(max_iter=1)
+    env.start_world(reset=False)
+    state = env.update({})
+    assert state.done and len(state.values) == 2
+
+
+def test_readings_missing_from_a_step_that_is_not_the_last_still_fail() -> None:
+    class Forgetful(SimTimeEnvironment):
+        def update(self, actuators: Any) -> EnvironmentState:
+            state = super().update(actuators)
+            state.sensor_information = []
+            return state
+
+    env = environment()
+    env.env = Forgetful("env", "", 7, max_iter=3)
+    env.start_world(reset=False)
+    with pytest.raises(PluginContractError, match="did not return sensor 'Sensor-0'"):
+        env.update({})
+
+
+def test_a_tuple_returning_environment_records_no_sim_time() -> None:
+    env = environment("palaestra.environment.dummy_environment:DummyEnvironment", max_iter=2)
+    env.start_world(reset=False)
+    env.update({})
+    assert astuple(env.rows.recorded[-1])[-1] is None
+
+
+def test_a_sim_time_that_is_not_one_fails_naming_the_environment() -> None:
+    env = environment("tests.plugins.parity_style:WrongSimTimeEnvironment")
+    env.start_world(reset=False)
+    env.update({})
+    with pytest.raises(PluginContractError) as caught:
+        env.update({})
+    message = str(caught.value)
+    assert "WrongSimTimeEnvironment" in message and "update" in message
+    assert "simtime = 42" in message
+
+
+def test_a_sim_time_of_another_class_of_the_same_shape_is_read() -> None:
+    class ForeignSimTime:  # palaestrAI's own SimTime, say
+        simtime_ticks = 9
+        simtime_timestamp = None
+
+    class Foreign(SimTimeEnvironment):
+        def update(self, actuators: Any) -> EnvironmentState:
+            state = super().update(actuators)
+            state.simtime = ForeignSimTime()  # type: ignore[assignment]
+            return state
+
+    env = environment()
+    env.env = Foreign("env", "", 7, max_iter=3)
+    env.start_world(reset=False)
+    env.update({})
+    assert astuple(env.rows.recorded[-1])[-1] == {"simtime_ticks": 9, "simtime_timestamp": None}
+
+
+def test_actuators_given_again_on_a_reset_are_used_once(caplog: pytest.LogCaptureFixture) -> None:
+    """palaestrAI's random environments append their actuators to ``self.actuators`` on every
+    start: the same uid with the same space is used once, with one warning."""
+    env = environment()
+    for episode in range(3):
+        baseline = env.start_world(reset=episode > 0)
+        assert [a.uid for a in baseline.actuators] == ["env.Actuator-0", "env.Actuator-1"]
+        env.update({"Actuator-1": 4.0})
+    warned = [r.getMessage() for r in caplog.records if "more than once" in r.getMessage()]
+    assert len(warned) == 1
+    assert "SimTimeEnvironment.reset()" in warned[0] and "'Actuator-0', 'Actuator-1'" in warned[0]
+
+
+def test_an_actuator_given_again_with_another_space_fails() -> None:
+    env = environment("tests.plugins.parity_style:ClashingActuatorEnvironment")
+    with pytest.raises(PluginContractError, match="returned actuator 'Actuator-0' twice"):
+        env.start_world(reset=False)

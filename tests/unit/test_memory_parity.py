@@ -1,0 +1,161 @@
+"""An agent's memory as palaestrAI's brains and objectives use it: :meth:`Memory.tail`'s shard
+with palaestrAI's fields and types, each muscle's rows (``memory._data[muscle]``), ``tail``
+with ``include_only``, a ``size_limit`` that takes effect when set, and ``append`` in
+palaestrAI's argument order with ``terminated``/``truncated``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from palaestra.agent.memory import Memory, MemoryShard
+from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.spaces import Box, Discrete
+
+
+def step(
+    memory: Memory, muscle: str, i: int, done: bool = False, objective: Any = None, **flags: Any
+) -> None:
+    memory.append(
+        muscle,
+        [
+            SensorInformation(float(i), Box(0, 100, shape=()), "env.s0"),
+            SensorInformation(np.array([i + 0.5]), Box(0, 100, shape=(1,)), "env.s1"),
+        ],
+        [ActuatorInformation(i % 3, Discrete(3), "env.a0")],
+        [
+            RewardInformation(float(i), Box(0, 100, shape=()), "r"),
+            RewardInformation(1.0, None, "q"),
+        ],
+        done,
+        objective=objective,
+        **flags,
+    )
+
+
+def test_the_shard_has_palaestrais_fields_and_types() -> None:
+    memory = Memory()
+    for i in range(3):
+        step(memory, "m0", i, done=i == 2, objective=np.array([i * 1.5]))
+    shard = memory.tail(2)
+    assert isinstance(shard, MemoryShard) and len(shard) == 2
+    for table in (shard.sensor_readings, shard.actuator_setpoints, shard.rewards):
+        assert isinstance(table, pd.DataFrame) and len(table) == 2
+    assert shard.sensor_readings.to_dict("list") == {"env.s0": [1.0, 2.0], "env.s1": [1.5, 2.5]}
+    assert shard.actuator_setpoints.to_dict("list") == {"env.a0": [1, 2]}
+    assert shard.rewards.to_dict("list") == {"r": [1.0, 2.0], "q": [1.0, 1.0]}
+    assert shard.objective.dtype == np.float64 and shard.objective.tolist() == [1.5, 3.0]
+    assert shard.dones.dtype == bool and shard.dones.tolist() == [False, True]
+    assert shard.terminated is None and shard.truncated is None  # the rows do not say
+    # what palaestrAI's brains and objectives do with it
+    assert shard.objective[-1:].item() == 3.0 and memory.tail(1).dones.item()
+    assert np.array(memory.tail(1).sensor_readings).flatten().tolist() == [2.0, 2.5]
+    assert float(memory.tail(1).rewards.sum(axis=1)[0]) == 3.0  # palaestrAI's DummyObjective
+    assert memory.tail(1).rewards[["r"]].values.tolist() == [[2.0]]  # AggregateRewards...
+
+
+def test_terminated_and_truncated_are_arrays_when_every_row_says() -> None:
+    memory = Memory()
+    step(memory, "m0", 0)
+    step(memory, "m0", 1, done=True, terminated=False, truncated=True)
+    last = memory.tail(1)
+    assert last.terminated is not None and last.truncated is not None
+    assert last.terminated.tolist() == [False] and last.truncated.tolist() == [True]
+    assert memory.tail(2).terminated is None  # the first row does not say
+
+
+def test_an_empty_shard() -> None:
+    shard = Memory().tail(3)
+    assert len(shard) == 0
+    assert shard.rewards.empty and shard.sensor_readings.empty
+    assert shard.objective.shape == (0,) and shard.dones.shape == (0,)
+    assert shard.terminated is not None and shard.terminated.shape == (0,)
+
+
+def test_append_takes_palaestrais_argument_order() -> None:
+    memory = Memory()
+    memory.append(
+        "m0",
+        [],
+        [],
+        [RewardInformation(1.0, None, "r")],
+        True,
+        np.array([0.1, 0.2]),  # observations
+        np.array([1.0]),  # actions
+        np.array([7.0]),  # objective
+        {"extra": 1},  # additional data
+    )
+    shard = memory.tail(1)
+    assert shard.objective.tolist() == [7.0]
+    assert shard.observations.tolist() == [[0.1, 0.2]]
+    assert shard.actions.tolist() == [[1.0]]
+    assert shard.additional_data == [{"extra": 1}]
+
+
+def test_each_muscles_rows_are_at_hand_and_their_objective_can_be_set() -> None:
+    memory = Memory()
+    for i in range(4):
+        step(memory, f"m{i % 2}", i, objective=float(i))
+    assert memory.tags == {"m0", "m1"}
+    own = memory._data["m1"]
+    assert len(own) == 2 and len(own.rewards) == 2
+    assert [float(v) for v in own.objective] == [1.0, 3.0]
+    assert [s[0].value for s in own.sensor_readings] == [1.0, 3.0]
+    assert list(own.dones) == [False, False]
+    own.objective[-1] = np.array([0.25])  # palaestrAI's objective normalisation does this
+    assert memory.tail(1).objective.tolist() == [0.25]
+    assert np.array(memory._data["m0"].objective).flatten().tolist() == [0.0, 2.0]
+    assert sorted(memory._data) == ["m0", "m1"]
+    assert len(memory.muscle_memory("nobody")) == 0
+
+
+def test_tail_include_only_picks_the_newest_rows_of_those_muscles() -> None:
+    memory = Memory()
+    for i in range(6):
+        step(memory, f"m{i % 3}", i)
+    assert memory.tail(2, include_only=["m1"]).muscle_uids == ["m1", "m1"]
+    assert memory.tail(2, include_only=["m1"]).rewards["r"].tolist() == [1.0, 4.0]
+    assert memory.tail(10, include_only=["m0", "m2"]).muscle_uids == ["m0", "m2", "m0", "m2"]
+    assert len(memory.tail(3, include_only=["nobody"])) == 0
+
+
+def test_size_limit_takes_effect_when_set() -> None:
+    memory = Memory()
+    for i in range(10):
+        step(memory, f"m{i % 2}", i)
+    memory.size_limit = 4  # palaestrAI's SAC brain sets its replay size so
+    assert memory.size_limit == 4 and len(memory) == 4
+    assert memory.tail(10).rewards["r"].tolist() == [6.0, 7.0, 8.0, 9.0]
+    for i in range(10, 20):
+        step(memory, f"m{i % 2}", i)
+        assert len(memory) <= 4
+    # each muscle's rows follow
+    assert [s[0].value for s in memory._data["m0"].sensor_readings] == [16.0, 18.0]
+    assert len(memory._data["m1"]) == 2
+    with pytest.raises(ValueError, match="size_limit must be an integer >= 1"):
+        memory.size_limit = 0
+
+
+def test_truncate_as_palaestrai() -> None:
+    memory = Memory()
+    for i in range(5):
+        step(memory, "m0", i)
+    memory.truncate(-2)  # counts as 2
+    assert memory.tail(5).rewards["r"].tolist() == [3.0, 4.0]
+    memory.truncate(0)
+    assert len(memory) == 0 and len(memory._data["m0"]) == 0
+
+
+def test_the_tables_without_pandas_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = Memory()
+    step(memory, "m0", 1, objective=2.0)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed
+    shard = memory.tail(1)
+    assert shard.objective.tolist() == [2.0]  # the arrays need no pandas
+    assert shard.reward_information[0][0].value == 1.0
+    with pytest.raises(ImportError, match=r"pip install 'palaestra\[pandas\]'"):
+        _ = shard.rewards
