@@ -1,19 +1,10 @@
-"""``palaestrai.types.mode``: the mode of a phase, palaestrAI's ``Mode`` enum.
+"""``palaestrai.types.mode``: the mode of a phase, palaestra's :class:`~palaestra.core.mode.Mode`.
 
-palaestra passes a plug-in's ``mode`` as the string ``"train"`` or ``"test"``; this Mode is
-also a string, so ``self.mode == Mode.TRAIN`` holds in palaestra as it does in palaestrAI.
+It is a string enum, so ``self.mode == Mode.TRAIN`` and ``self.mode == "train"`` both hold.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+from palaestra.core.mode import Mode
 
 __all__ = ["Mode"]
-
-
-class Mode(StrEnum):
-    """``TRAIN``, ``TEST`` or ``EVALUATE``; each equal to its lower-case name."""
-
-    TRAIN = "train"
-    TEST = "test"
-    EVALUATE = "evaluate"
