@@ -161,8 +161,10 @@ def test_update_applies_set_points_records_the_step_and_reports_the_state() -> N
     assert state.values == [1] * 10 and not state.done
     assert [(r.uid, r.value) for r in state.rewards] == [("Dummy Reward", 1)]
     assert isinstance(env.rows, RowRecorder)
-    ((episode, step, sensors, setpoints, rewards, done),) = map(astuple, env.rows.recorded)
-    assert (episode, step, done) == (0, 1, False)
+    ((episode, step, sensors, setpoints, rewards, done, simtime),) = map(
+        astuple, env.rows.recorded
+    )
+    assert (episode, step, done, simtime) == (0, 1, False, None)
     assert setpoints == {"env.0": 5, "env.3": 7} and sensors["env.9"] == 1
     assert rewards == {"Dummy Reward": 1}
     env.update({})
