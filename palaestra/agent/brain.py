@@ -21,9 +21,10 @@ class Brain(ABC):
     restore your state with :meth:`store_brain_dump` / :meth:`load_brain_dump`.
 
     palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`setup`,
-    :meth:`load`, then :meth:`thinking` for every Muscle message (after appending its transition
-    to :attr:`memory`), :meth:`store` at the end of every episode, and :meth:`teardown`. What
-    :meth:`add_statistics` recorded is stored after every :meth:`thinking` call.
+    :meth:`load` (only if there are dumps to start from), then :meth:`thinking` for every
+    Muscle message (after appending its transition to :attr:`memory`), :meth:`store` at the end
+    of every episode, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
+    every :meth:`thinking` call.
 
     The constructor and :meth:`setup` run on the process's main thread; :meth:`thinking` and
     the methods called while steps run (:meth:`store`) run in a worker thread, where Python

@@ -89,8 +89,8 @@ class BrainProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
         call(self.brain.setup)
-        call(self.brain.load)
-        if self.request.dumps:
+        if self.request.dumps:  # as palaestrAI: only with something to load
+            call(self.brain.load)
             LOG.info(
                 "%s started from a brain dump of %s: %s",
                 self.name,

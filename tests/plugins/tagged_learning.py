@@ -27,7 +27,8 @@ class TaggedBrain(Brain):
 
     Its ``store`` writes three tagged dumps through one BytesIO left at its end: ``actor``
     (the weight), ``critic`` (the weight negated) and ``rb`` (:data:`RB_BYTES` bytes); its
-    ``load`` reads them back by tag and fails if one is missing or damaged.
+    ``load`` reads them back by tag and fails if one is missing or damaged (or if it is called
+    with nothing to load, as in a first phase).
     """
 
     def __init__(self) -> None:
@@ -60,8 +61,8 @@ class TaggedBrain(Brain):
 
     def load(self) -> None:
         actor = BrainDumper.load_brain_dump(self._dumpers, "actor")
-        if actor is None:
-            return  # nothing to start from: the first phase
+        if actor is None:  # harl logs an ERROR here: palaestrAI calls load only to load
+            raise RuntimeError("load() was called with no dump to load")
         critic = self.load_brain_dump(tag="critic")
         rb = self.load_brain_dump(tag="rb")
         if critic is None or rb is None:
