@@ -147,3 +147,13 @@ class VersionMuscle(Muscle):
 
     def update(self, update: Any) -> None:
         self.version = update
+
+
+class UnstorableStatisticBrain(TaggedBrain):
+    """Adds a statistic the store cannot hold, at its third experience."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        update = super().thinking(muscle_id, data_from_muscle)
+        if self.weight == 3:
+            self.add_statistics("model", object())
+        return update

@@ -173,3 +173,16 @@ def test_every_muscle_acts_with_the_newest_policy(workspace: Workspace) -> None:
     for worker in (1, 2):
         acted = [v["version"] for v in versions[versions["worker"] == worker]["values"]]
         assert acted and max(acted) > 0, acted
+
+
+def test_a_statistic_the_store_cannot_hold_fails_the_run_naming_it(workspace: Workspace) -> None:
+    path = run_file(workspace.path / "run.yml", test_phase="", brain="UnstorableStatisticBrain")
+
+    result = workspace.run("-c", config(workspace, workspace.store_uri), "start", str(path))
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "tagged_learning:UnstorableStatisticBrain.add_statistics" in result.stderr
+    assert "statistic 'model': a builtins.object has no form the store can hold" in result.stderr
+    assert workspace.instance_status()[0] == "error"
+    stored = query.statistics("learning-run", source="brain", store_uri=workspace.store_uri)
+    assert [v["weight"] for v in stored["values"]] == [1, 2]  # the rows before it are kept

@@ -253,6 +253,32 @@ def test_rows_are_buffered_until_flushed(writer: StoreWriter) -> None:
     ]
 
 
+def test_statistics_and_simtimes_are_buffered_and_stored(writer: StoreWriter) -> None:
+    ids = start(writer)
+    row = m.WorldStateRow(0, 1, {}, {}, {}, False, {"simtime_ticks": 4, "simtime_timestamp": None})
+    writer.accept(m.WorldStateRows(environment_id=ids["environment:env"], worker=0, rows=[row]))
+    writer.accept(world_rows(ids["environment:env"], range(1)))  # no simtime
+    stats = [
+        m.StatisticsRow("brain", 1, 0, 5, {"loss": 0.5, "by_update": {"1": [1.0, 2.0]}}),
+        m.StatisticsRow("muscle", 0, 0, 6, {"acted_with": 3}),
+    ]
+    writer.accept(m.StatisticsRows(agent_id=ids["agent:attacker"], rows=stats))
+    assert count(writer, "statistics") == 0
+
+    writer.flush()
+
+    assert select_all(writer, "SELECT simtime FROM world_states ORDER BY id") == [
+        ('{"simtime_ticks":4,"simtime_timestamp":null}',),
+        (None,),
+    ]
+    assert select_all(
+        writer, 'SELECT agent_id, source, worker, episode, step, "values" FROM statistics'
+    ) == [
+        (ids["agent:attacker"], "brain", 1, 0, 5, '{"loss":0.5,"by_update":{"1":[1.0,2.0]}}'),
+        (ids["agent:attacker"], "muscle", 0, 0, 6, '{"acted_with":3}'),
+    ]
+
+
 def test_a_full_buffer_is_written_without_a_flush(writer: StoreWriter) -> None:
     agent = start(writer)["agent:attacker"]
     writer.accept(action_rows(agent, range(99)))
