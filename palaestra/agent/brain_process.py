@@ -115,7 +115,7 @@ class BrainProcess(Component):
         except Stopped:
             if not self.stored:  # stopped before the episode ended: dump once
                 self._store_brain()
-                self._record_statistics(-1, -1, -1)
+            self._record_statistics(-1, -1, -1)  # what store (or load, if no step came) added
             self._send_dumps()
             self.statistics.close(self.name)
             raise
