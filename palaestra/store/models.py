@@ -223,7 +223,7 @@ class Statistic(Base):
     worker: Mapped[int] = mapped_column(Integer)
     episode: Mapped[int] = mapped_column(Integer)
     step: Mapped[int] = mapped_column(Integer)
-    values: Mapped[dict[str, Any]] = mapped_column()
+    statistics: Mapped[dict[str, Any]] = mapped_column()  # by key
 
 
 class BrainState(Base):

@@ -276,13 +276,13 @@ def statistics(
         episode: Episode number(s).
         mode: Phase mode(s).
         worker: Worker number(s) (for a Brain's row: of the Muscle it answered).
-        expand: Replace ``values`` by one column per key (``statistic.<key>``).
+        expand: Replace ``statistics`` by one column per key (``statistic.<key>``).
         store_uri: The store; None for the configured one.
         instance: An instance uid; None for the newest.
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``source``, ``worker``, ``episode``,
-        ``step``, ``values`` (the statistics by key).
+        ``step``, ``statistics`` (the values by key).
     """
     found = rows.statistics(
         run,

@@ -64,7 +64,7 @@ EXPAND_PREFIXES = {
     "actuator_setpoints": "setpoint.",
     "sensors": "sensor.",
     "setpoints": "setpoint.",
-    "values": "statistic.",
+    "statistics": "statistic.",
 }
 """The JSON columns :func:`expand` splits, and the prefix of the columns it makes."""
 
@@ -514,7 +514,7 @@ def statistics(
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``source`` (``brain`` or ``muscle``),
-        ``worker``, ``episode``, ``step`` and ``values`` (the statistics by key).
+        ``worker``, ``episode``, ``step`` and ``statistics`` (the values by key).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -526,7 +526,7 @@ def statistics(
                 Statistic.worker,
                 Statistic.episode,
                 Statistic.step,
-                Statistic.values,
+                Statistic.statistics,
             )
             .select_from(Statistic)
             .join(Agent, Statistic.agent_id == Agent.id)
@@ -564,7 +564,7 @@ def expand(rows: Rows) -> Rows:
     """Split the JSON columns of sensor and set-point values into one column per uid.
 
     ``sensor_readings`` and ``sensors`` become ``sensor.<uid>`` columns, ``actuator_setpoints``
-    and ``setpoints`` become ``setpoint.<uid>`` columns (and a statistics row's ``values``
+    and ``setpoints`` become ``setpoint.<uid>`` columns (and a statistics row's ``statistics``
     ``statistic.<key>`` columns), in place of the JSON column and in the order the uids first
     appear; a uid missing from a row is None there.
     """

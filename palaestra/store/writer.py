@@ -484,7 +484,7 @@ def _statistics_rows(message: m.StatisticsRows) -> list[Row]:
             "worker": row.worker,
             "episode": row.episode,
             "step": row.step,
-            "values": row.values,
+            "statistics": row.values,
         }
         for row in message.rows
     ]

@@ -120,7 +120,7 @@ def test_a_test_phase_acts_with_the_tagged_dumps_of_the_train_phase(
         "learning-run", phase="test", source="muscle", store_uri=workspace.store_uri
     )
     assert acted["step"].tolist()[:2] == [0, 1]
-    assert {v["acted_with"] for v in acted["values"]} == {TRAINED}
+    assert {v["acted_with"] for v in acted["statistics"]} == {TRAINED}
     loaded = query.statistics(
         "learning-run", phase="test", source="brain", expand=True, store_uri=workspace.store_uri
     )
@@ -144,10 +144,10 @@ def test_statistics_are_stored_per_update_and_exported(workspace: Workspace) -> 
 
     assert result.returncode == 0, result.stderr[-3000:]
     brain = query.statistics("learning-run", source="brain", store_uri=workspace.store_uri)
-    assert [v["weight"] for v in brain["values"]] == list(range(1, TRAINED + 1))
+    assert [v["weight"] for v in brain["statistics"]] == list(range(1, TRAINED + 1))
     first = brain.iloc[0]
     assert (first["worker"], first["episode"], first["step"]) == (0, 0, 1)
-    assert first["values"] == {"weight": 1, "loss": 1.0, "grads": [0, 1, 2]}
+    assert first["statistics"] == {"weight": 1, "loss": 1.0, "grads": [0, 1, 2]}
     muscle = query.statistics("learning-run", source="muscle", store_uri=workspace.store_uri)
     assert len(muscle) == EPISODES * STEPS  # one per action
 
@@ -155,7 +155,7 @@ def test_statistics_are_stored_per_update_and_exported(workspace: Workspace) -> 
     assert export.returncode == 0, export.stderr
     exported = list(csv.DictReader(io.StringIO(export.stdout)))
     assert len(exported) == TRAINED
-    assert json.loads(exported[-1]["values"])["weight"] == TRAINED
+    assert json.loads(exported[-1]["statistics"])["weight"] == TRAINED
     assert exported[0]["agent"] == "learner" and exported[0]["source"] == "brain"
 
 
@@ -171,7 +171,7 @@ def test_every_muscle_acts_with_the_newest_policy(workspace: Workspace) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     versions = query.statistics("learning-run", source="muscle", store_uri=workspace.store_uri)
     for worker in (1, 2):
-        acted = [v["version"] for v in versions[versions["worker"] == worker]["values"]]
+        acted = [v["version"] for v in versions[versions["worker"] == worker]["statistics"]]
         assert acted and max(acted) > 0, acted
 
 
@@ -185,4 +185,4 @@ def test_a_statistic_the_store_cannot_hold_fails_the_run_naming_it(workspace: Wo
     assert "statistic 'model': a builtins.object has no form the store can hold" in result.stderr
     assert workspace.instance_status()[0] == "error"
     stored = query.statistics("learning-run", source="brain", store_uri=workspace.store_uri)
-    assert [v["weight"] for v in stored["values"]] == [1, 2]  # the rows before it are kept
+    assert [v["weight"] for v in stored["statistics"]] == [1, 2]  # the rows before it are kept

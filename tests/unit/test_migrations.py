@@ -262,7 +262,7 @@ def test_revision_0003_lacks_exactly_the_statistics_and_simtime_of_0004(engine: 
     with engine.begin() as connection:
         connection.execute(
             text(
-                'INSERT INTO statistics (agent_id, source, worker, episode, step, "values") '
+                "INSERT INTO statistics (agent_id, source, worker, episode, step, statistics) "
                 "VALUES (:agent, 'brain', 0, 0, 3, '{\"loss\": 0.5}')"
             ),
             {"agent": agent},

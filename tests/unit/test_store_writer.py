@@ -272,7 +272,7 @@ def test_statistics_and_simtimes_are_buffered_and_stored(writer: StoreWriter) ->
         (None,),
     ]
     assert select_all(
-        writer, 'SELECT agent_id, source, worker, episode, step, "values" FROM statistics'
+        writer, "SELECT agent_id, source, worker, episode, step, statistics FROM statistics"
     ) == [
         (ids["agent:attacker"], "brain", 1, 0, 5, '{"loss":0.5,"by_update":{"1":[1.0,2.0]}}'),
         (ids["agent:attacker"], "muscle", 0, 0, 6, '{"acted_with":3}'),

@@ -33,7 +33,7 @@ def upgrade() -> None:
         sa.Column("worker", sa.Integer(), nullable=False),
         sa.Column("episode", sa.Integer(), nullable=False),
         sa.Column("step", sa.Integer(), nullable=False),
-        sa.Column("values", sa.JSON(), nullable=False),
+        sa.Column("statistics", sa.JSON(), nullable=False),
     )
     op.create_index(
         "ix_statistics_agent_step",
