@@ -34,6 +34,7 @@ from palaestra.core.channel import Channel
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
+from palaestra.core.name_rules import dump_key
 from palaestra.core.records import RowSink
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.core.turns import Stepped
@@ -132,7 +133,7 @@ def check_brain(
     data: Sequence[Any] = (None, 0, 1),
 ) -> None:
     """Set up a Brain, let it think about ``data``, and round-trip it through a brain dump."""
-    written: list[bytes] = []
+    written: dict[str, bytes] = {}  # the newest of each tag, as a next phase loads them
     instance = _construct(brain, params)
     if not isinstance(instance, Brain):
         raise PluginCheckError(f"{_name(type(instance))} is not a palaestra Brain")
@@ -145,7 +146,7 @@ def check_brain(
         seed=0,
         sensors=list(sensors),
         actuators=list(actuators),
-        dumps=BrainDumps(write=lambda d, tag: written.append(d)),
+        dumps=BrainDumps(write=lambda d, tag: written.__setitem__(dump_key(tag), d)),
     )
     instance.attach(context)
     _call(instance, "setup")
@@ -155,7 +156,8 @@ def check_brain(
     _call(instance, "store")
     if written:  # a brain that dumps must be able to start from its dump
         again = _construct(brain, params)
-        again.attach(dataclasses.replace(context, dumps=BrainDumps(loaded=written[-1])))
+        loaded = BrainDumps(loaded=written, source="check")
+        again.attach(dataclasses.replace(context, dumps=loaded))
         _call(again, "setup")
         _call(again, "load")
     _call(instance, "teardown")

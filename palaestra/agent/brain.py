@@ -9,6 +9,7 @@ from typing import Any, BinaryIO
 
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.memory import Memory
+from palaestra.agent.statistics import add_statistic, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
 
 
@@ -20,8 +21,10 @@ class Brain(ABC):
     restore your state with :meth:`store_brain_dump` / :meth:`load_brain_dump`.
 
     palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`setup`,
-    :meth:`load`, then :meth:`thinking` for every Muscle message (after appending its transition
-    to :attr:`memory`), :meth:`store` at the end of every episode, and :meth:`teardown`.
+    :meth:`load` (only if there are dumps to start from), then :meth:`thinking` for every
+    Muscle message (after appending its transition to :attr:`memory`), :meth:`store` at the end
+    of every episode, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
+    every :meth:`thinking` call.
 
     The constructor and :meth:`setup` run on the process's main thread; :meth:`thinking` and
     the methods called while steps run (:meth:`store`) run in a worker thread, where Python
@@ -89,11 +92,32 @@ class Brain(ABC):
     def teardown(self) -> None:
         """Release resources; the default does nothing."""
 
-    def store_brain_dump(self, data: bytes | BinaryIO, tag: str = "") -> None:
-        """Persist ``data`` as this brain's dump (in the store and under the data path)."""
+    def store_brain_dump(self, data: bytes | BinaryIO, tag: str | None = "") -> None:
+        """Persist ``data`` as this brain's dump with ``tag`` (in the store and under the data
+        path). A stream is stored whole, from its start, wherever it is positioned (palaestrAI's
+        rule); each tag is kept apart, and the next phase loads the newest of each."""
         self.context.dumps.store(data, tag)
 
-    def load_brain_dump(self) -> BinaryIO | None:
-        """The dump this brain should start from, or None if there is none."""
-        data = self.context.dumps.load()
+    def load_brain_dump(self, tag: str | None = "") -> BinaryIO | None:
+        """The dump with ``tag`` this brain should start from (positioned at its start), or
+        None if there is none (a warning says which tags there are)."""
+        data = self.context.dumps.load(tag)
         return None if data is None else io.BytesIO(data)
+
+    def add_statistics(self, key: str, value: Any, allow_overwrite: bool = False) -> None:
+        """Record ``value`` under ``key`` for this step or update (palaestrAI's API).
+
+        palaestra pops the statistics after every :meth:`thinking` call and stores them in the
+        store's ``statistics`` table, with the worker, episode and step of the Muscle that
+        asked. A key added twice before they are popped is an error unless
+        ``allow_overwrite`` is given.
+
+        Raises:
+            StatisticsError: ``key`` is not a string, or is taken (an ``AssertionError`` too,
+                as palaestrAI's).
+        """
+        add_statistic(self, key, value, allow_overwrite)
+
+    def pop_statistics(self) -> dict[str, Any]:
+        """The statistics added since the last call, which starts a new, empty set."""
+        return pop_statistics(self)

@@ -1,8 +1,10 @@
 """The learner process: runs one Brain, answering its Muscles over their links.
 
 For each :class:`~palaestra.core.messages.Experience` it appends the transition to the Brain's
-memory, calls ``thinking``, stores a dump when an episode ended, and answers with the update.
-Dumps go to the store writer and to a file under the run's dump directory.
+memory, calls ``thinking``, stores a dump when an episode ended, records the Brain's
+statistics, and answers with the update (or, as palaestrAI's learner, with the newest update
+to a Muscle that has not had it). Dumps go to the store writer and to a file under the run's
+dump directory; statistics to the store writer, in batches.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import zmq
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.statistics import StatisticsError, plain_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
@@ -26,8 +29,8 @@ from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
-from palaestra.core.plugin import call
-from palaestra.core.records import connect_store, send
+from palaestra.core.plugin import PluginError, call
+from palaestra.core.records import RowSink, connect_store, send
 from palaestra.core.transport import endpoint_for
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +49,10 @@ class BrainProcess(Component):
         self.actuator_spaces = {str(a.uid): a.space for a in self.actuators}
         self.pending_dumps: list[m.BrainDump] = []
         self.store: zmq.Socket[bytes] | None = None
+        self.statistics = RowSink(None, self._statistics_rows)  # the store's, once running
         self.stored = True  # nothing learned yet that a dump would lose
+        self.latest: bytes | None = None  # the newest update, pickled
+        self.updated: set[str] = set()  # the Muscles that have it
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(
@@ -58,7 +64,12 @@ class BrainProcess(Component):
                 seed=setup.brain_seed,
                 sensors=self.sensors,
                 actuators=self.actuators,
-                dumps=BrainDumps(loaded=setup.dump, write=self._write_dump),
+                dumps=BrainDumps(
+                    loaded=setup.dumps,
+                    write=self._write_dump,
+                    source=setup.dump_source,
+                    owner=name,
+                ),
             )
         )
         self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
@@ -78,9 +89,16 @@ class BrainProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
         call(self.brain.setup)
-        call(self.brain.load)
-        if self.request.dump is not None:
-            LOG.info("%s started from a brain dump of %d bytes", self.name, len(self.request.dump))
+        if self.request.dumps:  # as palaestrAI: only with something to load
+            call(self.brain.load)
+            LOG.info(
+                "%s started from a brain dump of %s: %s",
+                self.name,
+                self.request.dump_source,
+                ", ".join(
+                    f"{t or 'untagged'} ({len(d)} bytes)" for t, d in self.request.dumps.items()
+                ),
+            )
         listener = Listener(endpoint)  # bound before the Muscles are told to link
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, listener))
         return {"brain": endpoint}
@@ -89,17 +107,35 @@ class BrainProcess(Component):
         """The hot loop: answer the Muscles; on stop, dump once if needed and close."""
         hot.own(listener)
         self.store = connect_store(hot, self.store_endpoint)
+        self.statistics = RowSink(
+            self.store, self._statistics_rows, plugin=(self.brain, "add_statistics")
+        )
         try:
             self._answer(hot, listener)
         except Stopped:
             if not self.stored:  # stopped before the episode ended: dump once
                 self._store_brain()
+            self._record_statistics(-1, -1, -1)  # what store (or load, if no step came) added
             self._send_dumps()
-            send(self.store, m.ProducerClosed(producer=self.name))
+            self.statistics.close(self.name)
             raise
         except BaseException:
             self._send_dumps(block=False)
+            self.statistics.flush(block=False)
             raise
+
+    def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
+        return m.StatisticsRows(agent_id=self.request.agent_id, rows=rows)
+
+    def _record_statistics(self, worker: int, episode: int, step: int) -> None:
+        """Store what the Brain added with ``add_statistics`` since the last time."""
+        values = call(self.brain.pop_statistics)
+        if values:
+            try:
+                plain = plain_statistics(values)
+            except StatisticsError as exc:
+                raise PluginError(self.brain, "add_statistics") from exc
+            self.statistics.add(m.StatisticsRow("brain", worker, episode, step, plain))
 
     def _answer(self, hot: HotLoop, listener: Listener) -> None:
         memory = self.brain.memory
@@ -142,8 +178,24 @@ class BrainProcess(Component):
         if message.done:
             self._store_brain()
             self._send_dumps()
-        answer = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
-        link.send(m.encode(m.BrainUpdate(update=answer)))
+        self._record_statistics(message.worker, message.episode, message.step)
+        if message.done:
+            self.statistics.flush()
+        link.send(m.encode(m.BrainUpdate(update=self._deliver(muscle_id, update))))
+
+    def _deliver(self, muscle_id: str, update: Any) -> bytes | None:
+        """The answer to ``muscle_id``, as palaestrAI's learner gives it: its own update if
+        ``thinking`` made one (it becomes the newest), else the newest update if this Muscle
+        has not had it yet, else None. So with several workers every Muscle acts with the
+        newest policy from its next step on, and each update is pickled once."""
+        if update is not None:
+            self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+            self.updated = {muscle_id}
+            return self.latest
+        if self.latest is None or muscle_id in self.updated:
+            return None
+        self.updated.add(muscle_id)
+        return self.latest
 
     def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
         sensors = self.sensors

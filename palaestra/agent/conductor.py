@@ -41,6 +41,8 @@ class MuscleArgs(msgspec.Struct, frozen=True, kw_only=True):
     answer_timeout: float
     update_lag: int
     environments: dict[str, str]
+    dumps: dict[str, bytes] = {}
+    dump_source: str = ""
 
 
 class AgentConductor(Conductor):
@@ -76,6 +78,8 @@ class AgentConductor(Conductor):
                         answer_timeout=request.answer_timeout,
                         update_lag=request.update_lag,
                         environments=request.environments[worker],
+                        dumps=request.dumps,
+                        dump_source=request.dump_source,
                     ),
                 )
             )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -10,28 +11,86 @@ import numpy as np
 
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
+from palaestra.core.name_rules import dump_key
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class BrainDumps:
-    """Where a Brain's dumps go and where its loaded dump comes from.
+    """Where a Brain's dumps go, and the dumps it (and its Muscles) may load, by tag.
 
     Args:
-        loaded: The dump this brain starts from (``load:`` in the run file, or the previous
-            phase), or None.
-        write: Called with ``(data, tag)`` to persist a dump (store and file).
+        loaded: The dumps this agent starts from (``load:`` in the run file, or the previous
+            phase), the newest of each tag, by :func:`dump_key`; a plain ``bytes`` is the
+            untagged dump alone.
+        write: Called with ``(data, tag)`` to persist a dump (store and file); None for a
+            Muscle's copy, which only loads.
+        source: Where the loaded dumps come from, for messages (``agent 'a' in phase 0 of run
+            'r'``); empty if there is nowhere to load from.
+        owner: Who loads, for messages (the process name).
     """
 
-    loaded: bytes | None = None
+    loaded: Mapping[str, bytes] | bytes | None = None
     write: Callable[[bytes, str], None] | None = None
+    source: str = ""
+    owner: str = ""
 
-    def store(self, data: bytes | BinaryIO, tag: str = "") -> None:
-        payload = data if isinstance(data, bytes | bytearray) else data.read()
+    def store(self, data: bytes | bytearray | memoryview | BinaryIO, tag: str | None = "") -> None:
+        """Persist ``data`` whole: a stream is read from its start (palaestrAI's rule: a stream
+        just written to is positioned at its end) and left at its end."""
+        if isinstance(data, bytes | bytearray | memoryview):
+            payload = bytes(data)
+        else:
+            if data.seekable():
+                data.seek(0)
+            payload = data.read()
+        if not payload:
+            LOG.warning(
+                "%s stored an empty brain dump (tag %r): 0 bytes; loading it will restore nothing",
+                self.owner or "a brain",
+                tag or "",
+            )
         if self.write is not None:
-            self.write(bytes(payload), tag)
+            self.write(payload, tag or "")
 
-    def load(self) -> bytes | None:
+    def load(self, tag: str | None = "") -> bytes | None:
+        """The newest loaded dump with ``tag``, or None (with a warning saying what is there)."""
+        found = self._found()
+        data = found.get(dump_key(tag))
+        if data is None:
+            # A brain asked with nowhere to load from (palaestra calls ``load`` in every
+            # phase) is normal; anything else is a dump a plug-in expected and did not get.
+            level = logging.INFO if not self.source and self.write is not None else logging.WARNING
+            LOG.log(level, "%s: %s", self.owner or "a brain", self._missing(tag or "", found))
+        elif not data:
+            LOG.warning(
+                "%s: the brain dump tagged %r of %s is empty (0 bytes)",
+                self.owner or "a brain",
+                tag or "",
+                self.source,
+            )
+        return data
+
+    def tags(self) -> list[str]:
+        """The keys (:func:`dump_key`) of the loaded dumps, sorted."""
+        return sorted(self._found())
+
+    def _found(self) -> Mapping[str, bytes]:
+        if self.loaded is None:
+            return {}
+        if isinstance(self.loaded, bytes):
+            return {"": self.loaded}
         return self.loaded
+
+    def _missing(self, tag: str, found: Mapping[str, bytes]) -> str:
+        what = f"no brain dump tagged {tag!r} to load" if tag else "no untagged brain dump to load"
+        if not self.source:
+            return f"{what}: there is nowhere to load from (the first phase, and no `load:`)"
+        if not found:
+            return f"{what}: {self.source} left no dump"
+        tags = ", ".join(repr(t) for t in sorted(found))
+        return f"{what}: {self.source} left dumps tagged {tags}"
 
 
 @dataclass(frozen=True)
@@ -66,6 +125,8 @@ class MuscleContext:
     sensors: Sequence[SensorInformation]
     actuators: Sequence[ActuatorInformation]
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    dumps: BrainDumps = field(default_factory=BrainDumps)
+    """The agent's loaded brain dumps (read only), for :meth:`Muscle.prepare_model`."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode(self.mode))  # "train" == Mode.TRAIN

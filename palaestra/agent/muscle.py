@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from palaestra.agent.context import MuscleContext
+from palaestra.agent.context import BrainDumps, MuscleContext
+from palaestra.agent.statistics import add_statistic, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
 
 
@@ -17,8 +19,9 @@ class Muscle(ABC):
 
     Implement :meth:`propose_actions`. Override :meth:`update` if your Brain sends updates.
     palaestra calls :meth:`setup` once in the worker process, after :attr:`context` is set and
-    before the first step; :meth:`reset` before every episode but the first; :meth:`teardown`
-    at the end.
+    before the first step (in a test phase, :meth:`prepare_model` before it); :meth:`reset`
+    before every episode but the first; :meth:`teardown` at the end. What
+    :meth:`add_statistics` recorded is stored after every step.
 
     The constructor and :meth:`setup` run on the process's main thread; :meth:`propose_actions`,
     :meth:`update` and :meth:`reset` run in a worker thread, where Python allows no
@@ -77,3 +80,36 @@ class Muscle(ABC):
 
     def teardown(self) -> None:
         """Release resources; the default does nothing."""
+
+    def prepare_model(self) -> None:
+        """Load the trained model to act with in a test phase; the default does nothing.
+
+        Called in test phases only, before :meth:`setup` (palaestrAI's order): load the
+        Brain's dumps with :meth:`load` (``load:`` in the run file, or the previous phase,
+        says whose), so that the first step already acts with the trained policy.
+        """
+
+    def load(self, tag: str | None = "") -> BinaryIO | None:
+        """The agent's brain dump with ``tag`` (the newest of the phase it loads from),
+        positioned at its start, or None if there is none (a warning says which tags there
+        are)."""
+        data = self.context.dumps.load(tag)
+        return None if data is None else io.BytesIO(data)
+
+    @property
+    def _model_loaders(self) -> BrainDumps:  # palaestrAI spelling, for ported muscles
+        return self.context.dumps
+
+    def add_statistics(self, key: str, value: Any, allow_overwrite: bool = False) -> None:
+        """Record ``value`` under ``key`` for this step (palaestrAI's API); palaestra pops the
+        statistics after every step and stores them in the store's ``statistics`` table.
+
+        Raises:
+            StatisticsError: ``key`` is not a string, or is taken (see
+                :meth:`palaestra.agent.Brain.add_statistics`).
+        """
+        add_statistic(self, key, value, allow_overwrite)
+
+    def pop_statistics(self) -> dict[str, Any]:
+        """The statistics added since the last call, which starts a new, empty set."""
+        return pop_statistics(self)

@@ -2,29 +2,34 @@
 
 Per step it receives the agent's sensor values (from the environment that drives the episode,
 or from the simulation controller), completes the previous transition (rewards, objective),
-sends it with ``data_for_brain`` to the Brain, applies the Brain's update, and sends the new
-set points to the environments. The Brain and the environments are reached over direct links
-(:mod:`palaestra.core.channel`, no broker); the simulation controller over ZMQ.
+sends it with ``data_for_brain`` to the Brain, applies the Brain's update, sends the new
+set points to the environments, and records the Muscle's statistics. In a test phase the
+Muscle first loads the trained model (``prepare_model``) from the agent's brain dumps. The
+Brain and the environments are reached over direct links (:mod:`palaestra.core.channel`, no
+broker); the simulation controller over ZMQ.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import zmq
 
-from palaestra.agent.context import MuscleContext
+from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
+from palaestra.agent.statistics import StatisticsError, plain_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component, ComponentRuntime
-from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
+from palaestra.core.hotloop import HotLoop, Stopped, closing_producer, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -33,7 +38,12 @@ from palaestra.core.information import (
 )
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, PluginError, call
-from palaestra.core.records import RowSink, UnencodableValue, connect_store
+from palaestra.core.records import (
+    FAILED_FLUSH_SECONDS,
+    RowSink,
+    UnencodableValue,
+    connect_store,
+)
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
@@ -81,8 +91,11 @@ class MuscleProcess(Component):
         actuators: list[m.InfoDesc],
         answer_timeout: float = 300.0,
         update_lag: int = 0,
+        dumps: dict[str, bytes] | None = None,
+        dump_source: str = "",
     ) -> None:
         super().__init__(name)
+        self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
         self.acts_on = {uid.partition(".")[0] for uid in agent.actuators}
         self.links: dict[str, Channel] = {}  # to the environments, by uid
@@ -105,10 +118,24 @@ class MuscleProcess(Component):
         self.episode = 0
         self.previous: _Previous | None = None
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
+        self.statistics = RowSink(None, self._statistics_rows)
         self.muscle = self._construct(agent, sensors, actuators)
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
+
+    def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
+        return m.StatisticsRows(agent_id=self.agent_id, rows=rows)
+
+    def _record_statistics(self, step: int) -> None:
+        """Store what the Muscle added with ``add_statistics`` during this step."""
+        values = call(self.muscle.pop_statistics)
+        if values:
+            try:
+                plain = plain_statistics(values)
+            except StatisticsError as exc:
+                raise PluginError(self.muscle, "add_statistics") from exc
+            self.statistics.add(m.StatisticsRow("muscle", self.worker, self.episode, step, plain))
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
@@ -128,6 +155,7 @@ class MuscleProcess(Component):
                 sensors=self.spaces.build(SensorInformation, sensors),
                 actuators=self.spaces.build(ActuatorInformation, actuators),
                 rng=np.random.default_rng(self.seed),
+                dumps=self.dumps,
             )
         )
         return muscle
@@ -145,6 +173,8 @@ class MuscleProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
+        if self.mode == "test":  # palaestrAI's order: the trained model, then setup
+            call(self.muscle.prepare_model)
         call(self.muscle.setup)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
@@ -155,13 +185,13 @@ class MuscleProcess(Component):
         self.hot_loop = hot
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
-        self.rows = RowSink(
-            connect_store(hot, self.store_endpoint),
-            self._record,
-            plugin=(self.muscle, "propose_actions"),
+        store = connect_store(hot, self.store_endpoint)
+        self.rows = RowSink(store, self._record, plugin=(self.muscle, "propose_actions"))
+        self.statistics = RowSink(
+            store, self._statistics_rows, plugin=(self.muscle, "add_statistics")
         )
         wait = hot.poller(router)
-        with closing_producer(self.rows, self.name):
+        with closing_producer(self.rows, self.name), flushing(self.statistics):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
@@ -250,7 +280,12 @@ class MuscleProcess(Component):
             self.brain,
             m.encode(
                 m.Experience(
-                    worker=self.worker, transition=transition, data=data, done=message.done
+                    worker=self.worker,
+                    transition=transition,
+                    data=data,
+                    done=message.done,
+                    episode=self.episode,
+                    step=message.step,
                 )
             ),
         )
@@ -259,9 +294,13 @@ class MuscleProcess(Component):
             self._apply_brain_answer()
         if message.done:
             self.previous = None
+            self._record_statistics(message.step)
             self.rows.flush()
+            self.statistics.flush()
             return m.AgentActions(setpoints={})
-        return self._act(message)
+        actions = self._act(message)
+        self._record_statistics(message.step)
+        return actions
 
     def _apply_brain_answer(self) -> None:
         self.brain_waiting.begin()
@@ -373,6 +412,20 @@ class MuscleProcess(Component):
 
 
 _NONE_PICKLE = pickle.dumps(None)
+
+
+@contextlib.contextmanager
+def flushing(sink: RowSink) -> Iterator[None]:
+    """Push ``sink``'s last rows when the hot loop ends (before the producer is closed); after
+    a failure, what the writer takes within a few seconds."""
+    try:
+        yield
+    except Stopped:
+        sink.flush()
+        raise
+    except BaseException:
+        sink.flush(timeout=FAILED_FLUSH_SECONDS)
+        raise
 
 
 def _encodable(value: Any) -> bool:

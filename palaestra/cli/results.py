@@ -33,9 +33,10 @@ FILTERS = {
     "world_states": {"phase", "environment", "episode", "worker", "mode"},
     "brain_states": {"phase", "agent"},
     "episode_rewards": {"phase", "agent", "mode"},
+    "statistics": {"phase", "agent", "source", "episode", "worker", "mode"},
 }
 """The tables ``results`` exports and the filters each takes."""
-EXPANDABLE = {"muscle_actions", "world_states"}
+EXPANDABLE = {"muscle_actions", "world_states", "statistics"}
 FORMATS = ("csv", "json", "parquet")
 PARQUET_MISSING = "--format parquet needs pandas and pyarrow: pip install 'palaestra[parquet]'"
 CLEANED = [
@@ -46,6 +47,7 @@ CLEANED = [
     ("world_states", "world state"),
     ("muscle_actions", "muscle action"),
     ("brain_states", "brain state"),
+    ("statistics", "statistics row"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
 
@@ -227,7 +229,10 @@ def _rewards_table(rewards: Rows) -> Table:
 @click.option("--episode", multiple=True, type=int, help="Episode (repeatable).")
 @click.option("--worker", multiple=True, type=int, help="Worker (repeatable).")
 @click.option("--mode", multiple=True, help="Phase mode, e.g. train or test (repeatable).")
-@click.option("--expand", is_flag=True, help="One column per sensor and set point uid.")
+@click.option("--source", multiple=True, help="Statistics of the brain or the muscle.")
+@click.option(
+    "--expand", is_flag=True, help="One column per sensor and set point uid (statistic key)."
+)
 @click.option("--instance", help="An instance uid of the run (default: the newest).")
 @click.pass_obj
 def results(

@@ -119,7 +119,11 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     muscle_seeds: list[int]
     sensors: list[InfoDesc]
     actuators: list[InfoDesc]
-    dump: bytes | None = None
+    dumps: dict[str, bytes] = {}
+    """The brain dumps the agent starts from, the newest of each tag, by
+    :func:`palaestra.core.name_rules.dump_key` of the tag (empty: none)."""
+    dump_source: str = ""
+    """Where ``dumps`` come from, in words (empty: nowhere, a fresh start)."""
     dump_dir: str = ""
     environments: list[dict[str, str]] = []
     """Per worker: the endpoint of each environment of the worker, by uid (the Muscle links to
@@ -278,12 +282,15 @@ class Transition(msgspec.Struct, frozen=True, array_like=True):
 
 
 class Experience(Msg, frozen=True, kw_only=True):
-    """A Muscle's completed transition (if any) and its pickled ``data_for_brain``."""
+    """A Muscle's completed transition (if any) and its pickled ``data_for_brain``, sent at
+    step ``step`` of episode ``episode`` (where the Brain's statistics are recorded)."""
 
     worker: int
     transition: Transition | None
     data: bytes
     done: bool
+    episode: int = 0
+    step: int = 0
 
 
 class BrainUpdate(Msg, frozen=True, kw_only=True):
@@ -311,6 +318,20 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     simtime: Any = None
     """The environment's simulation time at this step (palaestrAI's ``SimTime`` as a plain
     dict), or None if it reports none."""
+
+
+class StatisticsRow(msgspec.Struct, frozen=True, array_like=True):
+    """One row of ``statistics``: what a Brain (after ``thinking``) or a Muscle (after its
+    step) added with ``add_statistics``, at a step of a worker's episode."""
+
+    source: str
+    """``brain`` or ``muscle``."""
+    worker: int
+    """The Muscle's worker (for a Brain: of the Muscle whose experience it thought about)."""
+    episode: int
+    step: int
+    values: dict[str, Any]
+    """The statistics by key, plain JSON-able values."""
 
 
 class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
@@ -342,6 +363,13 @@ class MuscleActionRows(Msg, frozen=True, kw_only=True):
     agent_id: int
     worker: int
     rows: list[MuscleActionRow]
+
+
+class StatisticsRows(Msg, frozen=True, kw_only=True):
+    """A batch of ``statistics`` rows of one agent's Brain or Muscle."""
+
+    agent_id: int
+    rows: list[StatisticsRow]
 
 
 class BrainDump(Msg, frozen=True, kw_only=True):
@@ -437,8 +465,8 @@ class StoreAck(Msg, frozen=True, kw_only=True):
 
 
 class StoreFindDump(Msg, frozen=True, kw_only=True):
-    """Find the newest brain dump of ``agent`` in phase ``phase`` of run ``run_uid``;
-    answered by :class:`StoreDump`."""
+    """Find the brain dumps of ``agent`` in phase ``phase`` of run ``run_uid`` (of its newest
+    instance that has them), the newest of each tag; answered by :class:`StoreDump`."""
 
     run_uid: str
     agent: str
@@ -446,8 +474,12 @@ class StoreFindDump(Msg, frozen=True, kw_only=True):
 
 
 class StoreDump(Msg, frozen=True, kw_only=True):
+    """The dumps found: the newest of each tag, by
+    :func:`palaestra.core.name_rules.dump_key` of the tag (empty if none), and the id of the
+    newest of them (None if none, or found among the files)."""
+
     brain_state_id: int | None
-    dump: bytes | None
+    dumps: dict[str, bytes]
 
 
 Message = (
@@ -475,6 +507,7 @@ Message = (
     | BrainUpdate
     | WorldStateRows
     | MuscleActionRows
+    | StatisticsRows
     | BrainDump
     | ProducerClosed
     | StoreRunStart

@@ -86,6 +86,13 @@ def dump_file_name(agent: str, tag: str = "") -> str:
     return f"{path_part(agent)}{suffix}.bin"
 
 
+def dump_key(tag: str | None) -> str:
+    """The key of a brain dump with ``tag`` among the dumps an agent loads: the tag as a safe
+    path part (what a dump file's name keeps of it, so dumps found as files and in the store
+    key alike; distinct for distinct tags); None and ``""`` are the untagged dump, ``""``."""
+    return path_part(tag) if tag else ""
+
+
 def check_inside(path: str, root: str) -> str:
     """Return ``path``, absolute, after checking that it resolves to a place inside ``root``.
 

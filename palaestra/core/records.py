@@ -39,7 +39,7 @@ recorded)."""
 
 _encode = msgspec.msgpack.Encoder().encode
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
-Row = m.WorldStateRow | m.MuscleActionRow
+Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow
 
 
 class UnencodableValue(ValueError):
@@ -99,8 +99,9 @@ class RowSink:
             ("sensors", "sensor"),
             ("setpoints", "set point"),
             ("rewards", "reward"),
+            ("values", "statistic"),
         ):
-            for uid, value in getattr(row, field).items():
+            for uid, value in getattr(row, field, {}).items():
                 try:
                     _encode(value)
                 except _UNENCODABLE as cause:

@@ -47,6 +47,11 @@ from palaestra.store.writer import StoreWriter
 
 LOG = logging.getLogger(__name__)
 
+_Dumps = tuple[dict[str, Any] | None, dict[str, bytes], str]
+"""An agent's dumps to start from: its ``loaded_from`` record (None: none), the dumps by
+:func:`~palaestra.core.name_rules.dump_key` of their tags, and where they come from in words
+(empty: nowhere)."""
+
 T = TypeVar("T")
 
 
@@ -75,7 +80,7 @@ class _Phase:
 
     spec: PhaseSpec
     ids: dict[str, int]
-    dumps: dict[str, tuple[dict[str, Any] | None, bytes | None]]
+    dumps: dict[str, _Dumps]
     environments: list[EnvironmentConductor] = field(default_factory=list)
     agents: list[AgentConductor] = field(default_factory=list)
     controllers: list[Child] = field(default_factory=list)
@@ -275,9 +280,7 @@ class ExperimentRun(Component):
         await self._store(m.StoreFlush(producers=producers))
         await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
 
-    def _phase_start(
-        self, spec: PhaseSpec, dumps: dict[str, tuple[dict[str, Any] | None, bytes | None]]
-    ) -> m.StorePhaseStart:
+    def _phase_start(self, spec: PhaseSpec, dumps: dict[str, _Dumps]) -> m.StorePhaseStart:
         return m.StorePhaseStart(
             instance_id=self.instance_id or 0,
             index=spec.index,
@@ -367,7 +370,8 @@ class ExperimentRun(Component):
             muscle_seeds=self._muscle_seeds(phase, agent),
             sensors=[sensors[uid] for uid in agent.sensors],
             actuators=[actuators[uid] for uid in agent.actuators],
-            dump=started.dumps[agent.name][1],
+            dumps=started.dumps[agent.name][1],
+            dump_source=started.dumps[agent.name][2],
             answer_timeout=self.answer_timeout,
             update_lag=phase.config.update_lag,
             environments=environments,
@@ -376,36 +380,36 @@ class ExperimentRun(Component):
             ),
         )
 
-    async def _find_dump(
-        self, phase: PhaseSpec, agent: AgentSpec
-    ) -> tuple[dict[str, Any] | None, bytes | None]:
-        """Which dump the agent starts from: ``load:``, else the same agent one phase earlier."""
+    async def _find_dump(self, phase: PhaseSpec, agent: AgentSpec) -> _Dumps:
+        """Which dumps the agent starts from (``load:``, else the same agent one phase
+        earlier): the newest of each tag there, with the ``loaded_from`` record and where
+        they come from in words."""
         source = _dump_source(self.run.uid, phase, agent)
         if source is None:
-            return None, None
+            return None, {}, ""
+        where = (
+            f"agent '{source['agent']}' in phase {source['phase']} of run '{source['run_uid']}'"
+        )
         found: m.StoreDump = await self._store(m.StoreFindDump(**source))
-        if found.dump is not None:
+        if found.dumps:
             LOG.info(
-                "agent '%s' in phase %d starts from the dump of agent '%s' in phase %d (%s)",
+                "agent '%s' in phase %d starts from the dumps of %s (%s), tagged %s",
                 agent.name,
                 phase.index,
-                source["agent"],
-                source["phase"],
-                f"brain_states {found.brain_state_id}" if found.brain_state_id else "dump file",
+                where,
+                f"brain_states {found.brain_state_id}" if found.brain_state_id else "dump files",
+                ", ".join(repr(tag) for tag in sorted(found.dumps)),
             )
             loaded = {"run": source["run_uid"], "agent": source["agent"], "phase": source["phase"]}
-            return {**loaded, "brain_state_id": found.brain_state_id}, found.dump
-        message = (
-            f"agent '{agent.name}' in phase {phase.index}: no brain dump of agent "
-            f"'{source['agent']}' in phase {source['phase']} of run '{source['run_uid']}'"
-        )
+            return {**loaded, "brain_state_id": found.brain_state_id}, found.dumps, where
+        message = f"agent '{agent.name}' in phase {phase.index}: no brain dump of {where}"
         if agent.load is not None and agent.load.strict:
             raise ComponentFailed(
                 m.ErrorInfo(process=self.name, kind="MissingBrainDump", message=message)
             )
         if agent.load is not None:
             LOG.warning("%s; it starts fresh", message)
-        return None, None
+        return None, {}, where
 
     # --- ending ------------------------------------------------------------------------
 

@@ -171,15 +171,36 @@ class NullStore:
         return m.StoreAck()
 
     def _find_dump(self, request: m.StoreFindDump) -> m.StoreDump:
-        pattern = os.path.join(
+        """The agent's dump files in the phase's directory of the newest instance that has
+        any: the newest of each tag, by :func:`~palaestra.core.name_rules.dump_key`."""
+        phases = os.path.join(
             glob.escape(os.path.abspath(os.path.join(self.data_path, "brain_dumps"))),
             glob.escape(path_part(request.run_uid)),
             "*",
             f"{request.phase}-*",
-            glob.escape(dump_file_name(request.agent)),
         )
-        files = sorted(glob.glob(pattern), key=os.path.getmtime)
-        if not files:
-            return m.StoreDump(brain_state_id=None, dump=None)
-        with open(files[-1], "rb") as f:
-            return m.StoreDump(brain_state_id=None, dump=f.read())
+        agent = path_part(request.agent)
+        by_directory: dict[str, dict[str, str]] = {}
+        for pattern in (dump_file_name(request.agent), f"{agent}-*.bin"):
+            for path in glob.glob(os.path.join(phases, pattern)):  # safe parts: no [*?]
+                key = _file_key(os.path.basename(path), agent)
+                if key is not None:
+                    by_directory.setdefault(os.path.dirname(path), {})[key] = path
+        if not by_directory:
+            return m.StoreDump(brain_state_id=None, dumps={})
+        newest = max(by_directory.values(), key=lambda f: max(map(os.path.getmtime, f.values())))
+        dumps = {}
+        for key, path in newest.items():
+            with open(path, "rb") as f:
+                dumps[key] = f.read()
+        return m.StoreDump(brain_state_id=None, dumps=dumps)
+
+
+def _file_key(name: str, agent: str) -> str | None:
+    """The dump key of a dump file of ``agent`` (its path part) named ``name``, or None if
+    the name is not one."""
+    if name == f"{agent}.bin":
+        return ""
+    if not (name.startswith(f"{agent}-") and name.endswith(".bin")):
+        return None
+    return name[len(agent) + 1 : -len(".bin")] or None

@@ -184,6 +184,8 @@ class WorldState(Base):
     setpoints: Mapped[dict[str, Any]] = mapped_column()
     rewards: Mapped[dict[str, Any]] = mapped_column()
     done: Mapped[bool] = mapped_column(Boolean)
+    simtime: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    """The environment's simulation time (palaestrAI's ``SimTime``), None if it reports none."""
 
 
 class MuscleAction(Base):
@@ -205,6 +207,23 @@ class MuscleAction(Base):
     reward: Mapped[float | None] = mapped_column(Float, nullable=True)
     objective: Mapped[float | None] = mapped_column(Float)
     done: Mapped[bool] = mapped_column(Boolean)
+
+
+class Statistic(Base):
+    """What a Brain or a Muscle recorded with ``add_statistics`` at one step of a worker."""
+
+    __tablename__ = "statistics"
+    __table_args__ = (
+        Index("ix_statistics_agent_step", "agent_id", "source", "worker", "episode", "step"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id"))
+    source: Mapped[str] = mapped_column(String(16))  # "brain" or "muscle"
+    worker: Mapped[int] = mapped_column(Integer)
+    episode: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(Integer)
+    statistics: Mapped[dict[str, Any]] = mapped_column()  # by key
 
 
 class BrainState(Base):

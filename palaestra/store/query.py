@@ -45,6 +45,7 @@ __all__ = [
     "phases",
     "resolve_store_uri",
     "runs",
+    "statistics",
     "to_frame",
     "world_states",
 ]
@@ -249,3 +250,49 @@ def brain_states(
         instance=instance,
     )
     return to_frame(found)
+
+
+def statistics(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    source: Match | None = None,
+    episode: Match | None = None,
+    mode: Match | None = None,
+    worker: Match | None = None,
+    expand: bool = False,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """What Brains and Muscles recorded with ``add_statistics`` (palaestrAI's API): one row per
+    source, worker, episode and step that had any.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        agent: Agent name(s).
+        source: ``"brain"`` or ``"muscle"``.
+        episode: Episode number(s).
+        mode: Phase mode(s).
+        worker: Worker number(s) (for a Brain's row: of the Muscle it answered).
+        expand: Replace ``statistics`` by one column per key (``statistic.<key>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``source``, ``worker``, ``episode``,
+        ``step``, ``statistics`` (the values by key).
+    """
+    found = rows.statistics(
+        run,
+        phase=phase,
+        agent=agent,
+        source=source,
+        episode=episode,
+        mode=mode,
+        worker=worker,
+        store_uri=store_uri,
+        instance=instance,
+    )
+    return to_frame(rows.expand(found) if expand else found)

@@ -48,6 +48,7 @@ from palaestra.store.models import (
     ExperimentRunInstance,
     ExperimentRunPhase,
     MuscleAction,
+    Statistic,
     WorldState,
 )
 from palaestra.store.schema import require_readable
@@ -63,6 +64,7 @@ EXPAND_PREFIXES = {
     "actuator_setpoints": "setpoint.",
     "sensors": "sensor.",
     "setpoints": "setpoint.",
+    "statistics": "statistic.",
 }
 """The JSON columns :func:`expand` splits, and the prefix of the columns it makes."""
 
@@ -492,6 +494,69 @@ def brain_states(
     return _fetch_run(store_uri, run, instance, statement)
 
 
+def statistics(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    source: Match | None = None,
+    episode: Match | None = None,
+    mode: Match | None = None,
+    worker: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """What the Brains and Muscles of a run instance recorded with ``add_statistics``: one row
+    per source, worker, episode and step that had any.
+
+    A Brain's row is at the worker, episode and step of the Muscle whose experience it thought
+    about (-1 for those added while it stored its state as the phase stopped).
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``source`` (``brain`` or ``muscle``),
+        ``worker``, ``episode``, ``step`` and ``statistics`` (the values by key).
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(),
+                Agent.name.label("agent"),
+                Statistic.source,
+                Statistic.worker,
+                Statistic.episode,
+                Statistic.step,
+                Statistic.statistics,
+            )
+            .select_from(Statistic)
+            .join(Agent, Statistic.agent_id == Agent.id)
+            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(
+                _Phase.index,
+                Agent.id,
+                Statistic.source,
+                Statistic.worker,
+                Statistic.episode,
+                Statistic.step,
+                Statistic.id,
+            )
+        )
+        return _filtered(
+            chosen,
+            [
+                (_Phase, phase),
+                (_Phase.mode, mode),
+                (Agent.name, agent),
+                (Statistic.source, source),
+                (Statistic.worker, worker),
+                (Statistic.episode, episode),
+            ],
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
 # --- presentation ----------------------------------------------------------------------------
 
 
@@ -499,8 +564,9 @@ def expand(rows: Rows) -> Rows:
     """Split the JSON columns of sensor and set-point values into one column per uid.
 
     ``sensor_readings`` and ``sensors`` become ``sensor.<uid>`` columns, ``actuator_setpoints``
-    and ``setpoints`` become ``setpoint.<uid>`` columns, in place of the JSON column and in the
-    order the uids first appear; a uid missing from a row is None there.
+    and ``setpoints`` become ``setpoint.<uid>`` columns (and a statistics row's ``statistics``
+    ``statistic.<key>`` columns), in place of the JSON column and in the order the uids first
+    appear; a uid missing from a row is None there.
     """
     columns: list[str] = []
     split: dict[str, list[tuple[str, str]]] = {}
@@ -646,6 +712,7 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
     )
     return [
         ("brain_states", BrainState, BrainState.agent_id.in_(agent_ids)),
+        ("statistics", Statistic, Statistic.agent_id.in_(agent_ids)),
         ("muscle_actions", MuscleAction, MuscleAction.agent_id.in_(agent_ids)),
         ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
         ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),

@@ -17,13 +17,14 @@ from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Engine, Select, Table, select
+from sqlalchemy import Engine, Select, Table, func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
 from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
+from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
@@ -38,6 +39,7 @@ from palaestra.store.models import (
     ExperimentRunInstance,
     ExperimentRunPhase,
     MuscleAction,
+    Statistic,
     WorldState,
     utcnow,
 )
@@ -60,6 +62,7 @@ RUN_START_ATTEMPTS = 3
 WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
+STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
 
 Row = dict[str, Any]
 
@@ -84,7 +87,11 @@ class StoreWriter(Component):
         self.batch_bytes = batch_bytes
         self.buffered_bytes = 0
         self.engine: Engine | None = None
-        self.buffers: dict[Table, list[Row]] = {WORLD_STATES: [], MUSCLE_ACTIONS: []}
+        self.buffers: dict[Table, list[Row]] = {
+            WORLD_STATES: [],
+            MUSCLE_ACTIONS: [],
+            STATISTICS: [],
+        }
         self.closed_producers: set[str] = set()
         self._sessions: sessionmaker[Session] | None = None
         self._waiters: list[asyncio.Future[None]] = []
@@ -186,6 +193,8 @@ class StoreWriter(Component):
             self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message), size)
         elif isinstance(message, m.WorldStateRows):
             self._buffer(WORLD_STATES, _world_state_rows(message), size)
+        elif isinstance(message, m.StatisticsRows):
+            self._buffer(STATISTICS, _statistics_rows(message), size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -386,22 +395,29 @@ class StoreWriter(Component):
 
     @on(m.StoreFindDump)
     def handle_find_dump(self, message: m.StoreFindDump) -> m.StoreDump:
-        """The newest dump of ``agent`` in phase ``phase`` of the run's newest instance
-        that has that agent in that phase."""
+        """The newest dump of each tag of ``agent`` in phase ``phase`` of the run's newest
+        instance that has that agent in that phase, by :func:`dump_key` of the tag."""
         self.flush()
         with self._session() as session:
             agent_id = session.scalar(_newest_agent(message.run_uid, message.agent, message.phase))
             if agent_id is None:
-                return m.StoreDump(brain_state_id=None, dump=None)
-            row = session.execute(
-                select(BrainState.id, BrainState.dump)
+                return m.StoreDump(brain_state_id=None, dumps={})
+            newest = (
+                select(func.max(BrainState.id))
                 .where(BrainState.agent_id == agent_id)
-                .order_by(BrainState.id.desc())
-                .limit(1)
-            ).first()
-        if row is None:
-            return m.StoreDump(brain_state_id=None, dump=None)
-        return m.StoreDump(brain_state_id=row.id, dump=row.dump)
+                .group_by(BrainState.tag)
+            )
+            found = session.execute(
+                select(BrainState.id, BrainState.tag, BrainState.dump).where(
+                    BrainState.id.in_(newest)
+                )
+            ).all()
+        if not found:
+            return m.StoreDump(brain_state_id=None, dumps={})
+        return m.StoreDump(
+            brain_state_id=max(row.id for row in found),
+            dumps={dump_key(row.tag): row.dump for row in found},
+        )
 
 
 # --- rows and metadata -----------------------------------------------------------------------
@@ -453,6 +469,22 @@ def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
             "setpoints": row.setpoints,
             "rewards": row.rewards,
             "done": row.done,
+            "simtime": row.simtime,
+        }
+        for row in message.rows
+    ]
+
+
+def _statistics_rows(message: m.StatisticsRows) -> list[Row]:
+    agent_id = message.agent_id
+    return [
+        {
+            "agent_id": agent_id,
+            "source": row.source,
+            "worker": row.worker,
+            "episode": row.episode,
+            "step": row.step,
+            "statistics": row.values,
         }
         for row in message.rows
     ]

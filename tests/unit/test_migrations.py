@@ -27,6 +27,7 @@ from palaestra.store.writer import StoreWriter
 
 OLD = "0001_initial"
 PROVENANCE = "0002_provenance_and_reward"
+BIGINT = "0003_bigint_seeds"
 SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
@@ -82,6 +83,10 @@ def changes(engine: Engine) -> list[tuple[str, str, str]]:
     for difference in differences(engine):
         if isinstance(difference, list):  # changes of one column's type, nullability, ...
             found += [(change[0], change[2], change[3]) for change in difference]
+        elif difference[0] == "add_table":
+            found.append((difference[0], difference[1].name, ""))
+        elif difference[0] == "add_index":
+            found.append((difference[0], difference[1].table.name, difference[1].name))
         else:
             found.append((difference[0], difference[2], difference[3].name))
     return sorted(found)
@@ -206,7 +211,7 @@ def store_at_0001_with_data(engine: Engine) -> int:
 def test_head_is_the_newest_script() -> None:
     script = ScriptDirectory.from_config(schema.alembic_config())
     assert script.get_current_head() == schema.HEAD
-    assert [s.revision for s in script.walk_revisions()] == [schema.HEAD, PROVENANCE, OLD]
+    assert [s.revision for s in script.walk_revisions()] == [schema.HEAD, BIGINT, PROVENANCE, OLD]
 
 
 def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
@@ -217,24 +222,54 @@ def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
     assert schema.current_revision(engine) == schema.HEAD
 
 
+ADDED_BY_0004 = [
+    ("add_column", "world_states", "simtime"),
+    ("add_index", "statistics", "ix_statistics_agent_step"),
+    ("add_table", "statistics", ""),
+]
+
+
 def test_revision_0001_lacks_exactly_what_0002_adds_and_0003_changes(engine: Engine) -> None:
     upgrade(engine, OLD)
 
-    assert changes(engine) == [
-        ("add_column", "experiment_run_instances", "code_revision"),
-        ("add_column", "experiment_run_instances", "package_versions"),
-        ("add_column", "muscle_actions", "reward"),
-        ("modify_type", "experiment_runs", "seed"),
-    ]
+    assert changes(engine) == sorted(
+        [
+            ("add_column", "experiment_run_instances", "code_revision"),
+            ("add_column", "experiment_run_instances", "package_versions"),
+            ("add_column", "muscle_actions", "reward"),
+            ("modify_type", "experiment_runs", "seed"),
+            *ADDED_BY_0004,
+        ]
+    )
 
 
 def test_revision_0002_lacks_exactly_the_64_bit_seed_of_0003(engine: Engine) -> None:
     upgrade(engine, PROVENANCE)
 
-    assert changes(engine) == [("modify_type", "experiment_runs", "seed")]
+    assert changes(engine) == sorted([("modify_type", "experiment_runs", "seed"), *ADDED_BY_0004])
     assert column_type(engine, "experiment_runs", "seed") == "INTEGER"
     upgrade(engine, schema.HEAD)
     assert column_type(engine, "experiment_runs", "seed") == "BIGINT"
+
+
+def test_revision_0003_lacks_exactly_the_statistics_and_simtime_of_0004(engine: Engine) -> None:
+    upgrade(engine, BIGINT)
+
+    assert changes(engine) == ADDED_BY_0004
+    assert schema.migrate(engine) == (BIGINT, schema.HEAD)
+    assert differences(engine) == []
+    agent = fill_revision_0001(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO statistics (agent_id, source, worker, episode, step, statistics) "
+                "VALUES (:agent, 'brain', 0, 0, 3, '{\"loss\": 0.5}')"
+            ),
+            {"agent": agent},
+        )
+    schema.downgrade(engine, BIGINT)
+    assert "simtime" not in columns(engine, "world_states")
+    assert "statistics" not in inspect(engine).get_table_names()
 
 
 # --- ensure_current on each kind of store ---------------------------------------------------
@@ -447,10 +482,10 @@ def test_migrate_stamps_a_store_without_a_revision_made_by_the_models(
     sqlite_engine: Engine,
 ) -> None:
     """Stores created before revisions were recorded, but already with the current tables:
-    stamped with the oldest revision of these columns, then upgraded (to the same types)."""
+    stamped with the oldest revision of these columns (the newest: it adds a table)."""
     Base.metadata.create_all(sqlite_engine)
 
-    assert schema.migrate(sqlite_engine) == (PROVENANCE, schema.HEAD)
+    assert schema.migrate(sqlite_engine) == (schema.HEAD, schema.HEAD)
     assert schema.current_revision(sqlite_engine) == schema.HEAD
     assert differences(sqlite_engine) == []
 

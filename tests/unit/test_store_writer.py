@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
+from palaestra.core.name_rules import path_part
 from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
@@ -252,6 +253,32 @@ def test_rows_are_buffered_until_flushed(writer: StoreWriter) -> None:
     ]
 
 
+def test_statistics_and_simtimes_are_buffered_and_stored(writer: StoreWriter) -> None:
+    ids = start(writer)
+    row = m.WorldStateRow(0, 1, {}, {}, {}, False, {"simtime_ticks": 4, "simtime_timestamp": None})
+    writer.accept(m.WorldStateRows(environment_id=ids["environment:env"], worker=0, rows=[row]))
+    writer.accept(world_rows(ids["environment:env"], range(1)))  # no simtime
+    stats = [
+        m.StatisticsRow("brain", 1, 0, 5, {"loss": 0.5, "by_update": {"1": [1.0, 2.0]}}),
+        m.StatisticsRow("muscle", 0, 0, 6, {"acted_with": 3}),
+    ]
+    writer.accept(m.StatisticsRows(agent_id=ids["agent:attacker"], rows=stats))
+    assert count(writer, "statistics") == 0
+
+    writer.flush()
+
+    assert select_all(writer, "SELECT simtime FROM world_states ORDER BY id") == [
+        ('{"simtime_ticks":4,"simtime_timestamp":null}',),
+        (None,),
+    ]
+    assert select_all(
+        writer, "SELECT agent_id, source, worker, episode, step, statistics FROM statistics"
+    ) == [
+        (ids["agent:attacker"], "brain", 1, 0, 5, '{"loss":0.5,"by_update":{"1":[1.0,2.0]}}'),
+        (ids["agent:attacker"], "muscle", 0, 0, 6, '{"acted_with":3}'),
+    ]
+
+
 def test_a_full_buffer_is_written_without_a_flush(writer: StoreWriter) -> None:
     agent = start(writer)["agent:attacker"]
     writer.accept(action_rows(agent, range(99)))
@@ -326,8 +353,8 @@ def test_a_flush_consumes_the_markers_so_a_later_phase_can_reuse_names(
 # --- brain dumps ---------------------------------------------------------------------------
 
 
-def dump(agent_id: int, data: bytes) -> m.BrainDump:
-    return m.BrainDump(agent_id=agent_id, tag="final", path=f"/dumps/{agent_id}", dump=data)
+def dump(agent_id: int, data: bytes, tag: str = "final") -> m.BrainDump:
+    return m.BrainDump(agent_id=agent_id, tag=tag, path=f"/dumps/{agent_id}", dump=data)
 
 
 def find(writer: StoreWriter, agent: str = "attacker", phase: int = 0) -> m.StoreDump:
@@ -344,7 +371,32 @@ def test_find_dump_returns_the_newest_dump_of_the_newest_instance(writer: StoreW
     found = find(writer)
 
     newest_id = select_all(writer, "SELECT max(id) FROM brain_states")[0][0]
-    assert found == m.StoreDump(brain_state_id=newest_id, dump=b"second")
+    assert found == m.StoreDump(brain_state_id=newest_id, dumps={"final": b"second"})
+
+
+def test_find_dump_returns_the_newest_dump_of_each_tag(writer: StoreWriter) -> None:
+    """harl stores an actor, a critic and a replay buffer at every episode's end: the next
+    phase gets the newest of each, by tag (a tag like a path by its safe form)."""
+    agent = start(writer)["agent:attacker"]
+    for data, tag in [
+        (b"actor 1", "actor"),
+        (b"critic 1", "critic"),
+        (b"untagged", ""),
+        (b"actor 2", "actor"),
+        (b"odd", "../odd tag"),
+    ]:
+        writer.accept(dump(agent, data, tag))
+
+    found = find(writer)
+
+    newest_id = select_all(writer, "SELECT max(id) FROM brain_states")[0][0]
+    assert found.brain_state_id == newest_id
+    assert found.dumps == {
+        "actor": b"actor 2",
+        "critic": b"critic 1",
+        "": b"untagged",
+        path_part("../odd tag"): b"odd",
+    }
 
 
 def test_find_dump_uses_the_newest_instance_that_has_the_agent(writer: StoreWriter) -> None:
@@ -352,13 +404,13 @@ def test_find_dump_uses_the_newest_instance_that_has_the_agent(writer: StoreWrit
     writer.accept(dump(agent, b"only"))
     run(writer.dispatch(run_start("instance-2")))  # no phases at all
 
-    assert find(writer).dump == b"only"
+    assert find(writer).dumps == {"final": b"only"}
 
 
 def test_find_dump_answers_none_when_there_is_none(writer: StoreWriter) -> None:
     agent = start(writer)["agent:attacker"]
     writer.accept(dump(agent, b"x"))
-    none = m.StoreDump(brain_state_id=None, dump=None)
+    none = m.StoreDump(brain_state_id=None, dumps={})
 
     assert find(writer, agent="defender") == none
     assert find(writer, agent="nobody") == none

@@ -1,0 +1,102 @@
+"""Brain and Muscle statistics: palaestrAI's ``add_statistics`` / ``pop_statistics``, and
+their values made plain for the store.
+
+A plug-in adds named values during a step (``thinking``, ``propose_actions``, ``update``);
+palaestra pops them once per step and sends them to the store's ``statistics`` table. The
+values live in the plug-in's ``_statistics`` dict, the attribute palaestrAI's base classes
+use, so code written for palaestrAI that reads it keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ATTRIBUTE = "_statistics"
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class StatisticsError(ValueError, AssertionError):
+    """A statistic that cannot be added, or cannot be stored. An ``AssertionError`` too, as
+    palaestrAI raises one for a taken key."""
+
+
+def add_statistic(plugin: object, key: str, value: Any, allow_overwrite: bool = False) -> None:
+    """Add ``key: value`` to ``plugin``'s statistics (see ``Brain.add_statistics``).
+
+    Raises:
+        StatisticsError: ``key`` is not a string, is taken without ``allow_overwrite``, or
+            the plug-in's ``_statistics`` is not a dict.
+    """
+    statistics = plugin.__dict__.setdefault(ATTRIBUTE, {})
+    if not isinstance(statistics, dict):
+        raise StatisticsError(
+            f"{type(plugin).__qualname__}._statistics is a {type(statistics).__name__}, not "
+            "the dict add_statistics keeps its values in"
+        )
+    if not isinstance(key, str):
+        raise StatisticsError(f"a statistic's key must be a str, not {type(key).__name__}")
+    if key in statistics and not allow_overwrite:
+        raise StatisticsError(
+            f"statistic {key!r} was already added in this step; "
+            "pass allow_overwrite=True to replace it"
+        )
+    statistics[key] = value
+
+
+def pop_statistics(plugin: object) -> dict[str, Any]:
+    """``plugin``'s statistics since the last pop; it starts a new, empty set."""
+    statistics = plugin.__dict__.get(ATTRIBUTE)
+    plugin.__dict__[ATTRIBUTE] = {}
+    return statistics if isinstance(statistics, dict) else {}
+
+
+def plain_statistics(values: Any) -> dict[str, Any]:
+    """The popped statistics as plain JSON-able values for the store.
+
+    numpy arrays and scalars (and anything else with a ``tolist()``, such as a torch tensor)
+    become lists and numbers, tuples lists; dict keys stay str, int, float or bool (JSON text
+    writes them as strings). Infinities and NaN stay floats (the store writes them as strings).
+
+    Raises:
+        StatisticsError: ``values`` is not a dict, or a value has no plain form (naming the
+            key and the type).
+    """
+    if not isinstance(values, dict):
+        raise StatisticsError(f"pop_statistics returned a {type(values).__name__}, not a dict")
+    return {str(key): _plain(value, str(key)) for key, value in values.items()}
+
+
+def _plain(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, str | bool):
+        return value
+    if isinstance(value, int):
+        if not INT64[0] <= value <= INT64[1]:
+            raise StatisticsError(f"statistic {where!r}: the integer {value} exceeds 64 bits")
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v, where) for v in value]
+    if isinstance(value, dict):
+        return {_key(k, where): _plain(v, where) for k, v in value.items()}
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):  # numpy arrays and scalars, torch tensors
+        return _plain(tolist(), where)
+    if not isinstance(value, complex | bytes | bytearray | memoryview):
+        try:
+            return float(value)  # Decimal, Fraction, numbers with __float__
+        except (TypeError, ValueError):
+            pass
+    raise StatisticsError(
+        f"statistic {where!r}: a {type(value).__module__}.{type(value).__qualname__} has "
+        "no form the store can hold; values must be numbers, strings, booleans, None, or "
+        "lists and dicts of them (numpy arrays and tensors are converted)"
+    )
+
+
+def _key(key: Any, where: str) -> str | int | float | bool:
+    if isinstance(key, str | int | float | bool):
+        return key
+    raise StatisticsError(
+        f"statistic {where!r}: a dict key of type {type(key).__name__} has no JSON form"
+    )

@@ -1,0 +1,260 @@
+"""Brain dumps by tag and plug-in statistics, as palaestrAI's plug-ins use them (no processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from palaestra.agent import Brain, BrainDumper, BrainDumps, Muscle
+from palaestra.agent.context import BrainContext, MuscleContext
+from palaestra.agent.statistics import StatisticsError, plain_statistics
+from palaestra.core import messages as m
+from palaestra.core.name_rules import dump_file_name, dump_key
+from palaestra.experiment.store_client import NullStore, dump_dir
+
+
+class Plain(Brain):
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        return None
+
+
+class Acting(Muscle):
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        return actuators_available, None
+
+
+def brain(dumps: BrainDumps) -> Plain:
+    plain = Plain()
+    plain.attach(
+        BrainContext(
+            name="a",
+            run_uid="r",
+            phase_index=1,
+            phase_name="p",
+            mode="train",
+            seed=0,
+            sensors=[],
+            actuators=[],
+            dumps=dumps,
+        )
+    )
+    return plain
+
+
+def muscle(dumps: BrainDumps) -> Acting:
+    acting = Acting()
+    acting.attach(
+        MuscleContext(
+            name="a",
+            uid="a-0",
+            worker=0,
+            mode="test",
+            seed=0,
+            sensors=[],
+            actuators=[],
+            dumps=dumps,
+        )
+    )
+    return acting
+
+
+SOURCE = "agent 'a' in phase 0 of run 'r'"
+TAGGED = {"actor": b"actor", "critic": b"critic", "": b"untagged"}
+
+
+# --- storing ---------------------------------------------------------------------------------
+
+
+def test_a_stream_is_stored_whole_wherever_it_is_positioned() -> None:
+    """harl writes with torch.save and hands over the BytesIO positioned at its end."""
+    written: list[tuple[bytes, str]] = []
+    plain = brain(BrainDumps(write=lambda data, tag: written.append((data, tag))))
+    bio = io.BytesIO()
+    bio.write(b"weights")
+
+    BrainDumper.store_brain_dump(bio, plain._dumpers, "actor")
+    bio.seek(0)
+    bio.truncate(0)
+    bio.write(b"more weights")
+    bio.seek(3)
+    plain.store_brain_dump(bio, tag="critic")
+    plain.store_brain_dump(b"raw", tag=None)
+
+    assert written == [(b"weights", "actor"), (b"more weights", "critic"), (b"raw", "")]
+    assert bio.tell() == len(b"more weights")  # left at its end, as palaestrAI does
+
+
+def test_an_empty_dump_is_stored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    written: list[tuple[bytes, str]] = []
+    plain = brain(BrainDumps(write=lambda d, t: written.append((d, t)), owner="Brain-a"))
+
+    with caplog.at_level(logging.WARNING):
+        plain.store_brain_dump(io.BytesIO(), tag="actor")
+
+    assert written == [(b"", "actor")]
+    assert "Brain-a stored an empty brain dump (tag 'actor')" in caplog.text
+
+
+# --- loading by tag --------------------------------------------------------------------------
+
+
+def test_each_tag_loads_its_own_dump_from_its_start() -> None:
+    plain = brain(BrainDumps(loaded=TAGGED, source=SOURCE))
+
+    actor = BrainDumper.load_brain_dump(plain._dumpers, "actor")
+    critic = plain.load_brain_dump(tag="critic")
+    untagged = plain.load_brain_dump()
+
+    assert actor is not None and actor.read() == b"actor"
+    assert critic is not None and critic.read() == b"critic"
+    assert untagged is not None and untagged.read() == b"untagged"
+    assert BrainDumper.load_brain_dump([plain._dumpers], None) is not None  # palaestrAI's list
+
+
+def test_a_missing_tag_is_none_with_a_warning_naming_what_there_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    plain = brain(BrainDumps(loaded={"actor": b"a"}, source=SOURCE, owner="Brain-a"))
+
+    with caplog.at_level(logging.WARNING):
+        assert plain.load_brain_dump(tag="sac_actor") is None
+
+    assert (
+        f"Brain-a: no brain dump tagged 'sac_actor' to load: {SOURCE} left dumps tagged 'actor'"
+        in caplog.text
+    )
+
+
+def test_a_brain_with_nowhere_to_load_from_is_told_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """palaestra calls Brain.load in every phase; in the first there is nothing to load."""
+    plain = brain(BrainDumps(write=lambda d, t: None))
+
+    with caplog.at_level(logging.INFO):
+        assert plain.load_brain_dump(tag="actor") is None
+
+    (record,) = caplog.records
+    assert record.levelno == logging.INFO and "nowhere to load from" in record.getMessage()
+
+
+def test_a_muscle_loads_the_brain_dumps_by_tag(caplog: pytest.LogCaptureFixture) -> None:
+    acting = muscle(BrainDumps(loaded=TAGGED, source=SOURCE, owner="Muscle-a-0"))
+
+    assert acting._model_loaders  # harl asserts it
+    bio = BrainDumper.load_brain_dump(acting._model_loaders, "actor")
+    assert bio is not None and bio.read() == b"actor"
+    critic = acting.load("critic")
+    assert critic is not None and critic.read() == b"critic"
+    acting.prepare_model()  # the default does nothing
+    with caplog.at_level(logging.WARNING):
+        assert muscle(BrainDumps()).load("actor") is None
+    assert "nowhere to load from" in caplog.text  # a Muscle that loads expects a dump
+
+
+def test_an_empty_loaded_dump_warns(caplog: pytest.LogCaptureFixture) -> None:
+    plain = brain(BrainDumps(loaded={"actor": b""}, source=SOURCE, owner="Brain-a"))
+
+    with caplog.at_level(logging.WARNING):
+        actor = plain.load_brain_dump(tag="actor")
+
+    assert actor is not None and actor.read() == b""
+    assert f"the brain dump tagged 'actor' of {SOURCE} is empty" in caplog.text
+
+
+def test_without_a_store_the_next_phase_finds_each_tag_among_the_files(tmp_path: Path) -> None:
+    """The newest instance's files of the agent, by tag (a tag like a path by its safe form);
+    another agent's files are not taken."""
+    old = dump_dir(str(tmp_path), "run", "instance-1", 0, "train")
+    new = dump_dir(str(tmp_path), "run", "instance-2", 0, "train")
+    files = {
+        (old, dump_file_name("a", "actor")): b"old actor",
+        (new, dump_file_name("a", "actor")): b"actor",
+        (new, dump_file_name("a", "../rb")): b"rb",
+        (new, dump_file_name("a")): b"untagged",
+        (new, dump_file_name("b", "actor")): b"b's actor",
+    }
+    for when, ((directory, name), data) in enumerate(files.items()):
+        os.makedirs(directory, exist_ok=True)
+        Path(directory, name).write_bytes(data)
+        os.utime(Path(directory, name), (1000 + when, 1000 + when))
+
+    found = asyncio.run(
+        NullStore(str(tmp_path)).ask(m.StoreFindDump(run_uid="run", agent="a", phase=0))
+    )
+
+    assert found == m.StoreDump(
+        brain_state_id=None,
+        dumps={"actor": b"actor", dump_key("../rb"): b"rb", "": b"untagged"},
+    )
+    none = asyncio.run(
+        NullStore(str(tmp_path)).ask(m.StoreFindDump(run_uid="run", agent="a", phase=1))
+    )
+    assert none == m.StoreDump(brain_state_id=None, dumps={})
+
+
+# --- statistics ------------------------------------------------------------------------------
+
+
+def test_statistics_are_added_and_popped_as_in_palaestrai() -> None:
+    plain = Plain()
+    plain.add_statistics("loss", 0.5)
+    plain.add_statistics("loss", 0.25, allow_overwrite=True)
+    plain.add_statistics("steps", 3)
+
+    assert plain.pop_statistics() == {"loss": 0.25, "steps": 3}
+    assert plain.pop_statistics() == {}
+    assert plain._statistics == {}  # palaestrAI's attribute, for code that reads it
+
+
+@pytest.mark.parametrize("plugin", [Plain(), Acting()], ids=["brain", "muscle"])
+def test_a_taken_key_is_an_error_catchable_as_palaestrai_raises_it(plugin: Any) -> None:
+    plugin.add_statistics("loss", 1.0)
+
+    with pytest.raises(AssertionError, match="statistic 'loss' was already added"):
+        plugin.add_statistics("loss", 2.0)
+    with pytest.raises(StatisticsError, match="must be a str, not int"):
+        plugin.add_statistics(1, 2.0)
+    assert plugin.pop_statistics() == {"loss": 1.0}
+
+
+def test_statistics_values_become_plain_for_the_store() -> None:
+    torch_like = type("Tensor", (), {"tolist": lambda self: [[1.5, 2.5]]})()
+
+    plain = plain_statistics(
+        {
+            "loss": np.float32(0.5),
+            "grads": np.arange(3),
+            "by_update": {1: (np.float64(1.0), [np.int64(2)])},
+            "tensor": torch_like,
+            "nan": float("nan"),
+            "note": "text",
+            "none": None,
+        }
+    )
+
+    assert plain["loss"] == 0.5 and plain["grads"] == [0, 1, 2]
+    assert plain["by_update"] == {1: [1.0, [2]]} and plain["tensor"] == [[1.5, 2.5]]
+    assert math.isnan(plain["nan"]) and plain["note"] == "text" and plain["none"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (object(), "a builtins.object has no form the store can hold"),
+        (b"bytes", "a builtins.bytes has no form"),
+        ({(1, 2): 3}, "a dict key of type tuple has no JSON form"),
+        (2**70, "exceeds 64 bits"),
+    ],
+)
+def test_a_statistic_the_store_cannot_hold_is_named(value: Any, problem: str) -> None:
+    with pytest.raises(StatisticsError, match=f"statistic 'bad': .*{problem}"):
+        plain_statistics({"bad": value})
