@@ -109,10 +109,10 @@ class TaggedMuscle(Muscle):
 
 
 class NewestPolicyBrain(Brain):
-    """Updates only the Muscle of worker 0 (a new version at each of its experiences), and
-    fails as soon as a Muscle acted with an older policy than the newest there was when it was
-    last answered: with several workers, each Muscle must get the newest policy at its next
-    step, as palaestrAI's learner gives it."""
+    """Updates the Muscle of worker 0 (a new version at each of its experiences; the very first
+    experience, of any worker, makes version 1), and fails as soon as a Muscle acted with an
+    older policy than the newest there was when it was last answered: with several workers,
+    each Muscle must get the newest policy at its next step, as palaestrAI's learner gives it."""
 
     def __init__(self) -> None:
         self.version = 0
@@ -126,7 +126,10 @@ class NewestPolicyBrain(Brain):
                 f"answered was {expected}"
             )
         update = None
-        if muscle_id.endswith("-0"):
+        # the first experience of any worker makes version 1 (so every other Muscle must be
+        # given it at its next step, whatever the order the workers run in); after that only
+        # worker 0's experiences make new versions
+        if muscle_id.endswith("-0") or self.version == 0:
             self.version += 1
             update = self.version
         self.answered[muscle_id] = self.version

@@ -160,8 +160,9 @@ def test_statistics_are_stored_per_update_and_exported(workspace: Workspace) -> 
 
 
 def test_every_muscle_acts_with_the_newest_policy(workspace: Workspace) -> None:
-    """Only worker 0's experiences make updates; the other workers get the newest at their
-    next step (the Brain fails the run if a Muscle acted with an older policy)."""
+    """The first experience and then only worker 0's make updates; the other workers get the
+    newest at their next step (the Brain fails the run if a Muscle acted with an older policy),
+    so each acts with a version above 0 from its second action on, whatever the order."""
     path = run_file(
         workspace.path / "run.yml", test_phase="", workers=3, brain="NewestPolicyBrain"
     )
