@@ -22,6 +22,39 @@ from palaestra.core.nonfinite import to_strict_json as to_strict_json
 from palaestra.core.spaces import Space
 
 
+class _Deprecated:
+    """One of palaestrAI's deprecated names of an information attribute: reads and writes
+    ``attr`` (the slot behind ``instead``) with a :class:`DeprecationWarning`."""
+
+    __slots__ = ("attr", "instead", "name")
+
+    def __init__(self, attr: str, instead: str) -> None:
+        self.attr = attr
+        self.instead = instead
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, info: Any, owner: type | None = None) -> Any:
+        if info is None:
+            return self
+        _deprecated(info, self.name, self.instead)
+        return getattr(info, self.attr)
+
+    def __set__(self, info: Any, value: Any) -> None:
+        _deprecated(info, self.name, self.instead)
+        setattr(info, self.attr, value)
+
+
+def _deprecated(info: Any, name: str, instead: str) -> None:
+    warnings.warn(
+        f"{type(info).__name__}.{name} is deprecated (as in palaestrAI): use {instead}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 class Information:
     """The shared base of the three information classes: a value, its space and a uid.
 
@@ -83,16 +116,7 @@ class Information:
     def value_ids(self, value_ids: Any) -> None:
         self._value_ids = value_ids
 
-    @property
-    def id(self) -> str | None:
-        """Deprecated (palaestrAI's): the same as ``uid``."""
-        _deprecated(self, "id", "uid")
-        return self._uid
-
-    @id.setter
-    def id(self, uid: str | None) -> None:
-        _deprecated(self, "id", "uid")
-        self._uid = uid
+    id = _Deprecated("_uid", "uid")
 
     def contains(self) -> bool:
         """Return whether the value is in the space; False if no space is known."""
@@ -161,38 +185,11 @@ class SensorInformation(Information):
     def __call__(self, **kwargs: Any) -> Any:
         return self._value
 
-    @property
-    def sensor_value(self) -> Any:
-        """Deprecated (palaestrAI's): the same as ``value``."""
-        _deprecated(self, "sensor_value", "value")
-        return self._value
+    sensor_value = _Deprecated("_value", "value")
 
-    @sensor_value.setter
-    def sensor_value(self, value: Any) -> None:
-        _deprecated(self, "sensor_value", "value")
-        self._value = value
+    sensor_id = _Deprecated("_uid", "uid")
 
-    @property
-    def sensor_id(self) -> str | None:
-        """Deprecated (palaestrAI's): the same as ``uid``."""
-        _deprecated(self, "sensor_id", "uid")
-        return self._uid
-
-    @sensor_id.setter
-    def sensor_id(self, uid: str | None) -> None:
-        _deprecated(self, "sensor_id", "uid")
-        self._uid = uid
-
-    @property
-    def observation_space(self) -> Space | None:
-        """Deprecated (palaestrAI's): the same as ``space``."""
-        _deprecated(self, "observation_space", "space")
-        return self._space
-
-    @observation_space.setter
-    def observation_space(self, space: Space | None) -> None:
-        _deprecated(self, "observation_space", "space")
-        self._space = space
+    observation_space = _Deprecated("_space", "space")
 
 
 class ActuatorInformation(Information):
@@ -223,38 +220,11 @@ class ActuatorInformation(Information):
     def __call__(self, setpoint: Any) -> None:
         self._value = setpoint
 
-    @property
-    def setpoint(self) -> Any:
-        """Deprecated (palaestrAI's): the same as ``value``."""
-        _deprecated(self, "setpoint", "value")
-        return self._value
+    setpoint = _Deprecated("_value", "value")
 
-    @setpoint.setter
-    def setpoint(self, setpoint: Any) -> None:
-        _deprecated(self, "setpoint", "value")
-        self._value = setpoint
+    actuator_id = _Deprecated("_uid", "uid")
 
-    @property
-    def actuator_id(self) -> str | None:
-        """Deprecated (palaestrAI's): the same as ``uid``."""
-        _deprecated(self, "actuator_id", "uid")
-        return self._uid
-
-    @actuator_id.setter
-    def actuator_id(self, uid: str | None) -> None:
-        _deprecated(self, "actuator_id", "uid")
-        self._uid = uid
-
-    @property
-    def action_space(self) -> Space | None:
-        """Deprecated (palaestrAI's): the same as ``space``."""
-        _deprecated(self, "action_space", "space")
-        return self._space
-
-    @action_space.setter
-    def action_space(self, space: Space | None) -> None:
-        _deprecated(self, "action_space", "space")
-        self._space = space
+    action_space = _Deprecated("_space", "space")
 
 
 class RewardInformation(Information):
@@ -287,46 +257,11 @@ class RewardInformation(Information):
     def __add__(self, other: Any) -> Any:
         return self._value + other
 
-    @property
-    def reward_value(self) -> Any:
-        """Deprecated (palaestrAI's): the same as ``value``."""
-        _deprecated(self, "reward_value", "value")
-        return self._value
+    reward_value = _Deprecated("_value", "value")
 
-    @reward_value.setter
-    def reward_value(self, value: Any) -> None:
-        _deprecated(self, "reward_value", "value")
-        self._value = value
+    reward_id = _Deprecated("_uid", "uid")
 
-    @property
-    def reward_id(self) -> str | None:
-        """Deprecated (palaestrAI's): the same as ``uid``."""
-        _deprecated(self, "reward_id", "uid")
-        return self._uid
-
-    @reward_id.setter
-    def reward_id(self, uid: str | None) -> None:
-        _deprecated(self, "reward_id", "uid")
-        self._uid = uid
-
-    @property
-    def observation_space(self) -> Space | None:
-        """Deprecated (palaestrAI's): the same as ``space``."""
-        _deprecated(self, "observation_space", "space")
-        return self._space
-
-    @observation_space.setter
-    def observation_space(self, space: Space | None) -> None:
-        _deprecated(self, "observation_space", "space")
-        self._space = space
-
-
-def _deprecated(info: Information, name: str, instead: str) -> None:
-    warnings.warn(
-        f"{type(info).__name__}.{name} is deprecated (as in palaestrAI): use {instead}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    observation_space = _Deprecated("_space", "space")
 
 
 def json_value(info: Information) -> Any:
