@@ -54,9 +54,16 @@ def _find_spec(module_name: str) -> importlib.machinery.ModuleSpec | None:
             # a parent package exists but needs something that is missing
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
-        if str(exc) != f"No module named {exc.name!r}":  # an import hook said why
+        if not _plain_not_found(exc):  # an import hook said why
             raise PluginLoadError(f"cannot import module '{module_name}': {exc}") from exc
         return None
     except Exception as exc:  # a parent package failed: show the user's error
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
+
+
+def _plain_not_found(exc: ModuleNotFoundError) -> bool:
+    """Whether Python's import system itself found no such module (no module of that name, or
+    a "parent" that is a module, not a package), rather than an import hook saying why."""
+    text = str(exc)
+    return text == f"No module named {exc.name!r}" or "__path__ attribute not found" in text
