@@ -15,6 +15,7 @@ import traceback
 from types import MappingProxyType
 from typing import Any, NoReturn
 
+import msgspec
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -58,7 +59,7 @@ _TOP_KEYS = ("uid", "experiment_uid", "seed", "version", "schedule", "run_config
 _TOP_REQUIRED = ("uid", "seed", "version", "schedule")
 _PHASE_KEYS = ("environments", "agents", "simulation", "phase_config")
 _MERGED_PHASE_KEYS = frozenset({"simulation", "phase_config"})
-_ENV_ITEM_UNSUPPORTED = ("reward", "state_transformer")
+_ENV_ITEM_KEYS = ("environment", "reward", "state_transformer")
 _ENV_KEYS = ("name", "uid", "params")
 _AGENT_KEYS = (
     "name",
@@ -72,7 +73,13 @@ _AGENT_KEYS = (
     "muscle_memory",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
-_AGENT_UNSUPPORTED = ("filters", "replay")
+_AGENT_UNSUPPORTED = MappingProxyType(
+    {
+        "filters": "",
+        "replay": "offline learning from recorded runs comes with palaestra's replay work "
+        "(a later issue); remove 'replay' to learn online",
+    }
+)
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
@@ -315,13 +322,15 @@ class _RunBuilder:
         specs: list[EnvironmentSpec] = []
         seen: dict[str, int | None] = {}
         for item in as_list(node, non_empty=True):
-            entry = as_mapping(
-                item,
-                allowed=("environment",),
-                required=("environment",),
-                unsupported=_ENV_ITEM_UNSUPPORTED,
-            )
+            entry = as_mapping(item, allowed=_ENV_ITEM_KEYS, required=("environment",))
             spec, uid_node = self._environment(entry["environment"])
+            extras = {
+                key: self._class_spec(entry[key], role=None)
+                for key in ("reward", "state_transformer")
+                if optional(entry, key)
+            }
+            if extras:
+                spec = msgspec.structs.replace(spec, **extras)
             _check_unique(seen, spec.uid, uid_node, "environment uid")
             specs.append(spec)
         return tuple(specs)
