@@ -8,6 +8,17 @@ from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.dummy_objective import DummyObjective
+from palaestra.agent.filter import Filter
+from palaestra.agent.filters import (
+    AbsoluteDeviationFilter,
+    ActionTimeShiftFilter,
+    DeltaActionFilter,
+    DeltaObsFilter,
+    DeltaStepFilter,
+    MergeStepsFilter,
+    NormFilter,
+    QuadraticPenaltyFilter,
+)
 from palaestra.agent.memory import Memory, MemoryShard
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.none_brain import NoneBrain
@@ -15,6 +26,8 @@ from palaestra.agent.objective import Objective
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 
 __all__ = [
+    "AbsoluteDeviationFilter",
+    "ActionTimeShiftFilter",
     "ActuatorInformation",
     "AggregateRewardsObjective",
     "Brain",
@@ -22,15 +35,22 @@ __all__ = [
     "BrainDumper",
     "BrainDumps",
     "CheckpointableBrain",
+    "DeltaActionFilter",
+    "DeltaObsFilter",
+    "DeltaStepFilter",
     "DummyBrain",
     "DummyMuscle",
     "DummyObjective",
+    "Filter",
     "Memory",
+    "MergeStepsFilter",
     "MemoryShard",
     "Muscle",
     "MuscleContext",
     "NoneBrain",
+    "NormFilter",
     "Objective",
+    "QuadraticPenaltyFilter",
     "RewardInformation",
     "SensorInformation",
 ]

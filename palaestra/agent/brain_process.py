@@ -17,6 +17,7 @@ import zmq
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.filter import FilterChain
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
@@ -62,6 +63,7 @@ class BrainProcess(Component):
             )
         )
         self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
+        self.filters = FilterChain(setup.agent.filters)
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -77,6 +79,7 @@ class BrainProcess(Component):
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
+        self.filters.set_up(brain=self.brain)
         call(self.brain.setup)
         call(self.brain.load)
         if self.request.dump is not None:
@@ -137,7 +140,10 @@ class BrainProcess(Component):
                 done=transition.done,
                 objective=transition.objective,
             )
-        update = call(brain.thinking, muscle_id, pickle.loads(message.data))
+        if self.filters:
+            update = self.filters.think(brain.thinking, muscle_id, pickle.loads(message.data))
+        else:
+            update = call(brain.thinking, muscle_id, pickle.loads(message.data))
         self.stored = False
         if message.done:
             self._store_brain()

@@ -16,6 +16,7 @@ import numpy as np
 import zmq
 
 from palaestra.agent.context import MuscleContext
+from palaestra.agent.filter import FilterChain
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
@@ -106,6 +107,7 @@ class MuscleProcess(Component):
         self.previous: _Previous | None = None
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.muscle = self._construct(agent, sensors, actuators)
+        self.filters = FilterChain(agent.filters)
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
@@ -145,6 +147,7 @@ class MuscleProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
+        self.filters.set_up(muscle=self.muscle)
         call(self.muscle.setup)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
@@ -303,7 +306,12 @@ class MuscleProcess(Component):
             ActuatorInformation(None, space, uid)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         ]
-        setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
+        if self.filters:  # the Muscle sees filtered copies; memory keeps the world's readings
+            setpoints, data_for_brain = self.filters.act(
+                self.muscle.propose_actions, sensors, available
+            )
+        else:
+            setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
         values = {str(a.uid): json_value(a) for a in setpoints}
         if not values.keys() <= self.actuator_set:
             raise self._foreign(values)

@@ -71,11 +71,11 @@ _AGENT_KEYS = (
     "load",
     "brain_memory",
     "muscle_memory",
+    "filters",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_UNSUPPORTED = MappingProxyType(
     {
-        "filters": "",
         "replay": "offline learning from recorded runs comes with palaestra's replay work "
         "(a later issue); remove 'replay' to learn online",
     }
@@ -101,6 +101,7 @@ _BASE_CLASSES = MappingProxyType(
         "muscle": "palaestra.agent.muscle:Muscle",
         "objective": "palaestra.agent.objective:Objective",
         "environment": "palaestra.environment.environment:Environment",
+        "filter": "palaestra.agent.filter:Filter",
     }
 )
 
@@ -370,8 +371,15 @@ class _RunBuilder:
             load=_load(optional(fields, "load")),
             brain_memory=memory_limits(optional(fields, "brain_memory"), BRAIN_MEMORY),
             muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
+            filters=self._filters(optional(fields, "filters")),
         )
         return spec, fields["name"]
+
+    def _filters(self, node: Node | None) -> tuple[ClassSpec, ...]:
+        """Return an agent's ``filters``: a list of ``{name, params}``, applied in order."""
+        if node is None:
+            return ()
+        return tuple(self._class_spec(item, role="filter") for item in as_list(node))
 
     def _simulation(self, node: Node, environments: int) -> SimulationSpec:
         """Return a phase's simulation controller and its termination conditions."""

@@ -65,7 +65,8 @@ class ScaleSensors(EnvironmentStateTransformer):
 
 
 class PushMuscle(Muscle):
-    """Sets every actuator to the param ``push``; sends the Brain its sensor values."""
+    """Sets every actuator to the param ``push`` times the number of sensors it sees; sends
+    the Brain its sensor values."""
 
     def __init__(self, push: float = 1.0, **params: Any) -> None:
         super().__init__()
@@ -75,7 +76,7 @@ class PushMuscle(Muscle):
         self, sensors: list[SensorInformation], actuators_available: list[ActuatorInformation]
     ) -> tuple[list[ActuatorInformation], Any]:
         for actuator in actuators_available:
-            actuator.value = self.push
+            actuator.value = self.push * len(sensors)
         return actuators_available, [float(s.value) for s in sensors]
 
     def update(self, update: Any) -> None:

@@ -34,12 +34,16 @@ schedule:
       agents:
         - name: pusher
           brain: {name: palaestrai.agent:NoneBrain, params: {}}
-          muscle: {name: builtin_plugins:PushMuscle, params: {push: 1.0}}
+          muscle: {name: builtin_plugins:PushMuscle, params: {push: 0.5}}
           objective:
             name: palaestrai.agent.aggregate_rewards_objective:AggregateRewardsObjective
             params: {rewards: [level_reward], factor: 2.0}
           sensors: [lev.level]
           actuators: [lev.push]
+          filters:
+            - name: palaestrai.agent.filters.merge_steps_filter:MergeStepsFilter
+              params: {steps: 2}
+            - name: palaestrai.agent:DeltaActionFilter
       simulation:
         name: palaestrai.simulation:Vanilla
         conditions:
@@ -64,19 +68,26 @@ def test_reward_state_transformer_and_agent_builtins(workspace: Workspace) -> No
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 0, result.stderr
     assert workspace.instance_status()[0] == "finished"
-    world = _rows(workspace, "select step, sensors, rewards from world_states order by step")
-    # the environment's level is 1, 2, 3, 4 (one push of 1.0 a step); the transformer
-    # scales what is observed and stored by 10, the reward (0.5 x level) is the environment's
-    assert [(s, json.loads(x), json.loads(r)) for s, x, r in world] == [
-        (step, {"lev.level": 10.0 * step}, {"level_reward": 0.5 * step}) for step in range(1, 5)
+    world = _rows(
+        workspace, "select step, sensors, setpoints, rewards from world_states order by step"
+    )
+    # the Muscle sees two sensors (MergeStepsFilter: level and LAST-1-level), so it pushes
+    # 2 x 0.5; DeltaActionFilter adds each push to the last: the set points are 1, 2, 3, 4
+    # and the level 1, 3, 6, 10. The transformer scales what is observed and stored by 10;
+    # the reward (0.5 x level) is the environment's, before the transformer
+    levels = [1.0, 3.0, 6.0, 10.0]
+    assert [(s, json.loads(x), json.loads(a), json.loads(r)) for s, x, a, r in world] == [
+        (step, {"lev.level": 10 * level}, {"lev.push": float(step)}, {"level_reward": level / 2})
+        for step, level in enumerate(levels, start=1)
     ]
     actions = _rows(
         workspace,
         "select step, sensor_readings, actuator_setpoints, objective from muscle_actions "
         "order by step",
     )
-    # the Muscle saw the transformed readings; the objective is 2 x level_reward
-    seen = [(s, json.loads(x), json.loads(a), o) for s, x, a, o in actions]
-    assert [row[1] for row in seen] == [{"lev.level": 10.0 * i} for i in range(len(seen))]
-    assert all(row[2] == {"lev.push": 1.0} for row in seen)
-    assert [row[3] for row in seen if row[3] is not None] == [1.0 * step for step in range(1, 5)]
+    # the store keeps what the world reported, the set points the environment got, and the
+    # objective: AggregateRewardsObjective's 2 x level_reward
+    assert [(s, json.loads(x), json.loads(a), o) for s, x, a, o in actions] == [
+        (step, {"lev.level": 10 * before}, {"lev.push": step + 1.0}, level)
+        for step, (before, level) in enumerate(zip([0.0, *levels], levels, strict=False))
+    ]
