@@ -95,6 +95,20 @@ _PHASE_CONFIG_KEYS = (
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
+_OBJECTIVE_CONDITIONS = (
+    "It ends episodes and phases on the agents' objectives, which palaestra does not yet "
+    "carry to where episodes end (later work of issue 10). End them with "
+    "palaestra.simulation:VanillaSimControllerTerminationCondition (an environment is done) "
+    "and palaestra.experiment:MaxEpisodesTerminationCondition."
+)
+_NOT_OFFERED = MappingProxyType(
+    {
+        "AgentObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS,
+        "AgentEvaluationObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS
+        + " palaestra also has no evaluation rollouts (evaluate_every) yet.",
+    }
+)
+"""palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
 _BASE_CLASSES = MappingProxyType(
     {
         "brain": "palaestra.agent.brain:Brain",
@@ -210,6 +224,9 @@ class _ClassChecker:
         if not self.enabled:
             return
         found = self._resolve(name)
+        not_offered = _NOT_OFFERED.get(name.rpartition(":")[2])
+        if isinstance(found, PluginLoadError) and not_offered:
+            node.fail(f"palaestra does not offer palaestrAI's '{name}' yet.", not_offered)
         if isinstance(found, PluginLoadError):
             message, _, own_hint = str(found).partition(" Did you mean ")
             hint = self._palaestra_hint(name) or (f"Did you mean {own_hint}" if own_hint else None)
