@@ -81,3 +81,27 @@ class PushMuscle(Muscle):
 
     def update(self, update: Any) -> None:
         pass
+
+
+class SeenUids(EnvironmentStateTransformer):
+    """Passes the state through; keeps the sensor uids it was given (class attribute)."""
+
+    seen: list[list[str]] = []
+
+    def __call__(self, environment_state: EnvironmentState) -> EnvironmentState:
+        SeenUids.seen.append([str(s.uid) for s in environment_state.sensor_information])
+        return environment_state
+
+
+class ReturnsATuple(EnvironmentStateTransformer):
+    """Breaks the contract: returns a tuple instead of an EnvironmentState."""
+
+    def __call__(self, environment_state: EnvironmentState) -> Any:
+        return tuple(environment_state)
+
+
+class Fails(EnvironmentStateTransformer):
+    """Raises on every step."""
+
+    def __call__(self, environment_state: EnvironmentState) -> EnvironmentState:
+        raise RuntimeError("the transformer failed")
