@@ -20,6 +20,7 @@ from palaestra.agent.filter import FilterChain
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
+from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, PeerGone
@@ -108,6 +109,8 @@ class MuscleProcess(Component):
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.muscle = self._construct(agent, sensors, actuators)
         self.filters = FilterChain(agent.filters)
+        self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
+        self.objective_reached = False
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
@@ -235,6 +238,8 @@ class MuscleProcess(Component):
         previous = self.previous
         if previous is not None and message.rewards is not None:
             transition = self._complete(previous, message.rewards, message.done)
+            if self.objective_stop is not None:
+                self.objective_reached = self.objective_stop.reached(transition.objective)
             self.rows.add(
                 m.MuscleActionRow(
                     self.episode,
@@ -324,7 +329,7 @@ class MuscleProcess(Component):
             values,
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
         )
-        return m.AgentActions(setpoints=values)
+        return m.AgentActions(setpoints=values, stop=self.objective_reached)
 
     def _foreign(self, values: dict[str, Any]) -> PluginContractError:
         """The error for set points of actuators this agent was not given."""
@@ -347,7 +352,10 @@ class MuscleProcess(Component):
             if env_uid in by_env:
                 by_env[env_uid][local] = value
         try:
-            messages = [m.encode(m.AgentActions(setpoints=by_env[uid])) for uid, _ in links]
+            stop = self.objective_reached
+            messages = [
+                m.encode(m.AgentActions(setpoints=by_env[uid], stop=stop)) for uid, _ in links
+            ]
         except (TypeError, ValueError, OverflowError) as exc:
             raise self._unsendable(values, step, exc)  # noqa: B904 - its cause is set
         for (_, link), data in zip(links, messages, strict=True):

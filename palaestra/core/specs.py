@@ -74,6 +74,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     brain_memory: MemoryLimits = BRAIN_MEMORY
     muscle_memory: MemoryLimits = MUSCLE_MEMORY
     filters: tuple[ClassSpec, ...] = ()
+    objective_stop: dict[int, float] = {}
+    """A worker's episode ends once the mean of the agent's last ``N`` objective values
+    reaches ``objective_stop[N]`` (palaestrAI's AgentObjectiveTerminationCondition)."""
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -87,6 +87,7 @@ class EnvironmentProcess(Component):
         self.expected: list[str] | None = None
         self.controller = b""
         self.pending: dict[str, dict[str, Any]] = {}
+        self.stop_requested = False
         self.links: dict[str, Channel] = {}  # by Muscle process name
         self._polled: list[Any] = []
         self.values: list[Any] = []
@@ -189,6 +190,8 @@ class EnvironmentProcess(Component):
         if not isinstance(action, m.AgentActions):
             raise TypeError(f"{self.name}: {type(action).__name__} from {link.peer}")
         self.pending[link.peer] = action.setpoints
+        if action.stop:  # an agent reached its objective rule: this step is the last
+            self.stop_requested = True
 
     def start_world(self, reset: bool, check_values: bool = True) -> m.EnvBaseline:
         """Start (or reset) the world, check what it returned, and describe it.
@@ -285,6 +288,8 @@ class EnvironmentProcess(Component):
         else:
             state = tuple(result)
             sensors, rewards, done = state[0], state[1], bool(state[2])
+        if self.stop_requested:
+            done, self.stop_requested = True, False
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
         self.last_values = values

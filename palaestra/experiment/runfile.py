@@ -38,6 +38,11 @@ from palaestra.core.specs import (
 )
 from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
 from palaestra.experiment.runfile_memory import memory_limits
+from palaestra.experiment.runfile_objective import (
+    PHASE_LEVEL,
+    is_objective_condition,
+    with_objective_stops,
+)
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -96,16 +101,13 @@ _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
 _OBJECTIVE_CONDITIONS = (
-    "It ends episodes and phases on the agents' objectives, which palaestra does not yet "
-    "carry to where episodes end (later work of issue 10). End them with "
-    "palaestra.simulation:VanillaSimControllerTerminationCondition (an environment is done) "
-    "and palaestra.experiment:MaxEpisodesTerminationCondition."
+    "It ends phases on evaluation rollouts (evaluate_every), which palaestra does not have "
+    "yet. End episodes with palaestra.experiment:AgentObjectiveTerminationCondition "
+    "(brain_avgN) and phases with palaestra.experiment:MaxEpisodesTerminationCondition."
 )
 _NOT_OFFERED = MappingProxyType(
     {
-        "AgentObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS,
-        "AgentEvaluationObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS
-        + " palaestra also has no evaluation rollouts (evaluate_every) yet.",
+        "AgentEvaluationObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS,
     }
 )
 """palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
@@ -290,7 +292,13 @@ class _RunBuilder:
         condition = optional(fields, "condition")
         if condition is None:
             return (ClassSpec(name=_DEFAULT_RUN_CONDITION),)
-        return (self._class_spec(condition, role=None),)
+        spec = self._class_spec(condition, role=None)
+        if is_objective_condition(spec.name):
+            condition.value["name"].fail(
+                f"palaestra does not offer '{spec.name}' as the run's condition yet.",
+                PHASE_LEVEL,
+            )
+        return (spec,)
 
     def _schedule(self, node: Node) -> tuple[PhaseSpec, ...]:
         """Return the phases of the schedule, each with what it inherited."""
@@ -312,12 +320,15 @@ class _RunBuilder:
         agents = self._agents(fields["agents"], name, uids)
         if self._env_ids is not None:
             self._check_ids_exist(fields["agents"], environments)
+        simulation = self._simulation(fields["simulation"], len(environments))
+        if any(is_objective_condition(c.name) for c in simulation.conditions):
+            agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
         return PhaseSpec(
             index=index,
             name=name,
             environments=environments,
             agents=agents,
-            simulation=self._simulation(fields["simulation"], len(environments)),
+            simulation=simulation,
             config=_phase_config(fields["phase_config"]),
         )
 

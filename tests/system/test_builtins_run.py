@@ -91,3 +91,46 @@ def test_reward_state_transformer_and_agent_builtins(workspace: Workspace) -> No
         (step, {"lev.level": 10 * before}, {"lev.push": step + 1.0}, level)
         for step, (before, level) in enumerate(zip([0.0, *levels], levels, strict=False))
     ]
+
+
+OBJECTIVE_RUN = """\
+uid: objective-run
+seed: 3
+version: "3.4"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: builtin_plugins:LevelEnvironment
+            uid: lev
+            params: {max_iter: 10}
+          reward: {name: builtin_plugins:LevelReward, params: {scale: 0.5}}
+      agents:
+        - name: pusher
+          brain: {name: palaestrai.agent.none_brain:NoneBrain}
+          muscle: {name: builtin_plugins:PushMuscle, params: {push: 1.0}}
+          objective:
+            name: palaestrai.agent:AggregateRewardsObjective
+            params: {rewards: level_reward, factor: 2.0}
+          sensors: [lev.level]
+          actuators: [lev.push]
+      simulation:
+        name: palaestrai.simulation:Vanilla
+        conditions:
+          - name: palaestrai.experiment:AgentObjectiveTerminationCondition
+            params: {pusher: {brain_avg2: 3.5}}
+      phase_config: {mode: train, worker: 1, episodes: 2}
+"""
+
+
+def test_an_agents_objective_ends_its_episode(workspace: Workspace) -> None:
+    path = workspace.path / "run.yml"
+    path.write_text(OBJECTIVE_RUN)
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr
+    assert workspace.instance_status()[0] == "finished"
+    # the objective is the level (1, 2, 3, ...): the mean of the last two reaches 3.5 with
+    # the transition of step 4, so the step after it is the episode's last; the window spans
+    # episodes (as palaestrAI's), so the next episode ends after its first step
+    world = _rows(workspace, "select episode, step, done from world_states order by id")
+    assert world == [(0, step, step == 5) for step in range(1, 6)] + [(1, 1, True)]

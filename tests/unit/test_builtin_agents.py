@@ -83,3 +83,19 @@ def test_checkpointable_brain_is_a_runtime_protocol() -> None:
 
     assert isinstance(Exporting(), CheckpointableBrain)
     assert not isinstance(NoneBrain(), CheckpointableBrain)
+
+
+def test_objective_stop_reaches_a_rule_on_the_mean_of_the_last_values() -> None:
+    from palaestra.agent.objective_stop import ObjectiveStop
+
+    stop = ObjectiveStop({2: 3.5, 4: 10.0})
+    assert [stop.reached(v) for v in (1.0, 2.0, 3.0, 4.0, 1.0, float("nan"), 9.0)] == [
+        False,  # fewer values than any window
+        False,
+        False,
+        True,  # (3 + 4) / 2
+        False,
+        False,  # NaN reaches nothing
+        False,
+    ]
+    assert ObjectiveStop({1: 5.0}).reached(5.0)

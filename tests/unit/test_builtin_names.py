@@ -37,6 +37,8 @@ BUILTINS = (
     "palaestra.environment:Reward",
     "palaestra.environment.environment_state_transformer:EnvironmentStateTransformer",
     "palaestra.environment:EnvironmentStateTransformer",
+    "palaestra.experiment:AgentObjectiveTerminationCondition",
+    "palaestra.experiment.agent_objective_termination_condition:AgentObjectiveTerminationCondition",
 )
 
 

@@ -67,12 +67,12 @@ def test_a_filter_that_is_not_a_filter_is_refused() -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "palaestrai.experiment:AgentObjectiveTerminationCondition",
+        "palaestrai.experiment:AgentEvaluationObjectiveTerminationCondition",
         "palaestra.experiment:AgentEvaluationObjectiveTerminationCondition",
     ],
 )
 @pytest.mark.usefixtures("plugins")
-def test_the_agent_objective_conditions_are_refused_saying_what_to_use(name: str) -> None:
+def test_the_evaluation_condition_is_refused_saying_what_to_use(name: str) -> None:
     text = _with("          - name: rf_plugins:Condition\n", f"          - name: {name}\n")
     with pytest.raises(RunFileError) as caught:
         load_run_text(text, path="run.yml", check_classes=True)
@@ -80,3 +80,48 @@ def test_the_agent_objective_conditions_are_refused_saying_what_to_use(name: str
     assert error.key == "schedule[0].only_phase.simulation.conditions[0].name"
     assert error.message == f"palaestra does not offer palaestrAI's '{name}' yet."
     assert error.hint is not None and "MaxEpisodesTerminationCondition" in error.hint
+
+
+OBJECTIVE = "palaestrai.experiment:AgentObjectiveTerminationCondition"
+
+
+def _objective_condition(params: str) -> str:
+    return _with(
+        "          - name: rf_plugins:Condition\n            params: {limit: 3}\n",
+        f"          - name: {OBJECTIVE}\n            params: {params}\n",
+    )
+
+
+def test_brain_avg_rules_reach_the_agent() -> None:
+    text = _objective_condition("{solo: {brain_avg10: 0.5, brain_avg3: 2, phase_avg5: 1.0}}")
+    (phase,) = load_run_text(text, path="run.yml", check_classes=False).phases
+    assert phase.agents[0].objective_stop == {10: 0.5, 3: 2.0}
+
+
+@pytest.mark.parametrize(
+    ("params", "key", "message"),
+    [
+        ("{sole: {brain_avg3: 1}}", "sole", "unknown key 'sole'."),
+        ("{solo: {brain_mean3: 1}}", "solo.brain_mean3", "unknown rule 'brain_mean3'"),
+        ("{solo: {brain_avg0: 1}}", "solo.brain_avg0", "expected a number and N >= 1"),
+        ("{solo: {brain_avg3: high}}", "solo.brain_avg3", "expected a number and N >= 1"),
+        ("{solo: 3}", "solo", "expected a mapping like {brain_avg10: 0.9}"),
+    ],
+)
+def test_bad_objective_rules_are_named(params: str, key: str, message: str) -> None:
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(_objective_condition(params), path="run.yml", check_classes=False)
+    prefix = "schedule[0].only_phase.simulation.conditions[0].params."
+    assert caught.value.key == prefix + key
+    assert caught.value.message.startswith(message)
+
+
+def test_the_objective_condition_is_refused_as_the_runs_condition() -> None:
+    text = MINIMAL + f"run_config:\n  condition:\n    name: {OBJECTIVE}\n"
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(text, path="run.yml", check_classes=False)
+    assert caught.value.key == "run_config.condition.name"
+    assert caught.value.message == (
+        f"palaestra does not offer '{OBJECTIVE}' as the run's condition yet."
+    )
+    assert caught.value.hint is not None and "phase_avgN" in caught.value.hint
