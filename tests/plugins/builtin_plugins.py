@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from palaestrai.agent import ActuatorInformation, Muscle, RewardInformation, SensorInformation
+from palaestrai.agent import (
+    ActuatorInformation,
+    Filter,
+    Muscle,
+    RewardInformation,
+    SensorInformation,
+)
 from palaestrai.environment import (
     Environment,
     EnvironmentState,
@@ -105,3 +111,19 @@ class Fails(EnvironmentStateTransformer):
 
     def __call__(self, environment_state: EnvironmentState) -> EnvironmentState:
         raise RuntimeError("the transformer failed")
+
+
+class AddToUpdate(Filter):
+    """A user's filter, palaestrAI-style: adds the param ``add`` to each update of the Brain
+    for its Muscle; fails at setup unless it was given the Brain and its sensors."""
+
+    def __init__(self, add: int = 0) -> None:
+        super().__init__()
+        self.add = add
+
+    def setup_brain(self) -> None:
+        if self.brain is None or not self.brain.sensors:
+            raise RuntimeError("setup_brain without the Brain's sensors")
+
+    def brain_post_process(self, potential_update: Any) -> Any:
+        return None if potential_update is None else potential_update + self.add

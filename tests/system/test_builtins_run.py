@@ -134,3 +134,43 @@ def test_an_agents_objective_ends_its_episode(workspace: Workspace) -> None:
     # episodes (as palaestrAI's), so the next episode ends after its first step
     world = _rows(workspace, "select episode, step, done from world_states order by id")
     assert world == [(0, step, step == 5) for step in range(1, 6)] + [(1, 1, True)]
+
+
+BRAIN_FILTER_RUN = """\
+uid: brain-filter-run
+seed: 3
+version: "3.4"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: palaestrai.environment.dummy_environment:DummyEnvironment
+            uid: env
+            params: {discrete: true, max_iter: 4}
+      agents:
+        - name: counter
+          brain: {name: palaestrai.agent:DummyBrain}
+          muscle: {name: palaestrai.agent:DummyMuscle, params: {count_upwards: true}}
+          objective: {name: palaestrai.agent:DummyObjective}
+          sensors: [env.0]
+          actuators: [env.0]
+          filters:
+            - name: builtin_plugins:AddToUpdate
+              params: {add: 10}
+      simulation:
+        name: palaestrai.simulation:Vanilla
+        conditions:
+          - name: palaestrai.simulation:VanillaSimControllerTerminationCondition
+      phase_config: {mode: train, worker: 1, episodes: 1}
+"""
+
+
+def test_a_users_filter_wraps_the_brains_answers(workspace: Workspace) -> None:
+    path = workspace.path / "run.yml"
+    path.write_text(BRAIN_FILTER_RUN)
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr
+    # DummyBrain answers the Muscle's count + 1 and the filter adds 10: the Muscle counts
+    # 10, 21, 32, 43 (without the filter: 0, 1, 2, 3) and sets its actuator to the count
+    actions = _rows(workspace, "select actuator_setpoints from muscle_actions order by step")
+    assert [json.loads(a)["env.0"] for (a,) in actions] == [10, 21, 32, 43]
