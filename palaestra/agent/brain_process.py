@@ -27,7 +27,7 @@ from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
-from palaestra.core.plugin import call
+from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import connect_store, send
 from palaestra.core.transport import endpoint_for
 
@@ -79,7 +79,9 @@ class BrainProcess(Component):
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
-        self.filters.set_up(brain=self.brain)
+        if self.filters:  # its memory gets the sensors the filters make, as the Brain sees
+            self.filters.set_up(brain=self.brain)
+            self.sensors = list(self.brain.sensors)
         call(self.brain.setup)
         call(self.brain.load)
         if self.request.dump is not None:
@@ -131,6 +133,8 @@ class BrainProcess(Component):
         if muscle_id is None:
             muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
         transition = message.transition
+        if transition is not None and self.filters:
+            self._check_filtered(transition.sensors)
         if transition is not None:
             memory.append(
                 muscle_id,
@@ -150,6 +154,17 @@ class BrainProcess(Component):
             self._send_dumps()
         answer = None if update is None else pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
         link.send(m.encode(m.BrainUpdate(update=answer)))
+
+    def _check_filtered(self, values: list[Any]) -> None:
+        """The filters gave the Muscle as many sensors as the Brain was told of."""
+        if len(values) != len(self.sensors):
+            raise PluginContractError(
+                self.filters.filters[-1],
+                "setup_brain",
+                f"left the Brain {len(self.sensors)} sensors, but the agent's filters give its "
+                f"Muscle {len(values)}: a filter that changes the sensors sets "
+                "self.brain.sensors to match in setup_brain()",
+            )
 
     def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
         sensors = self.sensors

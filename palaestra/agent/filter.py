@@ -96,16 +96,17 @@ class FilterChain:
         propose: Callable[..., Any],
         sensors: list[SensorInformation],
         available: list[ActuatorInformation],
-    ) -> tuple[Sequence[ActuatorInformation], Any]:
+    ) -> tuple[list[SensorInformation], Sequence[ActuatorInformation], Any]:
         """``propose(sensors, available)`` between the filters (on copies of ``sensors``,
-        which stay what the world reported)."""
+        which stay what the world reported); returns the sensors the Muscle saw (what the
+        Brain's memory gets, as in palaestrAI), the set points and the data for the Brain."""
         seen: list[Any] = copy.deepcopy(sensors)
         for agent_filter in self.filters:
             seen, available = call(agent_filter.muscle_pre_process, seen, available)
         setpoints, data = call(propose, seen, available)
         for agent_filter in reversed(self.filters):
             setpoints, data = call(agent_filter.muscle_post_process, setpoints, data)
-        return setpoints, data
+        return seen, setpoints, data
 
     def think(self, thinking: Callable[[str, Any], Any], muscle_id: str, data: Any) -> Any:
         """``thinking(muscle_id, data)`` between the filters."""

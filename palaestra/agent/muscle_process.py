@@ -45,7 +45,15 @@ from palaestra.core.watch import Waiting, watch
 class _Previous:
     """What the muscle did last: needed to complete the transition when rewards arrive."""
 
-    __slots__ = ("step", "sensors", "setpoints", "sensor_values", "setpoint_values", "data")
+    __slots__ = (
+        "step",
+        "sensors",
+        "setpoints",
+        "sensor_values",
+        "setpoint_values",
+        "data",
+        "seen_values",
+    )
 
     def __init__(
         self,
@@ -55,6 +63,7 @@ class _Previous:
         sensor_values: list[Any],
         setpoint_values: dict[str, Any],
         data: bytes,
+        seen_values: list[Any],
     ) -> None:
         self.step = step
         self.sensors = sensors
@@ -62,6 +71,7 @@ class _Previous:
         self.sensor_values = sensor_values
         self.setpoint_values = setpoint_values
         self.data = data
+        self.seen_values = seen_values  # the sensor values the Muscle saw (its filters')
 
 
 class MuscleProcess(Component):
@@ -298,7 +308,7 @@ class MuscleProcess(Component):
         objective = call(self.objective.internal_reward, self.memory)
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
-        return m.Transition(previous.sensor_values, previous.setpoint_values, rewards, value, done)
+        return m.Transition(previous.seen_values, previous.setpoint_values, rewards, value, done)
 
     def _act(self, message: m.AgentStep) -> m.AgentActions:
         sensors = [
@@ -311,10 +321,12 @@ class MuscleProcess(Component):
             ActuatorInformation(None, space, uid)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         ]
-        if self.filters:  # the Muscle sees filtered copies; memory keeps the world's readings
-            setpoints, data_for_brain = self.filters.act(
+        seen_values = message.values
+        if self.filters:  # the Muscle (and the Brain's memory) get what the filters made
+            seen, setpoints, data_for_brain = self.filters.act(
                 self.muscle.propose_actions, sensors, available
             )
+            seen_values = [json_value(s) for s in seen]
         else:
             setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
         values = {str(a.uid): json_value(a) for a in setpoints}
@@ -328,6 +340,7 @@ class MuscleProcess(Component):
             message.values,
             values,
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
+            seen_values,
         )
         return m.AgentActions(setpoints=values, stop=self.objective_reached)
 

@@ -4,10 +4,12 @@ a constant. Every import is from ``palaestrai.*``, as a palaestrAI user writes t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from palaestrai.agent import (
     ActuatorInformation,
+    DummyBrain,
     Filter,
     Muscle,
     RewardInformation,
@@ -127,3 +129,27 @@ class AddToUpdate(Filter):
 
     def brain_post_process(self, potential_update: Any) -> Any:
         return None if potential_update is None else potential_update + self.add
+
+
+class UidsBrain(DummyBrain):
+    """DummyBrain that also dumps the sensor uids it was told of and those of its memory's
+    newest row (JSON ``{"sensors": [...], "memory": [...]}``)."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        newest = self.memory.tail(1).sensor_information
+        self.memory_uids = [str(s.uid) for s in newest[-1]] if newest else []
+        return super().thinking(muscle_id, data_from_muscle)
+
+    def store(self) -> None:
+        uids = {"sensors": [str(s.uid) for s in self.sensors], "memory": self.memory_uids}
+        self.store_brain_dump(json.dumps(uids).encode())
+
+
+class AddsASensor(Filter):
+    """Shows the Muscle one more sensor but does not tell the Brain (no setup_brain)."""
+
+    def muscle_pre_process(
+        self, sensors: list[SensorInformation], actuators_available: list[ActuatorInformation]
+    ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
+        extra = SensorInformation(0.0, Box(-1, 1, shape=()), "extra")
+        return [*sensors, extra], actuators_available

@@ -149,7 +149,7 @@ schedule:
             params: {discrete: true, max_iter: 4}
       agents:
         - name: counter
-          brain: {name: palaestrai.agent:DummyBrain}
+          brain: {name: builtin_plugins:UidsBrain}
           muscle: {name: palaestrai.agent:DummyMuscle, params: {count_upwards: true}}
           objective: {name: palaestrai.agent:DummyObjective}
           sensors: [env.0]
@@ -157,6 +157,8 @@ schedule:
           filters:
             - name: builtin_plugins:AddToUpdate
               params: {add: 10}
+            - name: palaestrai.agent:MergeStepsFilter
+              params: {steps: 2}
       simulation:
         name: palaestrai.simulation:Vanilla
         conditions:
@@ -174,3 +176,28 @@ def test_a_users_filter_wraps_the_brains_answers(workspace: Workspace) -> None:
     # 10, 21, 32, 43 (without the filter: 0, 1, 2, 3) and sets its actuator to the count
     actions = _rows(workspace, "select actuator_setpoints from muscle_actions order by step")
     assert [json.loads(a)["env.0"] for (a,) in actions] == [10, 21, 32, 43]
+    # the store keeps the world's readings; the Brain is told of the sensors the filters
+    # make, and its memory holds them (as palaestrAI's)
+    readings = _rows(workspace, "select sensor_readings from muscle_actions order by step")
+    assert [list(json.loads(r)) for (r,) in readings] == [["env.0"]] * 4
+    ((dump,),) = _rows(workspace, "select dump from brain_states")
+    assert json.loads(dump) == {
+        "sensors": ["env.0", "LAST-1-env.0"],
+        "memory": ["env.0", "LAST-1-env.0"],
+    }
+
+
+def test_a_filter_that_changes_the_sensors_behind_the_brains_back_is_named(
+    workspace: Workspace,
+) -> None:
+    path = workspace.path / "run.yml"
+    path.write_text(
+        BRAIN_FILTER_RUN.replace("builtin_plugins:AddToUpdate", "builtin_plugins:AddsASensor")
+        .replace("              params: {add: 10}\n", "")
+        .replace("            - name: palaestrai.agent:MergeStepsFilter\n", "")
+        .replace("              params: {steps: 2}\n", "")
+    )
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr
+    assert "builtin_plugins:AddsASensor.setup_brain left the Brain 1 sensors" in result.stderr
+    assert workspace.instance_status()[0] == "error"
