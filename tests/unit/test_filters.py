@@ -179,3 +179,34 @@ def test_a_filter_that_fails_is_named() -> None:
     chain.filters = [Broken()]
     with pytest.raises(PluginError, match="Broken.muscle_pre_process"):
         chain.act(lambda s, a: (a, None), sensors(0), acts())
+
+
+def test_norm_filter_normalises_the_brains_objectives_as_palaestrai() -> None:
+    from palaestra.agent import Memory
+    from palaestra.core.information import RewardInformation as R
+
+    class _Brain:
+        def __init__(self) -> None:
+            self.memory = Memory()
+            self.name = "b"
+
+    brain = _Brain()
+    f = ag.NormFilter(batch_size=3, norm_objective_after=4)
+    f.brain = brain  # type: ignore[assignment]
+    f.setup()
+    seen = []
+    for t in range(9):
+        if t:
+            brain.memory.append(
+                "m-0",
+                [S(1.0, Box(0, 10, ()), "s")],
+                [A(1.0, Box(0, 10, ()), "a")],
+                [R(1.0, Box(0, 10, ()), "r")],
+                False,
+                objective=np.array([float(t * t)]),
+            )
+        f.brain_pre_process("m-0", {"t": t} if t != 5 else None)  # None is not counted
+        if t:
+            seen.append(round(float(brain.memory.muscle_memory("m-0").objective[-1]), 4))
+    # palaestrAI 3.5.18's NormFilter on the same memory
+    assert seen == [1.0, 4.0, 9.0, 16.0, 1.6188, 1.706, 2.7705, 3.9987]
