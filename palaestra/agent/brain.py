@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -64,9 +65,18 @@ class Brain(ABC):
     def sensors(self) -> Sequence[SensorInformation]:
         return self.context.sensors
 
+    @sensors.setter
+    def sensors(self, sensors: Sequence[SensorInformation]) -> None:
+        """What the Brain sees (an agent's filters set it before :meth:`setup`)."""
+        self.attach(dataclasses.replace(self.context, sensors=list(sensors)))
+
     @property
     def actuators(self) -> Sequence[ActuatorInformation]:
         return self.context.actuators
+
+    @actuators.setter
+    def actuators(self, actuators: Sequence[ActuatorInformation]) -> None:
+        self.attach(dataclasses.replace(self.context, actuators=list(actuators)))
 
     @property
     def dumpers(self) -> BrainDumps:

@@ -19,6 +19,7 @@ import zmq
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.filter import FilterChain
 from palaestra.agent.statistics import StatisticsError, plain_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
@@ -29,7 +30,7 @@ from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
-from palaestra.core.plugin import PluginError, call
+from palaestra.core.plugin import PluginContractError, PluginError, call
 from palaestra.core.records import RowSink, connect_store, send
 from palaestra.core.transport import endpoint_for
 
@@ -73,6 +74,7 @@ class BrainProcess(Component):
             )
         )
         self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
+        self.filters = FilterChain(setup.agent.filters)
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -88,6 +90,9 @@ class BrainProcess(Component):
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
+        if self.filters:  # its memory gets the sensors the filters make, as the Brain sees
+            self.filters.set_up(brain=self.brain)
+            self.sensors = list(self.brain.sensors)
         call(self.brain.setup)
         if self.request.dumps:  # as palaestrAI: only with something to load
             call(self.brain.load)
@@ -164,6 +169,8 @@ class BrainProcess(Component):
         if muscle_id is None:
             muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
         transition = message.transition
+        if transition is not None and self.filters:
+            self._check_filtered(transition.sensors)
         if transition is not None:
             memory.append(
                 muscle_id,
@@ -173,7 +180,10 @@ class BrainProcess(Component):
                 done=transition.done,
                 objective=transition.objective,
             )
-        update = call(brain.thinking, muscle_id, pickle.loads(message.data))
+        if self.filters:
+            update = self.filters.think(brain.thinking, muscle_id, pickle.loads(message.data))
+        else:
+            update = call(brain.thinking, muscle_id, pickle.loads(message.data))
         self.stored = False
         if message.done:
             self._store_brain()
@@ -196,6 +206,17 @@ class BrainProcess(Component):
             return None
         self.updated.add(muscle_id)
         return self.latest
+
+    def _check_filtered(self, values: list[Any]) -> None:
+        """The filters gave the Muscle as many sensors as the Brain was told of."""
+        if len(values) != len(self.sensors):
+            raise PluginContractError(
+                self.filters.filters[-1],
+                "setup_brain",
+                f"left the Brain {len(self.sensors)} sensors, but the agent's filters give its "
+                f"Muscle {len(values)}: a filter that changes the sensors sets "
+                "self.brain.sensors to match in setup_brain()",
+            )
 
     def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
         sensors = self.sensors

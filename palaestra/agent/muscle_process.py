@@ -20,9 +20,11 @@ import numpy as np
 import zmq
 
 from palaestra.agent.context import BrainDumps, MuscleContext
+from palaestra.agent.filter import FilterChain
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
+from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.statistics import StatisticsError, plain_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
@@ -53,7 +55,15 @@ from palaestra.core.watch import Waiting, watch
 class _Previous:
     """What the muscle did last: needed to complete the transition when rewards arrive."""
 
-    __slots__ = ("step", "sensors", "setpoints", "sensor_values", "setpoint_values", "data")
+    __slots__ = (
+        "step",
+        "sensors",
+        "setpoints",
+        "sensor_values",
+        "setpoint_values",
+        "data",
+        "seen_values",
+    )
 
     def __init__(
         self,
@@ -63,6 +73,7 @@ class _Previous:
         sensor_values: list[Any],
         setpoint_values: dict[str, Any],
         data: bytes,
+        seen_values: list[Any],
     ) -> None:
         self.step = step
         self.sensors = sensors
@@ -70,6 +81,7 @@ class _Previous:
         self.sensor_values = sensor_values
         self.setpoint_values = setpoint_values
         self.data = data
+        self.seen_values = seen_values  # the sensor values the Muscle saw (its filters')
 
 
 class MuscleProcess(Component):
@@ -120,6 +132,9 @@ class MuscleProcess(Component):
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.statistics = RowSink(None, self._statistics_rows)
         self.muscle = self._construct(agent, sensors, actuators)
+        self.filters = FilterChain(agent.filters)
+        self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
+        self.objective_reached = False
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
@@ -175,6 +190,7 @@ class MuscleProcess(Component):
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
         if self.mode == "test":  # palaestrAI's order: the trained model, then setup
             call(self.muscle.prepare_model)
+        self.filters.set_up(muscle=self.muscle)
         call(self.muscle.setup)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
@@ -262,6 +278,8 @@ class MuscleProcess(Component):
         previous = self.previous
         if previous is not None and message.rewards is not None:
             transition = self._complete(previous, message.rewards, message.done)
+            if self.objective_stop is not None:
+                self.objective_reached = self.objective_stop.reached(transition.objective)
             self.rows.add(
                 m.MuscleActionRow(
                     self.episode,
@@ -329,7 +347,7 @@ class MuscleProcess(Component):
         objective = call(self.objective.internal_reward, self.memory)
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
-        return m.Transition(previous.sensor_values, previous.setpoint_values, rewards, value, done)
+        return m.Transition(previous.seen_values, previous.setpoint_values, rewards, value, done)
 
     def _act(self, message: m.AgentStep) -> m.AgentActions:
         sensors = [
@@ -342,7 +360,14 @@ class MuscleProcess(Component):
             ActuatorInformation(None, space, uid)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         ]
-        setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
+        seen_values = message.values
+        if self.filters:  # the Muscle (and the Brain's memory) get what the filters made
+            seen, setpoints, data_for_brain = self.filters.act(
+                self.muscle.propose_actions, sensors, available
+            )
+            seen_values = [json_value(s) for s in seen]
+        else:
+            setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
         values = {str(a.uid): json_value(a) for a in setpoints}
         if not values.keys() <= self.actuator_set:
             raise self._foreign(values)
@@ -354,8 +379,9 @@ class MuscleProcess(Component):
             message.values,
             values,
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
+            seen_values,
         )
-        return m.AgentActions(setpoints=values)
+        return m.AgentActions(setpoints=values, stop=self.objective_reached)
 
     def _foreign(self, values: dict[str, Any]) -> PluginContractError:
         """The error for set points of actuators this agent was not given."""
@@ -378,7 +404,10 @@ class MuscleProcess(Component):
             if env_uid in by_env:
                 by_env[env_uid][local] = value
         try:
-            messages = [m.encode(m.AgentActions(setpoints=by_env[uid])) for uid, _ in links]
+            stop = self.objective_reached
+            messages = [
+                m.encode(m.AgentActions(setpoints=by_env[uid], stop=stop)) for uid, _ in links
+            ]
         except (TypeError, ValueError, OverflowError) as exc:
             raise self._unsendable(values, step, exc)  # noqa: B904 - its cause is set
         for (_, link), data in zip(links, messages, strict=True):

@@ -263,9 +263,12 @@ class AgentStep(Msg, frozen=True, kw_only=True):
 
 class AgentActions(Msg, frozen=True, kw_only=True):
     """From a Muscle to an environment: set points by the environment's own actuator ids.
-    Also a Muscle's (empty) answer to the last step of an episode."""
+    Also a Muscle's (empty) answer to the last step of an episode. ``stop``: the agent
+    reached an objective rule (``AgentObjectiveTerminationCondition``), so this step is the
+    episode's last."""
 
     setpoints: dict[str, Any]
+    stop: bool = False
 
 
 # --- hot path: muscle <-> brain ------------------------------------------------------------

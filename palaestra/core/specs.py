@@ -27,11 +27,14 @@ class ClassSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class EnvironmentSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One environment of a phase. ``uid`` prefixes its sensor and actuator ids (``uid.0``)."""
+    """One environment of a phase. ``uid`` prefixes its sensor and actuator ids (``uid.0``);
+    ``reward`` and ``state_transformer`` are the plug-ins of the item's keys of those names."""
 
     name: str
     uid: str
     params: dict[str, Any] = {}
+    reward: ClassSpec | None = None
+    state_transformer: ClassSpec | None = None
 
 
 class LoadSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,6 +73,10 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     load: LoadSpec | None = None
     brain_memory: MemoryLimits = BRAIN_MEMORY
     muscle_memory: MemoryLimits = MUSCLE_MEMORY
+    filters: tuple[ClassSpec, ...] = ()
+    objective_stop: dict[int, float] = {}
+    """A worker's episode ends once the mean of the agent's last ``N`` objective values
+    reaches ``objective_stop[N]`` (palaestrAI's AgentObjectiveTerminationCondition)."""
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):

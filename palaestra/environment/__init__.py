@@ -7,6 +7,8 @@ from palaestra.environment.environment import (
     EnvironmentContext,
     EnvironmentState,
 )
+from palaestra.environment.environment_state_transformer import EnvironmentStateTransformer
+from palaestra.environment.reward import Reward
 
 __all__ = [
     "DummyEnvironment",
@@ -14,4 +16,6 @@ __all__ = [
     "EnvironmentBaseline",
     "EnvironmentContext",
     "EnvironmentState",
+    "EnvironmentStateTransformer",
+    "Reward",
 ]

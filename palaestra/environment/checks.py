@@ -128,6 +128,12 @@ def missing_sensors(env: object, missing: Sequence[str]) -> PluginContractError:
     )
 
 
+def state_parts(env: object, result: Any) -> tuple[Any, Any, Any]:
+    """``(sensors, rewards, done)`` of what ``update`` returned, unchecked otherwise."""
+    sensors, rewards, done = _parts(env, "update", result, 3, "(sensors, rewards, done)")[:3]
+    return sensors, rewards, done
+
+
 def _parts(env: object, method: str, result: Any, size: int, expected: str) -> tuple[Any, ...]:
     try:
         parts = tuple(result)

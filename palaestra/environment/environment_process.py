@@ -7,6 +7,7 @@ those links, and in an episode the environment drives itself, its observations g
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Sequence
@@ -53,6 +54,18 @@ def construct(spec: EnvironmentSpec, seed: int) -> Environment:
     return call(cls, **kwargs)  # type: ignore[no-any-return]
 
 
+def _build(spec: ClassSpec) -> Any:
+    """A plug-in of the environment item (``reward``, ``state_transformer``), with its params."""
+    return call(load_class(spec.name), **spec.params)
+
+
+def _renamed(sensor: SensorInformation, uid: str) -> SensorInformation:
+    """A shallow copy of ``sensor`` under ``uid`` (the environment's own object is kept)."""
+    renamed = copy.copy(sensor)
+    renamed.uid = uid
+    return renamed
+
+
 class EnvironmentProcess(Component):
     def __init__(
         self,
@@ -74,6 +87,7 @@ class EnvironmentProcess(Component):
         self.expected: list[str] | None = None
         self.controller = b""
         self.pending: dict[str, dict[str, Any]] = {}
+        self.stop_requested = False
         self.links: dict[str, Channel] = {}  # by Muscle process name
         self._polled: list[Any] = []
         self.values: list[Any] = []
@@ -86,6 +100,11 @@ class EnvironmentProcess(Component):
         self.worker = worker
         self.env = construct(environment, seed)
         self.env.attach(EnvironmentContext(uid=environment.uid, worker=worker, seed=seed))
+        if environment.reward is not None:  # the environment calls it itself
+            self.env.reward = _build(environment.reward)
+        self.transformer: Any = (
+            _build(environment.state_transformer) if environment.state_transformer else None
+        )
         self.store_endpoint = store_endpoint
         self.actuators: list[ActuatorInformation] = []
         self.first_step = True
@@ -171,6 +190,8 @@ class EnvironmentProcess(Component):
         if not isinstance(action, m.AgentActions):
             raise TypeError(f"{self.name}: {type(action).__name__} from {link.peer}")
         self.pending[link.peer] = action.setpoints
+        if action.stop:  # an agent reached its objective rule: this step is the last
+            self.stop_requested = True
 
     def start_world(self, reset: bool, check_values: bool = True) -> m.EnvBaseline:
         """Start (or reset) the world, check what it returned, and describe it.
@@ -255,6 +276,8 @@ class EnvironmentProcess(Component):
             actuators.append(ActuatorInformation(value, space, uid))
         self.stepping.begin()
         result: Any = call(self.env.update, actuators)
+        if self.transformer is not None:
+            result = self._transform(result)
         self.stepping.end()
         is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
         if self.first_step:  # checked in full
@@ -265,6 +288,8 @@ class EnvironmentProcess(Component):
         else:
             state = tuple(result)
             sensors, rewards, done = state[0], state[1], bool(state[2])
+        if self.stop_requested:
+            done, self.stop_requested = True, False
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
         self.last_values = values
@@ -282,6 +307,33 @@ class EnvironmentProcess(Component):
             )
         )
         return m.EnvState(values=values, rewards=reward_descs, done=done)
+
+    def _transform(self, result: Any) -> EnvironmentState:
+        """The step's state as the run file's state transformer rewrites it: it sees and
+        returns the sensors with the uids agents see (``"<env uid>.<sensor>"``)."""
+        if isinstance(result, EnvironmentState):
+            state = result
+        else:
+            sensors, rewards, done = checks.state_parts(self.env, result)
+            state = EnvironmentState(list(sensors), list(rewards), done, world_state=sensors)
+        prefix = self.prefix
+        state.sensor_information = [
+            _renamed(s, prefix + str(s.uid)) for s in state.sensor_information
+        ]
+        transformer: Any = self.transformer
+        new = call(transformer.__call__, state)
+        if not isinstance(new, EnvironmentState):
+            raise PluginContractError(
+                transformer,
+                "__call__",
+                f"returned {type(new).__name__}, expected an EnvironmentState",
+            )
+        cut = len(prefix)
+        new.sensor_information = [
+            _renamed(s, str(s.uid)[cut:]) if str(s.uid).startswith(prefix) else s
+            for s in new.sensor_information
+        ]
+        return new
 
     def _simtime(self, simtime: Any) -> dict[str, Any]:
         """The plain form of the sim time a state reports, for ``world_states.simtime``."""

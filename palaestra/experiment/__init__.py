@@ -1,12 +1,14 @@
 """Experiments: run files, the ExperimentRun controller, the executor, run-level conditions."""
 
 from palaestra.experiment.termination import (
+    AgentObjectiveTerminationCondition,
     EnvironmentTerminationCondition,
     MaxEpisodesTerminationCondition,
     VanillaRunGovernorTerminationCondition,
 )
 
 __all__ = [
+    "AgentObjectiveTerminationCondition",
     "EnvironmentTerminationCondition",
     "MaxEpisodesTerminationCondition",
     "VanillaRunGovernorTerminationCondition",

@@ -15,6 +15,7 @@ import traceback
 from types import MappingProxyType
 from typing import Any, NoReturn
 
+import msgspec
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -37,6 +38,11 @@ from palaestra.core.specs import (
 )
 from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
 from palaestra.experiment.runfile_memory import memory_limits
+from palaestra.experiment.runfile_objective import (
+    PHASE_LEVEL,
+    is_objective_condition,
+    with_objective_stops,
+)
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -58,7 +64,7 @@ _TOP_KEYS = ("uid", "experiment_uid", "seed", "version", "schedule", "run_config
 _TOP_REQUIRED = ("uid", "seed", "version", "schedule")
 _PHASE_KEYS = ("environments", "agents", "simulation", "phase_config")
 _MERGED_PHASE_KEYS = frozenset({"simulation", "phase_config"})
-_ENV_ITEM_UNSUPPORTED = ("reward", "state_transformer")
+_ENV_ITEM_KEYS = ("environment", "reward", "state_transformer")
 _ENV_KEYS = ("name", "uid", "params")
 _AGENT_KEYS = (
     "name",
@@ -70,9 +76,15 @@ _AGENT_KEYS = (
     "load",
     "brain_memory",
     "muscle_memory",
+    "filters",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
-_AGENT_UNSUPPORTED = ("filters", "replay")
+_AGENT_UNSUPPORTED = MappingProxyType(
+    {
+        "replay": "offline learning from recorded runs comes with palaestra's replay work "
+        "(a later issue); remove 'replay' to learn online",
+    }
+)
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
@@ -88,12 +100,24 @@ _PHASE_CONFIG_KEYS = (
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
+_OBJECTIVE_CONDITIONS = (
+    "It ends phases on evaluation rollouts (evaluate_every), which palaestra does not have "
+    "yet. End episodes with palaestra.experiment:AgentObjectiveTerminationCondition "
+    "(brain_avgN) and phases with palaestra.experiment:MaxEpisodesTerminationCondition."
+)
+_NOT_OFFERED = MappingProxyType(
+    {
+        "AgentEvaluationObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS,
+    }
+)
+"""palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
 _BASE_CLASSES = MappingProxyType(
     {
         "brain": "palaestra.agent.brain:Brain",
         "muscle": "palaestra.agent.muscle:Muscle",
         "objective": "palaestra.agent.objective:Objective",
         "environment": "palaestra.environment.environment:Environment",
+        "filter": "palaestra.agent.filter:Filter",
     }
 )
 
@@ -202,6 +226,9 @@ class _ClassChecker:
         if not self.enabled:
             return
         found = self._resolve(name)
+        not_offered = _NOT_OFFERED.get(name.rpartition(":")[2])
+        if isinstance(found, PluginLoadError) and not_offered:
+            node.fail(f"palaestra does not offer palaestrAI's '{name}' yet.", not_offered)
         if isinstance(found, PluginLoadError):
             message, _, own_hint = str(found).partition(" Did you mean ")
             hint = self._palaestra_hint(name) or (f"Did you mean {own_hint}" if own_hint else None)
@@ -265,7 +292,13 @@ class _RunBuilder:
         condition = optional(fields, "condition")
         if condition is None:
             return (ClassSpec(name=_DEFAULT_RUN_CONDITION),)
-        return (self._class_spec(condition, role=None),)
+        spec = self._class_spec(condition, role=None)
+        if is_objective_condition(spec.name):
+            condition.value["name"].fail(
+                f"palaestra does not offer '{spec.name}' as the run's condition yet.",
+                PHASE_LEVEL,
+            )
+        return (spec,)
 
     def _schedule(self, node: Node) -> tuple[PhaseSpec, ...]:
         """Return the phases of the schedule, each with what it inherited."""
@@ -287,12 +320,15 @@ class _RunBuilder:
         agents = self._agents(fields["agents"], name, uids)
         if self._env_ids is not None:
             self._check_ids_exist(fields["agents"], environments)
+        simulation = self._simulation(fields["simulation"], len(environments))
+        if any(is_objective_condition(c.name) for c in simulation.conditions):
+            agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
         return PhaseSpec(
             index=index,
             name=name,
             environments=environments,
             agents=agents,
-            simulation=self._simulation(fields["simulation"], len(environments)),
+            simulation=simulation,
             config=_phase_config(fields["phase_config"]),
         )
 
@@ -315,13 +351,15 @@ class _RunBuilder:
         specs: list[EnvironmentSpec] = []
         seen: dict[str, int | None] = {}
         for item in as_list(node, non_empty=True):
-            entry = as_mapping(
-                item,
-                allowed=("environment",),
-                required=("environment",),
-                unsupported=_ENV_ITEM_UNSUPPORTED,
-            )
+            entry = as_mapping(item, allowed=_ENV_ITEM_KEYS, required=("environment",))
             spec, uid_node = self._environment(entry["environment"])
+            extras = {
+                key: self._class_spec(entry[key], role=None)
+                for key in ("reward", "state_transformer")
+                if optional(entry, key)
+            }
+            if extras:
+                spec = msgspec.structs.replace(spec, **extras)
             _check_unique(seen, spec.uid, uid_node, "environment uid")
             specs.append(spec)
         return tuple(specs)
@@ -361,8 +399,15 @@ class _RunBuilder:
             load=_load(optional(fields, "load")),
             brain_memory=memory_limits(optional(fields, "brain_memory"), BRAIN_MEMORY),
             muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
+            filters=self._filters(optional(fields, "filters")),
         )
         return spec, fields["name"]
+
+    def _filters(self, node: Node | None) -> tuple[ClassSpec, ...]:
+        """Return an agent's ``filters``: a list of ``{name, params}``, applied in order."""
+        if node is None:
+            return ()
+        return tuple(self._class_spec(item, role="filter") for item in as_list(node))
 
     def _simulation(self, node: Node, environments: int) -> SimulationSpec:
         """Return a phase's simulation controller and its termination conditions."""

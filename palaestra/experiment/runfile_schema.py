@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -259,7 +259,7 @@ def as_mapping(
     *,
     allowed: Collection[str],
     required: Collection[str] = (),
-    unsupported: Collection[str] = (),
+    unsupported: Collection[str] | Mapping[str, str] = (),
 ) -> dict[str, Node]:
     """Check that ``node`` is a mapping with known keys and return its children.
 
@@ -268,7 +268,8 @@ def as_mapping(
         allowed: The keys palaestra reads at this level.
         required: The keys that must be present.
         unsupported: palaestrAI keys palaestra does not implement yet: accepted when null or
-            empty (and left out of the result), an error otherwise.
+            empty (and left out of the result), an error otherwise; a mapping gives for each
+            key the reason the error adds.
     """
     if not isinstance(node.value, dict):
         node.fail(f"expected a mapping, got {describe(node.value)}.")
@@ -276,7 +277,10 @@ def as_mapping(
     for key, child in node.value.items():
         if key in unsupported:
             if not is_empty(child):
-                child.fail(f"'{key}' is not supported by palaestra yet.")
+                why = unsupported.get(key) if isinstance(unsupported, Mapping) else None
+                child.fail(
+                    f"'{key}' is not supported by palaestra yet{f': {why}' if why else ''}."
+                )
         elif key in allowed:
             fields[key] = child
         else:

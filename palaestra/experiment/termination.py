@@ -25,3 +25,19 @@ class MaxEpisodesTerminationCondition(PhaseEndsAfterEpisodes):
     def phase_done(self, episodes_done: int, episodes: int) -> bool:
         limit = self.max_episodes if self.max_episodes is not None else episodes
         return episodes_done >= min(limit, episodes)
+
+
+class AgentObjectiveTerminationCondition(EpisodeEndsWithEnvironment):
+    """An episode ends when an environment is done, or when an agent's objective is good
+    enough: params ``{<agent name>: {brain_avgN: X}}`` end a worker's episode once the mean
+    of that agent's last ``N`` objective values (over episodes, as palaestrAI's) reaches
+    ``X``.
+
+    The run-file loader hands the rules to the agents' Muscles, which check them as they
+    compute their objectives; the step on which one is reached is the episode's last (its
+    ``done`` is recorded as true). Only under a phase's ``simulation.conditions``: the
+    phase-level ``phase_avgN`` rules are not offered yet.
+    """
+
+    def __init__(self, *args: Any, **params: Any) -> None:
+        super().__init__(**params)

@@ -6,12 +6,31 @@ from palaestra.compat.palaestrai.environment import (
     environment,
     environment_baseline,
     environment_state,
+    environment_state_transformer,
     reward,
 )
 from palaestra.compat.palaestrai.environment.environment_baseline import EnvironmentBaseline
 from palaestra.compat.palaestrai.environment.environment_state import EnvironmentState
-from palaestra.compat.palaestrai.environment.reward import Reward
-from palaestra.environment import DummyEnvironment, Environment
+from palaestra.environment import (
+    DummyEnvironment,
+    Environment,
+    EnvironmentStateTransformer,
+    Reward,
+)
 
-__all__ = ["DummyEnvironment", "Environment", "EnvironmentBaseline", "EnvironmentState", "Reward"]
-_MODULES = (dummy_environment, environment, environment_baseline, environment_state, reward)
+__all__ = [
+    "DummyEnvironment",
+    "Environment",
+    "EnvironmentBaseline",
+    "EnvironmentState",
+    "EnvironmentStateTransformer",
+    "Reward",
+]
+_MODULES = (
+    dummy_environment,
+    environment,
+    environment_baseline,
+    environment_state,
+    environment_state_transformer,
+    reward,
+)

@@ -1,0 +1,118 @@
+"""Agent filters: the Filter plug-in contract and the chain that applies an agent's filters.
+
+An agent's ``filters:`` (a list of ``{name, params}``) stand between the world and the
+agent, as in palaestrAI: each Muscle process and the Brain process build their own instances
+(filters share no state). In the Muscle process, before ``propose_actions`` every filter's
+:meth:`Filter.muscle_pre_process` rewrites the sensors and available actuators, in the order
+given; after it, :meth:`Filter.muscle_post_process` rewrites the set points and the data for
+the Brain, in reverse order. In the Brain process :meth:`Filter.brain_pre_process` rewrites
+what a Muscle sent before ``thinking`` and :meth:`Filter.brain_post_process` its answer.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.loading import load_class
+from palaestra.core.plugin import call
+from palaestra.core.specs import ClassSpec
+
+if TYPE_CHECKING:
+    from palaestra.agent.brain import Brain
+    from palaestra.agent.muscle import Muscle
+
+__all__ = ["Filter", "FilterChain"]
+
+
+class Filter(ABC):  # noqa: B024 - palaestrAI's base: every hook has a default
+    """Transforms what an agent observes and does, and can transform it back.
+
+    Override any of the hooks; each default passes its input through. :attr:`brain` (in the
+    Brain process) or :attr:`muscle` (in a Muscle process) is set before :meth:`setup`, which
+    calls :meth:`setup_brain` or :meth:`setup_muscle`; both run before the Brain's or the
+    Muscle's own ``setup()``.
+    """
+
+    def __init__(self) -> None:
+        self.brain: Brain | None = None
+        self.muscle: Muscle | None = None
+
+    def setup(self) -> None:
+        if self.brain is not None:
+            self.setup_brain()
+        if self.muscle is not None:
+            self.setup_muscle()
+
+    def setup_brain(self) -> None:
+        """Prepare for the Brain (it may set ``self.brain.sensors``); the default does nothing."""
+
+    def setup_muscle(self) -> None:
+        """Prepare for the Muscle; the default does nothing."""
+
+    def muscle_pre_process(
+        self, sensors: list[SensorInformation], actuators_available: list[ActuatorInformation]
+    ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
+        """What the Muscle gets to see and may set."""
+        return sensors, actuators_available
+
+    def muscle_post_process(
+        self, setpoints: list[ActuatorInformation], data_for_brain: Any
+    ) -> tuple[list[ActuatorInformation], Any]:
+        """The set points the environment gets, and what goes to the Brain."""
+        return setpoints, data_for_brain
+
+    def brain_pre_process(self, muscle_id: str, data_from_muscle: Any) -> tuple[str, Any]:
+        """What ``thinking`` gets from a Muscle."""
+        return muscle_id, data_from_muscle
+
+    def brain_post_process(self, potential_update: Any) -> Any:
+        """The update the Muscle gets (None for none)."""
+        return potential_update
+
+
+class FilterChain:
+    """An agent's filters in one process, applied in order (and back in reverse)."""
+
+    def __init__(self, specs: Sequence[ClassSpec]) -> None:
+        self.filters: list[Any] = [call(load_class(s.name), **s.params) for s in specs]
+
+    def __bool__(self) -> bool:
+        return bool(self.filters)
+
+    def set_up(self, *, brain: Brain | None = None, muscle: Muscle | None = None) -> None:
+        for agent_filter in self.filters:
+            if brain is not None:
+                agent_filter.brain = brain
+            if muscle is not None:
+                agent_filter.muscle = muscle
+            call(agent_filter.setup)
+
+    def act(
+        self,
+        propose: Callable[..., Any],
+        sensors: list[SensorInformation],
+        available: list[ActuatorInformation],
+    ) -> tuple[list[SensorInformation], Sequence[ActuatorInformation], Any]:
+        """``propose(sensors, available)`` between the filters (on copies of ``sensors``,
+        which stay what the world reported); returns the sensors the Muscle saw (what the
+        Brain's memory gets, as in palaestrAI), the set points and the data for the Brain."""
+        seen: list[Any] = copy.deepcopy(sensors)
+        for agent_filter in self.filters:
+            seen, available = call(agent_filter.muscle_pre_process, seen, available)
+        setpoints, data = call(propose, seen, available)
+        for agent_filter in reversed(self.filters):
+            setpoints, data = call(agent_filter.muscle_post_process, setpoints, data)
+        return seen, setpoints, data
+
+    def think(self, thinking: Callable[[str, Any], Any], muscle_id: str, data: Any) -> Any:
+        """``thinking(muscle_id, data)`` between the filters."""
+        for agent_filter in self.filters:
+            muscle_id, data = call(agent_filter.brain_pre_process, muscle_id, data)
+        update = call(thinking, muscle_id, data)
+        for agent_filter in reversed(self.filters):
+            update = call(agent_filter.brain_post_process, update)
+        return update

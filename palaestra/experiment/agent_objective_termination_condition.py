@@ -1,0 +1,5 @@
+"""palaestrAI's module path of :class:`AgentObjectiveTerminationCondition`."""
+
+from palaestra.experiment.termination import AgentObjectiveTerminationCondition
+
+__all__ = ["AgentObjectiveTerminationCondition"]

@@ -1,0 +1,104 @@
+"""An environment item's ``reward:`` and ``state_transformer:`` in the environment process:
+the Reward is the environment's ``self.reward``; the transformer rewrites each step's state
+(seeing the agents' uids) before it is checked, observed and recorded, and is named when it
+fails or breaks its contract."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from palaestra.compat import finder
+from palaestra.core.plugin import PluginContractError, PluginError
+from palaestra.core.specs import ClassSpec, EnvironmentSpec
+from palaestra.environment.environment_process import EnvironmentProcess
+
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+
+
+@pytest.fixture
+def plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The palaestrAI-style test plug-ins, importable with palaestrAI's names mapped."""
+    meta_path = list(sys.meta_path)
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    finder.install()
+    yield
+    sys.meta_path[:] = meta_path
+    for name in [n for n in sys.modules if n.split(".")[0] in ("palaestrai", "builtin_plugins")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def _process(
+    transformer: str | None = None, reward: str | None = "builtin_plugins:LevelReward"
+) -> EnvironmentProcess:
+    spec = EnvironmentSpec(
+        name="builtin_plugins:LevelEnvironment",
+        uid="lev",
+        params={"max_iter": 3},
+        reward=ClassSpec(name=reward, params={"scale": 2}) if reward else None,
+        state_transformer=ClassSpec(name=transformer, params={"factor": 3})
+        if transformer
+        else None,
+    )
+    process = EnvironmentProcess(
+        "Environment-lev-0",
+        environment=spec,
+        environment_id=0,
+        worker=0,
+        seed=1,
+        store_endpoint=None,
+    )
+    process.start_world(reset=False)
+    return process
+
+
+@pytest.mark.usefixtures("plugins")
+def test_the_reward_is_the_environments_and_the_transformer_rewrites_each_step() -> None:
+    process = _process("builtin_plugins:ScaleSensors")
+    assert type(process.env.reward).__name__ == "LevelReward"
+    first = process.update({"push": 2.0})
+    assert first.values == [6.0]  # level 2, times 3
+    assert [(r.uid, r.value) for r in first.rewards] == [("level_reward", 4.0)]
+    second = process.update({"push": 1.0})
+    assert second.values == [9.0] and second.rewards[0].value == 6.0
+
+
+@pytest.mark.usefixtures("plugins")
+def test_without_the_keys_the_environment_has_no_reward_and_steps_as_it_is() -> None:
+    process = _process(reward=None)
+    assert process.env.reward is None
+    assert process.update({"push": 2.0}).values == [2.0]
+
+
+@pytest.mark.usefixtures("plugins")
+def test_the_transformer_sees_the_agents_uids() -> None:
+    from builtin_plugins import SeenUids  # type: ignore[import-not-found]
+
+    SeenUids.seen.clear()
+    process = _process("builtin_plugins:SeenUids")
+    assert process.update({"push": 1.0}).values == [1.0]
+    assert SeenUids.seen == [["lev.level"]]
+
+
+@pytest.mark.usefixtures("plugins")
+def test_a_transformer_that_breaks_its_contract_is_named() -> None:
+    process = _process("builtin_plugins:ReturnsATuple")
+    with pytest.raises(PluginContractError) as caught:
+        process.update({"push": 1.0})
+    assert str(caught.value) == (
+        "builtin_plugins:ReturnsATuple.__call__ returned tuple, expected an EnvironmentState"
+    )
+
+
+@pytest.mark.usefixtures("plugins")
+def test_a_transformer_that_fails_is_named() -> None:
+    process = _process("builtin_plugins:Fails")
+    with pytest.raises(PluginError) as caught:
+        process.update({"push": 1.0})
+    assert caught.value.plugin == "builtin_plugins:Fails.__call__"
+    assert str(caught.value.__cause__) == "the transformer failed"
