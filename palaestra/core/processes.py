@@ -54,7 +54,7 @@ class ChildSpec:
 
     name: str
     role: str
-    component: type[Component]
+    component: type[Component] | Deferred
     args: msgspec.Struct
     run_dir: str
     parent_endpoint: str
@@ -62,7 +62,33 @@ class ChildSpec:
 
     def build(self) -> Component:
         """The component this child runs (called in the child)."""
-        return self.component(name=self.name, **msgspec.structs.asdict(self.args))
+        component = self.component
+        if isinstance(component, Deferred):
+            component = component.resolve()
+            check_args(component, self.args)
+        return component(name=self.name, **msgspec.structs.asdict(self.args))
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A component class named by its import path (``"package.module:Class"``) and imported in
+    the child only.
+
+    For a component whose module is heavy and that no other process needs: the store writer
+    imports SQLAlchemy, and every process of a run is forked from the executor, so a writer
+    class imported there would put SQLAlchemy's pages (about 20 MiB) into every process and its
+    import time into every start. Its arguments are checked in the child, before it is built.
+    """
+
+    path: str
+
+    def resolve(self) -> type[Component]:
+        from palaestra.core.loading import load_class
+
+        component = load_class(self.path)
+        if not issubclass(component, Component):
+            raise TypeError(f"{self.path} is not a palaestra component")
+        return component
 
 
 def check_args(component: type[Component], args: msgspec.Struct) -> None:

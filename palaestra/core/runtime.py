@@ -28,6 +28,7 @@ from palaestra.core.plugin import PluginError
 from palaestra.core.processes import (
     Child,
     ChildSpec,
+    Deferred,
     Supervisor,
     check_args,
     configure_child_logging,
@@ -116,10 +117,12 @@ class Runtime:
     # --- children ----------------------------------------------------------------------
 
     def spawn(
-        self, name: str, role: str, component: type[Component], args: msgspec.Struct
+        self, name: str, role: str, component: type[Component] | Deferred, args: msgspec.Struct
     ) -> Child:
-        """Fork a child running ``component(name=name, **args)`` that reports to this process."""
-        check_args(component, args)
+        """Fork a child running ``component(name=name, **args)`` that reports to this process
+        (a :class:`Deferred` component is imported, and its arguments checked, in the child)."""
+        if not isinstance(component, Deferred):
+            check_args(component, args)
         if self.children_socket is None:
             self.children_socket, self.children_endpoint = self.bind(zmq.ROUTER, "children")
             self.start_task(self._read_children(self.children_socket))

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
-from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra import __version__
 from palaestra.agent.conductor import AgentConductor
@@ -29,7 +28,7 @@ from palaestra.core.conductor import Conductor
 from palaestra.core.errors import PalaestraError, RunFileError
 from palaestra.core.esm import Component, ComponentRuntime, State
 from palaestra.core.loading import load_class
-from palaestra.core.processes import Child, preload
+from palaestra.core.processes import Child, Deferred, preload
 from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
@@ -43,7 +42,6 @@ from palaestra.experiment.store_client import (
     store_enabled,
     writer_stuck,
 )
-from palaestra.store.writer import StoreWriter
 
 LOG = logging.getLogger(__name__)
 
@@ -59,8 +57,12 @@ class PhaseError(RunFileError):
     """The run file asks for something the phase's environments do not offer (exit 2)."""
 
 
+STORE_WRITER = Deferred("palaestra.store.writer:StoreWriter")
+"""The writer's class, imported in its own process only (it imports SQLAlchemy)."""
+
+
 class WriterArgs(msgspec.Struct, frozen=True, kw_only=True):
-    """The arguments of :class:`StoreWriter`, besides its name."""
+    """The arguments of :class:`palaestra.store.writer.StoreWriter`, besides its name."""
 
     store_uri: str
 
@@ -141,7 +143,7 @@ class ExperimentRun(Component):
     async def _run(self) -> None:
         if store_enabled(self.store_uri):
             writer = self.runtime.spawn(
-                WRITER, "StoreWriter", StoreWriter, WriterArgs(store_uri=self.store_uri)
+                WRITER, "StoreWriter", STORE_WRITER, WriterArgs(store_uri=self.store_uri)
             )
             (endpoints,) = await self.runtime.wait_ready(
                 [writer], self.start_timeout, "start_timeout"
@@ -481,6 +483,8 @@ class ExperimentRun(Component):
     async def _record_end_directly(self, status: str, reason: str) -> None:
         """Write the end of the run into the store from here, retrying (a lock may pass) for
         up to ``RECORD_END_TIMEOUT`` seconds."""
+        from sqlalchemy.exc import SQLAlchemyError  # only here: the executor stays light
+
         from palaestra.store.direct import record_run_end
 
         loop = asyncio.get_running_loop()
