@@ -85,7 +85,7 @@ schedule:
           sensors: [gym.0]
           actuators: [gym.0]
       simulation:
-        name: palaestrai.simulation:VanillaSimController
+        name: palaestrai.simulation:Vanilla
         conditions:
           - name: palaestrai.simulation:VanillaSimControllerTerminationCondition
             params: {{}}
