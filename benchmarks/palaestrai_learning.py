@@ -1,6 +1,6 @@
 """Learning check: harl's SAC (palaestrai-agents) learns Pendulum-v1 on palaestra.
 
-    python benchmarks/palaestrai_learning.py [--seeds 3] [--episodes 20] [--jobs 1]
+    python benchmarks/palaestrai_learning.py [--seeds 2] [--episodes 40] [--jobs 1]
                                              [--algorithm sac|ddpg|td3]
 
 Needs ``pip install -e '.[palaestrai]'`` (torch, palaestrai-agents, palaestrai-environments,
@@ -148,8 +148,8 @@ def verdict(curves: list[list[float]], k: int = 3) -> tuple[bool, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--algorithm", choices=sorted(BRAINS), default="sac")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--episodes", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at the same time")
     args = parser.parse_args()
     seeds = list(range(1, args.seeds + 1))
