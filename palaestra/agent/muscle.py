@@ -53,6 +53,10 @@ class Muscle(ABC):
         return self.context.mode
 
     @property
+    def _mode(self) -> str:  # palaestrAI's attribute behind ``mode``: harl's SACMuscle reads it
+        return self.context.mode
+
+    @property
     def seed(self) -> int:
         return self.context.seed
 

@@ -60,8 +60,11 @@ def stand_in(tmp_path: Path) -> Path:
 def compat_module_names() -> list[str]:
     root = palaestra.compat.palaestrai
     found = ["palaestrai"]
-    for info in pkgutil.walk_packages(root.__path__, "palaestrai."):
-        found.append(info.name)
+    # walked under its own name: under "palaestrai." it would import (and walk) a real
+    # palaestrAI installed beside palaestra
+    prefix = root.__name__ + "."
+    for info in pkgutil.walk_packages(root.__path__, prefix):
+        found.append("palaestrai." + info.name[len(prefix) :])
     return found
 
 

@@ -1,0 +1,150 @@
+"""The run files palaestrai-environments ships (tests/fixtures/*.yml of its sdist), unchanged.
+
+They are not part of this repository: the test fetches the source distribution of the
+installed version from the package index once per session and skips, saying why, if it
+cannot. Two of the four run on palaestra as they are. The other two do not run on palaestrAI
+3.5.18 either (checked with it), and palaestra refuses them the way it refuses any such file:
+
+- ``gym_experiment_run.yml`` declares ``reward_space: Box(shape=())`` while the gym wrapper
+  returns its reward as ``np.array([reward])``, shape (1,); palaestrAI fails the run with
+  ``Value "[1.]" not contained in space``, palaestra with exit 1 naming the environment, the
+  method, the reward and the space. With the space declared as shape (1,) it runs.
+- ``tic_tac_toe_experiment_run.yml`` names ``tictactoe.tic_tac_toe_environment``, a module the
+  installed distribution does not have (it is ``palaestrai_environments.tictactoe...``):
+  palaestra exits 2 naming the file, line and module (palaestrAI fails earlier, on the
+  simulation name ``VanillaSimController`` that palaestra accepts). With a ``tictactoe``
+  package on the path (the distribution's own, linked) it runs.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace
+from tests.published.conftest import require_published
+
+pytestmark = pytest.mark.timeout(180)
+
+FIXTURES = {
+    "continuous": "continuous_experiment_run.yml",
+    "discrete": "discrete_experiment_run.yml",
+    "gym": "gym_experiment_run.yml",
+    "tic_tac_toe": "tic_tac_toe_experiment_run.yml",
+}
+
+
+@pytest.fixture(scope="session")
+def environments_run_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory with palaestrai-environments' shipped run files, from its sdist."""
+    require_published()
+    version = importlib.metadata.version("palaestrai-environments")
+    where = tmp_path_factory.mktemp("palaestrai-environments")
+    fetched = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+        + ["-d", str(where), f"palaestrai-environments=={version}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    archives = list(where.glob("palaestrai_environments-*.tar.gz")) + list(
+        where.glob("palaestrai-environments-*.tar.gz")
+    )
+    if fetched.returncode != 0 or not archives:
+        pytest.skip(
+            f"cannot fetch palaestrai-environments {version}'s sdist from the package index: "
+            f"{(fetched.stderr or fetched.stdout).strip()[-300:]}"
+        )
+    with tarfile.open(archives[0]) as tar:
+        for member in tar.getmembers():
+            if member.name.endswith(tuple(f"tests/fixtures/{n}" for n in FIXTURES.values())):
+                member.name = Path(member.name).name
+                tar.extract(member, where, filter="data")
+    missing = [n for n in FIXTURES.values() if not (where / n).exists()]
+    assert not missing, f"the sdist of palaestrai-environments {version} lacks {missing}"
+    return where
+
+
+def finished(workspace: Workspace) -> None:
+    with sqlite3.connect(workspace.store) as conn:
+        assert conn.execute("select status from experiment_run_instances").fetchall() == [
+            ("finished",)
+        ]
+        (actions,) = conn.execute("select count(*) from muscle_actions").fetchone()
+        (states,) = conn.execute("select count(*) from world_states").fetchone()
+    assert actions > 0 and states > 0
+
+
+@pytest.mark.parametrize("name", ["continuous", "discrete"])
+def test_a_shipped_run_file_runs_unchanged(
+    workspace: Workspace, environments_run_files: Path, name: str
+) -> None:
+    result = workspace.run("experiment-start", str(environments_run_files / FIXTURES[name]))
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    finished(workspace)
+
+
+def test_the_gym_run_file_fails_on_its_reward_space_as_on_palaestrai(
+    workspace: Workspace, environments_run_files: Path
+) -> None:
+    text = (environments_run_files / FIXTURES["gym"]).read_text()
+    declared = 'reward_space: "Box(low=-1000, high=1000, shape=(), dtype=np.float32)"'
+    assert declared in text
+
+    result = workspace.run("experiment-start", str(environments_run_files / FIXTURES["gym"]))
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert (
+        "GymEnvironment.update returned reward 'gym.reward' = array([1.]) (shape (1,)"
+        in result.stderr
+    ), result.stderr[-3000:]
+    assert "not in its declared space Box(" in result.stderr
+    assert workspace.instance_status()[0] == "error"
+
+    # the same file, with the reward space the wrapper's rewards have, runs
+    fixed = workspace.path / "gym_fixed.yml"
+    fixed.write_text(text.replace(declared, declared.replace("shape=()", "shape=(1,)")))
+    for suffix in ("", "-wal", "-shm"):  # a fresh store: one run instance in it
+        Path(f"{workspace.store}{suffix}").unlink(missing_ok=True)
+    result = workspace.run("experiment-start", str(fixed))
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    finished(workspace)
+
+
+def test_the_tic_tac_toe_run_file_names_a_module_the_distribution_lacks(
+    workspace: Workspace,
+    environments_run_files: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_file = environments_run_files / FIXTURES["tic_tac_toe"]
+
+    result = workspace.run("experiment-start", str(run_file))
+
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"{run_file}:16:" in result.stderr
+    assert "no module 'tictactoe.tic_tac_toe_environment'" in result.stderr
+
+    # with the distribution's tictactoe package importable under the name the file uses
+    spec = importlib.util.find_spec("palaestrai_environments")
+    assert spec is not None and spec.submodule_search_locations
+    package = Path(next(iter(spec.submodule_search_locations))) / "tictactoe"
+    path = workspace.path / "path"
+    path.mkdir()
+    (path / "tictactoe").symlink_to(package, target_is_directory=True)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))
+    )
+    result = workspace.run("experiment-start", str(run_file))
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    finished(workspace)
