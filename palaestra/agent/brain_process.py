@@ -90,10 +90,8 @@ class BrainProcess(Component):
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
-        if self.filters:  # its memory gets the sensors the filters make, as the Brain sees
-            self.filters.set_up(brain=self.brain)
-            self.sensors = list(self.brain.sensors)
-        call(self.brain.setup)
+        # palaestrAI's order: the dump is loaded first (only when there is one), then the
+        # filters and the Brain are set up
         if self.request.dumps:  # as palaestrAI: only with something to load
             call(self.brain.load)
             LOG.info(
@@ -104,6 +102,10 @@ class BrainProcess(Component):
                     f"{t or 'untagged'} ({len(d)} bytes)" for t, d in self.request.dumps.items()
                 ),
             )
+        if self.filters:  # its memory gets the sensors the filters make, as the Brain sees
+            self.filters.set_up(brain=self.brain)
+            self.sensors = list(self.brain.sensors)
+        call(self.brain.setup)
         listener = Listener(endpoint)  # bound before the Muscles are told to link
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, listener))
         return {"brain": endpoint}
