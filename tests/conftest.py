@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,3 +182,19 @@ def pg_uri() -> Iterator[str]:
     finally:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- the command line in-process ------------------------------------------------------------
+
+
+def cli_runner(env: dict[str, str | None] | None = None) -> Any:
+    """A click ``CliRunner`` that keeps stderr apart from stdout on every click this project
+    installs: click 8.2 always does; click 8.1 (which palaestrAI pins, so the ``palaestrai``
+    extra brings it) needs ``mix_stderr=False``."""
+    import inspect
+
+    from click.testing import CliRunner
+
+    if "mix_stderr" in inspect.signature(CliRunner).parameters:
+        return CliRunner(env=env, mix_stderr=False)
+    return CliRunner(env=env)

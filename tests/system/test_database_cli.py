@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from alembic import command
-from click.testing import CliRunner, Result
+from click.testing import Result
 from sqlalchemy import Engine, text
 
 from palaestra.cli.main import cli
 from palaestra.store import schema
 from palaestra.store.engine import make_engine
-from tests.conftest import EXPERIMENTS, Workspace
+from tests.conftest import EXPERIMENTS, Workspace, cli_runner
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,7 +27,7 @@ MIGRATE = "run `palaestra database-migrate`"
 
 def invoke(*args: str, store_uri: str | None = None) -> Result:
     """Run the CLI in this process, with the store from the environment if given."""
-    runner = CliRunner(env={**CLEAN_ENV, "PALAESTRA_STORE_URI": store_uri})
+    runner = cli_runner({**CLEAN_ENV, "PALAESTRA_STORE_URI": store_uri})
     return runner.invoke(cli, list(args), prog_name="palaestra")
 
 

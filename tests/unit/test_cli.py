@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 from palaestra import __version__
 from palaestra.cli.main import cli
 from palaestra.store.models import Base
+from tests.conftest import cli_runner
 
 REPO = Path(__file__).parents[2]
 DUMMY_RUN = REPO / "experiments" / "dummy_run.yml"
@@ -28,7 +29,7 @@ BAD_KEY = "schedule[0].phase_0.agents[0].colour"
 
 def runner(**env: str | None) -> CliRunner:
     """A runner with the palaestra variables unset unless given."""
-    return CliRunner(env={**CLEAN_ENV, **env})
+    return cli_runner({**CLEAN_ENV, **env})
 
 
 def invoke(args: list[str], env: Mapping[str, str | None] | None = None) -> Result:

@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from pandas.testing import assert_frame_equal
 
 from palaestra.cli.main import cli
 from palaestra.store import query, rows
 from palaestra.store.writer import StoreWriter
+from tests.conftest import cli_runner
 from tests.unit.test_store_query import RUN, request, run_start, write_store
 
 JSON_COLUMNS = ("sensor_readings", "actuator_setpoints", "rewards", "sensors", "setpoints")
@@ -27,7 +28,7 @@ JSON_COLUMNS = ("sensor_readings", "actuator_setpoints", "rewards", "sensors", "
 
 def invoke(uri: str, args: list[str], input: str | None = None) -> Result:
     env = {"PALAESTRA_STORE_URI": uri, "PALAESTRA_DATA_PATH": None, "COLUMNS": "80"}
-    return CliRunner(env=env).invoke(cli, args, input=input, prog_name="palaestra")
+    return cli_runner(env).invoke(cli, args, input=input, prog_name="palaestra")
 
 
 @pytest.fixture(scope="module")

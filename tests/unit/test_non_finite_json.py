@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from click.testing import CliRunner
 from pandas.testing import assert_frame_equal
 
 from palaestra.cli.main import cli
@@ -20,6 +19,7 @@ from palaestra.core.spaces import Box, Tuple
 from palaestra.store import query
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
+from tests.conftest import cli_runner
 from tests.unit.test_store_query import phase_start, request, run_start
 
 INF, NAN = math.inf, math.nan
@@ -92,7 +92,7 @@ def test_the_store_s_json_columns_are_strict_and_read_back_as_floats(tmp_path: P
 
 def test_experiment_show_and_results_json_are_strict(tmp_path: Path) -> None:
     uri = write_non_finite(f"sqlite:///{tmp_path}/store.db")
-    runner = CliRunner(env={"PALAESTRA_STORE_URI": uri, "PALAESTRA_DATA_PATH": None})
+    runner = cli_runner({"PALAESTRA_STORE_URI": uri, "PALAESTRA_DATA_PATH": None})
 
     shown = runner.invoke(cli, ["experiment-show", "run-nf", "--format", "json"])
     exported = runner.invoke(cli, ["results", "run-nf", "--format", "json"])
