@@ -20,7 +20,7 @@ import zmq
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.statistics import StatisticsError, plain_statistics
+from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
@@ -30,7 +30,7 @@ from palaestra.core.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
-from palaestra.core.plugin import PluginContractError, PluginError, call
+from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import RowSink, connect_store, send
 from palaestra.core.transport import endpoint_for
 
@@ -136,13 +136,7 @@ class BrainProcess(Component):
 
     def _record_statistics(self, worker: int, episode: int, step: int) -> None:
         """Store what the Brain added with ``add_statistics`` since the last time."""
-        values = call(self.brain.pop_statistics)
-        if values:
-            try:
-                plain = plain_statistics(values)
-            except StatisticsError as exc:
-                raise PluginError(self.brain, "add_statistics") from exc
-            self.statistics.add(m.StatisticsRow("brain", worker, episode, step, plain))
+        record_statistics(self.brain, self.statistics, "brain", worker, episode, step)
 
     def _answer(self, hot: HotLoop, listener: Listener) -> None:
         memory = self.brain.memory
@@ -171,9 +165,9 @@ class BrainProcess(Component):
         if muscle_id is None:
             muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
         transition = message.transition
-        if transition is not None and self.filters:
-            self._check_filtered(transition.sensors)
         if transition is not None:
+            if self.filters:
+                self._check_filtered(transition.sensors)
             memory.append(
                 muscle_id,
                 sensor_readings=self._sensor_infos(transition.sensors),

@@ -11,9 +11,7 @@ broker); the simulation controller over ZMQ.
 
 from __future__ import annotations
 
-import contextlib
 import pickle
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,13 +23,13 @@ from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
-from palaestra.agent.statistics import StatisticsError, plain_statistics
+from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component, ComponentRuntime
-from palaestra.core.hotloop import HotLoop, Stopped, closing_producer, run_hot
+from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -41,10 +39,10 @@ from palaestra.core.information import (
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, PluginError, call
 from palaestra.core.records import (
-    FAILED_FLUSH_SECONDS,
     RowSink,
     UnencodableValue,
     connect_store,
+    unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec
@@ -144,13 +142,7 @@ class MuscleProcess(Component):
 
     def _record_statistics(self, step: int) -> None:
         """Store what the Muscle added with ``add_statistics`` during this step."""
-        values = call(self.muscle.pop_statistics)
-        if values:
-            try:
-                plain = plain_statistics(values)
-            except StatisticsError as exc:
-                raise PluginError(self.muscle, "add_statistics") from exc
-            self.statistics.add(m.StatisticsRow("muscle", self.worker, self.episode, step, plain))
+        record_statistics(self.muscle, self.statistics, "muscle", self.worker, self.episode, step)
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
@@ -207,7 +199,7 @@ class MuscleProcess(Component):
             store, self._statistics_rows, plugin=(self.muscle, "add_statistics")
         )
         wait = hot.poller(router)
-        with closing_producer(self.rows, self.name), flushing(self.statistics):
+        with closing_producer(self.rows, self.name, self.statistics):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
@@ -415,7 +407,7 @@ class MuscleProcess(Component):
 
     def _unsendable(self, values: dict[str, Any], step: int, exc: Exception) -> PluginError:
         """The error for a set point that cannot be sent (nothing of the step was sent)."""
-        uid = next((uid for uid, value in values.items() if not _encodable(value)), "?")
+        uid = unencodable_key(values) or "?"
         value = values.get(uid)
         cause = UnencodableValue(
             f"the value of set point '{uid}' ({type(value).__name__}) at step {step} of "
@@ -441,25 +433,3 @@ class MuscleProcess(Component):
 
 
 _NONE_PICKLE = pickle.dumps(None)
-
-
-@contextlib.contextmanager
-def flushing(sink: RowSink) -> Iterator[None]:
-    """Push ``sink``'s last rows when the hot loop ends (before the producer is closed); after
-    a failure, what the writer takes within a few seconds."""
-    try:
-        yield
-    except Stopped:
-        sink.flush()
-        raise
-    except BaseException:
-        sink.flush(timeout=FAILED_FLUSH_SECONDS)
-        raise
-
-
-def _encodable(value: Any) -> bool:
-    try:
-        m.encode(m.AgentActions(setpoints={"v": value}))
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return True

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from palaestra.core import messages as m
+from palaestra.core.plugin import PluginError, call
+from palaestra.core.records import RowSink
+
 ATTRIBUTE = "_statistics"
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -100,3 +104,19 @@ def _key(key: Any, where: str) -> str | int | float | bool:
     raise StatisticsError(
         f"statistic {where!r}: a dict key of type {type(key).__name__} has no JSON form"
     )
+
+
+def record_statistics(
+    plugin: Any, sink: RowSink, source: str, worker: int, episode: int, step: int
+) -> None:
+    """Pop what ``plugin`` (a Brain or a Muscle, ``source``) added with ``add_statistics`` since
+    the last time and add it to ``sink`` as one row; nothing when it added nothing. A value the
+    store cannot hold fails the plug-in's ``add_statistics``."""
+    values = call(plugin.pop_statistics)
+    if not values:
+        return
+    try:
+        plain = plain_statistics(values)
+    except StatisticsError as exc:
+        raise PluginError(plugin, "add_statistics") from exc
+    sink.add(m.StatisticsRow(source, worker, episode, step, plain))

@@ -27,7 +27,7 @@ import zmq
 
 from palaestra.core.channel import Channel, Listener, Selector, connect
 from palaestra.core.esm import ComponentRuntime
-from palaestra.core.records import RowSink
+from palaestra.core.records import FAILED_FLUSH_SECONDS, RowSink
 
 _STOP = object()
 
@@ -196,16 +196,20 @@ class HotLoop:
 
 
 @contextmanager
-def closing_producer(sink: RowSink, producer: str) -> Iterator[None]:
-    """Around a producer's hot loop: on stop, push the last rows and close the producer,
-    waiting for the writer; on failure, push what the writer takes in a few seconds (see
-    :meth:`RowSink.close`)."""
+def closing_producer(sink: RowSink, producer: str, *also: RowSink) -> Iterator[None]:
+    """Around a producer's hot loop: on stop, push the last rows (of ``also``, the producer's
+    other sinks on the same socket, first) and close the producer, waiting for the writer; on
+    failure, push what the writer takes in a few seconds (see :meth:`RowSink.close`)."""
     try:
         yield
     except Stopped:
+        for other in also:
+            other.flush()
         sink.close(producer)
         raise
     except BaseException:
+        for other in also:
+            other.flush(timeout=FAILED_FLUSH_SECONDS)
         sink.close(producer, failed=True)
         raise
 

@@ -46,6 +46,16 @@ class UnencodableValue(ValueError):
     """A value in a row has no form the store can hold (a plug-in's value, never ours)."""
 
 
+def unencodable_key(values: dict[str, Any]) -> str | None:
+    """The first key of ``values`` whose value has no encoded form (msgpack), or None."""
+    for key, value in values.items():
+        try:
+            _encode(value)
+        except _UNENCODABLE:
+            return key
+    return None
+
+
 class RowSink:
     """Collects rows and pushes them in batches to the store writer.
 
@@ -101,15 +111,11 @@ class RowSink:
             ("rewards", "reward"),
             ("values", "statistic"),
         ):
-            for uid, value in getattr(row, field, {}).items():
-                try:
-                    _encode(value)
-                except _UNENCODABLE as cause:
-                    where, exc = f"the value of {kind} '{uid}' ({type(value).__name__})", cause
-                    break
-            else:
-                continue
-            break
+            values = getattr(row, field, {})
+            uid = unencodable_key(values)
+            if uid is not None:
+                where = f"the value of {kind} '{uid}' ({type(values[uid]).__name__})"
+                break
         error = UnencodableValue(
             f"{where} at step {row.step} of episode {row.episode} cannot be stored: {exc}. "
             "Values must be numbers, strings, booleans, None, or lists and dicts of them "
