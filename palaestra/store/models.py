@@ -94,6 +94,8 @@ class ExperimentRun(Base):
     file: Mapped[str] = mapped_column(String(1024))
     seed: Mapped[int] = mapped_column(BigInteger)  # 0 to 2^63 - 1, see core.specs.SEED_MAX
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    """The values a sweep set on the run file it derived this run from; None if run as written."""
 
 
 class ExperimentRunInstance(Base):
@@ -184,6 +186,10 @@ class WorldState(Base):
     setpoints: Mapped[dict[str, Any]] = mapped_column()
     rewards: Mapped[dict[str, Any]] = mapped_column()
     done: Mapped[bool] = mapped_column(Boolean)
+    terminated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    """The episode ended in a terminal state (gymnasium's ``terminated``); None in old rows."""
+    truncated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    """The episode was cut short (gymnasium's ``truncated``, a time limit); None in old rows."""
     simtime: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     """The environment's simulation time (palaestrAI's ``SimTime``), None if it reports none."""
 
@@ -207,6 +213,27 @@ class MuscleAction(Base):
     reward: Mapped[float | None] = mapped_column(Float, nullable=True)
     objective: Mapped[float | None] = mapped_column(Float)
     done: Mapped[bool] = mapped_column(Boolean)
+    terminated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    truncated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+
+
+class Episode(Base):
+    """One episode of one worker in a phase: when it started and ended and how it ended."""
+
+    __tablename__ = "episodes"
+    __table_args__ = (
+        Index("ix_episodes_phase_worker_episode", "experiment_run_phase_id", "worker", "episode"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_run_phase_id: Mapped[int] = mapped_column(ForeignKey("experiment_run_phases.id"))
+    worker: Mapped[int] = mapped_column(Integer)
+    episode: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[dt.datetime] = mapped_column()
+    ended_at: Mapped[dt.datetime | None] = mapped_column()
+    steps: Mapped[int] = mapped_column(Integer)
+    terminated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    truncated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
 
 class Statistic(Base):

@@ -28,6 +28,7 @@ from palaestra.store.writer import StoreWriter
 OLD = "0001_initial"
 PROVENANCE = "0002_provenance_and_reward"
 BIGINT = "0003_bigint_seeds"
+STATISTICS = "0004_statistics_and_simtime"
 SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
@@ -211,7 +212,13 @@ def store_at_0001_with_data(engine: Engine) -> int:
 def test_head_is_the_newest_script() -> None:
     script = ScriptDirectory.from_config(schema.alembic_config())
     assert script.get_current_head() == schema.HEAD
-    assert [s.revision for s in script.walk_revisions()] == [schema.HEAD, BIGINT, PROVENANCE, OLD]
+    assert [s.revision for s in script.walk_revisions()] == [
+        schema.HEAD,
+        STATISTICS,
+        BIGINT,
+        PROVENANCE,
+        OLD,
+    ]
 
 
 def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
@@ -227,6 +234,15 @@ ADDED_BY_0004 = [
     ("add_index", "statistics", "ix_statistics_agent_step"),
     ("add_table", "statistics", ""),
 ]
+ADDED_BY_0005 = [
+    ("add_column", "experiment_runs", "overrides"),
+    ("add_column", "muscle_actions", "terminated"),
+    ("add_column", "muscle_actions", "truncated"),
+    ("add_column", "world_states", "terminated"),
+    ("add_column", "world_states", "truncated"),
+    ("add_index", "episodes", "ix_episodes_phase_worker_episode"),
+    ("add_table", "episodes", ""),
+]
 
 
 def test_revision_0001_lacks_exactly_what_0002_adds_and_0003_changes(engine: Engine) -> None:
@@ -239,6 +255,7 @@ def test_revision_0001_lacks_exactly_what_0002_adds_and_0003_changes(engine: Eng
             ("add_column", "muscle_actions", "reward"),
             ("modify_type", "experiment_runs", "seed"),
             *ADDED_BY_0004,
+            *ADDED_BY_0005,
         ]
     )
 
@@ -246,7 +263,9 @@ def test_revision_0001_lacks_exactly_what_0002_adds_and_0003_changes(engine: Eng
 def test_revision_0002_lacks_exactly_the_64_bit_seed_of_0003(engine: Engine) -> None:
     upgrade(engine, PROVENANCE)
 
-    assert changes(engine) == sorted([("modify_type", "experiment_runs", "seed"), *ADDED_BY_0004])
+    assert changes(engine) == sorted(
+        [("modify_type", "experiment_runs", "seed"), *ADDED_BY_0004, *ADDED_BY_0005]
+    )
     assert column_type(engine, "experiment_runs", "seed") == "INTEGER"
     upgrade(engine, schema.HEAD)
     assert column_type(engine, "experiment_runs", "seed") == "BIGINT"
@@ -255,7 +274,7 @@ def test_revision_0002_lacks_exactly_the_64_bit_seed_of_0003(engine: Engine) -> 
 def test_revision_0003_lacks_exactly_the_statistics_and_simtime_of_0004(engine: Engine) -> None:
     upgrade(engine, BIGINT)
 
-    assert changes(engine) == ADDED_BY_0004
+    assert changes(engine) == sorted(ADDED_BY_0004 + ADDED_BY_0005)
     assert schema.migrate(engine) == (BIGINT, schema.HEAD)
     assert differences(engine) == []
     agent = fill_revision_0001(engine)
@@ -270,6 +289,34 @@ def test_revision_0003_lacks_exactly_the_statistics_and_simtime_of_0004(engine: 
     schema.downgrade(engine, BIGINT)
     assert "simtime" not in columns(engine, "world_states")
     assert "statistics" not in inspect(engine).get_table_names()
+
+
+def test_revision_0004_lacks_exactly_the_episodes_ends_and_overrides_of_0005(
+    engine: Engine,
+) -> None:
+    upgrade(engine, STATISTICS)
+
+    assert changes(engine) == sorted(ADDED_BY_0005)
+    agent = fill_revision_0001(engine)
+    assert schema.migrate(engine) == (STATISTICS, schema.HEAD)
+    assert differences(engine) == []
+    with engine.begin() as connection:
+        ends = connection.execute(
+            text("SELECT done, terminated, truncated FROM muscle_actions WHERE agent_id = :a"),
+            {"a": agent},
+        ).all()
+        connection.execute(
+            text(
+                "INSERT INTO episodes (experiment_run_phase_id, worker, episode, started_at, "
+                "steps) SELECT experiment_run_phase_id, 0, 0, :t, 3 FROM agents WHERE id = :a"
+            ),
+            {"a": agent, "t": T0},
+        )
+    assert ends and all(row == (False, None, None) for row in ends)
+    schema.downgrade(engine, STATISTICS)
+    assert "terminated" not in columns(engine, "world_states")
+    assert "overrides" not in columns(engine, "experiment_runs")
+    assert "episodes" not in inspect(engine).get_table_names()
 
 
 # --- ensure_current on each kind of store ---------------------------------------------------
