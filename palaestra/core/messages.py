@@ -305,6 +305,26 @@ class BrainUpdate(Msg, frozen=True, kw_only=True):
 # --- store records -------------------------------------------------------------------------
 
 
+class EpisodeEnded(Msg, frozen=True, kw_only=True):
+    """One worker's episode ended: when it started and ended (Unix seconds), its steps, how it
+    ended, and each agent's episode reward (the sum of its reward totals, by agent name).
+
+    Sent by whoever ran the episode loop to the store writer (the ``episodes`` table) and to the
+    ExperimentRun controller (progress). ``terminated``/``truncated`` are None where the
+    environment did not say which.
+    """
+
+    phase: int
+    worker: int
+    episode: int
+    started_at: float
+    ended_at: float
+    steps: int
+    terminated: bool | None = None
+    truncated: bool | None = None
+    rewards: dict[str, float] = {}
+
+
 class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     """One row of ``world_states``: an environment's step (an array on the wire, like a
     tuple)."""
@@ -511,6 +531,7 @@ Message = (
     | WorldStateRows
     | MuscleActionRows
     | StatisticsRows
+    | EpisodeEnded
     | BrainDump
     | ProducerClosed
     | StoreRunStart

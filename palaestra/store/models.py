@@ -218,7 +218,7 @@ class MuscleAction(Base):
 
 
 class Episode(Base):
-    """One episode of one worker in a phase: when it started and ended and how it ended."""
+    """One episode of one worker in a phase: when it started and ended, how, and its rewards."""
 
     __tablename__ = "episodes"
     __table_args__ = (
@@ -234,6 +234,8 @@ class Episode(Base):
     steps: Mapped[int] = mapped_column(Integer)
     terminated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     truncated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    rewards: Mapped[dict[str, Any]] = mapped_column()
+    """Each agent's episode reward (the sum of its reward totals), by agent name."""
 
 
 class Statistic(Base):

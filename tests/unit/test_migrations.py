@@ -308,7 +308,8 @@ def test_revision_0004_lacks_exactly_the_episodes_ends_and_overrides_of_0005(
         connection.execute(
             text(
                 "INSERT INTO episodes (experiment_run_phase_id, worker, episode, started_at, "
-                "steps) SELECT experiment_run_phase_id, 0, 0, :t, 3 FROM agents WHERE id = :a"
+                "steps, rewards) SELECT experiment_run_phase_id, 0, 0, :t, 3, '{}' FROM agents "
+                "WHERE id = :a"
             ),
             {"a": agent, "t": T0},
         )

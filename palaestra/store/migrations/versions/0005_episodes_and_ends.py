@@ -5,10 +5,11 @@ Revises: 0004_statistics_and_simtime
 Create Date: 2026-11-23
 
 Adds the table ``episodes`` (one row per phase, worker and episode: when it started and ended,
-how many steps it had and how it ended), the nullable columns ``terminated`` and ``truncated``
-of ``world_states`` and ``muscle_actions`` (gymnasium's two ways an episode ends; ``done`` stays
-their "or"; None for old rows) and the nullable JSON column ``experiment_runs.overrides`` (the
-``--set``/``--seeds`` values a sweep derived the run from; None for a run started as written).
+how many steps it had, how it ended and each agent's episode reward), the nullable columns
+``terminated`` and ``truncated`` of ``world_states`` and ``muscle_actions`` (gymnasium's two ways
+an episode ends; ``done`` stays their "or"; None for old rows) and the nullable JSON column
+``experiment_runs.overrides`` (the ``--set``/``--seeds`` values a sweep derived the run from;
+None for a run started as written).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def upgrade() -> None:
         sa.Column("steps", sa.Integer(), nullable=False),
         sa.Column("terminated", sa.Boolean(), nullable=True),
         sa.Column("truncated", sa.Boolean(), nullable=True),
+        sa.Column("rewards", sa.JSON(), nullable=False),
     )
     op.create_index(
         "ix_episodes_phase_worker_episode",
