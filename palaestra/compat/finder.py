@@ -4,8 +4,9 @@ Inside palaestra's processes, ``import palaestrai.agent`` gives the module
 ``palaestra.compat.palaestrai.agent`` itself (one module object under both names), so
 ``palaestrai.agent.Brain is palaestra.agent.Brain``. :func:`install` puts the finder first on
 :data:`sys.meta_path`, ahead of a real palaestrAI distribution installed in the same
-environment; the command line and the executor call it before they import any plug-in, and
-forked children inherit it. Nothing is installed by importing palaestra: outside palaestra's
+environment; the command line and the executor call it before they import any plug-in; forked
+children inherit it, and children started by ``spawn`` or ``forkserver`` install it themselves
+(:mod:`palaestra.compat.child`). Nothing is installed by importing palaestra: outside palaestra's
 processes ``import palaestrai`` finds the real package, or nothing.
 
 A module palaestra deliberately does not offer (palaestrAI's database session helpers, its
@@ -166,6 +167,10 @@ class _AliasLoader(importlib.abc.Loader):
 
 FINDER = PalaestraiFinder()
 
+CHILD_OPTION = "default::palaestra.compat.child.CompatInstalled"
+"""The warning option by which an interpreter that :mod:`multiprocessing` starts (``spawn``,
+``forkserver``) installs the finder at startup: see :mod:`palaestra.compat.child`."""
+
 
 def install() -> list[str]:
     """Put the finder first on :data:`sys.meta_path` (once); return the names evicted.
@@ -191,6 +196,8 @@ def install() -> list[str]:
     if FINDER in sys.meta_path:
         sys.meta_path.remove(FINDER)
     sys.meta_path.insert(0, FINDER)
+    if CHILD_OPTION not in sys.warnoptions:  # children started by spawn/forkserver install it
+        sys.warnoptions.append(CHILD_OPTION)
     return evicted
 
 
@@ -198,6 +205,8 @@ def uninstall() -> None:
     """Remove the finder and forget the ``palaestrai`` names it mapped (for tests)."""
     while FINDER in sys.meta_path:
         sys.meta_path.remove(FINDER)
+    while CHILD_OPTION in sys.warnoptions:
+        sys.warnoptions.remove(CHILD_OPTION)
     for name, module in list(sys.modules.items()):
         if _is_alias(name) and _is_ours(module):
             del sys.modules[name]

@@ -34,11 +34,12 @@ def _forget_palaestrai() -> None:
 
 @pytest.fixture
 def clean() -> Iterator[None]:
-    meta_path, path = list(sys.meta_path), list(sys.path)
+    meta_path, path, warnoptions = list(sys.meta_path), list(sys.path), list(sys.warnoptions)
     _forget_palaestrai()
     yield
     sys.meta_path[:] = meta_path
     sys.path[:] = path
+    sys.warnoptions[:] = warnoptions
     _forget_palaestrai()
     importlib.invalidate_caches()
 
@@ -224,6 +225,76 @@ def test_plain_python_outside_palaestra_is_unaffected(tmp_path: Path, real: bool
         assert result.stdout.strip() == "stand-in"
     elif importlib.util.find_spec("palaestrai") is None:
         assert result.stdout.strip() == "missing"
+
+
+SPAWNING = """
+import multiprocessing as mp
+import sys
+
+
+def child(queue):
+    import palaestra.agent
+    from palaestra.compat import installed
+
+    try:
+        import palaestrai.agent
+    except ModuleNotFoundError:
+        queue.put((installed(), "missing"))
+    else:
+        queue.put((installed(), palaestrai.agent.Brain is palaestra.agent.Brain))
+
+
+if __name__ == "__main__":
+    import palaestra.compat
+
+    if sys.argv[1] == "installed":
+        palaestra.compat.install()
+    for method in ("spawn", "forkserver", "fork"):
+        context = mp.get_context(method)
+        queue = context.Queue()
+        process = context.Process(target=child, args=(queue,))
+        process.start()
+        print(method, *queue.get(timeout=60))
+        process.join(timeout=60)
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("parent", ["installed", "not-installed"])
+def test_children_started_by_spawn_or_forkserver_install_the_finder_as_the_parent_did(
+    tmp_path: Path, parent: str
+) -> None:
+    """A child that multiprocessing starts as a fresh interpreter (spawn, forkserver) installs
+    the finder itself when the parent had it installed, and not otherwise."""
+    script = tmp_path / "spawning.py"
+    script.write_text(SPAWNING)
+    result = subprocess.run(
+        [sys.executable, str(script), parent],
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Invalid -W option" not in result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    if parent == "installed":
+        expected = "True True"
+    else:  # palaestrAI itself may be installed beside palaestra: then it is the real one
+        expected = "False missing" if importlib.util.find_spec("palaestrai") is None else None
+    for method in ("spawn", "forkserver", "fork"):
+        if expected is not None:
+            assert lines[method] == expected, (method, result.stdout)
+        else:
+            assert lines[method].startswith("False"), (method, result.stdout)
+
+
+def test_install_adds_the_child_option_once_and_uninstall_removes_it(clean: None) -> None:
+    finder.install()
+    finder.install()
+    assert sys.warnoptions.count(finder.CHILD_OPTION) == 1
+    finder.uninstall()
+    assert finder.CHILD_OPTION not in sys.warnoptions
 
 
 # --- the adapters -----------------------------------------------------------------------------
