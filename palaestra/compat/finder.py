@@ -78,8 +78,22 @@ module of one of them that palaestra.compat lacks maps to palaestra's own of the
 palaestra adds is found under its palaestrAI name without a module here."""
 
 
+OFFERED_INSIDE_REFUSED = frozenset(
+    {
+        "palaestrai.core",
+        "palaestrai.core.protocol",
+        "palaestrai.core.protocol.environment_reset_req",
+        "palaestrai.core.protocol.environment_reset_rsp",
+    }
+)
+"""Modules under a refused one that are offered: the reset request and response that an
+environment's ``reset(request)`` takes and returns (their packages refuse every other name)."""
+
+
 def refusal(fullname: str) -> str | None:
     """What to use instead of ``fullname``, if palaestra deliberately does not offer it."""
+    if fullname in OFFERED_INSIDE_REFUSED:
+        return None
     parts = fullname.split(".")
     for end in range(len(parts), 1, -1):
         advice = REFUSED.get(".".join(parts[:end]))

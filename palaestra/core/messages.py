@@ -96,6 +96,10 @@ class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     workers: int
     seeds: list[int]
     answer_timeout: float = 300.0
+    run_uid: str = ""
+    instance_uid: str = ""
+    phase_index: int = 0
+    """The run, its execution and the phase: what palaestrAI's reset request tells."""
 
 
 class EnvironmentsReady(Msg, frozen=True, kw_only=True):

@@ -20,6 +20,9 @@ class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
     store_endpoint: str | None
     answer_timeout: float
+    run_uid: str = ""
+    instance_uid: str = ""
+    phase_index: int = 0
 
 
 class EnvironmentConductor(Conductor):
@@ -37,6 +40,9 @@ class EnvironmentConductor(Conductor):
                     seed=request.seeds[worker],
                     store_endpoint=self.store_endpoint,
                     answer_timeout=request.answer_timeout,
+                    run_uid=request.run_uid,
+                    instance_uid=request.instance_uid,
+                    phase_index=request.phase_index,
                 ),
             )
             for worker in range(request.workers)

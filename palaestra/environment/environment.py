@@ -11,6 +11,11 @@ import numpy as np
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.simtime import SimTime
+from palaestra.environment.reset import (
+    EnvironmentResetRequest,
+    EnvironmentResetResponse,
+    response_to,
+)
 
 
 @dataclass(frozen=True)
@@ -20,6 +25,9 @@ class EnvironmentContext:
     uid: str
     worker: int
     seed: int
+    run_uid: str = ""
+    instance_uid: str = ""
+    phase_index: int = 0
 
 
 @dataclass
@@ -186,9 +194,19 @@ class Environment(ABC):
     ) -> EnvironmentState | tuple[Any, ...]:
         """Apply the actuators' set points and advance one step."""
 
-    def reset(self) -> EnvironmentBaseline | tuple[Any, Any]:
-        """Begin a new episode; the default starts the environment again."""
-        return self.start_environment()
+    def reset(
+        self, request: EnvironmentResetRequest | None = None
+    ) -> EnvironmentBaseline | tuple[Any, Any] | EnvironmentResetResponse:
+        """Begin a new episode; the default starts the environment again.
+
+        palaestra calls it without ``request``. An override written for palaestrAI,
+        ``async def reset(self, request)``, is given palaestrAI's request
+        (:class:`~palaestra.environment.reset.EnvironmentResetRequest`) and awaited; given a
+        request, this default returns palaestrAI's response (which ``await`` gives back), so
+        such an override may ``return await super().reset(request)``.
+        """
+        started = self.start_environment()
+        return started if request is None else response_to(self, request, started)
 
     def shutdown(self) -> bool:
         """Release resources; the default does nothing."""

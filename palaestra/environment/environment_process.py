@@ -38,6 +38,7 @@ from palaestra.core.turns import Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
+from palaestra.environment.reset import EnvironmentResetRequest, call_reset
 
 LOG = logging.getLogger(__name__)
 
@@ -77,6 +78,9 @@ class EnvironmentProcess(Component):
         seed: int,
         store_endpoint: str | None,
         answer_timeout: float = 300.0,
+        run_uid: str = "",
+        instance_uid: str = "",
+        phase_index: int = 0,
     ) -> None:
         super().__init__(name)
         # waiting for the set points of a Muscle (named when we wait): it speaks after its
@@ -99,7 +103,16 @@ class EnvironmentProcess(Component):
         self.environment_id = environment_id
         self.worker = worker
         self.env = construct(environment, seed)
-        self.env.attach(EnvironmentContext(uid=environment.uid, worker=worker, seed=seed))
+        self.env.attach(
+            EnvironmentContext(
+                uid=environment.uid,
+                worker=worker,
+                seed=seed,
+                run_uid=run_uid,
+                instance_uid=instance_uid,
+                phase_index=phase_index,
+            )
+        )
         if environment.reward is not None:  # the environment calls it itself
             self.env.reward = _build(environment.reward)
         self.transformer: Any = (
@@ -201,7 +214,10 @@ class EnvironmentProcess(Component):
         always checked in full.
         """
         method = "reset" if reset else "start_environment"
-        result = call(getattr(self.env, method))
+        if reset:
+            result = call_reset(self.env, self.reset_request())
+        else:
+            result = call(self.env.start_environment)
         repeated: list[str] = []
         sensors, actuators = checks.baseline(self.env, method, result, repeated)
         if repeated and not self.warned_repeats:
@@ -235,6 +251,17 @@ class EnvironmentProcess(Component):
         self.values = [desc.value for desc in baseline.sensors]
         self.last_values = self.values
         return baseline
+
+    def reset_request(self) -> EnvironmentResetRequest:
+        """What palaestrAI's simulation controller would send with a reset."""
+        context = self.env.context
+        return EnvironmentResetRequest(
+            sender_simulation_controller_id=names.controller(self.worker),
+            receiver_environment_id=self.spec.uid,
+            experiment_run_id=context.run_uid if context is not None else "",
+            experiment_run_instance_id=context.instance_uid if context is not None else "",
+            experiment_run_phase=context.phase_index if context is not None else 0,
+        )
 
     def _all_in(self) -> bool:
         """Whether the step can be taken; else note which Muscle we are waiting for."""

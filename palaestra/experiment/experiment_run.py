@@ -316,6 +316,9 @@ class ExperimentRun(Component):
             workers=phase.spec.config.worker,
             seeds=self._env_seeds(phase.spec, env.uid),
             answer_timeout=self.answer_timeout,
+            run_uid=self.run.uid,
+            instance_uid=self.instance_uid,
+            phase_index=phase.spec.index,
         )
 
     # --- agents ------------------------------------------------------------------------

@@ -135,3 +135,84 @@ def test_a_module_palaestra_does_not_offer_is_refused_naming_what_to_use(
     message = textwrap.dedent(result.stderr)
     assert "palaestrai.store.query" in message
     assert "palaestra.store.query" in message
+
+
+RESET_RUN_FILE = """\
+uid: reset-run
+experiment_uid: reset-experiment
+seed: 3
+version: "3.5"
+schedule:
+  - first:
+      environments:
+        - environment: {name: palaestrai_reset:ResetRecordingEnvironment, uid: env, params: {}}
+      agents:
+        - name: a
+          brain: {name: palaestrai.agent.dummy_brain:DummyBrain, params: {}}
+          muscle: {name: palaestrai.agent.dummy_muscle:DummyMuscle, params: {}}
+          objective: {name: palaestrai.agent.dummy_objective:DummyObjective, params: {}}
+          sensors: [env.resets]
+          actuators: [env.act]
+      simulation:
+        name: palaestrai.simulation:Vanilla
+        conditions:
+          - name: palaestrai.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config: {mode: train, worker: 2, episodes: 2}
+  - second:
+      phase_config: {mode: test, worker: 1, episodes: 3}
+run_config:
+  condition:
+    name: palaestrai.experiment:VanillaRunGovernorTerminationCondition
+    params: {}
+"""
+
+
+def test_an_environment_overriding_palaestrais_reset_is_given_the_request(
+    workspace: Workspace,
+) -> None:
+    """``async def reset(self, request)`` gets palaestrAI's request (its public fields) before
+    every episode but a worker's first, and what it returns starts the episode."""
+    run_file = workspace.path / "reset.yml"
+    run_file.write_text(RESET_RUN_FILE)
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ERROR" not in result.stderr, result.stderr[-3000:]
+
+    with sqlite3.connect(workspace.store) as conn:
+        (instance,) = conn.execute("select uid from experiment_run_instances").fetchone()
+        readings = conn.execute(
+            'select p."index", m.worker, m.episode, m.sensor_readings from muscle_actions m'
+            " join agents a on a.id = m.agent_id"
+            " join experiment_run_phases p on p.id = a.experiment_run_phase_id"
+            ' where m.step = 0 order by p."index", m.worker, m.episode'
+        ).fetchall()
+    lines = (workspace.path / "resets.jsonl").read_text().splitlines()
+    seen = [json.loads(line) for line in lines]
+    # phase 0: 2 workers x 1 reset; phase 1: 1 worker x 2 resets
+    assert len(seen) == 4
+    expected = {
+        "type": "EnvironmentResetRequest",
+        "receiver_environment_id": "env",
+        "receiver": "env",
+        "experiment_run_id": "reset-run",
+        "experiment_run_instance_id": instance,
+    }
+    for request in seen:
+        assert {k: request[k] for k in expected} == expected
+        assert request["sender"] == request["sender_simulation_controller_id"]
+    assert sorted((r["experiment_run_phase"], r["sender"]) for r in seen) == [
+        (0, "SimulationController-0"),
+        (0, "SimulationController-1"),
+        (1, "SimulationController-0"),
+        (1, "SimulationController-0"),
+    ]
+    # the reset's answer started the episode: its sensor counts this worker's resets
+    first_readings = [
+        (phase, worker, episode, json.loads(r)["env.resets"])
+        for phase, worker, episode, r in readings
+    ]
+    assert first_readings == [
+        (0, 0, 0, 0.0), (0, 0, 1, 1.0), (0, 1, 0, 0.0), (0, 1, 1, 1.0),
+        (1, 0, 0, 0.0), (1, 0, 1, 1.0), (1, 0, 2, 2.0),
+    ]  # fmt: skip

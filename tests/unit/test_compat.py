@@ -167,7 +167,7 @@ def test_every_compat_module_imports_under_its_palaestrai_name(mapped: None, nam
         ("palaestrai.store.database_model", "palaestra.store.query"),
         ("palaestrai.cli", "palaestra"),
         ("palaestrai.cli.client", "palaestra"),
-        ("palaestrai.core.protocol", "palaestra experiment-start"),
+        ("palaestrai.core.runtime_config", "palaestra experiment-start"),
         ("palaestrai.experiment.executor", "palaestra experiment-start"),
     ],
 )
@@ -178,7 +178,8 @@ def test_modules_palaestra_does_not_offer_say_what_to_use(
         importlib.import_module(name)
     message = str(caught.value)
     refused = caught.value.name  # the module itself, or the refused package it is in
-    assert refused is not None and name.startswith(refused) and refused in finder.REFUSED
+    assert refused is not None and name.startswith(refused)
+    assert finder.refusal(refused) is not None
     assert f"palaestrAI's module '{refused}'" in message and advice in message
 
 
@@ -423,3 +424,15 @@ def test_space_value_utils(mapped: None) -> None:
         assert_value_in_space(Discrete(5), 7, uid="d")
     with pytest.raises(NotImplementedError):
         coerce_value_to_space([1], importlib.import_module("palaestrai.types").MultiBinary(1))
+
+
+def test_the_reset_messages_are_offered_inside_the_refused_core(mapped: None) -> None:
+    from palaestrai.core.protocol import EnvironmentResetRequest, EnvironmentResetResponse
+    from palaestrai.core.protocol.environment_reset_req import EnvironmentResetRequest as Req
+
+    from palaestra.environment.reset import EnvironmentResetRequest as Ours
+
+    assert Req is EnvironmentResetRequest is Ours
+    assert EnvironmentResetResponse.__module__ == "palaestra.environment.reset"
+    with pytest.raises(ImportError, match=r"palaestrai\.core\.RuntimeConfig.*experiment-start"):
+        from palaestrai.core import RuntimeConfig  # noqa: F401
