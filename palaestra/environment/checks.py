@@ -12,7 +12,7 @@ the uid and the value: the environment is blamed, not the Muscle that would trip
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,10 +26,18 @@ from palaestra.core.plugin import PluginContractError
 from palaestra.core.spaces import Box, Discrete, Space
 
 Check = Callable[[Any], bool]
+InfoT = TypeVar("InfoT", bound=Information)
+Fix = Callable[[object, str, str, Any, "Space | None"], Any]
+"""Gives a copy of a value's information reshaped into its space, or None: see
+:class:`palaestra.environment.shapes.ShapeFix`."""
 
 
 def baseline(
-    env: object, method: str, result: Any, repeated: list[str] | None = None
+    env: object,
+    method: str,
+    result: Any,
+    repeated: list[str] | None = None,
+    fix: Fix | None = None,
 ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
     """Check what ``start_environment`` or ``reset`` returned; returns sensors, actuators.
 
@@ -47,14 +55,14 @@ def baseline(
         if kind == "actuator" and len(set(uids)) < len(uids):
             infos[:], uids = _repeats_dropped(infos, uids, repeated)
         _unique(env, method, kind, uids)
-        for info in infos:
+        for i, info in enumerate(infos):
             if kind == "sensor" or info.value is not None:  # an actuator may have no default
-                _contained(env, method, kind, info, info.space)
+                infos[i] = _contained(env, method, kind, info, info.space, fix)
     return sensors, actuators
 
 
 def first_state(
-    env: object, result: Any, declared: dict[str, Space | None]
+    env: object, result: Any, declared: dict[str, Space | None], fix: Fix | None = None
 ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
     """Check the first ``update`` result after a start: every declared sensor reported once
     (or none at all in a last step, ``done``), in its declared space, rewards in theirs,
@@ -63,17 +71,17 @@ def first_state(
     sensors, rewards, done = list(parts[0]), list(parts[1]), parts[2]
     typed = [_typed(env, "update", "sensor", s, SensorInformation) for s in sensors]
     uids = _unique(env, "update", "sensor", typed)
-    for sensor in sensors:
+    for i, sensor in enumerate(sensors):
         uid = str(sensor.uid)
         if uid not in declared:
             raise unknown_sensor(env, uid, list(declared))
-        _contained(env, "update", "sensor", sensor, declared[uid])
+        sensors[i] = _contained(env, "update", "sensor", sensor, declared[uid], fix)
     missing = [uid for uid in declared if uid not in uids]
     if missing and (sensors or done is not True):  # a last step may report no readings
         raise missing_sensors(env, missing)
-    for reward in rewards:
+    for i, reward in enumerate(rewards):
         _typed(env, "update", "reward", reward, RewardInformation)
-        _contained(env, "update", "reward", reward, reward.space)
+        rewards[i] = _contained(env, "update", "reward", reward, reward.space, fix)
     if not isinstance(done, bool | np.bool_):
         raise PluginContractError(env, "update", f"returned done = {_show(done)}, expected a bool")
     return sensors, rewards, bool(done)
@@ -191,15 +199,25 @@ def _unique(env: object, method: str, kind: str, uids: list[str]) -> set[str]:
 
 
 def _contained(
-    env: object, method: str, kind: str, info: Information, space: Space | None
-) -> None:
-    if space is not None and not space.contains(info.value):
-        raise PluginContractError(
-            env,
-            method,
-            f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its "
-            f"declared space {space}",
-        )
+    env: object,
+    method: str,
+    kind: str,
+    info: InfoT,
+    space: Space | None,
+    fix: Fix | None = None,
+) -> InfoT:
+    """``info`` if its value is in ``space``, else what ``fix`` makes of it; else raises."""
+    if space is None or space.contains(info.value):
+        return info
+    fixed: InfoT | None = fix(env, method, kind, info, space) if fix is not None else None
+    if fixed is not None:
+        return fixed
+    raise PluginContractError(
+        env,
+        method,
+        f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its "
+        f"declared space {space}",
+    )
 
 
 def _anything(x: Any) -> bool:

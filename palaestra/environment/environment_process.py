@@ -39,6 +39,7 @@ from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
 from palaestra.environment.reset import EnvironmentResetRequest, call_reset
+from palaestra.environment.shapes import ShapeFix
 
 LOG = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ class EnvironmentProcess(Component):
         self.values: list[Any] = []
         self.last_values: list[Any] = []  # the sensor values after the last step
         self.warned_repeats = False
+        self.shapes = ShapeFix(name)  # values in another shape than their Box's, reshaped
         # our own plug-in's step: if it never returns, we say so ourselves
         self.stepping = Waiting(name, answer_timeout)
         self.spec = environment
@@ -219,7 +221,7 @@ class EnvironmentProcess(Component):
         else:
             result = call(self.env.start_environment)
         repeated: list[str] = []
-        sensors, actuators = checks.baseline(self.env, method, result, repeated)
+        sensors, actuators = checks.baseline(self.env, method, result, repeated, self.shapes.fixed)
         if repeated and not self.warned_repeats:
             self.warned_repeats = True
             LOG.warning(
@@ -308,7 +310,9 @@ class EnvironmentProcess(Component):
         self.stepping.end()
         is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
         if self.first_step:  # checked in full
-            sensors, rewards, done = checks.first_state(self.env, result, self.declared)
+            sensors, rewards, done = checks.first_state(
+                self.env, result, self.declared, self.shapes.fixed
+            )
             self.first_step = False
         elif is_state:
             sensors, rewards, done = result.sensor_information, result.rewards, bool(result.done)
@@ -388,7 +392,10 @@ class EnvironmentProcess(Component):
                 raise checks.unknown_sensor(self.env, str(sensor.uid), self.sensor_uids)
             if value_checks is not None and not value_checks[index](sensor.value):
                 declared = self.declared[self.sensor_uids[index]]
-                raise checks.outside(self.env, "sensor", sensor, declared)
+                fixed = self.shapes.fixed(self.env, "update", "sensor", sensor, declared)
+                if fixed is None:
+                    raise checks.outside(self.env, "sensor", sensor, declared)
+                sensor = fixed
             values[index] = json_value(sensor)
         if len(sensors) < len(values):  # (the first step also finds a sensor given twice)
             reported = {str(s.uid) for s in sensors}
@@ -398,16 +405,22 @@ class EnvironmentProcess(Component):
         return values
 
     def _rewards(self, rewards: Sequence[RewardInformation]) -> list[m.InfoDesc]:
-        if self.check_rewards:
-            known = self.reward_checks
-            for reward in rewards:
-                space = reward.space
-                entry = known.get(id(space))
-                if entry is None or entry[0] is not space:  # a space not seen yet
-                    entry = known[id(space)] = (space, checks.value_check(space))
-                if not entry[1](reward.value):
+        if not self.check_rewards:
+            return [describe(r) for r in rewards]
+        known = self.reward_checks
+        described = []
+        for reward in rewards:
+            space = reward.space
+            entry = known.get(id(space))
+            if entry is None or entry[0] is not space:  # a space not seen yet
+                entry = known[id(space)] = (space, checks.value_check(space))
+            if not entry[1](reward.value):
+                fixed = self.shapes.fixed(self.env, "update", "reward", reward, space)
+                if fixed is None:
                     raise checks.outside(self.env, "reward", reward, space)
-        return [describe(r) for r in rewards]
+                reward = fixed
+            described.append(describe(reward))
+        return described
 
     def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
         """Drive one episode: observations straight to the Muscles, their set points back.
