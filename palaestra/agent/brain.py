@@ -12,6 +12,7 @@ from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.memory import Memory
 from palaestra.agent.statistics import add_statistic, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.mode import Mode
 
 
 class Brain(ABC):
@@ -44,26 +45,58 @@ class Brain(ABC):
         except KeyError:
             raise RuntimeError("the brain has no context yet: it is set before setup()") from None
 
+    def _given(self, field: str, private: str) -> Any:
+        """``field`` of the context; for a Brain without one (a Brain another plug-in built,
+        as harl's PipelineBrain builds its inner one), the palaestrAI attribute ``private``
+        that plug-in assigned (``_seed``, ``_sensors``, ``_actuators``, ``_dumpers``)."""
+        context = self.__dict__.get("_palaestra_context")
+        if context is not None:
+            return getattr(context, field)
+        if private in self.__dict__:
+            return self.__dict__[private]
+        return self.context  # raises: no context yet
+
     @property
     def memory(self) -> Memory:
         """The transitions the Muscles reported, newest last."""
         return self.__dict__.setdefault("_palaestra_memory", Memory())  # type: ignore[no-any-return]
 
     @property
+    def _memory(self) -> Memory:  # palaestrAI's attribute: PipelineBrain hands its memory on
+        return self.memory
+
+    @_memory.setter
+    def _memory(self, memory: Memory) -> None:
+        self.__dict__["_palaestra_memory"] = memory
+
+    @property
     def name(self) -> str:
-        return self.context.name
+        context = self.__dict__.get("_palaestra_context")
+        return context.name if context is not None else str(self.__dict__.get("_name", ""))
 
     @property
     def seed(self) -> int:
-        return self.context.seed
+        return int(self._given("seed", "_seed"))
 
     @property
-    def mode(self) -> str:
-        return self.context.mode
+    def mode(self) -> Mode:
+        """The phase's mode; a Brain another plug-in built has the mode that plug-in assigns
+        (palaestrAI's ``brain.mode = ...``), else :attr:`Mode.TRAIN` (palaestrAI's default)."""
+        own = self.__dict__.get("_palaestra_mode")
+        if own is not None:
+            return own  # type: ignore[no-any-return]
+        context = self.__dict__.get("_palaestra_context")
+        return context.mode if context is not None else Mode.TRAIN
+
+    @mode.setter
+    def mode(self, mode: Mode | str) -> None:
+        """Set the mode this Brain sees (palaestrAI allows it; harl's PipelineBrain sets its
+        inner Brain's); palaestra itself never does."""
+        self.__dict__["_palaestra_mode"] = Mode(mode)
 
     @property
     def sensors(self) -> Sequence[SensorInformation]:
-        return self.context.sensors
+        return self._given("sensors", "_sensors")  # type: ignore[no-any-return]
 
     @sensors.setter
     def sensors(self, sensors: Sequence[SensorInformation]) -> None:
@@ -72,7 +105,7 @@ class Brain(ABC):
 
     @property
     def actuators(self) -> Sequence[ActuatorInformation]:
-        return self.context.actuators
+        return self._given("actuators", "_actuators")  # type: ignore[no-any-return]
 
     @actuators.setter
     def actuators(self, actuators: Sequence[ActuatorInformation]) -> None:
@@ -80,11 +113,17 @@ class Brain(ABC):
 
     @property
     def dumpers(self) -> BrainDumps:
-        return self.context.dumps
+        return self._given("dumps", "_palaestra_dumpers")  # type: ignore[no-any-return]
 
     @property
     def _dumpers(self) -> BrainDumps:  # palaestrAI spelling, for ported brains
-        return self.context.dumps
+        return self.dumpers
+
+    @_dumpers.setter
+    def _dumpers(self, dumpers: BrainDumps) -> None:
+        """palaestrAI's plug-ins hand their dumpers to a Brain they built (PipelineBrain);
+        a Brain with a context keeps palaestra's."""
+        self.__dict__["_palaestra_dumpers"] = dumpers
 
     def setup(self) -> None:
         """Prepare models; the default does nothing."""
@@ -99,6 +138,17 @@ class Brain(ABC):
     def load(self) -> None:
         """Restore state from :meth:`load_brain_dump`; the default does nothing."""
 
+    def try_load_brain_dump(self) -> None:
+        """palaestrAI's entry to loading: :meth:`load` if there are dumps to start from.
+
+        palaestra calls :meth:`load` itself, only when there are dumps; a Brain that overrides
+        this method instead (harl's PipelineBrain hands the dumpers to the Brains it built
+        here) has it called at the start of every phase, before :meth:`setup`, as palaestrAI
+        does, and decides itself.
+        """
+        if self.dumpers.tags():
+            self.load()
+
     def teardown(self) -> None:
         """Release resources; the default does nothing."""
 
@@ -106,12 +156,12 @@ class Brain(ABC):
         """Persist ``data`` as this brain's dump with ``tag`` (in the store and under the data
         path). A stream is stored whole, from its start, wherever it is positioned (palaestrAI's
         rule); each tag is kept apart, and the next phase loads the newest of each."""
-        self.context.dumps.store(data, tag)
+        self.dumpers.store(data, tag)
 
     def load_brain_dump(self, tag: str | None = "") -> BinaryIO | None:
         """The dump with ``tag`` this brain should start from (positioned at its start), or
         None if there is none (a warning says which tags there are)."""
-        data = self.context.dumps.load(tag)
+        data = self.dumpers.load(tag)
         return None if data is None else io.BytesIO(data)
 
     def add_statistics(self, key: str, value: Any, allow_overwrite: bool = False) -> None:

@@ -91,9 +91,13 @@ class BrainProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
         # palaestrAI's order: the dump is loaded first (only when there is one), then the
-        # filters and the Brain are set up
-        if self.request.dumps:  # as palaestrAI: only with something to load
+        # filters and the Brain are set up. A Brain overriding palaestrAI's entry to loading
+        # (try_load_brain_dump) is always called there and decides itself.
+        if type(self.brain).try_load_brain_dump is not Brain.try_load_brain_dump:
+            call(self.brain.try_load_brain_dump)
+        elif self.request.dumps:  # as palaestrAI: only with something to load
             call(self.brain.load)
+        if self.request.dumps:
             LOG.info(
                 "%s started from a brain dump of %s: %s",
                 self.name,

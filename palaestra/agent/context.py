@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -29,12 +29,15 @@ class BrainDumps:
         source: Where the loaded dumps come from, for messages (``agent 'a' in phase 0 of run
             'r'``); empty if there is nowhere to load from.
         owner: Who loads, for messages (the process name).
+        nowhere: Why there is nowhere to load from, for messages, where it is not the usual
+            reason (the first phase, and no ``load:``).
     """
 
     loaded: Mapping[str, bytes] | bytes | None = None
     write: Callable[[bytes, str], None] | None = None
     source: str = ""
     owner: str = ""
+    nowhere: str = ""
 
     def store(self, data: bytes | bytearray | memoryview | BinaryIO, tag: str | None = "") -> None:
         """Persist ``data`` whole: a stream is read from its start (palaestrAI's rule: a stream
@@ -72,6 +75,15 @@ class BrainDumps:
             )
         return data
 
+    def __iter__(self) -> Iterator[BrainDumps]:
+        """palaestrAI's plug-ins iterate over a list of dumpers: this is the one."""
+        return iter((self,))
+
+    @property
+    def _brain_source(self) -> str | None:
+        """palaestrAI's dumper attribute: where dumps are loaded from, None if nowhere."""
+        return self.source if self._found() else None
+
     def tags(self) -> list[str]:
         """The keys (:func:`dump_key`) of the loaded dumps, sorted."""
         return sorted(self._found())
@@ -86,7 +98,8 @@ class BrainDumps:
     def _missing(self, tag: str, found: Mapping[str, bytes]) -> str:
         what = f"no brain dump tagged {tag!r} to load" if tag else "no untagged brain dump to load"
         if not self.source:
-            return f"{what}: there is nowhere to load from (the first phase, and no `load:`)"
+            why = self.nowhere or "the first phase, and no `load:`"
+            return f"{what}: there is nowhere to load from ({why})"
         if not found:
             return f"{what}: {self.source} left no dump"
         tags = ", ".join(repr(t) for t in sorted(found))

@@ -12,6 +12,7 @@ import numpy as np
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.statistics import add_statistic, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.mode import Mode
 
 
 class Muscle(ABC):
@@ -46,15 +47,33 @@ class Muscle(ABC):
 
     @property
     def uid(self) -> str:
-        return self.context.uid
+        """The agent's name; a Muscle another plug-in built (harl's PipelineMuscle builds its
+        inner one) has the ``_uid`` that plug-in assigns, else its class name."""
+        context = self.__dict__.get("_palaestra_context")
+        if context is not None:
+            return context.uid  # type: ignore[no-any-return]
+        return str(self.__dict__.get("_uid", type(self).__name__))
 
     @property
-    def mode(self) -> str:
-        return self.context.mode
+    def mode(self) -> Mode:
+        """The phase's mode, unless :attr:`_mode` was assigned (then that); a Muscle without a
+        context and no assigned mode is in :attr:`Mode.TRAIN` (palaestrAI's default)."""
+        own = self.__dict__.get("_palaestra_mode")
+        if own is not None:
+            return own  # type: ignore[no-any-return]
+        context = self.__dict__.get("_palaestra_context")
+        return context.mode if context is not None else Mode.TRAIN
 
     @property
-    def _mode(self) -> str:  # palaestrAI's attribute behind ``mode``: harl's SACMuscle reads it
-        return self.context.mode
+    def _mode(self) -> Mode:  # palaestrAI's attribute behind ``mode``: harl's SACMuscle reads it
+        return self.mode
+
+    @_mode.setter
+    def _mode(self, mode: Mode | str) -> None:
+        """Set the mode this Muscle sees, as palaestrAI allows (its rollout worker assigns it;
+        harl's PipelineMuscle assigns its inner Muscle's before each step). palaestra never
+        assigns it: a phase's Muscles are in the phase's mode."""
+        self.__dict__["_palaestra_mode"] = Mode(mode)
 
     @property
     def seed(self) -> int:
@@ -97,12 +116,28 @@ class Muscle(ABC):
         """The agent's brain dump with ``tag`` (the newest of the phase it loads from),
         positioned at its start, or None if there is none (a warning says which tags there
         are)."""
-        data = self.context.dumps.load(tag)
+        data = self._model_loaders.load(tag)
         return None if data is None else io.BytesIO(data)
 
     @property
     def _model_loaders(self) -> BrainDumps:  # palaestrAI spelling, for ported muscles
-        return self.context.dumps
+        """The agent's dumps; a Muscle without a context has what was assigned to it
+        (palaestrAI's plug-ins may hand theirs on), else none to load."""
+        context = self.__dict__.get("_palaestra_context")
+        if context is not None:
+            return context.dumps  # type: ignore[no-any-return]
+        own = self.__dict__.get("_palaestra_loaders")
+        if own is not None:
+            return own  # type: ignore[no-any-return]
+        return BrainDumps(
+            owner=f"{type(self).__name__} '{self.uid}'",
+            nowhere="a Muscle built by another plug-in has the agent's dumps only if that "
+            "plug-in assigns its _model_loaders",
+        )
+
+    @_model_loaders.setter
+    def _model_loaders(self, loaders: BrainDumps) -> None:
+        self.__dict__["_palaestra_loaders"] = loaders
 
     def add_statistics(self, key: str, value: Any, allow_overwrite: bool = False) -> None:
         """Record ``value`` under ``key`` for this step (palaestrAI's API); palaestra pops the

@@ -180,10 +180,14 @@ class MuscleProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
-        if self.mode == "test":  # palaestrAI's order: the trained model, then setup
-            call(self.muscle.prepare_model)
         self.filters.set_up(muscle=self.muscle)
         call(self.muscle.setup)
+        # The trained model, after setup and before the first step: a Muscle that builds its
+        # model in setup (harl's PipelineMuscle) loads into it. palaestrAI 3.5.18's rollout
+        # worker calls it before setup, but only if the Muscle's mode is TEST by then, which it
+        # never is (the mode is set with each step's request): it never calls it there.
+        if self.mode == "test":
+            call(self.muscle.prepare_model)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
         runtime.start_task(watch([self.brain_waiting]))
         return {"muscle": endpoint}

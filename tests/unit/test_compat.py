@@ -8,6 +8,7 @@ built in a temporary directory.
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import subprocess
 import sys
@@ -436,3 +437,94 @@ def test_the_reset_messages_are_offered_inside_the_refused_core(mapped: None) ->
     assert EnvironmentResetResponse.__module__ == "palaestra.environment.reset"
     with pytest.raises(ImportError, match=r"palaestrai\.core\.RuntimeConfig.*experiment-start"):
         from palaestrai.core import RuntimeConfig  # noqa: F401
+
+
+# --- plug-ins that build plug-ins (harl's PipelineBrain and PipelineMuscle) --------------------
+
+
+def test_a_muscles_mode_is_assignable_as_palaestrai_allows() -> None:
+    from palaestra.agent import DummyMuscle
+    from palaestra.agent.context import MuscleContext
+    from palaestra.types import Mode
+
+    muscle = DummyMuscle()
+    muscle.attach(MuscleContext("a", "a", 0, "train", 1, [], []))
+    assert muscle.mode == Mode.TRAIN and muscle._mode == Mode.TRAIN
+    muscle._mode = Mode.TEST  # palaestrAI's rollout worker and PipelineMuscle do this
+    assert muscle.mode == Mode.TEST and muscle._mode == "test"
+    assert muscle.context.mode == Mode.TRAIN  # the phase's mode is unchanged
+
+
+def test_a_muscle_built_by_another_plug_in_has_what_it_was_given(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from palaestra.agent import DummyMuscle
+    from palaestra.agent.context import BrainDumps
+    from palaestra.types import Mode
+
+    inner = DummyMuscle()  # no context: PipelineMuscle builds it in its setup
+    assert inner.uid == "DummyMuscle" and inner.mode == Mode.TRAIN  # palaestrAI's defaults
+    inner._uid = "agent"  # what PipelineMuscle assigns
+    inner._mode = "test"
+    assert inner.uid == "agent" and inner.mode == Mode.TEST
+    with caplog.at_level(logging.WARNING):
+        assert inner.load("actor") is None
+    assert "a Muscle built by another plug-in has the agent's dumps only if" in caplog.text
+    inner._model_loaders = BrainDumps(loaded={"actor": b"weights"}, source="phase 0")
+    loaded = inner.load("actor")
+    assert loaded is not None and loaded.read() == b"weights"
+    with pytest.raises(RuntimeError, match="no context"):
+        _ = inner.name  # what palaestra itself gives is still only given through a context
+
+
+def test_a_brain_built_by_another_plug_in_sees_the_attributes_it_was_given() -> None:
+    from palaestra.agent import DummyBrain, Memory
+    from palaestra.agent.brain_dumper import BrainDumper
+    from palaestra.agent.context import BrainDumps
+    from palaestra.types import Mode
+
+    stored: list[tuple[bytes, str]] = []
+    dumpers = BrainDumps(
+        loaded={"t": b"old"}, write=lambda data, tag: stored.append((data, tag)), source="p0"
+    )
+    inner = DummyBrain()  # no context: PipelineBrain builds it in its constructor
+    with pytest.raises(RuntimeError, match="no context"):
+        _ = inner.seed
+    memory = Memory()
+    # what PipelineBrain.set_for and .thinking assign
+    inner._seed, inner._sensors, inner._actuators = 5, ["s"], ["a"]  # type: ignore[attr-defined]
+    inner._dumpers = dumpers
+    inner._memory = memory
+    inner.mode = Mode.TEST
+    assert (inner.seed, list(inner.sensors), list(inner.actuators)) == (5, ["s"], ["a"])
+    assert inner.memory is memory and inner.mode == Mode.TEST
+    inner.store_brain_dump(b"new", "t")
+    BrainDumper.store_brain_dump(b"newer", inner._dumpers, "t")
+    assert stored == [(b"new", "t"), (b"newer", "t")]
+    loaded = BrainDumper.load_brain_dump(inner._dumpers, "t")
+    assert loaded is not None and loaded.read() == b"old"
+    # palaestrAI's plug-ins iterate over the dumpers and ask where they load from
+    assert [d._brain_source for d in inner._dumpers] == ["p0"]
+    assert [d._brain_source for d in BrainDumps()] == [None]
+
+
+def test_try_load_brain_dump_loads_only_with_dumps() -> None:
+    from palaestra.agent import Brain
+    from palaestra.agent.context import BrainDumps
+
+    class Counting(Brain):
+        loads = 0
+
+        def thinking(self, muscle_id: str, data_from_muscle: object) -> None:
+            return None
+
+        def load(self) -> None:
+            self.loads += 1
+
+    brain = Counting()
+    brain._dumpers = BrainDumps()
+    brain.try_load_brain_dump()
+    assert brain.loads == 0
+    brain._dumpers = BrainDumps(loaded={"": b"x"}, source="p0")
+    brain.try_load_brain_dump()
+    assert brain.loads == 1
