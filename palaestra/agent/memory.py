@@ -16,19 +16,15 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from functools import cached_property
 from itertools import islice
 from typing import Any, overload
 
 import numpy as np
 
+from palaestra.agent.memory_shard import PANDAS_MISSING, MemoryShard
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 
-PANDAS_MISSING = (
-    "Memory.tail()'s sensor_readings, actuator_setpoints and rewards are pandas DataFrames, "
-    "as palaestrAI's: pip install 'palaestra[pandas]' (sensor_information, "
-    "setpoint_information and reward_information give the information objects without pandas)"
-)
+__all__ = ["PANDAS_MISSING", "Memory", "MemoryShard", "MuscleMemory"]
 
 
 class _Row:
@@ -66,101 +62,6 @@ class _Row:
         self.observations: Any = None
         self.actions: Any = None
         self.additional_data: Any = None
-
-
-class MemoryShard:
-    """The last rows of a memory, oldest first: palaestrAI's ``MemoryShard``.
-
-    The arrays have one entry per row. The three tables are pandas DataFrames with one column
-    per uid and one row per memory row (a value of one element is a scalar cell, a larger one an
-    array in its cell; a uid missing from a row is NaN there); they are built when first read,
-    and need pandas.
-
-    Attributes:
-        sensor_readings: The sensor values the muscle acted on (DataFrame).
-        actuator_setpoints: The set points it chose (DataFrame).
-        rewards: The rewards that followed (DataFrame).
-        objective: The objective value of each row, float64 (NaN where not computed).
-        dones: Whether the row ended an episode, bool.
-        terminated: Whether the episode ended in a terminal state, bool; None if a row does not
-            say (palaestrAI's convention).
-        truncated: Whether it was cut off, bool; None if a row does not say.
-        observations: What muscles stored as their observations (stacked), NaN where none.
-        actions: What muscles stored as their actions (stacked), NaN where none.
-        additional_data: What muscles stored besides, per row (None where nothing).
-        muscle_uids: Which muscle produced each row.
-        sensor_information: The :class:`SensorInformation` objects of each row.
-        setpoint_information: The :class:`ActuatorInformation` objects of each row.
-        reward_information: The :class:`RewardInformation` objects of each row.
-    """
-
-    def __init__(self, rows: Sequence[_Row]) -> None:
-        self._rows = rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __repr__(self) -> str:
-        return f"MemoryShard({len(self._rows)} rows of {sorted(set(self.muscle_uids))})"
-
-    @cached_property
-    def muscle_uids(self) -> list[str]:
-        return [row.muscle_uid for row in self._rows]
-
-    @cached_property
-    def objective(self) -> np.ndarray:
-        return np.array(
-            [np.nan if row.objective is None else row.objective for row in self._rows],
-            dtype=np.float64,
-        )
-
-    @cached_property
-    def dones(self) -> np.ndarray:
-        return np.array([row.done for row in self._rows], dtype=bool)
-
-    @cached_property
-    def terminated(self) -> np.ndarray | None:
-        return _flags([row.terminated for row in self._rows])
-
-    @cached_property
-    def truncated(self) -> np.ndarray | None:
-        return _flags([row.truncated for row in self._rows])
-
-    @cached_property
-    def observations(self) -> np.ndarray:
-        return _stacked([row.observations for row in self._rows])
-
-    @cached_property
-    def actions(self) -> np.ndarray:
-        return _stacked([row.actions for row in self._rows])
-
-    @cached_property
-    def additional_data(self) -> list[Any]:
-        return [row.additional_data for row in self._rows]
-
-    @cached_property
-    def sensor_information(self) -> list[Sequence[SensorInformation]]:
-        return [row.sensors for row in self._rows]
-
-    @cached_property
-    def setpoint_information(self) -> list[Sequence[ActuatorInformation]]:
-        return [row.setpoints for row in self._rows]
-
-    @cached_property
-    def reward_information(self) -> list[Sequence[RewardInformation]]:
-        return [row.rewards for row in self._rows]
-
-    @cached_property
-    def sensor_readings(self) -> Any:
-        return _frame(self.sensor_information)
-
-    @cached_property
-    def actuator_setpoints(self) -> Any:
-        return _frame(self.setpoint_information)
-
-    @cached_property
-    def rewards(self) -> Any:
-        return _frame(self.reward_information)
 
 
 class MuscleMemory:
@@ -432,7 +333,7 @@ class Memory:
                 islice((row for row in reversed(self._rows) if row.muscle_uid in wanted), n)
             )
         newest.reverse()
-        return MemoryShard(newest)
+        return MemoryShard.of_rows(newest)
 
     def latest_rewards(self) -> list[float]:
         """The reward values of the newest row as floats (NaN where not numeric), without
@@ -444,53 +345,6 @@ class Memory:
     def truncate(self, n: int) -> None:
         """Keep only the last ``n`` rows (a negative ``n`` counts as ``-n``, as palaestrAI's)."""
         self._evict(abs(n))
-
-
-def _flags(values: list[bool | None]) -> np.ndarray | None:
-    if any(v is None for v in values):
-        return None
-    return np.array(values, dtype=bool)
-
-
-def _stacked(values: list[Any]) -> np.ndarray:
-    if all(v is None for v in values):
-        return np.full((len(values), 1), np.nan)
-    arrays = [np.atleast_1d(np.asarray(np.nan if v is None else v)) for v in values]
-    width = max(a.size for a in arrays)
-    out = np.full((len(arrays), width), np.nan)
-    for i, a in enumerate(arrays):
-        flat = a.reshape(-1)
-        try:
-            out[i, : flat.size] = flat
-        except (TypeError, ValueError):
-            return np.array(values, dtype=object)
-    return out
-
-
-def _frame(rows: list[Sequence[Any]]) -> Any:
-    """A DataFrame of the information objects' values: a column per uid, a row per row."""
-    try:
-        import pandas as pd
-    except ImportError as e:
-        raise ImportError(PANDAS_MISSING) from e
-    columns: dict[Any, list[Any]] = {}
-    for r, infos in enumerate(rows):
-        for info in infos:
-            column = columns.get(info.uid)
-            if column is None:
-                column = columns[info.uid] = [None] * len(rows)
-            column[r] = _cell(info.value)
-    if not rows:
-        return pd.DataFrame()
-    return pd.DataFrame(columns, index=range(len(rows)))
-
-
-def _cell(value: Any) -> Any:
-    """A value as a table cell: a value of one element as its scalar (what palaestrAI's
-    tables hold), anything larger as it is."""
-    if isinstance(value, np.ndarray | np.generic):
-        return value.item() if value.size == 1 else value
-    return value
 
 
 _NUMBERS = (int, float, bool)

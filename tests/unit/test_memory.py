@@ -205,8 +205,9 @@ def test_reward_columns_only_for_the_rows_asked_for() -> None:
 
 
 def test_reward_values_are_table_cells() -> None:
-    """A value of one element is a scalar cell (as in palaestrAI's tables), a larger one an
-    array in its cell."""
+    """A value of one element is a scalar cell (as in palaestrAI's tables), a larger one is
+    laid down its column over as many table rows (palaestrAI's layout; the shorter values of
+    the memory row are NaN below theirs, where palaestrAI fails)."""
     memory = Memory()
     memory.append(
         "m",
@@ -215,9 +216,11 @@ def test_reward_values_are_table_cells() -> None:
         rewards(i=3, f=np.float32(0.5), one=np.array([1.5]), a=np.array([1.0, 2.0]), s="x"),
         False,
     )
-    row = memory.tail(1).rewards.iloc[0]
-    assert (row["i"], row["f"], row["one"], row["s"]) == (3, 0.5, 1.5, "x")
-    np.testing.assert_array_equal(row["a"], [1.0, 2.0])
+    table = memory.tail(1).rewards
+    assert len(table) == 2
+    row = table.iloc[0]
+    assert (row["i"], row["f"], row["one"], row["s"], row["a"]) == (3, 0.5, 1.5, "x", 1.0)
+    assert table["a"].tolist() == [1.0, 2.0] and np.isnan(table["i"].iloc[1])
 
 
 @pytest.mark.parametrize("uid", [None, 0])

@@ -159,3 +159,97 @@ def test_the_tables_without_pandas_say_how_to_get_it(monkeypatch: pytest.MonkeyP
     assert shard.reward_information[0][0].value == 1.0
     with pytest.raises(ImportError, match=r"pip install 'palaestra\[pandas\]'"):
         _ = shard.rewards
+
+
+def test_values_of_several_elements_are_laid_down_their_column_as_palaestrai_does() -> None:
+    """palaestrAI 3.5.18 gives, for two rows of two Box(shape=(2,)) sensors, one actuator of
+    shape (2,) and a scalar reward, these tables (checked with it)."""
+    memory = Memory()
+    for i in range(2):
+        memory.append(
+            "m0",
+            sensor_readings=[
+                SensorInformation(np.array([i, i + 0.5]), Box(0, 9, shape=(2,)), "v"),
+                SensorInformation(np.array([3.0, 4.0]) * i, Box(0, 9, shape=(2,)), "w"),
+            ],
+            actuator_setpoints=[ActuatorInformation(np.array([1, 2]), Box(0, 9, (2,)), "a")],
+            rewards=[RewardInformation(float(i), Box(0, 9, shape=()), "r")],
+            done=False,
+            objective=np.array([i]),
+        )
+    shard = memory.tail(2)
+    assert shard.sensor_readings.to_dict("list") == {
+        "v": [0.0, 0.5, 1.0, 1.5],
+        "w": [0.0, 0.0, 3.0, 4.0],
+    }
+    assert list(shard.sensor_readings.index) == [0, 1, 2, 3]
+    assert shard.actuator_setpoints.to_dict("list") == {"a": [1, 2, 1, 2]}
+    assert shard.rewards.to_dict("list") == {"r": [0.0, 1.0]}
+    assert all(dtype == np.float64 for dtype in shard.sensor_readings.dtypes)
+    # a matrix is flattened in row-major order, as numpy's reshape(-1)
+    memory.append(
+        "m0",
+        [SensorInformation(np.array([[1.0, 2.0], [3.0, 4.0]]), Box(0, 9, (2, 2)), "m")],
+        [],
+        [RewardInformation(0.0, None, "r")],
+        False,
+    )
+    assert memory.tail(1).sensor_readings["m"].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def shard_by_hand() -> MemoryShard:
+    return MemoryShard(
+        sensor_readings=pd.DataFrame({"x": [1]}),
+        actuator_setpoints=pd.DataFrame(),
+        rewards=pd.DataFrame({"r": [2.0]}),
+        dones=np.array([True]),
+        observations=np.array([[np.nan]]),
+        actions=np.array([[np.nan]]),
+        objective=np.array([1.0]),
+        additional_data=[None],
+    )
+
+
+def test_the_constructor_takes_palaestrais_fields() -> None:
+    shard = shard_by_hand()
+    assert len(shard) == 1  # the rows of rewards, as palaestrAI's
+    assert shard.rewards.to_dict("list") == {"r": [2.0]} and shard.dones.tolist() == [True]
+    assert shard.terminated is None and shard.truncated is None
+    assert shard.decision_indices is None
+    assert shard.sensor_information == []  # no information objects when built by hand
+    positional = MemoryShard(*[getattr(shard, f) for f in ("sensor_readings",
+        "actuator_setpoints", "rewards", "dones", "observations", "actions", "objective",
+        "additional_data")], np.array([True]))  # fmt: skip
+    assert positional.terminated is not None and positional.terminated.tolist() == [True]
+
+
+def test_concat_joins_shards_as_palaestrai_does() -> None:
+    """The same shards as in palaestrAI 3.5.18 give the same tables and arrays (checked with
+    it), but observations and actions keep every row (palaestrAI's keep one per shard)."""
+    memory = Memory()
+    for i in range(2):
+        memory.append(
+            "m0",
+            [SensorInformation(float(i), Box(0, 9, shape=()), "x")],
+            [],
+            [RewardInformation(float(i), Box(0, 9, shape=()), "r")],
+            False,
+            objective=float(i),
+        )
+    joined = MemoryShard.concat([shard_by_hand(), memory.tail(2)])
+    assert len(joined) == 3
+    assert joined.rewards.to_dict("list") == {"r": [2.0, 0.0, 1.0]}
+    assert joined.sensor_readings.to_dict("list") == {"x": [1.0, 0.0, 1.0]}
+    assert joined.dones.tolist() == [True, False, False]
+    assert joined.objective.tolist() == [1.0, 0.0, 1.0]
+    assert joined.observations.shape == (3, 1)
+    assert joined.terminated is None  # not every shard says
+    assert len(joined.additional_data) == 3  # one entry per row
+
+    # shards of a memory's rows stay rows: the information objects are kept
+    rows = MemoryShard.concat([memory.tail(1), memory.tail(2)])
+    assert len(rows) == 3 and [len(s) for s in rows.sensor_information] == [1, 1, 1]
+    assert rows.rewards.to_dict("list") == {"r": [1.0, 0.0, 1.0]}
+
+    empty = MemoryShard.concat([])
+    assert len(empty) == 0 and empty.dones.shape == (0,) and empty.rewards.empty
