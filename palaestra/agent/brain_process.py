@@ -20,6 +20,7 @@ import zmq
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.filter import FilterChain
+from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
@@ -75,6 +76,8 @@ class BrainProcess(Component):
         )
         self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
         self.filters = FilterChain(setup.agent.filters)
+        phase_rules = setup.agent.phase_stop
+        self.phase_stop = PhaseStop(name, phase_rules) if phase_rules else None
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -188,10 +191,14 @@ class BrainProcess(Component):
         if message.done:
             self._store_brain()
             self._send_dumps()
+            if self.phase_stop is not None:
+                self.phase_stop.episode_ended(message.worker, memory)
         self._record_statistics(message.worker, message.episode, message.step)
         if message.done:
             self.statistics.flush()
-        link.send(m.encode(m.BrainUpdate(update=self._deliver(muscle_id, update))))
+        end_phase = self.phase_stop is not None and self.phase_stop.reached
+        update = self._deliver(muscle_id, update)
+        link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
 
     def _deliver(self, muscle_id: str, update: Any) -> bytes | None:
         """The answer to ``muscle_id``, as palaestrAI's learner gives it: its own update if

@@ -132,6 +132,7 @@ class MuscleProcess(Component):
         self.muscle = self._construct(agent, sensors, actuators)
         self.filters = FilterChain(agent.filters)
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
+        self.end_phase = False  # the Brain said its phase rule holds: no further episode
         self.objective_reached = False
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
@@ -311,7 +312,7 @@ class MuscleProcess(Component):
             self._record_statistics(message.step)
             self.rows.flush()
             self.statistics.flush()
-            return m.AgentActions(setpoints={})
+            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
         actions = self._act(message)
         self._record_statistics(message.step)
         return actions
@@ -326,6 +327,8 @@ class MuscleProcess(Component):
         self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
+        if answer.end_phase:
+            self.end_phase = True
         if answer.update is not None:
             call(self.muscle.update, pickle.loads(answer.update))
 

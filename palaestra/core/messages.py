@@ -193,6 +193,8 @@ class EnvEpisode(Msg, frozen=True, kw_only=True):
 
 class EnvEpisodeDone(Msg, frozen=True, kw_only=True):
     steps: int
+    end_phase: bool = False
+    """An agent's Brain reached its phase rule: the worker runs no further episode."""
 
 
 class SimulationBaseline(Msg, frozen=True, kw_only=True):
@@ -273,6 +275,9 @@ class AgentActions(Msg, frozen=True, kw_only=True):
 
     setpoints: dict[str, Any]
     stop: bool = False
+    end_phase: bool = False
+    """In the answer to an episode's last step: the agent's Brain reached its phase rule
+    (``phase_avgN``), so the worker runs no further episode."""
 
 
 # --- hot path: muscle <-> brain ------------------------------------------------------------
@@ -301,9 +306,11 @@ class Experience(Msg, frozen=True, kw_only=True):
 
 
 class BrainUpdate(Msg, frozen=True, kw_only=True):
-    """The Brain's answer: a pickled update for ``Muscle.update``, or None."""
+    """The Brain's answer: a pickled update for ``Muscle.update``, or None; ``end_phase``
+    once the agent reached its phase rule (``phase_avgN``)."""
 
     update: bytes | None
+    end_phase: bool = False
 
 
 # --- store records -------------------------------------------------------------------------

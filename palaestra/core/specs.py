@@ -77,6 +77,10 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     objective_stop: dict[int, float] = {}
     """A worker's episode ends once the mean of the agent's last ``N`` objective values
     reaches ``objective_stop[N]`` (palaestrAI's AgentObjectiveTerminationCondition)."""
+    phase_stop: dict[int, float] = {}
+    """The phase ends once, for one worker, the mean of the Brain's average objective at the
+    end of its last ``N`` episodes reaches ``phase_stop[N]`` (the ``phase_avgN`` rules of
+    palaestrAI's AgentObjectiveTerminationCondition as the run's condition)."""
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -183,7 +183,9 @@ class EnvironmentProcess(Component):
             baseline = self.start_world(message.reset, message.check_values)
             router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
-            done = m.EnvEpisodeDone(steps=self.run_episode(hot, message))
+            links = _Links(self, hot, {})
+            steps = self.run_episode(hot, message, links)
+            done = m.EnvEpisodeDone(steps=steps, end_phase=links.end_phase)
             router.send_multipart([sender, m.encode(done)])
         else:
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -422,7 +424,7 @@ class EnvironmentProcess(Component):
             described.append(describe(reward))
         return described
 
-    def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
+    def run_episode(self, hot: HotLoop, message: m.EnvEpisode, driver: _Links) -> int:
         """Drive one episode: observations straight to the Muscles, their set points back.
 
         The loop and the order of turns are the simulation controller's
@@ -430,11 +432,11 @@ class EnvironmentProcess(Component):
         the messages travel differs, two messages per agent and step fewer.
         """
         policy: TurnPolicy = call(load_class(message.policy))
-        links = {a.process: self._link(hot, a.process) for a in message.agents}
+        driver.links = {a.process: self._link(hot, a.process) for a in message.agents}
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
         return run_episode(
             policy,
-            _Links(self, hot, links),
+            driver,
             message.agents,
             self._conditions(message.conditions),
             values,
@@ -466,12 +468,13 @@ class _Links:
     the Muscles' links, set points come back on them, and the world steps once the acting
     agents' set points are in."""
 
-    __slots__ = ("process", "hot", "links")
+    __slots__ = ("end_phase", "hot", "links", "process")
 
     def __init__(self, process: EnvironmentProcess, hot: HotLoop, links: dict[str, Channel]):
         self.process = process
         self.hot = hot
         self.links = links
+        self.end_phase = False  # an agent's Brain reached its phase rule (phase_avgN)
 
     def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
         link = self.links[agent.process]
@@ -497,6 +500,8 @@ class _Links:
     def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
         for agent in agents:  # each acknowledges the end of its episode
             try:
-                self.links[agent.process].recv()
+                answer = m.decode(self.links[agent.process].recv())
             except PeerGone:
                 self.hot.idle()
+            if isinstance(answer, m.AgentActions) and answer.end_phase:
+                self.end_phase = True

@@ -39,9 +39,10 @@ from palaestra.core.specs import (
 from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_objective import (
-    PHASE_LEVEL,
     is_objective_condition,
+    phase_rules,
     with_objective_stops,
+    with_phase_stops,
 )
 from palaestra.experiment.runfile_schema import (
     Node,
@@ -275,30 +276,33 @@ class _RunBuilder:
         fields = as_mapping(root, allowed=_TOP_KEYS, required=_TOP_REQUIRED)
         uid = as_name(fields["uid"])
         experiment_uid_node = optional(fields, "experiment_uid")
+        phases = self._schedule(fields["schedule"])
+        conditions, phase_stops = self._run_conditions(optional(fields, "run_config"), phases)
         return RunSpec(
             uid=uid,
             experiment_uid=as_name(experiment_uid_node) if experiment_uid_node else uid,
             seed=as_int(fields["seed"], minimum=0, maximum=SEED_MAX, why=_SEED_WHY),
             version=_version(fields["version"]),
-            phases=self._schedule(fields["schedule"]),
-            conditions=self._run_conditions(optional(fields, "run_config")),
+            phases=with_phase_stops(phases, phase_stops),
+            conditions=conditions,
             path=path,
             document=document,
         )
 
-    def _run_conditions(self, node: Node | None) -> tuple[ClassSpec, ...]:
-        """Return the run's termination conditions from ``run_config``, or the default."""
+    def _run_conditions(
+        self, node: Node | None, phases: tuple[PhaseSpec, ...]
+    ) -> tuple[tuple[ClassSpec, ...], dict[str, dict[int, float]]]:
+        """Return the run's termination conditions from ``run_config`` (or the default), and
+        the agents' phase rules if the condition is palaestrAI's objective condition."""
         fields = as_mapping(node, allowed=("condition",)) if node is not None else {}
         condition = optional(fields, "condition")
         if condition is None:
-            return (ClassSpec(name=_DEFAULT_RUN_CONDITION),)
+            return (ClassSpec(name=_DEFAULT_RUN_CONDITION),), {}
         spec = self._class_spec(condition, role=None)
         if is_objective_condition(spec.name):
-            condition.value["name"].fail(
-                f"palaestra does not offer '{spec.name}' as the run's condition yet.",
-                PHASE_LEVEL,
-            )
-        return (spec,)
+            names = sorted({agent.name for phase in phases for agent in phase.agents})
+            return (spec,), phase_rules(condition, names)
+        return (spec,), {}
 
     def _schedule(self, node: Node) -> tuple[PhaseSpec, ...]:
         """Return the phases of the schedule, each with what it inherited."""

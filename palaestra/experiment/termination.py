@@ -35,8 +35,13 @@ class AgentObjectiveTerminationCondition(EpisodeEndsWithEnvironment):
 
     The run-file loader hands the rules to the agents' Muscles, which check them as they
     compute their objectives; the step on which one is reached is the episode's last (its
-    ``done`` is recorded as true). Only under a phase's ``simulation.conditions``: the
-    phase-level ``phase_avgN`` rules are not offered yet.
+    ``done`` is recorded as true).
+
+    As the run's condition (``run_config.condition``), params ``{<agent name>: {phase_avgN:
+    X}}`` end a phase: at the end of each episode of a worker the agent's Brain notes its
+    average objective (over its whole memory, as palaestrAI's), and once the mean of a
+    worker's last ``N`` such averages reaches ``X`` that worker, and every other at the end of
+    its running episode, runs no further episode (see :mod:`palaestra.agent.phase_stop`).
     """
 
     def __init__(self, *args: Any, **params: Any) -> None:

@@ -284,17 +284,23 @@ class SimulationController(Component):
                 self._start_environments(reset=True)
             self._begin_episode(done, self.environments[0].name if env_driven else "")
             if env_driven:
-                self._env_episode()
+                end_phase = self._env_episode()
             else:
+                sockets = _Sockets(self)
                 self.steps += run_episode(
-                    self.turns, _Sockets(self), self.agents, self.conditions, self.values
+                    self.turns, sockets, self.agents, self.conditions, self.values
                 )
+                end_phase = sockets.end_phase
             done += 1
+            if end_phase:  # an agent's phase rule (phase_avgN) holds
+                LOG.info("%s: an agent's phase rule holds: no further episode", self.name)
+                break
         return done
 
-    def _env_episode(self) -> None:
+    def _env_episode(self) -> bool:
         """Hand the episode to the environment: it sends observations straight to the
-        Muscles and steps when their set points are in, two messages per step fewer."""
+        Muscles and steps when their set points are in, two messages per step fewer. Whether
+        an agent's phase rule (phase_avgN) now holds."""
         env = self.environments[0]
         request = m.EnvEpisode(
             agents=[
@@ -315,6 +321,7 @@ class SimulationController(Component):
         if not isinstance(answer, m.EnvEpisodeDone):
             raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}, not the end")
         self.steps += answer.steps
+        return answer.end_phase
 
     def _begin_episode(self, episode: int, driver: str) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
@@ -338,9 +345,10 @@ class _Sockets:
     and steps to the environments over its sockets; the Muscles send their set points
     straight to the environments, which step once all expected set points are in."""
 
-    __slots__ = ("environments", "uids")
+    __slots__ = ("end_phase", "environments", "uids")
 
     def __init__(self, controller: SimulationController) -> None:
+        self.end_phase = False  # an agent's Brain reached its phase rule (phase_avgN)
         self.environments = controller.environments
         self.uids = [[s.uid for s in b.sensors] for b in controller.baselines]
 
@@ -361,7 +369,9 @@ class _Sockets:
 
     def finish(self, agents: Sequence[AgentPeer]) -> None:
         for agent in agents:
-            agent.answer()
+            answer = agent.answer()
+            if isinstance(answer, m.AgentActions) and answer.end_phase:
+                self.end_phase = True
 
 
 def _overrides(condition: TerminationCondition, method: str) -> bool:

@@ -116,12 +116,23 @@ def test_bad_objective_rules_are_named(params: str, key: str, message: str) -> N
     assert caught.value.message.startswith(message)
 
 
-def test_the_objective_condition_is_refused_as_the_runs_condition() -> None:
+def test_the_objective_condition_as_the_runs_condition_needs_a_phase_rule() -> None:
     text = MINIMAL + f"run_config:\n  condition:\n    name: {OBJECTIVE}\n"
     with pytest.raises(RunFileError) as caught:
         load_run_text(text, path="run.yml", check_classes=False)
     assert caught.value.key == "run_config.condition.name"
-    assert caught.value.message == (
-        f"palaestra does not offer '{OBJECTIVE}' as the run's condition yet."
-    )
+    assert caught.value.message == ("AgentObjectiveTerminationCondition names no phase_avgN rule.")
     assert caught.value.hint is not None and "phase_avgN" in caught.value.hint
+
+
+def test_phase_avg_rules_of_the_runs_condition_reach_the_agent() -> None:
+    text = MINIMAL + (
+        f"run_config:\n  condition:\n    name: {OBJECTIVE}\n"
+        "    params: {solo: {phase_avg4: 1.5, brain_avg2: 9}}\n"
+    )
+    (phase,) = load_run_text(text, path="run.yml", check_classes=False).phases
+    assert phase.agents[0].phase_stop == {4: 1.5}
+    assert phase.agents[0].objective_stop == {}  # brain_avgN is not read there (palaestrAI)
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(text.replace("solo:", "sole:"), path="run.yml", check_classes=False)
+    assert caught.value.key == "run_config.condition.params.sole"
