@@ -20,7 +20,7 @@ class Muscle(ABC):
 
     Implement :meth:`propose_actions`. Override :meth:`update` if your Brain sends updates.
     palaestra calls :meth:`setup` once in the worker process, after :attr:`context` is set and
-    before the first step (in a test phase, :meth:`prepare_model` before it); :meth:`reset`
+    before the first step (in a test phase, :meth:`prepare_model` after it); :meth:`reset`
     before every episode but the first; :meth:`teardown` at the end. What
     :meth:`add_statistics` recorded is stored after every step.
 
@@ -107,9 +107,11 @@ class Muscle(ABC):
     def prepare_model(self) -> None:
         """Load the trained model to act with in a test phase; the default does nothing.
 
-        Called in test phases only, before :meth:`setup` (palaestrAI's order): load the
-        Brain's dumps with :meth:`load` (``load:`` in the run file, or the previous phase,
-        says whose), so that the first step already acts with the trained policy.
+        Called in test phases only, after :meth:`setup` and before the first step (so that a
+        Muscle that builds its model in :meth:`setup` can load into it; palaestrAI 3.5.18
+        never calls it): load the Brain's dumps with :meth:`load` (``load:`` in the run file,
+        or the previous phase, says whose), so that the first step already acts with the
+        trained policy.
         """
 
     def load(self, tag: str | None = "") -> BinaryIO | None:

@@ -4,9 +4,9 @@ Per step it receives the agent's sensor values (from the environment that drives
 or from the simulation controller), completes the previous transition (rewards, objective),
 sends it with ``data_for_brain`` to the Brain, applies the Brain's update, sends the new
 set points to the environments, and records the Muscle's statistics. In a test phase the
-Muscle first loads the trained model (``prepare_model``) from the agent's brain dumps. The
-Brain and the environments are reached over direct links (:mod:`palaestra.core.channel`, no
-broker); the simulation controller over ZMQ.
+Muscle loads the trained model (``prepare_model``, after ``setup``) from the agent's brain
+dumps before its first step. The Brain and the environments are reached over direct links
+(:mod:`palaestra.core.channel`, no broker); the simulation controller over ZMQ.
 """
 
 from __future__ import annotations
