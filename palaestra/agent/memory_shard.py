@@ -124,22 +124,7 @@ class MemoryShard:
         """
         if all(not m._given for m in memories):
             return MemoryShard.of_rows([row for m in memories for row in m._rows])
-        pd = _pandas()
-        return MemoryShard(
-            sensor_readings=_tables(pd, [m.sensor_readings for m in memories]),
-            actuator_setpoints=_tables(pd, [m.actuator_setpoints for m in memories]),
-            rewards=_tables(pd, [m.rewards for m in memories]),
-            dones=_joined([m.dones for m in memories]),
-            observations=_rows_of([m.observations for m in memories]),
-            actions=_rows_of([m.actions for m in memories]),
-            objective=_joined([m.objective for m in memories]),
-            additional_data=list(
-                itertools.chain.from_iterable(m.additional_data for m in memories)
-            ),
-            terminated=_joined_if_all([m.terminated for m in memories]),
-            truncated=_joined_if_all([m.truncated for m in memories]),
-            decision_indices=_joined_if_all([m.decision_indices for m in memories]),
-        )
+        return _joined_fields(memories)
 
     @cached_property
     def muscle_uids(self) -> list[str]:
@@ -203,6 +188,24 @@ class MemoryShard:
     @cached_property
     def rewards(self) -> Any:
         return _frame(self.reward_information)
+
+
+def _joined_fields(memories: Sequence[MemoryShard]) -> MemoryShard:
+    """The fields of ``memories`` joined (see :meth:`MemoryShard.concat`)."""
+    pd = _pandas()
+    return MemoryShard(
+        sensor_readings=_tables(pd, [m.sensor_readings for m in memories]),
+        actuator_setpoints=_tables(pd, [m.actuator_setpoints for m in memories]),
+        rewards=_tables(pd, [m.rewards for m in memories]),
+        dones=_joined([m.dones for m in memories]),
+        observations=_rows_of([m.observations for m in memories]),
+        actions=_rows_of([m.actions for m in memories]),
+        objective=_joined([m.objective for m in memories]),
+        additional_data=list(itertools.chain.from_iterable(m.additional_data for m in memories)),
+        terminated=_joined_if_all([m.terminated for m in memories]),
+        truncated=_joined_if_all([m.truncated for m in memories]),
+        decision_indices=_joined_if_all([m.decision_indices for m in memories]),
+    )
 
 
 def _pandas() -> Any:
