@@ -258,16 +258,7 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
     """Check what a gymnasium ``step`` returned: the observation in its space, a finite
     numeric reward, ``terminated`` and ``truncated`` bools."""
     gym_value(env, "update", "observation", env.env.observation_space, observation)
-    if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
-        raise PluginContractError(
-            env,
-            "update",
-            f"{env.where}: {_when(env)} returned reward {_show(reward)}, expected a number",
-        )
-    if not np.isfinite(reward):
-        raise PluginContractError(
-            env, "update", f"{env.where}: {_when(env)} returned reward {_show(reward)}, not finite"
-        )
+    gym_reward(env, "reward", reward)
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if not isinstance(flag, bool | np.bool_):
             raise PluginContractError(
@@ -275,6 +266,20 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
                 "update",
                 f"{env.where}: {_when(env)} returned {name} = {_show(flag)}, expected a bool",
             )
+
+
+def gym_reward(env: Any, what: str, reward: Any) -> None:
+    """Check a reward a gymnasium or PettingZoo environment returned: a finite number."""
+    if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
+        raise PluginContractError(
+            env,
+            "update",
+            f"{env.where}: {_when(env)} returned {what} {_show(reward)}, expected a number",
+        )
+    if not np.isfinite(reward):
+        raise PluginContractError(
+            env, "update", f"{env.where}: {_when(env)} returned {what} {_show(reward)}, not finite"
+        )
 
 
 def _when(env: Any) -> str:
