@@ -295,27 +295,42 @@ def _gym_problem(space: Any, value: Any) -> str | None:
     from gymnasium import spaces as gs
 
     if isinstance(space, gs.Dict):
-        if not isinstance(value, dict) or set(value) != set(space.spaces):
-            return f"expected a dict with keys {sorted(space.spaces)}"
-        for key, sub in space.spaces.items():
-            problem = _gym_problem(sub, value[key])
-            if problem is not None:
-                return f"at key '{key}': {problem}"
-        return None
+        return _dict_problem(space, value)
     if isinstance(space, gs.Tuple):
-        if not isinstance(value, tuple) or len(value) != len(space.spaces):
-            return f"expected a tuple of {len(space.spaces)}"
-        for index, sub in enumerate(space.spaces):
-            problem = _gym_problem(sub, value[index])
-            if problem is not None:
-                return f"at index {index}: {problem}"
-        return None
+        return _tuple_problem(space, value)
     if isinstance(space, gs.Box):
-        array = np.asarray(value)
-        if array.dtype.kind == "f" and np.isnan(array).any():
-            return "which holds NaN"
-        if array.shape != space.shape:
-            return f"of shape {array.shape}, expected {space.shape}"
-        if array.dtype != space.dtype:
-            return f"of dtype {array.dtype}, expected {space.dtype}"
+        problem = _box_problem(space, value)
+        if problem is not None:
+            return problem
     return None if space.contains(value) else "which is not in its declared space"
+
+
+def _dict_problem(space: Any, value: Any) -> str | None:
+    if not isinstance(value, dict) or set(value) != set(space.spaces):
+        return f"expected a dict with keys {sorted(space.spaces)}"
+    for key, sub in space.spaces.items():
+        problem = _gym_problem(sub, value[key])
+        if problem is not None:
+            return f"at key '{key}': {problem}"
+    return None
+
+
+def _tuple_problem(space: Any, value: Any) -> str | None:
+    if not isinstance(value, tuple) or len(value) != len(space.spaces):
+        return f"expected a tuple of {len(space.spaces)}"
+    for index, sub in enumerate(space.spaces):
+        problem = _gym_problem(sub, value[index])
+        if problem is not None:
+            return f"at index {index}: {problem}"
+    return None
+
+
+def _box_problem(space: Any, value: Any) -> str | None:
+    array = np.asarray(value)
+    if array.dtype.kind == "f" and np.isnan(array).any():
+        return "which holds NaN"
+    if array.shape != space.shape:
+        return f"of shape {array.shape}, expected {space.shape}"
+    if array.dtype != space.dtype:
+        return f"of dtype {array.dtype}, expected {space.dtype}"
+    return None
