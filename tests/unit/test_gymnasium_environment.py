@@ -204,3 +204,33 @@ def test_frames_of_every_nth_episode_are_written(tmp_path: Any) -> None:
     frames = np.load(tmp_path / "episode-00000.npz")["frames"]
     assert frames.shape[0] == 4 and frames.shape[-1] == 3 and frames.dtype == np.uint8
     assert frames.std() > 0  # a picture, not a blank
+
+
+@pytest.mark.parametrize(
+    ("env_id", "sensors", "actuators"),
+    [
+        ("CartPole-v1", {"obs": Box}, {"action": Discrete}),
+        ("FrozenLake-v1", {"obs": Discrete}, {"action": Discrete}),
+        ("Pendulum-v1", {"obs": Box}, {"action": Box}),
+        (
+            "Blackjack-v1",
+            {"obs.0": Discrete, "obs.1": Discrete, "obs.2": Discrete},
+            {"action": Discrete},
+        ),
+        ("Taxi-v4", {"obs": Discrete}, {"action": Discrete}),
+    ],
+)
+def test_registered_environments_step_with_sampled_actions(
+    env_id: str, sensors: dict[str, type], actuators: dict[str, type]
+) -> None:
+    env = started(env_id=env_id, check="every_step")
+    found_sensors, found_actuators = env.start_environment()
+    assert {s.uid: type(s.space) for s in found_sensors} == sensors
+    assert {a.uid: type(a.space) for a in found_actuators} == actuators
+    for actuator in found_actuators:
+        actuator.space.seed(0)
+    for _ in range(5):
+        state = env.update([type(a)(a.space.sample(), a.space, a.uid) for a in found_actuators])
+        assert all(s.space.contains(s.value) for s in state.sensor_information)
+        if state.done:
+            env.reset()
