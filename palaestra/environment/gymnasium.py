@@ -90,6 +90,11 @@ class GymnasiumEnvironment(Environment):
             )
         self.check = check
         self._record_setting = record_frames
+        if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
+            raise InvalidInputError(
+                f"{self.where}: params.env_kwargs: expected a mapping of keyword arguments, "
+                f"got {env_kwargs!r}"
+            )
         kwargs = dict(env_kwargs or {})
         if record_frames:
             kwargs.setdefault("render_mode", "rgb_array")
@@ -196,7 +201,13 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
     if env_id is not None:
         if not isinstance(env_id, str) or env_id not in gym.registry:
             raise unknown_id(env_id, list(gym.registry), where)
-        return gym.make(env_id, **kwargs)
+        try:
+            return gym.make(env_id, **kwargs)
+        except (TypeError, gym.error.Error) as exc:  # a wrong keyword, a missing dependency
+            raise InvalidInputError(
+                f"{where}: gymnasium.make({env_id!r}, **params.env_kwargs) refused: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
     env = _load_factory(str(factory), where)(**kwargs)
     if not isinstance(env, gym.Env):
         raise InvalidInputError(

@@ -129,6 +129,11 @@ def test_an_unknown_id_names_the_nearest_registered_ids() -> None:
         ({"factory": f"{PLUGINS}:make_not_an_env"}, "returned object, expected a gymnasium.Env"),
         ({"env_id": "CartPole-v1", "check": "always"}, "params.check: expected one of"),
         ({"env_id": "CartPole-v1", "record_frames": {"every": 0}}, "record_frames.every"),
+        ({"env_id": "CartPole-v1", "env_kwargs": [1]}, "params.env_kwargs: expected a mapping"),
+        (
+            {"env_id": "CartPole-v1", "env_kwargs": {"colour": "red"}},
+            r"gymnasium.make\('CartPole-v1', \*\*params.env_kwargs\) refused: TypeError",
+        ),
     ],
 )
 def test_wrong_params_are_named(params: dict[str, Any], problem: str) -> None:
