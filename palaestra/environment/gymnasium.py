@@ -58,7 +58,7 @@ class GymnasiumEnvironment(Environment):
         env_kwargs: Keyword arguments for ``gymnasium.make`` or the factory.
         factory: ``module:callable`` returning a ``gymnasium.Env``.
         check: ``first`` checks the first reset and step of every episode against the
-            declared spaces (shapes, dtypes, bounds, NaN); ``every_step`` checks every step;
+            declared spaces (shapes, bounds, NaN; another dtype is warned about once); ``every_step`` checks every step;
             ``off`` checks nothing here (palaestra still checks the first step after each
             start).
         record_frames: ``{every: N, dir: PATH}`` records ``render_mode="rgb_array"`` frames
@@ -103,6 +103,7 @@ class GymnasiumEnvironment(Environment):
         self.action_leaves: list[Leaf] = leaves(self.env.action_space, "action", self.where)
         self.recorder: FrameRecorder | None = None
         self.seeded = False
+        self.dtype_warned = False
         self.episode = -1
         self.step = 0
 

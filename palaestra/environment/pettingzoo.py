@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.extras import require
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
@@ -86,8 +87,6 @@ class PettingZooEnvironment(Environment):
         check: str = "first",
     ) -> None:
         super().__init__(uid, broker_uri, seed)
-        from palaestra.core.extras import require
-
         require("pettingzoo", "the environment PettingZooEnvironment")
         self.where = f"environment '{uid or ''}' ({env or factory})"
         if api not in APIS:
@@ -112,6 +111,7 @@ class PettingZooEnvironment(Environment):
             )
         self.last_obs: dict[str, Any] = {}
         self.seeded = False
+        self.dtype_warned = False
         self.episode = -1
         self.step = 0
         self.ended: dict[str, str] = {}  # player -> "terminated" | "truncated"

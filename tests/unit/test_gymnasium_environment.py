@@ -146,9 +146,8 @@ def test_wrong_params_are_named(params: dict[str, Any], problem: str) -> None:
     ("how", "problem"),
     [
         ("nan", r"returned observation array\(\[0\.5, nan\].*which holds NaN"),
-        ("outside", r"array\(\[0\.5, 7\. \].*which is not in its declared space"),
+        ("outside", r"array\(\[0\.5, 7\. \].*which is outside its declared bounds"),
         ("shape", r"of shape \(3,\), expected \(2,\)"),
-        ("dtype", r"of dtype float64, expected float32"),
         ("reward", r"returned reward nan, not finite"),
     ],
 )
@@ -162,6 +161,23 @@ def test_every_step_checking_names_the_step_and_the_value(how: str, problem: str
         act(env, action=0)
     assert "environment 'env'" in str(caught.value)
     assert "step 3 of episode 0" in str(caught.value)
+
+
+def test_another_dtype_is_warned_about_once(caplog: pytest.LogCaptureFixture) -> None:
+    env = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "dtype", "at": 2})
+    env.check = "every_step"
+    env.start_environment()
+    for _ in range(3):
+        act(env, action=0)
+    env.reset()
+    act(env, action=0)
+    act(env, action=0)
+    warnings = [r.getMessage() for r in caplog.records if "dtype" in r.getMessage()]
+    assert warnings == [
+        "environment 'env' (tests.plugins.gym_plugins:make_misbehaving): step 2 of episode 0 "
+        "returned observation of dtype float64, but its space's dtype is float32; palaestra "
+        "converts it (warned once)"
+    ]
 
 
 def test_first_step_checking_skips_later_steps_and_off_skips_all() -> None:
