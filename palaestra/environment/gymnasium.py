@@ -58,9 +58,9 @@ class GymnasiumEnvironment(Environment):
         env_kwargs: Keyword arguments for ``gymnasium.make`` or the factory.
         factory: ``module:callable`` returning a ``gymnasium.Env``.
         check: ``first`` checks the first reset and step of every episode against the
-            declared spaces (shapes, bounds, NaN; another dtype is warned about once); ``every_step`` checks every step;
-            ``off`` checks nothing here (palaestra still checks the first step after each
-            start).
+            declared spaces (shapes, bounds, NaN; another dtype is warned about once);
+            ``every_step`` checks every step; ``off`` checks nothing here (palaestra still
+            checks the first step after each start).
         record_frames: ``{every: N, dir: PATH}`` records ``render_mode="rgb_array"`` frames
             of every N-th episode (see :mod:`palaestra.environment.frames`).
 
