@@ -227,7 +227,7 @@ def prepare_runs(
 
     text, path = _source(run_file)
     base = load_run_text(text, path=path, probe_timeout=config.probe_timeout)
-    prepared = []
+    prepared: list[tuple[RunSpec, dict[str, Any]]] = []
     for point, uid in zip(grid, derived_uids(base.uid, grid), strict=True):
         if not point:
             prepared.append((base, {}))
@@ -304,4 +304,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
-

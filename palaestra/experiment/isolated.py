@@ -7,7 +7,9 @@ sends its :class:`~palaestra.experiment.executor.RunOutcome` back over a pipe.
 
 The child is forked where this process has a single thread (a script, the command line: fast,
 nothing re-imported); where it has more (a Jupyter kernel, whose threads may hold locks at the
-fork), it is spawned, a fresh interpreter importing palaestra and the run's plug-ins anew. The
+fork), it is spawned: a fresh interpreter with this process's ``sys.path`` and working
+directory, importing palaestra and the run's plug-ins anew (~1 s more). The outcome comes back
+in a temporary file written as the child ends. The
 child is in a process group of its own: Ctrl-C reaches only this process, which passes it on
 (:meth:`ExecutorProcess.interrupt`), once; it dies with this process (``PR_SET_PDEATHSIG``).
 """
@@ -17,9 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import multiprocessing.connection
+import multiprocessing.process
 import os
+import pickle
 import signal
+import subprocess
+import sys
+import tempfile
 import threading
 from typing import Any
 
@@ -28,7 +34,7 @@ from palaestra.core.specs import RunSpec
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.runtime_config import RuntimeConfig
 
-__all__ = ["ExecutorProcess", "run_here"]
+__all__ = ["ExecutorProcess", "run_here", "spawned_main"]
 
 
 def run_here(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
@@ -57,60 +63,103 @@ class ExecutorProcess:
 
     def __init__(self, run: RunSpec, config: RuntimeConfig) -> None:
         self.run = run
-        method = "fork" if threading.active_count() == 1 else "spawn"
-        context = multiprocessing.get_context(method)
-        self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(
-            target=_child_main,
-            args=(run, config, send, os.getpid()),
-            name=f"palaestra-executor-{run.uid}",
-            daemon=False,
-        )
-        self._process.start()
-        send.close()
-        self._interrupts = 0
+        handle, self._result_path = tempfile.mkstemp(prefix="palaestra-outcome-")
+        os.close(handle)
+        job = (run, config, self._result_path, os.getpid())
+        self._forked: multiprocessing.process.BaseProcess | None = None
+        self._spawned: subprocess.Popen[bytes] | None = None
+        if threading.active_count() == 1 or not hasattr(os, "pidfd_open"):
+            self._forked = multiprocessing.get_context("fork").Process(
+                target=_child_main, args=job, name=f"palaestra-executor-{run.uid}"
+            )
+            self._forked.start()
+            pid = self._forked.pid
+        else:
+            self._spawned = _spawn(job)
+            pid = self._spawned.pid
+        assert pid is not None  # started
+        self.pid: int = pid
+        self._pidfd = _pidfd(pid)
 
     @property
     def sentinel(self) -> int:
-        """An fd that becomes readable when the child has ended."""
-        return int(self._process.sentinel)
+        """An fd that becomes readable when the child has ended.
 
-    @property
-    def pid(self) -> int | None:
-        """The child's process id."""
-        pid: int | None = self._process.pid
-        return pid
+        A pidfd: multiprocessing's sentinel pipe stays open while the run's own processes
+        (which inherit it) live, which they may for a moment after the executor ended.
+        """
+        if self._pidfd is not None:
+            return self._pidfd
+        assert self._forked is not None  # spawned only where pidfds exist
+        return int(self._forked.sentinel)
 
     def interrupt(self, signum: int = signal.SIGINT) -> None:
         """Pass a signal on to the child: once stops the run cleanly, twice at once."""
-        self._interrupts += 1
-        if self._process.is_alive() and self._process.pid is not None:
-            try:
-                os.kill(self._process.pid, signum)
-            except ProcessLookupError:
-                pass
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
 
     def outcome(self) -> RunOutcome:
         """Wait for the child's end and return the run's outcome (an error if it died)."""
-        result: RunOutcome | None = None
+        code = self._wait()
         try:
-            if self._receive.poll(None):
-                result = self._receive.recv()
-        except (EOFError, OSError):
+            with open(self._result_path, "rb") as file:
+                result: RunOutcome | None = pickle.load(file)
+        except (OSError, EOFError, pickle.UnpicklingError):
             result = None
-        self._process.join()
-        self._receive.close()
+        finally:
+            os.unlink(self._result_path)
         if result is not None:
             return result
-        code = self._process.exitcode
-        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        how = f"signal {-code}" if code < 0 else f"exit code {code}"
         message = f"the executor process of run '{self.run.uid}' died ({how}) before it ended"
         return RunOutcome(self.run.uid, "", EXIT_RUN_FAILED, message)
 
+    def _wait(self) -> int:
+        if self._forked is not None:
+            self._forked.join()
+            code = self._forked.exitcode
+        else:
+            assert self._spawned is not None
+            code = self._spawned.wait()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        return code if code is not None else EXIT_RUN_FAILED
 
-def _child_main(
-    run: RunSpec, config: RuntimeConfig, send: multiprocessing.connection.Connection, parent: int
-) -> None:
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):  # Linux < 5.3
+        return None
+
+
+_SPAWNED = "from palaestra.experiment.isolated import spawned_main; spawned_main()"
+
+
+def _spawn(job: tuple[Any, ...]) -> subprocess.Popen[bytes]:
+    """A fresh interpreter, reading its job from stdin; unlike multiprocessing's spawn it does
+    not re-run the caller's ``__main__`` (a script without a ``__name__`` guard)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SPAWNED], stdin=subprocess.PIPE, env=env, process_group=0
+    )
+    assert child.stdin is not None
+    with child.stdin:
+        child.stdin.write(pickle.dumps(job))
+    return child
+
+
+def spawned_main() -> None:
+    """The entry of a spawned executor process: its job comes pickled on stdin."""
+    job = pickle.loads(sys.stdin.buffer.read())
+    _child_main(*job)
+
+
+def _child_main(run: RunSpec, config: RuntimeConfig, result_path: str, parent: int) -> None:
     """In the child: leave the parent's loop, signals and group behind; run; report."""
     from palaestra.core.console import guard_console
     from palaestra.core.processes import die_with_parent
@@ -126,8 +175,8 @@ def _child_main(
         outcome = run_here(run, config)
     except KeyboardInterrupt:  # before the executor's own handler was in place
         outcome = RunOutcome(run.uid, "", 128 + signal.SIGINT, "interrupted before it started")
-    send.send(outcome)
-    send.close()
+    with open(result_path, "wb") as file:
+        pickle.dump(outcome, file)
 
 
 def _forget_running_loop() -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from palaestra.core.errors import InvalidInputError
@@ -165,7 +166,9 @@ def _digest(overrides: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:10]
 
 
-def apply_overrides(text: str, overrides: Mapping[str, Any], *, uid: str | None, source: str) -> str:
+def apply_overrides(
+    text: str, overrides: Mapping[str, Any], *, uid: str | None, source: str
+) -> str:
     """The run-file text with ``overrides`` set, and its uid changed to ``uid``.
 
     The document keeps its comments and layout; ``experiment_uid`` is written out (as the
@@ -192,12 +195,20 @@ def apply_overrides(text: str, overrides: Mapping[str, Any], *, uid: str | None,
     for path, value in overrides.items():
         _set(document, path, value, source)
     if "experiment_uid" not in overrides and "experiment_uid" not in document:
-        document.insert(1, "experiment_uid", original)
+        _insert(document, "experiment_uid", original)
     if uid is not None and "uid" not in overrides:
         document["uid"] = uid
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()
+
+
+def _insert(document: Any, key: str, value: Any) -> None:
+    """Put ``key`` second, after ``uid``, as a run file writes it (plain dicts at the end)."""
+    if isinstance(document, CommentedMap):
+        document.insert(1, key, value)
+    else:
+        document[key] = value
 
 
 def _set(document: Any, path: str, value: Any, source: str) -> None:
@@ -225,8 +236,8 @@ def _set(document: Any, path: str, value: Any, source: str) -> None:
                 )
         else:
             raise OverrideError(
-                f"--set '{path}': {source} has a {type(node).__name__} at {where}, not a "
-                f"mapping or list, so '{key}' cannot be looked up in it."
+                f"--set '{path}': {source} has the value {node!r} at {where}, not a mapping "
+                f"or list, so '{key}' cannot be looked up in it."
             )
 
 
@@ -263,4 +274,6 @@ def _scalar(piece: str, text: str) -> Any:
     try:
         return YAML(typ="safe").load(piece)
     except YAMLError as exc:
-        raise OverrideError(f"--set '{text}': '{piece.strip()}' is not a YAML value: {exc}") from None
+        raise OverrideError(
+            f"--set '{text}': '{piece.strip()}' is not a YAML value: {exc}"
+        ) from None

@@ -82,7 +82,8 @@ class _Sweep:
 
     def _collect(self) -> None:
         for sentinel in multiprocessing.connection.wait(list(self.executing)):
-            index, child = self.executing.pop(int(sentinel))  # type: ignore[call-overload]
+            assert isinstance(sentinel, int)  # waited on fds only
+            index, child = self.executing.pop(sentinel)
             outcome = child.outcome()
             self.outcomes[index] = outcome
             if self.on_end is not None:
