@@ -68,15 +68,21 @@ class ExecutorProcess:
         job = (run, config, self._result_path, os.getpid())
         self._forked: multiprocessing.process.BaseProcess | None = None
         self._spawned: subprocess.Popen[bytes] | None = None
-        if threading.active_count() == 1 or not hasattr(os, "pidfd_open"):
-            self._forked = multiprocessing.get_context("fork").Process(
-                target=_child_main, args=job, name=f"palaestra-executor-{run.uid}"
-            )
-            self._forked.start()
-            pid = self._forked.pid
-        else:
-            self._spawned = _spawn(job)
-            pid = self._spawned.pid
+        # Blocked until the child has its own handlers: a Ctrl-C passed on at once must not
+        # run this process's handlers in the child, nor be lost in the fork's bookkeeping.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _PASSED_ON)
+        try:
+            if threading.active_count() == 1 or not hasattr(os, "pidfd_open"):
+                self._forked = multiprocessing.get_context("fork").Process(
+                    target=_child_main, args=job, name=f"palaestra-executor-{run.uid}"
+                )
+                self._forked.start()
+                pid = self._forked.pid
+            else:
+                self._spawned = _spawn(job)
+                pid = self._spawned.pid
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         assert pid is not None  # started
         self.pid: int = pid
         self._pidfd = _pidfd(pid)
@@ -114,7 +120,10 @@ class ExecutorProcess:
             return result
         how = f"signal {-code}" if code < 0 else f"exit code {code}"
         message = f"the executor process of run '{self.run.uid}' died ({how}) before it ended"
-        return RunOutcome(self.run.uid, "", EXIT_RUN_FAILED, message)
+        interrupted = -code in _PASSED_ON  # passed on before its executor could take it
+        return RunOutcome(
+            self.run.uid, "", 128 - code if interrupted else EXIT_RUN_FAILED, message
+        )
 
     def _wait(self) -> int:
         if self._forked is not None:
@@ -136,6 +145,9 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+_PASSED_ON = {signal.SIGINT, signal.SIGTERM}
+"""The signals a parent passes on to its executor processes (see :mod:`palaestra.experiment.
+sweep`)."""
 _SPAWNED = "from palaestra.experiment.isolated import spawned_main; spawned_main()"
 
 
@@ -172,6 +184,7 @@ def _child_main(run: RunSpec, config: RuntimeConfig, result_path: str, parent: i
     _forget_running_loop()
     die_with_parent(parent)
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _PASSED_ON)  # a pending one arrives here
         outcome = run_here(run, config)
     except KeyboardInterrupt:  # before the executor's own handler was in place
         outcome = RunOutcome(run.uid, "", 128 + signal.SIGINT, "interrupted before it started")

@@ -119,9 +119,14 @@ def expand_grid(
     axes = [Override("seed", tuple(seeds))] if seeds else []
     axes.extend(overrides)
     paths = [axis.path for axis in axes]
-    for path in paths:
-        if paths.count(path) > 1:
-            raise OverrideError(f"'{path}' is set twice; give each path once, with all values.")
+    for axis in axes:
+        if paths.count(axis.path) > 1:
+            raise OverrideError(
+                f"'{axis.path}' is set twice; give each path once, with all its values."
+            )
+        shown = [_canonical(value) for value in axis.values]
+        if len(set(shown)) != len(shown):
+            raise OverrideError(f"'{axis.path}': a value is given twice ({', '.join(shown)}).")
     return [dict(zip(paths, point, strict=True)) for point in itertools.product(*_values(axes))]
 
 
@@ -161,9 +166,12 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def _digest(overrides: Mapping[str, Any]) -> str:
-    canonical = json.dumps(overrides, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    return hashlib.sha256(_canonical(overrides).encode()).hexdigest()[:10]
 
 
 def apply_overrides(

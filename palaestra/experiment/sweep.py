@@ -10,9 +10,13 @@ that raced another for the same experiment.
 from __future__ import annotations
 
 import multiprocessing.connection
+import os
 import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from signal import SIGINT, SIGTERM
+from typing import Any
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.specs import RunSpec
@@ -37,8 +41,9 @@ def run_all(
 
     Raises:
         InvalidInputError: ``parallel`` is below 1.
-        BaseException: Whatever interrupted the sweep other than Ctrl-C (SIGTERM's exception,
-            an error starting a process), once the runs already executing have stopped.
+        BaseException: An error starting a process, once the runs already executing have
+            stopped. SIGTERM stops them too, and is then raised again with the caller's own
+            handler in place (the command line exits 143).
     """
     if parallel < 1:
         raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
@@ -46,7 +51,7 @@ def run_all(
 
 
 class _Sweep:
-    """The runs waiting, executing and ended, and what stopped the sweep if anything did."""
+    """The runs waiting, executing and ended, and the signals that stopped the sweep."""
 
     def __init__(
         self,
@@ -61,43 +66,80 @@ class _Sweep:
         self.waiting = deque(enumerate(runs))
         self.executing: dict[int, tuple[int, ExecutorProcess]] = {}
         self.outcomes: list[RunOutcome | None] = [None] * len(runs)
-        self.stopped_by: BaseException | None = None
+        self.stopping = False
+        self.failure: BaseException | None = None
+        self.signals: list[int] = []
+        self._handled = 0
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
 
     def run(self) -> list[RunOutcome]:
-        while self.waiting or self.executing:
-            try:
-                self._start_more()
-                self._collect()
-            except BaseException as exc:  # noqa: BLE001 - re-raised below once all have ended
-                self._stop(exc)
-        if self.stopped_by is not None and not isinstance(self.stopped_by, KeyboardInterrupt):
-            raise self.stopped_by
+        previous = self._catch_signals()
+        try:
+            while self.waiting or self.executing:
+                try:
+                    self._start_more()
+                    self._collect()
+                except BaseException as exc:  # noqa: BLE001 - re-raised below once all ended
+                    self.failure = self.failure or exc
+                    interrupted = isinstance(exc, KeyboardInterrupt)  # off the main thread
+                    self._stop(signal.SIGINT if interrupted else signal.SIGTERM)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            os.close(self._wake_read)
+            os.close(self._wake_write)
+        if self.failure is not None and not isinstance(self.failure, KeyboardInterrupt):
+            raise self.failure
+        if signal.SIGTERM in self.signals:  # the runs have stopped: now the caller's own way
+            signal.raise_signal(signal.SIGTERM)
         return [outcome for outcome in self.outcomes if outcome is not None]
 
+    def _catch_signals(self) -> dict[int, Any]:
+        """On the main thread, turn SIGINT and SIGTERM into wake-ups of the wait: an exception
+        raised at an arbitrary point (a fork's bookkeeping, say) could be lost."""
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+
+        def caught(signum: int, frame: object) -> None:
+            self.signals.append(signum)
+            try:
+                os.write(self._wake_write, b"\0")
+            except BlockingIOError:  # a wake-up is pending already
+                pass
+
+        return {signum: signal.signal(signum, caught) for signum in (SIGINT, SIGTERM)}
+
     def _start_more(self) -> None:
-        while self.waiting and len(self.executing) < self.parallel and self.stopped_by is None:
+        while self.waiting and len(self.executing) < self.parallel and not self.stopping:
             index, spec = self.waiting.popleft()
             child = ExecutorProcess(spec, self.config)
             self.executing[child.sentinel] = (index, child)
 
     def _collect(self) -> None:
-        for sentinel in multiprocessing.connection.wait(list(self.executing)):
-            assert isinstance(sentinel, int)  # waited on fds only
-            index, child = self.executing.pop(sentinel)
-            outcome = child.outcome()
-            self.outcomes[index] = outcome
-            if self.on_end is not None:
-                self.on_end(index, outcome)
+        for ready in multiprocessing.connection.wait([*self.executing, self._wake_read]):
+            assert isinstance(ready, int)  # waited on fds only
+            if ready == self._wake_read:
+                os.read(self._wake_read, 64)
+                while self._handled < len(self.signals):
+                    self._stop(self.signals[self._handled])
+                    self._handled += 1
+                continue
+            index, child = self.executing.pop(ready)
+            self._ended(index, child.outcome())
 
-    def _stop(self, exc: BaseException) -> None:
-        """Pass the interruption on to the executing runs; the waiting ones never start."""
-        self.stopped_by = self.stopped_by or exc
-        signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+    def _ended(self, index: int, outcome: RunOutcome) -> None:
+        self.outcomes[index] = outcome
+        if self.on_end is not None:
+            self.on_end(index, outcome)
+
+    def _stop(self, signum: int) -> None:
+        """Pass a signal on to the executing runs (a second one stops them at once); the
+        waiting ones never start."""
+        self.stopping = True
         for _, child in self.executing.values():
             child.interrupt(signum)
         while self.waiting:
             index, spec = self.waiting.popleft()
             reason = "not started: the sweep was interrupted"
-            self.outcomes[index] = RunOutcome(spec.uid, "", 128 + signum, reason)
-            if self.on_end is not None:
-                self.on_end(index, self.outcomes[index])  # type: ignore[arg-type]
+            self._ended(index, RunOutcome(spec.uid, "", 128 + signum, reason))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import signal
 import sqlite3
 
 import pytest
@@ -132,3 +133,39 @@ def test_bad_sweep_options_exit_2_before_anything_runs(
     assert result.returncode == 2
     assert message in result.stderr
     assert not workspace.store.exists()
+
+
+def test_ctrl_c_stops_the_executing_runs_and_starts_no_more(workspace: Workspace) -> None:
+    proc = workspace.start(
+        "experiment-start",
+        str(EXPERIMENTS / "dummy_run.yml"),
+        "--set",
+        "schedule.1.phase_1.phase_config.episodes=1,1000,1001",  # the second runs a minute
+        "--parallel",
+        "2",
+    )
+    assert proc.stdout is not None
+    line = ""
+    while "[1/3]" not in line:  # the first run ended; bounded by the test's timeout
+        line = proc.stdout.readline()
+        assert line, "the sweep ended before its first run did"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    rows = [line.split() for line in out[out.index("run ") :].splitlines()[1:]]
+    uids = [f"dummy-run-episodes{n}" for n in (1, 1000, 1001)]
+    assert rows == [
+        [uids[0], "episodes=1", "finished", "0"],
+        [uids[1], "episodes=1000", "cancelled", "130"],
+        [uids[2], "episodes=1001", "cancelled", "130"],
+    ]
+    with sqlite3.connect(workspace.store) as conn:
+        statuses = dict(
+            conn.execute(
+                "select r.uid, i.status from experiment_runs r"
+                " join experiment_run_instances i on i.experiment_run_id = r.id"
+            ).fetchall()
+        )
+    assert (statuses[uids[0]], statuses[uids[1]]) == ("finished", "cancelled")
+    # the third started as the first ended, or never: if it did, it was stopped too
+    assert statuses.get(uids[2], "cancelled") == "cancelled"

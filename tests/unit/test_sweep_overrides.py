@@ -110,6 +110,12 @@ def test_a_path_set_twice_is_refused() -> None:
         expand_grid((1, 2), [Override("seed", (3,))])
 
 
+def test_a_value_given_twice_is_refused() -> None:
+    """Two runs of one grid point would get one uid."""
+    with pytest.raises(OverrideError, match=r"'x.lr': a value is given twice \(0.1, 0.1\)"):
+        expand_grid((), [Override("x.lr", (0.1, 0.1))])
+
+
 def test_derived_uids_name_the_last_key_and_value() -> None:
     grid = expand_grid((1,), [Override("a.0.brain.params.lr", (0.1, 0.01))])
     assert derived_uids("run", grid) == ["run-seed1-lr0.1", "run-seed1-lr0.01"]
