@@ -82,7 +82,9 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 @cli.command("experiment-start", epilog=EXIT_CODES)
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
-    "--seeds", help="Sweep: one run per seed, e.g. '1..5' or '1,2,7' (sets the run's seed)."
+    "--seeds",
+    metavar="SEEDS",
+    help="Sweep: one run per seed, e.g. '1..5' or '1,2,7' (sets the run's seed).",
 )
 @click.option(
     "--set",
@@ -95,6 +97,7 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
     "--parallel",
     type=click.IntRange(min=1),
     default=None,
+    metavar="N",
     help="Sweep: how many runs execute at once, each in its own process (default 1).",
 )
 @click.pass_obj

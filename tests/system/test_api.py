@@ -94,7 +94,9 @@ def test_run_from_a_script_and_inside_a_running_event_loop(tmp_path: Path) -> No
     assert instances == [(r[1], "finished") for r in results]
 
 
-def test_a_dict_run_with_overrides_gets_a_derived_uid_and_records_them(tmp_path: Path) -> None:
+def test_a_dict_run_with_overrides_gets_a_derived_uid_and_records_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = tmp_path / "runs.db"
     document = _document()
     result = palaestra.run(
@@ -103,7 +105,12 @@ def test_a_dict_run_with_overrides_gets_a_derived_uid_and_records_them(tmp_path:
     assert (result.status, result.exit_code) == ("finished", 0), result.reason
     assert result.run_uid == "dummy-run-seed5-max_iter4"
     assert result.overrides == {"seed": 5, MAX_ITER: 4}
-    assert len(result.muscle_actions()) == _agent_steps(document, max_iter=4)
+    frame = result.muscle_actions()
+    assert len(frame) == _agent_steps(document, max_iter=4)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # without pandas: plain rows
+    rows = result.muscle_actions(agent="attacker")
+    assert isinstance(rows, list) and isinstance(rows[0], dict)
+    assert len(rows) == (frame["agent"] == "attacker").sum()
     with sqlite3.connect(store) as conn:
         rows = conn.execute("select uid, seed, overrides from experiment_runs").fetchall()
     assert [(uid, seed, json.loads(overrides)) for uid, seed, overrides in rows] == [
