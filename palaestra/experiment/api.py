@@ -199,9 +199,20 @@ def sweep(
 
     Returns:
         One result per run, in grid order; a failed run does not stop the others.
+
+    Raises:
+        PalaestraError: A run could not start (see :func:`run`), ``parallel`` is below 1, or
+            a grid entry is not a list of values; before any run starts.
     """
     from palaestra.experiment.sweep import run_all
 
+    if parallel < 1:
+        raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
+    for path, values in (grid or {}).items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+            raise InvalidInputError(
+                f"grid['{path}']: expected a list of values, got {type(values).__name__}."
+            )
     settings = _settings(config, store_uri, quiet)
     axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]
     prepared = prepare_runs(run_file, expand_grid(tuple(seeds), axes), settings)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from palaestra.core.errors import InvalidInputError
-from palaestra.experiment.api import RunResult, absolute_store_uri, status_of
+from palaestra.experiment.api import RunResult, absolute_store_uri, status_of, sweep
 
 
 @pytest.mark.parametrize(
@@ -75,3 +75,19 @@ def test_a_run_that_died_before_recording_says_why_it_has_no_rows() -> None:
     assert not result.ok
     with pytest.raises(InvalidInputError, match="no instance in the store: the executor died"):
         result.world_states()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"parallel": 0}, "parallel must be 1 or more, got 0."),
+        ({"grid": {"seed": "123"}}, "grid['seed']: expected a list of values, got str."),
+        ({"grid": {"seed": 5}}, "grid['seed']: expected a list of values, got int."),
+    ],
+)
+def test_a_sweep_that_cannot_start_raises_before_anything_runs(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        sweep("does-not-matter.yml", **kwargs)  # type: ignore[arg-type]
+    assert str(caught.value) == message
