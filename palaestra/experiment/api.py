@@ -236,8 +236,8 @@ def prepare_runs(
     """
     from palaestra.experiment.runfile import load_run_text
 
-    text, path = _source(run_file)
-    base = load_run_text(text, path=path, probe_timeout=config.probe_timeout)
+    base = _load(run_file, config)
+    text, path = base.document, base.path
     prepared: list[tuple[RunSpec, dict[str, Any]]] = []
     for point, uid in zip(grid, derived_uids(base.uid, grid), strict=True):
         if not point:
@@ -292,20 +292,15 @@ def absolute_store_uri(store_uri: str) -> str:
     return url.set(database=os.path.abspath(database)).render_as_string(hide_password=False)
 
 
-def _source(run_file: RunSource) -> tuple[str, str]:
-    """The YAML text of the run and the name to show in messages."""
+def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
+    """The run as written: from its file, or from a dict written out as YAML."""
+    from palaestra.experiment.runfile import load_run_file, load_run_text
+
     if isinstance(run_file, Mapping):
         out = io.StringIO()
         YAML(typ="safe", pure=True).dump(_plain(run_file), out)
-        return out.getvalue(), "<dict>"
-    path = os.fsdecode(run_file)
-    try:
-        with open(path, encoding="utf-8-sig") as file:
-            return file.read(), path
-    except OSError as exc:
-        from palaestra.core.errors import RunFileError
-
-        raise RunFileError(f"cannot read the run file: {exc.strerror or exc}.", path=path) from exc
+        return load_run_text(out.getvalue(), path="<dict>", probe_timeout=config.probe_timeout)
+    return load_run_file(run_file, probe_timeout=config.probe_timeout)
 
 
 def _plain(value: Any) -> Any:
