@@ -25,8 +25,16 @@ MAX_ITER = "schedule.0.phase_0.environments.0.environment.params.max_iter"
 
 
 def _document() -> dict[str, Any]:
+    """The dummy run's document, its first phase only (half the time of both)."""
     document: dict[str, Any] = YAML(typ="safe").load(DUMMY.read_text())
+    document["schedule"] = document["schedule"][:1]
     return document
+
+
+def _run_file(tmp_path: Path) -> Path:
+    path = tmp_path / "one_phase.yml"
+    YAML(typ="safe").dump(_document(), path)
+    return path
 
 
 def _agent_steps(document: dict[str, Any], max_iter: int | None = None) -> int:
@@ -58,6 +66,7 @@ def test_run_from_a_script_and_inside_a_running_event_loop(tmp_path: Path) -> No
     """The executor needs a main thread and no running loop: it gets a process of its own,
     forked where the caller has one thread, spawned where it has more (a Jupyter kernel); the
     script has no ``__name__`` guard, which a spawn must not trip over."""
+    run_file = _run_file(tmp_path)
     found = _script(
         tmp_path,
         f"""
@@ -65,10 +74,10 @@ def test_run_from_a_script_and_inside_a_running_event_loop(tmp_path: Path) -> No
         import palaestra
 
         light = "palaestra.experiment" not in sys.modules  # import palaestra stays light
-        plain = palaestra.run({str(DUMMY)!r})  # the default store: ./palaestra.db
+        plain = palaestra.run({str(run_file)!r})  # the default store: ./palaestra.db
 
         async def in_a_notebook_cell():
-            return palaestra.run({str(DUMMY)!r})
+            return palaestra.run({str(run_file)!r})
 
         in_a_loop = asyncio.run(in_a_notebook_cell())
         threading.Thread(target=threading.Event().wait, daemon=True).start()  # as a kernel's
@@ -145,7 +154,7 @@ def test_a_run_that_cannot_start_raises_before_anything_runs(tmp_path: Path) -> 
 
 def test_sweep_from_python_returns_the_results_in_grid_order(tmp_path: Path) -> None:
     results = palaestra.sweep(
-        DUMMY,
+        _run_file(tmp_path),
         seeds=[1, 2],
         grid={MAX_ITER: [3]},
         parallel=2,
