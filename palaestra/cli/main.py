@@ -81,9 +81,42 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 
 @cli.command("experiment-start", epilog=EXIT_CODES)
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--seeds",
+    metavar="SEEDS",
+    help="Sweep: one run per seed, e.g. '1..5' or '1,2,7' (sets the run's seed).",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="PATH=V1[,V2...]",
+    help="Sweep: set a dotted path of the run file to each value (YAML); repeat to multiply.",
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Sweep: how many runs execute at once, each in its own process (default 1).",
+)
 @click.pass_obj
-def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
-    """Run one or more run files (alias: start). All are checked before the first starts."""
+def experiment_start(
+    state: State,
+    run_files: tuple[str, ...],
+    seeds: str | None,
+    sets: tuple[str, ...],
+    parallel: int | None,
+) -> None:
+    """Run one or more run files (alias: start). All are checked before the first starts.
+
+    With --seeds, --set or --parallel, each run file becomes a sweep over every combination
+    of the values, each run with a derived uid (see the README's "Sweeps").
+    """
+    if seeds is not None or sets or parallel is not None:
+        from palaestra.cli.sweeps import start_sweep
+
+        sys.exit(start_sweep(state, run_files, seeds=seeds, sets=sets, parallel=parallel or 1))
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
     from palaestra.experiment import capacity

@@ -453,6 +453,7 @@ class StoreRunStart(Msg, frozen=True, kw_only=True):
     host: str
     package_versions: dict[str, str] = {}
     code_revision: str | None = None
+    overrides: dict[str, Any] | None = None
 
 
 class StorePhaseStart(Msg, frozen=True, kw_only=True):

@@ -127,3 +127,6 @@ class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
     conditions: tuple[ClassSpec, ...] = ()
     path: str = ""
     document: str = ""
+    overrides: dict[str, Any] | None = None
+    """The values a sweep (or ``palaestra.run(overrides=...)``) set, by dotted path; None if the
+    run is the file as written."""

@@ -164,6 +164,7 @@ class ExperimentRun(Component):
                 host=socket.gethostname(),
                 package_versions=package_versions(),
                 code_revision=code_revision(self.run.path) if self.run.path else None,
+                overrides=self.run.overrides,
             )
         )
         self.instance_id = ids.ids["instance"]

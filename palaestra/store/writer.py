@@ -514,11 +514,13 @@ def _run(session: Session, experiment: Experiment, message: m.StoreRunStart) -> 
             file=message.file,
             seed=message.seed,
             created_at=utcnow(),
+            overrides=message.overrides,
         )
         session.add(run)
         session.flush()
     else:
         run.document = message.document
+        run.overrides = message.overrides
     return run
 
 

@@ -1,0 +1,312 @@
+"""The Python API: ``palaestra.run`` and ``palaestra.sweep`` return results bound to their runs.
+
+Example::
+
+    import palaestra
+
+    result = palaestra.run("experiments/dummy_run.yml", store_uri="sqlite:///runs.db")
+    print(result.status, result.reason)
+    result.episode_rewards().groupby("agent")["reward"].mean()
+
+    results = palaestra.sweep(
+        "experiments/dummy_run.yml",
+        seeds=range(1, 4),
+        grid={"schedule.0.phase_0.environments.0.environment.params.max_iter": [10, 20]},
+        parallel=2,
+    )
+
+A run executes in an executor process of its own (:mod:`palaestra.experiment.isolated`), so
+these work from a script, from a thread and from a running event loop (a Jupyter notebook),
+and leave the calling process as it was. What cannot start (an invalid run file, a bad
+override path, an unusable runtime config) raises a :class:`~palaestra.core.errors.
+PalaestraError` before anything runs; a run that started and failed does not raise: its
+result has ``status == "error"`` and the ``reason``. Ctrl-C (a notebook's interrupt) stops the
+executing runs cleanly and starts no more: their results say ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from ruamel.yaml import YAML
+
+from palaestra.core.errors import EXIT_OK, InvalidInputError
+from palaestra.core.specs import RunSpec
+from palaestra.experiment.executor import RunOutcome
+from palaestra.experiment.overrides import Override, apply_overrides, derived_uids, expand_grid
+from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
+
+__all__ = ["RunResult", "prepare_runs", "result_of", "run", "status_of", "sweep"]
+
+RunSource = str | os.PathLike[str] | Mapping[str, Any]
+"""A run file's path, or the run-file document as a dict."""
+
+_QUIET_LOG_LEVEL = "ERROR"
+
+
+def status_of(exit_code: int) -> str:
+    """The store's word for a run instance that ended with ``exit_code``."""
+    if exit_code == EXIT_OK:
+        return "finished"
+    if exit_code > 128:
+        return "cancelled"
+    return "error"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How one run ended, and its records, read from the store it wrote to.
+
+    The query methods take the filters of :mod:`palaestra.store.query` (``phase``, ``agent``,
+    ``episode``, ...) and return DataFrames where pandas is installed, else
+    :class:`~palaestra.store.rows.Rows` (lists of dicts).
+    """
+
+    run_uid: str
+    instance_uid: str
+    experiment_uid: str
+    status: str
+    """``finished``, ``error`` or ``cancelled``, as in the store."""
+    exit_code: int
+    """What ``experiment-start`` would have exited with: 0, 1 (failed), 2, 3, or 128 + signal."""
+    reason: str
+    store_uri: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True if the run finished."""
+        return self.exit_code == EXIT_OK
+
+    def phases(self, **filters: Any) -> Any:
+        """The run's phases (see :func:`palaestra.store.query.phases`)."""
+        return self._query("phases", filters)
+
+    def agents(self, **filters: Any) -> Any:
+        """The agents of each phase (see :func:`palaestra.store.query.agents`)."""
+        return self._query("agents", filters)
+
+    def environments(self, **filters: Any) -> Any:
+        """The environments of each phase (see :func:`palaestra.store.query.environments`)."""
+        return self._query("environments", filters)
+
+    def world_states(self, **filters: Any) -> Any:
+        """One row per environment step (see :func:`palaestra.store.query.world_states`)."""
+        return self._query("world_states", filters)
+
+    def muscle_actions(self, **filters: Any) -> Any:
+        """One row per agent step (see :func:`palaestra.store.query.muscle_actions`)."""
+        return self._query("muscle_actions", filters)
+
+    def episode_rewards(self, **filters: Any) -> Any:
+        """Rewards summed per episode (see :func:`palaestra.store.query.episode_rewards`)."""
+        return self._query("episode_rewards", filters)
+
+    def brain_states(self, **filters: Any) -> Any:
+        """The brain dumps (see :func:`palaestra.store.query.brain_states`)."""
+        return self._query("brain_states", filters)
+
+    def statistics(self, **filters: Any) -> Any:
+        """What plug-ins recorded with ``add_statistics`` (see
+        :func:`palaestra.store.query.statistics`)."""
+        return self._query("statistics", filters)
+
+    def _query(self, name: str, filters: dict[str, Any]) -> Any:
+        if self.store_uri == "none":
+            raise InvalidInputError(f"run '{self.run_uid}' was recorded nowhere (store 'none').")
+        if not self.instance_uid:
+            raise InvalidInputError(
+                f"run '{self.run_uid}' has no instance in the store: {self.reason}"
+            )
+        function: Callable[..., Any] = getattr(_query_module(), name)
+        return function(
+            self.run_uid, store_uri=self.store_uri, instance=self.instance_uid, **filters
+        )
+
+
+def _query_module() -> Any:
+    try:
+        import pandas  # noqa: F401 - only whether it is there
+    except ImportError:
+        from palaestra.store import rows
+
+        return rows
+    from palaestra.store import query
+
+    return query
+
+
+def run(
+    run_file: RunSource,
+    *,
+    store_uri: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    quiet: bool = True,
+    config: RuntimeConfig | None = None,
+) -> RunResult:
+    """Run one experiment run to its end and return its result.
+
+    Args:
+        run_file: A run file's path, or its document as a dict.
+        store_uri: Where to record it; None for the configured store (``PALAESTRA_STORE_URI``,
+            ``./palaestra-runtime.yaml``, else ``sqlite:///palaestra.db``).
+        overrides: Dotted path to value (``{"seed": 3, "schedule.0.train.agents.0.brain.
+            params.lr": 0.01}``); the run then gets a derived uid (see
+            :mod:`palaestra.experiment.overrides`) unless the overrides set ``uid``.
+        quiet: Log errors only (else the runtime config's log level).
+        config: The runtime configuration; None to read it as the command line does.
+
+    Returns:
+        The run's result; ``status`` says whether it finished.
+
+    Raises:
+        PalaestraError: The run could not start: invalid run file, override or config.
+    """
+    from palaestra.experiment.sweep import run_all
+
+    settings = _settings(config, store_uri, quiet)
+    ((spec, point),) = prepare_runs(run_file, [dict(overrides or {})], settings)
+    (outcome,) = run_all([spec], settings)
+    return result_of(outcome, spec, point, settings.store_uri)
+
+
+def sweep(
+    run_file: RunSource,
+    *,
+    seeds: Iterable[int] = (),
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    parallel: int = 1,
+    store_uri: str | None = None,
+    quiet: bool = True,
+    config: RuntimeConfig | None = None,
+) -> list[RunResult]:
+    """Run every combination of ``seeds`` and the ``grid`` values, ``parallel`` at a time.
+
+    Args:
+        run_file: A run file's path, or its document as a dict.
+        seeds: Seeds of the runs (the top-level ``seed``).
+        grid: Dotted path to the values it takes (as ``--set path=v1,v2``).
+        parallel: How many runs execute at once, each in its own executor process.
+        store_uri: As for :func:`run`.
+        quiet: As for :func:`run`.
+        config: As for :func:`run`.
+
+    Returns:
+        One result per run, in grid order; a failed run does not stop the others.
+
+    Raises:
+        PalaestraError: A run could not start (see :func:`run`), ``parallel`` is below 1, or
+            a grid entry is not a list of values; before any run starts.
+    """
+    from palaestra.experiment.sweep import run_all
+
+    if parallel < 1:
+        raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
+    for path, values in (grid or {}).items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+            raise InvalidInputError(
+                f"grid['{path}']: expected a list of values, got {type(values).__name__}."
+            )
+    settings = _settings(config, store_uri, quiet)
+    axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]
+    prepared = prepare_runs(run_file, expand_grid(tuple(seeds), axes), settings)
+    outcomes = run_all([spec for spec, _ in prepared], settings, parallel=parallel)
+    return [
+        result_of(outcome, spec, point, settings.store_uri)
+        for (spec, point), outcome in zip(prepared, outcomes, strict=True)
+    ]
+
+
+def prepare_runs(
+    run_file: RunSource, grid: Sequence[Mapping[str, Any]], config: RuntimeConfig
+) -> list[tuple[RunSpec, dict[str, Any]]]:
+    """Check the run file with each point of ``grid`` applied, before any of them runs.
+
+    Returns:
+        Each run's spec (with a derived uid and its ``overrides``) and its overrides.
+
+    Raises:
+        PalaestraError: The run file, or one with an override applied, is invalid.
+    """
+    from palaestra.experiment.runfile import load_run_text
+
+    base = _load(run_file, config)
+    text, path = base.document, base.path
+    prepared: list[tuple[RunSpec, dict[str, Any]]] = []
+    for point, uid in zip(grid, derived_uids(base.uid, grid), strict=True):
+        if not point:
+            prepared.append((base, {}))
+            continue
+        derived = apply_overrides(text, point, uid=uid, source=path)
+        spec = load_run_text(derived, path=path, probe_timeout=config.probe_timeout)
+        prepared.append((msgspec.structs.replace(spec, overrides=dict(point)), dict(point)))
+    return prepared
+
+
+def result_of(
+    outcome: RunOutcome, spec: RunSpec, overrides: Mapping[str, Any], store_uri: str
+) -> RunResult:
+    """The result of a run from its outcome."""
+    return RunResult(
+        run_uid=outcome.run_uid,
+        instance_uid=outcome.instance_uid,
+        experiment_uid=spec.experiment_uid,
+        status=status_of(outcome.exit_code),
+        exit_code=outcome.exit_code,
+        reason=outcome.message,
+        store_uri=store_uri,
+        overrides=dict(overrides),
+    )
+
+
+def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) -> RuntimeConfig:
+    settings = config if config is not None else load_runtime_config()
+    if store_uri is not None:
+        settings = dataclasses.replace(settings, store_uri=store_uri)
+    settings = dataclasses.replace(settings, store_uri=absolute_store_uri(settings.store_uri))
+    if quiet:
+        settings = dataclasses.replace(settings, log_level=_QUIET_LOG_LEVEL)
+    return settings
+
+
+def absolute_store_uri(store_uri: str) -> str:
+    """A SQLite URI with a relative path made absolute (results read from anywhere)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(store_uri)
+    except ArgumentError:
+        return store_uri  # "none", or what the store will refuse with its own message
+    database = url.database
+    if not url.drivername.startswith("sqlite") or not database or database == ":memory:":
+        return store_uri
+    if database.startswith("file:") or os.path.isabs(database):
+        return store_uri
+    return url.set(database=os.path.abspath(database)).render_as_string(hide_password=False)
+
+
+def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
+    """The run as written: from its file, or from a dict written out as YAML."""
+    from palaestra.experiment.runfile import load_run_file, load_run_text
+
+    if isinstance(run_file, Mapping):
+        out = io.StringIO()
+        YAML(typ="safe", pure=True).dump(_plain(run_file), out)
+        return load_run_text(out.getvalue(), path="<dict>", probe_timeout=config.probe_timeout)
+    return load_run_file(run_file, probe_timeout=config.probe_timeout)
+
+
+def _plain(value: Any) -> Any:
+    """Mappings and sequences as dicts and lists, which the safe dumper writes."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value

@@ -1,0 +1,184 @@
+"""Tests of sweep overrides, :mod:`palaestra.experiment.overrides`: the ``--set`` and
+``--seeds`` grammar, the grid, derived uids, and overrides applied to a run file's text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from palaestra.core.errors import EXIT_INVALID_INPUT
+from palaestra.experiment.overrides import (
+    Override,
+    OverrideError,
+    apply_overrides,
+    derived_uid,
+    derived_uids,
+    expand_grid,
+    parse_seeds,
+    parse_set,
+)
+from palaestra.experiment.runfile import load_run_text
+
+DUMMY = (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_text()
+MAX_ITER = "schedule.0.phase_0.environments.0.environment.params.max_iter"
+
+
+# --- --set ----------------------------------------------------------------------------------
+
+
+def test_set_values_are_yaml_scalars_split_at_commas() -> None:
+    override = parse_set("a.b.0.lr=0.1,1e-3,7,true,null,adam")
+    assert override.path == "a.b.0.lr"
+    assert override.values == (0.1, 0.001, 7, True, None, "adam")
+    assert [type(v) for v in override.values[:3]] == [float, float, int]
+
+
+def test_commas_inside_brackets_and_quotes_do_not_split() -> None:
+    override = parse_set("p=[1, 2],{a: 1, b: 2},'x,y'")
+    assert override.values == ([1, 2], {"a": 1, "b": 2}, "x,y")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("no-equals-sign", "expected 'dotted.path=value"),
+        ("=1", "expected 'dotted.path=value"),
+        ("a..b=1", "has an empty key"),
+        ("a=1,,2", "an empty value"),
+        ("a=", "an empty value"),
+        ("a=[1,", "is not a YAML value"),
+    ],
+)
+def test_malformed_sets_are_invalid_input(text: str, problem: str) -> None:
+    with pytest.raises(OverrideError) as caught:
+        parse_set(text)
+    assert problem in str(caught.value)
+    assert f"--set '{text}'" in str(caught.value)
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+
+
+# --- --seeds --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seeds"),
+    [("1..5", (1, 2, 3, 4, 5)), ("1,2,7", (1, 2, 7)), ("0..2, 10", (0, 1, 2, 10)), ("3", (3,))],
+)
+def test_seeds_are_ranges_and_lists(text: str, seeds: tuple[int, ...]) -> None:
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("5..1", "the range '5..1' is empty"),
+        ("1..x", "expected seeds like '1..5'"),
+        ("-1", "expected seeds like '1..5'"),
+        ("1,2,1", "a seed is named twice"),
+        ("0..99999999", "is empty"),
+    ],
+)
+def test_bad_seeds_are_invalid_input(text: str, problem: str) -> None:
+    with pytest.raises(OverrideError, match="--seeds"):
+        parse_seeds(text)
+    with pytest.raises(OverrideError) as caught:
+        parse_seeds(text)
+    assert problem in str(caught.value)
+
+
+# --- the grid and derived uids ---------------------------------------------------------------
+
+
+def test_the_grid_multiplies_seeds_and_each_set_seeds_outermost() -> None:
+    grid = expand_grid((1, 2), [Override("x.lr", (0.1, 0.01)), Override("y.n", (3, 4, 5))])
+    assert len(grid) == 2 * 2 * 3
+    assert grid[0] == {"seed": 1, "x.lr": 0.1, "y.n": 3}
+    assert grid[1] == {"seed": 1, "x.lr": 0.1, "y.n": 4}
+    assert grid[-1] == {"seed": 2, "x.lr": 0.01, "y.n": 5}
+    assert len({tuple(point.items()) for point in grid}) == len(grid)
+
+
+def test_no_overrides_is_one_run_as_written() -> None:
+    assert expand_grid() == [{}]
+    assert derived_uids("run", [{}]) == ["run"]
+
+
+def test_a_path_set_twice_is_refused() -> None:
+    with pytest.raises(OverrideError, match="'seed' is set twice"):
+        expand_grid((1, 2), [Override("seed", (3,))])
+
+
+def test_a_value_given_twice_is_refused() -> None:
+    """Two runs of one grid point would get one uid."""
+    with pytest.raises(OverrideError, match=r"'x.lr': a value is given twice \(0.1, 0.1\)"):
+        expand_grid((), [Override("x.lr", (0.1, 0.1))])
+
+
+def test_derived_uids_name_the_last_key_and_value() -> None:
+    grid = expand_grid((1,), [Override("a.0.brain.params.lr", (0.1, 0.01))])
+    assert derived_uids("run", grid) == ["run-seed1-lr0.1", "run-seed1-lr0.01"]
+
+
+def test_uids_that_would_not_be_plain_or_unique_are_hashed() -> None:
+    spaced = derived_uids("run", [{"a.name": "with space"}, {"a.name": "other"}])
+    assert all(uid.startswith("run-") and len(uid) == len("run-") + 10 for uid in spaced)
+    assert len(set(spaced)) == 2
+    # "1" (a string) and 1 (a number) read the same: readable uids would collide
+    clashing = derived_uids("run", [{"a.n": "1"}, {"a.n": 1}])
+    assert clashing[0] != clashing[1] and "n1" not in clashing[0]
+    assert derived_uid("run", {"a.name": "with space"}) == spaced[0]  # stable
+
+
+# --- applied to a run file -------------------------------------------------------------------
+
+
+def test_overrides_set_deep_values_and_the_derived_uid() -> None:
+    overrides = {"seed": 7, MAX_ITER: 3, "schedule.1.phase_1.phase_config.episodes": 2}
+    text = apply_overrides(DUMMY, overrides, uid="dummy-run-x", source="dummy_run.yml")
+    run = load_run_text(text, check_classes=False)
+    assert (run.uid, run.experiment_uid, run.seed) == ("dummy-run-x", "dummy-experiments", 7)
+    assert run.phases[0].environments[0].params["max_iter"] == 3
+    assert run.phases[1].config.episodes == 2
+    assert "# environments, agents and simulation are inherited from phase_0" in text
+
+
+def test_the_experiment_uid_defaults_to_the_original_run() -> None:
+    without = DUMMY.replace("experiment_uid: dummy-experiments\n", "")
+    text = apply_overrides(without, {"seed": 1}, uid="dummy-run-seed1", source="f.yml")
+    run = load_run_text(text, check_classes=False)
+    assert (run.uid, run.experiment_uid) == ("dummy-run-seed1", "dummy-run")
+
+
+def test_the_last_key_may_be_new_and_a_set_uid_is_kept() -> None:
+    path = "schedule.0.phase_0.agents.0.brain.params.lr"
+    text = apply_overrides(DUMMY, {path: 0.5, "uid": "mine"}, uid="ignored", source="f.yml")
+    document = YAML(typ="safe").load(text)
+    assert document["uid"] == "mine"
+    assert document["schedule"][0]["phase_0"]["agents"][0]["brain"]["params"] == {"lr": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        (
+            "schedule.0.phase_0.environment.0.params.max_iter",
+            "has no key 'environment' at schedule.0.phase_0 (its keys: environments, agents, "
+            "simulation, phase_config)",
+        ),
+        (
+            "schedule.2.phase_2.x",
+            "has a list of 2 items at schedule; expected an index from 0 to 1, got '2'",
+        ),
+        ("schedule.first.x", "expected an index from 0 to 1, got 'first'"),
+        ("seed.x", "has the value 42 at seed, not a mapping or list, so 'x' cannot be looked up"),
+    ],
+)
+def test_a_bad_path_names_itself_and_where_it_stopped(path: str, problem: str) -> None:
+    with pytest.raises(OverrideError) as caught:
+        apply_overrides(DUMMY, {path: 1}, uid="u", source="dummy_run.yml")
+    message = str(caught.value)
+    assert message.startswith(f"--set '{path}': dummy_run.yml ")
+    assert problem in message
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
