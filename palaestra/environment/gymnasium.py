@@ -156,9 +156,6 @@ class GymnasiumEnvironment(Environment):
             truncated=truncated,
         )
 
-    def reset(self) -> EnvironmentBaseline:
-        return self.start_environment()
-
     def shutdown(self) -> bool:
         if self.recorder is not None:
             self.recorder.end()

@@ -139,9 +139,6 @@ class PettingZooEnvironment(Environment):
         ]
         return EnvironmentBaseline(self._sensors(), actuators)
 
-    def reset(self) -> EnvironmentBaseline:
-        return self.start_environment()
-
     # --- steps -------------------------------------------------------------------------
 
     def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
