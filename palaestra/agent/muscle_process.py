@@ -42,6 +42,7 @@ from palaestra.core.records import (
     RowSink,
     UnencodableValue,
     connect_store,
+    recorded,
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
@@ -103,8 +104,10 @@ class MuscleProcess(Component):
         update_lag: int = 0,
         dumps: dict[str, bytes] | None = None,
         dump_source: str = "",
+        record_every: int = 1,
     ) -> None:
         super().__init__(name)
+        self.record_every = record_every  # which steps get a row: see PhaseConfig
         self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
         self.acts_on = {uid.partition(".")[0] for uid in agent.actuators}
@@ -274,20 +277,23 @@ class MuscleProcess(Component):
         transition = None
         previous = self.previous
         if previous is not None and message.rewards is not None:
-            transition = self._complete(previous, message.rewards, message.done)
+            transition = self._complete(previous, message)
             if self.objective_stop is not None:
                 self.objective_reached = self.objective_stop.reached(transition.objective)
-            self.rows.add(
-                m.MuscleActionRow(
-                    self.episode,
-                    previous.step,
-                    dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),
-                    previous.setpoint_values,
-                    {r.uid: r.value for r in message.rewards},
-                    transition.objective,
-                    message.done,
+            if recorded(previous.step, message.done, self.record_every):
+                self.rows.add(
+                    m.MuscleActionRow(
+                        self.episode,
+                        previous.step,
+                        dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),
+                        previous.setpoint_values,
+                        {r.uid: r.value for r in message.rewards},
+                        transition.objective,
+                        message.done,
+                        message.terminated,
+                        message.truncated,
+                    )
                 )
-            )
         if self.awaiting:
             self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE
@@ -332,9 +338,10 @@ class MuscleProcess(Component):
         if answer.update is not None:
             call(self.muscle.update, pickle.loads(answer.update))
 
-    def _complete(
-        self, previous: _Previous, rewards: list[m.InfoDesc], done: bool
-    ) -> m.Transition:
+    def _complete(self, previous: _Previous, message: m.AgentStep) -> m.Transition:
+        """The transition from ``previous`` that ``message`` completes (it has rewards)."""
+        rewards = message.rewards or []
+        done, terminated, truncated = message.done, message.terminated, message.truncated
         reward_infos = self.spaces.build(RewardInformation, rewards)
         self.memory.append(
             self.name,
@@ -342,11 +349,21 @@ class MuscleProcess(Component):
             actuator_setpoints=previous.setpoints,
             rewards=reward_infos,
             done=done,
+            terminated=terminated,
+            truncated=truncated,
         )
         objective = call(self.objective.internal_reward, self.memory)
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
-        return m.Transition(previous.seen_values, previous.setpoint_values, rewards, value, done)
+        return m.Transition(
+            previous.seen_values,
+            previous.setpoint_values,
+            rewards,
+            value,
+            done,
+            terminated,
+            truncated,
+        )
 
     def _act(self, message: m.AgentStep) -> m.AgentActions:
         sensors = [

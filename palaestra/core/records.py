@@ -39,7 +39,14 @@ recorded)."""
 
 _encode = msgspec.msgpack.Encoder().encode
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
-Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow
+Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.EpisodeEnded
+
+
+def recorded(step: int, done: bool, every: int) -> bool:
+    """Whether the row of step ``step`` (0-based in its episode) is stored when a phase records
+    every ``every``-th step (1: all, 0: none; see ``PhaseConfig.record_every``): steps 0,
+    ``every``, 2 ``every``, ... and the episode's last (``done``)."""
+    return every == 1 or (every > 1 and (done or step % every == 0))
 
 
 class UnencodableValue(ValueError):
@@ -116,8 +123,9 @@ class RowSink:
             if uid is not None:
                 where = f"the value of {kind} '{uid}' ({type(values[uid]).__name__})"
                 break
+        step = getattr(row, "step", getattr(row, "steps", 0))  # an episode's: its last
         error = UnencodableValue(
-            f"{where} at step {row.step} of episode {row.episode} cannot be stored: {exc}. "
+            f"{where} at step {step} of episode {row.episode} cannot be stored: {exc}. "
             "Values must be numbers, strings, booleans, None, or lists and dicts of them "
             "(numpy arrays and scalars are converted by their space)"
         )

@@ -23,6 +23,7 @@ class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
     run_uid: str = ""
     instance_uid: str = ""
     phase_index: int = 0
+    record_every: int = 1
 
 
 class EnvironmentConductor(Conductor):
@@ -43,6 +44,7 @@ class EnvironmentConductor(Conductor):
                     run_uid=request.run_uid,
                     instance_uid=request.instance_uid,
                     phase_index=request.phase_index,
+                    record_every=request.record_every,
                 ),
             )
             for worker in range(request.workers)

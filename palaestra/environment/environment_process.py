@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,12 +30,12 @@ from palaestra.core.information import (
 )
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.records import RowSink, connect_store
+from palaestra.core.records import RowSink, connect_store, recorded
 from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for
-from palaestra.core.turns import Stepped, TurnPolicy, run_episode
+from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
@@ -82,8 +83,10 @@ class EnvironmentProcess(Component):
         run_uid: str = "",
         instance_uid: str = "",
         phase_index: int = 0,
+        record_every: int = 1,
     ) -> None:
         super().__init__(name)
+        self.record_every = record_every  # which steps get a row: see PhaseConfig
         # waiting for the set points of a Muscle (named when we wait): it speaks after its
         # Brain would have, before the simulation controller would blame us
         self.muscles = Waiting(
@@ -183,9 +186,18 @@ class EnvironmentProcess(Component):
             baseline = self.start_world(message.reset, message.check_values)
             router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
+            started = time.time()
             links = _Links(self, hot, {})
-            steps = self.run_episode(hot, message, links)
-            done = m.EnvEpisodeDone(steps=steps, end_phase=links.end_phase)
+            result = self.run_episode(hot, message, links)
+            done = m.EnvEpisodeDone(
+                steps=result.steps,
+                started_at=started,
+                ended_at=time.time(),
+                terminated=result.terminated,
+                truncated=result.truncated,
+                rewards=result.rewards,
+                end_phase=links.end_phase,
+            )
             router.send_multipart([sender, m.encode(done)])
         else:
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -321,25 +333,61 @@ class EnvironmentProcess(Component):
         else:
             state = tuple(result)
             sensors, rewards, done = state[0], state[1], bool(state[2])
-        if self.stop_requested:
-            done, self.stop_requested = True, False
+        done, terminated, truncated = self._ends(result if is_state else None, done)
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
         self.last_values = values
         reward_descs = self._rewards(rewards)
         self.step += 1
+        if recorded(self.step - 1, done, self.record_every):  # (its steps count from 1)
+            simtime = result.simtime if is_state else None
+            self._record_step(
+                values, setpoints, reward_descs, simtime, (done, terminated, truncated)
+            )
+        return m.EnvState(
+            values=values,
+            rewards=reward_descs,
+            done=done,
+            terminated=terminated,
+            truncated=truncated,
+        )
+
+    def _record_step(
+        self,
+        values: list[Any],
+        setpoints: dict[str, Any],
+        rewards: list[m.InfoDesc],
+        simtime: Any,
+        ends: tuple[bool, bool | None, bool | None],
+    ) -> None:
+        """Add the step's ``world_states`` row."""
+        done, terminated, truncated = ends
         self.rows.add(
             m.WorldStateRow(
                 self.episode,
                 self.step,
                 dict(zip(self.full_sensor_uids, values, strict=True)),
                 {self.prefix + uid: value for uid, value in setpoints.items()},
-                {r.uid: r.value for r in reward_descs},
+                {r.uid: r.value for r in rewards},
                 done,
-                self._simtime(result.simtime) if is_state and result.simtime is not None else None,
+                self._simtime(simtime) if simtime is not None else None,
+                terminated,
+                truncated,
             )
         )
-        return m.EnvState(values=values, rewards=reward_descs, done=done)
+
+    def _ends(
+        self, state: EnvironmentState | None, done: bool
+    ) -> tuple[bool, bool | None, bool | None]:
+        """``done``, ``terminated`` and ``truncated`` of the step (None: the environment does not
+        say); an agent that reached its objective rule ends the episode, cut short."""
+        terminated = None if state is None else _flag(state.terminated)
+        truncated = None if state is None else _flag(state.truncated)
+        if self.stop_requested:
+            done, self.stop_requested = True, False
+            if terminated is not None or truncated is not None:
+                truncated = truncated or not terminated
+        return done, terminated, truncated
 
     def _transform(self, result: Any) -> EnvironmentState:
         """The step's state as the run file's state transformer rewrites it: it sees and
@@ -424,7 +472,7 @@ class EnvironmentProcess(Component):
             described.append(describe(reward))
         return described
 
-    def run_episode(self, hot: HotLoop, message: m.EnvEpisode, driver: _Links) -> int:
+    def run_episode(self, hot: HotLoop, message: m.EnvEpisode, driver: _Links) -> EpisodeResult:
         """Drive one episode: observations straight to the Muscles, their set points back.
 
         The loop and the order of turns are the simulation controller's
@@ -463,6 +511,11 @@ class EnvironmentProcess(Component):
         call(self.env.shutdown)
 
 
+def _flag(value: Any) -> bool | None:
+    """An environment's ``terminated``/``truncated`` as a plain bool (None: not said)."""
+    return None if value is None else bool(value)
+
+
 class _Links:
     """The environment as a :class:`~palaestra.core.turns.Driver`: observations go out on
     the Muscles' links, set points come back on them, and the world steps once the acting
@@ -495,7 +548,13 @@ class _Links:
                     process._take_actions(link)
         state = process.update()
         uids = process.full_sensor_uids
-        return Stepped(zip(uids, state.values, strict=True), state.rewards, [state.done])
+        return Stepped(
+            zip(uids, state.values, strict=True),
+            state.rewards,
+            [state.done],
+            [state.terminated],
+            [state.truncated],
+        )
 
     def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
         for agent in agents:  # each acknowledges the end of its episode

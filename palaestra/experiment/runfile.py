@@ -48,6 +48,7 @@ from palaestra.experiment.runfile_objective import (
     with_objective_stops,
     with_phase_stops,
 )
+from palaestra.experiment.runfile_record import RECORD_ALL, dump_policy, record_every
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -82,6 +83,7 @@ _AGENT_KEYS = (
     "brain_memory",
     "muscle_memory",
     "filters",
+    "dump",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_UNSUPPORTED = MappingProxyType(
@@ -99,6 +101,7 @@ _PHASE_CONFIG_KEYS = (
     "worker",
     "episodes",
     "update_lag",
+    "record",
     "evaluate_every",
     "store_raw_actuators",
 )
@@ -413,6 +416,7 @@ class _RunBuilder:
             brain_memory=memory_limits(optional(fields, "brain_memory"), BRAIN_MEMORY),
             muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
             filters=self._filters(optional(fields, "filters")),
+            dump=dump_policy(optional(fields, "dump")),
         )
         return spec, fields["name"]
 
@@ -591,6 +595,7 @@ def _phase_config(node: Node) -> PhaseConfig:
         worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
         episodes=as_int(episodes, minimum=1, maximum=COUNT_MAX) if episodes else 1,
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
+        record_every=record_every(fields["record"]) if "record" in fields else RECORD_ALL,
     )
 
 

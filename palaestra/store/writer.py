@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Engine, Select, Table, func, select
+from sqlalchemy import Engine, Select, Table, delete, func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,6 +27,7 @@ from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
+from palaestra.core.turns import reward_total
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
@@ -34,6 +36,7 @@ from palaestra.store.models import (
     Agent,
     BrainState,
     Environment,
+    Episode,
     Experiment,
     ExperimentRun,
     ExperimentRunInstance,
@@ -63,6 +66,7 @@ WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
 STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
+EPISODES: Table = Episode.__table__  # type: ignore[assignment]
 
 Row = dict[str, Any]
 
@@ -91,6 +95,7 @@ class StoreWriter(Component):
             WORLD_STATES: [],
             MUSCLE_ACTIONS: [],
             STATISTICS: [],
+            EPISODES: [],
         }
         self.closed_producers: set[str] = set()
         self._sessions: sessionmaker[Session] | None = None
@@ -195,6 +200,8 @@ class StoreWriter(Component):
             self._buffer(WORLD_STATES, _world_state_rows(message), size)
         elif isinstance(message, m.StatisticsRows):
             self._buffer(STATISTICS, _statistics_rows(message), size)
+        elif isinstance(message, m.EpisodeRows):
+            self._buffer(EPISODES, _episode_rows(message), size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -213,7 +220,8 @@ class StoreWriter(Component):
             self._write({table: buffer})
 
     def _write_brain_dump(self, message: m.BrainDump) -> None:
-        """Brain dumps are rare and can be large: they are inserted at once, not buffered."""
+        """Brain dumps are rare and can be large: they are inserted at once, not buffered. A
+        periodic dump (``keep`` > 0) leaves the newest ``keep`` dumps of its agent and tag."""
         row = {
             "agent_id": message.agent_id,
             "tag": message.tag,
@@ -221,7 +229,16 @@ class StoreWriter(Component):
             "dump": message.dump,
             "created_at": utcnow(),
         }
-        self._write({BRAIN_STATES: [row]})
+        if not message.keep:
+            self._write({BRAIN_STATES: [row]})
+            return
+        of_tag = (BrainState.agent_id == message.agent_id, BrainState.tag == message.tag)
+        newest = select(BrainState.id).where(*of_tag).order_by(BrainState.id.desc())
+        older = delete(BrainState).where(*of_tag, BrainState.id.not_in(newest.limit(message.keep)))
+        doing = f"writing a brain dump of agent {message.agent_id} and pruning older ones"
+        with self._store_errors(doing), self._engine().begin() as connection:
+            connection.execute(BRAIN_STATES.insert(), [row])
+            connection.execute(older)
 
     def _producer_closed(self, producer: str) -> None:
         self.closed_producers.add(producer)
@@ -434,27 +451,14 @@ def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
             "sensor_readings": row.sensors,
             "actuator_setpoints": row.setpoints,
             "rewards": row.rewards,
-            "reward": _total(row.rewards),
+            "reward": reward_total(row.rewards.values()),
             "objective": row.objective,
             "done": row.done,
+            "terminated": row.terminated,
+            "truncated": row.truncated,
         }
         for row in message.rows
     ]
-
-
-def _total(rewards: dict[str, Any]) -> float | None:
-    """The sum of a step's numeric reward values (nested lists summed too), None if none."""
-    total = 0.0
-    found = False
-    stack: list[Any] = list(rewards.values())
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            total += value
-            found = True
-    return total if found else None
 
 
 def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
@@ -469,10 +473,34 @@ def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
             "setpoints": row.setpoints,
             "rewards": row.rewards,
             "done": row.done,
+            "terminated": row.terminated,
+            "truncated": row.truncated,
             "simtime": row.simtime,
         }
         for row in message.rows
     ]
+
+
+def _episode_rows(message: m.EpisodeRows) -> list[Row]:
+    phase_id = message.phase_id
+    return [
+        {
+            "experiment_run_phase_id": phase_id,
+            "worker": row.worker,
+            "episode": row.episode,
+            "started_at": _time(row.started_at),
+            "ended_at": _time(row.ended_at),
+            "steps": row.steps,
+            "terminated": row.terminated,
+            "truncated": row.truncated,
+            "rewards": row.rewards,
+        }
+        for row in message.rows
+    ]
+
+
+def _time(unix: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(unix, dt.UTC)
 
 
 def _statistics_rows(message: m.StatisticsRows) -> list[Row]:
