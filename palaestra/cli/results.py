@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from palaestra.cli.common import State
+from palaestra.cli.formatting import number, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
 
@@ -87,7 +88,7 @@ def _runs_table(found: Rows) -> Table:
             str(row["phases"]),
             str(row["episodes"]),
             _time(row["started_at"])[:16],
-            _seconds(row["duration_s"]),
+            seconds(row["duration_s"]),
             _one_line(f"{row['status']}: {reason}" if reason else row["status"]),
         )
     _fit(table, {"status": len("cancelled"), "experiment": 10, "run": 12})
@@ -138,7 +139,7 @@ def _show(shown: dict[str, Any]) -> None:
         f"instance {run['instance_uid']}: {run['status']}"
     )
     click.echo(
-        f"Started {_time(run['started_at'])} UTC, duration {_seconds(run['duration_s'])}; "
+        f"Started {_time(run['started_at'])} UTC, duration {seconds(run['duration_s'])}; "
         f"palaestra {run['palaestra_version']}, code {run['code_revision'] or '-'}"
     )
     if run["reason"]:
@@ -163,7 +164,7 @@ def _phases_table(phases: Rows) -> Table:
             str(row["workers"]),
             str(row["episodes"]),
             row["status"],
-            _seconds(row["duration_s"]),
+            seconds(row["duration_s"]),
         )
     return table
 
@@ -199,7 +200,7 @@ def _rewards_table(rewards: Rows) -> Table:
             f"{row['phase']} {row['phase_name']}",
             row["agent"],
             str(row["episodes"]),
-            *(_number(row[name]) for name in ("mean", "min", "max")),
+            *(number(row[name]) for name in ("mean", "min", "max")),
         )
     return table
 
@@ -462,22 +463,6 @@ def _print(table: Table) -> None:
 
 def _time(value: dt.datetime | None) -> str:
     return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value < 60:
-        return f"{value:.1f} s"
-    minutes, seconds = divmod(round(value), 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
 
 
 def _csv_cell(value: Any) -> Any:
