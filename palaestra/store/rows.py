@@ -953,5 +953,11 @@ def _require_existing_sqlite(uri: str) -> None:
         return
     if database.startswith("file:"):
         return
-    if not Path(database).expanduser().exists():
-        raise StoreError(f"store {mask_uri(uri)}: no such store file: {database}")
+    path = Path(database).expanduser()
+    if not path.exists():
+        where = "" if path.is_absolute() else f" (relative to the working directory {Path.cwd()})"
+        raise StoreError(
+            f"store {mask_uri(uri)}: no such store file: {database}{where}. Run palaestra in "
+            "the directory of the store, or point at it: PALAESTRA_STORE_URI=sqlite:////abs/"
+            "path/palaestra.db, or store_uri in a runtime config file given with -c FILE"
+        )

@@ -301,7 +301,10 @@ def test_experiment_list_on_a_missing_store_file_is_exit_3(tmp_path: Path) -> No
     store = tmp_path / "missing" / "store.db"
     result = invoke(["experiment-list"], env={"PALAESTRA_STORE_URI": f"sqlite:///{store}"})
     assert result.exit_code == 3
-    assert result.stderr == f"Error: store sqlite:///{store}: no such store file: {store}\n"
+    assert result.stderr.startswith(
+        f"Error: store sqlite:///{store}: no such store file: {store}. Run palaestra in "
+    )
+    assert "relative to the working directory" not in result.stderr  # an absolute path
     assert "Traceback" not in result.output
     assert not store.exists()
     assert not store.parent.exists()
@@ -313,7 +316,10 @@ def test_experiment_list_on_the_default_missing_store_is_exit_3(tmp_path: Path) 
         result = r.invoke(cli, ["experiment-list"])
         assert not (Path(cwd) / "palaestra.db").exists()
     assert result.exit_code == 3
-    assert "no such store file: palaestra.db" in result.stderr
+    message = " ".join(result.stderr.split())  # as one line, however the terminal wraps it
+    assert f"no such store file: palaestra.db (relative to the working directory {cwd})" in message
+    assert "PALAESTRA_STORE_URI=sqlite:////abs/path/palaestra.db" in message
+    assert "store_uri in a runtime config file given with -c FILE" in message
 
 
 def test_experiment_list_on_a_store_without_tables_is_exit_3(tmp_path: Path) -> None:
