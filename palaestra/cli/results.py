@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import os
+import shutil
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -361,9 +363,10 @@ def _write_file(found: Rows, fmt: str, output: Path) -> None:
 def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     """Delete runs with all their instances, phases, agents, records and brain dumps.
 
-    An experiment left without runs is deleted too. Each run goes in one transaction. A run
-    whose newest instance is still running is refused (exit 2; deleting it would fail it)
-    unless --force is given.
+    The brain dumps go from the store and from the disk: the dump files of every instance of
+    the run, in the data path's brain_dumps/RUN directory. An experiment left without runs is
+    deleted too. Each run goes in one transaction. A run whose newest instance is still running
+    is refused (exit 2; deleting it would fail it) unless --force is given.
     """
     from palaestra.store import rows
     from palaestra.store.engine import make_engine, mask_uri
@@ -374,13 +377,36 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     running = [content["still_running"] for content in contents if content["still_running"]]
     if running and not force:
         raise rows.RunStillRunningError("\n       ".join(running))
+    dumps = {
+        content["run"]: dump_files(state.config.data_path, content["run"]) for content in contents
+    }
     click.echo(f"This deletes from the store {mask_uri(uri)}:")
     click.echo("\n".join(_cleaned_lines(contents)))
+    for directory, files in dumps.values():
+        if files:
+            click.echo(f"and from the disk: {_counted(len(files), 'dump file')} in {directory}")
     if not yes:
         click.confirm("Delete?", abort=True)
     for content in contents:
         deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
-        click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows).")
+        directory, files = dumps[content["run"]]
+        removed = f" and {_counted(len(files), 'dump file')}" if files else ""
+        if files:
+            shutil.rmtree(directory)
+        click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows{removed}).")
+
+
+def dump_files(data_path: str, run: str) -> tuple[str, list[str]]:
+    """The directory of the brain dump files of every instance of ``run`` below ``data_path``,
+    and the files in it (none if there is no such directory, or it is a symbolic link)."""
+    from palaestra.core.name_rules import check_inside, path_part
+
+    directory = os.path.join(data_path, "brain_dumps", path_part(run))
+    if os.path.islink(directory) or not os.path.isdir(directory):
+        return directory, []
+    check_inside(directory, data_path)
+    files = [os.path.join(root, name) for root, _, names in os.walk(directory) for name in names]
+    return directory, sorted(files)
 
 
 def _cleaned_lines(contents: list[Row]) -> list[str]:
