@@ -15,7 +15,7 @@ import click
 
 from palaestra import __version__
 from palaestra.cli import database, results
-from palaestra.cli.common import State
+from palaestra.cli.common import State, where_to_look
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig
 
@@ -105,6 +105,8 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
             click.echo(f"Error: run '{run.uid}' failed: {outcome.message}", err=True)
         else:
             click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
+        if outcome.exit_code != 3:
+            click.echo(where_to_look(state, run.uid))
         worst = worst or outcome.exit_code
         if outcome.exit_code > 1:  # store unusable or interrupted: the next runs would be too
             break

@@ -1,0 +1,52 @@
+"""Watching a run from the command line: progress when piped, ``-q``, where the results are,
+and ``clean`` removing the dump files it names."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import Workspace
+
+pytestmark = pytest.mark.timeout(120)
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # everything but tab and newline
+THREE_EPISODES = ("episodes: 1", "episodes: 3")
+
+
+def test_a_piped_run_says_where_its_results_are_and_clean_removes_its_dump_files(
+    workspace: Workspace,
+) -> None:
+    run_file = workspace.variant("dummy_run.yml", THREE_EPISODES)
+    result = workspace.run("experiment-start", str(run_file))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert not CONTROL.search(out)
+    lines = out.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("Results are in the store")))
+    assert lines[at].startswith(
+        f"Results are in the store sqlite:///palaestra.db (the file {workspace.store}). Look "
+    )
+    assert lines[at + 1 :] == [
+        "  palaestra experiment-show dummy-run",
+        "  palaestra results dummy-run --table episode_rewards -o rewards.csv",
+        "  palaestra plot dummy-run -o curve.png",
+    ]
+    dumps = workspace.path / "_outputs" / "brain_dumps" / "dummy-run"
+    files = sorted(path for path in dumps.rglob("*") if path.is_file())
+    assert files  # both phases of both agents dumped their brains
+
+    shown = workspace.run("experiment-show", "dummy-run")
+    assert shown.returncode == 0, shown.stderr
+
+    cleaned = workspace.run("clean", "--yes", "dummy-run")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert f"and from the disk: {len(files)} dump files in _outputs/brain_dumps/dummy-run\n" in (
+        cleaned.stdout.replace("./", "")
+    )
+    assert re.search(
+        rf"Deleted run 'dummy-run' \(\d+ rows and {len(files)} dump files\)\.", cleaned.stdout
+    )
+    assert not dumps.exists()
+    assert (workspace.path / "_outputs" / "brain_dumps").is_dir()  # other runs' dumps stay
