@@ -28,6 +28,9 @@ Exit codes:
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
 """
 
+ERROR = click.style("Error:", fg="red", bold=True)
+"""How an error line starts: red on a terminal (click.echo drops the colour elsewhere)."""
+
 ALIASES = {
     "start": "experiment-start",
     "check": "experiment-check-syntax",
@@ -49,7 +52,7 @@ class AliasedGroup(click.Group):
         try:
             return super().invoke(ctx)
         except PalaestraError as exc:
-            click.echo(f"Error: {exc.format_message()}", err=True)
+            click.echo(f"{ERROR} {exc.format_message()}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles its own): no traceback
             click.echo("Interrupted.", err=True)
@@ -102,7 +105,7 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
         elif outcome.exit_code in (1, 2, 3):
-            click.echo(f"Error: run '{run.uid}' failed: {outcome.message}", err=True)
+            click.echo(f"{ERROR} run '{run.uid}' failed: {outcome.message}", err=True)
         else:
             click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
         if outcome.exit_code != 3:

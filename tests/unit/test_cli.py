@@ -335,3 +335,14 @@ def test_invalid_store_uri_is_exit_3(tmp_path: Path) -> None:
     result = invoke(["database-create"], env={"PALAESTRA_STORE_URI": "not a url"})
     assert result.exit_code == 3
     assert "not a valid database URL" in result.stderr
+
+
+def test_errors_are_red_on_a_terminal_only(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yml"
+    plain = invoke(["experiment-check-syntax", str(missing)])
+    coloured = runner().invoke(
+        cli, ["experiment-check-syntax", str(missing)], prog_name="palaestra", color=True
+    )
+    assert plain.exit_code == coloured.exit_code == 2
+    assert plain.stderr.startswith("Error: ") and "\x1b[" not in plain.stderr
+    assert coloured.stderr.startswith("\x1b[31m\x1b[1mError:\x1b[0m ")
