@@ -83,10 +83,17 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 
 
 @cli.command("experiment-start", epilog=EXIT_CODES)
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary while it runs.")
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.pass_obj
-def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
-    """Run one or more run files (alias: start). All are checked before the first starts."""
+def experiment_start(state: State, run_files: tuple[str, ...], quiet: bool) -> None:
+    """Run one or more run files (alias: start). All are checked before the first starts.
+
+    On a terminal it shows each phase's progress live (episodes done of planned, steps/s,
+    elapsed, ETA, each agent's mean reward of its last 100 episodes); piped, a plain line per
+    phase start and end and about ten per phase between. A summary table ends each run.
+    """
+    from palaestra.cli.progress import watching
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
     from palaestra.experiment import capacity
@@ -100,7 +107,8 @@ def experiment_start(state: State, run_files: tuple[str, ...]) -> None:
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
     worst = 0
     for run in runs:
-        outcome = execute(run, config)
+        with watching(run, sys.stdout, quiet=quiet) as on_episode:
+            outcome = execute(run, config, on_episode=on_episode)
         take_down_strays("Executor")
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")

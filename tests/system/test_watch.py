@@ -24,6 +24,21 @@ def test_a_piped_run_says_where_its_results_are_and_clean_removes_its_dump_files
     out = result.stdout
     assert not CONTROL.search(out)
     lines = out.splitlines()
+    for index, name, mode in ((0, "phase_0", "train"), (1, "phase_1", "test")):
+        phase = f"phase {index} '{name}' ({mode})"
+        assert f"{phase} started: 3 episodes (3 x 1 workers)" in lines
+        assert [line.split(", ")[0] for line in lines if line.startswith(f"{phase}: ")] == [
+            f"{phase}: 1/3 episodes",
+            f"{phase}: 2/3 episodes",
+        ]
+        assert any(line.startswith(f"{phase} ended: 3/3 episodes, 30 steps in ") for line in lines)
+    summary = lines.index("Summary of run 'dummy-run'")
+    assert [line.split()[:5] for line in lines[summary + 3 : summary + 7]] == [
+        ["0", "phase_0", "attacker", "3/3", "30"],
+        ["0", "phase_0", "defender", "3/3", "30"],
+        ["1", "phase_1", "attacker", "3/3", "30"],
+        ["1", "phase_1", "defender", "3/3", "30"],
+    ]
     at = lines.index(next(line for line in lines if line.startswith("Results are in the store")))
     assert lines[at].startswith(
         f"Results are in the store sqlite:///palaestra.db (the file {workspace.store}). Look "
@@ -50,3 +65,11 @@ def test_a_piped_run_says_where_its_results_are_and_clean_removes_its_dump_files
     )
     assert not dumps.exists()
     assert (workspace.path / "_outputs" / "brain_dumps").is_dir()  # other runs' dumps stay
+
+
+def test_quiet_shows_no_progress_and_no_summary(workspace: Workspace) -> None:
+    run_file = workspace.variant("dummy_run.yml", THREE_EPISODES)
+    result = workspace.run("experiment-start", "-q", str(run_file))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("Run 'dummy-run' finished (instance ")
+    assert "phase" not in result.stdout and "Summary" not in result.stdout
