@@ -7,6 +7,7 @@ by SIGINT/SIGTERM.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import sys
 from typing import Any
@@ -16,8 +17,14 @@ import click
 from palaestra import __version__
 from palaestra.cli import database, results
 from palaestra.cli.common import State, where_to_look
+from palaestra.cli.import_path import add_plugin_dirs
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig
+
+COMPLETION = """\b
+Shell completion (bash; zsh and fish alike), e.g. in ~/.bashrc:
+  eval "$(_PALAESTRA_COMPLETE=bash_source palaestra)"
+"""
 
 EXIT_CODES = """\b
 Exit codes:
@@ -31,6 +38,8 @@ Exit codes:
 ERROR = click.style("Error:", fg="red", bold=True)
 """How an error line starts: red on a terminal (click.echo drops the colour elsewhere)."""
 
+ALIAS_NOTE = re.compile(r" \(alias: [^)]*\)")
+"""``(alias: start)`` in a command's help: the command list names aliases beside commands."""
 ALIASES = {
     "start": "experiment-start",
     "check": "experiment-check-syntax",
@@ -47,6 +56,23 @@ class AliasedGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name, cmd, rest = super().resolve_command(ctx, args)
         return (cmd.name if cmd else name), cmd, rest
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with its aliases and the whole first sentence of its help."""
+        aliases: dict[str, list[str]] = {}
+        for alias, name in ALIASES.items():
+            aliases.setdefault(name, []).append(alias)
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            shown = f"{name} ({', '.join(aliases[name])})" if name in aliases else name
+            text = ALIAS_NOTE.sub("", command.get_short_help_str(limit=10_000))
+            rows.append((shown, text))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -70,7 +96,11 @@ def _terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-@click.group(cls=AliasedGroup, epilog=EXIT_CODES)
+@click.group(
+    cls=AliasedGroup,
+    epilog=EXIT_CODES + "\n" + COMPLETION,
+    context_settings={"max_content_width": 120},
+)
 @click.version_option(__version__, prog_name="palaestra")
 @click.option(
     "-c", "--config", "config_path", type=click.Path(dir_okay=False), help="Runtime config file."
@@ -101,6 +131,7 @@ def experiment_start(state: State, run_files: tuple[str, ...], quiet: bool) -> N
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
+    add_plugin_dirs(run_files)
     runs = [load_run_file(path, probe_timeout=config.probe_timeout) for path in run_files]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
@@ -131,6 +162,7 @@ def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
     """Validate run files without running them (alias: check)."""
     from palaestra.experiment.runfile import load_run_file
 
+    add_plugin_dirs(run_files)
     for path in run_files:
         run = load_run_file(path, probe_timeout=state.config.probe_timeout)
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")

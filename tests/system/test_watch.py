@@ -4,6 +4,9 @@ and ``clean`` removing the dump files it names."""
 from __future__ import annotations
 
 import re
+import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -73,3 +76,52 @@ def test_quiet_shows_no_progress_and_no_summary(workspace: Workspace) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("Run 'dummy-run' finished (instance ")
     assert "phase" not in result.stdout and "Summary" not in result.stdout
+
+
+LOCAL_BRAIN = """
+from palaestra.agent.dummy_brain import DummyBrain
+
+
+class LocalBrain(DummyBrain):
+    '''A Brain in a module beside the run file.'''
+"""
+CWD_MUSCLE = """
+from palaestra.agent.dummy_muscle import DummyMuscle
+
+
+class CwdMuscle(DummyMuscle):
+    '''A Muscle in a module in the working directory.'''
+"""
+
+
+def test_plugins_beside_the_run_file_and_in_the_working_directory_need_no_pythonpath(
+    workspace: Workspace,
+) -> None:
+    experiment = workspace.path / "experiment"
+    experiment.mkdir()
+    (experiment / "local_brains.py").write_text(LOCAL_BRAIN)
+    (workspace.path / "cwd_muscles.py").write_text(CWD_MUSCLE)
+    source = workspace.variant(
+        "dummy_run.yml",
+        ("palaestra.agent.dummy_brain:DummyBrain", "local_brains:LocalBrain"),
+        ("palaestra.agent.dummy_muscle:DummyMuscle", "cwd_muscles:CwdMuscle"),
+    )
+    run_file = experiment / "run.yml"
+    source.rename(run_file)
+    # -P: the working directory is not on the path, as with the installed `palaestra` script
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "palaestra", "experiment-start", "-q", "experiment/run.yml"],
+        cwd=workspace.path,
+        env=workspace.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    workspace.sessions.add(proc.pid)
+    out, err = proc.communicate(timeout=100)
+    assert proc.returncode == 0, err[-3000:]
+    assert "Run 'dummy-run' finished" in out
+    with sqlite3.connect(workspace.store) as conn:
+        plugins = set(conn.execute("select brain, muscle from agents where name = 'defender'"))
+    assert plugins == {("local_brains:LocalBrain", "cwd_muscles:CwdMuscle")}

@@ -96,6 +96,34 @@ def test_help_lists_commands_and_exit_codes() -> None:
         assert line in text
 
 
+def test_help_gives_whole_descriptions_and_the_aliases() -> None:
+    result = runner(COLUMNS="200").invoke(
+        cli, ["--help"], prog_name="palaestra", terminal_width=200
+    )
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())  # as one line, however click wraps it
+    assert "..." not in result.output.split("Commands:")[1]  # nothing cut
+    for shown in (
+        "experiment-start (start) Run one or more run files.",
+        "experiment-check-syntax (check) Validate run files without running them.",
+        "experiment-list (list) List the runs in the store, one line per instance.",
+        "clean Delete runs with all their instances, phases, agents, records and brain dumps.",
+        "results Export a table of a run as CSV, JSON or Parquet (to stdout without -o).",
+    ):
+        assert shown in text
+    assert 'eval "$(_PALAESTRA_COMPLETE=bash_source palaestra)"' in result.output
+
+
+def test_shell_completion_completes_commands() -> None:
+    script = runner(_PALAESTRA_COMPLETE="bash_source").invoke(cli, [], prog_name="palaestra")
+    assert script.exit_code == 0
+    assert "_palaestra_completion()" in script.output
+    completed = runner(
+        _PALAESTRA_COMPLETE="bash_complete", COMP_WORDS="palaestra experiment-s", COMP_CWORD="1"
+    ).invoke(cli, [], prog_name="palaestra")
+    assert completed.output.split() == ["plain,experiment-show", "plain,experiment-start"]
+
+
 def test_start_help_lists_exit_codes() -> None:
     result = invoke(["experiment-start", "--help"])
     assert result.exit_code == 0
