@@ -57,6 +57,8 @@ def test_a_piped_run_says_where_its_results_are_and_clean_removes_its_dump_files
 
     shown = workspace.run("experiment-show", "dummy-run")
     assert shown.returncode == 0, shown.stderr
+    phases = shown.stdout.split("Phases", 1)[1].splitlines()[3:5]
+    assert [line.split()[4] for line in phases] == ["3/3", "3/3"]  # from the episodes table
 
     cleaned = workspace.run("clean", "--yes", "dummy-run")
     assert cleaned.returncode == 0, cleaned.stderr
