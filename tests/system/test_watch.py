@@ -3,10 +3,13 @@ and ``clean`` removing the dump files it names."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -127,3 +130,33 @@ def test_plugins_beside_the_run_file_and_in_the_working_directory_need_no_python
     with sqlite3.connect(workspace.store) as conn:
         plugins = set(conn.execute("select brain, muscle from agents where name = 'defender'"))
     assert plugins == {("local_brains:LocalBrain", "cwd_muscles:CwdMuscle")}
+
+
+def test_after_ctrl_c_the_summary_and_the_list_give_episodes_done_of_planned(
+    workspace: Workspace,
+) -> None:
+    run_file = workspace.variant("dummy_run.yml", ("episodes: 1", "episodes: 100000"))
+    proc = workspace.start("experiment-start", str(run_file))
+    deadline = time.monotonic() + 60
+    done = 0
+    while done < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)  # polling the store (bounded), not waiting for a guess
+        if workspace.store.exists():
+            with contextlib.suppress(sqlite3.OperationalError):
+                with sqlite3.connect(workspace.store, timeout=1) as conn:
+                    done = conn.execute("select count(*) from episodes").fetchone()[0]
+    assert done >= 3, "no episode ended in 60 s"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    ended = re.search(r"phase 0 'phase_0' \(train\) ended: (\d+)/100000 episodes", out)
+    assert ended is not None, out
+    assert 3 <= int(ended.group(1)) < 100000
+    assert "Summary of run 'dummy-run'" in out
+
+    listed = workspace.run("experiment-list")
+    row = listed.stdout.splitlines()[2].split()
+    assert row[:2] == ["dummy-run", "dummy-experiments"]
+    stored_done, planned = row[3].split("/")
+    assert planned == "100000" and 3 <= int(stored_done) < 100000
+    assert any(cell.startswith("cancelled") for cell in row), row
