@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from palaestra.cli.formatting import number, seconds
 
@@ -281,7 +281,7 @@ class LiveWatcher(Watcher):
         self.progress.update(
             task,
             completed=phase.done,
-            rate=f"{number(rate)} steps/s" if rate is not None else "",
+            rate=f"{rate:,.0f} steps/s" if rate is not None else "",
             rewards=phase.rewards(),
         )
         self._draw()
@@ -309,6 +309,8 @@ def _every(planned: int) -> int:
 
 
 def _progress(console: Console) -> Progress:
+    """A rich Progress drawing two lines per phase: the bar with its figures, then the agents'
+    rolling mean rewards (cut to the terminal's width, never wrapped)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -317,16 +319,26 @@ def _progress(console: Console) -> Progress:
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+    from rich.table import Column
+    from rich.text import Text
 
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(bar_width=24),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[rewards]}"),
+    class PhaseProgress(Progress):
+        def get_renderables(self) -> Iterator[Any]:
+            for task in self.tasks:
+                yield self.make_tasks_table([task])
+                if task.fields.get("rewards"):
+                    line = f"  mean reward (last {WINDOW}): {task.fields['rewards']}"
+                    yield Text(line, no_wrap=True, overflow="ellipsis")
+
+    fixed = {"table_column": Column(no_wrap=True)}
+    return PhaseProgress(
+        TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
+        BarColumn(bar_width=16),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        TextColumn("{task.fields[rate]}", **fixed),
+        TimeElapsedColumn(table_column=Column(no_wrap=True)),
+        TextColumn("ETA", **fixed),
+        TimeRemainingColumn(table_column=Column(no_wrap=True)),
         console=console,
         auto_refresh=False,
         redirect_stdout=False,
@@ -339,7 +351,7 @@ def summary_table(tally: RunTally) -> Table:
     from rich import box
     from rich.table import Table
 
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0)
     table.add_column("phase", no_wrap=True)
     table.add_column("agent", no_wrap=True)
     for name in ("episodes", "steps", "mean", "min", "max", "duration"):

@@ -153,8 +153,9 @@ def test_on_a_terminal_the_display_is_live_and_ends_with_the_summary() -> None:
 
     assert "\x1b[" in text  # drawn with control sequences
     assert "4/4" in shown and "1/2" in shown
-    assert "500.00 steps/s" in shown
-    assert "attacker 2.50, defender 124,800" in shown  # the rolling mean of the four
+    assert "500 steps/s" in shown
+    # the rolling mean of the four, on a line of its own below the bar
+    assert "\n  mean reward (last 100): attacker 2.50, defender 124,800" in shown
     assert "ETA" in shown
     assert "Summary of run 'watched'" in shown
     assert re.search(r"0 p0\s+attacker\s+4/4\s+2000\s+2.50\s+1.00\s+4.00\s+4.0 s", shown)
