@@ -330,15 +330,17 @@ def _progress(console: Console) -> Progress:
                     line = f"  mean reward (last {WINDOW}): {task.fields['rewards']}"
                     yield Text(line, no_wrap=True, overflow="ellipsis")
 
-    fixed = {"table_column": Column(no_wrap=True)}
+    def fixed() -> Column:
+        return Column(no_wrap=True)
+
     return PhaseProgress(
         TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
         BarColumn(bar_width=16),
-        MofNCompleteColumn(table_column=Column(no_wrap=True)),
-        TextColumn("{task.fields[rate]}", **fixed),
-        TimeElapsedColumn(table_column=Column(no_wrap=True)),
-        TextColumn("ETA", **fixed),
-        TimeRemainingColumn(table_column=Column(no_wrap=True)),
+        MofNCompleteColumn(table_column=fixed()),
+        TextColumn("{task.fields[rate]}", table_column=fixed()),
+        TimeElapsedColumn(table_column=fixed()),
+        TextColumn("ETA", table_column=fixed()),
+        TimeRemainingColumn(table_column=fixed()),
         console=console,
         auto_refresh=False,
         redirect_stdout=False,
