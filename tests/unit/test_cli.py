@@ -374,3 +374,23 @@ def test_errors_are_red_on_a_terminal_only(tmp_path: Path) -> None:
     assert plain.exit_code == coloured.exit_code == 2
     assert plain.stderr.startswith("Error: ") and "\x1b[" not in plain.stderr
     assert coloured.stderr.startswith("\x1b[31m\x1b[1mError:\x1b[0m ")
+
+
+def test_where_to_look_names_the_config_given_and_a_store_turned_off(tmp_path: Path) -> None:
+    from palaestra.cli.common import State, where_to_look
+
+    config = tmp_path / "my runtime.yaml"
+    config.write_text(f"store_uri: sqlite:///{tmp_path}/s.db\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in CLEAN_ENV:
+            mp.delenv(name, raising=False)
+        lines = where_to_look(State(str(config), 0), "my run").splitlines()
+        config.write_text("store_uri: none\n", encoding="utf-8")
+        off = where_to_look(State(str(config), 0), "my run")
+    assert lines == [
+        f"Results are in the store sqlite:///{tmp_path}/s.db. Look at them with:",
+        f"  palaestra -c '{config}' experiment-show 'my run'",
+        f"  palaestra -c '{config}' results 'my run' --table episode_rewards -o rewards.csv",
+        f"  palaestra -c '{config}' plot 'my run' -o curve.png",
+    ]
+    assert off == "Nothing was stored (store_uri is off)."
