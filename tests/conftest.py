@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sqlite3
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,26 +153,64 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
 
 # --- PostgreSQL ---------------------------------------------------------------------------
 
-POSTGRES_ADMIN = os.environ.get(
-    "PALAESTRA_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
+LOCAL_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+ASKED_FOR_POSTGRES = os.environ.get("PALAESTRA_TEST_POSTGRES")
+"""The server the PostgreSQL tests must use (CI sets it), or None: the local one, if any."""
+
+
+def postgres_admin(asked: str | None, answers: Callable[[str], str | None]) -> str:
+    """The admin URL of the PostgreSQL server for the tests, or a skip saying why there is none.
+
+    ``asked`` is ``PALAESTRA_TEST_POSTGRES``: a server asked for must answer (a failure
+    otherwise, not a skip); an empty value skips the tests. Unset, the local server
+    (:data:`LOCAL_POSTGRES`) is used when it answers, and the tests skip when it does not.
+    ``answers`` returns None for a server that answers, else the reason it does not.
+    """
+    if asked == "":
+        pytest.skip("PostgreSQL tests turned off (PALAESTRA_TEST_POSTGRES is empty)")
+    why = answers(asked or LOCAL_POSTGRES)
+    if why is None:
+        return asked or LOCAL_POSTGRES
+    if asked:
+        pytest.fail(f"PALAESTRA_TEST_POSTGRES={asked}: the server does not answer: {why}")
+    pytest.skip(
+        f"no PostgreSQL server answers at {LOCAL_POSTGRES} ({why}); set "
+        "PALAESTRA_TEST_POSTGRES to a server's URL to run these tests"
+    )
+
+
+def _conninfo(admin: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(admin).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@functools.cache
+def server_answers(admin: str) -> str | None:
+    """None if the server of ``admin`` takes a connection (asked once per test session), else
+    the reason it did not."""
+    import psycopg
+
+    try:
+        with psycopg.connect(_conninfo(admin), connect_timeout=5):
+            return None
+    except psycopg.OperationalError as exc:
+        return " ".join(str(exc).split()) or type(exc).__name__
 
 
 @pytest.fixture
 def pg_uri() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for this test only, dropped afterwards.
 
-    The server comes from ``PALAESTRA_TEST_POSTGRES`` (an SQLAlchemy URL to a database the
-    tests may create databases from; default: the local server). Set it to an empty string to
-    skip the PostgreSQL tests; a configured server that cannot be reached fails them.
+    The server: see :func:`postgres_admin` (``PALAESTRA_TEST_POSTGRES``, an SQLAlchemy URL to a
+    database the tests may create databases from).
     """
-    if not POSTGRES_ADMIN:
-        pytest.skip("no PostgreSQL server configured (PALAESTRA_TEST_POSTGRES is empty)")
     import psycopg
     from sqlalchemy.engine import make_url
 
-    admin = make_url(POSTGRES_ADMIN)
-    conninfo = admin.set(drivername="postgresql").render_as_string(hide_password=False)
+    admin_uri = postgres_admin(ASKED_FOR_POSTGRES, server_answers)
+    admin = make_url(admin_uri)
+    conninfo = _conninfo(admin_uri)
     name = f"palaestra_t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')

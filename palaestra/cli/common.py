@@ -8,6 +8,8 @@ from here, never from ``main``, so the command line's modules import each other 
 from __future__ import annotations
 
 import dataclasses
+import os
+import shlex
 
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
@@ -35,3 +37,40 @@ class State:
                 config = dataclasses.replace(config, log_level=level)
             self._config = config
         return self._config
+
+
+def where_to_look(state: State, run_uid: str) -> str:
+    """Where a run's results are and the commands that show them, as lines to print."""
+    from palaestra.experiment.store_client import store_enabled
+    from palaestra.store.engine import mask_uri
+
+    uri = state.config.store_uri
+    if not store_enabled(uri):
+        return "Nothing was stored (store_uri is off)."
+    prefix = "palaestra" + (f" -c {shlex.quote(state.config_path)}" if state.config_path else "")
+    run = shlex.quote(run_uid)
+    return "\n".join(
+        [
+            f"Results are in the store {mask_uri(uri)}{_file_of(uri)}. Look at them with:",
+            f"  {prefix} experiment-show {run}",
+            f"  {prefix} results {run} --table episode_rewards -o rewards.csv",
+            f"  {prefix} plot {run} -o curve.png",
+        ]
+    )
+
+
+def _file_of(uri: str) -> str:
+    """`` (the file /abs/path)`` for an SQLite store given by a relative path; else empty."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(uri)
+    except ArgumentError:
+        return ""
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return ""
+    if database.startswith("file:") or os.path.isabs(database):
+        return ""
+    return f" (the file {os.path.abspath(database)})"

@@ -7,6 +7,7 @@ by SIGINT/SIGTERM.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import sys
 from typing import Any
@@ -15,9 +16,15 @@ import click
 
 from palaestra import __version__
 from palaestra.cli import database, results
-from palaestra.cli.common import State
+from palaestra.cli.common import State, where_to_look
+from palaestra.cli.import_path import add_plugin_dirs
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig
+
+COMPLETION = """\b
+Shell completion (bash; zsh and fish alike), e.g. in ~/.bashrc:
+  eval "$(_PALAESTRA_COMPLETE=bash_source palaestra)"
+"""
 
 EXIT_CODES = """\b
 Exit codes:
@@ -28,6 +35,11 @@ Exit codes:
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
 """
 
+ERROR = click.style("Error:", fg="red", bold=True)
+"""How an error line starts: red on a terminal (click.echo drops the colour elsewhere)."""
+
+ALIAS_NOTE = re.compile(r" \(alias: [^)]*\)")
+"""``(alias: start)`` in a command's help: the command list names aliases beside commands."""
 ALIASES = {
     "start": "experiment-start",
     "check": "experiment-check-syntax",
@@ -45,11 +57,28 @@ class AliasedGroup(click.Group):
         name, cmd, rest = super().resolve_command(ctx, args)
         return (cmd.name if cmd else name), cmd, rest
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with its aliases and the whole first sentence of its help."""
+        aliases: dict[str, list[str]] = {}
+        for alias, name in ALIASES.items():
+            aliases.setdefault(name, []).append(alias)
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            shown = f"{name} ({', '.join(aliases[name])})" if name in aliases else name
+            text = ALIAS_NOTE.sub("", command.get_short_help_str(limit=10_000))
+            rows.append((shown, text))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except PalaestraError as exc:
-            click.echo(f"Error: {exc.format_message()}", err=True)
+            click.echo(f"{ERROR} {exc.format_message()}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles its own): no traceback
             click.echo("Interrupted.", err=True)
@@ -67,7 +96,11 @@ def _terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-@click.group(cls=AliasedGroup, epilog=EXIT_CODES)
+@click.group(
+    cls=AliasedGroup,
+    epilog=EXIT_CODES + "\n" + COMPLETION,
+    context_settings={"max_content_width": 120},
+)
 @click.version_option(__version__, prog_name="palaestra")
 @click.option(
     "-c", "--config", "config_path", type=click.Path(dir_okay=False), help="Runtime config file."
@@ -80,6 +113,7 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 
 
 @cli.command("experiment-start", epilog=EXIT_CODES)
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary while it runs.")
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--seeds",
@@ -104,19 +138,26 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
 def experiment_start(
     state: State,
     run_files: tuple[str, ...],
+    quiet: bool,
     seeds: str | None,
     sets: tuple[str, ...],
     parallel: int | None,
 ) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts.
 
+    On a terminal it shows each phase's progress live (episodes done of planned, steps/s,
+    elapsed, ETA, each agent's mean reward of its last 100 episodes); piped, a plain line per
+    phase start and end and about ten per phase between. A summary table ends each run.
+
     With --seeds, --set or --parallel, each run file becomes a sweep over every combination
     of the values, each run with a derived uid (see the README's "Sweeps").
     """
+    add_plugin_dirs(run_files)
     if seeds is not None or sets or parallel is not None:
         from palaestra.cli.sweeps import start_sweep
 
         sys.exit(start_sweep(state, run_files, seeds=seeds, sets=sets, parallel=parallel or 1))
+    from palaestra.cli.progress import watching
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
     from palaestra.experiment import capacity
@@ -130,14 +171,17 @@ def experiment_start(
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
     worst = 0
     for run in runs:
-        outcome = execute(run, config)
+        with watching(run, sys.stdout, quiet=quiet) as on_episode:
+            outcome = execute(run, config, on_episode=on_episode)
         take_down_strays("Executor")
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
         elif outcome.exit_code in (1, 2, 3):
-            click.echo(f"Error: run '{run.uid}' failed: {outcome.message}", err=True)
+            click.echo(f"{ERROR} run '{run.uid}' failed: {outcome.message}", err=True)
         else:
             click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
+        if outcome.exit_code != 3:
+            click.echo(where_to_look(state, run.uid))
         worst = worst or outcome.exit_code
         if outcome.exit_code > 1:  # store unusable or interrupted: the next runs would be too
             break
@@ -151,6 +195,7 @@ def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
     """Validate run files without running them (alias: check)."""
     from palaestra.experiment.runfile import load_run_file
 
+    add_plugin_dirs(run_files)
     for path in run_files:
         run = load_run_file(path, probe_timeout=state.config.probe_timeout)
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")

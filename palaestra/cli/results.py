@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import os
+import shutil
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -19,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from palaestra.cli.common import State
+from palaestra.cli.formatting import number, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
 
@@ -50,6 +53,14 @@ CLEANED = [
     ("statistics", "statistics row"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
+STATUS_STYLES = {
+    "finished": "green",
+    "running": "cyan",
+    "error": "bold red",
+    "failed": "bold red",
+    "cancelled": "yellow",
+}
+"""The colours of statuses on a terminal."""
 
 
 # --- experiment-list -------------------------------------------------------------------------
@@ -61,37 +72,61 @@ CLEANED = [
 )
 @click.pass_obj
 def experiment_list(state: State, fmt: str) -> None:
-    """List the runs in the store, one line per instance (alias: list)."""
+    """List the runs in the store, one line per instance (alias: list).
+
+    Episodes are those done of those planned (episodes x workers of the phases started).
+    """
     from palaestra.store import rows
 
-    found = rows.runs(store_uri=state.config.store_uri)
+    uri = state.config.store_uri
+    found = rows.runs(store_uri=uri)
+    done: Counter[str] = Counter()
+    for row in rows.episodes_done(store_uri=uri):
+        done[row["instance_uid"]] += row["done"]
+    for row in found:
+        row["episodes_done"] = done[row["instance_uid"]]
+    found.columns = (*found.columns, "episodes_done")
     if fmt == "json":
         write_json(found, sys.stdout)
     elif not found:
         click.echo("No runs in the store.")
     else:
-        _print(_runs_table(found))
+        _print(_runs_table(found), fit={"instance": 8, "status": len("cancelled"), "run": 8})
 
 
 def _runs_table(found: Rows) -> Table:
-    """The runs, the status last with the first line of its reason (``error: ...``)."""
-    table = _table("run", "experiment")
-    for name in ("phases", "episodes", "started (UTC)", "duration"):
+    """The runs, the status last with the first line of its reason (``error: ...``); the
+    experiment is never wrapped, the run uid only on a narrow terminal."""
+    table = _table("run")
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("instance", no_wrap=True, overflow="ellipsis")
+    for name in ("episodes", "started (UTC)", "duration"):
         table.add_column(name, no_wrap=True, justify="right")
-    table.add_column("status")
+    table.add_column("status", overflow="fold")
     for row in found:
         reason = (row["reason"] or "").strip().split("\n", 1)[0]
         table.add_row(
             row["run_uid"],
             row["experiment_uid"],
-            str(row["phases"]),
-            str(row["episodes"]),
+            row["instance_uid"],
+            f"{row['episodes_done']}/{row['episodes']}",
             _time(row["started_at"])[:16],
-            _seconds(row["duration_s"]),
-            _one_line(f"{row['status']}: {reason}" if reason else row["status"]),
+            seconds(row["duration_s"]),
+            _status(row["status"], reason),
         )
-    _fit(table, {"status": len("cancelled"), "experiment": 10, "run": 12})
     return table
+
+
+def _status(status: str, reason: str = "", *, style: str | None = None) -> Text:
+    """``status`` (``status: reason``) in the colour of the status (or of the status ``style``
+    names), shown only on a terminal."""
+    from rich.text import Text
+
+    text = Text()
+    text.append(status, style=STATUS_STYLES.get(style or status, ""))
+    if reason:
+        text.append(f": {reason}")
+    return text
 
 
 # --- experiment-show -------------------------------------------------------------------------
@@ -109,9 +144,19 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
     from palaestra.store import rows
 
     uri = state.config.store_uri
+    instances = rows.runs(run=run, store_uri=uri)
+    instance = _instance_uid(instances, instance)
     phases = rows.phases(run, store_uri=uri, instance=instance)
+    done = {
+        row["phase"]: row["done"]
+        for row in rows.episodes_done(run=run, store_uri=uri)
+        if row["instance_uid"] == (instance or instances[-1]["instance_uid"])
+    }
+    for row in phases:
+        row["episodes_done"] = done.get(row["phase"], 0)
+    phases.columns = (*phases.columns, "episodes_done")
     shown = {
-        "run": _instance_row(rows.runs(run=run, store_uri=uri), instance),
+        "run": _instance_row(instances, instance),
         "phases": phases,
         "agents": rows.agents(run, store_uri=uri, instance=instance),
         "rewards": rows.reward_summary(
@@ -124,6 +169,17 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         _show(shown)
 
 
+def _instance_uid(instances: Rows, instance: str | None) -> str | None:
+    """The instance named by its uid or by the start of its uid (as ``list`` may cut it)."""
+    if instance is None or not instances:
+        return instance
+    uids = [row["instance_uid"] for row in instances]
+    if instance in uids:
+        return instance
+    started = [uid for uid in uids if uid.startswith(instance)]
+    return started[0] if len(started) == 1 else instance  # else the store says what is wrong
+
+
 def _instance_row(instances: Rows, instance: str | None) -> Row:
     """The row of the instance named, or of the newest."""
     if instance is None:
@@ -133,16 +189,17 @@ def _instance_row(instances: Rows, instance: str | None) -> Row:
 
 def _show(shown: dict[str, Any]) -> None:
     run = shown["run"]
-    click.echo(
+    _echo_rich(
         f"Run {run['run_uid']} (experiment {run['experiment_uid']}), "
-        f"instance {run['instance_uid']}: {run['status']}"
+        f"instance {run['instance_uid']}: ",
+        _status(run["status"]),
     )
     click.echo(
-        f"Started {_time(run['started_at'])} UTC, duration {_seconds(run['duration_s'])}; "
+        f"Started {_time(run['started_at'])} UTC, duration {seconds(run['duration_s'])}; "
         f"palaestra {run['palaestra_version']}, code {run['code_revision'] or '-'}"
     )
     if run["reason"]:
-        click.echo(f"Reason: {run['reason']}")
+        _echo_rich("Reason: ", _status(run["reason"], style=run["status"]))
     for table in (
         _phases_table(shown["phases"]),
         _agents_table(shown["agents"]),
@@ -161,15 +218,17 @@ def _phases_table(phases: Rows) -> Table:
             row["name"],
             row["mode"],
             str(row["workers"]),
-            str(row["episodes"]),
-            row["status"],
-            _seconds(row["duration_s"]),
+            f"{row['episodes_done']}/{row['episodes'] * row['workers']}",
+            _status(row["status"]),
+            seconds(row["duration_s"]),
         )
     return table
 
 
 def _agents_table(agents: Rows) -> Table:
-    table = _table("phase", "agent", "brain", "loaded from")
+    table = _table("phase", "agent")
+    table.add_column("brain", no_wrap=True)
+    table.add_column("loaded from", overflow="fold")
     table.title = "Agents"
     for row in agents:
         table.add_row(
@@ -199,7 +258,7 @@ def _rewards_table(rewards: Rows) -> Table:
             f"{row['phase']} {row['phase_name']}",
             row["agent"],
             str(row["episodes"]),
-            *(_number(row[name]) for name in ("mean", "min", "max")),
+            *(number(row[name]) for name in ("mean", "min", "max")),
         )
     return table
 
@@ -360,9 +419,10 @@ def _write_file(found: Rows, fmt: str, output: Path) -> None:
 def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     """Delete runs with all their instances, phases, agents, records and brain dumps.
 
-    An experiment left without runs is deleted too. Each run goes in one transaction. A run
-    whose newest instance is still running is refused (exit 2; deleting it would fail it)
-    unless --force is given.
+    The brain dumps go from the store and from the disk: the dump files of every instance of
+    the run, in the data path's brain_dumps/RUN directory. An experiment left without runs is
+    deleted too. Each run goes in one transaction. A run whose newest instance is still running
+    is refused (exit 2; deleting it would fail it) unless --force is given.
     """
     from palaestra.store import rows
     from palaestra.store.engine import make_engine, mask_uri
@@ -373,13 +433,36 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     running = [content["still_running"] for content in contents if content["still_running"]]
     if running and not force:
         raise rows.RunStillRunningError("\n       ".join(running))
+    dumps = {
+        content["run"]: dump_files(state.config.data_path, content["run"]) for content in contents
+    }
     click.echo(f"This deletes from the store {mask_uri(uri)}:")
     click.echo("\n".join(_cleaned_lines(contents)))
+    for directory, files in dumps.values():
+        if files:
+            click.echo(f"and from the disk: {_counted(len(files), 'dump file')} in {directory}")
     if not yes:
         click.confirm("Delete?", abort=True)
     for content in contents:
         deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
-        click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows).")
+        directory, files = dumps[content["run"]]
+        removed = f" and {_counted(len(files), 'dump file')}" if files else ""
+        if files:
+            shutil.rmtree(directory)
+        click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows{removed}).")
+
+
+def dump_files(data_path: str, run: str) -> tuple[str, list[str]]:
+    """The directory of the brain dump files of every instance of ``run`` below ``data_path``,
+    and the files in it (none if there is no such directory, or it is a symbolic link)."""
+    from palaestra.core.name_rules import check_inside, path_part
+
+    directory = os.path.join(data_path, "brain_dumps", path_part(run))
+    if os.path.islink(directory) or not os.path.isdir(directory):
+        return directory, []
+    check_inside(directory, data_path)
+    files = [os.path.join(root, name) for root, _, names in os.walk(directory) for name in names]
+    return directory, sorted(files)
 
 
 def _cleaned_lines(contents: list[Row]) -> list[str]:
@@ -426,25 +509,12 @@ def _table(*columns: str) -> Table:
     return table
 
 
-def _one_line(text: str) -> Text:
-    """``text`` cut to its column's width with an ellipsis, never wrapped."""
-    from rich.text import Text
-
-    return Text(text, no_wrap=True, overflow="ellipsis")
-
-
-def _fit(table: Table, narrowest: dict[str, int]) -> None:
+def _fit(table: Table, narrowest: dict[str, int], width: int) -> None:
     """Narrow the columns named (to at least the width given), in that order, until ``table``
-    fits the terminal; rich folds or cuts their text. What still does not fit, rich shares out.
+    fits ``width``; rich folds or cuts their text. What still does not fit, rich shares out.
     """
-    from rich.cells import cell_len
-    from rich.console import Console
-
-    widths = [
-        max(cell_len(str(column.header)), *(cell_len(str(cell)) for cell in column.cells))
-        for column in table.columns
-    ]
-    excess = sum(widths) + len(widths) - 1 - Console().width  # columns are 1 apart
+    widths = _natural_widths(table)
+    excess = sum(widths) + len(widths) - 1 - width  # columns are 1 apart
     index = {str(column.header): i for i, column in enumerate(table.columns)}
     for name, smallest in narrowest.items():
         at = index[name]
@@ -454,30 +524,41 @@ def _fit(table: Table, narrowest: dict[str, int]) -> None:
             excess -= cut
 
 
-def _print(table: Table) -> None:
+def _natural_widths(table: Table) -> list[int]:
+    from rich.cells import cell_len
+
+    return [
+        max(cell_len(str(column.header)), *(cell_len(str(cell)) for cell in column.cells))
+        for column in table.columns
+    ]
+
+
+def _print(table: Table, fit: dict[str, int] | None = None) -> None:
+    """Print ``table``: on a terminal fitted to its width (narrowing the columns of ``fit``
+    first) and in colour; elsewhere (a pipe, a file) at full width, nothing cut or folded."""
     from rich.console import Console
 
-    Console(highlight=False).print(table)
+    console = Console(highlight=False)
+    if console.is_terminal:
+        if fit:
+            _fit(table, fit, console.width)
+    else:
+        natural = sum(_natural_widths(table)) + len(table.columns)
+        console = Console(highlight=False, width=max(natural, console.width))
+    console.print(table)
+
+
+def _echo_rich(*parts: str | Text) -> None:
+    """One line of text and rich texts: coloured on a terminal, plain elsewhere."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(Text.assemble(*parts))
 
 
 def _time(value: dt.datetime | None) -> str:
     return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value < 60:
-        return f"{value:.1f} s"
-    minutes, seconds = divmod(round(value), 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
 
 
 def _csv_cell(value: Any) -> Any:

@@ -215,6 +215,49 @@ def phases(run: str, *, store_uri: StoreURI | None = None, instance: str | None 
     return _with_durations(_fetch_run(store_uri, run, instance, statement))
 
 
+def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None) -> Rows:
+    """How many episodes each phase of each run instance has done (all workers together).
+
+    An episode is done when the ``episodes`` table has its row (written as it ends). Phases
+    without such rows (stores older than revision 0005) count the worker episodes that have
+    muscle actions, an episode cut short by an interruption included.
+
+    Returns:
+        ``instance_uid``, ``phase`` (the index) and ``done``, for phases with any episode.
+    """
+    with_episodes = (
+        select(_Instance.uid.label("instance_uid"), _Phase.index.label("phase"))
+        .add_columns(func.count(Episode.id).label("done"))
+        .select_from(Episode)
+        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+    )
+    acted = (
+        select(Agent.experiment_run_phase_id.label("phase_id"), MuscleAction.worker)
+        .add_columns(MuscleAction.episode)
+        .join(Agent, MuscleAction.agent_id == Agent.id)
+        .where(~Agent.experiment_run_phase_id.in_(select(Episode.experiment_run_phase_id)))
+        .distinct()
+        .subquery()
+    )
+    with_actions = (
+        select(_Instance.uid.label("instance_uid"), _Phase.index.label("phase"))
+        .add_columns(func.count().label("done"))
+        .select_from(acted)
+        .join(_Phase, acted.c.phase_id == _Phase.id)
+    )
+    found = Rows(columns=("instance_uid", "phase", "done"))
+    with _connection(store_uri) as connection:
+        for statement in (with_episodes, with_actions):
+            statement = (
+                statement.join(_Instance, _Phase.experiment_run_instance_id == _Instance.id)
+                .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
+                .group_by(_Instance.uid, _Phase.index)
+            )
+            statement = _filtered(statement, [(ExperimentRun.uid, run)])
+            found.extend(_rows(connection.execute(statement)))
+    return found
+
+
 def agents(
     run: str,
     *,
@@ -1081,5 +1124,11 @@ def _require_existing_sqlite(uri: str) -> None:
         return
     if database.startswith("file:"):
         return
-    if not Path(database).expanduser().exists():
-        raise StoreError(f"store {mask_uri(uri)}: no such store file: {database}")
+    path = Path(database).expanduser()
+    if not path.exists():
+        where = "" if path.is_absolute() else f" (relative to the working directory {Path.cwd()})"
+        raise StoreError(
+            f"store {mask_uri(uri)}: no such store file: {database}{where}. Run palaestra in "
+            "the directory of the store, or point at it: PALAESTRA_STORE_URI=sqlite:////abs/"
+            "path/palaestra.db, or store_uri in a runtime config file given with -c FILE"
+        )

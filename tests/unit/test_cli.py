@@ -96,6 +96,34 @@ def test_help_lists_commands_and_exit_codes() -> None:
         assert line in text
 
 
+def test_help_gives_whole_descriptions_and_the_aliases() -> None:
+    result = runner(COLUMNS="200").invoke(
+        cli, ["--help"], prog_name="palaestra", terminal_width=200
+    )
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())  # as one line, however click wraps it
+    assert "..." not in result.output.split("Commands:")[1]  # nothing cut
+    for shown in (
+        "experiment-start (start) Run one or more run files.",
+        "experiment-check-syntax (check) Validate run files without running them.",
+        "experiment-list (list) List the runs in the store, one line per instance.",
+        "clean Delete runs with all their instances, phases, agents, records and brain dumps.",
+        "results Export a table of a run as CSV, JSON or Parquet (to stdout without -o).",
+    ):
+        assert shown in text
+    assert 'eval "$(_PALAESTRA_COMPLETE=bash_source palaestra)"' in result.output
+
+
+def test_shell_completion_completes_commands() -> None:
+    script = runner(_PALAESTRA_COMPLETE="bash_source").invoke(cli, [], prog_name="palaestra")
+    assert script.exit_code == 0
+    assert "_palaestra_completion()" in script.output
+    completed = runner(
+        _PALAESTRA_COMPLETE="bash_complete", COMP_WORDS="palaestra experiment-s", COMP_CWORD="1"
+    ).invoke(cli, [], prog_name="palaestra")
+    assert completed.output.split() == ["plain,experiment-show", "plain,experiment-start"]
+
+
 def test_start_help_lists_exit_codes() -> None:
     result = invoke(["experiment-start", "--help"])
     assert result.exit_code == 0
@@ -302,7 +330,10 @@ def test_experiment_list_on_a_missing_store_file_is_exit_3(tmp_path: Path) -> No
     store = tmp_path / "missing" / "store.db"
     result = invoke(["experiment-list"], env={"PALAESTRA_STORE_URI": f"sqlite:///{store}"})
     assert result.exit_code == 3
-    assert result.stderr == f"Error: store sqlite:///{store}: no such store file: {store}\n"
+    assert result.stderr.startswith(
+        f"Error: store sqlite:///{store}: no such store file: {store}. Run palaestra in "
+    )
+    assert "relative to the working directory" not in result.stderr  # an absolute path
     assert "Traceback" not in result.output
     assert not store.exists()
     assert not store.parent.exists()
@@ -314,7 +345,10 @@ def test_experiment_list_on_the_default_missing_store_is_exit_3(tmp_path: Path) 
         result = r.invoke(cli, ["experiment-list"])
         assert not (Path(cwd) / "palaestra.db").exists()
     assert result.exit_code == 3
-    assert "no such store file: palaestra.db" in result.stderr
+    message = " ".join(result.stderr.split())  # as one line, however the terminal wraps it
+    assert f"no such store file: palaestra.db (relative to the working directory {cwd})" in message
+    assert "PALAESTRA_STORE_URI=sqlite:////abs/path/palaestra.db" in message
+    assert "store_uri in a runtime config file given with -c FILE" in message
 
 
 def test_experiment_list_on_a_store_without_tables_is_exit_3(tmp_path: Path) -> None:
@@ -330,3 +364,34 @@ def test_invalid_store_uri_is_exit_3(tmp_path: Path) -> None:
     result = invoke(["database-create"], env={"PALAESTRA_STORE_URI": "not a url"})
     assert result.exit_code == 3
     assert "not a valid database URL" in result.stderr
+
+
+def test_errors_are_red_on_a_terminal_only(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yml"
+    plain = invoke(["experiment-check-syntax", str(missing)])
+    coloured = runner().invoke(
+        cli, ["experiment-check-syntax", str(missing)], prog_name="palaestra", color=True
+    )
+    assert plain.exit_code == coloured.exit_code == 2
+    assert plain.stderr.startswith("Error: ") and "\x1b[" not in plain.stderr
+    assert coloured.stderr.startswith("\x1b[31m\x1b[1mError:\x1b[0m ")
+
+
+def test_where_to_look_names_the_config_given_and_a_store_turned_off(tmp_path: Path) -> None:
+    from palaestra.cli.common import State, where_to_look
+
+    config = tmp_path / "my runtime.yaml"
+    config.write_text(f"store_uri: sqlite:///{tmp_path}/s.db\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in CLEAN_ENV:
+            mp.delenv(name, raising=False)
+        lines = where_to_look(State(str(config), 0), "my run").splitlines()
+        config.write_text("store_uri: none\n", encoding="utf-8")
+        off = where_to_look(State(str(config), 0), "my run")
+    assert lines == [
+        f"Results are in the store sqlite:///{tmp_path}/s.db. Look at them with:",
+        f"  palaestra -c '{config}' experiment-show 'my run'",
+        f"  palaestra -c '{config}' results 'my run' --table episode_rewards -o rewards.csv",
+        f"  palaestra -c '{config}' plot 'my run' -o curve.png",
+    ]
+    assert off == "Nothing was stored (store_uri is off)."

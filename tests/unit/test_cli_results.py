@@ -8,27 +8,50 @@ import csv
 import datetime as dt
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pandas as pd
 import pytest
 from click.testing import Result
 from pandas.testing import assert_frame_equal
 
 from palaestra.cli.main import cli
+from palaestra.core import messages as m
 from palaestra.store import query, rows
 from palaestra.store.writer import StoreWriter
 from tests.conftest import cli_runner
-from tests.unit.test_store_query import RUN, request, run_start, write_store
+from tests.unit.test_store_query import (
+    RUN,
+    action_rows,
+    phase_start,
+    request,
+    run_start,
+    write_store,
+)
 
 JSON_COLUMNS = ("sensor_readings", "actuator_setpoints", "rewards", "sensors", "setpoints")
 
 
-def invoke(uri: str, args: list[str], input: str | None = None) -> Result:
-    env = {"PALAESTRA_STORE_URI": uri, "PALAESTRA_DATA_PATH": None, "COLUMNS": "80"}
+def invoke(uri: str, args: list[str], input: str | None = None, tty: bool = False) -> Result:
+    """Run ``palaestra args`` on the store ``uri``, its output a pipe or (``tty``) a terminal
+    of 80 columns as rich sees it."""
+    env = {
+        "PALAESTRA_STORE_URI": uri,
+        "PALAESTRA_DATA_PATH": None,
+        "COLUMNS": "80",
+        "TTY_COMPATIBLE": "1" if tty else "0",
+        "FORCE_COLOR": None,
+        "NO_COLOR": None,
+    }
     return cli_runner(env).invoke(cli, args, input=input, prog_name="palaestra")
+
+
+def strip_ansi(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 @pytest.fixture(scope="module")
@@ -55,28 +78,46 @@ def plain(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("command", ["experiment-list", "list"])
-def test_list_is_a_table_that_fits_80_columns(store: str, command: str) -> None:
+def test_list_piped_is_a_plain_table_at_full_width(store: str, command: str) -> None:
     result = invoke(store, [command])
 
     assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout  # no colour in a pipe
     lines = result.stdout.splitlines()
-    assert all(len(line) <= 80 for line in lines)
     assert lines[0].split() == [
-        "run", "experiment", "phases", "episodes", "started", "(UTC)", "duration", "status",
+        "run", "experiment", "instance", "episodes", "started", "(UTC)", "duration", "status",
     ]  # fmt: skip
     body = lines[2:]
     assert [line.split()[:6] for line in body] == [
-        ["run-q", "exp-q", "1", "1", "2024-05-01", "12:00"],
-        ["run-q", "exp-q", "2", "5", "2024-05-01", "12:00"],
-        ["run-q2", "exp-q", "0", "0", "2024-05-01", "12:00"],
-        ["run-other", "exp-other", "1", "1", "2024-05-01", "12:00"],
+        ["run-q", "exp-q", "old", "1/1", "2024-05-01", "12:00"],
+        ["run-q", "exp-q", "new", "5/5", "2024-05-01", "12:00"],
+        ["run-q2", "exp-q", "q2", "0/0", "2024-05-01", "12:00"],
+        ["run-other", "exp-other", "o1", "1/1", "2024-05-01", "12:00"],
     ]
     assert [line.split()[6:] for line in body[1:]] == [
         ["10.0", "s", "finished"],
         ["-", "running"],
         ["6.0", "s", "finished"],
     ]
-    assert "6.0 s error: boom: the" in body[0]  # the reason's first line, cut to fit
+    assert body[0].rstrip().endswith("6.0 s error: boom: the muscle died")  # not cut at 80
+
+
+def test_list_on_a_terminal_fits_it_folds_the_reason_and_colours_statuses(store: str) -> None:
+    result = invoke(store, ["list"], tty=True)
+
+    assert result.exit_code == 0, result.output
+    lines = strip_ansi(result.stdout).splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert [line.split()[:2] for line in lines[2:] if line.startswith("run")] == [
+        ["run-q", "exp-q"],
+        ["run-q", "exp-q"],
+        ["run-q2", "exp-q"],
+        ["run-other", "exp-other"],
+    ]  # run and experiment never wrap
+    at = lines[0].index("status")
+    folded = " ".join(line[at:].strip() for line in lines[2:4])
+    assert folded == "error: boom: the muscle died"  # folded onto a second line, not cut
+    assert "\x1b[1;31merror" in result.stdout and "\x1b[32mfinished" in result.stdout
 
 
 def test_list_gives_long_run_uids_room(tmp_path: Path) -> None:
@@ -86,11 +127,15 @@ def test_list_gives_long_run_uids_room(tmp_path: Path) -> None:
     request(writer, run_start("taking-turns-run", "i", "dummy-experiments"))
     asyncio.run(writer.teardown())
 
-    result = invoke(uri, ["list"])
+    result = invoke(uri, ["list"], tty=True)
 
     assert result.exit_code == 0, result.output
-    assert all(len(line) <= 80 for line in result.stdout.splitlines())
-    assert "taking-turns-run" in result.stdout and "running" in result.stdout
+    shown = strip_ansi(result.stdout)
+    assert all(len(line) <= 80 for line in shown.splitlines())
+    run = "".join(line.split()[0] for line in shown.splitlines()[2:])  # folded, not cut
+    assert run == "taking-turns-run"
+    assert shown.splitlines()[2].split()[1:3] == ["dummy-experiments", "i"]
+    assert shown.splitlines()[2].rstrip().endswith(" - running")
 
 
 def test_list_as_json(store: str) -> None:
@@ -98,8 +143,11 @@ def test_list_as_json(store: str) -> None:
 
     assert result.exit_code == 0, result.output
     listed = json.loads(result.stdout)
-    assert listed == plain(rows.runs(store_uri=store))
+    assert [{k: v for k, v in row.items() if k != "episodes_done"} for row in listed] == plain(
+        rows.runs(store_uri=store)
+    )
     assert listed[1]["instance_uid"] == "new" and listed[1]["episodes"] == 5
+    assert [row["episodes_done"] for row in listed] == [1, 5, 0, 1]
     assert dt.datetime.fromisoformat(listed[0]["started_at"]).tzinfo == dt.UTC
 
 
@@ -123,8 +171,8 @@ def test_show_prints_phases_agents_and_rewards(store: str) -> None:
         assert f"\n{title}" in out
     phases = out.split("Phases", 1)[1].split("Agents", 1)[0].splitlines()[3:]
     assert [line.split()[:6] for line in phases if line] == [
-        ["0", "learn", "train", "2", "2", "finished"],
-        ["1", "check", "test", "1", "1", "finished"],
+        ["0", "learn", "train", "2", "4/4", "finished"],
+        ["1", "check", "test", "1", "1/1", "finished"],
     ]
     assert '{"brain_state_id":1}' in out
     rewards = out.split("Episode rewards", 1)[1].splitlines()[3:]
@@ -167,6 +215,85 @@ def test_show_of_an_unknown_run_or_instance_is_exit_2(
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: {message}")
     assert "Traceback" not in result.output
+
+
+@pytest.fixture
+def interrupted_store(tmp_path: Path) -> str:
+    """``run-i``: phase 0 planned 2 workers x 10 episodes, stopped by Ctrl-C after 3 episodes
+    of worker 0 and 2 of worker 1; a long brain class name, loaded from a run with a long uid;
+    episode rewards in the 100,000s."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-i", "0f1e2d3c-aaaa-bbbb-cccc-000000000001", "e"))
+        start = phase_start(instance.ids["instance"], 0, "learn", "train", 2, 10)
+        loaded = {"run": "an-earlier-run-with-a-long-uid", "agent": "attacker", "phase": 1}
+        agent = msgspec.structs.replace(start.agents[0], brain=LONG_BRAIN, loaded_from=loaded)
+        ids = request(writer, msgspec.structs.replace(start, agents=[agent])).ids
+        for worker, episodes in ((0, 3), (1, 2)):
+            writer.accept(
+                msgspec.structs.replace(
+                    action_rows(ids["agent:attacker"], "attacker", worker, episodes),
+                    rows=[
+                        msgspec.structs.replace(row, rewards={"myenv.r": 41600.0})
+                        for row in action_rows(ids["agent:attacker"], "x", worker, episodes).rows
+                    ],
+                )
+            )
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="cancelled"))
+        request(
+            writer,
+            m.StoreRunEnd(
+                instance_id=instance.ids["instance"], status="cancelled", reason="SIGINT"
+            ),
+        )
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
+LONG_BRAIN = "palaestra_examples.frozen_lake_tabular_q_learning:TabularQLearningBrain"
+
+
+def test_list_and_show_give_episodes_done_of_planned_after_an_interruption(
+    interrupted_store: str,
+) -> None:
+    listed = invoke(interrupted_store, ["list"])
+    assert listed.stdout.splitlines()[2].split()[:4] == [
+        "run-i", "e", "0f1e2d3c-aaaa-bbbb-cccc-000000000001", "5/20",
+    ]  # fmt: skip
+    as_json = json.loads(invoke(interrupted_store, ["list", "--format", "json"]).stdout)
+    assert (as_json[0]["episodes_done"], as_json[0]["episodes"]) == (5, 20)
+
+    shown = invoke(interrupted_store, ["experiment-show", "run-i", "--instance", "0f1e2d3c"])
+    assert shown.exit_code == 0, shown.stderr
+    phases = shown.stdout.split("Phases", 1)[1].splitlines()[3]
+    assert phases.split()[:6] == ["0", "learn", "train", "2", "5/20", "cancelled"]
+    rewards = shown.stdout.split("Episode rewards", 1)[1].splitlines()[3]
+    # 3 steps of 41,600: 124,800 an episode, not 1.248e+05
+    assert rewards.split() == ["0", "learn", "attacker", "5", "124,800", "124,800", "124,800"]
+
+
+def test_show_on_a_narrow_terminal_keeps_class_names_whole_and_colours_the_status(
+    interrupted_store: str,
+) -> None:
+    env_columns = "100"  # the class name fits, beside it not all that is loaded from
+    result = cli_runner(
+        {
+            "PALAESTRA_STORE_URI": interrupted_store,
+            "COLUMNS": env_columns,
+            "TTY_COMPATIBLE": "1",
+            "FORCE_COLOR": None,
+            "NO_COLOR": None,
+        }
+    ).invoke(cli, ["experiment-show", "run-i"], prog_name="palaestra")
+    assert result.exit_code == 0, result.stderr
+    assert "\x1b[33mcancelled" in result.stdout
+    out = strip_ansi(result.stdout)
+    assert LONG_BRAIN in out  # on one line
+    assert all(len(line) <= 100 for line in out.splitlines())
+    assert "an-earlier-run-with-a-long-uid attacker phase 1" not in out  # folded instead
 
 
 # --- results ---------------------------------------------------------------------------------
