@@ -1,0 +1,405 @@
+"""Episode series of runs: each agent's episode rewards or statistics, workers combined in time
+order, with smoothing and the mean and spread over runs that differ only by seed.
+
+The one place that decides the time order of the workers' episodes is :func:`ordered_episodes`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from palaestra.core.errors import InvalidInputError, did_you_mean
+from palaestra.store import rows
+from palaestra.store.rows import Match, Row, StoreURI
+
+REWARD = "reward"
+"""The metric name of episode rewards; any other metric is a statistic key."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeRecord:
+    """One episode of one agent in one rollout worker, with its steps and summed reward."""
+
+    phase: int
+    phase_name: str
+    mode: str
+    agent: str
+    worker: int
+    episode: int
+    steps: int
+    reward: float | None
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """Phase, worker and episode: what a statistics row names its episode by."""
+        return (self.phase, self.worker, self.episode)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Series:
+    """One line of a learning curve: a metric of one agent of one run, per episode.
+
+    Attributes:
+        run: The run's uid.
+        agent: The agent's name.
+        metric: ``"reward"`` or a statistic key.
+        episodes: Each point's index among the agent's episodes in time order (from 0).
+        steps: The agent's steps from the first episode to the end of each point's episode.
+        values: Each point's value (NaN for an episode without a reward).
+        phases: ``(episode index, phase name)`` where each phase the series crosses begins.
+    """
+
+    run: str
+    agent: str
+    metric: str
+    episodes: tuple[int, ...]
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+    phases: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``run: agent``."""
+        return f"{self.run}: {self.agent}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Band:
+    """The mean and spread of one agent's series over several runs, point by point.
+
+    Points are aligned by episode index; each holds the runs that have that episode.
+
+    Attributes:
+        agent: The agent's name.
+        metric: ``"reward"`` or a statistic key.
+        runs: The runs combined.
+        episodes: The episode indexes.
+        steps: The mean of the runs' cumulative steps at each episode.
+        mean: The mean value.
+        low: The smallest value.
+        high: The largest value.
+        std: The standard deviation (population; 0 where one run has the episode).
+        count: How many runs have a value at each episode.
+    """
+
+    agent: str
+    metric: str
+    runs: tuple[str, ...]
+    episodes: tuple[int, ...]
+    steps: tuple[float, ...]
+    mean: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    std: tuple[float, ...]
+    count: tuple[int, ...]
+
+
+# --- reading the store -----------------------------------------------------------------------
+
+
+def ordered_episodes(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> list[EpisodeRecord]:
+    """The episodes of a run's agents, the workers of a phase combined in time order.
+
+    The workers of a phase run their episodes side by side, so the episodes are ordered by
+    phase, then episode number, then worker: the k-th episodes of all workers come before the
+    (k+1)-th of any.
+
+    Raises:
+        UnknownRunError: No such run (or instance).
+    """
+    found = rows.episode_rewards(
+        run, phase=phase, agent=agent, store_uri=store_uri, instance=instance
+    )
+    records = [_record(row) for row in found]
+    return sorted(records, key=lambda r: (r.phase, r.episode, r.worker))
+
+
+def _record(row: Row) -> EpisodeRecord:
+    reward = row["reward"]
+    return EpisodeRecord(
+        phase=int(row["phase"]),
+        phase_name=str(row["phase_name"]),
+        mode=str(row["mode"]),
+        agent=str(row["agent"]),
+        worker=int(row["worker"]),
+        episode=int(row["episode"]),
+        steps=int(row["steps"]),
+        reward=None if reward is None else float(reward),
+    )
+
+
+def load_series(
+    run: str,
+    *,
+    metric: str = REWARD,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> list[Series]:
+    """One series per agent of ``run``: its episode rewards, or a statistic's mean per episode.
+
+    Raises:
+        UnknownRunError: No such run.
+        InvalidInputError: The run has no such phase or agent, no episodes to show, or no
+            numeric statistic ``metric``; the message names what it has.
+    """
+    records = ordered_episodes(
+        run, phase=phase, agent=agent, store_uri=store_uri, instance=instance
+    )
+    if not records:
+        raise InvalidInputError(_why_empty(run, phase, agent, store_uri, instance))
+    if metric == REWARD:
+        return reward_series(records, run)
+    found = rows.statistics(run, phase=phase, agent=agent, store_uri=store_uri, instance=instance)
+    keys = numeric_keys(found)
+    if metric not in keys:
+        raise InvalidInputError(_unknown_metric(run, metric, keys))
+    return [one for one in statistic_series(records, found, metric, run) if one.values]
+
+
+def _why_empty(
+    run: str,
+    phase: Match | None,
+    agent: Match | None,
+    store_uri: StoreURI | None,
+    instance: str | None,
+) -> str:
+    """Why a run has no episodes to show: an unknown phase or agent, or none recorded."""
+    if phase is not None:
+        known = rows.phases(run, store_uri=store_uri, instance=instance)
+        wanted = phase if isinstance(phase, Sequence) and not isinstance(phase, str) else [phase]
+        phases = {row["name"] for row in known} | {row["phase"] for row in known}
+        missing = [p for p in wanted if p not in phases]
+        if missing:
+            listed = ", ".join(f"{row['phase']} ({row['name']})" for row in known) or "none"
+            return f"run '{run}' has no phase {missing[0]!r}; its phases: {listed}"
+    if agent is not None:
+        names = _unique(row["agent"] for row in rows.agents(run, store_uri=store_uri))
+        wanted = [agent] if isinstance(agent, str | int) else list(agent)
+        missing = [a for a in wanted if a not in names]
+        if missing:
+            hint = did_you_mean(str(missing[0]), names)
+            listed = ", ".join(names) or "none"
+            return f"run '{run}' has no agent '{missing[0]}'; its agents: {listed}" + (
+                f". {hint}" if hint else ""
+            )
+    return f"run '{run}' has no episodes recorded" + (
+        " of that phase and agent" if phase is not None or agent is not None else ""
+    )
+
+
+def _unknown_metric(run: str, metric: str, keys: Sequence[str]) -> str:
+    listed = ", ".join(keys) if keys else "none were recorded"
+    hint = did_you_mean(metric, [REWARD, *keys])
+    return (
+        f"--metric '{metric}': run '{run}' has no numeric statistic '{metric}' "
+        f"(metrics: {REWARD}; statistic keys: {listed})" + (f". {hint}" if hint else "")
+    )
+
+
+# --- building series -------------------------------------------------------------------------
+
+
+def reward_series(records: Sequence[EpisodeRecord], run: str) -> list[Series]:
+    """One series of episode rewards per agent (in the order the agents first appear).
+
+    Args:
+        records: Episodes in time order (:func:`ordered_episodes`).
+        run: The run's uid, for the series' label.
+    """
+    out = []
+    for agent, own in _by_agent(records).items():
+        steps = _cumulative(record.steps for record in own)
+        values = tuple(math.nan if r.reward is None else r.reward for r in own)
+        out.append(
+            Series(
+                run=run,
+                agent=agent,
+                metric=REWARD,
+                episodes=tuple(range(len(own))),
+                steps=steps,
+                values=values,
+                phases=_phase_starts(own),
+            )
+        )
+    return out
+
+
+def statistic_series(
+    records: Sequence[EpisodeRecord], statistics: Iterable[Row], key: str, run: str
+) -> list[Series]:
+    """One series per agent of the mean of statistic ``key`` in each episode that recorded it.
+
+    A Brain's rows count for the episode of the Muscle they answered; rows outside any episode
+    (episode -1: added while the Brain stored its state) and values that are not numbers are
+    left out. Points keep their episode's index and cumulative steps in ``records``, so a
+    statistic lines up with the rewards.
+
+    Args:
+        records: Episodes in time order (:func:`ordered_episodes`).
+        statistics: Rows of :func:`palaestra.store.rows.statistics`.
+        key: The statistic key.
+        run: The run's uid.
+    """
+    values: dict[tuple[str, tuple[int, int, int]], list[float]] = {}
+    for row in statistics:
+        value = (row["statistics"] or {}).get(key)
+        if row["episode"] >= 0 and isinstance(value, int | float) and not isinstance(value, bool):
+            where = (int(row["phase"]), int(row["worker"]), int(row["episode"]))
+            values.setdefault((row["agent"], where), []).append(float(value))
+    out = []
+    for agent, own in _by_agent(records).items():
+        steps = _cumulative(record.steps for record in own)
+        points = [
+            (index, steps[index], sum(found) / len(found))
+            for index, record in enumerate(own)
+            if (found := values.get((agent, record.key)))
+        ]
+        out.append(
+            Series(
+                run=run,
+                agent=agent,
+                metric=key,
+                episodes=tuple(p[0] for p in points),
+                steps=tuple(p[1] for p in points),
+                values=tuple(p[2] for p in points),
+                phases=_phase_starts(own),
+            )
+        )
+    return out
+
+
+def numeric_keys(statistics: Iterable[Row]) -> list[str]:
+    """The statistic keys with at least one number among ``statistics`` rows, in first-seen
+    order."""
+    keys: dict[str, None] = {}
+    for row in statistics:
+        for key, value in (row["statistics"] or {}).items():
+            if is_number(value):
+                keys.setdefault(key)
+    return list(keys)
+
+
+def is_number(value: Any) -> bool:
+    """A real number (an int or a float, not a bool): what a curve can show."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def smooth(values: Sequence[float], window: int) -> tuple[float, ...]:
+    """The trailing mean over the last ``window`` values (fewer at the start), skipping NaN.
+
+    Raises:
+        ValueError: ``window`` is below 1.
+    """
+    if window < 1:
+        raise ValueError(f"a smoothing window is at least 1, got {window}")
+    out = []
+    for index in range(len(values)):
+        known = [v for v in values[max(0, index - window + 1) : index + 1] if not math.isnan(v)]
+        out.append(sum(known) / len(known) if known else math.nan)
+    return tuple(out)
+
+
+def smoothed(series: Series, window: int) -> Series:
+    """``series`` with its values smoothed (:func:`smooth`), the window starting afresh in each
+    phase (a test phase's episodes are not averaged with the training's)."""
+    starts = [index for index, _ in series.phases[1:]]
+    values: list[float] = []
+    segment: list[float] = []
+    for episode, value in zip(series.episodes, series.values, strict=True):
+        if starts and episode >= starts[0]:
+            while starts and episode >= starts[0]:
+                starts.pop(0)
+            values.extend(smooth(segment, window))
+            segment = []
+        segment.append(value)
+    values.extend(smooth(segment, window))
+    return dataclasses.replace(series, values=tuple(values))
+
+
+def aggregate(series: Sequence[Series]) -> list[Band]:
+    """The mean and spread per agent over ``series`` of several runs, by episode index.
+
+    Series of the same agent and metric are combined; NaN values are left out of a point.
+    """
+    groups: dict[tuple[str, str], list[Series]] = {}
+    for one in series:
+        groups.setdefault((one.agent, one.metric), []).append(one)
+    return [_band(agent, metric, group) for (agent, metric), group in groups.items()]
+
+
+def _band(agent: str, metric: str, group: list[Series]) -> Band:
+    at: dict[int, list[tuple[float, float]]] = {}
+    for one in group:
+        for episode, steps, value in zip(one.episodes, one.steps, one.values, strict=True):
+            if not math.isnan(value):
+                at.setdefault(episode, []).append((float(steps), value))
+    episodes = sorted(at)
+    columns: dict[str, list[float]] = {name: [] for name in ("steps", "mean", "low", "high")}
+    std: list[float] = []
+    for episode in episodes:
+        values = [value for _, value in at[episode]]
+        mean = sum(values) / len(values)
+        columns["steps"].append(sum(steps for steps, _ in at[episode]) / len(values))
+        columns["mean"].append(mean)
+        columns["low"].append(min(values))
+        columns["high"].append(max(values))
+        std.append(math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)))
+    return Band(
+        agent=agent,
+        metric=metric,
+        runs=tuple(one.run for one in group),
+        episodes=tuple(episodes),
+        steps=tuple(columns["steps"]),
+        mean=tuple(columns["mean"]),
+        low=tuple(columns["low"]),
+        high=tuple(columns["high"]),
+        std=tuple(std),
+        count=tuple(len(at[episode]) for episode in episodes),
+    )
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _by_agent(records: Iterable[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:
+    out: dict[str, list[EpisodeRecord]] = {}
+    for record in records:
+        out.setdefault(record.agent, []).append(record)
+    return out
+
+
+def _cumulative(steps: Iterable[int]) -> tuple[int, ...]:
+    total = 0
+    out = []
+    for one in steps:
+        total += one
+        out.append(total)
+    return tuple(out)
+
+
+def _phase_starts(records: Sequence[EpisodeRecord]) -> tuple[tuple[int, str], ...]:
+    starts: list[tuple[int, str]] = []
+    phase = None
+    for index, record in enumerate(records):
+        if record.phase != phase:
+            phase = record.phase
+            starts.append((index, record.phase_name))
+    return tuple(starts)
+
+
+def _unique(values: Iterable[Any]) -> list[str]:
+    return list(dict.fromkeys(str(v) for v in values))
+

@@ -1,0 +1,110 @@
+"""A small run whose episode rewards and statistics vary (tests/plugins/curve_plugins.py),
+for the tests of ``palaestra plot`` and ``palaestra export``, and the store's own rows read
+back with plain SQL to compare with."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from click.testing import Result
+
+from palaestra.cli.main import cli
+from tests.conftest import Workspace, cli_runner, wait_until_gone
+
+RUN = """\
+uid: {uid}
+experiment_uid: curve-tests
+seed: {seed}
+version: "0.1"
+schedule:
+  - train:
+      environments:
+        - environment:
+            name: curve_plugins:ImprovingEnvironment
+            uid: env
+            params: {{max_iter: 6}}
+      agents:
+        - name: learner
+          brain: {{name: palaestra.agent.dummy_brain:DummyBrain, params: {{}}}}
+          muscle: {{name: curve_plugins:StatisticMuscle, params: {{}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [env.step]
+          actuators: [env.act]
+        - name: watcher
+          brain: {{name: palaestra.agent.dummy_brain:DummyBrain, params: {{}}}}
+          muscle: {{name: palaestra.agent.dummy_muscle:DummyMuscle, params: {{}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [env.step]
+          actuators: []
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {{}}
+      phase_config: {{mode: train, worker: 2, episodes: 5}}
+  - test:
+      phase_config: {{mode: test, worker: 1, episodes: 2}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {{}}
+"""
+AGENTS = ("learner", "watcher")
+
+
+def run_curves(workspace: Workspace, uid: str, seed: int) -> None:
+    """Run the curve run file as ``uid`` with ``seed`` into the workspace's store."""
+    path = workspace.path / f"{uid}.yml"
+    path.write_text(RUN.format(uid=uid, seed=seed))
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr
+    assert not wait_until_gone(workspace.sessions)
+
+
+def invoke(workspace: Workspace, *args: str) -> Result:
+    """``palaestra ARGS`` in-process (click's runner) on the workspace's store."""
+    env = {"PALAESTRA_STORE_URI": workspace.store_uri, "PALAESTRA_DATA_PATH": None}
+    return cli_runner(env).invoke(cli, list(args), prog_name="palaestra")
+
+
+def store_episodes(
+    store: Path, run: str, agent: str
+) -> list[tuple[int, str, int, int, int, float]]:
+    """(phase, phase name, worker, episode, steps, reward sum) of an agent's episodes, in the
+    store's own rows, ordered by phase, episode and worker: the workers' time order."""
+    sql = """
+        select p."index", p.name, m.worker, m.episode, count(*), sum(m.reward)
+        from muscle_actions m
+        join agents a on m.agent_id = a.id
+        join experiment_run_phases p on a.experiment_run_phase_id = p.id
+        join experiment_run_instances i on p.experiment_run_instance_id = i.id
+        join experiment_runs r on i.experiment_run_id = r.id
+        where r.uid = ? and a.name = ?
+        group by p."index", p.name, m.worker, m.episode
+        order by p."index", m.episode, m.worker
+    """
+    with sqlite3.connect(store) as conn:
+        return list(conn.execute(sql, (run, agent)))
+
+
+def store_statistic(
+    store: Path, run: str, agent: str, key: str
+) -> dict[tuple[int, int, int], list[float]]:
+    """The values of statistic ``key`` of an agent by (phase, worker, episode)."""
+    sql = """
+        select p."index", s.worker, s.episode, json_extract(s.statistics, '$.' || ?)
+        from statistics s
+        join agents a on s.agent_id = a.id
+        join experiment_run_phases p on a.experiment_run_phase_id = p.id
+        join experiment_run_instances i on p.experiment_run_instance_id = i.id
+        join experiment_runs r on i.experiment_run_id = r.id
+        where r.uid = ? and a.name = ? and s.episode >= 0
+        order by s.id
+    """
+    found: dict[tuple[int, int, int], list[float]] = {}
+    with sqlite3.connect(store) as conn:
+        for phase, worker, episode, value in conn.execute(sql, (key, run, agent)):
+            if value is not None:
+                found.setdefault((phase, worker, episode), []).append(float(value))
+    return found

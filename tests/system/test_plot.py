@@ -1,0 +1,150 @@
+"""``palaestra plot`` on real runs: the image it writes, the series it draws equal to the
+store's rows, and bad input exiting 2 naming what is wrong."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from palaestra.report.series import aggregate, load_series
+from tests.conftest import Workspace, wait_until_gone
+from tests.system.curve_runs import AGENTS, invoke, run_curves, store_episodes, store_statistic
+
+pytestmark = pytest.mark.timeout(120)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def curves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    """A store with two runs of the curve run file, differing only by seed."""
+    workspace = Workspace(tmp_path_factory.mktemp("curves"))
+    run_curves(workspace, "curve-a", seed=3)
+    run_curves(workspace, "curve-b", seed=4)
+    yield workspace
+    assert not wait_until_gone(workspace.sessions)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from a PNG's header; fails unless the file is a PNG."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["curve-a", "--smooth", "3"],
+        ["curve-a", "curve-b", "--aggregate", "--band", "std", "--x", "steps"],
+        ["curve-a", "curve-b", "--metric", "explore", "--phase", "train"],
+    ],
+    ids=["one-run-smoothed", "aggregate-by-steps", "statistic-two-runs"],
+)
+def test_plot_writes_a_png(curves: Workspace, args: list[str]) -> None:
+    out = curves.path / "curve.png"
+    out.unlink(missing_ok=True)
+
+    result = invoke(curves, "plot", *args, "-o", str(out))
+
+    assert result.exit_code == 0, result.stderr
+    assert png_size(out) == (900, 500)  # 9 x 5 inches at 100 dpi
+    assert out.stat().st_size > 15_000  # axes, lines and legend, not an empty canvas
+    assert f"Wrote {out}" in result.stdout
+
+
+def test_the_command_line_plots_against_steps(curves: Workspace) -> None:
+    out = curves.path / "steps.png"
+
+    result = curves.run("plot", "curve-a", "--x", "steps", "--agent", "learner", "-o", str(out))
+
+    assert result.returncode == 0, result.stderr
+    assert png_size(out) == (900, 500)
+    assert result.stdout == f"Wrote {out} (1 line).\n"
+
+
+def test_reward_series_are_the_store_episodes_in_time_order(curves: Workspace) -> None:
+    series = load_series("curve-a", store_uri=curves.store_uri)
+
+    assert [one.agent for one in series] == list(AGENTS)
+    for one in series:
+        rows = store_episodes(curves.store, "curve-a", one.agent)
+        assert one.values == tuple(row[5] for row in rows)
+        assert one.steps == tuple(itertools.accumulate(row[4] for row in rows))
+        assert one.episodes == tuple(range(len(rows)))
+        first = {name: index for index, (_, name, *_) in reversed(list(enumerate(rows)))}
+        assert one.phases == tuple(sorted((index, name) for name, index in first.items()))
+        assert one.label == f"curve-a: {one.agent}"
+
+
+def test_a_phase_alone(curves: Workspace) -> None:
+    (series, _) = load_series("curve-a", phase="test", store_uri=curves.store_uri)
+
+    rows = [row for row in store_episodes(curves.store, "curve-a", "learner") if row[1] == "test"]
+    assert series.values == tuple(row[5] for row in rows)
+    assert series.phases == ((0, "test"),)
+
+
+def test_a_statistic_is_its_mean_per_episode_at_the_episodes_place(curves: Workspace) -> None:
+    series = load_series("curve-a", metric="explore", store_uri=curves.store_uri)
+
+    assert [one.agent for one in series] == ["learner"]  # the watcher records no statistics
+    (one,) = series
+    rows = store_episodes(curves.store, "curve-a", "learner")
+    values = store_statistic(curves.store, "curve-a", "learner", "explore")
+    steps = list(itertools.accumulate(row[4] for row in rows))
+    expected = [
+        (index, steps[index], sum(found) / len(found))
+        for index, (phase, _, worker, episode, _, _) in enumerate(rows)
+        if (found := values.get((phase, worker, episode)))
+    ]
+    assert len(expected) == len(rows)  # the muscle records at every step
+    assert list(zip(one.episodes, one.steps, one.values, strict=True)) == expected
+
+
+def test_aggregate_is_the_mean_and_spread_over_the_runs(curves: Workspace) -> None:
+    series = [
+        one
+        for run in ("curve-a", "curve-b")
+        for one in load_series(run, agent="learner", store_uri=curves.store_uri)
+    ]
+
+    (band,) = aggregate(series)
+
+    a = store_episodes(curves.store, "curve-a", "learner")
+    b = store_episodes(curves.store, "curve-b", "learner")
+    assert len(a) == len(b)
+    assert band.runs == ("curve-a", "curve-b")
+    assert band.mean == tuple((x[5] + y[5]) / 2 for x, y in zip(a, b, strict=True))
+    assert band.low == tuple(min(x[5], y[5]) for x, y in zip(a, b, strict=True))
+    assert band.high == tuple(max(x[5], y[5]) for x, y in zip(a, b, strict=True))
+    assert band.std == pytest.approx([abs(x[5] - y[5]) / 2 for x, y in zip(a, b, strict=True)])
+    assert band.count == (2,) * len(a)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["curve-x"], "no run 'curve-x'"),
+        (["curve-a", "--agent", "lerner"], "no agent 'lerner'; its agents: learner, watcher"),
+        (["curve-a", "--phase", "tset"], "no phase 'tset'; its phases: 0 (train), 1 (test)"),
+        (["curve-a", "--metric", "explroe"], "no numeric statistic 'explroe'"),
+        (["curve-a", "--metric", "note"], "no numeric statistic 'note'"),
+    ],
+    ids=["run", "agent", "phase", "metric", "metric-not-a-number"],
+)
+def test_bad_input_exits_2_naming_it(curves: Workspace, args: list[str], named: str) -> None:
+    out = curves.path / "bad.png"
+
+    result = invoke(curves, "plot", *args, "-o", str(out))
+
+    assert result.exit_code == 2, result.stderr
+    assert named in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
