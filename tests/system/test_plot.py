@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from palaestra.cli.results import TREND_WIDTH
 from palaestra.report.series import aggregate, load_series
+from palaestra.report.trend import reward_trend, sparkline
 from tests.conftest import Workspace, wait_until_gone
 from tests.system.curve_runs import AGENTS, invoke, run_curves, store_episodes, store_statistic
 
@@ -148,3 +150,29 @@ def test_bad_input_exits_2_naming_it(curves: Workspace, args: list[str], named: 
     assert named in result.stderr
     assert "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_experiment_show_prints_each_agents_reward_trend(curves: Workspace) -> None:
+    trends = reward_trend("curve-a", width=4, store_uri=curves.store_uri)
+
+    for row in trends:
+        rewards = [
+            episode[5]
+            for episode in store_episodes(curves.store, "curve-a", row["agent"])
+            if episode[0] == row["phase"]
+        ]
+        assert row["episodes"] == len(rewards)
+        assert row["sparkline"] == sparkline(rewards, 4)
+    assert [(row["phase_name"], row["agent"]) for row in trends] == [
+        ("train", "learner"),
+        ("train", "watcher"),
+        ("test", "learner"),
+        ("test", "watcher"),
+    ]
+
+    result = invoke(curves, "experiment-show", "curve-a")
+
+    assert result.exit_code == 0, result.stderr
+    table = result.stdout.split("Episode rewards", 1)[1].splitlines()[3:]
+    shown = reward_trend("curve-a", width=TREND_WIDTH, store_uri=curves.store_uri)
+    assert [line.split()[-1] for line in table if line] == [row["sparkline"] for row in shown]
