@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from palaestra import __version__
-from palaestra.cli import database, plot, results
+from palaestra.cli import database, export, plot, results
 from palaestra.cli.common import State
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig
@@ -136,7 +136,7 @@ def runtime_config_show_effective(state: State) -> None:
     click.echo(state.config.dump(), nl=False)
 
 
-for _module in (database, results, plot):
+for _module in (database, results, plot, export):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

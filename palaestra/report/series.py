@@ -403,3 +403,15 @@ def _phase_starts(records: Sequence[EpisodeRecord]) -> tuple[tuple[int, str], ..
 def _unique(values: Iterable[Any]) -> list[str]:
     return list(dict.fromkeys(str(v) for v in values))
 
+
+def run_series(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> list[Series]:
+    """Every series of a run instance: each agent's rewards, then each numeric statistic key's
+    per agent (what the exporters write)."""
+    records = ordered_episodes(run, store_uri=store_uri, instance=instance)
+    found = rows.statistics(run, store_uri=store_uri, instance=instance)
+    out = reward_series(records, run)
+    for key in numeric_keys(found):
+        out.extend(one for one in statistic_series(records, found, key, run) if one.values)
+    return out

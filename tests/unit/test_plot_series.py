@@ -137,6 +137,7 @@ def test_aggregate_aligns_runs_by_episode_and_skips_nan() -> None:
     ("module", "args", "extra"),
     [
         ("matplotlib", ["plot", "some-run", "-o", "x.png"], "plot"),
+        ("tensorboard", ["export", "tensorboard", "some-run", "-o", "tb"], "tensorboard"),
     ],
 )
 def test_a_missing_extra_exits_2_with_its_pip_line(
