@@ -138,6 +138,7 @@ def test_aggregate_aligns_runs_by_episode_and_skips_nan() -> None:
     [
         ("matplotlib", ["plot", "some-run", "-o", "x.png"], "plot"),
         ("tensorboard", ["export", "tensorboard", "some-run", "-o", "tb"], "tensorboard"),
+        ("mlflow", ["export", "mlflow", "some-run", "--tracking-uri", "sqlite:///m.db"], "mlflow"),
     ],
 )
 def test_a_missing_extra_exits_2_with_its_pip_line(
