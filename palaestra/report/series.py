@@ -177,27 +177,44 @@ def _why_empty(
     instance: str | None,
 ) -> str:
     """Why a run has no episodes to show: an unknown phase or agent, or none recorded."""
+    unknown = None
     if phase is not None:
-        known = rows.phases(run, store_uri=store_uri, instance=instance)
-        wanted = phase if isinstance(phase, Sequence) and not isinstance(phase, str) else [phase]
-        phases = {row["name"] for row in known} | {row["phase"] for row in known}
-        missing = [p for p in wanted if p not in phases]
-        if missing:
-            listed = ", ".join(f"{row['phase']} ({row['name']})" for row in known) or "none"
-            return f"run '{run}' has no phase {missing[0]!r}; its phases: {listed}"
-    if agent is not None:
-        names = _unique(row["agent"] for row in rows.agents(run, store_uri=store_uri))
-        wanted = [agent] if isinstance(agent, str | int) else list(agent)
-        missing = [a for a in wanted if a not in names]
-        if missing:
-            hint = did_you_mean(str(missing[0]), names)
-            listed = ", ".join(names) or "none"
-            return f"run '{run}' has no agent '{missing[0]}'; its agents: {listed}" + (
-                f". {hint}" if hint else ""
-            )
-    return f"run '{run}' has no episodes recorded" + (
-        " of that phase and agent" if phase is not None or agent is not None else ""
-    )
+        unknown = _unknown_phase(
+            run, phase, rows.phases(run, store_uri=store_uri, instance=instance)
+        )
+    if unknown is None and agent is not None:
+        unknown = _unknown_agent(run, agent, rows.agents(run, store_uri=store_uri))
+    if unknown is not None:
+        return unknown
+    if phase is None and agent is None:
+        return f"run '{run}' has no episodes recorded"
+    return f"run '{run}' has no episodes recorded of that phase and agent"
+
+
+def _unknown_phase(run: str, phase: Match, known: Sequence[Row]) -> str | None:
+    """A message naming the first phase asked for that the run lacks, or None."""
+    phases = {row["name"] for row in known} | {row["phase"] for row in known}
+    missing = [p for p in _wanted(phase) if p not in phases]
+    if not missing:
+        return None
+    listed = ", ".join(f"{row['phase']} ({row['name']})" for row in known) or "none"
+    return f"run '{run}' has no phase {missing[0]!r}; its phases: {listed}"
+
+
+def _unknown_agent(run: str, agent: Match, known: Sequence[Row]) -> str | None:
+    """A message naming the first agent asked for that the run lacks, or None."""
+    names = _unique(row["agent"] for row in known)
+    missing = [str(a) for a in _wanted(agent) if str(a) not in names]
+    if not missing:
+        return None
+    hint = did_you_mean(missing[0], names)
+    listed = ", ".join(names) or "none"
+    message = f"run '{run}' has no agent '{missing[0]}'; its agents: {listed}"
+    return f"{message}. {hint}" if hint else message
+
+
+def _wanted(value: Match) -> list[int | str]:
+    return [value] if isinstance(value, int | str) else list(value)
 
 
 def _unknown_metric(run: str, metric: str, keys: Sequence[str]) -> str:
