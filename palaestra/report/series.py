@@ -7,6 +7,7 @@ The one place that decides the time order of the workers' episodes is :func:`ord
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ class EpisodeRecord:
     episode: int
     steps: int
     reward: float | None
+    ended_at: dt.datetime | None = None
+    """When the episode ended (or, if it did not, started); None if the store does not say."""
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -48,7 +51,8 @@ class Series:
         agent: The agent's name.
         metric: ``"reward"`` or a statistic key.
         episodes: Each point's index among the agent's episodes in time order (from 0).
-        steps: The agent's steps from the first episode to the end of each point's episode.
+        steps: The steps (the world's; the agent's in stores without episode times) from the
+            first episode to the end of each point's episode.
         values: Each point's value (NaN for an episode without a reward).
         phases: ``(episode index, phase name)`` where each phase the series crosses begins.
     """
@@ -111,9 +115,11 @@ def ordered_episodes(
 ) -> list[EpisodeRecord]:
     """The episodes of a run's agents, the workers of a phase combined in time order.
 
-    The workers of a phase run their episodes side by side, so the episodes are ordered by
-    phase, then episode number, then worker: the k-th episodes of all workers come before the
-    (k+1)-th of any.
+    Within a phase, episodes are ordered by the time they ended (the store's ``episodes``
+    table), and their ``steps`` are the world's steps. A phase without those times (a store
+    before revision 0005) is ordered by episode number, then worker, since its workers ran side
+    by side: the k-th episodes of all workers come before the (k+1)-th of any; its ``steps``
+    are the agent's.
 
     Raises:
         UnknownRunError: No such run (or instance).
@@ -121,12 +127,33 @@ def ordered_episodes(
     found = rows.episode_rewards(
         run, phase=phase, agent=agent, store_uri=store_uri, instance=instance
     )
-    records = [_record(row) for row in found]
-    return sorted(records, key=lambda r: (r.phase, r.episode, r.worker))
+    times = {
+        (row["phase"], row["worker"], row["episode"]): row
+        for row in rows.episodes(run, phase=phase, store_uri=store_uri, instance=instance)
+    }
+    records = [
+        _record(row, times.get((row["phase"], row["worker"], row["episode"]))) for row in found
+    ]
+    return time_order(records)
 
 
-def _record(row: Row) -> EpisodeRecord:
+def time_order(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """``records`` by phase, then by the time they ended; a phase where one lacks that time is
+    ordered by episode number, then worker (see :func:`ordered_episodes`)."""
+    records = list(records)
+    untimed = {record.phase for record in records if record.ended_at is None}
+    return sorted(records, key=lambda record: _time_key(record, record.phase in untimed))
+
+
+def _time_key(record: EpisodeRecord, untimed: bool) -> tuple[int, int, float, int, int]:
+    if untimed or record.ended_at is None:
+        return (record.phase, 1, float(record.episode), record.worker, 0)
+    return (record.phase, 0, record.ended_at.timestamp(), record.worker, record.episode)
+
+
+def _record(row: Row, timed: Row | None) -> EpisodeRecord:
     reward = row["reward"]
+    ended = None if timed is None else (timed["ended_at"] or timed["started_at"])
     return EpisodeRecord(
         phase=int(row["phase"]),
         phase_name=str(row["phase_name"]),
@@ -134,8 +161,9 @@ def _record(row: Row) -> EpisodeRecord:
         agent=str(row["agent"]),
         worker=int(row["worker"]),
         episode=int(row["episode"]),
-        steps=int(row["steps"]),
+        steps=int(row["steps"] if timed is None else timed["steps"]),
         reward=None if reward is None else float(reward),
+        ended_at=ended,
     )
 
 

@@ -71,18 +71,20 @@ def invoke(workspace: Workspace, *args: str) -> Result:
 def store_episodes(
     store: Path, run: str, agent: str
 ) -> list[tuple[int, str, int, int, int, float]]:
-    """(phase, phase name, worker, episode, steps, reward sum) of an agent's episodes, in the
-    store's own rows, ordered by phase, episode and worker: the workers' time order."""
+    """(phase, phase name, worker, episode, world steps, reward sum) of an agent's episodes,
+    in the store's own rows, in the order they ended."""
     sql = """
-        select p."index", p.name, m.worker, m.episode, count(*), sum(m.reward)
+        select p."index", p.name, m.worker, m.episode, e.steps, sum(m.reward)
         from muscle_actions m
         join agents a on m.agent_id = a.id
         join experiment_run_phases p on a.experiment_run_phase_id = p.id
         join experiment_run_instances i on p.experiment_run_instance_id = i.id
         join experiment_runs r on i.experiment_run_id = r.id
+        join episodes e on e.experiment_run_phase_id = p.id
+            and e.worker = m.worker and e.episode = m.episode
         where r.uid = ? and a.name = ?
-        group by p."index", p.name, m.worker, m.episode
-        order by p."index", m.episode, m.worker
+        group by p."index", p.name, m.worker, m.episode, e.steps, e.ended_at
+        order by p."index", e.ended_at
     """
     with sqlite3.connect(store) as conn:
         return list(conn.execute(sql, (run, agent)))

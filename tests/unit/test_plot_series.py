@@ -3,6 +3,8 @@ and spread over runs, and a missing matplotlib exiting 2 with its pip line."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import math
 import sys
 
@@ -18,6 +20,7 @@ from palaestra.report.series import (
     smooth,
     smoothed,
     statistic_series,
+    time_order,
 )
 from tests.conftest import cli_runner
 
@@ -83,6 +86,29 @@ def test_statistic_series_mean_per_episode_at_the_episodes_place() -> None:
     assert (b.episodes, b.values) == ((0,), (9.0,))
     assert numeric_keys(rows) == ["loss"]
     assert numeric_keys([{"statistics": {"s": "x", "v": [1]}}]) == []
+
+
+def test_time_order_is_by_end_time_within_a_phase_else_by_episode_then_worker() -> None:
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def ended(phase: int, worker: int, episode: int, seconds: float | None) -> EpisodeRecord:
+        when = None if seconds is None else at + dt.timedelta(seconds=seconds)
+        return dataclasses.replace(record(phase, worker, episode, 1, 0.0), ended_at=when)
+
+    timed = [ended(0, 0, 0, 5.0), ended(0, 1, 0, 1.0), ended(0, 1, 1, 2.0), ended(0, 0, 1, 9.0)]
+    untimed = [ended(1, 1, 0, None), ended(1, 0, 1, 3.0), ended(1, 0, 0, 4.0)]
+
+    ordered = time_order([*untimed, *reversed(timed)])
+
+    assert [(r.phase, r.worker, r.episode) for r in ordered] == [
+        (0, 1, 0),
+        (0, 1, 1),
+        (0, 0, 0),
+        (0, 0, 1),
+        (1, 0, 0),  # a phase with an episode of unknown end: episode, then worker
+        (1, 1, 0),
+        (1, 0, 1),
+    ]
 
 
 def test_smooth_is_a_trailing_mean_skipping_nan() -> None:
