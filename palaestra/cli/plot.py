@@ -36,9 +36,10 @@ from palaestra.core.errors import InvalidInputError
     help="Against the episode index (workers in time order) or the cumulative steps.",
 )
 @click.option(
-    "--aggregate",
-    is_flag=True,
-    help="Combine the runs (e.g. a sweep over seeds) into one mean line and band per agent.",
+    "--aggregate/--no-aggregate",
+    default=None,
+    help="Combine the runs into a mean line and a band per agent (per group of runs that differ "
+    "only by seed, in a sweep). Default: when the runs are of a sweep over seeds.",
 )
 @click.option(
     "--band",
@@ -64,7 +65,7 @@ def plot(
     metric: str,
     window: int,
     x_axis: str,
-    aggregate: bool,
+    aggregate: bool | None,
     band: str,
     title: str | None,
     output: str,
@@ -76,28 +77,30 @@ def plot(
     """
     from palaestra.core.extras import require
     from palaestra.report import plot as drawing
-    from palaestra.report.series import aggregate as combine
-    from palaestra.report.series import load_series, smoothed
+    from palaestra.report.series import grouped_bands, is_seed_sweep, load_series, smoothed
+    from palaestra.store.rows import run_record
 
     require("matplotlib", "palaestra plot")  # before reading the store: fail fast
     chosen_phase: int | str | None = int(phase) if phase and phase.isdigit() else phase
+    uri = state.config.store_uri
+    overrides = {run: run_record(run, store_uri=uri)["overrides"] for run in dict.fromkeys(runs)}
     series = [
         one
-        for run in dict.fromkeys(runs)
+        for run in overrides
         for one in load_series(
             run,
             metric=metric,
             phase=chosen_phase,
             agent=agent,
-            store_uri=state.config.store_uri,
+            store_uri=uri,
         )
     ]
     caption = title or ", ".join(dict.fromkeys(runs))
     try:
-        if aggregate:
-            bands = combine([smoothed(one, window) for one in series])
+        if aggregate or (aggregate is None and is_seed_sweep(overrides)):
+            bands = grouped_bands([smoothed(one, window) for one in series], overrides)
             drawing.draw(output, bands=bands, x=x_axis, band=band, title=caption)
-            what = f"mean and {band} of {len(set(runs))} runs for {len(bands)} agent(s)"
+            what = f"{len(bands)} means with a {band} band, of {len(overrides)} runs"
         else:
             drawing.draw(output, series=series, x=x_axis, window=window, title=caption)
             what = f"{len(series)} line{'s' if len(series) != 1 else ''}"

@@ -92,7 +92,7 @@ def _line(axes: Any, one: Series, x: str, window: int) -> None:
 def _band(axes: Any, one: Band, x: str, band: str) -> None:
     xs = _xs(one, x)
     runs = f"{len(one.runs)} runs"
-    (mean,) = axes.plot(xs, one.mean, label=f"{one.agent}: mean of {runs}")
+    (mean,) = axes.plot(xs, one.mean, label=f"{one.label}: mean of {runs}")
     if band == "minmax":
         low, high, what = one.low, one.high, "min–max"
     else:
@@ -100,7 +100,7 @@ def _band(axes: Any, one: Band, x: str, band: str) -> None:
         high = tuple(m + s for m, s in zip(one.mean, one.std, strict=True))
         what = "±1 std"
     axes.fill_between(
-        xs, low, high, color=mean.get_color(), alpha=0.2, label=f"{one.agent}: {what}"
+        xs, low, high, color=mean.get_color(), alpha=0.2, label=f"{one.label}: {what}"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,8 @@ from palaestra.store.rows import Match, Row, StoreURI
 
 REWARD = "reward"
 """The metric name of episode rewards; any other metric is a statistic key."""
+SEED = "seed"
+"""The override key of a run's seed in a sweep (``experiment_runs.overrides``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +102,13 @@ class Band:
     high: tuple[float, ...]
     std: tuple[float, ...]
     count: tuple[int, ...]
+    group: str = ""
+    """What the runs share beyond the agent, e.g. ``lr=0.1`` in a sweep (empty: nothing said)."""
+
+    @property
+    def label(self) -> str:
+        """``agent`` or ``agent (group)``."""
+        return f"{self.agent} ({self.group})" if self.group else self.agent
 
 
 # --- reading the store -----------------------------------------------------------------------
@@ -383,6 +392,45 @@ def aggregate(series: Sequence[Series]) -> list[Band]:
     for one in series:
         groups.setdefault((one.agent, one.metric), []).append(one)
     return [_band(agent, metric, group) for (agent, metric), group in groups.items()]
+
+
+def sweep_groups(overrides: Mapping[str, Mapping[str, Any] | None]) -> list[tuple[str, list[str]]]:
+    """Runs grouped by their sweep overrides other than the seed: a group's runs differ by seed
+    only.
+
+    Args:
+        overrides: Each run's overrides (``experiment_runs.overrides``: dotted path to value;
+            None for a run as written), in the order wanted.
+
+    Returns:
+        ``(label, runs)`` per group in first-seen order; the label names the other overrides'
+        last path parts and values (``lr=0.1, gamma=0.9``), empty if there are none.
+    """
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for run, given in overrides.items():
+        rest = sorted((k, v) for k, v in (given or {}).items() if k != SEED)
+        label = ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in rest)
+        groups.setdefault(repr(rest), (label, []))[1].append(run)
+    return list(groups.values())
+
+
+def is_seed_sweep(overrides: Mapping[str, Mapping[str, Any] | None]) -> bool:
+    """Whether ``overrides`` are of a sweep over seeds: every run set its seed, and some runs
+    differ by seed only."""
+    if not overrides or not all(given and SEED in given for given in overrides.values()):
+        return False
+    return any(len(runs) > 1 for _, runs in sweep_groups(overrides))
+
+
+def grouped_bands(
+    series: Sequence[Series], overrides: Mapping[str, Mapping[str, Any] | None]
+) -> list[Band]:
+    """:func:`aggregate` per group of :func:`sweep_groups`, each band labelled with its group."""
+    return [
+        dataclasses.replace(band, group=label)
+        for label, runs in sweep_groups(overrides)
+        for band in aggregate([one for one in series if one.run in runs])
+    ]
 
 
 def _band(agent: str, metric: str, group: list[Series]) -> Band:

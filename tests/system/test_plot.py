@@ -4,6 +4,9 @@ store's rows, and bad input exiting 2 naming what is wrong."""
 from __future__ import annotations
 
 import itertools
+import json
+import shutil
+import sqlite3
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +62,28 @@ def test_plot_writes_a_png(curves: Workspace, args: list[str]) -> None:
     assert png_size(out) == (900, 500)  # 9 x 5 inches at 100 dpi
     assert out.stat().st_size > 15_000  # axes, lines and legend, not an empty canvas
     assert f"Wrote {out}" in result.stdout
+
+
+def test_runs_of_a_sweep_over_seeds_are_drawn_as_a_mean_and_a_band(
+    curves: Workspace, tmp_path: Path
+) -> None:
+    sweep = Workspace(tmp_path)
+    shutil.copy(curves.store, sweep.store)
+    with sqlite3.connect(sweep.store) as conn:  # what a sweep records (helper "sweeps")
+        for uid, seed in (("curve-a", 3), ("curve-b", 4)):
+            overrides = json.dumps({"seed": seed})
+            conn.execute(
+                "update experiment_runs set overrides = ? where uid = ?", (overrides, uid)
+            )
+    out = tmp_path / "sweep.png"
+
+    swept = invoke(sweep, "plot", "curve-a", "curve-b", "-o", str(out))
+    apart = invoke(sweep, "plot", "curve-a", "curve-b", "--no-aggregate", "-o", str(out))
+
+    assert swept.exit_code == 0, swept.stderr
+    assert "2 means with a minmax band, of 2 runs" in swept.stdout
+    assert png_size(out) == (900, 500)
+    assert "(4 lines)" in apart.stdout
 
 
 def test_the_command_line_plots_against_steps(curves: Workspace) -> None:

@@ -15,11 +15,14 @@ from palaestra.report.series import (
     EpisodeRecord,
     Series,
     aggregate,
+    grouped_bands,
+    is_seed_sweep,
     numeric_keys,
     reward_series,
     smooth,
     smoothed,
     statistic_series,
+    sweep_groups,
     time_order,
 )
 from tests.conftest import cli_runner
@@ -177,3 +180,40 @@ def test_a_missing_extra_exits_2_with_its_pip_line(
     assert result.exit_code == 2, result.output
     assert f"pip install 'palaestra[{extra}]'" in result.stderr
     assert f"needs {module}, which is not installed" in result.stderr
+
+
+def test_runs_differing_only_by_seed_group_together() -> None:
+    lr = "schedule.0.train.agents.0.brain.params.lr"
+    overrides = {
+        "s1": {"seed": 1, lr: 0.1},
+        "s2": {"seed": 2, lr: 0.1},
+        "t1": {"seed": 1, lr: 0.01},
+        "plain": None,
+    }
+
+    assert sweep_groups(overrides) == [
+        ("lr=0.1", ["s1", "s2"]),
+        ("lr=0.01", ["t1"]),
+        ("", ["plain"]),
+    ]
+    assert not is_seed_sweep(overrides)  # "plain" set no seed
+    del overrides["plain"]
+    assert is_seed_sweep(overrides)
+    assert not is_seed_sweep({"s1": {"seed": 1}, "t1": {"seed": 1, lr: 0.01}})  # no pair
+    assert not is_seed_sweep({})
+
+
+def test_grouped_bands_are_labelled_with_their_group() -> None:
+    def series(run: str, value: float) -> Series:
+        return Series(
+            run=run, agent="a", metric="reward", episodes=(0,), steps=(1,), values=(value,)
+        )
+
+    overrides = {"s1": {"seed": 1, "x.lr": 1}, "s2": {"seed": 2, "x.lr": 1}, "t": {"seed": 1}}
+
+    first, second = grouped_bands(
+        [series("s1", 1.0), series("s2", 3.0), series("t", 7.0)], overrides
+    )
+
+    assert (first.label, first.runs, first.mean) == ("a (lr=1)", ("s1", "s2"), (2.0,))
+    assert (second.label, second.runs, second.mean) == ("a", ("t",), (7.0,))
