@@ -6,6 +6,7 @@ display, no global figure state).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,19 +75,33 @@ def _xs(one: Series | Band, x: str) -> Sequence[float]:
 
 
 def _line(axes: Any, one: Series, x: str, window: int) -> None:
-    xs = _xs(one, x)
-    marker = "." if len(xs) < MARKERS_BELOW else None
+    """One series, broken between phases; with ``window`` > 1 faint, its mean on top."""
+    marker = "." if len(one.values) < MARKERS_BELOW else None
     if window <= 1:
-        axes.plot(xs, one.values, marker=marker, label=one.label)
+        axes.plot(*_broken(one, one.values, x), marker=marker, label=one.label)
         return
-    (raw,) = axes.plot(xs, one.values, alpha=0.25, linewidth=0.8)
+    (raw,) = axes.plot(*_broken(one, one.values, x), alpha=0.25, linewidth=0.8)
     axes.plot(
-        xs,
-        smoothed(one, window).values,
+        *_broken(one, smoothed(one, window).values, x),
         color=raw.get_color(),
         marker=marker,
         label=f"{one.label} (mean of {window})",
     )
+
+
+def _broken(one: Series, values: Sequence[float], x: str) -> tuple[list[float], list[float]]:
+    """``x`` and ``values`` of a series with a NaN gap where each later phase begins, so the
+    line does not join a training phase's last episode to a test phase's first."""
+    starts = {index for index, _ in one.phases[1:]}
+    xs: list[float] = []
+    ys: list[float] = []
+    for position, (episode, value) in enumerate(zip(one.episodes, values, strict=True)):
+        if position and any(one.episodes[position - 1] < start <= episode for start in starts):
+            xs.append(math.nan)
+            ys.append(math.nan)
+        xs.append(float(episode if x == "episode" else one.steps[position]))
+        ys.append(value)
+    return xs, ys
 
 
 def _band(axes: Any, one: Band, x: str, band: str) -> None:
