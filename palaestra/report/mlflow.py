@@ -5,11 +5,13 @@ instance uids (an instance exported before is not exported again). Params come f
 its seed, run file and sweep overrides, each phase's mode, workers and episodes, and each
 agent's Brain, Muscle and Objective classes. Metrics are the series of
 :func:`~palaestra.report.series.run_series`: ``reward/<agent>`` (step: the episode's index in
-time order) and ``statistic/<key>/<agent>`` (the key's mean per episode).
+time order) and ``statistic/<key>/<agent>`` (the key's mean per episode), each stamped with
+the time its episode ended.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -121,10 +123,10 @@ def _export_instance(
     params = [Param(k, v) for k, v in run_params(record, run, uid, store_uri).items()]
     for start in range(0, len(params), PARAMS_BATCH):
         client.log_batch(run_id, params=params[start : start + PARAMS_BATCH])
-    now = int(time.time() * 1000)
+    now = time.time()
     metrics = [
-        Metric(key, value, now, step)
-        for key, step, value in _points(run_series(run, store_uri=store_uri, instance=uid))
+        Metric(key, value, int((when if math.isfinite(when) else now) * 1000), step)
+        for key, step, value, when in _points(run_series(run, store_uri=store_uri, instance=uid))
     ]
     for start in range(0, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[start : start + BATCH])
@@ -141,11 +143,14 @@ def _finish(client: Any, run_id: str, instance: Row) -> None:
     client.set_terminated(run_id, status=status, end_time=end)
 
 
-def _points(series: Sequence[Series]) -> Iterator[tuple[str, int, float]]:
+def _points(series: Sequence[Series]) -> Iterator[tuple[str, int, float, float]]:
+    """Metric key, step, value and when (POSIX seconds; NaN if unknown) of every point."""
     for one in series:
         key = metric_key(one)
-        for episode, value in zip(one.episodes, one.values, strict=True):
-            yield key, episode, value
+        ended = one.ended or (math.nan,) * len(one.values)
+        yield from (
+            (key, e, v, t) for e, v, t in zip(one.episodes, one.values, ended, strict=True)
+        )
 
 
 def run_params(record: Row, run: str, instance: str, store_uri: StoreURI | None) -> dict[str, str]:

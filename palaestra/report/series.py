@@ -66,6 +66,8 @@ class Series:
     steps: tuple[int, ...]
     values: tuple[float, ...]
     phases: tuple[tuple[int, str], ...] = ()
+    ended: tuple[float, ...] = ()
+    """When each point's episode ended (POSIX seconds; NaN where unknown), if known at all."""
 
     @property
     def label(self) -> str:
@@ -286,6 +288,7 @@ def reward_series(records: Sequence[EpisodeRecord], run: str) -> list[Series]:
                 steps=steps,
                 values=values,
                 phases=_phase_starts(own),
+                ended=tuple(_ended(record) for record in own),
             )
         )
     return out
@@ -317,7 +320,7 @@ def statistic_series(
     for agent, own in _by_agent(records).items():
         steps = _cumulative(record.steps for record in own)
         points = [
-            (index, steps[index], sum(found) / len(found))
+            (index, steps[index], sum(found) / len(found), _ended(record))
             for index, record in enumerate(own)
             if (found := values.get((agent, record.key)))
         ]
@@ -330,6 +333,7 @@ def statistic_series(
                 steps=tuple(p[1] for p in points),
                 values=tuple(p[2] for p in points),
                 phases=_phase_starts(own),
+                ended=tuple(p[3] for p in points),
             )
         )
     return out
@@ -472,6 +476,10 @@ def _by_agent(records: Iterable[EpisodeRecord]) -> dict[str, list[EpisodeRecord]
     for record in records:
         out.setdefault(record.agent, []).append(record)
     return out
+
+
+def _ended(record: EpisodeRecord) -> float:
+    return math.nan if record.ended_at is None else record.ended_at.timestamp()
 
 
 def _cumulative(steps: Iterable[int]) -> tuple[int, ...]:

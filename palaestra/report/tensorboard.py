@@ -3,13 +3,14 @@
 Written with TensorBoard's own event file writer (no torch, no TensorFlow). Each run goes to a
 directory of its own, so ``tensorboard --logdir DIR`` shows runs side by side. Tags:
 ``reward/<agent>`` (step: the episode's index in time order), ``reward_by_steps/<agent>``
-(step: the agent's cumulative steps) and ``statistic/<key>/<agent>`` and
-``statistic_by_steps/<key>/<agent>`` (the key's mean per episode). TensorBoard keeps scalars as
-32-bit floats.
+(step: the cumulative environment steps) and ``statistic/<key>/<agent>`` and
+``statistic_by_steps/<key>/<agent>`` (the key's mean per episode). Each value's wall time is
+when its episode ended. TensorBoard keeps scalars as 32-bit floats.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,7 +86,10 @@ def _events(series: list[Series], wall_time: float) -> Iterator[Any]:
 
     for one in series:
         by_episode, by_steps = tags(one)
-        for episode, steps, value in zip(one.episodes, one.steps, one.values, strict=True):
+        ended = one.ended or (math.nan,) * len(one.values)
+        points = zip(one.episodes, one.steps, one.values, ended, strict=True)
+        for episode, steps, value, when in points:
+            at = when if math.isfinite(when) else wall_time
             for tag, step in ((by_episode, episode), (by_steps, steps)):
                 summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
-                yield Event(wall_time=wall_time, step=step, summary=summary)
+                yield Event(wall_time=at, step=step, summary=summary)

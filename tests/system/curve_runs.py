@@ -4,6 +4,7 @@ back with plain SQL to compare with."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 from pathlib import Path
 
@@ -110,3 +111,20 @@ def store_statistic(
             if value is not None:
                 found.setdefault((phase, worker, episode), []).append(float(value))
     return found
+
+
+def store_end_times(store: Path, run: str) -> list[float]:
+    """When each episode of the run ended (POSIX seconds), in that order, by phase."""
+    sql = """
+        select e.ended_at from episodes e
+        join experiment_run_phases p on e.experiment_run_phase_id = p.id
+        join experiment_run_instances i on p.experiment_run_instance_id = i.id
+        join experiment_runs r on i.experiment_run_id = r.id
+        where r.uid = ?
+        order by p."index", e.ended_at
+    """
+    with sqlite3.connect(store) as conn:
+        return [
+            dt.datetime.fromisoformat(ended).replace(tzinfo=dt.UTC).timestamp()
+            for (ended,) in conn.execute(sql, (run,))
+        ]

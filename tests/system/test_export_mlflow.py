@@ -11,7 +11,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import Workspace, wait_until_gone
-from tests.system.curve_runs import AGENTS, invoke, run_curves, store_episodes, store_statistic
+from tests.system.curve_runs import (
+    AGENTS,
+    invoke,
+    run_curves,
+    store_end_times,
+    store_episodes,
+    store_statistic,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -60,6 +67,11 @@ def test_each_instance_becomes_an_mlflow_run_with_the_stores_metrics(
         for index, values in enumerate(explore[(p, w, e)] for p, _, w, e, _, _ in episodes)
     ]
     assert f"MLflow run {run.info.run_id}" in result.stdout
+    history = client.get_metric_history(run.info.run_id, "reward/watcher")
+    ended = store_end_times(curves.store, "curve-m")
+    assert [m.timestamp for m in sorted(history, key=lambda m: m.step)] == [
+        int(when * 1000) for when in ended
+    ]
 
     again = invoke(
         curves, "export", "mlflow", "curve-m", "--tracking-uri", tracking, "--experiment", "other"

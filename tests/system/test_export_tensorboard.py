@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from tests.conftest import Workspace, wait_until_gone
-from tests.system.curve_runs import AGENTS, invoke, run_curves, store_episodes, store_statistic
+from tests.system.curve_runs import (
+    AGENTS,
+    invoke,
+    run_curves,
+    store_end_times,
+    store_episodes,
+    store_statistic,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -65,6 +72,19 @@ def test_rewards_and_statistics_read_back_equal(curves: Workspace) -> None:
     assert found["statistic/explore/learner"] == list(
         zip(range(len(episodes)), as_float32(means), strict=True)
     )
+
+
+def test_each_value_is_stamped_with_the_time_its_episode_ended(curves: Workspace) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = curves.path / "times"
+    assert invoke(curves, "export", "tensorboard", "curve-t", "-o", str(out)).exit_code == 0
+
+    reader = EventAccumulator(str(out / "curve-t"), size_guidance={"scalars": 0})
+    reader.Reload()
+
+    ended = store_end_times(curves.store, "curve-t")
+    assert [event.wall_time for event in reader.Scalars("reward/learner")] == ended
 
 
 def test_a_second_export_to_the_same_directory_is_refused(curves: Workspace) -> None:
