@@ -54,10 +54,13 @@ run_config:
 AGENTS = ("learner", "watcher")
 
 
-def run_curves(workspace: Workspace, uid: str, seed: int) -> None:
-    """Run the curve run file as ``uid`` with ``seed`` into the workspace's store."""
+def run_curves(workspace: Workspace, uid: str, seed: int, record: str = "all") -> None:
+    """Run the curve run file as ``uid`` with ``seed`` into the workspace's store, its train
+    phase recording ``record`` (``all``, ``episodes``, ...)."""
     path = workspace.path / f"{uid}.yml"
-    path.write_text(RUN.format(uid=uid, seed=seed))
+    text = RUN.format(uid=uid, seed=seed)
+    assert "worker: 2, episodes: 5}" in text
+    path.write_text(text.replace("episodes: 5}", f"episodes: 5, record: {record}}}"))
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 0, result.stderr
     assert not wait_until_gone(workspace.sessions)
@@ -128,3 +131,18 @@ def store_end_times(store: Path, run: str) -> list[float]:
             dt.datetime.fromisoformat(ended).replace(tzinfo=dt.UTC).timestamp()
             for (ended,) in conn.execute(sql, (run,))
         ]
+
+
+def store_episode_rewards(store: Path, run: str, agent: str) -> list[tuple[str, float, int]]:
+    """(phase name, the agent's reward, world steps) of the run's episodes from the store's
+    ``episodes`` table, in the order they ended, by phase."""
+    sql = """
+        select p.name, json_extract(e.rewards, '$.' || ?), e.steps from episodes e
+        join experiment_run_phases p on e.experiment_run_phase_id = p.id
+        join experiment_run_instances i on p.experiment_run_instance_id = i.id
+        join experiment_runs r on i.experiment_run_id = r.id
+        where r.uid = ?
+        order by p."index", e.ended_at
+    """
+    with sqlite3.connect(store) as conn:
+        return list(conn.execute(sql, (agent, run)))

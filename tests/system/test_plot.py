@@ -17,7 +17,14 @@ from palaestra.cli.results import TREND_WIDTH
 from palaestra.report.series import aggregate, load_series
 from palaestra.report.trend import reward_trend, sparkline
 from tests.conftest import Workspace, wait_until_gone
-from tests.system.curve_runs import AGENTS, invoke, run_curves, store_episodes, store_statistic
+from tests.system.curve_runs import (
+    AGENTS,
+    invoke,
+    run_curves,
+    store_episode_rewards,
+    store_episodes,
+    store_statistic,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -108,6 +115,20 @@ def test_reward_series_are_the_store_episodes_in_time_order(curves: Workspace) -
         first = {name: index for index, (_, name, *_) in reversed(list(enumerate(rows)))}
         assert one.phases == tuple(sorted((index, name) for name, index in first.items()))
         assert one.label == f"curve-a: {one.agent}"
+
+
+def test_a_phase_that_records_only_episodes_has_its_curve(workspace: Workspace) -> None:
+    run_curves(workspace, "curve-e", seed=3, record="episodes")
+
+    (learner, _) = load_series("curve-e", store_uri=workspace.store_uri)
+
+    kept = store_episodes(workspace.store, "curve-e", "learner")  # from muscle_actions
+    assert {row[1] for row in kept} == {"test"}  # the train phase kept no steps
+
+    rows = store_episode_rewards(workspace.store, "curve-e", "learner")
+    assert learner.values == tuple(row[1] for row in rows)
+    assert learner.steps == tuple(itertools.accumulate(row[2] for row in rows))
+    assert learner.phases == ((0, "train"), (10, "test"))
 
 
 def test_a_phase_alone(curves: Workspace) -> None:
