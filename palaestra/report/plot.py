@@ -6,7 +6,6 @@ display, no global figure state).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,33 +74,35 @@ def _xs(one: Series | Band, x: str) -> Sequence[float]:
 
 
 def _line(axes: Any, one: Series, x: str, window: int) -> None:
-    """One series, broken between phases; with ``window`` > 1 faint, its mean on top."""
-    marker = "." if len(one.values) < MARKERS_BELOW else None
+    """One series, a segment per phase; with ``window`` > 1 faint, its mean on top."""
     if window <= 1:
-        axes.plot(*_broken(one, one.values, x), marker=marker, label=one.label)
+        _segments(axes, one, one.values, x, label=one.label)
         return
-    (raw,) = axes.plot(*_broken(one, one.values, x), alpha=0.25, linewidth=0.8)
-    axes.plot(
-        *_broken(one, smoothed(one, window).values, x),
-        color=raw.get_color(),
-        marker=marker,
-        label=f"{one.label} (mean of {window})",
-    )
+    color = _segments(axes, one, one.values, x, alpha=0.25, linewidth=0.8, markers=False)
+    label = f"{one.label} (mean of {window})"
+    _segments(axes, one, smoothed(one, window).values, x, label=label, color=color)
 
 
-def _broken(one: Series, values: Sequence[float], x: str) -> tuple[list[float], list[float]]:
-    """``x`` and ``values`` of a series with a NaN gap where each later phase begins, so the
-    line does not join a training phase's last episode to a test phase's first."""
-    starts = {index for index, _ in one.phases[1:]}
-    xs: list[float] = []
-    ys: list[float] = []
+def _segments(
+    axes: Any, one: Series, values: Sequence[float], x: str, markers: bool = True, **style: Any
+) -> Any:
+    """Draw ``values`` of ``one`` as a line per phase (a test phase's first episode is not
+    joined to training's last), in one colour, labelled once; a short segment gets a marker
+    at each point. Returns the colour."""
+    starts = [index for index, _ in one.phases[1:]]
+    pieces: list[tuple[list[float], list[float]]] = [([], [])]
     for position, (episode, value) in enumerate(zip(one.episodes, values, strict=True)):
-        if position and any(one.episodes[position - 1] < start <= episode for start in starts):
-            xs.append(math.nan)
-            ys.append(math.nan)
-        xs.append(float(episode if x == "episode" else one.steps[position]))
-        ys.append(value)
-    return xs, ys
+        if starts and episode >= starts[0]:
+            while starts and episode >= starts[0]:
+                starts.pop(0)
+            pieces.append(([], []))
+        pieces[-1][0].append(float(episode if x == "episode" else one.steps[position]))
+        pieces[-1][1].append(value)
+    for xs, ys in (piece for piece in pieces if piece[0]):
+        marker = "." if markers and len(xs) < MARKERS_BELOW else None
+        (line,) = axes.plot(xs, ys, marker=marker, **style)
+        style = {**style, "color": line.get_color(), "label": None}
+    return style.get("color")
 
 
 def _band(axes: Any, one: Band, x: str, band: str) -> None:
