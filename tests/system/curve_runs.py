@@ -8,6 +8,7 @@ import datetime as dt
 import sqlite3
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from palaestra.cli.main import cli
@@ -52,6 +53,18 @@ run_config:
     params: {{}}
 """
 AGENTS = ("learner", "watcher")
+_SHARED: list[Workspace] = []
+
+
+def shared_curves(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """A store with the runs ``curve-a`` (seed 3) and ``curve-b`` (seed 4), made once per test
+    session for every test module that only reads it."""
+    if not _SHARED:
+        workspace = Workspace(tmp_path_factory.mktemp("curves"))
+        run_curves(workspace, "curve-a", seed=3)
+        run_curves(workspace, "curve-b", seed=4)
+        _SHARED.append(workspace)
+    return _SHARED[0]
 
 
 def run_curves(workspace: Workspace, uid: str, seed: int, record: str = "all") -> None:

@@ -14,7 +14,7 @@ from tests.conftest import Workspace, wait_until_gone
 from tests.system.curve_runs import (
     AGENTS,
     invoke,
-    run_curves,
+    shared_curves,
     store_end_times,
     store_episodes,
     store_statistic,
@@ -25,8 +25,7 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def curves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
-    workspace = Workspace(tmp_path_factory.mktemp("mlflow"))
-    run_curves(workspace, "curve-m", seed=6)
+    workspace = shared_curves(tmp_path_factory)
     yield workspace
     assert not wait_until_gone(workspace.sessions)
 
@@ -39,28 +38,28 @@ def test_each_instance_becomes_an_mlflow_run_with_the_stores_metrics(
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     tracking = (curves.path / "mlruns").as_uri()
 
-    result = invoke(curves, "export", "mlflow", "curve-m", "--tracking-uri", tracking)
+    result = invoke(curves, "export", "mlflow", "curve-a", "--tracking-uri", tracking)
 
     assert result.exit_code == 0, result.stderr
     client = MlflowClient(tracking_uri=tracking)
     experiment = client.get_experiment_by_name("curve-tests")  # the run's experiment uid
     (run,) = client.search_runs([experiment.experiment_id])
-    assert run.data.tags["palaestra.run_uid"] == "curve-m"
+    assert run.data.tags["palaestra.run_uid"] == "curve-a"
     assert run.info.status == "FINISHED"
     params = run.data.params
-    assert params["seed"] == "6"
+    assert params["seed"] == "3"
     assert params["phases"] == "train,test"
     assert (params["phase.train.workers"], params["phase.test.episodes"]) == ("2", "2")
     assert params["agent.learner.muscle"] == "curve_plugins:StatisticMuscle"
     assert params["agent.watcher.brain"] == "palaestra.agent.dummy_brain:DummyBrain"
     for agent in AGENTS:
         history = client.get_metric_history(run.info.run_id, f"reward/{agent}")
-        episodes = store_episodes(curves.store, "curve-m", agent)
+        episodes = store_episodes(curves.store, "curve-a", agent)
         assert sorted((m.step, m.value) for m in history) == [
             (index, row[5]) for index, row in enumerate(episodes)
         ]
-    episodes = store_episodes(curves.store, "curve-m", "learner")
-    explore = store_statistic(curves.store, "curve-m", "learner", "explore")
+    episodes = store_episodes(curves.store, "curve-a", "learner")
+    explore = store_statistic(curves.store, "curve-a", "learner", "explore")
     history = client.get_metric_history(run.info.run_id, "statistic/explore/learner")
     assert sorted((m.step, m.value) for m in history) == [
         (index, sum(values) / len(values))
@@ -68,15 +67,15 @@ def test_each_instance_becomes_an_mlflow_run_with_the_stores_metrics(
     ]
     assert f"MLflow run {run.info.run_id}" in result.stdout
     history = client.get_metric_history(run.info.run_id, "reward/watcher")
-    ended = store_end_times(curves.store, "curve-m")
+    ended = store_end_times(curves.store, "curve-a")
     assert [m.timestamp for m in sorted(history, key=lambda m: m.step)] == [
         int(when * 1000) for when in ended
     ]
 
     again = invoke(
-        curves, "export", "mlflow", "curve-m", "--tracking-uri", tracking, "--experiment", "other"
+        curves, "export", "mlflow", "curve-a", "--tracking-uri", tracking, "--experiment", "other"
     )
-    once_more = invoke(curves, "export", "mlflow", "curve-m", "--tracking-uri", tracking)
+    once_more = invoke(curves, "export", "mlflow", "curve-a", "--tracking-uri", tracking)
 
     assert again.exit_code == 0 and once_more.exit_code == 0
     assert "exported before" in once_more.stdout  # the instance's tag is found
@@ -86,7 +85,7 @@ def test_each_instance_becomes_an_mlflow_run_with_the_stores_metrics(
 
 
 def test_an_unusable_tracking_uri_exits_2_naming_it(curves: Workspace) -> None:
-    result = invoke(curves, "export", "mlflow", "curve-m", "--tracking-uri", "nosuch://here")
+    result = invoke(curves, "export", "mlflow", "curve-a", "--tracking-uri", "nosuch://here")
 
     assert result.exit_code == 2, result.output
     assert "--tracking-uri nosuch://here" in result.stderr

@@ -21,6 +21,7 @@ from tests.system.curve_runs import (
     AGENTS,
     invoke,
     run_curves,
+    shared_curves,
     store_episode_rewards,
     store_episodes,
     store_statistic,
@@ -34,9 +35,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def curves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     """A store with two runs of the curve run file, differing only by seed."""
-    workspace = Workspace(tmp_path_factory.mktemp("curves"))
-    run_curves(workspace, "curve-a", seed=3)
-    run_curves(workspace, "curve-b", seed=4)
+    workspace = shared_curves(tmp_path_factory)
     yield workspace
     assert not wait_until_gone(workspace.sessions)
 
