@@ -33,7 +33,7 @@ from palaestra.core.errors import InvalidInputError
     type=click.Choice(["episode", "steps"]),
     default="episode",
     show_default=True,
-    help="Against the episode index (workers in time order) or the cumulative steps.",
+    help="Against the episode index (workers in time order) or the cumulative environment steps.",
 )
 @click.option(
     "--aggregate/--no-aggregate",
