@@ -77,7 +77,8 @@ def plot(
     """
     from palaestra.core.extras import require
     from palaestra.report import plot as drawing
-    from palaestra.report.series import grouped_bands, is_seed_sweep, load_series, smoothed
+    from palaestra.report.bands import grouped_bands, is_seed_sweep
+    from palaestra.report.series import load_series, smoothed
     from palaestra.store.rows import run_record
 
     require("matplotlib", "palaestra plot")  # before reading the store: fail fast

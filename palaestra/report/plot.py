@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from palaestra.core.extras import require
-from palaestra.report.series import REWARD, Band, Series, smoothed
+from palaestra.report.bands import Band
+from palaestra.report.series import REWARD, Series, smoothed
 
 X_AXES = ("episode", "steps")
 BANDS = ("minmax", "std")

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from palaestra.cli.results import TREND_WIDTH
-from palaestra.report.series import aggregate, load_series
+from palaestra.report.bands import aggregate
+from palaestra.report.series import load_series
 from palaestra.report.trend import reward_trend, sparkline
 from tests.conftest import Workspace, wait_until_gone
 from tests.system.curve_runs import (

@@ -11,18 +11,15 @@ import sys
 import pytest
 
 from palaestra.cli.main import cli
+from palaestra.report.bands import aggregate, grouped_bands, is_seed_sweep, sweep_groups
 from palaestra.report.series import (
     EpisodeRecord,
     Series,
-    aggregate,
-    grouped_bands,
-    is_seed_sweep,
     numeric_keys,
     reward_series,
     smooth,
     smoothed,
     statistic_series,
-    sweep_groups,
     time_order,
 )
 from tests.conftest import cli_runner
