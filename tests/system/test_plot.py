@@ -222,3 +222,5 @@ def test_experiment_show_prints_each_agents_reward_trend(curves: Workspace) -> N
     table = result.stdout.split("Episode rewards", 1)[1].splitlines()[3:]
     shown = reward_trend("curve-a", width=TREND_WIDTH, store_uri=curves.store_uri)
     assert [line.split()[-1] for line in table if line] == [row["sparkline"] for row in shown]
+    as_json = json.loads(invoke(curves, "experiment-show", "curve-a", "--format", "json").stdout)
+    assert [row["sparkline"] for row in as_json["trends"]] == [row["sparkline"] for row in shown]
