@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import shutil
 import sqlite3
 import struct
@@ -224,3 +225,19 @@ def test_experiment_show_prints_each_agents_reward_trend(curves: Workspace) -> N
     assert [line.split()[-1] for line in table if line] == [row["sparkline"] for row in shown]
     as_json = json.loads(invoke(curves, "experiment-show", "curve-a", "--format", "json").stdout)
     assert [row["sparkline"] for row in as_json["trends"]] == [row["sparkline"] for row in shown]
+
+
+def test_a_postgresql_store_gives_the_same_series(workspace: Workspace, pg_uri: str) -> None:
+    (workspace.path / "palaestra-runtime.yaml").write_text(f"store_uri: {pg_uri}\n")
+    run_curves(workspace, "curve-p", seed=3)
+    sqlite = Workspace(workspace.path / "sqlite")
+    sqlite.path.mkdir()
+    run_curves(sqlite, "curve-p", seed=3)
+
+    on_postgres = load_series("curve-p", metric="explore", store_uri=pg_uri)
+    on_sqlite = load_series("curve-p", metric="explore", store_uri=sqlite.store_uri)
+
+    # the same seeded episodes; the order of concurrent workers' episodes is the time's
+    assert [sorted(one.values) for one in on_postgres] == [sorted(s.values) for s in on_sqlite]
+    assert [one.steps[-1] for one in on_postgres] == [one.steps[-1] for one in on_sqlite]
+    assert all(all(math.isfinite(t) for t in one.ended) for one in on_postgres)
