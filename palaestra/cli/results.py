@@ -50,8 +50,6 @@ CLEANED = [
     ("statistics", "statistics row"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
-TREND_WIDTH = 16
-"""The width of ``experiment-show``'s sparklines of episode rewards."""
 
 
 # --- experiment-list -------------------------------------------------------------------------
@@ -120,7 +118,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         "rewards": rows.reward_summary(
             rows.episode_rewards(run, store_uri=uri, instance=instance)
         ),
-        "trends": reward_trend(run, width=TREND_WIDTH, store_uri=uri, instance=instance),
+        "trends": reward_trend(run, store_uri=uri, instance=instance),
     }
     if fmt == "json":
         sys.stdout.write(_json_dumps(shown, indent=2) + "\n")

@@ -10,6 +10,8 @@ from palaestra.store.rows import Row, Rows, StoreURI
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 """The eight heights of a sparkline, lowest first."""
+WIDTH = 16
+"""The width of a trend's sparkline unless asked (``experiment-show``'s)."""
 GAP = " "
 """What a bin without a number shows."""
 TREND_COLUMNS = ("phase", "phase_name", "agent", "episodes", "first", "last", "sparkline")
@@ -65,7 +67,7 @@ def sparkline(values: Sequence[float], width: int) -> str:
 def reward_trend(
     run: str,
     *,
-    width: int = 24,
+    width: int = WIDTH,
     store_uri: StoreURI | None = None,
     instance: str | None = None,
 ) -> Rows:

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.cli.results import TREND_WIDTH
 from palaestra.report.bands import aggregate
 from palaestra.report.series import load_series
-from palaestra.report.trend import reward_trend, sparkline
+from palaestra.report.trend import WIDTH, reward_trend, sparkline
 from tests.conftest import Workspace, wait_until_gone
 from tests.system.curve_runs import (
     AGENTS,
@@ -221,7 +220,7 @@ def test_experiment_show_prints_each_agents_reward_trend(curves: Workspace) -> N
 
     assert result.exit_code == 0, result.stderr
     table = result.stdout.split("Episode rewards", 1)[1].splitlines()[3:]
-    shown = reward_trend("curve-a", width=TREND_WIDTH, store_uri=curves.store_uri)
+    shown = reward_trend("curve-a", width=WIDTH, store_uri=curves.store_uri)
     assert [line.split()[-1] for line in table if line] == [row["sparkline"] for row in shown]
     as_json = json.loads(invoke(curves, "experiment-show", "curve-a", "--format", "json").stdout)
     assert [row["sparkline"] for row in as_json["trends"]] == [row["sparkline"] for row in shown]
