@@ -141,6 +141,7 @@ def _status(status: str, reason: str = "", *, style: str | None = None) -> Text:
 @click.pass_obj
 def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> None:
     """Show a run: its phases, agents and the rewards of their episodes."""
+    from palaestra.report.trend import reward_trend
     from palaestra.store import rows
 
     uri = state.config.store_uri
@@ -162,6 +163,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         "rewards": rows.reward_summary(
             rows.episode_rewards(run, store_uri=uri, instance=instance)
         ),
+        "trends": reward_trend(run, store_uri=uri, instance=instance),
     }
     if fmt == "json":
         sys.stdout.write(_json_dumps(shown, indent=2) + "\n")
@@ -203,7 +205,7 @@ def _show(shown: dict[str, Any]) -> None:
     for table in (
         _phases_table(shown["phases"]),
         _agents_table(shown["agents"]),
-        _rewards_table(shown["rewards"]),
+        _rewards_table(shown["rewards"], shown["trends"]),
     ):
         click.echo()
         _print(table)
@@ -250,8 +252,9 @@ def _loaded_from(loaded: dict[str, Any] | None) -> str:
     return f"{loaded['run']} {loaded['agent']} phase {loaded['phase']}{dump}"
 
 
-def _rewards_table(rewards: Rows) -> Table:
-    table = _table("phase", "agent", "episodes", "mean", "min", "max")
+def _rewards_table(rewards: Rows, trends: Rows) -> Table:
+    sparklines = {(row["phase"], row["agent"]): row["sparkline"] for row in trends}
+    table = _table("phase", "agent", "episodes", "mean", "min", "max", "trend")
     table.title = "Episode rewards"
     for row in rewards:
         table.add_row(
@@ -259,6 +262,7 @@ def _rewards_table(rewards: Rows) -> Table:
             row["agent"],
             str(row["episodes"]),
             *(number(row[name]) for name in ("mean", "min", "max")),
+            sparklines.get((row["phase"], row["agent"]), ""),  # palaestra.report.trend
         )
     return table
 

@@ -184,6 +184,36 @@ def runs(
         return _with_durations(_rows(connection.execute(statement)))
 
 
+def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:
+    """What the store keeps of a run itself (not of an instance).
+
+    Returns:
+        ``run_uid``, ``experiment_uid``, ``file`` (the run file's path), ``seed``,
+        ``overrides`` (what a sweep set; None if run as written) and ``document`` (the run
+        file's text).
+
+    Raises:
+        UnknownRunError: The store has no such run.
+    """
+    statement = (
+        select(
+            ExperimentRun.uid.label("run_uid"),
+            Experiment.uid.label("experiment_uid"),
+            ExperimentRun.file,
+            ExperimentRun.seed,
+            ExperimentRun.overrides,
+            ExperimentRun.document,
+        )
+        .join(Experiment, ExperimentRun.experiment_id == Experiment.id)
+        .where(ExperimentRun.uid == run)
+    )
+    with _connection(store_uri) as connection:
+        found = _rows(connection.execute(statement))
+        if not found:
+            raise UnknownRunError(_unknown_run(connection, run))
+        return found[0]
+
+
 # --- one run: its phases, agents and environments ------------------------------------------
 
 

@@ -1,0 +1,398 @@
+"""Episode series of runs: each agent's episode rewards or statistics, workers combined in time
+order, with smoothing and the mean and spread over runs that differ only by seed.
+
+The one place that decides the time order of the workers' episodes is :func:`ordered_episodes`;
+combining runs is :mod:`palaestra.report.bands`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from palaestra.core.errors import InvalidInputError, did_you_mean
+from palaestra.store import rows
+from palaestra.store.rows import Match, Row, StoreURI
+
+REWARD = "reward"
+"""The metric name of episode rewards; any other metric is a statistic key."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeRecord:
+    """One episode of one agent in one rollout worker, with its steps and summed reward."""
+
+    phase: int
+    phase_name: str
+    mode: str
+    agent: str
+    worker: int
+    episode: int
+    steps: int
+    reward: float | None
+    ended_at: dt.datetime | None = None
+    """When the episode ended (or, if it did not, started); None if the store does not say."""
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """Phase, worker and episode: what a statistics row names its episode by."""
+        return (self.phase, self.worker, self.episode)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Series:
+    """One line of a learning curve: a metric of one agent of one run, per episode.
+
+    Attributes:
+        run: The run's uid.
+        agent: The agent's name.
+        metric: ``"reward"`` or a statistic key.
+        episodes: Each point's index among the agent's episodes in time order (from 0).
+        steps: The steps (the world's; the agent's in stores without episode times) from the
+            first episode to the end of each point's episode.
+        values: Each point's value (NaN for an episode without a reward).
+        phases: ``(episode index, phase name)`` where each phase the series crosses begins.
+    """
+
+    run: str
+    agent: str
+    metric: str
+    episodes: tuple[int, ...]
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+    phases: tuple[tuple[int, str], ...] = ()
+    ended: tuple[float, ...] = ()
+    """When each point's episode ended (POSIX seconds; NaN where unknown), if known at all."""
+
+    @property
+    def label(self) -> str:
+        """``run: agent``."""
+        return f"{self.run}: {self.agent}"
+
+
+# --- reading the store -----------------------------------------------------------------------
+
+
+def ordered_episodes(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> list[EpisodeRecord]:
+    """The episodes of a run's agents, the workers of a phase combined in time order.
+
+    Within a phase, episodes are ordered by the time they ended (the store's ``episodes``
+    table), and their ``steps`` are the world's steps. A phase without those times (a store
+    before revision 0005) is ordered by episode number, then worker, since its workers ran side
+    by side: the k-th episodes of all workers come before the (k+1)-th of any; its ``steps``
+    are the agent's.
+
+    Raises:
+        UnknownRunError: No such run (or instance).
+    """
+    found = rows.episode_rewards(
+        run, phase=phase, agent=agent, store_uri=store_uri, instance=instance
+    )
+    times = {
+        (row["phase"], row["worker"], row["episode"]): row
+        for row in rows.episodes(run, phase=phase, store_uri=store_uri, instance=instance)
+    }
+    records = [
+        _record(row, times.get((row["phase"], row["worker"], row["episode"]))) for row in found
+    ]
+    return time_order(records)
+
+
+def time_order(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """``records`` by phase, then by the time they ended; a phase where one lacks that time is
+    ordered by episode number, then worker (see :func:`ordered_episodes`)."""
+    records = list(records)
+    untimed = {record.phase for record in records if record.ended_at is None}
+    return sorted(records, key=lambda record: _time_key(record, record.phase in untimed))
+
+
+def _time_key(record: EpisodeRecord, untimed: bool) -> tuple[int, int, float, int, int]:
+    if untimed or record.ended_at is None:
+        return (record.phase, 1, float(record.episode), record.worker, 0)
+    return (record.phase, 0, record.ended_at.timestamp(), record.worker, record.episode)
+
+
+def _record(row: Row, timed: Row | None) -> EpisodeRecord:
+    reward = row["reward"]
+    ended = None if timed is None else (timed["ended_at"] or timed["started_at"])
+    return EpisodeRecord(
+        phase=int(row["phase"]),
+        phase_name=str(row["phase_name"]),
+        mode=str(row["mode"]),
+        agent=str(row["agent"]),
+        worker=int(row["worker"]),
+        episode=int(row["episode"]),
+        steps=int(row["steps"] if timed is None else timed["steps"]),
+        reward=None if reward is None else float(reward),
+        ended_at=ended,
+    )
+
+
+def load_series(
+    run: str,
+    *,
+    metric: str = REWARD,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> list[Series]:
+    """One series per agent of ``run``: its episode rewards, or a statistic's mean per episode.
+
+    Raises:
+        UnknownRunError: No such run.
+        InvalidInputError: The run has no such phase or agent, no episodes to show, or no
+            numeric statistic ``metric``; the message names what it has.
+    """
+    records = ordered_episodes(
+        run, phase=phase, agent=agent, store_uri=store_uri, instance=instance
+    )
+    if not records:
+        raise InvalidInputError(_why_empty(run, phase, agent, store_uri, instance))
+    if metric == REWARD:
+        return reward_series(records, run)
+    found = rows.statistics(run, phase=phase, agent=agent, store_uri=store_uri, instance=instance)
+    keys = numeric_keys(found)
+    if metric not in keys:
+        raise InvalidInputError(_unknown_metric(run, metric, keys))
+    return [one for one in statistic_series(records, found, metric, run) if one.values]
+
+
+def _why_empty(
+    run: str,
+    phase: Match | None,
+    agent: Match | None,
+    store_uri: StoreURI | None,
+    instance: str | None,
+) -> str:
+    """Why a run has no episodes to show: an unknown phase or agent, or none recorded."""
+    unknown = None
+    if phase is not None:
+        unknown = _unknown_phase(
+            run, phase, rows.phases(run, store_uri=store_uri, instance=instance)
+        )
+    if unknown is None and agent is not None:
+        unknown = _unknown_agent(run, agent, rows.agents(run, store_uri=store_uri))
+    if unknown is not None:
+        return unknown
+    if phase is None and agent is None:
+        return f"run '{run}' has no episodes recorded"
+    return f"run '{run}' has no episodes recorded of that phase and agent"
+
+
+def _unknown_phase(run: str, phase: Match, known: Sequence[Row]) -> str | None:
+    """A message naming the first phase asked for that the run lacks, or None."""
+    phases = {row["name"] for row in known} | {row["phase"] for row in known}
+    missing = [p for p in _wanted(phase) if p not in phases]
+    if not missing:
+        return None
+    listed = ", ".join(f"{row['phase']} ({row['name']})" for row in known) or "none"
+    return f"run '{run}' has no phase {missing[0]!r}; its phases: {listed}"
+
+
+def _unknown_agent(run: str, agent: Match, known: Sequence[Row]) -> str | None:
+    """A message naming the first agent asked for that the run lacks, or None."""
+    names = _unique(row["agent"] for row in known)
+    missing = [str(a) for a in _wanted(agent) if str(a) not in names]
+    if not missing:
+        return None
+    hint = did_you_mean(missing[0], names)
+    listed = ", ".join(names) or "none"
+    message = f"run '{run}' has no agent '{missing[0]}'; its agents: {listed}"
+    return f"{message}. {hint}" if hint else message
+
+
+def _wanted(value: Match) -> list[int | str]:
+    return [value] if isinstance(value, int | str) else list(value)
+
+
+def _unknown_metric(run: str, metric: str, keys: Sequence[str]) -> str:
+    listed = ", ".join(keys) if keys else "none were recorded"
+    hint = did_you_mean(metric, [REWARD, *keys])
+    return (
+        f"--metric '{metric}': run '{run}' has no numeric statistic '{metric}' "
+        f"(metrics: {REWARD}; statistic keys: {listed})" + (f". {hint}" if hint else "")
+    )
+
+
+# --- building series -------------------------------------------------------------------------
+
+
+def reward_series(records: Sequence[EpisodeRecord], run: str) -> list[Series]:
+    """One series of episode rewards per agent (in the order the agents first appear).
+
+    Args:
+        records: Episodes in time order (:func:`ordered_episodes`).
+        run: The run's uid, for the series' label.
+    """
+    out = []
+    for agent, own in _by_agent(records).items():
+        steps = _cumulative(record.steps for record in own)
+        values = tuple(math.nan if r.reward is None else r.reward for r in own)
+        out.append(
+            Series(
+                run=run,
+                agent=agent,
+                metric=REWARD,
+                episodes=tuple(range(len(own))),
+                steps=steps,
+                values=values,
+                phases=_phase_starts(own),
+                ended=tuple(_ended(record) for record in own),
+            )
+        )
+    return out
+
+
+def statistic_series(
+    records: Sequence[EpisodeRecord], statistics: Iterable[Row], key: str, run: str
+) -> list[Series]:
+    """One series per agent of the mean of statistic ``key`` in each episode that recorded it.
+
+    A Brain's rows count for the episode of the Muscle they answered; rows outside any episode
+    (episode -1: added while the Brain stored its state) and values that are not numbers are
+    left out. Points keep their episode's index and cumulative steps in ``records``, so a
+    statistic lines up with the rewards.
+
+    Args:
+        records: Episodes in time order (:func:`ordered_episodes`).
+        statistics: Rows of :func:`palaestra.store.rows.statistics`.
+        key: The statistic key.
+        run: The run's uid.
+    """
+    values: dict[tuple[str, tuple[int, int, int]], list[float]] = {}
+    for row in statistics:
+        value = (row["statistics"] or {}).get(key)
+        if row["episode"] >= 0 and isinstance(value, int | float) and not isinstance(value, bool):
+            where = (int(row["phase"]), int(row["worker"]), int(row["episode"]))
+            values.setdefault((row["agent"], where), []).append(float(value))
+    out = []
+    for agent, own in _by_agent(records).items():
+        steps = _cumulative(record.steps for record in own)
+        points = [
+            (index, steps[index], sum(found) / len(found), _ended(record))
+            for index, record in enumerate(own)
+            if (found := values.get((agent, record.key)))
+        ]
+        out.append(
+            Series(
+                run=run,
+                agent=agent,
+                metric=key,
+                episodes=tuple(p[0] for p in points),
+                steps=tuple(p[1] for p in points),
+                values=tuple(p[2] for p in points),
+                phases=_phase_starts(own),
+                ended=tuple(p[3] for p in points),
+            )
+        )
+    return out
+
+
+def numeric_keys(statistics: Iterable[Row]) -> list[str]:
+    """The statistic keys with at least one number among ``statistics`` rows, in first-seen
+    order."""
+    keys: dict[str, None] = {}
+    for row in statistics:
+        for key, value in (row["statistics"] or {}).items():
+            if is_number(value):
+                keys.setdefault(key)
+    return list(keys)
+
+
+def is_number(value: Any) -> bool:
+    """A real number (an int or a float, not a bool): what a curve can show."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def smooth(values: Sequence[float], window: int) -> tuple[float, ...]:
+    """The trailing mean over the last ``window`` values (fewer at the start), skipping NaN.
+
+    Raises:
+        ValueError: ``window`` is below 1.
+    """
+    if window < 1:
+        raise ValueError(f"a smoothing window is at least 1, got {window}")
+    out = []
+    for index in range(len(values)):
+        known = [v for v in values[max(0, index - window + 1) : index + 1] if not math.isnan(v)]
+        out.append(sum(known) / len(known) if known else math.nan)
+    return tuple(out)
+
+
+def smoothed(series: Series, window: int) -> Series:
+    """``series`` with its values smoothed (:func:`smooth`), the window starting afresh in each
+    phase (a test phase's episodes are not averaged with the training's)."""
+    starts = [index for index, _ in series.phases[1:]]
+    values: list[float] = []
+    segment: list[float] = []
+    for episode, value in zip(series.episodes, series.values, strict=True):
+        if starts and episode >= starts[0]:
+            while starts and episode >= starts[0]:
+                starts.pop(0)
+            values.extend(smooth(segment, window))
+            segment = []
+        segment.append(value)
+    values.extend(smooth(segment, window))
+    return dataclasses.replace(series, values=tuple(values))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _by_agent(records: Iterable[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:
+    out: dict[str, list[EpisodeRecord]] = {}
+    for record in records:
+        out.setdefault(record.agent, []).append(record)
+    return out
+
+
+def _ended(record: EpisodeRecord) -> float:
+    return math.nan if record.ended_at is None else record.ended_at.timestamp()
+
+
+def _cumulative(steps: Iterable[int]) -> tuple[int, ...]:
+    total = 0
+    out = []
+    for one in steps:
+        total += one
+        out.append(total)
+    return tuple(out)
+
+
+def _phase_starts(records: Sequence[EpisodeRecord]) -> tuple[tuple[int, str], ...]:
+    starts: list[tuple[int, str]] = []
+    phase = None
+    for index, record in enumerate(records):
+        if record.phase != phase:
+            phase = record.phase
+            starts.append((index, record.phase_name))
+    return tuple(starts)
+
+
+def _unique(values: Iterable[Any]) -> list[str]:
+    return list(dict.fromkeys(str(v) for v in values))
+
+
+def run_series(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> list[Series]:
+    """Every series of a run instance: each agent's rewards, then each numeric statistic key's
+    per agent (what the exporters write)."""
+    records = ordered_episodes(run, store_uri=store_uri, instance=instance)
+    found = rows.statistics(run, store_uri=store_uri, instance=instance)
+    out = reward_series(records, run)
+    for key in numeric_keys(found):
+        out.extend(one for one in statistic_series(records, found, key, run) if one.values)
+    return out
