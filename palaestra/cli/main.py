@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from palaestra import __version__
-from palaestra.cli import database, results
+from palaestra.cli import database, replay, results
 from palaestra.cli.common import State
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
 from palaestra.experiment.runtime_config import RuntimeConfig
@@ -136,7 +136,7 @@ def runtime_config_show_effective(state: State) -> None:
     click.echo(state.config.dump(), nl=False)
 
 
-for _module in (database, results):
+for _module in (database, results, replay):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

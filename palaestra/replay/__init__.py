@@ -18,8 +18,6 @@ An environment class that cannot be replayed bit for bit declares
 
 from __future__ import annotations
 
-from palaestra.core.errors import PalaestraError
-from palaestra.core.loading import load_class
 from palaestra.environment.environment import Environment
 from palaestra.replay.compare import Divergence
 from palaestra.replay.record import (
@@ -29,28 +27,15 @@ from palaestra.replay.record import (
     load_phase,
     phase_indices,
 )
+from palaestra.replay.session import (
+    EXIT_NOT_DETERMINISTIC,
+    NotDeterministicError,
+    Outcome,
+    nondeterministic,
+    replay_run,
+)
 from palaestra.replay.steps import EpisodeReplay, Step, WorkerReplay
 from palaestra.store.rows import StoreURI
-
-EXIT_NOT_DETERMINISTIC = 4
-"""The exit code of a replay that cannot be compared: an environment says it is not
-deterministic (``replay_deterministic = False``)."""
-
-
-class NotDeterministicError(PalaestraError):
-    """An environment of the phase declares ``replay_deterministic = False``."""
-
-    exit_code = EXIT_NOT_DETERMINISTIC
-
-
-def nondeterministic(record: PhaseRecord) -> list[str]:
-    """The environments of ``record`` (``uid (module:Class)``) whose class declares
-    ``replay_deterministic = False``: their replay need not reproduce the record."""
-    found = []
-    for spec in record.environments:
-        if getattr(load_class(spec.name), "replay_deterministic", True) is False:
-            found.append(f"{spec.uid} ({spec.name})")
-    return found
 
 
 def open(  # the name the API promises: palaestra.replay.open
@@ -99,6 +84,7 @@ __all__ = [
     "Environment",
     "EpisodeReplay",
     "NotDeterministicError",
+    "Outcome",
     "PhaseRecord",
     "Step",
     "UnknownPartError",
@@ -106,4 +92,5 @@ __all__ = [
     "load_phase",
     "nondeterministic",
     "open",
+    "replay_run",
 ]

@@ -96,6 +96,8 @@ class EpisodeReplay:
         self.substituted: dict[str, Any] | None = None
         self.divergence: Divergence | None = None
         self.baseline = world.start()
+        self.kept: list[dict[str, m.WorldStateRow]] = []
+        """The replayed rows of each step, by environment uid."""
         self.taken: list[Stepped] = []
         """What each step gave, as :func:`~palaestra.core.turns.run_episode` sees it."""
         self.over = False
@@ -146,6 +148,7 @@ class EpisodeReplay:
         stepped = self.world.step(by_env, stop)
         self._keep(stepped)
         live = {uid: row for uid, (_, row) in stepped.items()}
+        self.kept.append(live)
         divergence = self._compare(k + 1, recorded, live)
         if self.substituted is not None and any(row.done for row in live.values()):
             self.over = True
