@@ -24,8 +24,7 @@ class Divergence:
         episode: The episode (0-based, as recorded).
         step: The step (1-based, as in ``world_states``).
         environment: The environment's uid.
-        kind: ``"sensor"``, ``"reward"``, ``"done"`` or ``"steps"`` (the episode ended at
-            another step than recorded).
+        kind: ``"sensor"``, ``"reward"`` or ``"done"``.
         uid: The sensor's or reward's uid (the environment's uid for ``done``).
         recorded: The recorded value (``"missing"`` where the record has none).
         replayed: The replayed value (``"missing"`` where the replay has none).
@@ -42,10 +41,11 @@ class Divergence:
     replayed: Any
 
     def __str__(self) -> str:
+        what = f"done of '{self.uid}'" if self.kind == "done" else f"{self.kind} '{self.uid}'"
         return (
             f"phase {self.phase}, worker {self.worker}, episode {self.episode}, step "
-            f"{self.step}: {self.kind} '{self.uid}' was {self.recorded!r} in the record, "
-            f"{self.replayed!r} in the replay"
+            f"{self.step}: {what} was {self.recorded!r} in the record, {self.replayed!r} in "
+            "the replay"
         )
 
 
@@ -71,7 +71,7 @@ def first_difference(
             if not _same(a, b):
                 return kind, uid, a, b
     if bool(recorded["done"]) != row.done:
-        return "done", "done", bool(recorded["done"]), row.done
+        return "done", "", bool(recorded["done"]), row.done
     return None
 
 

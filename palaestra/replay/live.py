@@ -9,7 +9,7 @@ have written are kept (:class:`Tape`) to be compared with the store's, or writte
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from palaestra.core import messages as m
@@ -85,16 +85,16 @@ class LiveWorld:
         return values
 
     def step(
-        self, setpoints: Mapping[str, dict[str, Any]], stop: bool = False
+        self, setpoints: Mapping[str, dict[str, Any]], stop: Collection[str] = ()
     ) -> dict[str, tuple[m.EnvState, m.WorldStateRow]]:
         """Step every environment once with its set points (by environment uid, each by
-        full actuator uid); ``stop``: an agent asked to end the episode after this step (as
-        its objective rule did in the run). Returns each one's state and its row."""
+        full actuator uid); ``stop``: the environments an agent asked to end the episode after
+        this step (as its objective rule did in the run). Returns each one's state and its row."""
         stepped = {}
         for uid, process in self.processes.items():
             cut = len(process.prefix)
             own = {key[cut:]: value for key, value in setpoints.get(uid, {}).items()}
-            process.stop_requested = stop
+            process.stop_requested = uid in stop
             state = process.update(own)
             stepped[uid] = (state, self.tapes[uid].kept.pop())
         return stepped

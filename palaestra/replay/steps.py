@@ -138,10 +138,15 @@ class EpisodeReplay:
             setpoints = {}
             for row in recorded:
                 setpoints.update(row["setpoints"] if row is not None else {})
-            last = recorded[0] is not None and k == self.length - 1
-            stop = last and any(row is not None and row["done"] for row in recorded)
+            last = k == self.length - 1
+            # an agent's objective ended the episode in the run: its environments were told
+            stop = {
+                uid
+                for uid, row in zip(self.uids, recorded, strict=True)
+                if last and row is not None and row["done"]
+            }
         else:
-            setpoints, stop = dict(self.substituted), False
+            setpoints, stop = dict(self.substituted), set()
         by_env: dict[str, dict[str, Any]] = {uid: {} for uid in self.uids}
         for key, value in setpoints.items():
             by_env.setdefault(key.partition(".")[0], {})[key] = value
@@ -194,6 +199,8 @@ class EpisodeReplay:
                 continue
             found = first_difference(row, live[uid])
             if found is not None:
+                if found[0] == "done":
+                    found = ("done", uid, found[2], found[3])
                 divergence = Divergence(
                     self.record.index, self.worker, self.episode, step, uid, *found
                 )
