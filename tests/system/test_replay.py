@@ -19,7 +19,7 @@ import pytest
 
 from palaestra import replay
 from palaestra.store import rows
-from tests.conftest import PLUGINS
+from tests.conftest import PLUGINS, cli_runner
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -115,6 +115,22 @@ class Store:
             check=False,
         )
 
+    def replay(self, *args: str) -> Replayed:
+        """``palaestra experiment-replay ARGS`` in this process (a subprocess costs seconds)."""
+        from palaestra.cli.main import cli
+
+        result = cli_runner({"PALAESTRA_STORE_URI": self.uri}).invoke(
+            cli, ["experiment-replay", *args]
+        )
+        return Replayed(result.exit_code, result.stdout, result.stderr)
+
+
+@dataclass
+class Replayed:
+    returncode: int
+    stdout: str
+    stderr: str
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
@@ -144,7 +160,7 @@ def table(store: Store, name: str, run: str, instance: str) -> list[dict[str, An
 def test_replay_while_recording_copies_the_source_row_for_row(store: Store, combo: Combo) -> None:
     source = instances(store, combo.uid)[0]
 
-    done = store.palaestra("experiment-replay", combo.uid, "--instance", source, "--record")
+    done = store.replay(combo.uid, "--instance", source, "--record")
 
     assert done.returncode == 0, done.stderr
     assert "identical to the record" in done.stdout
@@ -153,7 +169,6 @@ def test_replay_while_recording_copies_the_source_row_for_row(store: Store, comb
     for name in ("world_states", "muscle_actions"):
         original = table(store, name, combo.uid, source)
         copied = table(store, name, combo.uid, copy)
-        assert len(original) == combo.workers * 2 * (5 if name == "world_states" else 1) or True
         assert original, name
         assert copied == original, name
     with sqlite3.connect(store.path / "palaestra.db") as db:
@@ -178,10 +193,8 @@ def test_a_changed_record_is_reported_at_its_first_divergence(store: Store) -> N
             (source,),
         )
     try:
-        diverged = store.palaestra("experiment-replay", run, "--instance", source)
-        until = store.palaestra(
-            "experiment-replay", run, "--instance", source, "--episode", "1", "--until", "2"
-        )
+        diverged = store.replay(run, "--instance", source)
+        until = store.replay(run, "--instance", source, "--episode", "1", "--until", "2")
     finally:
         with sqlite3.connect(store.path / "palaestra.db") as db:
             db.execute(
@@ -198,8 +211,8 @@ def test_a_changed_record_is_reported_at_its_first_divergence(store: Store) -> N
 
 
 def test_an_environment_that_is_not_deterministic_is_named_with_exit_4(store: Store) -> None:
-    refused = store.palaestra("experiment-replay", UNDETERMINED.uid)
-    replayed = store.palaestra("experiment-replay", UNDETERMINED.uid, "--no-compare")
+    refused = store.replay(UNDETERMINED.uid)
+    replayed = store.replay(UNDETERMINED.uid, "--no-compare")
 
     assert refused.returncode == replay.EXIT_NOT_DETERMINISTIC == 4
     assert "e1 (replay_plugins:UnreplayableEnvironment) declares replay_deterministic" in (
@@ -222,7 +235,7 @@ def test_an_environment_that_is_not_deterministic_is_named_with_exit_4(store: St
     ],
 )
 def test_bad_input_exits_2_naming_it(store: Store, args: list[str], named: str) -> None:
-    refused = store.palaestra("experiment-replay", *args)
+    refused = store.replay(*args)
 
     assert refused.returncode == 2, refused.stderr
     assert named in refused.stderr
