@@ -2,7 +2,8 @@
 reproduces its record; ``--record`` writes a copy equal to its source row for row (Vanilla and
 TakingTurns, one and two workers, one and two environments, discrete and continuous spaces);
 a divergence, a non-deterministic environment and bad input are reported with their exit codes;
-a user substitutes set points from Python."""
+a user substitutes set points from Python; a record written at the store's first revision
+(0001) migrates and replays."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from typing import Any
 import pytest
 
 from palaestra import replay
-from palaestra.store import rows
+from palaestra.store import rows, schema
+from palaestra.store.engine import make_engine
 from tests.conftest import PLUGINS, cli_runner
+from tests.unit.test_migrations import OLD, upgrade
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -267,3 +270,57 @@ def test_open_steps_through_an_episode_and_lets_the_user_take_over(store: Store)
     assert all(s.setpoints == {"e2.2": 7.5} for s in rest)
     assert all(s.live["e2"].setpoints == {"e2.2": 7.5} for s in rest)
     assert rest[-1].live["e1"].done or rest[-1].live["e2"].done
+
+
+# --- versioned records -----------------------------------------------------------------------
+
+TABLES = [  # in the order their foreign keys need
+    "experiments",
+    "experiment_runs",
+    "experiment_run_instances",
+    "experiment_run_phases",
+    "environments",
+    "agents",
+    "world_states",
+    "muscle_actions",
+]
+
+
+def store_at_0001(path: Path, source: Path) -> str:
+    """A store created at revision 0001 holding ``source``'s rows (the columns 0001 has)."""
+    uri = f"sqlite:///{path}"
+    engine = make_engine(uri)
+    try:
+        upgrade(engine, OLD)
+        assert schema.current_revision(engine) == OLD
+    finally:
+        engine.dispose()
+    with sqlite3.connect(path) as old, sqlite3.connect(source) as new:
+        for table in TABLES:
+            columns = [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
+            names = ", ".join(f'"{c}"' for c in columns)
+            found = new.execute(f"SELECT {names} FROM {table}").fetchall()
+            marks = ", ".join("?" for _ in columns)
+            old.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", found)
+    return uri
+
+
+def test_a_record_of_revision_0001_migrates_and_replays(store: Store, tmp_path: Path) -> None:
+    runs = ["vanilla-2w-2e-continuous", "turns-1w-1e-discrete"]
+    sources = {run: instances(store, run)[0] for run in runs}
+    old = Store(tmp_path)
+    old_uri = store_at_0001(tmp_path / "palaestra.db", store.path / "palaestra.db")
+    assert old.uri == old_uri
+
+    refused = old.replay(runs[0], "--instance", sources[runs[0]])
+    from palaestra.cli.main import cli
+
+    migrated = cli_runner({"PALAESTRA_STORE_URI": old.uri}).invoke(cli, ["database-migrate"])
+    replayed = [old.replay(run, "--instance", sources[run]) for run in runs]
+
+    assert refused.returncode == 3 and "database-migrate" in refused.stderr
+    assert migrated.exit_code == 0, migrated.stderr
+    assert f"from {OLD} to {schema.HEAD}" in migrated.stdout
+    for result in replayed:
+        assert result.returncode == 0, result.stderr
+        assert "identical to the record" in result.stdout
