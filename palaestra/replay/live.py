@@ -30,9 +30,6 @@ class Tape(RowSink):
         if isinstance(row, m.WorldStateRow):
             self.kept.append(row)
 
-    def flush(self) -> None:
-        """Nothing to push."""
-
 
 class LiveWorld:
     """The environments of one worker of a phase, in the phase's order.

@@ -135,16 +135,7 @@ class EpisodeReplay:
             raise StopIteration
         recorded: list[Row | None] = [rows[k] if k < len(rows) else None for rows in self.rows]
         if self.substituted is None:
-            setpoints = {}
-            for row in recorded:
-                setpoints.update(row["setpoints"] if row is not None else {})
-            last = k == self.length - 1
-            # an agent's objective ended the episode in the run: its environments were told
-            stop = {
-                uid
-                for uid, row in zip(self.uids, recorded, strict=True)
-                if last and row is not None and row["done"]
-            }
+            setpoints, stop = self._recorded_setpoints(k, recorded)
         else:
             setpoints, stop = dict(self.substituted), set()
         by_env: dict[str, dict[str, Any]] = {uid: {} for uid in self.uids}
@@ -170,6 +161,22 @@ class EpisodeReplay:
             diverged_by_user=self.substituted is not None,
             replay=self,
         )
+
+    def _recorded_setpoints(
+        self, k: int, recorded: list[Row | None]
+    ) -> tuple[dict[str, Any], set[str]]:
+        """The set points recorded for step ``k`` (0-based) and the environments an agent
+        stopped after it (in the run, its objective ended the episode: they were told)."""
+        setpoints: dict[str, Any] = {}
+        for row in recorded:
+            setpoints.update(row["setpoints"] if row is not None else {})
+        last = k == self.length - 1
+        stop = {
+            uid
+            for uid, row in zip(self.uids, recorded, strict=True)
+            if last and row is not None and row["done"]
+        }
+        return setpoints, stop
 
     def _keep(self, stepped: dict[str, tuple[m.EnvState, m.WorldStateRow]]) -> None:
         values: list[tuple[str, Any]] = []
