@@ -30,6 +30,10 @@ class UnknownPartError(InvalidInputError, LookupError):
     """The phase, episode or worker asked for is not in the record."""
 
 
+class IncompleteRecordError(InvalidInputError):
+    """The phase did not record every step (``record: {every: N}`` or ``record: episodes``)."""
+
+
 @dataclass(frozen=True)
 class RecordedAgent:
     """An agent of the phase: its name (also its process name in the replay) and the full
@@ -120,6 +124,13 @@ def load_phase(
         for row in rows.phases(run, store_uri=store_uri, instance=instance)
         if row["phase"] == index
     )
+    every = int((phase_row["config"] or {}).get("record_every", 1))
+    if every != 1:
+        kept = "only its episodes" if every == 0 else f"every {every}th step"
+        raise IncompleteRecordError(
+            f"run '{run}' instance '{instance}' phase {index} ({phase_row['name']}) recorded "
+            f"{kept} (phase_config record): the record has holes and cannot be replayed"
+        )
     env_rows = rows.environments(run, phase=index, store_uri=store_uri, instance=instance)
     agent_rows = rows.agents(run, phase=index, store_uri=store_uri, instance=instance)
     spec = _phase_spec(run, index, store_uri)
