@@ -126,7 +126,7 @@ def load_phase(
     )
     every = int((phase_row["config"] or {}).get("record_every", 1))
     if every != 1:
-        kept = "only its episodes" if every == 0 else f"every {every}th step"
+        kept = "only its episodes" if every == 0 else f"one step in {every}"
         raise IncompleteRecordError(
             f"run '{run}' instance '{instance}' phase {index} ({phase_row['name']}) recorded "
             f"{kept} (phase_config record): the record has holes and cannot be replayed"

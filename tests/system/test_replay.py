@@ -244,6 +244,27 @@ def test_bad_input_exits_2_naming_it(store: Store, args: list[str], named: str) 
     assert named in refused.stderr
 
 
+def test_a_phase_that_recorded_only_some_steps_is_refused(store: Store) -> None:
+    run = "vanilla-2w-2e-continuous"
+    source = instances(store, run)[0]
+    config = (
+        "UPDATE experiment_run_phases SET config = json_set(config, '$.record_every', {}) "
+        "WHERE experiment_run_instance_id = "
+        "(SELECT id FROM experiment_run_instances WHERE uid = ?)"
+    )
+    with sqlite3.connect(store.path / "palaestra.db") as db:
+        db.execute(config.format(3), (source,))
+    try:
+        refused = store.replay(run, "--instance", source)
+    finally:
+        with sqlite3.connect(store.path / "palaestra.db") as db:
+            db.execute(config.format(1), (source,))
+
+    assert refused.returncode == 2, refused.stderr
+    assert "phase 0 (phase_0) recorded one step in 3" in refused.stderr
+    assert "cannot be replayed" in refused.stderr
+
+
 def test_open_steps_through_an_episode_and_lets_the_user_take_over(store: Store) -> None:
     run = "turns-2w-2e-continuous"
     source = instances(store, run)[0]
