@@ -152,7 +152,7 @@ def load_phase(
         environments=specs,
         seeds={str(row["environment"]): [int(s) for s in row["seeds"]] for row in env_rows},
         policy=_policy(spec),
-        agents=[_agent(str(row["agent"]), actions) for row in agent_rows],
+        agents=[_agent(row, actions) for row in agent_rows],
         phase_row=phase_row,
         environment_rows=list(env_rows),
         agent_rows=list(agent_rows),
@@ -212,7 +212,13 @@ def _policy(phase: PhaseSpec | None) -> type[TurnPolicy]:
     return policy if isinstance(policy, type) and issubclass(policy, TurnPolicy) else AllAct
 
 
-def _agent(name: str, actions: dict[tuple[str, int, int], list[Row]]) -> RecordedAgent:
+def _agent(row: Row, actions: dict[tuple[str, int, int], list[Row]]) -> RecordedAgent:
+    """The agent of an ``agents`` row with the sensors its run file gave it (else those of
+    its recorded rows)."""
+    name = str(row["agent"])
+    sensors = (row["config"] or {}).get("sensors")
+    if isinstance(sensors, list):
+        return RecordedAgent(name, [str(uid) for uid in sensors])
     for (agent, _, _), found in actions.items():
         if agent == name and found:
             return RecordedAgent(name, list(found[0]["sensor_readings"]))
