@@ -4,6 +4,8 @@ The copy has the source's run, phases, environments and agents, and:
 
 * ``world_states``: the replayed rows, made as a run makes them (the environment's own row,
   through the store writer's conversion);
+* ``episodes``: one row per replayed episode (its steps, how it ended, each agent's episode
+  reward, as the episode loop counts them; its times those of the replay);
 * ``muscle_actions``: one row per completed transition of each agent, in the order of turns of
   the phase's policy (:func:`palaestra.core.turns.run_episode` driven by the replayed steps):
   sensor readings and rewards from the replay, set points from the record (the replay drives
@@ -17,6 +19,7 @@ source row for row (ids and timestamps aside).
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,7 +31,7 @@ from sqlalchemy.orm import Session
 from palaestra import __version__
 from palaestra.core import messages as m
 from palaestra.core.termination import EpisodeEndsWithEnvironment
-from palaestra.core.turns import Stepped, run_episode
+from palaestra.core.turns import EpisodeResult, Stepped, run_episode
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.steps import EpisodeReplay
 from palaestra.store import schema
@@ -36,6 +39,7 @@ from palaestra.store.engine import make_engine
 from palaestra.store.models import (
     Agent,
     Environment,
+    Episode,
     ExperimentRun,
     ExperimentRunInstance,
     ExperimentRunPhase,
@@ -44,7 +48,7 @@ from palaestra.store.models import (
     utcnow,
 )
 from palaestra.store.rows import Row, StoreURI, resolve_store_uri
-from palaestra.store.writer import _muscle_action_rows, _world_state_rows
+from palaestra.store.writer import _episode_rows, _muscle_action_rows, _world_state_rows
 
 
 class _Tape:
@@ -73,10 +77,18 @@ def muscle_rows(
     record: PhaseRecord, worker: int, replay: EpisodeReplay
 ) -> dict[str, list[m.MuscleActionRow]]:
     """Each agent's ``muscle_actions`` rows of the replayed episode, by agent name."""
+    return rebuild(record, worker, replay)[0]
+
+
+def rebuild(
+    record: PhaseRecord, worker: int, replay: EpisodeReplay
+) -> tuple[dict[str, list[m.MuscleActionRow]], EpisodeResult | None]:
+    """Each agent's ``muscle_actions`` rows of the replayed episode, by agent name, and what
+    the episode loop says of the episode (its ``episodes`` row; None if it had no step)."""
     if not replay.taken:
-        return {}
+        return {}, None
     tape = _Tape(replay.taken)
-    run_episode(
+    result = run_episode(
         record.policy(),
         tape,
         record.agents,
@@ -90,7 +102,7 @@ def muscle_rows(
             for row in record.muscle_actions.get((agent.name, worker, replay.episode), [])
         }
         found[agent.name] = _transitions(agent, replay.episode, tape.seen[agent.name], recorded)
-    return found
+    return found, result
 
 
 def _transitions(
@@ -131,6 +143,7 @@ class Copy:
         self.phases: dict[int, PhaseRecord] = {}
         self.world: list[tuple[int, str, int, m.WorldStateRow]] = []
         self.actions: list[tuple[int, str, int, m.MuscleActionRow]] = []
+        self.episodes: list[m.EpisodeEnded] = []
 
     def add(self, record: PhaseRecord, worker: int, replay: EpisodeReplay) -> None:
         """Keep the rows of one replayed episode."""
@@ -138,8 +151,23 @@ class Copy:
         for rows in replay.kept:
             for uid, row in rows.items():
                 self.world.append((record.index, uid, worker, row))
-        for name, actions in muscle_rows(record, worker, replay).items():
-            self.actions.extend((record.index, name, worker, row) for row in actions)
+        actions, result = rebuild(record, worker, replay)
+        for name, rows in actions.items():
+            self.actions.extend((record.index, name, worker, row) for row in rows)
+        if result is not None:
+            self.episodes.append(
+                m.EpisodeEnded(
+                    phase=record.index,
+                    worker=worker,
+                    episode=replay.episode,
+                    started_at=replay.started_at,
+                    ended_at=time.time(),
+                    steps=result.steps,
+                    terminated=result.terminated,
+                    truncated=result.truncated,
+                    rewards=result.rewards,  # by process: an agent's is its name here
+                )
+            )
 
     def write(self, reason: str) -> str:
         """Write the new instance (status ``finished``, ``reason``); returns its uid."""
@@ -176,9 +204,15 @@ class Copy:
         session.flush()
         env_ids: dict[tuple[int, str], int] = {}
         agent_ids: dict[tuple[int, str], int] = {}
+        phase_ids: dict[int, int] = {}
         for record in self.phases.values():
-            env_ids.update(self._phase(session, instance.id, record, agent_ids))
+            env_ids.update(self._phase(session, instance.id, record, agent_ids, phase_ids))
         self._rows(session, env_ids, agent_ids)
+        for index, phase_id in phase_ids.items():
+            ended = [e for e in self.episodes if e.phase == index]
+            if ended:
+                message = m.EpisodeRows(phase_id=phase_id, rows=ended)
+                session.execute(insert(Episode), _episode_rows(message))
         return instance.uid
 
     def _phase(
@@ -187,6 +221,7 @@ class Copy:
         instance_id: int,
         record: PhaseRecord,
         agent_ids: dict[tuple[int, str], int],
+        phase_ids: dict[int, int],
     ) -> dict[tuple[int, str], int]:
         row = record.phase_row
         phase = ExperimentRunPhase(
@@ -203,6 +238,7 @@ class Copy:
         )
         session.add(phase)
         session.flush()
+        phase_ids[record.index] = phase.id
         environments = [
             Environment(
                 experiment_run_phase_id=phase.id,

@@ -10,6 +10,7 @@ and over when an environment says ``done``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,7 @@ class EpisodeReplay:
         self.until = self.length if until is None else min(until, self.length)
         self.substituted: dict[str, Any] | None = None
         self.divergence: Divergence | None = None
+        self.started_at = time.time()
         self.baseline = world.start()
         self.kept: list[dict[str, m.WorldStateRow]] = []
         """The replayed rows of each step, by environment uid."""

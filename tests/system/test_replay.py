@@ -174,6 +174,14 @@ def test_replay_while_recording_copies_the_source_row_for_row(store: Store, comb
         copied = table(store, name, combo.uid, copy)
         assert original, name
         assert copied == original, name
+
+    def episodes(instance: str) -> list[dict[str, Any]]:
+        found = table(store, "episodes", combo.uid, instance)
+        for row in found:
+            del row["started_at"], row["ended_at"]
+        return sorted(found, key=lambda row: (row["phase"], row["worker"], row["episode"]))
+
+    assert episodes(source) and episodes(copy) == episodes(source)
     with sqlite3.connect(store.path / "palaestra.db") as db:
         linked = db.execute(
             "SELECT c.source_instance_id = s.id FROM experiment_run_instances c, "
