@@ -148,12 +148,12 @@ class Copy:
     def add(self, record: PhaseRecord, worker: int, replay: EpisodeReplay) -> None:
         """Keep the rows of one replayed episode."""
         self.phases.setdefault(record.index, record)
-        for rows in replay.kept:
-            for uid, row in rows.items():
+        for step in replay.kept:
+            for uid, row in step.items():
                 self.world.append((record.index, uid, worker, row))
         actions, result = rebuild(record, worker, replay)
-        for name, rows in actions.items():
-            self.actions.extend((record.index, name, worker, row) for row in rows)
+        for name, transitions in actions.items():
+            self.actions.extend((record.index, name, worker, t) for t in transitions)
         if result is not None:
             self.episodes.append(
                 m.EpisodeEnded(
