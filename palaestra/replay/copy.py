@@ -144,6 +144,7 @@ class Copy:
         self.world: list[tuple[int, str, int, m.WorldStateRow]] = []
         self.actions: list[tuple[int, str, int, m.MuscleActionRow]] = []
         self.episodes: list[m.EpisodeEnded] = []
+        self.started_at = utcnow()
 
     def add(self, record: PhaseRecord, worker: int, replay: EpisodeReplay) -> None:
         """Keep the rows of one replayed episode."""
@@ -192,7 +193,7 @@ class Copy:
             experiment_run_id=run.id,
             status="finished",
             reason=reason,
-            started_at=utcnow(),
+            started_at=self.started_at,
             finished_at=utcnow(),
             palaestra_version=__version__,
             host=socket.gethostname(),
