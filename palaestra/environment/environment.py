@@ -124,6 +124,11 @@ class Environment(ABC):
     """
 
     check_ids_by_starting: ClassVar[bool] = True
+    replay_deterministic: ClassVar[bool] = True
+    """Whether stepping a new instance (same params, same seed) with a run's recorded set
+    points gives the recorded sensor values, rewards and ``done`` (``palaestra
+    experiment-replay`` compares them); set False on a class that cannot promise it (a
+    wall clock, an external simulator): its replay is then refused unless not compared."""
 
     def __init__(self, uid: str | None = None, broker_uri: str | None = None, seed: int = 0):
         self._own_uid = uid or ""

@@ -114,6 +114,9 @@ class ExperimentRunInstance(Base):
     host: Mapped[str] = mapped_column()
     package_versions: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     code_revision: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    source_instance_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The id of the instance this one replayed (``experiment-replay --record``; no foreign
+    key, so that deleting a run's instances needs no order); None if a run made it."""
 
 
 class ExperimentRunPhase(Base):

@@ -29,6 +29,7 @@ OLD = "0001_initial"
 PROVENANCE = "0002_provenance_and_reward"
 BIGINT = "0003_bigint_seeds"
 STATISTICS = "0004_statistics_and_simtime"
+EPISODES = "0005_episodes_and_ends"
 SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
@@ -214,6 +215,7 @@ def test_head_is_the_newest_script() -> None:
     assert script.get_current_head() == schema.HEAD
     assert [s.revision for s in script.walk_revisions()] == [
         schema.HEAD,
+        EPISODES,
         STATISTICS,
         BIGINT,
         PROVENANCE,
@@ -242,6 +244,7 @@ ADDED_BY_0005 = [
     ("add_column", "world_states", "truncated"),
     ("add_index", "episodes", "ix_episodes_phase_worker_episode"),
     ("add_table", "episodes", ""),
+    ("add_column", "experiment_run_instances", "source_instance_id"),  # and 0006's
 ]
 
 

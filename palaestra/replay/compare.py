@@ -1,0 +1,82 @@
+"""Comparing a replayed step with its record: the first value that differs, named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from palaestra.core import messages as m
+from palaestra.core.nonfinite import from_strict_json, to_strict_json
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.decode
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where a replay first differs from its record.
+
+    Attributes:
+        phase: The phase's index.
+        worker: The worker.
+        episode: The episode (0-based, as recorded).
+        step: The step (1-based, as in ``world_states``).
+        environment: The environment's uid.
+        kind: ``"sensor"``, ``"reward"`` or ``"done"``.
+        uid: The sensor's or reward's uid (the environment's uid for ``done``).
+        recorded: The recorded value (``"missing"`` where the record has none).
+        replayed: The replayed value (``"missing"`` where the replay has none).
+    """
+
+    phase: int
+    worker: int
+    episode: int
+    step: int
+    environment: str
+    kind: str
+    uid: str
+    recorded: Any
+    replayed: Any
+
+    def __str__(self) -> str:
+        what = f"done of '{self.uid}'" if self.kind == "done" else f"{self.kind} '{self.uid}'"
+        return (
+            f"phase {self.phase}, worker {self.worker}, episode {self.episode}, step "
+            f"{self.step}: {what} was {self.recorded!r} in the record, {self.replayed!r} in "
+            "the replay"
+        )
+
+
+def as_stored(value: Any) -> Any:
+    """``value`` as the store gives it back (JSON: tuples as lists, non-finite floats kept)."""
+    return from_strict_json(_decode(_encode(to_strict_json(value))))
+
+
+def first_difference(
+    recorded: dict[str, Any], row: m.WorldStateRow
+) -> tuple[str, str, Any, Any] | None:
+    """The first (kind, uid, recorded, replayed) in which ``row`` differs from the recorded
+    row (its ``sensors``, ``rewards`` and ``done``); None if it does not."""
+    for kind, mine, theirs in (
+        ("sensor", row.sensors, recorded["sensors"]),
+        ("reward", row.rewards, recorded["rewards"]),
+    ):
+        if mine == theirs:
+            continue
+        mine = as_stored(mine)
+        for uid in dict.fromkeys([*theirs, *mine]):
+            a, b = theirs.get(uid, "missing"), mine.get(uid, "missing")
+            if not _same(a, b):
+                return kind, uid, a, b
+    if bool(recorded["done"]) != row.done:
+        return "done", "", bool(recorded["done"]), row.done
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, NaN equal to NaN (a recorded NaN replayed as NaN is no divergence)."""
+    if a == b:
+        return True
+    return isinstance(a, float) and isinstance(b, float) and a != a and b != b

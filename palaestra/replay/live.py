@@ -1,0 +1,102 @@
+"""The live side of a replay: one worker's environments, rebuilt and stepped in this process.
+
+Each environment is an :class:`~palaestra.environment.environment_process.EnvironmentProcess`
+built as a run builds it (same class, params, seed, reward and state transformer), but never
+started as a process: the replay calls its ``start_world`` and ``update`` directly, so the
+values it checks, converts and records are exactly those a run records. The rows it would
+have written are kept (:class:`Tape`) to be compared with the store's, or written as a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from palaestra.core import messages as m
+from palaestra.core.records import Row, RowSink
+from palaestra.core.specs import EnvironmentSpec
+from palaestra.environment.environment import Environment
+from palaestra.environment.environment_process import EnvironmentProcess
+
+
+class Tape(RowSink):
+    """A row sink that keeps the rows (unencoded) instead of pushing them to a writer."""
+
+    def __init__(self) -> None:
+        super().__init__(None, lambda rows: m.StoreAck())
+        self.kept: list[m.WorldStateRow] = []
+
+    def add(self, row: Row) -> None:
+        if isinstance(row, m.WorldStateRow):
+            self.kept.append(row)
+
+
+class LiveWorld:
+    """The environments of one worker of a phase, in the phase's order.
+
+    Args:
+        specs: The environments as recorded.
+        seeds: One seed per worker, by environment uid.
+        worker: The worker replayed.
+        check_values: Check sensor values and rewards against their spaces, as the run did.
+    """
+
+    def __init__(
+        self,
+        specs: list[EnvironmentSpec],
+        seeds: Mapping[str, list[int]],
+        worker: int,
+        check_values: bool = True,
+    ) -> None:
+        self.check_values = check_values
+        self.processes: dict[str, EnvironmentProcess] = {}
+        self.tapes: dict[str, Tape] = {}
+        self.started = False
+        for index, spec in enumerate(specs):
+            process = EnvironmentProcess(
+                f"replay-{spec.uid}-{worker}",
+                environment=spec,
+                environment_id=index,
+                worker=worker,
+                seed=seeds[spec.uid][worker],
+                store_endpoint=None,
+            )
+            tape = Tape()
+            process.rows = tape
+            self.processes[spec.uid] = process
+            self.tapes[spec.uid] = tape
+
+    @property
+    def environments(self) -> dict[str, Environment]:
+        """The live environment plug-ins, by uid: inspect them, change them, call them."""
+        return {uid: process.env for uid, process in self.processes.items()}
+
+    def start(self) -> dict[str, Any]:
+        """Start the world (reset it after its first episode); the baseline's sensor values
+        by full uid."""
+        values: dict[str, Any] = {}
+        for process in self.processes.values():
+            baseline = process.start_world(self.started, self.check_values)
+            values.update((s.uid, s.value) for s in baseline.sensors)
+        self.started = True
+        return values
+
+    def step(
+        self, setpoints: Mapping[str, dict[str, Any]], stop: Collection[str] = ()
+    ) -> dict[str, tuple[m.EnvState, m.WorldStateRow]]:
+        """Step every environment once with its set points (by environment uid, each by
+        full actuator uid); ``stop``: the environments an agent asked to end the episode after
+        this step (as its objective rule did in the run). Returns each one's state and its row."""
+        stepped = {}
+        for uid, process in self.processes.items():
+            cut = len(process.prefix)
+            own = {key[cut:]: value for key, value in setpoints.get(uid, {}).items()}
+            process.stop_requested = uid in stop
+            state = process.update(own)
+            stepped[uid] = (state, self.tapes[uid].kept.pop())
+        return stepped
+
+    def shutdown(self) -> None:
+        """Shut the environments down (their ``shutdown``), ignoring nothing."""
+        for process in self.processes.values():
+            process.env.shutdown()
