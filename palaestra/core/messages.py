@@ -130,6 +130,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     each; it sends set points to those it has actuators in)."""
     answer_timeout: float = 300.0
     update_lag: int = 0
+    replay: list[RecordedSteps] = []
+    """The recorded steps the Brain is pre-trained on (the agent's ``replay`` sources)."""
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):
@@ -505,6 +507,36 @@ class StoreDump(Msg, frozen=True, kw_only=True):
     dumps: dict[str, bytes]
 
 
+class RecordedSteps(msgspec.Struct, frozen=True, kw_only=True):
+    """One worker's recorded ``muscle_actions`` of a replay source, in episode and step order,
+    and how many times they are fed to the Brain; ``source`` says where they come from."""
+
+    source: str
+    worker: int
+    rows: list[MuscleActionRow]
+    repeat: int = 1
+
+
+class StoreFindReplay(Msg, frozen=True, kw_only=True):
+    """Find the recorded steps of ``agent`` in phase ``phase`` of run ``run_uid`` (instance
+    ``instance``, else the newest); answered by :class:`StoreReplay`."""
+
+    run_uid: str
+    agent: str
+    phase: int
+    instance: str | None = None
+
+
+class StoreReplay(Msg, frozen=True, kw_only=True):
+    """The steps found, one item per worker, with the recorded agent's sensor and actuator
+    uids; or, in ``problem``, why there are none (no such run, instance, phase or agent)."""
+
+    problem: str = ""
+    sensors: list[str] = []
+    actuators: list[str] = []
+    steps: list[RecordedSteps] = []
+
+
 Message = (
     Ready
     | Failed
@@ -543,6 +575,8 @@ Message = (
     | StoreAck
     | StoreFindDump
     | StoreDump
+    | StoreFindReplay
+    | StoreReplay
 )
 
 _encoder = msgspec.msgpack.Encoder()
