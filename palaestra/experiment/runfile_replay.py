@@ -53,7 +53,8 @@ def _source(node: Node, phase_index: int) -> ReplaySpec:
     if "strict" in fields and fields["strict"].value is not None:
         as_bool(fields["strict"])  # palaestra's replay is always strict
     index = as_int(phase, minimum=0) if phase is not None else None
-    if run is None and (phase_index if index is None else index) >= phase_index:
+    chosen = index if index is not None else phase_index - 1
+    if run is None and not 0 <= chosen < phase_index:
         (phase or node).fail(
             f"a replay from this run must name an earlier phase than this one ({phase_index}), "
             f"got {'none' if index is None else index}.",
@@ -62,7 +63,7 @@ def _source(node: Node, phase_index: int) -> ReplaySpec:
     return ReplaySpec(
         agent=as_name(agent) if agent is not None else None,
         experiment_run=as_name(run) if run is not None else None,
-        phase=index if index is not None else phase_index - 1,
+        phase=max(chosen, 0),
         instance=as_str(instance) if instance is not None else None,
         repeat=as_int(repeat, minimum=1, maximum=1000) if repeat is not None else 1,
         key=node.key,
