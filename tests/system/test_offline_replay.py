@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from palaestra.core import messages as m
 from palaestra.store import rows
+from palaestra.store.engine import make_engine
+from palaestra.store.replay_source import find_replay
 from tests.conftest import Workspace
 
 EXPERT = """
@@ -93,6 +96,20 @@ def test_pretrained_learner_starts_at_the_experts_level(
         if "pretrained_rows" in r["statistics"]
     ]
     assert seen == [3 * 6 * 2 * workers]  # 3 sweeps over every recorded step of every worker
+    engine = make_engine(workspace.store_uri)
+    try:
+        request = m.StoreFindReplay(run_uid="offline-chain", agent="expert", phase=0)
+        found = find_replay(engine, request)
+    finally:
+        engine.dispose()
+    assert (found.problem, found.sensors, found.actuators) == (
+        "",
+        ["chain.position"],
+        ["chain.move"],
+    )
+    assert [(s.worker, [(r.episode, r.step) for r in s.rows]) for s in found.steps] == [
+        (w, [(e, t) for e in range(2) for t in range(6)]) for w in range(workers)
+    ]
 
 
 @pytest.mark.timeout(120)
@@ -113,8 +130,6 @@ def test_replay_from_another_run_and_its_bad_sources(workspace: Workspace) -> No
     assert episode_rewards(workspace, "fresh", "learner")[(0, 0)] == 6.0
     for source, said in (
         ("{experiment_run: nowhere, phase: 0}", "no run 'nowhere' in the store"),
-        ("{experiment_run: recorded, phase: 5}", "run 'recorded' has no phase 5"),
-        ("{experiment_run: recorded, phase: 0, agent: nobody}", "no agent 'nobody' in phase 0"),
         ("{experiment_run: recorded, phase: 0, agent: expert}", "lacks chain.steps"),
     ):
         text = run_file(1, f"[{source}]", "bad", False)
@@ -124,3 +139,26 @@ def test_replay_from_another_run_and_its_bad_sources(workspace: Workspace) -> No
         assert result.returncode == 2, result.stderr  # type: ignore[attr-defined]
         stderr = result.stderr  # type: ignore[attr-defined]
         assert str(path.name) in stderr and "replay[0]" in stderr and said in stderr, stderr
+    engine = make_engine(workspace.store_uri)
+    try:
+        for phase, agent, instance, said in (
+            (
+                5,
+                "expert",
+                None,
+                "run 'recorded' has no phase 5; its phases: 0 (expert), 1 (learner)",
+            ),
+            (
+                0,
+                "nobody",
+                None,
+                "run 'recorded' has no agent 'nobody' in phase 0; its agents there: expert",
+            ),
+            (0, "expert", "x", "run 'recorded' has no instance 'x'; its instances: "),
+        ):
+            request = m.StoreFindReplay(
+                run_uid="recorded", agent=agent, phase=phase, instance=instance
+            )
+            assert find_replay(engine, request).problem.startswith(said)
+    finally:
+        engine.dispose()
