@@ -96,7 +96,7 @@ class Brain(ABC):
 
         Called after :meth:`setup`, in a train phase of an agent whose run file names
         recorded runs under ``replay``: :attr:`memory` then holds their steps (each recorded
-        episode under a muscle uid of its own, ``replay:...``), and is emptied again after
+        episode under a muscle uid of its own, ``pretrainer:...``), and is emptied again after
         this call. The default does nothing.
         """
 

@@ -5,9 +5,9 @@ names fill the Brain's :attr:`~palaestra.agent.brain.Brain.memory`, ``pretrain``
 and the Brain then starts its phase with an empty memory (palaestra keeps the memory with the
 limits the run file and the Brain's ``setup`` gave it; the recorded steps go into a memory of
 their own, large enough for all of them). Each episode of each recorded worker (and each
-repetition) is kept under a muscle uid of its own,
-``replay:<source>:<repetition>:<worker>:<episode>``, so no transition spans two episodes and
-any number of recorded workers can be fed (palaestrAI refuses more than one).
+repetition) is kept under a muscle uid of its own, palaestrAI's
+``pretrainer:<source index>:<repetition>:<worker>:<episode>``, so no transition spans two
+episodes and any number of recorded workers can be fed (palaestrAI refuses more than one).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def pretrain(
     for recorded in steps:
         for copy in range(recorded.repeat):
             for row in recorded.rows:
-                uid = f"replay:{recorded.source}:{copy}:{recorded.worker}:{row.episode}"
+                uid = f"pretrainer:{recorded.index}:{copy}:{recorded.worker}:{row.episode}"
                 replayed.append(
                     uid,
                     sensor_readings=_readings(sensors, row.sensors),

@@ -509,12 +509,14 @@ class StoreDump(Msg, frozen=True, kw_only=True):
 
 class RecordedSteps(msgspec.Struct, frozen=True, kw_only=True):
     """One worker's recorded ``muscle_actions`` of a replay source, in episode and step order,
-    and how many times they are fed to the Brain; ``source`` says where they come from."""
+    and how many times they are fed to the Brain; ``source`` says where they come from, and
+    ``index`` which item of the agent's ``replay`` it is."""
 
     source: str
     worker: int
     rows: list[MuscleActionRow]
     repeat: int = 1
+    index: int = 0
 
 
 class StoreFindReplay(Msg, frozen=True, kw_only=True):

@@ -49,7 +49,7 @@ async def recorded_steps(
         )
         return []
     found: list[m.RecordedSteps] = []
-    for source in agent.replay:
+    for index, source in enumerate(agent.replay):
         request = m.StoreFindReplay(
             run_uid=source.experiment_run or run.uid,
             agent=source.agent or agent.name,
@@ -74,7 +74,9 @@ async def recorded_steps(
             f", {source.repeat} times" if source.repeat > 1 else "",
         )
         found.extend(
-            m.RecordedSteps(source=where, worker=s.worker, rows=s.rows, repeat=source.repeat)
+            m.RecordedSteps(
+                source=where, worker=s.worker, rows=s.rows, repeat=source.repeat, index=index
+            )
             for s in answer.steps
         )
     return found

@@ -55,7 +55,7 @@ STEPS = [
     m.RecordedSteps(
         source="s", worker=0, rows=[row(0, 0, False), row(0, 1, True), row(1, 0, True)]
     ),
-    m.RecordedSteps(source="s", worker=1, rows=[row(0, 0, True)], repeat=2),
+    m.RecordedSteps(source="t", worker=1, rows=[row(0, 0, True)], repeat=2, index=1),
 ]
 
 
@@ -65,12 +65,12 @@ def test_each_recorded_episode_is_a_muscle_of_its_own_in_the_agents_sensor_order
     own.set_limits(2, None)
     assert pretrain(brain, STEPS, SENSORS, {"e.m": Discrete(2)}) == 5
     assert sorted(brain.seen) == [
-        "replay:s:0:0:0",
-        "replay:s:0:0:1",
-        "replay:s:0:1:0",
-        "replay:s:1:1:0",
+        "pretrainer:0:0:0:0",
+        "pretrainer:0:0:0:1",
+        "pretrainer:1:0:1:0",
+        "pretrainer:1:1:1:0",
     ]
-    first = brain.seen["replay:s:0:0:0"]
+    first = brain.seen["pretrainer:0:0:0:0"]
     assert [r[0][0] for r in first] == [0, 1]  # e.a first, as the agent lists it
     assert first[0][0][1].tolist() == [0.5]  # decoded by its space
     assert [r[1:] for r in first] == [([1], [1.0], False, 2.0), ([1], [1.0], True, 2.0)]
