@@ -139,6 +139,13 @@ def test_replay_from_another_run_and_its_bad_sources(workspace: Workspace) -> No
         assert result.returncode == 2, result.stderr  # type: ignore[attr-defined]
         stderr = result.stderr  # type: ignore[attr-defined]
         assert str(path.name) in stderr and "replay[0]" in stderr and said in stderr, stderr
+    config = workspace.path / "nostore.yaml"
+    config.write_text("store_uri: none\n")
+    result = workspace.run(
+        "-c", str(config), "experiment-start", str(workspace.path / "fresh.yml")
+    )
+    assert result.returncode == 2, result.stderr
+    assert "fresh.yml" in result.stderr and "this run has no store" in result.stderr
     engine = make_engine(workspace.store_uri)
     try:
         for phase, agent, instance, said in (
