@@ -104,7 +104,7 @@ def _check_matches(
             _fail(
                 run,
                 source,
-                f"the {kind} of {where} do not match agent '{agent.name}''s: the record "
+                f"the {kind} of {where} are not those of agent '{agent.name}': the record "
                 f"{' and '.join(p for p in parts if p)}.",
                 "A Brain is pre-trained only on steps of an agent with its sensors and actuators.",
             )
