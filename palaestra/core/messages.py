@@ -521,12 +521,14 @@ class RecordedSteps(msgspec.Struct, frozen=True, kw_only=True):
 
 class StoreFindReplay(Msg, frozen=True, kw_only=True):
     """Find the recorded steps of ``agent`` in phase ``phase`` of run ``run_uid`` (instance
-    ``instance``, else the newest); answered by :class:`StoreReplay`."""
+    ``instance``, else the newest; only episode 0 with ``first_episode``, to check that there
+    are some); answered by :class:`StoreReplay`."""
 
     run_uid: str
     agent: str
     phase: int
     instance: str | None = None
+    first_episode: bool = False
 
 
 class StoreReplay(Msg, frozen=True, kw_only=True):

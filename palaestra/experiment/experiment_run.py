@@ -33,7 +33,7 @@ from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.environment.conductor import EnvironmentConductor
-from palaestra.experiment.offline import recorded_steps
+from palaestra.experiment.offline import check_other_runs, recorded_steps
 from palaestra.experiment.provenance import code_revision, package_versions
 from palaestra.experiment.store_client import (
     WRITER,
@@ -153,6 +153,7 @@ class ExperimentRun(Component):
             self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
             if writer.pid is not None:
                 self.runtime.start_task(self.store.watch(writer.pid))
+        await check_other_runs(self._store, self.run)  # before anything is recorded
         ids = await self._store(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,

@@ -50,19 +50,7 @@ async def recorded_steps(
         return []
     found: list[m.RecordedSteps] = []
     for index, source in enumerate(agent.replay):
-        request = m.StoreFindReplay(
-            run_uid=source.experiment_run or run.uid,
-            agent=source.agent or agent.name,
-            phase=source.phase if source.phase is not None else phase.index - 1,
-            instance=source.instance,
-        )
-        where = describe(request)
-        answer = await ask(request)
-        if not isinstance(answer, m.StoreReplay):  # a run without a store answers StoreAck
-            _fail(run, source, f"{where} cannot be read: this run has no store.")
-        if answer.problem:
-            _fail(run, source, f"{answer.problem}.")
-        _check_matches(run, source, agent, answer, where)
+        answer, where = await _find(ask, run, phase, agent, source, first_episode=False)
         rows = sum(len(s.rows) for s in answer.steps)
         LOG.info(
             "agent '%s' in phase %d is pre-trained on %d recorded steps of %s (%d workers)%s",
@@ -80,6 +68,50 @@ async def recorded_steps(
             for s in answer.steps
         )
     return found
+
+
+async def check_other_runs(ask: Ask, run: RunSpec) -> None:
+    """Before the run starts: check every ``replay`` source in another run (of a train
+    phase) as :func:`recorded_steps` will, reading only its first episode, so that a bad one
+    fails before the first phase, not when its phase comes.
+
+    Raises:
+        RunFileError: As :func:`recorded_steps`.
+    """
+    for phase in run.phases:
+        if phase.config.mode != "train":
+            continue
+        for agent in phase.agents:
+            for source in agent.replay:
+                if source.experiment_run not in (None, run.uid):
+                    await _find(ask, run, phase, agent, source, first_episode=True)
+
+
+async def _find(
+    ask: Ask,
+    run: RunSpec,
+    phase: PhaseSpec,
+    agent: AgentSpec,
+    source: ReplaySpec,
+    *,
+    first_episode: bool,
+) -> tuple[m.StoreReplay, str]:
+    """The store's answer for ``source`` (checked) and where it is, in words."""
+    request = m.StoreFindReplay(
+        run_uid=source.experiment_run or run.uid,
+        agent=source.agent or agent.name,
+        phase=source.phase if source.phase is not None else phase.index - 1,
+        instance=source.instance,
+        first_episode=first_episode,
+    )
+    where = describe(request)
+    answer = await ask(request)
+    if not isinstance(answer, m.StoreReplay):  # a run without a store answers StoreAck
+        _fail(run, source, f"{where} cannot be read: this run has no store.")
+    if answer.problem:
+        _fail(run, source, f"{answer.problem}.")
+    _check_matches(run, source, agent, answer, where)
+    return answer, where
 
 
 def describe(request: m.StoreFindReplay) -> str:

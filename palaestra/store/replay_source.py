@@ -31,7 +31,12 @@ def find_replay(engine: Engine, request: m.StoreFindReplay) -> m.StoreReplay:
         )
     config: dict[str, Any] = found[0]["config"] or {}
     steps = rows.muscle_actions(
-        run, phase=phase, agent=agent, store_uri=engine, instance=request.instance
+        run,
+        phase=phase,
+        agent=agent,
+        episode=0 if request.first_episode else None,
+        store_uri=engine,
+        instance=request.instance,
     )
     if not steps:
         return m.StoreReplay(

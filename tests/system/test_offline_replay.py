@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from palaestra.core import messages as m
@@ -100,6 +101,7 @@ def test_pretrained_learner_starts_at_the_experts_level(
     try:
         request = m.StoreFindReplay(run_uid="offline-chain", agent="expert", phase=0)
         found = find_replay(engine, request)
+        checked = find_replay(engine, msgspec.structs.replace(request, first_episode=True))
     finally:
         engine.dispose()
     assert (found.problem, found.sensors, found.actuators) == (
@@ -109,6 +111,9 @@ def test_pretrained_learner_starts_at_the_experts_level(
     )
     assert [(s.worker, [(r.episode, r.step) for r in s.rows]) for s in found.steps] == [
         (w, [(e, t) for e in range(2) for t in range(6)]) for w in range(workers)
+    ]
+    assert [(s.worker, {r.episode for r in s.rows}) for s in checked.steps] == [
+        (w, {0}) for w in range(workers)
     ]
 
 
@@ -139,6 +144,8 @@ def test_replay_from_another_run_and_its_bad_sources(workspace: Workspace) -> No
         assert result.returncode == 2, result.stderr  # type: ignore[attr-defined]
         stderr = result.stderr  # type: ignore[attr-defined]
         assert str(path.name) in stderr and "replay[0]" in stderr and said in stderr, stderr
+    # a source in another run is checked before the run starts: nothing of it is recorded
+    assert "bad" not in {r["run_uid"] for r in rows.runs(store_uri=workspace.store_uri)}
     config = workspace.path / "nostore.yaml"
     config.write_text("store_uri: none\n")
     result = workspace.run(
