@@ -22,8 +22,10 @@ class Brain(ABC):
     ``actuators`` and ``seed`` are known by then), and :meth:`store` / :meth:`load` to save and
     restore your state with :meth:`store_brain_dump` / :meth:`load_brain_dump`.
 
-    palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`setup`,
-    :meth:`load` (only if there are dumps to start from), then :meth:`thinking` for every
+    palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`load`
+    (only if there are dumps to start from), :meth:`setup`, :meth:`pretrain` (only in a train
+    phase of an agent with ``replay``, its memory holding the recorded steps; it then starts
+    the phase with an empty memory), then :meth:`thinking` for every
     Muscle message (after appending its transition to :attr:`memory`), :meth:`store` at the end
     of every episode, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
     every :meth:`thinking` call.
@@ -127,6 +129,15 @@ class Brain(ABC):
 
     def setup(self) -> None:
         """Prepare models; the default does nothing."""
+
+    def pretrain(self) -> None:
+        """Learn offline from recorded steps before the phase begins (palaestrAI's hook).
+
+        Called after :meth:`setup`, in a train phase of an agent whose run file names
+        recorded runs under ``replay``: :attr:`memory` then holds their steps (each recorded
+        episode under a muscle uid of its own, ``pretrainer:...``), and is emptied again after
+        this call. The default does nothing.
+        """
 
     @abstractmethod
     def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:

@@ -21,6 +21,7 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.phase_stop import PhaseStop
+from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
@@ -118,9 +119,23 @@ class BrainProcess(Component):
             self.filters.set_up(brain=self.brain)
             self.sensors = list(self.brain.sensors)
         call(self.brain.setup)
+        if self.request.replay:  # palaestrAI's order: pre-trained after its setup
+            self._pretrain()
         listener = Listener(endpoint)  # bound before the Muscles are told to link
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, listener))
         return {"brain": endpoint}
+
+    def _pretrain(self) -> None:
+        """Feed the recorded steps of the agent's ``replay`` to the Brain's ``pretrain``."""
+        setup = self.request
+        sensors = self.spaces.build(SensorInformation, setup.sensors)  # before any filter
+        rows = pretrain(self.brain, setup.replay, sensors, self.actuator_spaces)
+        LOG.info(
+            "%s pre-trained on %d recorded steps of %s",
+            self.name,
+            rows,
+            "; ".join(dict.fromkeys(s.source for s in setup.replay)),
+        )
 
     def _serve(self, hot: HotLoop, listener: Listener) -> None:
         """The hot loop: answer the Muscles; on stop, dump once if needed and close."""

@@ -138,6 +138,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     update_lag: int = 0
     record_every: int = 1
     """Which steps get a ``muscle_actions`` row (see ``PhaseConfig.record_every``)."""
+    replay: list[RecordedSteps] = []
+    """The recorded steps the Brain is pre-trained on (the agent's ``replay`` sources)."""
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):
@@ -557,6 +559,40 @@ class StoreDump(Msg, frozen=True, kw_only=True):
     dumps: dict[str, bytes]
 
 
+class RecordedSteps(msgspec.Struct, frozen=True, kw_only=True):
+    """One worker's recorded ``muscle_actions`` of a replay source, in episode and step order,
+    and how many times they are fed to the Brain; ``source`` says where they come from, and
+    ``index`` which item of the agent's ``replay`` it is."""
+
+    source: str
+    worker: int
+    rows: list[MuscleActionRow]
+    repeat: int = 1
+    index: int = 0
+
+
+class StoreFindReplay(Msg, frozen=True, kw_only=True):
+    """Find the recorded steps of ``agent`` in phase ``phase`` of run ``run_uid`` (instance
+    ``instance``, else the newest; only episode 0 with ``first_episode``, to check that there
+    are some); answered by :class:`StoreReplay`."""
+
+    run_uid: str
+    agent: str
+    phase: int
+    instance: str | None = None
+    first_episode: bool = False
+
+
+class StoreReplay(Msg, frozen=True, kw_only=True):
+    """The steps found, one item per worker, with the recorded agent's sensor and actuator
+    uids; or, in ``problem``, why there are none (no such run, instance, phase or agent)."""
+
+    problem: str = ""
+    sensors: list[str] = []
+    actuators: list[str] = []
+    steps: list[RecordedSteps] = []
+
+
 Message = (
     Ready
     | Failed
@@ -596,6 +632,8 @@ Message = (
     | StoreAck
     | StoreFindDump
     | StoreDump
+    | StoreFindReplay
+    | StoreReplay
 )
 
 _encoder = msgspec.msgpack.Encoder()

@@ -46,6 +46,22 @@ class LoadSpec(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool = False
 
 
+class ReplaySpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Recorded steps an agent's Brain is pre-trained on (one item of the ``replay`` key): the
+    ``muscle_actions`` of ``agent`` in phase ``phase`` of run ``experiment_run`` (its instance
+    ``instance``, else its newest), fed ``repeat`` times. ``None`` means "this agent", "this
+    run" and "the phase before this one". ``key`` and ``line`` say where the item was written,
+    for errors found when the phase starts."""
+
+    agent: str | None = None
+    experiment_run: str | None = None
+    phase: int | None = None
+    instance: str | None = None
+    repeat: int = 1
+    key: str = ""
+    line: int | None = None
+
+
 class MemoryLimits(msgspec.Struct, frozen=True, kw_only=True):
     """How much of its transitions a Brain or a Muscle keeps in memory: at most ``rows`` rows
     and about ``bytes`` bytes (None: no byte bound); the oldest go first."""
@@ -80,6 +96,7 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     sensors: tuple[str, ...]
     actuators: tuple[str, ...]
     load: LoadSpec | None = None
+    replay: tuple[ReplaySpec, ...] = ()
     brain_memory: MemoryLimits = BRAIN_MEMORY
     muscle_memory: MemoryLimits = MUSCLE_MEMORY
     filters: tuple[ClassSpec, ...] = ()

@@ -33,6 +33,7 @@ from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.environment.conductor import EnvironmentConductor
+from palaestra.experiment.offline import check_other_runs, recorded_steps
 from palaestra.experiment.provenance import code_revision, package_versions
 from palaestra.experiment.store_client import (
     WRITER,
@@ -161,6 +162,7 @@ class ExperimentRun(Component):
             self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
             if writer.pid is not None:
                 self.runtime.start_task(self.store.watch(writer.pid))
+        await check_other_runs(self._store, self.run)  # before anything is recorded
         ids = await self._store(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,
@@ -209,6 +211,9 @@ class ExperimentRun(Component):
         """Record the phase, start its processes and wire them: environments first (agents
         are set up with the spaces they report), then the controllers, then the agents."""
         dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
+        replays = {
+            a.name: await recorded_steps(self._store, self.run, spec, a) for a in spec.agents
+        }
         phase = _Phase(spec, (await self._store(self._phase_start(spec, dumps))).ids, dumps)
         self._make_conductors(phase)
         phase.controllers = self._spawn_controllers(spec, phase.ids["phase"])
@@ -227,7 +232,12 @@ class ExperimentRun(Component):
             _check_agent(spec, agent, sensors, actuators)
         by_worker = _by_worker(env_ready, spec.config.worker)
         phase.agents_ready = await _together(
-            c.setup(self._agent_setup(phase, a, sensors, actuators, by_worker))
+            c.setup(
+                msgspec.structs.replace(
+                    self._agent_setup(phase, a, sensors, actuators, by_worker),
+                    replay=replays[a.name],
+                )
+            )
             for c, a in zip(phase.agents, spec.agents, strict=True)
         )
         return phase

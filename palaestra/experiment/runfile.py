@@ -49,6 +49,7 @@ from palaestra.experiment.runfile_objective import (
     with_phase_stops,
 )
 from palaestra.experiment.runfile_record import RECORD_ALL, dump_policy, record_every
+from palaestra.experiment.runfile_replay import replay_sources
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -80,18 +81,14 @@ _AGENT_KEYS = (
     "sensors",
     "actuators",
     "load",
+    "replay",
     "brain_memory",
     "muscle_memory",
     "filters",
     "dump",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
-_AGENT_UNSUPPORTED = MappingProxyType(
-    {
-        "replay": "offline learning from recorded runs comes with palaestra's replay work "
-        "(a later issue); remove 'replay' to learn online",
-    }
-)
+_AGENT_UNSUPPORTED: MappingProxyType[str, str] = MappingProxyType({})
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
@@ -328,7 +325,7 @@ class _RunBuilder:
                 body.fail(f"missing required key '{key}' (the first phase cannot inherit it).")
         environments = self._environments(fields["environments"])
         uids = [environment.uid for environment in environments]
-        agents = self._agents(fields["agents"], name, uids)
+        agents = self._agents(fields["agents"], name, uids, index)
         if self._env_ids is not None:
             self._check_ids_exist(fields["agents"], environments)
         simulation = self._simulation(fields["simulation"], len(environments))
@@ -390,18 +387,22 @@ class _RunBuilder:
                 (optional(fields, "params") or fields["name"]).fail(str(exc))
         return spec, uid_node or fields["name"]
 
-    def _agents(self, node: Node, phase: str, uids: list[str]) -> tuple[AgentSpec, ...]:
+    def _agents(
+        self, node: Node, phase: str, uids: list[str], index: int = 0
+    ) -> tuple[AgentSpec, ...]:
         """Return a phase's agents, whose names must be unique."""
         specs: list[AgentSpec] = []
         seen: dict[str, int | None] = {}
         for item in as_list(node, non_empty=True):
-            spec, name_node = self._agent(item, phase, uids)
+            spec, name_node = self._agent(item, phase, uids, index)
             _check_unique(seen, spec.name, name_node, "agent name")
             specs.append(spec)
         return tuple(specs)
 
-    def _agent(self, node: Node, phase: str, uids: list[str]) -> tuple[AgentSpec, Node]:
-        """Return an agent and the node of its name."""
+    def _agent(
+        self, node: Node, phase: str, uids: list[str], index: int = 0
+    ) -> tuple[AgentSpec, Node]:
+        """Return an agent of phase ``index`` and the node of its name."""
         fields = as_mapping(
             node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED, unsupported=_AGENT_UNSUPPORTED
         )
@@ -413,6 +414,7 @@ class _RunBuilder:
             sensors=_ids(fields["sensors"], "sensor", phase, uids),
             actuators=_ids(fields["actuators"], "actuator", phase, uids),
             load=_load(optional(fields, "load")),
+            replay=replay_sources(optional(fields, "replay"), index),
             brain_memory=memory_limits(optional(fields, "brain_memory"), BRAIN_MEMORY),
             muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
             filters=self._filters(optional(fields, "filters")),

@@ -46,6 +46,7 @@ from palaestra.store.models import (
     WorldState,
     utcnow,
 )
+from palaestra.store.replay_source import find_replay
 
 LOG = logging.getLogger(__name__)
 
@@ -435,6 +436,13 @@ class StoreWriter(Component):
             brain_state_id=max(row.id for row in found),
             dumps={dump_key(row.tag): row.dump for row in found},
         )
+
+    @on(m.StoreFindReplay)
+    def handle_find_replay(self, message: m.StoreFindReplay) -> m.StoreReplay:
+        """The recorded steps an agent's ``replay`` names (see :mod:`.replay_source`)."""
+        self.flush()
+        assert self.engine is not None
+        return find_replay(self.engine, message)
 
 
 # --- rows and metadata -----------------------------------------------------------------------

@@ -373,19 +373,6 @@ def test_boolean_is_not_an_integer() -> None:
     )
 
 
-def test_replay_is_refused_until_the_replay_work() -> None:
-    text, line = variant(
-        "          sensors: [Env.0, Env.1]\n",
-        "          sensors: [Env.0, Env.1]\n          replay: [{agent: a, experiment_run: r}]\n",
-    )
-    error = error_of(text)
-    assert (error.line, error.key) == (line + 1, "schedule[0].only_phase.agents[0].replay")
-    assert error.message == (
-        "'replay' is not supported by palaestra yet: offline learning from recorded runs "
-        "comes with palaestra's replay work (a later issue); remove 'replay' to learn online."
-    )
-
-
 def test_phase_keys_not_indented_under_the_phase_name() -> None:
     text = 'uid: u\nseed: 1\nversion: "3.5"\nschedule:\n  - phase_0:\n    environments: []\n'
     error = error_of(text)
