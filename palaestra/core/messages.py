@@ -134,6 +134,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     each; it sends set points to those it has actuators in)."""
     answer_timeout: float = 300.0
     update_lag: int = 0
+    instance_uid: str = ""
+    """The run's execution, as palaestrAI's ``evaluate_rollouts`` is told."""
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):
@@ -167,6 +169,9 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     agents: list[AgentEndpoint]
     episodes: int
     mode: Mode
+    evaluate_every: int = 0
+    """After every ``evaluate_every`` episodes, an evaluation (see :class:`AgentEvaluate`);
+    0: none."""
 
 
 class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
@@ -256,6 +261,8 @@ class AgentEpisode(Msg, frozen=True, kw_only=True):
     sensors: list[InfoDesc]
     actuators: list[InfoDesc]
     driver: str = ""
+    evaluation: bool = False
+    """An evaluation rollout: the Muscle acts in test mode and tells its Brain nothing."""
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):
@@ -303,6 +310,26 @@ class Experience(Msg, frozen=True, kw_only=True):
     done: bool
     episode: int = 0
     step: int = 0
+
+
+class AgentEvaluate(Msg, frozen=True, kw_only=True):
+    """To a Muscle after an evaluation's rollouts, passed on to its Brain: call
+    ``evaluate_rollouts`` for evaluation ``evaluation`` (0, 1, ...); answered by
+    :class:`AgentEvaluated`."""
+
+    evaluation: int
+
+
+class AgentEvaluated(Msg, frozen=True, kw_only=True):
+    """The Brain's ``EvaluationResult``: ``metrics`` by name (None where a value is not a
+    number); ``result`` False if ``evaluate_rollouts`` returned None."""
+
+    agent: str
+    evaluation: int
+    result: bool
+    metrics: dict[str, float | None] = {}
+    checkpoint_id: str | None = None
+    checkpoint_hash: str | None = None
 
 
 class BrainUpdate(Msg, frozen=True, kw_only=True):
@@ -538,6 +565,8 @@ Message = (
     | AgentStep
     | AgentActions
     | Experience
+    | AgentEvaluate
+    | AgentEvaluated
     | BrainUpdate
     | WorldStateRows
     | MuscleActionRows

@@ -99,6 +99,8 @@ class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
     worker: int = 1
     episodes: int = 1
     update_lag: int = 0
+    evaluate_every: int = 0
+    """Training episodes between evaluations (palaestrAI's key); 0: none."""
 
 
 class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -33,6 +33,7 @@ from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.environment.conductor import EnvironmentConductor
+from palaestra.experiment.evaluation import evaluations
 from palaestra.experiment.provenance import code_revision, package_versions
 from palaestra.experiment.store_client import (
     WRITER,
@@ -263,6 +264,7 @@ class ExperimentRun(Component):
                     ],
                     episodes=spec.config.episodes,
                     mode=spec.config.mode,
+                    evaluate_every=evaluations(spec.config),
                 ),
             )
             for w, c in enumerate(phase.controllers)
@@ -367,6 +369,7 @@ class ExperimentRun(Component):
             agent=agent,
             agent_id=started.ids[f"agent:{agent.name}"],
             run_uid=self.run.uid,
+            instance_uid=self.instance_uid,
             phase_index=phase.index,
             phase_name=phase.name,
             mode=phase.config.mode,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import traceback
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -37,6 +38,10 @@ from palaestra.core.specs import (
     SimulationSpec,
 )
 from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
+from palaestra.experiment.runfile_evaluation import (
+    check_evaluation_condition,
+    is_evaluation_condition,
+)
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_objective import (
     is_objective_condition,
@@ -101,16 +106,7 @@ _PHASE_CONFIG_KEYS = (
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
-_OBJECTIVE_CONDITIONS = (
-    "It ends phases on evaluation rollouts (evaluate_every), which palaestra does not have "
-    "yet. End episodes with palaestra.experiment:AgentObjectiveTerminationCondition "
-    "(brain_avgN) and phases with palaestra.experiment:MaxEpisodesTerminationCondition."
-)
-_NOT_OFFERED = MappingProxyType(
-    {
-        "AgentEvaluationObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS,
-    }
-)
+_NOT_OFFERED: Mapping[str, str] = MappingProxyType({})
 """palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
 _BASE_CLASSES = MappingProxyType(
     {
@@ -299,6 +295,8 @@ class _RunBuilder:
         if condition is None:
             return (ClassSpec(name=_DEFAULT_RUN_CONDITION),), {}
         spec = self._class_spec(condition, role=None)
+        if is_evaluation_condition(spec.name):
+            check_evaluation_condition(condition, phases)
         if is_objective_condition(spec.name):
             names = sorted({agent.name for phase in phases for agent in phase.agents})
             return (spec,), phase_rules(condition, names)
@@ -573,8 +571,7 @@ def _phase_config(node: Node) -> PhaseConfig:
     """Return the phase's mode, worker count and episode count."""
     fields = as_mapping(node, allowed=_PHASE_CONFIG_KEYS)
     episodes = optional(fields, "episodes")  # null means 1, as palaestrAI allows it
-    if "evaluate_every" in fields:  # accepted for palaestrAI run files, not used
-        as_int(fields["evaluate_every"])
+    evaluate_every = optional(fields, "evaluate_every")  # null: none, as palaestrAI reads it
     if "store_raw_actuators" in fields:  # accepted for palaestrAI run files, not used
         as_bool(fields["store_raw_actuators"])
     return PhaseConfig(
@@ -582,6 +579,7 @@ def _phase_config(node: Node) -> PhaseConfig:
         worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
         episodes=as_int(episodes, minimum=1, maximum=COUNT_MAX) if episodes else 1,
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
+        evaluate_every=as_int(evaluate_every, minimum=0) if evaluate_every else 0,
     )
 
 

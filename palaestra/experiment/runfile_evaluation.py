@@ -1,0 +1,60 @@
+"""palaestrAI's AgentEvaluationObjectiveTerminationCondition in a run file: its rules and the
+phases it can end.
+
+As palaestrAI 3.5.18, the condition takes one worker per phase (``worker: 1``) and a positive
+``evaluate_every`` in every train phase; its rules (params ``agents``) are checked when the run
+file is loaded, so a malformed one is an invalid run file (exit 2), not a failed run.
+"""
+
+from __future__ import annotations
+
+from palaestra.core.errors import RunFileError
+from palaestra.core.specs import PhaseSpec
+from palaestra.experiment.evaluation import (
+    AgentEvaluationObjectiveTerminationCondition,
+    RuleError,
+    is_evaluation_condition,
+)
+from palaestra.experiment.runfile_schema import Node, as_mapping, as_params
+
+__all__ = ["check_evaluation_condition", "is_evaluation_condition"]
+
+_WHY_ONE_WORKER = (
+    "AgentEvaluationObjectiveTerminationCondition supports one worker, as palaestrAI's: "
+    "evaluations of several workers' mixed episodes would have no single checkpoint."
+)
+
+
+def check_evaluation_condition(condition: Node, phases: tuple[PhaseSpec, ...]) -> None:
+    """Check the run's evaluation condition (its node under ``run_config``) and the phases.
+
+    Raises:
+        RunFileError: A rule is malformed, a phase has more than one worker, or a train phase
+            has no positive ``evaluate_every``.
+    """
+    fields = as_mapping(condition, allowed=("name", "params"))
+    params = fields.get("params")
+    try:
+        AgentEvaluationObjectiveTerminationCondition(**as_params(params))
+    except RuleError as exc:
+        key = f"{(params or condition).key}.{exc.key}"
+        raise RunFileError(
+            exc.message,
+            line=(params or condition).line,
+            key=key,
+            hint="See palaestra.experiment.evaluation for the rules' form.",
+        ) from None
+    for phase in phases:
+        where = f"schedule[{phase.index}].{phase.name}.phase_config"
+        if phase.config.worker != 1:
+            raise RunFileError(
+                f"expected 1 worker, got {phase.config.worker}.",
+                key=f"{where}.worker",
+                hint=_WHY_ONE_WORKER,
+            )
+        if phase.config.mode == "train" and phase.config.evaluate_every < 1:
+            raise RunFileError(
+                "a train phase ended by AgentEvaluationObjectiveTerminationCondition needs "
+                "evaluate_every >= 1 (training episodes between evaluations).",
+                key=f"{where}.evaluate_every",
+            )
