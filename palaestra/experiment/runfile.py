@@ -41,6 +41,7 @@ from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
 from palaestra.experiment.runfile_evaluation import (
     check_evaluation_condition,
     is_evaluation_condition,
+    refuse_in_simulation,
 )
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_objective import (
@@ -418,10 +419,11 @@ class _RunBuilder:
         params = as_params(fields.get("params"))
         for key, problem in simulation_params_problems(params, environments):
             fields["params"].value[key].fail(problem)
+        for item in conditions:
+            refuse_in_simulation(item)
+        specs = tuple(self._class_spec(item, role=None) for item in conditions)
         return SimulationSpec(
-            name=self._class_name(fields["name"], role=None),
-            conditions=tuple(self._class_spec(item, role=None) for item in conditions),
-            params=params,
+            name=self._class_name(fields["name"], role=None), conditions=specs, params=params
         )
 
     def _class_spec(self, node: Node, *, role: str | None) -> ClassSpec:

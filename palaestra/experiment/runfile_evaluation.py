@@ -17,7 +17,7 @@ from palaestra.experiment.evaluation import (
 )
 from palaestra.experiment.runfile_schema import Node, as_mapping, as_params
 
-__all__ = ["check_evaluation_condition", "is_evaluation_condition"]
+__all__ = ["check_evaluation_condition", "is_evaluation_condition", "refuse_in_simulation"]
 
 _WHY_ONE_WORKER = (
     "AgentEvaluationObjectiveTerminationCondition supports one worker, as palaestrAI's: "
@@ -58,3 +58,20 @@ def check_evaluation_condition(condition: Node, phases: tuple[PhaseSpec, ...]) -
                 "evaluate_every >= 1 (training episodes between evaluations).",
                 key=f"{where}.evaluate_every",
             )
+
+
+def refuse_in_simulation(item: Node) -> None:
+    """Refuse the condition if ``item``, an entry of a phase's ``simulation.conditions``,
+    names it.
+
+    Raises:
+        RunFileError: It does: it ends phases, as the run's condition only.
+    """
+    name = item.value.get("name") if isinstance(item.value, dict) else None
+    if name is None or not isinstance(name.value, str) or not is_evaluation_condition(name.value):
+        return
+    as_mapping(item, allowed=("name", "params"))["name"].fail(
+        "AgentEvaluationObjectiveTerminationCondition ends phases on evaluations: it is the "
+        "run's condition, not a simulation condition.",
+        "Name it under run_config.condition (with phase_config.evaluate_every).",
+    )
