@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +43,7 @@ schedule:
           actuators: [counter.push]
       simulation:
         name: palaestrai.simulation:Vanilla
+        params: {driver: DRIVER}
         conditions:
           - name: palaestrai.simulation:VanillaSimControllerTerminationCondition
             params: {}
@@ -62,10 +65,19 @@ PLATEAU = (
 )
 
 
-def write(workspace: Workspace, rules: str, start: float, rise: float, every: int, workers: int):
+def write(
+    workspace: Workspace,
+    rules: str,
+    start: float,
+    rise: float,
+    every: int,
+    workers: int = 1,
+    driver: str = "auto",
+) -> tuple[Path, Path]:
     log = workspace.path / "evaluations.jsonl"
     text = RUN_FILE
     for key, value in (
+        ("DRIVER", driver),
         ("LOG", str(log)),
         ("START", str(start)),
         ("RISE", str(rise)),
@@ -79,9 +91,11 @@ def write(workspace: Workspace, rules: str, start: float, rise: float, every: in
     return path, log
 
 
-def run(workspace: Workspace, rules: str, start: float, rise: float, every: int):
+def run(
+    workspace: Workspace, rules: str, start: float, rise: float, every: int, driver: str = "auto"
+) -> tuple[list[dict[str, Any]], list[set[float]]]:
     """Run the file; the Brain's evaluate_rollouts calls and each episode's set points."""
-    path, log = write(workspace, rules, start, rise, every, workers=1)
+    path, log = write(workspace, rules, start, rise, every, driver=driver)
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     assert workspace.instance_status()[0] == "finished"
@@ -97,11 +111,12 @@ def run(workspace: Workspace, rules: str, start: float, rise: float, every: int)
     return calls, [episodes[e] for e in sorted(episodes)]
 
 
+@pytest.mark.parametrize("driver", ["environment", "controller"])
 def test_a_rising_score_ends_the_phase_by_success_before_its_episodes(
-    workspace: Workspace,
+    workspace: Workspace, driver: str
 ) -> None:
     """Scores 0.1, 0.2, 0.3, 0.4, 0.5: the 4th and 5th pass 0.35, two in a row."""
-    calls, episodes = run(workspace, SUCCESS, start=0.1, rise=0.1, every=1)
+    calls, episodes = run(workspace, SUCCESS, start=0.1, rise=0.1, every=1, driver=driver)
     assert [c["episode"] for c in calls] == [0, 1, 2, 3, 4]
     assert {(c["run"], c["phase"], c["agent"]) for c in calls} == {("evaluation", 0, "pusher")}
     assert len(episodes) == 10  # 5 training episodes, each followed by an evaluation

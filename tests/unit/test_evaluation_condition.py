@@ -4,6 +4,7 @@ the Brains' evaluation results as the simulation controller hands them over."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,9 +12,13 @@ import pytest
 
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.core import messages as m
+from palaestra.core.errors import RunFileError
 from palaestra.core.specs import PhaseConfig
 from palaestra.experiment import AgentEvaluationObjectiveTerminationCondition as Condition
 from palaestra.experiment.evaluation import RuleError, evaluations
+from palaestra.experiment.runfile import load_run_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "runfiles"
 
 
 def success(threshold: float = 0.5, consecutive: int = 2, minimum: int = 1, **more: Any) -> dict:
@@ -183,3 +188,60 @@ def test_results_carry_numbers_only() -> None:
 def test_evaluations_run_with_one_worker_only() -> None:
     assert evaluations(PhaseConfig(worker=1, evaluate_every=3)) == 3
     assert evaluations(PhaseConfig(worker=2, evaluate_every=3)) == 0
+
+
+RUN_CONFIG = """\
+run_config:
+  condition:
+    name: palaestra.experiment:AgentEvaluationObjectiveTerminationCondition
+    params:
+      agents:
+        solo: RULES
+"""
+
+
+def run_text(config: str, rules: str) -> str:
+    text = (FIXTURES / "minimal.yml").read_text()
+    old = "        mode: Train\n        worker: 2\n        episodes: null\n"
+    assert old in text
+    return text.replace(old, config) + RUN_CONFIG.replace("RULES", rules)
+
+
+SUCCESS_RULES = (
+    "{success: {metric: score, threshold: 1, direction: greater_equal, consecutive: 1, "
+    "min_evaluations: 1}}"
+)
+
+
+def test_the_run_file_gives_evaluate_every_to_the_phase() -> None:
+    text = run_text("        worker: 1\n        evaluate_every: 3\n", SUCCESS_RULES)
+    (phase,) = load_run_text(text, path="run.yml", check_classes=False).phases
+    assert phase.config.evaluate_every == 3
+    assert evaluations(phase.config) == 3
+
+
+@pytest.mark.parametrize(
+    ("config", "rules", "key"),
+    [
+        (
+            "        worker: 1\n",
+            SUCCESS_RULES,
+            "schedule[0].only_phase.phase_config.evaluate_every",
+        ),
+        (
+            "        worker: 2\n        evaluate_every: 1\n",
+            SUCCESS_RULES,
+            "schedule[0].only_phase.phase_config.worker",
+        ),
+        (
+            "        worker: 1\n        evaluate_every: 1\n",
+            SUCCESS_RULES.replace("consecutive: 1", "consecutive: two"),
+            "run_config.condition.params.agents.solo.success.consecutive",
+        ),
+    ],
+)
+def test_the_run_file_is_refused_naming_the_key(config: str, rules: str, key: str) -> None:
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(run_text(config, rules), path="run.yml", check_classes=False)
+    assert caught.value.key == key
+    assert caught.value.exit_code == 2
