@@ -42,6 +42,8 @@ from palaestra.experiment.runfile_evaluation import (
     check_evaluation_condition,
     is_evaluation_condition,
     refuse_in_simulation,
+    sets_no_episodes,
+    without_caps,
 )
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_objective import (
@@ -267,6 +269,7 @@ class _RunBuilder:
     def __init__(self, classes: _ClassChecker, probe_timeout: float) -> None:
         self._classes = classes
         self._env_ids = EnvironmentIds(probe_timeout) if classes.enabled else None
+        self._uncapped: set[int] = set()  # phases whose phase_config sets no episodes
 
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:
         """Return the RunSpec of the document at ``root``."""
@@ -275,6 +278,8 @@ class _RunBuilder:
         experiment_uid_node = optional(fields, "experiment_uid")
         phases = self._schedule(fields["schedule"])
         conditions, phase_stops = self._run_conditions(optional(fields, "run_config"), phases)
+        if any(is_evaluation_condition(c.name) for c in conditions):
+            phases = without_caps(phases, self._uncapped)
         return RunSpec(
             uid=uid,
             experiment_uid=as_name(experiment_uid_node) if experiment_uid_node else uid,
@@ -297,7 +302,7 @@ class _RunBuilder:
             return (ClassSpec(name=_DEFAULT_RUN_CONDITION),), {}
         spec = self._class_spec(condition, role=None)
         if is_evaluation_condition(spec.name):
-            check_evaluation_condition(condition, phases)
+            check_evaluation_condition(condition, phases, self._uncapped)
         if is_objective_condition(spec.name):
             names = sorted({agent.name for phase in phases for agent in phase.agents})
             return (spec,), phase_rules(condition, names)
@@ -326,6 +331,8 @@ class _RunBuilder:
         simulation = self._simulation(fields["simulation"], len(environments))
         if any(is_objective_condition(c.name) for c in simulation.conditions):
             agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
+        if sets_no_episodes(fields["phase_config"]):
+            self._uncapped.add(index)
         return PhaseSpec(
             index=index,
             name=name,

@@ -3,13 +3,17 @@ phases it can end.
 
 As palaestrAI 3.5.18, the condition takes one worker per phase (``worker: 1``) and a positive
 ``evaluate_every`` in every train phase; its rules (params ``agents``) are checked when the run
-file is loaded, so a malformed one is an invalid run file (exit 2), not a failed run.
+file is loaded, so a malformed one is an invalid run file (exit 2), not a failed run. A train
+phase that sets no ``episodes`` (palaestrAI's cap-free form) ends by the rules alone (bounded
+by :data:`~palaestra.core.specs.COUNT_MAX` episodes); a test phase must set them.
 """
 
 from __future__ import annotations
 
+import msgspec
+
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import PhaseSpec
+from palaestra.core.specs import COUNT_MAX, PhaseSpec
 from palaestra.experiment.evaluation import (
     AgentEvaluationObjectiveTerminationCondition,
     RuleError,
@@ -17,7 +21,13 @@ from palaestra.experiment.evaluation import (
 )
 from palaestra.experiment.runfile_schema import Node, as_mapping, as_params
 
-__all__ = ["check_evaluation_condition", "is_evaluation_condition", "refuse_in_simulation"]
+__all__ = [
+    "check_evaluation_condition",
+    "is_evaluation_condition",
+    "refuse_in_simulation",
+    "sets_no_episodes",
+    "without_caps",
+]
 
 _WHY_ONE_WORKER = (
     "AgentEvaluationObjectiveTerminationCondition supports one worker, as palaestrAI's: "
@@ -25,12 +35,38 @@ _WHY_ONE_WORKER = (
 )
 
 
-def check_evaluation_condition(condition: Node, phases: tuple[PhaseSpec, ...]) -> None:
-    """Check the run's evaluation condition (its node under ``run_config``) and the phases.
+def sets_no_episodes(phase_config: Node) -> bool:
+    """Whether a phase's ``phase_config`` (after inheritance) omits ``episodes`` or sets it
+    null: under the evaluation condition a train phase is then bounded by its rules only."""
+    fields = phase_config.value
+    if not isinstance(fields, dict):
+        return True
+    episodes = fields.get("episodes")
+    return episodes is None or episodes.value is None
+
+
+def without_caps(phases: tuple[PhaseSpec, ...], uncapped: set[int]) -> tuple[PhaseSpec, ...]:
+    """``phases`` with the train phases of ``uncapped`` (indices) bounded by the largest count
+    palaestra keeps instead of one episode: palaestrAI's cap-free form."""
+    return tuple(
+        msgspec.structs.replace(
+            phase, config=msgspec.structs.replace(phase.config, episodes=COUNT_MAX)
+        )
+        if phase.index in uncapped and phase.config.mode == "train"
+        else phase
+        for phase in phases
+    )
+
+
+def check_evaluation_condition(
+    condition: Node, phases: tuple[PhaseSpec, ...], uncapped: set[int] | None = None
+) -> None:
+    """Check the run's evaluation condition (its node under ``run_config``) and the phases
+    (``uncapped``: the indices of those that set no ``episodes``).
 
     Raises:
-        RunFileError: A rule is malformed, a phase has more than one worker, or a train phase
-            has no positive ``evaluate_every``.
+        RunFileError: A rule is malformed, a phase has more than one worker, a train phase
+            has no positive ``evaluate_every``, or a test phase sets no ``episodes``.
     """
     fields = as_mapping(condition, allowed=("name", "params"))
     params = fields.get("params")
@@ -57,6 +93,12 @@ def check_evaluation_condition(condition: Node, phases: tuple[PhaseSpec, ...]) -
                 "a train phase ended by AgentEvaluationObjectiveTerminationCondition needs "
                 "evaluate_every >= 1 (training episodes between evaluations).",
                 key=f"{where}.evaluate_every",
+            )
+        if phase.config.mode != "train" and phase.index in (uncapped or set()):
+            raise RunFileError(
+                "a test phase under AgentEvaluationObjectiveTerminationCondition needs "
+                "episodes (only train phases may leave them out, to end by the rules alone).",
+                key=f"{where}.episodes",
             )
 
 

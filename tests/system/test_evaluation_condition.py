@@ -47,7 +47,7 @@ schedule:
         conditions:
           - name: palaestrai.simulation:VanillaSimControllerTerminationCondition
             params: {}
-      phase_config: {mode: train, worker: WORKERS, episodes: 20, evaluate_every: EVERY}
+      phase_config: {mode: train, worker: WORKERS, CAPevaluate_every: EVERY}
 run_config:
   condition:
     name: palaestrai.experiment:AgentEvaluationObjectiveTerminationCondition
@@ -73,10 +73,12 @@ def write(
     every: int,
     workers: int = 1,
     driver: str = "auto",
+    cap: bool = True,
 ) -> tuple[Path, Path]:
     log = workspace.path / "evaluations.jsonl"
     text = RUN_FILE
     for key, value in (
+        ("CAP", "episodes: 20, " if cap else ""),
         ("DRIVER", driver),
         ("LOG", str(log)),
         ("START", str(start)),
@@ -92,10 +94,16 @@ def write(
 
 
 def run(
-    workspace: Workspace, rules: str, start: float, rise: float, every: int, driver: str = "auto"
+    workspace: Workspace,
+    rules: str,
+    start: float,
+    rise: float,
+    every: int,
+    driver: str = "auto",
+    cap: bool = True,
 ) -> tuple[list[dict[str, Any]], list[set[float]]]:
     """Run the file; the Brain's evaluate_rollouts calls and each episode's set points."""
-    path, log = write(workspace, rules, start, rise, every, driver=driver)
+    path, log = write(workspace, rules, start, rise, every, driver=driver, cap=cap)
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     assert workspace.instance_status()[0] == "finished"
@@ -111,12 +119,16 @@ def run(
     return calls, [episodes[e] for e in sorted(episodes)]
 
 
-@pytest.mark.parametrize("driver", ["environment", "controller"])
+@pytest.mark.parametrize(
+    ("driver", "cap"),
+    [("environment", True), ("controller", False)],
+    ids=["environment-driven, 20 episodes", "controller-driven, no episodes (cap-free)"],
+)
 def test_a_rising_score_ends_the_phase_by_success_before_its_episodes(
-    workspace: Workspace, driver: str
+    workspace: Workspace, driver: str, cap: bool
 ) -> None:
     """Scores 0.1, 0.2, 0.3, 0.4, 0.5: the 4th and 5th pass 0.35, two in a row."""
-    calls, episodes = run(workspace, SUCCESS, start=0.1, rise=0.1, every=1, driver=driver)
+    calls, episodes = run(workspace, SUCCESS, start=0.1, rise=0.1, every=1, driver=driver, cap=cap)
     assert [c["episode"] for c in calls] == [0, 1, 2, 3, 4]
     assert {(c["run"], c["phase"], c["agent"]) for c in calls} == {("evaluation", 0, "pusher")}
     assert len(episodes) == 10  # 5 training episodes, each followed by an evaluation

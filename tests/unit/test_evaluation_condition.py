@@ -13,7 +13,7 @@ import pytest
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.core import messages as m
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import PhaseConfig
+from palaestra.core.specs import COUNT_MAX, PhaseConfig
 from palaestra.experiment import AgentEvaluationObjectiveTerminationCondition as Condition
 from palaestra.experiment.evaluation import RuleError, evaluations
 from palaestra.experiment.runfile import load_run_text
@@ -220,9 +220,20 @@ def test_the_run_file_gives_evaluate_every_to_the_phase() -> None:
     assert evaluations(phase.config) == 3
 
 
+def test_a_train_phase_without_episodes_ends_by_the_rules_alone() -> None:
+    text = run_text("        worker: 1\n        evaluate_every: 2\n", SUCCESS_RULES)
+    (phase,) = load_run_text(text, path="run.yml", check_classes=False).phases
+    assert phase.config.episodes == COUNT_MAX
+
+
 @pytest.mark.parametrize(
     ("config", "rules", "key"),
     [
+        (
+            "        mode: test\n        worker: 1\n        episodes: null\n",
+            SUCCESS_RULES,
+            "schedule[0].only_phase.phase_config.episodes",
+        ),
         (
             "        worker: 1\n",
             SUCCESS_RULES,
