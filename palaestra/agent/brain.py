@@ -26,7 +26,8 @@ class Brain(ABC):
     palaestra calls, in the Brain's process: :meth:`attach` (framework only), :meth:`setup`,
     :meth:`load` (only if there are dumps to start from), then :meth:`thinking` for every
     Muscle message (after appending its transition to :attr:`memory`), :meth:`store` at the end
-    of every episode, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
+    of every episode, :meth:`evaluate_rollouts` after each evaluation rollout of a phase with
+    ``evaluate_every``, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
     every :meth:`thinking` call.
 
     The constructor and :meth:`setup` run on the process's main thread; :meth:`thinking` and

@@ -1,6 +1,6 @@
 """The run-file keys palaestra reads for palaestrAI's built-ins: an environment item's
 ``reward:`` and ``state_transformer:``, an agent's ``filters:``; and palaestrAI's
-agent-objective termination conditions, refused with what to use instead."""
+agent-evaluation termination condition, refused as a simulation condition."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from palaestra.agent import DummyBrain
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.core import messages as m
 from palaestra.core.errors import RunFileError
@@ -17,6 +18,7 @@ from palaestra.core.specs import COUNT_MAX, PhaseConfig
 from palaestra.experiment import AgentEvaluationObjectiveTerminationCondition as Condition
 from palaestra.experiment.evaluation import RuleError, evaluations
 from palaestra.experiment.runfile import load_run_text
+from tests.unit.test_compat import clean, mapped  # noqa: F401 - fixtures
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runfiles"
 
@@ -256,3 +258,21 @@ def test_the_run_file_is_refused_naming_the_key(config: str, rules: str, key: st
         load_run_text(run_text(config, rules), path="run.yml", check_classes=False)
     assert caught.value.key == key
     assert caught.value.exit_code == 2
+
+
+@pytest.mark.usefixtures("mapped")
+def test_palaestrais_names_are_palaestras() -> None:
+    from palaestrai.agent import EvaluationResult as PaiResult
+    from palaestrai.agent.evaluation_result import EvaluationResult as PaiResultFromModule
+    from palaestrai.experiment import AgentEvaluationObjectiveTerminationCondition as PaiCondition
+    from palaestrai.experiment.agent_evaluation_objective_termination_condition import (
+        AgentEvaluationObjectiveTerminationCondition as PaiConditionFromModule,
+    )
+
+    assert PaiResult is PaiResultFromModule is EvaluationResult
+    assert PaiCondition is PaiConditionFromModule is Condition
+
+
+def test_a_brain_returns_no_result_by_default() -> None:
+    brain = DummyBrain()
+    assert brain.evaluate_rollouts("run", "instance", 0, "a", episode=0) is None
