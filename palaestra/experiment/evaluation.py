@@ -189,6 +189,7 @@ class AgentEvaluationObjectiveTerminationCondition(EpisodeEndsWithEnvironment):
             record.streak = 0
             return
         record.valid += 1
+        LOG.info("evaluation %d of %s: %s", result.evaluation, name, values)
         if success is not None:
             passed = success.passes(float(values[success.metric] or 0.0))
             record.streak = record.streak + 1 if passed else 0

@@ -294,7 +294,7 @@ class SimulationController(Component):
                 end_phase = self._evaluate(evaluation, played, env_driven)
                 played += 1
                 if end_phase:
-                    LOG.info("%s: the evaluation after episode %d ends the phase", self.name, done)
+                    LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
                     break
         return played
 
