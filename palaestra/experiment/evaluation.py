@@ -62,8 +62,16 @@ class RuleError(ValueError):
 
 def evaluations(config: PhaseConfig) -> int:
     """Training episodes between a worker's evaluations in a phase: ``evaluate_every`` with
-    one worker, else 0 (none: with several workers palaestra runs no evaluation)."""
-    return config.evaluate_every if config.worker == 1 else 0
+    one worker, else 0 (none: with several workers palaestra runs no evaluation, and says
+    so)."""
+    if config.worker == 1 or not config.evaluate_every:
+        return config.evaluate_every
+    LOG.warning(
+        "phase_config.evaluate_every: palaestra runs evaluations with one worker only; this "
+        "phase has %d, so it runs none",
+        config.worker,
+    )
+    return 0
 
 
 def is_evaluation_condition(name: str) -> bool:
