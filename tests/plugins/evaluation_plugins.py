@@ -17,11 +17,14 @@ from palaestrai_style import GainBrain
 class EvaluatingBrain(GainBrain):
     """GainBrain with an ``evaluate_rollouts`` whose score changes per evaluation."""
 
-    def __init__(self, log: str, start: float = 0.0, rise: float = 0.0, **params: Any) -> None:
+    def __init__(
+        self, log: str, start: float = 0.0, rise: float = 0.0, wrong: bool = False, **params: Any
+    ) -> None:
         super().__init__()
         self.log = log
         self.start = start
         self.rise = rise
+        self.wrong = wrong  # return a dict, not an EvaluationResult
 
     def evaluate_rollouts(
         self,
@@ -30,7 +33,7 @@ class EvaluatingBrain(GainBrain):
         experiment_run_phase: int,
         agent_name: str,
         episode: int,
-    ) -> EvaluationResult:
+    ) -> Any:
         call = {
             "run": experiment_run_uid,
             "instance": experiment_run_instance_uid,
@@ -41,4 +44,5 @@ class EvaluatingBrain(GainBrain):
         }
         with open(self.log, "a") as f:
             f.write(json.dumps(call) + "\n")
-        return EvaluationResult(metrics={"score": self.start + self.rise * episode})
+        score = self.start + self.rise * episode
+        return {"score": score} if self.wrong else EvaluationResult(metrics={"score": score})

@@ -159,3 +159,14 @@ def test_more_than_one_worker_is_refused(workspace: Workspace) -> None:
     assert result.returncode == 2, result.stderr[-3000:]
     assert "schedule[0].training.phase_config.worker: expected 1 worker, got 2" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_result_that_is_no_evaluation_result_fails_the_run_naming_the_method(
+    workspace: Workspace,
+) -> None:
+    path, _ = write(workspace, SUCCESS, start=0.1, rise=0.1, every=1)
+    path.write_text(path.read_text().replace("rise: 0.1}", "rise: 0.1, wrong: true}"))
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "evaluate_rollouts" in result.stderr and "expected an EvaluationResult" in result.stderr
+    assert workspace.instance_status()[0] == "error"
