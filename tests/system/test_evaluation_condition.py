@@ -115,6 +115,8 @@ def run(
         ):
             episodes.setdefault(episode, set()).add(json.loads(setpoints)["counter.push"])
         (instance,) = conn.execute("select uid from experiment_run_instances").fetchone()
+        states = {e for (e,) in conn.execute("select distinct episode from world_states")}
+    assert states == set(episodes)  # the environment numbers the rollouts as the Muscle does
     assert all(c["instance"] == instance for c in calls)
     return calls, [episodes[e] for e in sorted(episodes)]
 
