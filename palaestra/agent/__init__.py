@@ -8,6 +8,7 @@ from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.dummy_objective import DummyObjective
+from palaestra.agent.evaluation_result import EvaluationResult
 from palaestra.agent.filter import Filter
 from palaestra.agent.filters import (
     AbsoluteDeviationFilter,
@@ -41,6 +42,7 @@ __all__ = [
     "DummyBrain",
     "DummyMuscle",
     "DummyObjective",
+    "EvaluationResult",
     "Filter",
     "Memory",
     "MergeStepsFilter",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.evaluation_result import EvaluationResult
 from palaestra.agent.memory import Memory
 from palaestra.agent.statistics import add_statistic, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
@@ -27,7 +28,8 @@ class Brain(ABC):
     phase of an agent with ``replay``, its memory holding the recorded steps; it then starts
     the phase with an empty memory), then :meth:`thinking` for every
     Muscle message (after appending its transition to :attr:`memory`), :meth:`store` at the end
-    of every episode, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
+    of every episode, :meth:`evaluate_rollouts` after each evaluation rollout of a phase with
+    ``evaluate_every``, and :meth:`teardown`. What :meth:`add_statistics` recorded is stored after
     every :meth:`thinking` call.
 
     The constructor and :meth:`setup` run on the process's main thread; :meth:`thinking` and
@@ -162,6 +164,24 @@ class Brain(ABC):
 
     def teardown(self) -> None:
         """Release resources; the default does nothing."""
+
+    def evaluate_rollouts(
+        self,
+        experiment_run_uid: str,
+        experiment_run_instance_uid: str,
+        experiment_run_phase: int,
+        agent_name: str,
+        episode: int,
+    ) -> EvaluationResult | None:
+        """Judge the policy after the rollouts of evaluation ``episode`` (0, 1, ...) of the
+        phase (``evaluate_every``); the default returns None (no result).
+
+        Return an :class:`~palaestra.agent.evaluation_result.EvaluationResult` for the run's
+        ``AgentEvaluationObjectiveTerminationCondition`` to read. Called in the Brain's
+        process with palaestrAI's arguments, after the evaluation episodes (test mode, not
+        learned from) ended.
+        """
+        return None
 
     def store_brain_dump(self, data: bytes | BinaryIO, tag: str | None = "") -> None:
         """Persist ``data`` as this brain's dump with ``tag`` (in the store and under the data

@@ -19,6 +19,7 @@ import zmq
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
@@ -186,6 +187,9 @@ class BrainProcess(Component):
         """Take one Muscle's experience, think, answer."""
         brain = self.brain
         message = m.decode(link.recv())
+        if isinstance(message, m.AgentEvaluate):
+            link.send(m.encode(self._evaluate(message.evaluation)))
+            return
         if not isinstance(message, m.Experience):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
         muscle_id = names.get(link)
@@ -221,6 +225,27 @@ class BrainProcess(Component):
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         update = self._deliver(muscle_id, update)
         link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
+
+    def _evaluate(self, evaluation: int) -> m.AgentEvaluated:
+        """Call ``evaluate_rollouts`` after evaluation ``evaluation``'s rollouts."""
+        setup = self.request
+        result = call(
+            self.brain.evaluate_rollouts,
+            experiment_run_uid=setup.run_uid,
+            experiment_run_instance_uid=setup.instance_uid,
+            experiment_run_phase=setup.phase_index,
+            agent_name=setup.agent.name,
+            episode=evaluation,
+        )
+        if result is not None and not isinstance(result, EvaluationResult):
+            raise PluginContractError(
+                self.brain,
+                "evaluate_rollouts",
+                f"returned {type(result).__name__}: expected an EvaluationResult "
+                "(palaestrai.agent.EvaluationResult) or None",
+            )
+        self._record_statistics(-1, -1, -1)
+        return evaluated(setup.agent.name, evaluation, result)
 
     def _deliver(self, muscle_id: str, update: Any) -> bytes | None:
         """The answer to ``muscle_id``, as palaestrAI's learner gives it: its own update if

@@ -37,6 +37,7 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
+from palaestra.core.mode import Mode
 from palaestra.core.plugin import PluginContractError, PluginError, call
 from palaestra.core.records import (
     RowSink,
@@ -137,6 +138,8 @@ class MuscleProcess(Component):
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
         self.end_phase = False  # the Brain said its phase rule holds: no further episode
         self.objective_reached = False
+        self.evaluation = False  # the episode is an evaluation rollout
+        self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
@@ -216,6 +219,8 @@ class MuscleProcess(Component):
                     reply = self.step(message)
                     if message.done:  # the controller waits for the end of an episode
                         router.send_multipart([sender, m.encode(reply)])
+                elif isinstance(message, m.AgentEvaluate):  # its rollouts are over
+                    router.send_multipart([sender, self._evaluate(message)])
                 elif isinstance(message, m.AgentEpisode):
                     self.begin_episode(message)
                     # acknowledged: the episode's first step may come from another peer
@@ -262,9 +267,35 @@ class MuscleProcess(Component):
             self._link(self.hot_loop)
         if message.episode > 0:
             call(self.muscle.reset)
+        self._evaluating(message.evaluation)
         self.episode = message.episode
         self.previous = None
         self._set_schema(message.sensors, message.actuators)
+
+    def _evaluating(self, evaluation: bool) -> None:
+        """Begin an evaluation rollout (test mode, the Brain not told) or a normal episode."""
+        if evaluation == self.evaluation:
+            return
+        muscle = self.muscle.__dict__
+        if evaluation:
+            self.own_mode = muscle.get("_palaestra_mode")
+            muscle["_palaestra_mode"] = Mode.TEST
+        elif self.own_mode is None:
+            muscle.pop("_palaestra_mode", None)
+        else:
+            muscle["_palaestra_mode"] = self.own_mode
+        self.evaluation = evaluation
+
+    def _evaluate(self, message: m.AgentEvaluate) -> bytes:
+        """Ask the Brain to judge the evaluation's rollouts; its answer, to pass on."""
+        self._send(self.brain, m.encode(message))
+        self.brain_waiting.begin()
+        try:
+            answer = self.brain.recv()
+        except PeerGone:
+            self.hot_loop.idle()  # its parent reports why
+        self.brain_waiting.end()
+        return answer
 
     def step(self, message: m.AgentStep) -> m.AgentActions:
         """Complete the last transition, consult the Brain, act.
@@ -294,6 +325,8 @@ class MuscleProcess(Component):
                         message.truncated,
                     )
                 )
+        if self.evaluation:  # not learned from: the Brain hears nothing of it
+            return self._evaluation_step(message)
         if self.awaiting:
             self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE
@@ -313,6 +346,17 @@ class MuscleProcess(Component):
         self.awaiting = True
         if self.update_lag == 0 or previous is None or message.done:
             self._apply_brain_answer()
+        if message.done:
+            self.previous = None
+            self._record_statistics(message.step)
+            self.rows.flush()
+            self.statistics.flush()
+            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
+        actions = self._act(message)
+        self._record_statistics(message.step)
+        return actions
+
+    def _evaluation_step(self, message: m.AgentStep) -> m.AgentActions:
         if message.done:
             self.previous = None
             self._record_statistics(message.step)

@@ -140,6 +140,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     """Which steps get a ``muscle_actions`` row (see ``PhaseConfig.record_every``)."""
     replay: list[RecordedSteps] = []
     """The recorded steps the Brain is pre-trained on (the agent's ``replay`` sources)."""
+    instance_uid: str = ""
+    """The run's execution, as palaestrAI's ``evaluate_rollouts`` is told."""
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):
@@ -173,6 +175,9 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     agents: list[AgentEndpoint]
     episodes: int
     mode: Mode
+    evaluate_every: int = 0
+    """After every ``evaluate_every`` episodes, an evaluation (see :class:`AgentEvaluate`);
+    0: none."""
 
 
 class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
@@ -274,6 +279,8 @@ class AgentEpisode(Msg, frozen=True, kw_only=True):
     sensors: list[InfoDesc]
     actuators: list[InfoDesc]
     driver: str = ""
+    evaluation: bool = False
+    """An evaluation rollout: the Muscle acts in test mode and tells its Brain nothing."""
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):
@@ -327,6 +334,26 @@ class Experience(Msg, frozen=True, kw_only=True):
     done: bool
     episode: int = 0
     step: int = 0
+
+
+class AgentEvaluate(Msg, frozen=True, kw_only=True):
+    """To a Muscle after an evaluation's rollouts, passed on to its Brain: call
+    ``evaluate_rollouts`` for evaluation ``evaluation`` (0, 1, ...); answered by
+    :class:`AgentEvaluated`."""
+
+    evaluation: int
+
+
+class AgentEvaluated(Msg, frozen=True, kw_only=True):
+    """The Brain's ``EvaluationResult``: ``metrics`` by name (None where a value is not a
+    number); ``result`` False if ``evaluate_rollouts`` returned None."""
+
+    agent: str
+    evaluation: int
+    result: bool
+    metrics: dict[str, float | None] = {}
+    checkpoint_id: str | None = None
+    checkpoint_hash: str | None = None
 
 
 class BrainUpdate(Msg, frozen=True, kw_only=True):
@@ -615,6 +642,8 @@ Message = (
     | AgentStep
     | AgentActions
     | Experience
+    | AgentEvaluate
+    | AgentEvaluated
     | BrainUpdate
     | WorldStateRows
     | MuscleActionRows

@@ -132,6 +132,8 @@ class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Which steps get ``world_states`` and ``muscle_actions`` rows: 1 every step (the run
     file's ``record: all``), N every N-th of each episode and its last (``record: {every: N}``),
     0 none, only ``episodes`` rows (``record: episodes``)."""
+    evaluate_every: int = 0
+    """Training episodes between evaluations (palaestrAI's key); 0: none."""
 
 
 class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from palaestra.core.messages import AgentEvaluated
 
 
 class TerminationCondition:
@@ -11,7 +14,8 @@ class TerminationCondition:
 
     The run file's ``params`` are passed to the constructor as keyword arguments. Override
     :meth:`episode_done` (checked after every environment step) and/or :meth:`phase_done`
-    (checked after every episode of a worker).
+    (checked after every episode of a worker), and :meth:`evaluation_done` (after every
+    evaluation, with the Brains' results).
     """
 
     def __init__(self, **params: Any) -> None:
@@ -21,6 +25,11 @@ class TerminationCondition:
         return False
 
     def phase_done(self, episodes_done: int, episodes: int) -> bool:
+        return False
+
+    def evaluation_done(self, evaluation: int, results: Sequence[AgentEvaluated]) -> bool:
+        """Whether the phase ends after evaluation ``evaluation`` (0, 1, ...), given each
+        agent's result; the default: no."""
         return False
 
 

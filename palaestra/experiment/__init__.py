@@ -1,5 +1,6 @@
 """Experiments: run files, the ExperimentRun controller, the executor, run-level conditions."""
 
+from palaestra.experiment.evaluation import AgentEvaluationObjectiveTerminationCondition
 from palaestra.experiment.termination import (
     AgentObjectiveTerminationCondition,
     EnvironmentTerminationCondition,
@@ -8,6 +9,7 @@ from palaestra.experiment.termination import (
 )
 
 __all__ = [
+    "AgentEvaluationObjectiveTerminationCondition",
     "AgentObjectiveTerminationCondition",
     "EnvironmentTerminationCondition",
     "MaxEpisodesTerminationCondition",

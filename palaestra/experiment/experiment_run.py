@@ -33,6 +33,7 @@ from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.environment.conductor import EnvironmentConductor
+from palaestra.experiment.evaluation import evaluations
 from palaestra.experiment.offline import check_other_runs, recorded_steps
 from palaestra.experiment.provenance import code_revision, package_versions
 from palaestra.experiment.store_client import (
@@ -301,6 +302,7 @@ class ExperimentRun(Component):
                     ],
                     episodes=spec.config.episodes,
                     mode=spec.config.mode,
+                    evaluate_every=evaluations(spec.config),
                 ),
             )
             for w, c in enumerate(phase.controllers)
@@ -407,6 +409,7 @@ class ExperimentRun(Component):
             agent=agent,
             agent_id=started.ids[f"agent:{agent.name}"],
             run_uid=self.run.uid,
+            instance_uid=self.instance_uid,
             phase_index=phase.index,
             phase_name=phase.name,
             mode=phase.config.mode,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import traceback
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -40,6 +41,13 @@ from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
     EnvironmentIds,
     InvalidEnvironmentError,
+)
+from palaestra.experiment.runfile_evaluation import (
+    check_evaluation_condition,
+    is_evaluation_condition,
+    refuse_in_simulation,
+    sets_no_episodes,
+    without_caps,
 )
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_objective import (
@@ -105,16 +113,7 @@ _PHASE_CONFIG_KEYS = (
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
-_OBJECTIVE_CONDITIONS = (
-    "It ends phases on evaluation rollouts (evaluate_every), which palaestra does not have "
-    "yet. End episodes with palaestra.experiment:AgentObjectiveTerminationCondition "
-    "(brain_avgN) and phases with palaestra.experiment:MaxEpisodesTerminationCondition."
-)
-_NOT_OFFERED = MappingProxyType(
-    {
-        "AgentEvaluationObjectiveTerminationCondition": _OBJECTIVE_CONDITIONS,
-    }
-)
+_NOT_OFFERED: Mapping[str, str] = MappingProxyType({})
 """palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
 _BASE_CLASSES = MappingProxyType(
     {
@@ -274,6 +273,7 @@ class _RunBuilder:
     def __init__(self, classes: _ClassChecker, probe_timeout: float) -> None:
         self._classes = classes
         self._env_ids = EnvironmentIds(probe_timeout) if classes.enabled else None
+        self._uncapped: set[int] = set()  # phases whose phase_config sets no episodes
 
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:
         """Return the RunSpec of the document at ``root``."""
@@ -282,6 +282,8 @@ class _RunBuilder:
         experiment_uid_node = optional(fields, "experiment_uid")
         phases = self._schedule(fields["schedule"])
         conditions, phase_stops = self._run_conditions(optional(fields, "run_config"), phases)
+        if any(is_evaluation_condition(c.name) for c in conditions):
+            phases = without_caps(phases, self._uncapped)
         return RunSpec(
             uid=uid,
             experiment_uid=as_name(experiment_uid_node) if experiment_uid_node else uid,
@@ -303,6 +305,8 @@ class _RunBuilder:
         if condition is None:
             return (ClassSpec(name=_DEFAULT_RUN_CONDITION),), {}
         spec = self._class_spec(condition, role=None)
+        if is_evaluation_condition(spec.name):
+            check_evaluation_condition(condition, phases, self._uncapped)
         if is_objective_condition(spec.name):
             names = sorted({agent.name for phase in phases for agent in phase.agents})
             return (spec,), phase_rules(condition, names)
@@ -331,6 +335,8 @@ class _RunBuilder:
         simulation = self._simulation(fields["simulation"], len(environments))
         if any(is_objective_condition(c.name) for c in simulation.conditions):
             agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
+        if sets_no_episodes(fields["phase_config"]):
+            self._uncapped.add(index)
         return PhaseSpec(
             index=index,
             name=name,
@@ -435,10 +441,11 @@ class _RunBuilder:
         params = as_params(fields.get("params"))
         for key, problem in simulation_params_problems(params, environments):
             fields["params"].value[key].fail(problem)
+        for item in conditions:
+            refuse_in_simulation(item)
+        specs = tuple(self._class_spec(item, role=None) for item in conditions)
         return SimulationSpec(
-            name=self._class_name(fields["name"], role=None),
-            conditions=tuple(self._class_spec(item, role=None) for item in conditions),
-            params=params,
+            name=self._class_name(fields["name"], role=None), conditions=specs, params=params
         )
 
     def _class_spec(self, node: Node, *, role: str | None) -> ClassSpec:
@@ -588,8 +595,7 @@ def _phase_config(node: Node) -> PhaseConfig:
     """Return the phase's mode, worker count and episode count."""
     fields = as_mapping(node, allowed=_PHASE_CONFIG_KEYS)
     episodes = optional(fields, "episodes")  # null means 1, as palaestrAI allows it
-    if "evaluate_every" in fields:  # accepted for palaestrAI run files, not used
-        as_int(fields["evaluate_every"])
+    evaluate_every = optional(fields, "evaluate_every")  # null: none, as palaestrAI reads it
     if "store_raw_actuators" in fields:  # accepted for palaestrAI run files, not used
         as_bool(fields["store_raw_actuators"])
     return PhaseConfig(
@@ -598,6 +604,7 @@ def _phase_config(node: Node) -> PhaseConfig:
         episodes=as_int(episodes, minimum=1, maximum=COUNT_MAX) if episodes else 1,
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
         record_every=record_every(fields["record"]) if "record" in fields else RECORD_ALL,
+        evaluate_every=as_int(evaluate_every, minimum=0) if evaluate_every else 0,
     )
 
 

@@ -273,7 +273,7 @@ class SimulationController(Component):
             )
             for a in run.agents
         ]
-        episodes = self._run(run.episodes)
+        episodes = self._run(run.episodes, run.evaluate_every)
         hot.call(
             self._send_parent,
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
@@ -305,32 +305,56 @@ class SimulationController(Component):
             return False
         return len(self.environments) == 1 and type(self.turns) in BUILT_IN
 
-    def _run(self, episodes: int) -> int:
-        done = 0
+    def _run(self, episodes: int, evaluate_every: int = 0) -> int:
+        """Run the worker's episodes, and an evaluation after every ``evaluate_every`` of
+        them; the number of episodes played (evaluation rollouts included)."""
+        done = 0  # training (or test) episodes: the phase's ``episodes`` counts these
+        played = 0  # every episode, as the environments number them
         env_driven = self.environment_drives()
         driver = f"the environment {self.environments[0].name}" if env_driven else "me"
         LOG.info("%s: episodes driven by %s", self.name, driver)
         while not any(call(c.phase_done, done, episodes) for c in self.conditions):
-            if done > 0:
-                self._start_environments(reset=True)
-            self._begin_episode(done, self.environments[0].name if env_driven else "")
-            if env_driven:
-                result, started, ended, end_phase = self._env_episode()
-                self._ended(done, result, started, ended)
-            else:
-                started = time.time()
-                sockets = _Sockets(self)
-                result = run_episode(
-                    self.turns, sockets, self.agents, self.conditions, self.values
-                )
-                self._ended(done, result, started, time.time())
-                end_phase = sockets.end_phase
+            end_phase = self._episode(played, env_driven)
             done += 1
+            played += 1
             if end_phase:  # an agent's phase rule (phase_avgN) holds
                 LOG.info("%s: an agent's phase rule holds: no further episode", self.name)
                 break
+            if evaluate_every and done % evaluate_every == 0:
+                evaluation = done // evaluate_every - 1
+                end_phase = self._evaluate(evaluation, played, env_driven)
+                played += 1
+                if end_phase:
+                    LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
+                    break
         self.episode_rows.flush()
-        return done
+        return played
+
+    def _episode(self, number: int, env_driven: bool, evaluation: bool = False) -> bool:
+        """Play episode ``number`` of the worker; whether an agent's phase rule now holds."""
+        if number > 0:
+            self._start_environments(reset=True)
+        self._begin_episode(number, self.environments[0].name if env_driven else "", evaluation)
+        if env_driven:
+            result, started, ended, end_phase = self._env_episode()
+            self._ended(number, result, started, ended)
+            return end_phase
+        started = time.time()
+        sockets = _Sockets(self)
+        result = run_episode(self.turns, sockets, self.agents, self.conditions, self.values)
+        self._ended(number, result, started, time.time())
+        return sockets.end_phase
+
+    def _evaluate(self, evaluation: int, number: int, env_driven: bool) -> bool:
+        """Evaluation ``evaluation``: one rollout in test mode (episode ``number``, not learned
+        from), then each agent's Brain judges it (``evaluate_rollouts``); whether a condition
+        ends the phase on the results."""
+        LOG.info("%s: evaluation %d (episode %d)", self.name, evaluation, number)
+        self._episode(number, env_driven, evaluation=True)
+        results: list[m.AgentEvaluated] = ask_all(
+            self.agents, [m.AgentEvaluate(evaluation=evaluation)] * len(self.agents)
+        )
+        return any(call(c.evaluation_done, evaluation, results) for c in self.conditions)
 
     def _ended(self, episode: int, result: EpisodeResult, started: float, ended: float) -> None:
         """Tell the parent and the store that ``episode`` ended (Unix times)."""
@@ -376,7 +400,7 @@ class SimulationController(Component):
         result = EpisodeResult(answer.steps, answer.terminated, answer.truncated, answer.rewards)
         return result, answer.started_at, answer.ended_at, answer.end_phase
 
-    def _begin_episode(self, episode: int, driver: str) -> None:
+    def _begin_episode(self, episode: int, driver: str, evaluation: bool = False) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
         actuators = {a.uid: a for b in self.baselines for a in b.actuators}
         ask_all(
@@ -387,6 +411,7 @@ class SimulationController(Component):
                     sensors=[sensors[uid] for uid in agent.sensors],
                     actuators=[actuators[uid] for uid in agent.actuators],
                     driver=driver,
+                    evaluation=evaluation,
                 )
                 for agent in self.agents
             ],

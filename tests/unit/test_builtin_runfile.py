@@ -1,6 +1,6 @@
 """The run-file keys palaestra reads for palaestrAI's built-ins: an environment item's
 ``reward:`` and ``state_transformer:``, an agent's ``filters:``; and palaestrAI's
-agent-objective termination conditions, refused with what to use instead."""
+agent-evaluation termination condition, refused as a simulation condition."""
 
 from __future__ import annotations
 
@@ -72,14 +72,14 @@ def test_a_filter_that_is_not_a_filter_is_refused() -> None:
     ],
 )
 @pytest.mark.usefixtures("plugins")
-def test_the_evaluation_condition_is_refused_saying_what_to_use(name: str) -> None:
+def test_the_evaluation_condition_is_refused_as_a_simulation_condition(name: str) -> None:
     text = _with("          - name: rf_plugins:Condition\n", f"          - name: {name}\n")
     with pytest.raises(RunFileError) as caught:
         load_run_text(text, path="run.yml", check_classes=True)
     error = caught.value
     assert error.key == "schedule[0].only_phase.simulation.conditions[0].name"
-    assert error.message == f"palaestra does not offer palaestrAI's '{name}' yet."
-    assert error.hint is not None and "MaxEpisodesTerminationCondition" in error.hint
+    assert "it is the run's condition" in error.message
+    assert error.hint is not None and "run_config.condition" in error.hint
 
 
 OBJECTIVE = "palaestrai.experiment:AgentObjectiveTerminationCondition"

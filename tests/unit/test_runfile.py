@@ -161,9 +161,9 @@ def test_phases_inherit_what_they_do_not_set() -> None:
     assert warmup.simulation.params == {"steps": 10, "nested": {"a": 1, "b": 2}}
     assert train.simulation.params == {"steps": 10, "nested": {"a": 1, "b": 20}}
     assert evaluate.simulation == train.simulation
-    assert warmup.config == PhaseConfig(mode="train", worker=1, episodes=3)
-    assert train.config == PhaseConfig(mode="train", worker=4, episodes=3)
-    assert evaluate.config == PhaseConfig(mode="test", worker=4, episodes=1)
+    assert warmup.config == PhaseConfig(mode="train", worker=1, episodes=3, evaluate_every=2)
+    assert train.config == PhaseConfig(mode="train", worker=4, episodes=3, evaluate_every=2)
+    assert evaluate.config == PhaseConfig(mode="test", worker=4, episodes=1, evaluate_every=2)
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yml")), ids=lambda p: p.name)

@@ -2,6 +2,7 @@
 attributes of it once it is imported."""
 
 from palaestra.compat.palaestrai.experiment import (
+    agent_evaluation_objective_termination_condition,
     environment_termination_condition,
     max_episodes_termination_condition,
     termination_condition,
@@ -13,6 +14,7 @@ from palaestra.experiment import __all__ as _builtins
 
 __all__ = [*_builtins, "TerminationCondition"]
 _MODULES = (
+    agent_evaluation_objective_termination_condition,
     environment_termination_condition,
     max_episodes_termination_condition,
     termination_condition,
