@@ -293,6 +293,8 @@ class PPOBrain(Brain):
 
     def store(self) -> None:
         assert self.ppo is not None
+        if self.mode != "train":
+            return  # it learned nothing new
         if self.ppo.updates != self.stored_updates:  # dump only a model not dumped yet
             self.store_brain_dump(model_bytes(self.ppo.model), tag="model")
             self.stored_updates = self.ppo.updates
