@@ -219,3 +219,98 @@ def _show(value: Any) -> str:
 def _listed(uids: Sequence[str]) -> str:
     shown = ", ".join(f"'{uid}'" for uid in uids[:10])
     return f"{shown} and {len(uids) - 10} more" if len(uids) > 10 else shown
+
+
+# --- gymnasium environments: passive checks of what the wrapped environment returns --------
+
+
+class GymnasiumStepError(RuntimeError):
+    """A wrapped gymnasium environment raised in ``step``: the message names the
+    environment, the episode, the step and the action; the environment's exception is the
+    cause (its traceback is shown)."""
+
+    def __init__(self, env: Any, action: Any, error: BaseException) -> None:
+        super().__init__(
+            f"{env.where}: step {env.step} of episode {env.episode} raised "
+            f"{type(error).__name__}: {error} (action {_show(action)})"
+        )
+
+
+def gym_value(env: Any, method: str, what: str, space: Any, value: Any) -> None:
+    """Check one value a gymnasium environment returned against its gymnasium space, as
+    gymnasium's ``PassiveEnvChecker`` does: NaN, shape, dtype and bounds, each named.
+
+    Raises:
+        PluginContractError: The value is not in the space; the message names the
+            environment, the episode and step, the value and what is wrong with it.
+    """
+    problem = _gym_problem(space, value)
+    if problem is not None:
+        raise PluginContractError(
+            env,
+            method,
+            f"{env.where}: {_when(env)} returned {what} {_show(value)}, {problem} "
+            f"(declared space {space!r})",
+        )
+
+
+def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated: Any) -> None:
+    """Check what a gymnasium ``step`` returned: the observation in its space, a finite
+    numeric reward, ``terminated`` and ``truncated`` bools."""
+    gym_value(env, "update", "observation", env.env.observation_space, observation)
+    if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
+        raise PluginContractError(
+            env,
+            "update",
+            f"{env.where}: {_when(env)} returned reward {_show(reward)}, expected a number",
+        )
+    if not np.isfinite(reward):
+        raise PluginContractError(
+            env, "update", f"{env.where}: {_when(env)} returned reward {_show(reward)}, not finite"
+        )
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if not isinstance(flag, bool | np.bool_):
+            raise PluginContractError(
+                env,
+                "update",
+                f"{env.where}: {_when(env)} returned {name} = {_show(flag)}, expected a bool",
+            )
+
+
+def _when(env: Any) -> str:
+    return (
+        f"step {env.step} of episode {env.episode}"
+        if env.step
+        else f"reset of episode {env.episode}"
+    )
+
+
+def _gym_problem(space: Any, value: Any) -> str | None:
+    """What is wrong with ``value`` as a value of gymnasium ``space``, or None."""
+    from gymnasium import spaces as gs
+
+    if isinstance(space, gs.Dict):
+        if not isinstance(value, dict) or set(value) != set(space.spaces):
+            return f"expected a dict with keys {sorted(space.spaces)}"
+        for key, sub in space.spaces.items():
+            problem = _gym_problem(sub, value[key])
+            if problem is not None:
+                return f"at key '{key}': {problem}"
+        return None
+    if isinstance(space, gs.Tuple):
+        if not isinstance(value, tuple) or len(value) != len(space.spaces):
+            return f"expected a tuple of {len(space.spaces)}"
+        for index, sub in enumerate(space.spaces):
+            problem = _gym_problem(sub, value[index])
+            if problem is not None:
+                return f"at index {index}: {problem}"
+        return None
+    if isinstance(space, gs.Box):
+        array = np.asarray(value)
+        if array.dtype.kind == "f" and np.isnan(array).any():
+            return "which holds NaN"
+        if array.shape != space.shape:
+            return f"of shape {array.shape}, expected {space.shape}"
+        if array.dtype != space.dtype:
+            return f"of dtype {array.dtype}, expected {space.dtype}"
+    return None if space.contains(value) else "which is not in its declared space"

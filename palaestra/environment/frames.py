@@ -1,0 +1,99 @@
+"""Recording an environment's rendered frames every N episodes, as ``.npz`` files.
+
+Frames go to ``<dir>/episode-<n>.npz`` (``n`` counted from 0 within the environment process,
+zero-padded to five digits), one compressed array ``frames`` of shape
+``(steps + 1, height, width, 3)`` and dtype uint8 per recorded episode: the frame after the
+reset, then one after each step. Read one with ``numpy.load(path)["frames"]``.
+
+The default directory sits next to the brain dumps, under the runtime config's ``data_path``
+(``PALAESTRA_DATA_PATH``, else ``./palaestra-runtime.yaml``'s, else ``./_outputs``):
+``<data_path>/frames/<environment uid>/worker-<w>-seed-<seed>/``. The environment's seed is
+derived from the run's seed, the phase and the worker, so a run started again with the same
+seed writes the same files again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from palaestra.core.config import load_runtime_config
+from palaestra.core.errors import InvalidInputError
+
+
+class FrameRecorder:
+    """Collects the frames of every ``every``-th episode and writes each when it ends.
+
+    Args:
+        every: Record episodes 0, N, 2N, ...
+        directory: Where the files go.
+        render: Returns the current frame (an RGB array) or None.
+    """
+
+    def __init__(self, every: int, directory: str, render: Callable[[], Any]) -> None:
+        self.every = every
+        self.directory = directory
+        self.render = render
+        self.episode = -1
+        self.frames: list[Any] = []
+        self.written: list[str] = []
+
+    def begin(self) -> None:
+        """A new episode started (writes the last one's frames if they were not yet)."""
+        self.end()
+        self.episode += 1
+        if self.episode % self.every == 0:
+            self.grab()
+
+    def grab(self) -> None:
+        """Keep the current frame, if this episode is recorded."""
+        if self.episode % self.every == 0:
+            frame = self.render()
+            if frame is not None:
+                self.frames.append(np.asarray(frame, dtype=np.uint8))
+
+    def end(self) -> None:
+        """Write the recorded episode's frames, if any."""
+        if not self.frames:
+            return
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"episode-{self.episode:05d}.npz")
+        np.savez_compressed(path, frames=np.stack(self.frames))
+        self.written.append(path)
+        self.frames = []
+
+
+def recorder_of(
+    setting: Any, where: str, default_dir: Callable[[], str], render: Callable[[], Any]
+) -> FrameRecorder | None:
+    """The recorder the param ``record_frames`` asks for (``{every: N, dir: PATH}``; ``dir``
+    is optional), or None if it is not set.
+
+    Raises:
+        InvalidInputError: The setting is not of that form.
+    """
+    if setting is None or setting is False:
+        return None
+    if not isinstance(setting, Mapping) or set(setting) - {"every", "dir"}:
+        raise InvalidInputError(
+            f"{where}: record_frames: expected a mapping {{every: N, dir: PATH}} (dir "
+            f"optional), got {setting!r}"
+        )
+    every = setting.get("every", 1)
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise InvalidInputError(
+            f"{where}: record_frames.every: expected a whole number >= 1, got {every!r}"
+        )
+    directory = setting.get("dir")
+    if directory is not None and not isinstance(directory, str):
+        raise InvalidInputError(f"{where}: record_frames.dir: expected a path, got {directory!r}")
+    return FrameRecorder(every, directory or default_dir(), render)
+
+
+def default_frames_dir(uid: str, worker: int, seed: int) -> str:
+    """``<data_path>/frames/<uid>/worker-<worker>-seed-<seed>``."""
+    data_path = load_runtime_config().data_path
+    return os.path.join(data_path, "frames", uid or "environment", f"worker-{worker}-seed-{seed}")

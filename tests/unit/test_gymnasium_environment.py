@@ -1,0 +1,206 @@
+"""GymnasiumEnvironment without processes: spaces become sensors and actuators, values travel
+both ways, the seed makes episodes repeatable, terminated and truncated stay apart, and bad
+params, spaces and values are named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from palaestra.core.errors import InvalidInputError
+from palaestra.core.information import ActuatorInformation
+from palaestra.core.plugin import PluginContractError
+from palaestra.core.spaces import Box, Discrete, MultiBinary, MultiDiscrete
+from palaestra.environment.checks import GymnasiumStepError
+from palaestra.environment.environment import EnvironmentContext
+from palaestra.environment.gymnasium import GymnasiumEnvironment
+from palaestra.environment.spaces_map import UnmappableSpaceError
+
+PLUGINS = "tests.plugins.gym_plugins"
+
+
+def started(seed: int = 3, **params: Any) -> GymnasiumEnvironment:
+    env = GymnasiumEnvironment(uid="env", **params)
+    env.attach(EnvironmentContext(uid="env", worker=0, seed=seed))
+    return env
+
+
+def act(env: GymnasiumEnvironment, **values: Any) -> Any:
+    spaces = {leaf.uid: leaf.space for leaf in env.action_leaves}
+    return env.update([ActuatorInformation(v, spaces[k], k) for k, v in values.items()])
+
+
+def test_cartpole_is_a_box_sensor_a_discrete_actuator_and_a_reward() -> None:
+    env = started(env_id="CartPole-v1")
+    sensors, actuators = env.start_environment()
+    assert [(s.uid, type(s.space)) for s in sensors] == [("obs", Box)]
+    assert sensors[0].space.shape == (4,)
+    assert [(a.uid, a.space) for a in actuators] == [("action", Discrete(2))]
+    state = act(env, action=1)
+    assert [(r.uid, r.value) for r in state.rewards] == [("reward", 1.0)]
+    assert state.done is False and state.terminated is False and state.truncated is False
+
+
+def test_the_same_seed_gives_the_same_episode_and_another_seed_another() -> None:
+    def observations(seed: int) -> list[list[float]]:
+        env = started(seed, env_id="CartPole-v1")
+        seen = [env.start_environment().sensors_available[0].value.tolist()]
+        for step in range(5):
+            seen.append(act(env, action=step % 2).sensor_information[0].value.tolist())
+        seen.append(env.reset().sensors_available[0].value.tolist())  # the generator goes on
+        return seen
+
+    assert observations(3) == observations(3)
+    assert observations(3)[0] != observations(4)[0]
+    assert observations(3)[0] != observations(3)[-1]
+
+
+def test_a_time_limit_is_truncated_and_a_hole_is_terminated() -> None:
+    cart = started(env_id="CartPole-v1", env_kwargs={"max_episode_steps": 2})
+    cart.start_environment()
+    assert act(cart, action=0).done is False
+    last = act(cart, action=1)
+    assert (last.done, last.terminated, last.truncated) == (True, False, True)
+
+    lake = started(env_id="FrozenLake-v1", env_kwargs={"is_slippery": False})
+    assert lake.start_environment().sensors_available[0].value == 0
+    state = act(lake, action=1)  # down: (1, 0)
+    assert state.sensor_information[0].value == 4
+    state = act(lake, action=2)  # right: (1, 1), a hole
+    assert (state.done, state.terminated, state.truncated) == (True, True, False)
+    assert state.rewards[0].value == 0.0
+
+
+def test_dict_and_tuple_spaces_split_into_named_sensors_and_actuators() -> None:
+    env = started(factory=f"{PLUGINS}:make_split")
+    sensors, actuators = env.start_environment()
+    assert {s.uid: s.space for s in sensors} == {
+        "obs.position": Box(-1.0, 1.0, shape=(2,)),
+        "obs.cell": Discrete(5),
+        "obs.flags.0": MultiBinary(3),
+        "obs.flags.1": MultiDiscrete([2, 3]),
+    }
+    assert {a.uid: a.space for a in actuators} == {
+        "action.0": Discrete(3),
+        "action.1": Box(0.0, 1.0, shape=()),
+    }
+    assert all(a.space.contains(a.value) for a in actuators)  # a default set point
+    state = act(env, **{"action.0": 2, "action.1": np.array(0.25, dtype=np.float32)})
+    sent = env.env.unwrapped.actions[-1]
+    assert isinstance(sent, tuple) and sent[0] == 2 and float(sent[1]) == 0.25
+    values = {s.uid: s.value for s in state.sensor_information}
+    assert values["obs.cell"] == 1 and type(values["obs.cell"]) is int
+    assert values["obs.position"].tolist() == [0.5, -0.5]
+    assert state.rewards[0].value == 2.0
+
+
+@pytest.mark.parametrize(
+    ("factory", "named"),
+    [
+        ("make_text", "'obs.note' is a Text space"),
+        ("make_graph", "'action' is a Graph space"),
+    ],
+)
+def test_an_unmappable_space_names_the_space_and_the_uid(factory: str, named: str) -> None:
+    with pytest.raises(UnmappableSpaceError, match=named) as caught:
+        GymnasiumEnvironment(uid="env", factory=f"{PLUGINS}:{factory}")
+    assert caught.value.exit_code == 2
+    assert "environment 'env'" in str(caught.value)
+
+
+def test_an_unknown_id_names_the_nearest_registered_ids() -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        GymnasiumEnvironment(uid="env", env_id="FrozenLak-v1")
+    message = str(caught.value)
+    assert "params.env_id: no gymnasium id 'FrozenLak-v1'" in message
+    assert "nearest registered ids: FrozenLake-v1" in message
+    assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        ({}, "give exactly one of env_id"),
+        ({"env_id": "CartPole-v1", "factory": f"{PLUGINS}:make_split"}, "exactly one"),
+        ({"factory": "no_such_module_here:make"}, "cannot import module 'no_such_module_here'"),
+        ({"factory": f"{PLUGINS}:nothing"}, "has no callable 'nothing'"),
+        ({"factory": f"{PLUGINS}:make_not_an_env"}, "returned object, expected a gymnasium.Env"),
+        ({"env_id": "CartPole-v1", "check": "always"}, "params.check: expected one of"),
+        ({"env_id": "CartPole-v1", "record_frames": {"every": 0}}, "record_frames.every"),
+    ],
+)
+def test_wrong_params_are_named(params: dict[str, Any], problem: str) -> None:
+    with pytest.raises(InvalidInputError, match=problem):
+        env = started(**params)
+        env.start_environment()
+
+
+@pytest.mark.parametrize(
+    ("how", "problem"),
+    [
+        ("nan", r"returned observation array\(\[0\.5, nan\].*which holds NaN"),
+        ("outside", r"array\(\[0\.5, 7\. \].*which is not in its declared space"),
+        ("shape", r"of shape \(3,\), expected \(2,\)"),
+        ("dtype", r"of dtype float64, expected float32"),
+        ("reward", r"returned reward nan, not finite"),
+    ],
+)
+def test_every_step_checking_names_the_step_and_the_value(how: str, problem: str) -> None:
+    env = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": how, "at": 3})
+    env.check = "every_step"
+    env.start_environment()
+    act(env, action=0)
+    act(env, action=0)
+    with pytest.raises(PluginContractError, match=problem) as caught:
+        act(env, action=0)
+    assert "environment 'env'" in str(caught.value)
+    assert "step 3 of episode 0" in str(caught.value)
+
+
+def test_first_step_checking_skips_later_steps_and_off_skips_all() -> None:
+    first = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "nan", "at": 1})
+    first.start_environment()
+    with pytest.raises(PluginContractError, match="step 1 of episode 0"):
+        act(first, action=0)
+    later = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "nan", "at": 2})
+    later.start_environment()
+    act(later, action=0)
+    assert np.isnan(act(later, action=0).sensor_information[0].value).any()
+    off = started(
+        factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "nan", "at": 1}, check="off"
+    )
+    off.start_environment()
+    assert np.isnan(act(off, action=0).sensor_information[0].value).any()
+
+
+def test_an_environment_that_raises_is_named_with_the_step_and_the_action() -> None:
+    env = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "raise", "at": 2})
+    env.start_environment()
+    act(env, action=1)
+    with pytest.raises(GymnasiumStepError) as caught:
+        act(env, action=1)
+    assert str(caught.value) == (
+        "environment 'env' (tests.plugins.gym_plugins:make_misbehaving): step 2 of episode "
+        "0 raised ZeroDivisionError: the "
+        "simulation diverged (action 1)"
+    )
+    assert isinstance(caught.value.__cause__, ZeroDivisionError)
+
+
+def test_frames_of_every_nth_episode_are_written(tmp_path: Any) -> None:
+    env = started(
+        env_id="CartPole-v1",
+        env_kwargs={"max_episode_steps": 3},
+        record_frames={"every": 2, "dir": str(tmp_path)},
+    )
+    for _ in range(3):
+        env.start_environment()
+        for _ in range(3):
+            act(env, action=0)
+    env.shutdown()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episode-00000.npz", "episode-00002.npz"]
+    frames = np.load(tmp_path / "episode-00000.npz")["frames"]
+    assert frames.shape[0] == 4 and frames.shape[-1] == 3 and frames.dtype == np.uint8
+    assert frames.std() > 0  # a picture, not a blank
