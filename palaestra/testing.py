@@ -372,7 +372,7 @@ class LocalDriver:
             raise LookupError(f"{env.name}: set points missing from {env.muscles.name}")
         state = env.update()
         values = zip(env.full_sensor_uids, state.values, strict=True)
-        return Stepped(values, state.rewards, [state.done])
+        return Stepped(values, state.rewards, [state.done], [state.terminated], [state.truncated])
 
     def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
         missing = {a.process for a in agents} - set(self.acknowledged)

@@ -49,6 +49,9 @@ class BrainProcess(Component):
         self.actuators = self.spaces.build(ActuatorInformation, setup.actuators)
         self.actuator_spaces = {str(a.uid): a.space for a in self.actuators}
         self.pending_dumps: list[m.BrainDump] = []
+        self.dump_policy = setup.agent.dump  # None: a dump per episode (and at the end)
+        self.episodes_ended = 0
+        self.keep = 0  # of the dumps being written: see m.BrainDump.keep
         self.store: zmq.Socket[bytes] | None = None
         self.statistics = RowSink(None, self._statistics_rows)  # the store's, once running
         self.stored = True  # nothing learned yet that a dump would lose
@@ -85,7 +88,9 @@ class BrainProcess(Component):
             with open(path, "wb") as f:
                 f.write(data)
         self.pending_dumps.append(
-            m.BrainDump(agent_id=self.request.agent_id, tag=tag, path=path, dump=data)
+            m.BrainDump(
+                agent_id=self.request.agent_id, tag=tag, path=path, dump=data, keep=self.keep
+            )
         )
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
@@ -120,7 +125,7 @@ class BrainProcess(Component):
         try:
             self._answer(hot, listener)
         except Stopped:
-            if not self.stored:  # stopped before the episode ended: dump once
+            if not self.stored or self.dump_policy is not None:  # the final dump
                 self._store_brain()
             self._record_statistics(-1, -1, -1)  # what store (or load, if no step came) added
             self._send_dumps()
@@ -175,14 +180,16 @@ class BrainProcess(Component):
                 rewards=self.spaces.build(RewardInformation, transition.rewards),
                 done=transition.done,
                 objective=transition.objective,
+                terminated=transition.terminated,
+                truncated=transition.truncated,
             )
         if self.filters:
             update = self.filters.think(brain.thinking, muscle_id, pickle.loads(message.data))
         else:
             update = call(brain.thinking, muscle_id, pickle.loads(message.data))
         self.stored = False
-        if message.done:
-            self._store_brain()
+        if message.done and self._dump_due():
+            self._store_brain(periodic=True)
             self._send_dumps()
         self._record_statistics(message.worker, message.episode, message.step)
         if message.done:
@@ -241,8 +248,19 @@ class BrainProcess(Component):
         for dump in dumps:
             send(self.store, dump, block)
 
-    def _store_brain(self) -> None:
-        call(self.brain.store)
+    def _dump_due(self) -> bool:
+        """Whether the episode a Muscle just ended is one to dump after (see ``dump``)."""
+        self.episodes_ended += 1
+        policy = self.dump_policy
+        return policy is None or self.episodes_ended % policy.every == 0
+
+    def _store_brain(self, periodic: bool = False) -> None:
+        policy = self.dump_policy
+        self.keep = policy.keep if periodic and policy is not None else 0
+        try:
+            call(self.brain.store)
+        finally:
+            self.keep = 0
         self.stored = True
 
     async def close(self) -> None:

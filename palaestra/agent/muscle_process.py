@@ -269,7 +269,7 @@ class MuscleProcess(Component):
         transition = None
         previous = self.previous
         if previous is not None and message.rewards is not None:
-            transition = self._complete(previous, message.rewards, message.done)
+            transition = self._complete(previous, message)
             if self.objective_stop is not None:
                 self.objective_reached = self.objective_stop.reached(transition.objective)
             self.rows.add(
@@ -281,6 +281,8 @@ class MuscleProcess(Component):
                     {r.uid: r.value for r in message.rewards},
                     transition.objective,
                     message.done,
+                    message.terminated,
+                    message.truncated,
                 )
             )
         if self.awaiting:
@@ -325,9 +327,10 @@ class MuscleProcess(Component):
         if answer.update is not None:
             call(self.muscle.update, pickle.loads(answer.update))
 
-    def _complete(
-        self, previous: _Previous, rewards: list[m.InfoDesc], done: bool
-    ) -> m.Transition:
+    def _complete(self, previous: _Previous, message: m.AgentStep) -> m.Transition:
+        """The transition from ``previous`` that ``message`` completes (it has rewards)."""
+        rewards = message.rewards or []
+        done, terminated, truncated = message.done, message.terminated, message.truncated
         reward_infos = self.spaces.build(RewardInformation, rewards)
         self.memory.append(
             self.name,
@@ -335,11 +338,21 @@ class MuscleProcess(Component):
             actuator_setpoints=previous.setpoints,
             rewards=reward_infos,
             done=done,
+            terminated=terminated,
+            truncated=truncated,
         )
         objective = call(self.objective.internal_reward, self.memory)
         value = float(objective) if objective is not None else float("nan")
         self.memory.append(self.name, objective=value)
-        return m.Transition(previous.seen_values, previous.setpoint_values, rewards, value, done)
+        return m.Transition(
+            previous.seen_values,
+            previous.setpoint_values,
+            rewards,
+            value,
+            done,
+            terminated,
+            truncated,
+        )
 
     def _act(self, message: m.AgentStep) -> m.AgentActions:
         sensors = [

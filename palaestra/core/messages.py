@@ -188,7 +188,16 @@ class EnvEpisode(Msg, frozen=True, kw_only=True):
 
 
 class EnvEpisodeDone(Msg, frozen=True, kw_only=True):
+    """The episode an environment drove is over: its steps, when it started and ended (Unix
+    seconds), how it ended, and each agent's episode reward by its Muscle's process (see
+    :class:`~palaestra.core.turns.EpisodeResult`)."""
+
     steps: int
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    terminated: bool | None = None
+    truncated: bool | None = None
+    rewards: dict[str, float] = {}
 
 
 class SimulationBaseline(Msg, frozen=True, kw_only=True):
@@ -230,11 +239,14 @@ class EnvStep(Msg, frozen=True, kw_only=True):
 
 
 class EnvState(Msg, frozen=True, kw_only=True):
-    """Sensor values in baseline order, rewards, and whether the episode is over."""
+    """Sensor values in baseline order, rewards, whether the episode is over, and whether it
+    ended in a terminal state or was cut short (None: the environment does not say)."""
 
     values: list[Any]
     rewards: list[InfoDesc]
     done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
 
 
 # --- hot path: simulation controller <-> muscle --------------------------------------------
@@ -253,12 +265,16 @@ class AgentEpisode(Msg, frozen=True, kw_only=True):
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):
-    """Sensor values (agent's order), the rewards since the agent last acted, and ``done``."""
+    """Sensor values (agent's order), the rewards since the agent last acted, ``done``, and
+    how the episode ended (``terminated``/``truncated``: False before its end, None where the
+    environments do not say)."""
 
     step: int
     values: list[Any]
     rewards: list[InfoDesc] | None
     done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
 
 
 class AgentActions(Msg, frozen=True, kw_only=True):
@@ -282,6 +298,8 @@ class Transition(msgspec.Struct, frozen=True, array_like=True):
     rewards: list[InfoDesc]
     objective: float
     done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
 
 
 class Experience(Msg, frozen=True, kw_only=True):
@@ -341,6 +359,10 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     simtime: Any = None
     """The environment's simulation time at this step (palaestrAI's ``SimTime`` as a plain
     dict), or None if it reports none."""
+    terminated: bool | None = None
+    """The environment reached a terminal state (None: it does not say)."""
+    truncated: bool | None = None
+    """The environment was cut short (None: it does not say)."""
 
 
 class StatisticsRow(msgspec.Struct, frozen=True, array_like=True):
@@ -370,6 +392,8 @@ class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
     """The rewards that followed, by reward uid."""
     objective: float | None
     done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
 
 
 class WorldStateRows(Msg, frozen=True, kw_only=True):
@@ -395,11 +419,23 @@ class StatisticsRows(Msg, frozen=True, kw_only=True):
     rows: list[StatisticsRow]
 
 
+class EpisodeRows(Msg, frozen=True, kw_only=True):
+    """A batch of ``episodes`` rows of one simulation controller (phase ``phase_id`` in the
+    store)."""
+
+    phase_id: int
+    rows: list[EpisodeEnded]
+
+
 class BrainDump(Msg, frozen=True, kw_only=True):
+    """A brain dump to store; ``keep`` > 0: a periodic one, after which the store keeps only
+    the newest ``keep`` dumps of the agent with this tag (0: keep every one)."""
+
     agent_id: int
     tag: str
     path: str
     dump: bytes
+    keep: int = 0
 
 
 class ProducerClosed(Msg, frozen=True, kw_only=True):
@@ -532,6 +568,7 @@ Message = (
     | MuscleActionRows
     | StatisticsRows
     | EpisodeEnded
+    | EpisodeRows
     | BrainDump
     | ProducerClosed
     | StoreRunStart

@@ -39,7 +39,7 @@ recorded)."""
 
 _encode = msgspec.msgpack.Encoder().encode
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
-Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow
+Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.EpisodeEnded
 
 
 class UnencodableValue(ValueError):
@@ -116,8 +116,9 @@ class RowSink:
             if uid is not None:
                 where = f"the value of {kind} '{uid}' ({type(values[uid]).__name__})"
                 break
+        step = getattr(row, "step", getattr(row, "steps", 0))  # an episode's: its last
         error = UnencodableValue(
-            f"{where} at step {row.step} of episode {row.episode} cannot be stored: {exc}. "
+            f"{where} at step {step} of episode {row.episode} cannot be stored: {exc}. "
             "Values must be numbers, strings, booleans, None, or lists and dicts of them "
             "(numpy arrays and scalars are converted by their space)"
         )

@@ -163,6 +163,10 @@ class Runtime:
                 self._reject(sender, message.error)
                 self.component.fail(message.error)
                 continue
+            if isinstance(message, m.EpisodeEnded):  # news between a request and its answer
+                if self.component.handler_for(message) is not None:
+                    await self.component.dispatch(message)
+                continue
             future = self._pending.pop(sender, None)
             if future is not None and not future.done():
                 future.set_result(message)

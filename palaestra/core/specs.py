@@ -60,6 +60,15 @@ MUSCLE_MEMORY = MemoryLimits(rows=1_000, bytes=16 << 20)
 """A Muscle's memory unless the run file sets ``muscle_memory``: what its Objective reads."""
 
 
+class DumpPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """A Brain dumps itself at the end of every ``every``-th episode its Muscles end (over all
+    workers) and once more when the phase ends (the final dump); the store keeps the newest
+    ``keep`` periodic dumps of each tag besides the final one."""
+
+    every: int
+    keep: int
+
+
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     """One agent of a phase: its plug-ins, the sensor and actuator ids it uses and the bounds
     of its Brain's and Muscles' memories."""
@@ -77,6 +86,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     objective_stop: dict[int, float] = {}
     """A worker's episode ends once the mean of the agent's last ``N`` objective values
     reaches ``objective_stop[N]`` (palaestrAI's AgentObjectiveTerminationCondition)."""
+    dump: DumpPolicy | None = None
+    """When the Brain dumps itself (None: at the end of each episode, and at the phase's end
+    if it learned since)."""
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,6 +107,10 @@ class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
     worker: int = 1
     episodes: int = 1
     update_lag: int = 0
+    record_every: int = 1
+    """Which steps get ``world_states`` and ``muscle_actions`` rows: 1 every step (the run
+    file's ``record: all``), N every N-th of each episode and its last (``record: {every: N}``),
+    0 none, only ``episodes`` rows (``record: episodes``)."""
 
 
 class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):

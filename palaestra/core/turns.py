@@ -89,11 +89,61 @@ def class_name(cls: type) -> str:
 
 class Stepped(NamedTuple):
     """What one step of the world gave: new sensor values by uid, the rewards, and each
-    environment's ``done``."""
+    environment's ``done``, ``terminated`` and ``truncated`` (None where an environment does
+    not say; empty: none says)."""
 
     values: Iterable[tuple[str, Any]]
     rewards: list[m.InfoDesc]
     done: list[bool]
+    terminated: Sequence[bool | None] = ()
+    truncated: Sequence[bool | None] = ()
+
+
+Ends = tuple[bool | None, bool | None]
+"""``(terminated, truncated)`` of an episode or a step; ``(None, None)``: not said."""
+UNSAID: Ends = (None, None)
+GOING_ON: Ends = (False, False)
+
+
+def episode_ends(stepped: Stepped) -> Ends:
+    """How an episode that ends after ``stepped`` ended.
+
+    ``terminated`` if an environment reached a terminal state; otherwise ``truncated`` (a time
+    limit, a termination condition or an agent's objective cut it short). ``(None, None)`` if
+    no environment says either (it reports ``done`` alone).
+    """
+    flags = [*stepped.terminated, *stepped.truncated]
+    if all(flag is None for flag in flags):
+        return UNSAID
+    terminated = any(flag is True for flag in stepped.terminated)
+    return terminated, not terminated
+
+
+class EpisodeResult(NamedTuple):
+    """What :func:`run_episode` gives: the number of steps, how the episode ended, and each
+    agent's episode reward by its Muscle's process (the sum of the reward totals of its
+    completed transitions, see :func:`reward_total`; absent if none had a numeric reward)."""
+
+    steps: int
+    terminated: bool | None
+    truncated: bool | None
+    rewards: dict[str, float]
+
+
+def reward_total(rewards: Iterable[Any]) -> float | None:
+    """The sum of a step's numeric reward values (nested lists summed too), None if none:
+    ``muscle_actions.reward`` of a step, and what an episode's reward adds up."""
+    total = 0.0
+    found = False
+    stack: list[Any] = list(rewards)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            total += value
+            found = True
+    return total if found else None
 
 
 class Driver(Protocol[A_contra]):
@@ -116,31 +166,63 @@ def run_episode(
     agents: Sequence[A],
     conditions: Sequence[TerminationCondition],
     values: dict[str, Any],
-) -> int:
-    """Run one episode; returns its number of steps.
+) -> EpisodeResult:
+    """Run one episode; returns its steps, how it ended and the agents' episode rewards.
 
     ``values`` holds the current sensor values by uid (the baseline's when called) and is
     updated in place. Each agent's observation carries the rewards it was last given by the
     policy (None before its first), and the episode ends with every agent's last transition:
-    an observation with ``done``.
+    an observation with ``done`` and the episode's ``terminated``/``truncated`` (see
+    :func:`episode_ends`; the observations before it say ``False`` for both, or None where the
+    environments do not say).
     """
     rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in agents}
+    sums = _RewardSums()
     step = 0
+    ends = UNSAID
     while True:
         acting = policy.acting(step, agents)
         for agent in acting:
-            driver.observe(agent, observation(agent, step, values, rewards, False))
+            seen = observation(agent, step, values, rewards, False, ends)
+            sums.observed(agent.process, seen.rewards)
+            driver.observe(agent, seen)
         stepped = driver.step(acting)
         values.update(stepped.values)
         for agent in policy.rewarded(step, acting, agents):
             rewards[agent.process] = stepped.rewards
         step += 1
+        ends = episode_ends(stepped)
         if policy.episode_over(stepped.done, conditions):
             break
+        ends = UNSAID if ends == UNSAID else GOING_ON
     for agent in agents:
-        driver.observe(agent, observation(agent, step, values, rewards, True))
+        seen = observation(agent, step, values, rewards, True, ends)
+        sums.observed(agent.process, seen.rewards)
+        driver.observe(agent, seen)
     driver.finish(agents)
-    return step
+    return EpisodeResult(step, ends[0], ends[1], sums.totals)
+
+
+class _RewardSums:
+    """Each agent's episode reward as its Muscle records it: an observation with rewards that
+    follows one the agent acted on completes a transition (a ``muscle_actions`` row) whose
+    reward total adds to the sum."""
+
+    __slots__ = ("acted", "totals")
+
+    def __init__(self) -> None:
+        self.acted: set[str] = set()
+        self.totals: dict[str, float] = {}
+
+    def observed(self, process: str, rewards: list[m.InfoDesc] | None) -> None:
+        if process not in self.acted:
+            self.acted.add(process)
+            return
+        if rewards is None:
+            return
+        total = reward_total({r.uid: r.value for r in rewards}.values())  # as the row's
+        if total is not None:
+            self.totals[process] = self.totals.get(process, 0.0) + total
 
 
 def observation(
@@ -149,11 +231,15 @@ def observation(
     values: dict[str, Any],
     rewards: dict[str, list[m.InfoDesc] | None],
     done: bool,
+    ends: Ends = UNSAID,
 ) -> m.AgentStep:
-    """What ``agent`` observes on ``step``: its sensors' values and its rewards."""
+    """What ``agent`` observes on ``step``: its sensors' values, its rewards and, with
+    ``done``, how the episode ended."""
     return m.AgentStep(
         step=step,
         values=[values[uid] for uid in agent.sensors],
         rewards=rewards[agent.process],
         done=done,
+        terminated=ends[0],
+        truncated=ends[1],
     )

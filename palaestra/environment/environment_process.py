@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for
-from palaestra.core.turns import Stepped, TurnPolicy, run_episode
+from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
@@ -168,7 +169,16 @@ class EnvironmentProcess(Component):
             baseline = self.start_world(message.reset, message.check_values)
             router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
-            done = m.EnvEpisodeDone(steps=self.run_episode(hot, message))
+            started = time.time()
+            result = self.run_episode(hot, message)
+            done = m.EnvEpisodeDone(
+                steps=result.steps,
+                started_at=started,
+                ended_at=time.time(),
+                terminated=result.terminated,
+                truncated=result.truncated,
+                rewards=result.rewards,
+            )
             router.send_multipart([sender, m.encode(done)])
         else:
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -288,8 +298,13 @@ class EnvironmentProcess(Component):
         else:
             state = tuple(result)
             sensors, rewards, done = state[0], state[1], bool(state[2])
+        terminated, truncated = (
+            (_flag(result.terminated), _flag(result.truncated)) if is_state else (None, None)
+        )
         if self.stop_requested:
             done, self.stop_requested = True, False
+            if terminated is not None or truncated is not None:  # an agent cut it short
+                truncated = truncated or not terminated
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
         self.last_values = values
@@ -304,9 +319,17 @@ class EnvironmentProcess(Component):
                 {r.uid: r.value for r in reward_descs},
                 done,
                 self._simtime(result.simtime) if is_state and result.simtime is not None else None,
+                terminated,
+                truncated,
             )
         )
-        return m.EnvState(values=values, rewards=reward_descs, done=done)
+        return m.EnvState(
+            values=values,
+            rewards=reward_descs,
+            done=done,
+            terminated=terminated,
+            truncated=truncated,
+        )
 
     def _transform(self, result: Any) -> EnvironmentState:
         """The step's state as the run file's state transformer rewrites it: it sees and
@@ -382,7 +405,7 @@ class EnvironmentProcess(Component):
                     raise checks.outside(self.env, "reward", reward, space)
         return [describe(r) for r in rewards]
 
-    def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> int:
+    def run_episode(self, hot: HotLoop, message: m.EnvEpisode) -> EpisodeResult:
         """Drive one episode: observations straight to the Muscles, their set points back.
 
         The loop and the order of turns are the simulation controller's
@@ -421,6 +444,11 @@ class EnvironmentProcess(Component):
         call(self.env.shutdown)
 
 
+def _flag(value: Any) -> bool | None:
+    """An environment's ``terminated``/``truncated`` as a plain bool (None: not said)."""
+    return None if value is None else bool(value)
+
+
 class _Links:
     """The environment as a :class:`~palaestra.core.turns.Driver`: observations go out on
     the Muscles' links, set points come back on them, and the world steps once the acting
@@ -452,7 +480,13 @@ class _Links:
                     process._take_actions(link)
         state = process.update()
         uids = process.full_sensor_uids
-        return Stepped(zip(uids, state.values, strict=True), state.rewards, [state.done])
+        return Stepped(
+            zip(uids, state.values, strict=True),
+            state.rewards,
+            [state.done],
+            [state.terminated],
+            [state.truncated],
+        )
 
     def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
         for agent in agents:  # each acknowledges the end of its episode

@@ -6,11 +6,13 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from palaestra.compat import install as install_palaestrai_names
 from palaestra.core import names
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
+from palaestra.core.messages import EpisodeEnded
 from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
@@ -38,15 +40,35 @@ class RunOutcome:
     message: str = ""
 
 
-def execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
-    """Run ``run`` to its end; never raises for a failed run, returns its outcome."""
+def execute(
+    run: RunSpec,
+    config: RuntimeConfig,
+    *,
+    on_episode: Callable[[EpisodeEnded], None] | None = None,
+) -> RunOutcome:
+    """Run ``run`` to its end; never raises for a failed run, returns its outcome.
+
+    Args:
+        run: The checked run file.
+        config: The runtime configuration (store, data path, time limits, log level).
+        on_episode: Called in this process, from its event loop, with an
+            :class:`~palaestra.core.messages.EpisodeEnded` each time a worker's episode ends
+            (every phase, worker and episode once, in the order they end): ``phase`` (the
+            phase's index), ``worker``, ``episode``, ``started_at``/``ended_at`` (Unix
+            seconds), ``steps``, ``terminated``/``truncated`` (None where the environment does
+            not say) and ``rewards`` (each agent's episode reward by name). Keep it quick: the
+            run's control messages wait while it runs. An exception it raises is logged, never
+            fatal to the run.
+    """
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
-    return asyncio.run(_execute(run, config))
+    return asyncio.run(_execute(run, config, on_episode))
 
 
-async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
+async def _execute(
+    run: RunSpec, config: RuntimeConfig, on_episode: Callable[[EpisodeEnded], None] | None
+) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
     component = ExperimentRun(
@@ -57,6 +79,7 @@ async def _execute(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
         answer_timeout=config.answer_timeout,
         start_timeout=config.start_timeout,
         store_timeout=config.store_timeout,
+        on_episode=on_episode,
     )
     runtime = Runtime(
         component, run_dir=run_dir, log_level=level if isinstance(level, int) else logging.WARNING

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import socket
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,7 +26,7 @@ from palaestra.core import limits, names
 from palaestra.core import messages as m
 from palaestra.core.conductor import Conductor
 from palaestra.core.errors import PalaestraError, RunFileError
-from palaestra.core.esm import Component, ComponentRuntime, State
+from palaestra.core.esm import Component, ComponentRuntime, State, on
 from palaestra.core.loading import load_class
 from palaestra.core.processes import Child, Deferred, preload
 from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
@@ -74,6 +74,9 @@ class ControllerArgs(msgspec.Struct, frozen=True, kw_only=True):
     conditions: list[ClassSpec]
     params: dict[str, Any]
     answer_timeout: float
+    phase: int = 0
+    phase_id: int = 0
+    store_endpoint: str | None = None
 
 
 @dataclass
@@ -104,6 +107,10 @@ class ExperimentRun(Component):
         answer_timeout: Seconds a plug-in may take to answer one step.
         start_timeout: Seconds a phase's processes (and the writer) may take to start.
         store_timeout: Seconds the store writer may take to answer one request.
+        on_episode: Called in this (the executor's) process with each
+            :class:`~palaestra.core.messages.EpisodeEnded` as a worker's episode ends (phase
+            index, worker, episode, times, steps, how it ended, rewards by agent); an exception
+            it raises is logged and the run goes on.
     """
 
     def __init__(
@@ -116,8 +123,10 @@ class ExperimentRun(Component):
         answer_timeout: float = limits.ANSWER_TIMEOUT,
         start_timeout: float = limits.START_TIMEOUT,
         store_timeout: float = limits.STORE_TIMEOUT,
+        on_episode: Callable[[m.EpisodeEnded], None] | None = None,
     ) -> None:
         super().__init__(name)
+        self.on_episode = on_episode
         self.answer_timeout = answer_timeout
         self.start_timeout = start_timeout
         self.store_timeout = store_timeout
@@ -178,6 +187,21 @@ class ExperimentRun(Component):
     async def _store(self, request: m.Msg) -> Any:
         return await self.store.ask(request)
 
+    @on(m.EpisodeEnded)
+    def handle_episode_ended(self, message: m.EpisodeEnded) -> None:
+        """A worker's episode ended: tell :attr:`on_episode` (its failure is only logged)."""
+        if self.on_episode is None:
+            return
+        try:
+            self.on_episode(message)
+        except Exception:  # a progress display must not fail the run
+            LOG.exception(
+                "on_episode failed for phase %d, worker %d, episode %d",
+                message.phase,
+                message.worker,
+                message.episode,
+            )
+
     # --- a phase: start, play, stop ----------------------------------------------------
 
     async def _start_phase(self, spec: PhaseSpec) -> _Phase:
@@ -186,7 +210,7 @@ class ExperimentRun(Component):
         dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         phase = _Phase(spec, (await self._store(self._phase_start(spec, dumps))).ids, dumps)
         self._make_conductors(phase)
-        phase.controllers = self._spawn_controllers(spec)
+        phase.controllers = self._spawn_controllers(spec, phase.ids["phase"])
         env_ready = await _together(
             c.setup(self._environment_setup(phase, e))
             for c, e in zip(phase.environments, spec.environments, strict=True)
@@ -227,7 +251,7 @@ class ExperimentRun(Component):
             for a in spec.agents
         ]
 
-    def _spawn_controllers(self, spec: PhaseSpec) -> list[Child]:
+    def _spawn_controllers(self, spec: PhaseSpec, phase_id: int) -> list[Child]:
         controller = load_class(spec.simulation.name)
         conditions = [*spec.simulation.conditions, *self.run.conditions]
         return [
@@ -240,6 +264,9 @@ class ExperimentRun(Component):
                     conditions=conditions,
                     params=dict(spec.simulation.params),
                     answer_timeout=self.answer_timeout,
+                    phase=spec.index,
+                    phase_id=phase_id,
+                    store_endpoint=self.store_endpoint,
                 ),
             )
             for w in range(spec.config.worker)
@@ -279,6 +306,7 @@ class ExperimentRun(Component):
             if late:
                 raise timeout_error(late, "stop", limits.STOP_TIMEOUT)
         producers = [child.name for c in phase.conductors for child in c.children]
+        producers += [c.name for c in phase.controllers]  # their episodes
         await self._store(m.StoreFlush(producers=producers))
         await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
 

@@ -43,6 +43,7 @@ from palaestra.experiment.runfile_objective import (
     is_objective_condition,
     with_objective_stops,
 )
+from palaestra.experiment.runfile_record import RECORD_ALL, dump_policy, record_every
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,
@@ -77,6 +78,7 @@ _AGENT_KEYS = (
     "brain_memory",
     "muscle_memory",
     "filters",
+    "dump",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_UNSUPPORTED = MappingProxyType(
@@ -94,6 +96,7 @@ _PHASE_CONFIG_KEYS = (
     "worker",
     "episodes",
     "update_lag",
+    "record",
     "evaluate_every",
     "store_raw_actuators",
 )
@@ -400,6 +403,7 @@ class _RunBuilder:
             brain_memory=memory_limits(optional(fields, "brain_memory"), BRAIN_MEMORY),
             muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
             filters=self._filters(optional(fields, "filters")),
+            dump=dump_policy(optional(fields, "dump")),
         )
         return spec, fields["name"]
 
@@ -578,6 +582,7 @@ def _phase_config(node: Node) -> PhaseConfig:
         worker=as_int(fields["worker"], minimum=1) if "worker" in fields else 1,
         episodes=as_int(episodes, minimum=1, maximum=COUNT_MAX) if episodes else 1,
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
+        record_every=record_every(fields["record"]) if "record" in fields else RECORD_ALL,
     )
 
 

@@ -13,6 +13,7 @@ parent's requests and answers.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -21,16 +22,24 @@ import zmq
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.esm import Component, ComponentRuntime, on
-from palaestra.core.hotloop import HotLoop, run_hot
+from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import call
+from palaestra.core.records import RowSink, connect_store
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
     PhaseEndsAfterEpisodes,
     TerminationCondition,
 )
-from palaestra.core.turns import BUILT_IN, Stepped, TurnPolicy, class_name, run_episode
+from palaestra.core.turns import (
+    BUILT_IN,
+    EpisodeResult,
+    Stepped,
+    TurnPolicy,
+    class_name,
+    run_episode,
+)
 from palaestra.core.watch import Waiting, watch
 
 LOG = logging.getLogger(__name__)
@@ -133,6 +142,13 @@ class SimulationController(Component):
         conditions: The phase's and the run's termination conditions.
         params: The run file's simulation params (see :data:`DRIVERS` for ``driver``).
         answer_timeout: Seconds a peer may take to answer.
+        phase: The phase's index (in each :class:`~palaestra.core.messages.EpisodeEnded`).
+        phase_id: The phase's id in the store (of its ``episodes`` rows).
+        store_endpoint: The store writer's record socket (None: no store).
+
+    Each episode that ends is told to the parent (an
+    :class:`~palaestra.core.messages.EpisodeEnded`, as it ends) and to the store writer (an
+    ``episodes`` row, in batches).
     """
 
     policy: ClassVar[type[TurnPolicy] | None] = None
@@ -146,8 +162,15 @@ class SimulationController(Component):
         conditions: Sequence[ClassSpec] = (),
         params: dict[str, Any] | None = None,
         answer_timeout: float = 300.0,
+        phase: int = 0,
+        phase_id: int = 0,
+        store_endpoint: str | None = None,
     ) -> None:
         super().__init__(name)
+        self.phase = phase
+        self.phase_id = phase_id
+        self.store_endpoint = store_endpoint
+        self.episode_rows = RowSink(None, self._episode_rows)  # the store's, once running
         if self.policy is None:
             raise TypeError(
                 f"{class_name(type(self))} names no turn policy: set its class attribute "
@@ -183,6 +206,9 @@ class SimulationController(Component):
         runtime.start_task(watch(self.waiting))
         return {}
 
+    def _episode_rows(self, rows: list[Any]) -> m.EpisodeRows:
+        return m.EpisodeRows(phase_id=self.phase_id, rows=rows)
+
     def _waiting(self, process: str, grace: float = 0.0) -> Waiting:
         waiting = Waiting(process, self.answer_timeout, grace)
         self.waiting.append(waiting)
@@ -211,6 +237,11 @@ class SimulationController(Component):
 
     def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         self.hot_loop = hot
+        self.episode_rows = RowSink(connect_store(hot, self.store_endpoint), self._episode_rows)
+        with closing_producer(self.episode_rows, self.name):
+            self._serve_episodes(hot, request)
+
+    def _serve_episodes(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         # an environment waits for Muscles, a Muscle for its Brain, each with the same limit
         # and naming whom it waits for: let them speak first
         grace = max(1.0, min(5.0, self.answer_timeout / 2))
@@ -284,15 +315,36 @@ class SimulationController(Component):
                 self._start_environments(reset=True)
             self._begin_episode(done, self.environments[0].name if env_driven else "")
             if env_driven:
-                self._env_episode()
+                self._ended(done, *self._env_episode())
             else:
-                self.steps += run_episode(
+                started = time.time()
+                result = run_episode(
                     self.turns, _Sockets(self), self.agents, self.conditions, self.values
                 )
+                self._ended(done, result, started, time.time())
             done += 1
+        self.episode_rows.flush()
         return done
 
-    def _env_episode(self) -> None:
+    def _ended(self, episode: int, result: EpisodeResult, started: float, ended: float) -> None:
+        """Tell the parent and the store that ``episode`` ended (Unix times)."""
+        self.steps += result.steps
+        names = {a.process: a.name for a in self.agents}
+        message = m.EpisodeEnded(
+            phase=self.phase,
+            worker=self.worker,
+            episode=episode,
+            started_at=started,
+            ended_at=ended,
+            steps=result.steps,
+            terminated=result.terminated,
+            truncated=result.truncated,
+            rewards={names.get(p, p): total for p, total in result.rewards.items()},
+        )
+        self.episode_rows.add(message)
+        self.hot_loop.call(self._send_parent, message)
+
+    def _env_episode(self) -> tuple[EpisodeResult, float, float]:
         """Hand the episode to the environment: it sends observations straight to the
         Muscles and steps when their set points are in, two messages per step fewer."""
         env = self.environments[0]
@@ -314,7 +366,8 @@ class SimulationController(Component):
         answer = m.decode(env.receive())
         if not isinstance(answer, m.EnvEpisodeDone):
             raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}, not the end")
-        self.steps += answer.steps
+        result = EpisodeResult(answer.steps, answer.terminated, answer.truncated, answer.rewards)
+        return result, answer.started_at, answer.ended_at
 
     def _begin_episode(self, episode: int, driver: str) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
@@ -357,7 +410,13 @@ class _Sockets:
         for uids, state in zip(self.uids, states, strict=True):
             values.extend(zip(uids, state.values, strict=True))
             rewards.extend(state.rewards)
-        return Stepped(values, rewards, [state.done for state in states])
+        return Stepped(
+            values,
+            rewards,
+            [state.done for state in states],
+            [state.terminated for state in states],
+            [state.truncated for state in states],
+        )
 
     def finish(self, agents: Sequence[AgentPeer]) -> None:
         for agent in agents:

@@ -40,6 +40,7 @@ __all__ = [
     "brain_states",
     "environments",
     "episode_rewards",
+    "episodes",
     "experiments",
     "muscle_actions",
     "phases",
@@ -153,7 +154,10 @@ def world_states(
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
-        ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``.
+        ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``, ``terminated``,
+        ``truncated`` (how the environment said the episode ended; None where it does not say).
+        A phase with ``record: {every: N}`` has the rows of every N-th step and the last only,
+        one with ``record: episodes`` none.
     """
     found = rows.world_states(
         run,
@@ -197,7 +201,10 @@ def muscle_actions(
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
         ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's total),
-        ``objective``, ``done``.
+        ``objective``, ``done``, ``terminated``, ``truncated`` (how the episode ended, in its
+        last row; False before; None where the environments do not say). A phase with
+        ``record: {every: N}`` has the rows of every N-th step and the last only, one with
+        ``record: episodes`` none.
     """
     found = rows.muscle_actions(
         run,
@@ -221,9 +228,11 @@ def episode_rewards(
     store_uri: StoreURI | None = None,
     instance: str | None = None,
 ) -> pd.DataFrame:
-    """Per phase, agent, worker and episode (summed by the database): ``phase``,
-    ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``, ``reward`` and
-    ``objective`` (sums; NaN where no step had one)."""
+    """Per phase, agent, worker and episode: ``phase``, ``phase_name``, ``mode``, ``agent``,
+    ``worker``, ``episode``, ``steps``, ``reward`` and ``objective`` (sums; NaN where no step
+    had one). A phase that recorded every step is summed from its muscle actions by the
+    database; one that recorded fewer (``record``) reads its episodes: the same reward,
+    ``steps`` the world's steps, ``objective`` NaN."""
     found = rows.episode_rewards(
         run, phase=phase, agent=agent, mode=mode, store_uri=store_uri, instance=instance
     )
@@ -296,3 +305,34 @@ def statistics(
         instance=instance,
     )
     return to_frame(rows.expand(found) if expand else found)
+
+
+def episodes(
+    run: str,
+    *,
+    phase: Match | None = None,
+    worker: Match | None = None,
+    mode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """One row per phase, worker and episode, in the order the episodes started.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        worker: Worker number(s).
+        mode: Phase mode(s), e.g. ``"train"``.
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``worker``, ``episode``, ``started_at``,
+        ``ended_at``, ``steps`` (of the world), ``terminated``, ``truncated`` (None where the
+        environments do not say) and ``rewards`` (each agent's episode reward by name: the sum
+        of its steps' ``reward``). Every phase has them, whatever it ``record``-ed.
+    """
+    found = rows.episodes(
+        run, phase=phase, worker=worker, mode=mode, store_uri=store_uri, instance=instance
+    )
+    return to_frame(found)

@@ -43,6 +43,7 @@ from palaestra.store.models import (
     Agent,
     BrainState,
     Environment,
+    Episode,
     Experiment,
     ExperimentRun,
     ExperimentRunInstance,
@@ -307,7 +308,9 @@ def world_states(
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
-        ``step``, ``sensors``, ``setpoints``, ``rewards`` and ``done``.
+        ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``, ``terminated`` and
+        ``truncated`` (how the environment said its episode ended; None where it does not say,
+        and in rows of stores before revision 0005).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -322,6 +325,8 @@ def world_states(
                 WorldState.setpoints,
                 WorldState.rewards,
                 WorldState.done,
+                WorldState.terminated,
+                WorldState.truncated,
             )
             .select_from(WorldState)
             .join(Environment, WorldState.environment_id == Environment.id)
@@ -366,7 +371,8 @@ def muscle_actions(
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
         ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's
-        reward total), ``objective`` and ``done``.
+        reward total), ``objective``, ``done``, ``terminated`` and ``truncated`` (how the
+        episode ended, in its last row; False before; None where the environments do not say).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -383,6 +389,8 @@ def muscle_actions(
                 MuscleAction.reward,
                 MuscleAction.objective,
                 MuscleAction.done,
+                MuscleAction.terminated,
+                MuscleAction.truncated,
             )
             .select_from(MuscleAction)
             .join(Agent, MuscleAction.agent_id == Agent.id)
@@ -402,6 +410,62 @@ def muscle_actions(
     return _fetch_run(store_uri, run, instance, statement)
 
 
+def episodes(
+    run: str,
+    *,
+    phase: Match | None = None,
+    worker: Match | None = None,
+    mode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The episodes of a run instance (one row per phase, worker and episode), in the order
+    they started.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``worker``, ``episode``, ``started_at`` and
+        ``ended_at`` (UTC), ``steps`` (of the world), ``terminated`` and ``truncated`` (None
+        where the environments do not say) and ``rewards`` (each agent's episode reward, the
+        sum of its steps' ``reward``, by agent name; an agent without a numeric reward is
+        absent). Stores before revision 0005 have none.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        chosen = (
+            select(
+                *_phase_columns(),
+                Episode.worker,
+                Episode.episode,
+                Episode.started_at,
+                Episode.ended_at,
+                Episode.steps,
+                Episode.terminated,
+                Episode.truncated,
+                Episode.rewards,
+            )
+            .select_from(Episode)
+            .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(Episode.started_at, _Phase.index, Episode.worker, Episode.episode)
+        )
+        return _filtered(chosen, [(_Phase, phase), (_Phase.mode, mode), (Episode.worker, worker)])
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+EPISODE_REWARD_COLUMNS = (
+    "phase",
+    "phase_name",
+    "mode",
+    "agent",
+    "worker",
+    "episode",
+    "steps",
+    "reward",
+    "objective",
+)
+
+
 def episode_rewards(
     run: str,
     *,
@@ -413,42 +477,105 @@ def episode_rewards(
 ) -> Rows:
     """Per phase, agent, worker and episode: its steps and the sums of reward and objective.
 
-    Summed by the database (GROUP BY); steps without a reward or objective count as none.
+    A phase that recorded every step (``record: all``, the default) is summed by the database
+    from ``muscle_actions`` (GROUP BY; steps without a reward or objective count as none). A
+    phase that recorded fewer (``record: {every: N}`` or ``episodes``) reads its ``episodes``
+    rows: the reward is the same sum, made as the episode ran; ``steps`` is then the world's
+    steps in the episode and ``objective`` None.
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``,
         ``reward`` and ``objective``.
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(),
-                Agent.name.label("agent"),
-                MuscleAction.worker,
-                MuscleAction.episode,
-                func.count(MuscleAction.id).label("steps"),
-                func.sum(MuscleAction.reward).label("reward"),
-                func.sum(MuscleAction.objective).label("objective"),
+    with _connection(store_uri) as connection:
+        instance_id = _instance_id(connection, run, instance)
+        partial = _partly_recorded(connection, instance_id)
+        summed = _rows(
+            connection.execute(
+                _summed_rewards(instance_id, phase, agent, mode).where(_Phase.id.not_in(partial))
             )
-            .select_from(MuscleAction)
-            .join(Agent, MuscleAction.agent_id == Agent.id)
-            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .group_by(
-                _Phase.index,
-                _Phase.name,
-                _Phase.mode,
-                Agent.id,
-                Agent.name,
-                MuscleAction.worker,
-                MuscleAction.episode,
-            )
-            .order_by(_Phase.index, Agent.id, MuscleAction.worker, MuscleAction.episode)
         )
-        return _filtered(chosen, _action_filters(phase, agent, mode, None, None))
+        read = _episode_reward_rows(connection, instance_id, partial, phase, agent, mode)
+    order = ("phase", "agent_order", "worker", "episode")
+    merged = sorted([*summed, *read], key=lambda row: tuple(row[k] for k in order))
+    return Rows(
+        ({name: row[name] for name in EPISODE_REWARD_COLUMNS} for row in merged),
+        EPISODE_REWARD_COLUMNS,
+    )
 
-    return _fetch_run(store_uri, run, instance, statement)
+
+def _partly_recorded(connection: Connection, instance_id: int) -> list[int]:
+    """The ids of the instance's phases that did not record every step."""
+    found = connection.execute(
+        select(_Phase.id, _Phase.config).where(_Phase.experiment_run_instance_id == instance_id)
+    )
+    return [row.id for row in found if (row.config or {}).get("record_every", 1) != 1]
+
+
+def _summed_rewards(
+    instance_id: int, phase: Match | None, agent: Match | None, mode: Match | None
+) -> Select[Any]:
+    chosen = (
+        select(
+            *_phase_columns(),
+            Agent.name.label("agent"),
+            MuscleAction.worker,
+            MuscleAction.episode,
+            func.count(MuscleAction.id).label("steps"),
+            func.sum(MuscleAction.reward).label("reward"),
+            func.sum(MuscleAction.objective).label("objective"),
+            Agent.id.label("agent_order"),
+        )
+        .select_from(MuscleAction)
+        .join(Agent, MuscleAction.agent_id == Agent.id)
+        .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
+        .where(_Phase.experiment_run_instance_id == instance_id)
+        .group_by(
+            _Phase.index,
+            _Phase.name,
+            _Phase.mode,
+            Agent.id,
+            Agent.name,
+            MuscleAction.worker,
+            MuscleAction.episode,
+        )
+        .order_by(_Phase.index, Agent.id, MuscleAction.worker, MuscleAction.episode)
+    )
+    return _filtered(chosen, _action_filters(phase, agent, mode, None, None))
+
+
+def _episode_reward_rows(
+    connection: Connection,
+    instance_id: int,
+    phase_ids: list[int],
+    phase: Match | None,
+    agent: Match | None,
+    mode: Match | None,
+) -> list[Row]:
+    """:func:`episode_rewards`' rows of the phases ``phase_ids``, from their ``episodes``."""
+    chosen = (
+        select(
+            *_phase_columns(),
+            Agent.name.label("agent"),
+            Agent.id.label("agent_order"),
+            Episode.worker,
+            Episode.episode,
+            Episode.steps,
+            Episode.rewards,
+        )
+        .select_from(Episode)
+        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+        .join(Agent, Agent.experiment_run_phase_id == _Phase.id)
+        .where(_Phase.experiment_run_instance_id == instance_id, _Phase.id.in_(phase_ids))
+    )
+    if not phase_ids:
+        return []
+    filters = [(_Phase, phase), (_Phase.mode, mode), (Agent.name, agent)]
+    found = _rows(connection.execute(_filtered(chosen, filters)))
+    for row in found:
+        row["reward"] = (row["rewards"] or {}).get(row["agent"])
+        row["objective"] = None
+    return found
 
 
 def brain_states(
@@ -714,6 +841,7 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
         ("brain_states", BrainState, BrainState.agent_id.in_(agent_ids)),
         ("statistics", Statistic, Statistic.agent_id.in_(agent_ids)),
         ("muscle_actions", MuscleAction, MuscleAction.agent_id.in_(agent_ids)),
+        ("episodes", Episode, Episode.experiment_run_phase_id.in_(phase_ids)),
         ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
         ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),
         ("environments", Environment, Environment.experiment_run_phase_id.in_(phase_ids)),

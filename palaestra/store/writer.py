@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Engine, Select, Table, func, select
+from sqlalchemy import Engine, Select, Table, delete, func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,6 +27,7 @@ from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
+from palaestra.core.turns import reward_total
 from palaestra.store import schema
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
@@ -34,6 +36,7 @@ from palaestra.store.models import (
     Agent,
     BrainState,
     Environment,
+    Episode,
     Experiment,
     ExperimentRun,
     ExperimentRunInstance,
@@ -63,6 +66,7 @@ WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
 STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
+EPISODES: Table = Episode.__table__  # type: ignore[assignment]
 
 Row = dict[str, Any]
 
@@ -91,8 +95,12 @@ class StoreWriter(Component):
             WORLD_STATES: [],
             MUSCLE_ACTIONS: [],
             STATISTICS: [],
+            EPISODES: [],
         }
         self.closed_producers: set[str] = set()
+        self.record_every: dict[tuple[str, int], int] = {}
+        """A phase's ``record_every`` (see :class:`~palaestra.core.specs.PhaseConfig`) by
+        ``("agent", id)`` and ``("environment", id)``; 1 (every step) where not known."""
         self._sessions: sessionmaker[Session] | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._socket: zmq.asyncio.Socket | None = None
@@ -190,11 +198,15 @@ class StoreWriter(Component):
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
         if isinstance(message, m.MuscleActionRows):
-            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message), size)
+            every = self.record_every.get(("agent", message.agent_id), 1)
+            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message, every), size)
         elif isinstance(message, m.WorldStateRows):
-            self._buffer(WORLD_STATES, _world_state_rows(message), size)
+            every = self.record_every.get(("environment", message.environment_id), 1)
+            self._buffer(WORLD_STATES, _world_state_rows(message, every), size)
         elif isinstance(message, m.StatisticsRows):
             self._buffer(STATISTICS, _statistics_rows(message), size)
+        elif isinstance(message, m.EpisodeRows):
+            self._buffer(EPISODES, _episode_rows(message), size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -213,7 +225,8 @@ class StoreWriter(Component):
             self._write({table: buffer})
 
     def _write_brain_dump(self, message: m.BrainDump) -> None:
-        """Brain dumps are rare and can be large: they are inserted at once, not buffered."""
+        """Brain dumps are rare and can be large: they are inserted at once, not buffered. A
+        periodic dump (``keep`` > 0) leaves the newest ``keep`` dumps of its agent and tag."""
         row = {
             "agent_id": message.agent_id,
             "tag": message.tag,
@@ -221,7 +234,16 @@ class StoreWriter(Component):
             "dump": message.dump,
             "created_at": utcnow(),
         }
-        self._write({BRAIN_STATES: [row]})
+        if not message.keep:
+            self._write({BRAIN_STATES: [row]})
+            return
+        of_tag = (BrainState.agent_id == message.agent_id, BrainState.tag == message.tag)
+        newest = select(BrainState.id).where(*of_tag).order_by(BrainState.id.desc())
+        older = delete(BrainState).where(*of_tag, BrainState.id.not_in(newest.limit(message.keep)))
+        doing = f"writing a brain dump of agent {message.agent_id} and pruning older ones"
+        with self._store_errors(doing), self._engine().begin() as connection:
+            connection.execute(BRAIN_STATES.insert(), [row])
+            connection.execute(older)
 
     def _producer_closed(self, producer: str) -> None:
         self.closed_producers.add(producer)
@@ -362,6 +384,9 @@ class StoreWriter(Component):
             ids = {"phase": phase.id}
             ids.update({f"environment:{env.uid}": env.id for env in environments})
             ids.update({f"agent:{agent.name}": agent.id for agent in agents})
+        every = int(message.config.get("record_every", 1))
+        self.record_every.update({("environment", env.id): every for env in environments})
+        self.record_every.update({("agent", agent.id): every for agent in agents})
         return m.StoreIds(ids=ids)
 
     @on(m.StorePhaseEnd)
@@ -423,7 +448,12 @@ class StoreWriter(Component):
 # --- rows and metadata -----------------------------------------------------------------------
 
 
-def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
+def _recorded(step: int, done: bool, every: int) -> bool:
+    """Whether the row of the episode's ``step`` (0-based) is stored: see ``record_every``."""
+    return every == 1 or (every > 1 and (done or step % every == 0))
+
+
+def _muscle_action_rows(message: m.MuscleActionRows, every: int = 1) -> list[Row]:
     agent_id, worker = message.agent_id, message.worker
     return [
         {
@@ -434,30 +464,18 @@ def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
             "sensor_readings": row.sensors,
             "actuator_setpoints": row.setpoints,
             "rewards": row.rewards,
-            "reward": _total(row.rewards),
+            "reward": reward_total(row.rewards.values()),
             "objective": row.objective,
             "done": row.done,
+            "terminated": row.terminated,
+            "truncated": row.truncated,
         }
         for row in message.rows
+        if _recorded(row.step, row.done, every)
     ]
 
 
-def _total(rewards: dict[str, Any]) -> float | None:
-    """The sum of a step's numeric reward values (nested lists summed too), None if none."""
-    total = 0.0
-    found = False
-    stack: list[Any] = list(rewards.values())
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            total += value
-            found = True
-    return total if found else None
-
-
-def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
+def _world_state_rows(message: m.WorldStateRows, every: int = 1) -> list[Row]:
     environment_id, worker = message.environment_id, message.worker
     return [
         {
@@ -469,10 +487,35 @@ def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
             "setpoints": row.setpoints,
             "rewards": row.rewards,
             "done": row.done,
+            "terminated": row.terminated,
+            "truncated": row.truncated,
             "simtime": row.simtime,
         }
         for row in message.rows
+        if _recorded(row.step - 1, row.done, every)  # its steps count from 1
     ]
+
+
+def _episode_rows(message: m.EpisodeRows) -> list[Row]:
+    phase_id = message.phase_id
+    return [
+        {
+            "experiment_run_phase_id": phase_id,
+            "worker": row.worker,
+            "episode": row.episode,
+            "started_at": _time(row.started_at),
+            "ended_at": _time(row.ended_at),
+            "steps": row.steps,
+            "terminated": row.terminated,
+            "truncated": row.truncated,
+            "rewards": row.rewards,
+        }
+        for row in message.rows
+    ]
+
+
+def _time(unix: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(unix, dt.UTC)
 
 
 def _statistics_rows(message: m.StatisticsRows) -> list[Row]:

@@ -72,7 +72,7 @@ CONDITIONS = [EpisodeEndsWithEnvironment()]
 
 def test_all_act_every_agent_acts_and_is_rewarded_with_that_step() -> None:
     driver = ScriptedDriver(length=2)
-    steps = run_episode(AllAct(), driver, AGENTS, CONDITIONS, {"s": 0})
+    steps = run_episode(AllAct(), driver, AGENTS, CONDITIONS, {"s": 0}).steps
     assert steps == 2
     assert driver.log == [
         ("observe", ("a", 0, [0], None, False)),
@@ -89,7 +89,7 @@ def test_all_act_every_agent_acts_and_is_rewarded_with_that_step() -> None:
 
 def test_round_robin_one_agent_per_step_rewarded_with_the_step_after_its_action() -> None:
     driver = ScriptedDriver(length=3)
-    steps = run_episode(RoundRobin(), driver, AGENTS, CONDITIONS, {"s": 0})
+    steps = run_episode(RoundRobin(), driver, AGENTS, CONDITIONS, {"s": 0}).steps
     assert steps == 3
     assert driver.log == [
         ("observe", ("a", 0, [0], None, False)),
@@ -131,7 +131,7 @@ def test_the_conditions_end_the_episode_and_their_failure_names_them() -> None:
             return self.calls >= 2
 
     driver = ScriptedDriver(length=100)
-    assert run_episode(AllAct(), driver, AGENTS, [AfterTwo()], {"s": 0}) == 2
+    assert run_episode(AllAct(), driver, AGENTS, [AfterTwo()], {"s": 0}).steps == 2
     with pytest.raises(PluginError) as caught:
         run_episode(AllAct(), ScriptedDriver(length=100), AGENTS, [Broken()], {"s": 0})
     assert caught.value.plugin.endswith("Broken.episode_done")
@@ -161,7 +161,7 @@ def test_update_applies_set_points_records_the_step_and_reports_the_state() -> N
     assert state.values == [1] * 10 and not state.done
     assert [(r.uid, r.value) for r in state.rewards] == [("Dummy Reward", 1)]
     assert isinstance(env.rows, RowRecorder)
-    ((episode, step, sensors, setpoints, rewards, done, simtime),) = map(
+    ((episode, step, sensors, setpoints, rewards, done, simtime, *_),) = map(
         astuple, env.rows.recorded
     )
     assert (episode, step, done, simtime) == (0, 1, False, None)
@@ -257,7 +257,7 @@ def test_a_muscle_step_completes_the_transition_asks_the_brain_and_acts() -> Non
     reward = [m.InfoDesc("Dummy Reward", None, 1)]
     muscle.step(m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
     assert isinstance(muscle.rows, RowRecorder)
-    ((episode, step, sensors, setpoints, rewards, objective, done),) = map(
+    ((episode, step, sensors, setpoints, rewards, objective, done, *_),) = map(
         astuple, muscle.rows.recorded
     )
     assert (episode, step, done) == (0, 0, False)
@@ -302,7 +302,7 @@ def test_an_episode_of_real_step_paths_in_one_process(
         driver.wire(muscle, brain_link(brain, f"{name}-0"))
     driver.begin(0, baseline)
     values = dict(zip(env.full_sensor_uids, env.values, strict=True))
-    steps = run_episode(policy, driver, driver.agents(), CONDITIONS, values)
+    steps = run_episode(policy, driver, driver.agents(), CONDITIONS, values).steps
     assert steps == 3
     assert isinstance(env.rows, RowRecorder)
     assert [row.step for row in env.rows.recorded] == [1, 2, 3]
