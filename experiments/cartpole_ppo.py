@@ -285,6 +285,7 @@ class PPOBrain(Brain):
             truncated = len(episode.actions) >= self.hyper.time_limit
         episode.truncated = bool(truncated)
         self.add_statistics("episode_return", sum(episode.rewards))
+        self.add_statistics("truncated", episode.truncated)
         if not self.ppo.add(episode):
             return None
         for key, value in self.ppo.last_stats.items():

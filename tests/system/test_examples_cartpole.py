@@ -43,9 +43,11 @@ def test_cartpole_ppo_trains_dumps_and_tests_from_the_dump(
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     )
-    # 3 train episodes, an update after every 16 steps, 2 test episodes
+    # 3 train episodes cut off after 12 steps (CartPole-v1's limit is 500), an update after
+    # every 16 steps, 2 test episodes
     run_file = workspace.variant(
         "cartpole_ppo.yml",
+        ("{env_id: CartPole-v1}", "{env_id: CartPole-v1, env_kwargs: {max_episode_steps: 12}}"),
         ("params: {episodes: &budget 300}", "params: {episodes: &budget 3, rollout_steps: 16}"),
         ("episodes: 100", "episodes: 2"),
     )
@@ -56,6 +58,22 @@ def test_cartpole_ppo_trains_dumps_and_tests_from_the_dump(
     (train, test) = rows(db, EPISODES)
     assert train[:2] == ("train", 3) and test[:2] == ("test", 2)
     assert train[2] >= 3 * 8 and test[2] >= 2 * 8  # CartPole lasts at least 8 steps
+    # the Brain knew which episodes were cut off (to bootstrap their last step), from its
+    # memory's rows: its time_limit (500) would have said none was
+    ends = rows(
+        db,
+        "select e.episode, e.truncated, s.statistics from episodes e "
+        "join experiment_run_phases p on p.id = e.experiment_run_phase_id "
+        "join agents a on a.experiment_run_phase_id = p.id "
+        "join statistics s on s.agent_id = a.id and s.episode = e.episode "
+        "and s.source = 'brain' "
+        "where p.name = 'train' order by e.episode",
+    )
+    assert [episode for episode, *_ in ends] == [0, 1, 2]
+    assert [json.loads(stats)["truncated"] for _, _, stats in ends] == [
+        bool(truncated) for _, truncated, _ in ends
+    ]
+    assert any(truncated for _, truncated, _ in ends)
     # the Brain dumped its model (tag "model") in the train phase after it updated ...
     dumps = rows(
         db,
