@@ -20,7 +20,7 @@ pytest.importorskip(
     "gymnasium", reason="the CartPole example needs gymnasium: pip install 'palaestra[gym]'"
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
 
 
 def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -51,7 +51,7 @@ def test_cartpole_ppo_trains_dumps_and_tests_from_the_dump(
         ("params: {episodes: &budget 300}", "params: {episodes: &budget 3, rollout_steps: 16}"),
         ("episodes: 100", "episodes: 2"),
     )
-    result = workspace.run("experiment-start", str(run_file), timeout=50)
+    result = workspace.run("experiment-start", str(run_file), timeout=100)
     assert result.returncode == 0, result.stderr[-3000:]
     db = workspace.store
     assert rows(db, "select status from experiment_run_instances") == [("finished",)]
