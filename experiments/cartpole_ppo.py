@@ -111,9 +111,10 @@ def act(model: ActorCritic, obs: np.ndarray, rng: np.random.Generator | None) ->
     logp = torch.log_softmax(logits, -1).numpy()
     if rng is None:
         action = int(np.argmax(logp))
-    else:
-        action = int(np.searchsorted(np.cumsum(np.exp(logp)), rng.random() * np.exp(logp).sum()))
-        action = min(action, len(logp) - 1)
+    else:  # inverse-CDF sampling: the first action whose cumulative probability passes u
+        probs = np.exp(logp)
+        u = rng.random() * probs.sum()
+        action = min(int(np.searchsorted(np.cumsum(probs), u)), len(probs) - 1)
     return action, float(logp[action])
 
 
