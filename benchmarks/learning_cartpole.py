@@ -40,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import pandas as pd  # noqa: E402
+
 from palaestra.store import query  # noqa: E402
 
 RUN_FILE = ROOT / "experiments" / "cartpole_ppo.yml"
@@ -83,13 +85,19 @@ def on_palaestra(seed: int, episodes: int) -> dict[str, Any]:
         rewards = query.episode_rewards("cartpole-ppo", store_uri=store)
         phases = query.phases("cartpole-ppo", store_uri=store)
         agents = query.agents("cartpole-ppo", phase="test", store_uri=store)
+        episodes = query.episodes("cartpole-ppo", phase="train", store_uri=store)
     train = rewards[rewards.phase_name == "train"].sort_values("episode")
     tested = rewards[rewards.phase_name == "test"]
-    seconds = float(phases[phases.name == "train"].duration_s.iloc[0])
+    # the time the episodes took, from the first one's start to the last one's end (the
+    # floor's train_seconds): the phase's duration also holds its start-up (processes, torch)
+    began, ended = pd.to_datetime(episodes.started_at).min(), pd.to_datetime(episodes.ended_at)
+    seconds = (ended.max() - began).total_seconds()
     steps = int(train.steps.sum())
     return {
         "wall_seconds": round(wall, 3),
+        "phase_seconds": round(float(phases[phases.name == "train"].duration_s.iloc[0]), 3),
         "train_seconds": round(seconds, 3),
+        "truncated_episodes": int(episodes.truncated.fillna(False).astype(bool).sum()),
         "train_steps": steps,
         "steps_per_second": round(steps / seconds, 1),
         "train_returns": [float(r) for r in train.reward],
@@ -135,11 +143,15 @@ def report(seed: int, palaestra: dict[str, Any], floor: dict[str, Any], bins: in
             f"test mean {r['test_mean']:6.1f} over {len(r['test_returns'])}"
         )
         print(f"  {'':<9} curve (mean return per bin): {curve(r['train_returns'], bins)}")
+    print(
+        f"  palaestra: train phase {palaestra['phase_seconds']:.1f} s with its start-up; "
+        f"{palaestra['truncated_episodes']} train episodes cut off at 500 steps"
+    )
     print(f"  palaestra/floor, seconds per train step: {ratio:.2f}")
 
 
 def medians(results: list[dict[str, Any]]) -> dict[str, float]:
-    keys = ("wall_seconds", "train_seconds", "steps_per_second", "test_mean")
+    keys = ("wall_seconds", "train_seconds", "train_steps", "steps_per_second", "test_mean")
     return {
         f"{side}_{key}": statistics.median(r[side][key] for r in results)
         for side in ("palaestra", "floor")
