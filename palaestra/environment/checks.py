@@ -11,6 +11,7 @@ the uid and the value: the environment is blamed, not the Muscle that would trip
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +25,8 @@ from palaestra.core.information import (
 )
 from palaestra.core.plugin import PluginContractError
 from palaestra.core.spaces import Box, Discrete, Space
+
+LOG = logging.getLogger(__name__)
 
 Check = Callable[[Any], bool]
 
@@ -238,13 +241,17 @@ class GymnasiumStepError(RuntimeError):
 
 def gym_value(env: Any, method: str, what: str, space: Any, value: Any) -> None:
     """Check one value a gymnasium environment returned against its gymnasium space, as
-    gymnasium's ``PassiveEnvChecker`` does: NaN, shape, dtype and bounds, each named.
+    gymnasium's ``PassiveEnvChecker`` does: NaN, shape and bounds, each named. A Box value of
+    another dtype than its space's is converted (the store keeps the space's dtype) and, as in
+    gymnasium, only warned about, once per environment (``env.dtype_warned``).
 
     Raises:
         PluginContractError: The value is not in the space; the message names the
             environment, the episode and step, the value and what is wrong with it.
     """
     problem = _gym_problem(space, value)
+    if problem is None and not env.dtype_warned:
+        env.dtype_warned = _warn_dtype(env, what, space, value)
     if problem is not None:
         raise PluginContractError(
             env,
@@ -258,16 +265,7 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
     """Check what a gymnasium ``step`` returned: the observation in its space, a finite
     numeric reward, ``terminated`` and ``truncated`` bools."""
     gym_value(env, "update", "observation", env.env.observation_space, observation)
-    if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
-        raise PluginContractError(
-            env,
-            "update",
-            f"{env.where}: {_when(env)} returned reward {_show(reward)}, expected a number",
-        )
-    if not np.isfinite(reward):
-        raise PluginContractError(
-            env, "update", f"{env.where}: {_when(env)} returned reward {_show(reward)}, not finite"
-        )
+    gym_reward(env, "reward", reward)
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if not isinstance(flag, bool | np.bool_):
             raise PluginContractError(
@@ -275,6 +273,20 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
                 "update",
                 f"{env.where}: {_when(env)} returned {name} = {_show(flag)}, expected a bool",
             )
+
+
+def gym_reward(env: Any, what: str, reward: Any) -> None:
+    """Check a reward a gymnasium or PettingZoo environment returned: a finite number."""
+    if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
+        raise PluginContractError(
+            env,
+            "update",
+            f"{env.where}: {_when(env)} returned {what} {_show(reward)}, expected a number",
+        )
+    if not np.isfinite(reward):
+        raise PluginContractError(
+            env, "update", f"{env.where}: {_when(env)} returned {what} {_show(reward)}, not finite"
+        )
 
 
 def _when(env: Any) -> str:
@@ -290,27 +302,63 @@ def _gym_problem(space: Any, value: Any) -> str | None:
     from gymnasium import spaces as gs
 
     if isinstance(space, gs.Dict):
-        if not isinstance(value, dict) or set(value) != set(space.spaces):
-            return f"expected a dict with keys {sorted(space.spaces)}"
-        for key, sub in space.spaces.items():
-            problem = _gym_problem(sub, value[key])
-            if problem is not None:
-                return f"at key '{key}': {problem}"
-        return None
+        return _dict_problem(space, value)
     if isinstance(space, gs.Tuple):
-        if not isinstance(value, tuple) or len(value) != len(space.spaces):
-            return f"expected a tuple of {len(space.spaces)}"
-        for index, sub in enumerate(space.spaces):
-            problem = _gym_problem(sub, value[index])
-            if problem is not None:
-                return f"at index {index}: {problem}"
-        return None
+        return _tuple_problem(space, value)
     if isinstance(space, gs.Box):
-        array = np.asarray(value)
-        if array.dtype.kind == "f" and np.isnan(array).any():
-            return "which holds NaN"
-        if array.shape != space.shape:
-            return f"of shape {array.shape}, expected {space.shape}"
-        if array.dtype != space.dtype:
-            return f"of dtype {array.dtype}, expected {space.dtype}"
+        return _box_problem(space, value)
     return None if space.contains(value) else "which is not in its declared space"
+
+
+def _dict_problem(space: Any, value: Any) -> str | None:
+    if not isinstance(value, dict) or set(value) != set(space.spaces):
+        return f"expected a dict with keys {sorted(space.spaces)}"
+    for key, sub in space.spaces.items():
+        problem = _gym_problem(sub, value[key])
+        if problem is not None:
+            return f"at key '{key}': {problem}"
+    return None
+
+
+def _tuple_problem(space: Any, value: Any) -> str | None:
+    if not isinstance(value, tuple) or len(value) != len(space.spaces):
+        return f"expected a tuple of {len(space.spaces)}"
+    for index, sub in enumerate(space.spaces):
+        problem = _gym_problem(sub, value[index])
+        if problem is not None:
+            return f"at index {index}: {problem}"
+    return None
+
+
+def _warn_dtype(env: Any, what: str, space: Any, value: Any) -> bool:
+    """Warn if a Box value's dtype is not its space's; returns whether it warned."""
+    from gymnasium import spaces as gs
+
+    if not isinstance(space, gs.Box):
+        return False
+    dtype = np.asarray(value).dtype
+    if dtype == space.dtype:
+        return False
+    LOG.warning(
+        "%s: %s returned %s of dtype %s, but its space's dtype is %s; palaestra converts it "
+        "(warned once)",
+        env.where,
+        _when(env),
+        what,
+        dtype,
+        space.dtype,
+    )
+    return True
+
+
+def _box_problem(space: Any, value: Any) -> str | None:
+    array = np.asarray(value)
+    if array.dtype.kind == "f" and np.isnan(array).any():
+        return "which holds NaN"
+    if array.shape != space.shape:
+        return f"of shape {array.shape}, expected {space.shape}"
+    if array.dtype.kind not in "biuf":
+        return f"of dtype {array.dtype}, expected numbers"
+    if not (np.all(array >= space.low) and np.all(array <= space.high)):
+        return "which is outside its declared bounds"
+    return None

@@ -22,6 +22,7 @@ import numpy as np
 
 from palaestra.core.config import load_runtime_config
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.name_rules import path_part
 
 
 class FrameRecorder:
@@ -96,4 +97,5 @@ def recorder_of(
 def default_frames_dir(uid: str, worker: int, seed: int) -> str:
     """``<data_path>/frames/<uid>/worker-<worker>-seed-<seed>``."""
     data_path = load_runtime_config().data_path
-    return os.path.join(data_path, "frames", uid or "environment", f"worker-{worker}-seed-{seed}")
+    folder = path_part(uid or "environment")
+    return os.path.join(data_path, "frames", folder, f"worker-{worker}-seed-{seed}")

@@ -58,9 +58,9 @@ class GymnasiumEnvironment(Environment):
         env_kwargs: Keyword arguments for ``gymnasium.make`` or the factory.
         factory: ``module:callable`` returning a ``gymnasium.Env``.
         check: ``first`` checks the first reset and step of every episode against the
-            declared spaces (shapes, dtypes, bounds, NaN); ``every_step`` checks every step;
-            ``off`` checks nothing here (palaestra still checks the first step after each
-            start).
+            declared spaces (shapes, bounds, NaN; another dtype is warned about once);
+            ``every_step`` checks every step; ``off`` checks nothing here (palaestra still
+            checks the first step after each start).
         record_frames: ``{every: N, dir: PATH}`` records ``render_mode="rgb_array"`` frames
             of every N-th episode (see :mod:`palaestra.environment.frames`).
 
@@ -90,6 +90,11 @@ class GymnasiumEnvironment(Environment):
             )
         self.check = check
         self._record_setting = record_frames
+        if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
+            raise InvalidInputError(
+                f"{self.where}: params.env_kwargs: expected a mapping of keyword arguments, "
+                f"got {env_kwargs!r}"
+            )
         kwargs = dict(env_kwargs or {})
         if record_frames:
             kwargs.setdefault("render_mode", "rgb_array")
@@ -98,6 +103,7 @@ class GymnasiumEnvironment(Environment):
         self.action_leaves: list[Leaf] = leaves(self.env.action_space, "action", self.where)
         self.recorder: FrameRecorder | None = None
         self.seeded = False
+        self.dtype_warned = False
         self.episode = -1
         self.step = 0
 
@@ -196,7 +202,13 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
     if env_id is not None:
         if not isinstance(env_id, str) or env_id not in gym.registry:
             raise unknown_id(env_id, list(gym.registry), where)
-        return gym.make(env_id, **kwargs)
+        try:
+            return gym.make(env_id, **kwargs)
+        except (TypeError, gym.error.Error) as exc:  # a wrong keyword, a missing dependency
+            raise InvalidInputError(
+                f"{where}: gymnasium.make({env_id!r}, **params.env_kwargs) refused: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
     env = _load_factory(str(factory), where)(**kwargs)
     if not isinstance(env, gym.Env):
         raise InvalidInputError(

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from palaestra.core import limits
+from palaestra.core.errors import InvalidInputError
 from palaestra.core.loading import load_class
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.environment.environment_process import construct
@@ -39,6 +40,12 @@ _STAGES = {
     "start": "start_environment()",
     "shutdown": "shutdown()",
 }
+
+
+class InvalidEnvironmentError(InvalidInputError):
+    """The environment refused its params while probed (an :class:`InvalidInputError` of its
+    constructor or start: an unknown id, a missing extra, a space it cannot map); the run
+    file's check reports it at the environment's params, before any process starts."""
 
 
 class EnvironmentIds:
@@ -133,6 +140,8 @@ class _Prober:
                     found = json.loads(value)
                 elif kind == "done":
                     return found
+                elif kind == "invalid":
+                    raise InvalidEnvironmentError(json.loads(value))
                 else:  # the environment raised: the run reports it, naming the process
                     LOG.debug("could not probe environment %s: %s", self.spec.uid, value)
                     return found
@@ -171,7 +180,11 @@ def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - run
             _start_and_stop(spec, write)
             _report(write, "done", "")
         except Exception as exc:  # noqa: BLE001 - the user's environment: the run reports it
-            _report(write, "error", repr(exc).replace("\n", " "))
+            invalid = _invalid_input(exc)
+            if invalid is not None:
+                _report(write, "invalid", json.dumps(invalid.format_message()))
+            else:
+                _report(write, "error", repr(exc).replace("\n", " "))
         take_down_strays(f"probe of environment '{spec.uid}'")
     except BaseException:  # noqa: BLE001 - never return into the parent's code
         code = 1
@@ -194,6 +207,17 @@ def _start_and_stop(spec: EnvironmentSpec, write: int) -> None:
     finally:
         _report(write, "stage", "shutdown")
         env.shutdown()
+
+
+def _invalid_input(exc: BaseException) -> InvalidInputError | None:
+    """The :class:`InvalidInputError` that ``exc`` is or was caused by (a plug-in's own
+    exception arrives wrapped in a PluginError), or None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, InvalidInputError):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 def _report(write: int, kind: str, value: Any) -> None:

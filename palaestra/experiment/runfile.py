@@ -36,7 +36,11 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
-from palaestra.experiment.probe import DEFAULT_PROBE_TIMEOUT, EnvironmentIds
+from palaestra.experiment.probe import (
+    DEFAULT_PROBE_TIMEOUT,
+    EnvironmentIds,
+    InvalidEnvironmentError,
+)
 from palaestra.experiment.runfile_memory import memory_limits
 from palaestra.experiment.runfile_objective import (
     PHASE_LEVEL,
@@ -375,6 +379,11 @@ class _RunBuilder:
         uid = as_name(uid_node) if uid_node else as_name(fields["name"], name.partition(":")[2])
         params = as_params(fields.get("params"))
         spec = EnvironmentSpec(name=name, uid=uid, params=params)
+        if self._env_ids is not None:  # started once now: its params are refused here
+            try:
+                self._env_ids.of(spec)
+            except InvalidEnvironmentError as exc:
+                (optional(fields, "params") or fields["name"]).fail(str(exc))
         return spec, uid_node or fields["name"]
 
     def _agents(self, node: Node, phase: str, uids: list[str]) -> tuple[AgentSpec, ...]:

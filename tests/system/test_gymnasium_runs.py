@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,13 +107,60 @@ def test_frames_are_written_under_the_data_path(workspace: Workspace) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["episode-00000.npz", "episode-00002.npz"]
 
 
-def test_an_unknown_id_exits_2_naming_the_nearest_ids(workspace: Workspace) -> None:
+def test_an_unknown_id_exits_2_naming_the_file_the_key_and_the_nearest_ids(
+    workspace: Workspace,
+) -> None:
     path = run_file(workspace, params="{env_id: CartPol-v1}")
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 2, result.stderr[-3000:]
+    assert f"{path}:11: schedule[0].train.environments[0].environment.params: " in result.stderr
     assert "params.env_id: no gymnasium id 'CartPol-v1'" in result.stderr
     assert "nearest registered ids: CartPole-v1" in result.stderr
     assert "Traceback" not in result.stderr
+    assert not workspace.store.exists()  # found while checking the run file
+
+
+def test_a_sensor_the_environment_lacks_is_named_with_the_ones_it_has(
+    workspace: Workspace,
+) -> None:
+    result = workspace.run("experiment-start", str(run_file(workspace, sensors="cart.ob")))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "environment 'cart' has no sensor 'cart.ob'" in result.stderr
+    assert "Did you mean 'cart.obs'?" in result.stderr
+
+
+HIDE_GYMNASIUM = """
+import sys
+
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "gymnasium":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Hide())
+sys.argv = ["palaestra", "experiment-start", sys.argv[1]]
+from palaestra.cli.main import main
+main()
+"""
+
+
+def test_without_gymnasium_the_run_exits_2_with_the_pip_line(workspace: Workspace) -> None:
+    path = run_file(workspace)
+    result = subprocess.run(
+        [sys.executable, "-c", HIDE_GYMNASIUM, str(path)],
+        cwd=workspace.path,
+        env=workspace.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "the environment GymnasiumEnvironment needs gymnasium, which is not installed" in (
+        result.stderr
+    )
+    assert "pip install 'palaestra[gym]'" in result.stderr
+    assert not workspace.store.exists()
 
 
 def test_nan_from_the_environment_fails_the_run_naming_the_step(workspace: Workspace) -> None:
@@ -141,3 +190,4 @@ def test_an_unmappable_space_exits_2_naming_it(workspace: Workspace) -> None:
     )
     assert result.returncode == 2, result.stderr[-3000:]
     assert "'obs.note' is a Text space" in result.stderr
+    assert not workspace.store.exists()

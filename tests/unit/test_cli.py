@@ -205,7 +205,8 @@ def test_check_syntax_of_the_dummy_run(command: str) -> None:
     assert result.output == f"{DUMMY_RUN}: OK ('dummy-run', 2 phases)\n"
 
 
-def test_check_syntax_of_several_files() -> None:
+def test_check_syntax_of_several_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "experiments"))  # the examples' plug-in modules
     examples = sorted((REPO / "experiments").glob("*.yml"))
     result = invoke(["check", *map(str, examples)])
     assert result.exit_code == 0, result.output

@@ -160,9 +160,12 @@ def test_phases_inherit_what_they_do_not_set() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yml")), ids=lambda p: p.name)
-def test_example_run_files_load_with_their_classes(path: Path) -> None:
+def test_example_run_files_load_with_their_classes(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # the examples' plug-in modules live there
     run = load_run_file(path, check_classes=True)
-    assert run.experiment_uid  # the examples that learn have their own
+    assert run.experiment_uid
     assert all(phase.agents and phase.environments for phase in run.phases)
     assert run.conditions[0].name == "palaestra.experiment:VanillaRunGovernorTerminationCondition"
 
