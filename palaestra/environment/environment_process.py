@@ -298,13 +298,7 @@ class EnvironmentProcess(Component):
         else:
             state = tuple(result)
             sensors, rewards, done = state[0], state[1], bool(state[2])
-        terminated, truncated = (
-            (_flag(result.terminated), _flag(result.truncated)) if is_state else (None, None)
-        )
-        if self.stop_requested:
-            done, self.stop_requested = True, False
-            if terminated is not None or truncated is not None:  # an agent cut it short
-                truncated = truncated or not terminated
+        done, terminated, truncated = self._ends(result if is_state else None, done)
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
         self.last_values = values
@@ -330,6 +324,19 @@ class EnvironmentProcess(Component):
             terminated=terminated,
             truncated=truncated,
         )
+
+    def _ends(
+        self, state: EnvironmentState | None, done: bool
+    ) -> tuple[bool, bool | None, bool | None]:
+        """``done``, ``terminated`` and ``truncated`` of the step (None: the environment does not
+        say); an agent that reached its objective rule ends the episode, cut short."""
+        terminated = None if state is None else _flag(state.terminated)
+        truncated = None if state is None else _flag(state.truncated)
+        if self.stop_requested:
+            done, self.stop_requested = True, False
+            if terminated is not None or truncated is not None:
+                truncated = truncated or not terminated
+        return done, terminated, truncated
 
     def _transform(self, result: Any) -> EnvironmentState:
         """The step's state as the run file's state transformer rewrites it: it sees and

@@ -216,3 +216,76 @@ def test_on_episode_sees_every_episode_once(workspace: Workspace) -> None:
             row["truncated"],
             row["rewards"],
         ]
+
+
+RECORD_ALL_EVERY_EPISODES = ["", ", record: all", ", record: {every: 2}", ", record: episodes"]
+
+
+def test_record_keeps_the_rows_it_names(workspace: Workspace) -> None:
+    """``all`` keeps every step; ``{every: 2}`` the steps 0, 2, 4, ... of each episode and its
+    last; ``episodes`` no step at all. Every one keeps the episodes, their rewards and the
+    statistics."""
+    params = "{terminate_at: 5, truncate_at: 8}"
+    found: dict[str, dict[str, Any]] = {}
+    for i, record in enumerate(RECORD_ALL_EVERY_EPISODES):
+        run = workspace.path / f"record-{i}"
+        run.mkdir()
+        ws = Workspace(run, workspace.sessions)
+        start(ws, run_file(ws, params=params, phase_extra=record))
+        store = ws.store_uri
+        found[record] = {
+            "world": rows.world_states("ends-run", store_uri=store),
+            "actions": rows.muscle_actions("ends-run", store_uri=store),
+            "episodes": rows.episodes("ends-run", store_uri=store),
+            "rewards": rows.episode_rewards("ends-run", store_uri=store),
+            "statistics": rows.statistics("ends-run", store_uri=store),
+        }
+    every = found[""]
+    assert found[", record: all"]["world"] == every["world"]
+    assert found[", record: all"]["actions"] == every["actions"]
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        return (row["worker"], row["episode"], row["step"])
+
+    second = found[", record: {every: 2}"]
+    assert list(map(key, second["world"])) == [
+        key(r) for r in every["world"] if (r["step"] - 1) % 2 == 0 or r["done"]
+    ]
+    assert list(map(key, second["actions"])) == [
+        key(r) for r in every["actions"] if r["step"] % 2 == 0 or r["done"]
+    ]
+    assert len(second["actions"]) < len(every["actions"])
+    only = found[", record: episodes"]
+    assert only["world"] == only["actions"] == []
+    assert only["statistics"] and len(only["statistics"]) == len(every["statistics"])
+    for record, kept in found.items():
+        assert sorted(map(_ends, kept["episodes"])) == sorted(map(_ends, every["episodes"]))
+        got = [(r["agent"], r["worker"], r["episode"], r["reward"]) for r in kept["rewards"]]
+        want = [(r["agent"], r["worker"], r["episode"], r["reward"]) for r in every["rewards"]]
+        assert got == want, record
+    assert all(r["objective"] is None for r in only["rewards"])
+
+
+def _ends(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["worker"], row["episode"], row["steps"], row["terminated"], row["truncated"])
+
+
+def test_periodic_dumps_keep_the_newest_and_the_final(workspace: Workspace) -> None:
+    """``dump: {every: 2, keep: 2}``: after episodes 2, 4, 6 and 8 of 9 (over both workers),
+    the store keeps the dumps after 6 and 8, and the final one."""
+    dump = "\n          dump: {every: 2, keep: 2}"
+    path = run_file(workspace, environment=DUMMY, episodes=5, agent_extra=dump)
+    text = path.read_text().replace("episode_ends:EndsBrain", "palaestra.agent:DummyBrain")
+    path.write_text(text.replace("worker: 2", "worker: 1").replace("episodes: 5", "episodes: 9"))
+    start(workspace, path)
+    kept = rows.brain_states("ends-run", with_dump=True, store_uri=workspace.store_uri)
+    calls = [json.loads(r["dump"])["thinking_calls"] for r in kept]
+    steps = 4 + 1  # DummyEnvironment's max_iter 4: thinking on 4 actions and the end
+    assert calls == [6 * steps, 8 * steps, 9 * steps]
+    assert len(kept) == 2 + 1
+
+
+def test_a_bad_record_exits_2_naming_the_key(workspace: Workspace) -> None:
+    result = workspace.run("experiment-start", str(run_file(workspace, phase_extra=", record: 0")))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "phase_config.record" in result.stderr

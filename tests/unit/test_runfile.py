@@ -21,7 +21,14 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import ClassSpec, EnvironmentSpec, LoadSpec, PhaseConfig, RunSpec
+from palaestra.core.specs import (
+    ClassSpec,
+    DumpPolicy,
+    EnvironmentSpec,
+    LoadSpec,
+    PhaseConfig,
+    RunSpec,
+)
 from palaestra.experiment.runfile import load_run_file, load_run_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runfiles"
@@ -599,3 +606,59 @@ def test_mutated_run_files_give_a_run_or_a_run_file_error(text: str) -> None:
     else:
         assert isinstance(run, RunSpec)
         msgspec.msgpack.decode(msgspec.msgpack.encode(run), type=RunSpec)
+
+
+# --- record and dump -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("record", "every"), [("all", 1), ("episodes", 0), ("{every: 3}", 3), ("{every: 1}", 1)]
+)
+def test_record_gives_the_steps_recorded(plugins: None, record: str, every: int) -> None:
+    text, _ = variant("mode: Train", f"mode: Train\n        record: {record}")
+    assert load_run_text(text, path="run.yml").phases[0].config.record_every == every
+
+
+def test_record_and_dump_default_to_everything() -> None:
+    run = load_run_text(MINIMAL.read_text(), path="run.yml")
+    assert run.phases[0].config.record_every == 1
+    assert run.phases[0].agents[0].dump is None
+
+
+def test_dump_is_read() -> None:
+    text, _ = variant("load: null", "load: null\n          dump: {every: 5, keep: 2}")
+    (agent,) = load_run_text(text, path="run.yml").phases[0].agents
+    assert agent.dump == DumpPolicy(every=5, keep=2)
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "message"),
+    [
+        ("sometimes", "record", "expected 'all', 'episodes' or {every: N}, got 'sometimes'."),
+        ("{every: 0}", "record.every", "expected an integer >= 1, got 0."),
+        ("{every: true}", "record.every", "expected an integer >= 1, got true."),
+        ("{each: 2}", "record.each", "unknown key 'each'."),
+        ("{}", "record", "missing required key 'every'."),
+    ],
+)
+def test_bad_record_names_the_key(value: str, key: str, message: str) -> None:
+    text, _ = variant("mode: Train", f"mode: Train\n        record: {value}")
+    error = error_of(text)
+    assert error.key == f"schedule[0].only_phase.phase_config.{key}"
+    assert error.message == message
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "message"),
+    [
+        ("{every: 2}", "dump", "missing required key 'keep'."),
+        ("{every: 2, keep: 0}", "dump.keep", "expected an integer >= 1, got 0."),
+        ("{every: -1, keep: 1}", "dump.every", "expected an integer >= 1, got -1."),
+        ("3", "dump", "expected a mapping, got 3."),
+    ],
+)
+def test_bad_dump_names_the_key(value: str, key: str, message: str) -> None:
+    text, _ = variant("load: null", f"load: null\n          dump: {value}")
+    error = error_of(text)
+    assert error.key == f"schedule[0].only_phase.agents[0].{key}"
+    assert error.message == message

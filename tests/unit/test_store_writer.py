@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -638,3 +639,80 @@ def test_the_end_of_a_run_is_recorded_after_the_rows_queued_before_it(store_uri:
     finally:
         runtime.ctx.destroy(linger=0)
         remove_run_dir(run_dir)
+
+
+# --- episodes, ends and periodic dumps -------------------------------------------------------
+
+
+def test_episode_rows_are_buffered_and_written_with_their_times(writer: StoreWriter) -> None:
+    ids = start(writer)
+    ended = [
+        m.EpisodeEnded(
+            phase=0,
+            worker=w,
+            episode=e,
+            started_at=1_700_000_000.0 + e,
+            ended_at=1_700_000_000.5 + e,
+            steps=3 + e,
+            terminated=e == 0,
+            truncated=e == 1,
+            rewards={"attacker": 1.5 * e},
+        )
+        for w in (0, 1)
+        for e in (0, 1)
+    ]
+    writer.accept(m.decode(m.encode(m.EpisodeRows(phase_id=ids["phase"], rows=ended))))
+    assert select_all(writer, "select count(*) from episodes") == [(0,)]  # buffered
+    writer.flush()
+    found = select_all(
+        writer,
+        "select experiment_run_phase_id, worker, episode, steps, terminated, truncated, rewards"
+        " from episodes order by worker, episode",
+    )
+    assert [(*row[:4], bool(row[4]), bool(row[5]), json.loads(row[6])) for row in found] == [
+        (
+            ids["phase"],
+            e.worker,
+            e.episode,
+            e.steps,
+            e.terminated,
+            e.truncated,
+            e.rewards,
+        )
+        for e in ended
+    ]
+    ((started, ended_at),) = select_all(
+        writer, "select started_at, ended_at from episodes where worker = 1 and episode = 1"
+    )
+    assert str(started).startswith("2023-11-14 22:13:21") and str(ended_at).endswith(".500000")
+
+
+def test_step_rows_keep_terminated_and_truncated(writer: StoreWriter) -> None:
+    ids = start(writer)
+    world = m.WorldStateRow(0, 1, {}, {}, {}, True, None, False, True)
+    action = m.MuscleActionRow(0, 0, {}, {}, {"r": 1}, 0.0, True, True, False)
+    writer.accept(m.WorldStateRows(environment_id=ids["environment:env"], worker=0, rows=[world]))
+    writer.accept(m.MuscleActionRows(agent_id=ids["agent:attacker"], worker=0, rows=[action]))
+    writer.flush()
+    assert select_all(writer, "select terminated, truncated from world_states") == [(0, 1)]
+    assert select_all(writer, "select terminated, truncated from muscle_actions") == [(1, 0)]
+
+
+def test_a_periodic_dump_leaves_the_newest_of_its_tag(writer: StoreWriter) -> None:
+    ids = start(writer)
+    agent, other = ids["agent:attacker"], ids["agent:defender"]
+    writer.accept(m.BrainDump(agent_id=other, tag="", path="", dump=b"other", keep=1))
+    for i in range(5):
+        writer.accept(m.BrainDump(agent_id=agent, tag="", path="", dump=b"%d" % i, keep=2))
+        writer.accept(m.BrainDump(agent_id=agent, tag="t", path="", dump=b"t%d" % i, keep=3))
+    writer.accept(m.BrainDump(agent_id=agent, tag="", path="", dump=b"final"))
+    kept = select_all(writer, "select agent_id, tag, dump from brain_states order by id")
+    assert kept == [
+        (other, "", b"other"),
+        (agent, "t", b"t2"),
+        (agent, "", b"3"),
+        (agent, "t", b"t3"),
+        (agent, "", b"4"),
+        (agent, "t", b"t4"),
+        (agent, "", b"final"),
+    ]
