@@ -23,12 +23,11 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "experiments"), str(ROOT)]  # the example's module, palaestra
 
 import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
-
-from experiments.cartpole_ppo import PPO, Episode, Hyper, act  # noqa: E402
+from cartpole_ppo import PPO, Episode, Hyper, act  # noqa: E402
 
 ENV_ID = "CartPole-v1"
 

@@ -67,7 +67,11 @@ def on_palaestra(seed: int, episodes: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="palaestra-cartpole-") as tmp:
         path = Path(tmp) / "cartpole_ppo.yml"
         path.write_text(run_file(seed, episodes))
-        paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        paths = [
+            str(ROOT / "experiments"),
+            str(ROOT),
+            *filter(None, [os.environ.get("PYTHONPATH")]),
+        ]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         began = time.perf_counter()
         done = subprocess.run(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, Workspace
+from tests.conftest import EXPERIMENTS, Workspace
 
 pytest.importorskip(
     "torch", reason="the CartPole example needs torch: pip install 'palaestra[torch]'"
@@ -39,10 +39,9 @@ EPISODES = """
 def test_cartpole_ppo_trains_dumps_and_tests_from_the_dump(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the plug-ins are the module experiments.cartpole_ppo, importable from the repository root
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    )
+    # the plug-ins are the module cartpole_ppo in experiments/
+    path = [str(EXPERIMENTS), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, path)))
     # 3 train episodes cut off after 12 steps (CartPole-v1's limit is 500), an update after
     # every 16 steps, 2 test episodes
     run_file = workspace.variant(
@@ -74,7 +73,7 @@ def test_cartpole_ppo_trains_dumps_and_tests_from_the_dump(
         bool(truncated) for _, truncated, _ in ends
     ]
     assert any(truncated for _, truncated, _ in ends)
-    # the Brain dumped its model (tag "model") in the train phase after it updated ...
+    # the Brain dumped its model (tag "model") in the train phase, whenever it had changed ...
     dumps = rows(
         db,
         "select b.id, p.name, b.tag, length(b.dump) from brain_states b "
