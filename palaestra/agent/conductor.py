@@ -41,6 +41,7 @@ class MuscleArgs(msgspec.Struct, frozen=True, kw_only=True):
     answer_timeout: float
     update_lag: int
     environments: dict[str, str]
+    record_every: int = 1
     dumps: dict[str, bytes] = {}
     dump_source: str = ""
 
@@ -77,6 +78,7 @@ class AgentConductor(Conductor):
                         actuators=request.actuators,
                         answer_timeout=request.answer_timeout,
                         update_lag=request.update_lag,
+                        record_every=request.record_every,
                         environments=request.environments[worker],
                         dumps=request.dumps,
                         dump_source=request.dump_source,

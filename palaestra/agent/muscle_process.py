@@ -42,6 +42,7 @@ from palaestra.core.records import (
     RowSink,
     UnencodableValue,
     connect_store,
+    recorded,
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
@@ -103,8 +104,10 @@ class MuscleProcess(Component):
         update_lag: int = 0,
         dumps: dict[str, bytes] | None = None,
         dump_source: str = "",
+        record_every: int = 1,
     ) -> None:
         super().__init__(name)
+        self.record_every = record_every  # which steps get a row: see PhaseConfig
         self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
         self.acts_on = {uid.partition(".")[0] for uid in agent.actuators}
@@ -272,19 +275,20 @@ class MuscleProcess(Component):
             transition = self._complete(previous, message)
             if self.objective_stop is not None:
                 self.objective_reached = self.objective_stop.reached(transition.objective)
-            self.rows.add(
-                m.MuscleActionRow(
-                    self.episode,
-                    previous.step,
-                    dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),
-                    previous.setpoint_values,
-                    {r.uid: r.value for r in message.rewards},
-                    transition.objective,
-                    message.done,
-                    message.terminated,
-                    message.truncated,
+            if recorded(previous.step, message.done, self.record_every):
+                self.rows.add(
+                    m.MuscleActionRow(
+                        self.episode,
+                        previous.step,
+                        dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),
+                        previous.setpoint_values,
+                        {r.uid: r.value for r in message.rewards},
+                        transition.objective,
+                        message.done,
+                        message.terminated,
+                        message.truncated,
+                    )
                 )
-            )
         if self.awaiting:
             self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE

@@ -96,6 +96,8 @@ class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     workers: int
     seeds: list[int]
     answer_timeout: float = 300.0
+    record_every: int = 1
+    """Which steps get a ``world_states`` row (see ``PhaseConfig.record_every``)."""
 
 
 class EnvironmentsReady(Msg, frozen=True, kw_only=True):
@@ -130,6 +132,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     each; it sends set points to those it has actuators in)."""
     answer_timeout: float = 300.0
     update_lag: int = 0
+    record_every: int = 1
+    """Which steps get a ``muscle_actions`` row (see ``PhaseConfig.record_every``)."""
 
 
 class AgentsReady(Msg, frozen=True, kw_only=True):

@@ -42,6 +42,13 @@ _UNENCODABLE = (TypeError, ValueError, OverflowError)
 Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.EpisodeEnded
 
 
+def recorded(step: int, done: bool, every: int) -> bool:
+    """Whether the row of step ``step`` (0-based in its episode) is stored when a phase records
+    every ``every``-th step (1: all, 0: none; see ``PhaseConfig.record_every``): steps 0,
+    ``every``, 2 ``every``, ... and the episode's last (``done``)."""
+    return every == 1 or (every > 1 and (done or step % every == 0))
+
+
 class UnencodableValue(ValueError):
     """A value in a row has no form the store can hold (a plug-in's value, never ours)."""
 

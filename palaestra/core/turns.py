@@ -119,6 +119,11 @@ def episode_ends(stepped: Stepped) -> Ends:
     return terminated, not terminated
 
 
+def _says_ends(stepped: Stepped) -> bool:
+    """Whether an environment said ``terminated`` or ``truncated`` (True or False) this step."""
+    return any(flag is not None for flag in (*stepped.terminated, *stepped.truncated))
+
+
 class EpisodeResult(NamedTuple):
     """What :func:`run_episode` gives: the number of steps, how the episode ended, and each
     agent's episode reward by its Muscle's process (the sum of the reward totals of its
@@ -191,10 +196,11 @@ def run_episode(
         for agent in policy.rewarded(step, acting, agents):
             rewards[agent.process] = stepped.rewards
         step += 1
-        ends = episode_ends(stepped)
         if policy.episode_over(stepped.done, conditions):
+            ends = episode_ends(stepped)
             break
-        ends = UNSAID if ends == UNSAID else GOING_ON
+        if ends is UNSAID and _says_ends(stepped):
+            ends = GOING_ON
     for agent in agents:
         seen = observation(agent, step, values, rewards, True, ends)
         sums.observed(agent.process, seen.rewards)
@@ -206,13 +212,16 @@ def run_episode(
 class _RewardSums:
     """Each agent's episode reward as its Muscle records it: an observation with rewards that
     follows one the agent acted on completes a transition (a ``muscle_actions`` row) whose
-    reward total adds to the sum."""
+    reward total adds to the sum. The rewards of a step are shared by the agents given them,
+    so their total is made once."""
 
-    __slots__ = ("acted", "totals")
+    __slots__ = ("acted", "totals", "_last", "_last_total")
 
     def __init__(self) -> None:
         self.acted: set[str] = set()
         self.totals: dict[str, float] = {}
+        self._last: list[m.InfoDesc] | None = None
+        self._last_total: float | None = None
 
     def observed(self, process: str, rewards: list[m.InfoDesc] | None) -> None:
         if process not in self.acted:
@@ -220,7 +229,10 @@ class _RewardSums:
             return
         if rewards is None:
             return
-        total = reward_total({r.uid: r.value for r in rewards}.values())  # as the row's
+        if rewards is not self._last:
+            self._last = rewards
+            self._last_total = reward_total({r.uid: r.value for r in rewards}.values())
+        total = self._last_total
         if total is not None:
             self.totals[process] = self.totals.get(process, 0.0) + total
 

@@ -20,6 +20,7 @@ class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
     store_endpoint: str | None
     answer_timeout: float
+    record_every: int = 1
 
 
 class EnvironmentConductor(Conductor):
@@ -37,6 +38,7 @@ class EnvironmentConductor(Conductor):
                     seed=request.seeds[worker],
                     store_endpoint=self.store_endpoint,
                     answer_timeout=request.answer_timeout,
+                    record_every=request.record_every,
                 ),
             )
             for worker in range(request.workers)

@@ -30,7 +30,7 @@ from palaestra.core.information import (
 )
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.records import RowSink, connect_store
+from palaestra.core.records import RowSink, connect_store, recorded
 from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
@@ -78,8 +78,10 @@ class EnvironmentProcess(Component):
         seed: int,
         store_endpoint: str | None,
         answer_timeout: float = 300.0,
+        record_every: int = 1,
     ) -> None:
         super().__init__(name)
+        self.record_every = record_every  # which steps get a row: see PhaseConfig
         # waiting for the set points of a Muscle (named when we wait): it speaks after its
         # Brain would have, before the simulation controller would blame us
         self.muscles = Waiting(
@@ -304,25 +306,41 @@ class EnvironmentProcess(Component):
         self.last_values = values
         reward_descs = self._rewards(rewards)
         self.step += 1
-        self.rows.add(
-            m.WorldStateRow(
-                self.episode,
-                self.step,
-                dict(zip(self.full_sensor_uids, values, strict=True)),
-                {self.prefix + uid: value for uid, value in setpoints.items()},
-                {r.uid: r.value for r in reward_descs},
-                done,
-                self._simtime(result.simtime) if is_state and result.simtime is not None else None,
-                terminated,
-                truncated,
+        if recorded(self.step - 1, done, self.record_every):  # (its steps count from 1)
+            simtime = result.simtime if is_state else None
+            self._record_step(
+                values, setpoints, reward_descs, simtime, (done, terminated, truncated)
             )
-        )
         return m.EnvState(
             values=values,
             rewards=reward_descs,
             done=done,
             terminated=terminated,
             truncated=truncated,
+        )
+
+    def _record_step(
+        self,
+        values: list[Any],
+        setpoints: dict[str, Any],
+        rewards: list[m.InfoDesc],
+        simtime: Any,
+        ends: tuple[bool, bool | None, bool | None],
+    ) -> None:
+        """Add the step's ``world_states`` row."""
+        done, terminated, truncated = ends
+        self.rows.add(
+            m.WorldStateRow(
+                self.episode,
+                self.step,
+                dict(zip(self.full_sensor_uids, values, strict=True)),
+                {self.prefix + uid: value for uid, value in setpoints.items()},
+                {r.uid: r.value for r in rewards},
+                done,
+                self._simtime(simtime) if simtime is not None else None,
+                terminated,
+                truncated,
+            )
         )
 
     def _ends(

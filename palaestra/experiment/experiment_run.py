@@ -344,6 +344,7 @@ class ExperimentRun(Component):
             workers=phase.spec.config.worker,
             seeds=self._env_seeds(phase.spec, env.uid),
             answer_timeout=self.answer_timeout,
+            record_every=phase.spec.config.record_every,
         )
 
     # --- agents ------------------------------------------------------------------------
@@ -404,6 +405,7 @@ class ExperimentRun(Component):
             dump_source=started.dumps[agent.name][2],
             answer_timeout=self.answer_timeout,
             update_lag=phase.config.update_lag,
+            record_every=phase.config.record_every,
             environments=environments,
             dump_dir=dump_dir(
                 self.data_path, self.run.uid, self.instance_uid, phase.index, phase.name

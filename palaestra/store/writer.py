@@ -98,9 +98,6 @@ class StoreWriter(Component):
             EPISODES: [],
         }
         self.closed_producers: set[str] = set()
-        self.record_every: dict[tuple[str, int], int] = {}
-        """A phase's ``record_every`` (see :class:`~palaestra.core.specs.PhaseConfig`) by
-        ``("agent", id)`` and ``("environment", id)``; 1 (every step) where not known."""
         self._sessions: sessionmaker[Session] | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._socket: zmq.asyncio.Socket | None = None
@@ -198,11 +195,9 @@ class StoreWriter(Component):
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
         if isinstance(message, m.MuscleActionRows):
-            every = self.record_every.get(("agent", message.agent_id), 1)
-            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message, every), size)
+            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message), size)
         elif isinstance(message, m.WorldStateRows):
-            every = self.record_every.get(("environment", message.environment_id), 1)
-            self._buffer(WORLD_STATES, _world_state_rows(message, every), size)
+            self._buffer(WORLD_STATES, _world_state_rows(message), size)
         elif isinstance(message, m.StatisticsRows):
             self._buffer(STATISTICS, _statistics_rows(message), size)
         elif isinstance(message, m.EpisodeRows):
@@ -384,9 +379,6 @@ class StoreWriter(Component):
             ids = {"phase": phase.id}
             ids.update({f"environment:{env.uid}": env.id for env in environments})
             ids.update({f"agent:{agent.name}": agent.id for agent in agents})
-        every = int(message.config.get("record_every", 1))
-        self.record_every.update({("environment", env.id): every for env in environments})
-        self.record_every.update({("agent", agent.id): every for agent in agents})
         return m.StoreIds(ids=ids)
 
     @on(m.StorePhaseEnd)
@@ -448,12 +440,7 @@ class StoreWriter(Component):
 # --- rows and metadata -----------------------------------------------------------------------
 
 
-def _recorded(step: int, done: bool, every: int) -> bool:
-    """Whether the row of the episode's ``step`` (0-based) is stored: see ``record_every``."""
-    return every == 1 or (every > 1 and (done or step % every == 0))
-
-
-def _muscle_action_rows(message: m.MuscleActionRows, every: int = 1) -> list[Row]:
+def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
     agent_id, worker = message.agent_id, message.worker
     return [
         {
@@ -471,11 +458,10 @@ def _muscle_action_rows(message: m.MuscleActionRows, every: int = 1) -> list[Row
             "truncated": row.truncated,
         }
         for row in message.rows
-        if _recorded(row.step, row.done, every)
     ]
 
 
-def _world_state_rows(message: m.WorldStateRows, every: int = 1) -> list[Row]:
+def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
     environment_id, worker = message.environment_id, message.worker
     return [
         {
@@ -492,7 +478,6 @@ def _world_state_rows(message: m.WorldStateRows, every: int = 1) -> list[Row]:
             "simtime": row.simtime,
         }
         for row in message.rows
-        if _recorded(row.step - 1, row.done, every)  # its steps count from 1
     ]
 
 

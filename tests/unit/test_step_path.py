@@ -310,3 +310,71 @@ def test_an_episode_of_real_step_paths_in_one_process(
     recorded = [len(driver.muscles[p].rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
     assert recorded == actions  # one row per action, each completed by its rewards
     assert all(brain.thinking_calls > 0 for brain in brains)
+
+
+# --- how an episode ends, and its rewards --------------------------------------------------
+
+
+class EndingDriver(ScriptedDriver):
+    """A ScriptedDriver whose two environments say how they end: the first ``first``, the
+    second ``second`` ((terminated, truncated) at the last step; False, False before)."""
+
+    def __init__(self, length: int, first: tuple[Any, Any], second: tuple[Any, Any]) -> None:
+        super().__init__(length)
+        self.ends = [first, second]
+        self.seen: list[tuple[str, bool, Any, Any]] = []
+
+    def observe(self, agent: Agent, observation: m.AgentStep) -> None:
+        super().observe(agent, observation)
+        self.seen.append(
+            (agent.process, observation.done, observation.terminated, observation.truncated)
+        )
+
+    def step(self, acting: Sequence[Agent]) -> Stepped:
+        values, rewards, done = super().step(acting)[:3]
+        last = self.steps >= self.length
+        flags = [
+            ends if last else tuple(e if e is None else False for e in ends) for ends in self.ends
+        ]
+        return Stepped(values, rewards, done * 2, [f[0] for f in flags], [f[1] for f in flags])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "ends"),
+    [
+        ((True, False), (False, False), (True, False)),
+        ((False, True), (False, False), (False, True)),
+        ((False, True), (True, False), (True, False)),  # terminated wins
+        ((None, None), (None, None), (None, None)),  # the environments do not say
+        ((False, False), (None, None), (False, True)),  # over, not terminal: cut short
+    ],
+)
+def test_the_episode_ends_as_its_environments_say(
+    first: tuple[Any, Any], second: tuple[Any, Any], ends: tuple[Any, Any]
+) -> None:
+    driver = EndingDriver(3, first, second)
+    result = run_episode(AllAct(), driver, AGENTS, CONDITIONS, {"s": 0})
+    assert (result.steps, result.terminated, result.truncated) == (3, *ends)
+    going = (None, None) if ends == (None, None) else (False, False)
+    last = [(a, t, u) for a, done, t, u in driver.seen if done]
+    assert last == [("a", *ends), ("b", *ends)]
+    later = [(t, u) for _, done, t, u in driver.seen[2:] if not done]  # after the first step
+    assert later and set(later) == {going}
+
+
+@pytest.mark.parametrize("policy", [AllAct(), RoundRobin()])
+def test_episode_rewards_sum_what_each_muscle_records(policy: TurnPolicy) -> None:
+    """A Muscle records a row (with its reward total) for each observation with rewards after
+    one it acted on: the episode reward is the sum over those."""
+    driver = ScriptedDriver(length=5)
+    result = run_episode(policy, driver, AGENTS, CONDITIONS, {"s": 0})
+    recorded: dict[str, float] = {}
+    acted: set[str] = set()
+    for kind, entry in driver.log:
+        if kind != "observe":
+            continue
+        process, _, _, reward, _ = entry
+        if process in acted and reward is not None:
+            recorded[process] = recorded.get(process, 0.0) + reward
+        acted.add(process)
+    assert result.rewards == recorded and set(recorded) == {"a", "b"}
