@@ -117,6 +117,10 @@ class ExperimentRunInstance(Base):
     source_instance_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     """The id of the instance this one replayed (``experiment-replay --record``; no foreign
     key, so that deleting a run's instances needs no order); None if a run made it."""
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    """The executor's last sign of life while the instance ran; old and ``running``: stale."""
+    resumed_from_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """For an instance ``experiment-resume`` made, the id of the instance it continues."""
 
 
 class ExperimentRunPhase(Base):
@@ -239,6 +243,49 @@ class Episode(Base):
     truncated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     rewards: Mapped[dict[str, Any]] = mapped_column()
     """Each agent's episode reward (the sum of its reward totals), by agent name."""
+
+
+class RecordingGap(Base):
+    """Steps of a phase's worker that ran while recording was paused (a replay stops there)."""
+
+    __tablename__ = "recording_gaps"
+    __table_args__ = (
+        Index("ix_recording_gaps_phase_worker", "experiment_run_phase_id", "worker"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_run_phase_id: Mapped[int] = mapped_column(ForeignKey("experiment_run_phases.id"))
+    worker: Mapped[int] = mapped_column(Integer)
+    from_episode: Mapped[int] = mapped_column(Integer)
+    from_step: Mapped[int] = mapped_column(Integer)
+    to_episode: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    to_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """Where recording resumed; None while it is still paused (or the run ended paused)."""
+
+
+class PluginRecord(Base):
+    """A value a plug-in recorded at a step with ``context.record(key, value)``."""
+
+    __tablename__ = "plugin_records"
+    __table_args__ = (
+        Index(
+            "ix_plugin_records_phase_step",
+            "experiment_run_phase_id",
+            "source",
+            "worker",
+            "episode",
+            "step",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_run_phase_id: Mapped[int] = mapped_column(ForeignKey("experiment_run_phases.id"))
+    source: Mapped[str] = mapped_column()  # the plug-in: e.g. "brain:<agent>", "env:<uid>"
+    worker: Mapped[int] = mapped_column(Integer)
+    episode: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(Integer)
+    key: Mapped[str] = mapped_column()
+    value: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
 
 
 class Statistic(Base):

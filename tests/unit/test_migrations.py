@@ -30,6 +30,7 @@ PROVENANCE = "0002_provenance_and_reward"
 BIGINT = "0003_bigint_seeds"
 STATISTICS = "0004_statistics_and_simtime"
 EPISODES = "0005_episodes_and_ends"
+REPLAY = "0006_replay_sources"
 SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
@@ -215,6 +216,7 @@ def test_head_is_the_newest_script() -> None:
     assert script.get_current_head() == schema.HEAD
     assert [s.revision for s in script.walk_revisions()] == [
         schema.HEAD,
+        REPLAY,
         EPISODES,
         STATISTICS,
         BIGINT,
@@ -245,6 +247,12 @@ ADDED_BY_0005 = [
     ("add_index", "episodes", "ix_episodes_phase_worker_episode"),
     ("add_table", "episodes", ""),
     ("add_column", "experiment_run_instances", "source_instance_id"),  # and 0006's
+    ("add_column", "experiment_run_instances", "heartbeat_at"),  # and 0007's
+    ("add_column", "experiment_run_instances", "resumed_from_id"),
+    ("add_index", "plugin_records", "ix_plugin_records_phase_step"),
+    ("add_index", "recording_gaps", "ix_recording_gaps_phase_worker"),
+    ("add_table", "plugin_records", ""),
+    ("add_table", "recording_gaps", ""),
 ]
 
 
