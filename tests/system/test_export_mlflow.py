@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import logging
+
 import pytest
 
 from tests.conftest import Workspace, wait_until_gone
@@ -21,6 +23,24 @@ from tests.system.curve_runs import (
 )
 
 pytestmark = pytest.mark.timeout(180)
+
+MLFLOWS_LOGGERS = ("mlflow", "alembic", "sqlalchemy.engine", "huey")
+"""The loggers importing mlflow reconfigures (handlers, level, propagate) in its process."""
+
+
+@pytest.fixture(autouse=True)
+def mlflows_logging_undone() -> Iterator[None]:
+    """mlflow configures other libraries' loggers when imported; in ``palaestra export mlflow``
+    that ends with the command, here it would outlive the test (alembic's logs would no longer
+    reach the root), so their state is put back."""
+    saved = {
+        name: (logger.handlers[:], logger.level, logger.propagate)
+        for name, logger in ((n, logging.getLogger(n)) for n in MLFLOWS_LOGGERS)
+    }
+    yield
+    for name, (handlers, level, propagate) in saved.items():
+        logger = logging.getLogger(name)
+        logger.handlers, logger.level, logger.propagate = handlers, level, propagate
 
 
 @pytest.fixture(scope="module")
