@@ -23,6 +23,7 @@ class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
     run_uid: str = ""
     instance_uid: str = ""
     phase_index: int = 0
+    data_path: str = ""
     record_every: int = 1
 
 
@@ -44,6 +45,7 @@ class EnvironmentConductor(Conductor):
                     run_uid=request.run_uid,
                     instance_uid=request.instance_uid,
                     phase_index=request.phase_index,
+                    data_path=request.data_path,
                     record_every=request.record_every,
                 ),
             )

@@ -28,6 +28,8 @@ class EnvironmentContext:
     run_uid: str = ""
     instance_uid: str = ""
     phase_index: int = 0
+    data_path: str = ""
+    """The runtime config's ``data_path``: where files of the run go (empty: the default)."""
 
 
 @dataclass

@@ -83,6 +83,7 @@ class EnvironmentProcess(Component):
         run_uid: str = "",
         instance_uid: str = "",
         phase_index: int = 0,
+        data_path: str = "",
         record_every: int = 1,
     ) -> None:
         super().__init__(name)
@@ -116,6 +117,7 @@ class EnvironmentProcess(Component):
                 run_uid=run_uid,
                 instance_uid=instance_uid,
                 phase_index=phase_index,
+                data_path=data_path,
             )
         )
         if environment.reward is not None:  # the environment calls it itself

@@ -94,8 +94,9 @@ def recorder_of(
     return FrameRecorder(every, directory or default_dir(), render)
 
 
-def default_frames_dir(uid: str, worker: int, seed: int) -> str:
-    """``<data_path>/frames/<uid>/worker-<worker>-seed-<seed>``."""
-    data_path = load_runtime_config().data_path
+def default_frames_dir(uid: str, worker: int, seed: int, data_path: str = "") -> str:
+    """``<data_path>/frames/<uid>/worker-<worker>-seed-<seed>``: the run's ``data_path`` as
+    the executor passed it on (that of ``-c FILE`` too), else the runtime config's here."""
+    data_path = data_path or load_runtime_config().data_path
     folder = path_part(uid or "environment")
     return os.path.join(data_path, "frames", folder, f"worker-{worker}-seed-{seed}")

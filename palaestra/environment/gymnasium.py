@@ -178,7 +178,7 @@ class GymnasiumEnvironment(Environment):
         self.recorder = recorder_of(
             self._record_setting,
             self.where,
-            lambda: default_frames_dir(self.uid, worker, int(self.seed)),
+            lambda: default_frames_dir(self.uid, worker, int(self.seed), context.data_path),
             self.env.render,
         )
 

@@ -361,6 +361,7 @@ class ExperimentRun(Component):
             instance_uid=self.instance_uid,
             phase_index=phase.spec.index,
             record_every=phase.spec.config.record_every,
+            data_path=self.data_path,
         )
 
     # --- agents ------------------------------------------------------------------------

@@ -6,9 +6,8 @@ it is much faster to set up than an SQLite tracking store (which runs MLflow's m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import logging
+from collections.abc import Iterator
 
 import pytest
 

@@ -107,6 +107,21 @@ def test_frames_are_written_under_the_data_path(workspace: Workspace) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["episode-00000.npz", "episode-00002.npz"]
 
 
+def test_frames_follow_the_data_path_of_a_runtime_config_given_with_c(
+    workspace: Workspace,
+) -> None:
+    params = "{env_id: CartPole-v1, env_kwargs: {max_episode_steps: 3}, record_frames: {every: 1}}"
+    config = workspace.path / "rt.yaml"
+    config.write_text(f"store_uri: {workspace.store_uri}\ndata_path: elsewhere\n")
+    result = workspace.run(
+        "-c", str(config), "experiment-start", str(run_file(workspace, params=params))
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (workspace.path / "_outputs" / "frames").exists()
+    (folder,) = (workspace.path / "elsewhere" / "frames" / "cart").iterdir()
+    assert len(list(folder.iterdir())) >= 1
+
+
 def test_an_unknown_id_exits_2_naming_the_file_the_key_and_the_nearest_ids(
     workspace: Workspace,
 ) -> None:
