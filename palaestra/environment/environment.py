@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.plugin_records import PluginRecorder, RecordingContext
 from palaestra.core.simtime import SimTime
 from palaestra.environment.reset import (
     EnvironmentResetRequest,
@@ -19,8 +20,9 @@ from palaestra.environment.reset import (
 
 
 @dataclass(frozen=True)
-class EnvironmentContext:
-    """What palaestra tells an environment before ``start_environment``."""
+class EnvironmentContext(RecordingContext):
+    """What palaestra tells an environment before ``start_environment``; through it, the
+    environment records values (``context.record``) and pauses recording."""
 
     uid: str
     worker: int
@@ -28,6 +30,7 @@ class EnvironmentContext:
     run_uid: str = ""
     instance_uid: str = ""
     phase_index: int = 0
+    recorder: PluginRecorder = field(default_factory=PluginRecorder)
 
 
 @dataclass

@@ -49,6 +49,8 @@ from palaestra.store.models import (
     ExperimentRunInstance,
     ExperimentRunPhase,
     MuscleAction,
+    PluginRecord,
+    RecordingGap,
     Statistic,
     WorldState,
 )
@@ -752,6 +754,82 @@ def statistics(
                 (Statistic.worker, worker),
                 (Statistic.episode, episode),
             ],
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def plugin_records(
+    run: str,
+    *,
+    phase: Match | None = None,
+    source: Match | None = None,
+    key: Match | None = None,
+    worker: Match | None = None,
+    episode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """What plug-ins of a run instance recorded with ``context.record(key, value)``.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``source`` (``brain:<agent>``, ``muscle:<agent>``
+        or ``env:<uid>``), ``worker``, ``episode``, ``step``, ``key`` and ``value``, in the
+        order they were recorded per source.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        record = PluginRecord
+        chosen = (
+            select(
+                *_phase_columns(),
+                record.source,
+                record.worker,
+                record.episode,
+                record.step,
+                record.key,
+                record.value,
+            )
+            .select_from(record)
+            .join(_Phase, record.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, record.source, record.worker, record.episode, record.id)
+        )
+        return _filtered(
+            chosen,
+            [
+                (_Phase, phase),
+                (record.source, source),
+                (record.key, key),
+                (record.worker, worker),
+                (record.episode, episode),
+            ],
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def recording_gaps(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> Rows:
+    """Where a run instance's recording was paused: ``phase``, ``phase_name``, ``mode``,
+    ``worker``, ``from_episode``, ``from_step`` (the first step not recorded), ``to_episode``,
+    ``to_step`` (the first recorded again; None if it stayed paused)."""
+
+    def statement(instance_id: int) -> Select[Any]:
+        gap = RecordingGap
+        return (
+            select(
+                *_phase_columns(),
+                gap.worker,
+                gap.from_episode,
+                gap.from_step,
+                gap.to_episode,
+                gap.to_step,
+            )
+            .join(_Phase, gap.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, gap.worker, gap.id)
         )
 
     return _fetch_run(store_uri, run, instance, statement)

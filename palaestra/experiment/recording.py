@@ -1,0 +1,75 @@
+"""Recording control of a running run: the executor's side (naming the pause flag for its
+processes) and ``experiment-record``'s (setting it, after checking the run is running here).
+
+See :mod:`palaestra.core.recording_control` for the flag; the latency of a pause or a resume is
+one step: every producer checks the flag when it writes a step's row.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import select
+
+from palaestra.core.errors import InvalidInputError
+from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
+from palaestra.store.engine import make_engine
+from palaestra.store.models import ExperimentRun, ExperimentRunInstance
+
+
+@contextmanager
+def recording_flag(run_uid: str) -> Iterator[RecordingSwitch]:
+    """While the run executes: its pause flag, cleared, named in :data:`ENV_VAR` for the
+    processes forked from here; cleared again at the end."""
+    switch = RecordingSwitch(flag_path(run_uid))
+    switch.set(False)
+    before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(switch.path)
+    try:
+        yield switch
+    finally:
+        switch.set(False)
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before
+
+
+def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
+    """Pause or resume the recording of the running run ``run_uid``; a message for the user.
+
+    Raises:
+        InvalidInputError: The run is unknown, its newest instance is not running, or it runs
+            on another host (the flag is a file on the run's host).
+    """
+    engine = make_engine(store_uri)
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(
+                select(ExperimentRunInstance.status, ExperimentRunInstance.host)
+                .join(ExperimentRun, ExperimentRunInstance.experiment_run_id == ExperimentRun.id)
+                .where(ExperimentRun.uid == run_uid)
+                .order_by(ExperimentRunInstance.id.desc())
+                .limit(1)
+            ).first()
+    finally:
+        engine.dispose()
+    if found is None:
+        raise InvalidInputError(f"run {run_uid!r}: no such run in the store")
+    status, host = found
+    if status != "running":
+        raise InvalidInputError(
+            f"run {run_uid!r} is not running (its newest instance is {status}): "
+            "only a running run's recording can be paused or resumed"
+        )
+    if host and host != socket.gethostname():
+        raise InvalidInputError(
+            f"run {run_uid!r} runs on host {host!r}: pause or resume it there "
+            f"(this is {socket.gethostname()!r})"
+        )
+    RecordingSwitch(flag_path(run_uid)).set(paused)
+    what = "paused" if paused else "resumed"
+    return f"Recording of run {run_uid} {what} (from the next step of each worker)."

@@ -1,0 +1,140 @@
+"""Plug-ins' own records (``context.record``) and pausing the recording of a run: by a
+plug-in at a known step, and by ``experiment-record`` from outside."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from palaestra.store import query
+from tests.conftest import Workspace
+
+pytestmark = pytest.mark.timeout(120)
+
+RUN = """\
+uid: recording-run
+experiment_uid: recording-tests
+seed: 3
+version: "0.1"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: {environment}
+            uid: myenv
+            params: {{discrete: true, max_iter: {steps}{environment_params}}}
+      agents:
+        - name: rec
+          brain: {{name: recording_plugins:RecordingBrain, params: {{}}}}
+          muscle: {{name: recording_plugins:RecordingMuscle, params: {{{muscle_params}}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [myenv.0]
+          actuators: [myenv.0]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {{}}
+      phase_config: {{mode: train, worker: 1, episodes: {episodes}}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {{}}
+"""
+
+
+def run_file(
+    workspace: Workspace,
+    *,
+    environment: str = "recording_plugins:RecordingEnvironment",
+    environment_params: str = "",
+    muscle_params: str = "",
+    steps: int = 5,
+    episodes: int = 2,
+) -> Path:
+    path = workspace.path / "run.yml"
+    path.write_text(
+        RUN.format(
+            environment=environment,
+            environment_params=environment_params,
+            muscle_params=muscle_params,
+            steps=steps,
+            episodes=episodes,
+        )
+    )
+    return path
+
+
+def pairs(workspace: Workspace, sql: str) -> list[tuple[int, int]]:
+    with sqlite3.connect(workspace.store) as conn:
+        return [(row[0], row[1]) for row in conn.execute(sql)]
+
+
+def test_plugins_record_values_at_their_steps(workspace: Workspace) -> None:
+    """Muscle, Brain and Environment record through their contexts; the rows carry the step
+    each was recorded at, and come back through the query API, ``results`` and replays."""
+    result = workspace.run("experiment-start", str(run_file(workspace)))
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    found = query.plugin_records("recording-run", store_uri=workspace.store_uri)
+    muscle = found[found.source == "muscle:rec"]
+    calls = muscle[muscle.key == "calls"]
+    # 5 steps per episode; a Muscle acts on steps 0..4 of each episode (its 5th ends it)
+    assert list(zip(calls.episode, calls.step, calls.value, strict=True)) == [
+        (e, s, 5 * e + s + 1) for e in range(2) for s in range(5)
+    ]
+    arrays = muscle[muscle.key == "array"]
+    assert list(arrays.value)[:2] == [[0, 1], [0, 2]]
+    env = found[found.source == "env:myenv"]
+    assert list(zip(env.episode, env.step, env.value, strict=True)) == [
+        (e, s, s) for e in range(2) for s in range(1, 6)
+    ]
+    brain = found[found.source == "brain:rec"]
+    assert len(brain) > 0 and set(brain.key) == {"thought"}
+    assert all(isinstance(v, dict) and "value" in v for v in brain.value)
+
+    exported = workspace.run(
+        "results", "recording-run", "--table", "plugin_records", "--format", "json",
+        "--source", "env:myenv", "--episode", "1",
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    rows = json.loads(exported.stdout)
+    assert [(r["step"], r["key"], r["value"]) for r in rows] == [
+        (s, "iter", s) for s in range(1, 6)
+    ]
+
+
+def test_a_value_with_no_json_form_fails_naming_the_method_and_key(
+    workspace: Workspace,
+) -> None:
+    path = run_file(workspace, muscle_params="bad_at: 3")
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-2000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    for part in ("propose_actions", "'opaque'", "no JSON form"):
+        assert part in reason, (part, reason)
+
+
+def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspace) -> None:
+    """The Muscle pauses on its 3rd call (episode 0, its step 2; the world's step 3) and
+    resumes on its 8th (episode 1, its step 2; the world's step 3): exactly those steps have
+    no rows, the gap says so, and a replay stops at it."""
+    path = run_file(workspace, muscle_params="pause_at: 3, resume_at: 8")
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    world = pairs(workspace, "select episode, step from world_states order by id")
+    assert world == [(0, 1), (0, 2), (1, 3), (1, 4), (1, 5)]
+    actions = pairs(workspace, "select episode, step from muscle_actions order by id")
+    assert actions == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]
+    gaps = query.recording_gaps("recording-run", store_uri=workspace.store_uri)
+    assert list(gaps.worker) == [0]
+    assert (gaps.from_episode[0], gaps.from_step[0]) == (0, 3)
+    assert (gaps.to_episode[0], gaps.to_step[0]) == (1, 3)
+    # the plug-in's own records are kept while paused
+    records = query.plugin_records("recording-run", store_uri=workspace.store_uri, key="calls")
+    assert list(records.value) == list(range(1, 11))
