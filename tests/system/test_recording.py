@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from palaestra import replay
 from palaestra.store import query
-from tests.conftest import Workspace
+from tests.conftest import PLUGINS, Workspace
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -73,7 +76,9 @@ def pairs(workspace: Workspace, sql: str) -> list[tuple[int, int]]:
         return [(row[0], row[1]) for row in conn.execute(sql)]
 
 
-def test_plugins_record_values_at_their_steps(workspace: Workspace) -> None:
+def test_plugins_record_values_at_their_steps(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Muscle, Brain and Environment record through their contexts; the rows carry the step
     each was recorded at, and come back through the query API, ``results`` and replays."""
     result = workspace.run("experiment-start", str(run_file(workspace)))
@@ -106,6 +111,17 @@ def test_plugins_record_values_at_their_steps(workspace: Workspace) -> None:
         (s, "iter", s) for s in range(1, 6)
     ]
 
+    monkeypatch.syspath_prepend(str(PLUGINS))  # replay.open loads the environment here
+    with replay.open("recording-run", episode=1, store_uri=workspace.store_uri) as steps:
+        seen = [
+            (step.step, sorted((r["source"], r["key"], str(r["value"])) for r in step.records))
+            for step in steps
+        ]
+    assert seen[0][0] == 1
+    for number, records in seen:  # the world's step N follows the Muscle's step N - 1
+        assert ("env:myenv", "iter", str(number)) in records
+        assert ("muscle:rec", "calls", str(5 + number)) in records
+
 
 def test_a_value_with_no_json_form_fails_naming_the_method_and_key(
     workspace: Workspace,
@@ -120,21 +136,87 @@ def test_a_value_with_no_json_form_fails_naming_the_method_and_key(
 
 
 def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspace) -> None:
-    """The Muscle pauses on its 3rd call (episode 0, its step 2; the world's step 3) and
-    resumes on its 8th (episode 1, its step 2; the world's step 3): exactly those steps have
-    no rows, the gap says so, and a replay stops at it."""
-    path = run_file(workspace, muscle_params="pause_at: 3, resume_at: 8")
+    """The Muscle pauses on its 8th call (episode 1, its step 2; the world's step 3) and
+    resumes on its 13th (episode 2, its step 2; the world's step 3): exactly those steps have
+    no rows, the gap says so, and a replay refuses to cross it but replays episode 0."""
+    path = run_file(workspace, muscle_params="pause_at: 8, resume_at: 13", episodes=3)
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 0, result.stderr[-2000:]
 
     world = pairs(workspace, "select episode, step from world_states order by id")
-    assert world == [(0, 1), (0, 2), (1, 3), (1, 4), (1, 5)]
+    assert world == [(0, s) for s in range(1, 6)] + [(1, 1), (1, 2), (2, 3), (2, 4), (2, 5)]
     actions = pairs(workspace, "select episode, step from muscle_actions order by id")
-    assert actions == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]
+    assert actions == [(0, s) for s in range(5)] + [(1, 0), (1, 1), (2, 2), (2, 3), (2, 4)]
     gaps = query.recording_gaps("recording-run", store_uri=workspace.store_uri)
     assert list(gaps.worker) == [0]
-    assert (gaps.from_episode[0], gaps.from_step[0]) == (0, 3)
-    assert (gaps.to_episode[0], gaps.to_step[0]) == (1, 3)
+    assert (gaps.from_episode[0], gaps.from_step[0]) == (1, 3)
+    assert (gaps.to_episode[0], gaps.to_step[0]) == (2, 3)
     # the plug-in's own records are kept while paused
     records = query.plugin_records("recording-run", store_uri=workspace.store_uri, key="calls")
-    assert list(records.value) == list(range(1, 11))
+    assert list(records.value) == list(range(1, 16))
+
+    refused = workspace.run("experiment-replay", "recording-run")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "recording was paused from episode 1 step 3 to episode 2 step 3" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    before = workspace.run("experiment-replay", "recording-run", "--episode", "0")
+    assert before.returncode == 0, before.stdout + before.stderr
+
+
+def wait_for(workspace: Workspace, proc: subprocess.Popen[str], sql: str) -> int:
+    """Poll the store (bounded) until ``sql`` counts more than 0; that count."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the run ended early: {proc.communicate()[1][-3000:]}"
+        try:
+            with sqlite3.connect(f"file:{workspace.store}?mode=ro", uri=True) as conn:
+                (count,) = conn.execute(sql).fetchone()
+        except sqlite3.OperationalError:  # no store or no tables yet
+            count = 0
+        if count:
+            return int(count)
+        time.sleep(0.05)
+    pytest.fail(f"the store never answered {sql!r} in 60 s")
+
+
+def test_experiment_record_pauses_and_resumes_a_running_run(workspace: Workspace) -> None:
+    stop = workspace.path / "stop"
+    path = run_file(
+        workspace,
+        environment="recording_plugins:WaitingEnvironment",
+        environment_params=f", step_delay: 0.0002, until: '{stop}'",
+        steps=1_000_000,
+        episodes=1,
+    )
+    proc = workspace.start("experiment-start", str(path))
+    try:
+        wait_for(
+            workspace,
+            proc,
+            "select count(*) from world_states join experiment_run_instances i "
+            "on i.status = 'running'",
+        )
+        paused = workspace.run("experiment-record", "pause", "recording-run")
+        assert paused.returncode == 0, paused.stderr
+        assert "paused" in paused.stdout
+        wait_for(workspace, proc, "select count(*) from recording_gaps")
+        resumed = workspace.run("experiment-record", "resume", "recording-run")
+        assert resumed.returncode == 0, resumed.stderr
+        wait_for(workspace, proc, "select count(*) from recording_gaps where to_step is not null")
+        stop.touch()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err[-3000:]
+
+    gaps = query.recording_gaps("recording-run", store_uri=workspace.store_uri)
+    assert len(gaps) == 1 and gaps.to_step[0] > gaps.from_step[0]
+    steps = [s for _, s in pairs(workspace, "select episode, step from world_states order by id")]
+    gap = set(range(int(gaps.from_step[0]), int(gaps.to_step[0])))
+    assert steps == [s for s in range(1, steps[-1] + 1) if s not in gap]
+
+    ended = workspace.run("experiment-record", "pause", "recording-run")
+    assert ended.returncode == 2
+    assert "is not running" in ended.stderr and "Traceback" not in ended.stderr
