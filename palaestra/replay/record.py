@@ -179,14 +179,7 @@ def load_phase(
     actions: dict[tuple[str, int, int], list[Row]] = defaultdict(list)
     for row in rows.muscle_actions(run, phase=index, store_uri=store_uri, instance=instance):
         actions[(row["agent"], row["worker"], row["episode"])].append(row)
-    gaps = [
-        row
-        for row in rows.recording_gaps(run, store_uri=store_uri, instance=instance)
-        if row["phase"] == index
-    ]
-    records: dict[tuple[int, int, int], list[Row]] = defaultdict(list)
-    for row in rows.plugin_records(run, phase=index, store_uri=store_uri, instance=instance):
-        records[(row["worker"], row["episode"], row["step"])].append(row)
+    gaps, records = _recording(run, instance, index, store_uri)
     return PhaseRecord(
         run=run,
         instance=instance,
@@ -205,8 +198,23 @@ def load_phase(
         world_states=dict(world),
         muscle_actions=dict(actions),
         gaps=gaps,
-        plugin_records=dict(records),
+        plugin_records=records,
     )
+
+
+def _recording(
+    run: str, instance: str, index: int, store_uri: StoreURI | None
+) -> tuple[list[Row], dict[tuple[int, int, int], list[Row]]]:
+    """The phase's recording gaps, and its plug-in records by (worker, episode, step)."""
+    gaps = [
+        row
+        for row in rows.recording_gaps(run, store_uri=store_uri, instance=instance)
+        if row["phase"] == index
+    ]
+    records: dict[tuple[int, int, int], list[Row]] = defaultdict(list)
+    for row in rows.plugin_records(run, phase=index, store_uri=store_uri, instance=instance):
+        records[(row["worker"], row["episode"], row["step"])].append(row)
+    return gaps, dict(records)
 
 
 def _phase_spec(run: str, index: int, store_uri: StoreURI | None) -> PhaseSpec | None:

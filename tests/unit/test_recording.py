@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from palaestra.agent.context import MuscleContext
 from palaestra.core.plugin_records import PluginRecorder, PluginRecordError
 from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
 from palaestra.experiment.recording import recording_flag
-
-from palaestra.agent.context import MuscleContext
 
 
 class Probe:
