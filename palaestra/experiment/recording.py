@@ -22,16 +22,16 @@ from palaestra.store.models import ExperimentRun, ExperimentRunInstance
 
 @contextmanager
 def recording_flag(run_uid: str) -> Iterator[RecordingSwitch]:
-    """While the run executes: its pause flag, cleared, named in :data:`ENV_VAR` for the
-    processes forked from here; cleared again at the end."""
+    """While the run executes: its pause flag, created not paused and named in
+    :data:`ENV_VAR` for the processes forked from here; removed at the end."""
     switch = RecordingSwitch(flag_path(run_uid))
-    switch.set(False)
+    switch.create()
     before = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = str(switch.path)
     try:
         yield switch
     finally:
-        switch.set(False)
+        switch.remove()
         if before is None:
             os.environ.pop(ENV_VAR, None)
         else:
@@ -70,6 +70,12 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
             f"run {run_uid!r} runs on host {host!r}: pause or resume it there "
             f"(this is {socket.gethostname()!r})"
         )
-    RecordingSwitch(flag_path(run_uid)).set(paused)
+    switch = RecordingSwitch(flag_path(run_uid))
+    if switch.path is None or not os.path.exists(switch.path):
+        raise InvalidInputError(
+            f"run {run_uid!r} is running but has no recording flag ({switch.path}): it was "
+            "started by a palaestra without experiment-record"
+        )
+    switch.set(paused)
     what = "paused" if paused else "resumed"
     return f"Recording of run {run_uid} {what} (from the next step of each worker)."

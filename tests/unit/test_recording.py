@@ -95,11 +95,13 @@ def test_the_executor_names_a_cleared_flag_for_its_processes(
     monkeypatch.delenv(ENV_VAR, raising=False)
     RecordingSwitch(flag_path("unit/run 1")).set(True)  # a stale flag of an earlier instance
     with recording_flag("unit/run 1") as switch:
-        assert not switch.paused()
         child = RecordingSwitch()  # what a forked process sees
         assert child.path == str(flag_path("unit/run 1"))
-        switch.set(True)
+        assert not child.paused()
+        switch.set(True)  # the child's map sees the byte written in place
         assert child.paused()
-    assert not switch.paused()
+        switch.set(False)
+        assert not child.paused()
+    assert not flag_path("unit/run 1").exists()
     assert ENV_VAR not in os.environ
-    assert flag_path("unit/run 1").name == "unit_run_1.paused"
+    assert flag_path("unit/run 1").name == "unit_run_1.flag"
