@@ -53,6 +53,8 @@ CLEANED = [
     ("muscle_actions", "muscle action"),
     ("brain_states", "brain state"),
     ("statistics", "statistics row"),
+    ("plugin_records", "plug-in record"),
+    ("recording_gaps", "recording gap"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
 STATUS_STYLES = {

@@ -993,6 +993,8 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
         ("statistics", Statistic, Statistic.agent_id.in_(agent_ids)),
         ("muscle_actions", MuscleAction, MuscleAction.agent_id.in_(agent_ids)),
         ("episodes", Episode, Episode.experiment_run_phase_id.in_(phase_ids)),
+        ("plugin_records", PluginRecord, PluginRecord.experiment_run_phase_id.in_(phase_ids)),
+        ("recording_gaps", RecordingGap, RecordingGap.experiment_run_phase_id.in_(phase_ids)),
         ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
         ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),
         ("environments", Environment, Environment.experiment_run_phase_id.in_(phase_ids)),

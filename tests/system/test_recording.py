@@ -162,6 +162,10 @@ def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspa
     before = workspace.run("experiment-replay", "recording-run", "--episode", "0")
     assert before.returncode == 0, before.stdout + before.stderr
 
+    cleaned = workspace.run("clean", "recording-run", "--yes")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert " plug-in records, 1 recording gap" in cleaned.stdout, cleaned.stdout
+
 
 def wait_for(workspace: Workspace, proc: subprocess.Popen[str], sql: str) -> int:
     """Poll the store (bounded) until ``sql`` counts more than 0; that count."""
