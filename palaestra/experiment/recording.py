@@ -16,8 +16,9 @@ from sqlalchemy import select
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
+from palaestra.store import rows
 from palaestra.store.engine import make_engine
-from palaestra.store.models import ExperimentRun, ExperimentRunInstance
+from palaestra.store.models import ExperimentRunInstance
 
 
 @contextmanager
@@ -42,24 +43,16 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
     """Pause or resume the recording of the running run ``run_uid``; a message for the user.
 
     Raises:
-        InvalidInputError: The run is unknown, its newest instance is not running, or it runs
-            on another host (the flag is a file on the run's host).
+        InvalidInputError: The run is unknown (``UnknownRunError``), its newest instance is
+            not running, or it runs on another host (the flag is a file on the run's host).
+        StoreError: The store is unusable.
     """
-    engine = make_engine(store_uri)
-    try:
-        with engine.connect() as connection:
-            found = connection.execute(
-                select(ExperimentRunInstance.status, ExperimentRunInstance.host)
-                .join(ExperimentRun, ExperimentRunInstance.experiment_run_id == ExperimentRun.id)
-                .where(ExperimentRun.uid == run_uid)
-                .order_by(ExperimentRunInstance.id.desc())
-                .limit(1)
-            ).first()
-    finally:
-        engine.dispose()
-    if found is None:
-        raise InvalidInputError(f"run {run_uid!r}: no such run in the store")
-    status, host = found
+    found = rows.runs(run=run_uid, store_uri=store_uri)
+    if not found:
+        rows.phases(run_uid, store_uri=store_uri)  # raises the store's "no run" error
+        raise InvalidInputError(f"run {run_uid!r}: no instance in the store")
+    status = found[-1]["status"]
+    host = _host(store_uri, str(found[-1]["instance_uid"])) if status == "running" else ""
     if status != "running":
         raise InvalidInputError(
             f"run {run_uid!r} is not running (its newest instance is {status}): "
@@ -79,3 +72,16 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
     switch.set(paused)
     what = "paused" if paused else "resumed"
     return f"Recording of run {run_uid} {what} (from the next step of each worker)."
+
+
+def _host(store_uri: str, instance_uid: str) -> str:
+    """The host the instance ``instance_uid`` runs on (the store is known to be readable)."""
+    engine = make_engine(store_uri, read_only=True)
+    try:
+        with engine.connect() as connection:
+            host = connection.scalar(
+                select(ExperimentRunInstance.host).where(ExperimentRunInstance.uid == instance_uid)
+            )
+    finally:
+        engine.dispose()
+    return str(host or "")

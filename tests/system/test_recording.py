@@ -224,3 +224,6 @@ def test_experiment_record_pauses_and_resumes_a_running_run(workspace: Workspace
     ended = workspace.run("experiment-record", "pause", "recording-run")
     assert ended.returncode == 2
     assert "is not running" in ended.stderr and "Traceback" not in ended.stderr
+    unknown = workspace.run("experiment-record", "resume", "no-such-run")
+    assert unknown.returncode == 2, unknown.stderr
+    assert "no-such-run" in unknown.stderr and "Traceback" not in unknown.stderr
