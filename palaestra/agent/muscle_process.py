@@ -137,6 +137,7 @@ class MuscleProcess(Component):
         self.statistics = RowSink(None, self._statistics_rows)
         self.records = RowSink(None, self._plugin_rows)
         self.recorder = recorder_for(name)
+        self.record_source = f"muscle:{agent.name}"  # of its plug-in records
         self.switch = RecordingSwitch()
         self.acted_paused = False  # recording was paused when the last step was acted on
         self.muscle = self._construct(agent, sensors, actuators)
@@ -160,7 +161,7 @@ class MuscleProcess(Component):
         """Store what the Muscle added with ``add_statistics`` (and ``context.record``) during
         this step."""
         record_statistics(self.muscle, self.statistics, "muscle", self.worker, self.episode, step)
-        source = f"muscle:{self.agent.name}"
+        source = self.record_source
         send_records(self.recorder, self.records, source, self.worker, self.episode, step)
 
     def _construct(

@@ -111,6 +111,7 @@ class EnvironmentProcess(Component):
         self.worker = worker
         self.env = construct(environment, seed)
         self.recorder = recorder_for(name)
+        self.record_source = f"env:{environment.uid}"  # of its plug-in records
         self.switch = RecordingSwitch()
         self.paused = False  # recording is paused: steps run, no rows (see recording_gaps)
         self.env.attach(
@@ -153,7 +154,7 @@ class EnvironmentProcess(Component):
 
     def _send_records(self) -> None:
         """Add what the environment recorded with ``context.record`` as rows of this step."""
-        source = f"env:{self.spec.uid}"
+        source = self.record_source
         send_records(self.recorder, self.records, source, self.worker, self.episode, self.step)
 
     def _recording(self) -> bool:
