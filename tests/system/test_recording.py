@@ -154,6 +154,14 @@ def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspa
     # the plug-in's own records are kept while paused
     records = query.plugin_records("recording-run", store_uri=workspace.store_uri, key="calls")
     assert list(records.value) == list(range(1, 16))
+    exported = workspace.run(
+        "results", "recording-run", "--table", "recording_gaps", "--format", "json"
+    )
+    assert exported.returncode == 0, exported.stderr
+    (row,) = json.loads(exported.stdout)
+    assert (row["from_episode"], row["from_step"], row["to_episode"], row["to_step"]) == (
+        1, 3, 2, 3,
+    )  # fmt: skip
 
     refused = workspace.run("experiment-replay", "recording-run")
     assert refused.returncode == 2, refused.stdout + refused.stderr
