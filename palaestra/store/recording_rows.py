@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Table, select, update
+from sqlalchemy import Connection, Engine, Table, select, update
 
 from palaestra.core import messages as m
 from palaestra.store.models import Agent, Environment, PluginRecord, RecordingGap
@@ -20,7 +20,7 @@ class PhaseIds:
     def __init__(self) -> None:
         self.known: dict[tuple[str, int], int] = {}
 
-    def of(self, connection: Connection, agent_id: int | None, environment_id: int | None) -> int:
+    def of(self, engine: Engine, agent_id: int | None, environment_id: int | None) -> int:
         """The phase id of the agent ``agent_id`` or else the environment ``environment_id``.
 
         Raises:
@@ -34,7 +34,8 @@ class PhaseIds:
         else:
             raise LookupError("a plug-in record names neither an agent nor an environment")
         if key not in self.known:
-            phase_id = connection.scalar(select(column).where(owner == key[1]))
+            with engine.connect() as connection:
+                phase_id = connection.scalar(select(column).where(owner == key[1]))
             if phase_id is None:
                 raise LookupError(f"no {key[0]} with the id {key[1]} in the store")
             self.known[key] = phase_id

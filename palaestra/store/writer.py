@@ -228,8 +228,8 @@ class StoreWriter(Component):
     def _recording(self, message: m.PluginRecordRows | m.RecordingGapMark, size: int) -> None:
         """Buffer plug-in records; write a recording gap's start or end at once."""
         agent_id = getattr(message, "agent_id", None)
-        with self._store_errors("finding a phase"), self._engine().connect() as connection:
-            phase_id = self.phase_ids.of(connection, agent_id, message.environment_id)
+        with self._store_errors("finding a phase"):
+            phase_id = self.phase_ids.of(self._engine(), agent_id, message.environment_id)
         if isinstance(message, m.PluginRecordRows):
             self._buffer(PLUGIN_RECORDS, plugin_record_rows(message, phase_id), size)
             return
