@@ -34,6 +34,7 @@ from palaestra.core.information import ActuatorInformation, RewardInformation, S
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
 from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.records import RowSink, connect_store, send
 from palaestra.core.transport import endpoint_for
 
@@ -57,6 +58,8 @@ class BrainProcess(Component):
         self.keep = 0  # of the dumps being written: see m.BrainDump.keep
         self.store: zmq.Socket[bytes] | None = None
         self.statistics = RowSink(None, self._statistics_rows)  # the store's, once running
+        self.records = RowSink(None, self._plugin_rows)
+        self.recorder = recorder_for(name)
         self.stored = True  # nothing learned yet that a dump would lose
         self.latest: bytes | None = None  # the newest update, pickled
         self.updated: set[str] = set()  # the Muscles that have it
@@ -77,6 +80,7 @@ class BrainProcess(Component):
                     source=setup.dump_source,
                     owner=name,
                 ),
+                recorder=self.recorder,
             )
         )
         self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
@@ -145,6 +149,7 @@ class BrainProcess(Component):
         self.statistics = RowSink(
             self.store, self._statistics_rows, plugin=(self.brain, "add_statistics")
         )
+        self.records = RowSink(self.store, self._plugin_rows, plugin=(self.brain, "record"))
         try:
             self._answer(hot, listener)
         except Stopped:
@@ -152,19 +157,27 @@ class BrainProcess(Component):
                 self._store_brain()
             self._record_statistics(-1, -1, -1)  # what store (or load, if no step came) added
             self._send_dumps()
+            self.records.flush()
             self.statistics.close(self.name)
             raise
         except BaseException:
             self._send_dumps(block=False)
+            self.records.flush(block=False)
             self.statistics.flush(block=False)
             raise
 
     def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
         return m.StatisticsRows(agent_id=self.request.agent_id, rows=rows)
 
+    def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
+        return m.PluginRecordRows(agent_id=self.request.agent_id, rows=rows)
+
     def _record_statistics(self, worker: int, episode: int, step: int) -> None:
-        """Store what the Brain added with ``add_statistics`` since the last time."""
+        """Store what the Brain added with ``add_statistics`` (and ``context.record``) since
+        the last time."""
         record_statistics(self.brain, self.statistics, "brain", worker, episode, step)
+        source = f"brain:{self.request.agent.name}"
+        send_records(self.recorder, self.records, source, worker, episode, step)
 
     def _answer(self, hot: HotLoop, listener: Listener) -> None:
         memory = self.brain.memory

@@ -12,6 +12,7 @@ import numpy as np
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.name_rules import dump_key
+from palaestra.core.plugin_records import PluginRecorder, RecordingContext
 
 LOG = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class BrainDumps:
 
 
 @dataclass(frozen=True)
-class BrainContext:
+class BrainContext(RecordingContext):
     """Everything a :class:`~palaestra.agent.brain.Brain` may know about where it runs."""
 
     name: str
@@ -120,13 +121,15 @@ class BrainContext:
     sensors: Sequence[SensorInformation]
     actuators: Sequence[ActuatorInformation]
     dumps: BrainDumps = field(default_factory=BrainDumps)
+    recorder: PluginRecorder = field(default_factory=PluginRecorder)
+    """Takes :meth:`record` and the pause requests (palaestra sends what it collects)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode(self.mode))  # "train" == Mode.TRAIN
 
 
 @dataclass(frozen=True)
-class MuscleContext:
+class MuscleContext(RecordingContext):
     """Everything a :class:`~palaestra.agent.muscle.Muscle` may know about where it runs."""
 
     name: str
@@ -140,6 +143,8 @@ class MuscleContext:
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     dumps: BrainDumps = field(default_factory=BrainDumps)
     """The agent's loaded brain dumps (read only), for :meth:`Muscle.prepare_model`."""
+    recorder: PluginRecorder = field(default_factory=PluginRecorder)
+    """Takes :meth:`record` and the pause requests (palaestra sends what it collects)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode(self.mode))  # "train" == Mode.TRAIN

@@ -39,6 +39,8 @@ from palaestra.core.information import (
 from palaestra.core.loading import load_class
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import PluginContractError, PluginError, call
+from palaestra.core.plugin_records import recorder_for, send_records
+from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.records import (
     RowSink,
     UnencodableValue,
@@ -133,6 +135,11 @@ class MuscleProcess(Component):
         self.previous: _Previous | None = None
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.statistics = RowSink(None, self._statistics_rows)
+        self.records = RowSink(None, self._plugin_rows)
+        self.recorder = recorder_for(name)
+        self.record_source = f"muscle:{agent.name}"  # of its plug-in records
+        self.switch = RecordingSwitch()
+        self.acted_paused = False  # recording was paused when the last step was acted on
         self.muscle = self._construct(agent, sensors, actuators)
         self.filters = FilterChain(agent.filters)
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
@@ -147,9 +154,15 @@ class MuscleProcess(Component):
     def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
         return m.StatisticsRows(agent_id=self.agent_id, rows=rows)
 
+    def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
+        return m.PluginRecordRows(agent_id=self.agent_id, rows=rows)
+
     def _record_statistics(self, step: int) -> None:
-        """Store what the Muscle added with ``add_statistics`` during this step."""
+        """Store what the Muscle added with ``add_statistics`` (and ``context.record``) during
+        this step."""
         record_statistics(self.muscle, self.statistics, "muscle", self.worker, self.episode, step)
+        source = self.record_source
+        send_records(self.recorder, self.records, source, self.worker, self.episode, step)
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
@@ -170,6 +183,7 @@ class MuscleProcess(Component):
                 actuators=self.spaces.build(ActuatorInformation, actuators),
                 rng=np.random.default_rng(self.seed),
                 dumps=self.dumps,
+                recorder=self.recorder,
             )
         )
         return muscle
@@ -209,8 +223,9 @@ class MuscleProcess(Component):
         self.statistics = RowSink(
             store, self._statistics_rows, plugin=(self.muscle, "add_statistics")
         )
+        self.records = RowSink(store, self._plugin_rows, plugin=(self.muscle, "record"))
         wait = hot.poller(router)
-        with closing_producer(self.rows, self.name, self.statistics):
+        with closing_producer(self.rows, self.name, self.statistics, self.records):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
@@ -311,7 +326,7 @@ class MuscleProcess(Component):
             transition = self._complete(previous, message)
             if self.objective_stop is not None:
                 self.objective_reached = self.objective_stop.reached(transition.objective)
-            if recorded(previous.step, message.done, self.record_every):
+            if recorded(previous.step, message.done, self.record_every) and not self.acted_paused:
                 self.rows.add(
                     m.MuscleActionRow(
                         self.episode,
@@ -353,6 +368,7 @@ class MuscleProcess(Component):
             self.statistics.flush()
             return m.AgentActions(setpoints={}, end_phase=self.end_phase)
         actions = self._act(message)
+        self.acted_paused = self.switch.paused()
         self._record_statistics(message.step)
         return actions
 
@@ -364,6 +380,7 @@ class MuscleProcess(Component):
             self.statistics.flush()
             return m.AgentActions(setpoints={}, end_phase=self.end_phase)
         actions = self._act(message)
+        self.acted_paused = self.switch.paused()
         self._record_statistics(message.step)
         return actions
 

@@ -37,6 +37,8 @@ FILTERS = {
     "brain_states": {"phase", "agent"},
     "episode_rewards": {"phase", "agent", "mode"},
     "statistics": {"phase", "agent", "source", "episode", "worker", "mode"},
+    "plugin_records": {"phase", "source", "episode", "worker"},
+    "recording_gaps": set(),
 }
 """The tables ``results`` exports and the filters each takes."""
 EXPANDABLE = {"muscle_actions", "world_states", "statistics"}
@@ -51,6 +53,8 @@ CLEANED = [
     ("muscle_actions", "muscle action"),
     ("brain_states", "brain state"),
     ("statistics", "statistics row"),
+    ("plugin_records", "plug-in record"),
+    ("recording_gaps", "recording gap"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
 STATUS_STYLES = {
@@ -292,7 +296,11 @@ def _rewards_table(rewards: Rows, trends: Rows) -> Table:
 @click.option("--episode", multiple=True, type=int, help="Episode (repeatable).")
 @click.option("--worker", multiple=True, type=int, help="Worker (repeatable).")
 @click.option("--mode", multiple=True, help="Phase mode, e.g. train or test (repeatable).")
-@click.option("--source", multiple=True, help="Statistics of the brain or the muscle.")
+@click.option(
+    "--source",
+    multiple=True,
+    help="Statistics of the brain or the muscle; plug-in records' source.",
+)
 @click.option(
     "--expand", is_flag=True, help="One column per sensor and set point uid (statistic key)."
 )

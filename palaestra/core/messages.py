@@ -465,6 +465,39 @@ class StatisticsRows(Msg, frozen=True, kw_only=True):
     rows: list[StatisticsRow]
 
 
+class PluginRecordRow(msgspec.Struct, frozen=True, array_like=True):
+    """One row of ``plugin_records``: a value a plug-in recorded with ``context.record``."""
+
+    source: str
+    """The plug-in: ``brain:<agent>``, ``muscle:<agent>`` or ``env:<uid>``."""
+    worker: int
+    episode: int
+    step: int
+    key: str
+    value: Any
+    """Plain JSON."""
+
+
+class PluginRecordRows(Msg, frozen=True, kw_only=True):
+    """A batch of ``plugin_records`` rows of one agent (``agent_id``) or environment
+    (``environment_id``); the writer finds their phase."""
+
+    agent_id: int | None = None
+    environment_id: int | None = None
+    rows: list[PluginRecordRow]
+
+
+class RecordingGapMark(Msg, frozen=True, kw_only=True):
+    """An environment worker's recording paused (``paused``) or resumed at a step: the first
+    step not recorded, or the first recorded again (``recording_gaps``)."""
+
+    environment_id: int
+    worker: int
+    episode: int
+    step: int
+    paused: bool
+
+
 class EpisodeRows(Msg, frozen=True, kw_only=True):
     """A batch of ``episodes`` rows of one simulation controller (phase ``phase_id`` in the
     store)."""
@@ -650,6 +683,8 @@ Message = (
     | WorldStateRows
     | MuscleActionRows
     | StatisticsRows
+    | PluginRecordRows
+    | RecordingGapMark
     | EpisodeEnded
     | EpisodeRows
     | BrainDump

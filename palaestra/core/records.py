@@ -39,7 +39,7 @@ recorded)."""
 
 _encode = msgspec.msgpack.Encoder().encode
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
-Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.EpisodeEnded
+Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.PluginRecordRow | m.EpisodeEnded
 
 
 def recorded(step: int, done: bool, every: int) -> bool:

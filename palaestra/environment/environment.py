@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.plugin_records import PluginRecorder, RecordingContext
 from palaestra.core.simtime import SimTime
 from palaestra.environment.reset import (
     EnvironmentResetRequest,
@@ -19,8 +20,9 @@ from palaestra.environment.reset import (
 
 
 @dataclass(frozen=True)
-class EnvironmentContext:
-    """What palaestra tells an environment before ``start_environment``."""
+class EnvironmentContext(RecordingContext):
+    """What palaestra tells an environment before ``start_environment``; through it, the
+    environment records values (``context.record``) and pauses recording."""
 
     uid: str
     worker: int
@@ -30,6 +32,7 @@ class EnvironmentContext:
     phase_index: int = 0
     data_path: str = ""
     """The runtime config's ``data_path``: where files of the run go (empty: the default)."""
+    recorder: PluginRecorder = field(default_factory=PluginRecorder)
 
 
 @dataclass

@@ -30,7 +30,9 @@ from palaestra.core.information import (
 )
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.records import RowSink, connect_store, recorded
+from palaestra.core.plugin_records import recorder_for, send_records
+from palaestra.core.recording_control import RecordingSwitch
+from palaestra.core.records import RowSink, connect_store, recorded, send
 from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
@@ -109,6 +111,10 @@ class EnvironmentProcess(Component):
         self.environment_id = environment_id
         self.worker = worker
         self.env = construct(environment, seed)
+        self.recorder = recorder_for(name)
+        self.record_source = f"env:{environment.uid}"  # of its plug-in records
+        self.switch = RecordingSwitch()
+        self.paused = False  # recording is paused: steps run, no rows (see recording_gaps)
         self.env.attach(
             EnvironmentContext(
                 uid=environment.uid,
@@ -118,6 +124,7 @@ class EnvironmentProcess(Component):
                 instance_uid=instance_uid,
                 phase_index=phase_index,
                 data_path=data_path,
+                recorder=self.recorder,
             )
         )
         if environment.reward is not None:  # the environment calls it itself
@@ -139,9 +146,35 @@ class EnvironmentProcess(Component):
         self.episode = -1
         self.step = 0
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
+        self.records = RowSink(None, self._plugin_rows)
 
     def _record(self, rows: list[Any]) -> m.WorldStateRows:
         return m.WorldStateRows(environment_id=self.environment_id, worker=self.worker, rows=rows)
+
+    def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
+        return m.PluginRecordRows(environment_id=self.environment_id, rows=rows)
+
+    def _send_records(self) -> None:
+        """Add what the environment recorded with ``context.record`` as rows of this step."""
+        source = self.record_source
+        send_records(self.recorder, self.records, source, self.worker, self.episode, self.step)
+
+    def _recording(self) -> bool:
+        """Whether this step's row is written: not while recording is paused. A change is
+        told to the store as the start or the end of a gap (``recording_gaps``)."""
+        paused = self.switch.paused()
+        if paused != self.paused:
+            self.paused = paused
+            self.rows.flush()
+            mark = m.RecordingGapMark(
+                environment_id=self.environment_id,
+                worker=self.worker,
+                episode=self.episode,
+                step=self.step,
+                paused=paused,
+            )
+            send(self.rows.socket, mark)
+        return not paused
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
@@ -160,10 +193,11 @@ class EnvironmentProcess(Component):
             self._record,
             plugin=(self.env, "update"),
         )
+        self.records = RowSink(self.rows.socket, self._plugin_rows, plugin=(self.env, "record"))
         self.selector = hot.selector()
         self.selector.add(self.listener)
         wait = hot.poller(router)
-        with closing_producer(self.rows, self.name):
+        with closing_producer(self.rows, self.name, self.records):
             while True:
                 links = self.selector.items()
                 if links != self._polled:  # a Muscle linked or hung up
@@ -268,6 +302,7 @@ class EnvironmentProcess(Component):
         )
         self.values = [desc.value for desc in baseline.sensors]
         self.last_values = self.values
+        self._send_records()
         return baseline
 
     def reset_request(self) -> EnvironmentResetRequest:
@@ -341,7 +376,9 @@ class EnvironmentProcess(Component):
         self.last_values = values
         reward_descs = self._rewards(rewards)
         self.step += 1
-        if recorded(self.step - 1, done, self.record_every):  # (its steps count from 1)
+        self._send_records()
+        if self._recording() and recorded(self.step - 1, done, self.record_every):
+            # (its steps count from 1)
             simtime = result.simtime if is_state else None
             self._record_step(
                 values, setpoints, reward_descs, simtime, (done, terminated, truncated)

@@ -18,6 +18,7 @@ from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
 from palaestra.core.transport import make_run_dir, remove_run_dir
 from palaestra.experiment.experiment_run import ExperimentRun
+from palaestra.experiment.recording import recording_flag
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 LOG = logging.getLogger(__name__)
@@ -97,7 +98,8 @@ async def _execute(
 
     loop.add_signal_handler(signal.SIGINT, interrupted, signal.SIGINT)
     try:
-        code = await runtime.run()
+        with recording_flag(run.uid):  # experiment-record pause|resume (before the forks)
+            code = await runtime.run()
         loop.remove_signal_handler(signal.SIGTERM)
     finally:
         loop.remove_signal_handler(signal.SIGINT)

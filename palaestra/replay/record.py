@@ -30,6 +30,10 @@ class UnknownPartError(InvalidInputError, LookupError):
     """The phase, episode or worker asked for is not in the record."""
 
 
+class RecordingGapError(InvalidInputError):
+    """The episode asked for lies at or after a gap in the record (recording was paused)."""
+
+
 class IncompleteRecordError(InvalidInputError):
     """The phase did not record every step (``record: {every: N}`` or ``record: episodes``)."""
 
@@ -70,6 +74,40 @@ class PhaseRecord:
     """Rows by (environment uid, worker, episode), in step order."""
     muscle_actions: dict[tuple[str, int, int], list[Row]] = field(default_factory=dict)
     """Rows by (agent name, worker, episode), in step order."""
+    gaps: list[Row] = field(default_factory=list)
+    """Where recording was paused (``recording_gaps`` rows of the phase)."""
+    plugin_records: dict[tuple[int, int, int], list[Row]] = field(default_factory=dict)
+    """What plug-ins recorded (``context.record``) by (worker, episode, step)."""
+
+    def records_of_step(self, worker: int, episode: int, step: int) -> list[Row]:
+        """The plug-in records that belong to the world's step ``step`` (1-based): the
+        environments' of that step, the Muscles' and Brains' of the step they acted in
+        (``step - 1``: theirs count from 0)."""
+        world = self.plugin_records.get((worker, episode, step), [])
+        acted = self.plugin_records.get((worker, episode, step - 1), [])
+        return [r for r in world if str(r["source"]).startswith("env:")] + [
+            r for r in acted if not str(r["source"]).startswith("env:")
+        ]
+
+    def check_no_gap(self, worker: int, episode: int) -> None:
+        """Refuse to replay ``episode`` of ``worker`` if recording paused at or before it.
+
+        Raises:
+            RecordingGapError: Naming the gap.
+        """
+        for gap in self.gaps:
+            if gap["worker"] == worker and gap["from_episode"] <= episode:
+                end = (
+                    f"episode {gap['to_episode']} step {gap['to_step']}"
+                    if gap["to_episode"] is not None
+                    else "the end of the phase"
+                )
+                raise RecordingGapError(
+                    f"run '{self.run}' phase {self.index} worker {worker}: recording was paused "
+                    f"from episode {gap['from_episode']} step {gap['from_step']} to {end}; "
+                    f"episode {episode} cannot be replayed across that gap (the episodes "
+                    f"before {gap['from_episode']} can)"
+                )
 
     def recorded_episodes(self, worker: int) -> list[int]:
         """The episodes of ``worker`` that have world states, in order."""
@@ -141,6 +179,7 @@ def load_phase(
     actions: dict[tuple[str, int, int], list[Row]] = defaultdict(list)
     for row in rows.muscle_actions(run, phase=index, store_uri=store_uri, instance=instance):
         actions[(row["agent"], row["worker"], row["episode"])].append(row)
+    gaps, records = _recording(run, instance, index, store_uri)
     return PhaseRecord(
         run=run,
         instance=instance,
@@ -158,7 +197,24 @@ def load_phase(
         agent_rows=list(agent_rows),
         world_states=dict(world),
         muscle_actions=dict(actions),
+        gaps=gaps,
+        plugin_records=records,
     )
+
+
+def _recording(
+    run: str, instance: str, index: int, store_uri: StoreURI | None
+) -> tuple[list[Row], dict[tuple[int, int, int], list[Row]]]:
+    """The phase's recording gaps, and its plug-in records by (worker, episode, step)."""
+    gaps = [
+        row
+        for row in rows.recording_gaps(run, store_uri=store_uri, instance=instance)
+        if row["phase"] == index
+    ]
+    records: dict[tuple[int, int, int], list[Row]] = defaultdict(list)
+    for row in rows.plugin_records(run, phase=index, store_uri=store_uri, instance=instance):
+        records[(row["worker"], row["episode"], row["step"])].append(row)
+    return gaps, dict(records)
 
 
 def _phase_spec(run: str, index: int, store_uri: StoreURI | None) -> PhaseSpec | None:

@@ -43,6 +43,10 @@ class Step:
         divergence: The first value of this step that differs from the record, or None (also
             once the user substituted set points: nothing is compared then).
         diverged_by_user: Set points were substituted at or before this step.
+        records: What plug-ins recorded with ``context.record`` for this step
+            (``plugin_records`` rows: ``source``, ``key``, ``value``, ...): the environments'
+            of this step, the Muscles' and Brains' of the step they acted in (theirs count
+            from 0: ``step - 1``).
     """
 
     phase: int
@@ -56,6 +60,7 @@ class Step:
     divergence: Divergence | None
     diverged_by_user: bool
     replay: EpisodeReplay = field(repr=False)
+    records: list[Row] = field(default_factory=list)
 
     def substitute(self, setpoints: Mapping[str, Any]) -> None:
         """Drive the rest of the episode with ``setpoints`` (by full actuator uid, e.g.
@@ -162,6 +167,7 @@ class EpisodeReplay:
             divergence=divergence,
             diverged_by_user=self.substituted is not None,
             replay=self,
+            records=self.record.records_of_step(self.worker, self.episode, k + 1),
         )
 
     def _recorded_setpoints(
@@ -243,7 +249,13 @@ class WorkerReplay:
     def episode(
         self, episode: int, *, compare: bool = True, until: int | None = None
     ) -> EpisodeReplay:
-        """The replay of ``episode``, after replaying (unchecked) the episodes before it."""
+        """The replay of ``episode``, after replaying (unchecked) the episodes before it.
+
+        Raises:
+            UnknownPartError: No such episode in the record.
+            RecordingGapError: Recording was paused at or before ``episode``.
+        """
+        self.record.check_no_gap(self.worker, episode)
         if episode not in self.episodes:
             shown = ", ".join(str(e) for e in self.episodes) or "none"
             raise UnknownPartError(

@@ -307,6 +307,55 @@ def statistics(
     return to_frame(rows.expand(found) if expand else found)
 
 
+def plugin_records(
+    run: str,
+    *,
+    phase: Match | None = None,
+    source: Match | None = None,
+    key: Match | None = None,
+    worker: Match | None = None,
+    episode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """What plug-ins recorded with ``context.record(key, value)``: one row per value.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        source: ``brain:<agent>``, ``muscle:<agent>`` or ``env:<uid>``, or several.
+        key: The key(s) recorded.
+        worker: Worker number(s).
+        episode: Episode number(s).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``source``, ``worker``, ``episode``, ``step``,
+        ``key``, ``value``.
+    """
+    found = rows.plugin_records(
+        run,
+        phase=phase,
+        source=source,
+        key=key,
+        worker=worker,
+        episode=episode,
+        store_uri=store_uri,
+        instance=instance,
+    )
+    return to_frame(found)
+
+
+def recording_gaps(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> pd.DataFrame:
+    """Where recording was paused (``experiment-record pause``): ``phase``, ``phase_name``,
+    ``mode``, ``worker``, ``from_episode``, ``from_step`` (the first step not recorded),
+    ``to_episode``, ``to_step`` (the first recorded again; None if it stayed paused)."""
+    return to_frame(rows.recording_gaps(run, store_uri=store_uri, instance=instance))
+
+
 def episodes(
     run: str,
     *,

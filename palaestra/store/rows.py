@@ -49,6 +49,8 @@ from palaestra.store.models import (
     ExperimentRunInstance,
     ExperimentRunPhase,
     MuscleAction,
+    PluginRecord,
+    RecordingGap,
     Statistic,
     WorldState,
 )
@@ -757,6 +759,82 @@ def statistics(
     return _fetch_run(store_uri, run, instance, statement)
 
 
+def plugin_records(
+    run: str,
+    *,
+    phase: Match | None = None,
+    source: Match | None = None,
+    key: Match | None = None,
+    worker: Match | None = None,
+    episode: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """What plug-ins of a run instance recorded with ``context.record(key, value)``.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``source`` (``brain:<agent>``, ``muscle:<agent>``
+        or ``env:<uid>``), ``worker``, ``episode``, ``step``, ``key`` and ``value``, in the
+        order they were recorded per source.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        record = PluginRecord
+        chosen = (
+            select(
+                *_phase_columns(),
+                record.source,
+                record.worker,
+                record.episode,
+                record.step,
+                record.key,
+                record.value,
+            )
+            .select_from(record)
+            .join(_Phase, record.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, record.source, record.worker, record.episode, record.id)
+        )
+        return _filtered(
+            chosen,
+            [
+                (_Phase, phase),
+                (record.source, source),
+                (record.key, key),
+                (record.worker, worker),
+                (record.episode, episode),
+            ],
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
+def recording_gaps(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> Rows:
+    """Where a run instance's recording was paused: ``phase``, ``phase_name``, ``mode``,
+    ``worker``, ``from_episode``, ``from_step`` (the first step not recorded), ``to_episode``,
+    ``to_step`` (the first recorded again; None if it stayed paused)."""
+
+    def statement(instance_id: int) -> Select[Any]:
+        gap = RecordingGap
+        return (
+            select(
+                *_phase_columns(),
+                gap.worker,
+                gap.from_episode,
+                gap.from_step,
+                gap.to_episode,
+                gap.to_step,
+            )
+            .join(_Phase, gap.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, gap.worker, gap.id)
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
 # --- presentation ----------------------------------------------------------------------------
 
 
@@ -915,6 +993,8 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
         ("statistics", Statistic, Statistic.agent_id.in_(agent_ids)),
         ("muscle_actions", MuscleAction, MuscleAction.agent_id.in_(agent_ids)),
         ("episodes", Episode, Episode.experiment_run_phase_id.in_(phase_ids)),
+        ("plugin_records", PluginRecord, PluginRecord.experiment_run_phase_id.in_(phase_ids)),
+        ("recording_gaps", RecordingGap, RecordingGap.experiment_run_phase_id.in_(phase_ids)),
         ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
         ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),
         ("environments", Environment, Environment.experiment_run_phase_id.in_(phase_ids)),

@@ -46,6 +46,7 @@ from palaestra.store.models import (
     WorldState,
     utcnow,
 )
+from palaestra.store.recording_rows import PLUGIN_RECORDS, PhaseIds, mark_gap, plugin_record_rows
 from palaestra.store.replay_source import find_replay
 
 LOG = logging.getLogger(__name__)
@@ -97,7 +98,9 @@ class StoreWriter(Component):
             MUSCLE_ACTIONS: [],
             STATISTICS: [],
             EPISODES: [],
+            PLUGIN_RECORDS: [],
         }
+        self.phase_ids = PhaseIds()
         self.closed_producers: set[str] = set()
         self._sessions: sessionmaker[Session] | None = None
         self._waiters: list[asyncio.Future[None]] = []
@@ -203,6 +206,8 @@ class StoreWriter(Component):
             self._buffer(STATISTICS, _statistics_rows(message), size)
         elif isinstance(message, m.EpisodeRows):
             self._buffer(EPISODES, _episode_rows(message), size)
+        elif isinstance(message, m.PluginRecordRows | m.RecordingGapMark):
+            self._recording(message, size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -219,6 +224,18 @@ class StoreWriter(Component):
         elif len(buffer) >= self.batch_rows:
             self.buffers[table] = []
             self._write({table: buffer})
+
+    def _recording(self, message: m.PluginRecordRows | m.RecordingGapMark, size: int) -> None:
+        """Buffer plug-in records; write a recording gap's start or end at once."""
+        agent_id = getattr(message, "agent_id", None)
+        with self._store_errors("finding a phase"):
+            phase_id = self.phase_ids.of(self._engine(), agent_id, message.environment_id)
+        if isinstance(message, m.PluginRecordRows):
+            self._buffer(PLUGIN_RECORDS, plugin_record_rows(message, phase_id), size)
+            return
+        self.flush()  # the rows before the gap first
+        with self._store_errors("writing a recording gap"), self._engine().begin() as connection:
+            mark_gap(connection, phase_id, message)
 
     def _write_brain_dump(self, message: m.BrainDump) -> None:
         """Brain dumps are rare and can be large: they are inserted at once, not buffered. A

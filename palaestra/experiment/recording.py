@@ -1,0 +1,87 @@
+"""Recording control of a running run: the executor's side (naming the pause flag for its
+processes) and ``experiment-record``'s (setting it, after checking the run is running here).
+
+See :mod:`palaestra.core.recording_control` for the flag; the latency of a pause or a resume is
+one step: every producer checks the flag when it writes a step's row.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import select
+
+from palaestra.core.errors import InvalidInputError
+from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
+from palaestra.store import rows
+from palaestra.store.engine import make_engine
+from palaestra.store.models import ExperimentRunInstance
+
+
+@contextmanager
+def recording_flag(run_uid: str) -> Iterator[RecordingSwitch]:
+    """While the run executes: its pause flag, created not paused and named in
+    :data:`ENV_VAR` for the processes forked from here; removed at the end."""
+    switch = RecordingSwitch(flag_path(run_uid))
+    switch.create()
+    before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(switch.path)
+    try:
+        yield switch
+    finally:
+        switch.remove()
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before
+
+
+def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
+    """Pause or resume the recording of the running run ``run_uid``; a message for the user.
+
+    Raises:
+        InvalidInputError: The run is unknown (``UnknownRunError``), its newest instance is
+            not running, or it runs on another host (the flag is a file on the run's host).
+        StoreError: The store is unusable.
+    """
+    found = rows.runs(run=run_uid, store_uri=store_uri)
+    if not found:
+        rows.phases(run_uid, store_uri=store_uri)  # raises the store's "no run" error
+        raise InvalidInputError(f"run {run_uid!r}: no instance in the store")
+    status = found[-1]["status"]
+    host = _host(store_uri, str(found[-1]["instance_uid"])) if status == "running" else ""
+    if status != "running":
+        raise InvalidInputError(
+            f"run {run_uid!r} is not running (its newest instance is {status}): "
+            "only a running run's recording can be paused or resumed"
+        )
+    if host and host != socket.gethostname():
+        raise InvalidInputError(
+            f"run {run_uid!r} runs on host {host!r}: pause or resume it there "
+            f"(this is {socket.gethostname()!r})"
+        )
+    switch = RecordingSwitch(flag_path(run_uid))
+    if switch.path is None or not os.path.exists(switch.path):
+        raise InvalidInputError(
+            f"run {run_uid!r} is running but has no recording flag ({switch.path}): it was "
+            "started by a palaestra without experiment-record"
+        )
+    switch.set(paused)
+    what = "paused" if paused else "resumed"
+    return f"Recording of run {run_uid} {what} (from the next step of each worker)."
+
+
+def _host(store_uri: str, instance_uid: str) -> str:
+    """The host the instance ``instance_uid`` runs on (the store is known to be readable)."""
+    engine = make_engine(store_uri, read_only=True)
+    try:
+        with engine.connect() as connection:
+            host = connection.scalar(
+                select(ExperimentRunInstance.host).where(ExperimentRunInstance.uid == instance_uid)
+            )
+    finally:
+        engine.dispose()
+    return str(host or "")

@@ -1,0 +1,107 @@
+"""Unit tests of plug-in records and the recording switch (no processes)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from palaestra.agent.context import MuscleContext
+from palaestra.core.plugin_records import PluginRecorder, PluginRecordError
+from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
+from palaestra.experiment.recording import recording_flag
+
+
+class Probe:
+    """Calls its context's ``record`` from a method with a known name."""
+
+    def __init__(self, context: MuscleContext) -> None:
+        self.context = context
+
+    def propose_actions(self, key: object, value: object) -> None:
+        self.context.record(key, value)  # type: ignore[arg-type]
+
+
+def context(recorder: PluginRecorder) -> MuscleContext:
+    return MuscleContext(
+        name="a", uid="Muscle-a-0", worker=0, mode="train", seed=1, sensors=[], actuators=[],
+        recorder=recorder,
+    )  # fmt: skip
+
+
+def test_records_are_plain_json_and_popped_in_order() -> None:
+    recorder = PluginRecorder("Muscle-a-0")
+    probe = Probe(context(recorder))
+    probe.propose_actions("array", np.arange(3, dtype=np.int64))
+    probe.propose_actions("nested", {"x": (np.float32(0.5), None, True), "s": "t"})
+
+    assert recorder.pop() == [
+        ("array", [0, 1, 2]),
+        ("nested", {"x": [0.5, None, True], "s": "t"}),
+    ]
+    assert recorder.pop() == []
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (object(), "builtins.object has no JSON form"),
+        (float("nan"), "finite numbers only"),
+        ({1: 2}, "not a str"),
+        (1 << 70, "exceeds 64 bits"),
+        (b"raw", "builtins.bytes has no JSON form"),
+    ],
+)
+def test_a_value_with_no_json_form_names_the_method_and_the_key(value: object, why: str) -> None:
+    probe = Probe(context(PluginRecorder("Muscle-a-0")))
+    with pytest.raises(PluginRecordError) as raised:
+        probe.propose_actions("bad", value)
+    message = str(raised.value)
+    assert message.startswith("Muscle-a-0: propose_actions() recorded 'bad': "), message
+    assert why in message
+
+
+def test_a_key_must_be_a_non_empty_string() -> None:
+    probe = Probe(context(PluginRecorder("Muscle-a-0")))
+    with pytest.raises(PluginRecordError, match=r"propose_actions\(\) .* key 3: expected"):
+        probe.propose_actions(3, 1)
+
+
+def test_pause_requests_reach_the_switch(tmp_path: Path) -> None:
+    switch = RecordingSwitch(tmp_path / "flags" / "run.paused")
+    ctx = context(PluginRecorder("Muscle-a-0", on_pause=switch.set))
+    assert not switch.paused()
+    ctx.pause_recording()
+    assert switch.paused()
+    ctx.resume_recording()
+    assert not switch.paused()
+    ctx.pause_recording(True)
+    ctx.pause_recording(False)
+    assert not switch.paused()
+
+
+def test_without_a_flag_nothing_is_ever_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    switch = RecordingSwitch()
+    switch.set(True)
+    assert not switch.paused()
+
+
+def test_the_executor_names_a_cleared_flag_for_its_processes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    RecordingSwitch(flag_path("unit/run 1")).set(True)  # a stale flag of an earlier instance
+    with recording_flag("unit/run 1") as switch:
+        child = RecordingSwitch()  # what a forked process sees
+        assert child.path == str(flag_path("unit/run 1"))
+        assert not child.paused()
+        switch.set(True)  # the child's map sees the byte written in place
+        assert child.paused()
+        switch.set(False)
+        assert not child.paused()
+    assert not flag_path("unit/run 1").exists()
+    assert ENV_VAR not in os.environ
+    assert flag_path("unit/run 1").name == "unit_run_1.flag"
