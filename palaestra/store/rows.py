@@ -38,6 +38,7 @@ from palaestra.core.errors import (
     StoreError,
     did_you_mean,
 )
+from palaestra.core.limits import STALE_AFTER
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     Agent,
@@ -51,6 +52,7 @@ from palaestra.store.models import (
     MuscleAction,
     Statistic,
     WorldState,
+    utcnow,
 )
 from palaestra.store.schema import require_readable
 
@@ -148,7 +150,9 @@ def runs(
     """One row per run instance, oldest first, optionally of some experiments or runs only.
 
     Returns:
-        ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status``, ``reason``,
+        ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status`` (``stale`` for an
+        instance left ``running`` by an executor that is gone: see :func:`shown_status`),
+        ``reason``,
         ``started_at``, ``finished_at``, ``duration_s`` (None while running), ``phases`` (how
         many started), ``episodes`` (the sum over those phases of episodes × workers),
         ``palaestra_version`` and ``code_revision``.
@@ -173,6 +177,7 @@ def runs(
             episode_sum.label("episodes"),
             _Instance.palaestra_version,
             _Instance.code_revision,
+            _Instance.heartbeat_at,
         )
         .select_from(_Instance)
         .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
@@ -181,7 +186,21 @@ def runs(
     )
     statement = _filtered(statement, [(Experiment.uid, experiment), (ExperimentRun.uid, run)])
     with _connection(store_uri) as connection:
-        return _with_durations(_rows(connection.execute(statement)))
+        found = _rows(connection.execute(statement))
+    now = utcnow()
+    for row in found:
+        row["status"] = shown_status(row["status"], row.pop("heartbeat_at"), now)
+    return _with_durations(Rows(found, found.columns[:-1]))
+
+
+def shown_status(status: str, heartbeat_at: dt.datetime | None, now: dt.datetime) -> str:
+    """``status``, or ``stale`` for a ``running`` instance whose heartbeat is older than
+    :data:`~palaestra.core.limits.STALE_AFTER` seconds: its executor is gone. An instance
+    without a heartbeat (recorded before store revision 0007) stays ``running``."""
+    if status == "running" and heartbeat_at is not None:
+        if (now - heartbeat_at).total_seconds() > STALE_AFTER:
+            return "stale"
+    return status
 
 
 def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:
