@@ -1071,10 +1071,88 @@ def _fetch_run(
     instance: str | None,
     statement: Callable[[int], Select[Any]],
 ) -> Rows:
-    """The rows of ``statement(instance_id)`` for the run's newest or named instance."""
+    """The rows of ``statement(instance_id)`` for the run's named instance, or for its newest
+    and the instances it resumed (see :func:`_chain_rows`)."""
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        return _rows(connection.execute(statement(instance_id)))
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        if len(chain) == 1:
+            return _rows(connection.execute(statement(instance_id)))
+        return _chain_rows(connection, chain, statement)
+
+
+def _chain(connection: Connection, instance_id: int) -> list[int]:
+    """``instance_id`` and the instances it resumed (``resumed_from_id``), oldest first."""
+    chain = [instance_id]
+    while True:
+        earlier = connection.scalar(
+            select(_Instance.resumed_from_id).where(_Instance.id == chain[0])
+        )
+        if earlier is None or earlier in chain:
+            return chain
+        chain.insert(0, int(earlier))
+
+
+def _chain_rows(
+    connection: Connection, chain: list[int], statement: Callable[[int], Select[Any]]
+) -> Rows:
+    """The run's view of a resumed instance: of each instance it resumed, the rows of the
+    episodes it completed before the next instance's start (phase, first episode; rows with
+    no episode: of the phases before that start), then every row of the newest instance;
+    ordered as one instance's rows are (phase, environment or agent, worker, episode)."""
+    found: list[Row] = []
+    columns: Sequence[str] = ()
+    for at, instance_id in enumerate(chain):
+        rows = _rows(connection.execute(statement(instance_id)))
+        columns = rows.columns
+        if at < len(chain) - 1:
+            start = _resume_start(connection, chain[at + 1])
+            done = _completed(connection, instance_id)
+            rows = Rows((r for r in rows if _kept(r, start, done)), columns)
+        found.extend(rows)
+    entity = next((c for c in ("environment", "agent") if c in columns), None)
+    order: dict[Any, int] = {}
+    for row in found:
+        order.setdefault(row.get(entity) if entity else None, len(order))
+
+    def key(row: Row) -> tuple[int, int, int, int]:
+        place = order[row.get(entity) if entity else None]
+        return (row.get("phase", 0), place, row.get("worker") or 0, row.get("episode") or 0)
+
+    return Rows(sorted(found, key=key), columns)
+
+
+def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]:
+    """Where a resumed instance started: its first phase's index and first episode."""
+    first = connection.execute(
+        select(_Phase.index.label("number"), _Phase.config)
+        .where(_Phase.experiment_run_instance_id == instance_id)
+        .order_by(_Phase.index)
+        .limit(1)
+    ).one_or_none()
+    if first is None:  # it recorded no phase: it replaces nothing
+        return float("inf"), 0
+    return first.number, int((first.config or {}).get("first_episode", 0))
+
+
+def _completed(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:
+    """(phase index, worker, episode) of the episodes the instance completed."""
+    found = connection.execute(
+        select(_Phase.index.label("number"), Episode.worker, Episode.episode)
+        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+        .where(_Phase.experiment_run_instance_id == instance_id)
+    ).all()
+    return {(row.number, row.worker, row.episode) for row in found}
+
+
+def _kept(row: Row, start: tuple[float, int], done: set[tuple[int, int, int]]) -> bool:
+    """Whether a resumed instance's ``row`` is in the run's view (see :func:`_chain_rows`)."""
+    phase = row.get("phase", 0)
+    if "episode" not in row or row["episode"] is None:
+        return bool(phase < start[0])
+    if (phase, row.get("worker", 0), row["episode"]) not in done:
+        return False
+    return bool(phase < start[0] or (phase == start[0] and row["episode"] < start[1]))
 
 
 def _rows(result: CursorResult[Any]) -> Rows:

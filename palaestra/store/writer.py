@@ -374,6 +374,7 @@ class StoreWriter(Component):
                 host=message.host,
                 package_versions=message.package_versions,
                 code_revision=message.code_revision,
+                resumed_from_id=message.resumed_from_id,
             )
             session.add(instance)
             session.flush()
