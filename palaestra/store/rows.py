@@ -579,21 +579,38 @@ def episode_rewards(
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``,
         ``reward`` and ``objective``.
     """
+    merged: list[Row] = []
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        partial = _partly_recorded(connection, instance_id)
-        summed = _rows(
-            connection.execute(
-                _summed_rewards(instance_id, phase, agent, mode).where(_Phase.id.not_in(partial))
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        for at, one in enumerate(chain):
+            partial = _partly_recorded(connection, one)
+            summed = _rows(
+                connection.execute(
+                    _summed_rewards(one, phase, agent, mode).where(_Phase.id.not_in(partial))
+                )
             )
-        )
-        read = _episode_reward_rows(connection, instance_id, partial, phase, agent, mode)
+            found = [*summed, *_episode_reward_rows(connection, one, partial, phase, agent, mode)]
+            if at < len(chain) - 1:  # a resumed instance: see _chain_rows
+                start, done = _resume_start(connection, chain[at + 1]), _completed(connection, one)
+                found = [row for row in found if _kept(row, start, done)]
+            merged.extend(_agent_ranks(found))
     order = ("phase", "agent_order", "worker", "episode")
-    merged = sorted([*summed, *read], key=lambda row: tuple(row[k] for k in order))
+    merged.sort(key=lambda row: tuple(row[k] for k in order))
     return Rows(
         ({name: row[name] for name in EPISODE_REWARD_COLUMNS} for row in merged),
         EPISODE_REWARD_COLUMNS,
     )
+
+
+def _agent_ranks(found: list[Row]) -> list[Row]:
+    """``found`` with ``agent_order`` the agent's place in its phase (from the agents' ids), the
+    same in every instance of the run."""
+    ids: dict[int, set[int]] = {}
+    for row in found:
+        ids.setdefault(row["phase"], set()).add(row["agent_order"])
+    ranks = {phase: sorted(of_phase) for phase, of_phase in ids.items()}
+    return [row | {"agent_order": ranks[row["phase"]].index(row["agent_order"])} for row in found]
 
 
 def _partly_recorded(connection: Connection, instance_id: int) -> list[int]:

@@ -57,19 +57,6 @@ def list_status(ws: Workspace) -> str:
     return listed.stdout
 
 
-def test_a_killed_executor_leaves_its_instance_stale(workspace: Workspace) -> None:
-    run_file = workspace.variant("multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
-    proc = workspace.start("experiment-start", str(run_file))
-    assert poll(lambda: count(workspace, "select count(*) from world_states"), 30)
-    assert "running" in list_status(workspace)  # a live executor beats
-
-    kill_executor(workspace, proc)
-    killed_at = time.monotonic()
-    assert workspace.instance_status()[0] == "running"  # as the store was left
-    assert poll(lambda: "stale" in list_status(workspace), STALE_AFTER + 20)
-    assert time.monotonic() - killed_at >= STALE_AFTER - HEARTBEAT - 0.5  # not before it aged
-
-
 RUN_FILE = Path(__file__).with_name("resume_run.yml")
 """A deterministic run (tests/plugins/resume_plugins.py): 400 train episodes of 10 steps, then
 2 test episodes; 1 worker. Rows reach the store in batches of 1000 (world states: a batch is
@@ -84,16 +71,18 @@ def first_difference(got: list[Any], expected: list[Any]) -> str:
     return f"{len(got)} rows != {len(expected)} rows"
 
 
-def view(ws: Workspace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The run's world states and muscle actions (the run's view: no ids, instances, times)."""
+def view(ws: Workspace) -> tuple[list[dict[str, Any]], ...]:
+    """The run's world states, muscle actions and episode rewards (the run's view: no ids,
+    instances or times)."""
     return (
         list(rows.world_states("resume-run", store_uri=ws.store_uri)),
         list(rows.muscle_actions("resume-run", store_uri=ws.store_uri)),
+        list(rows.episode_rewards("resume-run", store_uri=ws.store_uri)),
     )
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], list[Any]]:
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], ...]:
     ws = Workspace(tmp_path_factory.mktemp("uninterrupted"))
     done = ws.run("experiment-start", "-q", str(RUN_FILE))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -125,7 +114,7 @@ def _resume(ws: Workspace) -> str:
 
 @pytest.mark.timeout(90)
 def test_a_run_resumed_after_sigint_equals_the_uninterrupted_one(
-    workspace: Workspace, uninterrupted: tuple[list[Any], list[Any]]
+    workspace: Workspace, uninterrupted: tuple[list[Any], ...]
 ) -> None:
     proc = _start_and_wait(workspace)
     os.kill(proc.pid, signal.SIGINT)
@@ -149,15 +138,20 @@ def test_a_run_resumed_after_sigint_equals_the_uninterrupted_one(
 
 @pytest.mark.timeout(90)
 def test_a_run_resumed_after_kill_9_equals_the_uninterrupted_one(
-    workspace: Workspace, uninterrupted: tuple[list[Any], list[Any]]
+    workspace: Workspace, uninterrupted: tuple[list[Any], ...]
 ) -> None:
     proc = _start_and_wait(workspace)
     kill_executor(workspace, proc)
+    (before,) = rows.runs(run="resume-run", store_uri=workspace.store_uri)
+    assert before["status"] == "running"  # its heartbeat is fresh: not stale yet
+    killed_at = time.monotonic()
     assert count(workspace, EPISODES_DONE) == 0  # its episodes rows died with its controller
     refused = workspace.run("experiment-resume", "resume-run")
     if "stale" not in list_status(workspace):  # its heartbeat is fresh: still running
         assert refused.returncode == 2 and "is running" in refused.stderr, refused.stderr
     assert poll(lambda: "stale" in list_status(workspace), STALE_AFTER + 20)
+    assert time.monotonic() - killed_at >= STALE_AFTER - HEARTBEAT - 0.5  # once it aged
+    assert workspace.instance_status()[0] == "running"  # as the store was left
 
     assert _resume(workspace) == "phase 0, episode 0"  # no episode is known to be complete
 
