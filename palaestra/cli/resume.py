@@ -45,6 +45,7 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     query functions) are then those of the completed episodes of its instances together.
     """
     from palaestra.cli.common import where_to_look
+    from palaestra.cli.import_path import add_plugin_dirs
     from palaestra.cli.progress import watching
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
@@ -52,7 +53,13 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     from palaestra.experiment.resume import load_plan
 
     config = state.config
-    plan = load_plan(config.store_uri, run, instance, config.probe_timeout)
+    plan = load_plan(
+        config.store_uri,
+        run,
+        instance,
+        config.probe_timeout,
+        on_file=lambda path: add_plugin_dirs([path]),
+    )
     click.echo(
         f"Resuming instance {plan.instance_uid} ({plan.status}) of run '{run}' at phase "
         f"{plan.at.phase}, episode {plan.at.first_episode}.",

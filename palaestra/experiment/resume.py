@@ -19,6 +19,7 @@ environment whose ``start_environment`` resets its state, like ``DummyEnvironmen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,9 +63,15 @@ class ResumePlan:
 
 
 def plan_resume(
-    connection: Connection, run_uid: str, instance_uid: str | None, probe_timeout: float
+    connection: Connection,
+    run_uid: str,
+    instance_uid: str | None,
+    probe_timeout: float,
+    on_file: Callable[[str], object] | None = None,
 ) -> ResumePlan:
-    """Where to continue ``run_uid``'s instance ``instance_uid`` (default: the newest).
+    """Where to continue ``run_uid``'s instance ``instance_uid`` (default: the newest);
+    ``on_file`` is called with the run file's recorded path before its document is read (the
+    CLI puts its directory on the import path, as ``experiment-start`` does).
 
     A stale instance is marked ``error`` (its executor died) in the same transaction.
 
@@ -89,6 +96,8 @@ def plan_resume(
             f"an instance that ended {', '.join(RESUMABLE[:2])} or is {RESUMABLE[2]} (its "
             "executor is gone) can be resumed"
         )
+    if on_file is not None:
+        on_file(record.file)
     run = load_run_text(record.document, path=record.file, probe_timeout=probe_timeout)
     phase_index, first = _start(connection, instance.id)
     if phase_index >= len(run.phases):
@@ -223,7 +232,11 @@ def _mark_stale(connection: Connection, instance_id: int) -> None:
 
 
 def load_plan(
-    store_uri: str, run_uid: str, instance_uid: str | None, probe_timeout: float
+    store_uri: str,
+    run_uid: str,
+    instance_uid: str | None,
+    probe_timeout: float,
+    on_file: Callable[[str], object] | None = None,
 ) -> ResumePlan:
     """:func:`plan_resume` on the store at ``store_uri``, in one transaction.
 
@@ -234,4 +247,4 @@ def load_plan(
     from palaestra.store.rows import _transaction
 
     with _transaction(store_uri) as connection:
-        return plan_resume(connection, run_uid, instance_uid, probe_timeout)
+        return plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file)

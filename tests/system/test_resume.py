@@ -157,5 +157,16 @@ def test_a_run_resumed_after_kill_9_equals_the_uninterrupted_one(
 
     for got, expected in zip(view(workspace), uninterrupted, strict=True):
         assert got == expected, first_difference(got, expected)
+    with sqlite3.connect(workspace.store) as conn:
+        (killed, resumed_from) = (
+            conn.execute(
+                "select status, reason from experiment_run_instances order by id"
+            ).fetchall()[0],
+            conn.execute(
+                "select resumed_from_id from experiment_run_instances order by id"
+            ).fetchall()[1][0],
+        )
+    assert killed == ("error", "its executor died (no heartbeat); continued by experiment-resume")
+    assert resumed_from is not None
     again = workspace.run("experiment-resume", "resume-run")
     assert again.returncode == 2 and "is finished" in again.stderr, again.stderr

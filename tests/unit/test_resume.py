@@ -4,6 +4,7 @@ resumed instance the run's view keeps (the whole path is in tests/system/test_re
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,17 @@ def test_a_failed_or_stale_instance_passes_the_status_check(
     read the recorded run file, which these stores' runs do not have (``uid:`` only)."""
     with pytest.raises(RunFileError, match="missing required key 'seed'"):
         load_plan(store, run, instance, 5.0)
+
+
+def test_a_running_instance_with_a_fresh_heartbeat_is_refused(store: str) -> None:
+    database = store.removeprefix("sqlite:///")
+    with sqlite3.connect(database) as conn:
+        conn.execute(
+            "update experiment_run_instances set heartbeat_at = ? where uid = 'q2'",
+            (dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(sep=" "),),
+        )
+    with pytest.raises(
+        NotResumableError, match="instance q2 of run 'run-q2' is running"
+    ) as raised:
+        load_plan(store, "run-q2", None, 5.0)
+    assert raised.value.exit_code == 2
