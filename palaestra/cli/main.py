@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from palaestra import __version__
-from palaestra.cli import database, export, plot, record, replay, results
+from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
 from palaestra.cli.import_path import add_plugin_dirs
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
@@ -214,7 +214,7 @@ def runtime_config_show_effective(state: State) -> None:
     click.echo(state.config.dump(), nl=False)
 
 
-for _module in (database, results, plot, export, replay, record):
+for _module in (database, results, plot, export, replay, record, resume):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -63,6 +63,7 @@ STATUS_STYLES = {
     "error": "bold red",
     "failed": "bold red",
     "cancelled": "yellow",
+    "stale": "magenta",
 }
 """The colours of statuses on a terminal."""
 

@@ -50,3 +50,10 @@ for this long: a lock held by another connection may pass."""
 
 RETRY_PAUSE = 0.5
 """Between two tries of such a write."""
+
+HEARTBEAT = 2.0
+"""The store writer sets ``heartbeat_at`` of the instance it records this often."""
+
+STALE_AFTER = 15 * HEARTBEAT
+"""An instance left ``running`` whose heartbeat is older than this is ``stale``: its executor
+is gone (killed, or its machine went down); ``experiment-resume`` may continue it."""

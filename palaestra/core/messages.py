@@ -169,6 +169,9 @@ class SimulationSetup(Msg, frozen=True, kw_only=True):
     """To a simulation controller: start these environments; answered by the baseline."""
 
     environments: list[EnvironmentEndpoint]
+    first_episode: int = 0
+    """The number of the worker's first episode (resumed: later than 0; see
+    :class:`SimulationRun`), as its environments number it."""
 
 
 class SimulationRun(Msg, frozen=True, kw_only=True):
@@ -180,6 +183,9 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     evaluate_every: int = 0
     """After every ``evaluate_every`` episodes, an evaluation (see :class:`AgentEvaluate`);
     0: none."""
+    first_episode: int = 0
+    """Episodes already done (by a resumed instance's predecessors): the first one played is
+    this one, numbered as the uninterrupted run numbers it."""
 
 
 class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
@@ -242,6 +248,8 @@ class EnvStart(Msg, frozen=True, kw_only=True):
 
     reset: bool = False
     check_values: bool = True
+    episode: int | None = None
+    """The number of the episode it starts; None: the one after the last (0 at first)."""
 
 
 class EnvBaseline(Msg, frozen=True, kw_only=True):
@@ -558,6 +566,8 @@ class StoreRunStart(Msg, frozen=True, kw_only=True):
     package_versions: dict[str, str] = {}
     code_revision: str | None = None
     overrides: dict[str, Any] | None = None
+    resumed_from_id: int | None = None
+    """For an ``experiment-resume`` instance, the id of the instance it continues."""
 
 
 class StorePhaseStart(Msg, frozen=True, kw_only=True):

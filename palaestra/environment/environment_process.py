@@ -220,6 +220,8 @@ class EnvironmentProcess(Component):
             self.expected = message.expect
         elif isinstance(message, m.EnvStart):
             baseline = self.start_world(message.reset, message.check_values)
+            if message.episode is not None:  # a resumed worker's first episode
+                self.episode = message.episode
             router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
             started = time.time()

@@ -17,7 +17,7 @@ from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
 from palaestra.core.transport import make_run_dir, remove_run_dir
-from palaestra.experiment.experiment_run import ExperimentRun
+from palaestra.experiment.experiment_run import ExperimentRun, ResumeAt
 from palaestra.experiment.recording import recording_flag
 from palaestra.experiment.runtime_config import RuntimeConfig
 
@@ -46,6 +46,7 @@ def execute(
     config: RuntimeConfig,
     *,
     on_episode: Callable[[EpisodeEnded], None] | None = None,
+    resume: ResumeAt | None = None,
 ) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome.
 
@@ -60,15 +61,20 @@ def execute(
             not say) and ``rewards`` (each agent's episode reward by name). Keep it quick: the
             run's control messages wait while it runs. An exception it raises is logged, never
             fatal to the run.
+        resume: Where the new instance continues an interrupted one (``experiment-resume``);
+            None: from the start.
     """
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
-    return asyncio.run(_execute(run, config, on_episode))
+    return asyncio.run(_execute(run, config, on_episode, resume))
 
 
 async def _execute(
-    run: RunSpec, config: RuntimeConfig, on_episode: Callable[[EpisodeEnded], None] | None
+    run: RunSpec,
+    config: RuntimeConfig,
+    on_episode: Callable[[EpisodeEnded], None] | None,
+    resume: ResumeAt | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
@@ -81,6 +87,7 @@ async def _execute(
         start_timeout=config.start_timeout,
         store_timeout=config.store_timeout,
         on_episode=on_episode,
+        resume=resume,
     )
     runtime = Runtime(
         component, run_dir=run_dir, log_level=level if isinstance(level, int) else logging.WARNING

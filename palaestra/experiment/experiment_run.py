@@ -98,6 +98,21 @@ class _Phase:
         return [*self.environments, *self.agents]
 
 
+@dataclass(frozen=True)
+class ResumeAt:
+    """Where a resumed instance starts (see :mod:`palaestra.experiment.resume`)."""
+
+    instance_id: int
+    """The instance it continues (``resumed_from_id``)."""
+    phase: int
+    """The index of the phase it starts in; earlier phases are skipped."""
+    first_episode: int
+    """The first episode of that phase it plays (every worker did the ones before)."""
+    dumps: dict[str, _Dumps] | None
+    """Per agent, the dumps its Brain starts from in that phase (as :meth:`_find_dump`);
+    None: those a fresh start of the phase finds."""
+
+
 class ExperimentRun(Component):
     """Runs one :class:`RunSpec` to its end; the executor's top component.
 
@@ -113,6 +128,7 @@ class ExperimentRun(Component):
             :class:`~palaestra.core.messages.EpisodeEnded` as a worker's episode ends (phase
             index, worker, episode, times, steps, how it ended, rewards by agent); an exception
             it raises is logged and the run goes on.
+        resume: Where a resumed instance starts (None: at the beginning).
     """
 
     def __init__(
@@ -126,8 +142,10 @@ class ExperimentRun(Component):
         start_timeout: float = limits.START_TIMEOUT,
         store_timeout: float = limits.STORE_TIMEOUT,
         on_episode: Callable[[m.EpisodeEnded], None] | None = None,
+        resume: ResumeAt | None = None,
     ) -> None:
         super().__init__(name)
+        self.resume = resume
         self.on_episode = on_episode
         self.answer_timeout = answer_timeout
         self.start_timeout = start_timeout
@@ -177,10 +195,11 @@ class ExperimentRun(Component):
                 package_versions=package_versions(),
                 code_revision=code_revision(self.run.path) if self.run.path else None,
                 overrides=self.run.overrides,
+                resumed_from_id=self.resume.instance_id if self.resume else None,
             )
         )
         self.instance_id = ids.ids["instance"]
-        for spec in self.run.phases:
+        for spec in self.run.phases[self.resume.phase if self.resume else 0 :]:
             LOG.info("phase %d (%s) begins", spec.index, spec.name)
             phase = await self._start_phase(spec)
             await self._play(phase)
@@ -211,7 +230,11 @@ class ExperimentRun(Component):
     async def _start_phase(self, spec: PhaseSpec) -> _Phase:
         """Record the phase, start its processes and wire them: environments first (agents
         are set up with the spaces they report), then the controllers, then the agents."""
-        dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
+        resumed = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
+        if resumed is not None:
+            dumps = resumed
+        else:
+            dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         replays = {
             a.name: await recorded_steps(self._store, self.run, spec, a) for a in spec.agents
         }
@@ -224,7 +247,12 @@ class ExperimentRun(Component):
         )
         await self.runtime.wait_ready(phase.controllers, self.start_timeout, "start_timeout")
         baselines: list[Any] = await _together(
-            self.runtime.request(c.name, m.SimulationSetup(environments=_endpoints(env_ready, w)))
+            self.runtime.request(
+                c.name,
+                m.SimulationSetup(
+                    environments=_endpoints(env_ready, w), first_episode=self._first_played(spec)
+                ),
+            )
             for w, c in enumerate(phase.controllers)
         )
         sensors = {s.uid: s for s in baselines[0].sensors}
@@ -303,6 +331,7 @@ class ExperimentRun(Component):
                     episodes=spec.config.episodes,
                     mode=spec.config.mode,
                     evaluate_every=evaluations(spec.config),
+                    first_episode=self._first_episode(spec),
                 ),
             )
             for w, c in enumerate(phase.controllers)
@@ -323,6 +352,17 @@ class ExperimentRun(Component):
         await self._store(m.StoreFlush(producers=producers))
         await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
 
+    def _first_episode(self, spec: PhaseSpec) -> int:
+        """The phase's first episode to play: 0, or where a resumed instance starts."""
+        if self.resume is not None and self.resume.phase == spec.index:
+            return self.resume.first_episode
+        return 0
+
+    def _first_played(self, spec: PhaseSpec) -> int:
+        """The number of the phase's first episode to play, evaluation rollouts counted."""
+        first, every = self._first_episode(spec), evaluations(spec.config)
+        return first + (first // every if every else 0)
+
     def _phase_start(self, spec: PhaseSpec, dumps: dict[str, _Dumps]) -> m.StorePhaseStart:
         return m.StorePhaseStart(
             instance_id=self.instance_id or 0,
@@ -331,7 +371,11 @@ class ExperimentRun(Component):
             mode=spec.config.mode,
             workers=spec.config.worker,
             episodes=spec.config.episodes,
-            config={"simulation": spec.simulation.name, **_plain(spec.config)},
+            config={
+                "simulation": spec.simulation.name,
+                **_plain(spec.config),
+                **({"first_episode": first} if (first := self._first_episode(spec)) else {}),
+            },
             environments=[
                 m.PhaseEnvironment(
                     uid=e.uid,

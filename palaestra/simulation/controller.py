@@ -200,6 +200,7 @@ class SimulationController(Component):
         self.baselines: list[m.EnvBaseline] = []
         self.values: dict[str, Any] = {}
         self.steps = 0
+        self._first_played = 0  # the first episode this controller plays (resumed: later)
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
@@ -254,7 +255,7 @@ class SimulationController(Component):
             )
             for e in request.environments
         ]
-        self._start_environments(reset=False)
+        self._start_environments(reset=False, episode=request.first_episode or None)
         answer = m.SimulationBaseline(
             worker=self.worker,
             sensors=[s for b in self.baselines for s in b.sensors],
@@ -273,7 +274,7 @@ class SimulationController(Component):
             )
             for a in run.agents
         ]
-        episodes = self._run(run.episodes, run.evaluate_every)
+        episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
         hot.call(
             self._send_parent,
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
@@ -285,11 +286,9 @@ class SimulationController(Component):
         sock.connect(endpoint)
         return sock
 
-    def _start_environments(self, reset: bool) -> None:
-        self.baselines = ask_all(
-            self.environments,
-            [m.EnvStart(reset=reset, check_values=self.check_values)] * len(self.environments),
-        )
+    def _start_environments(self, reset: bool, episode: int | None = None) -> None:
+        start = m.EnvStart(reset=reset, check_values=self.check_values, episode=episode)
+        self.baselines = ask_all(self.environments, [start] * len(self.environments))
         self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
 
     def environment_drives(self) -> bool:
@@ -305,11 +304,13 @@ class SimulationController(Component):
             return False
         return len(self.environments) == 1 and type(self.turns) in BUILT_IN
 
-    def _run(self, episodes: int, evaluate_every: int = 0) -> int:
-        """Run the worker's episodes, and an evaluation after every ``evaluate_every`` of
-        them; the number of episodes played (evaluation rollouts included)."""
-        done = 0  # training (or test) episodes: the phase's ``episodes`` counts these
-        played = 0  # every episode, as the environments number them
+    def _run(self, episodes: int, evaluate_every: int = 0, first: int = 0) -> int:
+        """Run the worker's episodes from episode ``first`` on (a resumed phase), and an
+        evaluation after every ``evaluate_every`` of them; the number of episodes played
+        (evaluation rollouts included)."""
+        done = first  # training (or test) episodes: the phase's ``episodes`` counts these
+        played = first + (first // evaluate_every if evaluate_every else 0)  # as numbered
+        self._first_played = played  # the environments are fresh for this one
         env_driven = self.environment_drives()
         driver = f"the environment {self.environments[0].name}" if env_driven else "me"
         LOG.info("%s: episodes driven by %s", self.name, driver)
@@ -328,11 +329,11 @@ class SimulationController(Component):
                     LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
                     break
         self.episode_rows.flush()
-        return played
+        return played - self._first_played
 
     def _episode(self, number: int, env_driven: bool, evaluation: bool = False) -> bool:
         """Play episode ``number`` of the worker; whether an agent's phase rule now holds."""
-        if number > 0:
+        if number > self._first_played:
             self._start_environments(reset=True)
         self._begin_episode(number, self.environments[0].name if env_driven else "", evaluation)
         if env_driven:

@@ -38,6 +38,7 @@ from palaestra.core.errors import (
     StoreError,
     did_you_mean,
 )
+from palaestra.core.limits import STALE_AFTER
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     Agent,
@@ -53,6 +54,7 @@ from palaestra.store.models import (
     RecordingGap,
     Statistic,
     WorldState,
+    utcnow,
 )
 from palaestra.store.schema import require_readable
 
@@ -150,7 +152,9 @@ def runs(
     """One row per run instance, oldest first, optionally of some experiments or runs only.
 
     Returns:
-        ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status``, ``reason``,
+        ``run_uid``, ``experiment_uid``, ``instance_uid``, ``status`` (``stale`` for an
+        instance left ``running`` by an executor that is gone: see :func:`shown_status`),
+        ``reason``,
         ``started_at``, ``finished_at``, ``duration_s`` (None while running), ``phases`` (how
         many started), ``episodes`` (the sum over those phases of episodes × workers),
         ``palaestra_version`` and ``code_revision``.
@@ -175,6 +179,7 @@ def runs(
             episode_sum.label("episodes"),
             _Instance.palaestra_version,
             _Instance.code_revision,
+            _Instance.heartbeat_at,
         )
         .select_from(_Instance)
         .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
@@ -183,7 +188,21 @@ def runs(
     )
     statement = _filtered(statement, [(Experiment.uid, experiment), (ExperimentRun.uid, run)])
     with _connection(store_uri) as connection:
-        return _with_durations(_rows(connection.execute(statement)))
+        found = _rows(connection.execute(statement))
+    now = utcnow()
+    for row in found:
+        row["status"] = shown_status(row["status"], row.pop("heartbeat_at"), now)
+    return _with_durations(Rows(found, found.columns[:-1]))
+
+
+def shown_status(status: str, heartbeat_at: dt.datetime | None, now: dt.datetime) -> str:
+    """``status``, or ``stale`` for a ``running`` instance whose heartbeat is older than
+    :data:`~palaestra.core.limits.STALE_AFTER` seconds: its executor is gone. An instance
+    without a heartbeat (recorded before store revision 0007) stays ``running``."""
+    if status == "running" and heartbeat_at is not None:
+        if (now - heartbeat_at).total_seconds() > STALE_AFTER:
+            return "stale"
+    return status
 
 
 def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:
@@ -562,21 +581,38 @@ def episode_rewards(
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``,
         ``reward`` and ``objective``.
     """
+    merged: list[Row] = []
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        partial = _partly_recorded(connection, instance_id)
-        summed = _rows(
-            connection.execute(
-                _summed_rewards(instance_id, phase, agent, mode).where(_Phase.id.not_in(partial))
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        for at, one in enumerate(chain):
+            partial = _partly_recorded(connection, one)
+            summed = _rows(
+                connection.execute(
+                    _summed_rewards(one, phase, agent, mode).where(_Phase.id.not_in(partial))
+                )
             )
-        )
-        read = _episode_reward_rows(connection, instance_id, partial, phase, agent, mode)
+            found = [*summed, *_episode_reward_rows(connection, one, partial, phase, agent, mode)]
+            if at < len(chain) - 1:  # a resumed instance: see _chain_rows
+                start, done = _resume_start(connection, chain[at + 1]), _completed(connection, one)
+                found = [row for row in found if _kept(row, start, done)]
+            merged.extend(_agent_ranks(found))
     order = ("phase", "agent_order", "worker", "episode")
-    merged = sorted([*summed, *read], key=lambda row: tuple(row[k] for k in order))
+    merged.sort(key=lambda row: tuple(row[k] for k in order))
     return Rows(
         ({name: row[name] for name in EPISODE_REWARD_COLUMNS} for row in merged),
         EPISODE_REWARD_COLUMNS,
     )
+
+
+def _agent_ranks(found: list[Row]) -> list[Row]:
+    """``found`` with ``agent_order`` the agent's place in its phase (from the agents' ids), the
+    same in every instance of the run."""
+    ids: dict[int, set[int]] = {}
+    for row in found:
+        ids.setdefault(row["phase"], set()).add(row["agent_order"])
+    ranks = {phase: sorted(of_phase) for phase, of_phase in ids.items()}
+    return [row | {"agent_order": ranks[row["phase"]].index(row["agent_order"])} for row in found]
 
 
 def _partly_recorded(connection: Connection, instance_id: int) -> list[int]:
@@ -1132,10 +1168,88 @@ def _fetch_run(
     instance: str | None,
     statement: Callable[[int], Select[Any]],
 ) -> Rows:
-    """The rows of ``statement(instance_id)`` for the run's newest or named instance."""
+    """The rows of ``statement(instance_id)`` for the run's named instance, or for its newest
+    and the instances it resumed (see :func:`_chain_rows`)."""
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        return _rows(connection.execute(statement(instance_id)))
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        if len(chain) == 1:
+            return _rows(connection.execute(statement(instance_id)))
+        return _chain_rows(connection, chain, statement)
+
+
+def _chain(connection: Connection, instance_id: int) -> list[int]:
+    """``instance_id`` and the instances it resumed (``resumed_from_id``), oldest first."""
+    chain = [instance_id]
+    while True:
+        earlier = connection.scalar(
+            select(_Instance.resumed_from_id).where(_Instance.id == chain[0])
+        )
+        if earlier is None or earlier in chain:
+            return chain
+        chain.insert(0, int(earlier))
+
+
+def _chain_rows(
+    connection: Connection, chain: list[int], statement: Callable[[int], Select[Any]]
+) -> Rows:
+    """The run's view of a resumed instance: of each instance it resumed, the rows of the
+    episodes it completed before the next instance's start (phase, first episode; rows with
+    no episode: of the phases before that start), then every row of the newest instance;
+    ordered as one instance's rows are (phase, environment or agent, worker, episode)."""
+    found: list[Row] = []
+    columns: Sequence[str] = ()
+    for at, instance_id in enumerate(chain):
+        rows = _rows(connection.execute(statement(instance_id)))
+        columns = rows.columns
+        if at < len(chain) - 1:
+            start = _resume_start(connection, chain[at + 1])
+            done = _completed(connection, instance_id)
+            rows = Rows((r for r in rows if _kept(r, start, done)), columns)
+        found.extend(rows)
+    entity = next((c for c in ("environment", "agent") if c in columns), None)
+    order: dict[Any, int] = {}
+    for row in found:
+        order.setdefault(row.get(entity) if entity else None, len(order))
+
+    def key(row: Row) -> tuple[int, int, int, int]:
+        place = order[row.get(entity) if entity else None]
+        return (row.get("phase", 0), place, row.get("worker") or 0, row.get("episode") or 0)
+
+    return Rows(sorted(found, key=key), columns)
+
+
+def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]:
+    """Where a resumed instance started: its first phase's index and first episode."""
+    first = connection.execute(
+        select(_Phase.index.label("number"), _Phase.config)
+        .where(_Phase.experiment_run_instance_id == instance_id)
+        .order_by(_Phase.index)
+        .limit(1)
+    ).one_or_none()
+    if first is None:  # it recorded no phase: it replaces nothing
+        return float("inf"), 0
+    return first.number, int((first.config or {}).get("first_episode", 0))
+
+
+def _completed(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:
+    """(phase index, worker, episode) of the episodes the instance completed."""
+    found = connection.execute(
+        select(_Phase.index.label("number"), Episode.worker, Episode.episode)
+        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+        .where(_Phase.experiment_run_instance_id == instance_id)
+    ).all()
+    return {(row.number, row.worker, row.episode) for row in found}
+
+
+def _kept(row: Row, start: tuple[float, int], done: set[tuple[int, int, int]]) -> bool:
+    """Whether a resumed instance's ``row`` is in the run's view (see :func:`_chain_rows`)."""
+    phase = row.get("phase", 0)
+    if "episode" not in row or row["episode"] is None:
+        return bool(phase < start[0])
+    if (phase, row.get("worker", 0), row["episode"]) not in done:
+        return False
+    return bool(phase < start[0] or (phase == start[0] and row["episode"] < start[1]))
 
 
 def _rows(result: CursorResult[Any]) -> Rows:

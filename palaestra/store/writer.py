@@ -13,18 +13,20 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Engine, Select, Table, delete, func, select
+from sqlalchemy import Engine, Select, Table, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core import messages as m
 from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
+from palaestra.core.limits import HEARTBEAT
 from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.core.turns import reward_total
@@ -106,6 +108,8 @@ class StoreWriter(Component):
         self._waiters: list[asyncio.Future[None]] = []
         self._socket: zmq.asyncio.Socket | None = None
         self._reader: asyncio.Task[Any] | None = None
+        self.running_instances: set[int] = set()
+        self._next_beat = 0.0
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -172,9 +176,27 @@ class StoreWriter(Component):
                     await asyncio.sleep(0)  # let handlers waiting on ProducerClosed run
                 else:
                     self.flush()
+                self._heartbeat()
         except Exception as exc:  # the reader's end: a waiting StoreFlush must not hang
             self._wake_waiters(RuntimeError(f"{self.name}: the record reader failed: {exc}"))
             raise
+
+    def _heartbeat(self) -> None:
+        """Every ``HEARTBEAT`` seconds, set ``heartbeat_at`` of the instances being recorded
+        (the writer dies with its executor: a killed executor's instance stops beating)."""
+        now = time.monotonic()
+        if not self.running_instances or now < self._next_beat:
+            return
+        self._next_beat = now + HEARTBEAT
+        try:
+            with self._transaction("recording the run's heartbeat") as session:
+                session.execute(
+                    update(ExperimentRunInstance)
+                    .where(ExperimentRunInstance.id.in_(self.running_instances))
+                    .values(heartbeat_at=utcnow())
+                )
+        except StoreError as exc:  # a busy store: the next beat tries again
+            LOG.warning("%s: %s", self.name, exc)
 
     def _drain_socket(self) -> None:
         """Take in what is still queued on the record socket (after the reader stopped)."""
@@ -357,20 +379,24 @@ class StoreWriter(Component):
         with self._transaction("recording the start of the run") as session:
             experiment = _experiment(session, message.experiment_uid)
             run = _run(session, experiment, message)
+            now = utcnow()
             instance = ExperimentRunInstance(
                 uid=message.instance_uid,
                 experiment_run_id=run.id,
                 status="running",
                 reason="",
-                started_at=utcnow(),
+                started_at=now,
+                heartbeat_at=now,
                 palaestra_version=message.palaestra_version,
                 host=message.host,
                 package_versions=message.package_versions,
                 code_revision=message.code_revision,
+                resumed_from_id=message.resumed_from_id,
             )
             session.add(instance)
             session.flush()
             ids = {"experiment": experiment.id, "run": run.id, "instance": instance.id}
+        self.running_instances.add(instance.id)
         return m.StoreIds(ids=ids)
 
     @on(m.StorePhaseStart)
@@ -421,6 +447,7 @@ class StoreWriter(Component):
         _check_status(message.status)
         self._drain_socket()
         self.flush()
+        self.running_instances.discard(message.instance_id)
         with self._transaction("recording the end of the run") as session:
             instance = session.get(ExperimentRunInstance, message.instance_id)
             if instance is None:

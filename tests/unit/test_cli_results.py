@@ -96,7 +96,7 @@ def test_list_piped_is_a_plain_table_at_full_width(store: str, command: str) -> 
     ]
     assert [line.split()[6:] for line in body[1:]] == [
         ["10.0", "s", "finished"],
-        ["-", "running"],
+        ["-", "stale"],  # its heartbeat is of 2024
         ["6.0", "s", "finished"],
     ]
     assert body[0].rstrip().endswith("6.0 s error: boom: the muscle died")  # not cut at 80

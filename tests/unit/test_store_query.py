@@ -233,7 +233,7 @@ def test_runs_one_row_per_instance(store: str) -> None:
     assert frame[["run_uid", "instance_uid", "status", "phases", "episodes"]].values.tolist() == [
         [RUN, "old", "error", 1, 1],
         [RUN, "new", "finished", 2, 5],
-        ["run-q2", "q2", "running", 0, 0],
+        ["run-q2", "q2", "stale", 0, 0],  # left running in 2024
         ["run-other", "o1", "finished", 1, 1],
     ]
     assert frame["reason"][0] == "boom: the muscle died\nTraceback ..."

@@ -1,0 +1,250 @@
+"""Where ``experiment-resume`` continues an interrupted run instance, read from the store.
+
+An instance that ended ``cancelled`` or ``error``, or was left ``running`` by an executor that
+is gone (``stale``: its heartbeat is older than :data:`~palaestra.core.limits.STALE_AFTER`), is
+continued by a new instance of the same run, linked to it by ``resumed_from_id``. The new
+instance skips the phases the old one finished and starts the phase it stopped in at the first
+episode that not every worker completed (an episode completed when its ``episodes`` row is in
+the store), numbered as the uninterrupted run numbers it. Its Brains start from the dump their
+Brain wrote at the end of the episode before (with the default ``dump`` policy, one dump per
+episode, and one worker); otherwise from the newest dump of that phase. Seeds are derived from
+the run's seed as always (:mod:`palaestra.core.seeds`), so each worker's environment and
+Muscle get the seeds of the uninterrupted run, seeded afresh at the first resumed episode.
+
+A resumed run therefore equals the uninterrupted one when the plug-ins are deterministic, the
+Brain stores its full state in its dump, and the environment and Muscle carry nothing over
+from one episode to the next that their seed and the Brain's answers do not give (an
+environment whose ``start_environment`` resets its state, like ``DummyEnvironment``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy import Connection, func, select
+
+from palaestra.core.errors import InvalidInputError
+from palaestra.core.name_rules import dump_key
+from palaestra.core.specs import RunSpec
+from palaestra.experiment.experiment_run import ResumeAt
+from palaestra.store.direct import mark_run_end
+from palaestra.store.models import (
+    Agent,
+    BrainState,
+    Episode,
+    ExperimentRun,
+    ExperimentRunInstance,
+    ExperimentRunPhase,
+    utcnow,
+)
+from palaestra.store.rows import shown_status
+
+RESUMABLE = ("cancelled", "error", "stale")
+"""The (shown) statuses of an instance that ``experiment-resume`` continues."""
+
+
+class NotResumableError(InvalidInputError):
+    """The instance asked for is finished, still running, or unknown."""
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What a resumed instance runs: the run as recorded, and where it starts."""
+
+    run: RunSpec
+    at: ResumeAt
+    instance_uid: str
+    """The interrupted instance."""
+    status: str
+    """Its (shown) status: cancelled, error or stale."""
+
+
+def plan_resume(
+    connection: Connection,
+    run_uid: str,
+    instance_uid: str | None,
+    probe_timeout: float,
+    on_file: Callable[[str], object] | None = None,
+) -> ResumePlan:
+    """Where to continue ``run_uid``'s instance ``instance_uid`` (default: the newest);
+    ``on_file`` is called with the run file's recorded path before its document is read (the
+    CLI puts its directory on the import path, as ``experiment-start`` does).
+
+    A stale instance is marked ``error`` (its executor died) in the same transaction.
+
+    Raises:
+        NotResumableError: No such run or instance, or the instance is finished or running.
+        RunFileError: The run's recorded document no longer validates (a plug-in is gone).
+    """
+    from palaestra.experiment.runfile import load_run_text
+
+    record = connection.execute(
+        select(ExperimentRun.id, ExperimentRun.document, ExperimentRun.file).where(
+            ExperimentRun.uid == run_uid
+        )
+    ).one_or_none()
+    if record is None:
+        raise NotResumableError(f"experiment-resume: the store has no run '{run_uid}'")
+    instance = _instance(connection, run_uid, record.id, instance_uid)
+    status = shown_status(instance.status, instance.heartbeat_at, utcnow())
+    if status not in RESUMABLE:
+        raise NotResumableError(
+            f"experiment-resume: instance {instance.uid} of run '{run_uid}' is {status}; only "
+            f"an instance that ended {', '.join(RESUMABLE[:2])} or is {RESUMABLE[2]} (its "
+            "executor is gone) can be resumed"
+        )
+    if on_file is not None:
+        on_file(record.file)
+    run = load_run_text(record.document, path=record.file, probe_timeout=probe_timeout)
+    phase_index, first = _start(connection, instance.id)
+    if phase_index >= len(run.phases):
+        raise NotResumableError(
+            f"experiment-resume: instance {instance.uid} of run '{run_uid}' completed every "
+            "episode of every phase; nothing is left to run"
+        )
+    dumps = _dumps(connection, instance.id, run, phase_index, first)
+    if status == "stale":
+        _mark_stale(connection, instance.id)
+    return ResumePlan(
+        run=msgspec.structs.replace(run, overrides=None),
+        at=ResumeAt(instance.id, phase_index, first, dumps),
+        instance_uid=instance.uid,
+        status=status,
+    )
+
+
+def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None) -> Any:
+    """The instance row (newest, or the one named)."""
+    found = connection.execute(
+        select(
+            ExperimentRunInstance.id,
+            ExperimentRunInstance.uid,
+            ExperimentRunInstance.status,
+            ExperimentRunInstance.heartbeat_at,
+        )
+        .where(ExperimentRunInstance.experiment_run_id == run_id)
+        .order_by(ExperimentRunInstance.id)
+    ).all()
+    if uid is None:
+        return found[-1]
+    for row in found:
+        if row.uid == uid or (len(uid) >= 4 and row.uid.startswith(uid)):
+            return row
+    known = ", ".join(row.uid for row in found)
+    raise NotResumableError(
+        f"experiment-resume: run '{run_uid}' has no instance '{uid}'; its instances: {known}"
+    )
+
+
+def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
+    """The phase index and first episode to resume at: the instance's last phase at the first
+    episode some worker did not complete; the next phase if that one finished."""
+    phase = connection.execute(
+        select(
+            ExperimentRunPhase.id,
+            ExperimentRunPhase.index.label("number"),
+            ExperimentRunPhase.status,
+            ExperimentRunPhase.workers,
+            ExperimentRunPhase.episodes,
+            ExperimentRunPhase.config,
+        )
+        .where(ExperimentRunPhase.experiment_run_instance_id == instance_id)
+        .order_by(ExperimentRunPhase.index.desc())
+        .limit(1)
+    ).one_or_none()
+    if phase is None:  # it stopped before its first phase began
+        return 0, 0
+    if phase.status == "finished":
+        return phase.number + 1, 0
+    first = int((phase.config or {}).get("first_episode", 0))
+    done = dict(
+        connection.execute(
+            select(Episode.worker, func.count(Episode.id))
+            .where(Episode.experiment_run_phase_id == phase.id, Episode.episode >= first)
+            .group_by(Episode.worker)
+        ).all()
+    )
+    return phase.number, first + min(int(done.get(w, 0)) for w in range(phase.workers))
+
+
+def _dumps(
+    connection: Connection, instance_id: int, run: RunSpec, phase_index: int, first: int
+) -> dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] | None:
+    """Per agent, the dumps its Brain starts from at episode ``first`` of the phase; None
+    (look them up as a fresh phase does) at the phase's start."""
+    spec = run.phases[phase_index]
+    phase = connection.execute(
+        select(ExperimentRunPhase.id, ExperimentRunPhase.config).where(
+            ExperimentRunPhase.experiment_run_instance_id == instance_id,
+            ExperimentRunPhase.index == phase_index,
+        )
+    ).one_or_none()
+    if phase is None or first == 0:
+        return None
+    since = int((phase.config or {}).get("first_episode", 0))
+    found: dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] = {}
+    for agent in spec.agents:
+        per_episode = agent.dump is None and spec.config.worker == 1
+        rows = connection.execute(
+            select(BrainState.id, BrainState.tag, BrainState.dump)
+            .join(Agent, BrainState.agent_id == Agent.id)
+            .where(Agent.experiment_run_phase_id == phase.id, Agent.name == agent.name)
+            .order_by(BrainState.id)
+        ).all()
+        by_tag: dict[str, list[Any]] = {}
+        for row in rows:
+            by_tag.setdefault(row.tag, []).append(row)
+        chosen = {
+            tag: (
+                dumps[first - since - 1]
+                if per_episode and first - since <= len(dumps)
+                else dumps[-1]
+            )
+            for tag, dumps in by_tag.items()
+        }
+        where = f"agent '{agent.name}' in phase {phase_index} of the interrupted instance"
+        if not chosen:
+            found[agent.name] = (None, {}, where)
+            continue
+        loaded = {
+            "run": run.uid,
+            "agent": agent.name,
+            "phase": phase_index,
+            "brain_state_id": max(row.id for row in chosen.values()),
+        }
+        found[agent.name] = (loaded, {dump_key(t): r.dump for t, r in chosen.items()}, where)
+    return found
+
+
+def _mark_stale(connection: Connection, instance_id: int) -> None:
+    """End a stale instance: its executor is gone."""
+    from sqlalchemy.orm import Session
+
+    with Session(bind=connection) as session:
+        instance = session.get(ExperimentRunInstance, instance_id)
+        if instance is not None:
+            reason = "its executor died (no heartbeat); continued by experiment-resume"
+            mark_run_end(session, instance, "error", reason, utcnow())
+            session.flush()
+
+
+def load_plan(
+    store_uri: str,
+    run_uid: str,
+    instance_uid: str | None,
+    probe_timeout: float,
+    on_file: Callable[[str], object] | None = None,
+) -> ResumePlan:
+    """:func:`plan_resume` on the store at ``store_uri``, in one transaction.
+
+    Raises:
+        NotResumableError: As :func:`plan_resume`.
+        StoreError: The store cannot be read, or is of another schema revision.
+    """
+    from palaestra.store.rows import _transaction
+
+    with _transaction(store_uri) as connection:
+        return plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file)

@@ -1,0 +1,50 @@
+"""Deterministic plug-ins for resume tests: a Brain whose whole state is in its dump, and a
+Muscle that carries nothing over from one episode to the next.
+
+``TotalBrain`` answers each Muscle with the running total of everything it was sent (over all
+episodes, so an episode's actions depend on every earlier one); its dump is that total.
+``TotalMuscle`` sets each Discrete actuator to (its first sensor + the Brain's last answer)
+modulo the space; it forgets the answer when the first sensor reads 0 (DummyEnvironment's
+first step of an episode), so a fresh Muscle acts as a continuing one would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from palaestra.agent import Brain, Muscle
+
+
+class TotalBrain(Brain):
+    def __init__(self) -> None:
+        self.total = 0
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        self.total += int(data_from_muscle or 0)
+        return self.total
+
+    def store(self) -> None:
+        self.store_brain_dump(json.dumps({"total": self.total}).encode())
+
+    def load(self) -> None:
+        dump = self.load_brain_dump()
+        if dump is not None:
+            self.total = int(json.loads(dump.read())["total"])
+
+
+class TotalMuscle(Muscle):
+    def __init__(self) -> None:
+        self.last = 0
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        first = int(sensors[0].value)
+        if first == 0:
+            self.last = 0
+        for actuator in actuators_available:
+            actuator((first + self.last) % actuator.space.n)
+        return actuators_available, first + 1
+
+    def update(self, update: Any) -> None:
+        if update is not None:
+            self.last = int(update)

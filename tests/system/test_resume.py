@@ -1,0 +1,176 @@
+"""Resume (issue 12, item 7): stale instances of a killed executor, ``experiment-resume``."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palaestra.core.limits import STALE_AFTER
+from palaestra.store import rows
+from tests.conftest import Workspace, wait_until_gone
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def count(ws: Workspace, sql: str) -> int:
+    """``select count(*) ...`` on the store, 0 while it (or the table) does not exist yet."""
+    if not ws.store.exists():
+        return 0
+    try:
+        with sqlite3.connect(ws.store, timeout=1.0) as conn:
+            (n,) = conn.execute(sql).fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    return int(n)
+
+
+def poll(condition: Callable[[], object], timeout: float) -> object:
+    """Bounded polling: the condition's first truthy value, or None on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    return None
+
+
+def kill_executor(ws: Workspace, proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the executor (the CLI process); its children die with it."""
+    os.kill(proc.pid, signal.SIGKILL)
+    assert wait_until_gone(ws.sessions, 10) == []
+    proc.communicate(timeout=5)
+
+
+def list_status(ws: Workspace) -> str:
+    listed = ws.run("experiment-list")
+    assert listed.returncode == 0, listed.stderr
+    return listed.stdout
+
+
+RUN_FILE = Path(__file__).with_name("resume_run.yml")
+"""A deterministic run (tests/plugins/resume_plugins.py): 400 train episodes of 10 steps, then
+2 test episodes; 1 worker. Rows reach the store in batches of 1000 (world states: a batch is
+in when 100 episodes are done); the episodes rows come when the phase's controller stops."""
+
+
+def first_difference(got: list[Any], expected: list[Any]) -> str:
+    """Where two row lists differ first, for a failure message."""
+    for at, (a, b) in enumerate(zip(got, expected, strict=False)):
+        if a != b:
+            return f"row {at}: {a} != {b}"
+    return f"{len(got)} rows != {len(expected)} rows"
+
+
+def view(ws: Workspace) -> tuple[list[dict[str, Any]], ...]:
+    """The run's world states, muscle actions and episode rewards (the run's view: no ids,
+    instances or times)."""
+    return (
+        list(rows.world_states("resume-run", store_uri=ws.store_uri)),
+        list(rows.muscle_actions("resume-run", store_uri=ws.store_uri)),
+        list(rows.episode_rewards("resume-run", store_uri=ws.store_uri)),
+    )
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], ...]:
+    ws = Workspace(tmp_path_factory.mktemp("uninterrupted"))
+    done = ws.run("experiment-start", "-q", str(RUN_FILE))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return view(ws)
+
+
+EPISODES_DONE = "select count(*) from episodes"
+WORLD_STATES = "select count(*) from world_states"
+
+
+def _start_and_wait(ws: Workspace) -> subprocess.Popen[str]:
+    """Start the run; return once its first batch of world states is in the store."""
+    proc = ws.start("experiment-start", "-q", str(RUN_FILE))
+    assert poll(lambda: count(ws, WORLD_STATES) >= 1000, 30), "no world states were stored"
+    return proc
+
+
+def _resume(ws: Workspace) -> str:
+    """Resume the run; where it resumed (``phase P, episode E``)."""
+    resumed = ws.run("experiment-resume", "resume-run")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    found = re.search(
+        r"Resuming instance \S+ \((\w+)\) of run 'resume-run' at (phase \d+, episode \d+)",
+        resumed.stderr,
+    )
+    assert found, resumed.stderr[-3000:]
+    return found.group(2)
+
+
+@pytest.mark.timeout(90)
+def test_a_run_resumed_after_sigint_equals_the_uninterrupted_one(
+    workspace: Workspace, uninterrupted: tuple[list[Any], ...]
+) -> None:
+    proc = _start_and_wait(workspace)
+    os.kill(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert workspace.instance_status()[0] == "cancelled"
+    done = count(workspace, EPISODES_DONE)  # stored as the interrupted phase stopped
+    assert 100 <= done < 400
+
+    assert _resume(workspace) == f"phase 0, episode {done}"
+
+    for got, expected in zip(view(workspace), uninterrupted, strict=True):
+        assert got == expected, first_difference(got, expected)
+    with sqlite3.connect(workspace.store) as conn:
+        links = conn.execute(
+            "select status, resumed_from_id from experiment_run_instances order by id"
+        ).fetchall()
+    assert [status for status, _ in links] == ["cancelled", "finished"]
+    assert links[1][1] is not None
+
+
+@pytest.mark.timeout(90)
+def test_a_run_resumed_after_kill_9_equals_the_uninterrupted_one(
+    workspace: Workspace, uninterrupted: tuple[list[Any], ...]
+) -> None:
+    proc = _start_and_wait(workspace)
+    kill_executor(workspace, proc)
+    (before,) = rows.runs(run="resume-run", store_uri=workspace.store_uri)
+    assert before["status"] == "running"  # its heartbeat is fresh: not stale yet
+    assert count(workspace, EPISODES_DONE) == 0  # its episodes rows died with its controller
+    refused = workspace.run("experiment-resume", "resume-run")
+    if "stale" not in list_status(workspace):  # its heartbeat is fresh: still running
+        assert refused.returncode == 2 and "is running" in refused.stderr, refused.stderr
+    # the executor is dead, nothing writes the heartbeat: age it as STALE_AFTER seconds would
+    with sqlite3.connect(workspace.store) as conn:
+        conn.execute(
+            "update experiment_run_instances set heartbeat_at = datetime(heartbeat_at, ?)",
+            (f"-{STALE_AFTER + 1} seconds",),
+        )
+    assert "stale" in list_status(workspace)
+    assert workspace.instance_status()[0] == "running"  # as the store was left
+
+    assert _resume(workspace) == "phase 0, episode 0"  # no episode is known to be complete
+
+    for got, expected in zip(view(workspace), uninterrupted, strict=True):
+        assert got == expected, first_difference(got, expected)
+    with sqlite3.connect(workspace.store) as conn:
+        (killed, resumed_from) = (
+            conn.execute(
+                "select status, reason from experiment_run_instances order by id"
+            ).fetchall()[0],
+            conn.execute(
+                "select resumed_from_id from experiment_run_instances order by id"
+            ).fetchall()[1][0],
+        )
+    assert killed == ("error", "its executor died (no heartbeat); continued by experiment-resume")
+    assert resumed_from is not None
+    again = workspace.run("experiment-resume", "resume-run")
+    assert again.returncode == 2 and "is finished" in again.stderr, again.stderr
