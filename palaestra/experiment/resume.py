@@ -4,8 +4,9 @@ An instance that ended ``cancelled`` or ``error``, or was left ``running`` by an
 is gone (``stale``: its heartbeat is older than :data:`~palaestra.core.limits.STALE_AFTER`), is
 continued by a new instance of the same run, linked to it by ``resumed_from_id``. The new
 instance skips the phases the old one finished and starts the phase it stopped in at the first
-episode that not every worker completed (an episode completed when its ``episodes`` row is in
-the store), numbered as the uninterrupted run numbers it. Its Brains start from the dump their
+episode that not every worker completed (an episode completed when its ``episodes`` row and its
+last step's rows are in the store: :mod:`palaestra.store.completed`, the rule the run's view
+follows too), numbered as the uninterrupted run numbers it. Its Brains start from the dump their
 Brain wrote at the end of the episode before (with the default ``dump`` policy, one dump per
 episode, and one worker); otherwise from the newest dump of that phase. Seeds are derived from
 the run's seed as always (:mod:`palaestra.core.seeds`), so each worker's environment and
@@ -24,17 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.name_rules import dump_key
 from palaestra.core.specs import RunSpec
 from palaestra.experiment.experiment_run import ResumeAt
+from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end
 from palaestra.store.models import (
     Agent,
     BrainState,
-    Episode,
     ExperimentRun,
     ExperimentRunInstance,
     ExperimentRunPhase,
@@ -160,14 +161,14 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
     if phase.status == "finished":
         return phase.number + 1, 0
     first = int((phase.config or {}).get("first_episode", 0))
-    done = dict(
-        connection.execute(
-            select(Episode.worker, func.count(Episode.id))
-            .where(Episode.experiment_run_phase_id == phase.id, Episode.episode >= first)
-            .group_by(Episode.worker)
-        ).all()
-    )
-    return phase.number, first + min(int(done.get(w, 0)) for w in range(phase.workers))
+    done = completed_episodes(connection, instance_id)
+    reached = []
+    for worker in range(phase.workers):
+        episode = first
+        while (phase.number, worker, episode) in done:
+            episode += 1
+        reached.append(episode)
+    return phase.number, min(reached)
 
 
 def _dumps(

@@ -51,6 +51,12 @@ environment, straight over its links to the Muscles (two messages per agent and 
 ``auto`` (the default): the environment when there is one and the controller's policy is a
 built-in one, else the controller. Both give the same world states and actions."""
 
+EPISODE_FLUSH_SECONDS = 1.0
+"""The ``episodes`` rows buffered go to the store writer at the first episode end at least this
+long after the last push (and in batches, and at the phase's end): an executor killed mid-phase
+leaves the store knowing the episodes completed until about a second before (see
+:mod:`palaestra.store.completed` for when such an episode counts as completed)."""
+
 
 def params_problems(params: Mapping[str, Any], environments: int) -> list[tuple[str, str]]:
     """What is wrong with a phase's simulation params: (key, problem) pairs; empty if fine."""
@@ -148,7 +154,8 @@ class SimulationController(Component):
 
     Each episode that ends is told to the parent (an
     :class:`~palaestra.core.messages.EpisodeEnded`, as it ends) and to the store writer (an
-    ``episodes`` row, in batches).
+    ``episodes`` row, in batches, and at an episode's end :data:`EPISODE_FLUSH_SECONDS` after
+    the last push).
     """
 
     policy: ClassVar[type[TurnPolicy] | None] = None
@@ -171,6 +178,7 @@ class SimulationController(Component):
         self.phase_id = phase_id
         self.store_endpoint = store_endpoint
         self.episode_rows = RowSink(None, self._episode_rows)  # the store's, once running
+        self._rows_pushed = time.monotonic()  # when the episode rows were last pushed
         if self.policy is None:
             raise TypeError(
                 f"{class_name(type(self))} names no turn policy: set its class attribute "
@@ -373,6 +381,10 @@ class SimulationController(Component):
             rewards={names.get(p, p): total for p, total in result.rewards.items()},
         )
         self.episode_rows.add(message)
+        now = time.monotonic()
+        if now - self._rows_pushed >= EPISODE_FLUSH_SECONDS:
+            self.episode_rows.flush()
+            self._rows_pushed = now
         self.hot_loop.call(self._send_parent, message)
 
     def _env_episode(self) -> tuple[EpisodeResult, float, float, bool]:

@@ -39,6 +39,7 @@ from palaestra.core.errors import (
     did_you_mean,
 )
 from palaestra.core.limits import STALE_AFTER
+from palaestra.store.completed import completed_episodes
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     Agent,
@@ -1233,13 +1234,9 @@ def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]
 
 
 def _completed(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:
-    """(phase index, worker, episode) of the episodes the instance completed."""
-    found = connection.execute(
-        select(_Phase.index.label("number"), Episode.worker, Episode.episode)
-        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
-        .where(_Phase.experiment_run_instance_id == instance_id)
-    ).all()
-    return {(row.number, row.worker, row.episode) for row in found}
+    """(phase index, worker, episode) of the episodes the instance completed (its ``episodes``
+    row and its last step's rows are in: see :mod:`palaestra.store.completed`)."""
+    return completed_episodes(connection, instance_id)
 
 
 def _kept(row: Row, start: tuple[float, int], done: set[tuple[int, int, int]]) -> bool:

@@ -3,17 +3,31 @@ resumed instance the run's view keeps (the whole path is in tests/system/test_re
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import sqlite3
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from palaestra.core import messages as m
 from palaestra.core.errors import RunFileError
 from palaestra.core.limits import STALE_AFTER
-from palaestra.experiment.resume import NotResumableError, load_plan
-from palaestra.store.rows import _kept, shown_status
-from tests.unit.test_store_query import RUN, write_store
+from palaestra.experiment.resume import NotResumableError, _start, load_plan
+from palaestra.store import writer as writer_module
+from palaestra.store.completed import completed_episodes
+from palaestra.store.rows import _kept, _transaction, shown_status
+from palaestra.store.writer import StoreWriter
+from tests.unit.test_store_query import (
+    AGENTS,
+    RUN,
+    Clock,
+    phase_start,
+    request,
+    run_start,
+    write_store,
+)
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -96,3 +110,77 @@ def test_a_running_instance_with_a_fresh_heartbeat_is_refused(store: str) -> Non
     ) as raised:
         load_plan(store, "run-q2", None, 5.0)
     assert raised.value.exit_code == 2
+
+
+def write_phase(uri: str, record_every: int, missing: str) -> int:
+    """A running instance whose phase 0 (one worker, agents attacker and defender) has the
+    ``episodes`` rows of episodes 0 to 2 (3 steps each) and their step rows as the processes
+    write them (world states of steps 1 to 3, actions of steps 0 to 2, the last flagged done),
+    except ``missing`` of episode 1: its last ``world_state`` or an agent's last ``action``;
+    the instance's id."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            instance = request(writer, run_start("run-c", "c1", "exp-c")).ids["instance"]
+            start = phase_start(instance, 0, "learn", "train", 1, 3)
+            config = start.config | {"record_every": record_every}
+            ids = request(writer, msgspec.structs.replace(start, config=config)).ids
+            states = [
+                m.WorldStateRow(e, s, {"myenv.0": s}, {}, {}, s == 3)
+                for e in range(3)
+                for s in range(1, 4)
+                if not (missing == "world_state" and (e, s) == (1, 3))
+            ]
+            writer.accept(
+                m.WorldStateRows(environment_id=ids["environment:myenv"], worker=0, rows=states)
+            )
+            for agent in AGENTS:
+                actions = [
+                    m.MuscleActionRow(e, s, {}, {}, {}, 0.0, s == 2)
+                    for e in range(3)
+                    for s in range(3)
+                    if not (missing == "action" and agent == "defender" and (e, s) == (1, 2))
+                ]
+                writer.accept(
+                    m.MuscleActionRows(agent_id=ids[f"agent:{agent}"], worker=0, rows=actions)
+                )
+            ended = [
+                m.EpisodeEnded(
+                    phase=0,
+                    worker=0,
+                    episode=e,
+                    started_at=1.0,
+                    ended_at=2.0,
+                    steps=3,
+                    terminated=True,
+                    truncated=False,
+                    rewards={},
+                )  # fmt: skip
+                for e in range(3)
+            ]
+            writer.accept(m.EpisodeRows(phase_id=ids["phase"], rows=ended))
+        finally:
+            asyncio.run(writer.teardown())
+    return int(instance)
+
+
+@pytest.mark.parametrize(
+    ("record_every", "missing", "completed", "start"),
+    [
+        (1, "", [0, 1, 2], 3),
+        (1, "world_state", [0, 2], 1),  # its episodes row is in, its last world state is not
+        (1, "action", [0, 2], 1),  # the defender's last action is not
+        (5, "world_state", [0, 2], 1),  # {every: N} records the last step too
+        (0, "world_state", [0, 1, 2], 3),  # record: episodes: the episodes rows alone
+    ],
+)
+def test_an_episode_is_completed_when_its_episodes_row_and_its_last_step_rows_are_in(
+    tmp_path: Path, record_every: int, missing: str, completed: list[int], start: int
+) -> None:
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    instance = write_phase(uri, record_every, missing)
+    with _transaction(uri) as connection:
+        assert completed_episodes(connection, instance) == {(0, 0, e) for e in completed}
+        assert _start(connection, instance) == (0, start)  # the resume's start: the same rule

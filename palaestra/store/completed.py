@@ -1,0 +1,135 @@
+"""Which episodes of a run instance are completed in the store: the one rule that both
+``experiment-resume``'s start point and the run's view of a resumed run follow.
+
+The simulation controller, each environment process and each Muscle process push their rows to
+the store writer each over its own socket and in their own batches, so an executor killed
+mid-phase may leave an episode's ``episodes`` row committed while its step rows died in a
+buffer. An episode therefore counts as completed only when its ``episodes`` row is in AND its
+last step's rows are: for each environment of the phase the ``world_states`` row of step
+``episodes.steps`` (an environment counts its steps from 1), and for each agent its
+``muscle_actions`` row flagged ``done`` (a Muscle counts from 0 and writes that row at the
+episode's end; under Vanilla each agent has one row per step, under TakingTurns only the steps
+of its turns, so an episode of fewer steps than agents has done rows of ``steps`` agents). A
+process pushes its rows in order, so its last row in means all its rows of the episode are in.
+Those last rows are recorded whatever the phase's ``record`` says (``all`` or ``{every: N}``);
+a phase that recorded ``episodes`` only, or whose recording was paused (``recording_gaps``),
+is judged by its ``episodes`` rows alone.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, and_, func, select
+
+from palaestra.store.models import (
+    Agent,
+    Environment,
+    Episode,
+    ExperimentRunPhase,
+    MuscleAction,
+    RecordingGap,
+    WorldState,
+)
+
+Completed = set[tuple[int, int, int]]
+"""(phase index, worker, episode) of each completed episode."""
+
+
+def completed_episodes(connection: Connection, instance_id: int) -> Completed:
+    """(phase index, worker, episode) of the episodes the instance completed (see the module's
+    rule)."""
+    phases = connection.execute(
+        select(
+            ExperimentRunPhase.id,
+            ExperimentRunPhase.index.label("number"),
+            ExperimentRunPhase.config,
+        ).where(ExperimentRunPhase.experiment_run_instance_id == instance_id)
+    ).all()
+    done: Completed = set()
+    for phase in phases:
+        every = int((phase.config or {}).get("record_every", 1))
+        episodes = _episodes(connection, phase.id)
+        if every != 0 and not _has_gaps(connection, phase.id):
+            episodes = _with_step_rows(connection, phase.id, episodes)
+        done.update((int(phase.number), worker, episode) for _, worker, episode, _ in episodes)
+    return done
+
+
+_Episodes = list[tuple[int, int, int, int]]
+"""(id, worker, episode, steps) of ``episodes`` rows."""
+
+
+def _episodes(connection: Connection, phase_id: int) -> _Episodes:
+    """The phase's ``episodes`` rows."""
+    found = connection.execute(
+        select(Episode.id, Episode.worker, Episode.episode, Episode.steps).where(
+            Episode.experiment_run_phase_id == phase_id
+        )
+    ).all()
+    return [(int(r.id), int(r.worker), int(r.episode), int(r.steps)) for r in found]
+
+
+def _has_gaps(connection: Connection, phase_id: int) -> bool:
+    gap = connection.scalar(
+        select(RecordingGap.id).where(RecordingGap.experiment_run_phase_id == phase_id).limit(1)
+    )
+    return gap is not None
+
+
+def _with_step_rows(connection: Connection, phase_id: int, episodes: _Episodes) -> _Episodes:
+    """Those of ``episodes`` whose last step's rows are all in."""
+    environments = int(
+        connection.scalar(
+            select(func.count(Environment.id)).where(
+                Environment.experiment_run_phase_id == phase_id
+            )
+        )
+        or 0
+    )
+    agents = int(
+        connection.scalar(
+            select(func.count(Agent.id)).where(Agent.experiment_run_phase_id == phase_id)
+        )
+        or 0
+    )
+    last_states: dict[int, int] = dict(
+        connection.execute(
+            select(Episode.id, func.count(WorldState.id))
+            .join(
+                Environment, Environment.experiment_run_phase_id == Episode.experiment_run_phase_id
+            )
+            .join(
+                WorldState,
+                and_(
+                    WorldState.environment_id == Environment.id,
+                    WorldState.worker == Episode.worker,
+                    WorldState.episode == Episode.episode,
+                    WorldState.step == Episode.steps,
+                ),
+            )
+            .where(Episode.experiment_run_phase_id == phase_id)
+            .group_by(Episode.id)
+        ).all()
+    )
+    last_actions: dict[int, int] = dict(
+        connection.execute(
+            select(Episode.id, func.count(func.distinct(MuscleAction.agent_id)))
+            .join(Agent, Agent.experiment_run_phase_id == Episode.experiment_run_phase_id)
+            .join(
+                MuscleAction,
+                and_(
+                    MuscleAction.agent_id == Agent.id,
+                    MuscleAction.worker == Episode.worker,
+                    MuscleAction.episode == Episode.episode,
+                    MuscleAction.done.is_(True),
+                ),
+            )
+            .where(Episode.experiment_run_phase_id == phase_id)
+            .group_by(Episode.id)
+        ).all()
+    )
+    return [
+        (id_, worker, episode, steps)
+        for id_, worker, episode, steps in episodes
+        if last_states.get(id_, 0) >= environments
+        and last_actions.get(id_, 0) >= min(agents, steps)
+    ]
