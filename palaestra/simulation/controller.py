@@ -52,8 +52,8 @@ environment, straight over its links to the Muscles (two messages per agent and 
 built-in one, else the controller. Both give the same world states and actions."""
 
 EPISODE_FLUSH_SECONDS = 1.0
-"""The ``episodes`` rows buffered go to the store writer at the first episode end at least this
-long after the last push (and in batches, and at the phase's end): an executor killed mid-phase
+"""The ``episodes`` rows buffered go to the store writer at the first episode's end and then at
+the first episode end at least this long after the last push (and in batches, and at the phase's end): an executor killed mid-phase
 leaves the store knowing the episodes completed until about a second before (see
 :mod:`palaestra.store.completed` for when such an episode counts as completed)."""
 
@@ -178,7 +178,7 @@ class SimulationController(Component):
         self.phase_id = phase_id
         self.store_endpoint = store_endpoint
         self.episode_rows = RowSink(None, self._episode_rows)  # the store's, once running
-        self._rows_pushed = time.monotonic()  # when the episode rows were last pushed
+        self._rows_pushed = -EPISODE_FLUSH_SECONDS  # the first episode's row goes at once
         if self.policy is None:
             raise TypeError(
                 f"{class_name(type(self))} names no turn policy: set its class attribute "

@@ -61,6 +61,10 @@ BATCH_BYTES = 8 << 20
 """Encoded bytes of rows buffered (all tables together) before they are inserted."""
 IDLE_FLUSH_MS = 200
 """Buffered rows are committed when the socket has been idle this long."""
+BUSY_FLUSH_SECONDS = 1.0
+"""Buffered rows are committed at the latest this long after the last commit, also while the
+socket never idles (a busy phase): an executor killed mid-phase leaves its ``episodes`` rows of
+up to about a second before in the store (see :mod:`palaestra.store.completed`)."""
 DRAIN_LIMIT = 500
 """Messages taken from the socket before yielding to the event loop."""
 RUN_START_ATTEMPTS = 3
@@ -108,6 +112,7 @@ class StoreWriter(Component):
         self._waiters: list[asyncio.Future[None]] = []
         self._socket: zmq.asyncio.Socket | None = None
         self._reader: asyncio.Task[Any] | None = None
+        self._next_flush = 0.0  # monotonic time of the next commit while busy
         self.running_instances: set[int] = set()
         self._next_beat = 0.0
 
@@ -173,6 +178,8 @@ class StoreWriter(Component):
             while True:
                 if await sock.poll(IDLE_FLUSH_MS):  # POLLIN by default
                     self._drain(receiver, limit=DRAIN_LIMIT)
+                    if time.monotonic() >= self._next_flush:
+                        self.flush()
                     await asyncio.sleep(0)  # let handlers waiting on ProducerClosed run
                 else:
                     self.flush()
@@ -298,6 +305,7 @@ class StoreWriter(Component):
         """Insert every buffered row, all tables in one transaction."""
         pending = {table: rows for table, rows in self.buffers.items() if rows}
         self.buffered_bytes = 0
+        self._next_flush = time.monotonic() + BUSY_FLUSH_SECONDS
         if pending:
             for table in pending:
                 self.buffers[table] = []

@@ -59,8 +59,9 @@ def list_status(ws: Workspace) -> str:
 
 RUN_FILE = Path(__file__).with_name("resume_run.yml")
 """A deterministic run (tests/plugins/resume_plugins.py): 400 train episodes of 10 steps, then
-2 test episodes; 1 worker. Rows reach the store in batches of 1000 (world states: a batch is
-in when 100 episodes are done); the episodes rows come when the phase's controller stops."""
+2 test episodes; 1 worker. Step rows reach the store in batches of 1000 (world states, muscle
+actions: a batch is in when 100 episodes are done); the episodes rows at the first episode end a
+second after the last push, and when the phase's controller stops."""
 
 
 def first_difference(got: list[Any], expected: list[Any]) -> str:
@@ -136,15 +137,42 @@ def test_a_run_resumed_after_sigint_equals_the_uninterrupted_one(
     assert links[1][1] is not None
 
 
+MUSCLE_ACTIONS = "select count(*) from muscle_actions"
+
+
+def first_incomplete(ws: Workspace) -> int:
+    """The first episode of the (only) instance's phase 0 whose ``episodes`` row, last world
+    state (step 10) or last action (flagged done) the store lacks."""
+    with sqlite3.connect(ws.store) as conn:
+        found = [
+            {e for (e,) in conn.execute(sql)}
+            for sql in (
+                "select episode from episodes",
+                "select episode from world_states where step = 10",
+                "select episode from muscle_actions where done",
+            )
+        ]
+    episode = 0
+    while all(episode in episodes for episodes in found):
+        episode += 1
+    return episode
+
+
 @pytest.mark.timeout(90)
-def test_a_run_resumed_after_kill_9_equals_the_uninterrupted_one(
+def test_a_run_resumed_after_kill_9_keeps_its_completed_episodes_and_equals_the_uninterrupted_one(
     workspace: Workspace, uninterrupted: tuple[list[Any], ...]
 ) -> None:
-    proc = _start_and_wait(workspace)
+    proc = workspace.start("experiment-start", "-q", str(RUN_FILE))
+    wanted = ((EPISODES_DONE, 1), (WORLD_STATES, 1000), (MUSCLE_ACTIONS, 1000))
+    assert poll(lambda: all(count(workspace, sql) >= n for sql, n in wanted), 30), (
+        "no episodes row and first batch of step rows were stored"
+    )
     kill_executor(workspace, proc)
     (before,) = rows.runs(run="resume-run", store_uri=workspace.store_uri)
     assert before["status"] == "running"  # its heartbeat is fresh: not stale yet
-    assert count(workspace, EPISODES_DONE) == 0  # its episodes rows died with its controller
+    stored = count(workspace, EPISODES_DONE)  # flushed each second, before the executor died
+    assert 1 <= stored < 400
+    expected = first_incomplete(workspace)
     refused = workspace.run("experiment-resume", "resume-run")
     if "stale" not in list_status(workspace):  # its heartbeat is fresh: still running
         assert refused.returncode == 2 and "is running" in refused.stderr, refused.stderr
@@ -157,7 +185,9 @@ def test_a_run_resumed_after_kill_9_equals_the_uninterrupted_one(
     assert "stale" in list_status(workspace)
     assert workspace.instance_status()[0] == "running"  # as the store was left
 
-    assert _resume(workspace) == "phase 0, episode 0"  # no episode is known to be complete
+    # it starts at the first episode whose episodes row or last step rows the store lacked
+    assert 0 < expected <= stored
+    assert _resume(workspace) == f"phase 0, episode {expected}"
 
     for got, expected in zip(view(workspace), uninterrupted, strict=True):
         assert got == expected, first_difference(got, expected)
