@@ -52,10 +52,11 @@ environment, straight over its links to the Muscles (two messages per agent and 
 built-in one, else the controller. Both give the same world states and actions."""
 
 EPISODE_FLUSH_SECONDS = 1.0
-"""The ``episodes`` rows buffered go to the store writer at the first episode's end and then at
-the first episode end at least this long after the last push (and in batches, and at the phase's end): an executor killed mid-phase
-leaves the store knowing the episodes completed until about a second before (see
-:mod:`palaestra.store.completed` for when such an episode counts as completed)."""
+"""The ``episodes`` rows buffered go to the store writer at the first episode's end, then at the
+first episode end at least this long after the last push (and in batches, and at the phase's
+end): an executor killed mid-phase leaves the store knowing the episodes completed until about a
+second before (see :mod:`palaestra.store.completed` for when such an episode counts as
+completed)."""
 
 
 def params_problems(params: Mapping[str, Any], environments: int) -> list[tuple[str, str]]:
