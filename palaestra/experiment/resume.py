@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.name_rules import dump_key
@@ -106,6 +106,7 @@ def plan_resume(
             f"experiment-resume: instance {instance.uid} of run '{run_uid}' completed every "
             "episode of every phase; nothing is left to run"
         )
+    first = min(first, _dumped_until(connection, instance.id, run, phase_index, first))
     dumps = _dumps(connection, instance.id, run, phase_index, first)
     if status == "stale":
         _mark_stale(connection, instance.id)
@@ -169,6 +170,33 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
             episode += 1
         reached.append(episode)
     return phase.number, min(reached)
+
+
+def _dumped_until(
+    connection: Connection, instance_id: int, run: RunSpec, phase_index: int, first: int
+) -> int:
+    """The episode after the last one whose per-episode dump (the default ``dump`` policy with
+    one worker) each such Brain's tag has in the store: a Brain's dump goes over its own
+    socket, so an executor killed just after an episode completed may have lost it. ``first``
+    where the phase's Brains do not dump per episode."""
+    spec = run.phases[phase_index]
+    per_episode = [agent.name for agent in spec.agents if agent.dump is None]
+    if first == 0 or spec.config.worker != 1 or not per_episode:
+        return first
+    phase = connection.execute(
+        select(ExperimentRunPhase.id, ExperimentRunPhase.config).where(
+            ExperimentRunPhase.experiment_run_instance_id == instance_id,
+            ExperimentRunPhase.index == phase_index,
+        )
+    ).one()
+    since = int((phase.config or {}).get("first_episode", 0))
+    counts = connection.execute(
+        select(func.count(BrainState.id))
+        .join(Agent, BrainState.agent_id == Agent.id)
+        .where(Agent.experiment_run_phase_id == phase.id, Agent.name.in_(per_episode))
+        .group_by(Agent.id, BrainState.tag)
+    ).all()
+    return min([first, *(since + int(n) for (n,) in counts)])
 
 
 def _dumps(
