@@ -12,13 +12,11 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import select
-
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
-from palaestra.store import rows
-from palaestra.store.engine import make_engine
-from palaestra.store.models import ExperimentRunInstance
+
+# The store (SQLAlchemy) is imported by experiment-record's functions only: the executor imports
+# this module for recording_flag, and every process of a run is forked from the executor.
 
 
 @contextmanager
@@ -47,6 +45,8 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
             not running, or it runs on another host (the flag is a file on the run's host).
         StoreError: The store is unusable.
     """
+    from palaestra.store import rows
+
     found = rows.runs(run=run_uid, store_uri=store_uri)
     if not found:
         rows.phases(run_uid, store_uri=store_uri)  # raises the store's "no run" error
@@ -76,6 +76,11 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
 
 def _host(store_uri: str, instance_uid: str) -> str:
     """The host the instance ``instance_uid`` runs on (the store is known to be readable)."""
+    from sqlalchemy import select
+
+    from palaestra.store.engine import make_engine
+    from palaestra.store.models import ExperimentRunInstance
+
     engine = make_engine(store_uri, read_only=True)
     try:
         with engine.connect() as connection:
