@@ -9,7 +9,6 @@ refused one they cannot write, naming the file.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import urllib.parse
 from collections.abc import Callable
@@ -24,10 +23,10 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from palaestra.core.config import DEFAULT_STORE_URI as DEFAULT_STORE_URI  # the one default
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import from_strict_json, to_strict_json
+from palaestra.core.uri import hide_password
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
-_PASSWORD = re.compile(r"(//[^:/@]*:)[^@]*@")
 _encode = msgspec.json.encode
 
 
@@ -36,7 +35,7 @@ def mask_uri(uri: str) -> str:
     try:
         return make_url(uri).render_as_string(hide_password=True)
     except ArgumentError:
-        return _PASSWORD.sub(r"\1***@", uri)
+        return hide_password(uri)
 
 
 def make_engine(uri: str, *, read_only: bool = False) -> Engine:
