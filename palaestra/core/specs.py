@@ -110,6 +110,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     dump: DumpPolicy | None = None
     """When the Brain dumps itself (None: at the end of each episode, and at the phase's end
     if it learned since)."""
+    hot_reload: bool = False
+    """Reload the agent's Muscle, Brain and Objective modules when their source files change
+    (``experiment-start --reload`` sets it on every agent)."""
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,9 +123,16 @@ class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):
     params: dict[str, Any] = {}
 
 
+UPDATE_LAG_ASYNC = -1
+"""``update_lag: async``: a Muscle never waits for its Brain; it acts with the policy it has
+and applies the Brain's answers when they arrive."""
+ENVS_PER_WORKER_MAX = 4096
+
+
 class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
     """``update_lag`` 1 lets a Muscle act before its Brain answered the last step (the answer
-    is applied one step later); 0 (default) waits for it, as palaestrAI does."""
+    is applied one step later); 0 (default) waits for it, as palaestrAI does;
+    :data:`UPDATE_LAG_ASYNC` never waits."""
 
     mode: Mode = "train"
     worker: int = 1
@@ -134,6 +144,12 @@ class PhaseConfig(msgspec.Struct, frozen=True, kw_only=True):
     0 none, only ``episodes`` rows (``record: episodes``)."""
     evaluate_every: int = 0
     """Training episodes between evaluations (palaestrAI's key); 0: none."""
+    step_rate: float = 0.0
+    """Environment steps per second of wall-clock time, paced without backlog (a late step is
+    not followed by a burst); 0: lockstep, as fast as the slowest participant."""
+    envs_per_worker: int = 1
+    """Environment instances one worker's Muscle serves at once, their observations batched
+    into one ``propose_actions`` call per step round."""
 
 
 class PhaseSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,8 +25,10 @@ from palaestra.core.loading import load_class
 from palaestra.core.specs import (
     BRAIN_MEMORY,
     COUNT_MAX,
+    ENVS_PER_WORKER_MAX,
     MUSCLE_MEMORY,
     SEED_MAX,
+    UPDATE_LAG_ASYNC,
     AgentSpec,
     ClassSpec,
     EnvironmentSpec,
@@ -94,6 +96,7 @@ _AGENT_KEYS = (
     "muscle_memory",
     "filters",
     "dump",
+    "hot_reload",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_UNSUPPORTED: MappingProxyType[str, str] = MappingProxyType({})
@@ -109,6 +112,8 @@ _PHASE_CONFIG_KEYS = (
     "record",
     "evaluate_every",
     "store_raw_actuators",
+    "step_rate",
+    "envs_per_worker",
 )
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
@@ -425,6 +430,7 @@ class _RunBuilder:
             muscle_memory=memory_limits(optional(fields, "muscle_memory"), MUSCLE_MEMORY),
             filters=self._filters(optional(fields, "filters")),
             dump=dump_policy(optional(fields, "dump")),
+            hot_reload=as_bool(fields["hot_reload"]) if "hot_reload" in fields else False,
         )
         return spec, fields["name"]
 
@@ -605,16 +611,39 @@ def _phase_config(node: Node) -> PhaseConfig:
         update_lag=_update_lag(fields["update_lag"]) if "update_lag" in fields else 0,
         record_every=record_every(fields["record"]) if "record" in fields else RECORD_ALL,
         evaluate_every=as_int(evaluate_every, minimum=0) if evaluate_every else 0,
+        step_rate=_step_rate(fields["step_rate"]) if "step_rate" in fields else 0.0,
+        envs_per_worker=(
+            as_int(fields["envs_per_worker"], minimum=1, maximum=ENVS_PER_WORKER_MAX)
+            if "envs_per_worker" in fields
+            else 1
+        ),
     )
 
 
 def _update_lag(node: Node) -> int:
     """0: a Muscle applies the Brain's answer before acting (palaestrAI's order); 1: one step
-    later, so the Brain thinks while the world steps."""
-    lag = as_int(node, minimum=0)
-    if lag > 1:
-        node.fail(f"expected 0 or 1, got {lag}.")
-    return lag
+    later, so the Brain thinks while the world steps; ``async``: the Muscle never waits for its
+    Brain and applies answers when they arrive (:data:`UPDATE_LAG_ASYNC`)."""
+    if isinstance(node.value, str) and node.value.lower() == "async":
+        return UPDATE_LAG_ASYNC
+    if isinstance(node.value, int) and not isinstance(node.value, bool) and node.value in (0, 1):
+        return node.value
+    node.fail(f"expected 0, 1 or async, got {describe(node.value)}.")
+
+
+def _step_rate(node: Node) -> float:
+    """Environment steps per second of wall-clock time (real-time pacing); 0 or null: lockstep,
+    as fast as the slowest participant."""
+    value = node.value
+    if value is None:
+        return 0.0
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1e6:
+        if value == value:  # not NaN
+            return float(value)
+    node.fail(
+        f"expected a number of steps per second from 0 to 1000000 (0: lockstep), "
+        f"got {describe(value)}."
+    )
 
 
 def _mode(node: Node) -> Mode:

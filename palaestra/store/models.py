@@ -199,6 +199,9 @@ class WorldState(Base):
     """The episode was cut short (gymnasium's ``truncated``, a time limit); None in old rows."""
     simtime: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     """The environment's simulation time (palaestrAI's ``SimTime``), None if it reports none."""
+    late_by: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """With ``phase_config.step_rate``: seconds the step began after its due time (0.0 when on
+    time); None in a lockstep phase and in old rows."""
 
 
 class MuscleAction(Base):
@@ -222,6 +225,9 @@ class MuscleAction(Base):
     done: Mapped[bool] = mapped_column(Boolean)
     terminated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     truncated: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    stale_policy: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    """With ``update_lag: async``: the Muscle acted before its Brain's answer to an earlier step
+    had arrived; None where updates are not asynchronous."""
 
 
 class Episode(Base):
@@ -286,6 +292,29 @@ class PluginRecord(Base):
     step: Mapped[int] = mapped_column(Integer)
     key: Mapped[str] = mapped_column()
     value: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+
+
+class CodeReload(Base):
+    """A change of a plug-in's source file seen with hot reload on, and whether it took."""
+
+    __tablename__ = "code_reloads"
+    __table_args__ = (
+        Index("ix_code_reloads_phase", "experiment_run_phase_id", "source", "worker"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_run_phase_id: Mapped[int] = mapped_column(ForeignKey("experiment_run_phases.id"))
+    source: Mapped[str] = mapped_column()  # the process's plug-in: "muscle:<agent>", ...
+    worker: Mapped[int] = mapped_column(Integer)
+    episode: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(Integer)
+    """The first step the new code ran (a failed reload: the step at which it was tried)."""
+    module: Mapped[str] = mapped_column()
+    path: Mapped[str] = mapped_column(String(1024))
+    ok: Mapped[bool] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The traceback that kept the old code running; None when the reload took."""
+    at: Mapped[dt.datetime] = mapped_column()
 
 
 class Statistic(Base):

@@ -47,7 +47,7 @@ from palaestra.store.models import Base
 if TYPE_CHECKING:
     from alembic.config import Config
 
-HEAD = "0007_resume_and_recording"
+HEAD = "0008_live_simulators"
 """The schema revision of this palaestra's models."""
 VERSION_TABLE = "palaestra_alembic_version"
 """The table in which alembic records the store's revision."""

@@ -216,6 +216,7 @@ def test_head_is_the_newest_script() -> None:
     assert script.get_current_head() == schema.HEAD
     assert [s.revision for s in script.walk_revisions()] == [
         schema.HEAD,
+        "0007_resume_and_recording",
         REPLAY,
         EPISODES,
         STATISTICS,
@@ -253,6 +254,10 @@ ADDED_BY_0005 = [
     ("add_index", "recording_gaps", "ix_recording_gaps_phase_worker"),
     ("add_table", "plugin_records", ""),
     ("add_table", "recording_gaps", ""),
+    ("add_column", "muscle_actions", "stale_policy"),  # and 0008's
+    ("add_column", "world_states", "late_by"),
+    ("add_index", "code_reloads", "ix_code_reloads_phase"),
+    ("add_table", "code_reloads", ""),
 ]
 
 
