@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
+from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path, flags_of
 
 # The store (SQLAlchemy) is imported by experiment-record's functions only: the executor imports
 # this module for recording_flag, and every process of a run is forked from the executor.
@@ -63,13 +63,15 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
             f"run {run_uid!r} runs on host {host!r}: pause or resume it there "
             f"(this is {socket.gethostname()!r})"
         )
-    switch = RecordingSwitch(flag_path(run_uid))
-    if switch.path is None or not os.path.exists(switch.path):
+    flags = flags_of(run_uid)
+    if not flags:
         raise InvalidInputError(
-            f"run {run_uid!r} is running but has no recording flag ({switch.path}): it was "
-            "started by a palaestra without experiment-record"
+            f"run {run_uid!r} is running but has no recording flag ({flag_path(run_uid, 0)}"
+            f" with its executor's pid for 0): it was started by a palaestra without "
+            "experiment-record"
         )
-    switch.set(paused)
+    for flag in flags:  # every instance of the run executing on this host
+        RecordingSwitch(flag).set(paused)
     what = "paused" if paused else "resumed"
     return f"Recording of run {run_uid} {what} (from the next step of each worker)."
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 from palaestra.agent.context import MuscleContext
 from palaestra.core.plugin_records import PluginRecorder, PluginRecordError
-from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path
+from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path, flags_of
 from palaestra.experiment.recording import recording_flag
 
 
@@ -104,4 +106,36 @@ def test_the_executor_names_a_cleared_flag_for_its_processes(
         assert not child.paused()
     assert not flag_path("unit/run 1").exists()
     assert ENV_VAR not in os.environ
-    assert flag_path("unit/run 1").name == "unit_run_1.flag"
+    assert flag_path("unit/run 1").name == f"unit_run_1.{os.getpid()}.flag"
+
+
+def test_two_executions_of_one_run_have_a_flag_each_and_a_new_one_never_truncates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    first = RecordingSwitch(flag_path("unit.twice", pid=os.getppid()))  # another executor
+    first.create()
+    reader = RecordingSwitch(first.path)
+    assert not reader.paused()  # mapped
+    first.create()  # that executor made its flag again: the old map stays readable
+    assert not reader.paused()
+    with recording_flag("unit.twice"):
+        assert sorted(flags_of("unit.twice")) == sorted(
+            [flag_path("unit.twice"), flag_path("unit.twice", pid=os.getppid())]
+        )
+        assert flags_of("unit") == []  # a run whose uid is a prefix is another run
+    assert flags_of("unit.twice") == [flag_path("unit.twice", pid=os.getppid())]
+    first.remove()
+
+
+def test_a_flag_whose_executor_died_is_not_set_and_is_removed() -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = flag_path("unit.dead", pid=int(child.stdout))
+    RecordingSwitch(dead).create()
+    assert flags_of("unit.dead") == []
+    assert not dead.exists()
