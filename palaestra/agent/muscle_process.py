@@ -19,6 +19,7 @@ import zmq
 
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
+from palaestra.agent.hot_reload import watch_muscle
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
@@ -147,6 +148,9 @@ class MuscleProcess(Component):
         self.objective_reached = False
         self.evaluation = False  # the episode is an evaluation rollout
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
+        self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
+        if agent.hot_reload:
+            watch_muscle(self)  # its step then looks for changed plug-in files first
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
@@ -397,6 +401,7 @@ class MuscleProcess(Component):
         if answer.end_phase:
             self.end_phase = True
         if answer.update is not None:
+            self.last_update = answer.update
             call(self.muscle.update, pickle.loads(answer.update))
 
     def _complete(self, previous: _Previous, message: m.AgentStep) -> m.Transition:
