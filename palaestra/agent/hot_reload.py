@@ -33,8 +33,9 @@ failure there is logged, the new code keeps running). Each attempt becomes a ``c
 row per plug-in rebuilt, sent to the store at once.
 
 The per-step cost with hot reload on is a clock read and a comparison (the files are stat-ed
-every :data:`~palaestra.core.code_watch.CHECK_INTERVAL` seconds); with it off, nothing: the
-process's step method is only wrapped when it is on.
+every :data:`~palaestra.core.code_watch.CHECK_INTERVAL` seconds, and a change is acted on once
+two looks in a row found the file the same, so within about half a second); with it off,
+nothing: the process's step method is only wrapped when it is on.
 """
 
 from __future__ import annotations

@@ -92,7 +92,10 @@ class SourceWatch:
     """Notices changes of a set of source files, looking at most every ``interval`` seconds.
 
     The per-step use is ``if clock() >= watch.next_check: watch.changed()``: a clock read and a
-    comparison; :meth:`changed` stats the files and moves :attr:`next_check` on.
+    comparison; :meth:`changed` stats the files and moves :attr:`next_check` on. A change is
+    reported once the file has settled: when two looks in a row find the same new signature,
+    so a file caught half-written (an editor or a copy still writing it) is not loaded; a
+    change shows after one to two intervals.
 
     Args:
         files: The files to watch; their signatures now are the baseline.
@@ -108,6 +111,7 @@ class SourceWatch:
     ) -> None:
         self.files = {f.module: f for f in files}
         self.seen = {name: signature(f.path) for name, f in self.files.items()}
+        self.settling: dict[str, Signature] = {}  # a new signature seen once, by module
         self.interval = interval
         self.clock = clock
         self.next_check = clock() + interval
@@ -116,15 +120,22 @@ class SourceWatch:
         return bool(self.files)
 
     def changed(self) -> list[WatchedFile]:
-        """The files whose signature changed since the last look (a file that cannot be read
+        """The files whose new signature the last look saw too (a file that cannot be read
         now is looked at again next time)."""
         self.next_check = self.clock() + self.interval
         found = []
         for name, watched in self.files.items():
             now = signature(watched.path)
-            if now is not None and now != self.seen[name]:
+            if now is None:
+                continue
+            if now == self.seen[name]:
+                self.settling.pop(name, None)  # changed back, or never
+            elif self.settling.get(name) == now:
+                del self.settling[name]
                 self.seen[name] = now
                 found.append(watched)
+            else:
+                self.settling[name] = now
         return found
 
 
