@@ -21,7 +21,7 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import watch_brain
+from palaestra.agent.hot_reload import brain_reload, watch_brain
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
@@ -64,6 +64,7 @@ class BrainProcess(Component):
         self.stored = True  # nothing learned yet that a dump would lose
         self.latest: bytes | None = None  # the newest update, pickled
         self.updated: set[str] = set()  # the Muscles that have it
+        reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(
@@ -88,8 +89,8 @@ class BrainProcess(Component):
         self.filters = FilterChain(setup.agent.filters)
         phase_rules = setup.agent.phase_stop
         self.phase_stop = PhaseStop(name, phase_rules) if phase_rules else None
-        if setup.agent.hot_reload:
-            watch_brain(self)  # its _think then looks for a changed plug-in file first
+        if reload is not None:
+            watch_brain(self, reload)  # its _think then looks for a changed plug-in file first
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""

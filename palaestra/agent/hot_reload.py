@@ -64,6 +64,7 @@ from palaestra.core.code_watch import (
     load_fresh,
     source_of,
 )
+from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin import PluginError, call
 from palaestra.core.records import send
@@ -71,6 +72,7 @@ from palaestra.core.records import send
 if TYPE_CHECKING:
     from palaestra.agent.brain_process import BrainProcess
     from palaestra.agent.muscle_process import MuscleProcess
+    from palaestra.core.specs import AgentSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -89,13 +91,18 @@ class Outcome:
 class HotReload:
     """Watches the modules of one process's plug-ins and swaps in instances of their new code.
 
+    Made before the process builds its plug-ins, it first loads their watched modules afresh
+    from their files: the process is forked from the executor, whose modules are those it
+    imported when the run began, and an earlier phase of the run may have reloaded newer code.
+    A module that fails to load then is reported like a failed reload (logged, and recorded
+    at the first step), and the process builds its plug-ins from the executor's version.
+
     Args:
         owner: The process name, for log lines.
         agent: The agent's name (the rows' source is ``<kind>:<agent>``).
-        plugins: The plug-in classes by kind (``muscle``, ``objective``, ``brain``); those
-            whose module is not watched (palaestra's, installed packages') are left out.
-        rebuild: Called with the new classes by kind: builds new instances and hands them the
-            old ones' state, then swaps them in; raises (swapping nothing) if any step fails.
+        plugins: The run file's class names (``module:Class``) of the plug-ins by kind
+            (``muscle``, ``objective``, ``brain``); those whose module is not watched
+            (palaestra's, installed packages') are left out.
         interval: Seconds between two looks at the files.
         clock: The monotonic clock.
     """
@@ -104,22 +111,51 @@ class HotReload:
         self,
         owner: str,
         agent: str,
-        plugins: Mapping[str, type],
-        rebuild: Callable[[dict[str, type]], None],
+        plugins: Mapping[str, str],
         interval: float = CHECK_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.owner = owner
         self.agent = agent
-        self.rebuild = rebuild
+        self.rebuild: Callable[[dict[str, type]], None] = _nothing_to_rebuild
+        """Called with the new classes by kind: builds new instances and hands them the old
+        ones' state, then swaps them in; raises (swapping nothing) if any step fails."""
         self.kinds: dict[str, tuple[WatchedFile, str]] = {}  # kind: (its file, class qualname)
-        for kind, cls in plugins.items():
+        for kind, name in plugins.items():
+            cls = load_class(name)
             watched = source_of(cls)
             if watched is not None:
                 self.kinds[kind] = (watched, cls.__qualname__)
         files = {watched.module: watched for watched, _ in self.kinds.values()}
         self.watch = SourceWatch(files.values(), interval, clock)
         self.pending: dict[str, WatchedFile] = {}  # changed, not yet reloaded (failed)
+        self.started = self._start(list(files.values()))  # reported at the first check
+        if self.started:
+            self.watch.next_check = 0.0
+
+    def _start(self, files: list[WatchedFile]) -> list[Outcome]:
+        """Load ``files`` afresh and install them; the outcomes of those that failed."""
+        failed: list[Outcome] = []
+        for watched in files:
+            kinds = [(k, name) for k, (w, name) in self.kinds.items() if w == watched]
+            try:
+                module = load_fresh(watched)
+                for _, name in kinds:
+                    class_in(module, name)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: reported
+                error = user_traceback(exc)
+                LOG.error(
+                    "%s: hot reload: %s fails to load, so this process starts with the version "
+                    "the run loaded before (tried again when the file changes again):\n%s",
+                    self.owner,
+                    watched.path,
+                    error,
+                )
+                self.pending[watched.module] = watched
+                failed.extend(Outcome(k, watched, False, error, time.time()) for k, _ in kinds)
+            else:
+                install(module)
+        return failed
 
     def __bool__(self) -> bool:
         return bool(self.kinds)
@@ -129,13 +165,15 @@ class HotReload:
 
     def check(self) -> list[Outcome]:
         """Look at the files; if one changed, reload (see the module's docstring). The
-        outcomes, one per plug-in rebuilt (none if nothing changed)."""
+        outcomes, one per plug-in rebuilt (none if nothing changed; the first time, also those
+        of the modules that failed to load at the start)."""
+        outcomes, self.started = self.started, []
         changed = self.watch.changed()
         if not changed:
-            return []
+            return outcomes
         for watched in changed:
             self.pending[watched.module] = watched
-        return self._reload()
+        return outcomes + self._reload()
 
     def _reload(self) -> list[Outcome]:
         kinds = {k: v for k, v in self.kinds.items() if v[0].module in self.pending}
@@ -186,6 +224,10 @@ class HotReload:
         ]
 
 
+def _nothing_to_rebuild(classes: dict[str, type]) -> None:
+    raise RuntimeError("hot reload: no process to rebuild plug-ins in (a bug of palaestra)")
+
+
 def _watching(process: Any, reload: HotReload, method: str, wrapped: Callable[..., Any]) -> None:
     """Replace ``process``'s ``method`` by ``wrapped`` (an instance attribute: with hot reload
     off the class's method runs, untouched)."""
@@ -205,19 +247,21 @@ def _unwatched(process: Any, agent: str) -> None:
 # --- the Muscle process ----------------------------------------------------------------------
 
 
-def watch_muscle(process: MuscleProcess) -> HotReload | None:
-    """Have ``process`` reload its Muscle's and Objective's modules when they change, between
-    two steps; None if neither module is one to watch."""
-    agent = process.agent
-    reload = HotReload(
-        process.name,
-        agent.name,
-        {"muscle": type(process.muscle), "objective": type(process.objective)},
-        lambda classes: _rebuild_muscle(process, classes),
+def muscle_reload(name: str, agent: AgentSpec) -> HotReload:
+    """The hot reload of a Muscle process (``name``) of ``agent``: made before its Muscle and
+    Objective are built (see :class:`HotReload`), then given to :func:`watch_muscle`."""
+    return HotReload(
+        name, agent.name, {"muscle": agent.muscle.name, "objective": agent.objective.name}
     )
+
+
+def watch_muscle(process: MuscleProcess, reload: HotReload) -> None:
+    """Have ``process`` reload its Muscle's and Objective's modules when they change, between
+    two steps (nothing if neither module is one to watch)."""
     if not reload:
-        _unwatched(process, agent.name)
-        return None
+        _unwatched(process, process.agent.name)
+        return
+    reload.rebuild = lambda classes: _rebuild_muscle(process, classes)
     step = process.step  # the class's, bound
     watch = reload.watch
     clock = watch.clock
@@ -231,7 +275,6 @@ def watch_muscle(process: MuscleProcess) -> HotReload | None:
         return step(message)
 
     _watching(process, reload, "step", watched_step)
-    return reload
 
 
 def _rebuild_muscle(process: MuscleProcess, classes: dict[str, type]) -> None:
@@ -267,19 +310,19 @@ def _rebuild_muscle(process: MuscleProcess, classes: dict[str, type]) -> None:
 # --- the Brain process -----------------------------------------------------------------------
 
 
-def watch_brain(process: BrainProcess) -> HotReload | None:
+def brain_reload(name: str, agent: AgentSpec) -> HotReload:
+    """The hot reload of the Brain process (``name``) of ``agent``: made before its Brain is
+    built (see :class:`HotReload`), then given to :func:`watch_brain`."""
+    return HotReload(name, agent.name, {"brain": agent.brain.name})
+
+
+def watch_brain(process: BrainProcess, reload: HotReload) -> None:
     """Have ``process`` reload its Brain's module when it changes, between two ``thinking``
-    calls; None if the module is not one to watch."""
-    agent = process.request.agent
-    reload = HotReload(
-        process.name,
-        agent.name,
-        {"brain": type(process.brain)},
-        lambda classes: _rebuild_brain(process, classes["brain"]),
-    )
+    calls (nothing if the module is not one to watch)."""
     if not reload:
-        _unwatched(process, agent.name)
-        return None
+        _unwatched(process, process.request.agent.name)
+        return
+    reload.rebuild = lambda classes: _rebuild_brain(process, classes["brain"])
     think = process._think  # the class's, bound
     watch = reload.watch
     clock = watch.clock
@@ -301,7 +344,6 @@ def watch_brain(process: BrainProcess) -> HotReload | None:
                 _send(process, m.CodeReloads(agent_id=process.request.agent_id, rows=rows))
 
     _watching(process, reload, "_think", watched_think)
-    return reload
 
 
 def _rebuild_brain(process: BrainProcess, cls: type) -> None:

@@ -142,8 +142,9 @@ class SourceWatch:
 def load_fresh(watched: WatchedFile) -> ModuleType:
     """A new module object for ``watched.module``, executed from the file's current source.
 
-    ``sys.modules`` is left alone (see :func:`install`); while the module body runs, an
-    ``import`` of the module itself finds the old one.
+    ``sys.modules`` is left as it was (see :func:`install`), but while the module body runs
+    the new module is in it, as during an import (``dataclasses`` and ``typing`` look a
+    class's module up there while the class is made).
 
     Raises:
         OSError: The file cannot be read.
@@ -157,7 +158,15 @@ def load_fresh(watched: WatchedFile) -> ModuleType:
     with open(watched.path, "rb") as f:
         source = f.read()
     code = compile(source, watched.path, "exec", dont_inherit=True)
-    exec(code, module.__dict__)  # noqa: S102 - the user's own plug-in module, as an import does
+    old = sys.modules.get(watched.module)
+    sys.modules[watched.module] = module
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - the user's own plug-in module, as import does
+    finally:
+        if old is not None:
+            sys.modules[watched.module] = old
+        else:
+            sys.modules.pop(watched.module, None)
     return module
 
 

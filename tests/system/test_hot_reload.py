@@ -99,24 +99,42 @@ schedule:
           - name: palaestra.simulation:VanillaSimControllerTerminationCondition
             params: {{}}
       phase_config: {{mode: train, worker: 1, episodes: 1}}
-run_config:
+{phase_1}run_config:
   condition:
     name: palaestra.experiment:VanillaRunGovernorTerminationCondition
     params: {{}}
+"""
+
+PHASE_1 = """\
+  - phase_1:
+      environments:
+        - environment:
+            name: recording_plugins:WaitingEnvironment
+            uid: myenv
+            params: {{discrete: true, max_iter: 1000000, until: '{stop}'}}
 """
 
 
 class LiveRun:
     """A run of the agent module in ``workspace``, started in the background."""
 
-    def __init__(self, workspace: Workspace, *, hot_reload: bool, flag: bool) -> None:
+    def __init__(
+        self, workspace: Workspace, *, hot_reload: bool, flag: bool, phases: int = 1
+    ) -> None:
         self.workspace = workspace
         self.module = workspace.path / "reload_agent.py"
-        self.stop = workspace.path / "stop"
+        self.stops = [workspace.path / f"stop-{phase}" for phase in range(phases)]
+        self.stop = self.stops[-1]  # the last phase's
         self.mtime = time.time() - 100  # each edit moves the file's mtime on by a second
         self.edit(AGENT.format(version=1, load=LOAD))
         run = workspace.path / "run.yml"
-        run.write_text(RUN.format(stop=self.stop, hot_reload="true" if hot_reload else "false"))
+        run.write_text(
+            RUN.format(
+                stop=self.stops[0],
+                hot_reload="true" if hot_reload else "false",
+                phase_1=PHASE_1.format(stop=self.stops[1]) if phases > 1 else "",
+            )
+        )
         args = ["experiment-start", *(["--reload"] if flag else []), str(run)]
         self.proc = workspace.start(*args)
 
@@ -144,11 +162,14 @@ class LiveRun:
             time.sleep(0.05)
         pytest.fail(f"the store never answered {sql!r} in 60 s")
 
-    def acted(self, value: int, after: int = -1) -> int:
-        """Wait for stored steps after step ``after`` on which the Muscle set ``value``."""
+    def acted(self, value: int, after: int = -1, phase: int = 0) -> int:
+        """Wait for stored steps of ``phase`` after step ``after`` on which the Muscle set
+        ``value``."""
         return self.count(
             "select count(*) from muscle_actions where "
-            f"json_extract(actuator_setpoints, '$.\"myenv.0\"') = {value} and step > {after}"
+            f"json_extract(actuator_setpoints, '$.\"myenv.0\"') = {value} and step > {after} "
+            "and agent_id in (select a.id from agents a join experiment_run_phases p "
+            f'on a.experiment_run_phase_id = p.id where p."index" = {phase})'
         )
 
     def reloads(self, ok: bool, at_least: int) -> int:
@@ -176,12 +197,14 @@ class LiveRun:
             self.proc.communicate()
 
 
-def setpoints(workspace: Workspace) -> list[tuple[int, int, float]]:
-    """(step, set point, objective) of every stored step, in step order."""
+def setpoints(workspace: Workspace, phase: int = 0) -> list[tuple[int, int, float]]:
+    """(step, set point, objective) of every stored step of ``phase``, in step order."""
     with sqlite3.connect(workspace.store) as conn:
         rows = conn.execute(
-            "select step, json_extract(actuator_setpoints, '$.\"myenv.0\"'), objective "
-            "from muscle_actions order by step"
+            "select ma.step, json_extract(ma.actuator_setpoints, '$.\"myenv.0\"'), ma.objective "
+            "from muscle_actions ma join agents a on a.id = ma.agent_id "
+            "join experiment_run_phases p on p.id = a.experiment_run_phase_id "
+            f'where p."index" = {phase} order by ma.step'
         ).fetchall()
     return [(int(s), int(v), float(o)) for s, v, o in rows]
 
@@ -309,3 +332,26 @@ def test_without_hot_reload_nothing_is_watched(workspace: Workspace) -> None:
     assert "hot reload" not in err
     assert {v for _, v, _ in setpoints(workspace)} == {1}
     assert len(query.code_reloads("reload-run", store_uri=workspace.store_uri)) == 0
+
+
+def test_a_later_phase_starts_with_the_reloaded_code(workspace: Workspace) -> None:
+    """The processes of phase 1 are forked from the executor, which imported version 1 when
+    the run began: they load the file again, so version 2, reloaded in phase 0, runs from
+    phase 1's first step."""
+    live = LiveRun(workspace, hot_reload=True, flag=False, phases=2)
+    try:
+        live.acted(1)
+        live.edit(AGENT.format(version=2, load=LOAD))
+        live.reloads(ok=True, at_least=3)
+        live.stops[0].touch()  # phase 0 ends
+        live.acted(2, phase=1)
+        err = live.finish()
+    finally:
+        live.close()
+    assert "hot reload" not in err, err[-3000:]
+    assert {v for _, v, _ in setpoints(workspace, phase=1)} == {2}
+    assert {o for _, _, o in setpoints(workspace, phase=1)} == {2.0}
+    reloads = query.code_reloads("reload-run", store_uri=workspace.store_uri)
+    assert set(reloads.phase) == {0} and reloads.ok.all()
+    brain = query.statistics("reload-run", phase=1, source="brain", store_uri=workspace.store_uri)
+    assert {v["version"] for v in brain.statistics} == {2}

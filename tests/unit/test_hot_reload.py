@@ -4,6 +4,7 @@ for runs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
@@ -29,6 +30,20 @@ VALUE = {value}
 class Plugin:
     def __init__(self):
         self.value = VALUE
+"""
+
+
+DATACLASS = """\
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+
+@dataclasses.dataclass
+class Settings:
+    rate: float = 0.1
+    registry: typing.ClassVar[dict] = {}
 """
 
 
@@ -94,6 +109,10 @@ def test_a_module_is_loaded_afresh_without_touching_the_running_one(module: Modu
     assert class_in(fresh, "Plugin")().value == 2 and module.Plugin().value == 1
     with pytest.raises(LookupError, match="no longer defines the class 'Gone'"):
         class_in(fresh, "Gone")
+    path.write_text(DATACLASS)  # made while its module is the one in sys.modules
+    fresh = load_fresh(watched)
+    assert [f.name for f in dataclasses.fields(fresh.Settings)] == ["rate"]
+    assert sys.modules[module.__name__] is module
     path.write_text("VALUE = = 3\n")
     with pytest.raises(SyntaxError):
         load_fresh(watched)
@@ -113,8 +132,12 @@ def test_a_failed_reload_keeps_the_old_code_logs_once_and_waits_for_the_next_cha
         built.append(call(classes["muscle"]))
 
     clock = Clock()
-    reload = HotReload("Muscle-a-0", "a", {"muscle": module.Plugin}, rebuild, clock=clock)
+    plugins = {"muscle": f"{module.__name__}:Plugin"}
+    reload = HotReload("Muscle-a-0", "a", plugins, clock=clock)
+    reload.rebuild = rebuild
     assert reload and "muscle" in reload.describe()
+    assert reload.check() == []  # due at once (it starts due), nothing changed
+    started = sys.modules[module.__name__]  # loaded afresh at the start (see below)
 
     def look() -> list[tuple[bool, str | None]]:
         clock.now += 1
@@ -131,7 +154,7 @@ def test_a_failed_reload_keeps_the_old_code_logs_once_and_waits_for_the_next_cha
     assert not ok and error is not None and "SyntaxError" in error and "VALUE = = 2" in error
     assert "code_watch.py" not in error and "hot_reload.py" not in error  # the user's part
     assert len(caplog.records) == 1 and "the old code keeps running" in caplog.text
-    assert sys.modules[module.__name__] is module and built == []
+    assert sys.modules[module.__name__] is started and built == []
 
     edit(path, SOURCE.format(value=3).replace("self.value = VALUE", "1 / 0"), later=2)
     look()
@@ -151,8 +174,35 @@ def test_a_failed_reload_keeps_the_old_code_logs_once_and_waits_for_the_next_cha
 
 
 def test_nothing_to_watch_for_palaestras_own_plugins() -> None:
-    reload = HotReload("Muscle-a-0", "a", {"muscle": DummyMuscle}, lambda classes: None)
+    reload = HotReload("Muscle-a-0", "a", {"muscle": "palaestra.agent:DummyMuscle"})
     assert not reload and reload.check() == []
+
+
+def test_a_process_starts_with_the_code_on_disk(
+    module: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Forked from an executor that imported an older version (an earlier phase reloaded a
+    newer one), a process loads the file again before it builds its plug-ins; a file that
+    fails to load then leaves the inherited version, reported at the first check."""
+    path = Path(module.__file__ or "")
+    plugins = {"muscle": f"{module.__name__}:Plugin"}
+    path.write_text(SOURCE.format(value=2))
+    reload = HotReload("Muscle-a-0", "a", plugins)
+    assert sys.modules[module.__name__] is not module
+    assert sys.modules[module.__name__].Plugin().value == 2
+    assert reload.check() == [] and reload.check() == []
+
+    started = sys.modules[module.__name__]
+    path.write_text("VALUE = = 3\n")
+    with caplog.at_level(logging.ERROR, logger="palaestra.agent.hot_reload"):
+        reload = HotReload("Muscle-a-0", "a", plugins)
+    assert sys.modules[module.__name__] is started  # the version it had
+    assert len(caplog.records) == 1 and "fails to load" in caplog.text
+    assert reload.watch.next_check == 0.0  # the first step reports it
+    (outcome,) = reload.check()
+    assert (outcome.kind, outcome.ok) == ("muscle", False)
+    assert "SyntaxError" in (outcome.error or "")
+    assert reload.check() == []
 
 
 def test_user_traceback_names_the_plugin_method_and_leaves_out_palaestra() -> None:
