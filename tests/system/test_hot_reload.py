@@ -8,6 +8,7 @@ see each edit take effect, then ends the run and checks every row.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -316,6 +317,18 @@ def test_a_failing_state_handover_keeps_the_old_brain(workspace: Workspace) -> N
     counts = [v["count"] for v in brain.statistics]
     assert counts == list(range(1, len(counts) + 1))
     assert {v for _, v, _ in setpoints(workspace)} == {1, 2}
+
+    exported = workspace.run(
+        "results", "reload-run", "--table", "code_reloads", "--format", "json",
+        "--source", "brain:live",
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    (row,) = json.loads(exported.stdout)
+    assert (row["ok"], row["module"], row["phase"]) == (False, "reload_agent", 0)
+    assert "cannot read the dump" in row["error"]
+    cleaned = workspace.run("clean", "reload-run", "--yes")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "3 code reloads" in cleaned.stdout, cleaned.stdout
 
 
 def test_without_hot_reload_nothing_is_watched(workspace: Workspace) -> None:
