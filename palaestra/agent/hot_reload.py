@@ -235,12 +235,18 @@ def _watching(process: Any, reload: HotReload, method: str, wrapped: Callable[..
     LOG.info("%s: hot reload watches %s", process.name, reload.describe())
 
 
-def _unwatched(process: Any, agent: str) -> None:
-    LOG.warning(
-        "%s: hot reload of agent '%s' watches nothing: its plug-ins come from palaestra or "
-        "installed packages, whose modules are never reloaded",
-        process.name,
-        agent,
+def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
+    """Say that the process watches nothing: once per agent and phase as a warning (from the
+    Brain process) if none of the agent's plug-ins can be reloaded, else for information."""
+    names = (agent.brain.name, agent.muscle.name, agent.objective.name)
+    none = all(source_of(load_class(name)) is None for name in names)
+    LOG.log(
+        logging.WARNING if brain and none else logging.INFO,
+        "%s: hot reload of agent '%s' watches nothing here: %s from palaestra or installed "
+        "packages, whose modules are never reloaded",
+        owner,
+        agent.name,
+        "its plug-ins come" if none else "this process's plug-ins come",
     )
 
 
@@ -259,7 +265,7 @@ def watch_muscle(process: MuscleProcess, reload: HotReload) -> None:
     """Have ``process`` reload its Muscle's and Objective's modules when they change, between
     two steps (nothing if neither module is one to watch)."""
     if not reload:
-        _unwatched(process, process.agent.name)
+        _unwatched(process.name, process.agent, brain=False)
         return
     reload.rebuild = lambda classes: _rebuild_muscle(process, classes)
     step = process.step  # the class's, bound
@@ -320,7 +326,7 @@ def watch_brain(process: BrainProcess, reload: HotReload) -> None:
     """Have ``process`` reload its Brain's module when it changes, between two ``thinking``
     calls (nothing if the module is not one to watch)."""
     if not reload:
-        _unwatched(process, process.request.agent.name)
+        _unwatched(process.name, process.request.agent, brain=True)
         return
     reload.rebuild = lambda classes: _rebuild_brain(process, classes["brain"])
     think = process._think  # the class's, bound

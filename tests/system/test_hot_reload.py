@@ -368,3 +368,15 @@ def test_a_later_phase_starts_with_the_reloaded_code(workspace: Workspace) -> No
     assert set(reloads.phase) == {0} and reloads.ok.all()
     brain = query.statistics("reload-run", phase=1, source="brain", store_uri=workspace.store_uri)
     assert {v["version"] for v in brain.statistics} == {2}
+
+
+def test_reload_of_builtin_plugins_watches_nothing_and_says_so(workspace: Workspace) -> None:
+    """``--reload`` on the example run, whose agents are palaestra's own: the run is as
+    without it, and each agent's Brain says once per phase that nothing is watched."""
+    # a uid of its own: a run of the same uid elsewhere on the host shares its pause flag
+    run = workspace.variant("dummy_run.yml", ("uid: dummy-run", "uid: reload-dummy-run"))
+    result = workspace.run("experiment-start", "--reload", str(run))
+    assert result.returncode == 0, result.stderr[-3000:]
+    warnings = [line for line in result.stderr.splitlines() if "watches nothing" in line]
+    assert len(warnings) == 4, result.stderr[-3000:]  # 2 agents x 2 phases
+    assert all("Brain-" in line and "WARNING" in line for line in warnings)
