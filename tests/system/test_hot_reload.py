@@ -288,6 +288,10 @@ def test_edits_take_effect_between_steps_and_a_broken_edit_keeps_the_old_code(
     lines = [line for line in shown.stdout.splitlines() if "reload_agent.py" in line]
     assert len(lines) == 9, shown.stdout
     assert sum("FAILED, old code kept: SyntaxError" in line for line in lines) == 3
+    shown = workspace.run("experiment-show", "reload-run", "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)["code_reloads"]
+    assert [r["ok"] for r in listed].count(False) == 3 and len(listed) == 9
 
 
 def test_a_failing_state_handover_keeps_the_old_brain(workspace: Workspace) -> None:

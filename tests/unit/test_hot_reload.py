@@ -9,6 +9,7 @@ import importlib
 import json
 import logging
 import os
+import pickle
 import sys
 import uuid
 from collections.abc import Iterator
@@ -19,9 +20,14 @@ import numpy as np
 import pytest
 
 from palaestra.agent.dummy_muscle import DummyMuscle
-from palaestra.agent.hot_reload import HotReload, Outcome, user_traceback
+from palaestra.agent.hot_reload import HotReload, Outcome, user_traceback, watch_muscle
+from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.core import messages as m
 from palaestra.core.code_watch import SourceWatch, WatchedFile, class_in, load_fresh, source_of
 from palaestra.core.plugin import PluginError, call
+from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
+from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.testing import FakeLink
 
 SOURCE = """\
 VALUE = {value}
@@ -215,3 +221,125 @@ def test_user_traceback_names_the_plugin_method_and_leaves_out_palaestra() -> No
     text = user_traceback(caught.value)
     assert text.splitlines()[0].endswith("Broken.setup raised:")
     assert "core/plugin.py" not in text and text.endswith("ValueError: bad parameter")
+
+
+MUSCLE = """\
+from palaestra.agent import Muscle
+
+VERSION = {version}
+TORN = []
+
+
+class EditedMuscle(Muscle):
+    def __init__(self):
+        self.calls = []
+        self.model = None
+
+    def setup(self):
+        self.calls.append("setup")
+
+    def prepare_model(self):
+        self.model = self.load("model").read()
+        self.calls.append("prepare_model")
+
+    def update(self, update):
+        self.calls.append(("update", update))
+
+    def propose_actions(self, sensors, actuators_available):
+        for actuator in actuators_available:
+            actuator(VERSION)
+        return actuators_available, None
+
+    def teardown(self):
+        TORN.append(VERSION)
+"""
+
+
+def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test phase's Muscle process with a filter, stepped in this process: the new Muscle
+    has the old one's context (its rng goes on), loads the dump again, gets the Brain's
+    newest update again before the step's own, and the filter works on it; the old one is
+    torn down. The step that reloads runs the new code."""
+    name = f"reload_muscle_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(MUSCLE.format(version=1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = EnvironmentProcess(
+        "Environment-env-0",
+        environment=EnvironmentSpec(name="palaestra.environment:DummyEnvironment", uid="env"),
+        environment_id=1,
+        worker=0,
+        seed=7,
+        store_endpoint=None,
+    )
+    baseline = env.start_world(reset=False)
+    uids = ["env.0", "env.1"]
+    agent = AgentSpec(
+        name="one",
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name=f"{name}:EditedMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=tuple(uids),
+        actuators=tuple(uids),
+        filters=(ClassSpec(name="palaestra.agent:AbsoluteDeviationFilter"),),
+    )
+    by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
+    try:
+        process = MuscleProcess(
+            "Muscle-one-0",
+            agent=agent,
+            agent_id=1,
+            worker=0,
+            mode="test",
+            seed=3,
+            brain_endpoint="",
+            store_endpoint=None,
+            sensors=[by_uid[uid] for uid in uids],
+            actuators=[by_uid[uid] for uid in uids],
+            dumps={"model": b"weights"},
+        )
+        old = process.muscle
+        process.filters.set_up(muscle=old)  # as the process's setup() does
+        call(old.setup)
+        call(old.prepare_model)
+        clock = Clock()
+        plugins = {"muscle": agent.muscle.name, "objective": agent.objective.name}
+        reload = HotReload(process.name, "one", plugins, clock=clock)
+        watch_muscle(process, reload)
+        answers = iter(range(100, 200))
+        brain = FakeLink("Brain-one", lambda _: m.BrainUpdate(update=pickle.dumps(next(answers))))
+        process.wire(brain, {"env": FakeLink("Environment-env-0")})
+        process.begin_episode(
+            m.AgentEpisode(
+                episode=0, sensors=baseline.sensors[:2], actuators=baseline.actuators[:2]
+            )
+        )
+        reward = [m.InfoDesc("Dummy Reward", None, 1)]
+
+        def step(number: int) -> dict[str, object]:
+            clock.now = float(number)
+            rewards = reward if number else None
+            message = m.AgentStep(step=number, values=[0, 0], rewards=rewards, done=False)
+            return process.step(message).setpoints
+
+        assert step(0) == {"env.0": 1, "env.1": 1}
+        draw = old.rng.bit_generator.state
+        path.write_text(MUSCLE.format(version=2))
+        assert step(1) == {"env.0": 1, "env.1": 1}  # the change is settling
+        assert step(2) == {"env.0": 2, "env.1": 2}  # reloaded before this step
+        new = process.muscle
+        assert new is not old and type(new).__module__ == name
+        assert new.calls == ["setup", "prepare_model", ("update", 101), ("update", 102)]
+        assert new.model == b"weights" and new.mode == "test"
+        assert new.context is old.context and new.rng.bit_generator.state == draw
+        assert process.filters.filters[0].muscle is new
+        assert sys.modules[name].TORN == [] and old_module_torn(old) == [1]
+    finally:
+        sys.modules.pop(name, None)
+
+
+def old_module_torn(muscle: object) -> list[int]:
+    """The ``TORN`` list of the module the (old) Muscle's class was made in."""
+    return type(muscle).teardown.__globals__["TORN"]  # type: ignore[attr-defined,no-any-return]
