@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -25,7 +26,16 @@ from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
 from palaestra.core.code_watch import SourceWatch, WatchedFile, class_in, load_fresh, source_of
 from palaestra.core.plugin import PluginError, call
-from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
+from palaestra.core.specs import (
+    AgentSpec,
+    ClassSpec,
+    EnvironmentSpec,
+    PhaseConfig,
+    PhaseSpec,
+    RunSpec,
+    SimulationSpec,
+    with_hot_reload,
+)
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.testing import FakeLink
 
@@ -343,3 +353,30 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
 def old_module_torn(muscle: object) -> list[int]:
     """The ``TORN`` list of the module the (old) Muscle's class was made in."""
     return type(muscle).teardown.__globals__["TORN"]  # type: ignore[attr-defined,no-any-return]
+
+
+def test_reload_flag_turns_hot_reload_on_for_every_agent_of_every_phase() -> None:
+    agent = AgentSpec(
+        name="a",
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=(),
+        actuators=(),
+    )
+    phases = tuple(
+        PhaseSpec(
+            index=index,
+            name=f"phase_{index}",
+            environments=(),
+            agents=(agent, msgspec.structs.replace(agent, name="b")),
+            simulation=SimulationSpec(name="palaestra.simulation:Vanilla"),
+            config=PhaseConfig(),
+        )
+        for index in range(2)
+    )
+    run = RunSpec(uid="r", experiment_uid="e", seed=1, version="1", phases=phases)
+    assert not any(a.hot_reload for p in run.phases for a in p.agents)
+    reloading = with_hot_reload(run)
+    assert [a.hot_reload for p in reloading.phases for a in p.agents] == [True] * 4
+    assert [a.name for p in reloading.phases for a in p.agents] == ["a", "b"] * 2
