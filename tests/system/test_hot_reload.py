@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import time
+import uuid
 
 import pytest
 
@@ -75,7 +76,7 @@ LOAD = """dump = self.load_brain_dump()
             self.count = pickle.load(dump)"""
 
 RUN = """\
-uid: reload-run
+uid: {uid}
 experiment_uid: reload-tests
 seed: 5
 version: "0.1"
@@ -123,6 +124,9 @@ class LiveRun:
         self, workspace: Workspace, *, hot_reload: bool, flag: bool, phases: int = 1
     ) -> None:
         self.workspace = workspace
+        self.uid = (
+            f"reload-{uuid.uuid4().hex[:8]}"  # a pause flag of its own (see RecordingSwitch)
+        )
         self.module = workspace.path / "reload_agent.py"
         self.stops = [workspace.path / f"stop-{phase}" for phase in range(phases)]
         self.stop = self.stops[-1]  # the last phase's
@@ -131,6 +135,7 @@ class LiveRun:
         run = workspace.path / "run.yml"
         run.write_text(
             RUN.format(
+                uid=self.uid,
                 stop=self.stops[0],
                 hot_reload="true" if hot_reload else "false",
                 phase_1=PHASE_1.format(stop=self.stops[1]) if phases > 1 else "",
@@ -238,7 +243,7 @@ def test_edits_take_effect_between_steps_and_a_broken_edit_keeps_the_old_code(
     assert err.count("SyntaxError") == 2, err[-3000:]
     assert "Muscle-live-0" in err and "Brain-live" in err
 
-    reloads = query.code_reloads("reload-run", store_uri=workspace.store_uri)
+    reloads = query.code_reloads(live.uid, store_uri=workspace.store_uri)
     for source in ("brain:live", "muscle:live", "objective:live"):
         assert list(reloads.ok[reloads.source == source]) == [True, False, True], source
     assert set(reloads.module) == {"reload_agent"}
@@ -264,14 +269,14 @@ def test_edits_take_effect_between_steps_and_a_broken_edit_keeps_the_old_code(
 
     # The new Muscle got the Brain's newest update at once (then the step's own): 2 updates
     # applied on its first step.
-    stats = query.statistics("reload-run", source="muscle", store_uri=workspace.store_uri)
+    stats = query.statistics(live.uid, source="muscle", store_uri=workspace.store_uri)
     updates = {int(s): v["updates"] for s, v in zip(stats.step, stats.statistics, strict=True)}
     assert updates[first_2] == 2 and updates[first_3] == 2
     assert updates[first_2 - 1] == first_2  # the old one had applied one per step
 
     # The Brain's count went on across its reloads (its state through store and load) while
     # its version changed where its reloads say.
-    brain = query.statistics("reload-run", source="brain", store_uri=workspace.store_uri)
+    brain = query.statistics(live.uid, source="brain", store_uri=workspace.store_uri)
     counted = [
         (int(s), v["count"], v["version"])
         for s, v in zip(brain.step, brain.statistics, strict=True)
@@ -283,12 +288,12 @@ def test_edits_take_effect_between_steps_and_a_broken_edit_keeps_the_old_code(
         1 if s < b2 else 2 if s < b3 else 3 for s, _, _ in counted
     ]
 
-    shown = workspace.run("experiment-show", "reload-run")
+    shown = workspace.run("experiment-show", live.uid)
     assert shown.returncode == 0, shown.stderr
     lines = [line for line in shown.stdout.splitlines() if "reload_agent.py" in line]
     assert len(lines) == 9, shown.stdout
     assert sum("FAILED, old code kept: SyntaxError" in line for line in lines) == 3
-    shown = workspace.run("experiment-show", "reload-run", "--format", "json")
+    shown = workspace.run("experiment-show", live.uid, "--format", "json")
     assert shown.returncode == 0, shown.stderr
     listed = json.loads(shown.stdout)["code_reloads"]
     assert [r["ok"] for r in listed].count(False) == 3 and len(listed) == 9
@@ -310,27 +315,27 @@ def test_a_failing_state_handover_keeps_the_old_brain(workspace: Workspace) -> N
         live.close()
 
     assert err.count("hot reload of") == 1 and "cannot read the dump" in err, err[-3000:]
-    reloads = query.code_reloads("reload-run", store_uri=workspace.store_uri)
+    reloads = query.code_reloads(live.uid, store_uri=workspace.store_uri)
     outcome = dict(zip(reloads.source, reloads.ok, strict=True))
     assert outcome == {"brain:live": False, "muscle:live": True, "objective:live": True}
     (error,) = reloads.error[reloads.source == "brain:live"]
     assert "CountingBrain.load" in error and "cannot read the dump" in error
 
-    brain = query.statistics("reload-run", source="brain", store_uri=workspace.store_uri)
+    brain = query.statistics(live.uid, source="brain", store_uri=workspace.store_uri)
     assert {v["version"] for v in brain.statistics} == {1}
     counts = [v["count"] for v in brain.statistics]
     assert counts == list(range(1, len(counts) + 1))
     assert {v for _, v, _ in setpoints(workspace)} == {1, 2}
 
     exported = workspace.run(
-        "results", "reload-run", "--table", "code_reloads", "--format", "json",
+        "results", live.uid, "--table", "code_reloads", "--format", "json",
         "--source", "brain:live",
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
     (row,) = json.loads(exported.stdout)
     assert (row["ok"], row["module"], row["phase"]) == (False, "reload_agent", 0)
     assert "cannot read the dump" in row["error"]
-    cleaned = workspace.run("clean", "reload-run", "--yes")
+    cleaned = workspace.run("clean", live.uid, "--yes")
     assert cleaned.returncode == 0, cleaned.stderr
     assert "3 code reloads" in cleaned.stdout, cleaned.stdout
 
@@ -348,7 +353,7 @@ def test_without_hot_reload_nothing_is_watched(workspace: Workspace) -> None:
         live.close()
     assert "hot reload" not in err
     assert {v for _, v, _ in setpoints(workspace)} == {1}
-    assert len(query.code_reloads("reload-run", store_uri=workspace.store_uri)) == 0
+    assert len(query.code_reloads(live.uid, store_uri=workspace.store_uri)) == 0
 
 
 def test_a_later_phase_starts_with_the_reloaded_code(workspace: Workspace) -> None:
@@ -368,9 +373,9 @@ def test_a_later_phase_starts_with_the_reloaded_code(workspace: Workspace) -> No
     assert "hot reload" not in err, err[-3000:]
     assert {v for _, v, _ in setpoints(workspace, phase=1)} == {2}
     assert {o for _, _, o in setpoints(workspace, phase=1)} == {2.0}
-    reloads = query.code_reloads("reload-run", store_uri=workspace.store_uri)
+    reloads = query.code_reloads(live.uid, store_uri=workspace.store_uri)
     assert set(reloads.phase) == {0} and reloads.ok.all()
-    brain = query.statistics("reload-run", phase=1, source="brain", store_uri=workspace.store_uri)
+    brain = query.statistics(live.uid, phase=1, source="brain", store_uri=workspace.store_uri)
     assert {v["version"] for v in brain.statistics} == {2}
 
 
