@@ -36,6 +36,10 @@ class Brain(ABC):
     the methods called while steps run (:meth:`store`) run in a worker thread, where Python
     allows no ``signal.signal`` (palaestra raises an error that says so): install signal
     handlers in the constructor or :meth:`setup`, if at all.
+
+    With hot reload (``experiment-start --reload``), an instance of the edited class replaces
+    this one between two :meth:`thinking` calls: this one's :meth:`store` hands its state to
+    the new one's :meth:`load` (see :mod:`palaestra.agent.hot_reload`).
     """
 
     def attach(self, context: BrainContext) -> None:

@@ -21,6 +21,7 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
+from palaestra.agent.hot_reload import brain_reload, watch_brain
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
@@ -63,6 +64,7 @@ class BrainProcess(Component):
         self.stored = True  # nothing learned yet that a dump would lose
         self.latest: bytes | None = None  # the newest update, pickled
         self.updated: set[str] = set()  # the Muscles that have it
+        reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(
@@ -87,6 +89,8 @@ class BrainProcess(Component):
         self.filters = FilterChain(setup.agent.filters)
         phase_rules = setup.agent.phase_stop
         self.phase_stop = PhaseStop(name, phase_rules) if phase_rules else None
+        if reload is not None:
+            watch_brain(self, reload)  # its _think then looks for a changed plug-in file first
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -196,13 +200,13 @@ class BrainProcess(Component):
                 except PeerGone:  # a Muscle stopped (or its parent reports why)
                     selector.discard(link)
 
-    def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> None:
-        """Take one Muscle's experience, think, answer."""
+    def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
+        """Take one Muscle's experience, think, answer; the message it answered."""
         brain = self.brain
         message = m.decode(link.recv())
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
-            return
+            return message
         if not isinstance(message, m.Experience):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
         muscle_id = names.get(link)
@@ -238,6 +242,7 @@ class BrainProcess(Component):
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         update = self._deliver(muscle_id, update)
         link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
+        return message
 
     def _evaluate(self, evaluation: int) -> m.AgentEvaluated:
         """Call ``evaluate_rollouts`` after evaluation ``evaluation``'s rollouts."""

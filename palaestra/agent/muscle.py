@@ -28,6 +28,11 @@ class Muscle(ABC):
     :meth:`update` and :meth:`reset` run in a worker thread, where Python allows no
     ``signal.signal`` (palaestra raises an error that says so): install signal handlers in the
     constructor or :meth:`setup`, if at all.
+
+    With hot reload (``experiment-start --reload``), an instance of the edited class replaces
+    this one between two steps, with the same context, after its :meth:`setup` (and
+    :meth:`prepare_model` in a test phase) and the Brain's newest update through :meth:`update`
+    (see :mod:`palaestra.agent.hot_reload`).
     """
 
     def attach(self, context: MuscleContext) -> None:

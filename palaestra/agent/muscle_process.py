@@ -19,6 +19,7 @@ import zmq
 
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
+from palaestra.agent.hot_reload import muscle_reload, watch_muscle
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
@@ -140,6 +141,7 @@ class MuscleProcess(Component):
         self.record_source = f"muscle:{agent.name}"  # of its plug-in records
         self.switch = RecordingSwitch()
         self.acted_paused = False  # recording was paused when the last step was acted on
+        reload = muscle_reload(name, agent) if agent.hot_reload else None  # before the build
         self.muscle = self._construct(agent, sensors, actuators)
         self.filters = FilterChain(agent.filters)
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
@@ -147,6 +149,9 @@ class MuscleProcess(Component):
         self.objective_reached = False
         self.evaluation = False  # the episode is an evaluation rollout
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
+        self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
+        if reload is not None:
+            watch_muscle(self, reload)  # its step then looks for changed plug-in files first
 
     def _record(self, rows: list[Any]) -> m.MuscleActionRows:
         return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
@@ -397,6 +402,7 @@ class MuscleProcess(Component):
         if answer.end_phase:
             self.end_phase = True
         if answer.update is not None:
+            self.last_update = answer.update
             call(self.muscle.update, pickle.loads(answer.update))
 
     def _complete(self, previous: _Previous, message: m.AgentStep) -> m.Transition:

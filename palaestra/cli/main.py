@@ -134,6 +134,13 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
     metavar="N",
     help="Sweep: how many runs execute at once, each in its own process (default 1).",
 )
+@click.option(
+    "--reload",
+    "hot_reload",
+    is_flag=True,
+    help="Hot reload: when an agent's plug-in source file changes, its processes load the new "
+    "code and go on (as hot_reload: true on every agent).",
+)
 @click.pass_obj
 def experiment_start(
     state: State,
@@ -142,6 +149,7 @@ def experiment_start(
     seeds: str | None,
     sets: tuple[str, ...],
     parallel: int | None,
+    hot_reload: bool,
 ) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts.
 
@@ -156,16 +164,28 @@ def experiment_start(
     if seeds is not None or sets or parallel is not None:
         from palaestra.cli.sweeps import start_sweep
 
-        sys.exit(start_sweep(state, run_files, seeds=seeds, sets=sets, parallel=parallel or 1))
+        sys.exit(
+            start_sweep(
+                state,
+                run_files,
+                seeds=seeds,
+                sets=sets,
+                parallel=parallel or 1,
+                hot_reload=hot_reload,
+            )
+        )
     from palaestra.cli.progress import watching
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
+    from palaestra.core.specs import with_hot_reload
     from palaestra.experiment import capacity
     from palaestra.experiment.executor import execute
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
     runs = [load_run_file(path, probe_timeout=config.probe_timeout) for path in run_files]
+    if hot_reload:
+        runs = [with_hot_reload(run) for run in runs]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run

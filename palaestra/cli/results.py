@@ -39,6 +39,7 @@ FILTERS = {
     "statistics": {"phase", "agent", "source", "episode", "worker", "mode"},
     "plugin_records": {"phase", "source", "episode", "worker"},
     "recording_gaps": set(),
+    "code_reloads": {"phase", "source", "worker"},
 }
 """The tables ``results`` exports and the filters each takes."""
 EXPANDABLE = {"muscle_actions", "world_states", "statistics"}
@@ -55,6 +56,7 @@ CLEANED = [
     ("statistics", "statistics row"),
     ("plugin_records", "plug-in record"),
     ("recording_gaps", "recording gap"),
+    ("code_reloads", "code reload"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
 STATUS_STYLES = {
@@ -169,6 +171,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
             rows.episode_rewards(run, store_uri=uri, instance=instance)
         ),
         "trends": reward_trend(run, store_uri=uri, instance=instance),
+        "code_reloads": rows.code_reloads(run, store_uri=uri, instance=instance),
     }
     if fmt == "json":
         sys.stdout.write(_json_dumps(shown, indent=2) + "\n")
@@ -214,6 +217,29 @@ def _show(shown: dict[str, Any]) -> None:
     ):
         click.echo()
         _print(table)
+    if shown["code_reloads"]:
+        click.echo()
+        click.echo("Code reloads (hot reload):")
+        for line in _reload_lines(shown["code_reloads"]):
+            click.echo(f"  {line}")
+
+
+def _reload_lines(reloads: Rows) -> list[str]:
+    """A line per hot reload: when, where in the run, which plug-in and file, and whether it
+    took (else the last line of its traceback)."""
+    lines = []
+    for row in reloads:
+        where = f"phase {row['phase']} worker {row['worker']} episode {row['episode']}"
+        step = "step -" if row["step"] < 0 else f"step {row['step']}"
+        if row["ok"]:
+            outcome = "reloaded"
+        else:
+            last = (row["error"] or "").strip().splitlines()[-1:] or ["?"]
+            outcome = f"FAILED, old code kept: {last[0]}"
+        lines.append(
+            f"{_time(row['at'])} {where} {step}: {row['source']} {row['path']}: {outcome}"
+        )
+    return lines
 
 
 def _phases_table(phases: Rows) -> Table:

@@ -27,6 +27,7 @@ def start_sweep(
     seeds: str | None,
     sets: Sequence[str],
     parallel: int,
+    hot_reload: bool = False,
 ) -> int:
     """Expand, check and execute the runs of ``run_files``; print the table; return the exit
     code."""
@@ -38,6 +39,10 @@ def start_sweep(
     grid = expand_grid(parse_seeds(seeds) if seeds else (), [parse_set(text) for text in sets])
     prepared = [item for path in run_files for item in prepare_runs(path, grid, state.config)]
     specs = [spec for spec, _ in prepared]
+    if hot_reload:
+        from palaestra.core.specs import with_hot_reload
+
+        specs = [with_hot_reload(spec) for spec in specs]
     capacity.ensure(specs)
     click.echo(f"Sweep: {len(specs)} runs, {min(parallel, len(specs))} at a time.")
 

@@ -495,6 +495,32 @@ class PluginRecordRows(Msg, frozen=True, kw_only=True):
     rows: list[PluginRecordRow]
 
 
+class CodeReloadRow(msgspec.Struct, frozen=True, array_like=True):
+    """One row of ``code_reloads``: a plug-in's module changed (hot reload), and whether the
+    new code took."""
+
+    source: str
+    """The plug-in: ``muscle:<agent>``, ``objective:<agent>`` or ``brain:<agent>``."""
+    worker: int
+    episode: int
+    step: int
+    """The first step the new code ran (a failed reload: the step at which it was tried)."""
+    module: str
+    path: str
+    ok: bool
+    error: str | None
+    """The traceback that kept the old code running; None when it took."""
+    at: float
+    """When it was tried, seconds since the epoch."""
+
+
+class CodeReloads(Msg, frozen=True, kw_only=True):
+    """The ``code_reloads`` rows of one reload in an agent's process (rare: sent at once)."""
+
+    agent_id: int
+    rows: list[CodeReloadRow]
+
+
 class RecordingGapMark(Msg, frozen=True, kw_only=True):
     """An environment worker's recording paused (``paused``) or resumed at a step: the first
     step not recorded, or the first recorded again (``recording_gaps``)."""
@@ -694,6 +720,7 @@ Message = (
     | MuscleActionRows
     | StatisticsRows
     | PluginRecordRows
+    | CodeReloads
     | RecordingGapMark
     | EpisodeEnded
     | EpisodeRows

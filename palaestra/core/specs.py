@@ -181,3 +181,16 @@ class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
     overrides: dict[str, Any] | None = None
     """The values a sweep (or ``palaestra.run(overrides=...)``) set, by dotted path; None if the
     run is the file as written."""
+
+
+def with_hot_reload(run: RunSpec) -> RunSpec:
+    """``run`` with ``hot_reload`` on for every agent of every phase (``experiment-start
+    --reload``)."""
+    replace = msgspec.structs.replace
+    return replace(
+        run,
+        phases=tuple(
+            replace(phase, agents=tuple(replace(a, hot_reload=True) for a in phase.agents))
+            for phase in run.phases
+        ),
+    )

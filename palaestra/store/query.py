@@ -38,6 +38,7 @@ __all__ = [
     "UnknownRunError",
     "agents",
     "brain_states",
+    "code_reloads",
     "environments",
     "episode_rewards",
     "episodes",
@@ -354,6 +355,37 @@ def recording_gaps(
     ``mode``, ``worker``, ``from_episode``, ``from_step`` (the first step not recorded),
     ``to_episode``, ``to_step`` (the first recorded again; None if it stayed paused)."""
     return to_frame(rows.recording_gaps(run, store_uri=store_uri, instance=instance))
+
+
+def code_reloads(
+    run: str,
+    *,
+    phase: Match | None = None,
+    source: Match | None = None,
+    worker: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> pd.DataFrame:
+    """The hot reloads of the run's plug-ins (``experiment-start --reload``): one row per
+    plug-in rebuilt at each change of its module's file.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        source: ``muscle:<agent>``, ``objective:<agent>`` or ``brain:<agent>``, or several.
+        worker: Worker number(s) (a Brain's row: the worker whose step it answered first).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``source``, ``worker``, ``episode``, ``step``
+        (the first step the new code ran, or the step at which a failed reload was tried),
+        ``module``, ``path``, ``ok``, ``error`` (the traceback, if it failed), ``at``.
+    """
+    found = rows.code_reloads(
+        run, phase=phase, source=source, worker=worker, store_uri=store_uri, instance=instance
+    )
+    return to_frame(found)
 
 
 def episodes(

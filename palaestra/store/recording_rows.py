@@ -1,17 +1,20 @@
-"""The store writer's rows for plug-in records and recording gaps (see
-:mod:`palaestra.core.plugin_records` and :mod:`palaestra.core.recording_control`)."""
+"""The store writer's rows for plug-in records, recording gaps and code reloads (see
+:mod:`palaestra.core.plugin_records`, :mod:`palaestra.core.recording_control` and
+:mod:`palaestra.agent.hot_reload`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, select, update
 
 from palaestra.core import messages as m
-from palaestra.store.models import Agent, Environment, PluginRecord, RecordingGap
+from palaestra.store.models import Agent, CodeReload, Environment, PluginRecord, RecordingGap
 
 PLUGIN_RECORDS: Table = PluginRecord.__table__  # type: ignore[assignment]
 RECORDING_GAPS: Table = RecordingGap.__table__  # type: ignore[assignment]
+CODE_RELOADS: Table = CodeReload.__table__  # type: ignore[assignment]
 
 
 class PhaseIds:
@@ -53,6 +56,25 @@ def plugin_record_rows(message: m.PluginRecordRows, phase_id: int) -> list[dict[
             "step": row.step,
             "key": row.key,
             "value": row.value,
+        }
+        for row in message.rows
+    ]
+
+
+def code_reload_rows(message: m.CodeReloads, phase_id: int) -> list[dict[str, Any]]:
+    """The ``code_reloads`` rows of ``message``, in phase ``phase_id``."""
+    return [
+        {
+            "experiment_run_phase_id": phase_id,
+            "source": row.source,
+            "worker": row.worker,
+            "episode": row.episode,
+            "step": row.step,
+            "module": row.module,
+            "path": row.path,
+            "ok": row.ok,
+            "error": row.error,
+            "at": dt.datetime.fromtimestamp(row.at, dt.UTC),
         }
         for row in message.rows
     ]

@@ -44,6 +44,7 @@ from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
     Agent,
     BrainState,
+    CodeReload,
     Environment,
     Episode,
     Experiment,
@@ -872,6 +873,53 @@ def recording_gaps(
     return _fetch_run(store_uri, run, instance, statement)
 
 
+def code_reloads(
+    run: str,
+    *,
+    phase: Match | None = None,
+    source: Match | None = None,
+    worker: Match | None = None,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The hot reloads of a run instance's plug-ins (``experiment-start --reload``).
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``source`` (``muscle:<agent>``,
+        ``objective:<agent>`` or ``brain:<agent>``), ``worker``, ``episode``, ``step`` (the
+        first step the new code ran; for a failed reload the step at which it was tried; -1
+        where there was none), ``module``, ``path``, ``ok``, ``error`` (the traceback that
+        kept the old code running) and ``at``, in the order they happened per phase.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        reload = CodeReload
+        chosen = (
+            select(
+                *_phase_columns(),
+                reload.source,
+                reload.worker,
+                reload.episode,
+                reload.step,
+                reload.module,
+                reload.path,
+                reload.ok,
+                reload.error,
+                reload.at,
+            )
+            .select_from(reload)
+            .join(_Phase, reload.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.index, reload.at, reload.id)
+        )
+        return _filtered(
+            chosen,
+            [(_Phase, phase), (reload.source, source), (reload.worker, worker)],
+        )
+
+    return _fetch_run(store_uri, run, instance, statement)
+
+
 # --- presentation ----------------------------------------------------------------------------
 
 
@@ -1032,6 +1080,7 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
         ("episodes", Episode, Episode.experiment_run_phase_id.in_(phase_ids)),
         ("plugin_records", PluginRecord, PluginRecord.experiment_run_phase_id.in_(phase_ids)),
         ("recording_gaps", RecordingGap, RecordingGap.experiment_run_phase_id.in_(phase_ids)),
+        ("code_reloads", CodeReload, CodeReload.experiment_run_phase_id.in_(phase_ids)),
         ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
         ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),
         ("environments", Environment, Environment.experiment_run_phase_id.in_(phase_ids)),

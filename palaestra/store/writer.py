@@ -48,7 +48,14 @@ from palaestra.store.models import (
     WorldState,
     utcnow,
 )
-from palaestra.store.recording_rows import PLUGIN_RECORDS, PhaseIds, mark_gap, plugin_record_rows
+from palaestra.store.recording_rows import (
+    CODE_RELOADS,
+    PLUGIN_RECORDS,
+    PhaseIds,
+    code_reload_rows,
+    mark_gap,
+    plugin_record_rows,
+)
 from palaestra.store.replay_source import find_replay
 
 LOG = logging.getLogger(__name__)
@@ -239,6 +246,8 @@ class StoreWriter(Component):
             self._recording(message, size)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
+        elif isinstance(message, m.CodeReloads):
+            self._write_code_reloads(message)
         elif isinstance(message, m.ProducerClosed):
             self._producer_closed(message.producer)
         else:
@@ -286,6 +295,12 @@ class StoreWriter(Component):
         with self._store_errors(doing), self._engine().begin() as connection:
             connection.execute(BRAIN_STATES.insert(), [row])
             connection.execute(older)
+
+    def _write_code_reloads(self, message: m.CodeReloads) -> None:
+        """A hot reload's rows are rare: inserted at once, not buffered."""
+        with self._store_errors("finding a phase"):
+            phase_id = self.phase_ids.of(self._engine(), message.agent_id, None)
+        self._write({CODE_RELOADS: code_reload_rows(message, phase_id)})
 
     def _producer_closed(self, producer: str) -> None:
         self.closed_producers.add(producer)

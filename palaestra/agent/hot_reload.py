@@ -1,0 +1,442 @@
+"""Hot reload of an agent's code: new Muscle, Objective and Brain instances from changed files.
+
+With ``experiment-start --reload`` (or ``hot_reload: true`` on an agent) each Muscle process
+watches the source files of its Muscle's and its Objective's modules, and the Brain process
+that of its Brain's module (only the user's own files: see
+:func:`palaestra.core.code_watch.source_of`). When one changes, the process loads the module
+afresh, builds new instances of the plug-in classes with the same params and context, hands
+them the old instances' state, and goes on with them: a Muscle process between two steps (it
+also evaluates the Objective), the Brain process between two ``thinking`` calls.
+
+What carries over:
+
+- Brain: its state through its own dump: the old instance's :meth:`~Brain.store` is called
+  (its dumps are captured, not stored), and the new one starts as a phase does, with
+  :meth:`~Brain.load` (only if the old one stored something; ``try_load_brain_dump`` if the
+  class overrides it) and then :meth:`~Brain.setup`. Its :attr:`~Brain.memory` (the same
+  object), its context (name, seed, sensors as its filters set them, the dump writer) and a
+  mode assigned to it carry over as they are. What ``store`` does not save is lost.
+- Muscle: its context (the same, with the same random generator, which goes on where it was)
+  and an evaluation's test mode; then :meth:`~Muscle.setup`, in a test phase
+  :meth:`~Muscle.prepare_model` (loading the agent's brain dumps again), and the newest update
+  the Brain sent this Muscle, applied again with :meth:`~Muscle.update` (a Brain whose updates
+  are increments, not a whole policy, should keep sending whole ones). The memory the
+  Objective reads belongs to the process and stays.
+- Objective: a new instance with the same params (it has no state of its own to hand over).
+
+Everything is built before anything is swapped: a module that fails to compile or to run, a
+class that is gone, or an exception in a constructor, ``store``, ``load``, ``setup``,
+``prepare_model`` or ``update`` keeps all the old instances (and the old module) running, logs
+the traceback once and records the failure; the change is tried again only when a watched
+file changes again. After a swap the old Muscle's or Brain's ``teardown()`` is called (a
+failure there is logged, the new code keeps running). Each attempt becomes a ``code_reloads``
+row per plug-in rebuilt, sent to the store at once.
+
+The per-step cost with hot reload on is a clock read and a comparison (the files are stat-ed
+every :data:`~palaestra.core.code_watch.CHECK_INTERVAL` seconds, and a change is acted on once
+two looks in a row found the file the same, so within about half a second); with it off,
+nothing: the process's step method is only wrapped when it is on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pickle
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from palaestra.agent.brain import Brain
+from palaestra.agent.context import BrainDumps
+from palaestra.agent.muscle import Muscle
+from palaestra.core import messages as m
+from palaestra.core.code_watch import (
+    CHECK_INTERVAL,
+    PALAESTRA_DIR,
+    SourceWatch,
+    WatchedFile,
+    class_in,
+    install,
+    load_fresh,
+    source_of,
+)
+from palaestra.core.loading import load_class
+from palaestra.core.name_rules import dump_key
+from palaestra.core.plugin import PluginError, call
+from palaestra.core.records import send
+
+if TYPE_CHECKING:
+    from palaestra.agent.brain_process import BrainProcess
+    from palaestra.agent.muscle_process import MuscleProcess
+    from palaestra.core.specs import AgentSpec
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One plug-in's part in a reload attempt."""
+
+    kind: str  # "muscle", "objective" or "brain"
+    watched: WatchedFile
+    ok: bool
+    error: str | None
+    at: float
+
+
+class HotReload:
+    """Watches the modules of one process's plug-ins and swaps in instances of their new code.
+
+    Made before the process builds its plug-ins, it first loads their watched modules afresh
+    from their files: the process is forked from the executor, whose modules are those it
+    imported when the run began, and an earlier phase of the run may have reloaded newer code.
+    A module that fails to load then is reported like a failed reload (logged, and recorded
+    at the first step), and the process builds its plug-ins from the executor's version.
+
+    Args:
+        owner: The process name, for log lines.
+        agent: The agent's name (the rows' source is ``<kind>:<agent>``).
+        plugins: The run file's class names (``module:Class``) of the plug-ins by kind
+            (``muscle``, ``objective``, ``brain``); those whose module is not watched
+            (palaestra's, installed packages') are left out.
+        interval: Seconds between two looks at the files.
+        clock: The monotonic clock.
+    """
+
+    def __init__(
+        self,
+        owner: str,
+        agent: str,
+        plugins: Mapping[str, str],
+        interval: float = CHECK_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.owner = owner
+        self.agent = agent
+        self.rebuild: Callable[[dict[str, type]], None] = _nothing_to_rebuild
+        """Called with the new classes by kind: builds new instances and hands them the old
+        ones' state, then swaps them in; raises (swapping nothing) if any step fails."""
+        self.kinds: dict[str, tuple[WatchedFile, str]] = {}  # kind: (its file, class qualname)
+        for kind, name in plugins.items():
+            cls = load_class(name)
+            watched = source_of(cls)
+            if watched is not None:
+                self.kinds[kind] = (watched, cls.__qualname__)
+        files = {watched.module: watched for watched, _ in self.kinds.values()}
+        self.watch = SourceWatch(files.values(), interval, clock)
+        self.pending: dict[str, WatchedFile] = {}  # changed, not yet reloaded (failed)
+        self.started = self._start(list(files.values()))  # reported at the first check
+        if self.started:
+            self.watch.next_check = 0.0
+
+    def _start(self, files: list[WatchedFile]) -> list[Outcome]:
+        """Load ``files`` afresh and install them; the outcomes of those that failed."""
+        failed: list[Outcome] = []
+        for watched in files:
+            kinds = [(k, name) for k, (w, name) in self.kinds.items() if w == watched]
+            try:
+                module = load_fresh(watched)
+                for _, name in kinds:
+                    class_in(module, name)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: reported
+                error = user_traceback(exc)
+                LOG.error(
+                    "%s: hot reload: %s fails to load, so this process starts with the version "
+                    "the run loaded before (tried again when the file changes again):\n%s",
+                    self.owner,
+                    watched.path,
+                    error,
+                )
+                self.pending[watched.module] = watched
+                failed.extend(Outcome(k, watched, False, error, time.time()) for k, _ in kinds)
+            else:
+                install(module)
+        return failed
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def describe(self) -> str:
+        return ", ".join(f"{kind} {w.path}" for kind, (w, _) in self.kinds.items())
+
+    def check(self) -> list[Outcome]:
+        """Look at the files; if one changed, reload (see the module's docstring). The
+        outcomes, one per plug-in rebuilt (none if nothing changed; the first time, also those
+        of the modules that failed to load at the start)."""
+        outcomes, self.started = self.started, []
+        changed = self.watch.changed()
+        if not changed:
+            return outcomes
+        for watched in changed:
+            self.pending[watched.module] = watched
+        return outcomes + self._reload()
+
+    def _reload(self) -> list[Outcome]:
+        kinds = {k: v for k, v in self.kinds.items() if v[0].module in self.pending}
+        files = sorted(self.pending.values(), key=lambda w: w.module)
+        try:
+            modules = {w.module: load_fresh(w) for w in files}
+            classes = {k: class_in(modules[w.module], name) for k, (w, name) in kinds.items()}
+            self.rebuild(classes)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: reported, kept
+            error = user_traceback(exc)
+            LOG.error(
+                "%s: hot reload of %s failed; the old code keeps running (tried again when the "
+                "file changes again):\n%s",
+                self.owner,
+                ", ".join(w.path for w in files),
+                error,
+            )
+            at = time.time()
+            return [Outcome(k, w, False, error, at) for k, (w, _) in kinds.items()]
+        for module in modules.values():
+            install(module)
+        self.pending.clear()
+        LOG.info(
+            "%s: reloaded %s (%s)",
+            self.owner,
+            ", ".join(w.path for w in files),
+            ", ".join(kinds) or "no plug-in class in it",
+        )
+        at = time.time()
+        return [Outcome(k, w, True, None, at) for k, (w, _) in kinds.items()]
+
+    def rows(
+        self, outcomes: list[Outcome], worker: int, episode: int, step: int
+    ) -> list[m.CodeReloadRow]:
+        return [
+            m.CodeReloadRow(
+                f"{o.kind}:{self.agent}",
+                worker,
+                episode,
+                step,
+                o.watched.module,
+                o.watched.path,
+                o.ok,
+                o.error,
+                o.at,
+            )
+            for o in outcomes
+        ]
+
+
+def _nothing_to_rebuild(classes: dict[str, type]) -> None:
+    raise RuntimeError("hot reload: no process to rebuild plug-ins in (a bug of palaestra)")
+
+
+def _watching(process: Any, reload: HotReload, method: str, wrapped: Callable[..., Any]) -> None:
+    """Replace ``process``'s ``method`` by ``wrapped`` (an instance attribute: with hot reload
+    off the class's method runs, untouched)."""
+    setattr(process, method, wrapped)
+    LOG.info("%s: hot reload watches %s", process.name, reload.describe())
+
+
+def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
+    """Say that the process watches nothing: once per agent and phase as a warning (from the
+    Brain process) if none of the agent's plug-ins can be reloaded, else for information."""
+    names = (agent.brain.name, agent.muscle.name, agent.objective.name)
+    none = all(source_of(load_class(name)) is None for name in names)
+    LOG.log(
+        logging.WARNING if brain and none else logging.INFO,
+        "%s: hot reload of agent '%s' watches nothing here: %s from palaestra or installed "
+        "packages, whose modules are never reloaded",
+        owner,
+        agent.name,
+        "its plug-ins come" if none else "this process's plug-ins come",
+    )
+
+
+# --- the Muscle process ----------------------------------------------------------------------
+
+
+def muscle_reload(name: str, agent: AgentSpec) -> HotReload:
+    """The hot reload of a Muscle process (``name``) of ``agent``: made before its Muscle and
+    Objective are built (see :class:`HotReload`), then given to :func:`watch_muscle`."""
+    return HotReload(
+        name, agent.name, {"muscle": agent.muscle.name, "objective": agent.objective.name}
+    )
+
+
+def watch_muscle(process: MuscleProcess, reload: HotReload) -> None:
+    """Have ``process`` reload its Muscle's and Objective's modules when they change, between
+    two steps (nothing if neither module is one to watch)."""
+    if not reload:
+        _unwatched(process.name, process.agent, brain=False)
+        return
+    reload.rebuild = lambda classes: _rebuild_muscle(process, classes)
+    step = process.step  # the class's, bound
+    watch = reload.watch
+    clock = watch.clock
+
+    def watched_step(message: m.AgentStep) -> m.AgentActions:
+        if clock() >= watch.next_check:
+            outcomes = reload.check()
+            if outcomes:
+                rows = reload.rows(outcomes, process.worker, process.episode, message.step)
+                _send(process, m.CodeReloads(agent_id=process.agent_id, rows=rows))
+        return step(message)
+
+    _watching(process, reload, "step", watched_step)
+
+
+def _rebuild_muscle(process: MuscleProcess, classes: dict[str, type]) -> None:
+    agent = process.agent
+    objective = process.objective
+    if "objective" in classes:
+        objective = call(classes["objective"], **agent.objective.params)
+    old = process.muscle
+    muscle = old
+    if "muscle" in classes:
+        muscle = call(classes["muscle"], **agent.muscle.params)
+        if not isinstance(muscle, Muscle):
+            raise TypeError(f"{classes['muscle'].__qualname__} is no longer a Muscle")
+        muscle.attach(old.context)
+        if "_palaestra_mode" in old.__dict__:  # an evaluation's test mode
+            muscle.__dict__["_palaestra_mode"] = old.__dict__["_palaestra_mode"]
+        call(muscle.setup)
+        if process.mode == "test":
+            call(muscle.prepare_model)
+        if process.last_update is not None:
+            call(muscle.update, pickle.loads(process.last_update))
+    process.objective = objective
+    if muscle is not old:
+        process.muscle = muscle
+        for agent_filter in process.filters.filters:
+            agent_filter.muscle = muscle
+        for sink in (process.rows, process.statistics, process.records):
+            if sink.plugin is not None:
+                sink.plugin = (muscle, sink.plugin[1])
+        _retire(process.name, old)
+
+
+# --- the Brain process -----------------------------------------------------------------------
+
+
+def brain_reload(name: str, agent: AgentSpec) -> HotReload:
+    """The hot reload of the Brain process (``name``) of ``agent``: made before its Brain is
+    built (see :class:`HotReload`), then given to :func:`watch_brain`."""
+    return HotReload(name, agent.name, {"brain": agent.brain.name})
+
+
+def watch_brain(process: BrainProcess, reload: HotReload) -> None:
+    """Have ``process`` reload its Brain's module when it changes, between two ``thinking``
+    calls (nothing if the module is not one to watch)."""
+    if not reload:
+        _unwatched(process.name, process.request.agent, brain=True)
+        return
+    reload.rebuild = lambda classes: _rebuild_brain(process, classes["brain"])
+    think = process._think  # the class's, bound
+    watch = reload.watch
+    clock = watch.clock
+
+    def watched_think(link: Any, memory: Any, names: dict[Any, str]) -> m.Message:
+        if clock() < watch.next_check:
+            return think(link, memory, names)
+        outcomes = reload.check()  # before the message waiting on the link is thought about
+        message: m.Message | None = None
+        try:
+            message = think(link, memory, names)
+            return message
+        finally:
+            if outcomes:
+                where = (-1, -1, -1)
+                if isinstance(message, m.Experience):
+                    where = (message.worker, message.episode, message.step)
+                rows = reload.rows(outcomes, *where)
+                _send(process, m.CodeReloads(agent_id=process.request.agent_id, rows=rows))
+
+    _watching(process, reload, "_think", watched_think)
+
+
+def _rebuild_brain(process: BrainProcess, cls: type) -> None:
+    old = process.brain
+    state = _dumped(old, process.name)
+    brain = call(cls, **process.request.agent.brain.params)
+    if not isinstance(brain, Brain):
+        raise TypeError(f"{cls.__qualname__} is no longer a Brain")
+    context = old.context
+    brain.attach(
+        dataclasses.replace(
+            context,
+            dumps=BrainDumps(
+                loaded=state,
+                write=context.dumps.write,
+                source="the same Brain before its code was reloaded",
+                owner=process.name,
+            ),
+        )
+    )
+    brain._memory = old.memory
+    if "_palaestra_mode" in old.__dict__:
+        brain.__dict__["_palaestra_mode"] = old.__dict__["_palaestra_mode"]
+    if type(brain).try_load_brain_dump is not Brain.try_load_brain_dump:
+        call(brain.try_load_brain_dump)
+    elif state:
+        call(brain.load)
+    call(brain.setup)
+    process.brain = brain
+    for agent_filter in process.filters.filters:
+        agent_filter.brain = brain
+    for sink in (process.statistics, process.records):
+        if sink.plugin is not None:
+            sink.plugin = (brain, sink.plugin[1])
+    _retire(process.name, old)
+
+
+def _dumped(brain: Brain, owner: str) -> dict[str, bytes]:
+    """What ``brain.store()`` dumps, by :func:`dump_key`, captured instead of stored."""
+    captured: dict[str, bytes] = {}
+
+    def capture(data: bytes, tag: str) -> None:
+        captured[dump_key(tag)] = data
+
+    context = brain.context
+    brain.attach(dataclasses.replace(context, dumps=BrainDumps(write=capture, owner=owner)))
+    try:
+        call(brain.store)
+    finally:
+        brain.attach(context)
+    return captured
+
+
+# --- both ------------------------------------------------------------------------------------
+
+
+def _retire(owner: str, old: Muscle | Brain) -> None:
+    """Call the replaced instance's ``teardown()``; a failure is logged (the new code runs)."""
+    try:
+        call(old.teardown)
+    except PluginError as exc:
+        LOG.warning(
+            "%s: teardown() of the instance replaced by hot reload failed:\n%s",
+            owner,
+            user_traceback(exc),
+        )
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback of the user's code that failed, without palaestra's frames: for a
+    :class:`PluginError`, which method it was and what it raised; a ``SyntaxError`` as Python
+    shows it (file, line, caret)."""
+    header = ""
+    if isinstance(exc, PluginError) and exc.__cause__ is not None:
+        header = f"{exc.plugin} raised:\n"
+        exc = exc.__cause__
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not os.path.abspath(frame.filename).startswith(PALAESTRA_DIR)
+    ]
+    lines = (
+        ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
+    )
+    return (header + "".join(lines + traceback.format_exception_only(exc))).rstrip()
+
+
+def _send(process: MuscleProcess | BrainProcess, message: m.CodeReloads) -> None:
+    """To the store writer at once, on the process's store socket (none: no store)."""
+    send(process.records.socket, message)
