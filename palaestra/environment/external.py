@@ -316,7 +316,9 @@ class ExternalEnvironment(Environment):
             "config": self.config,
             "resume": {"episode": self.episode, "step": self.step} if resume else None,
         }
-        answer = self._request(self._next_id(), "hello", fields, max(0.0, deadline - time.monotonic()))
+        answer = self._request(
+            self._next_id(), "hello", fields, max(0.0, deadline - time.monotonic())
+        )
         if answer is None:
             raise self._error("the client hung up while it was greeted" + self._child_said())
         version = answer.get("version")
@@ -370,7 +372,9 @@ class ExternalEnvironment(Environment):
         except (ValueError, TypeError) as exc:
             raise self._garbage("hello", f"actuator '{uid}': value: {exc}") from None
         if not space.contains(value):
-            raise self._garbage("hello", f"actuator '{uid}': value {item['value']!r} not in {space}")
+            raise self._garbage(
+                "hello", f"actuator '{uid}': value {item['value']!r} not in {space}"
+            )
         return value
 
     def _call(self, command: str, fields: dict[str, Any]) -> dict[str, Any] | None:
@@ -405,9 +409,9 @@ class ExternalEnvironment(Environment):
         deadline = time.monotonic() + self.reconnect_timeout
         if not self._await_peer(deadline):
             raise self._error(
-                f"the client hung up during {command} (command {command_id}, step "
-                f"{self.step} of episode {self.episode}) and did not come back within "
-                f"{self.reconnect_timeout:g} s (reconnect_timeout)" + self._child_said()
+                f"the client hung up during {self._what(command, command_id)} and did not "
+                f"come back within {self.reconnect_timeout:g} s (reconnect_timeout)"
+                + self._child_said()
             )
         resumed = self._greet(deadline + self.timeout, resume=True)
         LOG.warning(
@@ -438,7 +442,7 @@ class ExternalEnvironment(Environment):
             ready = dict(poller.poll(max(0, int(left * 1000)))) if left > 0 else {}
             if not ready:
                 raise self._error(
-                    f"the client did not answer {command} (command {command_id}) within "
+                    f"the client did not answer {self._what(command, command_id)} within "
                     f"{seconds:g} s (timeout)" + self._child_said()
                 )
             if self.monitor in ready:
@@ -450,9 +454,7 @@ class ExternalEnvironment(Environment):
                 if answer is not None:
                     return answer
 
-    def _answer(
-        self, frames: list[bytes], command: str, command_id: int
-    ) -> dict[str, Any] | None:
+    def _answer(self, frames: list[bytes], command: str, command_id: int) -> dict[str, Any] | None:
         """The checked answer to ``command_id``; None for a late answer to an earlier one."""
         if len(frames) != 1:
             raise self._garbage(command, f"{len(frames)} frames, expected 1")
@@ -475,8 +477,7 @@ class ExternalEnvironment(Environment):
         if status == "error":
             text = answer.get("error")
             raise self._error(
-                f"the client answered {command} (command {command_id}"
-                f"{self._at() if command == 'step' else ''}) with an error: {text}"
+                f"the client answered {self._what(command, command_id)} with an error: {text}"
             )
         if status != "ok" or answer_id is None:
             raise self._garbage(command, f"{raw[:200]!r} has no 'id' and 'status' ok or error")
@@ -547,10 +548,15 @@ class ExternalEnvironment(Environment):
         worker = context.worker if context is not None else 0
         client = f", client '{self.client_name}'" if self.client_name else ""
         offline = "offline world " if self.offline else ""
-        return f"external environment '{self.uid}' (worker {worker}, {offline}{self.address}{client})"
+        return (
+            f"external environment '{self.uid}' (worker {worker}, {offline}{self.address}{client})"
+        )
 
-    def _at(self) -> str:
-        return f", step {self.step + 1} of episode {self.episode}"
+    def _what(self, command: str, command_id: int) -> str:
+        """``step 4 of episode 0 (command 6)``, ``reset (command 2)``."""
+        if command == "step":
+            return f"step {self.step + 1} of episode {self.episode} (command {command_id})"
+        return f"{command} (command {command_id})"
 
     def _error(self, what: str) -> ExternalEnvironmentError:
         return ExternalEnvironmentError(f"{self._who()}: {what}")
@@ -566,7 +572,11 @@ class ExternalEnvironment(Environment):
         if child is None:
             return ""
         code = child.poll()
-        return "" if code is None else f"; the offline world (pid {child.pid}) exited with code {code}"
+        return (
+            ""
+            if code is None
+            else f"; the offline world (pid {child.pid}) exited with code {code}"
+        )
 
     # --- sockets and the offline world --------------------------------------------------------
 
@@ -640,7 +650,9 @@ def _die_with_parent() -> Any:
 def _seconds(where: str, key: str, value: Any, positive: bool = False) -> float:
     """A param in seconds: a number >= 0 (> 0 when ``positive``)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInputError(f"{where}: params.{key}: expected a number of seconds, got {value!r}")
+        raise InvalidInputError(
+            f"{where}: params.{key}: expected a number of seconds, got {value!r}"
+        )
     if value < 0 or (positive and value == 0):
         sign = "> 0" if positive else ">= 0"
         raise InvalidInputError(f"{where}: params.{key}: expected seconds {sign}, got {value!r}")

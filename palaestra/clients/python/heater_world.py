@@ -72,16 +72,26 @@ class HeaterWorld:
             "actuators": [
                 {
                     "uid": "power",
-                    "space": {"type": "Box", "low": 0.0, "high": 1.0, "shape": [1],
-                              "dtype": "float64"},
+                    "space": {
+                        "type": "Box",
+                        "low": 0.0,
+                        "high": 1.0,
+                        "shape": [1],
+                        "dtype": "float64",
+                    },
                     "value": [0.0],
                 }
             ],
             "rewards": [
                 {
                     "uid": "comfort",
-                    "space": {"type": "Box", "low": "-inf", "high": "inf", "shape": [],
-                              "dtype": "float64"},
+                    "space": {
+                        "type": "Box",
+                        "low": "-inf",
+                        "high": "inf",
+                        "shape": [],
+                        "dtype": "float64",
+                    },
                 }
             ],
         }

@@ -47,8 +47,9 @@ class World(Protocol):
 
     def reset(self) -> dict[str, Any]: ...
 
-    def step(self, setpoints: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bool, bool]:
-        ...
+    def step(
+        self, setpoints: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any], bool, bool]: ...
 
 
 class ProtocolError(Exception):
