@@ -373,7 +373,7 @@ class ExternalEnvironment(Environment):
             raise self._garbage("hello", f"actuator '{uid}': value: {exc}") from None
         if not space.contains(value):
             raise self._garbage(
-                "hello", f"actuator '{uid}': value {item['value']!r} not in {space}"
+                "hello", f"actuator '{uid}': value {item['value']!r} is not in {space}"
             )
         return value
 
