@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -11,6 +12,7 @@ import pytest
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.environment.external import ExternalEnvironment, ExternalEnvironmentError
+from palaestra.environment.external_link import Link
 
 ADDRESS = "tcp://127.0.0.1:5999"
 DEGREES = {"type": "Box", "low": -50.0, "high": 100.0, "shape": [1], "dtype": "float64"}
@@ -126,6 +128,22 @@ def test_a_wrong_step_answer_is_garbage(answer: dict[str, Any], expected: str) -
     assert expected in str(info.value)
 
 
+@pytest.fixture
+def link() -> Iterator[Link]:
+    """A link that connects to nobody (no connection is made): its answers are read by hand."""
+    made = Link(
+        ADDRESS,
+        binding=False,
+        encoding="json",
+        heartbeat=0,
+        routing_id=b"room/0/s",
+        describe=lambda: "external environment 'room'",
+        postscript=str,
+    )
+    yield made
+    made.close()
+
+
 @pytest.mark.parametrize(
     ("frames", "expected"),
     [
@@ -136,18 +154,23 @@ def test_a_wrong_step_answer_is_garbage(answer: dict[str, Any], expected: str) -
         ([json.dumps({"id": 3, "status": "fine"}).encode()], "has no 'id' and 'status' ok"),
     ],
 )
-def test_an_answer_that_is_not_the_protocol_is_refused(frames: list[bytes], expected: str) -> None:
+def test_an_answer_that_is_not_the_protocol_is_refused(
+    link: Link, frames: list[bytes], expected: str
+) -> None:
     with pytest.raises(ExternalEnvironmentError) as info:
-        declared()._answer(frames, "step", 3)
+        link.answer(frames, "step", 3, "step 1 of episode 0 (command 3)")
+    assert str(info.value).startswith(
+        "external environment 'room': the answer to step is not palaestra's protocol"
+    )
     assert expected in str(info.value)
 
 
-def test_answers_late_error_and_msgpack() -> None:
-    env = declared()
-    assert env._answer([b'{"id": 2, "status": "ok"}'], "step", 3) is None  # late: ignored
-    with pytest.raises(ExternalEnvironmentError, match="with an error: it broke"):
-        env._answer([b'{"id": null, "status": "error", "error": "it broke"}'], "reset", 3)
-    env.encoding = "msgpack"
+def test_answers_late_error_and_msgpack(link: Link) -> None:
+    assert link.answer([b'{"id": 2, "status": "ok"}'], "step", 3, "step") is None  # late
+    with pytest.raises(ExternalEnvironmentError, match="answered reset with an error: it broke"):
+        link.answer([b'{"id": null, "status": "error", "error": "it broke"}'], "reset", 3, "reset")
+    link.encoding = "msgpack"
     packed = msgspec.msgpack.encode({"id": 3, "status": "ok", "sensors": {}})
-    assert env._answer([packed], "reset", 3) == {"id": 3, "status": "ok", "sensors": {}}
-    assert env._encode({"id": 1})[:1] != b"{"
+    assert link.answer([packed], "reset", 3, "reset") == {"id": 3, "status": "ok", "sensors": {}}
+    assert link.encode({"id": 1})[:1] != b"{"
+    assert link.answer([b'{"id": 3, "status": "ok"}'], "reset", 3, "reset") is not None  # JSON too
