@@ -8,13 +8,14 @@ MODE: ``crash`` (the process exits with code 3 on the AT-th step command), ``gar
 ``reconnect`` (drops its connection before answering it, keeping its worlds: palaestra
 greets it again and sends the step again), ``restart`` (drops its connection and its worlds
 before answering it, as a restarted client would), ``version`` (speaks protocol version 2),
-``silent`` (never answers hello).
+``silent`` (never answers hello), ``hang`` (never answers the AT-th step).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ class FaultyServer(Server):
             if self.steps_seen == self.at:
                 if self.mode == "crash":
                     os._exit(3)
+                if self.mode == "hang":  # libzmq still answers the heartbeats
+                    time.sleep(3600)
                 if self.mode == "garbage":
                     self.socket.send_multipart([frames[0], b"\xff\xfe this is not the protocol"])
                     return True

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,14 +180,23 @@ def node() -> Iterator[str]:
 
 
 def test_a_phase_against_the_node_client(workspace: Workspace, ipc: str, node: str) -> None:
-    """palaestra binds; the Node.js port of the world connects and computes the same rows."""
+    """palaestra binds (an address per worker); the Node.js port of the world connects and
+    computes the same rows as the Python one."""
     config = {"steps": 8}
-    path = run_file(workspace, {"bind": ipc, "world": config, "connect_timeout": 20})
-    client = start_client(workspace, [node, str(NODE_WORLD), "--connect", ipc, "--exit-on-close"])
+    address = ipc.replace("room.sock", "room-{worker}.sock")  # one address per worker
+    params = {"bind": address, "world": config, "connect_timeout": 20}
+    path = run_file(workspace, params, workers=2)
+    clients = [
+        start_client(
+            workspace,
+            [node, str(NODE_WORLD), "--connect", address.format(worker=w), "--exit-on-close"],
+        )
+        for w in range(2)
+    ]
     result = workspace.run("experiment-start", str(path))
     assert_run_finished(result, workspace)
-    assert assert_rows_are_the_worlds(workspace, config, episodes=2) == 2 * 8
-    assert ended(client) == 0
+    assert assert_rows_are_the_worlds(workspace, config, episodes=2) == 2 * 2 * 8
+    assert [ended(client) for client in clients] == [0, 0]
 
 
 def test_offline_mode_runs_the_example_with_its_own_world(workspace: Workspace) -> None:
@@ -234,21 +245,25 @@ def test_a_client_whose_offline_world_dies_fails_the_run_saying_how(workspace: W
 
 
 def _wait_for_offline_world(ws: Workspace) -> int:
-    """The pid of the offline world once it has run some steps (polls the store, bounded)."""
-    import time
+    """The pid of the offline world once it has run some steps."""
+    _wait_for_steps(ws)
+    (world,) = [pid for pid, cmd in ws.processes() if str(WORLD) in cmd]
+    return world
 
+
+def _wait_for_steps(ws: Workspace) -> None:
+    """Until the run has recorded some steps (polls the store, bounded)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        worlds = [pid for pid, cmd in ws.processes() if str(WORLD) in cmd]
-        if worlds and ws.store.exists():
+        if ws.store.exists():
             try:
                 with sqlite3.connect(ws.store) as conn:
                     if conn.execute("select count(*) from world_states").fetchone()[0] > 5:
-                        return worlds[0]
+                        return
             except sqlite3.OperationalError:  # the tables are not there yet
                 pass
         time.sleep(0.05)
-    pytest.fail("the offline world never ran")
+    pytest.fail("the run recorded no steps")
 
 
 @pytest.mark.parametrize(
@@ -277,6 +292,55 @@ def test_a_client_that_answers_wrongly_fails_the_run_at_once(
     assert_run_failed(result, workspace, f"external environment 'room' (worker 0, {ipc}", expected)
     client.kill()
     client.wait()
+
+
+def test_a_client_that_stops_answering_fails_the_run_after_the_timeout(
+    workspace: Workspace, ipc: str
+) -> None:
+    """Connected (its heartbeats answered by libzmq) but silent: ``timeout``."""
+    client = start_client(workspace, [sys.executable, str(FAULTS), "hang", "3", "--bind", ipc])
+    path = run_file(workspace, {"connect": ipc, "timeout": 1, "heartbeat": 0.2})
+    result = workspace.run("experiment-start", str(path))
+    assert_run_failed(
+        result,
+        workspace,
+        "the client did not answer step 3 of episode 0 (command 5) within 1 s (timeout)",
+    )
+    client.kill()
+    client.wait()
+
+
+def test_a_frozen_client_is_found_by_its_missing_heartbeats(
+    workspace: Workspace, ipc: str
+) -> None:
+    """A stopped process keeps its connection open: the heartbeats find it gone, long
+    before the (large) timeout."""
+    client = start_client(workspace, [sys.executable, str(WORLD), "--bind", ipc])
+    params = {"connect": ipc, "timeout": 30, "heartbeat": 0.2, "reconnect_timeout": 0.5}
+    path = run_file(workspace, {**params, "world": {"steps": 200}}, episodes=50)
+    proc = workspace.start("experiment-start", str(path))
+    try:
+        _wait_for_steps(workspace)
+        os.kill(client.pid, signal.SIGSTOP)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        client.kill()
+        client.wait()
+    assert proc.returncode == 1, err
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "the client hung up during step" in reason
+    assert "did not come back within 0.5 s (reconnect_timeout)" in reason
+
+
+def test_killing_the_executor_takes_the_offline_world_down(workspace: Workspace) -> None:
+    path = run_file(workspace, {"offline": True, "world": {"steps": 200}}, episodes=50)
+    proc = workspace.start("experiment-start", str(path))
+    _wait_for_steps(workspace)
+    assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
+    proc.kill()
+    proc.wait()
+    # the workspace fixture checks that every process of the run, the world too, is gone
 
 
 def test_a_client_that_never_connects_fails_after_connect_timeout(
