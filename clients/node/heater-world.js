@@ -42,6 +42,7 @@ class HeaterWorld {
     this.temperature = 0.0;
     this.outside = 0.0;
     this.time = 0;
+    this.over = true; // no episode yet, or it ended: reset first
   }
 
   describe() {
@@ -68,10 +69,12 @@ class HeaterWorld {
     this.temperature = 15.0 + 10.0 * this.rng.next();
     this.outside = 0.0 + 10.0 * this.rng.next();
     this.time = 0;
+    this.over = false;
     return this.sensors();
   }
 
   step(setpoints) {
+    if (this.over) throw new Error("the episode is over (or never began): reset first");
     const power = powerOf(setpoints.power ?? [0.0]);
     this.outside = this.outside + (this.rng.next() - 0.5);
     this.temperature = this.temperature + 0.1 * (this.outside - this.temperature) + 2.0 * power;
@@ -79,6 +82,7 @@ class HeaterWorld {
     const comfort = -Math.abs(this.temperature - this.target) - 0.1 * power;
     const terminated = this.temperature < 0.0 || this.temperature > 40.0;
     const truncated = this.time >= this.steps && !terminated;
+    this.over = terminated || truncated;
     return [this.sensors(), { comfort }, terminated, truncated];
   }
 }

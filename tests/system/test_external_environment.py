@@ -410,6 +410,23 @@ def test_a_client_that_comes_back_without_its_world_restarts_the_episode(
     assert ended(client) == 0
 
 
+def test_check_environment_checks_a_client(tmp_path: Path) -> None:
+    """What a client's author runs: palaestra.testing.check_environment against it."""
+    from palaestra.testing import check_environment
+
+    external = "palaestra.environment.external:ExternalEnvironment"
+    params = {"offline": True, "world": {"steps": 4}}
+    sensors, actuators = check_environment(external, params, steps=4)
+    assert [s.uid for s in sensors] == ["temperature", "outside", "time"]
+    assert [a.uid for a in actuators] == ["power"]
+    with pytest.raises(Exception, match="with an error: ValueError: the episode is over") as info:
+        check_environment(external, params, steps=5)  # a step past the end
+    assert "external environment 'checked' (worker 0, offline world ipc://" in str(info.value)
+    from palaestra.core.reaper import children, describe
+
+    assert not [describe(pid) for pid in children() if str(WORLD) in describe(pid)]
+
+
 # --- the reference client needs nothing of palaestra ---------------------------------------
 
 

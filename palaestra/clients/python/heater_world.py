@@ -59,6 +59,7 @@ class HeaterWorld:
         self.temperature = 0.0
         self.outside = 0.0
         self.time = 0
+        self.over = True  # no episode yet, or it ended: reset first
 
     def describe(self) -> dict[str, Any]:
         degrees = {"type": "Box", "low": -50.0, "high": 100.0, "shape": [1], "dtype": "float64"}
@@ -103,9 +104,12 @@ class HeaterWorld:
         self.temperature = 15.0 + 10.0 * self.rng.next()
         self.outside = 0.0 + 10.0 * self.rng.next()
         self.time = 0
+        self.over = False
         return self.sensors()
 
     def step(self, setpoints: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bool, bool]:
+        if self.over:
+            raise ValueError("the episode is over (or never began): reset first")
         power = power_of(setpoints.get("power", [0.0]))
         self.outside = self.outside + (self.rng.next() - 0.5)
         self.temperature = self.temperature + 0.1 * (self.outside - self.temperature) + 2.0 * power
@@ -113,6 +117,7 @@ class HeaterWorld:
         comfort = -abs(self.temperature - self.target) - 0.1 * power
         terminated = self.temperature < 0.0 or self.temperature > 40.0
         truncated = self.time >= self.steps and not terminated
+        self.over = terminated or truncated
         return self.sensors(), {"comfort": comfort}, terminated, truncated
 
 
