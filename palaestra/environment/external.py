@@ -231,6 +231,7 @@ class ExternalEnvironment(Environment):
         deadline = time.monotonic() + self.connect_timeout
         if not self.link.await_peer(deadline):
             raise self.link.error(self._no_client())
+        self.link.dropped = False  # (attempts that failed before this connection)
         self._greet(deadline, resume=False)
 
     def _no_client(self) -> str:
@@ -293,7 +294,7 @@ class ExternalEnvironment(Environment):
         command_id = self._next_id()
         what = self._what(command, command_id)
         while True:
-            if self.lost or link.peers <= 0:
+            if self.lost:
                 resumed = self._come_back(what)
                 if not resumed and command == "step":
                     return None
@@ -314,6 +315,7 @@ class ExternalEnvironment(Environment):
             self.reconnect_timeout,
         )
         deadline = time.monotonic() + self.reconnect_timeout
+        link.dropped = False
         if not link.await_peer(deadline):
             raise link.error(
                 f"the client hung up during {what} and did not come back within "

@@ -76,6 +76,7 @@ class Link:
         self.describe = describe
         self.postscript = postscript
         self.peers = 0
+        self.dropped = False  # a connection ended since this was last cleared
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         sock: zmq.Socket[bytes] = self.ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
@@ -123,13 +124,15 @@ class Link:
                 self.peers += 1
             elif event == zmq.EVENT_DISCONNECTED:
                 self.peers = max(0, self.peers - 1)
+                self.dropped = True
         return True
 
     def request(
         self, command_id: int, command: str, fields: dict[str, Any], seconds: float, what: str
     ) -> dict[str, Any] | None:
-        """Send one command and return its answer (status ok); None if the client hung up
-        before it answered.
+        """Send one command and return its answer (status ok); None if a connection ended
+        (:attr:`dropped`) before the client answered, also one that ended before it was sent:
+        the command may be lost, and a client that comes back must be greeted again.
 
         Args:
             command_id: The command's id.
@@ -142,10 +145,14 @@ class Link:
             ExternalEnvironmentError: No answer in time, an error answer, or garbage.
         """
         payload = self.encode({"id": command_id, "command": command, **fields})
+        self._events(0)
+        if self.dropped:
+            return None
         try:
             self.socket.send(payload)
         except zmq.Again:  # no client to send to
             self._events(0)
+            self.dropped = True
             return None
         deadline = time.monotonic() + seconds
         poller = zmq.Poller()
@@ -160,7 +167,7 @@ class Link:
                 )
             if self.monitor in ready:
                 self._events(0)
-                if self.peers <= 0:
+                if self.dropped:  # (a new connection may be there already: greet it first)
                     return None
             if self.socket in ready:
                 answer = self.answer(self.socket.recv_multipart(), command, command_id, what)

@@ -6,9 +6,11 @@ heated room (``palaestra/clients/python``), with one fault at a chosen step.
 MODE: ``crash`` (the process exits with code 3 on the AT-th step command), ``garbage``
 (answers it with bytes that are no protocol), ``error`` (answers it with an error),
 ``reconnect`` (drops its connection before answering it, keeping its worlds: palaestra
-greets it again and sends the step again), ``restart`` (drops its connection and its worlds
-before answering it, as a restarted client would), ``version`` (speaks protocol version 2),
-``silent`` (never answers hello), ``hang`` (never answers the AT-th step).
+greets it again and sends the step again), ``drop-after`` (answers it, then drops its
+connection: palaestra greets it again before the next command), ``restart`` (drops its
+connection and its worlds before answering it, as a restarted client would), ``version``
+(speaks protocol version 2), ``silent`` (never answers hello), ``hang`` (never answers the
+AT-th step).
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class FaultyServer(Server):
                     time.sleep(3600)
                 if self.mode == "garbage":
                     self.socket.send_multipart([frames[0], b"\xff\xfe this is not the protocol"])
+                    return True
+                if self.mode == "drop-after":  # answer, then drop the connection
+                    super().handle_frames(frames)
+                    self.reopen()
                     return True
                 if self.mode in ("reconnect", "restart"):
                     if self.mode == "restart":

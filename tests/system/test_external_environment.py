@@ -372,14 +372,16 @@ def test_a_client_that_never_answers_hello_fails_after_the_timeout(
 
 
 @pytest.mark.parametrize("side", ["client binds", "palaestra binds"])
+@pytest.mark.parametrize("mode", ["reconnect", "drop-after"])
 def test_a_client_that_reconnects_with_its_world_continues_the_episode(
-    workspace: Workspace, ipc: str, side: str
+    workspace: Workspace, ipc: str, side: str, mode: str
 ) -> None:
-    """Dropped connection, same process: greeted again, the step sent again; the rows are
-    exactly the world's, no step lost or taken twice."""
+    """Dropped connection, same process (before it answers a step, or after): greeted
+    again, the step sent again; the rows are exactly the world's, no step lost or taken
+    twice."""
     flag, key = ("--bind", "connect") if side == "client binds" else ("--connect", "bind")
     client = start_client(
-        workspace, [sys.executable, str(FAULTS), "reconnect", "5", flag, ipc, "--exit-on-close"]
+        workspace, [sys.executable, str(FAULTS), mode, "5", flag, ipc, "--exit-on-close"]
     )
     config = {"steps": 6}
     path = run_file(workspace, {key: ipc, "world": config, "reconnect_timeout": 10})
