@@ -315,7 +315,7 @@ class ExternalEnvironment(Environment):
             self.reconnect_timeout,
         )
         deadline = time.monotonic() + self.reconnect_timeout
-        link.dropped = False
+        link.renew()
         if not link.await_peer(deadline):
             raise link.error(
                 f"the client hung up during {what} and did not come back within "

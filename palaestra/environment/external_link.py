@@ -54,7 +54,8 @@ class Link:
         encoding: ``json`` or ``msgpack``.
         heartbeat: Seconds between ZMTP heartbeats (0: none); three unanswered ones count as a
             hang-up.
-        routing_id: The socket's routing id, which the client's ROUTER sees.
+        routing_id: The start of the socket's routing id, which the client's ROUTER sees;
+            ``/<n>`` follows, counting the sockets (see :meth:`renew`).
         describe: The start of every error message (who, where).
         postscript: The end of every error message (what the offline world said, or "").
     """
@@ -73,8 +74,15 @@ class Link:
         self.address = address
         self.binding = binding
         self.encoding = encoding
+        self.heartbeat = heartbeat
+        self.routing_id = routing_id
         self.describe = describe
         self.postscript = postscript
+        self.generation = 0
+        self._open()
+
+    def _open(self) -> None:
+        """A new context and socket, bound or connected, with a monitor of its connections."""
         self.peers = 0
         self.dropped = False  # a connection ended since this was last cleared
         self.ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
@@ -82,21 +90,30 @@ class Link:
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing for a client that is not there
         sock.setsockopt(zmq.SNDTIMEO, int(_SEND_SECONDS * 1000))
-        sock.setsockopt(zmq.ROUTING_ID, routing_id)
-        if heartbeat > 0:
-            sock.setsockopt(zmq.HEARTBEAT_IVL, int(heartbeat * 1000))
-            sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(heartbeat * 3000))
+        sock.setsockopt(zmq.ROUTING_ID, self.routing_id + f"/{self.generation}".encode())
+        if self.heartbeat > 0:
+            sock.setsockopt(zmq.HEARTBEAT_IVL, int(self.heartbeat * 1000))
+            sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(self.heartbeat * 3000))
         self.socket = sock
         self.monitor: zmq.Socket[bytes] = sock.get_monitor_socket(_EVENTS)
         try:
-            if binding:
-                sock.bind(address)
+            if self.binding:
+                sock.bind(self.address)
             else:
-                sock.connect(address)
+                sock.connect(self.address)
         except zmq.ZMQError as exc:
             self.close()
-            verb = "bind" if binding else "connect to"
-            raise self.error(f"cannot {verb} {address}: {exc}") from None
+            verb = "bind" if self.binding else "connect to"
+            raise self.error(f"cannot {verb} {self.address}: {exc}") from None
+
+    def renew(self) -> None:
+        """Replace the socket after a hang-up (a new routing id, no connection of the old
+        one left): ZMQ may still hold the ended connection's pipe for a moment, and a
+        command sent into it would be lost. A client that connects to palaestra reconnects
+        by itself; to one that binds, the new socket connects."""
+        self.close()  # (terminating the context waits until the old socket is gone)
+        self.generation += 1
+        self._open()
 
     def error(self, what: str) -> ExternalEnvironmentError:
         """The error ``what``, with who and where in front and what the world said after."""
