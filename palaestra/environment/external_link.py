@@ -96,6 +96,9 @@ class Link:
             sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(self.heartbeat * 3000))
         self.socket = sock
         self.monitor: zmq.Socket[bytes] = sock.get_monitor_socket(_EVENTS)
+        self.poller = zmq.Poller()  # an answer, or a connection's end
+        self.poller.register(sock, zmq.POLLIN)
+        self.poller.register(self.monitor, zmq.POLLIN)
         try:
             if self.binding:
                 sock.bind(self.address)
@@ -172,12 +175,9 @@ class Link:
             self.dropped = True
             return None
         deadline = time.monotonic() + seconds
-        poller = zmq.Poller()
-        poller.register(self.socket, zmq.POLLIN)
-        poller.register(self.monitor, zmq.POLLIN)
         while True:
             left = deadline - time.monotonic()
-            ready = dict(poller.poll(max(0, int(left * 1000)))) if left > 0 else {}
+            ready = dict(self.poller.poll(max(0, int(left * 1000)))) if left > 0 else {}
             if not ready:
                 raise self.error(
                     f"the client did not answer {what} within {seconds:g} s (timeout)"
