@@ -343,18 +343,20 @@ def test_killing_the_executor_takes_the_offline_world_down(workspace: Workspace)
     # the workspace fixture checks that every process of the run, the world too, is gone
 
 
+@pytest.mark.parametrize("key", ["bind", "connect"])
 def test_a_client_that_never_connects_fails_after_connect_timeout(
-    workspace: Workspace, tmp_path: Path
+    workspace: Workspace, tmp_path: Path, key: str
 ) -> None:
     address = f"ipc://{tmp_path}/nobody.sock"
-    path = run_file(workspace, {"bind": address, "connect_timeout": 1})
+    path = run_file(workspace, {key: address, "connect_timeout": 1})
     result = workspace.run("experiment-start", str(path))
-    assert_run_failed(
-        result,
-        workspace,
-        f"no client connected to {address} within 1 s (connect_timeout); start it with "
+    expected = {
+        "bind": f"no client connected to {address} within 1 s (connect_timeout); start it with "
         f"--connect {address}",
-    )
+        "connect": f"no client answered at {address} within 1 s (connect_timeout); is it "
+        "running and bound to that address?",
+    }
+    assert_run_failed(result, workspace, expected[key])
 
 
 def test_a_client_that_never_answers_hello_fails_after_the_timeout(
