@@ -17,6 +17,7 @@ or sockets.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pickle
 from collections import deque
@@ -56,21 +57,26 @@ def check_environment(
     name = environment if isinstance(environment, str) else _name(environment)
     env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
     env.attach(EnvironmentContext(uid="checked", worker=0, seed=0))
-    sensors, actuators = _baseline(env, "start_environment")
-    for actuator in actuators:
-        if actuator.space is not None:
-            actuator.space.seed(0)
-    for _ in range(steps):
-        state = _call(
-            env,
-            "update",
-            [
-                ActuatorInformation(a.space.sample() if a.space else a.value, a.space, a.uid)
-                for a in actuators
-            ],
-        )
-        _state(env, state, {str(s.uid) for s in sensors})
-    _baseline(env, "reset")
+    try:
+        sensors, actuators = _baseline(env, "start_environment")
+        for actuator in actuators:
+            if actuator.space is not None:
+                actuator.space.seed(0)
+        for _ in range(steps):
+            state = _call(
+                env,
+                "update",
+                [
+                    ActuatorInformation(a.space.sample() if a.space else a.value, a.space, a.uid)
+                    for a in actuators
+                ],
+            )
+            _state(env, state, {str(s.uid) for s in sensors})
+        _baseline(env, "reset")
+    except BaseException:
+        with contextlib.suppress(Exception):  # the check's own failure is what is reported
+            env.shutdown()  # what the environment started ends with the check
+        raise
     _call(env, "shutdown")
     return sensors, actuators
 

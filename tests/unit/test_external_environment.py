@@ -1,0 +1,176 @@
+"""ExternalEnvironment without a client: its params, and how it reads answers (no sockets)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+
+from palaestra.core.errors import InvalidInputError
+from palaestra.environment.external import ExternalEnvironment, ExternalEnvironmentError
+from palaestra.environment.external_link import Link
+
+ADDRESS = "tcp://127.0.0.1:5999"
+DEGREES = {"type": "Box", "low": -50.0, "high": 100.0, "shape": [1], "dtype": "float64"}
+HELLO = {
+    "id": 1,
+    "status": "ok",
+    "version": 1,
+    "sensors": [
+        {"uid": "temperature", "space": DEGREES},
+        {"uid": "time", "space": {"type": "Discrete", "n": 5, "start": 0}},
+    ],
+    "actuators": [{"uid": "power", "space": {**DEGREES, "low": 0.0, "high": 1.0}}],
+    "rewards": [
+        {"uid": "comfort", "space": {**DEGREES, "low": "-inf", "high": "inf", "shape": []}}
+    ],
+}
+
+
+def declared() -> ExternalEnvironment:
+    env = ExternalEnvironment(uid="room", connect=ADDRESS)
+    env.sensor_spaces, env.actuator_spaces, env.reward_spaces = env._declaration(HELLO)
+    return env
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, "params: give exactly one of connect"),
+        ({"connect": ADDRESS, "bind": ADDRESS}, "params: give exactly one of connect"),
+        ({"connect": "localhost:5555"}, "params.connect: expected an address like tcp://"),
+        ({"bind": 5555}, "params.bind: expected an address like tcp://"),
+        ({"connect": ADDRESS, "timeout": 0}, "params.timeout: expected seconds > 0, got 0"),
+        ({"connect": ADDRESS, "reconnect_timeout": -1}, "params.reconnect_timeout: expected"),
+        ({"connect": ADDRESS, "connect_timeout": "10"}, "expected a number of seconds"),
+        ({"connect": ADDRESS, "encoding": "xml"}, "params.encoding: expected one of json"),
+        ({"connect": ADDRESS, "offline": "yes"}, "params.offline: expected true or false"),
+        ({"connect": ADDRESS, "world": {"f": object()}}, "params.world: expected JSON-able"),
+    ],
+)
+def test_wrong_params_are_refused_naming_the_key(params: dict[str, Any], expected: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        ExternalEnvironment(uid="room", **params)
+    assert "environment 'room' (ExternalEnvironment)" in str(info.value)
+    assert expected in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_the_declaration_gives_palaestras_spaces_and_default_set_points() -> None:
+    env = declared()
+    assert list(env.sensor_spaces) == ["temperature", "time"]
+    assert env.reward_spaces["comfort"].to_dict()["low"] == "-inf"
+    assert np.array_equal(env.actuator_defaults["power"], [0.0])
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"sensors": "temperature"}, "'sensors' is 'temperature', expected a list"),
+        ({"actuators": []}, "it declared no sensors or no actuators"),
+        ({"sensors": [{"uid": "t", "space": {"type": "Boxx"}}]}, "sensors 't': space: unknown"),
+        ({"sensors": [{"space": DEGREES}]}, "has no string 'uid'"),
+        (
+            {"actuators": [{"uid": "p", "space": DEGREES, "value": [500.0]}]},
+            "actuator 'p': value [500.0] is not in Box",
+        ),
+    ],
+)
+def test_a_wrong_declaration_is_garbage(change: dict[str, Any], expected: str) -> None:
+    env = ExternalEnvironment(uid="room", connect=ADDRESS)
+    with pytest.raises(ExternalEnvironmentError) as info:
+        env._declaration({**HELLO, **change})
+    assert "the answer to hello is not palaestra's protocol" in str(info.value)
+    assert expected in str(info.value)
+    assert info.value.exit_code == 1
+
+
+def test_a_step_answer_becomes_an_environment_state() -> None:
+    state = declared()._state(
+        {
+            "sensors": {"temperature": [21.5], "time": 3},
+            "rewards": {"comfort": "-inf"},
+            "terminated": False,
+            "truncated": True,
+        }
+    )
+    assert [s.uid for s in state.sensor_information] == ["temperature", "time"]
+    assert state.sensor_information[1].value == 3
+    assert state.rewards[0].value == -np.inf
+    assert (state.done, state.terminated, state.truncated) == (True, False, True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"sensors": {"temperature": [1.0]}, "rewards": {"comfort": 0}}, "has no 'time'"),
+        (
+            {"sensors": {"temperature": [1.0], "time": 1, "x": 2}, "rewards": {"comfort": 0}},
+            "'sensors' has undeclared 'x'",
+        ),
+        (
+            {"sensors": {"temperature": "hot", "time": 1}, "rewards": {"comfort": 0}},
+            "sensors 'temperature': 'hot' is no value of Box",
+        ),
+        ({"sensors": [], "rewards": {}}, "'sensors' is [], expected an object by uid"),
+        ({"terminated": True, "truncated": True}, "are both true"),
+        ({"terminated": "no"}, "must be true or false"),
+    ],
+)
+def test_a_wrong_step_answer_is_garbage(answer: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ExternalEnvironmentError) as info:
+        declared()._state(answer)
+    assert "the answer to step is not palaestra's protocol" in str(info.value)
+    assert expected in str(info.value)
+
+
+@pytest.fixture
+def link() -> Iterator[Link]:
+    """A link that connects to nobody (no connection is made): its answers are read by hand."""
+    made = Link(
+        ADDRESS,
+        binding=False,
+        encoding="json",
+        heartbeat=0,
+        routing_id=b"room/0/s",
+        describe=lambda: "external environment 'room'",
+        postscript=str,
+    )
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize(
+    ("frames", "expected"),
+    [
+        ([b"{}", b"{}"], "2 frames, expected 1"),
+        ([b"[1, 2]"], "is not an object"),
+        ([b"\x00garbage"], "is not json"),
+        ([json.dumps({"id": 9, "status": "ok"}).encode()], "'id' is 9, expected 3"),
+        ([json.dumps({"id": 3, "status": "fine"}).encode()], "has no 'id' and 'status' ok"),
+    ],
+)
+def test_an_answer_that_is_not_the_protocol_is_refused(
+    link: Link, frames: list[bytes], expected: str
+) -> None:
+    with pytest.raises(ExternalEnvironmentError) as info:
+        link.answer(frames, "step", 3, "step 1 of episode 0 (command 3)")
+    assert str(info.value).startswith(
+        "external environment 'room': the answer to step is not palaestra's protocol"
+    )
+    assert expected in str(info.value)
+
+
+def test_answers_late_error_and_msgpack(link: Link) -> None:
+    assert link.answer([b'{"id": 2, "status": "ok"}'], "step", 3, "step") is None  # late
+    with pytest.raises(ExternalEnvironmentError, match="answered reset with an error: it broke"):
+        link.answer([b'{"id": null, "status": "error", "error": "it broke"}'], "reset", 3, "reset")
+    link.encoding = "msgpack"
+    packed = msgspec.msgpack.encode({"id": 3, "status": "ok", "sensors": {}})
+    assert link.answer([packed], "reset", 3, "reset") == {"id": 3, "status": "ok", "sensors": {}}
+    assert link.encode({"id": 1})[:1] != b"{"
+    assert link.answer([b'{"id": 3, "status": "ok"}'], "reset", 3, "reset") is not None  # JSON too
