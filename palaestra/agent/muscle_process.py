@@ -12,6 +12,7 @@ dumps before its first step. The Brain and the environments are reached over dir
 from __future__ import annotations
 
 import pickle
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ from palaestra.core.records import (
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
-from palaestra.core.specs import AgentSpec
+from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
 
@@ -65,6 +66,7 @@ class _Previous:
         "setpoint_values",
         "data",
         "seen_values",
+        "stale",
     )
 
     def __init__(
@@ -76,6 +78,7 @@ class _Previous:
         setpoint_values: dict[str, Any],
         data: bytes,
         seen_values: list[Any],
+        stale: bool | None = None,
     ) -> None:
         self.step = step
         self.sensors = sensors
@@ -84,6 +87,7 @@ class _Previous:
         self.setpoint_values = setpoint_values
         self.data = data
         self.seen_values = seen_values  # the sensor values the Muscle saw (its filters')
+        self.stale = stale  # update_lag async: acted before an earlier step's answer came
 
 
 class MuscleProcess(Component):
@@ -117,6 +121,10 @@ class MuscleProcess(Component):
         self.links: dict[str, Channel] = {}  # to the environments, by uid
         self.update_lag = update_lag
         self.awaiting = False
+        # update_lag async: experiences the Brain has not answered yet (sent or still in the
+        # outbox, which holds those its link had no room for)
+        self.outstanding = 0
+        self.outbox: deque[bytes] = deque()
         self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout)
         self.agent = agent
         self.agent_id = agent_id
@@ -318,7 +326,9 @@ class MuscleProcess(Component):
         With ``update_lag`` 0 the Brain's answer to this step's experience is applied before
         acting (palaestrAI's order). With 1, the answer to the previous step's experience is
         applied and this step's goes out without waiting: the Brain thinks while the world
-        steps. The first step of an episode and its end are always waited for.
+        steps. The first step of an episode and its end are always waited for. With
+        ``async`` (:data:`~palaestra.core.specs.UPDATE_LAG_ASYNC`) only the end is: see
+        :meth:`_async_step`.
         """
         transition = None
         previous = self.previous
@@ -338,10 +348,13 @@ class MuscleProcess(Component):
                         message.done,
                         message.terminated,
                         message.truncated,
+                        previous.stale,
                     )
                 )
         if self.evaluation:  # not learned from: the Brain hears nothing of it
             return self._evaluation_step(message)
+        if self.update_lag == UPDATE_LAG_ASYNC:
+            return self._async_step(message, transition, previous)
         if self.awaiting:
             self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE
@@ -371,6 +384,67 @@ class MuscleProcess(Component):
         self.acted_paused = self.switch.paused()
         self._record_statistics(message.step)
         return actions
+
+    def _async_step(
+        self, message: m.AgentStep, transition: m.Transition | None, previous: _Previous | None
+    ) -> m.AgentActions:
+        """``update_lag: async``: apply the Brain's answers that are there, act with the
+        policy the Muscle has (stale if an answer to an earlier step is still out), and send
+        the experience without waiting. Only the episode's end waits for every answer, so
+        the Brain has learned from all of it before the episode ends (and its dumps have)."""
+        experience = m.encode(
+            m.Experience(
+                worker=self.worker,
+                transition=transition,
+                data=previous.data if previous is not None else _NONE_PICKLE,
+                done=message.done,
+                episode=self.episode,
+                step=message.step,
+            )
+        )
+        self.outbox.append(experience)
+        if message.done:
+            self._settle_with_brain()
+            self.previous = None
+            self._record_statistics(message.step)
+            self.rows.flush()
+            self.statistics.flush()
+            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
+        brain = self.brain
+        while self.outstanding and brain.ready():
+            self._take_async_answer()
+        stale = self.outstanding > 0
+        self.outstanding += 1
+        outbox = self.outbox
+        while outbox and self._try_send(outbox[0]):
+            outbox.popleft()
+        actions = self._act(message, stale)
+        self.acted_paused = self.switch.paused()
+        self._record_statistics(message.step)
+        return actions
+
+    def _settle_with_brain(self) -> None:
+        """Send the experiences still in the outbox and apply every answer (blocking): the
+        Brain answers those it has while the rest wait for room on the link."""
+        self.outstanding += 1  # the episode's last experience, in the outbox
+        outbox = self.outbox
+        while outbox:
+            if self._try_send(outbox[0]):
+                outbox.popleft()
+            else:  # the link is full of experiences: the Brain answers one of them
+                self._take_async_answer()
+        while self.outstanding:
+            self._take_async_answer()
+
+    def _take_async_answer(self) -> None:
+        self._apply_brain_answer()
+        self.outstanding -= 1
+
+    def _try_send(self, data: bytes) -> bool:
+        try:
+            return self.brain.try_send(data)
+        except PeerGone:
+            self.hot_loop.idle()  # its parent reports why
 
     def _evaluation_step(self, message: m.AgentStep) -> m.AgentActions:
         if message.done:
@@ -426,7 +500,7 @@ class MuscleProcess(Component):
             truncated,
         )
 
-    def _act(self, message: m.AgentStep) -> m.AgentActions:
+    def _act(self, message: m.AgentStep, stale: bool | None = None) -> m.AgentActions:
         sensors = [
             SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
             for uid, space, v in zip(
@@ -457,6 +531,7 @@ class MuscleProcess(Component):
             values,
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
             seen_values,
+            stale,
         )
         return m.AgentActions(setpoints=values, stop=self.objective_reached)
 

@@ -145,7 +145,8 @@ def _status(status: str, reason: str = "", *, style: str | None = None) -> Text:
 )
 @click.pass_obj
 def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> None:
-    """Show a run: its phases, agents and the rewards of their episodes."""
+    """Show a run: its phases, agents and the rewards of their episodes (and, for phases paced
+    with step_rate, how late their steps began)."""
     from palaestra.report.trend import reward_trend
     from palaestra.store import rows
 
@@ -169,6 +170,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
             rows.episode_rewards(run, store_uri=uri, instance=instance)
         ),
         "trends": reward_trend(run, store_uri=uri, instance=instance),
+        "lateness": rows.step_lateness(run, store_uri=uri, instance=instance),
     }
     if fmt == "json":
         sys.stdout.write(_json_dumps(shown, indent=2) + "\n")
@@ -214,6 +216,28 @@ def _show(shown: dict[str, Any]) -> None:
     ):
         click.echo()
         _print(table)
+    if shown["lateness"]:
+        click.echo()
+        _print(_lateness_table(shown["lateness"]))
+
+
+def _lateness_table(lateness: Rows) -> Table:
+    """Per paced phase: its steps, those that began more than 1 ms late, and the lateness's
+    median, 99th percentile and maximum."""
+    table = _table("phase", "steps", "late > 1 ms", "p50", "p99", "max")
+    table.title = "Paced steps (lateness after the due time)"
+    for row in lateness:
+        table.add_row(
+            f"{row['phase']} {row['phase_name']}",
+            str(row["steps"]),
+            str(row["late"]),
+            *(_milliseconds(row[name]) for name in ("p50", "p99", "max")),
+        )
+    return table
+
+
+def _milliseconds(value: float) -> str:
+    return f"{value * 1000:.2f} ms"
 
 
 def _phases_table(phases: Rows) -> Table:

@@ -405,7 +405,8 @@ def world_states(
         ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
         ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``, ``terminated`` and
         ``truncated`` (how the environment said its episode ended; None where it does not say,
-        and in rows of stores before revision 0005).
+        and in rows of stores before revision 0005), ``late_by`` (in a paced phase: seconds the
+        step began after its due time, 0.0 on time; else None).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -422,6 +423,7 @@ def world_states(
                 WorldState.done,
                 WorldState.terminated,
                 WorldState.truncated,
+                WorldState.late_by,
             )
             .select_from(WorldState)
             .join(Environment, WorldState.environment_id == Environment.id)
@@ -467,7 +469,9 @@ def muscle_actions(
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
         ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's
         reward total), ``objective``, ``done``, ``terminated`` and ``truncated`` (how the
-        episode ended, in its last row; False before; None where the environments do not say).
+        episode ended, in its last row; False before; None where the environments do not say),
+        ``stale_policy`` (with ``update_lag: async``: whether the Muscle acted before its
+        Brain's answer to an earlier step arrived; else None).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -486,6 +490,7 @@ def muscle_actions(
                 MuscleAction.done,
                 MuscleAction.terminated,
                 MuscleAction.truncated,
+                MuscleAction.stale_policy,
             )
             .select_from(MuscleAction)
             .join(Agent, MuscleAction.agent_id == Agent.id)
@@ -870,6 +875,54 @@ def recording_gaps(
         )
 
     return _fetch_run(store_uri, run, instance, statement)
+
+
+def step_lateness(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> Rows:
+    """How late the steps of a run instance's paced phases (``phase_config.step_rate``) began.
+
+    Returns:
+        Per paced phase with recorded steps: ``phase``, ``phase_name``, ``mode``, ``steps``
+        (with a lateness), ``late`` (how many began more than :data:`LATE_SECONDS` after
+        their due time), ``p50``, ``p99`` and ``max`` of the lateness in seconds. Lockstep
+        phases have no row.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        return (
+            select(*_phase_columns(), WorldState.late_by)
+            .select_from(WorldState)
+            .join(Environment, WorldState.environment_id == Environment.id)
+            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .where(WorldState.late_by.is_not(None))
+            .order_by(_Phase.index)
+        )
+
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for row in _fetch_run(store_uri, run, instance, statement):
+        key = (row["phase"], row["phase_name"], row["mode"])
+        groups.setdefault(key, []).append(row["late_by"])
+    columns = ("phase", "phase_name", "mode", "steps", "late", "p50", "p99", "max")
+    found = []
+    for key, late in groups.items():
+        late.sort()
+        slow = sum(1 for value in late if value > LATE_SECONDS)
+        summary = (len(late), slow, _quantile(late, 0.5), _quantile(late, 0.99), late[-1])
+        found.append(dict(zip(columns, (*key, *summary), strict=True)))
+    return Rows(found, columns)
+
+
+LATE_SECONDS = 1e-3
+"""A paced step that began more than this after its due time counts as late in
+:func:`step_lateness`."""
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values (the nearest rank: a value that occurred)."""
+    rank = max(1, -(-len(ordered) * q // 1))  # ceil(n * q), at least the first
+    return ordered[int(rank) - 1]
 
 
 # --- presentation ----------------------------------------------------------------------------
