@@ -131,6 +131,17 @@ def actions(ws: Workspace, phase: int, episode: int = 0) -> list[tuple[int, Any,
     ]
 
 
+def longest_stale_run(steps: list[tuple[int, Any, bool | None]]) -> list[int]:
+    """The longest run of consecutive steps acted on a stale policy."""
+    runs: list[list[int]] = [[]]
+    for step, _, was_stale in steps:
+        if was_stale:
+            runs[-1].append(step)
+        elif runs[-1]:
+            runs.append([])
+    return max(runs, key=len)
+
+
 @pytest.mark.parametrize("driver", ["controller", "environment"])
 def test_steps_keep_their_rate_and_a_late_one_brings_no_burst(
     workspace: Workspace, driver: str
@@ -143,10 +154,12 @@ def test_steps_keep_their_rate_and_a_late_one_brings_no_burst(
     assert late[16] is not None and late[16] > 0.03
     gaps = periods(workspace, 0)
     assert 0.018 <= statistics.median(gaps) <= 0.023, gaps
-    # catching up would step at once after the late one: no period is that short
-    assert min(gaps) > 0.010, gaps
     assert gaps[14] > 0.058  # the slow step 15; step 16, late, began right after it
-    assert gaps[15] > 0.015  # and step 17 one period after step 16 began
+    # catching up (steps 17 and 18 were due while step 15 took its 60 ms) would step them at
+    # once: step 17 came about a period after step 16 (less what a busy machine delays a
+    # step's start by), and nowhere did two steps follow within a period of the one before
+    assert gaps[15] > 0.010, gaps
+    assert all(a + b > 0.02 for a, b in zip(gaps, gaps[1:], strict=False)), gaps
     # the lockstep phase that follows records no lateness
     assert set(late_by(workspace, 1).values()) == {None}
     shown = workspace.run("experiment-show", "pacing")
@@ -174,15 +187,15 @@ def test_an_async_muscle_does_not_wait_for_its_busy_brain(workspace: Workspace) 
     assert max(v for v in late.values() if v is not None) < 0.15, late
     assert max(periods(workspace, 0)) < 0.17
     steps = actions(workspace, 0)
-    stale = [step for step, _, was_stale in steps if was_stale]
-    assert len(stale) >= 8, steps  # ~15 steps at 50 Hz acted on the old policy
     assert all(was_stale is not None for _, _, was_stale in steps)
-    assert steps[-1][2] is False, steps  # caught up by the end of the episode
+    block = longest_stale_run(steps)
+    assert len(block) >= 8, steps  # ~15 steps at 50 Hz acted on the old policy
     # the policy stood still while its update was out, and moved once the answers came
-    frozen = {point for step, point, was_stale in steps if step in stale[2:]}
+    frozen = {point for step, point, _ in steps if step in block[2:]}
     assert len(frozen) == 1, steps
-    after = next(point for step, point, was_stale in steps if step > stale[-1])
-    assert after > frozen.pop()
+    later = [(point, was_stale) for step, point, was_stale in steps if step > block[-1]]
+    assert later[0][0] > frozen.pop(), steps
+    assert not all(was_stale for _, was_stale in later), steps  # it caught up
     # nothing was lost: the final dump counts a thought per experience (41 per episode)
     ((dump,),) = query(
         workspace,
