@@ -11,6 +11,7 @@ dumps before its first step. The Brain and the environments are reached over dir
 
 from __future__ import annotations
 
+import logging
 import pickle
 from collections import deque
 from typing import Any
@@ -53,6 +54,8 @@ from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
+
+LOG = logging.getLogger(__name__)
 
 
 class _Previous:
@@ -125,6 +128,8 @@ class MuscleProcess(Component):
         # outbox, which holds those its link had no room for)
         self.outstanding = 0
         self.outbox: deque[bytes] = deque()
+        self.outbox_bytes = 0
+        self.outbox_warned = False
         self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout)
         self.agent = agent
         self.agent_id = agent_id
@@ -403,6 +408,7 @@ class MuscleProcess(Component):
             )
         )
         self.outbox.append(experience)
+        self.outbox_bytes += len(experience)
         if message.done:
             self._settle_with_brain()
             self.previous = None
@@ -415,9 +421,12 @@ class MuscleProcess(Component):
             self._take_async_answer()
         stale = self.outstanding > 0
         self.outstanding += 1
-        outbox = self.outbox
-        while outbox and self._try_send(outbox[0]):
-            outbox.popleft()
+        self._send_outbox()
+        if self.outbox_bytes > OUTBOX_BYTES:  # the Brain fell far behind: wait for it
+            self._warn_outbox()
+            while self.outbox_bytes > OUTBOX_BYTES:
+                self._take_async_answer()
+                self._send_outbox()
         actions = self._act(message, stale)
         self.acted_paused = self.switch.paused()
         self._record_statistics(message.step)
@@ -427,14 +436,30 @@ class MuscleProcess(Component):
         """Send the experiences still in the outbox and apply every answer (blocking): the
         Brain answers those it has while the rest wait for room on the link."""
         self.outstanding += 1  # the episode's last experience, in the outbox
-        outbox = self.outbox
-        while outbox:
-            if self._try_send(outbox[0]):
-                outbox.popleft()
-            else:  # the link is full of experiences: the Brain answers one of them
+        while self.outbox:
+            if not self._send_outbox():  # the link is full: the Brain answers one of them
                 self._take_async_answer()
         while self.outstanding:
             self._take_async_answer()
+
+    def _send_outbox(self) -> bool:
+        """Send what the link to the Brain takes now, oldest first; whether anything went."""
+        outbox = self.outbox
+        sent = False
+        while outbox and self._try_send(outbox[0]):
+            self.outbox_bytes -= len(outbox.popleft())
+            sent = True
+        return sent
+
+    def _warn_outbox(self) -> None:
+        if not self.outbox_warned:
+            self.outbox_warned = True
+            LOG.warning(
+                "%s: its Brain is more than %d MiB of experience behind: the Muscle waits for "
+                "it until it is below that (update_lag: async)",
+                self.name,
+                OUTBOX_BYTES >> 20,
+            )
 
     def _take_async_answer(self) -> None:
         self._apply_brain_answer()
@@ -593,3 +618,7 @@ class MuscleProcess(Component):
 
 
 _NONE_PICKLE = pickle.dumps(None)
+OUTBOX_BYTES = 64 << 20
+"""With ``update_lag: async``, experiences waiting for room on the link to a Brain that fell
+behind are kept up to this many bytes; beyond, the Muscle waits for the Brain (so a Brain
+slower than the world for good slows it rather than filling the memory)."""

@@ -3,16 +3,21 @@ summary, the links' non-blocking calls, and the run-file keys refused."""
 
 from __future__ import annotations
 
+import pickle
 import socket
 
 import pytest
 
+from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.core import messages as m
 from palaestra.core.channel import Channel
 from palaestra.core.pacing import ON_TIME, SPIN, Pacer
 from palaestra.core.specs import UPDATE_LAG_ASYNC
 from palaestra.experiment.runfile import load_run_text
 from palaestra.store.rows import _quantile
+from palaestra.testing import FakeLink, RowRecorder
 from tests.unit.test_runfile import error_of, plugin_dir, plugins, variant
+from tests.unit.test_step_path import agent_spec, environment
 
 __all__ = ["plugin_dir", "plugins"]  # fixtures of the run-file tests, used here
 
@@ -148,3 +153,69 @@ def test_bad_pacing_values_are_refused(key: str, value: str, expected: str) -> N
     error = error_of(text)
     assert (error.line, error.key) == (line + 1, f"schedule[0].only_phase.phase_config.{key}")
     assert error.message.startswith(expected)
+
+
+# --- update_lag: async, a Muscle's step with an in-memory Brain link ---------------------------
+
+
+def async_muscle() -> tuple[MuscleProcess, FakeLink, list[m.BrainUpdate], m.EnvBaseline]:
+    """A Muscle (DummyMuscle counting upwards) with ``update_lag: async``, wired to a Brain link
+    whose answers are held back in the list returned until the test :meth:`~FakeLink.put` s
+    them."""
+    env = environment()
+    baseline = env.start_world(reset=False)
+    sensors = [f"env.{i}" for i in range(5)]
+    process = MuscleProcess(
+        "Muscle-one-0",
+        agent=agent_spec("one", sensors, sensors, "palaestra.agent:DummyMuscle"),
+        agent_id=1,
+        worker=0,
+        mode="train",
+        seed=3,
+        brain_endpoint="",
+        store_endpoint=None,
+        sensors=baseline.sensors[:5],
+        actuators=baseline.actuators[:5],
+        update_lag=UPDATE_LAG_ASYNC,
+    )
+    process.rows = RowRecorder()
+    held: list[m.BrainUpdate] = []
+    answers = iter(range(10, 100))
+
+    def think(message: m.Message) -> None:
+        if isinstance(message, m.Experience):
+            held.append(m.BrainUpdate(update=pickle.dumps(next(answers))))
+
+    brain = FakeLink("Brain-one", think)
+    process.wire(brain, {"env": FakeLink("Environment-env-0")})
+    process.begin_episode(
+        m.AgentEpisode(episode=0, sensors=baseline.sensors[:5], actuators=baseline.actuators[:5])
+    )
+    return process, brain, held, baseline
+
+
+def test_an_async_muscle_acts_without_its_brains_answer_and_applies_it_later() -> None:
+    muscle, brain, held, _ = async_muscle()
+    reward = [m.InfoDesc("Dummy Reward", None, 1)]
+    acted = []
+    for step in range(4):  # the Brain answers nothing meanwhile: the Muscle acts on
+        rewards = None if step == 0 else reward
+        seen = m.AgentStep(step=step, values=[step] * 5, rewards=rewards, done=False)
+        answer = muscle.step(seen)
+        acted.append(answer.setpoints["env.0"])
+    assert acted == [99, 99, 99, 99]  # DummyMuscle's count before any update (-1 mod 100)
+    assert len(held) == 4 and muscle.outstanding == 4
+    for update in held[:3]:  # three answers come in: all are applied before the next action
+        brain.put(update)
+    answer = muscle.step(m.AgentStep(step=4, values=[4] * 5, rewards=reward, done=False))
+    assert answer.setpoints["env.0"] == 12  # the newest of them
+    assert muscle.outstanding == 2  # the 4th answer, and the one to this step's experience
+    brain.answer = lambda message: m.BrainUpdate(update=None)  # it answers at once from now
+    for update in held[3:5]:
+        brain.put(update)
+    last = muscle.step(m.AgentStep(step=5, values=[5] * 5, rewards=reward, done=True))
+    assert last.setpoints == {} and muscle.outstanding == 0 and not brain.inbox
+    stale = [row.stale_policy for row in muscle.rows.recorded]
+    assert stale == [False, True, True, True, True]  # steps 0 to 4 (step 4: one still out)
+    experiences = [e for e in brain.sent if isinstance(e, m.Experience)]
+    assert [e.step for e in experiences] == [0, 1, 2, 3, 4, 5] and experiences[-1].done
