@@ -282,6 +282,9 @@ class EnvState(Msg, frozen=True, kw_only=True):
     done: bool
     terminated: bool | None = None
     truncated: bool | None = None
+    late_by: float | None = None
+    """A paced step's lateness as recorded: the controller's, plus the time the environment
+    then waited for late set points (None: lockstep)."""
 
 
 # --- hot path: simulation controller <-> muscle --------------------------------------------

@@ -38,7 +38,8 @@ class Pacer:
     Call :meth:`begin` when an episode begins, and :meth:`wait` right before each step of
     the world; :attr:`late_by` then says how late that step began (0.0: on time). A driver
     whose step is held up after :meth:`wait` returned (a Muscle's set points still missing)
-    calls :meth:`delayed` when the step really begins.
+    calls :meth:`delayed` when the step really begins (or :meth:`held_up`, when it learns
+    afterwards how much later it began).
 
     Args:
         rate: Steps per second, > 0.
@@ -79,8 +80,12 @@ class Pacer:
     def delayed(self) -> float:
         """The step :meth:`wait` let go only begins now (a peer was late): its lateness,
         counted from its due time, and the schedule moved on from now if it is late."""
-        now = time.perf_counter()
-        return self._began(now, self.step_due)
+        return self._began(time.perf_counter(), self.step_due)
+
+    def held_up(self, seconds: float) -> float:
+        """The step :meth:`wait` let go began ``seconds`` later than that (an environment
+        waited for late set points): as :meth:`delayed`, for a step that began elsewhere."""
+        return self._began(self.began + seconds, self.step_due)
 
     def _began(self, now: float, due: float) -> float:
         late = now - due

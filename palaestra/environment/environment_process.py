@@ -29,7 +29,7 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
-from palaestra.core.pacing import Pacer
+from palaestra.core.pacing import ON_TIME, Pacer
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.recording_control import RecordingSwitch
@@ -147,6 +147,7 @@ class EnvironmentProcess(Component):
         self.episode = -1
         self.step = 0
         self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
+        self.asked_at = 0.0  # when the controller asked for the paced step being taken
         self.pacer: Pacer | None = None  # of the paced episodes this environment drives
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.records = RowSink(None, self._plugin_rows)
@@ -213,6 +214,8 @@ class EnvironmentProcess(Component):
                     elif isinstance(item, Channel):
                         self._take_actions(item)
                 if self._all_in():
+                    if self.late_by is not None:  # paced: was a Muscle late?
+                        self._held_up()
                     router.send_multipart([self.controller, m.encode(self.update())])
 
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
@@ -222,6 +225,7 @@ class EnvironmentProcess(Component):
             self.controller = sender
             self.expected = message.expect
             self.late_by = message.late_by
+            self.asked_at = time.perf_counter() if message.late_by is not None else 0.0
         elif isinstance(message, m.EnvStart):
             baseline = self.start_world(message.reset, message.check_values)
             if message.episode is not None:  # a resumed worker's first episode
@@ -322,6 +326,13 @@ class EnvironmentProcess(Component):
             experiment_run_phase=context.phase_index if context is not None else 0,
         )
 
+    def _held_up(self) -> None:
+        """A paced step the controller asked for begins only now that the last set points
+        are in: the time it waited for them adds to its lateness (see EnvStep.late_by)."""
+        held = time.perf_counter() - self.asked_at
+        if held > ON_TIME and self.late_by is not None:
+            self.late_by += held
+
     def _all_in(self) -> bool:
         """Whether the step can be taken; else note which Muscle we are waiting for."""
         expected = self.expected
@@ -395,6 +406,7 @@ class EnvironmentProcess(Component):
             done=done,
             terminated=terminated,
             truncated=truncated,
+            late_by=self.late_by,
         )
 
     def _record_step(

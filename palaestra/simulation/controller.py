@@ -463,6 +463,8 @@ class _Sockets:
             expect = [a.process for a in acting if env.name in a.environments]
             env.tell(m.EnvStep(expect=expect, late_by=late_by))
         states: list[m.EnvState] = [env.answer() for env in environments]
+        if late_by is not None:  # paced: a step held up by late set points moves the schedule
+            self._held_up(max(state.late_by or 0.0 for state in states) - late_by)
         values: list[tuple[str, Any]] = []
         rewards: list[m.InfoDesc] = []
         for uids, state in zip(self.uids, states, strict=True):
@@ -475,6 +477,10 @@ class _Sockets:
             [state.terminated for state in states],
             [state.truncated for state in states],
         )
+
+    def _held_up(self, seconds: float) -> None:
+        if seconds > 0 and self.pacer is not None:
+            self.pacer.held_up(seconds)
 
     def finish(self, agents: Sequence[AgentPeer]) -> None:
         for agent in agents:

@@ -4,7 +4,7 @@
 :class:`ClockEnvironment` records (``context.record("began", ...)``, so the store has it) the
 ``time.perf_counter()`` at which each of its steps began, and can be slow once;
 :class:`SlowBrain` is a DummyBrain that blocks in ``thinking`` (every N-th call, or on the
-calls listed) and can fail on a call.
+calls listed) and can fail on a call; :class:`SlowMuscle` a DummyMuscle slow to act once.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from palaestra.agent import DummyBrain
+from palaestra.agent import DummyBrain, DummyMuscle
 from palaestra.core.information import ActuatorInformation
 from palaestra.environment import DummyEnvironment
 
@@ -65,3 +65,20 @@ class SlowBrain(DummyBrain):
         if call in self.calls or (self.every and call % self.every == 0):
             time.sleep(self.seconds)  # learning: a long policy update
         return super().thinking(muscle_id, data_from_muscle)
+
+
+class SlowMuscle(DummyMuscle):
+    """A DummyMuscle whose ``slow_at``-th ``propose_actions`` (counted from 1 over the phase;
+    0: none) takes ``slow_seconds`` longer."""
+
+    def __init__(self, slow_at: int = 0, slow_seconds: float = 0.0, **params: Any) -> None:
+        super().__init__(**params)
+        self.slow_at = slow_at
+        self.slow_seconds = slow_seconds
+        self.proposed = 0
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        self.proposed += 1
+        if self.proposed == self.slow_at:
+            time.sleep(self.slow_seconds)  # thinking hard about this one
+        return super().propose_actions(sensors, actuators_available)

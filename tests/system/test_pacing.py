@@ -38,8 +38,8 @@ schedule:
             name: pacing_plugins:SlowBrain
             params: {{calls: {block_calls}, seconds: {block_seconds}, fail_at: {fail_at}}}
           muscle:
-            name: palaestra.agent.dummy_muscle:DummyMuscle
-            params: {{count_upwards: true}}
+            name: pacing_plugins:SlowMuscle
+            params: {{count_upwards: true, slow_at: {muscle_slow_at}, slow_seconds: 0.06}}
           objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
           sensors: [env.0, env.1]
           actuators: [env.0, env.1]
@@ -66,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "block_calls": [],
     "block_seconds": 0.0,
     "fail_at": 0,
+    "muscle_slow_at": 0,
     "driver": "auto",
     "episodes": 1,
     "rate": 50,
@@ -169,6 +170,21 @@ def test_steps_keep_their_rate_and_a_late_one_brings_no_burst(
     assert line.split()[2] == "40"  # steps
     assert int(line.split()[3]) >= 1  # late by more than 1 ms: at least step 16
     assert not any(row.startswith("1 second") for row in table.splitlines())  # lockstep
+
+
+@pytest.mark.parametrize("driver", ["controller", "environment"])
+def test_a_muscle_late_with_its_set_points_makes_its_step_late(
+    workspace: Workspace, driver: str
+) -> None:
+    # 50 Hz; the Muscle's 15th action (for step 15, the row of step 15) takes 60 ms: the step
+    # begins when its set points are in, about 40 ms after its due time
+    run(workspace, driver=driver, muscle_slow_at=15)
+    late = late_by(workspace, 0)
+    assert late[15] is not None and 0.03 < late[15] < 0.1, late
+    gaps = periods(workspace, 0)
+    assert gaps[13] > 0.05, gaps  # step 14 to 15
+    assert gaps[14] > 0.010, gaps  # step 16 a period after the late step 15, no burst
+    assert all(a + b > 0.02 for a, b in zip(gaps, gaps[1:], strict=False)), gaps
 
 
 def test_an_async_muscle_does_not_wait_for_its_busy_brain(workspace: Workspace) -> None:
