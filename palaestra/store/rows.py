@@ -11,7 +11,9 @@ DataFrames on these functions, and the CLI exports from them directly.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from numbers import Integral
@@ -886,12 +888,12 @@ def step_lateness(
         Per paced phase with recorded steps: ``phase``, ``phase_name``, ``mode``, ``steps``
         (with a lateness), ``late`` (how many began more than :data:`LATE_SECONDS` after
         their due time), ``p50``, ``p99`` and ``max`` of the lateness in seconds. Lockstep
-        phases have no row.
+        phases have no row. The steps are read as they come, not as a dict per step.
     """
 
     def statement(instance_id: int) -> Select[Any]:
         return (
-            select(*_phase_columns(), WorldState.late_by)
+            select(*_phase_columns(), WorldState.worker, WorldState.episode, WorldState.late_by)
             .select_from(WorldState)
             .join(Environment, WorldState.environment_id == Environment.id)
             .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
@@ -900,18 +902,24 @@ def step_lateness(
             .order_by(_Phase.index)
         )
 
-    groups: dict[tuple[Any, ...], list[float]] = {}
-    for row in _fetch_run(store_uri, run, instance, statement):
-        key = (row["phase"], row["phase_name"], row["mode"])
-        groups.setdefault(key, []).append(row["late_by"])
+    groups: dict[tuple[Any, ...], array[float]] = {}
+    with _connection(store_uri) as connection:
+        instance_id = _instance_id(connection, run, instance)
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        if len(chain) == 1:  # as the rows come, no dict per row
+            found: Iterable[Any] = connection.execute(statement(instance_id))
+        else:  # a resumed run: the rows of its view (see _chain_rows)
+            found = (tuple(row.values()) for row in _chain_rows(connection, chain, statement))
+        for phase, name, mode, _, _, late in found:
+            groups.setdefault((phase, name, mode), array("d")).append(late)
     columns = ("phase", "phase_name", "mode", "steps", "late", "p50", "p99", "max")
-    found = []
-    for key, late in groups.items():
-        late.sort()
-        slow = sum(1 for value in late if value > LATE_SECONDS)
-        summary = (len(late), slow, _quantile(late, 0.5), _quantile(late, 0.99), late[-1])
-        found.append(dict(zip(columns, (*key, *summary), strict=True)))
-    return Rows(found, columns)
+    rows = []
+    for key, values in groups.items():
+        ordered = sorted(values)
+        slow = len(ordered) - bisect.bisect_right(ordered, LATE_SECONDS)
+        summary = (len(ordered), slow, _quantile(ordered, 0.5), _quantile(ordered, 0.99))
+        rows.append(dict(zip(columns, (*key, *summary, ordered[-1]), strict=True)))
+    return Rows(rows, columns)
 
 
 LATE_SECONDS = 1e-3
