@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from palaestra.agent import DummyBrain, DummyMuscle
@@ -20,18 +21,24 @@ from palaestra.environment import DummyEnvironment
 
 class ClockEnvironment(DummyEnvironment):
     """DummyEnvironment that records when each step began; step ``slow_at`` (1-based, 0:
-    none) of every episode takes ``slow_seconds`` longer."""
+    none) of every episode takes ``slow_seconds`` longer; ``stepped_file`` (if given) is
+    created at the first step."""
 
-    def __init__(self, slow_at: int = 0, slow_seconds: float = 0.0, **params: Any) -> None:
+    def __init__(
+        self, slow_at: int = 0, slow_seconds: float = 0.0, stepped_file: str = "", **params: Any
+    ) -> None:
         super().__init__(**params)
         self.slow_at = slow_at
         self.slow_seconds = slow_seconds
+        self.stepped_file = stepped_file
 
     def update(self, actuators: Sequence[ActuatorInformation]) -> Any:
         began = time.perf_counter()
         context = self.context
         if context is not None:
             context.record("began", began)
+        if self.stepped_file and self.iter == 0:
+            Path(self.stepped_file).touch()
         if self.iter + 1 == self.slow_at:
             time.sleep(self.slow_seconds)  # the simulation itself is slow this once
         return super().update(actuators)

@@ -10,8 +10,12 @@ burst or one that does not) differs by ten times that.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import statistics
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +35,11 @@ schedule:
         - environment:
             name: pacing_plugins:ClockEnvironment
             uid: env
-            params: {{max_iter: {steps}, slow_at: {slow_at}, slow_seconds: {slow_seconds}}}
+            params:
+              max_iter: {steps}
+              slow_at: {slow_at}
+              slow_seconds: {slow_seconds}
+              stepped_file: "{stepped_file}"
       agents:
         - name: agent
           brain:
@@ -67,6 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "block_seconds": 0.0,
     "fail_at": 0,
     "muscle_slow_at": 0,
+    "stepped_file": "",
     "driver": "auto",
     "episodes": 1,
     "rate": 50,
@@ -76,10 +85,15 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def run(ws: Workspace, expect: int = 0, **values: Any) -> str:
-    """Run the run file with ``values``; its stderr (the exit code checked)."""
+def run_file(ws: Workspace, **values: Any) -> Path:
     path = ws.path / "run.yml"
     path.write_text(RUN.format(**(DEFAULTS | values)))
+    return path
+
+
+def run(ws: Workspace, expect: int = 0, **values: Any) -> str:
+    """Run the run file with ``values``; its stderr (the exit code checked)."""
+    path = run_file(ws, **values)
     result = ws.run("experiment-start", "-q", str(path), timeout=50)
     assert result.returncode == expect, result.stderr[-3000:]
     return result.stderr
@@ -232,3 +246,23 @@ def test_a_brain_failing_under_async_updates_fails_the_run(workspace: Workspace)
     status, reason = workspace.instance_status()
     assert status == "error", (status, reason)
     assert "SlowBrain" in reason
+
+
+@pytest.mark.parametrize("driver", ["controller", "environment"])
+def test_ctrl_c_during_a_long_paced_wait_stops_the_run_at_once(
+    workspace: Workspace, driver: str
+) -> None:
+    stepped = workspace.path / "stepped"
+    path = run_file(workspace, driver=driver, rate=0.1, stepped_file=stepped)  # 10 s a step
+    proc = workspace.start("experiment-start", "-q", str(path))
+    deadline = time.monotonic() + 30
+    while not stepped.exists():  # the first step is taken: the second is 10 s away
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    # at once (0.1 s here), not after the wait nor killed after the stop's grace (4 s)
+    assert time.monotonic() - interrupted < 2
+    assert workspace.instance_status()[0] == "cancelled"
