@@ -275,6 +275,15 @@ class FakeLink(Channel):
             if reply is not None:
                 self.put(reply)
 
+    def try_send(self, data: bytes) -> bool:
+        """:meth:`send`: an in-memory link is never full."""
+        self.send(data)
+        return True
+
+    def ready(self) -> bool:
+        """Whether :meth:`recv` has something queued."""
+        return bool(self.inbox)
+
     def put(self, message: m.Msg) -> None:
         """Queue ``message`` for the next ``recv``."""
         self.inbox.append(m.encode(message))

@@ -11,7 +11,9 @@ dumps before its first step. The Brain and the environments are reached over dir
 
 from __future__ import annotations
 
+import logging
 import pickle
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -50,9 +52,11 @@ from palaestra.core.records import (
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
-from palaestra.core.specs import AgentSpec
+from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
+
+LOG = logging.getLogger(__name__)
 
 
 class _Previous:
@@ -66,6 +70,7 @@ class _Previous:
         "setpoint_values",
         "data",
         "seen_values",
+        "stale",
     )
 
     def __init__(
@@ -77,6 +82,7 @@ class _Previous:
         setpoint_values: dict[str, Any],
         data: bytes,
         seen_values: list[Any],
+        stale: bool | None = None,
     ) -> None:
         self.step = step
         self.sensors = sensors
@@ -85,6 +91,7 @@ class _Previous:
         self.setpoint_values = setpoint_values
         self.data = data
         self.seen_values = seen_values  # the sensor values the Muscle saw (its filters')
+        self.stale = stale  # update_lag async: acted before an earlier step's answer came
 
 
 class MuscleProcess(Component):
@@ -118,6 +125,12 @@ class MuscleProcess(Component):
         self.links: dict[str, Channel] = {}  # to the environments, by uid
         self.update_lag = update_lag
         self.awaiting = False
+        # update_lag async: experiences the Brain has not answered yet (sent or still in the
+        # outbox, which holds those its link had no room for)
+        self.outstanding = 0
+        self.outbox: deque[bytes] = deque()
+        self.outbox_bytes = 0
+        self.outbox_warned = False
         self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout)
         self.agent = agent
         self.agent_id = agent_id
@@ -323,7 +336,9 @@ class MuscleProcess(Component):
         With ``update_lag`` 0 the Brain's answer to this step's experience is applied before
         acting (palaestrAI's order). With 1, the answer to the previous step's experience is
         applied and this step's goes out without waiting: the Brain thinks while the world
-        steps. The first step of an episode and its end are always waited for.
+        steps. The first step of an episode and its end are always waited for. With
+        ``async`` (:data:`~palaestra.core.specs.UPDATE_LAG_ASYNC`) only the end is: see
+        :meth:`_async_step`.
         """
         transition = None
         previous = self.previous
@@ -343,10 +358,13 @@ class MuscleProcess(Component):
                         message.done,
                         message.terminated,
                         message.truncated,
+                        previous.stale,
                     )
                 )
         if self.evaluation:  # not learned from: the Brain hears nothing of it
             return self._evaluation_step(message)
+        if self.update_lag == UPDATE_LAG_ASYNC:
+            return self._async_step(message, transition, previous)
         if self.awaiting:
             self._apply_brain_answer()
         data = previous.data if previous is not None else _NONE_PICKLE
@@ -376,6 +394,87 @@ class MuscleProcess(Component):
         self.acted_paused = self.switch.paused()
         self._record_statistics(message.step)
         return actions
+
+    def _async_step(
+        self, message: m.AgentStep, transition: m.Transition | None, previous: _Previous | None
+    ) -> m.AgentActions:
+        """``update_lag: async``: apply the Brain's answers that are there, act with the
+        policy the Muscle has (stale if an answer to an earlier step is still out), and send
+        the experience without waiting. Only the episode's end waits for every answer, so
+        the Brain has learned from all of it before the episode ends (and its dumps have)."""
+        experience = m.encode(
+            m.Experience(
+                worker=self.worker,
+                transition=transition,
+                data=previous.data if previous is not None else _NONE_PICKLE,
+                done=message.done,
+                episode=self.episode,
+                step=message.step,
+            )
+        )
+        self.outbox.append(experience)
+        self.outbox_bytes += len(experience)
+        if message.done:
+            self._settle_with_brain()
+            self.previous = None
+            self._record_statistics(message.step)
+            self.rows.flush()
+            self.statistics.flush()
+            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
+        brain = self.brain
+        while self.outstanding and brain.ready():
+            self._take_async_answer()
+        stale = self.outstanding > 0
+        self.outstanding += 1
+        self._send_outbox()
+        if self.outbox_bytes > OUTBOX_BYTES:  # the Brain fell far behind: wait for it
+            self._warn_outbox()
+            while self.outbox_bytes > OUTBOX_BYTES:
+                self._take_async_answer()
+                self._send_outbox()
+        actions = self._act(message, stale)
+        self.acted_paused = self.switch.paused()
+        self._record_statistics(message.step)
+        return actions
+
+    def _settle_with_brain(self) -> None:
+        """Send the experiences still in the outbox and apply every answer (blocking): the
+        Brain answers those it has while the rest wait for room on the link."""
+        self.outstanding += 1  # the episode's last experience, in the outbox
+        while self.outbox:
+            if not self._send_outbox():  # the link is full: the Brain answers one of them
+                self._take_async_answer()
+        while self.outstanding:
+            self._take_async_answer()
+
+    def _send_outbox(self) -> bool:
+        """Send what the link to the Brain takes now, oldest first; whether anything went."""
+        outbox = self.outbox
+        sent = False
+        while outbox and self._try_send(outbox[0]):
+            self.outbox_bytes -= len(outbox.popleft())
+            sent = True
+        return sent
+
+    def _warn_outbox(self) -> None:
+        if not self.outbox_warned:
+            self.outbox_warned = True
+            LOG.warning(
+                "%s: its Brain is more than %d MiB of experience behind: the Muscle waits for "
+                "it until it is below that (update_lag: async)",
+                self.name,
+                OUTBOX_BYTES >> 20,
+            )
+
+    def _take_async_answer(self) -> None:
+        self._apply_brain_answer()
+        self.outstanding -= 1
+
+    def _try_send(self, data: bytes) -> bool:
+        try:
+            return self.brain.try_send(data)
+        except PeerGone:
+            self.hot_loop.idle()  # its parent reports why
 
     def _evaluation_step(self, message: m.AgentStep) -> m.AgentActions:
         if message.done:
@@ -432,7 +531,7 @@ class MuscleProcess(Component):
             truncated,
         )
 
-    def _act(self, message: m.AgentStep) -> m.AgentActions:
+    def _act(self, message: m.AgentStep, stale: bool | None = None) -> m.AgentActions:
         sensors = [
             SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
             for uid, space, v in zip(
@@ -463,6 +562,7 @@ class MuscleProcess(Component):
             values,
             pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
             seen_values,
+            stale,
         )
         return m.AgentActions(setpoints=values, stop=self.objective_reached)
 
@@ -524,3 +624,7 @@ class MuscleProcess(Component):
 
 
 _NONE_PICKLE = pickle.dumps(None)
+OUTBOX_BYTES = 64 << 20
+"""With ``update_lag: async``, experiences waiting for room on the link to a Brain that fell
+behind are kept up to this many bytes; beyond, the Muscle waits for the Brain (so a Brain
+slower than the world for good slows it rather than filling the memory)."""

@@ -147,7 +147,8 @@ def _status(status: str, reason: str = "", *, style: str | None = None) -> Text:
 )
 @click.pass_obj
 def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> None:
-    """Show a run: its phases, agents and the rewards of their episodes."""
+    """Show a run: its phases, agents and the rewards of their episodes (and, for phases paced
+    with step_rate, how late their steps began)."""
     from palaestra.report.trend import reward_trend
     from palaestra.store import rows
 
@@ -172,6 +173,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         ),
         "trends": reward_trend(run, store_uri=uri, instance=instance),
         "code_reloads": rows.code_reloads(run, store_uri=uri, instance=instance),
+        "lateness": rows.step_lateness(run, store_uri=uri, instance=instance),
     }
     if fmt == "json":
         sys.stdout.write(_json_dumps(shown, indent=2) + "\n")
@@ -222,6 +224,9 @@ def _show(shown: dict[str, Any]) -> None:
         click.echo("Code reloads (hot reload):")
         for line in _reload_lines(shown["code_reloads"]):
             click.echo(f"  {line}")
+    if shown["lateness"]:
+        click.echo()
+        _print(_lateness_table(shown["lateness"]))
 
 
 def _reload_lines(reloads: Rows) -> list[str]:
@@ -240,6 +245,25 @@ def _reload_lines(reloads: Rows) -> list[str]:
             f"{_time(row['at'])} {where} {step}: {row['source']} {row['path']}: {outcome}"
         )
     return lines
+
+
+def _lateness_table(lateness: Rows) -> Table:
+    """Per paced phase: its steps, those that began more than 1 ms late, and the lateness's
+    median, 99th percentile and maximum."""
+    table = _table("phase", "steps", "late > 1 ms", "p50", "p99", "max")
+    table.title = "Paced steps (lateness after the due time)"
+    for row in lateness:
+        table.add_row(
+            f"{row['phase']} {row['phase_name']}",
+            str(row["steps"]),
+            str(row["late"]),
+            *(_milliseconds(row[name]) for name in ("p50", "p99", "max")),
+        )
+    return table
+
+
+def _milliseconds(value: float) -> str:
+    return f"{value * 1000:.2f} ms"
 
 
 def _phases_table(phases: Rows) -> Table:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import select
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 CHUNK = 1 << 16
@@ -59,6 +59,36 @@ class Channel:
         last = len(data) - CHUNK
         for start in range(0, len(data), CHUNK):
             self._send_packet((_MORE if start < last else _LAST) + data[start : start + CHUNK])
+
+    def try_send(self, data: bytes) -> bool:
+        """Send one message if the peer's buffer takes it now, else nothing: False. (Of a
+        message longer than :data:`CHUNK`, the first packet decides; the rest is then sent as
+        :meth:`send` sends it.)"""
+        first = _LAST + data if len(data) <= CHUNK else _MORE + data[:CHUNK]
+        try:
+            self.sock.send(first)
+        except BlockingIOError:
+            return False
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise PeerGone(self.peer) from exc
+        if len(data) > CHUNK:
+            rest = data[CHUNK:]
+            last = len(rest) - CHUNK
+            for start in range(0, len(rest), CHUNK):
+                more = _MORE if start < last else _LAST
+                self._send_packet(more + rest[start : start + CHUNK])
+        return True
+
+    def ready(self) -> bool:
+        """Whether a message (or the peer's hang-up) is there: :meth:`recv` would not block
+        for it. A stop request raises ``Stopped`` (through ``check_stop``)."""
+        ready = False
+        for fd, _ in self._poll.poll(0):
+            if fd == self._stop_fd:
+                self._check_stop()
+            else:
+                ready = True
+        return ready
 
     def _send_packet(self, packet: bytes) -> None:
         while True:
@@ -176,10 +206,11 @@ class Selector:
     def items(self) -> list[Any]:
         return list(self._by_fd.values())
 
-    def wait(self) -> Iterable[Any]:
-        """The readable (or hung-up) items; raises ``Stopped`` through ``check_stop``."""
+    def wait(self, timeout: int | None = None) -> list[Any]:
+        """The readable (or hung-up) items; raises ``Stopped`` through ``check_stop``. With a
+        ``timeout`` (milliseconds; 0: do not block) it may return none."""
         ready = []
-        for fd, _ in self._poll.poll():
+        for fd, _ in self._poll.poll(timeout):
             if fd == self._stop_fd:
                 self._check_stop()
             else:

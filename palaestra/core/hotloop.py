@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ class HotLoop:
         self._sockets: list[zmq.Socket[bytes]] = []
         self._closing: list[Channel | Listener] = []
         self._thread: threading.Thread | None = None
+        self._sleeper: Any = None  # a poll object on the stop pipe, made by the first sleep
 
     # --- in the hot thread --------------------------------------------------------------
 
@@ -121,6 +123,16 @@ class HotLoop:
             return recv()
 
         return receive
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep about ``seconds`` (whole milliseconds, rounded down: never longer), or until
+        a stop request (raises Stopped); a pacer's coarse wait (:mod:`palaestra.core.pacing`)."""
+        if self._sleeper is None:
+            self._sleeper = select.poll()
+            self._sleeper.register(self.stop_fd, select.POLLIN)
+        milliseconds = int(seconds * 1000)
+        if milliseconds > 0 and self._sleeper.poll(milliseconds):
+            self._control()
 
     def command(self) -> Any:
         """Block until the asyncio thread :meth:`post`-s something; raises on stop."""

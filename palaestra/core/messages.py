@@ -186,6 +186,9 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     first_episode: int = 0
     """Episodes already done (by a resumed instance's predecessors): the first one played is
     this one, numbered as the uninterrupted run numbers it."""
+    step_rate: float = 0.0
+    """Steps of the world per second of wall-clock time (``phase_config.step_rate``); 0:
+    lockstep."""
 
 
 class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
@@ -208,6 +211,8 @@ class EnvEpisode(Msg, frozen=True, kw_only=True):
     agents: list[EpisodeAgent]
     policy: str
     conditions: list[ClassSpec]
+    step_rate: float = 0.0
+    """Pace the steps at this many per second (see :mod:`palaestra.core.pacing`); 0: lockstep."""
 
 
 class EnvEpisodeDone(Msg, frozen=True, kw_only=True):
@@ -263,6 +268,9 @@ class EnvStep(Msg, frozen=True, kw_only=True):
     :class:`EnvState`."""
 
     expect: list[str]
+    late_by: float | None = None
+    """Seconds the step began after its due time in a paced phase (0.0: on time; see
+    :mod:`palaestra.core.pacing`), for its ``world_states`` row; None: lockstep."""
 
 
 class EnvState(Msg, frozen=True, kw_only=True):
@@ -274,6 +282,9 @@ class EnvState(Msg, frozen=True, kw_only=True):
     done: bool
     terminated: bool | None = None
     truncated: bool | None = None
+    late_by: float | None = None
+    """A paced step's lateness as recorded: the controller's, plus the time the environment
+    then waited for late set points (None: lockstep)."""
 
 
 # --- hot path: simulation controller <-> muscle --------------------------------------------
@@ -417,6 +428,8 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     """The environment reached a terminal state (None: it does not say)."""
     truncated: bool | None = None
     """The environment was cut short (None: it does not say)."""
+    late_by: float | None = None
+    """Seconds the step began after its due time (0.0: on time); None in a lockstep phase."""
 
 
 class StatisticsRow(msgspec.Struct, frozen=True, array_like=True):
@@ -448,6 +461,9 @@ class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
     done: bool
     terminated: bool | None = None
     truncated: bool | None = None
+    stale_policy: bool | None = None
+    """With ``update_lag: async``: the Muscle acted before the Brain's answer to an earlier
+    step had arrived; None otherwise."""
 
 
 class WorldStateRows(Msg, frozen=True, kw_only=True):

@@ -10,8 +10,10 @@ episode loop palaestra has: it asks the policy and moves the messages through a
 * the one environment drives (its links to the Muscles, two messages per step fewer,
   :mod:`palaestra.environment.environment_process`).
 
-Later drivers (a replay from the store, real-time pacing, an external environment) implement
-:class:`Driver` and reuse the loop and the policies as they are.
+Later drivers (a replay from the store, an external environment) implement :class:`Driver`
+and reuse the loop and the policies as they are. Real-time pacing is no driver of its own: the
+loop waits on a :class:`~palaestra.core.pacing.Pacer` before each step of the world, whoever
+drives.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from palaestra.core import messages as m
+from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
 from palaestra.core.termination import TerminationCondition
 
@@ -171,6 +174,7 @@ def run_episode(
     agents: Sequence[A],
     conditions: Sequence[TerminationCondition],
     values: dict[str, Any],
+    pacer: Pacer | None = None,
 ) -> EpisodeResult:
     """Run one episode; returns its steps, how it ended and the agents' episode rewards.
 
@@ -180,17 +184,25 @@ def run_episode(
     an observation with ``done`` and the episode's ``terminated``/``truncated`` (see
     :func:`episode_ends`; the observations before it say ``False`` for both, or None where the
     environments do not say).
+
+    With a ``pacer`` (``phase_config.step_rate``), each step of the world waits until it is
+    due, after the acting agents were given their observations (so they think while it
+    waits); the driver records the lateness the pacer measured.
     """
     rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in agents}
     sums = _RewardSums()
     step = 0
     ends = UNSAID
+    if pacer is not None:
+        pacer.begin()
     while True:
         acting = policy.acting(step, agents)
         for agent in acting:
             seen = observation(agent, step, values, rewards, False, ends)
             sums.observed(agent.process, seen.rewards)
             driver.observe(agent, seen)
+        if pacer is not None:
+            pacer.wait()
         stepped = driver.step(acting)
         values.update(stepped.values)
         for agent in policy.rewarded(step, acting, agents):

@@ -29,6 +29,7 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.loading import load_class
+from palaestra.core.pacing import ON_TIME, Pacer
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.recording_control import RecordingSwitch
@@ -145,6 +146,9 @@ class EnvironmentProcess(Component):
         self.prefix = f"{environment.uid}."
         self.episode = -1
         self.step = 0
+        self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
+        self.asked_at = 0.0  # when the controller asked for the paced step being taken
+        self.pacer: Pacer | None = None  # of the paced episodes this environment drives
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.records = RowSink(None, self._plugin_rows)
 
@@ -210,6 +214,8 @@ class EnvironmentProcess(Component):
                     elif isinstance(item, Channel):
                         self._take_actions(item)
                 if self._all_in():
+                    if self.late_by is not None:  # paced: was a Muscle late?
+                        self._held_up()
                     router.send_multipart([self.controller, m.encode(self.update())])
 
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
@@ -218,6 +224,8 @@ class EnvironmentProcess(Component):
         if isinstance(message, m.EnvStep):
             self.controller = sender
             self.expected = message.expect
+            self.late_by = message.late_by
+            self.asked_at = time.perf_counter() if message.late_by is not None else 0.0
         elif isinstance(message, m.EnvStart):
             baseline = self.start_world(message.reset, message.check_values)
             if message.episode is not None:  # a resumed worker's first episode
@@ -318,6 +326,13 @@ class EnvironmentProcess(Component):
             experiment_run_phase=context.phase_index if context is not None else 0,
         )
 
+    def _held_up(self) -> None:
+        """A paced step the controller asked for begins only now that the last set points
+        are in: the time it waited for them adds to its lateness (see EnvStep.late_by)."""
+        held = time.perf_counter() - self.asked_at
+        if held > ON_TIME and self.late_by is not None:
+            self.late_by += held
+
     def _all_in(self) -> bool:
         """Whether the step can be taken; else note which Muscle we are waiting for."""
         expected = self.expected
@@ -391,6 +406,7 @@ class EnvironmentProcess(Component):
             done=done,
             terminated=terminated,
             truncated=truncated,
+            late_by=self.late_by,
         )
 
     def _record_step(
@@ -414,6 +430,7 @@ class EnvironmentProcess(Component):
                 self._simtime(simtime) if simtime is not None else None,
                 terminated,
                 truncated,
+                self.late_by,
             )
         )
 
@@ -523,12 +540,16 @@ class EnvironmentProcess(Component):
         policy: TurnPolicy = call(load_class(message.policy))
         driver.links = {a.process: self._link(hot, a.process) for a in message.agents}
         values = dict(zip(self.full_sensor_uids, self.values, strict=True))
+        if message.step_rate > 0 and self.pacer is None:
+            self.pacer = Pacer(message.step_rate, hot.sleep)
+        driver.pacer = self.pacer if message.step_rate > 0 else None
         return run_episode(
             policy,
             driver,
             message.agents,
             self._conditions(message.conditions),
             values,
+            driver.pacer,
         )
 
     def _link(self, hot: HotLoop, process: str) -> Channel:
@@ -562,12 +583,13 @@ class _Links:
     the Muscles' links, set points come back on them, and the world steps once the acting
     agents' set points are in."""
 
-    __slots__ = ("end_phase", "hot", "links", "process")
+    __slots__ = ("end_phase", "hot", "links", "pacer", "process")
 
     def __init__(self, process: EnvironmentProcess, hot: HotLoop, links: dict[str, Channel]):
         self.process = process
         self.hot = hot
         self.links = links
+        self.pacer: Pacer | None = None  # a paced episode's: its lateness goes to the rows
         self.end_phase = False  # an agent's Brain reached its phase rule (phase_avgN)
 
     def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
@@ -581,12 +603,20 @@ class _Links:
         process = self.process
         process.expected = [a.process for a in acting if a.acts_here]
         wait = process.selector.wait
+        pacer = self.pacer
+        timeout = None if pacer is None else 0  # paced: first take what came while it waited
+        held_up = False
         while not process._all_in():
-            for link in wait():
+            ready = wait(timeout)
+            if not ready:  # paced: a Muscle's set points are not there yet
+                timeout, held_up = None, True
+            for link in ready:
                 if link is process.listener:
                     process._accept(self.hot)
                 else:
                     process._take_actions(link)
+        if pacer is not None:  # the step begins now: after its due time if a Muscle was late
+            process.late_by = pacer.delayed() if held_up else pacer.late_by
         state = process.update()
         uids = process.full_sensor_uids
         return Stepped(

@@ -332,6 +332,7 @@ class ExperimentRun(Component):
                     mode=spec.config.mode,
                     evaluate_every=evaluations(spec.config),
                     first_episode=self._first_episode(spec),
+                    step_rate=spec.config.step_rate,
                 ),
             )
             for w, c in enumerate(phase.controllers)

@@ -24,6 +24,7 @@ from palaestra.core import names
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.loading import load_class
+from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store
 from palaestra.core.specs import ClassSpec
@@ -209,6 +210,8 @@ class SimulationController(Component):
         self.baselines: list[m.EnvBaseline] = []
         self.values: dict[str, Any] = {}
         self.steps = 0
+        self.step_rate = 0.0  # phase_config.step_rate (0: lockstep), from SimulationRun
+        self.pacer: Pacer | None = None  # of the episodes this controller drives itself
         self._first_played = 0  # the first episode this controller plays (resumed: later)
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
@@ -283,6 +286,8 @@ class SimulationController(Component):
             )
             for a in run.agents
         ]
+        self.step_rate = run.step_rate
+        self.pacer = Pacer(run.step_rate, hot.sleep) if run.step_rate > 0 else None
         episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
         hot.call(
             self._send_parent,
@@ -351,7 +356,9 @@ class SimulationController(Component):
             return end_phase
         started = time.time()
         sockets = _Sockets(self)
-        result = run_episode(self.turns, sockets, self.agents, self.conditions, self.values)
+        result = run_episode(
+            self.turns, sockets, self.agents, self.conditions, self.values, self.pacer
+        )
         self._ended(number, result, started, time.time())
         return sockets.end_phase
 
@@ -404,6 +411,7 @@ class SimulationController(Component):
             ],
             policy=class_name(type(self.turns)),
             conditions=self.episode_conditions,
+            step_rate=self.step_rate,
         )
         env.tell(request)
         # no answer_timeout on a whole episode (it takes as long as it takes): the environment
@@ -437,11 +445,12 @@ class _Sockets:
     and steps to the environments over its sockets; the Muscles send their set points
     straight to the environments, which step once all expected set points are in."""
 
-    __slots__ = ("end_phase", "environments", "uids")
+    __slots__ = ("end_phase", "environments", "pacer", "uids")
 
     def __init__(self, controller: SimulationController) -> None:
         self.end_phase = False  # an agent's Brain reached its phase rule (phase_avgN)
         self.environments = controller.environments
+        self.pacer = controller.pacer  # its lateness goes to the environments' rows
         self.uids = [[s.uid for s in b.sensors] for b in controller.baselines]
 
     def observe(self, agent: AgentPeer, observation: m.AgentStep) -> None:
@@ -449,9 +458,13 @@ class _Sockets:
 
     def step(self, acting: Sequence[AgentPeer]) -> Stepped:
         environments = self.environments
+        late_by = None if self.pacer is None else self.pacer.late_by
         for env in environments:
-            env.tell(m.EnvStep(expect=[a.process for a in acting if env.name in a.environments]))
+            expect = [a.process for a in acting if env.name in a.environments]
+            env.tell(m.EnvStep(expect=expect, late_by=late_by))
         states: list[m.EnvState] = [env.answer() for env in environments]
+        if late_by is not None:  # paced: a step held up by late set points moves the schedule
+            self._held_up(max(state.late_by or 0.0 for state in states) - late_by)
         values: list[tuple[str, Any]] = []
         rewards: list[m.InfoDesc] = []
         for uids, state in zip(self.uids, states, strict=True):
@@ -464,6 +477,10 @@ class _Sockets:
             [state.terminated for state in states],
             [state.truncated for state in states],
         )
+
+    def _held_up(self, seconds: float) -> None:
+        if seconds > 0 and self.pacer is not None:
+            self.pacer.held_up(seconds)
 
     def finish(self, agents: Sequence[AgentPeer]) -> None:
         for agent in agents:

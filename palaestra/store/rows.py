@@ -11,7 +11,9 @@ DataFrames on these functions, and the CLI exports from them directly.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from numbers import Integral
@@ -406,7 +408,8 @@ def world_states(
         ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
         ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``, ``terminated`` and
         ``truncated`` (how the environment said its episode ended; None where it does not say,
-        and in rows of stores before revision 0005).
+        and in rows of stores before revision 0005), ``late_by`` (in a paced phase: seconds the
+        step began after its due time, 0.0 on time; else None).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -423,6 +426,7 @@ def world_states(
                 WorldState.done,
                 WorldState.terminated,
                 WorldState.truncated,
+                WorldState.late_by,
             )
             .select_from(WorldState)
             .join(Environment, WorldState.environment_id == Environment.id)
@@ -468,7 +472,9 @@ def muscle_actions(
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
         ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's
         reward total), ``objective``, ``done``, ``terminated`` and ``truncated`` (how the
-        episode ended, in its last row; False before; None where the environments do not say).
+        episode ended, in its last row; False before; None where the environments do not say),
+        ``stale_policy`` (with ``update_lag: async``: whether the Muscle acted before its
+        Brain's answer to an earlier step arrived; else None).
     """
 
     def statement(instance_id: int) -> Select[Any]:
@@ -487,6 +493,7 @@ def muscle_actions(
                 MuscleAction.done,
                 MuscleAction.terminated,
                 MuscleAction.truncated,
+                MuscleAction.stale_policy,
             )
             .select_from(MuscleAction)
             .join(Agent, MuscleAction.agent_id == Agent.id)
@@ -918,6 +925,60 @@ def code_reloads(
         )
 
     return _fetch_run(store_uri, run, instance, statement)
+
+
+def step_lateness(
+    run: str, *, store_uri: StoreURI | None = None, instance: str | None = None
+) -> Rows:
+    """How late the steps of a run instance's paced phases (``phase_config.step_rate``) began.
+
+    Returns:
+        Per paced phase with recorded steps: ``phase``, ``phase_name``, ``mode``, ``steps``
+        (with a lateness), ``late`` (how many began more than :data:`LATE_SECONDS` after
+        their due time), ``p50``, ``p99`` and ``max`` of the lateness in seconds. Lockstep
+        phases have no row. The steps are read as they come, not as a dict per step.
+    """
+
+    def statement(instance_id: int) -> Select[Any]:
+        return (
+            select(*_phase_columns(), WorldState.worker, WorldState.episode, WorldState.late_by)
+            .select_from(WorldState)
+            .join(Environment, WorldState.environment_id == Environment.id)
+            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id)
+            .where(WorldState.late_by.is_not(None))
+            .order_by(_Phase.index)
+        )
+
+    groups: dict[tuple[Any, ...], array[float]] = {}
+    with _connection(store_uri) as connection:
+        instance_id = _instance_id(connection, run, instance)
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        if len(chain) == 1:  # as the rows come, no dict per row
+            found: Iterable[Any] = connection.execute(statement(instance_id))
+        else:  # a resumed run: the rows of its view (see _chain_rows)
+            found = (tuple(row.values()) for row in _chain_rows(connection, chain, statement))
+        for phase, name, mode, _, _, late in found:
+            groups.setdefault((phase, name, mode), array("d")).append(late)
+    columns = ("phase", "phase_name", "mode", "steps", "late", "p50", "p99", "max")
+    rows = []
+    for key, values in groups.items():
+        ordered = sorted(values)
+        slow = len(ordered) - bisect.bisect_right(ordered, LATE_SECONDS)
+        summary = (len(ordered), slow, _quantile(ordered, 0.5), _quantile(ordered, 0.99))
+        rows.append(dict(zip(columns, (*key, *summary, ordered[-1]), strict=True)))
+    return Rows(rows, columns)
+
+
+LATE_SECONDS = 1e-3
+"""A paced step that began more than this after its due time counts as late in
+:func:`step_lateness`."""
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values (the nearest rank: a value that occurred)."""
+    rank = max(1, -(-len(ordered) * q // 1))  # ceil(n * q), at least the first
+    return ordered[int(rank) - 1]
 
 
 # --- presentation ----------------------------------------------------------------------------

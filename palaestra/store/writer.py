@@ -531,6 +531,7 @@ def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
             "done": row.done,
             "terminated": row.terminated,
             "truncated": row.truncated,
+            "stale_policy": row.stale_policy,
         }
         for row in message.rows
     ]
@@ -551,6 +552,7 @@ def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
             "terminated": row.terminated,
             "truncated": row.truncated,
             "simtime": row.simtime,
+            "late_by": row.late_by,
         }
         for row in message.rows
     ]

@@ -316,7 +316,8 @@ def test_results_as_csv_file_reads_back_as_the_query_gives(store: str, tmp_path:
     assert result.exit_code == 0, result.output
     assert "Wrote 12 rows of muscle_actions" in result.stderr
     expected = query.muscle_actions(RUN, phase="learn", agent="attacker", store_uri=store)
-    unsaid = {"terminated": float, "truncated": float}  # all None: CSV reads them back as NaN
+    # all None: CSV reads them back as NaN
+    unsaid = {"terminated": float, "truncated": float, "stale_policy": float}
     assert_frame_equal(decoded(pd.read_csv(out)), expected.astype(unsaid))
 
 

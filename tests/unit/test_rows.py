@@ -16,8 +16,8 @@ from palaestra.core.runtime import error_info
 
 def test_named_rows_cost_what_tuples_cost_on_the_wire() -> None:
     row = m.WorldStateRow(0, 3, {"env.0": 1}, {"env.1": [1, 2]}, {"r": 0.5}, False)
-    # no simtime, terminated or truncated
-    as_tuple = (0, 3, {"env.0": 1}, {"env.1": [1, 2]}, {"r": 0.5}, False, None, None, None)
+    # no simtime, terminated, truncated or late_by
+    as_tuple = (0, 3, {"env.0": 1}, {"env.1": [1, 2]}, {"r": 0.5}, False, None, None, None, None)
 
     assert msgspec.msgpack.encode(row) == msgspec.msgpack.encode(as_tuple)
     batch = m.WorldStateRows(environment_id=1, worker=0, rows=[row])

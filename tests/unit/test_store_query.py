@@ -310,7 +310,7 @@ def test_world_states_are_ordered_and_typed(store: str) -> None:
         "phase": 0, "phase_name": "learn", "mode": "train", "environment": "myenv",
         "worker": 0, "episode": 0, "step": 1, "sensors": {"myenv.0": 0.25, "myenv.1": [1, 0]},
         "setpoints": {"myenv.2": 1}, "rewards": {"myenv.r": 0.5}, "done": False,
-        "terminated": None, "truncated": None,
+        "terminated": None, "truncated": None, "late_by": None,
     }  # fmt: skip
     assert frame.dtypes[["phase", "worker", "episode", "step"]].tolist() == ["int64"] * 4
     assert frame["done"].dtype == bool
@@ -338,6 +338,7 @@ def test_muscle_actions_are_ordered_by_phase_agent_worker_episode_step(store: st
     assert list(frame.columns) == [
         "phase", "phase_name", "mode", "agent", "worker", "episode", "step", "sensor_readings",
         "actuator_setpoints", "rewards", "reward", "objective", "done", "terminated", "truncated",
+        "stale_policy",
     ]  # fmt: skip
     keys = frame[["phase", "agent", "worker", "episode", "step"]].values.tolist()
     assert keys == sorted(keys)
@@ -394,7 +395,7 @@ def test_expand_makes_one_column_per_uid(store: str) -> None:
     assert list(actions.columns) == [
         "phase", "phase_name", "mode", "agent", "worker", "episode", "step", "sensor.myenv.0",
         "setpoint.myenv.2", "setpoint.myenv.3", "rewards", "reward", "objective", "done",
-        "terminated", "truncated",
+        "terminated", "truncated", "stale_policy",
     ]  # fmt: skip
     assert actions["sensor.myenv.0"].tolist() == [0.0, 0.25, 0.5] * 2
     attacker = actions[actions["agent"] == "attacker"]
