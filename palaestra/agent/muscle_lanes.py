@@ -1,0 +1,285 @@
+"""A Muscle serving its worker's N games (``phase_config.envs_per_worker``): one round a message.
+
+The environment process that hosts the worker's games sends one
+:class:`~palaestra.core.messages.AgentSteps` per step round with an observation of every game
+that goes on. For each, the Muscle completes the game's last transition (its own objective
+memory, its ``muscle_actions`` row under the game's lane as worker), sends the round's
+experience to the Brain in one :class:`~palaestra.core.messages.Experiences`, applies the
+Brain's one answer, calls :meth:`~palaestra.agent.muscle.Muscle.propose_actions_batch` once
+for the games that act and answers with one :class:`~palaestra.core.messages.LaneActions`.
+
+A game's lane is ``worker * N + i`` for its index ``i``: the store, the Brain's memory and the
+statistics see each game as a worker of its own.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from palaestra.agent.memory import Memory
+from palaestra.agent.statistics import record_statistics
+from palaestra.core import messages as m
+from palaestra.core.channel import Channel, PeerGone
+from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
+from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin_records import send_records
+from palaestra.core.records import RowSink, recorded
+
+if TYPE_CHECKING:
+    from palaestra.agent.muscle_process import MuscleProcess
+
+
+class _Game:
+    """What the Muscle keeps of one game: its lane, episode, last action, objective memory and
+    ``muscle_actions`` rows."""
+
+    __slots__ = ("lane", "episode", "previous", "memory", "stop", "paused", "rows", "started")
+
+    def __init__(self, lane: int, memory: Memory, rows: RowSink) -> None:
+        self.lane = lane
+        self.episode = 0
+        self.previous: Any = None  # the muscle process's _Previous of the game's last action
+        self.memory = memory
+        self.stop = False  # the agent's objective rule holds in this game
+        self.paused = False  # recording was paused when the game's last step was acted on
+        self.rows = rows
+        self.started = False  # an episode of this game began (the next one resets)
+
+
+class MuscleLanes:
+    """The games of one Muscle process, played round by round over the driver's link."""
+
+    def __init__(self, process: MuscleProcess, lanes: int) -> None:
+        self.process = process
+        agent = process.agent
+        store = process.rows.socket
+        self.games = [
+            _Game(
+                lane,
+                Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes),
+                RowSink(
+                    store,
+                    self._maker(process.agent_id, lane),
+                    plugin=(process.muscle, "propose_actions"),
+                ),
+            )
+            for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
+        ]
+        self.first = True  # the first round: the Brain's answer is always waited for
+
+    @staticmethod
+    def _maker(agent_id: int, lane: int) -> Any:
+        def make(rows: list[Any]) -> m.MuscleActionRows:
+            return m.MuscleActionRows(agent_id=agent_id, worker=lane, rows=rows)
+
+        return make
+
+    def play(self, link: Channel) -> None:
+        """Answer the driver's rounds until its last; then push the games' rows."""
+        process = self.process
+        while True:
+            try:
+                message = m.decode(link.recv())
+            except PeerGone:
+                process.hot_loop.idle()  # its parent reports why
+            if not isinstance(message, m.AgentSteps):
+                raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
+            process._send(link, m.encode(self.round(message)))
+            if message.last:
+                for game in self.games:
+                    game.rows.flush()
+                process.statistics.flush()
+                return
+
+    def round(self, message: m.AgentSteps) -> m.LaneActions:
+        """One step round: complete the transitions, consult the Brain, act in every game that
+        goes on."""
+        process = self.process
+        if not message.steps:  # no game played at all
+            return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase)
+        games = self.games
+        every = process.record_every
+        items: list[m.Experience] = []
+        acting: list[tuple[int, _Game, m.AgentStep]] = []
+        for k, (index, episode, step) in enumerate(
+            zip(message.lanes, message.episodes, message.steps, strict=True)
+        ):
+            game = games[index]
+            if step.step == 0:
+                self._begin(game, episode)
+            transition = None
+            previous = game.previous
+            if previous is not None and step.rewards is not None:
+                transition = self._complete(game, previous, step)
+                if recorded(previous.step, step.done, every) and not game.paused:
+                    game.rows.add(
+                        m.MuscleActionRow(
+                            game.episode,
+                            previous.step,
+                            dict(zip(process.sensor_uids, previous.sensor_values, strict=True)),
+                            previous.setpoint_values,
+                            {r.uid: r.value for r in step.rewards},
+                            transition.objective,
+                            step.done,
+                            step.terminated,
+                            step.truncated,
+                        )
+                    )
+            items.append(
+                m.Experience(
+                    worker=game.lane,
+                    transition=transition,
+                    data=previous.data if previous is not None else _NONE_PICKLE,
+                    done=step.done,
+                    episode=game.episode,
+                    step=step.step,
+                )
+            )
+            if step.done:
+                game.previous = None
+            else:
+                acting.append((k, game, step))
+        self._consult(items, all_done=not acting)
+        setpoints: list[dict[str, Any]] = [{}] * len(message.steps)
+        stop = [False] * len(message.steps)
+        if acting:
+            self._act(acting, setpoints, stop)
+        first = message.steps[0]
+        lane = games[message.lanes[0]]
+        record_statistics(
+            process.muscle, process.statistics, "muscle", lane.lane, lane.episode, first.step
+        )
+        send_records(
+            process.recorder,
+            process.records,
+            process.record_source,
+            lane.lane,
+            lane.episode,
+            first.step,
+        )
+        return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
+
+    def _begin(self, game: _Game, episode: int) -> None:
+        """A game begins an episode: the Muscle is reset before each but the game's first."""
+        if game.started:
+            call(self.process.muscle.reset)
+        game.started = True
+        game.episode = episode
+        game.previous = None
+        game.stop = False
+
+    def _complete(self, game: _Game, previous: Any, step: m.AgentStep) -> m.Transition:
+        """The game's transition from ``previous`` that ``step`` completes, with the objective
+        of the game's own memory."""
+        process = self.process
+        own = process.memory
+        process.memory = game.memory
+        try:
+            transition = process._complete(previous, step)
+        finally:
+            process.memory = own
+        objective_stop = process.objective_stop
+        if objective_stop is not None:
+            game.stop = objective_stop.reached(transition.objective)
+        return transition
+
+    def _consult(self, items: list[m.Experience], all_done: bool) -> None:
+        """Send the round's experience to the Brain; apply its answer now (``update_lag`` 0,
+        the first round, the last) or before the next round (``update_lag`` 1)."""
+        process = self.process
+        if process.evaluation:
+            return
+        if process.awaiting:
+            process._apply_brain_answer()
+        process._send(process.brain, m.encode(m.Experiences(worker=process.worker, items=items)))
+        process.awaiting = True
+        if process.update_lag == 0 or self.first or all_done:
+            process._apply_brain_answer()
+        self.first = False
+
+    def _act(
+        self,
+        acting: list[tuple[int, _Game, m.AgentStep]],
+        setpoints: list[dict[str, Any]],
+        stop: list[bool],
+    ) -> None:
+        """Call the Muscle once for the games that act; fill in their set points."""
+        process = self.process
+        uids, spaces = process.sensor_uids, process.sensor_spaces
+        actuators = list(zip(process.actuator_uids, process.actuator_spaces, strict=True))
+        sensors = [
+            [
+                SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
+                for uid, space, v in zip(uids, spaces, step.values, strict=True)
+            ]
+            for _, _, step in acting
+        ]
+        # each game its own objects: a Muscle may set the values of those it is given
+        availables = [
+            [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
+        ]
+        seen_values: list[list[Any]]
+        if process.filters:  # each game through the filters, one call each
+            chosen: list[Sequence[ActuatorInformation]] = []
+            data: list[Any] = []
+            seen_values = []
+            for game_sensors, game_available in zip(sensors, availables, strict=True):
+                seen, game_setpoints, game_data = process.filters.act(
+                    process.muscle.propose_actions, game_sensors, game_available
+                )
+                chosen.append(game_setpoints)
+                data.append(game_data)
+                seen_values.append([json_value(s) for s in seen])
+        else:
+            chosen, data = self._batch(sensors, availables)
+            seen_values = [step.values for _, _, step in acting]
+        paused = process.switch.paused()
+        allowed = process.actuator_set
+        from palaestra.agent.muscle_process import _Previous  # (it imports this module)
+
+        for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
+            acting, sensors, chosen, data, seen_values, strict=True
+        ):
+            values = {str(a.uid): json_value(a) for a in game_setpoints}
+            if not values.keys() <= allowed:
+                raise process._foreign(values)
+            local = {uid.partition(".")[2]: value for uid, value in values.items()}
+            setpoints[k] = local
+            stop[k] = game.stop
+            game.paused = paused
+            game.previous = _Previous(
+                step.step,
+                game_sensors,
+                list(game_setpoints),
+                step.values,
+                values,
+                pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
+                game_seen,
+            )
+
+    def _batch(
+        self, sensors: list[list[SensorInformation]], available: list[list[ActuatorInformation]]
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any]]:
+        """The Muscle's ``propose_actions_batch``, its answer checked."""
+        muscle = self.process.muscle
+        result: Any = call(muscle.propose_actions_batch, sensors, available)
+        count = len(sensors)
+        try:
+            chosen, data = result
+            chosen, data = list(chosen), list(data)
+        except (TypeError, ValueError):
+            chosen = data = None
+        if chosen is None or data is None or len(chosen) != count or len(data) != count:
+            raise PluginContractError(
+                muscle,
+                "propose_actions_batch",
+                f"returned {type(result).__name__}: expected a pair of lists with {count} "
+                "items each (the set points and the data for the Brain of each game, in the "
+                "order of the sensors)",
+            )
+        return chosen, data
+
+
+_NONE_PICKLE = pickle.dumps(None)
