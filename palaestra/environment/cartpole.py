@@ -1,4 +1,4 @@
-"""CartPole: gymnasium's CartPole-v1 task in plain numpy, a palaestra environment without gymnasium.
+"""CartPole: gymnasium's CartPole-v1 task in plain numpy, an environment without gymnasium.
 
 The dynamics, bounds, start distribution, reward and time limit are those of gymnasium's
 ``CartPole-v1`` (Barto, Sutton and Anderson's cart-pole, Euler integration): a pole on a cart

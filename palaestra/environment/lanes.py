@@ -15,7 +15,7 @@ game plays what a worker plays. Every agent acts in every round (the Vanilla ord
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import zmq
@@ -144,62 +144,86 @@ def play_lanes(
 ) -> m.EnvLanesDone:
     """Play the worker's games until each is over; each episode's end goes to the
     ``controller`` (its id on ``router``) as it happens. Returns the answer to ``message``."""
-    agents = message.agents
-    links = [process._link(hot, a.process) for a in agents]
-    acts_here = [a.acts_here for a in agents]
-    lanes = [_Lane(i, game, message.conditions) for i, game in enumerate(process.games)]
-    for lane in lanes:
-        lane.done = message.first_episode
-        lane.rewards = {a.process: None for a in agents}
-    steps = 0
-    end_phase = False
-    current = _Round(len(agents))
-    for lane in lanes:
+    play = _Play(process, hot, message, lambda done: router.send_multipart([controller, done]))
+    current = _Round(len(play.agents))
+    for lane in play.lanes:
         if not lane.phase_over(message.episodes):
-            current.add(lane, agents, False)
+            current.add(lane, play.agents, False)
     while True:
         last = not current.acting  # (no game plays on)
-        answers = _exchange(process, hot, agents, links, current, last)
+        answers = _exchange(process, hot, play.agents, play.links, current, last)
         if last:
-            break
-        end_phase = end_phase or any(a.end_phase for a in answers)
-        following = _Round(len(agents))
+            return m.EnvLanesDone(steps=play.steps, end_phase=play.end_phase)
+        current = play.round(current, answers)
+
+
+class _Play:
+    """The games of an environment process and the agents that play them."""
+
+    def __init__(
+        self,
+        process: EnvironmentProcess,
+        hot: HotLoop,
+        message: m.EnvLanes,
+        tell: Callable[[bytes], object],
+    ) -> None:
+        self.process = process
+        self.agents = message.agents
+        self.episodes = message.episodes
+        self.links = [process._link(hot, a.process) for a in self.agents]
+        self.acts_here = [a.acts_here for a in self.agents]
+        self.lanes = [_Lane(i, game, message.conditions) for i, game in enumerate(process.games)]
+        for lane in self.lanes:
+            lane.done = message.first_episode
+            lane.rewards = {a.process: None for a in self.agents}
+        self.tell = tell
+        self.steps = 0
+        self.end_phase = False  # an agent's Brain reached its phase rule
+
+    def round(self, current: _Round, answers: list[m.LaneActions]) -> _Round:
+        """Step every game that acted in ``current``; the observations of the next round."""
+        self.end_phase = self.end_phase or any(a.end_phase for a in answers)
+        following = _Round(len(self.agents))
+        pairs = list(zip(answers, self.acts_here, strict=True))
         for position, lane in current.acting:
             setpoints: dict[str, Any] = {}
             stop = False
-            for answer, here in zip(answers, acts_here, strict=True):
+            for answer, here in pairs:
                 if here:
                     setpoints.update(answer.setpoints[position])
                 stop = stop or answer.stop[position]
-            game = lane.game
-            if stop:  # an agent reached its objective rule: the game's step is its last
-                game.stop_requested = True
-            state = game.update(setpoints)
-            steps += 1
-            lane.step += 1
-            lane.values.update(zip(game.full_sensor_uids, state.values, strict=True))
-            for agent in agents:
-                lane.rewards[agent.process] = state.rewards
-            stepped = Stepped(
-                (), state.rewards, [state.done], [state.terminated], [state.truncated]
-            )
-            if any(call(c.episode_done, stepped.done) for c in lane.episode_conditions):
-                lane.ends = episode_ends(stepped)
-                following.add(lane, agents, True)
-                lane.done += 1
-                _ended(process, router, controller, lane)
-                if not (end_phase or lane.phase_over(message.episodes)):
-                    game.start_world(True, game.check_rewards)
-                    lane.begin()
-                    lane.rewards = {a.process: None for a in agents}
-                    following.add(lane, agents, False)
-                continue
+            self._step(lane, setpoints, stop, following)
+        return following
+
+    def _step(self, lane: _Lane, setpoints: dict[str, Any], stop: bool, following: _Round) -> None:
+        """Step one game; add its next observations (its episode's end, maybe the next
+        episode's start) to ``following``."""
+        game = lane.game
+        agents = self.agents
+        if stop:  # an agent reached its objective rule: the game's step is its last
+            game.stop_requested = True
+        state = game.update(setpoints)
+        self.steps += 1
+        lane.step += 1
+        lane.values.update(zip(game.full_sensor_uids, state.values, strict=True))
+        for agent in agents:
+            lane.rewards[agent.process] = state.rewards
+        stepped = Stepped((), state.rewards, [state.done], [state.terminated], [state.truncated])
+        if not any(call(c.episode_done, stepped.done) for c in lane.episode_conditions):
             said = state.terminated is not None or state.truncated is not None
             if lane.ends is UNSAID and said:
                 lane.ends = GOING_ON
             following.add(lane, agents, False)
-        current = following
-    return m.EnvLanesDone(steps=steps, end_phase=end_phase)
+            return
+        lane.ends = episode_ends(stepped)
+        following.add(lane, agents, True)
+        lane.done += 1
+        self.tell(m.encode(_ended(lane)))
+        if not (self.end_phase or lane.phase_over(self.episodes)):
+            game.start_world(True, game.check_rewards)
+            lane.begin()
+            lane.rewards = {a.process: None for a in agents}
+            following.add(lane, agents, False)
 
 
 def _exchange(
@@ -235,12 +259,10 @@ def _exchange(
     return answers
 
 
-def _ended(
-    process: EnvironmentProcess, router: zmq.Socket[bytes], controller: bytes, lane: _Lane
-) -> None:
-    """Tell the controller that the game's episode ended."""
+def _ended(lane: _Lane) -> m.LaneEpisodeDone:
+    """What the controller is told of the game's episode that ended."""
     game = lane.game
-    done = m.LaneEpisodeDone(
+    return m.LaneEpisodeDone(
         worker=game.worker,
         episode=game.episode,
         steps=lane.step,
@@ -250,4 +272,3 @@ def _ended(
         truncated=lane.ends[1],
         rewards=lane.sums.totals,
     )
-    router.send_multipart([controller, m.encode(done)])
