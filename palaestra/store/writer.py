@@ -31,6 +31,7 @@ from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.core.turns import reward_total
 from palaestra.store import schema
+from palaestra.store.bulk import insert_rows
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
@@ -74,6 +75,8 @@ WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
 STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
+BULK_TABLES = (WORLD_STATES, MUSCLE_ACTIONS)
+"""The per-step tables: inserted by :func:`palaestra.store.bulk.insert_rows` on SQLite."""
 EPISODES: Table = Episode.__table__  # type: ignore[assignment]
 
 Row = dict[str, Any]
@@ -317,7 +320,10 @@ class StoreWriter(Component):
         )
         with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
             for table, rows in rows_by_table.items():
-                connection.execute(table.insert(), rows)
+                if table in BULK_TABLES and connection.dialect.name == "sqlite":
+                    insert_rows(connection, table, rows)  # the per-step rows, fast
+                else:
+                    connection.execute(table.insert(), rows)
 
     @contextlib.contextmanager
     def _store_errors(self, doing: str) -> Iterator[None]:
