@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, text
 
 from palaestra.store import schema
 from palaestra.store.bulk import insert_rows
@@ -59,11 +59,17 @@ def _engine(tmp_path: Path) -> Engine:
     return engine
 
 
+def _without_owners(connection: Connection) -> None:
+    """The rows have no experiment, phase, agent or environment rows to point to."""
+    connection.execute(text("PRAGMA foreign_keys=OFF"))
+
+
 def test_bulk_rows_equal_sqlalchemy_rows(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
     by_sqlalchemy = _rows(0)
     by_bulk = _rows(100)
     with engine.begin() as connection:
+        _without_owners(connection)
         connection.execute(WORLD_STATES.insert(), by_sqlalchemy[0])
         connection.execute(MUSCLE_ACTIONS.insert(), by_sqlalchemy[1])
         insert_rows(connection, WORLD_STATES, by_bulk[0])
