@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -87,6 +88,52 @@ run_config:
 """
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CpuSampler(threading.Thread):
+    """Samples the CPU time (user + system) of every process of a session, by its title
+    (``palaestra[Muscle-player-0]``), until stopped; a process's last sample is what it used."""
+
+    def __init__(self, session: int) -> None:
+        super().__init__(daemon=True)
+        self.session = session
+        self.last: dict[int, tuple[str, float]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.sample()
+
+    def sample(self) -> None:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                fields = stat.rsplit(")", 1)[1].split()
+                if int(fields[3]) != self.session:
+                    continue
+                title = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")[0].decode()
+            except (OSError, IndexError, ValueError):
+                continue
+            seconds = (int(fields[11]) + int(fields[12])) / TICKS
+            self.last[int(entry)] = (_role(title), seconds)
+
+    def by_role(self) -> dict[str, float]:
+        roles: dict[str, float] = {}
+        for role, seconds in self.last.values():
+            roles[role] = roles.get(role, 0.0) + seconds
+        return roles
+
+
+def _role(title: str) -> str:
+    """``Muscle`` of ``palaestra[Muscle-player-0]``; ``executor`` for the command itself."""
+    if title.startswith("palaestra[") and title.endswith("]"):
+        return title[len("palaestra[") : -1].split("-")[0]
+    return "executor"
+
+
 def episodes_per_game(games: int, steps: int) -> int:
     return max(1, math.ceil(steps / (games * EPISODE_GUESS)))
 
@@ -100,17 +147,23 @@ def palaestra_rate(games: int, steps: int, lag: int) -> dict[str, float]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(BENCH), str(ROOT), env.get("PYTHONPATH", "")])
         began = time.perf_counter()
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)],
             cwd=tmp,
             env=env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=1800,
+            start_new_session=True,
         )
+        sampler = CpuSampler(proc.pid)
+        sampler.start()
+        _, err = proc.communicate(timeout=1800)
         wall = time.perf_counter() - began
-        if done.returncode != 0:
-            raise SystemExit(f"palaestra run failed:\n{done.stderr[-3000:]}")
+        sampler.done.set()
+        sampler.join()
+        if proc.returncode != 0:
+            raise SystemExit(f"palaestra run failed:\n{err[-3000:]}")
         with sqlite3.connect(Path(tmp) / "palaestra.db") as conn:
             total, first, last, count = conn.execute(
                 "select sum(steps), min(started_at), max(ended_at), count(*) from episodes"
@@ -125,7 +178,8 @@ def palaestra_rate(games: int, steps: int, lag: int) -> dict[str, float]:
         )
         raise SystemExit(1)
     seconds = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
-    return {"steps": total, "steady": total / seconds, "wall": total / wall}
+    cpu = {role: 1e6 * spent / total for role, spent in sampler.by_role().items()}
+    return {"steps": total, "steady": total / seconds, "wall": total / wall, "cpu_us": cpu}
 
 
 def gymnasium_rate(games: int, steps: int, vectorized: bool) -> float:
@@ -154,6 +208,8 @@ def measure(games: int, steps: int, repeat: int, lag: int) -> dict[str, Any]:
     sync = [gymnasium_rate(games, runs[0]["steps"], False) for _ in range(repeat)]
     vector = [gymnasium_rate(games, runs[0]["steps"], True) for _ in range(repeat)]
     steady = statistics.median(r["steady"] for r in runs)
+    roles = sorted({role for r in runs for role in r["cpu_us"]})
+    cpu = {role: statistics.median(r["cpu_us"].get(role, 0.0) for r in runs) for role in roles}
     return {
         "games": games,
         "steps": runs[0]["steps"],
@@ -163,6 +219,7 @@ def measure(games: int, steps: int, repeat: int, lag: int) -> dict[str, Any]:
         "cartpole_vector_env": statistics.median(vector),
         "ratio_sync": steady / statistics.median(sync),
         "ratio_vectorized": steady / statistics.median(vector),
+        "cpu_us_per_step": cpu,
         "all": {"palaestra": runs, "sync": sync, "vectorized": vector},
     }
 
@@ -187,6 +244,10 @@ def main() -> None:
             f"{r['ratio_sync']:>6.2f} {r['cartpole_vector_env']:>18,.0f} "
             f"{r['ratio_vectorized']:>6.3f}"
         )
+    print("\nCPU microseconds per step by process (whole run, start-up included):")
+    for r in results:
+        shares = ", ".join(f"{role} {us:.1f}" for role, us in r["cpu_us_per_step"].items())
+        print(f"{r['games']:>4}: {shares}")
     out = BENCH / "results" / "vector_envs.json"
     out.parent.mkdir(exist_ok=True)
     meta = {
