@@ -257,7 +257,8 @@ class EnvironmentProcess(Component):
                 game.start_world(message.reset, message.check_values)
                 same_world(self, game)
             if message.episode is not None:  # a resumed worker's first episode
-                self.episode = message.episode
+                for game in self.games:
+                    game.episode = message.episode
             router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
             started = time.time()

@@ -155,7 +155,8 @@ def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path) ->
 
 def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
     """DummyMuscle knows nothing of batches: the default hook loops over its
-    ``propose_actions``; every game plays its episodes with its own seed."""
+    ``propose_actions``; every game plays its episodes with its own seed (and the Brain's
+    answer to a round is applied before the next, ``update_lag: 1``)."""
     start(
         workspace,
         run_file(
@@ -165,6 +166,7 @@ def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
             episodes=2,
             muscle="palaestra.agent.dummy_muscle:DummyMuscle",
             params="{max_steps: 20}",
+            extra=", update_lag: 1",
         ),
     )
     store = workspace.store_uri
