@@ -118,7 +118,10 @@ class CpuSampler(threading.Thread):
             except (OSError, IndexError, ValueError):
                 continue
             seconds = (int(fields[11]) + int(fields[12])) / TICKS
-            self.last[int(entry)] = (_role(title), seconds)
+            pid = int(entry)
+            known = self.last.get(pid)
+            role = known[0] if known is not None and not title else _role(title)  # a zombie: ""
+            self.last[pid] = (role, seconds)
 
     def by_role(self) -> dict[str, float]:
         roles: dict[str, float] = {}
