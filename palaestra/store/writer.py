@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from palaestra.core import messages as m
 from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
+from palaestra.core.hotloop import GC_THRESHOLDS
 from palaestra.core.limits import HEARTBEAT
 from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
@@ -141,6 +143,8 @@ class StoreWriter(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         """Open the store, bind the PULL socket for records and start reading it."""
         self.open()
+        gc.freeze()  # as a hot loop does (see GC_THRESHOLDS): rows are many short-lived dicts
+        gc.set_threshold(*GC_THRESHOLDS)
         sock, endpoint = runtime.bind(zmq.PULL, "store")
         sock.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self._socket = sock
