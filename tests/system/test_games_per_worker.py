@@ -259,3 +259,20 @@ def test_the_cli_refuses_a_bad_combination_with_exit_2(workspace: Workspace) -> 
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 2
     assert "envs_per_worker" in result.stderr and "evaluate_every" in result.stderr
+
+
+def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:
+    """palaestrAI's ``phase_avgN`` holds for the first game to end its third episode; the
+    Muscle hears it with the Brain's answer to the round that reported the end, when every game
+    has begun its next episode: each finishes that one and begins no other."""
+    from tests.system.test_palaestrai_phase_objective import RUN_FILE
+
+    path = workspace.path / "phase_objective.yml"
+    text = RUN_FILE.replace("WORKERS", "1").replace("THRESHOLD", "1.2")
+    text = text.replace("episodes: 12}", "episodes: 12, envs_per_worker: 2}")
+    path.write_text(text)
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(workspace.store) as conn:
+        counts = dict(conn.execute("select worker, count(*) from episodes group by worker"))
+    assert counts == {0: 4, 1: 4}
