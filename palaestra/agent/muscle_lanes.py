@@ -15,7 +15,7 @@ statistics see each game as a worker of its own.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from palaestra.agent.memory import Memory
@@ -46,6 +46,10 @@ class _Game:
         self.paused = False  # recording was paused when the game's last step was acted on
         self.rows = rows
         self.started = False  # an episode of this game began (the next one resets)
+
+
+_Entry = tuple[int, _Game, m.AgentStep, Any, int]
+"""An observation of a round: its position, game, the game's last action and episode."""
 
 
 class MuscleLanes:
@@ -86,39 +90,82 @@ class MuscleLanes:
                 process.hot_loop.idle()  # its parent reports why
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
-            process._send(link, m.encode(self.round(message)))
+            answer, learn = self.round(message)
+            process._send(link, m.encode(answer))
+            if learn is not None:  # while the games step
+                learn()
             if message.last:
                 for game in self.games:
                     game.rows.flush()
                 process.statistics.flush()
                 return
 
-    def round(self, message: m.AgentSteps) -> m.LaneActions:
+    def round(self, message: m.AgentSteps) -> tuple[m.LaneActions, Callable[[], None] | None]:
         """One step round: complete the transitions, consult the Brain, act in every game that
-        goes on."""
+        goes on; the answer, and what is left to do after sending it.
+
+        With ``update_lag`` 1 (and no objective rule, whose stop the transitions decide) the
+        Muscle acts first, with the Brain's answer to the last round, and completes the
+        transitions and tells the Brain after answering: while the games step.
+        """
         process = self.process
-        if not message.steps:  # no game played at all
-            return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase)
+        count = len(message.steps)
+        if not count:  # no game played at all
+            return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase), None
+        entries = self._entries(message)
+        acting = [(k, game, step) for k, game, step, _, _ in entries if not step.done]
+        setpoints: list[dict[str, Any]] = [{}] * count
+        stop = [False] * count
+        first_acts = (
+            acting
+            and process.update_lag == 1
+            and process.objective_stop is None
+            and not process.evaluation
+            and not self.first
+        )
+        if first_acts:
+            if process.awaiting:
+                process._apply_brain_answer()
+            self._act(acting, setpoints, stop)
+            return self._answer(message, setpoints, stop), lambda: self._learn(entries, False)
+        self._learn(entries, not acting)
+        if acting:
+            self._act(acting, setpoints, stop)
+        return self._answer(message, setpoints, stop), None
+
+    def _entries(self, message: m.AgentSteps) -> list[_Entry]:
+        """Each observation with its game, the game's last action (the one it completes) and
+        episode; a game that begins an episode is reset, one whose episode ended forgets its
+        action."""
         games = self.games
-        every = process.record_every
-        items: list[m.Experience] = []
-        acting: list[tuple[int, _Game, m.AgentStep]] = []
+        entries = []
         for k, (index, episode, step) in enumerate(
             zip(message.lanes, message.episodes, message.steps, strict=True)
         ):
             game = games[index]
             if step.step == 0:
                 self._begin(game, episode)
+            entries.append((k, game, step, game.previous, game.episode))
+            if step.done:
+                game.previous = None
+        return entries
+
+    def _learn(self, entries: list[_Entry], all_done: bool) -> None:
+        """Complete each game's transition (its row, its objective) and tell the Brain."""
+        process = self.process
+        every = process.record_every
+        uids = process.sensor_uids
+        items: list[m.Experience] = []
+        for _, game, step, previous, episode in entries:
             transition = None
-            previous = game.previous
             if previous is not None and step.rewards is not None:
                 transition = self._complete(game, previous, step)
                 if recorded(previous.step, step.done, every) and not game.paused:
                     game.rows.add(
                         m.MuscleActionRow(
-                            game.episode,
+                            episode,
                             previous.step,
-                            dict(zip(process.sensor_uids, previous.sensor_values, strict=True)),
+                            dict(zip(uids, previous.sensor_values, strict=True)),
                             previous.setpoint_values,
                             {r.uid: r.value for r in step.rewards},
                             transition.objective,
@@ -133,21 +180,20 @@ class MuscleLanes:
                     transition=transition,
                     data=previous.data if previous is not None else _NONE_PICKLE,
                     done=step.done,
-                    episode=game.episode,
+                    episode=episode,
                     step=step.step,
                 )
             )
-            if step.done:
-                game.previous = None
-            else:
-                acting.append((k, game, step))
-        self._consult(items, all_done=not acting)
-        setpoints: list[dict[str, Any]] = [{}] * len(message.steps)
-        stop = [False] * len(message.steps)
-        if acting:
-            self._act(acting, setpoints, stop)
+        self._consult(items, all_done)
+
+    def _answer(
+        self, message: m.AgentSteps, setpoints: list[dict[str, Any]], stop: list[bool]
+    ) -> m.LaneActions:
+        """The answer to the round, after storing the Muscle's statistics and records of it
+        (under the round's first game)."""
+        process = self.process
         first = message.steps[0]
-        lane = games[message.lanes[0]]
+        lane = self.games[message.lanes[0]]
         record_statistics(
             process.muscle, process.statistics, "muscle", lane.lane, lane.episode, first.step
         )

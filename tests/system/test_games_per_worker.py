@@ -105,15 +105,17 @@ ACTIONS = (
 )
 
 
-def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lag", [0, 1])
+def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, lag: int) -> None:
     """One worker with 4 games writes, lane by lane, what 4 workers of one game write (each
     game's seed is the seed of the worker with its lane's number); the batched hook is called
-    once per round with every game that goes on; ``episodes`` counts per game."""
+    once per round with every game that goes on; ``episodes`` counts per game. With
+    ``update_lag`` 1 the Muscle acts before it completes the round's transitions."""
     results = {}
     for games, workers in ((4, 1), (1, 4)):
         ws = Workspace(tmp_path / f"games{games}")
         ws.path.mkdir()
-        start(ws, run_file(ws, workers=workers, games=games))
+        start(ws, run_file(ws, workers=workers, games=games, extra=f", update_lag: {lag}"))
         store = ws.store_uri
         results[games] = (
             rows.world_states("games-run", store_uri=store),
