@@ -76,3 +76,39 @@ def test_a_plugin_that_breaks_its_contract_is_named(check: Any, expected: str) -
         check(sensors, actuators)
     assert expected in str(caught.value)
     assert caught.value.exit_code == 2
+
+
+def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:
+    """The per-step check of small float boxes compares in Python: the same answers as
+    ``Box.contains`` for values inside, on and outside the bounds, NaN, infinities, integer
+    arrays, other shapes and dtypes, and non-arrays."""
+    import numpy as np
+
+    from palaestra.core.spaces import Box
+    from palaestra.environment.checks import value_check
+
+    f32max = float(np.finfo(np.float32).max)
+    spaces = [
+        Box(-1.0, 1.0, shape=(4,)),
+        Box(np.array([-2.4, -np.inf]), np.array([2.4, np.inf]), dtype=np.float64),
+        Box(-f32max, f32max, shape=(2, 2)),
+    ]
+    rng = np.random.default_rng(3)
+    for space in spaces:
+        check = value_check(space)
+        values: list[object] = [
+            space.sample(),
+            space.low.copy(),
+            space.high.copy(),
+            np.zeros(space.shape, dtype=np.int64),
+            np.full(space.shape, np.nan, dtype=np.float32),
+            np.full(space.shape, np.inf),
+            np.full(space.shape, 3.0, dtype=np.float32),
+            np.zeros((5,)),
+            np.zeros(space.shape, dtype=bool),
+            np.zeros(space.shape).tolist(),
+            "text",
+        ]
+        values += [rng.normal(0.0, 2.0, size=space.shape) for _ in range(50)]
+        for value in values:
+            assert check(value) == space.contains(value), (space, value)
