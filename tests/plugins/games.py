@@ -55,3 +55,21 @@ class FailingCartPole(CartPole):
         if self.steps == 2 and self.context is not None and self.context.worker == self.fail_game:
             raise RuntimeError(f"game {self.fail_game} broke")
         return super().update(actuators)
+
+
+class FailingMuscle(LinearMuscle):
+    """A LinearMuscle whose batched call fails on its fifth round."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.rounds = 0
+
+    def propose_actions_batch(
+        self,
+        sensors: list[list[SensorInformation]],
+        actuators_available: list[list[ActuatorInformation]],
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any]]:
+        self.rounds += 1
+        if self.rounds == 5:
+            raise ValueError("the model broke")
+        return super().propose_actions_batch(sensors, actuators_available)

@@ -209,6 +209,16 @@ def test_a_failing_game_fails_the_run(workspace: Workspace) -> None:
     assert "FailingCartPole" in reason and "update" in reason
 
 
+def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
+    path = run_file(workspace, workers=2, games=3, muscle="games:FailingMuscle")
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "the model broke" in result.stderr
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "propose_actions_batch" in reason
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
