@@ -112,3 +112,27 @@ def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:
         values += [rng.normal(0.0, 2.0, size=space.shape) for _ in range(50)]
         for value in values:
             assert check(value) == space.contains(value), (space, value)
+
+
+class BatchMuscle(DummyMuscle):
+    """Acts in all games in one call; with ``short``, forgets the last game."""
+
+    def __init__(self, short: bool = False, **params: Any) -> None:
+        super().__init__(**params)
+        self.short = short
+
+    def propose_actions_batch(self, sensors: Any, actuators_available: Any) -> Any:
+        games = len(sensors) - (1 if self.short else 0)
+        answers = [self.propose_actions(sensors[k], actuators_available[k]) for k in range(games)]
+        return [a[0] for a in answers], [a[1] for a in answers]
+
+
+def test_check_muscle_calls_a_batched_hook_for_several_games() -> None:
+    sensors, actuators = check_environment(DummyEnvironment, {"discrete": False})
+    check_muscle(BatchMuscle, sensors=sensors, actuators=actuators, games=4)
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(BatchMuscle, {"short": True}, sensors=sensors, actuators=actuators)
+    assert str(caught.value).endswith(
+        "BatchMuscle.propose_actions_batch: returned 2 set point lists and 2 data items for 3 "
+        "games: expected one of each per game"
+    )
