@@ -301,7 +301,9 @@ class MuscleLanes:
                 list(game_setpoints),
                 step.values,
                 values,
-                pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
+                _NONE_PICKLE
+                if game_data is None  # (what a stateless model sends, pickled once)
+                else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
                 game_seen,
             )
 
