@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from palaestra.store import rows
-from tests.conftest import Workspace
+from tests.conftest import Workspace, wait_until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -124,6 +124,7 @@ def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, la
             rows.plugin_records("games-run", store_uri=store),
             ws.store,
         )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
     worlds, actions, episodes, records, db = results[4]
     single_worlds, single_actions, single_episodes, _, _ = results[1]
     assert worlds and actions
