@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from palaestra.agent.memory import Memory
+from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
@@ -35,9 +36,21 @@ class _Game:
     """What the Muscle keeps of one game: its lane, episode, last action, objective memory and
     ``muscle_actions`` rows."""
 
-    __slots__ = ("lane", "episode", "previous", "memory", "stop", "paused", "rows", "started")
+    __slots__ = (
+        "lane",
+        "episode",
+        "previous",
+        "memory",
+        "stop",
+        "paused",
+        "rows",
+        "started",
+        "objective_stop",
+    )
 
-    def __init__(self, lane: int, memory: Memory, rows: RowSink) -> None:
+    def __init__(
+        self, lane: int, memory: Memory, rows: RowSink, objective_stop: ObjectiveStop | None
+    ) -> None:
         self.lane = lane
         self.episode = 0
         self.previous: Any = None  # the muscle process's _Previous of the game's last action
@@ -46,6 +59,7 @@ class _Game:
         self.paused = False  # recording was paused when the game's last step was acted on
         self.rows = rows
         self.started = False  # an episode of this game began (the next one resets)
+        self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
 _Entry = tuple[int, _Game, m.AgentStep, Any, int]
@@ -68,6 +82,7 @@ class MuscleLanes:
                     self._maker(process.agent_id, lane),
                     plugin=(process.muscle, "propose_actions"),
                 ),
+                ObjectiveStop(agent.objective_stop) if agent.objective_stop else None,
             )
             for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
         ]
@@ -226,9 +241,8 @@ class MuscleLanes:
             transition = process._complete(previous, step)
         finally:
             process.memory = own
-        objective_stop = process.objective_stop
-        if objective_stop is not None:
-            game.stop = objective_stop.reached(transition.objective)
+        if game.objective_stop is not None:
+            game.stop = game.objective_stop.reached(transition.objective)
         return transition
 
     def _consult(self, items: list[m.Experience], all_done: bool) -> None:

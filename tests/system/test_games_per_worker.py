@@ -289,3 +289,25 @@ def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:
     with sqlite3.connect(workspace.store) as conn:
         counts = dict(conn.execute("select worker, count(*) from episodes group by worker"))
     assert counts == {0: 4, 1: 4}
+
+
+def test_an_agents_objective_rule_ends_each_games_own_episode(workspace: Workspace) -> None:
+    """The objective rule of the built-ins' test (``brain_avg2: 3.5``) applied to each game on
+    its own values: every game ends its episodes where a worker of one game ends them."""
+    from tests.system.test_builtins_run import OBJECTIVE_RUN
+
+    path = workspace.path / "run.yml"
+    text = OBJECTIVE_RUN.replace("episodes: 2}", "episodes: 2, envs_per_worker: 3}")
+    path.write_text(text)
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(workspace.store) as conn:
+        world = conn.execute("select worker, episode, step, done from world_states order by id")
+        by_lane = lanes(
+            [dict(zip(("worker", "episode", "step", "done"), r, strict=True)) for r in world],
+            "episode",
+            "step",
+            "done",
+        )
+    single = [(0, step, step == 5) for step in range(1, 6)] + [(1, 1, True)]
+    assert by_lane == {lane: single for lane in range(3)}
