@@ -156,6 +156,31 @@ def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, la
     assert sizes[0] == 4
 
 
+def test_games_played_in_two_overlapping_groups_do_what_one_group_does(tmp_path: Path) -> None:
+    """8 games of one worker play in two groups of 4 whose rounds overlap: lane by lane the
+    rows of 2 workers of 4 games (one group each); the batched hook is called for each group
+    in turn."""
+    found = {}
+    for games, workers in ((8, 1), (4, 2)):
+        ws = Workspace(tmp_path / f"games{games}")
+        ws.path.mkdir()
+        start(ws, run_file(ws, workers=workers, games=games, params="{max_steps: 30}"))
+        store = ws.store_uri
+        found[games] = (
+            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            rows.plugin_records("games-run", store_uri=store),
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    worlds, actions, records = found[8]
+    assert sorted(worlds) == list(range(8))
+    assert (worlds, actions) == found[4][:2]
+    sizes = [r["value"] for r in records if r["key"] == "games"]
+    assert sizes[:6] == [4] * 6
+    groups = (range(4), range(4, 8))
+    assert len(sizes) == sum(max(len(worlds[lane]) for lane in group) for group in groups)
+
+
 def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
     """DummyMuscle knows nothing of batches: the default hook loops over its
     ``propose_actions``; every game plays its episodes with its own seed (and the Brain's
