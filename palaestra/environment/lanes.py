@@ -7,10 +7,11 @@ those a worker of its own would write. :func:`play_lanes` plays them in rounds, 
 groups (of 4 games at least) whose rounds overlap: a group's round sends every Muscle one
 :class:`~palaestra.core.messages.AgentSteps` with an observation of each of the group's games
 that goes on, takes one :class:`~palaestra.core.messages.LaneActions` back from each, and
-steps each of those games once, while the Muscles act in the other group's games. A game whose episode ends resets at once and plays on (as
-gymnasium's vector environments reset theirs), until it played ``episodes`` episodes of its own
-(or the phase's conditions end its phase, or an agent's Brain reached its phase rule): each
-game plays what a worker plays. Every agent acts in every round (the Vanilla order of turns).
+steps each of those games once, while the Muscles act in the other group's games. A game
+whose episode ends resets at once and plays on (as gymnasium's vector environments reset
+theirs), until it played ``episodes`` episodes of its own (or the phase's conditions end its
+phase, or an agent's Brain reached its phase rule): each game plays what a worker plays.
+Every agent acts in every round (the Vanilla order of turns).
 """
 
 from __future__ import annotations
