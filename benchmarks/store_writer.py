@@ -39,6 +39,7 @@ from palaestra.core.esm import Component  # noqa: E402
 from palaestra.core.processes import preload  # noqa: E402
 from palaestra.core.runtime import Runtime  # noqa: E402
 from palaestra.core.transport import make_run_dir, remove_run_dir  # noqa: E402
+from palaestra.experiment.experiment_run import STORE_WRITER, WriterArgs  # noqa: E402
 
 BATCH = 1000
 
@@ -91,10 +92,7 @@ class Bench(Component):
     async def measure(self) -> None:
         rt = self.runtime
         writer = rt.spawn(
-            "StoreWriter",
-            "StoreWriter",
-            "palaestra.store.writer:StoreWriter",
-            {"store_uri": self.store_uri},
+            "StoreWriter", "StoreWriter", STORE_WRITER, WriterArgs(store_uri=self.store_uri)
         )
         (endpoints,) = await rt.wait_ready([writer], 60)
         ids = (

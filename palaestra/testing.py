@@ -88,8 +88,11 @@ def check_muscle(
     sensors: Sequence[SensorInformation],
     actuators: Sequence[ActuatorInformation],
     steps: int = 3,
+    games: int = 3,
 ) -> None:
-    """Set up a Muscle, let it act on ``sensors`` and check its set points and brain data."""
+    """Set up a Muscle, let it act on ``sensors`` and check its set points and brain data;
+    a Muscle that overrides ``propose_actions_batch`` also acts in ``games`` games at once
+    (as with ``envs_per_worker``), each answer checked the same way."""
     instance = _construct(muscle, params)
     if not isinstance(instance, Muscle):
         raise PluginCheckError(f"{_name(type(instance))} is not a palaestra Muscle")
@@ -107,27 +110,62 @@ def check_muscle(
     )
     _call(instance, "setup")
     uids = {str(a.uid) for a in actuators}
+    batched = type(instance).propose_actions_batch is not Muscle.propose_actions_batch
     for _ in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
         answer = _call(instance, "propose_actions", list(sensors), available)
         if not (isinstance(answer, tuple) and len(answer) == 2):
             _fail(instance, "propose_actions", "must return (set points, data for the brain)")
-        setpoints, data = answer
-        for setpoint in setpoints:
-            if str(setpoint.uid) not in uids:
-                _fail(
-                    instance, "propose_actions", f"set point for unknown actuator {setpoint.uid}"
-                )
-            if setpoint.space is not None and not setpoint.space.contains(setpoint.value):
-                _fail(
-                    instance,
-                    "propose_actions",
-                    f"value {setpoint.value!r} of {setpoint.uid} is not in {setpoint.space}",
-                )
-        _picklable(instance, "propose_actions", data)
+        _check_setpoints(instance, "propose_actions", answer[0], answer[1], uids)
+        if batched:
+            _check_batch(instance, sensors, actuators, games, uids)
         _call(instance, "update", None)
     _call(instance, "reset")
     _call(instance, "teardown")
+
+
+def _check_batch(
+    instance: Muscle,
+    sensors: Sequence[SensorInformation],
+    actuators: Sequence[ActuatorInformation],
+    games: int,
+    uids: set[str],
+) -> None:
+    """``propose_actions_batch`` for ``games`` games gives a pair of lists of ``games`` items,
+    each a valid answer."""
+    method = "propose_actions_batch"
+    available = [
+        [ActuatorInformation(None, a.space, a.uid) for a in actuators] for _ in range(games)
+    ]
+    answer = _call(instance, method, [list(sensors) for _ in range(games)], available)
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        _fail(instance, method, "must return (set points of each game, data of each game)")
+    setpoints, data = list(answer[0]), list(answer[1])
+    if len(setpoints) != games or len(data) != games:
+        _fail(
+            instance,
+            method,
+            f"returned {len(setpoints)} set point lists and {len(data)} data items for "
+            f"{games} games: expected one of each per game",
+        )
+    for game_setpoints, game_data in zip(setpoints, data, strict=True):
+        _check_setpoints(instance, method, game_setpoints, game_data, uids)
+
+
+def _check_setpoints(
+    instance: Muscle, method: str, setpoints: Any, data: Any, uids: set[str]
+) -> None:
+    """Each set point is of a known actuator and in its space; the data can be pickled."""
+    for setpoint in setpoints:
+        if str(setpoint.uid) not in uids:
+            _fail(instance, method, f"set point for unknown actuator {setpoint.uid}")
+        if setpoint.space is not None and not setpoint.space.contains(setpoint.value):
+            _fail(
+                instance,
+                method,
+                f"value {setpoint.value!r} of {setpoint.uid} is not in {setpoint.space}",
+            )
+    _picklable(instance, method, data)
 
 
 def check_brain(

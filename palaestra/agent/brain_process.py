@@ -202,16 +202,40 @@ class BrainProcess(Component):
 
     def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
         """Take one Muscle's experience, think, answer; the message it answered."""
-        brain = self.brain
         message = m.decode(link.recv())
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
+            return message
+        if isinstance(message, m.Experiences):  # a round of a Muscle's several games
+            self._think_games(link, memory, message)
             return message
         if not isinstance(message, m.Experience):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
         muscle_id = names.get(link)
         if muscle_id is None:
             muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
+        update = self._experience(memory, muscle_id, message)
+        end_phase = self.phase_stop is not None and self.phase_stop.reached
+        update = self._deliver(muscle_id, update)
+        link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
+        return message
+
+    def _think_games(self, link: Channel, memory: Any, message: m.Experiences) -> None:
+        """Think about each game's experience (its lane is its Muscle id's worker); answer
+        once: the Muscle that plays them all gets the newest update."""
+        agent = self.request.agent.name
+        update = None
+        for item in message.items:
+            made = self._experience(memory, f"{agent}-{item.worker}", item)
+            if made is not None:
+                update = made
+        end_phase = self.phase_stop is not None and self.phase_stop.reached
+        update = self._deliver(f"{agent}-worker-{message.worker}", update)
+        link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
+
+    def _experience(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:
+        """Remember the experience's transition and think about it: the update, if any."""
+        brain = self.brain
         transition = message.transition
         if transition is not None:
             if self.filters:
@@ -239,10 +263,7 @@ class BrainProcess(Component):
         self._record_statistics(message.worker, message.episode, message.step)
         if message.done:
             self.statistics.flush()
-        end_phase = self.phase_stop is not None and self.phase_stop.reached
-        update = self._deliver(muscle_id, update)
-        link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
-        return message
+        return update
 
     def _evaluate(self, evaluation: int) -> m.AgentEvaluated:
         """Call ``evaluate_rollouts`` after evaluation ``evaluation``'s rollouts."""

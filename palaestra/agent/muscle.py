@@ -18,7 +18,8 @@ from palaestra.core.mode import Mode
 class Muscle(ABC):
     """Acts for one agent inside one rollout worker.
 
-    Implement :meth:`propose_actions`. Override :meth:`update` if your Brain sends updates.
+    Implement :meth:`propose_actions` (and :meth:`propose_actions_batch`, to act in several
+    games at once in one call). Override :meth:`update` if your Brain sends updates.
     palaestra calls :meth:`setup` once in the worker process, after :attr:`context` is set and
     before the first step (in a test phase, :meth:`prepare_model` after it); :meth:`reset`
     before every episode but the first; :meth:`teardown` at the end. What
@@ -99,6 +100,28 @@ class Muscle(ABC):
         actuators_available: list[ActuatorInformation],
     ) -> tuple[Sequence[ActuatorInformation], Any]:
         """Return the set points for this step, and what to send to the Brain."""
+
+    def propose_actions_batch(
+        self,
+        sensors: list[list[SensorInformation]],
+        actuators_available: list[list[ActuatorInformation]],
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any]]:
+        """Act in several games at once: item ``k`` of each list belongs to one game.
+
+        With ``phase_config.envs_per_worker`` N > 1, palaestra calls this once per step round
+        with the observations of the worker's games that go on (at most N; a game whose
+        episode ended is not asked). Return the set points and the ``data_for_brain`` of each
+        game, in the same order. The default calls :meth:`propose_actions` for each game in
+        turn; override it to act on all of them in one batch (one forward pass of a model).
+        """
+        setpoints: list[Sequence[ActuatorInformation]] = []
+        data: list[Any] = []
+        propose = self.propose_actions
+        for game_sensors, game_actuators in zip(sensors, actuators_available, strict=True):
+            game_setpoints, game_data = propose(game_sensors, game_actuators)
+            setpoints.append(game_setpoints)
+            data.append(game_data)
+        return setpoints, data
 
     def update(self, update: Any) -> None:
         """Apply an update from the Brain; the default ignores it."""

@@ -24,6 +24,7 @@ from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import muscle_reload, watch_muscle
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
+from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.statistics import record_statistics
@@ -258,7 +259,9 @@ class MuscleProcess(Component):
                     self.begin_episode(message)
                     # acknowledged: the episode's first step may come from another peer
                     router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
-                    if message.driver:
+                    if message.lanes:  # the driver's rounds of all the worker's games
+                        MuscleLanes(self, message.lanes).play(self.links[message.driver])
+                    elif message.driver:
                         self._driven(self.links[message.driver])
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")

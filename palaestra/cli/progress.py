@@ -134,8 +134,8 @@ class RunTally:
                 phase.index,
                 phase.name,
                 phase.config.mode,
-                phase.config.episodes * phase.config.worker,
-                phase.config.worker,
+                phase.config.episodes * phase.config.worker * phase.config.envs_per_worker,
+                phase.config.worker * phase.config.envs_per_worker,  # each game a worker
             )
             for phase in run.phases
         ]

@@ -104,6 +104,9 @@ class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     """The run, its execution and the phase: what palaestrAI's reset request tells."""
     record_every: int = 1
     """Which steps get a ``world_states`` row (see ``PhaseConfig.record_every``)."""
+    envs_per_worker: int = 1
+    """Instances per worker process (its games); ``seeds`` has one per game, worker ``w``'s
+    games at ``w * envs_per_worker`` on."""
 
 
 class EnvironmentsReady(Msg, frozen=True, kw_only=True):
@@ -189,6 +192,9 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     step_rate: float = 0.0
     """Steps of the world per second of wall-clock time (``phase_config.step_rate``); 0:
     lockstep."""
+    envs_per_worker: int = 1
+    """Games per worker (``phase_config.envs_per_worker``): more than 1, the environment plays
+    them all (:class:`EnvLanes`), each ``episodes`` episodes."""
 
 
 class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
@@ -302,6 +308,9 @@ class AgentEpisode(Msg, frozen=True, kw_only=True):
     driver: str = ""
     evaluation: bool = False
     """An evaluation rollout: the Muscle acts in test mode and tells its Brain nothing."""
+    lanes: int = 0
+    """With ``phase_config.envs_per_worker`` N > 1: N, and the driver sends
+    :class:`AgentSteps` of all N games until its last (0: one game, :class:`AgentStep`)."""
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):
@@ -330,6 +339,66 @@ class AgentActions(Msg, frozen=True, kw_only=True):
     (``phase_avgN``), so the worker runs no further episode."""
 
 
+# --- hot path: several games per worker (envs_per_worker) ---------------------------------
+
+
+class AgentSteps(Msg, frozen=True, kw_only=True):
+    """One round of a worker's N games for one Muscle: an observation per game that goes on
+    (``lanes[k]`` is the game's index 0..N-1, ``episodes[k]`` its episode), in game order. A
+    game whose episode ended has its observation with ``done`` here, followed by step 0 of its
+    next episode if it plays one. ``last``: no game plays on; the Muscle answers, then the
+    games are over."""
+
+    lanes: list[int]
+    episodes: list[int]
+    steps: list[AgentStep]
+    last: bool = False
+
+
+class LaneActions(Msg, frozen=True, kw_only=True):
+    """A Muscle's answer to :class:`AgentSteps`: set points per observation, in its order
+    (empty for one with ``done``), by the environment's own actuator ids; ``stop`` per
+    observation (an objective rule reached: that game's episode ends after this step);
+    ``end_phase``: the agent's Brain reached its phase rule (no game begins another
+    episode)."""
+
+    setpoints: list[dict[str, Any]]
+    stop: list[bool]
+    end_phase: bool = False
+
+
+class EnvLanes(Msg, frozen=True, kw_only=True):
+    """To an environment that hosts N games: play them all, each its ``episodes`` episodes (or
+    until the ``conditions`` end its phase), resetting each as its episodes end. Each episode's
+    end is told by :class:`LaneEpisodeDone`; answered by :class:`EnvLanesDone`."""
+
+    agents: list[EpisodeAgent]
+    conditions: list[ClassSpec]
+    episodes: int
+    first_episode: int = 0
+
+
+class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
+    """An episode of one game ended (``worker``: the game's lane, see ``envs_per_worker``):
+    what :class:`EnvEpisodeDone` says of an episode."""
+
+    worker: int
+    episode: int
+    steps: int
+    started_at: float
+    ended_at: float
+    terminated: bool | None = None
+    truncated: bool | None = None
+    rewards: dict[str, float] = {}
+
+
+class EnvLanesDone(Msg, frozen=True, kw_only=True):
+    """All games of an environment are over: the steps of all of them."""
+
+    steps: int
+    end_phase: bool = False
+
+
 # --- hot path: muscle <-> brain ------------------------------------------------------------
 
 
@@ -355,6 +424,15 @@ class Experience(Msg, frozen=True, kw_only=True):
     done: bool
     episode: int = 0
     step: int = 0
+
+
+class Experiences(Msg, frozen=True, kw_only=True):
+    """One round's experience of a Muscle that serves several games: an :class:`Experience`
+    per observation (its ``worker`` is the game's lane); answered by one
+    :class:`BrainUpdate`. ``worker`` is the Muscle's own worker."""
+
+    worker: int
+    items: list[Experience]
 
 
 class AgentEvaluate(Msg, frozen=True, kw_only=True):
@@ -728,7 +806,13 @@ Message = (
     | AgentEpisode
     | AgentStep
     | AgentActions
+    | AgentSteps
+    | LaneActions
+    | EnvLanes
+    | LaneEpisodeDone
+    | EnvLanesDone
     | Experience
+    | Experiences
     | AgentEvaluate
     | AgentEvaluated
     | BrainUpdate

@@ -25,11 +25,13 @@ class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
     phase_index: int = 0
     data_path: str = ""
     record_every: int = 1
+    lane_seeds: list[int] = []
 
 
 class EnvironmentConductor(Conductor):
     async def setup(self, request: m.EnvironmentSetup) -> m.EnvironmentsReady:
         uid = request.environment.uid
+        games = request.envs_per_worker
         self.children = [
             self.runtime.spawn(
                 names.environment(uid, worker),
@@ -39,7 +41,7 @@ class EnvironmentConductor(Conductor):
                     environment=request.environment,
                     environment_id=request.environment_id,
                     worker=worker,
-                    seed=request.seeds[worker],
+                    seed=request.seeds[worker * games],
                     store_endpoint=self.store_endpoint,
                     answer_timeout=request.answer_timeout,
                     run_uid=request.run_uid,
@@ -47,6 +49,9 @@ class EnvironmentConductor(Conductor):
                     phase_index=request.phase_index,
                     data_path=request.data_path,
                     record_every=request.record_every,
+                    lane_seeds=(
+                        request.seeds[worker * games : (worker + 1) * games] if games > 1 else []
+                    ),
                 ),
             )
             for worker in range(request.workers)

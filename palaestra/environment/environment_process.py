@@ -42,6 +42,7 @@ from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
+from palaestra.environment.lanes import play_lanes, same_world
 from palaestra.environment.reset import EnvironmentResetRequest, call_reset
 from palaestra.environment.shapes import ShapeFix
 
@@ -88,8 +89,12 @@ class EnvironmentProcess(Component):
         phase_index: int = 0,
         data_path: str = "",
         record_every: int = 1,
+        lane_seeds: Sequence[int] = (),
     ) -> None:
         super().__init__(name)
+        lanes = len(lane_seeds)
+        if lanes > 1:  # the worker's games, seen as workers worker * N + i (see lanes)
+            worker, seed = worker * lanes, lane_seeds[0]
         self.record_every = record_every  # which steps get a row: see PhaseConfig
         # waiting for the set points of a Muscle (named when we wait): it speaks after its
         # Brain would have, before the simulation controller would blame us
@@ -151,6 +156,26 @@ class EnvironmentProcess(Component):
         self.pacer: Pacer | None = None  # of the paced episodes this environment drives
         self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
         self.records = RowSink(None, self._plugin_rows)
+        self.games = (
+            [self]
+            + [  # with envs_per_worker N > 1: its N games, each a core like it
+                EnvironmentProcess(
+                    name,
+                    environment=environment,
+                    environment_id=environment_id,
+                    worker=worker + i,
+                    seed=lane_seed,
+                    store_endpoint=None,
+                    answer_timeout=answer_timeout,
+                    run_uid=run_uid,
+                    instance_uid=instance_uid,
+                    phase_index=phase_index,
+                    data_path=data_path,
+                    record_every=record_every,
+                )
+                for i, lane_seed in enumerate(lane_seeds[1:], start=1)
+            ]
+        )
 
     def _record(self, rows: list[Any]) -> m.WorldStateRows:
         return m.WorldStateRows(environment_id=self.environment_id, worker=self.worker, rows=rows)
@@ -184,7 +209,8 @@ class EnvironmentProcess(Component):
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
         self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
-        runtime.start_task(watch([self.muscles, self.stepping]))
+        steppings = [game.stepping for game in self.games]
+        runtime.start_task(watch([self.muscles, *steppings]))
         return {"env": endpoint}
 
     def _serve(self, hot: HotLoop, endpoint: str) -> None:
@@ -198,10 +224,17 @@ class EnvironmentProcess(Component):
             plugin=(self.env, "update"),
         )
         self.records = RowSink(self.rows.socket, self._plugin_rows, plugin=(self.env, "record"))
+        games = self.games[1:]
+        for game in games:
+            game.rows = RowSink(self.rows.socket, game._record, plugin=(game.env, "update"))
+            game.records = RowSink(
+                self.rows.socket, game._plugin_rows, plugin=(game.env, "record")
+            )
         self.selector = hot.selector()
         self.selector.add(self.listener)
         wait = hot.poller(router)
-        with closing_producer(self.rows, self.name, self.records):
+        sinks = [sink for game in games for sink in (game.rows, game.records)]
+        with closing_producer(self.rows, self.name, self.records, *sinks):
             while True:
                 links = self.selector.items()
                 if links != self._polled:  # a Muscle linked or hung up
@@ -228,8 +261,12 @@ class EnvironmentProcess(Component):
             self.asked_at = time.perf_counter() if message.late_by is not None else 0.0
         elif isinstance(message, m.EnvStart):
             baseline = self.start_world(message.reset, message.check_values)
+            for game in self.games[1:]:
+                game.start_world(message.reset, message.check_values)
+                same_world(self, game)
             if message.episode is not None:  # a resumed worker's first episode
-                self.episode = message.episode
+                for game in self.games:
+                    game.episode = message.episode
             router.send_multipart([sender, m.encode(baseline)])
         elif isinstance(message, m.EnvEpisode):
             started = time.time()
@@ -245,6 +282,9 @@ class EnvironmentProcess(Component):
                 end_phase=links.end_phase,
             )
             router.send_multipart([sender, m.encode(done)])
+        elif isinstance(message, m.EnvLanes):
+            over = play_lanes(self, hot, message, router, sender)
+            router.send_multipart([sender, m.encode(over)])
         else:
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
@@ -570,7 +610,8 @@ class EnvironmentProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
-        call(self.env.shutdown)
+        for game in self.games:
+            call(game.env.shutdown)
 
 
 def _flag(value: Any) -> bool | None:

@@ -333,6 +333,7 @@ class ExperimentRun(Component):
                     evaluate_every=evaluations(spec.config),
                     first_episode=self._first_episode(spec),
                     step_rate=spec.config.step_rate,
+                    envs_per_worker=spec.config.envs_per_worker,
                 ),
             )
             for w, c in enumerate(phase.controllers)
@@ -370,7 +371,7 @@ class ExperimentRun(Component):
             index=spec.index,
             name=spec.name,
             mode=spec.config.mode,
-            workers=spec.config.worker,
+            workers=_lanes(spec),  # each game of envs_per_worker is recorded as a worker
             episodes=spec.config.episodes,
             config={
                 "simulation": spec.simulation.name,
@@ -390,9 +391,11 @@ class ExperimentRun(Component):
         )
 
     def _env_seeds(self, spec: PhaseSpec, uid: str) -> list[int]:
+        """One seed per worker, or with ``envs_per_worker`` per game (lane ``w * N + i``): a
+        game's seed is that of the worker with its lane's number."""
         return [
             derive_seed(self.run.seed, "environment", uid, spec.index, w)
-            for w in range(spec.config.worker)
+            for w in range(_lanes(spec))
         ]
 
     def _environment_setup(self, phase: _Phase, env: Any) -> m.EnvironmentSetup:
@@ -407,6 +410,7 @@ class ExperimentRun(Component):
             phase_index=phase.spec.index,
             record_every=phase.spec.config.record_every,
             data_path=self.data_path,
+            envs_per_worker=phase.spec.config.envs_per_worker,
         )
 
     # --- agents ------------------------------------------------------------------------
@@ -658,6 +662,12 @@ def _check_agent(
                 f"phase '{phase.name}', agent '{agent.name}': {kind}s {', '.join(missing)} are "
                 f"not provided by the environments (they have: {', '.join(sorted(available))})"
             )
+
+
+def _lanes(spec: PhaseSpec) -> int:
+    """The phase's workers as the store records them: with ``envs_per_worker`` N, N per
+    worker (each game a lane)."""
+    return spec.config.worker * spec.config.envs_per_worker
 
 
 def _module(class_name: str) -> str:

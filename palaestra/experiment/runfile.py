@@ -39,6 +39,7 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
+from palaestra.core.turns import AllAct, class_name
 from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
     EnvironmentIds,
@@ -342,14 +343,59 @@ class _RunBuilder:
             agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
         if sets_no_episodes(fields["phase_config"]):
             self._uncapped.add(index)
+        config = _phase_config(fields["phase_config"])
+        if config.envs_per_worker > 1:
+            self._check_games(fields["phase_config"], config, len(environments), simulation)
         return PhaseSpec(
             index=index,
             name=name,
             environments=environments,
             agents=agents,
             simulation=simulation,
-            config=_phase_config(fields["phase_config"]),
+            config=config,
         )
+
+    def _check_games(
+        self, node: Node, config: PhaseConfig, environments: int, simulation: SimulationSpec
+    ) -> None:
+        """Fail at ``envs_per_worker`` > 1 where the phase asks for what several games per
+        worker cannot do."""
+        games = config.envs_per_worker
+        where = node.value["envs_per_worker"]
+        if environments != 1:
+            where.fail(
+                f"envs_per_worker: {games} needs exactly one environment in the phase, it has "
+                f"{environments}.",
+                "run several environments with envs_per_worker: 1",
+            )
+        if simulation.params.get("driver", "auto") == "controller":
+            where.fail(
+                f"envs_per_worker: {games} is played by the environment; the simulation param "
+                "driver: controller asks for the simulation controller.",
+                "leave out driver, or set it to auto or environment",
+            )
+        controller = self._classes._resolve(simulation.name) if self._classes.enabled else None
+        policy = getattr(controller, "policy", None)
+        if isinstance(controller, type) and policy is not AllAct:
+            shown = class_name(policy) if isinstance(policy, type) else repr(policy)
+            where.fail(
+                f"envs_per_worker: {games} needs every agent to act on every step (the turn "
+                f"policy of palaestra.simulation:Vanilla), '{simulation.name}' has {shown}.",
+            )
+        for key, value, problem in (
+            ("evaluate_every", config.evaluate_every, "evaluation rollouts"),
+            ("step_rate", config.step_rate, "real-time pacing"),
+        ):
+            if value:
+                where.fail(
+                    f"envs_per_worker: {games} cannot be combined with {key} ({problem}) yet.",
+                    f"set envs_per_worker: 1, or leave out {key}",
+                )
+        if config.update_lag == UPDATE_LAG_ASYNC:
+            where.fail(
+                f"envs_per_worker: {games} cannot be combined with update_lag: async yet.",
+                "use update_lag 0 or 1",
+            )
 
     def _check_ids_exist(self, agents: Node, environments: tuple[EnvironmentSpec, ...]) -> None:
         """Fail at the first sensor or actuator id its environment does not have."""

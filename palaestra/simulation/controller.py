@@ -35,6 +35,7 @@ from palaestra.core.termination import (
 )
 from palaestra.core.turns import (
     BUILT_IN,
+    AllAct,
     EpisodeResult,
     Stepped,
     TurnPolicy,
@@ -187,6 +188,7 @@ class SimulationController(Component):
                 "'policy' to a palaestra.core.turns.TurnPolicy subclass"
             )
         self.turns = call(self.policy)
+        self.condition_specs = list(conditions)  # for an environment that hosts several games
         self.worker = worker
         self.params = params or {}
         self.driver = str(self.params.get("driver", "auto"))
@@ -288,7 +290,10 @@ class SimulationController(Component):
         ]
         self.step_rate = run.step_rate
         self.pacer = Pacer(run.step_rate, hot.sleep) if run.step_rate > 0 else None
-        episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
+        if run.envs_per_worker > 1:
+            episodes = self._play_lanes(run.envs_per_worker, run.episodes, run.first_episode)
+        else:
+            episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
         hot.call(
             self._send_parent,
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
@@ -373,13 +378,21 @@ class SimulationController(Component):
         )
         return any(call(c.evaluation_done, evaluation, results) for c in self.conditions)
 
-    def _ended(self, episode: int, result: EpisodeResult, started: float, ended: float) -> None:
-        """Tell the parent and the store that ``episode`` ended (Unix times)."""
+    def _ended(
+        self,
+        episode: int,
+        result: EpisodeResult,
+        started: float,
+        ended: float,
+        worker: int | None = None,
+    ) -> None:
+        """Tell the parent and the store that ``episode`` of ``worker`` (by default: this
+        controller's) ended (Unix times)."""
         self.steps += result.steps
         names = {a.process: a.name for a in self.agents}
         message = m.EpisodeEnded(
             phase=self.phase,
-            worker=self.worker,
+            worker=self.worker if worker is None else worker,
             episode=episode,
             started_at=started,
             ended_at=ended,
@@ -401,14 +414,7 @@ class SimulationController(Component):
         an agent's phase rule (phase_avgN) now holds."""
         env = self.environments[0]
         request = m.EnvEpisode(
-            agents=[
-                m.EpisodeAgent(
-                    process=a.process,
-                    sensors=a.sensors,
-                    acts_here=env.name in a.environments,
-                )
-                for a in self.agents
-            ],
+            agents=self._episode_agents(env),
             policy=class_name(type(self.turns)),
             conditions=self.episode_conditions,
             step_rate=self.step_rate,
@@ -422,7 +428,56 @@ class SimulationController(Component):
         result = EpisodeResult(answer.steps, answer.terminated, answer.truncated, answer.rewards)
         return result, answer.started_at, answer.ended_at, answer.end_phase
 
-    def _begin_episode(self, episode: int, driver: str, evaluation: bool = False) -> None:
+    def _episode_agents(self, env: Peer) -> list[m.EpisodeAgent]:
+        """The agents as the environment ``env`` that drives their episodes sees them."""
+        return [
+            m.EpisodeAgent(
+                process=a.process, sensors=a.sensors, acts_here=env.name in a.environments
+            )
+            for a in self.agents
+        ]
+
+    def _play_lanes(self, lanes: int, episodes: int, first: int) -> int:
+        """The environment plays the worker's ``lanes`` games (``envs_per_worker``), each
+        ``episodes`` episodes from episode ``first`` on, and tells each episode's end as it
+        happens; the number of episodes played (of all games)."""
+        if len(self.environments) != 1 or type(self.turns) is not AllAct:
+            raise ValueError(
+                f"{self.name}: envs_per_worker > 1 needs one environment and the Vanilla "
+                f"order of turns, not {len(self.environments)} and {class_name(type(self.turns))}"
+            )
+        env = self.environments[0]
+        LOG.info("%s: %d games per worker, driven by %s", self.name, lanes, env.name)
+        self._begin_episode(first, env.name, lanes=lanes)
+        env.tell(
+            m.EnvLanes(
+                agents=self._episode_agents(env),
+                conditions=self.condition_specs,
+                episodes=episodes,
+                first_episode=first,
+            )
+        )
+        played = 0
+        while True:  # no answer_timeout on the games: the environment watches its steps
+            answer = m.decode(env.receive())
+            if isinstance(answer, m.LaneEpisodeDone):
+                result = EpisodeResult(
+                    answer.steps, answer.terminated, answer.truncated, answer.rewards
+                )
+                self._ended(
+                    answer.episode, result, answer.started_at, answer.ended_at, answer.worker
+                )
+                played += 1
+            elif isinstance(answer, m.EnvLanesDone):
+                break
+            else:
+                raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}")
+        self.episode_rows.flush()
+        return played
+
+    def _begin_episode(
+        self, episode: int, driver: str, evaluation: bool = False, lanes: int = 0
+    ) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
         actuators = {a.uid: a for b in self.baselines for a in b.actuators}
         ask_all(
@@ -434,6 +489,7 @@ class SimulationController(Component):
                     actuators=[actuators[uid] for uid in agent.actuators],
                     driver=driver,
                     evaluation=evaluation,
+                    lanes=lanes,
                 )
                 for agent in self.agents
             ],

@@ -96,6 +96,10 @@ def _json_encode(value: Any) -> str:
     return text
 
 
+json_encode = _json_encode
+"""The JSON text the store's engines write (for bulk inserts that bypass SQLAlchemy)."""
+
+
 def _json_decode(text: str | bytes | bytearray | memoryview) -> Any:
     """Decoded JSON with the strings of non-finite floats read back as floats."""
     value = msgspec.json.decode(text)

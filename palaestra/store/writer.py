@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -26,11 +27,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from palaestra.core import messages as m
 from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
+from palaestra.core.hotloop import GC_THRESHOLDS
 from palaestra.core.limits import HEARTBEAT
 from palaestra.core.name_rules import dump_key
 from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.core.turns import reward_total
 from palaestra.store import schema
+from palaestra.store.bulk import insert_rows
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
@@ -81,6 +84,8 @@ WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
 STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
+BULK_TABLES = (WORLD_STATES, MUSCLE_ACTIONS)
+"""The per-step tables: inserted by :func:`palaestra.store.bulk.insert_rows` on SQLite."""
 EPISODES: Table = Episode.__table__  # type: ignore[assignment]
 
 Row = dict[str, Any]
@@ -145,6 +150,8 @@ class StoreWriter(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         """Open the store, bind the PULL socket for records and start reading it."""
         self.open()
+        gc.freeze()  # as a hot loop does (see GC_THRESHOLDS): rows are many short-lived dicts
+        gc.set_threshold(*GC_THRESHOLDS)
         sock, endpoint = runtime.bind(zmq.PULL, "store")
         sock.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self._socket = sock
@@ -332,7 +339,10 @@ class StoreWriter(Component):
         )
         with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
             for table, rows in rows_by_table.items():
-                connection.execute(table.insert(), rows)
+                if table in BULK_TABLES and connection.dialect.name == "sqlite":
+                    insert_rows(connection, table, rows)  # the per-step rows, fast
+                else:
+                    connection.execute(table.insert(), rows)
 
     @contextlib.contextmanager
     def _store_errors(self, doing: str) -> Iterator[None]:

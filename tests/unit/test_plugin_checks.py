@@ -76,3 +76,63 @@ def test_a_plugin_that_breaks_its_contract_is_named(check: Any, expected: str) -
         check(sensors, actuators)
     assert expected in str(caught.value)
     assert caught.value.exit_code == 2
+
+
+def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:
+    """The per-step check of small float boxes compares in Python: the same answers as
+    ``Box.contains`` for values inside, on and outside the bounds, NaN, infinities, integer
+    arrays, other shapes and dtypes, and non-arrays."""
+    import numpy as np
+
+    from palaestra.core.spaces import Box
+    from palaestra.environment.checks import value_check
+
+    f32max = float(np.finfo(np.float32).max)
+    spaces = [
+        Box(-1.0, 1.0, shape=(4,)),
+        Box(np.array([-2.4, -np.inf]), np.array([2.4, np.inf]), dtype=np.float64),
+        Box(-f32max, f32max, shape=(2, 2)),
+    ]
+    rng = np.random.default_rng(3)
+    for space in spaces:
+        check = value_check(space)
+        values: list[object] = [
+            space.sample(),
+            space.low.copy(),
+            space.high.copy(),
+            np.zeros(space.shape, dtype=np.int64),
+            np.full(space.shape, np.nan, dtype=np.float32),
+            np.full(space.shape, np.inf),
+            np.full(space.shape, 3.0, dtype=np.float32),
+            np.zeros((5,)),
+            np.zeros(space.shape, dtype=bool),
+            np.zeros(space.shape).tolist(),
+            "text",
+        ]
+        values += [rng.normal(0.0, 2.0, size=space.shape) for _ in range(50)]
+        for value in values:
+            assert check(value) == space.contains(value), (space, value)
+
+
+class BatchMuscle(DummyMuscle):
+    """Acts in all games in one call; with ``short``, forgets the last game."""
+
+    def __init__(self, short: bool = False, **params: Any) -> None:
+        super().__init__(**params)
+        self.short = short
+
+    def propose_actions_batch(self, sensors: Any, actuators_available: Any) -> Any:
+        games = len(sensors) - (1 if self.short else 0)
+        answers = [self.propose_actions(sensors[k], actuators_available[k]) for k in range(games)]
+        return [a[0] for a in answers], [a[1] for a in answers]
+
+
+def test_check_muscle_calls_a_batched_hook_for_several_games() -> None:
+    sensors, actuators = check_environment(DummyEnvironment, {"discrete": False})
+    check_muscle(BatchMuscle, sensors=sensors, actuators=actuators, games=4)
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(BatchMuscle, {"short": True}, sensors=sensors, actuators=actuators)
+    assert str(caught.value).endswith(
+        "BatchMuscle.propose_actions_batch: returned 2 set point lists and 2 data items for 3 "
+        "games: expected one of each per game"
+    )

@@ -1,0 +1,268 @@
+"""Many games per worker against gymnasium's in-process vector environments, same policy.
+
+    python benchmarks/vector_envs.py [--games 1 8 64] [--steps 60000] [--repeat 3]
+                                     [--update-lag 0]
+
+CartPole stepping at N games:
+
+* palaestra: ``palaestra experiment-start`` of a one-phase run with one worker,
+  ``phase_config.envs_per_worker: N``, the built-in numpy CartPole
+  (``palaestra.environment.cartpole:CartPole``, gymnasium's CartPole-v1 dynamics), the fixed
+  linear policy of ``benchmarks/vector_plugins.py`` as the Muscle (one batched call per round),
+  DummyBrain, and the store ON (SQLite, every step recorded: ``world_states`` and
+  ``muscle_actions``). Each game plays enough episodes for about ``--steps`` steps in all.
+  *steady*: steps / (last episode's end - first episode's start), from the ``episodes`` table
+  (start-up excluded); *wall*: steps / the command's whole wall time (start-up, shutdown and
+  the writer's last commit included). The store is checked: one ``world_states`` and one
+  ``muscle_actions`` row per step, else the script exits 1.
+* gymnasium SyncVectorEnv: ``gymnasium.vector.SyncVectorEnv`` of N ``CartPole-v1``
+  (``gym.make``, its default wrappers), autoreset, the same policy on the batch of
+  observations, the same number of steps; no store.
+* gymnasium CartPoleVectorEnv: gymnasium's own numpy-vectorized CartPole (one array step for
+  all N), the same way.
+
+Each figure is the median of ``--repeat`` runs; the ratio is palaestra (steady) / SyncVectorEnv.
+Prints a table and writes JSON to benchmarks/results/vector_envs.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path[:0] = [str(BENCH), str(ROOT)]
+
+from vector_plugins import act  # noqa: E402
+
+EPISODE_GUESS = 480
+"""About how many steps an episode of the linear policy lasts (CartPole-v1 truncates at 500)."""
+
+RUN = """\
+uid: vector-bench
+experiment_uid: vector-bench
+seed: 1
+version: "0.1"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: palaestra.environment.cartpole:CartPole
+            uid: pole
+            params: {{}}
+      agents:
+        - name: player
+          brain: {{name: palaestra.agent.dummy_brain:DummyBrain, params: {{}}}}
+          muscle: {{name: vector_plugins:LinearPolicy, params: {{}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [pole.state]
+          actuators: [pole.push]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {{}}
+      phase_config:
+        {{mode: train, worker: 1, episodes: {episodes}, envs_per_worker: {games},
+         update_lag: {lag}}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {{}}
+"""
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CpuSampler(threading.Thread):
+    """Samples the CPU time (user + system) of every process of a session, by its title
+    (``palaestra[Muscle-player-0]``), until stopped; a process's last sample is what it used."""
+
+    def __init__(self, session: int) -> None:
+        super().__init__(daemon=True)
+        self.session = session
+        self.last: dict[int, tuple[str, float]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.sample()
+
+    def sample(self) -> None:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                fields = stat.rsplit(")", 1)[1].split()
+                if int(fields[3]) != self.session:
+                    continue
+                title = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")[0].decode()
+            except (OSError, IndexError, ValueError):
+                continue
+            seconds = (int(fields[11]) + int(fields[12])) / TICKS
+            pid = int(entry)
+            known = self.last.get(pid)
+            role = known[0] if known is not None and not title else _role(title)  # a zombie: ""
+            self.last[pid] = (role, seconds)
+
+    def by_role(self) -> dict[str, float]:
+        roles: dict[str, float] = {}
+        for role, seconds in self.last.values():
+            roles[role] = roles.get(role, 0.0) + seconds
+        return roles
+
+
+def _role(title: str) -> str:
+    """``Muscle`` of ``palaestra[Muscle-player-0]``; ``executor`` for the command itself."""
+    if title.startswith("palaestra[") and title.endswith("]"):
+        return title[len("palaestra[") : -1].split("-")[0]
+    return "executor"
+
+
+def episodes_per_game(games: int, steps: int) -> int:
+    return max(1, math.ceil(steps / (games * EPISODE_GUESS)))
+
+
+def palaestra_rate(games: int, steps: int, lag: int) -> dict[str, float]:
+    """One run: steps, steady and wall steps/s; the store checked for completeness."""
+    with tempfile.TemporaryDirectory(prefix="palaestra-vector-") as tmp:
+        run_file = Path(tmp) / "run.yml"
+        episodes = episodes_per_game(games, steps)
+        run_file.write_text(RUN.format(episodes=episodes, games=games, lag=lag))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(BENCH), str(ROOT), env.get("PYTHONPATH", "")])
+        began = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)],
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        sampler = CpuSampler(proc.pid)
+        sampler.start()
+        _, err = proc.communicate(timeout=1800)
+        wall = time.perf_counter() - began
+        sampler.done.set()
+        sampler.join()
+        if proc.returncode != 0:
+            raise SystemExit(f"palaestra run failed:\n{err[-3000:]}")
+        with sqlite3.connect(Path(tmp) / "palaestra.db") as conn:
+            total, first, last, count = conn.execute(
+                "select sum(steps), min(started_at), max(ended_at), count(*) from episodes"
+            ).fetchone()
+            worlds = conn.execute("select count(*) from world_states").fetchone()[0]
+            actions = conn.execute("select count(*) from muscle_actions").fetchone()[0]
+    if count != games * episodes or worlds != total or actions != total:
+        print(
+            f"FAILED: {games} games: {count} episodes of {games * episodes}, {worlds} "
+            f"world_states and {actions} muscle_actions rows for {total} steps",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+    seconds = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+    cpu = {role: 1e6 * spent / total for role, spent in sampler.by_role().items()}
+    return {"steps": total, "steady": total / seconds, "wall": total / wall, "cpu_us": cpu}
+
+
+def gymnasium_rate(games: int, steps: int, vectorized: bool) -> float:
+    """Steps/s of a gymnasium vector environment of ``games`` CartPoles, the same policy."""
+    import gymnasium as gym
+
+    if vectorized:
+        from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
+
+        envs: Any = CartPoleVectorEnv(num_envs=games)
+    else:
+        envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(games)])
+    observations, _ = envs.reset(seed=1)
+    done = 0
+    began = time.perf_counter()
+    while done < steps:
+        observations, _, _, _, _ = envs.step(act(observations))
+        done += games
+    seconds = time.perf_counter() - began
+    envs.close()
+    return done / seconds
+
+
+def measure(games: int, steps: int, repeat: int, lag: int) -> dict[str, Any]:
+    runs = [palaestra_rate(games, steps, lag) for _ in range(repeat)]
+    sync = [gymnasium_rate(games, runs[0]["steps"], False) for _ in range(repeat)]
+    vector = [gymnasium_rate(games, runs[0]["steps"], True) for _ in range(repeat)]
+    steady = statistics.median(r["steady"] for r in runs)
+    roles = sorted({role for r in runs for role in r["cpu_us"]})
+    cpu = {role: statistics.median(r["cpu_us"].get(role, 0.0) for r in runs) for role in roles}
+    return {
+        "games": games,
+        "steps": runs[0]["steps"],
+        "palaestra_steady": steady,
+        "palaestra_wall": statistics.median(r["wall"] for r in runs),
+        "sync_vector_env": statistics.median(sync),
+        "cartpole_vector_env": statistics.median(vector),
+        "ratio_sync": steady / statistics.median(sync),
+        "ratio_vectorized": steady / statistics.median(vector),
+        "cpu_us_per_step": cpu,
+        "all": {"palaestra": runs, "sync": sync, "vectorized": vector},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--steps", type=int, default=60_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--update-lag", type=int, choices=(0, 1), default=0)
+    args = parser.parse_args()
+    np.seterr(all="ignore")
+    results = [measure(n, args.steps, args.repeat, args.update_lag) for n in args.games]
+    print(
+        f"{'N':>4} {'steps':>7} {'palaestra steady':>17} {'wall':>9} "
+        f"{'SyncVectorEnv':>14} {'ratio':>6} {'CartPoleVectorEnv':>18} {'ratio':>6}"
+    )
+    for r in results:
+        print(
+            f"{r['games']:>4} {r['steps']:>7} {r['palaestra_steady']:>17,.0f} "
+            f"{r['palaestra_wall']:>9,.0f} {r['sync_vector_env']:>14,.0f} "
+            f"{r['ratio_sync']:>6.2f} {r['cartpole_vector_env']:>18,.0f} "
+            f"{r['ratio_vectorized']:>6.3f}"
+        )
+    print("\nCPU microseconds per step by process (whole run, start-up included):")
+    for r in results:
+        shares = ", ".join(f"{role} {us:.1f}" for role, us in r["cpu_us_per_step"].items())
+        print(f"{r['games']:>4}: {shares}")
+    out = BENCH / "results" / "vector_envs.json"
+    out.parent.mkdir(exist_ok=True)
+    meta = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load": os.getloadavg(),
+        "update_lag": args.update_lag,
+        "repeat": args.repeat,
+    }
+    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

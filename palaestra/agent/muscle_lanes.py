@@ -1,0 +1,347 @@
+"""A Muscle serving its worker's N games (``phase_config.envs_per_worker``): one round a message.
+
+The environment process that hosts the worker's games sends one
+:class:`~palaestra.core.messages.AgentSteps` per step round with an observation of every game
+that goes on. For each, the Muscle completes the game's last transition (its own objective
+memory, its ``muscle_actions`` row under the game's lane as worker), sends the round's
+experience to the Brain in one :class:`~palaestra.core.messages.Experiences`, applies the
+Brain's one answer, calls :meth:`~palaestra.agent.muscle.Muscle.propose_actions_batch` once
+for the games that act and answers with one :class:`~palaestra.core.messages.LaneActions`.
+
+A game's lane is ``worker * N + i`` for its index ``i``: the store, the Brain's memory and the
+statistics see each game as a worker of its own.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from palaestra.agent.memory import Memory
+from palaestra.agent.objective_stop import ObjectiveStop
+from palaestra.agent.statistics import record_statistics
+from palaestra.core import messages as m
+from palaestra.core.channel import Channel, PeerGone
+from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
+from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin_records import send_records
+from palaestra.core.records import RowSink, recorded
+
+if TYPE_CHECKING:
+    from palaestra.agent.muscle_process import MuscleProcess
+
+
+class _Game:
+    """What the Muscle keeps of one game: its lane, episode, last action, objective memory and
+    ``muscle_actions`` rows."""
+
+    __slots__ = (
+        "lane",
+        "episode",
+        "previous",
+        "memory",
+        "stop",
+        "paused",
+        "rows",
+        "started",
+        "objective_stop",
+    )
+
+    def __init__(
+        self, lane: int, memory: Memory, rows: RowSink, objective_stop: ObjectiveStop | None
+    ) -> None:
+        self.lane = lane
+        self.episode = 0
+        self.previous: Any = None  # the muscle process's _Previous of the game's last action
+        self.memory = memory
+        self.stop = False  # the agent's objective rule holds in this game
+        self.paused = False  # recording was paused when the game's last step was acted on
+        self.rows = rows
+        self.started = False  # an episode of this game began (the next one resets)
+        self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
+
+
+_Entry = tuple[int, _Game, m.AgentStep, Any, int]
+"""An observation of a round: its position, game, the game's last action and episode."""
+
+
+class MuscleLanes:
+    """The games of one Muscle process, played round by round over the driver's link."""
+
+    def __init__(self, process: MuscleProcess, lanes: int) -> None:
+        self.process = process
+        agent = process.agent
+        store = process.rows.socket
+        self.games = [
+            _Game(
+                lane,
+                Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes),
+                RowSink(
+                    store,
+                    self._maker(process.agent_id, lane),
+                    plugin=(process.muscle, "propose_actions"),
+                ),
+                ObjectiveStop(agent.objective_stop) if agent.objective_stop else None,
+            )
+            for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
+        ]
+        self.first = True  # the first round: the Brain's answer is always waited for
+
+    @staticmethod
+    def _maker(agent_id: int, lane: int) -> Any:
+        def make(rows: list[Any]) -> m.MuscleActionRows:
+            return m.MuscleActionRows(agent_id=agent_id, worker=lane, rows=rows)
+
+        return make
+
+    def play(self, link: Channel) -> None:
+        """Answer the driver's rounds until its last; then push the games' rows."""
+        process = self.process
+        while True:
+            try:
+                message = m.decode(link.recv())
+            except PeerGone:
+                process.hot_loop.idle()  # its parent reports why
+            if not isinstance(message, m.AgentSteps):
+                raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
+            answer, learn = self.round(message)
+            process._send(link, m.encode(answer))
+            if learn is not None:  # while the games step
+                learn()
+            if message.last:
+                for game in self.games:
+                    game.rows.flush()
+                process.statistics.flush()
+                return
+
+    def round(self, message: m.AgentSteps) -> tuple[m.LaneActions, Callable[[], None] | None]:
+        """One step round: complete the transitions, consult the Brain, act in every game that
+        goes on; the answer, and what is left to do after sending it.
+
+        With ``update_lag`` 1 (and no objective rule, whose stop the transitions decide) the
+        Muscle acts first, with the Brain's answer to the last round, and completes the
+        transitions and tells the Brain after answering: while the games step.
+        """
+        process = self.process
+        count = len(message.steps)
+        if not count:  # no game played at all
+            return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase), None
+        entries = self._entries(message)
+        acting = [(k, game, step) for k, game, step, _, _ in entries if not step.done]
+        setpoints: list[dict[str, Any]] = [{}] * count
+        stop = [False] * count
+        first_acts = (
+            acting
+            and process.update_lag == 1
+            and process.objective_stop is None
+            and not process.evaluation
+            and not self.first
+        )
+        if first_acts:
+            if process.awaiting:
+                process._apply_brain_answer()
+            self._act(acting, setpoints, stop)
+            return self._answer(message, setpoints, stop), lambda: self._learn(entries, False)
+        self._learn(entries, not acting)
+        if acting:
+            self._act(acting, setpoints, stop)
+        return self._answer(message, setpoints, stop), None
+
+    def _entries(self, message: m.AgentSteps) -> list[_Entry]:
+        """Each observation with its game, the game's last action (the one it completes) and
+        episode; a game that begins an episode is reset, one whose episode ended forgets its
+        action."""
+        games = self.games
+        entries = []
+        for k, (index, episode, step) in enumerate(
+            zip(message.lanes, message.episodes, message.steps, strict=True)
+        ):
+            game = games[index]
+            if step.step == 0:
+                self._begin(game, episode)
+            entries.append((k, game, step, game.previous, game.episode))
+            if step.done:
+                game.previous = None
+        return entries
+
+    def _learn(self, entries: list[_Entry], all_done: bool) -> None:
+        """Complete each game's transition (its row, its objective) and tell the Brain."""
+        process = self.process
+        every = process.record_every
+        uids = process.sensor_uids
+        items: list[m.Experience] = []
+        for _, game, step, previous, episode in entries:
+            transition = None
+            if previous is not None and step.rewards is not None:
+                transition = self._complete(game, previous, step)
+                if recorded(previous.step, step.done, every) and not game.paused:
+                    game.rows.add(
+                        m.MuscleActionRow(
+                            episode,
+                            previous.step,
+                            dict(zip(uids, previous.sensor_values, strict=True)),
+                            previous.setpoint_values,
+                            {r.uid: r.value for r in step.rewards},
+                            transition.objective,
+                            step.done,
+                            step.terminated,
+                            step.truncated,
+                        )
+                    )
+            items.append(
+                m.Experience(
+                    worker=game.lane,
+                    transition=transition,
+                    data=previous.data if previous is not None else _NONE_PICKLE,
+                    done=step.done,
+                    episode=episode,
+                    step=step.step,
+                )
+            )
+        self._consult(items, all_done)
+
+    def _answer(
+        self, message: m.AgentSteps, setpoints: list[dict[str, Any]], stop: list[bool]
+    ) -> m.LaneActions:
+        """The answer to the round, after storing the Muscle's statistics and records of it
+        (under the round's first game)."""
+        process = self.process
+        first = message.steps[0]
+        lane = self.games[message.lanes[0]]
+        record_statistics(
+            process.muscle, process.statistics, "muscle", lane.lane, lane.episode, first.step
+        )
+        send_records(
+            process.recorder,
+            process.records,
+            process.record_source,
+            lane.lane,
+            lane.episode,
+            first.step,
+        )
+        return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
+
+    def _begin(self, game: _Game, episode: int) -> None:
+        """A game begins an episode: the Muscle is reset before each but the game's first."""
+        if game.started:
+            call(self.process.muscle.reset)
+        game.started = True
+        game.episode = episode
+        game.previous = None
+        game.stop = False
+
+    def _complete(self, game: _Game, previous: Any, step: m.AgentStep) -> m.Transition:
+        """The game's transition from ``previous`` that ``step`` completes, with the objective
+        of the game's own memory."""
+        process = self.process
+        own = process.memory
+        process.memory = game.memory
+        try:
+            transition = process._complete(previous, step)
+        finally:
+            process.memory = own
+        if game.objective_stop is not None:
+            game.stop = game.objective_stop.reached(transition.objective)
+        return transition
+
+    def _consult(self, items: list[m.Experience], all_done: bool) -> None:
+        """Send the round's experience to the Brain; apply its answer now (``update_lag`` 0,
+        the first round, the last) or before the next round (``update_lag`` 1)."""
+        process = self.process
+        if process.evaluation:
+            return
+        if process.awaiting:
+            process._apply_brain_answer()
+        process._send(process.brain, m.encode(m.Experiences(worker=process.worker, items=items)))
+        process.awaiting = True
+        if process.update_lag == 0 or self.first or all_done:
+            process._apply_brain_answer()
+        self.first = False
+
+    def _act(
+        self,
+        acting: list[tuple[int, _Game, m.AgentStep]],
+        setpoints: list[dict[str, Any]],
+        stop: list[bool],
+    ) -> None:
+        """Call the Muscle once for the games that act; fill in their set points."""
+        process = self.process
+        uids, spaces = process.sensor_uids, process.sensor_spaces
+        actuators = list(zip(process.actuator_uids, process.actuator_spaces, strict=True))
+        sensors = [
+            [
+                SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
+                for uid, space, v in zip(uids, spaces, step.values, strict=True)
+            ]
+            for _, _, step in acting
+        ]
+        # each game its own objects: a Muscle may set the values of those it is given
+        availables = [
+            [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
+        ]
+        seen_values: list[list[Any]]
+        if process.filters:  # each game through the filters, one call each
+            chosen: list[Sequence[ActuatorInformation]] = []
+            data: list[Any] = []
+            seen_values = []
+            for game_sensors, game_available in zip(sensors, availables, strict=True):
+                seen, game_setpoints, game_data = process.filters.act(
+                    process.muscle.propose_actions, game_sensors, game_available
+                )
+                chosen.append(game_setpoints)
+                data.append(game_data)
+                seen_values.append([json_value(s) for s in seen])
+        else:
+            chosen, data = self._batch(sensors, availables)
+            seen_values = [step.values for _, _, step in acting]
+        paused = process.switch.paused()
+        allowed = process.actuator_set
+        from palaestra.agent.muscle_process import _Previous  # (it imports this module)
+
+        for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
+            acting, sensors, chosen, data, seen_values, strict=True
+        ):
+            values = {str(a.uid): json_value(a) for a in game_setpoints}
+            if not values.keys() <= allowed:
+                raise process._foreign(values)
+            local = {uid.partition(".")[2]: value for uid, value in values.items()}
+            setpoints[k] = local
+            stop[k] = game.stop
+            game.paused = paused
+            game.previous = _Previous(
+                step.step,
+                game_sensors,
+                list(game_setpoints),
+                step.values,
+                values,
+                _NONE_PICKLE
+                if game_data is None  # (what a stateless model sends, pickled once)
+                else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
+                game_seen,
+            )
+
+    def _batch(
+        self, sensors: list[list[SensorInformation]], available: list[list[ActuatorInformation]]
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any]]:
+        """The Muscle's ``propose_actions_batch``, its answer checked."""
+        muscle = self.process.muscle
+        result: Any = call(muscle.propose_actions_batch, sensors, available)
+        count = len(sensors)
+        try:
+            chosen, data = result
+            chosen, data = list(chosen), list(data)
+        except (TypeError, ValueError):
+            chosen = data = None
+        if chosen is None or data is None or len(chosen) != count or len(data) != count:
+            raise PluginContractError(
+                muscle,
+                "propose_actions_batch",
+                f"returned {type(result).__name__}: expected a pair of lists with {count} "
+                "items each (the set points and the data for the Brain of each game, in the "
+                "order of the sensors)",
+            )
+        return chosen, data
+
+
+_NONE_PICKLE = pickle.dumps(None)

@@ -1,0 +1,75 @@
+"""Plug-ins for several games per worker (``envs_per_worker``): a deterministic linear CartPole
+policy that acts on all games in one batch and records each batch's size, and a CartPole whose
+game ``fail_game`` fails at step 3."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from palaestra.agent.muscle import Muscle
+from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.environment.cartpole import CartPole
+from palaestra.environment.environment import EnvironmentState
+
+WEIGHTS = (0.0, 0.0, 1.0, 1.0)
+
+
+class LinearMuscle(Muscle):
+    """Pushes right when ``state @ weights > 0``: no randomness, the same in every game."""
+
+    def __init__(self, weights: Sequence[float] = WEIGHTS) -> None:
+        self.weights = np.asarray(weights, dtype=np.float64)
+
+    def propose_actions(
+        self, sensors: list[SensorInformation], actuators_available: list[ActuatorInformation]
+    ) -> tuple[list[ActuatorInformation], Any]:
+        push = int(float(np.dot(np.asarray(sensors[0].value, np.float64), self.weights)) > 0)
+        actuator = actuators_available[0]
+        return [ActuatorInformation(push, actuator.space, actuator.uid)], None
+
+    def propose_actions_batch(
+        self,
+        sensors: list[list[SensorInformation]],
+        actuators_available: list[list[ActuatorInformation]],
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any]]:
+        states = np.asarray([game[0].value for game in sensors], dtype=np.float64)
+        pushes = [int(float(np.dot(state, self.weights)) > 0) for state in states]
+        self.context.record("games", len(sensors))
+        return [
+            [ActuatorInformation(push, game[0].space, game[0].uid)]
+            for push, game in zip(pushes, actuators_available, strict=True)
+        ], [None] * len(sensors)
+
+
+class FailingCartPole(CartPole):
+    """A CartPole whose game (lane) ``fail_game`` raises at its third step."""
+
+    def __init__(self, fail_game: int = 2, **params: Any) -> None:
+        super().__init__(**params)
+        self.fail_game = fail_game
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
+        if self.steps == 2 and self.context is not None and self.context.worker == self.fail_game:
+            raise RuntimeError(f"game {self.fail_game} broke")
+        return super().update(actuators)
+
+
+class FailingMuscle(LinearMuscle):
+    """A LinearMuscle whose batched call fails on its fifth round."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.rounds = 0
+
+    def propose_actions_batch(
+        self,
+        sensors: list[list[SensorInformation]],
+        actuators_available: list[list[ActuatorInformation]],
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any]]:
+        self.rounds += 1
+        if self.rounds == 5:
+            raise ValueError("the model broke")
+        return super().propose_actions_batch(sensors, actuators_available)

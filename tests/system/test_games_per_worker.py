@@ -1,0 +1,338 @@
+"""Several games per worker (``phase_config.envs_per_worker``): each game is a lane of the store
+that matches a worker of its own, the Muscle's batched hook is called once per round, an
+unchanged plug-in works, failures in any game end the run, and what cannot be combined is
+refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palaestra.store import rows
+from tests.conftest import Workspace, wait_until_gone
+
+pytestmark = pytest.mark.timeout(120)
+
+RUN = """\
+uid: games-run
+experiment_uid: games-tests
+seed: 11
+version: "0.1"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: {environment}
+            uid: pole
+            params: {params}
+      agents:
+        - name: player
+          brain: {{name: palaestra.agent.dummy_brain:DummyBrain, params: {{}}}}
+          muscle: {{name: {muscle}, params: {{}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [pole.state]
+          actuators: [pole.push]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {{}}
+      phase_config: {{mode: train, worker: {workers}, episodes: {episodes}{extra}}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {{}}
+"""
+CARTPOLE = "palaestra.environment.cartpole:CartPole"
+LINEAR = "games:LinearMuscle"
+
+
+def run_file(
+    ws: Workspace,
+    *,
+    workers: int,
+    games: int,
+    episodes: int = 2,
+    environment: str = CARTPOLE,
+    params: str = "{max_steps: 60}",
+    muscle: str = LINEAR,
+    extra: str = "",
+    name: str = "run.yml",
+) -> Path:
+    path = ws.path / name
+    path.write_text(
+        RUN.format(
+            environment=environment,
+            params=params,
+            muscle=muscle,
+            workers=workers,
+            episodes=episodes,
+            extra=f", envs_per_worker: {games}{extra}",
+        )
+    )
+    return path
+
+
+def start(ws: Workspace, path: Path) -> None:
+    result = ws.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def lanes(found: list[dict[str, Any]], *keys: str) -> dict[int, list[tuple[Any, ...]]]:
+    """The rows of each worker (lane) in the order the store holds them, as tuples of
+    ``keys``."""
+    by_lane: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in found:
+        by_lane[row["worker"]].append(tuple(row[k] for k in keys))
+    return dict(by_lane)
+
+
+WORLD = ("episode", "step", "sensors", "setpoints", "rewards", "done", "terminated", "truncated")
+ACTIONS = (
+    "episode",
+    "step",
+    "sensor_readings",
+    "actuator_setpoints",
+    "rewards",
+    "objective",
+    "done",
+    "terminated",
+    "truncated",
+)
+
+
+@pytest.mark.parametrize("lag", [0, 1])
+def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, lag: int) -> None:
+    """One worker with 4 games writes, lane by lane, what 4 workers of one game write (each
+    game's seed is the seed of the worker with its lane's number); the batched hook is called
+    once per round with every game that goes on; ``episodes`` counts per game. With
+    ``update_lag`` 1 the Muscle acts before it completes the round's transitions."""
+    results = {}
+    for games, workers in ((4, 1), (1, 4)):
+        ws = Workspace(tmp_path / f"games{games}")
+        ws.path.mkdir()
+        start(ws, run_file(ws, workers=workers, games=games, extra=f", update_lag: {lag}"))
+        store = ws.store_uri
+        results[games] = (
+            rows.world_states("games-run", store_uri=store),
+            rows.muscle_actions("games-run", store_uri=store),
+            rows.episodes("games-run", store_uri=store),
+            rows.plugin_records("games-run", store_uri=store),
+            ws.store,
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    worlds, actions, episodes, records, db = results[4]
+    single_worlds, single_actions, single_episodes, _, _ = results[1]
+    assert worlds and actions
+    world_lanes = lanes(worlds, *WORLD)
+    assert sorted(world_lanes) == [0, 1, 2, 3]
+    assert world_lanes == lanes(single_worlds, *WORLD)
+    assert lanes(actions, *ACTIONS) == lanes(single_actions, *ACTIONS)
+    # each lane's rows are contiguous episodes 0, 1 with steps 1.. (world) and 0.. (actions)
+    for lane, found in world_lanes.items():
+        for episode in (0, 1):
+            steps = [r[1] for r in found if r[0] == episode]
+            assert steps == list(range(1, len(steps) + 1)), (lane, episode)
+            assert [r[5] for r in found if r[0] == episode][-1] is True
+    # episodes: 2 per game, the same steps and rewards as the single-game workers'
+    keyed = sorted((r["worker"], r["episode"], r["steps"], r["rewards"]) for r in episodes)
+    assert keyed == sorted(
+        (r["worker"], r["episode"], r["steps"], r["rewards"]) for r in single_episodes
+    )
+    assert len(keyed) == 4 * 2
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select workers, episodes from experiment_run_phases").fetchall() == [
+            (4, 2)
+        ]
+    # one batched call per round: a round steps every game that still plays
+    total = Counter({lane: len(found) for lane, found in world_lanes.items()})
+    sizes = [r["value"] for r in records if r["key"] == "games"]
+    assert len(sizes) == max(total.values())
+    assert sizes == [sum(1 for t in total.values() if t > k) for k in range(len(sizes))]
+    assert sizes[0] == 4
+
+
+def test_games_played_in_two_overlapping_groups_do_what_one_group_does(tmp_path: Path) -> None:
+    """8 games of one worker play in two groups of 4 whose rounds overlap: lane by lane the
+    rows of 2 workers of 4 games (one group each); the batched hook is called for each group
+    in turn."""
+    found = {}
+    for games, workers in ((8, 1), (4, 2)):
+        ws = Workspace(tmp_path / f"games{games}")
+        ws.path.mkdir()
+        start(ws, run_file(ws, workers=workers, games=games, params="{max_steps: 30}"))
+        store = ws.store_uri
+        found[games] = (
+            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            rows.plugin_records("games-run", store_uri=store),
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    worlds, actions, records = found[8]
+    assert sorted(worlds) == list(range(8))
+    assert (worlds, actions) == found[4][:2]
+    sizes = [r["value"] for r in records if r["key"] == "games"]
+    assert sizes[:6] == [4] * 6
+    groups = (range(4), range(4, 8))
+    assert len(sizes) == sum(max(len(worlds[lane]) for lane in group) for group in groups)
+
+
+def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
+    """DummyMuscle knows nothing of batches: the default hook loops over its
+    ``propose_actions``; every game plays its episodes with its own seed (and the Brain's
+    answer to a round is applied before the next, ``update_lag: 1``)."""
+    start(
+        workspace,
+        run_file(
+            workspace,
+            workers=2,
+            games=3,
+            episodes=2,
+            muscle="palaestra.agent.dummy_muscle:DummyMuscle",
+            params="{max_steps: 20}",
+            extra=", update_lag: 1",
+        ),
+    )
+    store = workspace.store_uri
+    actions = lanes(rows.muscle_actions("games-run", store_uri=store), "episode", "step")
+    assert sorted(actions) == list(range(6))
+    episodes = rows.episodes("games-run", store_uri=store)
+    assert sorted((r["worker"], r["episode"]) for r in episodes) == [
+        (lane, episode) for lane in range(6) for episode in (0, 1)
+    ]
+    for lane, found in actions.items():
+        steps = {(r["worker"], r["episode"]): r["steps"] for r in episodes}
+        assert len(found) == steps[(lane, 0)] + steps[(lane, 1)]
+    starts = {
+        tuple(r["sensor_readings"]["pole.state"])
+        for r in rows.muscle_actions("games-run", store_uri=store)
+        if r["step"] == 0
+    }
+    assert len(starts) == 12  # every game's every episode starts from its own state
+
+
+def test_a_failing_game_fails_the_run(workspace: Workspace) -> None:
+    result = workspace.run(
+        "experiment-start",
+        str(
+            run_file(
+                workspace,
+                workers=1,
+                games=4,
+                environment="games:FailingCartPole",
+                params="{fail_game: 2}",
+            )
+        ),
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "game 2 broke" in result.stderr
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "FailingCartPole" in reason and "update" in reason
+
+
+def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
+    path = run_file(workspace, workers=2, games=3, muscle="games:FailingMuscle")
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "the model broke" in result.stderr
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "propose_actions_batch" in reason
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        ("driver", "driver: controller asks for the simulation controller"),
+        ("taking_turns", "needs every agent to act on every step"),
+        ("evaluate_every", "cannot be combined with evaluate_every"),
+        ("step_rate", "cannot be combined with step_rate"),
+        ("async", "cannot be combined with update_lag: async"),
+        ("two_environments", "needs exactly one environment in the phase, it has 2"),
+    ],
+)
+def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
+    from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
+    from palaestra.experiment.runfile import load_run_text
+
+    text = RUN.format(
+        environment=CARTPOLE,
+        params="{}",
+        muscle="palaestra.agent.dummy_muscle:DummyMuscle",
+        workers=1,
+        episodes=1,
+        extra=", envs_per_worker: 4",
+    )
+    edits = {
+        "driver": (
+            "            params: {}\n      phase",
+            "            params: {}\n        params: {driver: controller}\n      phase",
+        ),
+        "taking_turns": ("palaestra.simulation:Vanilla\n", "palaestra.simulation:TakingTurns\n"),
+        "evaluate_every": ("envs_per_worker: 4", "envs_per_worker: 4, evaluate_every: 2"),
+        "step_rate": ("envs_per_worker: 4", "envs_per_worker: 4, step_rate: 30"),
+        "async": ("envs_per_worker: 4", "envs_per_worker: 4, update_lag: async"),
+        "two_environments": (
+            "      agents:",
+            "        - environment:\n            name: "
+            f"{CARTPOLE}\n            uid: other\n            params: {{}}\n      agents:",
+        ),
+    }
+    old, new = edits[edit]
+    assert old in text
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(text.replace(old, new, 1), path="games.yml")
+    assert expected in str(caught.value)
+    assert "envs_per_worker" in str(caught.value)
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+
+
+def test_the_cli_refuses_a_bad_combination_with_exit_2(workspace: Workspace) -> None:
+    path = run_file(workspace, workers=1, games=4, extra=", evaluate_every: 2")
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 2
+    assert "envs_per_worker" in result.stderr and "evaluate_every" in result.stderr
+
+
+def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:
+    """palaestrAI's ``phase_avgN`` holds for the first game to end its third episode; the
+    Muscle hears it with the Brain's answer to the round that reported the end, when every game
+    has begun its next episode: each finishes that one and begins no other."""
+    from tests.system.test_palaestrai_phase_objective import RUN_FILE
+
+    path = workspace.path / "phase_objective.yml"
+    text = RUN_FILE.replace("WORKERS", "1").replace("THRESHOLD", "1.2")
+    text = text.replace("episodes: 12}", "episodes: 12, envs_per_worker: 2}")
+    path.write_text(text)
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(workspace.store) as conn:
+        counts = dict(conn.execute("select worker, count(*) from episodes group by worker"))
+    assert counts == {0: 4, 1: 4}
+
+
+def test_an_agents_objective_rule_ends_each_games_own_episode(workspace: Workspace) -> None:
+    """The objective rule of the built-ins' test (``brain_avg2: 3.5``) applied to each game on
+    its own values: every game ends its episodes where a worker of one game ends them."""
+    from tests.system.test_builtins_run import OBJECTIVE_RUN
+
+    path = workspace.path / "run.yml"
+    text = OBJECTIVE_RUN.replace("episodes: 2}", "episodes: 2, envs_per_worker: 3}")
+    path.write_text(text)
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(workspace.store) as conn:
+        world = conn.execute("select worker, episode, step, done from world_states order by id")
+        by_lane = lanes(
+            [dict(zip(("worker", "episode", "step", "done"), r, strict=True)) for r in world],
+            "episode",
+            "step",
+            "done",
+        )
+    single = [(0, step, step == 5) for step in range(1, 6)] + [(1, 1, True)]
+    assert by_lane == {lane: single for lane in range(3)}

@@ -1,0 +1,90 @@
+"""The bulk insert of the per-step tables writes, byte for byte, what SQLAlchemy's insert
+writes: JSON text from the engine's serializer (non-finite floats included), booleans, NULLs."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from palaestra.store import schema
+from palaestra.store.bulk import insert_rows
+from palaestra.store.engine import make_engine
+from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES
+
+
+def _rows(offset: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    world = [
+        {
+            "environment_id": 1,
+            "worker": 3,
+            "episode": 0,
+            "step": offset + i,
+            "sensors": {"pole.state": [0.5, -1.25, float("inf"), None]},
+            "setpoints": {"pole.push": i % 2},
+            "rewards": {"reward": float("nan") if i == 1 else 1.0},
+            "done": i == 2,
+            "terminated": None if i == 0 else i == 2,
+            "truncated": False,
+            "simtime": None if i else {"simtime_ticks": 3, "simtime_timestamp": None},
+        }
+        for i in range(3)
+    ]
+    actions = [
+        {
+            "agent_id": 1,
+            "worker": 3,
+            "episode": 0,
+            "step": offset + i,
+            "sensor_readings": {"pole.state": [0.5, 1e300]},
+            "actuator_setpoints": {"pole.push": 1},
+            "rewards": {"reward": 1.0},
+            "reward": 1.0,
+            "objective": float("nan") if i == 1 else 0.5,
+            "done": i == 2,
+            "terminated": i == 2,
+            "truncated": None,
+        }
+        for i in range(3)
+    ]
+    return world, actions
+
+
+def _engine(tmp_path: Path) -> Engine:
+    engine = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    schema.create(engine)
+    return engine
+
+
+def _without_owners(connection: Connection) -> None:
+    """The rows have no experiment, phase, agent or environment rows to point to."""
+    connection.execute(text("PRAGMA foreign_keys=OFF"))
+
+
+def test_bulk_rows_equal_sqlalchemy_rows(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    by_sqlalchemy = _rows(0)
+    by_bulk = _rows(100)
+    with engine.begin() as connection:
+        _without_owners(connection)
+        connection.execute(WORLD_STATES.insert(), by_sqlalchemy[0])
+        connection.execute(MUSCLE_ACTIONS.insert(), by_sqlalchemy[1])
+        insert_rows(connection, WORLD_STATES, by_bulk[0])
+        insert_rows(connection, MUSCLE_ACTIONS, by_bulk[1])
+    engine.dispose()
+    with sqlite3.connect(tmp_path / "store.db") as conn:
+        for table in ("world_states", "muscle_actions"):
+            found = conn.execute(f"select * from {table} order by step").fetchall()
+            assert len(found) == 6
+            # all but the id and the step: the same stored values, types included
+            plain = [tuple((type(v), v) for v in row[2:4] + row[5:]) for row in found]
+            assert plain[:3] == plain[3:], table
+    read = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with read.connect() as connection:
+        sensors = connection.execute(WORLD_STATES.select().order_by(WORLD_STATES.c.step)).all()
+    assert math.isinf(sensors[3].sensors["pole.state"][2])
+    assert sensors[3].simtime == {"simtime_ticks": 3, "simtime_timestamp": None}
+    assert sensors[4].simtime is None
