@@ -36,6 +36,7 @@ EPISODES = """
 """
 
 
+@pytest.mark.slow
 def test_cartpole_ppo_trains_dumps_and_tests_from_the_dump(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

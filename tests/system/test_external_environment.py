@@ -310,6 +310,7 @@ def test_a_client_that_stops_answering_fails_the_run_after_the_timeout(
     client.wait()
 
 
+@pytest.mark.slow
 def test_a_frozen_client_is_found_by_its_missing_heartbeats(
     workspace: Workspace, ipc: str
 ) -> None:

@@ -145,6 +145,7 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
         assert (first, last) == (0, count - 1), (worker, episode, count, first, last)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("old", "new", "silent"),
     [

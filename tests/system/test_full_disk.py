@@ -33,6 +33,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_disk_exits_3_naming_the_store(workspace: Workspace, small_disk: Path) -> None:
     store = small_disk / "palaestra.db"
     (workspace.path / "palaestra-runtime.yaml").write_text(f"store_uri: sqlite:///{store}\n")

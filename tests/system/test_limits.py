@@ -32,6 +32,7 @@ def config(workspace: Workspace, text: str) -> str:
 # --- start_timeout ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_constructor_slower_than_start_timeout_fails_naming_the_process_and_setting(
     workspace: Workspace,
 ) -> None:
@@ -49,6 +50,7 @@ def test_a_constructor_slower_than_start_timeout_fails_naming_the_process_and_se
     assert "Brain-defender did not start within 1 s" in reason and "start_timeout" in reason
 
 
+@pytest.mark.slow
 def test_a_slow_constructor_within_start_timeout_runs(workspace: Workspace) -> None:
     run_file = workspace.variant(
         "dummy_run.yml",
@@ -140,6 +142,7 @@ def writer_pid(workspace: Workspace) -> int:
     return pid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps", [10, 1_000_000], ids=["at-the-phase-end", "mid-phase"])
 def test_a_stopped_writer_fails_the_run_naming_it_and_the_end_is_recorded(
     workspace: Workspace, steps: int
@@ -165,6 +168,7 @@ def test_a_stopped_writer_fails_the_run_naming_it_and_the_end_is_recorded(
     assert "(store_timeout is 2 s): the process is stopped" in reason
 
 
+@pytest.mark.slow
 def test_a_store_locked_by_another_connection_fails_the_run_naming_the_writer_and_the_lock(
     workspace: Workspace,
 ) -> None:

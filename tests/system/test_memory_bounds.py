@@ -43,6 +43,7 @@ def largest_process_mib(workspace: Workspace, *args: str) -> float:
     return int(out.split()[-1]) / 1024
 
 
+@pytest.mark.slow
 def test_a_run_of_large_observations_stays_bounded_in_memory(workspace: Workspace) -> None:
     """120 steps of a 2.5 MB observation (12 MB as the plain lists messages carry): before
     memories were bounded in bytes, the Brain kept every step (1.4 GB), the environment and
@@ -60,6 +61,7 @@ def test_a_run_of_large_observations_stays_bounded_in_memory(workspace: Workspac
     assert peak < 700, f"a process of the run peaked at {peak:.0f} MiB"
 
 
+@pytest.mark.slow
 def test_memory_limits_set_in_the_run_file_bound_the_brain(workspace: Workspace) -> None:
     path = run_file(
         workspace,

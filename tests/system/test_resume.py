@@ -113,6 +113,7 @@ def _resume(ws: Workspace) -> str:
     return found.group(2)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_run_resumed_after_sigint_equals_the_uninterrupted_one(
     workspace: Workspace, uninterrupted: tuple[list[Any], ...]
@@ -158,6 +159,7 @@ def first_incomplete(ws: Workspace) -> int:
     return episode
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_run_resumed_after_kill_9_keeps_its_completed_episodes_and_equals_the_uninterrupted_one(
     workspace: Workspace, uninterrupted: tuple[list[Any], ...]
