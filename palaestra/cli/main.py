@@ -165,7 +165,10 @@ def experiment_start(
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
-    runs = [load_run_file(path, probe_timeout=config.probe_timeout) for path in run_files]
+    runs = [
+        load_run_file(path, probe_timeout=config.probe_timeout, start_method=config.start_method)
+        for path in run_files
+    ]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
@@ -197,7 +200,10 @@ def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
 
     add_plugin_dirs(run_files)
     for path in run_files:
-        run = load_run_file(path, probe_timeout=state.config.probe_timeout)
+        config = state.config
+        run = load_run_file(
+            path, probe_timeout=config.probe_timeout, start_method=config.start_method
+        )
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
 
 
