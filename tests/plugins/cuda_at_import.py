@@ -8,7 +8,6 @@ initialised CUDA that raises, as on a real GPU; started by forkserver or spawn i
 from __future__ import annotations
 
 import torch
-
 from start_record import RecordingBrain, RecordingMuscle, record_start
 
 torch.cuda.init()
