@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 from typing import Any
 
 from palaestra.agent import DummyBrain, DummyMuscle
+from palaestra.environment import DummyEnvironment
 
 
-def record_start(path: str, role: str) -> None:
-    """Append how this process started to ``path`` (one JSON line, written at once)."""
+def record_start(path: str, role: str, **extra: Any) -> None:
+    """Append how this process started to ``path`` (one JSON line, written at once), with
+    ``extra`` items."""
     parent = os.getppid()
     try:
         with open(f"/proc/{parent}/cmdline", "rb") as f:
@@ -30,6 +33,7 @@ def record_start(path: str, role: str) -> None:
             "ppid": parent,
             "parent_cmdline": parent_cmdline,
             "method": multiprocessing.get_start_method(allow_none=True) or "fork",
+            **extra,
         }
     )
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -66,3 +70,13 @@ class RecordingMuscle(DummyMuscle):
     def setup(self) -> None:
         super().setup()
         record_start(self.record, "muscle")
+
+
+class RecordingEnvironment(DummyEnvironment):
+    """A DummyEnvironment that records where it was constructed (also while a run file is
+    checked: the probe's process), with ``fresh``: whether that process is a fresh interpreter
+    rather than a fork of the test's."""
+
+    def __init__(self, record: str, **params: Any) -> None:
+        super().__init__(**params)
+        record_start(record, "environment", fresh="_pytest" not in sys.modules)
