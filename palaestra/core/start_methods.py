@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.context
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -98,6 +100,26 @@ Context = (
     | multiprocessing.context.ForkServerContext
     | multiprocessing.context.SpawnContext
 )
+
+
+def stop_fork_server() -> None:
+    """End :mod:`multiprocessing`'s fork server of this process, if one runs.
+
+    Called at the end of a run, whose processes have all ended: the server's children get the
+    environment the server started with, so the next run must start one of its own (its
+    ``experiment-record`` flag is another file). Ended by SIGTERM rather than by closing its
+    pipe, which would wait for every process that inherited that pipe, a plug-in's stray too.
+    """
+    server = getattr(sys.modules.get("multiprocessing.forkserver"), "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    stop = getattr(server, "_stop", None)
+    if pid is None or stop is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    stop()  # closes its pipe, reaps it and removes its socket
 
 
 def context(method: str) -> Context:

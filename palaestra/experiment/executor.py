@@ -68,7 +68,11 @@ def execute(
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     method = start_method(run, config.start_method)
-    return asyncio.run(_execute(run, config, on_episode, resume, method))
+    try:
+        return asyncio.run(_execute(run, config, on_episode, resume, method))
+    finally:
+        if method == start_methods.FORKSERVER:
+            start_methods.stop_fork_server()  # the next run's starts with its environment
 
 
 def start_method(run: RunSpec, configured: str) -> str:

@@ -1,8 +1,9 @@
 """Plug-ins that record how their process started, for the start-method tests.
 
 Each writes one JSON line to the file ``record`` (a param) in ``setup()``: its role, pid, parent
-pid, the parent's command line and :func:`multiprocessing.get_start_method` (which palaestra sets
-to the run's method in a child started by forkserver or spawn).
+pid, the parent's command line, :func:`multiprocessing.get_start_method` (which palaestra sets
+to the run's method in a child started by forkserver or spawn) and the run's
+``experiment-record`` flag file (from the environment the process started with).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def record_start(path: str, role: str, **extra: Any) -> None:
             "ppid": parent,
             "parent_cmdline": parent_cmdline,
             "method": multiprocessing.get_start_method(allow_none=True) or "fork",
+            "recording_flag": os.environ.get("PALAESTRA_RECORDING_FLAG"),
             **extra,
         }
     )

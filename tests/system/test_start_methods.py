@@ -128,6 +128,37 @@ def test_a_two_phase_multi_worker_run_with_dumps(workspace: Workspace, method: s
     assert steps == 2 * 2 * 20 + 20  # two workers of two 20-step episodes, then one episode
 
 
+def test_each_run_of_a_command_has_a_fork_server_of_its_own(workspace: Workspace) -> None:
+    """A fork server's children get the environment it started with: a second run of the same
+    ``experiment-start`` must not get the first's (its recording flag is another file)."""
+    record = workspace.path / "started.jsonl"
+    run_files = []
+    for uid in ("first", "second"):
+        text = workspace.variant(
+            "dummy_run.yml",
+            ("uid: dummy-run", f"uid: {uid}"),
+            (
+                _BRAIN,
+                f"brain: {{name: start_record:RecordingBrain, params: {{record: '{record}'}}}}",
+            ),
+        ).read_text()
+        run_files.append(workspace.path / f"{uid}.yml")
+        run_files[-1].write_text(text)
+    env = _env(workspace, "forkserver")
+    proc = _start(workspace, env, "experiment-start", *map(str, run_files))
+    code, err = _finish(proc)
+
+    assert code == 0, err[-3000:]
+    records = read_records(str(record))
+    assert len(records) == 4  # the defender's Brain, in two phases of two runs
+    _check_started_by(records, "forkserver", proc.pid)
+    first, second = records[:2], records[2:]
+    assert len({r["ppid"] for r in first}) == 1  # one server per run...
+    assert {r["ppid"] for r in first} != {r["ppid"] for r in second}  # ...and a new one
+    assert len({r["recording_flag"] for r in records}) == 2  # each its own run's
+    assert all("first" in r["recording_flag"] for r in first)
+
+
 @pytest.mark.parametrize("method", OTHER_METHODS)
 def test_a_failing_plugin_fails_the_run(workspace: Workspace, method: str) -> None:
     run_file = workspace.variant(
