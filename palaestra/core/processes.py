@@ -18,6 +18,7 @@ A child's end is observed on a pidfd (or its process sentinel) and turned into a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
@@ -30,7 +31,7 @@ import signal
 import sys
 import threading
 import types
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,19 +284,19 @@ def _bootstrap_fresh(
     _bootstrap(unit)
 
 
-class without_main:  # noqa: N801 - used like a function: ``with without_main():``
+@contextlib.contextmanager
+def without_main() -> Iterator[None]:
     """While a child starts by forkserver or spawn, hide this process's ``__main__`` from
     :mod:`multiprocessing`, which would run the caller's script again in the child (a script
     without ``if __name__ == "__main__"`` would start its experiment again there). Children
     need nothing of it: their components come from importable modules."""
-
-    def __enter__(self) -> None:
-        self._main = sys.modules.get("__main__")
-        sys.modules["__main__"] = types.ModuleType("__main__")
-
-    def __exit__(self, *exc: object) -> None:
-        if self._main is not None:
-            sys.modules["__main__"] = self._main
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def die_with_parent(parent: int | None) -> None:
