@@ -150,3 +150,17 @@ def test_context_refuses_what_is_no_start_method() -> None:
     for bad in ("auto", "thread"):
         with pytest.raises(ValueError, match="expected fork, forkserver or spawn"):
             start_methods.context(bad)
+
+
+def test_a_child_started_fresh_does_not_run_the_callers_script_again() -> None:
+    import multiprocessing.spawn
+
+    from palaestra.core.processes import without_main
+
+    main = sys.modules["__main__"]
+    with without_main():
+        data = multiprocessing.spawn.get_preparation_data("child")
+        assert "init_main_from_path" not in data
+        assert "init_main_from_name" not in data
+        assert data["sys_path"]  # the child still gets this process's import path
+    assert sys.modules["__main__"] is main
