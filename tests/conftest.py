@@ -137,6 +137,20 @@ class Workspace:
         return Result(proc.returncode, out, err, time.monotonic() - began)
 
 
+def env_hiding(ws: Workspace, module: str) -> dict[str, str]:
+    """``ws.env()`` in which ``module`` looks not installed, to every process of a run (started
+    by fork, forkserver or spawn alike): a package of its name that raises what Python raises
+    for a missing module comes first on ``PYTHONPATH``."""
+    shadow = ws.path / "hidden" / module
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        f'raise ModuleNotFoundError("No module named {module!r}", name={module!r})\n'
+    )
+    env = ws.env()
+    env["PYTHONPATH"] = os.pathsep.join([str(shadow.parent), env["PYTHONPATH"]])
+    return env
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Workspace]:
     """A scratch directory; afterwards, no process of the test's runs may survive."""

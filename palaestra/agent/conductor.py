@@ -2,8 +2,10 @@
 
 The children are forked from the executor, which imported the agent's plug-in modules while it
 checked the run file: a heavy user import (torch, say) happens once per run, not once per
-process. The Brain's endpoint is derived from its name, so the Brain and the Muscles start at
-the same time (a Muscle links to its Brain when its first episode begins).
+process (unless the run's start method is forkserver or spawn: see
+:mod:`palaestra.core.start_methods`). The Brain's endpoint is derived from its name, so the
+Brain and the Muscles start at the same time (a Muscle links to its Brain when its first
+episode begins).
 """
 
 from __future__ import annotations

@@ -183,7 +183,10 @@ def experiment_start(
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
-    runs = [load_run_file(path, probe_timeout=config.probe_timeout) for path in run_files]
+    runs = [
+        load_run_file(path, probe_timeout=config.probe_timeout, start_method=config.start_method)
+        for path in run_files
+    ]
     if hot_reload:
         runs = [with_hot_reload(run) for run in runs]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
@@ -217,7 +220,10 @@ def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
 
     add_plugin_dirs(run_files)
     for path in run_files:
-        run = load_run_file(path, probe_timeout=state.config.probe_timeout)
+        config = state.config
+        run = load_run_file(
+            path, probe_timeout=config.probe_timeout, start_method=config.start_method
+        )
         click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
 
 

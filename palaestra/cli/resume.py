@@ -59,6 +59,7 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
         instance,
         config.probe_timeout,
         on_file=lambda path: add_plugin_dirs([path]),
+        start_method=config.start_method,
     )
     click.echo(
         f"Resuming instance {plan.instance_uid} ({plan.status}) of run '{run}' at phase "

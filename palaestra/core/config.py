@@ -2,7 +2,7 @@
 
 Sources, later ones winning: built-in defaults; the file given with ``palaestra -c FILE`` (or,
 without ``-c``, ``./palaestra-runtime.yaml`` if it exists); the environment variables
-``PALAESTRA_STORE_URI`` and ``PALAESTRA_DATA_PATH``.
+``PALAESTRA_STORE_URI``, ``PALAESTRA_DATA_PATH`` and ``PALAESTRA_START_METHOD``.
 
 This is the one reader of it and the one place of its defaults: the executor, the CLI and the
 store's query functions (which read the configured store) all call :func:`load_runtime_config`.
@@ -21,6 +21,7 @@ from ruamel.yaml.error import YAMLError
 
 from palaestra.core import limits
 from palaestra.core.errors import RuntimeConfigError, did_you_mean
+from palaestra.core.start_methods import AUTO, ENV_VAR, START_METHODS
 
 DEFAULT_FILE = "palaestra-runtime.yaml"
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
@@ -46,6 +47,10 @@ class RuntimeConfig:
     """Seconds an environment may take to be constructed, started and shut down while a run
     file's sensor and actuator ids are checked; one that takes longer is killed, with a
     warning, and its ids are checked when the run starts."""
+    start_method: str = AUTO
+    """How the run's processes start: ``fork`` (fast), ``forkserver`` or ``spawn`` (for
+    plug-ins that use CUDA), or ``auto``: fork unless CUDA is initialised in the executor once
+    the plug-in modules are imported (see :mod:`palaestra.core.start_methods`)."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -65,6 +70,9 @@ def load_runtime_config(
         config = replace(config, store_uri=environ["PALAESTRA_STORE_URI"])
     if environ.get("PALAESTRA_DATA_PATH"):
         config = replace(config, data_path=environ["PALAESTRA_DATA_PATH"])
+    if environ.get(ENV_VAR):
+        _check_start_method(f"the environment variable {ENV_VAR}", environ[ENV_VAR])
+        config = replace(config, start_method=environ[ENV_VAR])
     return config
 
 
@@ -102,6 +110,17 @@ def _check(path: str, key: object, value: object) -> None:
             )
     elif not isinstance(value, str):
         raise RuntimeConfigError(f"{path}: {key}: expected a string, got {value!r}")
+    elif key == "start_method":
+        _check_start_method(f"{path}: start_method", value)
+
+
+def _check_start_method(where: str, value: str) -> None:
+    if value not in START_METHODS:
+        hint = did_you_mean(value, START_METHODS)
+        raise RuntimeConfigError(
+            f"{where}: expected one of {', '.join(START_METHODS)}, got {value!r}"
+            + (f". {hint}" if hint else "")
+        )
 
 
 KNOWN = frozenset(f.name for f in fields(RuntimeConfig))

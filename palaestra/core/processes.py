@@ -1,33 +1,37 @@
-"""Starting, watching and stopping child processes: fork, titles, parent-death watchdog.
+"""Starting, watching and stopping child processes: start methods, titles, parent-death watchdog.
 
-Children start through aiomultiprocess, forked straight from their parent after the parent
-imported what they need (numpy, pyzmq, msgspec, palaestra, and for a conductor the agent's or
-environment's plug-in modules): no child re-imports the world, no forkserver process stands
-between them, and a child is its parent's own child (SIGCHLD, PR_SET_PDEATHSIG). Each child
-also gets the read end of a pipe whose write end only its parent holds: when the parent dies,
-however it dies, the pipe reads EOF and a watchdog thread ends the child at once. Every child
-is a subreaper and kills what its plug-ins left running when it ends
-(:mod:`palaestra.core.reaper`).
+Children start through aiomultiprocess. By default they are forked straight from their parent
+after the parent imported what they need (numpy, pyzmq, msgspec, palaestra, and for a conductor
+the agent's or environment's plug-in modules): no child re-imports the world, no forkserver
+process stands between them, and a child is its parent's own child (SIGCHLD,
+PR_SET_PDEATHSIG). Where fork cannot be used (CUDA initialised in the parent: see
+:mod:`palaestra.core.start_methods`), they start by forkserver or spawn instead, from the same
+:class:`ChildSpec`, and import their plug-ins themselves. Each child also gets the read end of
+a pipe whose write end only its parent holds: when the parent dies, however it dies, the pipe
+reads EOF and a watchdog thread ends the child at once. Every child is a subreaper and kills
+what its plug-ins left running when it ends (:mod:`palaestra.core.reaper`).
 
-A child's end is observed on its process sentinel (an fd that becomes readable when the child
-ends) and turned into a :class:`~palaestra.core.esm.ChildExit` event on the asyncio loop,
-with no polling.
+A child's end is observed on a pidfd (or its process sentinel) and turned into a
+:class:`~palaestra.core.esm.ChildExit` event on the asyncio loop, with no polling.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import select
 import signal
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+import types
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +43,7 @@ from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit, Component
 from palaestra.core.mainthread import guard_signal_calls
 from palaestra.core.reaper import become_subreaper, take_down_strays
+from palaestra.core.start_methods import FORK, FORKSERVER, context
 
 LOG = logging.getLogger(__name__)
 
@@ -59,6 +64,9 @@ class ChildSpec:
     run_dir: str
     parent_endpoint: str
     log_level: int = logging.WARNING
+    start_method: str = FORK
+    """How this child starts its own children (its parent's method: see
+    :mod:`palaestra.core.start_methods`)."""
 
     def build(self) -> Component:
         """The component this child runs (called in the child)."""
@@ -147,27 +155,41 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
 
     palaestra children report over ZMQ, so the result namespace (a whole extra server process
     per parent) and the 5 ms polling ``join`` are not needed; we watch the sentinel instead.
+
+    ``method`` is the start method. A forked child runs ``target(spec, alive)`` at once; one
+    started by forkserver or spawn gets ``spec`` pickled and unpickles it only once its
+    signals are set, since that imports the plug-in modules (seconds, for torch).
     """
 
     def __init__(
         self,
         *,
         target: Callable[..., Any],
-        args: Sequence[Any],
-        name: str,
+        spec: ChildSpec,
+        alive: multiprocessing.connection.Connection,
         close_fds: Sequence[int] = (),
+        method: str = FORK,
     ) -> None:
-        self.unit = Unit(target=target, args=args, kwargs={}, namespace=None)
-        self.aio_process = multiprocessing.get_context("fork").Process(
-            target=_bootstrap_fork,
-            args=(self.unit, os.getpid(), tuple(close_fds)),
-            name=name,
-            daemon=False,
+        self.unit = Unit(target=target, args=(spec, alive), kwargs={}, namespace=None)
+        self.method = method
+        if method == FORK:
+            bootstrap: Callable[..., None] = _bootstrap_fork
+            args: tuple[Any, ...] = (self.unit, os.getpid(), tuple(close_fds))
+        else:  # nothing inherited but what is passed: no sibling's pipe to close
+            bootstrap = _bootstrap_fresh
+            parent = None if method == FORKSERVER else os.getpid()  # forked by the server
+            args = (target, pickle.dumps(spec), alive, parent, method)
+        self.aio_process = context(method).Process(
+            target=bootstrap, args=args, name=spec.name, daemon=False
         )
         self._pidfd: int | None = None
 
     def start(self) -> None:
-        self.aio_process.start()
+        if self.method == FORK:
+            self.aio_process.start()
+        else:
+            with without_main():
+                self.aio_process.start()
         pid = self.aio_process.pid
         assert pid is not None  # started
         try:
@@ -235,8 +257,51 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
     _bootstrap(unit)
 
 
-def die_with_parent(parent: int) -> None:
-    """Be killed (SIGKILL) when the parent dies; exit at once if it has died already."""
+def _bootstrap_fresh(
+    target: Callable[..., Any],
+    spec: bytes,
+    alive: multiprocessing.connection.Connection,
+    parent: int | None,
+    method: str,
+) -> None:
+    """In a child started by forkserver or spawn: what :func:`_bootstrap_fork` does, for a
+    process that inherited nothing of its parent's loop, signals or pipes.
+
+    Ctrl-C is ignored before ``spec`` is unpickled (which imports the plug-in modules);
+    ``multiprocessing``'s default becomes ``method``, so that a plug-in's own processes do
+    not fork from a process that may use CUDA. ``parent`` is None where the fork server is the
+    parent: the watchdog pipe alone ties the child to the process that asked for it.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    name = multiprocessing.current_process().name
+    guard_console()
+    guard_signal_calls(name)
+    multiprocessing.set_start_method(method, force=True)
+    die_with_parent(parent)
+    become_subreaper()
+    unit = Unit(target=target, args=(pickle.loads(spec), alive), kwargs={}, namespace=None)
+    _bootstrap(unit)
+
+
+@contextlib.contextmanager
+def without_main() -> Iterator[None]:
+    """While a child starts by forkserver or spawn, hide this process's ``__main__`` from
+    :mod:`multiprocessing`, which would run the caller's script again in the child (a script
+    without ``if __name__ == "__main__"`` would start its experiment again there). Children
+    need nothing of it: their components come from importable modules."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def die_with_parent(parent: int | None) -> None:
+    """Be killed (SIGKILL) when the parent dies; exit at once if ``parent`` (the pid it must
+    have; None: not checked) has died already."""
     try:
         import ctypes
 
@@ -244,7 +309,7 @@ def die_with_parent(parent: int) -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the pipe watchdog still works
         pass
-    if os.getppid() != parent:  # the parent died before we could ask
+    if parent is not None and os.getppid() != parent:  # it died before we could ask
         os._exit(70)
 
 
@@ -270,10 +335,16 @@ def preload(modules: Sequence[str]) -> None:
 class Supervisor:
     """Starts children, turns their ends into events, and stops them: SIGTERM, grace, SIGKILL."""
 
-    def __init__(self, on_exit: Callable[[Child, ChildExit], None], main: ChildMain) -> None:
+    def __init__(
+        self,
+        on_exit: Callable[[Child, ChildExit], None],
+        main: ChildMain,
+        start_method: str = FORK,
+    ) -> None:
         self.children: dict[str, Child] = {}
         self._on_exit = on_exit
         self._main = main
+        self.start_method = start_method
 
     def spawn(self, spec: ChildSpec) -> Child:
         loop = asyncio.get_running_loop()
@@ -281,9 +352,10 @@ class Supervisor:
         siblings = [c.alive_w.fileno() for c in self.running()] + [alive_w.fileno()]
         process = _ChildProcess(
             target=self._main,
-            args=(spec, alive_r),
-            name=spec.name,
+            spec=spec,
+            alive=alive_r,
             close_fds=siblings,
+            method=self.start_method,
         )
         process.start()
         alive_r.close()

@@ -10,7 +10,9 @@ them running. palaestra does not let them outlive the run or decide its outcome:
   have ended by then), logs a warning naming each, and reaps it; killing one re-parents that
   one's children to it in turn, so it repeats until none is left.
 
-A stray does not fail the run: the run's outcome is what its own processes did.
+A stray does not fail the run: the run's outcome is what its own processes did. The helpers
+:mod:`multiprocessing` starts for the forkserver and spawn start methods are no strays
+(:func:`palaestra.core.start_methods.helper_pids`): they end by themselves after this process.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import multiprocessing
 import os
 import select
 import signal
+
+from palaestra.core.start_methods import helper_pids
 
 LOG = logging.getLogger(__name__)
 
@@ -83,14 +87,16 @@ def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
     """Kill (SIGKILL) and reap every child this process still has; returns their pids.
 
     Call it when the process's own palaestra children have ended: whatever is left is a
-    plug-in's (or an orphan of one).
+    plug-in's (or an orphan of one), except :mod:`multiprocessing`'s helpers, which are spared
+    (with ``wait=False``, the process vanishing, they are killed too).
 
     Each is logged as a warning naming ``owner`` (the process that ends) and the stray. With
     ``wait=False`` (a process about to vanish, whose parent died) nothing is reaped or logged.
     """
     killed: list[int] = []
+    spared = helper_pids() if wait else set()
     for _ in range(_ROUNDS):
-        strays = [pid for pid in children() if pid not in killed]
+        strays = [pid for pid in children() if pid not in killed and pid not in spared]
         if not strays:
             break
         for pid in strays:

@@ -35,6 +35,7 @@ from palaestra.core.processes import (
     set_title,
     watch_parent,
 )
+from palaestra.core.start_methods import FORK
 from palaestra.core.transport import endpoint_for
 
 LOG = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class Runtime:
         spec: How this process was started (None for the executor, which has no parent).
         run_dir: Private directory for this run's ipc endpoints.
         log_level: Passed on to children.
+        start_method: How children start (fork, forkserver or spawn; see
+            :mod:`palaestra.core.start_methods`), passed on to them for theirs.
     """
 
     def __init__(
@@ -76,13 +79,15 @@ class Runtime:
         run_dir: str,
         spec: ChildSpec | None = None,
         log_level: int = logging.WARNING,
+        start_method: str = FORK,
     ) -> None:
         self.component = component
         self.spec = spec
         self.run_dir = run_dir
         self.log_level = log_level
+        self.start_method = start_method
         self.ctx = zmq.asyncio.Context()
-        self.supervisor = Supervisor(self._child_exit, child_main)
+        self.supervisor = Supervisor(self._child_exit, child_main, start_method)
         self.parent: zmq.asyncio.Socket | None = None
         self.children_socket: zmq.asyncio.Socket | None = None
         self.children_endpoint = ""
@@ -119,7 +124,7 @@ class Runtime:
     def spawn(
         self, name: str, role: str, component: type[Component] | Deferred, args: msgspec.Struct
     ) -> Child:
-        """Fork a child running ``component(name=name, **args)`` that reports to this process
+        """Start a child running ``component(name=name, **args)`` that reports to this process
         (a :class:`Deferred` component is imported, and its arguments checked, in the child)."""
         if not isinstance(component, Deferred):
             check_args(component, args)
@@ -134,6 +139,7 @@ class Runtime:
             run_dir=self.run_dir,
             parent_endpoint=self.children_endpoint,
             log_level=self.log_level,
+            start_method=self.start_method,
         )
         return self.supervisor.spawn(spec)
 
@@ -361,7 +367,13 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
         component = spec.build()
     except Exception as exc:  # noqa: BLE001 - report construction errors like any other
         return await _FailedStart(spec, exc).report()
-    runtime = Runtime(component, spec=spec, run_dir=spec.run_dir, log_level=spec.log_level)
+    runtime = Runtime(
+        component,
+        spec=spec,
+        run_dir=spec.run_dir,
+        log_level=spec.log_level,
+        start_method=spec.start_method,
+    )
     return await runtime.run()
 
 

@@ -244,7 +244,12 @@ def prepare_runs(
             prepared.append((base, {}))
             continue
         derived = apply_overrides(text, point, uid=uid, source=path)
-        spec = load_run_text(derived, path=path, probe_timeout=config.probe_timeout)
+        spec = load_run_text(
+            derived,
+            path=path,
+            probe_timeout=config.probe_timeout,
+            start_method=config.start_method,
+        )
         prepared.append((msgspec.structs.replace(spec, overrides=dict(point)), dict(point)))
     return prepared
 
@@ -299,8 +304,15 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
     if isinstance(run_file, Mapping):
         out = io.StringIO()
         YAML(typ="safe", pure=True).dump(_plain(run_file), out)
-        return load_run_text(out.getvalue(), path="<dict>", probe_timeout=config.probe_timeout)
-    return load_run_file(run_file, probe_timeout=config.probe_timeout)
+        return load_run_text(
+            out.getvalue(),
+            path="<dict>",
+            probe_timeout=config.probe_timeout,
+            start_method=config.start_method,
+        )
+    return load_run_file(
+        run_file, probe_timeout=config.probe_timeout, start_method=config.start_method
+    )
 
 
 def _plain(value: Any) -> Any:

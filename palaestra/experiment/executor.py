@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from palaestra.compat import install as install_palaestrai_names
-from palaestra.core import names
+from palaestra.core import names, start_methods
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.messages import EpisodeEnded
 from palaestra.core.processes import preload, set_title
@@ -67,7 +67,38 @@ def execute(
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
-    return asyncio.run(_execute(run, config, on_episode, resume))
+    method = start_method(run, config.start_method)
+    try:
+        return asyncio.run(_execute(run, config, on_episode, resume, method))
+    finally:
+        if method == start_methods.FORKSERVER:
+            start_methods.stop_fork_server()  # the next run's starts with its environment
+
+
+def start_method(run: RunSpec, configured: str) -> str:
+    """How the run's processes start (see :mod:`palaestra.core.start_methods`).
+
+    For ``auto`` the run's plug-in modules are imported first (forked children share them; a
+    run file's check has usually imported them already): one that initialised CUDA at import
+    makes it forkserver. A fork server is prepared with palaestra's modules only.
+    """
+    if configured == start_methods.AUTO:
+        preload(plugin_modules(run))
+    method = start_methods.resolve(configured)
+    start_methods.use(method, preload=("palaestra.core.runtime", *PRELOAD))
+    return method
+
+
+def plugin_modules(run: RunSpec) -> list[str]:
+    """The modules of every plug-in class the run names, each once, in order."""
+    classes = [c.name for c in run.conditions]
+    for phase in run.phases:
+        classes.append(phase.simulation.name)
+        classes.extend(c.name for c in phase.simulation.conditions)
+        classes.extend(e.name for e in phase.environments)
+        for agent in phase.agents:
+            classes.extend(c.name for c in (agent.brain, agent.muscle, agent.objective))
+    return list(dict.fromkeys(name.partition(":")[0] for name in classes))
 
 
 async def _execute(
@@ -75,6 +106,7 @@ async def _execute(
     config: RuntimeConfig,
     on_episode: Callable[[EpisodeEnded], None] | None,
     resume: ResumeAt | None = None,
+    method: str = start_methods.FORK,
 ) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
@@ -90,7 +122,10 @@ async def _execute(
         resume=resume,
     )
     runtime = Runtime(
-        component, run_dir=run_dir, log_level=level if isinstance(level, int) else logging.WARNING
+        component,
+        run_dir=run_dir,
+        log_level=level if isinstance(level, int) else logging.WARNING,
+        start_method=method,
     )
     loop = asyncio.get_running_loop()
     interrupts = 0

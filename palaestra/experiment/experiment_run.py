@@ -32,6 +32,7 @@ from palaestra.core.processes import Child, Deferred, preload
 from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.seeds import derive_seed
 from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
+from palaestra.core.start_methods import FORK
 from palaestra.environment.conductor import EnvironmentConductor
 from palaestra.experiment.evaluation import evaluations
 from palaestra.experiment.offline import check_other_runs, recorded_steps
@@ -273,10 +274,14 @@ class ExperimentRun(Component):
 
     def _make_conductors(self, phase: _Phase) -> None:
         """One conductor per environment and per agent; their children fork from here, so
-        their plug-ins are imported here, once (checking the run file usually did already)."""
+        their plug-ins are imported here, once (checking the run file usually did already);
+        children started otherwise import them themselves."""
         spec, rt = phase.spec, self.runtime
-        preload([_module(e.name) for e in spec.environments])
-        preload([_module(c.name) for a in spec.agents for c in (a.brain, a.muscle, a.objective)])
+        if rt.start_method == FORK:
+            preload([_module(e.name) for e in spec.environments])
+            preload(
+                [_module(c.name) for a in spec.agents for c in (a.brain, a.muscle, a.objective)]
+            )
         store, start = self.store_endpoint, self.start_timeout
         phase.environments = [
             EnvironmentConductor(

@@ -7,8 +7,10 @@ sends its :class:`~palaestra.experiment.executor.RunOutcome` back over a pipe.
 
 The child is forked where this process has a single thread (a script, the command line: fast,
 nothing re-imported); where it has more (a Jupyter kernel, whose threads may hold locks at the
-fork), it is spawned: a fresh interpreter with this process's ``sys.path`` and working
-directory, importing palaestra and the run's plug-ins anew (~1 s more). The outcome comes back
+fork), where the runtime config's ``start_method`` is spawn, or where this process initialised
+CUDA (a forked executor could not import a plug-in module that touches CUDA), it is spawned: a
+fresh interpreter with this process's ``sys.path`` and working directory, importing palaestra
+and the run's plug-ins anew (~1 s more). The outcome comes back
 in a temporary file written as the child ends. The
 child is in a process group of its own: Ctrl-C reaches only this process, which passes it on
 (:meth:`ExecutorProcess.interrupt`), once; it dies with this process (``PR_SET_PDEATHSIG``).
@@ -31,6 +33,7 @@ from typing import Any
 
 from palaestra.core.errors import EXIT_RUN_FAILED
 from palaestra.core.specs import RunSpec
+from palaestra.core.start_methods import SPAWN, cuda_initialised
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.runtime_config import RuntimeConfig
 
@@ -72,7 +75,8 @@ class ExecutorProcess:
         # run this process's handlers in the child, nor be lost in the fork's bookkeeping.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _PASSED_ON)
         try:
-            if threading.active_count() == 1 or not hasattr(os, "pidfd_open"):
+            forkable = config.start_method != SPAWN and not cuda_initialised()
+            if (forkable and threading.active_count() == 1) or not hasattr(os, "pidfd_open"):
                 self._forked = multiprocessing.get_context("fork").Process(
                     target=_child_main, args=job, name=f"palaestra-executor-{run.uid}"
                 )

@@ -6,17 +6,24 @@ that is expensive to start can opt out with the class attribute
 ``check_ids_by_starting = False``; its ids are then checked when the run starts. A probe that
 fails is not an error here: the run itself will report it, naming the process.
 
-The probe runs in a forked child process of its own (its own process group), so that an
+The probe runs in a child process of its own (its own process group), so that an
 environment that blocks in its constructor, ``start_environment()`` or ``shutdown()`` can be
 killed: one that has not answered within ``timeout`` seconds (the runtime config's
 ``probe_timeout``) is killed with everything it started, a warning names it and what hung,
-and its ids are checked when the run starts, as if it had opted out.
+and its ids are checked when the run starts, as if it had opted out. The child is forked where
+the runs start their processes by fork; otherwise (the runtime config's ``start_method``, or
+``auto`` with CUDA initialised here) it is spawned, a fresh interpreter, so that an environment
+that touches the GPU never does so in a process forked from one that initialised CUDA, nor in
+this one.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.process
 import os
 import select
 import signal
@@ -24,9 +31,10 @@ import sys
 import time
 from typing import Any
 
-from palaestra.core import limits
+from palaestra.core import limits, start_methods
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.loading import load_class
+from palaestra.core.processes import without_main
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.environment.environment_process import construct
 
@@ -54,28 +62,36 @@ class EnvironmentIds:
     Args:
         timeout: Seconds each probe may take before it is killed (and the ids are left to
             the run).
+        start_method: The runtime config's ``start_method``: the probes are forked where it
+            is fork (or ``auto`` without CUDA initialised in this process), else spawned.
     """
 
-    def __init__(self, timeout: float = DEFAULT_PROBE_TIMEOUT) -> None:
+    def __init__(
+        self, timeout: float = DEFAULT_PROBE_TIMEOUT, start_method: str = start_methods.AUTO
+    ) -> None:
         self.timeout = timeout
+        self.start_method = start_method
         self._known: dict[str, dict[str, set[str]] | None] = {}
 
     def of(self, spec: EnvironmentSpec) -> dict[str, set[str]] | None:
         """``{"sensors": {...}, "actuators": {...}}``, or None if they cannot be known now."""
         key = json.dumps([spec.name, spec.uid, spec.params], sort_keys=True, default=repr)
         if key not in self._known:
-            self._known[key] = _probe(spec, self.timeout)
+            forked = start_methods.resolve_quietly(self.start_method) == start_methods.FORK
+            self._known[key] = _probe(spec, self.timeout, forked)
         return self._known[key]
 
 
-def _probe(spec: EnvironmentSpec, timeout: float) -> dict[str, set[str]] | None:
+def _probe(
+    spec: EnvironmentSpec, timeout: float, forked: bool = True
+) -> dict[str, set[str]] | None:
     try:
         if not getattr(load_class(spec.name), "check_ids_by_starting", True):
             return None
     except Exception as exc:  # noqa: BLE001 - the user's module: the loader reports it
         LOG.debug("could not load environment %s: %r", spec.uid, exc)
         return None
-    found = _Prober(spec, timeout).run()
+    found = _Prober(spec, timeout, forked).run()
     if found is None:
         return None
     prefix = f"{spec.uid}."
@@ -86,24 +102,25 @@ def _probe(spec: EnvironmentSpec, timeout: float) -> dict[str, set[str]] | None:
 
 
 class _Prober:
-    """Runs one probe in a forked child; reads its progress and result from a pipe."""
+    """Runs one probe in a child (forked, or spawned); reads its progress and result from a
+    pipe."""
 
-    def __init__(self, spec: EnvironmentSpec, timeout: float) -> None:
+    def __init__(self, spec: EnvironmentSpec, timeout: float, forked: bool = True) -> None:
         self.spec = spec
         self.timeout = timeout
+        self.forked = forked
         self.stage = "construct"
 
     def run(self) -> dict[str, list[str]] | None:
         """The environment's local sensor and actuator ids, or None (failed or timed out)."""
         read, write = os.pipe()
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()  # or the child would write our buffered output again
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child; it reports through the pipe
-            os.close(read)
-            _child(self.spec, write)
-        os.close(write)
+        spawned: multiprocessing.process.BaseProcess | None = None
+        if self.forked:
+            pid = self._fork(read, write)
+        else:
+            spawned = _spawn(self.spec, write)
+            assert spawned.pid is not None  # started
+            pid = spawned.pid
         try:
             os.setpgid(pid, pid)  # the child does it too: whichever comes first
         except OSError:
@@ -113,7 +130,21 @@ class _Prober:
         finally:  # a timeout, an interrupt, or done: nothing of the probe survives it
             os.close(read)
             _kill_group(pid)
-            os.waitpid(pid, 0)
+            if spawned is not None:
+                spawned.join()  # through multiprocessing, which would wait for it at exit
+            else:
+                os.waitpid(pid, 0)
+
+    def _fork(self, read: int, write: int) -> int:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()  # or the child would write our buffered output again
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child; it reports through the pipe
+            os.close(read)
+            _child(self.spec, write)
+        os.close(write)
+        return pid
 
     def _result(self, read: int, pid: int) -> dict[str, list[str]] | None:
         deadline = time.monotonic() + self.timeout
@@ -162,6 +193,27 @@ class _Prober:
             self.timeout,
             then,
         )
+
+
+def _spawn(spec: EnvironmentSpec, write: int) -> multiprocessing.process.BaseProcess:
+    """Start the probe of ``spec`` as a fresh interpreter that writes to ``write`` (closed
+    here once it has started)."""
+    pipe = multiprocessing.connection.Connection(write, readable=False)
+    process = start_methods.context(start_methods.SPAWN).Process(
+        target=_spawned_child, args=(spec, pipe), name=f"probe-{spec.uid}", daemon=False
+    )
+    try:
+        with without_main():
+            process.start()
+    finally:
+        pipe.close()
+    return process
+
+
+def _spawned_child(
+    spec: EnvironmentSpec, pipe: multiprocessing.connection.Connection
+) -> None:  # pragma: no cover - runs in the child
+    _child(spec, pipe.fileno())
 
 
 def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - runs in the child

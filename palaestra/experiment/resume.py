@@ -30,6 +30,7 @@ from sqlalchemy import Connection, func, select
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.name_rules import dump_key
 from palaestra.core.specs import RunSpec
+from palaestra.core.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end
@@ -69,6 +70,7 @@ def plan_resume(
     instance_uid: str | None,
     probe_timeout: float,
     on_file: Callable[[str], object] | None = None,
+    start_method: str = AUTO,
 ) -> ResumePlan:
     """Where to continue ``run_uid``'s instance ``instance_uid`` (default: the newest);
     ``on_file`` is called with the run file's recorded path before its document is read (the
@@ -99,7 +101,12 @@ def plan_resume(
         )
     if on_file is not None:
         on_file(record.file)
-    run = load_run_text(record.document, path=record.file, probe_timeout=probe_timeout)
+    run = load_run_text(
+        record.document,
+        path=record.file,
+        probe_timeout=probe_timeout,
+        start_method=start_method,
+    )
     phase_index, first = _start(connection, instance.id)
     if phase_index >= len(run.phases):
         raise NotResumableError(
@@ -266,6 +273,7 @@ def load_plan(
     instance_uid: str | None,
     probe_timeout: float,
     on_file: Callable[[str], object] | None = None,
+    start_method: str = AUTO,
 ) -> ResumePlan:
     """:func:`plan_resume` on the store at ``store_uri``, in one transaction.
 
@@ -276,4 +284,4 @@ def load_plan(
     from palaestra.store.rows import _transaction
 
     with _transaction(store_uri) as connection:
-        return plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file)
+        return plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file, start_method)

@@ -39,6 +39,7 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
+from palaestra.core.start_methods import AUTO
 from palaestra.core.turns import AllAct, class_name
 from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
@@ -137,6 +138,7 @@ def load_run_file(
     *,
     check_classes: bool = True,
     probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+    start_method: str = AUTO,
 ) -> RunSpec:
     """Read and validate a run file.
 
@@ -144,6 +146,7 @@ def load_run_file(
         path: The run file; kept as given in ``RunSpec.path`` and in error messages.
         check_classes: Import every ``module:Class`` the file names and check it.
         probe_timeout: Seconds each environment may take to start while its ids are checked.
+        start_method: The runtime config's ``start_method``: how those probes start.
 
     Returns:
         The validated run.
@@ -162,7 +165,11 @@ def load_run_file(
         message = f"the run file is not UTF-8 text (byte {exc.start}: {exc.reason})."
         raise RunFileError(message, path=shown) from exc
     return load_run_text(
-        text, path=shown, check_classes=check_classes, probe_timeout=probe_timeout
+        text,
+        path=shown,
+        check_classes=check_classes,
+        probe_timeout=probe_timeout,
+        start_method=start_method,
     )
 
 
@@ -172,6 +179,7 @@ def load_run_text(
     path: str = "<string>",
     check_classes: bool = True,
     probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+    start_method: str = AUTO,
 ) -> RunSpec:
     """Validate the text of a run file.
 
@@ -180,6 +188,7 @@ def load_run_text(
         path: The name shown in errors and kept in ``RunSpec.path``.
         check_classes: Import every ``module:Class`` the text names and check it.
         probe_timeout: Seconds each environment may take to start while its ids are checked.
+        start_method: The runtime config's ``start_method``: how those probes start.
 
     Returns:
         The validated run.
@@ -189,7 +198,7 @@ def load_run_text(
     """
     try:
         root = locate(_parse_yaml(text), text)
-        builder = _RunBuilder(_ClassChecker(enabled=check_classes), probe_timeout)
+        builder = _RunBuilder(_ClassChecker(enabled=check_classes), probe_timeout, start_method)
         return builder.build(root, path=path, document=text)
     except RunFileError as exc:
         if exc.path is not None:
@@ -276,9 +285,11 @@ class _ClassChecker:
 class _RunBuilder:
     """Validates a located run file and builds its :class:`RunSpec`."""
 
-    def __init__(self, classes: _ClassChecker, probe_timeout: float) -> None:
+    def __init__(
+        self, classes: _ClassChecker, probe_timeout: float, start_method: str = AUTO
+    ) -> None:
         self._classes = classes
-        self._env_ids = EnvironmentIds(probe_timeout) if classes.enabled else None
+        self._env_ids = EnvironmentIds(probe_timeout, start_method) if classes.enabled else None
         self._uncapped: set[int] = set()  # phases whose phase_config sets no episodes
 
     def build(self, root: Node, *, path: str, document: str) -> RunSpec:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, env_hiding
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -85,27 +85,11 @@ def test_a_parallel_game_runs_under_vanilla_with_both_players_each_step(
         assert score == {"player_0.reward": expected, "player_1.reward": -expected}
 
 
-HIDE_PETTINGZOO = """
-import sys
-
-class Hide:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "pettingzoo":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, Hide())
-sys.argv = ["palaestra", "experiment-start", sys.argv[1]]
-from palaestra.cli.main import main
-main()
-"""
-
-
 def test_without_pettingzoo_the_run_exits_2_with_the_pip_line(workspace: Workspace) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", HIDE_PETTINGZOO, str(run_file(workspace))],
+        [sys.executable, "-m", "palaestra", "experiment-start", str(run_file(workspace))],
         cwd=workspace.path,
-        env=workspace.env(),
+        env=env_hiding(workspace, "pettingzoo"),
         capture_output=True,
         text=True,
         timeout=60,

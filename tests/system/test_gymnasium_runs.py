@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, env_hiding
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -144,28 +144,12 @@ def test_a_sensor_the_environment_lacks_is_named_with_the_ones_it_has(
     assert "Did you mean 'cart.obs'?" in result.stderr
 
 
-HIDE_GYMNASIUM = """
-import sys
-
-class Hide:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "gymnasium":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, Hide())
-sys.argv = ["palaestra", "experiment-start", sys.argv[1]]
-from palaestra.cli.main import main
-main()
-"""
-
-
 def test_without_gymnasium_the_run_exits_2_with_the_pip_line(workspace: Workspace) -> None:
     path = run_file(workspace)
     result = subprocess.run(
-        [sys.executable, "-c", HIDE_GYMNASIUM, str(path)],
+        [sys.executable, "-m", "palaestra", "experiment-start", str(path)],
         cwd=workspace.path,
-        env=workspace.env(),
+        env=env_hiding(workspace, "gymnasium"),
         capture_output=True,
         text=True,
         timeout=60,
