@@ -159,7 +159,8 @@ class RowSink:
             fails as a :class:`~palaestra.core.runtime.PluginError` of that method.
         shape: Turns a row into what is encoded in its place (the ready-to-insert values of
             :func:`world_state_values` or :func:`muscle_action_values`): the writer then does
-            no work per row but the insert.
+            no work per row but the insert. Without a ``socket`` the row is only checked, as
+            it is.
     """
 
     def __init__(
@@ -189,7 +190,10 @@ class RowSink:
                 naming ``plugin`` if given); the rows added before it stay buffered.
         """
         try:
-            data = _encode(row if self.shape is None else self.shape(row))
+            if self.shape is None or self.socket is None:  # (no store: only checked)
+                data = _encode(row)
+            else:
+                data = _encode(self.shape(row))
         except _UNENCODABLE as exc:
             self._unencodable(row, exc)
         self.rows.append(msgspec.Raw(data))
