@@ -5,8 +5,9 @@
 1. Writer throughput: a real StoreWriter process (started by palaestra's supervisor, as in a
    run) receives ``muscle_actions`` rows from a real producer process over its PULL socket, in
    the producers' batch size of 1,000 rows, each row as a Muscle writes it (5 sensor readings,
-   5 set points, 1 reward). Timed from the producer's first message to the writer's answer
-   that everything is committed; the row count is checked in the store afterwards. Median of
+   5 set points, 1 reward; shaped ready to insert, JSON as text, as a Muscle sends them).
+   Timed from the producer's first message to the writer's answer that everything is
+   committed; the row count is checked in the store afterwards. Median of
    ``--repeat`` runs, on SQLite (WAL) and on PostgreSQL (a fresh database, dropped afterwards).
 2. End-to-end cost of storing: ``palaestra experiment-start`` with the store on (SQLite) and off
    (``store_uri: none``), on the 2-phase dummy run and on a 1-phase run of 5,000 steps.
@@ -37,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from palaestra.core import messages as m  # noqa: E402
 from palaestra.core.esm import Component  # noqa: E402
 from palaestra.core.processes import preload  # noqa: E402
+from palaestra.core.records import muscle_action_values  # noqa: E402
 from palaestra.core.runtime import Runtime  # noqa: E402
 from palaestra.core.transport import make_run_dir, remove_run_dir  # noqa: E402
 from palaestra.experiment.experiment_run import STORE_WRITER, WriterArgs  # noqa: E402
@@ -46,17 +48,18 @@ BATCH = 1000
 
 def produce(endpoint: str, rows: int, agent_id: int, started: Any) -> None:
     """Producer process: pre-encode the batches, then push them as fast as the writer takes."""
+    import msgspec
     import zmq
 
     sensors = {f"env.{i}": i * 0.5 for i in range(5)}
     setpoints = {f"env.{i}": [1.0, 2.0] for i in range(5, 10)}
+    row = m.MuscleActionRow(0, 0, sensors, setpoints, {"reward": 1.0}, 1.0, False)
     batches = [
         m.encode(
-            m.MuscleActionRows(
-                agent_id=agent_id,
-                worker=0,
+            m.StoreRows(
+                table="muscle_actions",
                 rows=[
-                    m.MuscleActionRow(0, step, sensors, setpoints, {"reward": 1.0}, 1.0, False)
+                    muscle_action_values(agent_id, 0, msgspec.structs.replace(row, step=step))
                     for step in range(first, min(first + BATCH, rows))
                 ],
             )

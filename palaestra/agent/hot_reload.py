@@ -263,7 +263,9 @@ def muscle_reload(name: str, agent: AgentSpec) -> HotReload:
 
 def watch_muscle(process: MuscleProcess, reload: HotReload) -> None:
     """Have ``process`` reload its Muscle's and Objective's modules when they change, between
-    two steps (nothing if neither module is one to watch)."""
+    two steps (nothing if neither module is one to watch); with ``envs_per_worker``, between
+    two rounds of its games (:attr:`MuscleProcess.reload_check`, called by
+    :class:`~palaestra.agent.muscle_lanes.MuscleLanes`)."""
     if not reload:
         _unwatched(process.name, process.agent, brain=False)
         return
@@ -272,14 +274,18 @@ def watch_muscle(process: MuscleProcess, reload: HotReload) -> None:
     watch = reload.watch
     clock = watch.clock
 
-    def watched_step(message: m.AgentStep) -> m.AgentActions:
+    def check(worker: int, episode: int, step: int) -> None:
         if clock() >= watch.next_check:
             outcomes = reload.check()
             if outcomes:
-                rows = reload.rows(outcomes, process.worker, process.episode, message.step)
+                rows = reload.rows(outcomes, worker, episode, step)
                 _send(process, m.CodeReloads(agent_id=process.agent_id, rows=rows))
+
+    def watched_step(message: m.AgentStep) -> m.AgentActions:
+        check(process.worker, process.episode, message.step)
         return step(message)
 
+    process.reload_check = check  # with envs_per_worker: before each round (see MuscleLanes)
     _watching(process, reload, "step", watched_step)
 
 

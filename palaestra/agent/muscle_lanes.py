@@ -26,7 +26,7 @@ from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import send_records
-from palaestra.core.records import RowSink, recorded
+from palaestra.core.records import RowSink, muscle_action_values, recorded
 
 if TYPE_CHECKING:
     from palaestra.agent.muscle_process import MuscleProcess
@@ -62,6 +62,10 @@ class _Game:
         self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
+def _store_rows(rows: list[Any]) -> m.StoreRows:
+    return m.StoreRows(table="muscle_actions", rows=rows)
+
+
 _Entry = tuple[int, _Game, m.AgentStep, Any, int]
 """An observation of a round: its position, game, the game's last action and episode."""
 
@@ -79,8 +83,9 @@ class MuscleLanes:
                 Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes),
                 RowSink(
                     store,
-                    self._maker(process.agent_id, lane),
+                    _store_rows,
                     plugin=(process.muscle, "propose_actions"),
+                    shape=self._shaper(process.agent_id, lane),
                 ),
                 ObjectiveStop(agent.objective_stop) if agent.objective_stop else None,
             )
@@ -89,11 +94,11 @@ class MuscleLanes:
         self.first = True  # the first round: the Brain's answer is always waited for
 
     @staticmethod
-    def _maker(agent_id: int, lane: int) -> Any:
-        def make(rows: list[Any]) -> m.MuscleActionRows:
-            return m.MuscleActionRows(agent_id=agent_id, worker=lane, rows=rows)
+    def _shaper(agent_id: int, lane: int) -> Any:
+        def shape(row: m.MuscleActionRow) -> tuple[Any, ...]:
+            return muscle_action_values(agent_id, lane, row)
 
-        return make
+        return shape
 
     def play(self, link: Channel) -> None:
         """Answer the driver's rounds until its last; then push the games' rows."""
@@ -105,6 +110,8 @@ class MuscleLanes:
                 process.hot_loop.idle()  # its parent reports why
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
+            if process.reload_check is not None and message.steps:
+                self._reload(process.reload_check, message)
             answer, learn = self.round(message)
             process._send(link, m.encode(answer))
             if learn is not None:  # while the games step
@@ -114,6 +121,16 @@ class MuscleLanes:
                     game.rows.flush()
                 process.statistics.flush()
                 return
+
+    def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
+        """A hot reload's check before the round (its rows name the round's first game); a
+        new Muscle is the plug-in the games' rows name."""
+        muscle = self.process.muscle
+        lane = self.games[message.lanes[0]].lane
+        check(lane, message.episodes[0], message.steps[0].step)
+        if self.process.muscle is not muscle:
+            for game in self.games:
+                game.rows.plugin = (self.process.muscle, "propose_actions")
 
     def round(self, message: m.AgentSteps) -> tuple[m.LaneActions, Callable[[], None] | None]:
         """One step round: complete the transitions, consult the Brain, act in every game that

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from palaestra.core.records import (
     RowSink,
     UnencodableValue,
     connect_store,
+    muscle_action_values,
     recorded,
     unencodable_key,
 )
@@ -148,7 +150,7 @@ class MuscleProcess(Component):
         self.actuator_spaces: list[Any] = []
         self.episode = 0
         self.previous: _Previous | None = None
-        self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
+        self.rows = RowSink(None, self._record, shape=self._shape)  # the store's, once running
         self.statistics = RowSink(None, self._statistics_rows)
         self.records = RowSink(None, self._plugin_rows)
         self.recorder = recorder_for(name)
@@ -164,11 +166,16 @@ class MuscleProcess(Component):
         self.evaluation = False  # the episode is an evaluation rollout
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
         self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
+        self.reload_check: Callable[[int, int, int], None] | None = None  # (worker, episode, step)
         if reload is not None:
             watch_muscle(self, reload)  # its step then looks for changed plug-in files first
 
-    def _record(self, rows: list[Any]) -> m.MuscleActionRows:
-        return m.MuscleActionRows(agent_id=self.agent_id, worker=self.worker, rows=rows)
+    def _record(self, rows: list[Any]) -> m.StoreRows:
+        return m.StoreRows(table="muscle_actions", rows=rows)
+
+    def _shape(self, row: m.MuscleActionRow) -> tuple[Any, ...]:
+        """The row ready to insert (see :class:`~palaestra.core.messages.StoreRows`)."""
+        return muscle_action_values(self.agent_id, self.worker, row)
 
     def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
         return m.StatisticsRows(agent_id=self.agent_id, rows=rows)
@@ -238,7 +245,9 @@ class MuscleProcess(Component):
         router = hot.socket(zmq.ROUTER)
         router.bind(endpoint)
         store = connect_store(hot, self.store_endpoint)
-        self.rows = RowSink(store, self._record, plugin=(self.muscle, "propose_actions"))
+        self.rows = RowSink(
+            store, self._record, plugin=(self.muscle, "propose_actions"), shape=self._shape
+        )
         self.statistics = RowSink(
             store, self._statistics_rows, plugin=(self.muscle, "add_statistics")
         )

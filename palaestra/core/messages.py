@@ -560,6 +560,17 @@ class MuscleActionRows(Msg, frozen=True, kw_only=True):
     rows: list[MuscleActionRow]
 
 
+class StoreRows(Msg, frozen=True, kw_only=True):
+    """A batch of rows of a per-step table (``world_states`` or ``muscle_actions``) ready to
+    insert: each a tuple of the table's values in the order of
+    :data:`palaestra.core.records.STORE_COLUMNS`, JSON columns as JSON text (SQL NULL as
+    None). The producer shapes them (:func:`palaestra.core.records.world_state_values`,
+    :func:`~palaestra.core.records.muscle_action_values`): the writer only inserts them."""
+
+    table: str
+    rows: list[tuple[Any, ...]]
+
+
 class StatisticsRows(Msg, frozen=True, kw_only=True):
     """A batch of ``statistics`` rows of one agent's Brain or Muscle."""
 
@@ -818,6 +829,7 @@ Message = (
     | BrainUpdate
     | WorldStateRows
     | MuscleActionRows
+    | StoreRows
     | StatisticsRows
     | PluginRecordRows
     | CodeReloads

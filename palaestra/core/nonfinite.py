@@ -13,6 +13,8 @@ import math
 from numbers import Real
 from typing import Any
 
+import msgspec
+
 NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 """The strings JSON text holds in place of the floats it has no number for."""
 
@@ -34,6 +36,25 @@ def to_strict_json(value: Any) -> Any:
     if isinstance(value, Real) and not isinstance(value, int) and not math.isfinite(value):
         return _name(float(value))  # numpy's float32 and float16
     return value
+
+
+_encode = msgspec.json.encode
+
+
+def json_text(value: Any) -> str:
+    """``value`` as strict JSON text: the text the store's JSON columns hold.
+
+    msgspec writes a non-finite float as ``null``, so only text with a ``null`` in it (a None,
+    or such a float) is encoded again, from :func:`to_strict_json`'s copy: a value of finite
+    numbers costs one substring search more than plain encoding.
+
+    Raises:
+        TypeError: ``value`` holds an object JSON has no form for.
+    """
+    text = _encode(value).decode()
+    if "null" in text:  # (a str search: much faster than one in bytes)
+        text = _encode(to_strict_json(value)).decode()
+    return text
 
 
 def from_strict_json(value: Any) -> Any:

@@ -18,7 +18,9 @@ import msgspec
 import zmq
 
 from palaestra.core import messages as m
+from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
+from palaestra.core.turns import reward_total
 
 LOG = logging.getLogger(__name__)
 
@@ -40,6 +42,87 @@ recorded)."""
 _encode = msgspec.msgpack.Encoder().encode
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
 Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.PluginRecordRow | m.EpisodeEnded
+
+
+WORLD_STATE_COLUMNS = (
+    "environment_id",
+    "worker",
+    "episode",
+    "step",
+    "sensors",
+    "setpoints",
+    "rewards",
+    "done",
+    "terminated",
+    "truncated",
+    "simtime",
+    "late_by",
+)
+"""The values of a ``world_states`` row in :class:`~palaestra.core.messages.StoreRows`."""
+MUSCLE_ACTION_COLUMNS = (
+    "agent_id",
+    "worker",
+    "episode",
+    "step",
+    "sensor_readings",
+    "actuator_setpoints",
+    "rewards",
+    "reward",
+    "objective",
+    "done",
+    "terminated",
+    "truncated",
+    "stale_policy",
+)
+"""The values of a ``muscle_actions`` row in :class:`~palaestra.core.messages.StoreRows`."""
+STORE_COLUMNS = {"world_states": WORLD_STATE_COLUMNS, "muscle_actions": MUSCLE_ACTION_COLUMNS}
+"""The per-step tables producers send ready to insert, and the order of their values."""
+
+
+def world_state_values(environment_id: int, worker: int, row: m.WorldStateRow) -> tuple[Any, ...]:
+    """``row`` as the values of :data:`WORLD_STATE_COLUMNS` (JSON as text).
+
+    Raises:
+        TypeError: A value has no JSON form.
+    """
+    simtime = row.simtime
+    return (
+        environment_id,
+        worker,
+        row.episode,
+        row.step,
+        json_text(row.sensors),
+        json_text(row.setpoints),
+        json_text(row.rewards),
+        row.done,
+        row.terminated,
+        row.truncated,
+        None if simtime is None else json_text(simtime),
+        row.late_by,
+    )
+
+
+def muscle_action_values(agent_id: int, worker: int, row: m.MuscleActionRow) -> tuple[Any, ...]:
+    """``row`` as the values of :data:`MUSCLE_ACTION_COLUMNS` (JSON as text).
+
+    Raises:
+        TypeError: A value has no JSON form.
+    """
+    return (
+        agent_id,
+        worker,
+        row.episode,
+        row.step,
+        json_text(row.sensors),
+        json_text(row.setpoints),
+        json_text(row.rewards),
+        reward_total(row.rewards.values()),
+        row.objective,
+        row.done,
+        row.terminated,
+        row.truncated,
+        row.stale_policy,
+    )
 
 
 def recorded(step: int, done: bool, every: int) -> bool:
@@ -74,6 +157,10 @@ class RowSink:
         batch_bytes: Encoded bytes per batch at most (a row larger than that goes alone).
         plugin: The plug-in and its method that made the rows' values: an unencodable value
             fails as a :class:`~palaestra.core.runtime.PluginError` of that method.
+        shape: Turns a row into what is encoded in its place (the ready-to-insert values of
+            :func:`world_state_values` or :func:`muscle_action_values`): the writer then does
+            no work per row but the insert. Without a ``socket`` the row is only checked, as
+            it is.
     """
 
     def __init__(
@@ -84,12 +171,14 @@ class RowSink:
         *,
         batch_bytes: int = BATCH_BYTES,
         plugin: tuple[object, str] | None = None,
+        shape: Callable[[Any], tuple[Any, ...]] | None = None,
     ) -> None:
         self.socket = socket
         self.make = make
         self.batch = batch
         self.batch_bytes = batch_bytes
         self.plugin = plugin
+        self.shape = shape
         self.rows: list[msgspec.Raw] = []
         self.size = 0
 
@@ -101,7 +190,10 @@ class RowSink:
                 naming ``plugin`` if given); the rows added before it stay buffered.
         """
         try:
-            data = _encode(row)
+            if self.shape is None or self.socket is None:  # (no store: only checked)
+                data = _encode(row)
+            else:
+                data = _encode(self.shape(row))
         except _UNENCODABLE as exc:
             self._unencodable(row, exc)
         self.rows.append(msgspec.Raw(data))

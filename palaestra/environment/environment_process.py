@@ -33,7 +33,7 @@ from palaestra.core.pacing import ON_TIME, Pacer
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.records import RowSink, connect_store, recorded, send
+from palaestra.core.records import RowSink, connect_store, recorded, send, world_state_values
 from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
@@ -154,7 +154,7 @@ class EnvironmentProcess(Component):
         self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
         self.asked_at = 0.0  # when the controller asked for the paced step being taken
         self.pacer: Pacer | None = None  # of the paced episodes this environment drives
-        self.rows = RowSink(None, self._record)  # the store's, once the hot loop runs
+        self.rows = RowSink(None, self._record, shape=self._shape)  # the store's, once running
         self.records = RowSink(None, self._plugin_rows)
         self.games = (
             [self]
@@ -177,8 +177,12 @@ class EnvironmentProcess(Component):
             ]
         )
 
-    def _record(self, rows: list[Any]) -> m.WorldStateRows:
-        return m.WorldStateRows(environment_id=self.environment_id, worker=self.worker, rows=rows)
+    def _record(self, rows: list[Any]) -> m.StoreRows:
+        return m.StoreRows(table="world_states", rows=rows)
+
+    def _shape(self, row: m.WorldStateRow) -> tuple[Any, ...]:
+        """The row ready to insert (see :class:`~palaestra.core.messages.StoreRows`)."""
+        return world_state_values(self.environment_id, self.worker, row)
 
     def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
         return m.PluginRecordRows(environment_id=self.environment_id, rows=rows)
@@ -222,11 +226,14 @@ class EnvironmentProcess(Component):
             connect_store(hot, self.store_endpoint),
             self._record,
             plugin=(self.env, "update"),
+            shape=self._shape,
         )
         self.records = RowSink(self.rows.socket, self._plugin_rows, plugin=(self.env, "record"))
         games = self.games[1:]
         for game in games:
-            game.rows = RowSink(self.rows.socket, game._record, plugin=(game.env, "update"))
+            game.rows = RowSink(
+                self.rows.socket, game._record, plugin=(game.env, "update"), shape=game._shape
+            )
             game.records = RowSink(
                 self.rows.socket, game._plugin_rows, plugin=(game.env, "record")
             )

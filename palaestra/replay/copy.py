@@ -23,18 +23,24 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from palaestra import __version__
 from palaestra.core import messages as m
+from palaestra.core.records import (
+    MUSCLE_ACTION_COLUMNS,
+    WORLD_STATE_COLUMNS,
+    muscle_action_values,
+    world_state_values,
+)
 from palaestra.core.termination import EpisodeEndsWithEnvironment
 from palaestra.core.turns import EpisodeResult, Stepped, run_episode
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.steps import EpisodeReplay
 from palaestra.store import schema
+from palaestra.store.bulk import insert_values
 from palaestra.store.engine import make_engine
 from palaestra.store.models import (
     Agent,
@@ -43,12 +49,10 @@ from palaestra.store.models import (
     ExperimentRun,
     ExperimentRunInstance,
     ExperimentRunPhase,
-    MuscleAction,
-    WorldState,
     utcnow,
 )
 from palaestra.store.rows import Row, StoreURI, resolve_store_uri
-from palaestra.store.writer import _episode_rows, _muscle_action_rows, _world_state_rows
+from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES, _episode_rows
 
 
 class _Tape:
@@ -270,19 +274,15 @@ class Copy:
         env_ids: dict[tuple[int, str], int],
         agent_ids: dict[tuple[int, str], int],
     ) -> None:
-        world: list[dict[str, Any]] = []
-        for index, uid, worker, row in self.world:
-            message = m.WorldStateRows(
-                environment_id=env_ids[(index, uid)], worker=worker, rows=[row]
-            )
-            world.extend(_world_state_rows(message))
-        actions: list[dict[str, Any]] = []
-        for index, name, worker, action in self.actions:
-            batch = m.MuscleActionRows(
-                agent_id=agent_ids[(index, name)], worker=worker, rows=[action]
-            )
-            actions.extend(_muscle_action_rows(batch))
+        world = [
+            world_state_values(env_ids[(index, uid)], worker, row)
+            for index, uid, worker, row in self.world
+        ]
+        actions = [
+            muscle_action_values(agent_ids[(index, name)], worker, action)
+            for index, name, worker, action in self.actions
+        ]
         if world:
-            session.execute(insert(WorldState), world)
+            insert_values(session.connection(), WORLD_STATES, WORLD_STATE_COLUMNS, world)
         if actions:
-            session.execute(insert(MuscleAction), actions)
+            insert_values(session.connection(), MUSCLE_ACTIONS, MUSCLE_ACTION_COLUMNS, actions)

@@ -1,48 +1,38 @@
-"""Bulk inserts of the per-step tables on SQLite: one prepared statement, rows as tuples.
+"""Bulk inserts of the per-step tables: one prepared statement, rows as ready tuples.
 
-SQLAlchemy's ``insert()`` with a list of rows is an executemany too, but it processes every
-value of every row through its bind processors in Python: about three quarters of what the
-store writer spent per ``world_states`` or ``muscle_actions`` row. Here each JSON value is
-encoded with the engine's own serializer (:func:`palaestra.store.engine.json_encode`, so the
-text is what SQLAlchemy would write and reads back the same), and the tuples go to the
-driver's ``executemany`` in the writer's transaction. Other stores (PostgreSQL) keep
-SQLAlchemy's path.
+Producers send ``world_states`` and ``muscle_actions`` rows shaped for the insert
+(:class:`~palaestra.core.messages.StoreRows`: the values in the order of
+:data:`palaestra.core.records.STORE_COLUMNS`, JSON columns as the text the store's engines
+write, see :func:`palaestra.core.nonfinite.json_text`), so the writer hands them to the
+driver's ``executemany`` as they arrived, in its transaction: no value passes SQLAlchemy's
+bind processors (about three quarters of what the writer spent per row before). SQLite takes
+``?`` marks; drivers of the ``format`` styles (psycopg) take ``%s``, with the JSON text cast
+by the server to the column's type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Table
+from sqlalchemy import Connection, Table
 
-from palaestra.store.engine import json_encode
-
-Row = dict[str, Any]
+_MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
 
-def _converter(table: Table, key: str) -> Callable[[Any], Any] | None:
-    """How a value of column ``key`` is bound: JSON columns as text (None as SQL NULL where
-    the column says so, else as ``null``), the others as they are."""
-    kind = table.c[key].type
-    if not isinstance(kind, JSON):
-        return None
-    if kind.none_as_null:
-        return lambda value: None if value is None else json_encode(value)
-    return json_encode
+def insert_values(
+    connection: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert ``rows`` (tuples of the values of ``columns``, JSON as text) into ``table`` with
+    one executemany.
 
-
-def insert_rows(connection: Connection, table: Table, rows: Sequence[Row]) -> None:
-    """Insert ``rows`` (dicts with the same keys, column names of ``table``) into ``table``
-    with one executemany of plain tuples."""
-    keys = list(rows[0])
-    converters = [_converter(table, key) for key in keys]
-    columns = ", ".join(keys)
-    marks = ", ".join("?" * len(keys))
-    statement = f"INSERT INTO {table.name} ({columns}) VALUES ({marks})"
-    pairs = list(zip(keys, converters, strict=True))
-    values = [
-        tuple(row[key] if convert is None else convert(row[key]) for key, convert in pairs)
-        for row in rows
-    ]
-    connection.exec_driver_sql(statement, values)
+    Raises:
+        ValueError: The driver takes neither ``?`` nor ``%s`` marks.
+    """
+    style = connection.dialect.paramstyle
+    mark = _MARKS.get(style)
+    if mark is None:
+        raise ValueError(f"bulk inserts into {table.name}: driver parameter style {style!r}")
+    marks = ", ".join([mark] * len(columns))
+    statement = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+    connection.exec_driver_sql(statement, list(rows))

@@ -22,12 +22,10 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from palaestra.core.config import DEFAULT_STORE_URI as DEFAULT_STORE_URI  # the one default
 from palaestra.core.errors import StoreError
-from palaestra.core.nonfinite import from_strict_json, to_strict_json
+from palaestra.core.nonfinite import from_strict_json, json_text
 from palaestra.core.uri import hide_password
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-_encode = msgspec.json.encode
 
 
 def mask_uri(uri: str) -> str:
@@ -83,20 +81,8 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
     return engine
 
 
-def _json_encode(value: Any) -> str:
-    """``value`` as strict JSON text; non-finite floats as strings.
-
-    msgspec writes a non-finite float as ``null``, so only text with a ``null`` in it (a None,
-    or such a float) is encoded again, from :func:`to_strict_json`'s copy: a row of finite
-    numbers costs one substring search more than before.
-    """
-    text = _encode(value).decode()
-    if "null" in text:  # (a str search: much faster than one in bytes)
-        text = _encode(to_strict_json(value)).decode()
-    return text
-
-
-json_encode = _json_encode
+_json_encode = json_text
+json_encode = json_text
 """The JSON text the store's engines write (for bulk inserts that bypass SQLAlchemy)."""
 
 

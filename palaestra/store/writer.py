@@ -30,10 +30,14 @@ from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import GC_THRESHOLDS
 from palaestra.core.limits import HEARTBEAT
 from palaestra.core.name_rules import dump_key
-from palaestra.core.records import QUEUE_MESSAGES
-from palaestra.core.turns import reward_total
+from palaestra.core.records import (
+    QUEUE_MESSAGES,
+    STORE_COLUMNS,
+    muscle_action_values,
+    world_state_values,
+)
 from palaestra.store import schema
-from palaestra.store.bulk import insert_rows
+from palaestra.store.bulk import insert_values
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
@@ -84,8 +88,10 @@ WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
 MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
 STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
-BULK_TABLES = (WORLD_STATES, MUSCLE_ACTIONS)
-"""The per-step tables: inserted by :func:`palaestra.store.bulk.insert_rows` on SQLite."""
+BULK_TABLES = {WORLD_STATES.name: WORLD_STATES, MUSCLE_ACTIONS.name: MUSCLE_ACTIONS}
+"""The per-step tables, by name: their rows arrive ready to insert (see
+:class:`~palaestra.core.messages.StoreRows`) and go to :func:`palaestra.store.bulk.insert_values`.
+"""
 EPISODES: Table = Episode.__table__  # type: ignore[assignment]
 
 Row = dict[str, Any]
@@ -111,7 +117,7 @@ class StoreWriter(Component):
         self.batch_bytes = batch_bytes
         self.buffered_bytes = 0
         self.engine: Engine | None = None
-        self.buffers: dict[Table, list[Row]] = {
+        self.buffers: dict[Table, list[Any]] = {  # dicts; tuples for the per-step tables
             WORLD_STATES: [],
             MUSCLE_ACTIONS: [],
             STATISTICS: [],
@@ -241,10 +247,19 @@ class StoreWriter(Component):
         Raises:
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
-        if isinstance(message, m.MuscleActionRows):
-            self._buffer(MUSCLE_ACTIONS, _muscle_action_rows(message), size)
+        if isinstance(message, m.StoreRows):
+            table = BULK_TABLES.get(message.table)
+            if table is None:
+                raise TypeError(f"{self.name}: StoreRows of table {message.table!r}")
+            self._buffer(table, message.rows, size)
+        elif isinstance(message, m.MuscleActionRows):
+            agent_id, worker = message.agent_id, message.worker
+            rows = [muscle_action_values(agent_id, worker, row) for row in message.rows]
+            self._buffer(MUSCLE_ACTIONS, rows, size)
         elif isinstance(message, m.WorldStateRows):
-            self._buffer(WORLD_STATES, _world_state_rows(message), size)
+            environment_id, worker = message.environment_id, message.worker
+            states = [world_state_values(environment_id, worker, row) for row in message.rows]
+            self._buffer(WORLD_STATES, states, size)
         elif isinstance(message, m.StatisticsRows):
             self._buffer(STATISTICS, _statistics_rows(message), size)
         elif isinstance(message, m.EpisodeRows):
@@ -260,7 +275,7 @@ class StoreWriter(Component):
         else:
             raise TypeError(f"{self.name}: {type(message).__name__} is not a store record")
 
-    def _buffer(self, table: Table, rows: Iterable[Row], size: int) -> None:
+    def _buffer(self, table: Table, rows: Iterable[Any], size: int) -> None:
         buffer = self.buffers[table]
         buffer.extend(rows)
         self.buffered_bytes += size
@@ -333,14 +348,14 @@ class StoreWriter(Component):
                 self.buffers[table] = []
             self._write(pending)
 
-    def _write(self, rows_by_table: dict[Table, list[Row]]) -> None:
+    def _write(self, rows_by_table: dict[Table, list[Any]]) -> None:
         doing = " and ".join(
             f"{len(rows)} rows into {t.name}" for t, rows in rows_by_table.items()
         )
         with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
             for table, rows in rows_by_table.items():
-                if table in BULK_TABLES and connection.dialect.name == "sqlite":
-                    insert_rows(connection, table, rows)  # the per-step rows, fast
+                if table.name in BULK_TABLES:  # the per-step rows, as they arrived
+                    insert_values(connection, table, STORE_COLUMNS[table.name], rows)
                 else:
                     connection.execute(table.insert(), rows)
 
@@ -523,49 +538,6 @@ class StoreWriter(Component):
 
 
 # --- rows and metadata -----------------------------------------------------------------------
-
-
-def _muscle_action_rows(message: m.MuscleActionRows) -> list[Row]:
-    agent_id, worker = message.agent_id, message.worker
-    return [
-        {
-            "agent_id": agent_id,
-            "worker": worker,
-            "episode": row.episode,
-            "step": row.step,
-            "sensor_readings": row.sensors,
-            "actuator_setpoints": row.setpoints,
-            "rewards": row.rewards,
-            "reward": reward_total(row.rewards.values()),
-            "objective": row.objective,
-            "done": row.done,
-            "terminated": row.terminated,
-            "truncated": row.truncated,
-            "stale_policy": row.stale_policy,
-        }
-        for row in message.rows
-    ]
-
-
-def _world_state_rows(message: m.WorldStateRows) -> list[Row]:
-    environment_id, worker = message.environment_id, message.worker
-    return [
-        {
-            "environment_id": environment_id,
-            "worker": worker,
-            "episode": row.episode,
-            "step": row.step,
-            "sensors": row.sensors,
-            "setpoints": row.setpoints,
-            "rewards": row.rewards,
-            "done": row.done,
-            "terminated": row.terminated,
-            "truncated": row.truncated,
-            "simtime": row.simtime,
-            "late_by": row.late_by,
-        }
-        for row in message.rows
-    ]
 
 
 def _episode_rows(message: m.EpisodeRows) -> list[Row]:

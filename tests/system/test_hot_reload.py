@@ -43,7 +43,7 @@ class ConstantMuscle(Muscle):
     def propose_actions(self, sensors, actuators_available):
         actuator = actuators_available[0]
         actuator(VERSION)
-        self.add_statistics("updates", self.updates)
+        self.add_statistics("updates", self.updates, allow_overwrite=True)  # (once per game)
         return [actuator], VERSION
 
 
@@ -100,7 +100,7 @@ schedule:
         conditions:
           - name: palaestra.simulation:VanillaSimControllerTerminationCondition
             params: {{}}
-      phase_config: {{mode: train, worker: 1, episodes: 1}}
+      phase_config: {{mode: train, worker: 1, episodes: 1{games}}}
 {phase_1}run_config:
   condition:
     name: palaestra.experiment:VanillaRunGovernorTerminationCondition
@@ -121,7 +121,13 @@ class LiveRun:
     """A run of the agent module in ``workspace``, started in the background."""
 
     def __init__(
-        self, workspace: Workspace, *, hot_reload: bool, flag: bool, phases: int = 1
+        self,
+        workspace: Workspace,
+        *,
+        hot_reload: bool,
+        flag: bool,
+        phases: int = 1,
+        games: int = 1,
     ) -> None:
         self.workspace = workspace
         self.uid = (
@@ -139,6 +145,7 @@ class LiveRun:
                 stop=self.stops[0],
                 hot_reload="true" if hot_reload else "false",
                 phase_1=PHASE_1.format(stop=self.stops[1]) if phases > 1 else "",
+                games=f", envs_per_worker: {games}" if games > 1 else "",
             )
         )
         args = ["experiment-start", *(["--reload"] if flag else []), str(run)]
@@ -203,14 +210,17 @@ class LiveRun:
             self.proc.communicate()
 
 
-def setpoints(workspace: Workspace, phase: int = 0) -> list[tuple[int, int, float]]:
-    """(step, set point, objective) of every stored step of ``phase``, in step order."""
+def setpoints(
+    workspace: Workspace, phase: int = 0, worker: int = 0
+) -> list[tuple[int, int, float]]:
+    """(step, set point, objective) of every stored step of ``phase`` (of game ``worker``),
+    in step order."""
     with sqlite3.connect(workspace.store) as conn:
         rows = conn.execute(
             "select ma.step, json_extract(ma.actuator_setpoints, '$.\"myenv.0\"'), ma.objective "
             "from muscle_actions ma join agents a on a.id = ma.agent_id "
             "join experiment_run_phases p on p.id = a.experiment_run_phase_id "
-            f'where p."index" = {phase} order by ma.step'
+            f'where p."index" = {phase} and ma.worker = {worker} order by ma.step'
         ).fetchall()
     return [(int(s), int(v), float(o)) for s, v, o in rows]
 
@@ -297,6 +307,33 @@ def test_edits_take_effect_between_steps_and_a_broken_edit_keeps_the_old_code(
     assert shown.returncode == 0, shown.stderr
     listed = json.loads(shown.stdout)["code_reloads"]
     assert [r["ok"] for r in listed].count(False) == 3 and len(listed) == 9
+
+
+def test_with_several_games_per_worker_the_muscle_reloads_between_rounds(
+    workspace: Workspace,
+) -> None:
+    """``envs_per_worker: 2``: the Muscle plays both games in rounds; an edit takes before a
+    round, in both games at the step its reload names, and no step is lost."""
+    live = LiveRun(workspace, hot_reload=True, flag=False, games=2)
+    try:
+        live.acted(1)
+        live.edit(AGENT.format(version=2, load=LOAD))
+        live.reloads(ok=True, at_least=3)
+        live.acted(2)
+        live.finish()
+    finally:
+        live.close()
+
+    reloads = query.code_reloads(live.uid, store_uri=workspace.store_uri)
+    assert sorted(reloads.source) == ["brain:live", "muscle:live", "objective:live"]
+    assert reloads.ok.all()
+    muscle = reloads[reloads.source == "muscle:live"]
+    reloaded_at = int(muscle.step.iloc[0])
+    assert int(muscle.worker.iloc[0]) in (0, 1) and reloaded_at > 0
+    for game in (0, 1):  # the two games step together: both switch at that step
+        rows = setpoints(workspace, worker=game)
+        assert [step for step, _, _ in rows] == list(range(len(rows))), game
+        assert [v for _, v, _ in rows] == [1 if s < reloaded_at else 2 for s, _, _ in rows]
 
 
 def test_a_failing_state_handover_keeps_the_old_brain(workspace: Workspace) -> None:

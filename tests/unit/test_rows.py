@@ -10,7 +10,7 @@ import zmq
 
 from palaestra.core import messages as m
 from palaestra.core.plugin import PluginError
-from palaestra.core.records import RowSink, UnencodableValue
+from palaestra.core.records import RowSink, UnencodableValue, world_state_values
 from palaestra.core.runtime import error_info
 
 
@@ -132,3 +132,29 @@ def test_an_unencodable_value_is_reported_as_the_plugin_method_that_made_it() ->
     assert info.plugin.endswith("MyEnvironment.update")
     assert info.kind == "UnencodableValue"
     assert "set point 'env.1' (int) at step 7 of episode 3" in info.message
+
+
+def test_rows_are_shaped_for_the_store_and_only_checked_without_one(
+    pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    push, pull = pair
+    shaped: list[int] = []
+
+    def shape(row: m.WorldStateRow) -> tuple[object, ...]:
+        shaped.append(row.step)
+        return world_state_values(1, 0, row)
+
+    def ready(rows: list[object]) -> m.Msg:
+        return m.StoreRows(table="world_states", rows=rows)  # type: ignore[arg-type]
+
+    RowSink(None, ready, shape=shape).add(world_row(1, {"env.0": 1}))
+    assert shaped == []  # no store: no work for it
+    sink = RowSink(push, ready, shape=shape)
+    sink.add(world_row(2, {"env.0": float("nan")}))
+    sink.flush()
+    message = m.decode(pull.recv())
+    assert isinstance(message, m.StoreRows) and shaped == [2]
+    assert message.rows == [
+        (1, 0, 0, 2, '{"env.0":"nan"}', '{"env.1":1}', '{"r":0.0}', False)
+        + (None, None, None, None)
+    ]

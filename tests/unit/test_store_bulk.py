@@ -10,8 +10,15 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from palaestra.core import messages as m
+from palaestra.core.records import (
+    MUSCLE_ACTION_COLUMNS,
+    WORLD_STATE_COLUMNS,
+    muscle_action_values,
+    world_state_values,
+)
 from palaestra.store import schema
-from palaestra.store.bulk import insert_rows
+from palaestra.store.bulk import insert_values
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES
 
@@ -53,6 +60,58 @@ def _rows(offset: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return world, actions
 
 
+def _world(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The rows as a producer shapes them (see ``StoreRows``)."""
+    return [
+        world_state_values(
+            row["environment_id"],
+            row["worker"],
+            m.WorldStateRow(
+                row["episode"],
+                row["step"],
+                row["sensors"],
+                row["setpoints"],
+                row["rewards"],
+                row["done"],
+                row["simtime"],
+                row["terminated"],
+                row["truncated"],
+            ),
+        )
+        for row in rows
+    ]
+
+
+def _actions(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The rows as a producer shapes them (see ``StoreRows``)."""
+    return [
+        muscle_action_values(
+            row["agent_id"],
+            row["worker"],
+            m.MuscleActionRow(
+                row["episode"],
+                row["step"],
+                row["sensor_readings"],
+                row["actuator_setpoints"],
+                row["rewards"],
+                row["objective"],
+                row["done"],
+                row["terminated"],
+                row["truncated"],
+            ),
+        )
+        for row in rows
+    ]
+
+
+def test_the_columns_of_ready_rows_are_the_tables_columns() -> None:
+    for table, columns in (
+        (WORLD_STATES, WORLD_STATE_COLUMNS),
+        (MUSCLE_ACTIONS, MUSCLE_ACTION_COLUMNS),
+    ):
+        assert set(columns) == {c.name for c in table.c} - {"id"}, table.name
+
+
 def _engine(tmp_path: Path) -> Engine:
     engine = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
     schema.create(engine)
@@ -72,8 +131,8 @@ def test_bulk_rows_equal_sqlalchemy_rows(tmp_path: Path) -> None:
         _without_owners(connection)
         connection.execute(WORLD_STATES.insert(), by_sqlalchemy[0])
         connection.execute(MUSCLE_ACTIONS.insert(), by_sqlalchemy[1])
-        insert_rows(connection, WORLD_STATES, by_bulk[0])
-        insert_rows(connection, MUSCLE_ACTIONS, by_bulk[1])
+        insert_values(connection, WORLD_STATES, WORLD_STATE_COLUMNS, _world(by_bulk[0]))
+        insert_values(connection, MUSCLE_ACTIONS, MUSCLE_ACTION_COLUMNS, _actions(by_bulk[1]))
     engine.dispose()
     with sqlite3.connect(tmp_path / "store.db") as conn:
         for table in ("world_states", "muscle_actions"):

@@ -18,6 +18,7 @@ from sqlalchemy import text
 from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
 from palaestra.core.name_rules import path_part
+from palaestra.core.records import muscle_action_values, world_state_values
 from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
@@ -716,3 +717,30 @@ def test_a_periodic_dump_leaves_the_newest_of_its_tag(writer: StoreWriter) -> No
         (agent, "t", b"t4"),
         (agent, "", b"final"),
     ]
+
+
+def test_ready_rows_are_inserted_as_they_came_through_the_socket_encoding(
+    writer: StoreWriter,
+) -> None:
+    """StoreRows (what producers send): tuples with JSON as text, through msgpack and back,
+    stored as they are; an unknown table is refused."""
+    ids = start(writer)
+    env_id, agent_id = ids["environment:env"], ids["agent:attacker"]
+    world = m.WorldStateRow(1, 4, {"env.0": float("inf")}, {"env.1": 1}, {"r": 0.5}, True)
+    action = m.MuscleActionRow(1, 3, {"env.0": 0.5}, {"env.1": 1}, {"r": 0.5}, None, True, True)
+    for message in (
+        m.StoreRows(table="world_states", rows=[world_state_values(env_id, 6, world)]),
+        m.StoreRows(table="muscle_actions", rows=[muscle_action_values(agent_id, 6, action)]),
+    ):
+        data = m.encode(message)
+        writer.accept(m.decode(data), len(data))
+    writer.flush()
+
+    assert select_all(
+        writer, "SELECT environment_id, worker, episode, step, sensors, simtime FROM world_states"
+    ) == [(env_id, 6, 1, 4, '{"env.0":"inf"}', None)]
+    assert select_all(
+        writer, "SELECT agent_id, worker, step, reward, objective, terminated FROM muscle_actions"
+    ) == [(agent_id, 6, 3, 0.5, None, 1)]
+    with pytest.raises(TypeError, match="StoreRows of table 'episodes'"):
+        writer.accept(m.StoreRows(table="episodes", rows=[]))
