@@ -113,6 +113,12 @@ class Muscle(ABC):
         episode ended is not asked). Return the set points and the ``data_for_brain`` of each
         game, in the same order. The default calls :meth:`propose_actions` for each game in
         turn; override it to act on all of them in one batch (one forward pass of a model).
+
+        A Muscle that does not override it is called as with one game per worker: palaestra
+        calls :meth:`propose_actions` once per game and stores what each call added with
+        ``add_statistics`` (or recorded with ``context.record``) as that game's step. An
+        overriding Muscle's statistics and records of a round are stored once, under the
+        round's first game.
         """
         setpoints: list[Sequence[ActuatorInformation]] = []
         data: list[Any] = []

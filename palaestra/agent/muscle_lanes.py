@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from palaestra.agent.memory import Memory
+from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
@@ -92,6 +93,12 @@ class MuscleLanes:
             for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
         ]
         self.first = True  # the first round: the Brain's answer is always waited for
+
+    @property
+    def batched(self) -> bool:
+        """Whether the Muscle acts in all games in one call (it overrides
+        ``propose_actions_batch``; asked each round, as a hot reload may change the class)."""
+        return type(self.process.muscle).propose_actions_batch is not Muscle.propose_actions_batch
 
     @staticmethod
     def _shaper(agent_id: int, lane: int) -> Any:
@@ -298,17 +305,8 @@ class MuscleLanes:
             [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
         ]
         seen_values: list[list[Any]]
-        if process.filters:  # each game through the filters, one call each
-            chosen: list[Sequence[ActuatorInformation]] = []
-            data: list[Any] = []
-            seen_values = []
-            for game_sensors, game_available in zip(sensors, availables, strict=True):
-                seen, game_setpoints, game_data = process.filters.act(
-                    process.muscle.propose_actions, game_sensors, game_available
-                )
-                chosen.append(game_setpoints)
-                data.append(game_data)
-                seen_values.append([json_value(s) for s in seen])
+        if process.filters or not self.batched:  # one call per game, as with one game
+            chosen, data, seen_values = self._each(acting, sensors, availables)
         else:
             chosen, data = self._batch(sensors, availables)
             seen_values = [step.values for _, _, step in acting]
@@ -337,6 +335,49 @@ class MuscleLanes:
                 else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
                 game_seen,
             )
+
+    def _each(
+        self,
+        acting: list[tuple[int, _Game, m.AgentStep]],
+        sensors: list[list[SensorInformation]],
+        availables: list[list[ActuatorInformation]],
+    ) -> tuple[list[Sequence[ActuatorInformation]], list[Any], list[list[Any]]]:
+        """The Muscle's ``propose_actions`` (through its filters, if any) once per game, as one
+        game per worker calls it: what it adds with ``add_statistics`` in a call is the
+        statistics of that game's step (its lane's row), so a Muscle written for one game
+        works unchanged."""
+        process = self.process
+        muscle = process.muscle
+        chosen: list[Sequence[ActuatorInformation]] = []
+        data: list[Any] = []
+        seen_values: list[list[Any]] = []
+        for (_, game, step), game_sensors, game_available in zip(
+            acting, sensors, availables, strict=True
+        ):
+            if process.filters:
+                seen, game_setpoints, game_data = process.filters.act(
+                    muscle.propose_actions, game_sensors, game_available
+                )
+                seen_values.append([json_value(s) for s in seen])
+            else:
+                game_setpoints, game_data = call(
+                    muscle.propose_actions, game_sensors, game_available
+                )
+                seen_values.append(step.values)
+            chosen.append(game_setpoints)
+            data.append(game_data)
+            record_statistics(
+                muscle, process.statistics, "muscle", game.lane, game.episode, step.step
+            )
+            send_records(
+                process.recorder,
+                process.records,
+                process.record_source,
+                game.lane,
+                game.episode,
+                step.step,
+            )
+        return chosen, data, seen_values
 
     def _batch(
         self, sensors: list[list[SensorInformation]], available: list[list[ActuatorInformation]]

@@ -75,16 +75,18 @@ def plain(value: Any, where: str) -> Any:
     Raises:
         PluginRecordError: A part of ``value`` has no JSON form.
     """
-    if value is None or isinstance(value, str | bool):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):  # numpy's str_ is one too, which the encoder refuses
+        return value if type(value) is str else str(value)
     if isinstance(value, int):
         if not INT64[0] <= value <= INT64[1]:
             raise PluginRecordError(f"{where}: the integer {value} exceeds 64 bits")
-        return value
+        return value if type(value) is int else int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise PluginRecordError(f"{where}: {value} has no JSON form (finite numbers only)")
-        return value
+        return value if type(value) is float else float(value)  # numpy's float64 is one too
     if isinstance(value, list | tuple):
         return [plain(v, where) for v in value]
     if isinstance(value, dict):

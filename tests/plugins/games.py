@@ -73,3 +73,17 @@ class FailingMuscle(LinearMuscle):
         if self.rounds == 5:
             raise ValueError("the model broke")
         return super().propose_actions_batch(sensors, actuators_available)
+
+
+class CountingMuscle(LinearMuscle):
+    """A Muscle written for one game (no batched hook): each call adds a statistic and a
+    record, as it would once per step with one game per worker."""
+
+    propose_actions_batch = Muscle.propose_actions_batch  # the default: one call per game
+
+    def propose_actions(
+        self, sensors: list[SensorInformation], actuators_available: list[ActuatorInformation]
+    ) -> tuple[list[ActuatorInformation], Any]:
+        self.add_statistics("state", list(np.asarray(sensors[0].value, np.float64)))
+        self.context.record("calls", 1)
+        return super().propose_actions(sensors, actuators_available)

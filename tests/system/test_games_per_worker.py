@@ -215,6 +215,34 @@ def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
     assert len(starts) == 12  # every game's every episode starts from its own state
 
 
+def test_a_muscle_written_for_one_game_keeps_its_statistics_per_game(
+    workspace: Workspace,
+) -> None:
+    """A Muscle without a batched hook that adds a statistic (and records a value) in every
+    ``propose_actions`` call is called once per game: each game's step has its own row, with
+    the state that game observed."""
+    start(
+        workspace,
+        run_file(workspace, workers=1, games=3, episodes=1, muscle="games:CountingMuscle"),
+    )
+    store = workspace.store_uri
+    actions = rows.muscle_actions("games-run", store_uri=store)
+    observed = {
+        (r["worker"], r["episode"], r["step"]): r["sensor_readings"]["pole.state"] for r in actions
+    }
+    statistics = rows.statistics("games-run", store_uri=store)
+    assert {r["worker"] for r in statistics} == {0, 1, 2}
+    by_step = {
+        (r["worker"], r["episode"], r["step"]): r["statistics"]["state"] for r in statistics
+    }
+    assert len(by_step) == len(statistics)  # one row per game and step
+    assert by_step.keys() == observed.keys()  # every step a game acted on, once
+    for key, state in by_step.items():
+        assert state == pytest.approx(observed[key])
+    records = rows.plugin_records("games-run", store_uri=store)
+    assert Counter(r["worker"] for r in records) == Counter(k[0] for k in by_step)
+
+
 def test_a_failing_game_fails_the_run(workspace: Workspace) -> None:
     result = workspace.run(
         "experiment-start",

@@ -246,6 +246,16 @@ def test_statistics_values_become_plain_for_the_store() -> None:
     assert math.isnan(plain["nan"]) and plain["note"] == "text" and plain["none"] is None
 
 
+def test_numpy_float64_and_str_statistics_reach_the_store() -> None:
+    """numpy's float64 and str_ are subclasses of float and str, which the message encoder
+    refuses: they become plain values (``np.mean(...)`` is the commonest statistic there is)."""
+    plain = plain_statistics({"mean": np.float64(0.25), "name": np.str_("a"), "n": [np.int64(2)]})
+
+    assert [type(v) for v in (plain["mean"], plain["name"], plain["n"][0])] == [float, str, int]
+    row = m.StatisticsRow("muscle", 0, 0, 0, plain)
+    assert m.decode(m.encode(m.StatisticsRows(agent_id=1, rows=[row]))).rows == [row]
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [

@@ -44,6 +44,9 @@ def test_records_are_plain_json_and_popped_in_order() -> None:
         ("nested", {"x": [0.5, None, True], "s": "t"}),
     ]
     assert recorder.pop() == []
+    probe.propose_actions("numpy", [np.float64(0.25), np.str_("a")])  # float and str subclasses
+    ((_, value),) = recorder.pop()
+    assert [type(v) for v in value] == [float, str]
 
 
 @pytest.mark.parametrize(
