@@ -23,6 +23,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -181,7 +182,7 @@ class _AliasLoader(importlib.abc.Loader):
 
 FINDER = PalaestraiFinder()
 
-CHILD_OPTION = "default::palaestra.compat.child.CompatInstalled"
+CHILD_OPTION = "default::palaestra_compat_boot.CompatInstalled"
 """The warning option by which an interpreter that :mod:`multiprocessing` starts (``spawn``,
 ``forkserver``) installs the finder at startup: see :mod:`palaestra.compat.child`."""
 
@@ -212,7 +213,27 @@ def install() -> list[str]:
     sys.meta_path.insert(0, FINDER)
     if CHILD_OPTION not in sys.warnoptions:  # children started by spawn/forkserver install it
         sys.warnoptions.append(CHILD_OPTION)
+    _boot_path(add=True)
     return evicted
+
+
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot")
+"""The directory of :mod:`palaestra_compat_boot`, the module :data:`CHILD_OPTION` names: on
+``PYTHONPATH`` while the finder is installed, so a fresh interpreter finds it before
+:mod:`site` has put the installed packages on its path."""
+
+
+def _boot_path(add: bool) -> None:
+    """Add :data:`BOOT_DIR` to (or remove it from) ``PYTHONPATH`` for the interpreters that
+    this process starts."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    entries = [e for e in entries if e != BOOT_DIR]
+    if add:
+        entries.append(BOOT_DIR)  # last: it holds one module of its own name, shadows nothing
+    if entries:
+        os.environ["PYTHONPATH"] = os.pathsep.join(entries)
+    else:
+        os.environ.pop("PYTHONPATH", None)
 
 
 def uninstall() -> None:
@@ -221,6 +242,7 @@ def uninstall() -> None:
         sys.meta_path.remove(FINDER)
     while CHILD_OPTION in sys.warnoptions:
         sys.warnoptions.remove(CHILD_OPTION)
+    _boot_path(add=False)
     for name, module in list(sys.modules.items()):
         if _is_alias(name) and _is_ours(module):
             del sys.modules[name]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import pkgutil
 import subprocess
 import sys
@@ -36,11 +37,16 @@ def _forget_palaestrai() -> None:
 @pytest.fixture
 def clean() -> Iterator[None]:
     meta_path, path, warnoptions = list(sys.meta_path), list(sys.path), list(sys.warnoptions)
+    pythonpath = os.environ.get("PYTHONPATH")
     _forget_palaestrai()
     yield
     sys.meta_path[:] = meta_path
     sys.path[:] = path
     sys.warnoptions[:] = warnoptions
+    if pythonpath is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = pythonpath
     _forget_palaestrai()
     importlib.invalidate_caches()
 
@@ -262,17 +268,28 @@ if __name__ == "__main__":
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("found", ["on-PYTHONPATH", "as-installed"])
 @pytest.mark.parametrize("parent", ["installed", "not-installed"])
 def test_children_started_by_spawn_or_forkserver_install_the_finder_as_the_parent_did(
-    tmp_path: Path, parent: str
+    tmp_path: Path, parent: str, found: str
 ) -> None:
     """A child that multiprocessing starts as a fresh interpreter (spawn, forkserver) installs
-    the finder itself when the parent had it installed, and not otherwise."""
+    the finder itself when the parent had it installed, and not otherwise: with palaestra on
+    ``PYTHONPATH`` and with palaestra only installed (the child reads its ``-W`` options before
+    :mod:`site` puts the installed packages on its path), from a directory without it."""
     script = tmp_path / "spawning.py"
     script.write_text(SPAWNING)
+    env = {"PATH": "/usr/bin:/bin"}
+    if found == "on-PYTHONPATH":
+        env["PYTHONPATH"] = str(ROOT)
+    elif importlib.util.find_spec("palaestra").origin != str(ROOT / "palaestra" / "__init__.py"):
+        pytest.skip(
+            "palaestra is imported from PYTHONPATH here, not from this interpreter's install"
+        )
     result = subprocess.run(
         [sys.executable, str(script), parent],
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        env=env,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=100,
@@ -291,12 +308,27 @@ def test_children_started_by_spawn_or_forkserver_install_the_finder_as_the_paren
             assert lines[method].startswith("False"), (method, result.stdout)
 
 
+def _installed_palaestra(cwd: Path) -> Path:
+    """The palaestra this interpreter imports without PYTHONPATH, from ``cwd``."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import palaestra; print(palaestra.__file__)"],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return Path(out.stdout.strip()).resolve()
+
+
 def test_install_adds_the_child_option_once_and_uninstall_removes_it(clean: None) -> None:
     finder.install()
     finder.install()
     assert sys.warnoptions.count(finder.CHILD_OPTION) == 1
+    assert os.environ["PYTHONPATH"].split(os.pathsep).count(finder.BOOT_DIR) == 1
     finder.uninstall()
     assert finder.CHILD_OPTION not in sys.warnoptions
+    assert finder.BOOT_DIR not in os.environ.get("PYTHONPATH", "").split(os.pathsep)
 
 
 # --- the adapters -----------------------------------------------------------------------------
