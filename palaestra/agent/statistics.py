@@ -13,6 +13,7 @@ from typing import Any
 
 from palaestra.core import messages as m
 from palaestra.core.plugin import PluginError, call
+from palaestra.core.plugin_records import as_builtin
 from palaestra.core.records import RowSink
 
 ATTRIBUTE = "_statistics"
@@ -73,14 +74,10 @@ def plain_statistics(values: Any) -> dict[str, Any]:
 def _plain(value: Any, where: str) -> Any:
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, str):  # numpy's str_ is one too, which the encoder refuses
-        return value if type(value) is str else str(value)
-    if isinstance(value, int):
-        if not INT64[0] <= value <= INT64[1]:
+    if isinstance(value, str | int | float):
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
             raise StatisticsError(f"statistic {where!r}: the integer {value} exceeds 64 bits")
-        return value if type(value) is int else int(value)
-    if isinstance(value, float):  # numpy's float64 is one too, which the encoder refuses
-        return value if type(value) is float else float(value)
+        return as_builtin(value)  # numpy's float64 and str_ are float and str too
     if isinstance(value, list | tuple):
         return [_plain(v, where) for v in value]
     if isinstance(value, dict):

@@ -77,16 +77,8 @@ def plain(value: Any, where: str) -> Any:
     """
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, str):  # numpy's str_ is one too, which the encoder refuses
-        return value if type(value) is str else str(value)
-    if isinstance(value, int):
-        if not INT64[0] <= value <= INT64[1]:
-            raise PluginRecordError(f"{where}: the integer {value} exceeds 64 bits")
-        return value if type(value) is int else int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise PluginRecordError(f"{where}: {value} has no JSON form (finite numbers only)")
-        return value if type(value) is float else float(value)  # numpy's float64 is one too
+    if isinstance(value, str | int | float):
+        return _scalar(value, where)
     if isinstance(value, list | tuple):
         return [plain(v, where) for v in value]
     if isinstance(value, dict):
@@ -100,6 +92,26 @@ def plain(value: Any, where: str) -> Any:
         f"{where}: a {type(value).__module__}.{type(value).__qualname__} has no JSON form; "
         "values must be numbers, strings, booleans, None, or lists and dicts of them"
     )
+
+
+def _scalar(value: str | int | float, where: str) -> str | int | float:
+    """A string or a number, checked, as its built-in type (see :func:`as_builtin`)."""
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise PluginRecordError(f"{where}: the integer {value} exceeds 64 bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PluginRecordError(f"{where}: {value} has no JSON form (finite numbers only)")
+    return as_builtin(value)
+
+
+def as_builtin(value: str | int | float) -> str | int | float:
+    """``value`` as a plain ``str``, ``int`` or ``float``: numpy's ``float64`` and ``str_`` are
+    subclasses of ``float`` and ``str`` that the message encoder refuses."""
+    kind = type(value)
+    if kind is float or kind is int or kind is str:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    return int(value) if isinstance(value, int) else float(value)
 
 
 class RecordingContext:
