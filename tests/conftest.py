@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 
+from palaestra.core import messages as m
+from palaestra.core.records import muscle_action_values, world_state_values
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
@@ -251,3 +254,15 @@ def cli_runner(env: dict[str, str | None] | None = None) -> Any:
     if "mix_stderr" in inspect.signature(CliRunner).parameters:
         return CliRunner(env=env, mix_stderr=False)
     return CliRunner(env=env)
+
+
+def world_message(environment_id: int, worker: int, rows: list[m.WorldStateRow]) -> m.StoreRows:
+    """What an environment process sends the store writer for ``rows``."""
+    shaped = [world_state_values(environment_id, worker, row) for row in rows]
+    return m.StoreRows(table="world_states", rows=shaped)
+
+
+def actions_message(agent_id: int, worker: int, rows: list[m.MuscleActionRow]) -> m.StoreRows:
+    """What a Muscle process sends the store writer for ``rows``."""
+    shaped = [muscle_action_values(agent_id, worker, row) for row in rows]
+    return m.StoreRows(table="muscle_actions", rows=shaped)

@@ -544,22 +544,6 @@ class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
     step had arrived; None otherwise."""
 
 
-class WorldStateRows(Msg, frozen=True, kw_only=True):
-    """A batch of ``world_states`` rows of one environment worker."""
-
-    environment_id: int
-    worker: int
-    rows: list[WorldStateRow]
-
-
-class MuscleActionRows(Msg, frozen=True, kw_only=True):
-    """A batch of ``muscle_actions`` rows of one Muscle."""
-
-    agent_id: int
-    worker: int
-    rows: list[MuscleActionRow]
-
-
 class StoreRows(Msg, frozen=True, kw_only=True):
     """A batch of rows of a per-step table (``world_states`` or ``muscle_actions``) ready to
     insert: each a tuple of the table's values in the order of
@@ -827,8 +811,6 @@ Message = (
     | AgentEvaluate
     | AgentEvaluated
     | BrainUpdate
-    | WorldStateRows
-    | MuscleActionRows
     | StoreRows
     | StatisticsRows
     | PluginRecordRows

@@ -33,8 +33,6 @@ from palaestra.core.name_rules import dump_key
 from palaestra.core.records import (
     QUEUE_MESSAGES,
     STORE_COLUMNS,
-    muscle_action_values,
-    world_state_values,
 )
 from palaestra.store import schema
 from palaestra.store.bulk import insert_values
@@ -252,14 +250,6 @@ class StoreWriter(Component):
             if table is None:
                 raise TypeError(f"{self.name}: StoreRows of table {message.table!r}")
             self._buffer(table, message.rows, size)
-        elif isinstance(message, m.MuscleActionRows):
-            agent_id, worker = message.agent_id, message.worker
-            rows = [muscle_action_values(agent_id, worker, row) for row in message.rows]
-            self._buffer(MUSCLE_ACTIONS, rows, size)
-        elif isinstance(message, m.WorldStateRows):
-            environment_id, worker = message.environment_id, message.worker
-            states = [world_state_values(environment_id, worker, row) for row in message.rows]
-            self._buffer(WORLD_STATES, states, size)
         elif isinstance(message, m.StatisticsRows):
             self._buffer(STATISTICS, _statistics_rows(message), size)
         elif isinstance(message, m.EpisodeRows):

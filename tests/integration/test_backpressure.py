@@ -6,7 +6,7 @@ import pytest
 import zmq
 
 from palaestra.core import messages as m
-from palaestra.core.records import QUEUE_MESSAGES, RowSink
+from palaestra.core.records import QUEUE_MESSAGES, RowSink, muscle_action_values
 from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.writer import RECEIVE_HWM
 
@@ -28,7 +28,11 @@ def test_a_stalled_writer_holds_producers_back_after_a_bounded_backlog() -> None
         push = ctx.socket(zmq.PUSH)
         push.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)  # as palaestra.core.records sets it
         push.connect(endpoint)
-        sink = RowSink(push, lambda rows: m.MuscleActionRows(agent_id=1, worker=0, rows=rows))
+        sink = RowSink(
+            push,
+            lambda rows: m.StoreRows(table="muscle_actions", rows=rows),
+            shape=lambda row: muscle_action_values(1, 0, row),
+        )
         queued = 0
         while True:  # the writer reads nothing: the queue must fill up, not grow forever
             for _ in range(10):

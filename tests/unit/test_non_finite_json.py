@@ -19,7 +19,7 @@ from palaestra.core.spaces import Box, Tuple
 from palaestra.store import query
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
-from tests.conftest import cli_runner
+from tests.conftest import actions_message, cli_runner, world_message
 from tests.unit.test_store_query import phase_start, request, run_start
 
 INF, NAN = math.inf, math.nan
@@ -126,20 +126,20 @@ def write_non_finite(uri: str) -> str:
         instance = request(writer, run_start("run-nf", "nf", "exp-nf")).ids["instance"]
         ids = request(writer, phase_start(instance, 0, "only", "train", 1, 1)).ids
         writer.accept(
-            m.WorldStateRows(
-                environment_id=ids["environment:myenv"],
-                worker=0,
-                rows=[
+            world_message(
+                ids["environment:myenv"],
+                0,
+                [
                     m.WorldStateRow(0, 1, {"env.0": INF}, {"env.1": NAN}, {"r": -INF}, False),
                     m.WorldStateRow(0, 2, {"env.0": -INF}, {"env.1": 0.5}, {"r": NAN}, True),
                 ],
             )
         )
         writer.accept(
-            m.MuscleActionRows(
-                agent_id=ids["agent:attacker"],
-                worker=0,
-                rows=[
+            actions_message(
+                ids["agent:attacker"],
+                0,
+                [
                     m.MuscleActionRow(
                         0,
                         0,

@@ -10,7 +10,12 @@ import zmq
 
 from palaestra.core import messages as m
 from palaestra.core.plugin import PluginError
-from palaestra.core.records import RowSink, UnencodableValue, world_state_values
+from palaestra.core.records import (
+    WORLD_STATE_COLUMNS,
+    RowSink,
+    UnencodableValue,
+    world_state_values,
+)
 from palaestra.core.runtime import error_info
 
 
@@ -20,19 +25,15 @@ def test_named_rows_cost_what_tuples_cost_on_the_wire() -> None:
     as_tuple = (0, 3, {"env.0": 1}, {"env.1": [1, 2]}, {"r": 0.5}, False, None, None, None, None)
 
     assert msgspec.msgpack.encode(row) == msgspec.msgpack.encode(as_tuple)
-    batch = m.WorldStateRows(environment_id=1, worker=0, rows=[row])
-    decoded = m.decode(m.encode(batch))
-    assert isinstance(decoded, m.WorldStateRows)
-    assert decoded.rows == [row]
-    assert decoded.rows[0].setpoints == {"env.1": [1, 2]}
+    decoded = msgspec.msgpack.decode(msgspec.msgpack.encode(row), type=m.WorldStateRow)
+    assert decoded == row
+    assert decoded.setpoints == {"env.1": [1, 2]}
 
 
 def test_a_muscle_action_row_round_trips_with_its_names() -> None:
     row = m.MuscleActionRow(1, 2, {"e.0": 0}, {"e.1": 3}, {"r": 1.0}, None, True)
-    decoded = m.decode(m.encode(m.MuscleActionRows(agent_id=4, worker=1, rows=[row])))
+    back = msgspec.msgpack.decode(msgspec.msgpack.encode(row), type=m.MuscleActionRow)
 
-    assert isinstance(decoded, m.MuscleActionRows)
-    (back,) = decoded.rows
     assert (back.episode, back.step, back.objective, back.done) == (1, 2, None, True)
 
 
@@ -51,7 +52,12 @@ def world_row(step: int, sensors: dict[str, object]) -> m.WorldStateRow:
 
 
 def make(rows: list[object]) -> m.Msg:
-    return m.WorldStateRows(environment_id=1, worker=0, rows=rows)  # type: ignore[arg-type]
+    return m.StoreRows(table="world_states", rows=rows)  # type: ignore[arg-type]
+
+
+def shape(row: m.WorldStateRow) -> tuple[object, ...]:
+    """As an environment process shapes its rows for the writer."""
+    return world_state_values(1, 0, row)
 
 
 @pytest.fixture
@@ -70,8 +76,9 @@ def steps_pushed(pull: zmq.Socket[bytes]) -> list[list[int]]:
     batches = []
     while pull.poll(0):
         message = m.decode(pull.recv())
-        if isinstance(message, m.WorldStateRows):
-            batches.append([row.step for row in message.rows])
+        if isinstance(message, m.StoreRows):
+            step = WORLD_STATE_COLUMNS.index("step")
+            batches.append([row[step] for row in message.rows])
         else:
             assert isinstance(message, m.ProducerClosed)
     return batches
@@ -81,7 +88,7 @@ def test_a_batch_is_pushed_when_it_passes_its_byte_bound(
     pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
 ) -> None:
     push, pull = pair
-    sink = RowSink(push, make, batch=1000, batch_bytes=10_000)
+    sink = RowSink(push, make, shape=shape, batch=1000, batch_bytes=10_000)
     for step in range(1, 8):
         sink.add(world_row(step, {"env.0": "x" * 3000}))
 
@@ -95,7 +102,7 @@ def test_a_batch_is_pushed_when_it_has_its_rows(
     pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
 ) -> None:
     push, pull = pair
-    sink = RowSink(push, make, batch=3)
+    sink = RowSink(push, make, shape=shape, batch=3)
     for step in range(1, 8):
         sink.add(world_row(step, {"env.0": step}))
     sink.close("env-0")
@@ -107,7 +114,7 @@ def test_an_unencodable_value_names_the_step_and_uid_and_keeps_the_rows_before(
     pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
 ) -> None:
     push, pull = pair
-    sink = RowSink(push, make)
+    sink = RowSink(push, make, shape=shape)
     sink.add(world_row(1, {"env.0": 1}))
     with pytest.raises(UnencodableValue) as caught:
         sink.add(world_row(2, {"env.0": 2, "env.9": Opaque()}))

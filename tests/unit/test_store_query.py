@@ -24,6 +24,7 @@ from palaestra.store import query, rows
 from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
+from tests.conftest import actions_message, world_message
 
 RUN = "run-q"
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -95,11 +96,11 @@ def phase_start(
     )
 
 
-def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.WorldStateRows:
-    return m.WorldStateRows(
-        environment_id=env_id,
-        worker=worker,
-        rows=[
+def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.StoreRows:
+    return world_message(
+        env_id,
+        worker,
+        [
             m.WorldStateRow(
                 e,
                 s,
@@ -114,12 +115,12 @@ def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.WorldSt
     )
 
 
-def action_rows(agent_id: int, agent: str, worker: int, episodes: int) -> m.MuscleActionRows:
+def action_rows(agent_id: int, agent: str, worker: int, episodes: int) -> m.StoreRows:
     actuator = "myenv.2" if agent == "attacker" else "myenv.3"
-    return m.MuscleActionRows(
-        agent_id=agent_id,
-        worker=worker,
-        rows=[
+    return actions_message(
+        agent_id,
+        worker,
+        [
             m.MuscleActionRow(
                 e,
                 s,

@@ -22,6 +22,7 @@ from palaestra.core.records import muscle_action_values, world_state_values
 from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
+from tests.conftest import actions_message, world_message
 
 RUN_UID = "run-1"
 
@@ -107,11 +108,12 @@ def start(writer: StoreWriter, instance_uid: str = "instance-1") -> dict[str, in
     return ids
 
 
-def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.MuscleActionRows:
-    return m.MuscleActionRows(
-        agent_id=agent_id,
-        worker=worker,
-        rows=[
+def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.StoreRows:
+    """What a Muscle sends: its rows shaped for the writer."""
+    return actions_message(
+        agent_id,
+        worker,
+        [
             m.MuscleActionRow(
                 0, s, {"env.0": [s, 0.5]}, {"env.1": s % 2}, {"r": 1.5}, None if s else 0.25, False
             )
@@ -120,14 +122,12 @@ def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.MuscleActionR
     )
 
 
-def world_rows(environment_id: int, steps: range) -> m.WorldStateRows:
-    return m.WorldStateRows(
-        environment_id=environment_id,
-        worker=1,
-        rows=[
-            m.WorldStateRow(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9)
-            for s in steps
-        ],
+def world_rows(environment_id: int, steps: range) -> m.StoreRows:
+    """What an environment sends: its rows shaped for the writer."""
+    return world_message(
+        environment_id,
+        1,
+        [m.WorldStateRow(2, s, {"env.0": s}, {"env.1": [1, 2]}, {"r": -1}, s == 9) for s in steps],
     )
 
 
@@ -258,7 +258,7 @@ def test_rows_are_buffered_until_flushed(writer: StoreWriter) -> None:
 def test_statistics_and_simtimes_are_buffered_and_stored(writer: StoreWriter) -> None:
     ids = start(writer)
     row = m.WorldStateRow(0, 1, {}, {}, {}, False, {"simtime_ticks": 4, "simtime_timestamp": None})
-    writer.accept(m.WorldStateRows(environment_id=ids["environment:env"], worker=0, rows=[row]))
+    writer.accept(world_message(ids["environment:env"], 0, [row]))
     writer.accept(world_rows(ids["environment:env"], range(1)))  # no simtime
     stats = [
         m.StatisticsRow("brain", 1, 0, 5, {"loss": 0.5, "by_update": {"1": [1.0, 2.0]}}),
@@ -692,8 +692,8 @@ def test_step_rows_keep_terminated_and_truncated(writer: StoreWriter) -> None:
     ids = start(writer)
     world = m.WorldStateRow(0, 1, {}, {}, {}, True, None, False, True)
     action = m.MuscleActionRow(0, 0, {}, {}, {"r": 1}, 0.0, True, True, False)
-    writer.accept(m.WorldStateRows(environment_id=ids["environment:env"], worker=0, rows=[world]))
-    writer.accept(m.MuscleActionRows(agent_id=ids["agent:attacker"], worker=0, rows=[action]))
+    writer.accept(world_message(ids["environment:env"], 0, [world]))
+    writer.accept(actions_message(ids["agent:attacker"], 0, [action]))
     writer.flush()
     assert select_all(writer, "select terminated, truncated from world_states") == [(0, 1)]
     assert select_all(writer, "select terminated, truncated from muscle_actions") == [(1, 0)]
