@@ -19,6 +19,7 @@ from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes
 from palaestra.store.rows import _kept, _transaction, shown_status
 from palaestra.store.writer import StoreWriter
+from tests.conftest import actions_message, world_message
 from tests.unit.test_store_query import (
     AGENTS,
     RUN,
@@ -133,9 +134,7 @@ def write_phase(uri: str, record_every: int, missing: str) -> int:
                 for s in range(1, 4)
                 if not (missing == "world_state" and (e, s) == (1, 3))
             ]
-            writer.accept(
-                m.WorldStateRows(environment_id=ids["environment:myenv"], worker=0, rows=states)
-            )
+            writer.accept(world_message(ids["environment:myenv"], 0, states))
             for agent in AGENTS:
                 actions = [
                     m.MuscleActionRow(e, s, {}, {}, {}, 0.0, s == 2)
@@ -143,9 +142,7 @@ def write_phase(uri: str, record_every: int, missing: str) -> int:
                     for s in range(3)
                     if not (missing == "action" and agent == "defender" and (e, s) == (1, 2))
                 ]
-                writer.accept(
-                    m.MuscleActionRows(agent_id=ids[f"agent:{agent}"], worker=0, rows=actions)
-                )
+                writer.accept(actions_message(ids[f"agent:{agent}"], 0, actions))
             ended = [
                 m.EpisodeEnded(
                     phase=0,
