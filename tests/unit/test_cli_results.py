@@ -232,14 +232,9 @@ def interrupted_store(tmp_path: Path) -> str:
         agent = msgspec.structs.replace(start.agents[0], brain=LONG_BRAIN, loaded_from=loaded)
         ids = request(writer, msgspec.structs.replace(start, agents=[agent])).ids
         for worker, episodes in ((0, 3), (1, 2)):
+            rewards = {"myenv.r": 41600.0}
             writer.accept(
-                msgspec.structs.replace(
-                    action_rows(ids["agent:attacker"], "attacker", worker, episodes),
-                    rows=[
-                        msgspec.structs.replace(row, rewards={"myenv.r": 41600.0})
-                        for row in action_rows(ids["agent:attacker"], "x", worker, episodes).rows
-                    ],
-                )
+                action_rows(ids["agent:attacker"], "attacker", worker, episodes, rewards)
             )
         request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="cancelled"))
         request(

@@ -115,7 +115,13 @@ def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.StoreRo
     )
 
 
-def action_rows(agent_id: int, agent: str, worker: int, episodes: int) -> m.StoreRows:
+def action_rows(
+    agent_id: int,
+    agent: str,
+    worker: int,
+    episodes: int,
+    rewards: dict[str, Any] | None = None,
+) -> m.StoreRows:
     actuator = "myenv.2" if agent == "attacker" else "myenv.3"
     return actions_message(
         agent_id,
@@ -126,7 +132,7 @@ def action_rows(agent_id: int, agent: str, worker: int, episodes: int) -> m.Stor
                 s,
                 {"myenv.0": s / 4},
                 {actuator: s + e},
-                {"myenv.r": (s + 1) / 4, "x": [0.5]},
+                {"myenv.r": (s + 1) / 4, "x": [0.5]} if rewards is None else rewards,
                 None if s == 0 else 0.5 * worker,
                 s == 2,
             )  # fmt: skip
