@@ -25,6 +25,8 @@ from palaestra.core.start_methods import AUTO, ENV_VAR, START_METHODS
 
 DEFAULT_FILE = "palaestra-runtime.yaml"
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
+BACKENDS = ("local", "ray")
+"""Where a run's processes can run (the runtime config's ``backend``)."""
 SECONDS = ("answer_timeout", "start_timeout", "store_timeout", "probe_timeout")
 """The settings that are a number of seconds > 0; every other one is a string."""
 
@@ -51,6 +53,13 @@ class RuntimeConfig:
     """How the run's processes start: ``fork`` (fast), ``forkserver`` or ``spawn`` (for
     plug-ins that use CUDA), or ``auto``: fork unless CUDA is initialised in the executor once
     the plug-in modules are imported (see :mod:`palaestra.core.start_methods`)."""
+    backend: str = "local"
+    """Where the run's processes run: ``local`` (children of the executor, on this machine) or
+    ``ray`` (placed on a Ray cluster; needs ``pip install 'palaestra[ray]'`` and a PostgreSQL
+    store)."""
+    ray_address: str = ""
+    """With ``backend: ray``: the address of an existing Ray cluster (``host:port`` or
+    ``ray://host:port``); empty: palaestra starts a local Ray instance for the run."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -112,6 +121,12 @@ def _check(path: str, key: object, value: object) -> None:
         raise RuntimeConfigError(f"{path}: {key}: expected a string, got {value!r}")
     elif key == "start_method":
         _check_start_method(f"{path}: start_method", value)
+    elif key == "backend" and value not in BACKENDS:
+        hint = did_you_mean(value, BACKENDS)
+        raise RuntimeConfigError(
+            f"{path}: backend: expected one of {', '.join(BACKENDS)}, got {value!r}"
+            + (f". {hint}" if hint else "")
+        )
 
 
 def _check_start_method(where: str, value: str) -> None:

@@ -24,6 +24,7 @@ EXTRAS: dict[str, str] = {
     "psycopg": "postgres",
     "pandas": "pandas",
     "pyarrow": "parquet",
+    "ray": "ray",
 }
 """The extra that brings each optional top-level module."""
 
