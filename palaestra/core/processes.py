@@ -41,6 +41,7 @@ from aiomultiprocess.types import Unit
 
 from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit, Component
+from palaestra.core.launch import Launched
 from palaestra.core.mainthread import guard_signal_calls
 from palaestra.core.reaper import become_subreaper, take_down_strays
 from palaestra.core.start_methods import FORK, FORKSERVER, context
@@ -133,7 +134,7 @@ def _parameters(component: type[Component]) -> tuple[frozenset[str], frozenset[s
 @dataclass
 class Child:
     spec: ChildSpec
-    process: aiomultiprocess.Process
+    process: _ChildProcess | Launched
     alive_w: multiprocessing.connection.Connection
     ready: asyncio.Future[dict[str, str]]
     stopping: bool = False
@@ -214,6 +215,21 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+
+    @property
+    def exitcode(self) -> int | None:
+        code: int | None = self.aio_process.exitcode
+        return code
+
+    def join(self, timeout: float) -> None:
+        self.aio_process.join(timeout)
+
+    def signal(self, signum: int) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
 
 
 def _bootstrap(unit: Unit) -> None:
@@ -346,17 +362,23 @@ class Supervisor:
         self._main = main
         self.start_method = start_method
 
-    def spawn(self, spec: ChildSpec) -> Child:
+    def spawn(self, spec: ChildSpec, launched: Launched | None = None) -> Child:
+        """Start a child for ``spec``: forked (or by the start method's server), or
+        ``launched`` elsewhere (see :mod:`palaestra.core.launch`)."""
         loop = asyncio.get_running_loop()
         alive_r, alive_w = multiprocessing.Pipe(duplex=False)
-        siblings = [c.alive_w.fileno() for c in self.running()] + [alive_w.fileno()]
-        process = _ChildProcess(
-            target=self._main,
-            spec=spec,
-            alive=alive_r,
-            close_fds=siblings,
-            method=self.start_method,
-        )
+        process: _ChildProcess | Launched
+        if launched is None:
+            siblings = [c.alive_w.fileno() for c in self.running()]
+            process = _ChildProcess(
+                target=self._main,
+                spec=spec,
+                alive=alive_r,
+                close_fds=[*siblings, alive_w.fileno()],
+                method=self.start_method,
+            )
+        else:  # its liveness pipe is its stdin, which the launcher holds
+            process = launched
         process.start()
         alive_r.close()
         child = Child(spec=spec, process=process, alive_w=alive_w, ready=loop.create_future())
@@ -371,7 +393,7 @@ class Supervisor:
         child.process.close_sentinel()
         code = child.process.exitcode
         if code is None:  # a sentinel pipe reads EOF a moment before the exit status is there
-            child.process.aio_process.join(1.0)
+            child.process.join(1.0)
             code = child.process.exitcode
         child.exit_code = code if code is not None else -signal.SIGKILL
         child.alive_w.close()
@@ -422,11 +444,8 @@ class ChildGone(RuntimeError):
 
 
 def _signal(child: Child, signum: int) -> None:
-    if child.pid is not None and not child.exited.is_set():
-        try:
-            os.kill(child.pid, signum)
-        except ProcessLookupError:
-            pass
+    if not child.exited.is_set():
+        child.process.signal(signum)
 
 
 def watch_parent(alive: multiprocessing.connection.Connection) -> None:

@@ -24,6 +24,7 @@ from palaestra.core import limits, names
 from palaestra.core import messages as m
 from palaestra.core.errors import PalaestraError
 from palaestra.core.esm import ChildExit, Component, State
+from palaestra.core.launch import Placement
 from palaestra.core.plugin import PluginError
 from palaestra.core.processes import (
     Child,
@@ -70,6 +71,8 @@ class Runtime:
         log_level: Passed on to children.
         start_method: How children start (fork, forkserver or spawn; see
             :mod:`palaestra.core.start_methods`), passed on to them for theirs.
+        placement: Where this process's children run, child by child (None: all are its
+            own, started by ``start_method``; see :mod:`palaestra.core.launch`).
     """
 
     def __init__(
@@ -80,8 +83,10 @@ class Runtime:
         spec: ChildSpec | None = None,
         log_level: int = logging.WARNING,
         start_method: str = FORK,
+        placement: Placement | None = None,
     ) -> None:
         self.component = component
+        self.placement = placement
         self.spec = spec
         self.run_dir = run_dir
         self.log_level = log_level
@@ -141,7 +146,8 @@ class Runtime:
             log_level=self.log_level,
             start_method=self.start_method,
         )
-        return self.supervisor.spawn(spec)
+        launched = None if self.placement is None else self.placement.launch(spec)
+        return self.supervisor.spawn(spec, launched)
 
     async def request(self, child: str, message: m.Msg) -> m.Message:
         """Send ``message`` to ``child`` and wait for its next message (its answer)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from palaestra.compat import install as install_palaestrai_names
 from palaestra.core import names, start_methods
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
+from palaestra.core.launch import Placement
 from palaestra.core.messages import EpisodeEnded
 from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
@@ -47,6 +48,7 @@ def execute(
     *,
     on_episode: Callable[[EpisodeEnded], None] | None = None,
     resume: ResumeAt | None = None,
+    placement: Placement | None = None,
 ) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome.
 
@@ -63,13 +65,15 @@ def execute(
             fatal to the run.
         resume: Where the new instance continues an interrupted one (``experiment-resume``);
             None: from the start.
+        placement: Where the run's processes run, process by process (see
+            :mod:`palaestra.core.launch`); None: all are the executor's children on this host.
     """
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     method = start_method(run, config.start_method)
     try:
-        return asyncio.run(_execute(run, config, on_episode, resume, method))
+        return asyncio.run(_execute(run, config, on_episode, resume, method, placement))
     finally:
         if method == start_methods.FORKSERVER:
             start_methods.stop_fork_server()  # the next run's starts with its environment
@@ -107,6 +111,7 @@ async def _execute(
     on_episode: Callable[[EpisodeEnded], None] | None,
     resume: ResumeAt | None = None,
     method: str = start_methods.FORK,
+    placement: Placement | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
@@ -126,6 +131,7 @@ async def _execute(
         run_dir=run_dir,
         log_level=level if isinstance(level, int) else logging.WARNING,
         start_method=method,
+        placement=placement,
     )
     loop = asyncio.get_running_loop()
     interrupts = 0

@@ -1,0 +1,207 @@
+"""Children started elsewhere than by a fork of their parent: in another network namespace,
+on another host, by a cluster manager.
+
+A run's :class:`Placement` decides, child by child, where it runs: ``None`` from
+:meth:`Placement.launch` starts the child as usual (forked from its parent, or by the start
+method's server); a :class:`Launched` is a child started some other way, which the
+:class:`~palaestra.core.processes.Supervisor` then watches and stops like any other: its end
+is an fd that becomes readable (``sentinel``), its stop a signal it forwards.
+
+Every launched child runs ``python -m palaestra.core.remote_child`` (:mod:`.remote_child`):
+the parent writes the child's :class:`~palaestra.core.processes.ChildSpec` (pickled: the pipe
+is a local one, never a socket) to its stdin and keeps that pipe open for as long as it
+lives; the child takes the pipe's end for its parent's death, as a forked child takes its
+liveness pipe's. :class:`SubprocessLauncher` is that, with an optional command prefix (``ip
+netns exec NS``, say); a cluster backend runs the same command on its node.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from palaestra.core.processes import ChildSpec
+
+ENTRY = ("-m", "palaestra.core.remote_child")
+"""The interpreter arguments that run a launched child."""
+HEADER = struct.Struct("!Q")
+"""The length of the pickled spec, ahead of it on the child's stdin."""
+
+
+class Launched(Protocol):
+    """A child started by a :class:`Placement`, as the supervisor sees it."""
+
+    name: str
+    host: str
+    """Where it runs, for messages (a host name, a node address, a namespace)."""
+
+    @property
+    def pid(self) -> int | None:
+        """Its process id where it is this host's process (None elsewhere)."""
+
+    @property
+    def exitcode(self) -> int | None:
+        """Its exit code once it ended (negative: killed by that signal)."""
+
+    @property
+    def sentinel(self) -> int:
+        """An fd that becomes readable once the child ended and ``exitcode`` is known."""
+
+    def start(self) -> None: ...
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the child (nothing if it ended)."""
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for ``exitcode`` after the sentinel became readable."""
+
+    def close_sentinel(self) -> None: ...
+
+
+class Placement(Protocol):
+    """Where a run's children run."""
+
+    def launch(self, spec: ChildSpec) -> Launched | None:
+        """A child for ``spec``, not yet started; None: start it the usual way."""
+
+
+def encode_spec(spec: ChildSpec) -> bytes:
+    """The bytes a launched child reads from its stdin."""
+    payload = pickle.dumps(spec)
+    return HEADER.pack(len(payload)) + payload
+
+
+def interpreter_command() -> list[str]:
+    """This interpreter with its flags running :mod:`palaestra.core.remote_child` (its ``-W``
+    options travel in :func:`child_environment`)."""
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    kept = [flag for flag in flags if not flag.startswith("-W")]
+    return [sys.executable, *kept, *ENTRY]
+
+
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a launched child: this process's, ``extra``, and this interpreter's
+    warning options in ``PYTHONWARNINGS`` (the palaestrAI name finder rides on one: see
+    :mod:`palaestra.compat.child`). As ``-W`` options on the command line, an option whose
+    category is imported at start-up keeps :mod:`setproctitle` from retitling the child."""
+    env = {**os.environ, **(extra or {})}
+    options = [env["PYTHONWARNINGS"]] if env.get("PYTHONWARNINGS") else []
+    options += [option for option in sys.warnoptions if option not in options]
+    if options:
+        env["PYTHONWARNINGS"] = ",".join(options)
+    return env
+
+
+class SubprocessLauncher:
+    """A :class:`Placement` that starts chosen children as subprocesses of this process,
+    behind a command ``prefix`` (e.g. ``["ip", "netns", "exec", "ns1"]``).
+
+    Args:
+        prefix: The command in front of the interpreter.
+        host: What ``Launched.host`` says.
+        roles: The roles to launch so (``None``: every child).
+        env: Extra environment variables for the children.
+    """
+
+    def __init__(
+        self,
+        prefix: Sequence[str] = (),
+        host: str = "",
+        roles: Sequence[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.prefix = list(prefix)
+        self.host = host
+        self.roles = None if roles is None else frozenset(roles)
+        self.env = dict(env or {})
+
+    def launch(self, spec: ChildSpec) -> Launched | None:
+        if self.roles is not None and spec.role not in self.roles:
+            return None
+        command = [*self.prefix, *interpreter_command()]
+        return SubprocessChild(spec, command, self.host, child_environment(self.env))
+
+
+class SubprocessChild:
+    """A :class:`Launched` child that is a subprocess of this process."""
+
+    def __init__(
+        self,
+        spec: ChildSpec,
+        command: Sequence[str],
+        host: str = "",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.name = spec.name
+        self.host = host
+        self._spec = spec
+        self._command = list(command)
+        self._env = env
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._popen is None else self._popen.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return None if self._popen is None else self._popen.poll()
+
+    def start(self) -> None:
+        popen = subprocess.Popen(self._command, stdin=subprocess.PIPE, env=self._env)
+        self._popen = popen
+        self._pidfd = os.pidfd_open(popen.pid)
+        assert popen.stdin is not None
+        try:
+            popen.stdin.write(encode_spec(self._spec))
+            popen.stdin.flush()  # and kept open: its end is this process's death
+        except BrokenPipeError:  # it ended at once; its exit code tells
+            pass
+
+    @property
+    def sentinel(self) -> int:
+        assert self._pidfd is not None, "not started"
+        return self._pidfd
+
+    def signal(self, signum: int) -> None:
+        if self._popen is not None and self._popen.returncode is None:
+            try:
+                self._popen.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    def join(self, timeout: float) -> None:
+        if self._popen is not None:
+            try:
+                self._popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def close_sentinel(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._popen is not None and self._popen.stdin is not None:
+            try:
+                self._popen.stdin.close()
+            except BrokenPipeError:
+                pass
+
+
+__all__ = [
+    "ENTRY",
+    "Launched",
+    "Placement",
+    "child_environment",
+    "SubprocessChild",
+    "SubprocessLauncher",
+    "encode_spec",
+    "interpreter_command",
+]

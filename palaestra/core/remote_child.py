@@ -1,0 +1,59 @@
+"""Entry point of a launched child (:mod:`palaestra.core.launch`): ``python -m
+palaestra.core.remote_child``.
+
+Reads the child's spec from stdin (its length, then the pickled
+:class:`~palaestra.core.processes.ChildSpec`), then runs it as a forked child would run, with
+stdin as its liveness pipe: when the process that launched it dies, stdin reads EOF and this
+process ends at once, taking down what its plug-ins left running.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import sys
+
+from aiomultiprocess.types import Unit
+
+from palaestra.core.console import guard_console
+from palaestra.core.launch import HEADER
+from palaestra.core.mainthread import guard_signal_calls
+from palaestra.core.processes import ChildSpec, _bootstrap
+from palaestra.core.reaper import become_subreaper
+
+EXIT_NO_SPEC = 70
+"""Exit code when stdin closed before a whole spec arrived (the launcher died)."""
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts: list[bytes] = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            os._exit(EXIT_NO_SPEC)
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    (size,) = HEADER.unpack(_read_exactly(0, HEADER.size))
+    spec: ChildSpec = pickle.loads(_read_exactly(0, size))
+    multiprocessing.current_process().name = spec.name
+    guard_console()
+    guard_signal_calls(spec.name)
+    become_subreaper()
+    alive = multiprocessing.connection.Connection(os.dup(0), writable=False)
+    sys.stdin.close()
+    from palaestra.core.runtime import child_main
+
+    _bootstrap(Unit(target=child_main, args=(spec, alive), kwargs={}, namespace=None))
+
+
+if __name__ == "__main__":
+    main()
