@@ -38,6 +38,11 @@ class State:
             self._config = config
         return self._config
 
+    def override(self, **settings: str) -> None:
+        """Set runtime settings from the command line's options (``--backend``), over the
+        file's and the environment's."""
+        self._config = dataclasses.replace(self.config, **settings)  # type: ignore[arg-type]
+
 
 def where_to_look(state: State, run_uid: str) -> str:
     """Where a run's results are and the commands that show them, as lines to print."""
