@@ -18,6 +18,8 @@ from tests.conftest import EXPERIMENTS, Workspace, env_hiding
 pytestmark = pytest.mark.timeout(180)
 
 RUN_FILE = str(EXPERIMENTS / "dummy_run.yml")
+ONE_PHASE = (re.compile(r"  - phase_1:.*?(?=run_config:)", re.S), "")
+"""Drops the dummy run's second phase: a shorter run."""
 CRASHING_BRAIN = (
     "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}",
     "brain: {name: probes:CrashingBrain, params: {after: 1}}",
@@ -61,6 +63,21 @@ def _rows_per_run(store_uri: str) -> dict[str, tuple[str, int, int]]:
     finally:
         engine.dispose()
     return {uid: (status, states, actions) for uid, status, states, actions in rows}
+
+
+def _statuses(store_uri: str) -> list[str]:
+    """The statuses of the run instances in the store (none before its tables exist)."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(store_uri)
+    try:
+        with engine.connect() as conn:
+            if not sqlalchemy.inspect(conn).has_table("experiment_run_instances"):
+                return []
+            query = "select status from experiment_run_instances order by status"
+            return list(conn.execute(sqlalchemy.text(query)).scalars())
+    finally:
+        engine.dispose()
 
 
 def _in(path: Path) -> list[int]:
@@ -170,7 +187,7 @@ def test_eight_runs_on_three_nodes_into_postgresql(
 def test_a_failing_run_does_not_stop_the_others_and_the_sweep_exits_1(
     workspace: Workspace, pg_uri: str, cluster_address: str
 ) -> None:
-    run_file = workspace.variant("dummy_run.yml", CRASHING_BRAIN)
+    run_file = workspace.variant("dummy_run.yml", ONE_PHASE, CRASHING_BRAIN)
     config = _config(workspace, pg_uri, cluster_address)
     after = "schedule.0.phase_0.agents.0.brain.params.after"
     result = workspace.run(
@@ -186,7 +203,7 @@ def test_a_failing_run_does_not_stop_the_others_and_the_sweep_exits_1(
         ["finished", "0"],
     ]
     rows = _rows_per_run(pg_uri)
-    assert rows["dummy-run-after100"] == rows["dummy-run-after101"] == ("finished", 20, 40)
+    assert rows["dummy-run-after100"] == rows["dummy-run-after101"] == ("finished", 10, 20)
     assert rows["dummy-run-after1"][0] == "error"
 
 
@@ -207,15 +224,18 @@ def test_ctrl_c_cancels_the_runs_on_the_cluster_and_leaves_nothing_running(
     )
     assert proc.stdout is not None
     began = 0
-    while began < 2:  # both executing; bounded by the test's timeout
+    while began < 2:  # both placed on a node; bounded by the test's timeout
         line = proc.stdout.readline()
         assert line, f"the sweep ended before its runs began: {proc.stderr.read()}"
         began += ": running on node " in line
+    deadline = time.monotonic() + 60
+    while _statuses(pg_uri) != ["running", "running"]:  # both executors recording
+        assert time.monotonic() < deadline, _statuses(pg_uri)
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 130, err
     rows = [line.split() for line in out[out.index("run ") :].splitlines()[1:]]
     assert [row[2:] for row in rows] == [["cancelled", "130"]] * 4
-    statuses = {status for status, _, _ in _rows_per_run(pg_uri).values()}
-    assert statuses <= {"cancelled"}
+    assert _statuses(pg_uri) == ["cancelled", "cancelled"]  # stopped cleanly, in the store
     assert _gone(workspace.path) == []  # the executors and their processes have ended

@@ -64,6 +64,6 @@ def test_a_port_that_is_no_grpc_server_is_unreachable_within_the_timeout() -> No
     with socket.socket() as listener:  # accepts (the backlog) and never answers
         listener.bind(("127.0.0.1", 0))
         listener.listen()
-        address = "127.0.0.1:%d" % listener.getsockname()[1]
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
         with pytest.raises(ray_cluster.ClusterUnreachableError, match="no answer within 0.5 s"):
             ray_cluster._probe(address, 0.5)
