@@ -31,7 +31,7 @@ Exit codes:
   0    success
   1    a run failed (the message names the process and the error)
   2    invalid input (run file, runtime config, arguments)
-  3    the store is unusable
+  3    the store is unusable, or the Ray cluster cannot be reached
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
 """
 

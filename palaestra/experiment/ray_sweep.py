@@ -1,7 +1,8 @@
 """Running a sweep's checked runs on a Ray cluster: each run a Ray task running an executor.
 
-Each run gets a Ray actor of its own (one CPU of the cluster reserved, never restarted) whose
-one task runs the run as a parallel sweep on this machine does: an executor process
+Each run is a task of a Ray actor (one CPU of the cluster reserved, never restarted; at most
+``parallel`` actors, each taking run after run) that runs it as a parallel sweep on this
+machine does: an executor process
 (:class:`~palaestra.experiment.isolated.ExecutorProcess`) with the whole run on that node,
 ``backend: local`` inside it, writing to the shared store. The actor's second, concurrent task
 passes a signal on to that executor, so Ctrl-C stops the runs cleanly wherever they are: marked
@@ -112,16 +113,25 @@ class RunHost:
 
 
 @dataclasses.dataclass
-class _Executing:
-    index: int
+class _Host:
+    """An actor of the sweep, and the node it runs on ("" until it has started)."""
+
     actor: Any
-    done: Any
-    """The object ref of the actor's ``execute``."""
     node: str = ""
 
 
+@dataclasses.dataclass
+class _Executing:
+    index: int
+    host: _Host
+    done: Any
+    """The object ref of the actor's ``execute``."""
+
+
 class _RaySweep:
-    """The runs waiting, executing on the cluster and ended, and the signals that stopped it."""
+    """The runs waiting, executing on the cluster and ended, the actors executing them (at
+    most ``parallel``, each reused for run after run: a new actor is a new Ray worker, seconds
+    to start), and the signals that stopped the sweep."""
 
     def __init__(
         self,
@@ -140,11 +150,13 @@ class _RaySweep:
         self.runs = list(runs)
         self.waiting = deque(enumerate(runs))
         self.executing: dict[Any, _Executing] = {}  # by the ref of execute
-        self.placing: dict[Any, _Executing] = {}  # by the ref of where
+        self.hosts: list[_Host] = []
+        self.idle: list[_Host] = []
+        self.placing: dict[Any, _Host] = {}  # by the ref of where
         self.outcomes: list[RunOutcome | None] = [None] * len(runs)
         self.signals: list[int] = []
         self.stop_by: float | None = None
-        self.host = ray.remote(RunHost).options(
+        self.host_class = ray.remote(RunHost).options(
             num_cpus=1,
             max_concurrency=2,  # execute, and interrupt beside it
             max_restarts=0,
@@ -167,6 +179,8 @@ class _RaySweep:
             self._kill_the_rest()
             raise
         finally:
+            for host in self.hosts:
+                self.ray.kill(host.actor, no_restart=True)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         if SIGTERM in self.signals:  # the runs have stopped: now the caller's own way
@@ -185,11 +199,18 @@ class _RaySweep:
     def _start_more(self) -> None:
         cwd = os.getcwd()
         while self.waiting and len(self.executing) < self.parallel and not self.signals:
+            host = self.idle.pop() if self.idle else self._new_host()
             index, spec = self.waiting.popleft()
-            actor = self.host.remote()
-            run = _Executing(index, actor, actor.execute.remote(spec, self.config, cwd))
+            run = _Executing(index, host, host.actor.execute.remote(spec, self.config, cwd))
             self.executing[run.done] = run
-            self.placing[actor.where.remote()] = run
+            if host.node and self.on_start is not None:
+                self.on_start(index, host.node)
+
+    def _new_host(self) -> _Host:
+        host = _Host(self.host_class.remote())
+        self.hosts.append(host)
+        self.placing[host.actor.where.remote()] = host
+        return host
 
     def _collect(self) -> None:
         refs = [*self.placing, *self.executing]
@@ -197,23 +218,27 @@ class _RaySweep:
         ready_now, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in dict.fromkeys([*ready, *ready_now]):
             if ref in self.placing:
-                run = self.placing.pop(ref)
-                try:
-                    run.node = self.ray.get(ref)
-                except Exception:  # noqa: BLE001 - the actor died: its execute says how
-                    continue
-                if self.on_start is not None and run.done in self.executing:
-                    self.on_start(run.index, run.node)
-            else:
+                self._placed(self.placing.pop(ref), ref)
+            elif ref in self.executing:
                 run = self.executing.pop(ref)
                 self._ended(run, self._outcome_of(run))
+
+    def _placed(self, host: _Host, ref: Any) -> None:
+        try:
+            host.node = self.ray.get(ref)
+        except Exception:  # noqa: BLE001 - the actor died: its execute says how
+            return
+        for run in self.executing.values():
+            if run.host is host and self.on_start is not None:
+                self.on_start(run.index, host.node)
 
     def _outcome_of(self, run: _Executing) -> RunOutcome:
         uid = self.runs[run.index].uid
         try:
-            outcome, run.node = self.ray.get(run.done)
+            outcome, run.host.node = self.ray.get(run.done)
         except Exception as exc:  # noqa: BLE001 - a lost node, a killed actor: the run failed
-            where = f" on node {run.node}" if run.node else ""
+            self._drop(run.host)
+            where = f" on node {run.host.node}" if run.host.node else ""
             text = " ".join(str(exc).split())[:500]
             return RunOutcome(
                 uid,
@@ -222,14 +247,18 @@ class _RaySweep:
                 f"its Ray actor{where} died: {type(exc).__name__}: {text}",
             )
         assert isinstance(outcome, RunOutcome)
+        self.idle.append(run.host)
         return outcome
 
+    def _drop(self, host: _Host) -> None:
+        self.ray.kill(host.actor, no_restart=True)
+        self.hosts.remove(host)
+        self.placing = {ref: other for ref, other in self.placing.items() if other is not host}
+
     def _ended(self, run: _Executing, outcome: RunOutcome) -> None:
-        self.ray.kill(run.actor, no_restart=True)
-        self.placing = {ref: other for ref, other in self.placing.items() if other is not run}
         self.outcomes[run.index] = outcome
         if self.on_end is not None:
-            self.on_end(run.index, outcome, run.node)
+            self.on_end(run.index, outcome, run.host.node)
 
     def _stop(self, signum: int) -> None:
         """Pass a signal on to the executing runs (a second one stops them at once); the
@@ -237,7 +266,7 @@ class _RaySweep:
         if self.stop_by is None:
             self.stop_by = time.monotonic() + STOP_GRACE
         for run in self.executing.values():
-            run.actor.interrupt.remote(signum)
+            run.host.actor.interrupt.remote(signum)
         while self.waiting:
             index, spec = self.waiting.popleft()
             reason = "not started: the sweep was interrupted"
@@ -248,15 +277,11 @@ class _RaySweep:
     def _kill_the_rest(self) -> None:
         """Kill the actors still executing (their executors die with them)."""
         for ref, run in list(self.executing.items()):
-            self.ray.kill(run.actor, no_restart=True)
             del self.executing[ref]
+            self._drop(run.host)
             signum = self.signals[0] if self.signals else SIGTERM
             reason = f"killed: it did not stop within {STOP_GRACE:g} s of the interrupt"
-            self.outcomes[run.index] = outcome = RunOutcome(
-                self.runs[run.index].uid, "", 128 + signum, reason
-            )
-            if self.on_end is not None:
-                self.on_end(run.index, outcome, run.node)
+            self._ended(run, RunOutcome(self.runs[run.index].uid, "", 128 + signum, reason))
         self.waiting.clear()
 
 

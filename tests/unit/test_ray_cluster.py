@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.experiment import ray_cluster
 from palaestra.experiment.runtime_config import RuntimeConfig
+from tests.conftest import EXPERIMENTS
 
 
 @pytest.mark.parametrize(
@@ -67,3 +69,13 @@ def test_a_port_that_is_no_grpc_server_is_unreachable_within_the_timeout() -> No
         address = f"127.0.0.1:{listener.getsockname()[1]}"
         with pytest.raises(ray_cluster.ClusterUnreachableError, match="no answer within 0.5 s"):
             ray_cluster._probe(address, 0.5)
+
+
+def test_the_api_sweep_on_ray_refuses_sqlite_before_anything_runs(tmp_path: Path) -> None:
+    import palaestra
+
+    store = tmp_path / "x.db"
+    config = RuntimeConfig(backend="ray", store_uri=f"sqlite:///{store}")
+    with pytest.raises(InvalidInputError, match="backend: ray needs a PostgreSQL store"):
+        palaestra.sweep(EXPERIMENTS / "dummy_run.yml", seeds=[1, 2], config=config)
+    assert not store.exists()
