@@ -132,7 +132,8 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="Sweep: how many runs execute at once, each in its own process (default 1).",
+    help="Sweep: how many runs execute at once, each in its own process (default 1; with "
+    "--backend ray: as many as the cluster has CPUs).",
 )
 @click.option(
     "--backend",
