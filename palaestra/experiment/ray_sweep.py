@@ -214,6 +214,8 @@ class _RaySweep:
 
     def _collect(self) -> None:
         refs = [*self.placing, *self.executing]
+        if not refs:  # a signal came before anything started: handled by the caller
+            return
         ready, _ = self.ray.wait(refs, num_returns=1, timeout=_POLL)
         ready_now, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in dict.fromkeys([*ready, *ready_now]):
