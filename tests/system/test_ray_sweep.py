@@ -142,6 +142,21 @@ def test_backend_ray_without_the_extra_exits_2_with_the_install_line(
     assert "pip install 'palaestra[ray]'" in proc.stderr
 
 
+@pytest.mark.slow
+def test_an_empty_ray_address_starts_a_local_instance_and_shuts_it_down(
+    workspace: Workspace,
+) -> None:
+    config = _config(workspace, "none")
+    result = workspace.run(
+        "-c", config, "experiment-start", RUN_FILE, "--seeds", "1..2", timeout=150
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Sweep on Ray (a local Ray instance: 1 node," in result.stdout
+    assert result.stdout.count(": finished (node ") == 2
+    assert "WARNING" not in result.stderr  # Ray's notices stay out of the terminal
+    # the workspace fixture: no process of the command (Ray's included) is left
+
+
 # --- on a cluster of three nodes -------------------------------------------------------------
 
 
