@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
+from typing import Any
 
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
@@ -37,6 +38,11 @@ class State:
                 config = dataclasses.replace(config, log_level=level)
             self._config = config
         return self._config
+
+    def override(self, **settings: Any) -> None:
+        """Set runtime settings from the command line's options (``--backend``), over the
+        file's and the environment's."""
+        self._config = dataclasses.replace(self.config, **settings)
 
 
 def where_to_look(state: State, run_uid: str) -> str:

@@ -31,7 +31,7 @@ Exit codes:
   0    success
   1    a run failed (the message names the process and the error)
   2    invalid input (run file, runtime config, arguments)
-  3    the store is unusable
+  3    the store is unusable, or the Ray cluster cannot be reached
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
 """
 
@@ -132,7 +132,16 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="Sweep: how many runs execute at once, each in its own process (default 1).",
+    help="Sweep: how many runs execute at once, each in its own process (default 1; with "
+    "--backend ray: as many as the cluster has CPUs).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default=None,
+    help="Where the runs execute: on this machine, or on a Ray cluster (the runtime config's "
+    "backend and ray_address; needs palaestra[ray] and a PostgreSQL store). Overrides the "
+    "runtime config's backend.",
 )
 @click.option(
     "--reload",
@@ -149,6 +158,7 @@ def experiment_start(
     seeds: str | None,
     sets: tuple[str, ...],
     parallel: int | None,
+    backend: str | None,
     hot_reload: bool,
 ) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts.
@@ -158,8 +168,14 @@ def experiment_start(
     phase start and end and about ten per phase between. A summary table ends each run.
 
     With --seeds, --set or --parallel, each run file becomes a sweep over every combination
-    of the values, each run with a derived uid (see the README's "Sweeps").
+    of the values, each run with a derived uid (see the README's "Sweeps"); with --backend
+    ray they execute on a Ray cluster (see "Sweeps on Ray").
     """
+    from palaestra.experiment import ray_cluster
+
+    if backend is not None:
+        state.override(backend=backend)
+    ray_cluster.check_backend(state.config)  # the extra and the store, before anything starts
     add_plugin_dirs(run_files)
     if seeds is not None or sets or parallel is not None:
         from palaestra.cli.sweeps import start_sweep
@@ -170,7 +186,7 @@ def experiment_start(
                 run_files,
                 seeds=seeds,
                 sets=sets,
-                parallel=parallel or 1,
+                parallel=parallel,
                 hot_reload=hot_reload,
             )
         )

@@ -4,6 +4,11 @@ Every run of the grid is derived and checked before the first starts; then they 
 ``--parallel`` at a time, each in its own executor process, a line printed as each ends; the
 command ends with a table (uid, overrides, status, exit code) and exits with the worst exit
 code: 0 if all finished, 1 if any failed, 130/143 if interrupted.
+
+With ``backend: ray`` the runs execute on a Ray cluster instead (see
+:mod:`palaestra.experiment.ray_sweep`): ``--parallel`` at a time, or as many as the cluster has
+CPUs; a line as each run begins on a node, and a line of the sweep's progress after each
+run's end.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import click
 
 from palaestra.cli.common import State
 from palaestra.core.errors import EXIT_OK
+from palaestra.core.specs import RunSpec
 from palaestra.experiment.executor import RunOutcome
 
 __all__ = ["start_sweep"]
@@ -26,15 +32,14 @@ def start_sweep(
     *,
     seeds: str | None,
     sets: Sequence[str],
-    parallel: int,
+    parallel: int | None,
     hot_reload: bool = False,
 ) -> int:
     """Expand, check and execute the runs of ``run_files``; print the table; return the exit
     code."""
     from palaestra.experiment import capacity
-    from palaestra.experiment.api import prepare_runs, status_of
+    from palaestra.experiment.api import prepare_runs
     from palaestra.experiment.overrides import expand_grid, parse_seeds, parse_set
-    from palaestra.experiment.sweep import run_all
 
     grid = expand_grid(parse_seeds(seeds) if seeds else (), [parse_set(text) for text in sets])
     prepared = [item for path in run_files for item in prepare_runs(path, grid, state.config)]
@@ -43,20 +48,79 @@ def start_sweep(
         from palaestra.core.specs import with_hot_reload
 
         specs = [with_hot_reload(spec) for spec in specs]
-    capacity.ensure(specs)
+    if state.config.backend == "ray":
+        outcomes = _on_ray(state, specs, parallel)
+    else:
+        capacity.ensure(specs)  # this machine's: a run on Ray runs on a node of the cluster
+        outcomes = _here(state, specs, parallel or 1)
+    click.echo(_table([point for _, point in prepared], outcomes))
+    return max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
+
+
+def _here(state: State, specs: Sequence[RunSpec], parallel: int) -> list[RunOutcome]:
+    """The runs on this machine, ``parallel`` at a time; a line as each ends."""
+    from palaestra.experiment.sweep import run_all
+
     click.echo(f"Sweep: {len(specs)} runs, {min(parallel, len(specs))} at a time.")
 
     def ended(index: int, outcome: RunOutcome) -> None:
-        status = status_of(outcome.exit_code)
-        line = f"[{index + 1}/{len(specs)}] {outcome.run_uid}: {status}"
-        if outcome.exit_code == EXIT_OK:
-            click.echo(line)
-        else:
-            click.echo(f"{line}: {outcome.message}", err=True)
+        _echo_end(index, len(specs), outcome)
 
-    outcomes = run_all(specs, state.config, parallel=parallel, on_end=ended)
-    click.echo(_table([point for _, point in prepared], outcomes))
-    return max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
+    return run_all(specs, state.config, parallel=parallel, on_end=ended)
+
+
+def _on_ray(state: State, specs: Sequence[RunSpec], parallel: int | None) -> list[RunOutcome]:
+    """The runs on the Ray cluster of the runtime config; after each run's line, how many
+    have ended (finished, failed, cancelled), are running and are waiting."""
+    from palaestra.experiment import ray_cluster
+    from palaestra.experiment.ray_sweep import run_all_on_ray
+
+    with ray_cluster.session(state.config) as ray:
+        nodes = len([node for node in ray.nodes() if node.get("Alive")])
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        at_once = min(parallel or cpus or 1, len(specs))
+        where = state.config.ray_address or "a local Ray instance"
+        click.echo(
+            f"Sweep on Ray ({where}: {nodes} node{'s' if nodes != 1 else ''}, {cpus} CPUs): "
+            f"{len(specs)} runs, up to {at_once} at a time."
+        )
+        running: set[int] = set()
+        ended_by_status: dict[str, int] = {"finished": 0, "error": 0, "cancelled": 0}
+
+        def started(index: int, node: str) -> None:
+            running.add(index)
+            click.echo(f"[{index + 1}/{len(specs)}] {specs[index].uid}: running on node {node}")
+
+        def ended(index: int, outcome: RunOutcome, node: str) -> None:
+            from palaestra.experiment.api import status_of
+
+            running.discard(index)
+            ended_by_status[status_of(outcome.exit_code)] += 1
+            _echo_end(index, len(specs), outcome, node)
+            done = sum(ended_by_status.values())
+            click.echo(
+                f"Sweep: {done}/{len(specs)} ended ({ended_by_status['finished']} finished, "
+                f"{ended_by_status['error']} failed, {ended_by_status['cancelled']} cancelled), "
+                f"{len(running)} running, {len(specs) - done - len(running)} waiting."
+            )
+
+        return run_all_on_ray(
+            ray, specs, state.config, parallel=parallel, on_start=started, on_end=ended
+        )
+
+
+def _echo_end(index: int, total: int, outcome: RunOutcome, node: str = "") -> None:
+    """``[i/n] uid: status``, with the node it ran on, and the reason of a failure."""
+    from palaestra.experiment.api import status_of
+
+    status = status_of(outcome.exit_code)
+    line = f"[{index + 1}/{total}] {outcome.run_uid}: {status}" + (
+        f" (node {node})" if node else ""
+    )
+    if outcome.exit_code == EXIT_OK:
+        click.echo(line)
+    else:
+        click.echo(f"{line}: {outcome.message}", err=True)
 
 
 def _table(points: Sequence[Mapping[str, Any]], outcomes: Sequence[RunOutcome]) -> str:

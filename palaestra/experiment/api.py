@@ -192,7 +192,8 @@ def sweep(
         run_file: A run file's path, or its document as a dict.
         seeds: Seeds of the runs (the top-level ``seed``).
         grid: Dotted path to the values it takes (as ``--set path=v1,v2``).
-        parallel: How many runs execute at once, each in its own executor process.
+        parallel: How many runs execute at once, each in its own executor process (with
+            ``backend: ray`` in ``config``: on the Ray cluster, see "Sweeps on Ray").
         store_uri: As for :func:`run`.
         quiet: As for :func:`run`.
         config: As for :func:`run`.
@@ -204,6 +205,7 @@ def sweep(
         PalaestraError: A run could not start (see :func:`run`), ``parallel`` is below 1, or
             a grid entry is not a list of values; before any run starts.
     """
+    from palaestra.experiment.ray_cluster import check_backend
     from palaestra.experiment.sweep import run_all
 
     if parallel < 1:
@@ -214,9 +216,18 @@ def sweep(
                 f"grid['{path}']: expected a list of values, got {type(values).__name__}."
             )
     settings = _settings(config, store_uri, quiet)
+    check_backend(settings)  # backend: ray: the extra and a shared store, before anything
     axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]
     prepared = prepare_runs(run_file, expand_grid(tuple(seeds), axes), settings)
-    outcomes = run_all([spec for spec, _ in prepared], settings, parallel=parallel)
+    specs = [spec for spec, _ in prepared]
+    if settings.backend == "ray":
+        from palaestra.experiment.ray_cluster import session
+        from palaestra.experiment.ray_sweep import run_all_on_ray
+
+        with session(settings) as ray:
+            outcomes = run_all_on_ray(ray, specs, settings, parallel=parallel)
+    else:
+        outcomes = run_all(specs, settings, parallel=parallel)
     return [
         result_of(outcome, spec, point, settings.store_uri)
         for (spec, point), outcome in zip(prepared, outcomes, strict=True)
