@@ -1,6 +1,7 @@
 """Many cores: how W rollout workers scale against one, with the store on.
 
-    python benchmarks/many_cores.py [--workers 1,2,4,8,16] [--repeat 3] [--store sqlite|postgres|both]
+    python benchmarks/many_cores.py [--workers 1,2,4,8,16] [--repeat 3]
+        [--store sqlite|postgres|both] [--agents 1,4] [--episode-steps N] [--only a|b]
 
 For each W (default: 1, 2, 4, ... up to ``os.cpu_count()``), each a median of ``--repeat`` runs
 of ``python -m palaestra experiment-start`` (interleaved over the configurations, so noise on a
@@ -107,9 +108,7 @@ def run_file_text(spec: Spec, timing: Path) -> str:
         "            name: plugins:TimedEnvironment\n"
         "            uid: myenv\n"
         f"            params: {params}\n"
-        "      agents:\n"
-        + "".join(agents)
-        + "      simulation:\n"
+        "      agents:\n" + "".join(agents) + "      simulation:\n"
         "        name: palaestra.simulation:Vanilla\n"
         "        conditions:\n"
         "          - name: palaestra.simulation:VanillaSimControllerTerminationCondition\n"
@@ -238,9 +237,7 @@ def lines(specs: list[Spec], rates: dict[Spec, list[float]]) -> list[Line]:
     for spec in specs:
         runs = rates[spec]
         value = statistics.median(runs) if runs else None
-        one = next(
-            (s for s in specs if s.workers == 1 and _same_kind(s, spec) and rates[s]), None
-        )
+        one = next((s for s in specs if s.workers == 1 and _same_kind(s, spec) and rates[s]), None)
         ratio = None
         if value is not None and one is not None:
             ratio = value / statistics.median(rates[one])
