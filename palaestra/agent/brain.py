@@ -149,6 +149,20 @@ class Brain(ABC):
     def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
         """Digest what Muscle ``muscle_id`` sent; return an update for it (or None)."""
 
+    def thinking_batch(self, experiences: Sequence[tuple[str, Any]]) -> Sequence[Any]:
+        """Digest the messages several Muscles sent at once; one update (or None) for each.
+
+        ``experiences`` are ``(muscle_id, data_from_muscle)`` pairs, in the order they were
+        taken, their transitions already appended to :attr:`memory`. Override it to think about
+        them together (one forward pass of a network for all the Muscles waiting); a Brain
+        that does not is called :meth:`thinking` once per message, as before. palaestra calls
+        it only for a Brain that overrides it, when messages of more than one Muscle are
+        pending, the agent has no filters and no hot reload; what :meth:`add_statistics`
+        recorded during the call is stored at the step of the batch's last message. The
+        default calls :meth:`thinking` for each, in order.
+        """
+        return [self.thinking(muscle_id, data) for muscle_id, data in experiences]
+
     def store(self) -> None:
         """Save the brain's state with :meth:`store_brain_dump`; the default saves nothing."""
 

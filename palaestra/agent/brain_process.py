@@ -188,21 +188,38 @@ class BrainProcess(Component):
         selector = hot.selector()
         selector.add(listener)
         names: dict[Channel, str] = {}
+        batched = self._batched()
         while True:
-            for link in selector.wait():
-                if link is listener:
-                    muscle = hot.accept(listener, wait=False)
-                    if muscle is not None:
-                        selector.add(muscle)
-                    continue
+            ready = selector.wait()
+            if listener in ready:
+                ready.remove(listener)
+                muscle = hot.accept(listener, wait=False)
+                if muscle is not None:
+                    selector.add(muscle)
+            if batched and len(ready) > 1:
+                for link in self._think_batch(ready, memory, names):
+                    selector.discard(link)
+                continue
+            for link in ready:
                 try:
                     self._think(link, memory, names)
                 except PeerGone:  # a Muscle stopped (or its parent reports why)
                     selector.discard(link)
 
+    def _batched(self) -> bool:
+        """Whether pending messages of several Muscles go to ``thinking_batch`` together: the
+        Brain overrides it, and neither filters nor a hot reload sit between it and them."""
+        own = type(self.brain).thinking_batch is not Brain.thinking_batch
+        return own and not self.filters and not self.request.agent.hot_reload
+
     def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
         """Take one Muscle's experience, think, answer; the message it answered."""
-        message = m.decode(link.recv())
+        return self._handle(link, m.decode(link.recv()), memory, names)
+
+    def _handle(
+        self, link: Channel, message: m.Message, memory: Any, names: dict[Channel, str]
+    ) -> m.Message:
+        """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
             return message
@@ -211,14 +228,64 @@ class BrainProcess(Component):
             return message
         if not isinstance(message, m.Experience):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
-        muscle_id = names.get(link)
-        if muscle_id is None:
-            muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
+        muscle_id = self._muscle_id(link, message, names)
         update = self._experience(memory, muscle_id, message)
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         update = self._deliver(muscle_id, update)
         link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
         return message
+
+    def _muscle_id(self, link: Channel, message: m.Experience, names: dict[Channel, str]) -> str:
+        muscle_id = names.get(link)
+        if muscle_id is None:
+            muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
+        return muscle_id
+
+    def _think_batch(
+        self, ready: list[Channel], memory: Any, names: dict[Channel, str]
+    ) -> list[Channel]:
+        """Take the pending message of every ready Muscle, remember their transitions, call
+        ``thinking_batch`` once for their experiences, answer each; the links gone."""
+        gone: list[Channel] = []
+        batch: list[tuple[Channel, str, m.Experience]] = []
+        for link in ready:
+            try:
+                message = m.decode(link.recv())
+                if isinstance(message, m.Experience):
+                    batch.append((link, self._muscle_id(link, message, names), message))
+                else:  # an evaluation, or a round of several games: as alone
+                    self._handle(link, message, memory, names)
+            except PeerGone:
+                gone.append(link)
+        if not batch:
+            return gone
+        items = [
+            (muscle_id, self._remember(memory, muscle_id, msg)) for _, muscle_id, msg in batch
+        ]
+        updates = call(self.brain.thinking_batch, items)
+        if not isinstance(updates, Sequence) or len(updates) != len(items):
+            raise PluginContractError(
+                self.brain,
+                "thinking_batch",
+                f"returned {type(updates).__name__}"
+                + (f" of {len(updates)}" if isinstance(updates, Sequence) else "")
+                + f": expected a list of {len(items)} updates (or None), one per experience",
+            )
+        self.stored = False
+        for _, _, message in batch:
+            self._after_thinking(memory, message)
+        last = batch[-1][2]
+        self._record_statistics(last.worker, last.episode, last.step)
+        if any(message.done for _, _, message in batch):
+            self.statistics.flush()
+        end_phase = self.phase_stop is not None and self.phase_stop.reached
+        for (link, muscle_id, _), update in zip(batch, updates, strict=True):
+            answer = m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
+            try:
+                link.send(m.encode(answer))
+            except PeerGone:
+                gone.append(link)
+        return gone
 
     def _think_games(self, link: Channel, memory: Any, message: m.Experiences) -> None:
         """Think about each game's experience (its lane is its Muscle id's worker); answer
@@ -236,6 +303,20 @@ class BrainProcess(Component):
     def _experience(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:
         """Remember the experience's transition and think about it: the update, if any."""
         brain = self.brain
+        data = self._remember(memory, muscle_id, message)
+        if self.filters:
+            update = self.filters.think(brain.thinking, muscle_id, data)
+        else:
+            update = call(brain.thinking, muscle_id, data)
+        self.stored = False
+        self._after_thinking(memory, message)
+        self._record_statistics(message.worker, message.episode, message.step)
+        if message.done:
+            self.statistics.flush()
+        return update
+
+    def _remember(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:
+        """Append the experience's transition (if any) to ``memory``; what the Muscle sent."""
         transition = message.transition
         if transition is not None:
             if self.filters:
@@ -250,20 +331,15 @@ class BrainProcess(Component):
                 terminated=transition.terminated,
                 truncated=transition.truncated,
             )
-        if self.filters:
-            update = self.filters.think(brain.thinking, muscle_id, pickle.loads(message.data))
-        else:
-            update = call(brain.thinking, muscle_id, pickle.loads(message.data))
-        self.stored = False
+        return pickle.loads(message.data)
+
+    def _after_thinking(self, memory: Any, message: m.Experience) -> None:
+        """At the end of a Muscle's episode: a dump if one is due, the phase's stop rules."""
         if message.done and self._dump_due():
             self._store_brain(periodic=True)
             self._send_dumps()
             if self.phase_stop is not None:
                 self.phase_stop.episode_ended(message.worker, memory)
-        self._record_statistics(message.worker, message.episode, message.step)
-        if message.done:
-            self.statistics.flush()
-        return update
 
     def _evaluate(self, evaluation: int) -> m.AgentEvaluated:
         """Call ``evaluate_rollouts`` after evaluation ``evaluation``'s rollouts."""

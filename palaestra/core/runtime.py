@@ -175,7 +175,7 @@ class Runtime:
                 self._reject(sender, message.error)
                 self.component.fail(message.error)
                 continue
-            if isinstance(message, m.EpisodeEnded):  # news between a request and its answer
+            if isinstance(message, m.EpisodeEnded | m.EpisodeRows):  # news, not an answer
                 if self.component.handler_for(message) is not None:
                     await self.component.dispatch(message)
                 continue

@@ -211,6 +211,15 @@ class ExperimentRun(Component):
     async def _store(self, request: m.Msg) -> Any:
         return await self.store.ask(request)
 
+    @on(m.EpisodeRows)
+    def handle_episodes_ended(self, message: m.EpisodeRows) -> None:
+        """Episodes of a worker ended (a simulation controller sends them in batches, see
+        :data:`palaestra.simulation.controller.PROGRESS_SECONDS`): each to :attr:`on_episode`."""
+        if self.on_episode is None:
+            return
+        for row in message.rows:
+            self.handle_episode_ended(row)
+
     @on(m.EpisodeEnded)
     def handle_episode_ended(self, message: m.EpisodeEnded) -> None:
         """A worker's episode ended: tell :attr:`on_episode` (its failure is only logged)."""

@@ -53,6 +53,13 @@ environment, straight over its links to the Muscles (two messages per agent and 
 ``auto`` (the default): the environment when there is one and the controller's policy is a
 built-in one, else the controller. Both give the same world states and actions."""
 
+PROGRESS_SECONDS = 0.1
+"""A worker's ended episodes go to the ExperimentRun controller (the run's progress, in the
+executor) in batches (an :class:`~palaestra.core.messages.EpisodeRows`): the first episode's at
+once, then at the first episode end at least this long after the last batch, and the rest
+before the worker reports it is done. One message per episode kept the executor's one process
+busy in proportion to workers x episodes/s; the progress display redraws at most every 0.1 s
+anyway (``palaestra.cli.progress.REFRESH_S``)."""
 EPISODE_FLUSH_SECONDS = 1.0
 """The ``episodes`` rows buffered go to the store writer at the first episode's end, then at the
 first episode end at least this long after the last push (and in batches, and at the phase's
@@ -155,10 +162,10 @@ class SimulationController(Component):
         phase_id: The phase's id in the store (of its ``episodes`` rows).
         store_endpoint: The store writer's record socket (None: no store).
 
-    Each episode that ends is told to the parent (an
-    :class:`~palaestra.core.messages.EpisodeEnded`, as it ends) and to the store writer (an
-    ``episodes`` row, in batches, and at an episode's end :data:`EPISODE_FLUSH_SECONDS` after
-    the last push).
+    Each episode that ends is told to the parent (its
+    :class:`~palaestra.core.messages.EpisodeEnded`, in batches: see :data:`PROGRESS_SECONDS`)
+    and to the store writer (an ``episodes`` row, in batches, and at an episode's end
+    :data:`EPISODE_FLUSH_SECONDS` after the last push).
     """
 
     policy: ClassVar[type[TurnPolicy] | None] = None
@@ -182,6 +189,8 @@ class SimulationController(Component):
         self.store_endpoint = store_endpoint
         self.episode_rows = RowSink(None, self._episode_rows)  # the store's, once running
         self._rows_pushed = -EPISODE_FLUSH_SECONDS  # the first episode's row goes at once
+        self._for_parent: list[m.EpisodeEnded] = []  # ended episodes not yet told the parent
+        self._parent_told = -PROGRESS_SECONDS  # the first episode is told at once
         if self.policy is None:
             raise TypeError(
                 f"{class_name(type(self))} names no turn policy: set its class attribute "
@@ -294,6 +303,7 @@ class SimulationController(Component):
             episodes = self._play_lanes(run.envs_per_worker, run.episodes, run.first_episode)
         else:
             episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
+        self._tell_parent(time.monotonic())
         hot.call(
             self._send_parent,
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
@@ -406,7 +416,17 @@ class SimulationController(Component):
         if now - self._rows_pushed >= EPISODE_FLUSH_SECONDS:
             self.episode_rows.flush()
             self._rows_pushed = now
-        self.hot_loop.call(self._send_parent, message)
+        self._for_parent.append(message)
+        if now - self._parent_told >= PROGRESS_SECONDS:
+            self._tell_parent(now)
+
+    def _tell_parent(self, now: float) -> None:
+        """Send the parent the episodes that ended since the last batch (if any)."""
+        if not self._for_parent:
+            return
+        rows, self._for_parent = self._for_parent, []
+        self._parent_told = now
+        self.hot_loop.call(self._send_parent, m.EpisodeRows(phase_id=self.phase_id, rows=rows))
 
     def _env_episode(self) -> tuple[EpisodeResult, float, float, bool]:
         """Hand the episode to the environment: it sends observations straight to the

@@ -8,7 +8,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import IntegrityError
 
 from palaestra.core import messages as m
 from palaestra.core.records import (
@@ -147,3 +149,64 @@ def test_bulk_rows_equal_sqlalchemy_rows(tmp_path: Path) -> None:
     assert math.isinf(sensors[3].sensors["pole.state"][2])
     assert sensors[3].simtime == {"simtime_ticks": 3, "simtime_timestamp": None}
     assert sensors[4].simtime is None
+
+
+# --- PostgreSQL: COPY ------------------------------------------------------------------------
+
+
+def _pg_text_rows(engine: Engine, table: str) -> list[tuple[str | None, ...]]:
+    """Every column but the id and the step, as the server's text of it, ordered by step."""
+    with engine.connect() as connection:
+        columns = [
+            name
+            for (name,) in connection.exec_driver_sql(
+                "select column_name from information_schema.columns "
+                f"where table_name = '{table}' and column_name not in ('id', 'step') "
+                "order by ordinal_position"
+            )
+        ]
+        cast = ", ".join(f"{c}::text" for c in columns)
+        return [
+            tuple(row)
+            for row in connection.exec_driver_sql(f"select {cast} from {table} order by step")
+        ]
+
+
+def test_copy_rows_equal_sqlalchemy_rows_on_postgres(pg_uri: str) -> None:
+    """The psycopg store takes the per-step rows by COPY: the server then holds the same text
+    (JSON, non-finite floats, booleans, NULLs) as for SQLAlchemy's INSERT."""
+    engine = make_engine(pg_uri)
+    assert engine.dialect.driver == "psycopg"
+    schema.create(engine)
+    by_sqlalchemy = _rows(0)
+    by_copy = _rows(100)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("SET LOCAL session_replication_role = replica")  # no owners
+        connection.execute(WORLD_STATES.insert(), by_sqlalchemy[0])
+        connection.execute(MUSCLE_ACTIONS.insert(), by_sqlalchemy[1])
+        insert_values(connection, WORLD_STATES, WORLD_STATE_COLUMNS, _world(by_copy[0]))
+        insert_values(connection, MUSCLE_ACTIONS, MUSCLE_ACTION_COLUMNS, _actions(by_copy[1]))
+    for table in ("world_states", "muscle_actions"):
+        found = _pg_text_rows(engine, table)
+        assert len(found) == 6
+        assert found[:3] == found[3:], table
+    with engine.connect() as connection:
+        sensors = connection.execute(WORLD_STATES.select().order_by(WORLD_STATES.c.step)).all()
+    assert math.isinf(sensors[3].sensors["pole.state"][2])
+    assert sensors[3].simtime == {"simtime_ticks": 3, "simtime_timestamp": None}
+    assert sensors[4].simtime is None
+    engine.dispose()
+
+
+def test_a_failed_copy_stores_nothing_of_its_batch(pg_uri: str) -> None:
+    """A row the server refuses fails the COPY and its transaction: whole batches only."""
+    engine = make_engine(pg_uri)
+    schema.create(engine)
+    rows = _world(_rows(0)[0])
+    rows[1] = (None, *rows[1][1:])  # environment_id is NOT NULL
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.exec_driver_sql("SET LOCAL session_replication_role = replica")
+        insert_values(connection, WORLD_STATES, WORLD_STATE_COLUMNS, rows)
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("select count(*) from world_states").scalar() == 0
+    engine.dispose()

@@ -1,0 +1,339 @@
+"""Many cores: how W rollout workers scale against one, with the store on.
+
+    python benchmarks/many_cores.py [--workers 1,2,4,8,16] [--repeat 3]
+        [--store sqlite|postgres|both] [--agents 1,4] [--episode-steps N] [--only a|b]
+
+For each W (default: 1, 2, 4, ... up to ``os.cpu_count()``), each a median of ``--repeat`` runs
+of ``python -m palaestra experiment-start`` (interleaved over the configurations, so noise on a
+shared machine spreads evenly), DummyBrain / DummyMuscle agents on ``TimedEnvironment``
+(``benchmarks/plugins.py``: a DummyEnvironment that notes the time of its first and last step):
+
+(a) **1 ms environment step**: 1 agent, every step busy-waits 1 ms (DummyEnvironment's
+    ``step_delay`` spins on ``time.perf_counter``). A busy-wait, not a sleep: it models a
+    CPU-bound simulator, which takes a core for the millisecond, so W workers can only reach W x
+    one worker when the framework's own processes leave the cores to the environments; a sleep
+    would free the core and hide exactly that contention. Reports environment steps/s (all
+    workers, first step to last) and the ratio W workers / 1 worker (target on 16 cores: >= 14).
+(b) **aggregate agent actions/s**: DummyEnvironment without delay, ``--agents`` agents (each
+    acts every step: Vanilla), so actions/s = steps/s x agents (target on 16 cores at 16 workers:
+    >= 100,000).
+
+Each run's store is checked: one ``world_states`` row per environment step and one
+``muscle_actions`` row per agent step, else the configuration is reported FAILED and the script
+exits 1. The store is SQLite (a file in the run's temp dir) and/or PostgreSQL (``--postgres``,
+a fresh database per run, dropped after). ``--episode-steps`` cuts each worker's steps into
+episodes of that many steps (default: one episode), so the per-episode paths (simulation
+controller, executor, store writer) are part of what is timed.
+
+Prints the machine's core count and a table; writes JSON to benchmarks/results/many_cores.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from run import RunFailed, machine, run_command, steady_rate  # noqa: E402
+
+POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One configuration: W workers, K agents, a per-step delay, a store."""
+
+    workers: int
+    agents: int
+    steps: int  # environment steps per worker (all its episodes)
+    episode_steps: int
+    delay: float
+    store: str  # "sqlite" | "postgres"
+
+    @property
+    def episodes(self) -> int:
+        return max(1, self.steps // self.episode_steps)
+
+    @property
+    def world_rows(self) -> int:
+        return self.episodes * self.episode_steps * self.workers
+
+    @property
+    def label(self) -> str:
+        what = "1 ms step" if self.delay else f"{self.agents} agent(s)"
+        return f"{what}, {self.workers:2d} w, {self.store}"
+
+
+def run_file_text(spec: Spec, timing: Path) -> str:
+    """A one-phase run file: ``spec.agents`` dummy agents on one TimedEnvironment per worker."""
+    agents = []
+    for i in range(spec.agents):
+        block = range(5 * (i % 2), 5 * (i % 2) + 5)  # as dummy_run.yml: two blocks of five
+        ids = ", ".join(f"myenv.{j}" for j in block)
+        agents.append(
+            f"        - name: agent{i}\n"
+            "          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}\n"
+            "          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}\n"
+            "          objective: {name: palaestra.agent.dummy_objective:DummyObjective,"
+            " params: {params: 1}}\n"
+            f"          sensors: [{ids}]\n"
+            f"          actuators: [{ids}]\n"
+        )
+    params = (
+        f"{{discrete: true, max_iter: {spec.episode_steps}, step_delay: {spec.delay}, "
+        f"timing_file: '{timing}', mark_every: {max(1, spec.steps // 100)}}}"
+    )
+    return (
+        "uid: many-cores\n"
+        "experiment_uid: many-cores\n"
+        "seed: 42\n"
+        'version: "0.1"\n'
+        "schedule:\n"
+        "  - phase_0:\n"
+        "      environments:\n"
+        "        - environment:\n"
+        "            name: plugins:TimedEnvironment\n"
+        "            uid: myenv\n"
+        f"            params: {params}\n"
+        "      agents:\n" + "".join(agents) + "      simulation:\n"
+        "        name: palaestra.simulation:Vanilla\n"
+        "        conditions:\n"
+        "          - name: palaestra.simulation:VanillaSimControllerTerminationCondition\n"
+        "            params: {}\n"
+        "      phase_config:\n"
+        "        mode: train\n"
+        f"        worker: {spec.workers}\n"
+        f"        episodes: {spec.episodes}\n"
+        "run_config:\n"
+        "  condition:\n"
+        "    name: palaestra.experiment:VanillaRunGovernorTerminationCondition\n"
+        "    params: {}\n"
+    )
+
+
+# --- stores --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def store_uri(spec: Spec, tmp: Path, postgres: str) -> Iterator[str]:
+    """The run's store: a SQLite file in ``tmp``, or a fresh PostgreSQL database (dropped)."""
+    if spec.store == "sqlite":
+        yield f"sqlite:///{tmp / 'palaestra.db'}"
+        return
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres)
+    name = f"palaestra_many_cores_{os.getpid()}_{time.monotonic_ns()}"
+    admin = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def count_rows(uri: str) -> tuple[int, int]:
+    """Rows of ``world_states`` and ``muscle_actions`` in the store at ``uri``."""
+    if uri.startswith("sqlite:///"):
+        with contextlib.closing(sqlite3.connect(uri.removeprefix("sqlite:///"))) as conn:
+            world = conn.execute("select count(*) from world_states").fetchone()[0]
+            actions = conn.execute("select count(*) from muscle_actions").fetchone()[0]
+        return int(world), int(actions)
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(uri).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as conn:
+        world = conn.execute("select count(*) from world_states").fetchone()
+        actions = conn.execute("select count(*) from muscle_actions").fetchone()
+    return int(world[0]) if world else 0, int(actions[0]) if actions else 0
+
+
+def check_store(uri: str, spec: Spec) -> None:
+    world, actions = count_rows(uri)
+    if world != spec.world_rows or actions != spec.world_rows * spec.agents:
+        raise RunFailed(
+            f"store check: {world} world_states rows for {spec.world_rows} steps, "
+            f"{actions} muscle_actions rows for {spec.world_rows * spec.agents} agent steps"
+        )
+
+
+# --- one run -------------------------------------------------------------------------------
+
+
+def timed_run(spec: Spec, postgres: str, notes: list[str]) -> float:
+    """Environment steps/s of one run, first step to last, all workers."""
+    with tempfile.TemporaryDirectory(prefix="palaestra-many-") as name:
+        tmp = Path(name)
+        run_file = tmp / "run.yml"
+        run_file.write_text(run_file_text(spec, tmp / "timing"))
+        with store_uri(spec, tmp, postgres) as uri:
+            runtime = tmp / "runtime.yaml"
+            runtime.write_text(f"store_uri: {uri}\ndata_path: {tmp / '_outputs'}\n")
+            args = [sys.executable, "-m", "palaestra", "-c", str(runtime)]
+            timeout = 120 + spec.world_rows * max(0.01, 4 * spec.delay)
+            cmd = run_command([*args, "experiment-start", str(run_file)], tmp, timeout, notes)
+            if cmd.code != 0:
+                raise RunFailed(f"exit {cmd.code}: {cmd.stderr.strip()[-2000:]}")
+            check_store(uri, spec)
+        timings = [json.loads(p.read_text()) for p in sorted(tmp.glob("timing.*.json"))]
+        steps = sum(t["steps"] for t in timings)
+        if steps != spec.world_rows:
+            raise RunFailed(f"the environments stepped {steps} times, expected {spec.world_rows}")
+        return steady_rate(timings)
+
+
+def measure(
+    specs: list[Spec], repeat: int, postgres: str
+) -> tuple[dict[Spec, list[float]], dict[Spec, str], list[str]]:
+    """``repeat`` rounds over ``specs``, interleaved; rates, failures and notes."""
+    rates: dict[Spec, list[float]] = {spec: [] for spec in specs}
+    failures: dict[Spec, str] = {}
+    notes: list[str] = []
+    for round_ in range(repeat):
+        for spec in specs:
+            if spec in failures:
+                continue
+            print(f"round {round_ + 1}/{repeat}: {spec.label} ...", file=sys.stderr, flush=True)
+            try:
+                rates[spec].append(timed_run(spec, postgres, notes))
+            except RunFailed as exc:
+                failures[spec] = str(exc)
+    return rates, failures, notes
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+@dataclass
+class Line:
+    what: str
+    workers: int
+    store: str
+    steps_per_s: float | None
+    actions_per_s: float | None
+    ratio: float | None  # against 1 worker, same kind and store
+    runs: list[float]
+
+
+def lines(specs: list[Spec], rates: dict[Spec, list[float]]) -> list[Line]:
+    out = []
+    for spec in specs:
+        runs = rates[spec]
+        value = statistics.median(runs) if runs else None
+        one = next((s for s in specs if s.workers == 1 and _same_kind(s, spec) and rates[s]), None)
+        ratio = None
+        if value is not None and one is not None:
+            ratio = value / statistics.median(rates[one])
+        what = "1 ms step, 1 agent" if spec.delay else f"no delay, {spec.agents} agent(s)"
+        actions = value * spec.agents if value is not None else None
+        out.append(Line(what, spec.workers, spec.store, value, actions, ratio, runs))
+    return out
+
+
+def _same_kind(a: Spec, b: Spec) -> bool:
+    return (a.agents, a.delay, a.store, a.steps, a.episode_steps) == (
+        b.agents,
+        b.delay,
+        b.store,
+        b.steps,
+        b.episode_steps,
+    )
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "FAILED" if value is None else f"{value:,.{digits}f}"
+
+
+def print_table(found: list[Line], repeat: int, seconds: float) -> None:
+    print(f"palaestra many cores (median of {repeat}) on {machine()}; cores: {os.cpu_count()}")
+    print(f"{'what':26} {'W':>3} {'store':8} {'steps/s':>10} {'actions/s':>10} {'x 1 worker':>10}")
+    for line in found:
+        ratio = "" if line.ratio is None else f"{line.ratio:10.2f}"
+        print(
+            f"{line.what:26} {line.workers:3d} {line.store:8} {_num(line.steps_per_s):>10} "
+            f"{_num(line.actions_per_s):>10} {ratio:>10}"
+        )
+    print(f"took {seconds:.0f} s")
+
+
+def default_workers() -> list[int]:
+    cores = os.cpu_count() or 1
+    workers = [w for w in (1, 2, 4, 8, 16) if w <= cores]
+    return workers if cores in workers or cores > 16 else [*workers, cores]
+
+
+def parse_list(text: str) -> list[int]:
+    values = sorted({int(v) for v in text.split(",") if v.strip()})
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 1,2,4")
+    return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=parse_list, help="e.g. 1,2,4,8,16 (default: to cores)")
+    parser.add_argument("--agents", type=parse_list, default=[1, 4], help="for (b); default 1,4")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--delay-steps", type=int, default=2_000, help="(a) steps per worker")
+    parser.add_argument("--steps", type=int, default=10_000, help="(b) steps per worker")
+    parser.add_argument("--episode-steps", type=int, help="steps per episode (default: all)")
+    parser.add_argument("--store", choices=("sqlite", "postgres", "both"), default="sqlite")
+    parser.add_argument("--postgres", default=POSTGRES, help="server for --store postgres")
+    parser.add_argument("--only", choices=("a", "b"), help="only (a) 1 ms step or (b) actions/s")
+    args = parser.parse_args()
+    workers = args.workers or default_workers()
+    stores = ["sqlite", "postgres"] if args.store == "both" else [args.store]
+    specs = []
+    for store in stores:
+        for w in workers:
+            if args.only != "b":
+                length = args.episode_steps or args.delay_steps
+                specs.append(Spec(w, 1, args.delay_steps, length, 0.001, store))
+            if args.only != "a":
+                for agents in args.agents:
+                    length = args.episode_steps or args.steps
+                    specs.append(Spec(w, agents, args.steps, length, 0.0, store))
+    began = time.monotonic()
+    rates, failures, notes = measure(specs, args.repeat, args.postgres)
+    seconds = time.monotonic() - began
+    found = lines(specs, rates)
+    print_table(found, args.repeat, seconds)
+    for note in notes:
+        print(f"note: {note}")
+    for spec, reason in failures.items():
+        print(f"FAILED {spec.label}: {reason}", file=sys.stderr)
+    out = BENCH / "results"
+    out.mkdir(exist_ok=True)
+    result: dict[str, Any] = {
+        "machine": machine(),
+        "cores": os.cpu_count(),
+        "repeat": args.repeat,
+        "seconds": seconds,
+        "specs": [asdict(s) for s in specs],
+        "lines": [asdict(line) for line in found],
+        "failures": {s.label: reason for s, reason in failures.items()},
+        "notes": notes,
+    }
+    (out / "many_cores.json").write_text(json.dumps(result, indent=2))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
