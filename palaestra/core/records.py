@@ -179,7 +179,7 @@ class RowSink:
         self.batch_bytes = batch_bytes
         self.plugin = plugin
         self.shape = shape
-        self.rows: list[msgspec.Raw] = []
+        self.rows: list[Any] = []  # encoded rows (msgspec.Raw), or shaped ones
         self.size = 0
 
     def add(self, row: Row) -> None:
@@ -198,6 +198,18 @@ class RowSink:
             self._unencodable(row, exc)
         self.rows.append(msgspec.Raw(data))
         self.size += len(data)
+        if len(self.rows) >= self.batch or self.size >= self.batch_bytes:
+            self.flush()
+
+    def add_shaped(self, rows: list[tuple[Any, ...]], size: int) -> None:
+        """Buffer rows shaped already (the values of :data:`STORE_COLUMNS`, made by palaestra
+        from checked values, so encodable: they are encoded with their batch); ``size``
+        estimates their encoded bytes. Push the batch when it is full."""
+        if not rows:
+            return
+        if self.socket is not None:
+            self.rows.extend(rows)
+            self.size += size
         if len(self.rows) >= self.batch or self.size >= self.batch_bytes:
             self.flush()
 
