@@ -15,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 
 from palaestra.core import messages as m
 from palaestra.core.information import RewardInformation, SensorInformation
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.records import recorded
+from palaestra.core.records import object_keys, object_text, recorded
 from palaestra.core.spaces import Box, Discrete, Space
 from palaestra.environment import checks
 from palaestra.environment.environment import BatchState, steps_in_batches
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from palaestra.environment.environment_process import EnvironmentProcess
     from palaestra.environment.lanes import _Lane
 
-_encode = msgspec.json.encode
 CACHED = 4096
 """Distinct reward and set point combinations whose JSON text is kept (then forgotten)."""
 
@@ -78,7 +76,9 @@ class Batch:
         columns = self._sensors(games, batch, count)
         rewards, reward_texts = self._rewards(games, batch, count)
         done, terminated, truncated = _ends(first, batch, count)
-        return self._states(games, moves, columns, rewards, reward_texts, done, terminated, truncated)
+        return self._states(
+            games, moves, columns, rewards, reward_texts, done, terminated, truncated
+        )
 
     def _states(
         self,
@@ -94,7 +94,7 @@ class Batch:
         """Each game's state and (if recorded) its ``world_states`` row, in one pass."""
         process = self.process
         uids = process.full_sensor_uids
-        keys = [_encode(uid).decode() + ":" for uid in uids]
+        keys = object_keys(uids)
         paused = process.switch.paused()
         every = process.record_every
         environment_id = process.environment_id
@@ -114,7 +114,7 @@ class Batch:
                 process.rows.flush()
                 game._recording()
             if not paused and recorded(game.step - 1, ends[0], every):
-                sensors = _sensor_text(uids, keys, values)
+                sensors = object_text(keys, uids, values)
                 setpoints = self._setpoint_text(game.prefix, moves[k][1])
                 rows.append(
                     (
@@ -146,9 +146,7 @@ class Batch:
         process.rows.add_shaped(rows, size)
         return states
 
-    def _sensors(
-        self, games: list[EnvironmentProcess], batch: Any, count: int
-    ) -> list[list[Any]]:
+    def _sensors(self, games: list[EnvironmentProcess], batch: Any, count: int) -> list[list[Any]]:
         """Each declared sensor's values (JSON), a column of one per game; checked."""
         first = games[0]
         if not isinstance(batch, BatchState):
@@ -335,13 +333,3 @@ def _stopped(
         if terminated is not None or truncated is not None:
             truncated = truncated or not terminated
     return done, terminated, truncated
-
-
-def _sensor_text(uids: list[str], keys: list[str], values: list[Any]) -> str:
-    """``json_text`` of the sensor values by full uid (``keys``: each uid's JSON text and a
-    colon), from the text of each value."""
-    parts = [key + _encode(value).decode() for key, value in zip(keys, values, strict=True)]
-    text = "{" + ",".join(parts) + "}"
-    if "null" in text:  # a None or a non-finite float: as json_text writes it
-        return json_text(dict(zip(uids, values, strict=True)))
-    return text

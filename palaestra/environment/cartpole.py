@@ -95,9 +95,7 @@ class CartPole(Environment):
         )
 
     @classmethod
-    def update_batch(
-        cls, games: Sequence[Environment], setpoints: dict[str, Any]
-    ) -> BatchState:
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
         """Step every game in ``games`` at once: :meth:`update`'s arithmetic on arrays, in
         the same order of operations (so each game's values are bit for bit those of
         :meth:`update`; cosine and sine come from :mod:`math` as there)."""
@@ -128,8 +126,8 @@ class CartPole(Environment):
             pole.steps += 1
             steps[k], limits[k] = pole.steps, pole.max_steps
         nx, ntheta = new[:, 0], new[:, 2]
-        terminated = (nx < -X_LIMIT) | (nx > X_LIMIT) | (ntheta < -THETA_LIMIT) | (
-            ntheta > THETA_LIMIT
+        terminated = (
+            (nx < -X_LIMIT) | (nx > X_LIMIT) | (ntheta < -THETA_LIMIT) | (ntheta > THETA_LIMIT)
         )
         truncated = ~terminated & (steps >= limits)
         first = poles[0]

@@ -227,9 +227,7 @@ class Environment(ABC):
         """Apply the actuators' set points and advance one step."""
 
     @classmethod
-    def update_batch(
-        cls, games: Sequence[Environment], setpoints: dict[str, Any]
-    ) -> BatchState:
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
         """Step several instances of this class at once (optional; a vector environment).
 
         With ``phase_config.envs_per_worker`` N > 1 the worker's N games are instances of
@@ -255,13 +253,17 @@ class Environment(ABC):
         first = states[0]
         return BatchState(
             [
-                SensorInformation(np.stack([s.sensor_information[i].value for s in states]),
-                                  sensor.space, sensor.uid)
+                SensorInformation(
+                    np.stack([s.sensor_information[i].value for s in states]),
+                    sensor.space,
+                    sensor.uid,
+                )
                 for i, sensor in enumerate(first.sensor_information)
             ],
             [
-                RewardInformation(np.stack([s.rewards[i].value for s in states]),
-                                  reward.space, reward.uid)
+                RewardInformation(
+                    np.stack([s.rewards[i].value for s in states]), reward.space, reward.uid
+                )
                 for i, reward in enumerate(first.rewards)
             ],
             np.array([bool(s.terminated) for s in states]),

@@ -33,7 +33,6 @@ from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
 )
-from palaestra.environment.batch import Batch, stepped_in_batches
 from palaestra.core.turns import (
     GOING_ON,
     UNSAID,
@@ -43,6 +42,7 @@ from palaestra.core.turns import (
     episode_ends,
     observation,
 )
+from palaestra.environment.batch import Batch, stepped_in_batches
 
 if TYPE_CHECKING:
     from palaestra.environment.environment_process import EnvironmentProcess
