@@ -150,7 +150,7 @@ def _role(title: str) -> str:
 
 def _unix_paths() -> dict[str, str]:
     """The paths of the bound Unix sockets, by inode."""
-    paths = {}
+    paths: dict[str, str] = {}
     try:
         lines = Path("/proc/net/unix").read_text().splitlines()[1:]
     except OSError:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from palaestra.core import messages as m
-from palaestra.core.information import RewardInformation, SensorInformation
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import object_keys, object_text, recorded
@@ -195,7 +194,7 @@ class Batch:
             cache.clear()
         rewards, texts = [], []
         for k in range(count):
-            key = tuple(column[k] for _, column in described)
+            key: Any = tuple(column[k] for _, column in described)
             try:
                 hit = cache.get(key)
             except TypeError:  # (a list value: no key)
@@ -274,8 +273,12 @@ def _check(
         return
     for k, value in enumerate(values):
         if not check(value):
-            cls = SensorInformation if kind == "sensor" else RewardInformation
-            raise checks.outside(games[k].env, kind, cls(value, space, info.uid), space)
+            raise PluginContractError(
+                games[k].env,
+                "update_batch",
+                f"returned {kind} '{info.uid}' = {_short(value)} for game {games[k].worker} "
+                f"(row {k} of the batch), which is not in its declared space {space}",
+            )
 
 
 def _inside(space: Space, values: Any) -> bool:
@@ -321,7 +324,8 @@ def _flags(first: EnvironmentProcess, flags: Any, count: int) -> list[bool | Non
             f"returned {values.shape[0]} flags for {count} games (terminated, truncated and "
             "done have one per game)",
         )
-    return values.tolist()  # type: ignore[no-any-return]
+    flags_list: list[bool | None] = values.tolist()
+    return flags_list
 
 
 def _stopped(
@@ -333,3 +337,9 @@ def _stopped(
         if terminated is not None or truncated is not None:
             truncated = truncated or not terminated
     return done, terminated, truncated
+
+
+def _short(value: Any) -> str:
+    """A value as an error shows it: its repr, cut."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

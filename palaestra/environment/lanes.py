@@ -255,18 +255,20 @@ class _Play:
         lane.values.update(zip(game.full_sensor_uids, state.values, strict=True))
         for agent in agents:
             lane.rewards[agent.process] = state.rewards
-        stepped = Stepped((), state.rewards, [state.done], [state.terminated], [state.truncated])
         if lane.ends_with_environment:
             over = state.done
         else:
-            over = any(call(c.episode_done, stepped.done) for c in lane.episode_conditions)
+            over = any(call(c.episode_done, [state.done]) for c in lane.episode_conditions)
         if not over:
-            said = state.terminated is not None or state.truncated is not None
-            if lane.ends is UNSAID and said:
+            if lane.ends is UNSAID and (
+                state.terminated is not None or state.truncated is not None
+            ):
                 lane.ends = GOING_ON
             following.add(lane, agents, False)
             return
-        lane.ends = episode_ends(stepped)
+        lane.ends = episode_ends(
+            Stepped((), state.rewards, [state.done], [state.terminated], [state.truncated])
+        )
         following.add(lane, agents, True)
         lane.done += 1
         self.tell(m.encode(_ended(lane)))
