@@ -235,8 +235,9 @@ def palaestra_rate(games: int, steps: int, lag: int, environment: str) -> dict[s
     return {"steps": total, "steady": total / seconds, "wall": total / wall, "cpu_us": cpu}
 
 
-def gymnasium_rate(games: int, steps: int, vectorized: bool) -> float:
-    """Steps/s of a gymnasium vector environment of ``games`` CartPoles, the same policy."""
+def gymnasium_rate(games: int, steps: int, vectorized: bool) -> tuple[float, float]:
+    """Steps/s of a gymnasium vector environment of ``games`` CartPoles, the same policy, and
+    the CPU microseconds it spent per step."""
     import gymnasium as gym
 
     if vectorized:
@@ -247,24 +248,26 @@ def gymnasium_rate(games: int, steps: int, vectorized: bool) -> float:
         envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(games)])
     observations, _ = envs.reset(seed=1)
     done = 0
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     while done < steps:
         observations, _, _, _, _ = envs.step(act(observations))
         done += games
-    seconds = time.perf_counter() - began
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     envs.close()
-    return done / seconds
+    return done / seconds, 1e6 * cpu / done
 
 
 def measure(games: int, steps: int, repeat: int, lag: int, environment: str) -> dict[str, Any]:
     """``repeat`` rounds, each a palaestra run and the two gymnasium loops right after it
     (interleaved, so a busy machine slows all three alike); medians and their ratio, and the
     ratio of each round's figures."""
-    runs, sync, vector = [], [], []
+    runs, sync, vector, sync_cpu = [], [], [], []
     for _ in range(repeat):
         runs.append(palaestra_rate(games, steps, lag, environment))
-        sync.append(gymnasium_rate(games, runs[-1]["steps"], False))
-        vector.append(gymnasium_rate(games, runs[-1]["steps"], True))
+        rate, cpu_us = gymnasium_rate(games, runs[-1]["steps"], False)
+        sync.append(rate)
+        sync_cpu.append(cpu_us)
+        vector.append(gymnasium_rate(games, runs[-1]["steps"], True)[0])
     steady = statistics.median(r["steady"] for r in runs)
     roles = sorted({role for r in runs for role in r["cpu_us"]})
     cpu = {role: statistics.median(r["cpu_us"].get(role, 0.0) for r in runs) for role in roles}
@@ -279,6 +282,7 @@ def measure(games: int, steps: int, repeat: int, lag: int, environment: str) -> 
         "ratio_vectorized": steady / statistics.median(vector),
         "ratio_sync_per_round": [r["steady"] / s for r, s in zip(runs, sync, strict=True)],
         "cpu_us_per_step": cpu,
+        "sync_cpu_us_per_step": statistics.median(sync_cpu),
         "all": {"palaestra": runs, "sync": sync, "vectorized": vector},
     }
 
@@ -317,7 +321,7 @@ def main() -> None:
     print("\nCPU microseconds per step by process (whole run, start-up included):")
     for r in results:
         shares = ", ".join(f"{role} {us:.1f}" for role, us in r["cpu_us_per_step"].items())
-        print(f"{r['games']:>4}: {shares}")
+        print(f"{r['games']:>4}: {shares}; SyncVectorEnv {r['sync_cpu_us_per_step']:.1f}")
     out = BENCH / "results" / "vector_envs.json"
     out.parent.mkdir(exist_ok=True)
     meta = {

@@ -139,6 +139,8 @@ class Environment(ABC):
     rewards and done, a tuple or :class:`EnvironmentState`). The run file's ``params`` go to the
     constructor as keyword arguments; constructors may also take ``uid`` and ``seed``.
     Sensor and actuator uids are local (``"0"``); agents see them prefixed (``"myenv.0"``).
+    Optionally implement :meth:`update_batch` to step several instances at once (a vector
+    environment: ``phase_config.envs_per_worker``).
 
     While checking a run file, palaestra starts each environment once (constructor,
     :meth:`start_environment`, :meth:`shutdown`) to learn its ids; set
