@@ -96,6 +96,7 @@ class Batch:
         keys = object_keys(uids)
         paused = process.switch.paused()
         every = process.record_every
+        storing = process.rows.socket is not None  # (its values need no check: ours)
         environment_id = process.environment_id
         rows: list[tuple[Any, ...]] = []
         size = 0
@@ -112,7 +113,7 @@ class Batch:
                 rows, size = [], 0
                 process.rows.flush()
                 game._recording()
-            if not paused and recorded(game.step - 1, ends[0], every):
+            if storing and not paused and recorded(game.step - 1, ends[0], every):
                 sensors = object_text(keys, uids, values)
                 setpoints = self._setpoint_text(game.prefix, moves[k][1])
                 rows.append(

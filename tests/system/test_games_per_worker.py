@@ -291,6 +291,15 @@ def test_games_stepped_in_one_call_write_what_games_stepped_one_by_one_write(
     assert batched == found["games:PerGameCartPole"]
 
 
+def test_games_stepped_in_one_call_play_without_a_store(workspace: Workspace) -> None:
+    config = workspace.path / "runtime.yaml"
+    config.write_text("store_uri: none\n")
+    path = run_file(workspace, workers=1, games=4)
+    result = workspace.run("-c", str(config), "experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ended: 8/8 episodes" in result.stdout + result.stderr
+
+
 def test_a_batch_value_outside_its_space_names_the_game(workspace: Workspace) -> None:
     path = run_file(
         workspace,
