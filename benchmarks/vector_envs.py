@@ -21,7 +21,8 @@ CartPole stepping at N games:
 * gymnasium CartPoleVectorEnv: gymnasium's own numpy-vectorized CartPole (one array step for
   all N), the same way.
 
-Each figure is the median of ``--repeat`` runs; the ratio is palaestra (steady) / SyncVectorEnv.
+Each figure is the median of ``--repeat`` rounds (a palaestra run, then each gymnasium loop:
+interleaved); the ratio is palaestra (steady) / SyncVectorEnv.
 Prints a table and writes JSON to benchmarks/results/vector_envs.json.
 """
 
@@ -63,7 +64,7 @@ schedule:
   - phase_0:
       environments:
         - environment:
-            name: palaestra.environment.cartpole:CartPole
+            name: {environment}
             uid: pole
             params: {{}}
       agents:
@@ -91,9 +92,14 @@ run_config:
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+ROLES = ("Environment", "Muscle", "Brain", "StoreWriter", "SimulationController")
+
+
 class CpuSampler(threading.Thread):
-    """Samples the CPU time (user + system) of every process of a session, by its title
-    (``palaestra[Muscle-player-0]``), until stopped; a process's last sample is what it used."""
+    """Samples the CPU time (user + system) of every process of a session until stopped; a
+    process's last sample is what it used. A process's role is its title
+    (``palaestra[Muscle-player-0]``) or, where titles are not set, the name of the Unix
+    socket it bound in the run's directory (``Muscle-player-0-muscle.sock``)."""
 
     def __init__(self, session: int) -> None:
         super().__init__(daemon=True)
@@ -106,6 +112,7 @@ class CpuSampler(threading.Thread):
             self.sample()
 
     def sample(self) -> None:
+        paths: dict[str, str] | None = None
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
@@ -120,7 +127,11 @@ class CpuSampler(threading.Thread):
             seconds = (int(fields[11]) + int(fields[12])) / TICKS
             pid = int(entry)
             known = self.last.get(pid)
-            role = known[0] if known is not None and not title else _role(title)  # a zombie: ""
+            role = known[0] if known is not None else _role(title)
+            if role == "executor":
+                if paths is None:
+                    paths = _unix_paths()
+                role = _bound_role(pid, paths)
             self.last[pid] = (role, seconds)
 
     def by_role(self) -> dict[str, float]:
@@ -137,16 +148,55 @@ def _role(title: str) -> str:
     return "executor"
 
 
+def _unix_paths() -> dict[str, str]:
+    """The paths of the bound Unix sockets, by inode."""
+    paths: dict[str, str] = {}
+    try:
+        lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    except OSError:
+        return paths
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 8 and "palaestra-" in fields[7]:
+            paths[fields[6]] = fields[7]
+    return paths
+
+
+def _bound_role(pid: int, paths: dict[str, str]) -> str:
+    """The role named by a socket in the run's directory that process ``pid`` holds."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return "executor"
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            name = os.path.basename(paths.get(target[8:-1], ""))
+            for role in ROLES:
+                if name.startswith(role + "-") or name.startswith(role + "."):
+                    return role
+    return "executor"
+
+
 def episodes_per_game(games: int, steps: int) -> int:
     return max(1, math.ceil(steps / (games * EPISODE_GUESS)))
 
 
-def palaestra_rate(games: int, steps: int, lag: int) -> dict[str, float]:
+CARTPOLE = "palaestra.environment.cartpole:CartPole"
+PER_GAME = "vector_plugins:PerGameCartPole"
+
+
+def palaestra_rate(games: int, steps: int, lag: int, environment: str) -> dict[str, Any]:
     """One run: steps, steady and wall steps/s; the store checked for completeness."""
     with tempfile.TemporaryDirectory(prefix="palaestra-vector-") as tmp:
         run_file = Path(tmp) / "run.yml"
         episodes = episodes_per_game(games, steps)
-        run_file.write_text(RUN.format(episodes=episodes, games=games, lag=lag))
+        run_file.write_text(
+            RUN.format(episodes=episodes, games=games, lag=lag, environment=environment)
+        )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(BENCH), str(ROOT), env.get("PYTHONPATH", "")])
         began = time.perf_counter()
@@ -185,8 +235,9 @@ def palaestra_rate(games: int, steps: int, lag: int) -> dict[str, float]:
     return {"steps": total, "steady": total / seconds, "wall": total / wall, "cpu_us": cpu}
 
 
-def gymnasium_rate(games: int, steps: int, vectorized: bool) -> float:
-    """Steps/s of a gymnasium vector environment of ``games`` CartPoles, the same policy."""
+def gymnasium_rate(games: int, steps: int, vectorized: bool) -> tuple[float, float]:
+    """Steps/s of a gymnasium vector environment of ``games`` CartPoles, the same policy, and
+    the CPU microseconds it spent per step."""
     import gymnasium as gym
 
     if vectorized:
@@ -197,19 +248,26 @@ def gymnasium_rate(games: int, steps: int, vectorized: bool) -> float:
         envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(games)])
     observations, _ = envs.reset(seed=1)
     done = 0
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     while done < steps:
         observations, _, _, _, _ = envs.step(act(observations))
         done += games
-    seconds = time.perf_counter() - began
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     envs.close()
-    return done / seconds
+    return done / seconds, 1e6 * cpu / done
 
 
-def measure(games: int, steps: int, repeat: int, lag: int) -> dict[str, Any]:
-    runs = [palaestra_rate(games, steps, lag) for _ in range(repeat)]
-    sync = [gymnasium_rate(games, runs[0]["steps"], False) for _ in range(repeat)]
-    vector = [gymnasium_rate(games, runs[0]["steps"], True) for _ in range(repeat)]
+def measure(games: int, steps: int, repeat: int, lag: int, environment: str) -> dict[str, Any]:
+    """``repeat`` rounds, each a palaestra run and the two gymnasium loops right after it
+    (interleaved, so a busy machine slows all three alike); medians and their ratio, and the
+    ratio of each round's figures."""
+    runs, sync, vector, sync_cpu = [], [], [], []
+    for _ in range(repeat):
+        runs.append(palaestra_rate(games, steps, lag, environment))
+        rate, cpu_us = gymnasium_rate(games, runs[-1]["steps"], False)
+        sync.append(rate)
+        sync_cpu.append(cpu_us)
+        vector.append(gymnasium_rate(games, runs[-1]["steps"], True)[0])
     steady = statistics.median(r["steady"] for r in runs)
     roles = sorted({role for r in runs for role in r["cpu_us"]})
     cpu = {role: statistics.median(r["cpu_us"].get(role, 0.0) for r in runs) for role in roles}
@@ -222,7 +280,9 @@ def measure(games: int, steps: int, repeat: int, lag: int) -> dict[str, Any]:
         "cartpole_vector_env": statistics.median(vector),
         "ratio_sync": steady / statistics.median(sync),
         "ratio_vectorized": steady / statistics.median(vector),
+        "ratio_sync_per_round": [r["steady"] / s for r, s in zip(runs, sync, strict=True)],
         "cpu_us_per_step": cpu,
+        "sync_cpu_us_per_step": statistics.median(sync_cpu),
         "all": {"palaestra": runs, "sync": sync, "vectorized": vector},
     }
 
@@ -233,9 +293,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--update-lag", type=int, choices=(0, 1), default=0)
+    parser.add_argument(
+        "--per-game",
+        action="store_true",
+        help="step each game with its own update() (a CartPole without update_batch)",
+    )
     args = parser.parse_args()
     np.seterr(all="ignore")
-    results = [measure(n, args.steps, args.repeat, args.update_lag) for n in args.games]
+    environment = PER_GAME if args.per_game else CARTPOLE
+    results = [
+        measure(n, args.steps, args.repeat, args.update_lag, environment) for n in args.games
+    ]
     print(
         f"{'N':>4} {'steps':>7} {'palaestra steady':>17} {'wall':>9} "
         f"{'SyncVectorEnv':>14} {'ratio':>6} {'CartPoleVectorEnv':>18} {'ratio':>6}"
@@ -247,10 +315,13 @@ def main() -> None:
             f"{r['ratio_sync']:>6.2f} {r['cartpole_vector_env']:>18,.0f} "
             f"{r['ratio_vectorized']:>6.3f}"
         )
+    print("\nratio to SyncVectorEnv of each round (palaestra run, then gymnasium's):")
+    for r in results:
+        print(f"{r['games']:>4}: " + ", ".join(f"{x:.2f}" for x in r["ratio_sync_per_round"]))
     print("\nCPU microseconds per step by process (whole run, start-up included):")
     for r in results:
         shares = ", ".join(f"{role} {us:.1f}" for role, us in r["cpu_us_per_step"].items())
-        print(f"{r['games']:>4}: {shares}")
+        print(f"{r['games']:>4}: {shares}; SyncVectorEnv {r['sync_cpu_us_per_step']:.1f}")
     out = BENCH / "results" / "vector_envs.json"
     out.parent.mkdir(exist_ok=True)
     meta = {
@@ -258,6 +329,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "load": os.getloadavg(),
         "update_lag": args.update_lag,
+        "environment": environment,
         "repeat": args.repeat,
     }
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))

@@ -3,7 +3,8 @@
 ``LinearPolicy`` pushes right when ``state @ WEIGHTS > 0`` (pole angle plus angular velocity),
 the rule the gymnasium loops of the benchmark apply to their observations. It acts on all games
 of a round in one numpy product (:meth:`propose_actions_batch`). Load it as
-``vector_plugins:LinearPolicy`` with ``benchmarks/`` on ``PYTHONPATH``.
+``vector_plugins:LinearPolicy`` with ``benchmarks/`` on ``PYTHONPATH``. ``PerGameCartPole``
+is CartPole stepped game by game (without its ``update_batch``), for comparison.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 
 from palaestra.agent.muscle import Muscle
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.environment.cartpole import CartPole
+from palaestra.environment.environment import EnvironmentState
 
 WEIGHTS = np.array([0.0, 0.0, 1.0, 1.0])
 
@@ -42,3 +45,11 @@ class LinearPolicy(Muscle):
         pushes = act([game[0].value for game in sensors]).tolist()
         space, uid = actuators_available[0][0].space, actuators_available[0][0].uid
         return [[ActuatorInformation(p, space, uid)] for p in pushes], [None] * len(pushes)
+
+
+class PerGameCartPole(CartPole):
+    """CartPole stepped game by game (``vector_envs.py --per-game``): it overrides
+    :meth:`update` only, so palaestra does not use the inherited ``update_batch``."""
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
+        return super().update(actuators)

@@ -391,6 +391,8 @@ def _scalar(value: Any) -> float:
 def _float(value: Any) -> float:
     if type(value) in _NUMBERS:
         return float(value)
+    if type(value) is np.ndarray and value.size == 1 and value.dtype.kind in "fiu":
+        return float(value.reshape(-1)[0])  # (the sum of its one value, without numpy's sum)
     try:
         return float(np.asarray(value, dtype=float).sum())
     except (TypeError, ValueError):

@@ -18,6 +18,8 @@ import pickle
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective_stop import ObjectiveStop
@@ -25,17 +27,20 @@ from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
+from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import send_records
-from palaestra.core.records import RowSink, muscle_action_values, recorded
+from palaestra.core.records import object_keys, object_text, recorded
+from palaestra.core.spaces import Box
+from palaestra.core.turns import reward_total
 
 if TYPE_CHECKING:
     from palaestra.agent.muscle_process import MuscleProcess
 
 
 class _Game:
-    """What the Muscle keeps of one game: its lane, episode, last action, objective memory and
-    ``muscle_actions`` rows."""
+    """What the Muscle keeps of one game: its lane, episode, last action and objective
+    memory."""
 
     __slots__ = (
         "lane",
@@ -44,27 +49,23 @@ class _Game:
         "memory",
         "stop",
         "paused",
-        "rows",
         "started",
         "objective_stop",
     )
 
-    def __init__(
-        self, lane: int, memory: Memory, rows: RowSink, objective_stop: ObjectiveStop | None
-    ) -> None:
+    def __init__(self, lane: int, memory: Memory, objective_stop: ObjectiveStop | None) -> None:
         self.lane = lane
         self.episode = 0
         self.previous: Any = None  # the muscle process's _Previous of the game's last action
         self.memory = memory
         self.stop = False  # the agent's objective rule holds in this game
         self.paused = False  # recording was paused when the game's last step was acted on
-        self.rows = rows
         self.started = False  # an episode of this game began (the next one resets)
         self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
-def _store_rows(rows: list[Any]) -> m.StoreRows:
-    return m.StoreRows(table="muscle_actions", rows=rows)
+CACHED = 4096
+"""Distinct reward and set point combinations whose JSON text is kept (then forgotten)."""
 
 
 _Entry = tuple[int, _Game, m.AgentStep, Any, int]
@@ -77,35 +78,24 @@ class MuscleLanes:
     def __init__(self, process: MuscleProcess, lanes: int) -> None:
         self.process = process
         agent = process.agent
-        store = process.rows.socket
         self.games = [
             _Game(
                 lane,
                 Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes),
-                RowSink(
-                    store,
-                    _store_rows,
-                    plugin=(process.muscle, "propose_actions"),
-                    shape=self._shaper(process.agent_id, lane),
-                ),
                 ObjectiveStop(agent.objective_stop) if agent.objective_stop else None,
             )
             for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
         ]
         self.first = True  # the first round: the Brain's answer is always waited for
+        # JSON text of the rows' rewards (and their total) and set points, by their items
+        self.reward_texts: dict[Any, tuple[str, float | None]] = {}
+        self.setpoint_texts: dict[Any, str] = {}
 
     @property
     def batched(self) -> bool:
         """Whether the Muscle acts in all games in one call (it overrides
         ``propose_actions_batch``; asked each round, as a hot reload may change the class)."""
         return type(self.process.muscle).propose_actions_batch is not Muscle.propose_actions_batch
-
-    @staticmethod
-    def _shaper(agent_id: int, lane: int) -> Any:
-        def shape(row: m.MuscleActionRow) -> tuple[Any, ...]:
-            return muscle_action_values(agent_id, lane, row)
-
-        return shape
 
     def play(self, link: Channel) -> None:
         """Answer the driver's rounds until its last; then push the games' rows."""
@@ -124,20 +114,14 @@ class MuscleLanes:
             if learn is not None:  # while the games step
                 learn()
             if message.last:
-                for game in self.games:
-                    game.rows.flush()
+                process.rows.flush()
                 process.statistics.flush()
                 return
 
     def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
-        """A hot reload's check before the round (its rows name the round's first game); a
-        new Muscle is the plug-in the games' rows name."""
-        muscle = self.process.muscle
+        """A hot reload's check before the round (its rows name the round's first game)."""
         lane = self.games[message.lanes[0]].lane
         check(lane, message.episodes[0], message.steps[0].step)
-        if self.process.muscle is not muscle:
-            for game in self.games:
-                game.rows.plugin = (self.process.muscle, "propose_actions")
 
     def round(self, message: m.AgentSteps) -> tuple[m.LaneActions, Callable[[], None] | None]:
         """One step round: complete the transitions, consult the Brain, act in every game that
@@ -190,29 +174,23 @@ class MuscleLanes:
         return entries
 
     def _learn(self, entries: list[_Entry], all_done: bool) -> None:
-        """Complete each game's transition (its row, its objective) and tell the Brain."""
+        """Complete each game's transition (its row, its objective) and tell the Brain; the
+        round's ``muscle_actions`` rows are shaped in one pass and buffered together."""
         process = self.process
         every = process.record_every
         uids = process.sensor_uids
+        keys = object_keys(uids)
         items: list[m.Experience] = []
+        shaped: list[tuple[Any, ...]] = []
+        size = 0
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
                 transition = self._complete(game, previous, step)
                 if recorded(previous.step, step.done, every) and not game.paused:
-                    game.rows.add(
-                        m.MuscleActionRow(
-                            episode,
-                            previous.step,
-                            dict(zip(uids, previous.sensor_values, strict=True)),
-                            previous.setpoint_values,
-                            {r.uid: r.value for r in step.rewards},
-                            transition.objective,
-                            step.done,
-                            step.terminated,
-                            step.truncated,
-                        )
-                    )
+                    row = self._row(keys, uids, game, previous, step, transition, episode)
+                    shaped.append(row)
+                    size += len(row[4]) + len(row[5]) + len(row[6]) + 48
             items.append(
                 m.Experience(
                     worker=game.lane,
@@ -223,7 +201,87 @@ class MuscleLanes:
                     step=step.step,
                 )
             )
+        process.rows.add_shaped(shaped, size)
         self._consult(items, all_done)
+
+    def _row(
+        self,
+        keys: list[str],
+        uids: list[str],
+        game: _Game,
+        previous: Any,
+        step: m.AgentStep,
+        transition: m.Transition,
+        episode: int,
+    ) -> tuple[Any, ...]:
+        """The game's ``muscle_actions`` row of the transition, ready to insert (the values of
+        :func:`~palaestra.core.records.muscle_action_values`)."""
+        rewards = step.rewards or []
+        try:
+            sensors = object_text(keys, uids, previous.sensor_values)
+            setpoints = self._setpoint_text(previous.setpoint_values)
+            reward_text, total = self._reward_text(rewards)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self.process.rows.unencodable(
+                m.MuscleActionRow(
+                    episode,
+                    previous.step,
+                    dict(zip(uids, previous.sensor_values, strict=True)),
+                    previous.setpoint_values,
+                    {r.uid: r.value for r in rewards},
+                    transition.objective,
+                    step.done,
+                ),
+                exc,
+            )
+        return (
+            self.process.agent_id,
+            game.lane,
+            episode,
+            previous.step,
+            sensors,
+            setpoints,
+            reward_text,
+            total,
+            transition.objective,
+            step.done,
+            step.terminated,
+            step.truncated,
+            None,
+        )
+
+    def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
+        """The JSON text of a row's rewards (by uid) and their total."""
+        cache = self.reward_texts
+        try:
+            key: Any = tuple((r.uid, r.value) for r in rewards)
+            hit = cache.get(key)
+        except TypeError:  # (a list value: no key)
+            key = hit = None
+        if hit is None:
+            values = {r.uid: r.value for r in rewards}
+            hit = (json_text(values), reward_total(values.values()))
+            if key is not None:
+                if len(cache) > CACHED:
+                    cache.clear()
+                cache[key] = hit
+        return hit
+
+    def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
+        """The JSON text of a row's set points."""
+        cache = self.setpoint_texts
+        try:
+            key: Any = tuple(setpoints.items())
+            text = cache.get(key)
+        except TypeError:  # (a list value: no key)
+            key = text = None
+        if text is None:
+            text = json_text(setpoints)
+            if key is not None:
+                if len(cache) > CACHED:
+                    cache.clear()
+                cache[key] = text
+        return text
 
     def _answer(
         self, message: m.AgentSteps, setpoints: list[dict[str, Any]], stop: list[bool]
@@ -293,13 +351,7 @@ class MuscleLanes:
         process = self.process
         uids, spaces = process.sensor_uids, process.sensor_spaces
         actuators = list(zip(process.actuator_uids, process.actuator_spaces, strict=True))
-        sensors = [
-            [
-                SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
-                for uid, space, v in zip(uids, spaces, step.values, strict=True)
-            ]
-            for _, _, step in acting
-        ]
+        sensors = _sensors(uids, spaces, [step.values for _, _, step in acting])
         # each game its own objects: a Muscle may set the values of those it is given
         availables = [
             [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
@@ -400,6 +452,35 @@ class MuscleLanes:
                 "order of the sensors)",
             )
         return chosen, data
+
+
+def _sensors(
+    uids: list[str], spaces: list[Any], values: list[list[Any]]
+) -> list[list[SensorInformation]]:
+    """Each game's sensors, their values decoded by space: the values of a sensor with a
+    box-like space (an array of its shape) decoded for every game at once, each game's value
+    a row of that array (the array ``from_json_value`` gives, of the same dtype and shape)."""
+    count = len(values)
+    columns: list[list[Any]] = []
+    for i, space in enumerate(spaces):
+        column = [game[i] for game in values]
+        if space is not None and type(space).from_json_value is Box.from_json_value:
+            try:
+                stacked = np.asarray(column, dtype=space.dtype).reshape(count, *space.shape)
+            except (TypeError, ValueError):  # (each alone, as one game would)
+                column = [space.from_json_value(v) for v in column]
+            else:
+                column = list(stacked)
+        elif space is not None:
+            column = [space.from_json_value(v) for v in column]
+        columns.append(column)
+    return [
+        [
+            SensorInformation(column[k], space, uid)
+            for uid, space, column in zip(uids, spaces, columns, strict=True)
+        ]
+        for k in range(count)
+    ]
 
 
 _NONE_PICKLE = pickle.dumps(None)

@@ -40,6 +40,7 @@ writer to take what is still queued (the writer is alive until the end of the ru
 recorded)."""
 
 _encode = msgspec.msgpack.Encoder().encode
+_json = msgspec.json.encode
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
 Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.PluginRecordRow | m.EpisodeEnded
 
@@ -125,6 +126,25 @@ def muscle_action_values(agent_id: int, worker: int, row: m.MuscleActionRow) -> 
     )
 
 
+def object_text(keys: list[str], uids: list[str], values: list[Any]) -> str:
+    """``json_text(dict(zip(uids, values)))``, from the text of each value; ``keys`` are the
+    uids' JSON text with a colon (made once for many rows).
+
+    Raises:
+        TypeError: A value has no JSON form.
+    """
+    parts = [key + _json(value).decode() for key, value in zip(keys, values, strict=True)]
+    text = "{" + ",".join(parts) + "}"
+    if "null" in text:  # a None or a non-finite float: as json_text writes it
+        return json_text(dict(zip(uids, values, strict=True)))
+    return text
+
+
+def object_keys(uids: list[str]) -> list[str]:
+    """The keys :func:`object_text` takes for ``uids``."""
+    return [_json(uid).decode() + ":" for uid in uids]
+
+
 def recorded(step: int, done: bool, every: int) -> bool:
     """Whether the row of step ``step`` (0-based in its episode) is stored when a phase records
     every ``every``-th step (1: all, 0: none; see ``PhaseConfig.record_every``): steps 0,
@@ -179,7 +199,7 @@ class RowSink:
         self.batch_bytes = batch_bytes
         self.plugin = plugin
         self.shape = shape
-        self.rows: list[msgspec.Raw] = []
+        self.rows: list[Any] = []  # encoded rows (msgspec.Raw), or shaped ones
         self.size = 0
 
     def add(self, row: Row) -> None:
@@ -195,13 +215,25 @@ class RowSink:
             else:
                 data = _encode(self.shape(row))
         except _UNENCODABLE as exc:
-            self._unencodable(row, exc)
+            self.unencodable(row, exc)
         self.rows.append(msgspec.Raw(data))
         self.size += len(data)
         if len(self.rows) >= self.batch or self.size >= self.batch_bytes:
             self.flush()
 
-    def _unencodable(self, row: Row, exc: Exception) -> NoReturn:
+    def add_shaped(self, rows: list[tuple[Any, ...]], size: int) -> None:
+        """Buffer rows shaped already (the values of :data:`STORE_COLUMNS`, made by palaestra
+        from checked values, so encodable: they are encoded with their batch); ``size``
+        estimates their encoded bytes. Push the batch when it is full."""
+        if not rows:
+            return
+        if self.socket is not None:
+            self.rows.extend(rows)
+            self.size += size
+        if len(self.rows) >= self.batch or self.size >= self.batch_bytes:
+            self.flush()
+
+    def unencodable(self, row: Row, exc: Exception) -> NoReturn:
         """Raise the error that names the value of ``row`` that cannot be encoded."""
         where = "a value"
         for field, kind in (

@@ -109,6 +109,28 @@ class EnvironmentState:
         return iter((self.sensor_information, self.rewards, self.done))
 
 
+@dataclass
+class BatchState:
+    """What :meth:`Environment.update_batch` returns: one step of N games, stacked.
+
+    Each information object is the one :meth:`Environment.update` would return, its value the
+    N games' values stacked along a first axis (an array of shape ``(N, *space.shape)``).
+
+    Attributes:
+        sensor_information: Every sensor the start declared, its value stacked.
+        rewards: The rewards, their values stacked.
+        terminated: N bools: the game reached a terminal state of the task.
+        truncated: N bools: the game was cut off from outside the task (a time limit).
+        done: N bools: the game's episode is over; None: ``terminated | truncated``.
+    """
+
+    sensor_information: list[SensorInformation]
+    rewards: list[RewardInformation]
+    terminated: Any
+    truncated: Any
+    done: Any = None
+
+
 class Environment(ABC):
     """A world with sensors, actuators and rewards, run in its own process.
 
@@ -117,6 +139,8 @@ class Environment(ABC):
     rewards and done, a tuple or :class:`EnvironmentState`). The run file's ``params`` go to the
     constructor as keyword arguments; constructors may also take ``uid`` and ``seed``.
     Sensor and actuator uids are local (``"0"``); agents see them prefixed (``"myenv.0"``).
+    Optionally implement :meth:`update_batch` to step several instances at once (a vector
+    environment: ``phase_config.envs_per_worker``).
 
     While checking a run file, palaestra starts each environment once (constructor,
     :meth:`start_environment`, :meth:`shutdown`) to learn its ids; set
@@ -204,6 +228,51 @@ class Environment(ABC):
     ) -> EnvironmentState | tuple[Any, ...]:
         """Apply the actuators' set points and advance one step."""
 
+    @classmethod
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
+        """Step several instances of this class at once (optional; a vector environment).
+
+        With ``phase_config.envs_per_worker`` N > 1 the worker's N games are instances of
+        this class; where the class overrides this method, palaestra steps the games that act
+        in a round with one call instead of one :meth:`update` each. ``games`` are the
+        instances (each with its own seed, :attr:`rng` and state); ``setpoints`` has, for each
+        actuator uid (local, as the start declared it), an array of the games' set points in
+        the same order (shape ``(len(games), *space.shape)``, the space's dtype). Return a
+        :class:`BatchState` whose row ``k`` is what ``games[k].update(...)`` would return for
+        its set points: the rows palaestra stores and what the agents observe are then those
+        of stepping each game alone. Every sensor the start declared is reported, every step.
+
+        palaestra calls it only where a class overrides it (and no ``state_transformer`` is
+        set); the default steps each game with :meth:`update`, as palaestra does otherwise.
+        """
+        states = []
+        for k, game in enumerate(games):
+            actuators = [
+                ActuatorInformation(values[k], None, uid) for uid, values in setpoints.items()
+            ]
+            state = game.update(actuators)
+            states.append(state if isinstance(state, EnvironmentState) else _state(state))
+        first = states[0]
+        return BatchState(
+            [
+                SensorInformation(
+                    np.stack([s.sensor_information[i].value for s in states]),
+                    sensor.space,
+                    sensor.uid,
+                )
+                for i, sensor in enumerate(first.sensor_information)
+            ],
+            [
+                RewardInformation(
+                    np.stack([s.rewards[i].value for s in states]), reward.space, reward.uid
+                )
+                for i, reward in enumerate(first.rewards)
+            ],
+            np.array([bool(s.terminated) for s in states]),
+            np.array([bool(s.truncated) for s in states]),
+            np.array([bool(s.done) for s in states]),
+        )
+
     def reset(
         self, request: EnvironmentResetRequest | None = None
     ) -> EnvironmentBaseline | tuple[Any, Any] | EnvironmentResetResponse:
@@ -221,3 +290,22 @@ class Environment(ABC):
     def shutdown(self) -> bool:
         """Release resources; the default does nothing."""
         return True
+
+
+def _state(parts: Any) -> EnvironmentState:
+    sensors, rewards, done = tuple(parts)[:3]
+    return EnvironmentState(list(sensors), list(rewards), bool(done))
+
+
+def steps_in_batches(cls: type[Environment]) -> bool:
+    """Whether environments of ``cls`` step their games in one call: the class overrides
+    :meth:`Environment.update_batch` where it (or a subclass of it) overrides
+    :meth:`Environment.update` too. A subclass that overrides only ``update`` steps each game
+    with its own ``update``: an inherited batch would step past it."""
+    batch_owner = _owner(cls, "update_batch")
+    return batch_owner is not Environment and issubclass(batch_owner, _owner(cls, "update"))
+
+
+def _owner(cls: type, name: str) -> type:
+    """The class of ``cls``'s MRO that defines ``name``."""
+    return next(c for c in cls.__mro__ if name in c.__dict__)

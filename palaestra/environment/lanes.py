@@ -42,6 +42,7 @@ from palaestra.core.turns import (
     episode_ends,
     observation,
 )
+from palaestra.environment.batch import Batch, stepped_in_batches
 
 if TYPE_CHECKING:
     from palaestra.environment.environment_process import EnvironmentProcess
@@ -87,6 +88,7 @@ class _Lane:
         "started",
         "values",
         "episode_conditions",
+        "ends_with_environment",
         "phase_conditions",
     )
 
@@ -96,6 +98,9 @@ class _Lane:
         conditions = [call(load_class(c.name), **c.params) for c in specs]
         self.episode_conditions = [c for c in conditions if _overrides(c, "episode_done")]
         self.episode_conditions = self.episode_conditions or [EpisodeEndsWithEnvironment()]
+        self.ends_with_environment = all(  # (then the environment's done decides alone)
+            type(c) is EpisodeEndsWithEnvironment for c in self.episode_conditions
+        )
         self.phase_conditions = [c for c in conditions if _overrides(c, "phase_done")]
         self.phase_conditions = self.phase_conditions or [PhaseEndsAfterEpisodes()]
         self.done = 0  # episodes this game played
@@ -207,12 +212,14 @@ class _Play:
         self.tell = tell
         self.steps = 0
         self.end_phase = False  # an agent's Brain reached its phase rule
+        self.batch = Batch(process) if stepped_in_batches(process) else None
 
     def round(self, current: _Round, answers: list[m.LaneActions]) -> _Round:
         """Step every game that acted in ``current``; the observations of the next round."""
         self.end_phase = self.end_phase or any(a.end_phase for a in answers)
         following = _Round(len(self.agents))
         pairs = list(zip(answers, self.acts_here, strict=True))
+        moves: list[tuple[_Lane, dict[str, Any], bool]] = []
         for position, lane in current.acting:
             setpoints: dict[str, Any] = {}
             stop = False
@@ -220,30 +227,48 @@ class _Play:
                 if here:
                     setpoints.update(answer.setpoints[position])
                 stop = stop or answer.stop[position]
-            self._step(lane, setpoints, stop, following)
+            moves.append((lane, setpoints, stop))
+        if self.batch is not None and moves:
+            states = self.batch.step(moves)
+            for (lane, _, _), state in zip(moves, states, strict=True):
+                self._stepped(lane, state, following)
+        else:
+            for lane, setpoints, stop in moves:
+                self._step(lane, setpoints, stop, following)
         return following
 
     def _step(self, lane: _Lane, setpoints: dict[str, Any], stop: bool, following: _Round) -> None:
         """Step one game; add its next observations (its episode's end, maybe the next
         episode's start) to ``following``."""
         game = lane.game
-        agents = self.agents
         if stop:  # an agent reached its objective rule: the game's step is its last
             game.stop_requested = True
-        state = game.update(setpoints)
+        self._stepped(lane, game.update(setpoints), following)
+
+    def _stepped(self, lane: _Lane, state: m.EnvState, following: _Round) -> None:
+        """A game stepped to ``state``: add its next observations (its episode's end, maybe
+        the next episode's start) to ``following``."""
+        game = lane.game
+        agents = self.agents
         self.steps += 1
         lane.step += 1
         lane.values.update(zip(game.full_sensor_uids, state.values, strict=True))
         for agent in agents:
             lane.rewards[agent.process] = state.rewards
-        stepped = Stepped((), state.rewards, [state.done], [state.terminated], [state.truncated])
-        if not any(call(c.episode_done, stepped.done) for c in lane.episode_conditions):
-            said = state.terminated is not None or state.truncated is not None
-            if lane.ends is UNSAID and said:
+        if lane.ends_with_environment:
+            over = state.done
+        else:
+            over = any(call(c.episode_done, [state.done]) for c in lane.episode_conditions)
+        if not over:
+            if lane.ends is UNSAID and (
+                state.terminated is not None or state.truncated is not None
+            ):
                 lane.ends = GOING_ON
             following.add(lane, agents, False)
             return
-        lane.ends = episode_ends(stepped)
+        lane.ends = episode_ends(
+            Stepped((), state.rewards, [state.done], [state.terminated], [state.truncated])
+        )
         following.add(lane, agents, True)
         lane.done += 1
         self.tell(m.encode(_ended(lane)))

@@ -1,6 +1,7 @@
 """Plug-ins for several games per worker (``envs_per_worker``): a deterministic linear CartPole
-policy that acts on all games in one batch and records each batch's size, and a CartPole whose
-game ``fail_game`` fails at step 3."""
+policy that acts on all games in one batch and records each batch's size, a CartPole whose
+game ``fail_game`` fails at step 3, a CartPole stepped game by game (without its
+``update_batch``), and one whose batch reports a value outside its space."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from palaestra.agent.muscle import Muscle
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.environment.cartpole import CartPole
-from palaestra.environment.environment import EnvironmentState
+from palaestra.environment.environment import BatchState, Environment, EnvironmentState
 
 WEIGHTS = (0.0, 0.0, 1.0, 1.0)
 
@@ -87,3 +88,29 @@ class CountingMuscle(LinearMuscle):
         self.add_statistics("state", list(np.asarray(sensors[0].value, np.float64)))
         self.context.record("calls", 1)
         return super().propose_actions(sensors, actuators_available)
+
+
+class PerGameCartPole(CartPole):
+    """CartPole stepped game by game: it overrides ``update`` only, so the inherited
+    ``update_batch`` is not used."""
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
+        return super().update(actuators)
+
+
+class StrayCartPole(CartPole):
+    """A CartPole whose batch reports the cart of game ``stray_game`` far outside its space at
+    its third step."""
+
+    def __init__(self, stray_game: int = 2, **params: Any) -> None:
+        super().__init__(**params)
+        self.stray_game = stray_game
+
+    @classmethod
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
+        state = super().update_batch(games, setpoints)
+        for k, game in enumerate(games):
+            assert isinstance(game, StrayCartPole) and game.context is not None
+            if game.steps == 3 and game.context.worker == game.stray_game:
+                state.sensor_information[0].value[k, 0] = 99.0
+        return state

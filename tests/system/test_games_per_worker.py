@@ -263,6 +263,59 @@ def test_a_failing_game_fails_the_run(workspace: Workspace) -> None:
     assert "FailingCartPole" in reason and "update" in reason
 
 
+def test_games_stepped_in_one_call_write_what_games_stepped_one_by_one_write(
+    tmp_path: Path,
+) -> None:
+    """CartPole steps the games of a round in one call (``update_batch``): lane by lane the
+    rows, observations and episodes are those of the same games stepped one by one with
+    ``update`` (a subclass that overrides only ``update``), in two overlapping groups."""
+    found = {}
+    for environment in (CARTPOLE, "games:PerGameCartPole"):
+        ws = Workspace(tmp_path / environment.replace(":", "_"))
+        ws.path.mkdir()
+        path = run_file(ws, workers=1, games=8, environment=environment, params="{max_steps: 40}")
+        start(ws, path)
+        store = ws.store_uri
+        found[environment] = (
+            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            sorted(
+                (r["worker"], r["episode"], r["steps"], r["terminated"], r["rewards"])
+                for r in rows.episodes("games-run", store_uri=store)
+            ),
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    batched = found[CARTPOLE]
+    assert sorted(batched[0]) == list(range(8))
+    assert len(batched[2]) == 8 * 2
+    assert batched == found["games:PerGameCartPole"]
+
+
+def test_games_stepped_in_one_call_play_without_a_store(workspace: Workspace) -> None:
+    config = workspace.path / "runtime.yaml"
+    config.write_text("store_uri: none\n")
+    path = run_file(workspace, workers=1, games=4)
+    result = workspace.run("-c", str(config), "experiment-start", str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ended: 8/8 episodes" in result.stdout + result.stderr
+
+
+def test_a_batch_value_outside_its_space_names_the_game(workspace: Workspace) -> None:
+    path = run_file(
+        workspace,
+        workers=1,
+        games=4,
+        environment="games:StrayCartPole",
+        params="{stray_game: 2}",
+    )
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "for game 2 (row 2 of the batch)" in result.stderr
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "StrayCartPole" in reason and "update_batch" in reason
+
+
 def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
     path = run_file(workspace, workers=2, games=3, muscle="games:FailingMuscle")
     result = workspace.run("experiment-start", str(path))

@@ -1,0 +1,346 @@
+"""A worker's games stepped in one call (:meth:`Environment.update_batch`), a round at a time.
+
+With ``envs_per_worker`` N > 1 and an environment class that overrides
+:meth:`~palaestra.environment.environment.Environment.update_batch`, the games that act in a
+round are stepped in one call with arrays (one per actuator, a row per game) and answer with
+arrays (:class:`~palaestra.environment.environment.BatchState`). What each game reports is
+then checked per column (a value outside its space names the game that reported it), turned
+into each game's observation, and its ``world_states`` rows are shaped for the whole round in
+one pass: the rows, the observations and the episodes are those of stepping each game alone
+with :meth:`~palaestra.environment.environment.Environment.update`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from palaestra.core import messages as m
+from palaestra.core.nonfinite import json_text
+from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.records import object_keys, object_text, recorded
+from palaestra.core.spaces import Box, Discrete, Space
+from palaestra.environment import checks
+from palaestra.environment.environment import BatchState, steps_in_batches
+
+if TYPE_CHECKING:
+    from palaestra.environment.environment_process import EnvironmentProcess
+    from palaestra.environment.lanes import _Lane
+
+CACHED = 4096
+"""Distinct reward and set point combinations whose JSON text is kept (then forgotten)."""
+
+
+def stepped_in_batches(process: EnvironmentProcess) -> bool:
+    """Whether the process steps its games with :meth:`Environment.update_batch`: it hosts
+    several games of a class that overrides it, without a state transformer."""
+    games = process.games
+    cls = type(process.env)
+    return (
+        len(games) > 1
+        and steps_in_batches(cls)
+        and process.transformer is None
+        and all(type(game.env) is cls for game in games)
+    )
+
+
+class Batch:
+    """Steps the games of an environment process that act in a round with one call."""
+
+    def __init__(self, process: EnvironmentProcess) -> None:
+        self.process = process
+        self.cls = type(process.env)
+        self.rewards: dict[Any, tuple[list[m.InfoDesc], str]] = {}  # by the values
+        self.setpoints: dict[Any, str] = {}  # set point JSON text by the items
+
+    def step(self, moves: Sequence[tuple[_Lane, dict[str, Any], bool]]) -> list[m.EnvState]:
+        """Step the games of ``moves`` (game, its merged set points, whether an agent asked
+        it to stop) at once; each game's state, its row added to the store's rows."""
+        games = [lane.game for lane, _, _ in moves]
+        first = games[0]
+        count = len(games)
+        arrays = {}
+        for template in first.actuators:
+            uid, space, default = str(template.uid), template.space, template.value
+            values = [setpoints.get(uid, default) for _, setpoints, _ in moves]
+            arrays[uid] = _stacked(values, space)
+        for game, (_, _, stop) in zip(games, moves, strict=True):
+            if stop:  # an agent reached its objective rule: the game's step is its last
+                game.stop_requested = True
+        first.stepping.begin()
+        batch = call(self.cls.update_batch, [game.env for game in games], arrays)
+        first.stepping.end()
+        columns = self._sensors(games, batch, count)
+        rewards, reward_texts = self._rewards(games, batch, count)
+        done, terminated, truncated = _ends(first, batch, count)
+        return self._states(
+            games, moves, columns, rewards, reward_texts, done, terminated, truncated
+        )
+
+    def _states(
+        self,
+        games: list[EnvironmentProcess],
+        moves: Sequence[tuple[_Lane, dict[str, Any], bool]],
+        columns: list[list[Any]],
+        rewards: list[list[m.InfoDesc]],
+        reward_texts: list[str],
+        done: list[bool],
+        terminated: list[bool | None],
+        truncated: list[bool | None],
+    ) -> list[m.EnvState]:
+        """Each game's state and (if recorded) its ``world_states`` row, in one pass."""
+        process = self.process
+        uids = process.full_sensor_uids
+        keys = object_keys(uids)
+        paused = process.switch.paused()
+        every = process.record_every
+        storing = process.rows.socket is not None  # (its values need no check: ours)
+        environment_id = process.environment_id
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        states = []
+        for k, game in enumerate(games):
+            values = [column[k] for column in columns]
+            ends = _stopped(game, done[k], terminated[k], truncated[k])
+            game.last_values = values
+            game.step += 1
+            game.first_step = False
+            game._send_records()
+            if game.paused != paused:  # (told to the store in order with the rows)
+                process.rows.add_shaped(rows, size)
+                rows, size = [], 0
+                process.rows.flush()
+                game._recording()
+            if storing and not paused and recorded(game.step - 1, ends[0], every):
+                sensors = object_text(keys, uids, values)
+                setpoints = self._setpoint_text(game.prefix, moves[k][1])
+                rows.append(
+                    (
+                        environment_id,
+                        game.worker,
+                        game.episode,
+                        game.step,
+                        sensors,
+                        setpoints,
+                        reward_texts[k],
+                        ends[0],
+                        ends[1],
+                        ends[2],
+                        None,
+                        game.late_by,
+                    )
+                )
+                size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
+            states.append(
+                m.EnvState(
+                    values=values,
+                    rewards=rewards[k],
+                    done=ends[0],
+                    terminated=ends[1],
+                    truncated=ends[2],
+                    late_by=game.late_by,
+                )
+            )
+        process.rows.add_shaped(rows, size)
+        return states
+
+    def _sensors(self, games: list[EnvironmentProcess], batch: Any, count: int) -> list[list[Any]]:
+        """Each declared sensor's values (JSON), a column of one per game; checked."""
+        first = games[0]
+        if not isinstance(batch, BatchState):
+            raise PluginContractError(
+                first.env,
+                "update_batch",
+                f"returned {type(batch).__name__}, expected a BatchState",
+            )
+        reported = {str(s.uid): s for s in batch.sensor_information}
+        if len(reported) != len(batch.sensor_information) or reported.keys() != set(
+            first.sensor_uids
+        ):
+            raise PluginContractError(
+                first.env,
+                "update_batch",
+                f"reported sensors {sorted(reported)}; it must report each sensor its start "
+                f"declared once: {first.sensor_uids}",
+            )
+        columns = []
+        for index, uid in enumerate(first.sensor_uids):
+            info = reported[uid]
+            space = first.declared[uid]
+            values = _column(first, "sensor", info, space, count)
+            if first.value_checks is not None:
+                _check(games, "sensor", info, space, values, first.value_checks[index])
+            columns.append(_json_column(values, space))
+        return columns
+
+    def _rewards(
+        self, games: list[EnvironmentProcess], batch: BatchState, count: int
+    ) -> tuple[list[list[m.InfoDesc]], list[str]]:
+        """Each game's rewards as the agents get them, and as JSON text for its row."""
+        first = games[0]
+        described = []
+        for reward in batch.rewards:
+            space = reward.space
+            values = _column(first, "reward", reward, space, count)
+            if first.check_rewards:
+                _check(games, "reward", reward, space, values, checks.value_check(space))
+            desc = m.InfoDesc(
+                str(reward.uid), space.to_dict() if space is not None else None, None
+            )
+            described.append((desc, _json_column(values, space)))
+        cache = self.rewards
+        if len(cache) > CACHED:
+            cache.clear()
+        rewards, texts = [], []
+        for k in range(count):
+            key: Any = tuple(column[k] for _, column in described)
+            try:
+                hit = cache.get(key)
+            except TypeError:  # (a list value: no key)
+                hit, key = None, None
+            if hit is None:
+                descs = [m.InfoDesc(d.uid, d.space, column[k]) for d, column in described]
+                hit = (descs, json_text({d.uid: d.value for d in descs}))
+                if key is not None:
+                    cache[key] = hit
+            rewards.append(hit[0])  # (the same list for the same rewards: summed once)
+            texts.append(hit[1])
+        return rewards, texts
+
+    def _setpoint_text(self, prefix: str, setpoints: dict[str, Any]) -> str:
+        """The JSON text of a row's set points (by full uid)."""
+        cache = self.setpoints
+        try:
+            key: Any = tuple(setpoints.items())
+            text = cache.get(key)
+        except TypeError:  # (a list value: no key)
+            key = text = None
+        if text is None:
+            text = json_text({prefix + uid: value for uid, value in setpoints.items()})
+            if key is not None:
+                if len(cache) > CACHED:
+                    cache.clear()
+                cache[key] = text
+        return text
+
+
+def _stacked(values: list[Any], space: Space | None) -> Any:
+    """The set points of the games as one array of the space's dtype (an object array where
+    one is missing or there is no space)."""
+    if space is not None and all(v is not None for v in values):
+        shape = getattr(space, "shape", None)
+        dtype = getattr(space, "dtype", None)
+        if shape is not None and dtype is not None:
+            try:
+                return np.asarray(values, dtype=dtype).reshape(len(values), *shape)
+            except (TypeError, ValueError):
+                pass
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _column(
+    first: EnvironmentProcess, kind: str, info: Any, space: Space | None, count: int
+) -> Any:
+    """The stacked values of a sensor or reward, with a row per game."""
+    values = info.value
+    if not isinstance(values, np.ndarray):
+        values = np.asarray(values)
+    shape = getattr(space, "shape", None)
+    if values.shape[:1] != (count,) or (shape is not None and values.shape[1:] != shape):
+        expected = f"({count}, {', '.join(map(str, shape))})" if shape is not None else count
+        raise PluginContractError(
+            first.env,
+            "update_batch",
+            f"returned {kind} '{info.uid}' with values of shape {values.shape}, expected "
+            f"{expected}: one row per game",
+        )
+    return values
+
+
+def _check(
+    games: list[EnvironmentProcess],
+    kind: str,
+    info: Any,
+    space: Space | None,
+    values: Any,
+    check: checks.Check,
+) -> None:
+    """Fail, naming the first game whose value is outside ``space``."""
+    if space is None or _inside(space, values):
+        return
+    for k, value in enumerate(values):
+        if not check(value):
+            raise PluginContractError(
+                games[k].env,
+                "update_batch",
+                f"returned {kind} '{info.uid}' = {_short(value)} for game {games[k].worker} "
+                f"(row {k} of the batch), which is not in its declared space {space}",
+            )
+
+
+def _inside(space: Space, values: Any) -> bool:
+    """Whether every row of ``values`` is in ``space`` (False: unsure; each row is checked)."""
+    kind = values.dtype.kind
+    if isinstance(space, Box) and kind in "iuf" and (space.dtype.kind == "f" or kind in "iu"):
+        return bool(np.all((values >= space.low) & (values <= space.high)))
+    if isinstance(space, Discrete) and kind in "iu":
+        return bool(np.all((values >= space.start) & (values < space.start + space.n)))
+    return False
+
+
+def _json_column(values: Any, space: Space | None) -> list[Any]:
+    """The values of a column as JSON values, one per game."""
+    if space is not None:
+        return list(space.to_json_value(values))
+    return list(values.tolist())
+
+
+def _ends(
+    first: EnvironmentProcess, batch: BatchState, count: int
+) -> tuple[list[bool], list[bool | None], list[bool | None]]:
+    """``done``, ``terminated`` and ``truncated`` of each game, as plain values."""
+    terminated: list[bool | None] = (
+        [None] * count if batch.terminated is None else _flags(first, batch.terminated, count)
+    )
+    truncated: list[bool | None] = (
+        [None] * count if batch.truncated is None else _flags(first, batch.truncated, count)
+    )
+    if batch.done is not None:
+        done = [bool(d) for d in _flags(first, batch.done, count)]
+    else:
+        done = [bool(a) or bool(b) for a, b in zip(terminated, truncated, strict=True)]
+    return done, terminated, truncated
+
+
+def _flags(first: EnvironmentProcess, flags: Any, count: int) -> list[bool | None]:
+    values = np.asarray(flags, dtype=bool).reshape(-1)
+    if values.shape != (count,):
+        raise PluginContractError(
+            first.env,
+            "update_batch",
+            f"returned {values.shape[0]} flags for {count} games (terminated, truncated and "
+            "done have one per game)",
+        )
+    flags_list: list[bool | None] = values.tolist()
+    return flags_list
+
+
+def _stopped(
+    game: EnvironmentProcess, done: bool, terminated: bool | None, truncated: bool | None
+) -> tuple[bool, bool | None, bool | None]:
+    """The game's ends, as :meth:`EnvironmentProcess._ends` makes them (an agent's stop)."""
+    if game.stop_requested:
+        done, game.stop_requested = True, False
+        if terminated is not None or truncated is not None:
+            truncated = truncated or not terminated
+    return done, terminated, truncated
+
+
+def _short(value: Any) -> str:
+    """A value as an error shows it: its repr, cut."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

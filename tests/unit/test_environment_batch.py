@@ -1,0 +1,167 @@
+"""Environments stepped in batches (``Environment.update_batch``): CartPole's batch is its
+``update`` bit for bit, the default loops over ``update``, which classes palaestra steps in
+batches, and the rows shaped for a whole round are the rows shaped one by one."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from palaestra.core import messages as m
+from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.nonfinite import json_text
+from palaestra.core.records import RowSink, object_keys, object_text
+from palaestra.core.spaces import Box, Discrete
+from palaestra.environment.cartpole import CartPole
+from palaestra.environment.dummy_environment import DummyEnvironment
+from palaestra.environment.environment import (
+    BatchState,
+    Environment,
+    EnvironmentState,
+    steps_in_batches,
+)
+
+
+def poles(count: int, max_steps: int = 500) -> list[CartPole]:
+    games = []
+    for seed in range(count):
+        pole = CartPole(seed=seed, max_steps=max_steps)
+        pole.start_environment()
+        games.append(pole)
+    return games
+
+
+def test_cartpole_steps_a_batch_as_each_game_steps_alone() -> None:
+    """Row k of the batch is what game k's own ``update`` gives: the same float32 state, the
+    same ends, the same state afterwards; over resets and time limits."""
+    alone, batched = poles(16, max_steps=40), poles(16, max_steps=40)
+    pushes = np.random.default_rng(3).integers(0, 2, size=(300, 16))
+    ends = 0
+    for push in pushes:
+        states = [
+            pole.update([ActuatorInformation(np.int64(p), pole.push_space, "push")])
+            for pole, p in zip(alone, push, strict=True)
+        ]
+        batch = CartPole.update_batch(batched, {"push": push})
+        assert isinstance(batch, BatchState)
+        sensors = batch.sensor_information[0].value
+        assert sensors.dtype == np.float32 and sensors.shape == (16, 4)
+        assert np.array_equal(sensors, np.stack([s.sensor_information[0].value for s in states]))
+        assert batch.terminated.tolist() == [s.terminated for s in states]
+        assert batch.truncated.tolist() == [s.truncated for s in states]
+        assert batch.rewards[0].value.tolist() == [s.rewards[0].value for s in states]
+        for one, other, state in zip(alone, batched, states, strict=True):
+            assert np.array_equal(one.state, other.state) and one.steps == other.steps
+            if state.done:
+                ends += 1
+                one.start_environment()
+                other.start_environment()
+    assert ends > 16  # (episodes ended by falling and by the time limit)
+
+
+class Counter(Environment):
+    """A world of one number that counts the set points it is given."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.total = 0
+        self.space = Box(-100.0, 100.0, shape=(1,))
+
+    def start_environment(self) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
+        self.total = 0
+        return [SensorInformation(np.zeros(1), self.space, "total")], [
+            ActuatorInformation(0, Discrete(3), "add")
+        ]
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
+        self.total += int(actuators[0].value)
+        reward = RewardInformation(float(self.total), Box(-100.0, 100.0, shape=()), "total")
+        done = self.total >= 3
+        return EnvironmentState(
+            [SensorInformation(np.array([self.total], dtype=np.float32), self.space, "total")],
+            [reward],
+            done,
+            terminated=done,
+            truncated=False,
+        )
+
+
+def test_the_default_batch_steps_each_game_with_its_update() -> None:
+    games = [Counter(seed=k) for k in range(3)]
+    for game in games:
+        game.start_environment()
+    batch = Counter.update_batch(games, {"add": np.array([0, 1, 2])})
+    batch = Counter.update_batch(games, {"add": np.array([1, 1, 1])})
+    assert batch.sensor_information[0].uid == "total"
+    assert batch.sensor_information[0].value.tolist() == [[1.0], [2.0], [3.0]]
+    assert batch.rewards[0].value.tolist() == [1.0, 2.0, 3.0]
+    assert batch.terminated.tolist() == [False, False, True]
+    assert batch.done.tolist() == [False, False, True]
+
+
+class OwnUpdate(CartPole):
+    def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
+        return super().update(actuators)
+
+
+class OwnBoth(OwnUpdate):
+    @classmethod
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
+        return super().update_batch(games, setpoints)
+
+
+@pytest.mark.parametrize(
+    ("cls", "batched"),
+    [(CartPole, True), (OwnUpdate, False), (OwnBoth, True), (DummyEnvironment, False)],
+)
+def test_a_class_steps_in_batches_where_its_batch_knows_its_update(
+    cls: type[Environment], batched: bool
+) -> None:
+    """A subclass that overrides only ``update`` is stepped game by game: the batch it
+    inherits would step past its ``update``."""
+    assert steps_in_batches(cls) is batched
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [[0.25, -1.5, 3.0]],
+        [[1, 2], "text", True],
+        [None, [math.nan, math.inf]],
+        [{"nested": [1.0, -math.inf]}],
+    ],
+)
+def test_object_text_is_json_text_of_the_dict(values: list[Any]) -> None:
+    uids = [f"env.s{k}" for k in range(len(values))]
+    assert object_text(object_keys(uids), uids, values) == json_text(
+        dict(zip(uids, values, strict=True))
+    )
+
+
+def test_shaped_rows_go_out_with_encoded_ones_in_one_batch() -> None:
+    sent: list[m.StoreRows] = []
+
+    class Socket:
+        def setsockopt(self, *args: Any) -> None:
+            pass
+
+        def send(self, data: bytes, flags: int = 0) -> None:
+            sent.append(m.decode(data))  # type: ignore[arg-type]
+
+    sink = RowSink(
+        Socket(),  # type: ignore[arg-type]
+        lambda rows: m.StoreRows(table="world_states", rows=rows),
+        batch=4,
+        shape=lambda row: (0, 1, row.episode, row.step),
+    )
+    sink.add(m.WorldStateRow(0, 1, {}, {}, {}, False))
+    sink.add_shaped([(0, 2, 0, 2), (0, 3, 0, 3)], 30)
+    assert not sent
+    sink.add_shaped([(0, 4, 0, 4)], 10)
+    assert [list(map(list, s.rows)) for s in sent] == [
+        [[0, 1, 0, 1], [0, 2, 0, 2], [0, 3, 0, 3], [0, 4, 0, 4]]
+    ]
