@@ -403,8 +403,7 @@ class Supervisor:
             where = f" on host {host}" if host else ""
             child.ready.set_exception(
                 ChildGone(
-                    f"{child.name}{where} ended before it was ready "
-                    f"(exit code {child.exit_code})"
+                    f"{child.name}{where} ended before it was ready (exit code {child.exit_code})"
                 )
             )
             child.ready.exception()  # mark retrieved: the exit event carries the error

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import signal
 import subprocess
@@ -40,6 +41,8 @@ from palaestra.experiment.store_client import store_enabled
 
 if TYPE_CHECKING:
     from palaestra.core.processes import ChildSpec
+
+LOG = logging.getLogger(__name__)
 
 __all__ = [
     "ChildHost",
@@ -408,6 +411,9 @@ class RayPlacement:
         where = ray.get([a.where.remote() for a in self._actors.values()], timeout=timeout)
         for name, node_id in zip(self._actors, where, strict=True):
             self.nodes[name] = nodes.get(node_id) or Node(node_id, "?", 0, 0)
+            LOG.info("placed %s on %s", name, self.nodes[name])
+        executor = nodes.get(ray.get_runtime_context().get_node_id())
+        LOG.info("placed the executor (Ray's driver) on %s", executor)
         check_hosts({n: node.ip for n, node in self.nodes.items()}, self.executor_ip(nodes))
 
     def executor_ip(self, nodes: dict[str, Node]) -> str:
@@ -447,11 +453,12 @@ class RayPlacement:
         run's processes were there."""
         node = child.node
         gone = _wait_until(lambda: node.node_id not in {n.node_id for n in self.cluster_nodes()})
-        there = sorted(c.name for c in [child, *self.running] if c.node == node)
+        there = ", ".join(sorted({c.name for c in [child, *self.running] if c.node == node}))
+        where = f"{node.ip} (node {node.node_id[:8]}"
         if gone:
-            return f"{node}, lost with the run's processes on it: {', '.join(there)}"
+            return f"{where}, lost with the run's processes on it: {there})"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"{node}, whose Ray actor died ({first}); processes there: {', '.join(there)}"
+        return f"{where}, whose Ray actor died: {first}; the run's processes there: {there})"
 
     def remote_pids(self) -> list[int]:
         """The pids of the run's processes on their nodes now (for checks and tests)."""

@@ -60,8 +60,8 @@ from palaestra.experiment.runfile_objective import (
     with_objective_stops,
     with_phase_stops,
 )
-from palaestra.experiment.runfile_record import RECORD_ALL, dump_policy, record_every
 from palaestra.experiment.runfile_placement import agent_resources, placement_spec
+from palaestra.experiment.runfile_record import RECORD_ALL, dump_policy, record_every
 from palaestra.experiment.runfile_replay import replay_sources
 from palaestra.experiment.runfile_schema import (
     Node,
