@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -138,9 +139,21 @@ def check_fits(slots: Sequence[Slot], strategy: str, nodes: Sequence[Node]) -> N
         InvalidInputError: More CPUs or GPUs than the cluster has, a process larger than every
             node, or a STRICT_ strategy the nodes cannot follow.
     """
+    problems = [*_totals_missing(slots, nodes), *_too_large(slots, strategy, nodes)]
+    if problems:
+        listing = ", ".join(f"{n}: {n.cpus:g} CPU, {n.gpus:g} GPU" for n in nodes) or "no nodes"
+        raise InvalidInputError(
+            "the Ray cluster cannot hold this run's processes: "
+            + "; ".join(problems)
+            + f". The cluster: {listing}. Lower run_config.placement.num_cpus (each "
+            "process's default) or an agent's resources, change run_config.placement.strategy, "
+            "or add nodes."
+        )
+
+
+def _totals_missing(slots: Sequence[Slot], nodes: Sequence[Node]) -> list[str]:
     cpus, gpus = sum(s.cpus for s in slots), sum(s.gpus for s in slots)
     have_cpus, have_gpus = sum(n.cpus for n in nodes), sum(n.gpus for n in nodes)
-    listing = ", ".join(f"{n}: {n.cpus:g} CPU, {n.gpus:g} GPU" for n in nodes) or "no nodes"
     problems: list[str] = []
     if cpus > have_cpus:
         problems.append(
@@ -152,24 +165,26 @@ def check_fits(slots: Sequence[Slot], strategy: str, nodes: Sequence[Node]) -> N
             f"{gpus:g} GPUs asked ({askers}), the cluster has {have_gpus:g}: "
             f"{gpus - have_gpus:g} missing"
         )
-    for slot in slots:
-        if not any(slot.cpus <= n.cpus and slot.gpus <= n.gpus for n in nodes):
-            problems.append(
-                f"{slot.name} asks {slot.cpus:g} CPU and {slot.gpus:g} GPU on one node; no node "
-                "has that much"
-            )
-    if strategy == "STRICT_PACK" and not any(cpus <= n.cpus and gpus <= n.gpus for n in nodes):
+    return problems
+
+
+def _too_large(slots: Sequence[Slot], strategy: str, nodes: Sequence[Node]) -> list[str]:
+    """Processes no node can hold, and a STRICT_ strategy the nodes cannot follow."""
+
+    def fits(cpus: float, gpus: float) -> bool:
+        return any(cpus <= n.cpus and gpus <= n.gpus for n in nodes)
+
+    problems = [
+        f"{s.name} asks {s.cpus:g} CPU and {s.gpus:g} GPU on one node; no node has that much"
+        for s in slots
+        if not fits(s.cpus, s.gpus)
+    ]
+    cpus, gpus = sum(s.cpus for s in slots), sum(s.gpus for s in slots)
+    if strategy == "STRICT_PACK" and not fits(cpus, gpus):
         problems.append(f"STRICT_PACK needs {cpus:g} CPU and {gpus:g} GPU on one node")
     if strategy == "STRICT_SPREAD" and len(slots) > len(nodes):
         problems.append(f"STRICT_SPREAD needs {len(slots)} nodes, one per process")
-    if problems:
-        raise InvalidInputError(
-            "the Ray cluster cannot hold this run's processes: "
-            + "; ".join(problems)
-            + f". The cluster: {listing}. Lower run_config.placement.num_cpus (each "
-            "process's default) or an agent's resources, change run_config.placement.strategy, "
-            "or add nodes."
-        )
+    return problems
 
 
 def links_across_hosts() -> bool:
@@ -511,7 +526,8 @@ def _forwarded_environment() -> dict[str, str]:
 @contextlib.contextmanager
 def ray_placement(run: RunSpec, config: RuntimeConfig) -> Iterator[RayPlacement]:
     """With ``backend: ray``: the run's placement on the cluster of ``config.ray_address``
-    (a local instance if it is empty), reserved before the block and released after it.
+    (a local instance if it is empty, with this machine's CPUs or as many as the run's
+    processes reserve), reserved before the block and released after it.
 
     Raises:
         InvalidInputError: SQLite store, no ``palaestra[ray]``, or a placement the cluster
@@ -520,7 +536,11 @@ def ray_placement(run: RunSpec, config: RuntimeConfig) -> Iterator[RayPlacement]
         PlacementUnavailableError: The cluster did not grant the placement in time (exit 3).
     """
     check_backend(config)
-    with connect(config.ray_address, CONNECT_TIMEOUT) as ray:
+    cpus = None  # a cluster's own; a local instance's: this machine's, or what the run asks
+    if not config.ray_address.strip():
+        asked = math.ceil(sum(s.cpus for s in plan(run, config.store_uri)))
+        cpus = max(os.cpu_count() or 1, asked)
+    with connect(config.ray_address, CONNECT_TIMEOUT, num_cpus=cpus) as ray:
         placement = RayPlacement(ray, run, config)
         try:
             placement.reserve(config.start_timeout)
