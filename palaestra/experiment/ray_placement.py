@@ -322,7 +322,7 @@ class RayChild:
         self._watcher = threading.Thread(
             target=self._watch, args=(started, ended), name=f"ray-{self.name}", daemon=True
         )
-        placement.running.add(self)
+        placement.track(self, running=True)
         self._watcher.start()
 
     def _watch(self, started: Any, ended: Any) -> None:
@@ -334,7 +334,7 @@ class RayChild:
             self.host = self._placement.describe_loss(self, exc)
             code = -signal.SIGKILL
         self._code = code
-        self._placement.running.discard(self)
+        self._placement.track(self, running=False)
         os.close(self._write)
 
     def signal(self, signum: int) -> None:
@@ -372,6 +372,14 @@ class RayPlacement:
         self._extra: list[Any] = []
         self._lock = threading.Lock()
         self._tokens = 0
+
+    def track(self, child: RayChild, *, running: bool) -> None:
+        """Note a child as running, or no longer (called from watcher threads too)."""
+        with self._lock:
+            if running:
+                self.running.add(child)
+            else:
+                self.running.discard(child)
 
     def next_token(self) -> int:
         with self._lock:
@@ -468,7 +476,9 @@ class RayPlacement:
         run's processes were there."""
         node = child.node
         gone = _wait_until(lambda: node.node_id not in {n.node_id for n in self.cluster_nodes()})
-        there = ", ".join(sorted({c.name for c in [child, *self.running] if c.node == node}))
+        with self._lock:
+            others = list(self.running)
+        there = ", ".join(sorted({c.name for c in [child, *others] if c.node == node}))
         where = f"{node.ip} (node {node.node_id[:8]}"
         if gone:
             return f"{where}, lost with the run's processes on it: {there})"
