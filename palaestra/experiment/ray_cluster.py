@@ -51,13 +51,20 @@ SETTINGS frame of its own; a port where no gRPC server listens does not."""
 
 
 class ClusterUnreachableError(PalaestraError):
-    """The Ray cluster of ``ray_address`` cannot be reached or joined (exit code 3, as for a
-    store that cannot be reached)."""
+    """The Ray cluster of ``ray_address`` cannot be reached or joined, or (``address`` empty) a
+    local Ray instance cannot be started (exit code 3, as for a store that cannot be
+    reached)."""
 
     exit_code = EXIT_STORE_UNUSABLE
 
     def __init__(self, address: str, why: str) -> None:
         self.address = address
+        if not address:
+            super().__init__(
+                f"a local Ray instance could not be started: {why}. Ray's logs are in "
+                "/tmp/ray/session_latest/logs; or set ray_address to a running cluster's."
+            )
+            return
         super().__init__(
             f"the Ray cluster at ray_address '{address}' cannot be reached: {why}. "
             "Check that the cluster runs (`ray status --address ...` on its head) and that "
@@ -144,7 +151,8 @@ def connect(
     }
     if address:
         arguments["address"] = address
-    else:
+    else:  # "local": a new instance, never one found by RAY_ADDRESS or a `ray start` here
+        arguments["address"] = "local"
         arguments["num_cpus"] = num_cpus or os.cpu_count() or 1
     _quiet_ray_loggers()
     _init_within(ray, arguments, address, timeout)
@@ -196,7 +204,11 @@ def _init_within(ray: Any, arguments: dict[str, Any], address: str, timeout: flo
             failure.append(exc)
 
     if not address:  # on this thread: Ray's processes die with the thread that started them
-        ray.init(**arguments)  # (PR_SET_PDEATHSIG); a local start is bounded by Ray itself
+        try:  # (PR_SET_PDEATHSIG); a local start is bounded by Ray itself
+            ray.init(**arguments)
+        except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; all mean the same
+            ray.shutdown()
+            raise ClusterUnreachableError("", f"{type(exc).__name__}: {exc}") from exc
         return
     thread = threading.Thread(target=init, name="palaestra-ray-init", daemon=True)
     thread.start()
@@ -204,8 +216,8 @@ def _init_within(ray: Any, arguments: dict[str, Any], address: str, timeout: flo
     if thread.is_alive():
         raise ClusterUnreachableError(address, f"could not join it within {timeout:g} s")
     if failure:
-        exc = failure[0]
-        raise ClusterUnreachableError(address, f"{type(exc).__name__}: {exc}") from exc
+        error = failure[0]
+        raise ClusterUnreachableError(address, f"{type(error).__name__}: {error}") from error
 
 
 def _quiet_ray_loggers() -> None:
