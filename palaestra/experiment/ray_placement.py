@@ -61,7 +61,7 @@ __all__ = [
 
 _HOST_CONCURRENCY = 8
 """Threads of a :class:`ChildHost`: a child's ``wait`` blocks one while signals come in."""
-_START_WAIT = 30.0
+_START_WAIT = 120.0
 """Seconds a :class:`ChildHost` waits for a child's start before it answers a call about it."""
 _NODE_DEATH_WAIT = 3.0
 """Seconds to let the cluster mark a node dead after one of its actors died."""

@@ -21,21 +21,29 @@ from tests.conftest import EXPERIMENTS, Workspace
 
 ray = pytest.importorskip("ray", reason="the palaestra[ray] extra is not installed")
 
-pytestmark = pytest.mark.slow
-
 PLACED = re.compile(r"placed (\S+) on (\S+) \(node (\w+)\)")
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
+    """Head (1 CPU) and two nodes of 2 CPUs; started again once if a node's start times out
+    (Ray gives a raylet 30 s to register, which a loaded machine can exceed)."""
     from ray.cluster_utils import Cluster
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1}, connect=False)
+    for attempt in (1, 2):
+        nodes = Cluster()
+        try:
+            nodes.add_node(num_cpus=1)
+            nodes.add_node(num_cpus=2)
+            nodes.add_node(num_cpus=2)
+            nodes.wait_for_nodes()
+            break
+        except Exception:
+            nodes.shutdown()
+            if attempt == 2:
+                raise
     try:
-        nodes.add_node(num_cpus=2)
-        nodes.add_node(num_cpus=2)
-        nodes.wait_for_nodes()
         yield nodes
     finally:
         nodes.shutdown()
@@ -188,6 +196,7 @@ def _wait_acting(ws: Workspace, proc: Any) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_run_spread_over_nodes_gives_the_rows_of_a_local_run(
     workspace: Workspace, cluster: Any, pg_uri: str
@@ -220,6 +229,7 @@ def test_a_run_spread_over_nodes_gives_the_rows_of_a_local_run(
     assert _gone(on_ray.mark) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_gpu_the_cluster_lacks_exits_2_before_anything_starts(
     workspace: Workspace, cluster: Any, pg_uri: str
@@ -249,6 +259,7 @@ def test_sqlite_with_backend_ray_exits_2(workspace: Workspace) -> None:
     assert not workspace.store.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_ctrl_c_stops_every_process_on_every_node(
     workspace: Workspace, cluster: Any, pg_uri: str
@@ -265,6 +276,7 @@ def test_ctrl_c_stops_every_process_on_every_node(
     assert _gone(on_ray.mark) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_sigkill_of_the_executor_leaves_nothing_on_the_nodes(
     workspace: Workspace, cluster: Any, pg_uri: str
@@ -278,6 +290,7 @@ def test_sigkill_of_the_executor_leaves_nothing_on_the_nodes(
     assert _gone(on_ray.mark, timeout=60) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_a_node_lost_mid_run_fails_the_run_naming_the_host(
     workspace: Workspace, cluster: Any, pg_uri: str
