@@ -65,16 +65,20 @@ class ComponentRuntime(Protocol):
 
 
 class ChildExit:
-    """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``."""
+    """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``;
+    ``host`` says where a launched child ran (see :mod:`palaestra.core.launch`), "" for one
+    forked here."""
 
-    __slots__ = ("name", "role", "exit_code")
+    __slots__ = ("name", "role", "exit_code", "host")
 
-    def __init__(self, name: str, role: str, exit_code: int) -> None:
+    def __init__(self, name: str, role: str, exit_code: int, host: str = "") -> None:
         self.name = name
         self.role = role
         self.exit_code = exit_code
+        self.host = host
 
     def describe(self) -> str:
+        who = f"{self.name} on host {self.host}" if self.host else self.name
         if self.exit_code < 0:
             import signal
 
@@ -82,8 +86,8 @@ class ChildExit:
                 sig = signal.Signals(-self.exit_code).name
             except ValueError:
                 sig = str(-self.exit_code)
-            return f"{self.name} was killed by {sig}"
-        return f"{self.name} exited with code {self.exit_code}"
+            return f"{who} was killed by {sig}"
+        return f"{who} exited with code {self.exit_code}"
 
 
 F = TypeVar("F", bound=Callable[..., Any])

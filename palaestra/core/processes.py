@@ -398,13 +398,17 @@ class Supervisor:
         child.exit_code = code if code is not None else -signal.SIGKILL
         child.alive_w.close()
         child.exited.set()
+        host = "" if isinstance(child.process, _ChildProcess) else child.process.host
         if not child.ready.done():
+            where = f" on host {host}" if host else ""
             child.ready.set_exception(
-                ChildGone(f"{child.name} ended before it was ready (exit code {child.exit_code})")
+                ChildGone(
+                    f"{child.name}{where} ended before it was ready (exit code {child.exit_code})"
+                )
             )
             child.ready.exception()  # mark retrieved: the exit event carries the error
         LOG.debug("%s ended with %s", child.name, child.exit_code)
-        self._on_exit(child, ChildExit(child.name, child.spec.role, child.exit_code))
+        self._on_exit(child, ChildExit(child.name, child.spec.role, child.exit_code, host))
 
     def running(self) -> list[Child]:
         return [c for c in self.children.values() if not c.exited.is_set()]

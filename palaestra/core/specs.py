@@ -85,6 +85,27 @@ class DumpPolicy(msgspec.Struct, frozen=True, kw_only=True):
     keep: int
 
 
+class Resources(msgspec.Struct, frozen=True, kw_only=True):
+    """What one process reserves on its node when the run is placed on a Ray cluster (the
+    agent's ``resources`` for its Brain or Muscles); None: the run's default."""
+
+    num_cpus: float | None = None
+    num_gpus: float = 0.0
+
+
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+"""Ray's placement-group strategies, as ``run_config.placement.strategy`` names them."""
+
+
+class PlacementSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """How a run's processes are placed on a Ray cluster (``run_config.placement``; read only
+    with the runtime config's ``backend: ray``)."""
+
+    strategy: str = "PACK"
+    num_cpus: float = 0.5
+    """The CPUs each process reserves unless its agent's ``resources`` say otherwise."""
+
+
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     """One agent of a phase: its plug-ins, the sensor and actuator ids it uses and the bounds
     of its Brain's and Muscles' memories."""
@@ -113,6 +134,10 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     hot_reload: bool = False
     """Reload the agent's Muscle, Brain and Objective modules when their source files change
     (``experiment-start --reload`` sets it on every agent)."""
+    brain_resources: Resources | None = None
+    """What the Brain reserves on a Ray node (``resources: {brain: ...}``)."""
+    muscle_resources: Resources | None = None
+    """What each Muscle reserves on a Ray node (``resources: {muscle: ...}``)."""
 
 
 class SimulationSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -178,6 +203,8 @@ class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
     conditions: tuple[ClassSpec, ...] = ()
     path: str = ""
     document: str = ""
+    placement: PlacementSpec = PlacementSpec()
+    """How its processes are placed on a Ray cluster (``backend: ray``)."""
     overrides: dict[str, Any] | None = None
     """The values a sweep (or ``palaestra.run(overrides=...)``) set, by dotted path; None if the
     run is the file as written."""

@@ -66,13 +66,25 @@ def execute(
         resume: Where the new instance continues an interrupted one (``experiment-resume``);
             None: from the start.
         placement: Where the run's processes run, process by process (see
-            :mod:`palaestra.core.launch`); None: all are the executor's children on this host.
+            :mod:`palaestra.core.launch`); None: all are the executor's children on this host,
+            or with ``backend: ray`` each a Ray actor's (see
+            :mod:`palaestra.experiment.ray_placement`).
+
+    Raises:
+        PalaestraError: With ``backend: ray``, before any process of the run starts: the
+            cluster cannot be reached or cannot hold the run (see :func:`~palaestra.
+            experiment.ray_placement.ray_placement`).
     """
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     method = start_method(run, config.start_method)
     try:
+        if placement is None and config.backend == "ray":
+            from palaestra.experiment.ray_placement import ray_placement
+
+            with ray_placement(run, config) as on_ray:  # exit 2 or 3 before anything starts
+                return asyncio.run(_execute(run, config, on_episode, resume, method, on_ray))
         return asyncio.run(_execute(run, config, on_episode, resume, method, placement))
     finally:
         if method == start_methods.FORKSERVER:

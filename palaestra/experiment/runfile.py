@@ -60,6 +60,7 @@ from palaestra.experiment.runfile_objective import (
     with_objective_stops,
     with_phase_stops,
 )
+from palaestra.experiment.runfile_placement import agent_resources, placement_spec
 from palaestra.experiment.runfile_record import RECORD_ALL, dump_policy, record_every
 from palaestra.experiment.runfile_replay import replay_sources
 from palaestra.experiment.runfile_schema import (
@@ -99,12 +100,14 @@ _AGENT_KEYS = (
     "filters",
     "dump",
     "hot_reload",
+    "resources",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_UNSUPPORTED: MappingProxyType[str, str] = MappingProxyType({})
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
+_RUN_CONFIG_KEYS = ("condition", "placement")
 _SIMULATION_KEYS = ("name", "conditions", "params")
 _PHASE_CONFIG_KEYS = (
     "mode",
@@ -298,7 +301,8 @@ class _RunBuilder:
         uid = as_name(fields["uid"])
         experiment_uid_node = optional(fields, "experiment_uid")
         phases = self._schedule(fields["schedule"])
-        conditions, phase_stops = self._run_conditions(optional(fields, "run_config"), phases)
+        run_config = optional(fields, "run_config")
+        conditions, phase_stops = self._run_conditions(run_config, phases)
         if any(is_evaluation_condition(c.name) for c in conditions):
             phases = without_caps(phases, self._uncapped)
         return RunSpec(
@@ -308,6 +312,7 @@ class _RunBuilder:
             version=_version(fields["version"]),
             phases=with_phase_stops(phases, phase_stops),
             conditions=conditions,
+            placement=placement_spec(_placement_node(run_config)),
             path=path,
             document=document,
         )
@@ -317,7 +322,7 @@ class _RunBuilder:
     ) -> tuple[tuple[ClassSpec, ...], dict[str, dict[int, float]]]:
         """Return the run's termination conditions from ``run_config`` (or the default), and
         the agents' phase rules if the condition is palaestrAI's objective condition."""
-        fields = as_mapping(node, allowed=("condition",)) if node is not None else {}
+        fields = as_mapping(node, allowed=_RUN_CONFIG_KEYS) if node is not None else {}
         condition = optional(fields, "condition")
         if condition is None:
             return (ClassSpec(name=_DEFAULT_RUN_CONDITION),), {}
@@ -489,6 +494,9 @@ class _RunBuilder:
             dump=dump_policy(optional(fields, "dump")),
             hot_reload=as_bool(fields["hot_reload"]) if "hot_reload" in fields else False,
         )
+        brain, muscle = agent_resources(optional(fields, "resources"))
+        if brain is not None or muscle is not None:
+            spec = msgspec.structs.replace(spec, brain_resources=brain, muscle_resources=muscle)
         return spec, fields["name"]
 
     def _filters(self, node: Node | None) -> tuple[ClassSpec, ...]:
@@ -522,6 +530,13 @@ class _RunBuilder:
         name = as_class_name(node)
         self._classes.check(node, name, role)
         return name
+
+
+def _placement_node(run_config: Node | None) -> Node | None:
+    """``run_config.placement``, checked as part of ``run_config`` by ``_run_conditions``."""
+    if run_config is None or not isinstance(run_config.value, dict):
+        return None
+    return optional(run_config.value, "placement")
 
 
 def _version(node: Node) -> str:
