@@ -14,6 +14,7 @@ from palaestra.core import names, start_methods
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.launch import Placement
 from palaestra.core.messages import EpisodeEnded
+from palaestra.core.netlink import Host, Network
 from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
@@ -49,6 +50,7 @@ def execute(
     on_episode: Callable[[EpisodeEnded], None] | None = None,
     resume: ResumeAt | None = None,
     placement: Placement | None = None,
+    host: Host | None = None,
 ) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome.
 
@@ -67,13 +69,18 @@ def execute(
             None: from the start.
         placement: Where the run's processes run, process by process (see
             :mod:`palaestra.core.launch`); None: all are the executor's children on this host.
+        host: This process's host (its name, and the address it binds TCP on) in a run whose
+            ``placement`` puts processes on other hosts: the run's links then cross hosts by
+            CURVE tcp with keys made for this run (see :mod:`palaestra.core.netlink`); None:
+            every link is a local one.
     """
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     method = start_method(run, config.start_method)
     try:
-        return asyncio.run(_execute(run, config, on_episode, resume, method, placement))
+        network = None if host is None else Network.for_run(host)
+        return asyncio.run(_execute(run, config, on_episode, resume, method, placement, network))
     finally:
         if method == start_methods.FORKSERVER:
             start_methods.stop_fork_server()  # the next run's starts with its environment
@@ -112,6 +119,7 @@ async def _execute(
     resume: ResumeAt | None = None,
     method: str = start_methods.FORK,
     placement: Placement | None = None,
+    network: Network | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
@@ -132,6 +140,7 @@ async def _execute(
         log_level=level if isinstance(level, int) else logging.WARNING,
         start_method=method,
         placement=placement,
+        network=network,
     )
     loop = asyncio.get_running_loop()
     interrupts = 0
