@@ -1,9 +1,10 @@
-"""Runs a run file with some of its processes on other (simulated) hosts: ``python
-tests/netns_driver.py RUN STORE_URI HOME_ADDRESS [ROLES@NS@ADDRESS ...]``; ROLES is a
+"""Runs a run file with some of its processes on other (simulated) hosts.
+
+``python tests/netns_driver.py RUN STORE_URI HOME_ADDRESS [ROLES@NS@ADDRESS ...]``: ROLES is a
 comma-separated list of roles (Muscle, Environment, Brain, ...), started with ``ip netns exec
-NS`` and binding on ADDRESS. Without a placement argument, or with HOME_ADDRESS ``local``,
-every process is the executor's, on one host, with local links only. Prints ``outcome CODE
-MESSAGE`` and exits with the run's code."""
+NS`` (NS ``-``: as subprocesses here, on a host of their own name) and binding on ADDRESS.
+With HOME_ADDRESS ``local`` and no placement, every process is the executor's, on one host,
+with local links only. Prints ``outcome CODE MESSAGE`` and exits with the run's code."""
 
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ def main() -> int:
     run = load_run_file(run_file)
     config = RuntimeConfig(store_uri=store_uri)
     launchers = []
-    for item in where:
+    for index, item in enumerate(where):
         roles, ns, address = item.split("@")
         launchers.append(
             SubprocessLauncher(
-                prefix=["ip", "netns", "exec", ns],
-                host=ns,
+                prefix=[] if ns == "-" else ["ip", "netns", "exec", ns],
+                host=f"host{index + 1}" if ns == "-" else ns,
                 roles=roles.split(","),
                 address=address,
             )

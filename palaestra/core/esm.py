@@ -65,21 +65,25 @@ class ComponentRuntime(Protocol):
         ...
 
     def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
-        """Bind a new socket of ``kind`` on a private ipc endpoint; returns it and the address."""
+        """Bind a new socket of ``kind`` on a private ipc endpoint (and a CURVE tcp one in a
+        run across hosts); returns it and the endpoint to announce."""
         ...
 
 
 class ChildExit:
-    """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``."""
+    """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``;
+    ``host`` is where it ran if a placement put it elsewhere (see :mod:`palaestra.core.launch`)."""
 
-    __slots__ = ("name", "role", "exit_code")
+    __slots__ = ("name", "role", "exit_code", "host")
 
-    def __init__(self, name: str, role: str, exit_code: int) -> None:
+    def __init__(self, name: str, role: str, exit_code: int, host: str = "") -> None:
         self.name = name
         self.role = role
         self.exit_code = exit_code
+        self.host = host
 
     def describe(self) -> str:
+        where = f" on host {self.host}" if self.host else ""
         if self.exit_code < 0:
             import signal
 
@@ -87,8 +91,8 @@ class ChildExit:
                 sig = signal.Signals(-self.exit_code).name
             except ValueError:
                 sig = str(-self.exit_code)
-            return f"{self.name} was killed by {sig}"
-        return f"{self.name} exited with code {self.exit_code}"
+            return f"{self.name} was killed by {sig}{where}"
+        return f"{self.name} exited with code {self.exit_code}{where}"
 
 
 F = TypeVar("F", bound=Callable[..., Any])

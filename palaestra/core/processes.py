@@ -409,7 +409,8 @@ class Supervisor:
             )
             child.ready.exception()  # mark retrieved: the exit event carries the error
         LOG.debug("%s ended with %s", child.name, child.exit_code)
-        self._on_exit(child, ChildExit(child.name, child.spec.role, child.exit_code))
+        host = "" if isinstance(child.process, _ChildProcess) else child.process.host
+        self._on_exit(child, ChildExit(child.name, child.spec.role, child.exit_code, host))
 
     def running(self) -> list[Child]:
         return [c for c in self.children.values() if not c.exited.is_set()]
