@@ -40,6 +40,18 @@ def why_not() -> str | None:
     return None
 
 
+def netem_missing() -> str | None:
+    """Why ``tc netem`` cannot delay packets here (None: it can): a kernel without
+    ``sch_netem`` says "Specified qdisc kind is unknown"."""
+    with Hosts(1) as probe:
+        command = [*probe.hosts[0].prefix(), "tc", "qdisc", "add", "dev", probe.hosts[0].veth]
+        command += ["root", "netem", "delay", "1ms"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    if done.returncode == 0:
+        return None
+    return f"`tc qdisc add ... netem` failed: {done.stderr.strip() or done.returncode}"
+
+
 @dataclass
 class Host:
     ns: str
