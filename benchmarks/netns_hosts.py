@@ -35,8 +35,13 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(BENCH), str(ROOT)]
 
+import msgspec  # noqa: E402
 import run as suite  # noqa: E402  (benchmarks/run.py)
+import zmq  # noqa: E402
 
+from palaestra.core.channel import Listener  # noqa: E402
+from palaestra.core.netlink import Host, Links, Network  # noqa: E402
+from palaestra.core.transport import announce  # noqa: E402
 from tests.netns import Hosts, netem_missing, why_not  # noqa: E402
 
 CHILD = """\
@@ -71,6 +76,64 @@ outcome = execute(
 print(outcome.exit_code, outcome.message)
 sys.exit(outcome.exit_code)
 """
+
+
+ECHO = """\
+import os, sys, msgspec, zmq
+from palaestra.core.netlink import Links, Network
+
+network = msgspec.json.decode(sys.stdin.buffer.readline(), type=Network)
+endpoint, count, reply = sys.argv[1], int(sys.argv[2]), b"r" * int(sys.argv[3])
+stop_r, _ = os.pipe()
+links = Links(network, zmq.Context())
+link = links.channel(endpoint, "echo", stop_r, lambda: None, "bench")
+for _ in range(count):
+    link.recv()
+    link.send(reply)
+link.close()
+links.close()
+"""
+
+
+def link_rate(hosts: Hosts, across: bool) -> float:
+    """Round trips/s of a per-step link (AgentStep / AgentActions sizes) from a listener on
+    the executor's host to a peer in the first namespace: through gateway and relay (CURVE
+    tcp) when ``across``, else on the Unix link (the namespaces share the file system)."""
+    request, reply = suite.message_sizes()
+    home = Network.for_run(Host(name="home", address=hosts.home))
+    peer = hosts.hosts[0]
+    there = home.on(Host(name=peer.ns if across else "home", address=peer.address))
+    stop_r, stop_w = os.pipe()
+    links = Links(home, zmq.Context())
+    with tempfile.TemporaryDirectory(prefix="palaestra-links-") as tmp:
+        listener = Listener(f"ipc://{tmp}/link")
+        endpoint = announce(listener.endpoint, "home", links.listen(listener))
+        count = suite.FLOOR_WARMUP + suite.FLOOR_TRIPS
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        echo = subprocess.Popen(
+            [*peer.prefix(), sys.executable, "-c", ECHO, endpoint, str(count), str(reply)],
+            stdin=subprocess.PIPE,
+            env=env,
+        )
+        assert echo.stdin is not None
+        echo.stdin.write(msgspec.json.encode(there) + b"\n")
+        echo.stdin.close()
+
+        def never() -> None:
+            raise RuntimeError("never stopped")
+
+        try:
+            link = listener.accept(stop_r, never)
+            assert link is not None
+            rate = suite.trips_per_second(link.send, link.recv, b"q" * request)
+            link.close()
+        finally:
+            echo.wait(30)
+            listener.close()
+            links.close()
+            os.close(stop_r)
+            os.close(stop_w)
+    return rate
 
 
 def one_run(spec: suite.RunSpec, hosts: Hosts | None) -> dict[str, Any]:
@@ -126,6 +189,11 @@ def main() -> None:
         print(f"no added delays on this kernel: {missing}; measuring 0 ms only", flush=True)
         delays = [0.0]
     rows: list[dict[str, Any]] = []
+    trips: dict[str, float] = {}
+    with Hosts(1) as hosts:
+        for where, across in (("unix link", False), ("gateway and relay", True)):
+            trips[where] = statistics.median(link_rate(hosts, across) for _ in range(args.repeat))
+            print(f"link round trips, {where}: {trips[where]:,.0f}/s", flush=True)
     for lag in (0, 1):
         spec = suite.RunSpec(args.steps, workers=workers, lag=lag)
         local, local_total, local_runs = measure(spec, None, args.repeat)
