@@ -5,7 +5,10 @@
 K network namespaces (``tests/netns.py``: veth pairs on a bridge, each with an address of its
 own) stand for K hosts; ``tc netem`` delays what leaves either end of each host's veth by the
 given milliseconds (so a message between a host and the executor's host is that late, a round
-trip twice that). Worker ``w`` (its environment and its Muscle) runs on host ``w % K``, the
+trip twice that). First the round trips of one per-step link (a step's message sizes) on its
+Unix socket, through gateway and relay across namespaces, and of a plain pyzmq DEALER/ROUTER
+pair with CURVE across them (the floor). Then worker ``w`` (its environment and its Muscle)
+runs on host ``w % K``, the
 Brain, the simulation controllers and the store writer (SQLite) on the executor's host: each
 step's Muscle -> Brain round trip crosses hosts (CURVE tcp through a relay and a gateway:
 ``palaestra.core.netlink``), the environment <-> Muscle one stays on a Unix link. The local
@@ -133,6 +136,51 @@ def link_rate(hosts: Hosts, across: bool) -> float:
             links.close()
             os.close(stop_r)
             os.close(stop_w)
+    return rate
+
+
+ZMQ_ECHO = """\
+import sys, zmq
+ctx = zmq.Context()
+sock = ctx.socket(zmq.DEALER)
+sock.curve_serverkey = sys.argv[2].encode()
+sock.curve_publickey, sock.curve_secretkey = zmq.curve_keypair()
+sock.connect(sys.argv[1])
+sock.send(b"hello")
+for _ in range(int(sys.argv[3])):
+    sock.send(sock.recv())
+sock.close()
+ctx.term()
+"""
+
+
+def zmq_rate(hosts: Hosts) -> float:
+    """The floor across hosts: round trips/s of a plain pyzmq ROUTER on the executor's host
+    and a DEALER in the first namespace, CURVE tcp, the same message sizes."""
+    request, _ = suite.message_sizes()
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    public, secret = zmq.curve_keypair()
+    router.curve_server = True
+    router.curve_secretkey = secret
+    router.bind(f"tcp://{hosts.home}:*")
+    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    count = suite.FLOOR_WARMUP + suite.FLOOR_TRIPS
+    echo = subprocess.Popen(
+        [*hosts.hosts[0].prefix(), sys.executable, "-c", ZMQ_ECHO, endpoint, public.decode()]
+        + [str(count)]
+    )
+    try:
+        peer, _ = router.recv_multipart()
+        rate = suite.trips_per_second(
+            lambda data: router.send_multipart([peer, data]),
+            router.recv_multipart,
+            b"q" * request,
+        )
+    finally:
+        echo.wait(30)
+        router.close(linger=0)
+        ctx.term()
     return rate
 
 
