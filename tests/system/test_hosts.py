@@ -1,8 +1,8 @@
 """Runs across hosts (palaestra.core.netlink): the executor, the store writer and the simulation
-controllers on one host, Muscles and environments on a second, Brains on a third, linked by
-CURVE tcp. On 127.0.0.1 with three host names (any machine), and in network namespaces with
-addresses of their own (root; tests/netns.py), where the processes really talk across
-addresses: the rows of a local run, strangers refused, a host lost mid-run fails the run."""
+controllers on one host, the others on other hosts, linked by CURVE tcp. On 127.0.0.1 with four
+host names (any machine), and in network namespaces with addresses of their own (root;
+tests/netns.py), where the processes really talk across addresses: the rows of a local run,
+strangers refused, a host lost mid-run fails the run."""
 
 from __future__ import annotations
 
@@ -66,7 +66,9 @@ def _rows(store: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...
 
 
 @pytest.mark.timeout(300)
-def test_a_run_over_three_host_names_gives_the_rows_of_a_local_run(workspace: Workspace) -> None:
+def test_a_run_over_four_host_names_gives_the_rows_of_a_local_run(workspace: Workspace) -> None:
+    # the executor's host, and one each for the environment, the Muscles and the Brains:
+    # every per-step link and every control socket of a phase crosses hosts
     code, _, err = _execute(workspace, RUN, workspace.path / "local.db", "local")
     assert code == 0, err
     code, out, err = _execute(
@@ -74,7 +76,8 @@ def test_a_run_over_three_host_names_gives_the_rows_of_a_local_run(workspace: Wo
         RUN,
         workspace.path / "hosts.db",
         "127.0.0.1",
-        "Muscle,Environment@-@127.0.0.1",
+        "Environment@-@127.0.0.1",
+        "Muscle@-@127.0.0.1",
         "Brain@-@127.0.0.1",
     )
     assert code == 0, err + out
