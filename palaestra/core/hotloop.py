@@ -76,7 +76,12 @@ class HotLoop:
         hosts: :mod:`palaestra.core.netlink`), with the endpoint to announce. Called in the
         asyncio thread before :meth:`start`: the socket then moves to the hot thread."""
         sock = self.socket(kind)
-        return sock, self.runtime.links.bind(sock, endpoint)
+        try:
+            return sock, self.runtime.links.bind(sock, endpoint)
+        except BaseException:
+            self._sockets.remove(sock)
+            sock.close(linger=0)  # an open socket would keep the context from ending
+            raise
 
     def dial(self, sock: zmq.Socket[bytes], endpoint: str) -> None:
         """Connect ``sock`` to an announced ``endpoint`` (ipc on this host, else CURVE tcp)."""

@@ -34,6 +34,7 @@ import zmq
 import zmq.utils.z85
 
 from palaestra.core.channel import CHUNK, Channel, Listener, connect
+from palaestra.core.errors import InvalidInputError
 from palaestra.core.transport import announce, parse
 
 ZAP_DOMAIN = b"palaestra"
@@ -112,8 +113,19 @@ def server_options(sock: zmq.Socket[Any], keys: RunKeys) -> None:
     sock.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN)
 
 
-def _tcp_wildcard(address: str) -> str:
-    return f"tcp://[{address}]:*" if ":" in address else f"tcp://{address}:*"
+def _bind_tcp(sock: zmq.Socket[Any], network: Network) -> str:
+    """Bind ``sock`` on a free port of the host's address; returns the endpoint. An address
+    this host does not have is bad input, named with the host (exit 2)."""
+    address = network.address
+    wildcard = f"tcp://[{address}]:*" if ":" in address else f"tcp://{address}:*"
+    try:
+        sock.bind(wildcard)
+    except zmq.ZMQError as exc:
+        raise InvalidInputError(
+            f"cannot bind {wildcard} on host {network.host!r}: {exc.strerror}; the address given "
+            "for a host must be one of its own, reachable from the run's other hosts"
+        ) from exc
+    return str(sock.getsockopt_string(zmq.LAST_ENDPOINT))
 
 
 class Links:
@@ -142,9 +154,7 @@ class Links:
             return ipc
         self._ensure_zap(network)
         server_options(sock, network.keys)
-        sock.bind(_tcp_wildcard(network.address))
-        tcp = sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        return announce(ipc, network.host, tcp)
+        return announce(ipc, network.host, _bind_tcp(sock, network))
 
     def connect(self, sock: zmq.Socket[Any], endpoint: str) -> None:
         """Connect ``sock`` to ``endpoint``: by ipc on the same host, else by CURVE tcp."""
@@ -298,8 +308,13 @@ class Gateway(_Worker):
         router.setsockopt(zmq.SNDHWM, 0)  # the channels' protocols bound what is in flight
         router.setsockopt(zmq.RCVHWM, 0)
         server_options(router, network.keys)
-        router.bind(_tcp_wildcard(network.address))
-        self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+        try:
+            self.endpoint = _bind_tcp(router, network)
+        except BaseException:
+            router.close(linger=0)  # an open socket would keep the context from ending
+            os.close(self._stop_r)
+            os.close(self._stop_w)
+            raise
         self.router = router
 
     def serve(self) -> None:

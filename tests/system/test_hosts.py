@@ -215,3 +215,14 @@ def test_a_host_lost_mid_run_fails_the_run_naming_it(workspace: Workspace, hosts
     status, reason = workspace.instance_status()
     assert status == "error" and f"on host {first.ns}" in reason
     assert wait_until_gone(workspace.sessions, 10) == []
+
+
+@pytest.mark.timeout(120)
+def test_an_address_the_host_lacks_exits_2_naming_it(workspace: Workspace) -> None:
+    code, out, err = _execute(
+        workspace, RUN, workspace.store, "127.0.0.1", "Muscle@-@10.255.255.254"
+    )
+    assert code == 2, err + out
+    assert "cannot bind tcp://10.255.255.254:* on host 'host1'" in out, out
+    status, reason = workspace.instance_status()
+    assert status == "error" and "10.255.255.254" in reason
