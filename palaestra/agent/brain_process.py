@@ -37,7 +37,7 @@ from palaestra.core.name_rules import check_inside, dump_file_name
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.records import RowSink, connect_store, send
-from palaestra.core.transport import endpoint_for
+from palaestra.core.transport import announce, endpoint_for
 
 LOG = logging.getLogger(__name__)
 
@@ -131,8 +131,10 @@ class BrainProcess(Component):
         if self.request.replay:  # palaestrAI's order: pre-trained after its setup
             self._pretrain()
         listener = Listener(endpoint)  # bound before the Muscles are told to link
+        link = runtime.links.listen(listener)  # its gateway, in a run across hosts
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, listener))
-        return {"brain": endpoint}
+        network = runtime.links.network
+        return {"brain": announce(endpoint, network.host, link) if network else endpoint}
 
     def _pretrain(self) -> None:
         """Feed the recorded steps of the agent's ``replay`` to the Brain's ``pretrain``."""

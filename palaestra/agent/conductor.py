@@ -5,7 +5,8 @@ checked the run file: a heavy user import (torch, say) happens once per run, not
 process (unless the run's start method is forkserver or spawn: see
 :mod:`palaestra.core.start_methods`). The Brain's endpoint is derived from its name, so the
 Brain and the Muscles start at the same time (a Muscle links to its Brain when its first
-episode begins).
+episode begins). In a run across hosts (:mod:`palaestra.core.netlink`) the Brain's tcp endpoint
+is known only once it is up, so the Muscles start then.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class AgentConductor(Conductor):
                 BrainArgs(setup=request, store_endpoint=self.store_endpoint),
             )
         ]
+        if runtime.network is not None:  # its tcp endpoint is known once it is up
+            (ready,) = await runtime.wait_ready(children, self.start_timeout, "start_timeout")
+            brain_endpoint = ready["brain"]
         for worker in range(request.workers):
             children.append(
                 runtime.spawn(
@@ -89,6 +93,6 @@ class AgentConductor(Conductor):
             )
         self.children = children
         endpoints = await runtime.wait_ready(children, self.start_timeout, "start_timeout")
-        if endpoints[0]["brain"] != brain_endpoint:
+        if runtime.network is None and endpoints[0]["brain"] != brain_endpoint:
             raise RuntimeError(f"{brain_name} bound {endpoints[0]['brain']}, not {brain_endpoint}")
         return m.AgentsReady(name=agent, endpoints=[e["muscle"] for e in endpoints[1:]])

@@ -235,15 +235,15 @@ class MuscleProcess(Component):
         # never is (the mode is set with each step's request): it never calls it there.
         if self.mode == "test":
             call(self.muscle.prepare_model)
-        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
+        loop = HotLoop(runtime, self.name)
+        router, announced = loop.bind(zmq.ROUTER, endpoint)
+        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, router), loop)
         runtime.start_task(watch([self.brain_waiting]))
-        return {"muscle": endpoint}
+        return {"muscle": announced}
 
-    def _serve(self, hot: HotLoop, endpoint: str) -> None:
+    def _serve(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         """The hot loop: begin episodes and step, consulting the Brain."""
         self.hot_loop = hot
-        router = hot.socket(zmq.ROUTER)
-        router.bind(endpoint)
         store = connect_store(hot, self.store_endpoint)
         self.rows = RowSink(
             store, self._record, plugin=(self.muscle, "propose_actions"), shape=self._shape

@@ -13,11 +13,14 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import zmq.asyncio
 
 from palaestra.core.messages import ErrorInfo, Msg, Shutdown
+
+if TYPE_CHECKING:
+    from palaestra.core.netlink import Links
 
 LOG = logging.getLogger(__name__)
 
@@ -46,10 +49,12 @@ class InvalidTransition(RuntimeError):
 class ComponentRuntime(Protocol):
     """What a component may use of the process it runs in (:class:`~palaestra.core.runtime.
     Runtime` is the one implementation): the run's private directory, the ZMQ context, tasks
-    whose failure fails the component, the parent's socket, and sockets of its own."""
+    whose failure fails the component, the parent's socket, and sockets of its own, and its
+    links to other hosts (:mod:`palaestra.core.netlink`)."""
 
     run_dir: str
     ctx: zmq.asyncio.Context
+    links: Links
 
     def start_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` alongside; an exception in it fails the component."""
@@ -60,7 +65,8 @@ class ComponentRuntime(Protocol):
         ...
 
     def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
-        """Bind a new socket of ``kind`` on a private ipc endpoint; returns it and the address."""
+        """Bind a new socket of ``kind`` on a private ipc endpoint (and a CURVE tcp one in a
+        run across hosts); returns it and the endpoint to announce."""
         ...
 
 

@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 import zmq
 
-from palaestra.core.channel import Channel, Listener, Selector, connect
+from palaestra.core.channel import Channel, Listener, Selector
 from palaestra.core.esm import ComponentRuntime
 from palaestra.core.records import FAILED_FLUSH_SECONDS, RowSink
 
@@ -71,6 +71,22 @@ class HotLoop:
         self._sockets.append(sock)
         return sock
 
+    def bind(self, kind: int, endpoint: str) -> tuple[zmq.Socket[bytes], str]:
+        """A socket of ``kind`` bound on ``endpoint`` (and a CURVE tcp endpoint in a run across
+        hosts: :mod:`palaestra.core.netlink`), with the endpoint to announce. Called in the
+        asyncio thread before :meth:`start`: the socket then moves to the hot thread."""
+        sock = self.socket(kind)
+        try:
+            return sock, self.runtime.links.bind(sock, endpoint)
+        except BaseException:
+            self._sockets.remove(sock)
+            sock.close(linger=0)  # an open socket would keep the context from ending
+            raise
+
+    def dial(self, sock: zmq.Socket[bytes], endpoint: str) -> None:
+        """Connect ``sock`` to an announced ``endpoint`` (ipc on this host, else CURVE tcp)."""
+        self.runtime.links.connect(sock, endpoint)
+
     def poller(self, *sockets: Any) -> Callable[[], list[Any]]:
         """A function that blocks until one of ``sockets`` is readable (raises on stop).
 
@@ -99,7 +115,9 @@ class HotLoop:
 
     def connect(self, endpoint: str, peer: str) -> Channel:
         """A :class:`~palaestra.core.channel.Channel` to ``peer``'s listener at ``endpoint``."""
-        channel = connect(endpoint, self.name, self.stop_fd, self._control, peer)
+        channel = self.runtime.links.channel(
+            endpoint, self.name, self.stop_fd, self._control, peer
+        )
         self._closing.append(channel)
         return channel
 
@@ -236,9 +254,15 @@ def closing_producer(sink: RowSink, producer: str, *also: RowSink) -> Iterator[N
         raise
 
 
-def run_hot(runtime: ComponentRuntime, name: str, target: Callable[[HotLoop], None]) -> HotLoop:
-    """Start ``target`` in a hot loop whose failure fails the component."""
-    loop = HotLoop(runtime, name)
+def run_hot(
+    runtime: ComponentRuntime,
+    name: str,
+    target: Callable[[HotLoop], None],
+    loop: HotLoop | None = None,
+) -> HotLoop:
+    """Start ``target`` in a hot loop (``loop``, if sockets were bound on it before, else a
+    new one) whose failure fails the component."""
+    loop = loop or HotLoop(runtime, name)
     loop.start(target)
     runtime.start_task(_watch(loop))
     return loop

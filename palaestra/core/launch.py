@@ -17,6 +17,7 @@ netns exec NS``, say); a cluster backend runs the same command on its node.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import struct
@@ -107,6 +108,10 @@ class SubprocessLauncher:
         host: What ``Launched.host`` says.
         roles: The roles to launch so (``None``: every child).
         env: Extra environment variables for the children.
+        address: In a run across hosts (see :mod:`palaestra.core.netlink`): the address the
+            children bind TCP on, reachable from the run's other hosts; they are then on the
+            host named ``host`` (or ``address``, if ``host`` is empty), and reach processes of
+            other hosts by CURVE tcp. None: they are on their parent's host.
     """
 
     def __init__(
@@ -115,17 +120,39 @@ class SubprocessLauncher:
         host: str = "",
         roles: Sequence[str] | None = None,
         env: dict[str, str] | None = None,
+        address: str | None = None,
     ) -> None:
         self.prefix = list(prefix)
         self.host = host
         self.roles = None if roles is None else frozenset(roles)
         self.env = dict(env or {})
+        self.address = address
 
     def launch(self, spec: ChildSpec) -> Launched | None:
         if self.roles is not None and spec.role not in self.roles:
             return None
+        if self.address is not None and spec.network is not None:
+            from palaestra.core.netlink import Host
+
+            here = Host(name=self.host or self.address, address=self.address)
+            spec = dataclasses.replace(spec, network=spec.network.on(here))
         command = [*self.prefix, *interpreter_command()]
         return SubprocessChild(spec, command, self.host, child_environment(self.env))
+
+
+class Placements:
+    """A :class:`Placement` made of several: a child goes to the first that launches it (and
+    is started the usual way if none does); e.g. one :class:`SubprocessLauncher` per host."""
+
+    def __init__(self, *placements: Placement) -> None:
+        self.placements = placements
+
+    def launch(self, spec: ChildSpec) -> Launched | None:
+        for placement in self.placements:
+            launched = placement.launch(spec)
+            if launched is not None:
+                return launched
+        return None
 
 
 class SubprocessChild:
@@ -199,6 +226,7 @@ __all__ = [
     "ENTRY",
     "Launched",
     "Placement",
+    "Placements",
     "child_environment",
     "SubprocessChild",
     "SubprocessLauncher",

@@ -43,6 +43,7 @@ from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit, Component
 from palaestra.core.launch import Launched
 from palaestra.core.mainthread import guard_signal_calls
+from palaestra.core.netlink import Network
 from palaestra.core.reaper import become_subreaper, take_down_strays
 from palaestra.core.start_methods import FORK, FORKSERVER, context
 
@@ -68,6 +69,10 @@ class ChildSpec:
     start_method: str = FORK
     """How this child starts its own children (its parent's method: see
     :mod:`palaestra.core.start_methods`)."""
+    network: Network | None = None
+    """The child's host and the run's keys where the run crosses hosts (its parent's, unless
+    its :class:`~palaestra.core.launch.Placement` put it elsewhere: see
+    :mod:`palaestra.core.netlink`); None: every link is a local one."""
 
     def build(self) -> Component:
         """The component this child runs (called in the child)."""

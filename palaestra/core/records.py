@@ -318,5 +318,5 @@ def connect_store(hot: Any, endpoint: str | None) -> zmq.Socket[bytes] | None:
         return None
     sock: zmq.Socket[bytes] = hot.socket(zmq.PUSH)
     sock.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)
-    sock.connect(endpoint)
+    hot.dial(sock, endpoint)
     return sock

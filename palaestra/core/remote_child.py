@@ -44,6 +44,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     (size,) = HEADER.unpack(_read_exactly(0, HEADER.size))
     spec: ChildSpec = pickle.loads(_read_exactly(0, size))
+    # on another host the run's directory (its ipc endpoints) is made here; on its parent's,
+    # it is there already
+    os.makedirs(spec.run_dir, mode=0o700, exist_ok=True)
     multiprocessing.current_process().name = spec.name
     guard_console()
     guard_signal_calls(spec.name)

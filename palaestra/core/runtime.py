@@ -25,6 +25,7 @@ from palaestra.core import messages as m
 from palaestra.core.errors import PalaestraError
 from palaestra.core.esm import ChildExit, Component, State
 from palaestra.core.launch import Placement
+from palaestra.core.netlink import Links, Network
 from palaestra.core.plugin import PluginError
 from palaestra.core.processes import (
     Child,
@@ -73,6 +74,8 @@ class Runtime:
             :mod:`palaestra.core.start_methods`), passed on to them for theirs.
         placement: Where this process's children run, child by child (None: all are its
             own, started by ``start_method``; see :mod:`palaestra.core.launch`).
+        network: This process's host and the run's keys, for a run across hosts (a child
+            takes its spec's; see :mod:`palaestra.core.netlink`); None: local links only.
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class Runtime:
         log_level: int = logging.WARNING,
         start_method: str = FORK,
         placement: Placement | None = None,
+        network: Network | None = None,
     ) -> None:
         self.component = component
         self.placement = placement
@@ -92,6 +96,8 @@ class Runtime:
         self.log_level = log_level
         self.start_method = start_method
         self.ctx = zmq.asyncio.Context()
+        self.network = spec.network if spec is not None else network
+        self.links = Links(self.network, zmq.Context.shadow(self.ctx.underlying))
         self.supervisor = Supervisor(self._child_exit, child_main, start_method)
         self.parent: zmq.asyncio.Socket | None = None
         self.children_socket: zmq.asyncio.Socket | None = None
@@ -114,11 +120,11 @@ class Runtime:
         return sock
 
     def bind(self, kind: int, role: str) -> tuple[zmq.asyncio.Socket, str]:
-        """Bind a new socket of ``kind`` on a private ipc endpoint; returns it and the address."""
+        """Bind a new socket of ``kind`` on a private ipc endpoint (and a CURVE tcp one, in a
+        run across hosts); returns it and the endpoint to announce."""
         sock = self.socket(kind)
         endpoint = endpoint_for(self.run_dir, names.endpoint(self.name, role))
-        sock.bind(endpoint)
-        return sock, endpoint
+        return sock, self.links.bind(sock, endpoint)
 
     async def send_parent(self, message: m.Msg) -> None:
         if self.parent is not None:
@@ -145,6 +151,7 @@ class Runtime:
             parent_endpoint=self.children_endpoint,
             log_level=self.log_level,
             start_method=self.start_method,
+            network=self.network,
         )
         launched = None if self.placement is None else self.placement.launch(spec)
         return self.supervisor.spawn(spec, launched)
@@ -276,7 +283,7 @@ class Runtime:
             if self.spec is not None:
                 self.parent = self.socket(zmq.DEALER)
                 self.parent.setsockopt(zmq.IDENTITY, self.name.encode())
-                self.parent.connect(self.spec.parent_endpoint)
+                self.links.connect(self.parent, self.spec.parent_endpoint)
             self.component.start()
             endpoints = await self.component.setup(self)
             await self.send_parent(m.Ready(name=self.name, endpoints=endpoints or {}))
@@ -320,6 +327,7 @@ class Runtime:
             task.cancel()
         if not reported:  # the teardown itself failed
             reported = await self._report_if_failed()
+        self.links.close()
         self.ctx.destroy(linger=1000)
         return 1 if self.component.state is State.ERROR else 0
 
@@ -395,12 +403,14 @@ class _FailedStart:
         sock = ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.IDENTITY, self.spec.name.encode())
         sock.setsockopt(zmq.LINGER, 1000)
-        sock.connect(self.spec.parent_endpoint)
+        links = Links(self.spec.network, zmq.Context.shadow(ctx.underlying))
+        links.connect(sock, self.spec.parent_endpoint)
         await sock.send(m.encode(m.Failed(error=error_info(self.spec.name, self.exc))))
         try:
             async with asyncio.timeout(limits.ACK_TIMEOUT):
                 await sock.recv()
         except TimeoutError:
             pass
+        links.close()
         ctx.destroy(linger=1000)
         return 1

@@ -37,7 +37,7 @@ from palaestra.core.records import RowSink, connect_store, recorded, send, world
 from palaestra.core.simtime import SimTime
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
-from palaestra.core.transport import endpoint_for, link_for
+from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
@@ -212,16 +212,17 @@ class EnvironmentProcess(Component):
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
         self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
-        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, endpoint))
+        link = runtime.links.listen(self.listener)  # its gateway, in a run across hosts
+        loop = HotLoop(runtime, self.name)
+        router, announced = loop.bind(zmq.ROUTER, endpoint)
+        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, router), loop)
         steppings = [game.stepping for game in self.games]
         runtime.start_task(watch([self.muscles, *steppings]))
-        return {"env": endpoint}
+        return {"env": with_link(announced, link)}
 
-    def _serve(self, hot: HotLoop, endpoint: str) -> None:
+    def _serve(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         """The hot loop: step when the expected Muscles' set points are in; record each step."""
         hot.own(self.listener)
-        router = hot.socket(zmq.ROUTER)
-        router.bind(endpoint)
         self.rows = RowSink(
             connect_store(hot, self.store_endpoint),
             self._record,

@@ -14,6 +14,7 @@ from palaestra.core import names, start_methods
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.launch import Placement
 from palaestra.core.messages import EpisodeEnded
+from palaestra.core.netlink import Host, Network
 from palaestra.core.processes import preload, set_title
 from palaestra.core.runtime import Runtime
 from palaestra.core.specs import RunSpec
@@ -49,6 +50,7 @@ def execute(
     on_episode: Callable[[EpisodeEnded], None] | None = None,
     resume: ResumeAt | None = None,
     placement: Placement | None = None,
+    host: Host | None = None,
 ) -> RunOutcome:
     """Run ``run`` to its end; never raises for a failed run, returns its outcome.
 
@@ -69,6 +71,10 @@ def execute(
             :mod:`palaestra.core.launch`); None: all are the executor's children on this host,
             or with ``backend: ray`` each a Ray actor's (see
             :mod:`palaestra.experiment.ray_placement`).
+        host: This process's host (its name, and the address it binds TCP on) in a run whose
+            ``placement`` puts processes on other hosts: the run's links then cross hosts by
+            CURVE tcp with keys made for this run (see :mod:`palaestra.core.netlink`); None:
+            every link is a local one.
 
     Raises:
         PalaestraError: With ``backend: ray``, before any process of the run starts: the
@@ -80,12 +86,15 @@ def execute(
     preload(PRELOAD)  # imported once here; every child is forked from this process
     method = start_method(run, config.start_method)
     try:
+        network = None if host is None else Network.for_run(host)
         if placement is None and config.backend == "ray":
             from palaestra.experiment.ray_placement import ray_placement
 
             with ray_placement(run, config) as on_ray:  # exit 2 or 3 before anything starts
-                return asyncio.run(_execute(run, config, on_episode, resume, method, on_ray))
-        return asyncio.run(_execute(run, config, on_episode, resume, method, placement))
+                return asyncio.run(
+                    _execute(run, config, on_episode, resume, method, on_ray, network)
+                )
+        return asyncio.run(_execute(run, config, on_episode, resume, method, placement, network))
     finally:
         if method == start_methods.FORKSERVER:
             start_methods.stop_fork_server()  # the next run's starts with its environment
@@ -124,6 +133,7 @@ async def _execute(
     resume: ResumeAt | None = None,
     method: str = start_methods.FORK,
     placement: Placement | None = None,
+    network: Network | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
     level = logging.getLevelName(config.log_level.upper())
@@ -144,6 +154,7 @@ async def _execute(
         log_level=level if isinstance(level, int) else logging.WARNING,
         start_method=method,
         placement=placement,
+        network=network,
     )
     loop = asyncio.get_running_loop()
     interrupts = 0

@@ -312,7 +312,7 @@ class SimulationController(Component):
 
     def _connect(self, endpoint: str) -> zmq.Socket[bytes]:
         sock = self.hot_loop.socket(zmq.DEALER)
-        sock.connect(endpoint)
+        self.hot_loop.dial(sock, endpoint)
         return sock
 
     def _start_environments(self, reset: bool, episode: int | None = None) -> None:
