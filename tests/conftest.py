@@ -91,11 +91,13 @@ class Workspace:
         env.pop("PALAESTRA_STORE_URI", None)
         return env
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """Start ``argv`` in the workspace, in a session of its own (found afterwards by
+        :func:`session_processes`), its output piped; ``env`` defaults to :meth:`env`."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "palaestra", *args],
+            argv,
             cwd=self.path,
-            env=self.env(),
+            env=self.env() if env is None else env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -103,6 +105,9 @@ class Workspace:
         )
         self.sessions.add(proc.pid)
         return proc
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return self.spawn([sys.executable, "-m", "palaestra", *args])
 
     def variant(self, source: str, *edits: Edit) -> Path:
         """``experiments/<source>`` with each edit applied once (first occurrence), as a file
@@ -130,14 +135,47 @@ class Workspace:
 
     def run(self, *args: str, timeout: float = 60.0) -> Result:
         began = time.monotonic()
-        proc = self.start(*args)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            pytest.fail(f"palaestra {' '.join(args)} did not end in {timeout} s:\n{err[-3000:]}")
-        return Result(proc.returncode, out, err, time.monotonic() - began)
+        code, out, err = finish(self.start(*args), timeout, f"palaestra {' '.join(args)}")
+        return Result(code, out, err, time.monotonic() - began)
+
+
+def finish(
+    proc: subprocess.Popen[str], timeout: float, what: str = "the run"
+) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``proc``; the test fails (the process killed) when it
+    has not ended within ``timeout`` seconds."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{what} did not end in {timeout} s:\n{err[-3000:]}")
+    return proc.returncode, out, err
+
+
+def wait_for_mark(path: Path, proc: subprocess.Popen[str], timeout: float) -> None:
+    """Poll (bounded) until a run's plug-in writes the mark file ``path``; the test fails if
+    the run ends first or the mark does not come within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"{path.name} did not appear in {timeout} s"
+        time.sleep(0.05)
+
+
+def step_rows(store: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The ``world_states`` and ``muscle_actions`` rows of a SQLite store, without their ids
+    and times, in a fixed order: what two runs of the same experiment must agree on."""
+    with sqlite3.connect(store) as conn:
+        states = conn.execute(
+            "SELECT worker, episode, step, sensors, setpoints, rewards, done FROM world_states "
+            "ORDER BY environment_id, worker, episode, step"
+        ).fetchall()
+        actions = conn.execute(
+            "SELECT agent_id, worker, episode, step, sensor_readings, actuator_setpoints, rewards "
+            "FROM muscle_actions ORDER BY agent_id, worker, episode, step"
+        ).fetchall()
+    return states, actions
 
 
 def env_hiding(ws: Workspace, module: str) -> dict[str, str]:

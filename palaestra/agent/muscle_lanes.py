@@ -27,6 +27,7 @@ from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
+from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import send_records
@@ -64,10 +65,6 @@ class _Game:
         self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
-CACHED = 4096
-"""Distinct reward and set point combinations whose JSON text is kept (then forgotten)."""
-
-
 _Entry = tuple[int, _Game, m.AgentStep, Any, int]
 """An observation of a round: its position, game, the game's last action and episode."""
 
@@ -88,8 +85,8 @@ class MuscleLanes:
         ]
         self.first = True  # the first round: the Brain's answer is always waited for
         # JSON text of the rows' rewards (and their total) and set points, by their items
-        self.reward_texts: dict[Any, tuple[str, float | None]] = {}
-        self.setpoint_texts: dict[Any, str] = {}
+        self.reward_texts: Memo[tuple[str, float | None]] = Memo()
+        self.setpoint_texts: Memo[str] = Memo()
 
     @property
     def batched(self) -> bool:
@@ -251,37 +248,17 @@ class MuscleLanes:
         )
 
     def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
-        """The JSON text of a row's rewards (by uid) and their total."""
-        cache = self.reward_texts
-        try:
-            key: Any = tuple((r.uid, r.value) for r in rewards)
-            hit = cache.get(key)
-        except TypeError:  # (a list value: no key)
-            key = hit = None
-        if hit is None:
+        """The JSON text of a row's rewards and their total."""
+
+        def make() -> tuple[str, float | None]:
             values = {r.uid: r.value for r in rewards}
-            hit = (json_text(values), reward_total(values.values()))
-            if key is not None:
-                if len(cache) > CACHED:
-                    cache.clear()
-                cache[key] = hit
-        return hit
+            return json_text(values), reward_total(values.values())
+
+        return self.reward_texts.get(tuple((r.uid, r.value) for r in rewards), make)
 
     def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
         """The JSON text of a row's set points."""
-        cache = self.setpoint_texts
-        try:
-            key: Any = tuple(setpoints.items())
-            text = cache.get(key)
-        except TypeError:  # (a list value: no key)
-            key = text = None
-        if text is None:
-            text = json_text(setpoints)
-            if key is not None:
-                if len(cache) > CACHED:
-                    cache.clear()
-                cache[key] = text
-        return text
+        return self.setpoint_texts.get(tuple(setpoints.items()), lambda: json_text(setpoints))
 
     def _answer(
         self, message: m.AgentSteps, setpoints: list[dict[str, Any]], stop: list[bool]

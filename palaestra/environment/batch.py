@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from palaestra.core import messages as m
+from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import object_keys, object_text, recorded
@@ -28,9 +29,6 @@ from palaestra.environment.environment import BatchState, steps_in_batches
 if TYPE_CHECKING:
     from palaestra.environment.environment_process import EnvironmentProcess
     from palaestra.environment.lanes import _Lane
-
-CACHED = 4096
-"""Distinct reward and set point combinations whose JSON text is kept (then forgotten)."""
 
 
 def stepped_in_batches(process: EnvironmentProcess) -> bool:
@@ -52,8 +50,8 @@ class Batch:
     def __init__(self, process: EnvironmentProcess) -> None:
         self.process = process
         self.cls = type(process.env)
-        self.rewards: dict[Any, tuple[list[m.InfoDesc], str]] = {}  # by the values
-        self.setpoints: dict[Any, str] = {}  # set point JSON text by the items
+        self.rewards: Memo[tuple[list[m.InfoDesc], str]] = Memo()  # by the values
+        self.setpoints: Memo[str] = Memo()  # set point JSON text by the items
 
     def step(self, moves: Sequence[tuple[_Lane, dict[str, Any], bool]]) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
@@ -190,40 +188,25 @@ class Batch:
                 str(reward.uid), space.to_dict() if space is not None else None, None
             )
             described.append((desc, _json_column(values, space)))
-        cache = self.rewards
-        if len(cache) > CACHED:
-            cache.clear()
+        memo = self.rewards
         rewards, texts = [], []
         for k in range(count):
-            key: Any = tuple(column[k] for _, column in described)
-            try:
-                hit = cache.get(key)
-            except TypeError:  # (a list value: no key)
-                hit, key = None, None
-            if hit is None:
+
+            def make(k: int = k) -> tuple[list[m.InfoDesc], str]:
                 descs = [m.InfoDesc(d.uid, d.space, column[k]) for d, column in described]
-                hit = (descs, json_text({d.uid: d.value for d in descs}))
-                if key is not None:
-                    cache[key] = hit
+                return descs, json_text({d.uid: d.value for d in descs})
+
+            hit = memo.get(tuple(column[k] for _, column in described), make)
             rewards.append(hit[0])  # (the same list for the same rewards: summed once)
             texts.append(hit[1])
         return rewards, texts
 
     def _setpoint_text(self, prefix: str, setpoints: dict[str, Any]) -> str:
         """The JSON text of a row's set points (by full uid)."""
-        cache = self.setpoints
-        try:
-            key: Any = tuple(setpoints.items())
-            text = cache.get(key)
-        except TypeError:  # (a list value: no key)
-            key = text = None
-        if text is None:
-            text = json_text({prefix + uid: value for uid, value in setpoints.items()})
-            if key is not None:
-                if len(cache) > CACHED:
-                    cache.clear()
-                cache[key] = text
-        return text
+        return self.setpoints.get(
+            tuple(setpoints.items()),
+            lambda: json_text({prefix + uid: value for uid, value in setpoints.items()}),
+        )
 
 
 def _stacked(values: list[Any], space: Space | None) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,7 +18,14 @@ from pathlib import Path
 import pytest
 import zmq
 
-from tests.conftest import ROOT, Workspace, wait_until_gone
+from tests.conftest import (
+    ROOT,
+    Workspace,
+    finish,
+    step_rows,
+    wait_for_mark,
+    wait_until_gone,
+)
 from tests.netns import DRIVER, Hosts, why_not
 
 RUN = ROOT / "experiments" / "dummy_run.yml"
@@ -28,41 +34,13 @@ STEPS = 1000
 
 
 def _start(ws: Workspace, run_file: Path, store: Path, *args: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(DRIVER), str(run_file), f"sqlite:///{store}", *args],
-        cwd=ws.path,
-        env={**ws.env(), "PYTHONPATH": os.pathsep.join([str(ROOT), ws.env()["PYTHONPATH"]])},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    ws.sessions.add(proc.pid)
-    return proc
+    env = ws.env()
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env["PYTHONPATH"]])
+    return ws.spawn([sys.executable, str(DRIVER), str(run_file), f"sqlite:///{store}", *args], env)
 
 
 def _execute(ws: Workspace, run_file: Path, store: Path, *args: str) -> tuple[int, str, str]:
-    proc = _start(ws, run_file, store, *args)
-    try:
-        out, err = proc.communicate(timeout=150)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"the run did not end: {err[-3000:]}")
-    return proc.returncode, out, err
-
-
-def _rows(store: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    with sqlite3.connect(store) as conn:
-        states = conn.execute(
-            "SELECT worker, episode, step, sensors, setpoints, rewards, done FROM world_states "
-            "ORDER BY environment_id, worker, episode, step"
-        ).fetchall()
-        actions = conn.execute(
-            "SELECT agent_id, worker, episode, step, sensor_readings, actuator_setpoints, rewards "
-            "FROM muscle_actions ORDER BY agent_id, worker, episode, step"
-        ).fetchall()
-    return states, actions
+    return finish(_start(ws, run_file, store, *args), 150)
 
 
 @pytest.mark.timeout(300)
@@ -81,9 +59,9 @@ def test_a_run_over_four_host_names_gives_the_rows_of_a_local_run(workspace: Wor
         "Brain@-@127.0.0.1",
     )
     assert code == 0, err + out
-    states, actions = _rows(workspace.path / "hosts.db")
+    states, actions = step_rows(workspace.path / "hosts.db")
     assert len(states) == 20 and len(actions) == 40
-    assert (states, actions) == _rows(workspace.path / "local.db")
+    assert (states, actions) == step_rows(workspace.path / "local.db")
 
 
 # --- in network namespaces -----------------------------------------------------------------
@@ -123,14 +101,6 @@ def _long_run(ws: Workspace) -> Path:
     )
 
 
-def _wait_for_mark(ws: Workspace, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 90
-    while not (ws.path / "acting").exists():
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "the run did not start acting"
-        time.sleep(0.05)
-
-
 @netns
 @pytest.mark.slow
 @pytest.mark.timeout(300)
@@ -141,7 +111,7 @@ def test_a_run_across_namespaces_gives_the_rows_of_a_local_run(
     assert code == 0, err
     code, out, err = _execute(workspace, RUN, workspace.path / "hosts.db", *_placed(hosts))
     assert code == 0, err + out
-    assert _rows(workspace.path / "hosts.db") == _rows(workspace.path / "local.db")
+    assert step_rows(workspace.path / "hosts.db") == step_rows(workspace.path / "local.db")
 
 
 @netns
@@ -152,7 +122,7 @@ def test_processes_talk_over_tcp_and_strangers_get_no_answer(
 ) -> None:
     run_file = _long_run(workspace)
     proc = _start(workspace, run_file, workspace.store, *_placed(hosts))
-    _wait_for_mark(workspace, proc)
+    wait_for_mark(workspace.path / "acting", proc, 90)
     first, second = hosts.hosts
     muscles = hosts.tcp_peers(first)
     # the Muscles' links to their Brains (second host), everyone's to the executor's host
@@ -187,7 +157,7 @@ def test_processes_talk_over_tcp_and_strangers_get_no_answer(
         ctx.destroy(linger=0)
     out, err = proc.communicate(timeout=200)
     assert proc.returncode == 0, err[-3000:] + out
-    states, actions = _rows(workspace.store)
+    states, actions = step_rows(workspace.store)
     assert len(states) == 2 * STEPS and len(actions) == 2 * 2 * STEPS
 
 
@@ -197,7 +167,7 @@ def test_processes_talk_over_tcp_and_strangers_get_no_answer(
 def test_a_host_lost_mid_run_fails_the_run_naming_it(workspace: Workspace, hosts: Hosts) -> None:
     run_file = _long_run(workspace)
     proc = _start(workspace, run_file, workspace.store, *_placed(hosts))
-    _wait_for_mark(workspace, proc)
+    wait_for_mark(workspace.path / "acting", proc, 90)
     first = hosts.hosts[0]
     pids = subprocess.run(
         ["ip", "netns", "pids", first.ns], capture_output=True, text=True, timeout=30
@@ -210,8 +180,9 @@ def test_a_host_lost_mid_run_fails_the_run_naming_it(workspace: Workspace, hosts
             pass
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err[-3000:] + out
-    assert f"on host {first.ns}" in out, out
-    assert re.search(r"(Muscle|Environment)-\S+ was killed by SIGKILL", out), out
+    assert re.search(rf"(Muscle|Environment)-\S+ on host {first.ns} was killed by SIGKILL", out), (
+        out
+    )
     status, reason = workspace.instance_status()
     assert status == "error" and f"on host {first.ns}" in reason
     assert wait_until_gone(workspace.sessions, 10) == []

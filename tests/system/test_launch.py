@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Workspace, wait_until_gone
+from tests.conftest import (
+    ROOT,
+    Workspace,
+    finish,
+    step_rows,
+    wait_for_mark,
+    wait_until_gone,
+)
 
 DRIVER = """\
 import sys
@@ -50,36 +55,11 @@ sys.exit(outcome.exit_code)
 def _start(ws: Workspace, run_file: Path, store: Path, roles: str) -> subprocess.Popen[str]:
     driver = ws.path / "driver.py"
     driver.write_text(DRIVER)
-    proc = subprocess.Popen(
-        [sys.executable, str(driver), str(run_file), f"sqlite:///{store}", roles],
-        cwd=ws.path,
-        env=ws.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    ws.sessions.add(proc.pid)
-    return proc
+    return ws.spawn([sys.executable, str(driver), str(run_file), f"sqlite:///{store}", roles])
 
 
 def _execute(ws: Workspace, run_file: Path, store: Path, roles: str) -> tuple[int, str, str]:
-    proc = _start(ws, run_file, store, roles)
-    out, err = proc.communicate(timeout=120)
-    return proc.returncode, out, err
-
-
-def _rows(store: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    with sqlite3.connect(store) as conn:
-        states = conn.execute(
-            "SELECT worker, episode, step, sensors, setpoints, rewards, done FROM world_states "
-            "ORDER BY environment_id, worker, episode, step"
-        ).fetchall()
-        actions = conn.execute(
-            "SELECT agent_id, worker, episode, step, sensor_readings, actuator_setpoints, rewards "
-            "FROM muscle_actions ORDER BY agent_id, worker, episode, step"
-        ).fetchall()
-    return states, actions
+    return finish(_start(ws, run_file, store, roles), 120)
 
 
 @pytest.mark.timeout(180)
@@ -99,9 +79,9 @@ def test_launched_children_give_the_rows_of_forked_ones(workspace: Workspace) ->
         "StoreWriter",
     ]
     assert len(roles) == 1 + 2 * 6, roles
-    states, actions = _rows(workspace.path / "launched.db")
+    states, actions = step_rows(workspace.path / "launched.db")
     assert states and actions
-    assert (states, actions) == _rows(workspace.path / "forked.db")
+    assert (states, actions) == step_rows(workspace.path / "forked.db")
 
 
 @pytest.mark.timeout(120)
@@ -132,11 +112,7 @@ def test_sigkill_of_the_executor_ends_launched_children(workspace: Workspace) ->
         ),
     )
     proc = _start(workspace, run_file, workspace.store, "all")
-    deadline = time.monotonic() + 60
-    while not (workspace.path / "acting").exists():
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "the run did not start acting"
-        time.sleep(0.05)
+    wait_for_mark(workspace.path / "acting", proc, 60)
     launched = [cmd for pid, cmd in workspace.processes() if pid != proc.pid]
     assert len(launched) >= 5, launched
     os.kill(proc.pid, signal.SIGKILL)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace
+from tests.conftest import EXPERIMENTS, Workspace, finish, wait_for_mark
 
 ray = pytest.importorskip("ray", reason="the palaestra[ray] extra is not installed")
 
@@ -93,30 +95,18 @@ class OnRay:
         env["PALAESTRA_TEST_MARK"] = self.mark
         return env
 
-    def start(self, run_file: Path, *, local: bool = False) -> Any:
-        import subprocess
-        import sys
-
+    def start(self, run_file: Path, *, local: bool = False) -> subprocess.Popen[str]:
         config = ["-c", str(self.ws.path / "runtime.yaml")] if not local else []
         env = self.env()
         if local:
             env["PALAESTRA_STORE_URI"] = self.store_uri
-        proc = subprocess.Popen(
+        return self.ws.spawn(
             [sys.executable, "-m", "palaestra", "-v", *config, "experiment-start", str(run_file)],
-            cwd=self.ws.path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+            env,
         )
-        self.ws.sessions.add(proc.pid)
-        return proc
 
     def run(self, run_file: Path, *, local: bool = False, timeout: float = 240) -> Any:
-        proc = self.start(run_file, local=local)
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err
+        return finish(self.start(run_file, local=local), timeout)
 
 
 def _rows(store_uri: str, instance: str) -> tuple[list[Any], list[Any]]:
@@ -188,12 +178,17 @@ def _long_run(ws: Workspace) -> Path:
     )
 
 
-def _wait_acting(ws: Workspace, proc: Any) -> None:
-    deadline = time.monotonic() + 180
-    while not (ws.path / "acting").exists():
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "the run did not start acting"
-        time.sleep(0.1)
+def _acting(
+    ws: Workspace, cluster: Any, pg_uri: str
+) -> tuple[OnRay, subprocess.Popen[str], list[int]]:
+    """A long run on the cluster, once its Muscles act: its processes (at least the writer,
+    controller, environment and a Brain and Muscle) marked."""
+    on_ray = OnRay(ws, cluster, pg_uri)
+    proc = on_ray.start(_long_run(ws))
+    wait_for_mark(ws.path / "acting", proc, 180)
+    marked = _marked(on_ray.mark)
+    assert len(marked) >= 5, marked
+    return on_ray, proc, marked
 
 
 @pytest.mark.slow
@@ -264,10 +259,7 @@ def test_sqlite_with_backend_ray_exits_2(workspace: Workspace) -> None:
 def test_ctrl_c_stops_every_process_on_every_node(
     workspace: Workspace, cluster: Any, pg_uri: str
 ) -> None:
-    on_ray = OnRay(workspace, cluster, pg_uri)
-    proc = on_ray.start(_long_run(workspace))
-    _wait_acting(workspace, proc)
-    assert len(_marked(on_ray.mark)) >= 5
+    on_ray, proc, _ = _acting(workspace, cluster, pg_uri)
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-3000:]
@@ -281,10 +273,7 @@ def test_ctrl_c_stops_every_process_on_every_node(
 def test_sigkill_of_the_executor_leaves_nothing_on_the_nodes(
     workspace: Workspace, cluster: Any, pg_uri: str
 ) -> None:
-    on_ray = OnRay(workspace, cluster, pg_uri)
-    proc = on_ray.start(_long_run(workspace))
-    _wait_acting(workspace, proc)
-    assert len(_marked(on_ray.mark)) >= 5
+    on_ray, proc, _ = _acting(workspace, cluster, pg_uri)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert _gone(on_ray.mark, timeout=60) == []
@@ -296,11 +285,7 @@ def test_a_node_lost_mid_run_fails_the_run_naming_the_host(
     workspace: Workspace, cluster: Any, pg_uri: str
 ) -> None:
     """Last in the module: the cluster has one node less afterwards."""
-    on_ray = OnRay(workspace, cluster, pg_uri)
-    proc = on_ray.start(_long_run(workspace))
-    _wait_acting(workspace, proc)
-    marked = _marked(on_ray.mark)
-    assert len(marked) >= 5
+    on_ray, proc, marked = _acting(workspace, cluster, pg_uri)
     victim = next(
         n for n in cluster.worker_nodes if any(_in_ray_worker_of(pid, n) for pid in marked)
     )

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PLUGINS, Workspace, wait_until_gone
+from tests.conftest import PLUGINS, Workspace, finish, wait_until_gone
 from tests.plugins.start_record import read_records
 
 pytestmark = [
@@ -57,27 +57,12 @@ def _env(ws: Workspace, method: str | None, fake_torch: bool = False) -> dict[st
 
 
 def _start(ws: Workspace, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "palaestra", *args],
-        cwd=ws.path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    ws.sessions.add(proc.pid)
-    return proc
+    return ws.spawn([sys.executable, "-m", "palaestra", *args], env)
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float = 45) -> tuple[int, str]:
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        pytest.fail(f"palaestra did not end within {timeout} s:\n{err[-3000:]}")
-    return proc.returncode, err
+    code, _, err = finish(proc, timeout, "palaestra")
+    return code, err
 
 
 def _poll(condition: Callable[[], object], timeout: float, proc: subprocess.Popen[str]) -> bool:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 import signal
 import sqlite3
-import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, finish
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -112,18 +111,11 @@ def test_plugins_beside_the_run_file_and_in_the_working_directory_need_no_python
     run_file = experiment / "run.yml"
     source.rename(run_file)
     # -P: the working directory is not on the path, as with the installed `palaestra` script
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "palaestra", "experiment-start", "-q", "experiment/run.yml"],
-        cwd=workspace.path,
-        env=workspace.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc = workspace.spawn(
+        [sys.executable, "-P", "-m", "palaestra", "experiment-start", "-q", "experiment/run.yml"]
     )
-    workspace.sessions.add(proc.pid)
-    out, err = proc.communicate(timeout=100)
-    assert proc.returncode == 0, err[-3000:]
+    code, out, err = finish(proc, 100)
+    assert code == 0, err[-3000:]
     assert "Run 'dummy-run' finished" in out
     with sqlite3.connect(workspace.store) as conn:
         plugins = set(conn.execute("select brain, muscle from agents where name = 'defender'"))
