@@ -91,6 +91,7 @@ def execute(
             from palaestra.experiment.ray_placement import ray_placement
 
             with ray_placement(run, config) as on_ray:  # exit 2 or 3 before anything starts
+                network = network or on_ray.network  # links across the nodes' hosts, if any
                 return asyncio.run(
                     _execute(run, config, on_episode, resume, method, on_ray, network)
                 )

@@ -11,15 +11,19 @@ the child's stdin and holds that pipe for as long as the actor lives, forwards s
 reports the child's end. A process of phase 1 reuses the actor of its namesake of phase 0.
 
 Before any process starts, the cluster's nodes are compared with what the run asks (exit 2,
-saying what is missing), the group is reserved and its actors started; then every process must
-be on the executor's host: palaestra's links between hosts (TCP with CURVE) are not in this
-placement yet (:func:`links_across_hosts`). At the run's end, whatever the end, the actors are
-killed and the group released.
+saying what is missing), the group is reserved and its actors started. A node is a host by
+its address: processes on the executor's host talk over Unix links as in a local run; when the
+group put processes on other hosts, the run gets a :class:`~palaestra.core.netlink.Network`
+(CURVE keys made for the run) and each process binds TCP on its node's address, so Ray only
+places and supervises processes while palaestra's own links carry the data
+(:mod:`palaestra.core.netlink`). At the run's end, whatever the end, the actors are killed and
+the group released.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 import math
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from palaestra.core import names
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, InvalidInputError, PalaestraError
 from palaestra.core.launch import ENTRY, Launched, child_environment, encode_spec
+from palaestra.core.netlink import Host, Network
 from palaestra.core.specs import RunSpec
 from palaestra.experiment.ray_cluster import CONNECT_TIMEOUT, check_backend, connect
 from palaestra.experiment.runtime_config import RuntimeConfig
@@ -53,10 +58,9 @@ __all__ = [
     "RayPlacement",
     "Slot",
     "check_fits",
-    "check_hosts",
-    "links_across_hosts",
     "plan",
     "ray_placement",
+    "run_network",
 ]
 
 _HOST_CONCURRENCY = 8
@@ -187,30 +191,13 @@ def _too_large(slots: Sequence[Slot], strategy: str, nodes: Sequence[Node]) -> l
     return problems
 
 
-def links_across_hosts() -> bool:
-    """Whether processes of a run may talk across hosts (TCP with CURVE). Not yet: every
-    process is placed on the executor's host."""
-    return False
-
-
-def check_hosts(placed: dict[str, str], executor_host: str) -> None:
-    """Refuse (exit 2) processes placed on another host than the executor's while links
-    across hosts are not available: they could not reach their peers' Unix links."""
-    if links_across_hosts():
-        return
-    elsewhere: dict[str, list[str]] = {}
-    for name, host in placed.items():
-        if host != executor_host:
-            elsewhere.setdefault(host, []).append(name)
-    if elsewhere:
-        where = "; ".join(f"{', '.join(sorted(n))} on {h}" for h, n in sorted(elsewhere.items()))
-        raise InvalidInputError(
-            f"the Ray cluster placed processes on another host than the executor's "
-            f"({executor_host}): {where}. palaestra's links between hosts are not available "
-            "yet: every process of a run must be on the executor's host. Start the run from a "
-            "node that can hold it (run_config.placement.strategy: STRICT_PACK), or use nodes "
-            "of one host."
-        )
+def run_network(addresses: Sequence[str], executor: str) -> Network | None:
+    """The network of a run whose processes are on the nodes of ``addresses``, the executor on
+    ``executor``'s: None when every process shares the executor's host (every link a Unix
+    one), else one with fresh CURVE keys, seen from the executor's host."""
+    if all(address == executor for address in addresses):
+        return None
+    return Network.for_run(Host(name=executor, address=executor))
 
 
 class ChildHost:
@@ -370,6 +357,8 @@ class RayPlacement:
         self.nodes: dict[str, Node] = {}
         """Where each slot's actor runs, by process name."""
         self._extra: list[Any] = []
+        self.network: Network | None = None
+        """The run's links across hosts, once reserved (None: every process on this host)."""
         self._lock = threading.Lock()
         self._tokens = 0
 
@@ -437,7 +426,15 @@ class RayPlacement:
             LOG.info("placed %s on %s", name, self.nodes[name])
         executor = nodes.get(ray.get_runtime_context().get_node_id())
         LOG.info("placed the executor (Ray's driver) on %s", executor)
-        check_hosts({n: node.ip for n, node in self.nodes.items()}, self.executor_ip(nodes))
+        home = self.executor_ip(nodes)
+        self.network = run_network([n.ip for n in self.nodes.values()], home)
+        if self.network is not None:
+            hosts = sorted({n.ip for n in self.nodes.values()} - {home})
+            LOG.info(
+                "the run crosses hosts (%s besides %s): its links between them are CURVE tcp",
+                ", ".join(hosts),
+                home,
+            )
 
     def executor_ip(self, nodes: dict[str, Node]) -> str:
         """The address of the node this executor (Ray's driver) is attached to."""
@@ -449,6 +446,9 @@ class RayPlacement:
         node = self.nodes.get(spec.name)
         if actor is None or node is None:  # a process the plan did not foresee: no bundle
             actor, node = self._spare(spec.name)
+        if spec.network is not None:  # it binds TCP on its node's address
+            here = Host(name=node.ip, address=node.ip)
+            spec = dataclasses.replace(spec, network=spec.network.on(here))
         return RayChild(self, spec, actor, node)
 
     def _spare(self, name: str) -> tuple[Any, Node]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from palaestra.core.errors import InvalidInputError, RunFileError
-from palaestra.experiment.ray_placement import Node, Slot, check_fits, check_hosts, plan
+from palaestra.experiment.ray_placement import Node, Slot, check_fits, plan, run_network
 from palaestra.experiment.runfile import load_run_text
 from tests.conftest import EXPERIMENTS
 
@@ -93,9 +93,10 @@ def test_more_cpus_than_the_cluster_has_are_refused() -> None:
     check_fits(slots[:3], "SPREAD", NODES)
 
 
-def test_processes_on_another_host_are_refused_until_links_cross_hosts() -> None:
-    check_hosts({"Brain-a": "10.0.0.1", "Muscle-a-0": "10.0.0.1"}, "10.0.0.1")
-    with pytest.raises(InvalidInputError) as caught:
-        check_hosts({"Brain-a": "10.0.0.2", "Muscle-a-0": "10.0.0.1"}, "10.0.0.1")
-    assert "Brain-a on 10.0.0.2" in str(caught.value)
-    assert "links between hosts are not available" in str(caught.value)
+def test_a_run_on_the_executors_host_has_no_network_and_one_across_hosts_has_fresh_keys() -> None:
+    assert run_network(["10.0.0.1", "10.0.0.1"], "10.0.0.1") is None
+    first = run_network(["10.0.0.2", "10.0.0.1"], "10.0.0.1")
+    second = run_network(["10.0.0.2"], "10.0.0.1")
+    assert first is not None and second is not None
+    assert (first.host, first.address) == ("10.0.0.1", "10.0.0.1")
+    assert first.keys != second.keys  # made for each run
