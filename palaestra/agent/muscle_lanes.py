@@ -249,16 +249,12 @@ class MuscleLanes:
 
     def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
         """The JSON text of a row's rewards and their total."""
-
-        def make() -> tuple[str, float | None]:
-            values = {r.uid: r.value for r in rewards}
-            return json_text(values), reward_total(values.values())
-
-        return self.reward_texts.get(tuple((r.uid, r.value) for r in rewards), make)
+        key = tuple((r.uid, r.value) for r in rewards)
+        return self.reward_texts.get_or_make(key, _reward_text, rewards)
 
     def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
         """The JSON text of a row's set points."""
-        return self.setpoint_texts.get(tuple(setpoints.items()), lambda: json_text(setpoints))
+        return self.setpoint_texts.get_or_make(tuple(setpoints.items()), json_text, setpoints)
 
     def _answer(
         self, message: m.AgentSteps, setpoints: list[dict[str, Any]], stop: list[bool]
@@ -461,3 +457,8 @@ def _sensors(
 
 
 _NONE_PICKLE = pickle.dumps(None)
+
+
+def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
+    values = {r.uid: r.value for r in rewards}
+    return json_text(values), reward_total(values.values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
@@ -11,30 +11,30 @@ LIMIT = 4096
 """Distinct keys a memo keeps by default (then it forgets them all at once)."""
 
 
-class Memo(Generic[V]):
+class Memo(dict[Hashable, V], Generic[V]):
     """Values made from keys, kept for the next time the same key comes.
 
     A memo holds at most ``limit`` keys: when it is full it is emptied at once (cheaper than an
     LRU's bookkeeping on every hit, and the values are cheap to make again). A key that cannot be
-    hashed (a list inside the tuple) is not kept: its value is made each time.
+    hashed (a list inside the tuple) is not kept: its value is made each time. A dict itself, and
+    :meth:`get_or_make` takes the maker and its argument apart, so a hit creates no closure.
     """
 
-    __slots__ = ("kept", "limit")
+    __slots__ = ("limit",)
 
     def __init__(self, limit: int = LIMIT) -> None:
-        self.kept: dict[Hashable, V] = {}
+        super().__init__()
         self.limit = limit
 
-    def get(self, key: Hashable, make: Callable[[], V]) -> V:
-        """The value kept for ``key``, or the one ``make()`` returns (then kept)."""
-        kept = self.kept
+    def get_or_make(self, key: Hashable, make: Callable[[Any], V], arg: Any) -> V:
+        """The value kept for ``key``, or ``make(arg)`` (then kept)."""
         try:
-            hit = kept.get(key)
+            hit = self.get(key)
         except TypeError:  # (an unhashable value inside the key)
-            return make()
+            return make(arg)
         if hit is None:
-            hit = make()
-            if len(kept) >= self.limit:
-                kept.clear()
-            kept[key] = hit
+            hit = make(arg)
+            if len(self) >= self.limit:
+                self.clear()
+            self[key] = hit
         return hit

@@ -113,7 +113,7 @@ class Batch:
                 game._recording()
             if storing and not paused and recorded(game.step - 1, ends[0], every):
                 sensors = object_text(keys, uids, values)
-                setpoints = self._setpoint_text(game.prefix, moves[k][1])
+                setpoints = self._setpoint_text(moves[k][1])
                 rows.append(
                     (
                         environment_id,
@@ -189,24 +189,25 @@ class Batch:
             )
             described.append((desc, _json_column(values, space)))
         memo = self.rewards
+
+        def make(k: int) -> tuple[list[m.InfoDesc], str]:
+            descs = [m.InfoDesc(d.uid, d.space, column[k]) for d, column in described]
+            return descs, json_text({d.uid: d.value for d in descs})
+
         rewards, texts = [], []
         for k in range(count):
-
-            def make(k: int = k) -> tuple[list[m.InfoDesc], str]:
-                descs = [m.InfoDesc(d.uid, d.space, column[k]) for d, column in described]
-                return descs, json_text({d.uid: d.value for d in descs})
-
-            hit = memo.get(tuple(column[k] for _, column in described), make)
+            hit = memo.get_or_make(tuple(column[k] for _, column in described), make, k)
             rewards.append(hit[0])  # (the same list for the same rewards: summed once)
             texts.append(hit[1])
         return rewards, texts
 
-    def _setpoint_text(self, prefix: str, setpoints: dict[str, Any]) -> str:
-        """The JSON text of a row's set points (by full uid)."""
-        return self.setpoints.get(
-            tuple(setpoints.items()),
-            lambda: json_text({prefix + uid: value for uid, value in setpoints.items()}),
-        )
+    def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
+        """The JSON text of a row's set points (by full uid: the games share the prefix)."""
+        return self.setpoints.get_or_make(tuple(setpoints.items()), self._full_uids, setpoints)
+
+    def _full_uids(self, setpoints: dict[str, Any]) -> str:
+        prefix = self.process.prefix
+        return json_text({prefix + uid: value for uid, value in setpoints.items()})
 
 
 def _stacked(values: list[Any], space: Space | None) -> Any:

@@ -13,22 +13,27 @@ def test_a_value_is_made_once_per_key_and_the_memo_empties_when_full() -> None:
         return f"text {n}"
 
     memo: Memo[str] = Memo(limit=2)
-    assert [memo.get(n, lambda n=n: make(n)) for n in (1, 2, 1, 2)] == [
+    assert [memo.get_or_make(n, make, n) for n in (1, 2, 1, 2)] == [
         "text 1",
         "text 2",
         "text 1",
         "text 2",
     ]
     assert made == [1, 2]
-    assert memo.get(3, lambda: make(3)) == "text 3"  # full: forgets 1 and 2, keeps 3
-    assert memo.kept == {3: "text 3"}
-    memo.get(1, lambda: make(1))
+    assert memo.get_or_make(3, make, 3) == "text 3"  # full: forgets 1 and 2, keeps 3
+    assert memo == {3: "text 3"}
+    memo.get_or_make(1, make, 1)
     assert made == [1, 2, 3, 1]
 
 
 def test_an_unhashable_key_is_made_each_time_and_not_kept() -> None:
     memo: Memo[str] = Memo()
-    calls = []
+    calls: list[object] = []
+
+    def make(value: object) -> str:
+        calls.append(value)
+        return "x"
+
     for _ in range(2):
-        assert memo.get(("a", [1, 2]), lambda: calls.append(1) or "x") == "x"
-    assert len(calls) == 2 and memo.kept == {}
+        assert memo.get_or_make(("a", [1, 2]), make, 1) == "x"
+    assert calls == [1, 1] and memo == {}
