@@ -157,9 +157,10 @@ class Brain(ABC):
         them together (one forward pass of a network for all the Muscles waiting); a Brain
         that does not is called :meth:`thinking` once per message, as before. palaestra calls
         it only for a Brain that overrides it, when messages of more than one Muscle are
-        pending, the agent has no filters and no hot reload; what :meth:`add_statistics`
-        recorded during the call is stored at the step of the batch's last message. The
-        default calls :meth:`thinking` for each, in order.
+        pending, or for a round of a Muscle that plays several games (``envs_per_worker``:
+        one experience per game, in lane order), the agent has no filters and no hot reload;
+        what :meth:`add_statistics` recorded during the call is stored at the step of the
+        batch's last message. The default calls :meth:`thinking` for each, in order.
         """
         return [self.thinking(muscle_id, data) for muscle_id, data in experiences]
 

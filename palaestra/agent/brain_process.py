@@ -62,6 +62,7 @@ class BrainProcess(Component):
         self.records = RowSink(None, self._plugin_rows)
         self.recorder = recorder_for(name)
         self.stored = True  # nothing learned yet that a dump would lose
+        self.batched = False  # thinking_batch for several experiences at once (see _batched)
         self.latest: bytes | None = None  # the newest update, pickled
         self.updated: set[str] = set()  # the Muscles that have it
         reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
@@ -190,7 +191,7 @@ class BrainProcess(Component):
         selector = hot.selector()
         selector.add(listener)
         names: dict[Channel, str] = {}
-        batched = self._batched()
+        batched = self.batched = self._batched()
         while True:
             ready = selector.wait()
             if listener in ready:
@@ -261,9 +262,25 @@ class BrainProcess(Component):
                 gone.append(link)
         if not batch:
             return gone
-        items = [
-            (muscle_id, self._remember(memory, muscle_id, msg)) for _, muscle_id, msg in batch
-        ]
+        updates = self._batch_of(memory, [(muscle_id, msg) for _, muscle_id, msg in batch])
+        end_phase = self.phase_stop is not None and self.phase_stop.reached
+        for (link, muscle_id, _), update in zip(batch, updates, strict=True):
+            answer = m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
+            try:
+                link.send(m.encode(answer))
+            except PeerGone:
+                gone.append(link)
+        return gone
+
+    def _batch_of(self, memory: Any, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
+        """Remember each experience's transition, call ``thinking_batch`` once for them all,
+        then what follows thinking (dumps, stop rules, the statistics at the last message's
+        step); an update (or None) per experience.
+
+        Raises:
+            PluginContractError: ``thinking_batch`` did not return one update per experience.
+        """
+        items = [(muscle_id, self._remember(memory, muscle_id, msg)) for muscle_id, msg in batch]
         updates = call(self.brain.thinking_batch, items)
         if not isinstance(updates, Sequence) or len(updates) != len(items):
             raise PluginContractError(
@@ -274,30 +291,30 @@ class BrainProcess(Component):
                 + f": expected a list of {len(items)} updates (or None), one per experience",
             )
         self.stored = False
-        for _, _, message in batch:
+        for _, message in batch:
             self._after_thinking(memory, message)
-        last = batch[-1][2]
+        last = batch[-1][1]
         self._record_statistics(last.worker, last.episode, last.step)
-        if any(message.done for _, _, message in batch):
+        if any(message.done for _, message in batch):
             self.statistics.flush()
-        end_phase = self.phase_stop is not None and self.phase_stop.reached
-        for (link, muscle_id, _), update in zip(batch, updates, strict=True):
-            answer = m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
-            try:
-                link.send(m.encode(answer))
-            except PeerGone:
-                gone.append(link)
-        return gone
+        return updates
 
     def _think_games(self, link: Channel, memory: Any, message: m.Experiences) -> None:
-        """Think about each game's experience (its lane is its Muscle id's worker); answer
-        once: the Muscle that plays them all gets the newest update."""
+        """Think about each game's experience (its lane is its Muscle id's worker), all at once
+        with ``thinking_batch`` where the Brain has its own (see :meth:`_batched`); answer once:
+        the Muscle that plays them all gets the newest update."""
         agent = self.request.agent.name
         update = None
-        for item in message.items:
-            made = self._experience(memory, f"{agent}-{item.worker}", item)
-            if made is not None:
-                update = made
+        if self.batched and len(message.items) > 1:
+            batch = [(f"{agent}-{item.worker}", item) for item in message.items]
+            for made in self._batch_of(memory, batch):
+                if made is not None:
+                    update = made
+        else:
+            for item in message.items:
+                made = self._experience(memory, f"{agent}-{item.worker}", item)
+                if made is not None:
+                    update = made
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         update = self._deliver(f"{agent}-worker-{message.worker}", update)
         link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))

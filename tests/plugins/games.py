@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from palaestra.agent import DummyBrain
 from palaestra.agent.muscle import Muscle
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.environment.cartpole import CartPole
@@ -114,3 +115,16 @@ class StrayCartPole(CartPole):
             if game.steps == 3 and game.context.worker == game.stray_game:
                 state.sensor_information[0].value[k, 0] = 99.0
         return state
+
+
+class RoundBrain(DummyBrain):
+    """DummyBrain that thinks about a round's experiences in one call: it records each
+    call's size (statistic ``batch``), how many games they came from (``games``) and whether
+    they came in lane order (``ordered``: 1 or 0), and thinks as DummyBrain does."""
+
+    def thinking_batch(self, experiences: Sequence[tuple[str, Any]]) -> Sequence[Any]:
+        lanes = [int(muscle_id.rsplit("-", 1)[1]) for muscle_id, _ in experiences]
+        self.add_statistics("batch", len(experiences))
+        self.add_statistics("games", len(set(lanes)))
+        self.add_statistics("ordered", int(lanes == sorted(lanes)))
+        return [self.thinking(muscle_id, data) for muscle_id, data in experiences]

@@ -5,6 +5,7 @@ refused."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -289,6 +290,51 @@ def test_games_stepped_in_one_call_write_what_games_stepped_one_by_one_write(
     assert sorted(batched[0]) == list(range(8))
     assert len(batched[2]) == 8 * 2
     assert batched == found["games:PerGameCartPole"]
+
+
+def test_a_brain_with_thinking_batch_thinks_about_a_round_in_one_call(tmp_path: Path) -> None:
+    """A Brain that overrides ``thinking_batch`` gets a round's experiences (one per game, in
+    lane order) in one call; the rows and the Brain's last dump are those of thinking game
+    by game."""
+    found = {}
+    for brain in ("palaestra.agent.dummy_brain:DummyBrain", "games:RoundBrain"):
+        ws = Workspace(tmp_path / brain.replace(":", "_"))
+        ws.path.mkdir()
+        path = run_file(ws, workers=1, games=4)
+        text = path.read_text()
+        path.write_text(text.replace("palaestra.agent.dummy_brain:DummyBrain", brain))
+        start(ws, path)
+        store = ws.store_uri
+        with sqlite3.connect(ws.store) as conn:
+            dumps = [json.loads(d) for (d,) in conn.execute("select dump from brain_states")]
+            stats = [
+                json.loads(values)
+                for (values,) in conn.execute(
+                    "select statistics from statistics where source = 'brain'"
+                )
+            ]
+        found[brain] = (
+            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            dumps,
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    batches = [s for s in stats if "batch" in s]
+    assert batches, stats
+    # a round of the 4 games is one call, of 4 experiences (8 where each game's episode
+    # ended in the round and its next began), from the 4 games, in lane order
+    assert {s["batch"] for s in batches} == {4, 8}, batches
+    assert {(s["games"], s["ordered"]) for s in batches} == {(4, 1)}, batches
+    batched, one_by_one = (
+        found["games:RoundBrain"],
+        found["palaestra.agent.dummy_brain:DummyBrain"],
+    )
+    assert batched[:2] == one_by_one[:2]
+    # a dump at a game's episode end holds what the Brain learned from the whole call (the
+    # round), not only up to that game's experience: the same dumps, the last the same
+    assert len(batched[2]) == len(one_by_one[2]) == 8
+    assert batched[2][-1] == one_by_one[2][-1]
+    assert batched[2][-1]["thinking_calls"] > 4 * 60
 
 
 def test_games_stepped_in_one_call_play_without_a_store(workspace: Workspace) -> None:
