@@ -220,11 +220,21 @@ def test_an_async_muscle_does_not_wait_for_its_busy_brain(workspace: Workspace) 
     assert all(was_stale is not None for _, _, was_stale in steps)
     block = longest_stale_run(steps)
     assert len(block) >= 8, steps  # ~15 steps at 50 Hz acted on the old policy
-    # the policy stood still while its update was out, and moved once the answers came
-    frozen = {point for step, point, _ in steps if step in block[2:]}
-    assert len(frozen) == 1, steps
-    later = [(point, was_stale) for step, point, was_stale in steps if step > block[-1]]
-    assert later[0][0] > frozen.pop(), steps
+    # the policy stood still while the blocked Brain's update was out (the longest stretch of
+    # stale steps with one policy: on a busy machine the Brain may also lag a little before
+    # and after its block, with the policy still moving), and moved once the answers came
+    stale = [(step, point) for step, point, _ in steps if step in block]
+    stretches = [[stale[0]]]
+    for step, point in stale[1:]:
+        if point == stretches[-1][-1][1]:
+            stretches[-1].append((step, point))
+        else:
+            stretches.append([(step, point)])
+    frozen = max(stretches, key=len)
+    assert len(frozen) >= 8, steps
+    last_step, point = frozen[-1]
+    later = [(p, was_stale) for step, p, was_stale in steps if step > last_step]
+    assert later[0][0] > point, steps
     assert not all(was_stale for _, was_stale in later), steps  # it caught up
     # nothing was lost: the final dump counts a thought per experience (41 per episode)
     ((dump,),) = query(
