@@ -62,6 +62,7 @@ def _script(tmp_path: Path, body: str) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow
 def test_run_from_a_script_and_inside_a_running_event_loop(tmp_path: Path) -> None:
     """The executor needs a main thread and no running loop: it gets a process of its own,
     forked where the caller has one thread, spawned where it has more (a Jupyter kernel); the

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import Workspace
 from tests.system.test_step_engine import ACTIONS, WORLD, rows
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 DUMMY_BRAIN = "palaestra.agent.dummy_brain:DummyBrain"
 WORKERS = ("worker: 2", "worker: 3")

@@ -37,6 +37,7 @@ def wait_for_steps(ws: Workspace, proc: subprocess.Popen[str], timeout: float = 
     pytest.fail(f"the run stored no steps in {timeout} s")
 
 
+@pytest.mark.slow
 def test_clean_refuses_a_running_run_which_then_ends_as_usual(workspace: Workspace) -> None:
     run_file = workspace.variant("dummy_run.yml", LONG)
     proc = workspace.start("start", str(run_file))

@@ -221,6 +221,7 @@ def test_on_episode_sees_every_episode_once(workspace: Workspace) -> None:
 RECORD_ALL_EVERY_EPISODES = ["", ", record: all", ", record: {every: 2}", ", record: episodes"]
 
 
+@pytest.mark.slow
 def test_record_keeps_the_rows_it_names(workspace: Workspace) -> None:
     """``all`` keeps every step; ``{every: 2}`` the steps 0, 2, 4, ... of each episode and its
     last; ``episodes`` no step at all. Every one keeps the episodes, their rewards and the

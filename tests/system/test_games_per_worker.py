@@ -106,7 +106,7 @@ ACTIONS = (
 )
 
 
-@pytest.mark.parametrize("lag", [0, 1])
+@pytest.mark.parametrize("lag", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, lag: int) -> None:
     """One worker with 4 games writes, lane by lane, what 4 workers of one game write (each
     game's seed is the seed of the worker with its lane's number); the batched hook is called

@@ -75,6 +75,7 @@ def world_states(store: Path) -> list[tuple[object, ...]]:
         ).fetchall()
 
 
+@pytest.mark.slow
 def test_a_cartpole_run_records_its_steps_and_repeats_from_its_seed(
     workspace: Workspace,
 ) -> None:

@@ -43,6 +43,7 @@ def _execute(ws: Workspace, run_file: Path, store: Path, *args: str) -> tuple[in
     return finish(_start(ws, run_file, store, *args), 150)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_run_over_four_host_names_gives_the_rows_of_a_local_run(workspace: Workspace) -> None:
     # the executor's host, and one each for the environment, the Muscles and the Brains:

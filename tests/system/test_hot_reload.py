@@ -393,6 +393,7 @@ def test_without_hot_reload_nothing_is_watched(workspace: Workspace) -> None:
     assert len(query.code_reloads(live.uid, store_uri=workspace.store_uri)) == 0
 
 
+@pytest.mark.slow
 def test_a_later_phase_starts_with_the_reloaded_code(workspace: Workspace) -> None:
     """The processes of phase 1 are forked from the executor, which imported version 1 when
     the run began: they load the file again, so version 2, reloaded in phase 0, runs from

@@ -62,6 +62,7 @@ def _execute(ws: Workspace, run_file: Path, store: Path, roles: str) -> tuple[in
     return finish(_start(ws, run_file, store, roles), 120)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_launched_children_give_the_rows_of_forked_ones(workspace: Workspace) -> None:
     run_file = ROOT / "experiments" / "dummy_run.yml"

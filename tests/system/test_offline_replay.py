@@ -125,6 +125,7 @@ def test_without_replay_the_learner_starts_below_the_expert(workspace: Workspace
     assert learner[(0, 0)] < 6.0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_replay_from_another_run_and_its_bad_sources(workspace: Workspace) -> None:
     _, result = start(workspace, run_file(1, uid="recorded"))

@@ -135,6 +135,7 @@ def test_a_value_with_no_json_form_fails_naming_the_method_and_key(
         assert part in reason, (part, reason)
 
 
+@pytest.mark.slow
 def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspace) -> None:
     """The Muscle pauses on its 8th call (episode 1, its step 2; the world's step 3) and
     resumes on its 13th (episode 2, its step 2; the world's step 3): exactly those steps have

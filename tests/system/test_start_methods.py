@@ -119,6 +119,7 @@ def test_a_two_phase_multi_worker_run_with_dumps(workspace: Workspace, method: s
     assert steps == 2 * 2 * 20 + 20  # two workers of two 20-step episodes, then one episode
 
 
+@pytest.mark.slow
 def test_each_run_of_a_command_has_a_fork_server_of_its_own(workspace: Workspace) -> None:
     """A fork server's children get the environment it started with: a second run of the same
     ``experiment-start`` must not get the first's (its recording flag is another file)."""

@@ -94,7 +94,10 @@ RUNS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(RUNS))
+@pytest.mark.parametrize(
+    "name",
+    [n if n == "dummy_run" else pytest.param(n, marks=pytest.mark.slow) for n in sorted(RUNS)],
+)
 def test_the_query_api_returns_the_same_rows_from_postgresql_and_sqlite(
     workspace: Workspace, pg_uri: str, tmp_path: Path, name: str
 ) -> None:

@@ -18,6 +18,7 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # everything but tab and newl
 THREE_EPISODES = ("episodes: 1", "episodes: 3")
 
 
+@pytest.mark.slow
 def test_a_piped_run_says_where_its_results_are_and_clean_removes_its_dump_files(
     workspace: Workspace,
 ) -> None:
