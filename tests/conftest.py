@@ -58,6 +58,27 @@ def wait_until_gone(sessions: set[int], timeout: float = 5.0) -> list[tuple[int,
         time.sleep(0.05)
 
 
+PARAMETER_SET = type(pytest.param(None))
+
+
+def slow_after(values: Any, keep: int = 1) -> list[Any]:
+    """Parameters for ``pytest.mark.parametrize`` whose first ``keep`` run in the default
+    suite and the rest only with ``-m slow`` (CI runs both): one case of a family keeps the
+    feature covered in the quick run, the others are the long scenario."""
+    marked = []
+    for index, value in enumerate(values):
+        if index < keep:
+            marked.append(value)
+        elif isinstance(value, PARAMETER_SET):  # a pytest.param already: one mark more
+            marks = [*value.marks, pytest.mark.slow]
+            marked.append(pytest.param(*value.values, marks=marks, id=value.id))
+        elif isinstance(value, tuple):
+            marked.append(pytest.param(*value, marks=pytest.mark.slow))
+        else:
+            marked.append(pytest.param(value, marks=pytest.mark.slow))
+    return marked
+
+
 @dataclass
 class Result:
     returncode: int

@@ -304,17 +304,12 @@ class BrainProcess(Component):
         with ``thinking_batch`` where the Brain has its own (see :meth:`_batched`); answer once:
         the Muscle that plays them all gets the newest update."""
         agent = self.request.agent.name
-        update = None
-        if self.batched and len(message.items) > 1:
-            batch = [(f"{agent}-{item.worker}", item) for item in message.items]
-            for made in self._batch_of(memory, batch):
-                if made is not None:
-                    update = made
+        batch = [(f"{agent}-{item.worker}", item) for item in message.items]
+        if self.batched and len(batch) > 1:
+            made = self._batch_of(memory, batch)
         else:
-            for item in message.items:
-                made = self._experience(memory, f"{agent}-{item.worker}", item)
-                if made is not None:
-                    update = made
+            made = [self._experience(memory, muscle_id, item) for muscle_id, item in batch]
+        update = next((u for u in reversed(made) if u is not None), None)
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         update = self._deliver(f"{agent}-worker-{message.worker}", update)
         link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))

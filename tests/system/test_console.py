@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace
+from tests.conftest import EXPERIMENTS, Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -53,7 +53,9 @@ def start(workspace: Workspace, stdout: str, stderr: str, *args: str) -> tuple[i
 
 @pytest.mark.parametrize(
     ("stdout", "stderr"),
-    [("closed", "pipe"), ("broken", "pipe"), ("broken", "broken"), ("closed", "closed")],
+    slow_after(
+        [("closed", "pipe"), ("broken", "pipe"), ("broken", "broken"), ("closed", "closed")]
+    ),
 )
 def test_a_run_finishes_whatever_its_console(
     workspace: Workspace, stdout: str, stderr: str

@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import Edit, Workspace
+from tests.conftest import Edit, Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -69,7 +69,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("how", "at", "problem"), CASES)
+@pytest.mark.parametrize(("how", "at", "problem"), slow_after(CASES, 2))
 def test_a_bad_value_fails_the_run_blaming_the_environment(
     workspace: Workspace, how: str, at: int, problem: str
 ) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, PLUGINS, ROOT, Workspace
+from tests.conftest import EXPERIMENTS, PLUGINS, ROOT, Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -375,7 +375,7 @@ def test_a_client_that_never_answers_hello_fails_after_the_timeout(
 
 
 @pytest.mark.parametrize("side", ["client binds", "palaestra binds"])
-@pytest.mark.parametrize("mode", ["reconnect", "drop-after"])
+@pytest.mark.parametrize("mode", slow_after(["reconnect", "drop-after"]))
 def test_a_client_that_reconnects_with_its_world_continues_the_episode(
     workspace: Workspace, ipc: str, side: str, mode: str
 ) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.conftest import Edit, Workspace, wait_until_gone
+from tests.conftest import Edit, Workspace, slow_after, wait_until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -138,7 +138,7 @@ PLUGIN_CRASHES = [
 ]
 
 
-@pytest.mark.parametrize(("cls", "method", "process"), PLUGIN_CRASHES)
+@pytest.mark.parametrize(("cls", "method", "process"), slow_after(PLUGIN_CRASHES, 3))
 def test_an_exception_in_a_plugin_method_fails_the_run_naming_it(
     request: pytest.FixtureRequest, workspace: Workspace, cls: str, method: str, process: str
 ) -> None:
@@ -198,7 +198,7 @@ KILLED_CHILDREN = [
 ]
 
 
-@pytest.mark.parametrize("title", KILLED_CHILDREN)
+@pytest.mark.parametrize("title", slow_after(KILLED_CHILDREN, 2))
 def test_a_child_killed_with_sigkill_fails_the_run_naming_it(
     request: pytest.FixtureRequest, workspace: Workspace, title: str
 ) -> None:

@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,7 +23,7 @@ _ATTACKER_MUSCLE = (
 
 
 @pytest.mark.parametrize("driver", ["controller", "environment"])
-@pytest.mark.parametrize("foreign", ["myenv.0", "myenv.99", "nowhere.0"])
+@pytest.mark.parametrize("foreign", slow_after(["myenv.0", "myenv.99", "nowhere.0"]))
 def test_a_setpoint_for_an_actuator_not_given_fails_the_run(
     workspace: Workspace, foreign: str, driver: str
 ) -> None:

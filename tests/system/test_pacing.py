@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -157,7 +157,7 @@ def longest_stale_run(steps: list[tuple[int, Any, bool | None]]) -> list[int]:
     return max(runs, key=len)
 
 
-@pytest.mark.parametrize("driver", ["controller", "environment"])
+@pytest.mark.parametrize("driver", slow_after(["controller", "environment"]))
 def test_steps_keep_their_rate_and_a_late_one_brings_no_burst(
     workspace: Workspace, driver: str
 ) -> None:
@@ -186,7 +186,7 @@ def test_steps_keep_their_rate_and_a_late_one_brings_no_burst(
     assert not any(row.startswith("1 second") for row in table.splitlines())  # lockstep
 
 
-@pytest.mark.parametrize("driver", ["controller", "environment"])
+@pytest.mark.parametrize("driver", slow_after(["controller", "environment"]))
 def test_a_muscle_late_with_its_set_points_makes_its_step_late(
     workspace: Workspace, driver: str
 ) -> None:
@@ -258,7 +258,7 @@ def test_a_brain_failing_under_async_updates_fails_the_run(workspace: Workspace)
     assert "SlowBrain" in reason
 
 
-@pytest.mark.parametrize("driver", ["controller", "environment"])
+@pytest.mark.parametrize("driver", slow_after(["controller", "environment"]))
 def test_ctrl_c_during_a_long_paced_wait_stops_the_run_at_once(
     workspace: Workspace, driver: str
 ) -> None:

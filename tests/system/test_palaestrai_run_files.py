@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -65,7 +65,7 @@ def palaestrai_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", slow_after(FILES, 2))
 def test_palaestrai_run_file_runs(
     workspace: Workspace, palaestrai_fixtures: Path, name: str
 ) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Edit, Workspace
+from tests.conftest import Edit, Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,7 +34,7 @@ def muscle(params: str) -> Edit:
     return (_MUSCLE, f"muscle: {{name: misbehaving:{params}}}")
 
 
-@pytest.mark.parametrize("method", ["__init__", "setup", "propose_actions"])
+@pytest.mark.parametrize("method", slow_after(["__init__", "setup", "propose_actions"]))
 @pytest.mark.parametrize(
     ("how", "kind"), [("exit", "SystemExit"), ("interrupt", "KeyboardInterrupt")]
 )

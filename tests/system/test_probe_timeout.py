@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,7 +37,9 @@ def hanging(workspace: Workspace, where: str, probe_timeout: float) -> tuple[Pat
 
 @pytest.mark.parametrize(
     ("where", "named"),
-    [("init", "its constructor"), ("start", "start_environment()"), ("shutdown", "shutdown()")],
+    slow_after(
+        [("init", "its constructor"), ("start", "start_environment()"), ("shutdown", "shutdown()")]
+    ),
 )
 def test_a_hanging_environment_is_killed_at_the_probe_timeout_and_named(
     workspace: Workspace, where: str, named: str

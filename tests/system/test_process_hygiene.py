@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace, wait_until_gone
+from tests.conftest import Workspace, slow_after, wait_until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,7 +28,7 @@ def forking_env(how: str) -> str:
     )
 
 
-@pytest.mark.parametrize("how", ["multiprocessing", "fork", "double-fork"])
+@pytest.mark.parametrize("how", slow_after(["multiprocessing", "fork", "double-fork"], 2))
 def test_a_process_left_running_by_a_plugin_is_killed_and_the_run_finishes(
     workspace: Workspace, how: str
 ) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PLUGINS, Workspace, finish, wait_until_gone
+from tests.conftest import PLUGINS, Workspace, finish, slow_after, wait_until_gone
 from tests.plugins.start_record import read_records
 
 pytestmark = [
@@ -88,7 +88,7 @@ def _check_started_by(records: list[dict[str, object]], method: str, executor: i
             assert record["ppid"] == executor, record
 
 
-@pytest.mark.parametrize("method", [*METHODS, "auto"])
+@pytest.mark.parametrize("method", slow_after([*METHODS, "auto"], 2))
 def test_a_two_phase_multi_worker_run_with_dumps(workspace: Workspace, method: str) -> None:
     record = workspace.path / "started.jsonl"
     run_file = workspace.variant(
@@ -151,7 +151,7 @@ def test_each_run_of_a_command_has_a_fork_server_of_its_own(workspace: Workspace
     assert all("first" in r["recording_flag"] for r in first)
 
 
-@pytest.mark.parametrize("method", OTHER_METHODS)
+@pytest.mark.parametrize("method", slow_after(OTHER_METHODS))
 def test_a_failing_plugin_fails_the_run(workspace: Workspace, method: str) -> None:
     run_file = workspace.variant(
         "taking_turns_run.yml",
@@ -180,7 +180,7 @@ def _start_acting_run(ws: Workspace, method: str) -> subprocess.Popen[str]:
     return proc
 
 
-@pytest.mark.parametrize("method", OTHER_METHODS)
+@pytest.mark.parametrize("method", slow_after(OTHER_METHODS))
 def test_sigint_stops_the_run_cleanly(workspace: Workspace, method: str) -> None:
     proc = _start_acting_run(workspace, method)
     os.kill(proc.pid, signal.SIGINT)

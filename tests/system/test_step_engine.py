@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Edit, Workspace
+from tests.conftest import Edit, Workspace, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -62,7 +62,7 @@ def run_with(ws: Workspace, source: str, edits: tuple[Edit, ...], driver: str) -
     return ws.store.rename(ws.path / f"{driver}.db")
 
 
-@pytest.mark.parametrize(("source", "edits", "workers"), RUNS)
+@pytest.mark.parametrize(("source", "edits", "workers"), slow_after(RUNS))
 def test_both_drivers_give_the_same_rows(
     workspace: Workspace, source: str, edits: tuple[Edit, ...], workers: int
 ) -> None:
