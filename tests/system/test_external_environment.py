@@ -334,6 +334,7 @@ def test_a_frozen_client_is_found_by_its_missing_heartbeats(
     assert "did not come back within 0.5 s (reconnect_timeout)" in reason
 
 
+@pytest.mark.slow
 def test_killing_the_executor_takes_the_offline_world_down(workspace: Workspace) -> None:
     path = run_file(workspace, {"offline": True, "world": {"steps": 200}}, episodes=50)
     proc = workspace.start("experiment-start", str(path))

@@ -157,6 +157,7 @@ def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, la
     assert sizes[0] == 4
 
 
+@pytest.mark.slow
 def test_games_played_in_two_overlapping_groups_do_what_one_group_does(tmp_path: Path) -> None:
     """8 games of one worker play in two groups of 4 whose rounds overlap: lane by lane the
     rows of 2 workers of 4 games (one group each); the batched hook is called for each group

@@ -336,6 +336,7 @@ def test_with_several_games_per_worker_the_muscle_reloads_between_rounds(
         assert [v for _, v, _ in rows] == [1 if s < reloaded_at else 2 for s, _, _ in rows]
 
 
+@pytest.mark.slow
 def test_a_failing_state_handover_keeps_the_old_brain(workspace: Workspace) -> None:
     """``hot_reload: true`` in the run file: a Brain whose new ``load`` raises keeps the old
     Brain (its count goes on, its version stays), while the Muscle process, which loaded the
@@ -377,6 +378,7 @@ def test_a_failing_state_handover_keeps_the_old_brain(workspace: Workspace) -> N
     assert "3 code reloads" in cleaned.stdout, cleaned.stdout
 
 
+@pytest.mark.slow
 def test_without_hot_reload_nothing_is_watched(workspace: Workspace) -> None:
     """An edit during a run without hot reload changes nothing, and nothing is recorded."""
     live = LiveRun(workspace, hot_reload=False, flag=False)

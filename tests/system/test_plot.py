@@ -226,6 +226,7 @@ def test_experiment_show_prints_each_agents_reward_trend(curves: Workspace) -> N
     assert [row["sparkline"] for row in as_json["trends"]] == [row["sparkline"] for row in shown]
 
 
+@pytest.mark.slow
 def test_a_postgresql_store_gives_the_same_series(workspace: Workspace, pg_uri: str) -> None:
     (workspace.path / "palaestra-runtime.yaml").write_text(f"store_uri: {pg_uri}\n")
     run_curves(workspace, "curve-p", seed=3)

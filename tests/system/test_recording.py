@@ -192,6 +192,7 @@ def wait_for(workspace: Workspace, proc: subprocess.Popen[str], sql: str) -> int
     pytest.fail(f"the store never answered {sql!r} in 60 s")
 
 
+@pytest.mark.slow
 def test_experiment_record_pauses_and_resumes_a_running_run(workspace: Workspace) -> None:
     stop = workspace.path / "stop"
     path = run_file(
