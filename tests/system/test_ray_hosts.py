@@ -38,6 +38,10 @@ from tests.system.test_ray_run import PLACED, _gone, _instance_of, _marked, _row
 ray = pytest.importorskip("ray", reason="the palaestra[ray] extra is not installed")
 
 NOT_HERE = why_not()
+NO_TOKEN = {"RAY_AUTH_MODE": "disabled"}
+"""Ray (2.5x) turns token authentication on for a head node once a token file exists
+(``~/.ray/auth_token``, which any local ``ray.init()`` writes), while ``ray start --address``
+joins without one unless told: the test's nodes and its executor say the mode explicitly."""
 PG_SOCKETS = "/var/run/postgresql"
 
 pytestmark = [
@@ -63,6 +67,7 @@ class Cluster:
 
     def _ray(self, prefix: list[str], *args: str) -> None:
         env = dict(os.environ, PALAESTRA_TEST_MARK=self.mark, RAY_USAGE_STATS_ENABLED="0")
+        env.update(NO_TOKEN)
         ray_cli = str(Path(sys.executable).with_name("ray"))
         done = subprocess.run(
             [*prefix, ray_cli, "start", "--disable-usage-stats", "--num-cpus", "2", *args],
@@ -158,7 +163,7 @@ def _palaestra_tcp(hosts: Hosts) -> list[str]:
 def test_a_run_over_nodes_on_three_hosts_talks_curve_tcp_and_gives_the_rows_of_a_local_run(
     workspace: Workspace, cluster: Cluster, socket_pg_uri: str
 ) -> None:
-    env = workspace.env()
+    env = {**workspace.env(), **NO_TOKEN}
     env["PALAESTRA_STORE_URI"] = socket_pg_uri
     argv = [sys.executable, "-m", "palaestra", "-v", "experiment-start"]
     slower = workspace.variant("dummy_run.yml", SLOWER)
