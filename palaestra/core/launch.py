@@ -99,6 +99,17 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def on_host(spec: ChildSpec, name: str, address: str) -> ChildSpec:
+    """``spec`` for a child on host ``name`` that binds TCP on ``address``: in a run across
+    hosts its network is seen from there (see :mod:`palaestra.core.netlink`); else unchanged."""
+    if spec.network is None:
+        return spec
+    from palaestra.core.netlink import Host
+
+    here = Host(name=name, address=address)
+    return dataclasses.replace(spec, network=spec.network.on(here))
+
+
 class SubprocessLauncher:
     """A :class:`Placement` that starts chosen children as subprocesses of this process,
     behind a command ``prefix`` (e.g. ``["ip", "netns", "exec", "ns1"]``).
@@ -131,11 +142,8 @@ class SubprocessLauncher:
     def launch(self, spec: ChildSpec) -> Launched | None:
         if self.roles is not None and spec.role not in self.roles:
             return None
-        if self.address is not None and spec.network is not None:
-            from palaestra.core.netlink import Host
-
-            here = Host(name=self.host or self.address, address=self.address)
-            spec = dataclasses.replace(spec, network=spec.network.on(here))
+        if self.address is not None:
+            spec = on_host(spec, self.host or self.address, self.address)
         command = [*self.prefix, *interpreter_command()]
         return SubprocessChild(spec, command, self.host, child_environment(self.env))
 
@@ -232,4 +240,5 @@ __all__ = [
     "SubprocessLauncher",
     "encode_spec",
     "interpreter_command",
+    "on_host",
 ]

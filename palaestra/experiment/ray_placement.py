@@ -23,7 +23,6 @@ the group released.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 import logging
 import math
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from palaestra.core import names
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, InvalidInputError, PalaestraError
-from palaestra.core.launch import ENTRY, Launched, child_environment, encode_spec
+from palaestra.core.launch import ENTRY, Launched, child_environment, encode_spec, on_host
 from palaestra.core.netlink import Host, Network
 from palaestra.core.specs import RunSpec
 from palaestra.experiment.ray_cluster import CONNECT_TIMEOUT, check_backend, connect
@@ -446,9 +445,7 @@ class RayPlacement:
         node = self.nodes.get(spec.name)
         if actor is None or node is None:  # a process the plan did not foresee: no bundle
             actor, node = self._spare(spec.name)
-        if spec.network is not None:  # it binds TCP on its node's address
-            here = Host(name=node.ip, address=node.ip)
-            spec = dataclasses.replace(spec, network=spec.network.on(here))
+        spec = on_host(spec, node.ip, node.ip)  # across hosts: it binds TCP on its node's
         return RayChild(self, spec, actor, node)
 
     def _spare(self, name: str) -> tuple[Any, Node]:
