@@ -2,12 +2,14 @@
 
     python benchmarks/gpu_check.py            # needs palaestra (a wheel will do) and torch
     python benchmarks/gpu_check.py --cpu      # the same runs on the CPU (no CUDA case)
+    python benchmarks/gpu_check.py --workers 1 4 --throughput-steps 20000
 
 Self-contained: it writes its plug-in modules, run files and runtime config into a temporary
 directory and runs ``python -m palaestra experiment-start`` there, once per case:
 
-1. ``brain-on-cuda``: a torch Brain that learns on the GPU (a linear softmax policy, REINFORCE
-   with a baseline, on a small "say the sign" task) with two CPU Muscles, start_method auto.
+1. ``brain-on-cuda-wN``: a torch Brain that learns on the GPU (a linear softmax policy,
+   REINFORCE with a baseline, on a small "say the sign" task) with N CPU Muscles (``--workers``,
+   default 2; each N a case), start_method auto.
    Nothing touches CUDA in the executor, so the processes fork; the Brain initialises CUDA in
    its own process. Passes if the run finishes, the Brain's parameters were on ``cuda``, the
    Muscles' on the CPU, the Brain updated the policy, and the last episodes score better than
@@ -19,6 +21,10 @@ directory and runs ``python -m palaestra experiment-start`` there, once per case
    was forked by multiprocessing's fork server.
 4. ``cuda-at-import-fork`` (the control): case 3 with start_method fork must fail with torch's
    "Cannot re-initialize CUDA in forked subprocess".
+5. ``--throughput-steps S``: one worker plays S steps (episodes of 32) with the Brain on the GPU,
+   then the same run with the Brain on the CPU; steps/s of each (steady: the episodes table's
+   first start to last end; and over the command's wall time) and their ratio. Passes if both
+   finish with one ``world_states`` row per step.
 
 It prints PASS or FAIL per case (with the run's stderr on a failure) and exits 1 if one failed.
 Without CUDA it prints SKIP and exits 0 (``--cpu`` runs cases 1 and 2 on the CPU instead).
@@ -29,11 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 PLUGINS = '''
@@ -218,7 +226,7 @@ schedule:
         conditions:
           - name: palaestra.simulation:VanillaSimControllerTerminationCondition
             params: {{}}
-      phase_config: {{mode: train, worker: 2, episodes: {episodes}}}
+      phase_config: {{mode: train, worker: {workers}, episodes: {episodes}}}
 run_config:
   condition:
     name: palaestra.experiment:VanillaRunGovernorTerminationCondition
@@ -235,14 +243,17 @@ class Case:
     module: str
     start_method: str
     expect_failure: bool = False
+    workers: int = 2
 
 
-CASES = [
-    Case("brain-on-cuda", "gpu_plugins", "auto"),
-    Case("brain-on-cuda-spawn", "gpu_plugins", "spawn"),
-    Case("cuda-at-import", "gpu_at_import", "auto"),
-    Case("cuda-at-import-fork", "gpu_at_import", "fork", expect_failure=True),
-]
+def cases(workers: list[int]) -> list[Case]:
+    """The learning case once per worker count, then the start-method cases."""
+    return [
+        *(Case(f"brain-on-cuda-w{n}", "gpu_plugins", "auto", workers=n) for n in workers),
+        Case("brain-on-cuda-spawn", "gpu_plugins", "spawn"),
+        Case("cuda-at-import", "gpu_at_import", "auto"),
+        Case("cuda-at-import-fork", "gpu_at_import", "fork", expect_failure=True),
+    ]
 
 
 def main() -> int:
@@ -250,6 +261,10 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true", help="run cases 1 and 2 on the CPU")
     parser.add_argument("--episodes", type=int, default=20, help="episodes per worker")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="learning cases")
+    parser.add_argument(
+        "--throughput-steps", type=int, default=0, help="steps/s of an S-step run, GPU vs CPU"
+    )
     args = parser.parse_args()
     try:
         import torch
@@ -262,27 +277,66 @@ def main() -> int:
     device = "cpu" if args.cpu else "cuda"
     print(f"torch {torch.__version__}, device {device}", end="")
     print(f" ({torch.cuda.get_device_name(0)})" if device == "cuda" else "")
-    cases = [c for c in CASES if c.module == "gpu_plugins"] if args.cpu else CASES
+    chosen = cases(args.workers)
+    if args.cpu:
+        chosen = [c for c in chosen if c.module == "gpu_plugins"]
     work = Path(tempfile.mkdtemp(prefix="palaestra-gpu-check-"))
     (work / "gpu_plugins.py").write_text(PLUGINS)
     (work / "gpu_at_import.py").write_text(AT_IMPORT)
     failed = 0
-    for case in cases:
+    for case in chosen:
         ok, detail, seconds = run_case(work, case, device, args.episodes)
-        print(f"{'PASS' if ok else 'FAIL'} {case.name} ({seconds:.1f} s): {detail}")
+        print(f"{'PASS' if ok else 'FAIL'} {case.name} ({seconds:.1f} s): {detail}", flush=True)
         failed += not ok
+    total = len(chosen)
+    if args.throughput_steps:
+        ok, detail = throughput(work, device, args.throughput_steps)
+        print(f"{'PASS' if ok else 'FAIL'} throughput: {detail}", flush=True)
+        failed += not ok
+        total += 1
     if args.keep:
         print(f"kept {work}")
     else:
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(cases) - failed}/{len(cases)} passed")
+    print(f"{total - failed}/{total} passed")
     return 1 if failed else 0
 
 
-def run_case(work: Path, case: Case, device: str, episodes: int) -> tuple[bool, str, float]:
-    """Run one case; (passed, what was seen, seconds)."""
+def throughput(work: Path, device: str, steps: int) -> tuple[bool, str]:
+    """Steps/s of one worker's ``steps``-step run with the Brain on ``device``, then on the
+    CPU (the same run); (passed, what was seen)."""
+    episodes = max(1, steps // 32)
+    rates = {}
+    for where in dict.fromkeys([device, "cpu"]):
+        case = Case(f"throughput-{where}", "gpu_plugins", "auto", workers=1)
+        folder, proc, seconds = _start(work, case, where, episodes)
+        if proc is None or proc.returncode != 0:
+            return False, f"the {where} run failed" + (_tail(proc) if proc else ": timed out")
+        with sqlite3.connect(folder / "palaestra.db") as conn:
+            total, first, last = conn.execute(
+                "select sum(steps), min(started_at), max(ended_at) from episodes"
+            ).fetchone()
+            worlds = conn.execute("select count(*) from world_states").fetchone()[0]
+        if worlds != total or total != 32 * episodes:
+            return False, f"the {where} run stored {worlds} steps of {32 * episodes}"
+        span = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+        rates[where] = (total / span, total / seconds)
+    text = ", ".join(
+        f"Brain on {where}: {steady:,.0f} steps/s steady, {wall:,.0f} over the wall"
+        for where, (steady, wall) in rates.items()
+    )
+    if len(rates) == 2:
+        text += f"; {device}/cpu {rates[device][0] / rates['cpu'][0]:.2f}"
+    return True, f"{32 * episodes} steps, 1 worker: {text}"
+
+
+def _start(
+    work: Path, case: Case, device: str, episodes: int
+) -> tuple[Path, subprocess.CompletedProcess[str] | None, float]:
+    """Write the case's run file and runtime config and run it; (folder, process or None if
+    it timed out, seconds)."""
     folder = work / case.name
     folder.mkdir()
     record = folder / "processes.jsonl"
@@ -294,6 +348,7 @@ def run_case(work: Path, case: Case, device: str, episodes: int) -> tuple[bool, 
             record=json.dumps(str(record)),
             device=device,
             episodes=episodes,
+            workers=case.workers,
         )
     )
     (folder / "runtime.yaml").write_text(
@@ -324,8 +379,16 @@ def run_case(work: Path, case: Case, device: str, episodes: int) -> tuple[bool, 
             timeout=600,
         )
     except subprocess.TimeoutExpired:
-        return False, "did not end within 600 s", time.monotonic() - began
-    seconds = time.monotonic() - began
+        return folder, None, time.monotonic() - began
+    return folder, proc, time.monotonic() - began
+
+
+def run_case(work: Path, case: Case, device: str, episodes: int) -> tuple[bool, str, float]:
+    """Run one case; (passed, what was seen, seconds)."""
+    folder, proc, seconds = _start(work, case, device, episodes)
+    record = folder / "processes.jsonl"
+    if proc is None:
+        return False, "did not end within 600 s", seconds
     if case.expect_failure:
         if proc.returncode == 1 and FORKED_CUDA in proc.stderr:
             return True, f"failed as expected with fork: {FORKED_CUDA}", seconds
@@ -355,8 +418,10 @@ def _check(
     problems = []
     brains = [r for r in records if r["role"] == "brain"]
     muscles = [r for r in records if r["role"] == "muscle"]
-    if not brains or len({b["pid"] for b in brains}) != 1 or len(muscles) != 2:
-        return [f"expected 1 Brain and 2 Muscles to report, got {brains} and {muscles}"]
+    if not brains or len({b["pid"] for b in brains}) != 1 or len(muscles) != case.workers:
+        return [
+            f"expected 1 Brain and {case.workers} Muscles to report, got {brains} and {muscles}"
+        ]
     brain = brains[-1]
     if not brain["device"].startswith(device):
         problems.append(f"the Brain's parameters were on {brain['device']}, not {device}")

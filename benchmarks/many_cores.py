@@ -25,6 +25,13 @@ a fresh database per run, dropped after). ``--episode-steps`` cuts each worker's
 episodes of that many steps (default: one episode), so the per-episode paths (simulation
 controller, executor, store writer) are part of what is timed.
 
+Each run's processes are sampled (``/proc``, every 0.1 s): the CPU seconds of each role
+(executor, StoreWriter, Environment, Muscle, Brain, SimulationController) and of its busiest
+process, so a process that holds one core for the whole run (a bottleneck) shows. ``--profile
+DIR`` runs the largest configuration of each kind once more, untimed, with py-spy recording
+every process of the run (``py-spy record --nonblocking``, raw stacks in DIR, one file per
+process) and prints the functions each role spends most time in.
+
 Prints the machine's core count and a table; writes JSON to benchmarks/results/many_cores.json.
 """
 
@@ -36,8 +43,10 @@ import json
 import os
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -47,7 +56,16 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from run import RunFailed, machine, run_command, steady_rate  # noqa: E402
+from run import (  # noqa: E402
+    RunFailed,
+    machine,
+    process_role,
+    run_command,
+    session_members,
+    steady_rate,
+)
+
+PROFILE_RATE = 50  # py-spy samples per second and process, --profile
 
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -177,8 +195,18 @@ def check_store(uri: str, spec: Spec) -> None:
 # --- one run -------------------------------------------------------------------------------
 
 
-def timed_run(spec: Spec, postgres: str, notes: list[str]) -> float:
-    """Environment steps/s of one run, first step to last, all workers."""
+@dataclass
+class Timed:
+    """One run: environment steps/s (first step to last, all workers), the command's wall
+    time, and per role the CPU seconds of all its processes and of its busiest one."""
+
+    rate: float
+    wall: float
+    cpu: dict[str, tuple[float, float]]
+
+
+def timed_run(spec: Spec, postgres: str, notes: list[str], profile: Path | None = None) -> Timed:
+    """One run of ``spec``; with ``profile``, py-spy records each of its processes there."""
     with tempfile.TemporaryDirectory(prefix="palaestra-many-") as name:
         tmp = Path(name)
         run_file = tmp / "run.yml"
@@ -188,7 +216,17 @@ def timed_run(spec: Spec, postgres: str, notes: list[str]) -> float:
             runtime.write_text(f"store_uri: {uri}\ndata_path: {tmp / '_outputs'}\n")
             args = [sys.executable, "-m", "palaestra", "-c", str(runtime)]
             timeout = 120 + spec.world_rows * max(0.01, 4 * spec.delay)
-            cmd = run_command([*args, "experiment-start", str(run_file)], tmp, timeout, notes)
+            spy = Profiler(profile) if profile is not None else None
+            cmd = run_command(
+                [*args, "experiment-start", str(run_file)],
+                tmp,
+                timeout,
+                notes,
+                every=0.1,
+                on_start=spy.start if spy is not None else None,
+            )
+            if spy is not None:
+                spy.stop()
             if cmd.code != 0:
                 raise RunFailed(f"exit {cmd.code}: {cmd.stderr.strip()[-2000:]}")
             check_store(uri, spec)
@@ -196,14 +234,90 @@ def timed_run(spec: Spec, postgres: str, notes: list[str]) -> float:
         steps = sum(t["steps"] for t in timings)
         if steps != spec.world_rows:
             raise RunFailed(f"the environments stepped {steps} times, expected {spec.world_rows}")
-        return steady_rate(timings)
+        return Timed(steady_rate(timings), cmd.ended - cmd.began, cmd.cpu_by_role)
+
+
+class Profiler(threading.Thread):
+    """Starts ``py-spy record`` on every process of a session as it appears (it records until
+    the process exits), raw stacks to ``folder/<role>-<pid>.txt``."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(daemon=True)
+        self.folder = folder
+        self.sid = 0
+        self.spies: dict[int, subprocess.Popen[bytes]] = {}
+        self.done = threading.Event()
+
+    def start(self, sid: int) -> None:  # type: ignore[override]
+        self.sid = sid
+        self.folder.mkdir(parents=True, exist_ok=True)
+        super().start()
+
+    def run(self) -> None:
+        others: set[int] = set()
+        while not self.done.wait(0.05):
+            for pid in session_members(self.sid, others):
+                if pid in self.spies:
+                    continue
+                role = process_role(pid)
+                if role == "executor" and pid != self.sid:
+                    continue  # a child not titled yet: take it once it is
+                out = self.folder / f"{role}-{pid}.txt"
+                self.spies[pid] = subprocess.Popen(
+                    [
+                        "py-spy",
+                        "record",
+                        "--nonblocking",
+                        "--format",
+                        "raw",
+                        "--rate",
+                        str(PROFILE_RATE),
+                        "--pid",
+                        str(pid),
+                        "--output",
+                        str(out),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+        for spy in self.spies.values():
+            try:
+                spy.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+
+
+def profile_summary(folder: Path, top: int = 12) -> list[str]:
+    """Per role, the functions most often on top of the stack (self time), as shares of that
+    role's samples, from py-spy's raw stacks (``frame;frame;... count`` lines)."""
+    by_role: dict[str, dict[str, int]] = {}
+    for path in sorted(folder.glob("*.txt")):
+        role = path.name.split("-")[0]
+        counts = by_role.setdefault(role, {})
+        for line in path.read_text(errors="replace").splitlines():
+            stack, _, count = line.rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            leaf = stack.rsplit(";", 1)[-1]
+            counts[leaf] = counts.get(leaf, 0) + int(count)
+    out = []
+    for role, counts in sorted(by_role.items()):
+        total = sum(counts.values()) or 1
+        out.append(f"{role}: {total} samples")
+        for leaf, count in sorted(counts.items(), key=lambda kv: -kv[1])[:top]:
+            out.append(f"  {100 * count / total:5.1f}%  {leaf}")
+    return out
 
 
 def measure(
     specs: list[Spec], repeat: int, postgres: str
-) -> tuple[dict[Spec, list[float]], dict[Spec, str], list[str]]:
-    """``repeat`` rounds over ``specs``, interleaved; rates, failures and notes."""
-    rates: dict[Spec, list[float]] = {spec: [] for spec in specs}
+) -> tuple[dict[Spec, list[Timed]], dict[Spec, str], list[str]]:
+    """``repeat`` rounds over ``specs``, interleaved; runs, failures and notes."""
+    rates: dict[Spec, list[Timed]] = {spec: [] for spec in specs}
     failures: dict[Spec, str] = {}
     notes: list[str] = []
     for round_ in range(repeat):
@@ -215,6 +329,15 @@ def measure(
                 rates[spec].append(timed_run(spec, postgres, notes))
             except RunFailed as exc:
                 failures[spec] = str(exc)
+                print(f"  FAILED: {exc}", file=sys.stderr, flush=True)
+            else:
+                done = rates[spec][-1]
+                print(
+                    f"  {done.rate:,.0f} steps/s ({done.rate * spec.agents:,.0f} actions/s), "
+                    f"wall {done.wall:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return rates, failures, notes
 
 
@@ -230,20 +353,35 @@ class Line:
     actions_per_s: float | None
     ratio: float | None  # against 1 worker, same kind and store
     runs: list[float]
+    cpu: dict[str, tuple[float, float]]  # role: (CPU s of all, of the busiest), median run
+    wall: float | None  # the median run's command wall time
 
 
-def lines(specs: list[Spec], rates: dict[Spec, list[float]]) -> list[Line]:
+def lines(specs: list[Spec], rates: dict[Spec, list[Timed]]) -> list[Line]:
     out = []
     for spec in specs:
-        runs = rates[spec]
-        value = statistics.median(runs) if runs else None
+        runs = sorted(rates[spec], key=lambda t: t.rate)
+        value = statistics.median(t.rate for t in runs) if runs else None
+        middle = runs[len(runs) // 2] if runs else None
         one = next((s for s in specs if s.workers == 1 and _same_kind(s, spec) and rates[s]), None)
         ratio = None
         if value is not None and one is not None:
-            ratio = value / statistics.median(rates[one])
+            ratio = value / statistics.median(t.rate for t in rates[one])
         what = "1 ms step, 1 agent" if spec.delay else f"no delay, {spec.agents} agent(s)"
         actions = value * spec.agents if value is not None else None
-        out.append(Line(what, spec.workers, spec.store, value, actions, ratio, runs))
+        out.append(
+            Line(
+                what,
+                spec.workers,
+                spec.store,
+                value,
+                actions,
+                ratio,
+                [t.rate for t in rates[spec]],
+                middle.cpu if middle else {},
+                middle.wall if middle else None,
+            )
+        )
     return out
 
 
@@ -270,7 +408,35 @@ def print_table(found: list[Line], repeat: int, seconds: float) -> None:
             f"{line.what:26} {line.workers:3d} {line.store:8} {_num(line.steps_per_s):>10} "
             f"{_num(line.actions_per_s):>10} {ratio:>10}"
         )
+    print("CPU by role, median run (all its processes / its busiest one, as cores over the wall):")
+    for line in found:
+        if not line.cpu or not line.wall:
+            continue
+        shares = ", ".join(
+            f"{role} {total / line.wall:.2f}/{busiest / line.wall:.2f}"
+            for role, (total, busiest) in sorted(line.cpu.items(), key=lambda kv: -kv[1][0])
+        )
+        print(f"  {line.what}, {line.workers} w, {line.store}: {shares}")
     print(f"took {seconds:.0f} s")
+
+
+def profile(specs: list[Spec], folder: Path, postgres: str, notes: list[str]) -> None:
+    """The largest W of each kind and store once more, every process under py-spy."""
+    largest = max(spec.workers for spec in specs)
+    for spec in specs:
+        if spec.workers != largest:
+            continue
+        where = folder / f"{'delay' if spec.delay else f'agents{spec.agents}'}-{spec.store}"
+        try:
+            timed = timed_run(spec, postgres, notes, profile=where)
+        except RunFailed as exc:
+            print(f"profile {spec.label}: FAILED {exc}")
+            continue
+        print(
+            f"\nprofile of {spec.label} (py-spy at {PROFILE_RATE} Hz on every process: "
+            f"{timed.rate:,.0f} steps/s under it); the functions on top of the stack:"
+        )
+        print("\n".join(profile_summary(where)))
 
 
 def default_workers() -> list[int]:
@@ -297,6 +463,9 @@ def main() -> None:
     parser.add_argument("--store", choices=("sqlite", "postgres", "both"), default="sqlite")
     parser.add_argument("--postgres", default=POSTGRES, help="server for --store postgres")
     parser.add_argument("--only", choices=("a", "b"), help="only (a) 1 ms step or (b) actions/s")
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy every process of the largest runs, stacks here"
+    )
     args = parser.parse_args()
     workers = args.workers or default_workers()
     stores = ["sqlite", "postgres"] if args.store == "both" else [args.store]
@@ -315,6 +484,8 @@ def main() -> None:
     seconds = time.monotonic() - began
     found = lines(specs, rates)
     print_table(found, args.repeat, seconds)
+    if args.profile is not None:
+        profile(specs, args.profile, args.postgres, notes)
     for note in notes:
         print(f"note: {note}")
     for spec, reason in failures.items():

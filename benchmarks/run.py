@@ -67,6 +67,7 @@ from palaestra.core.channel import Listener, connect  # noqa: E402
 from palaestra.core.spaces import Discrete  # noqa: E402
 
 SAMPLE_EVERY = 0.02  # seconds between /proc samples
+TICKS = os.sysconf("SC_CLK_TCK")
 FLOOR_TRIPS = 20_000
 FLOOR_WARMUP = 2_000
 TOPOLOGIES = [(1, 1), (2, 1), (1, 2)]  # (agents, workers)
@@ -192,15 +193,39 @@ def vm_rss(pid: int) -> int:
     return 0
 
 
-class SessionSampler(threading.Thread):
-    """Samples process count and summed VmRSS of one session until stopped."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
-    def __init__(self, sid: int) -> None:
+
+def process_role(pid: int) -> str:
+    """``Muscle`` of a process titled ``palaestra[Muscle-player-0]``; ``executor`` for the
+    command itself (or any process without such a title)."""
+    try:
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return "executor"
+    if title.startswith("palaestra[") and title.endswith("]"):
+        return title[len("palaestra[") : -1].split("-")[0]
+    return "executor"
+
+
+class SessionSampler(threading.Thread):
+    """Samples process count, summed VmRSS and each process's CPU time of one session until
+    stopped (a process's last sample is what it used)."""
+
+    def __init__(self, sid: int, every: float = SAMPLE_EVERY) -> None:
         super().__init__(daemon=True)
         self.sid = sid
+        self.every = every
         self.stopped = threading.Event()
         self.peak_rss = 0
         self.peak_procs = 0
+        self.cpu: dict[int, tuple[str, float]] = {}
 
     def run(self) -> None:
         others: set[int] = set()
@@ -208,7 +233,20 @@ class SessionSampler(threading.Thread):
             members = session_members(self.sid, others)
             self.peak_procs = max(self.peak_procs, len(members))
             self.peak_rss = max(self.peak_rss, sum(vm_rss(pid) for pid in members))
-            self.stopped.wait(SAMPLE_EVERY)
+            for pid in members:
+                known = self.cpu.get(pid)
+                # a child is titled once it runs; until then it reads as the executor
+                role = known[0] if known and known[0] != "executor" else process_role(pid)
+                self.cpu[pid] = (role, cpu_seconds(pid))
+            self.stopped.wait(self.every)
+
+    def cpu_by_role(self) -> dict[str, tuple[float, float]]:
+        """Per role: CPU seconds of all its processes, and of its busiest one."""
+        roles: dict[str, tuple[float, float]] = {}
+        for role, seconds in self.cpu.values():
+            total, busiest = roles.get(role, (0.0, 0.0))
+            roles[role] = (total + seconds, max(busiest, seconds))
+        return roles
 
     def stop(self) -> None:
         self.stopped.set()
@@ -240,17 +278,28 @@ class Command:
     stderr: str
     peak_rss: int
     peak_procs: int
+    cpu_by_role: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def run_command(args: list[str], cwd: Path, timeout: float, notes: list[str]) -> Command:
-    """Run ``args`` in its own session, sampling it; wall-clock times by ``time.time()``."""
+def run_command(
+    args: list[str],
+    cwd: Path,
+    timeout: float,
+    notes: list[str],
+    every: float = SAMPLE_EVERY,
+    on_start: Callable[[int], None] | None = None,
+) -> Command:
+    """Run ``args`` in its own session, sampling it every ``every`` s; wall-clock times by
+    ``time.time()``. ``on_start(pid)`` is called once the command has started."""
     with open(cwd / "stdout.txt", "w") as out, open(cwd / "stderr.txt", "w") as err:
         began = time.time()
         proc = subprocess.Popen(
             args, cwd=cwd, env=child_env(), stdout=out, stderr=err, start_new_session=True
         )
-        sampler = SessionSampler(proc.pid)
+        sampler = SessionSampler(proc.pid, every)
         sampler.start()
+        if on_start is not None:
+            on_start(proc.pid)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -264,7 +313,9 @@ def run_command(args: list[str], cwd: Path, timeout: float, notes: list[str]) ->
     if left := kill_session(proc.pid, 2.0):
         notes.append(f"{len(left)} process(es) outlived the command and were killed: {args}")
     stderr = (cwd / "stderr.txt").read_text()
-    return Command(began, ended, code, stderr, sampler.peak_rss, sampler.peak_procs)
+    return Command(
+        began, ended, code, stderr, sampler.peak_rss, sampler.peak_procs, sampler.cpu_by_role()
+    )
 
 
 # --- checks and timings --------------------------------------------------------------------
