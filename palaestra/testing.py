@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import pickle
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -36,9 +37,11 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
+from palaestra.core.plugin import PluginError
 from palaestra.core.records import RowSink
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.core.turns import Stepped
+from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
 from palaestra.environment.environment_process import EnvironmentProcess, construct
 
@@ -57,8 +60,9 @@ def check_environment(
     name = environment if isinstance(environment, str) else _name(environment)
     env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
     env.attach(EnvironmentContext(uid="checked", worker=0, seed=0))
+    awaiter = Awaiter("check_environment")  # an asynchronous environment's event loop
     try:
-        sensors, actuators = _baseline(env, "start_environment")
+        sensors, actuators = _baseline(env, "start_environment", awaiter)
         for actuator in actuators:
             if actuator.space is not None:
                 actuator.space.seed(0)
@@ -70,14 +74,19 @@ def check_environment(
                     ActuatorInformation(a.space.sample() if a.space else a.value, a.space, a.uid)
                     for a in actuators
                 ],
+                awaiter=awaiter,
             )
             _state(env, state, {str(s.uid) for s in sensors})
-        _baseline(env, "reset")
+        _baseline(env, "reset", awaiter)
     except BaseException:
         with contextlib.suppress(Exception):  # the check's own failure is what is reported
-            env.shutdown()  # what the environment started ends with the check
+            awaiter(env, "shutdown", env.shutdown(), closing=True)  # what it started ends
+        awaiter.close()
         raise
-    _call(env, "shutdown")
+    try:
+        _call(env, "shutdown", awaiter=awaiter)
+    finally:
+        awaiter.close()
     return sensors, actuators
 
 
@@ -222,13 +231,24 @@ def _construct(plugin: str | type, params: dict[str, Any] | None) -> Any:
         raise PluginCheckError(f"{_name(cls)}(**{params or {}}) failed: {exc!r}") from exc
 
 
-def _call(plugin: Any, method: str, *args: Any) -> Any:
+def _call(plugin: Any, method: str, *args: Any, awaiter: Awaiter | None = None) -> Any:
+    """``plugin.method(*args)``; a coroutine it returns is awaited on ``awaiter``'s loop (an
+    environment's), and refused without one (palaestra awaits no other plug-in method)."""
     try:
-        return getattr(plugin, method)(*args)
+        result = getattr(plugin, method)(*args)
+        if awaiter is not None:
+            return awaiter(plugin, method, result)
     except PluginCheckError:
         raise
+    except PluginError as exc:  # raised inside the awaited coroutine
+        cause = exc.__cause__
+        raise PluginCheckError(f"{_name(type(plugin))}.{method} raised {cause!r}") from cause
     except Exception as exc:
         raise PluginCheckError(f"{_name(type(plugin))}.{method} raised {exc!r}") from exc
+    if inspect.isawaitable(result):
+        discard(result)
+        _fail(plugin, method, UNAWAITED)
+    return result
 
 
 def _fail(plugin: Any, method: str, problem: str) -> None:
@@ -242,8 +262,8 @@ def _picklable(plugin: Any, method: str, value: Any) -> None:
         _fail(plugin, method, f"returned {type(value).__name__}, which cannot be pickled ({exc})")
 
 
-def _baseline(env: Environment, method: str) -> tuple[list[Any], list[Any]]:
-    result = _call(env, method)
+def _baseline(env: Environment, method: str, awaiter: Awaiter) -> tuple[list[Any], list[Any]]:
+    result = _call(env, method, awaiter=awaiter)
     try:
         sensors, actuators = tuple(result)[:2]
     except (TypeError, ValueError):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -16,6 +17,7 @@ from palaestra.environment.reset import (
     EnvironmentResetRequest,
     EnvironmentResetResponse,
     response_to,
+    restarted,
 )
 
 
@@ -275,7 +277,7 @@ class Environment(ABC):
 
     def reset(
         self, request: EnvironmentResetRequest | None = None
-    ) -> EnvironmentBaseline | tuple[Any, Any] | EnvironmentResetResponse:
+    ) -> EnvironmentBaseline | tuple[Any, Any] | EnvironmentResetResponse | Awaitable[Any]:
         """Begin a new episode; the default starts the environment again.
 
         palaestra calls it without ``request``. An override written for palaestrAI,
@@ -283,7 +285,15 @@ class Environment(ABC):
         (:class:`~palaestra.environment.reset.EnvironmentResetRequest`) and awaited; given a
         request, this default returns palaestrAI's response (which ``await`` gives back), so
         such an override may ``return await super().reset(request)``.
+
+        An asynchronous environment (``async def shutdown`` or ``start_environment``) is
+        reset as palaestrAI resets it: :meth:`shutdown` first (its co-simulation of the last
+        episode ends), then :meth:`start_environment`; the default returns that coroutine.
         """
+        if inspect.iscoroutinefunction(self.shutdown) or inspect.iscoroutinefunction(
+            self.start_environment
+        ):
+            return restarted(self, request)
         started = self.start_environment()
         return started if request is None else response_to(self, request, started)
 

@@ -7,6 +7,7 @@ those links, and in an episode the environment drives itself, its observations g
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import logging
@@ -41,6 +42,7 @@ from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
+from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
 from palaestra.environment.lanes import play_lanes, same_world
 from palaestra.environment.reset import EnvironmentResetRequest, call_reset
@@ -113,6 +115,9 @@ class EnvironmentProcess(Component):
         self.shapes = ShapeFix(name)  # values in another shape than their Box's, reshaped
         # our own plug-in's step: if it never returns, we say so ourselves
         self.stepping = Waiting(name, answer_timeout)
+        self.answer_timeout = answer_timeout
+        # awaits what an asynchronous environment returns, on one loop for the process
+        self.awaiter = Awaiter(name)
         self.spec = environment
         self.environment_id = environment_id
         self.worker = worker
@@ -176,6 +181,8 @@ class EnvironmentProcess(Component):
                 for i, lane_seed in enumerate(lane_seeds[1:], start=1)
             ]
         )
+        for game in self.games[1:]:
+            game.awaiter = self.awaiter
 
     def _record(self, rows: list[Any]) -> m.StoreRows:
         return m.StoreRows(table="world_states", rows=rows)
@@ -325,9 +332,9 @@ class EnvironmentProcess(Component):
         """
         method = "reset" if reset else "start_environment"
         if reset:
-            result = call_reset(self.env, self.reset_request())
+            result = call_reset(self.env, self.reset_request(), self.awaiter)
         else:
-            result = call(self.env.start_environment)
+            result = self.awaiter(self.env, method, call(self.env.start_environment))
         repeated: list[str] = []
         sensors, actuators = checks.baseline(self.env, method, result, repeated, self.shapes.fixed)
         if repeated and not self.warned_repeats:
@@ -420,7 +427,7 @@ class EnvironmentProcess(Component):
                 value = template.value
             actuators.append(ActuatorInformation(value, space, uid))
         self.stepping.begin()
-        result: Any = call(self.env.update, actuators)
+        result: Any = self.awaiter(self.env, "update", call(self.env.update, actuators))
         if self.transformer is not None:
             result = self._transform(result)
         self.stepping.end()
@@ -618,8 +625,19 @@ class EnvironmentProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
-        for game in self.games:
-            call(game.env.shutdown)
+        await asyncio.to_thread(self.shutdown_world)
+
+    def shutdown_world(self) -> None:
+        """Each game's ``shutdown`` (a coroutine awaited within ``answer_timeout``), then
+        what an asynchronous environment left running on its loop is cancelled."""
+        try:
+            for game in self.games:
+                shutdown = call(game.env.shutdown)
+                self.awaiter(game.env, "shutdown", shutdown, self.answer_timeout, closing=True)
+        finally:
+            left = self.awaiter.close()
+            if left:
+                LOG.debug("%s: cancelled %s at shutdown", self.name, ", ".join(left))
 
 
 def _flag(value: Any) -> bool | None:

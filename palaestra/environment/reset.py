@@ -122,9 +122,11 @@ def response_to(env: Any, request: EnvironmentResetRequest, started: Any) -> Any
     )
 
 
-def call_reset(env: Any, request: EnvironmentResetRequest) -> Any:
+def call_reset(env: Any, request: EnvironmentResetRequest, awaiter: Any = None) -> Any:
     """Call ``env.reset`` as its signature asks (with ``request`` or without), await a
-    coroutine, and give a response's ``(sensors, actuators)`` with its simtime as a baseline.
+    coroutine (on ``awaiter``'s event loop, :class:`palaestra.environment.aio.Awaiter`: the
+    environment's tasks keep running there; without one, on a loop of its own), and give a
+    response's ``(sensors, actuators)`` with its simtime as a baseline.
 
     Raises:
         PluginError: ``reset`` (or the coroutine it returned) raised.
@@ -134,10 +136,13 @@ def call_reset(env: Any, request: EnvironmentResetRequest) -> Any:
     method = env.reset
     result = call(method, request) if takes_request(method) else call(method)
     if inspect.isawaitable(result) and not isinstance(result, EnvironmentResetResponse):
-        try:
-            result = asyncio.run(_awaited(result))
-        except Exception as exc:  # noqa: BLE001 - the plug-in's coroutine, named as its reset
-            raise PluginError(env, "reset") from exc
+        if awaiter is not None:
+            result = awaiter(env, "reset", result)
+        else:
+            try:
+                result = asyncio.run(_awaited(result))
+            except Exception as exc:  # noqa: BLE001 - the plug-in's coroutine, named as its reset
+                raise PluginError(env, "reset") from exc
     if isinstance(result, EnvironmentResetResponse) or (
         hasattr(result, "sensors") and hasattr(result, "actuators")
     ):
@@ -148,6 +153,18 @@ def call_reset(env: Any, request: EnvironmentResetRequest) -> Any:
             simtime if isinstance(simtime, SimTime) else SimTime(simtime_ticks=0),
         )
     return result
+
+
+async def restarted(env: Any, request: EnvironmentResetRequest | None) -> Any:
+    """The default ``reset`` of an asynchronous environment, as palaestrAI's: ``shutdown()``
+    then ``start_environment()``, each awaited if it is a coroutine."""
+    stopped = env.shutdown()
+    if inspect.isawaitable(stopped):
+        await stopped
+    started = env.start_environment()
+    if inspect.isawaitable(started):
+        started = await started
+    return started if request is None else response_to(env, request, started)
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:

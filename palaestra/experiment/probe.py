@@ -36,6 +36,7 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.loading import load_class
 from palaestra.core.processes import without_main
 from palaestra.core.specs import EnvironmentSpec
+from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment_process import construct
 
 LOG = logging.getLogger(__name__)
@@ -248,9 +249,11 @@ def _start_and_stop(spec: EnvironmentSpec, write: int) -> None:
     """Report each stage as it begins, and the ids as soon as they are known."""
     _report(write, "stage", "construct")
     env = construct(spec, seed=0)
+    awaiter = Awaiter(f"probe of environment '{spec.uid}'")  # an async environment's loop
     _report(write, "stage", "start")
     try:
-        sensors, actuators = tuple(env.start_environment())[:2]
+        started = awaiter(env, "start_environment", env.start_environment())
+        sensors, actuators = tuple(started)[:2]
         ids = {
             "sensors": [str(s.uid) for s in sensors],
             "actuators": [str(a.uid) for a in actuators],
@@ -258,7 +261,10 @@ def _start_and_stop(spec: EnvironmentSpec, write: int) -> None:
         _report(write, "result", json.dumps(ids))
     finally:
         _report(write, "stage", "shutdown")
-        env.shutdown()
+        try:
+            awaiter(env, "shutdown", env.shutdown(), closing=True)
+        finally:
+            awaiter.close()
 
 
 def _invalid_input(exc: BaseException) -> InvalidInputError | None:

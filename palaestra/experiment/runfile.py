@@ -10,6 +10,7 @@ key, ``environments`` and ``agents`` are replaced whole. Every error is a
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 import traceback
 from collections.abc import Mapping
@@ -133,6 +134,39 @@ _BASE_CLASSES = MappingProxyType(
         "environment": "palaestra.environment.environment:Environment",
         "filter": "palaestra.agent.filter:Filter",
     }
+)
+
+_NOT_AWAITED = MappingProxyType(
+    {
+        "brain": (
+            "setup",
+            "thinking",
+            "thinking_batch",
+            "store",
+            "load",
+            "pretrain",
+            "teardown",
+            "evaluate_rollouts",
+        ),
+        "muscle": ("setup", "propose_actions", "update", "reset", "teardown"),
+        "objective": ("internal_reward",),
+        "environment": ("update_batch",),
+        "filter": (
+            "setup",
+            "setup_brain",
+            "setup_muscle",
+            "muscle_pre_process",
+            "muscle_post_process",
+            "brain_pre_process",
+            "brain_post_process",
+        ),
+    }
+)
+"""The methods of each role that palaestra calls without awaiting (an Environment's
+``start_environment``, ``update``, ``reset`` and ``shutdown`` may be ``async def``)."""
+AWAITED_HINT = (
+    "palaestra awaits only an Environment's start_environment, update, reset and shutdown; "
+    "make this method a plain def."
 )
 
 
@@ -261,6 +295,13 @@ class _ClassChecker:
         if isinstance(base, type) and not issubclass(found, base):
             message = f"'{name}' is not a subclass of '{base_name}'."
             node.fail(message, self._palaestra_hint(name))
+        for method in _NOT_AWAITED.get(role or "", ()):
+            if inspect.iscoroutinefunction(getattr(found, method, None)):
+                node.fail(
+                    f"'{name}': {found.__name__}.{method} is a coroutine function "
+                    "(async def), which palaestra would not await.",
+                    AWAITED_HINT,
+                )
 
     def _resolve(self, name: str) -> type | PluginLoadError:
         if name not in self._resolved:

@@ -99,4 +99,4 @@ class LiveWorld:
     def shutdown(self) -> None:
         """Shut the environments down (their ``shutdown``), ignoring nothing."""
         for process in self.processes.values():
-            process.env.shutdown()
+            process.shutdown_world()

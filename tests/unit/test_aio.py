@@ -1,0 +1,126 @@
+"""The event loop of asynchronous environments (palaestra.environment.aio), in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from palaestra.core.plugin import PluginError
+from palaestra.environment.aio import Awaiter, BackgroundTaskError
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class World:
+    """A plug-in stand-in whose coroutines start and await tasks."""
+
+    def __init__(self) -> None:
+        self.beat = threading.Event()
+        self.task: asyncio.Task[Any] | None = None
+
+    async def start(self) -> str:
+        self.task = asyncio.create_task(self._ticks(), name="ticks")
+        return "started"
+
+    async def _ticks(self) -> None:
+        await asyncio.sleep(0)  # runs on only after start() has returned
+        self.beat.set()
+        await asyncio.Event().wait()
+
+    async def fail(self) -> None:
+        raise ValueError("no")
+
+    async def hang(self) -> None:
+        await asyncio.Event().wait()
+
+    async def die_later(self) -> None:
+        async def broken() -> None:
+            raise RuntimeError("world broke")
+
+        self.task = asyncio.create_task(broken(), name="broken")
+
+    async def die_handled(self) -> str:
+        async def broken() -> None:
+            raise RuntimeError("world broke")
+
+        try:
+            await asyncio.create_task(broken())
+        except RuntimeError as exc:
+            return f"handled: {exc}"
+        return "not reached"
+
+
+@pytest.fixture
+def awaiter() -> Any:
+    awaiter = Awaiter("test")
+    yield awaiter
+    awaiter.close(1.0)
+
+
+def test_a_plain_value_passes_and_starts_no_loop(awaiter: Awaiter) -> None:
+    assert awaiter(object(), "update", (1, 2, 3)) == (1, 2, 3)
+    assert awaiter(object(), "update", [1]) == [1]
+    assert awaiter.loop is None
+
+
+def test_a_coroutine_is_awaited_and_its_tasks_run_between_calls(awaiter: Awaiter) -> None:
+    world = World()
+    assert awaiter(world, "start", world.start()) == "started"
+    # no call is in progress: the task it started runs on all the same
+    assert world.beat.wait(10), "the task did not run after the call returned"
+    assert world.task is not None and not world.task.done()
+    cancelled = awaiter.close(1.0)
+    assert cancelled == ["ticks"]
+    assert world.task.cancelled()
+
+
+def test_an_exception_in_the_coroutine_names_the_method(awaiter: Awaiter) -> None:
+    world = World()
+    with pytest.raises(PluginError) as caught:
+        awaiter(world, "update", world.fail())
+    assert caught.value.plugin.endswith("World.update")
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_a_coroutine_that_does_not_end_in_time_is_named(awaiter: Awaiter) -> None:
+    world = World()
+    with pytest.raises(PluginError) as caught:
+        awaiter(world, "shutdown", world.hang(), 0.2)
+    assert caught.value.plugin.endswith("World.shutdown")
+    assert "did not end within 0.2 s" in str(caught.value.__cause__)
+
+
+def test_a_task_that_dies_unawaited_fails_the_call_in_progress(awaiter: Awaiter) -> None:
+    world = World()
+
+    async def update() -> None:  # waits for an answer the dead task will never give
+        await world.die_later()
+        await asyncio.Event().wait()
+
+    with pytest.raises(PluginError) as caught:
+        awaiter(world, "update", update())
+    assert caught.value.plugin.endswith("World.update")
+    cause = caught.value.__cause__
+    assert isinstance(cause, BackgroundTaskError)
+    assert "'World.die_later.<locals>.broken' (broken)" in str(cause)
+    assert "RuntimeError: world broke" in str(cause)
+    assert isinstance(cause.__cause__, RuntimeError)
+
+
+def test_a_task_that_died_between_calls_fails_the_next_one(awaiter: Awaiter) -> None:
+    world = World()
+    awaiter(world, "start_environment", world.die_later())
+    assert world.task is not None
+    with pytest.raises(PluginError) as caught:
+        for _ in range(1000):  # until the loop has seen it die (bounded)
+            awaiter(world, "update", asyncio.sleep(0.001))
+    assert isinstance(caught.value.__cause__, BackgroundTaskError)
+
+
+def test_a_failure_the_environment_awaits_is_its_own_business(awaiter: Awaiter) -> None:
+    world = World()
+    assert awaiter(world, "update", world.die_handled()) == "handled: world broke"
+    assert awaiter(world, "update", asyncio.sleep(0, "again")) == "again"
