@@ -238,10 +238,15 @@ class _ShapedSpace(Space):
         return flat
 
     def to_json_value(self, x: Any) -> Any:
-        """Return ``x`` converted to the space's dtype, as a (nested) list or a scalar."""
+        """Return ``x`` converted to the space's dtype, as a (nested) list or a scalar (None,
+        a value not set, stays None: never NaN)."""
+        if x is None:
+            return None
         return np.asarray(x, dtype=self.dtype).tolist()
 
     def from_json_value(self, v: Any) -> Any:
+        if v is None:
+            return None
         return np.asarray(v, dtype=self.dtype).reshape(self.shape)
 
     def _array(self, x: Any, kinds: str) -> Array | None:
@@ -304,11 +309,12 @@ class Discrete(_ShapedSpace):
             raise ValueError(f"{self}.reshape_to_space needs {self.n} values, got {scores.size}")
         return np.array(int(scores.argmax()) + self.start)
 
-    def to_json_value(self, x: Any) -> int:
-        return int(x)  # what the array conversion gives for any integer kind, without it
+    def to_json_value(self, x: Any) -> int | None:
+        # what the array conversion gives for any integer kind, without it; None: not set
+        return None if x is None else int(x)
 
-    def from_json_value(self, v: Any) -> int:
-        return int(v)
+    def from_json_value(self, v: Any) -> int | None:
+        return None if v is None else int(v)
 
     def to_string(self) -> str:
         start = f", start={self.start}" if self.start else ""
@@ -381,9 +387,15 @@ class Box(_ShapedSpace):
         if a.dtype.kind == "f" and np.isnan(a).any():
             raise ValueError(f"Box {name} must not be NaN")
         if self.dtype.kind in "iu":
+            info = np.iinfo(self.dtype)
+            if a.dtype.kind == "f" and np.isinf(a).any():  # unbounded: the dtype's range
+                if self.dtype.kind == "u" and np.isneginf(a).any():
+                    raise ValueError(f"Box {name} must not be -inf for dtype {self.dtype}")
+                a = np.where(np.isneginf(a), float(info.min), a)
+                a = np.where(np.isposinf(a), float(info.max), a)
+                a = np.clip(a.astype(object), info.min, info.max)  # exact, past float rounding
             if a.dtype.kind == "f" and not (np.isfinite(a).all() and (a == np.round(a)).all()):
                 raise ValueError(f"Box {name} must be finite integers for dtype {self.dtype}")
-            info = np.iinfo(self.dtype)
             if (a < info.min).any() or (a > info.max).any():
                 raise ValueError(f"Box {name} is out of the range of {self.dtype}")
             with np.errstate(invalid="ignore"):
@@ -655,10 +667,14 @@ class Tuple(Space):
         parts = [s.flatten(v) for s, v in zip(self.spaces, self._values(x), strict=True)]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
-    def to_json_value(self, x: Any) -> list[Any]:
+    def to_json_value(self, x: Any) -> list[Any] | None:
+        if x is None:
+            return None
         return [s.to_json_value(v) for s, v in zip(self.spaces, self._values(x), strict=True)]
 
-    def from_json_value(self, v: Any) -> tuple[Any, ...]:
+    def from_json_value(self, v: Any) -> tuple[Any, ...] | None:
+        if v is None:
+            return None
         return tuple(
             s.from_json_value(e) for s, e in zip(self.spaces, self._values(v), strict=True)
         )

@@ -92,10 +92,15 @@ def first_state(
 
 def value_check(space: Space | None) -> Check:
     """A fast ``space.contains`` for the per-step check (plain Python values of scalar
-    spaces skip numpy); without a space, everything passes."""
+    spaces skip numpy); without a space, everything passes, and so does None (a value not
+    set, which palaestrAI passes unchecked too)."""
     if space is None:
         return _anything
-    contains = space.contains
+    space_contains = space.contains
+
+    def contains(x: Any) -> bool:
+        return x is None or space_contains(x)
+
     if isinstance(space, Discrete):
         low, end = space.start, space.start + space.n
 
@@ -130,7 +135,7 @@ def _small_box(space: Box) -> Check:
 
     def small_box(x: Any) -> bool:
         if type(x) is not np.ndarray or x.shape != shape or x.dtype.kind not in "iuf":
-            return contains(x)
+            return x is None or contains(x)
         flat = x.reshape(-1).tolist()
         return all(low <= v <= high for (low, high), v in zip(bounds, flat, strict=True))
 
@@ -233,8 +238,8 @@ def _contained(
     fix: Fix | None = None,
 ) -> InfoT:
     """``info`` if its value is in ``space``, else what ``fix`` makes of it; else raises."""
-    if space is None or space.contains(info.value):
-        return info
+    if space is None or info.value is None or space.contains(info.value):
+        return info  # None: a value not set, which palaestrAI passes unchecked too
     fixed: InfoT | None = fix(env, method, kind, info, space) if fix is not None else None
     if fixed is not None:
         return fixed

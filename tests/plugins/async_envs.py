@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from palaestra.agent import Muscle
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box, Discrete
@@ -117,3 +119,42 @@ class AsyncMuscle(Muscle):
 
 def shutdown_lines(mark: Path) -> list[str]:
     return mark.read_text().splitlines() if mark.exists() else []
+
+
+class UnsetValues(Environment):
+    """midas-powergrid's way with values: an integer sensor with infinite bounds
+    (``Box(-inf, inf, (1,), int32)``) that reads None until the grid has run a step, and
+    integer actuators whose values start as None (``in_service``, ``tap_pos``)."""
+
+    def __init__(self, uid: str | None = None, broker_uri: str | None = None, seed: int = 0):
+        super().__init__(uid, broker_uri, seed)
+        self.t = 0
+        self.tap_space = Box(-np.inf, np.inf, shape=(1,), dtype=np.int32)
+
+    def _sensors(self, tap: Any) -> list[SensorInformation]:
+        return [
+            SensorInformation(tap, self.tap_space, "tap_pos"),
+            SensorInformation(None if self.t == 0 else 1.5, Box(0.0, 2.0, shape=(1,)), "vm"),
+        ]
+
+    def start_environment(self) -> Any:
+        self.t = 0
+        return self._sensors(None), [
+            ActuatorInformation(None, Discrete(2), "in_service"),
+            ActuatorInformation(None, Box(-5, 5, shape=(1,), dtype=np.int32), "tap_set"),
+        ]
+
+    def update(self, actuators: list[ActuatorInformation]) -> Any:
+        self.t += 1
+        tap = actuators[1].value
+        reading = None if tap is None else np.asarray(tap, dtype=np.int32).reshape(1)
+        rewards = [RewardInformation(0.0, Box(-1.0, 1.0, shape=()), "r")]
+        return self._sensors(reading), rewards, self.t >= 4
+
+
+class SetsOnlyTheFirst(Muscle):
+    """Sets the first actuator and leaves the others as they come (None here)."""
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        actuators_available[0](1)
+        return actuators_available, None

@@ -183,3 +183,32 @@ def wait_for_rows(store: Path, proc: object) -> None:
             pass
         time.sleep(0.1)
     pytest.fail("no step was stored within 60 s")
+
+
+def test_values_not_set_travel_and_are_stored_as_null(workspace: Workspace) -> None:
+    """None in a sensor (also of an integer Box with infinite bounds) and in set points a
+    Muscle leaves unset is stored as null: never NaN, never an error."""
+    path = run_file(
+        workspace, "{}", environment="UnsetValues", muscle="async_envs:SetsOnlyTheFirst"
+    )
+    text = path.read_text().replace("[world.t]", "[world.tap_pos, world.vm]")
+    path.write_text(text.replace("[world.push]", "[world.in_service, world.tap_set]"))
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(workspace.store) as conn:
+        states = conn.execute(
+            "select sensors, setpoints from world_states where episode = 0 order by step"
+        ).fetchall()
+        first = conn.execute(
+            "select sensor_readings, actuator_setpoints from muscle_actions "
+            "where episode = 0 order by step limit 1"
+        ).fetchone()
+    assert states[0] == (
+        '{"world.tap_pos":null,"world.vm":[1.5]}',
+        '{"world.in_service":1,"world.tap_set":null}',
+    )
+    assert all("NaN" not in s and "nan" not in s for row in states for s in row)
+    assert first == (
+        '{"world.tap_pos":null,"world.vm":null}',
+        '{"world.in_service":1,"world.tap_set":null}',
+    )
