@@ -64,8 +64,15 @@ class BrainDumps:
         data = found.get(dump_key(tag))
         if data is None:
             # A brain asked with nowhere to load from (palaestra calls ``load`` in every
-            # phase) is normal; anything else is a dump a plug-in expected and did not get.
-            level = logging.INFO if not self.source and self.write is not None else logging.WARNING
+            # phase) is normal; so is a tag asked for among other dumps (harl's SAC asks for
+            # its portable state first and falls back, as palaestrAI lets it, quietly); a
+            # source that left nothing at all is a dump a plug-in expected and did not get.
+            if not self.source and self.write is not None:
+                level = logging.INFO
+            elif found:
+                level = logging.DEBUG
+            else:
+                level = logging.WARNING
             LOG.log(level, "%s: %s", self.owner or "a brain", self._missing(tag or "", found))
         elif not data:
             LOG.warning(

@@ -119,18 +119,34 @@ def test_each_tag_loads_its_own_dump_from_its_start() -> None:
     assert BrainDumper.load_brain_dump([plain._dumpers], None) is not None  # palaestrAI's list
 
 
-def test_a_missing_tag_is_none_with_a_warning_naming_what_there_is(
+def test_a_missing_tag_among_other_dumps_is_none_and_only_debug_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """harl's SAC asks for its portable state first and falls back to other tags: palaestrAI
+    says nothing, so palaestra says it at debug level only."""
     plain = brain(BrainDumps(loaded={"actor": b"a"}, source=SOURCE, owner="Brain-a"))
 
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.DEBUG):
         assert plain.load_brain_dump(tag="sac_actor") is None
 
-    assert (
+    (record,) = caplog.records
+    assert record.levelno == logging.DEBUG
+    assert record.getMessage() == (
         f"Brain-a: no brain dump tagged 'sac_actor' to load: {SOURCE} left dumps tagged 'actor'"
-        in caplog.text
     )
+
+
+def test_a_source_that_left_no_dump_at_all_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    plain = brain(BrainDumps(loaded={}, source=SOURCE, owner="Brain-a"))
+
+    with caplog.at_level(logging.DEBUG):
+        assert plain.load_brain_dump(tag="sac_actor") is None
+
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert f"no brain dump tagged 'sac_actor' to load: {SOURCE} left no dump" in caplog.text
 
 
 def test_a_brain_with_nowhere_to_load_from_is_told_quietly(
