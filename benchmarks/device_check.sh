@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/device_check.sh          # on the device, from the repository root
 #   QUICK=1 PGPORT=5433 bash benchmarks/device_check.sh   # a small rehearsal on any machine
+#   CHECKS=many MANY_ARGS="--workers 1,16 ..." bash benchmarks/device_check.sh   # one check again
 #
 # The device has Python and torch but none of palaestra's dependencies, and no network: it takes
 # them as wheels from .whl/ (made beforehand on a machine with pip, for the device's Python:
@@ -20,6 +21,7 @@ OUT=${OUT:-/tmp/device-check}
 mkdir -p "$OUT"
 PGPORT=${PGPORT:-5432}
 QUICK=${QUICK:-}
+CHECKS=${CHECKS:-gpu many vector}
 export PYTHONUNBUFFERED=1
 exec > >(tee "$OUT/device_check.txt") 2>&1
 
@@ -60,32 +62,42 @@ else
 fi
 
 if [ -n "$QUICK" ]; then
-  GPU_ARGS="--workers 1 --episodes 5 --throughput-steps 640"
-  MANY_ARGS="--workers 1,2 --repeat 1 --delay-steps 300 --steps 1000"
-  VECTOR_ARGS="--games 8 --steps 4000 --repeat 1"
+  GPU_ARGS=${GPU_ARGS:-"--workers 1 --episodes 5 --throughput-steps 640"}
+  MANY_ARGS=${MANY_ARGS:-"--workers 1,2 --repeat 1 --delay-steps 300 --steps 1000"}
+  VECTOR_ARGS=${VECTOR_ARGS:-"--games 8 --steps 4000 --repeat 1"}
 else
-  GPU_ARGS="--workers 1 4 --throughput-steps 20000"
-  MANY_ARGS="--workers 1,4,16 --repeat 3 --delay-steps 2000 --steps 4000"
-  VECTOR_ARGS="--games 64 --steps 60000 --repeat 3"
+  GPU_ARGS=${GPU_ARGS:-"--workers 1 4 --throughput-steps 20000"}
+  MANY_ARGS=${MANY_ARGS:-"--workers 1,4,16 --repeat 3 --delay-steps 2000 --steps 4000 \
+    --profile /tmp/palaestra-profile"}
+  VECTOR_ARGS=${VECTOR_ARGS:-"--games 64 --steps 60000 --repeat 3"}
 fi
 
-echo "== 1. gpu_check $GPU_ARGS"
-# shellcheck disable=SC2086
-timeout 170 python3 benchmarks/gpu_check.py $GPU_ARGS
+case " $CHECKS " in *" gpu "*)
+  echo "== 1. gpu_check $GPU_ARGS"
+  # shellcheck disable=SC2086
+  timeout 170 python3 benchmarks/gpu_check.py $GPU_ARGS
+  ;;
+esac
 
-echo "== 2. many_cores $MANY_ARGS"
-STORE=sqlite
-[ -n "$POSTGRES" ] && STORE=both
-# shellcheck disable=SC2086
-timeout 300 python3 benchmarks/many_cores.py $MANY_ARGS --agents 4 --store "$STORE" \
-  --postgres "${POSTGRES:-none}" --profile /tmp/palaestra-profile
-cp benchmarks/results/many_cores.json "$OUT/" 2>/dev/null
-tar czf "$OUT/profile.tar.gz" -C /tmp palaestra-profile 2>/dev/null
+case " $CHECKS " in *" many "*)
+  echo "== 2. many_cores $MANY_ARGS"
+  STORE=sqlite
+  [ -n "$POSTGRES" ] && STORE=both
+  # shellcheck disable=SC2086
+  timeout 330 python3 benchmarks/many_cores.py $MANY_ARGS --agents 4 --store "$STORE" \
+    --postgres "${POSTGRES:-none}"
+  cp benchmarks/results/many_cores.json "$OUT/" 2>/dev/null
+  tar czf "$OUT/profile.tar.gz" -C /tmp palaestra-profile 2>/dev/null
+  ;;
+esac
 
-echo "== 3. vector_envs $VECTOR_ARGS"
-# shellcheck disable=SC2086
-timeout 90 python3 benchmarks/vector_envs.py $VECTOR_ARGS
-cp benchmarks/results/vector_envs.json "$OUT/" 2>/dev/null
+case " $CHECKS " in *" vector "*)
+  echo "== 3. vector_envs $VECTOR_ARGS"
+  # shellcheck disable=SC2086
+  timeout 90 python3 benchmarks/vector_envs.py $VECTOR_ARGS
+  cp benchmarks/results/vector_envs.json "$OUT/" 2>/dev/null
+  ;;
+esac
 
 [ -n "$POSTGRES" ] && runuser -u pg -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast stop >/dev/null
 echo "== done $(date -u)"

@@ -203,6 +203,7 @@ class Timed:
     rate: float
     wall: float
     cpu: dict[str, tuple[float, float]]
+    together: float | None = None  # steps/s while every worker was stepping (see overlap_rate)
 
 
 def timed_run(spec: Spec, postgres: str, notes: list[str], profile: Path | None = None) -> Timed:
@@ -234,7 +235,33 @@ def timed_run(spec: Spec, postgres: str, notes: list[str], profile: Path | None 
         steps = sum(t["steps"] for t in timings)
         if steps != spec.world_rows:
             raise RunFailed(f"the environments stepped {steps} times, expected {spec.world_rows}")
-        return Timed(steady_rate(timings), cmd.ended - cmd.began, cmd.cpu_by_role)
+        return Timed(
+            steady_rate(timings), cmd.ended - cmd.began, cmd.cpu_by_role, overlap_rate(timings)
+        )
+
+
+def overlap_rate(timings: list[dict[str, Any]]) -> float | None:
+    """Steps/s of all workers together over the window in which every one of them was
+    stepping (the last worker's first step to the first worker's last), each worker's steps
+    at the window's ends interpolated between its marks; None without such a window.
+
+    The span rate (:func:`steady_rate`) also counts the workers' staggered starts and ends,
+    a cost of start-up that grows with the number of workers; this is the rate the machine
+    sustains once they all run."""
+    begin = max(t["first"] for t in timings)
+    end = min(t["last"] for t in timings)
+    if end <= begin:
+        return None
+    steps = sum(_steps_at(t["marks"], end) - _steps_at(t["marks"], begin) for t in timings)
+    return steps / (end - begin)
+
+
+def _steps_at(marks: list[list[float]], when: float) -> float:
+    """A worker's step count at time ``when``, linear between its ``(step, time)`` marks."""
+    for (s0, t0), (s1, t1) in zip(marks, marks[1:], strict=False):
+        if t0 <= when <= t1:
+            return s0 + (s1 - s0) * ((when - t0) / (t1 - t0) if t1 > t0 else 1.0)
+    return float(marks[-1][0] if when >= marks[-1][1] else marks[0][0])
 
 
 class Profiler(threading.Thread):
@@ -334,7 +361,7 @@ def measure(
                 done = rates[spec][-1]
                 print(
                     f"  {done.rate:,.0f} steps/s ({done.rate * spec.agents:,.0f} actions/s), "
-                    f"wall {done.wall:.1f} s",
+                    f"all stepping {done.together or 0:,.0f} steps/s, wall {done.wall:.1f} s",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -355,6 +382,8 @@ class Line:
     runs: list[float]
     cpu: dict[str, tuple[float, float]]  # role: (CPU s of all, of the busiest), median run
     wall: float | None  # the median run's command wall time
+    together: float | None  # median steps/s while every worker was stepping
+    together_ratio: float | None  # against 1 worker's
 
 
 def lines(specs: list[Spec], rates: dict[Spec, list[Timed]]) -> list[Line]:
@@ -369,6 +398,8 @@ def lines(specs: list[Spec], rates: dict[Spec, list[Timed]]) -> list[Line]:
             ratio = value / statistics.median(t.rate for t in rates[one])
         what = "1 ms step, 1 agent" if spec.delay else f"no delay, {spec.agents} agent(s)"
         actions = value * spec.agents if value is not None else None
+        together = _median([t.together for t in runs])
+        base = _median([t.together for t in rates[one]]) if one is not None else None
         out.append(
             Line(
                 what,
@@ -380,9 +411,16 @@ def lines(specs: list[Spec], rates: dict[Spec, list[Timed]]) -> list[Line]:
                 [t.rate for t in rates[spec]],
                 middle.cpu if middle else {},
                 middle.wall if middle else None,
+                together,
+                together / base if together is not None and base else None,
             )
         )
     return out
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def _same_kind(a: Spec, b: Spec) -> bool:
@@ -401,12 +439,18 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 def print_table(found: list[Line], repeat: int, seconds: float) -> None:
     print(f"palaestra many cores (median of {repeat}) on {machine()}; cores: {os.cpu_count()}")
-    print(f"{'what':26} {'W':>3} {'store':8} {'steps/s':>10} {'actions/s':>10} {'x 1 worker':>10}")
+    print("span: first step of any worker to last of any; all stepping: while every worker was")
+    print(
+        f"{'what':26} {'W':>3} {'store':8} {'steps/s':>10} {'actions/s':>10} {'x 1 worker':>10}"
+        f" {'all stepping':>13} {'x 1 worker':>10}"
+    )
     for line in found:
         ratio = "" if line.ratio is None else f"{line.ratio:10.2f}"
+        together = "" if line.together_ratio is None else f"{line.together_ratio:10.2f}"
         print(
             f"{line.what:26} {line.workers:3d} {line.store:8} {_num(line.steps_per_s):>10} "
-            f"{_num(line.actions_per_s):>10} {ratio:>10}"
+            f"{_num(line.actions_per_s):>10} {ratio:>10} {_num(line.together):>13} "
+            f"{together:>10}"
         )
     print("CPU by role, median run (all its processes / its busiest one, as cores over the wall):")
     for line in found:
