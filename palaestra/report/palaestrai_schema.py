@@ -12,6 +12,7 @@ creates, for :mod:`palaestra.report.palaestrai_export`; palaestrAI itself is not
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -56,7 +57,7 @@ METADATA = MetaData(
 )
 
 
-def _json() -> TypeEngine[object]:
+def _json() -> TypeEngine[Any]:
     """JSON, JSONB on PostgreSQL."""
     return JSON().with_variant(JSONB(), "postgresql")
 
@@ -411,6 +412,4 @@ def _in_the_way(target: str, lacking: dict[str, list[str]], palaestra: bool) -> 
             f"if palaestrAI made it, upgrade it to palaestrAI {VERSION}'s schema "
             "(palaestrai database-migrate); else export into another database"
         )
-    return (
-        f"target {target}: its tables are not palaestrAI {VERSION}'s ({what}); {advice}"
-    )
+    return f"target {target}: its tables are not palaestrAI {VERSION}'s ({what}); {advice}"
