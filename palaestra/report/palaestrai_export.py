@@ -127,10 +127,10 @@ def export_palaestrai(
 
 def _held(shown: str, held: list[Record]) -> str:
     which = ", ".join(f"'{r['run_uid']}' (experiment '{r['experiment_uid']}')" for r in held)
-    runs = "run" if len(held) == 1 else "runs"
+    runs, them = ("run", "it") if len(held) == 1 else ("runs", "them")
     return (
-        f"target {shown} holds {runs} {which} already: nothing was written; "
-        "export with --replace to write them anew (their rows there are deleted first)"
+        f"target {shown} holds {runs} {which} already, so nothing was written; "
+        f"export with --replace to write {them} anew (the rows there are deleted first)"
     )
 
 
@@ -149,8 +149,12 @@ def _target(target: str) -> Iterator[Engine]:
         Path(url.database).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
     try:
         engine = create_engine(url, json_serializer=json_text)
-    except (ArgumentError, ImportError) as exc:
+    except ArgumentError as exc:
         raise StoreError(f"target {mask_uri(target)}: cannot open it: {exc}") from exc
+    except ImportError as exc:
+        raise StoreError(
+            f"target {mask_uri(target)}: its database driver is not installed: {exc}"
+        ) from exc
     try:
         with engine.connect():
             pass

@@ -401,15 +401,15 @@ def _missing_columns(connection: Connection, table: str, columns: Iterable[str])
 
 
 def _in_the_way(target: str, lacking: dict[str, list[str]], palaestra: bool) -> str:
-    what = "; ".join(f"{table} lacks {', '.join(columns)}" for table, columns in lacking.items())
     if palaestra:
-        advice = (
-            "it is a palaestra store, not a palaestrAI one: export into another database "
-            "(a new SQLite file, or an empty PostgreSQL database)"
+        return (
+            f"target {target} is a palaestra store, not a palaestrAI one (its tables have "
+            "other columns): export into another database (a new SQLite file, or an empty "
+            "PostgreSQL database)"
         )
-    else:
-        advice = (
-            f"if palaestrAI made it, upgrade it to palaestrAI {VERSION}'s schema "
-            "(palaestrai database-migrate); else export into another database"
-        )
-    return f"target {target}: its tables are not palaestrAI {VERSION}'s ({what}); {advice}"
+    what = "; ".join(f"{table} lacks {', '.join(columns)}" for table, columns in lacking.items())
+    return (
+        f"target {target}: its tables are not palaestrAI {VERSION}'s ({what}); if palaestrAI "
+        f"made them, upgrade them to palaestrAI {VERSION}'s schema (palaestrai "
+        "database-migrate), else export into another database"
+    )

@@ -88,8 +88,9 @@ Time = Callable[[dt.datetime | None], Any]
 
 
 def insert_row(out: Connection, table: Table, **values: Any) -> int:
-    """Insert one row into the target; its id."""
-    key = out.execute(insert(table).values(**values)).inserted_primary_key
+    """Insert one row into the target (None as SQL NULL, also in JSON columns); its id."""
+    row = {name: null() if value is None else value for name, value in values.items()}
+    key = out.execute(insert(table).values(**row)).inserted_primary_key
     return int(key[0]) if key is not None else 0
 
 
