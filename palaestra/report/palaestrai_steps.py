@@ -462,14 +462,17 @@ def _simtime(value: Any) -> tuple[int | None, dt.datetime | None]:
 
 
 def _simtimes(uids: list[str], values: list[Any]) -> dict[str, Any]:
-    """palaestrAI's ``simtimes``: by environment uid, the sim times the step has."""
+    """palaestrAI's ``simtimes``: by uid of each environment that reports sim times, the one
+    of the state the step saw; None where the store has none (an episode's first step: its
+    start is not recorded), so that every row has the same environments."""
     return {
         uid: {
-            "simtime_ticks": value.get("simtime_ticks"),
-            "simtime_timestamp": value.get("simtime_timestamp"),
+            "simtime_ticks": value.get("simtime_ticks") if isinstance(value, dict) else None,
+            "simtime_timestamp": value.get("simtime_timestamp")
+            if isinstance(value, dict)
+            else None,
         }
         for uid, value in zip(uids, values, strict=True)
-        if isinstance(value, dict)
     }
 
 

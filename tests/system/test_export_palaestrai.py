@@ -233,17 +233,14 @@ def check_muscle_actions(target: Path, store: str) -> None:
     for action in rows.muscle_actions("export-a", store_uri=store):
         phase, agent, worker = action["phase"], action["agent"], action["worker"]
         episode, step = action["episode"], action["step"]
-        # the state an action saw: the world's step of its number (none at the first)
-        simtimes = (
-            {
-                "style": {
-                    "simtime_ticks": 100 + step,
-                    "simtime_timestamp": f"2024-01-01T12:0{step}:00",
-                }
+        # the state an action saw: the world's step of its number (the first's is not stored)
+        simtime = {"simtime_ticks": None, "simtime_timestamp": None}
+        if step:
+            simtime = {
+                "simtime_ticks": 100 + step,
+                "simtime_timestamp": f"2024-01-01T12:0{step}:00",
             }
-            if step
-            else {}
-        )
+        simtimes = {"style": simtime}
         expected.append(
             (
                 phase,
