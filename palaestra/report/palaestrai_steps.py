@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from sqlalchemy import Connection, Label, Row, Select, Table, insert, null, select
+import msgspec
+from sqlalchemy import Connection, Label, Row, Select, Table, Text, cast, insert, null, select
 
 from palaestra.core import names
-from palaestra.core.nonfinite import json_text
+from palaestra.core.nonfinite import NON_FINITE
 from palaestra.report import palaestrai_schema as P
 from palaestra.store.bulk import insert_values
 from palaestra.store.models import (
@@ -102,8 +103,8 @@ class _Phase:
     id: int
     """The phase's id in the target."""
     mode: str
-    when: Callable[[int, int], dt.datetime | None]
-    """The ``walltime`` of a step of (worker, episode)."""
+    when: Callable[[int, int], Any]
+    """The ``walltime`` of a step of (worker, episode), as the target takes it."""
     time: Time
 
 
@@ -157,7 +158,8 @@ def export_phase(
         configuration=phase.config,
         experiment_run_instance_id=instance_id,
     )
-    shared = _Phase(out, phase_id, phase.mode, _episode_ends(src, phase), _time_form(out))
+    time = _time_form(out)
+    shared = _Phase(out, phase_id, phase.mode, _episode_ends(src, phase, time), time)
     environments = {
         row.id: _Environment(shared, row)
         for row in src.execute(
@@ -180,20 +182,20 @@ def export_phase(
     }
 
 
-def _episode_ends(src: Connection, phase: AnyRow) -> Callable[[int, int], dt.datetime | None]:
+def _episode_ends(src: Connection, phase: AnyRow, time: Time) -> Callable[[int, int], Any]:
     """When each episode of the phase ended (else began); for an episode without a row, when
-    the phase ended (else began)."""
+    the phase ended (else began); as ``time`` gives it."""
     ends = {
-        (worker, episode): ended or started
+        (worker, episode): time(ended or started)
         for worker, episode, started, ended in src.execute(
             select(Episode.worker, Episode.episode, Episode.started_at, Episode.ended_at).where(
                 Episode.experiment_run_phase_id == phase.id
             )
         )
     }
-    otherwise: dt.datetime | None = phase.finished_at or phase.started_at
+    otherwise = time(phase.finished_at or phase.started_at)
 
-    def when(worker: int, episode: int) -> dt.datetime | None:
+    def when(worker: int, episode: int) -> Any:
         return ends.get((worker, episode), otherwise)
 
     return when
@@ -242,7 +244,8 @@ def _world_states(
         return 0, set()
     statement = (
         select(WorldState.environment_id, WorldState.worker, WorldState.episode, WorldState.step)
-        .add_columns(WorldState.sensors, WorldState.setpoints, WorldState.done, WorldState.simtime)
+        .add_columns(*_texts(WorldState.sensors, WorldState.setpoints), WorldState.done)
+        .add_columns(WorldState.simtime)
         .where(WorldState.environment_id.in_(list(environments)))
         .order_by(WorldState.id)
     )
@@ -256,12 +259,12 @@ def _world_states(
             ticks, stamp = _simtime(row.simtime)
             batch.append(
                 (
-                    time(when(row.worker, row.episode)),
+                    when(row.worker, row.episode),
                     ticks,
                     time(stamp),
                     row.episode,
-                    json_text(_infos(SENSOR, row.sensors)),
-                    json_text(_infos(ACTUATOR, row.setpoints)),
+                    _infos(SENSOR, row.sensors),
+                    _infos(ACTUATOR, row.setpoints),
                     bool(row.done),
                     phase.mode,
                     names.controller(row.worker),
@@ -284,10 +287,10 @@ def _muscle_actions(
     action = MuscleAction
     statement = (
         select(action.agent_id, action.worker, action.episode, action.step)
-        .add_columns(action.sensor_readings, action.actuator_setpoints, action.rewards)
+        .add_columns(*_texts(action.sensor_readings, action.actuator_setpoints, action.rewards))
         .add_columns(action.objective, action.done, action.terminated, action.truncated)
         .add_columns(*(_statistics(src, list(agents), source) for source in STATISTICS_SOURCES))
-        .add_columns(*(_simtime_at(i).label(f"simtime_{i}") for i in timed))
+        .add_columns(*(cast(_simtime_at(i), Text).label(f"simtime_{i}") for i in timed))
         .where(action.agent_id.in_(list(agents)))
         .order_by(action.id)
     )
@@ -299,24 +302,24 @@ def _muscle_actions(
         for row in part:
             name, agent_id = agents[row.agent_id]
             brain, muscle, *simtimes = tuple(row)[11:]
-            setpoints = json_text(_infos(ACTUATOR, row.actuator_setpoints))
+            setpoints = _infos(ACTUATOR, row.actuator_setpoints)
             batch.append(
                 (
-                    phase.time(phase.when(row.worker, row.episode)),
+                    phase.when(row.worker, row.episode),
                     agent_id,
                     row.episode,
-                    json_text(_simtimes(uids, simtimes)),
-                    json_text(_infos(SENSOR, row.sensor_readings)),
+                    _json(_simtimes(uids, [_decoded(t) for t in simtimes])),
+                    _infos(SENSOR, row.sensor_readings),
                     setpoints,
                     setpoints,
-                    json_text(_infos(REWARD, row.rewards, value_ids=False)),
+                    _infos(REWARD, row.rewards, value_ids=False),
                     row.objective,
                     row.done,
                     row.terminated,
                     row.truncated,
                     row.step,
                     mode,
-                    json_text({**(brain or {}), **(muscle or {})}),
+                    _json({**(_decoded(brain) or {}), **(_decoded(muscle) or {})}),
                     names.muscle(name, row.worker),
                 )
             )
@@ -337,7 +340,7 @@ def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any
     if recorded is None:
         return null().label(label)
     action = MuscleAction
-    return (
+    found = (
         select(Statistic.statistics)
         .where(
             Statistic.agent_id == action.agent_id,
@@ -349,8 +352,8 @@ def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any
         .order_by(Statistic.id)
         .limit(1)
         .scalar_subquery()
-        .label(label)
     )
+    return cast(found, Text).label(label)
 
 
 def _simtime_at(environment_id: int) -> Any:
@@ -401,17 +404,36 @@ def _chunks(src: Connection, statement: AnySelect, size: int) -> Iterator[list[A
         yield list(part)
 
 
-def _infos(kind: str, values: dict[str, Any] | None, value_ids: bool = True) -> list[Any]:
-    """Values by uid as palaestrAI's information objects in jsonpickle's form, each with
-    :func:`space_of` its value."""
+def _infos(kind: str, text: str | None, value_ids: bool = True) -> str:
+    """JSON text of values by uid (as palaestra's store holds it) as palaestrAI's information
+    objects in jsonpickle's form, each with :func:`space_of` its value."""
     extra = {"value_ids": None} if value_ids else {}
-    return [
-        {
-            "py/object": kind,
-            "py/state": {"uid": uid, "value": value, "space": space_of(value), **extra},
-        }
-        for uid, value in (values or {}).items()
-    ]
+    return _json(
+        [
+            {
+                "py/object": kind,
+                "py/state": {"uid": uid, "value": value, "space": space_of(value), **extra},
+            }
+            for uid, value in (_decoded(text) or {}).items()
+        ]
+    )
+
+
+def _texts(*columns: Any) -> list[Any]:
+    """JSON columns as their text: non-finite numbers stay the strings palaestra's store
+    writes, which is what the target gets (decoding and encoding them again would cost more
+    than the rest of the export)."""
+    return [cast(column, Text).label(column.key) for column in columns]
+
+
+def _decoded(text: str | None) -> Any:
+    """JSON text as Python values (the strings of non-finite numbers kept)."""
+    return None if text is None else msgspec.json.decode(text)
+
+
+def _json(value: Any) -> str:
+    """Values read with :func:`_decoded` (and plain ones) as JSON text."""
+    return msgspec.json.encode(value).decode()
 
 
 @functools.cache
@@ -419,18 +441,23 @@ def _box(shape: tuple[int, ...]) -> str:
     return f"Box(low=-inf, high=inf, shape={shape!r}, dtype=np.float64)"
 
 
+_SCALAR = _box(())
+
+
 def space_of(value: Any) -> str:
     """The space written with a value: palaestra stores none, so an unbounded Box of the
     value's shape (``()`` for a scalar, and for what has no shape: a list of lists of unequal
     lengths, or of other than numbers), as palaestrAI writes it, stands in. palaestrAI's
     classes need one to be decoded (jsonpickle)."""
+    if isinstance(value, int | float):  # most are: the short way
+        return _SCALAR
     return _box(_shape(value) or ())
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
     """The shape of a number (``()``) or of a list of numbers or lists of one shape; None
     for anything else."""
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) or (isinstance(value, str) and value in NON_FINITE):
         return ()
     if not isinstance(value, list):
         return None

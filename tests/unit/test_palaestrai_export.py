@@ -4,6 +4,7 @@ objects, sim times, statuses, and palaestrAI's schema on a fresh SQLite database
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from sqlalchemy import create_engine, inspect
@@ -32,22 +33,26 @@ def test_a_value_gets_an_unbounded_box_of_its_shape(value: object, space: str) -
 
 
 def test_information_objects_take_jsonpickles_form() -> None:
-    sensors = _infos("palaestrai.agent.sensor_information.SensorInformation", {"a": [1, 2]})
-    rewards = _infos("R", {"r": 1.0}, value_ids=False)
+    kind = "palaestrai.agent.sensor_information.SensorInformation"
+    sensors = json.loads(_infos(kind, '{"a": [1, 2], "b": "nan", "c": [1.5, "-inf"]}'))
+    rewards = json.loads(_infos("R", '{"r": 1.0}', value_ids=False))
 
-    assert sensors == [
-        {
-            "py/object": "palaestrai.agent.sensor_information.SensorInformation",
-            "py/state": {
-                "uid": "a",
-                "value": [1, 2],
-                "space": "Box(low=-inf, high=inf, shape=(2,), dtype=np.float64)",
-                "value_ids": None,
-            },
-        }
+    assert sensors[0] == {
+        "py/object": kind,
+        "py/state": {
+            "uid": "a",
+            "value": [1, 2],
+            "space": "Box(low=-inf, high=inf, shape=(2,), dtype=np.float64)",
+            "value_ids": None,
+        },
+    }
+    # non-finite numbers stay the strings palaestra's store holds, and count as numbers
+    assert [(s["py/state"]["value"], s["py/state"]["space"]) for s in sensors[1:]] == [
+        ("nan", "Box(low=-inf, high=inf, shape=(), dtype=np.float64)"),
+        ([1.5, "-inf"], "Box(low=-inf, high=inf, shape=(2,), dtype=np.float64)"),
     ]
     assert set(rewards[0]["py/state"]) == {"uid", "value", "space"}
-    assert _infos("S", None) == []
+    assert _infos("S", None) == "[]"
 
 
 def test_sim_times_as_palaestrai_keeps_them() -> None:
