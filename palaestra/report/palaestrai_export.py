@@ -67,7 +67,6 @@ from palaestra.store.rows import StoreURI
 if TYPE_CHECKING:
     AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
-PURPOSE = "palaestra export palaestrai"
 STATUS = {"running": "running", "finished": "finished", "error": "error", "cancelled": "error"}
 """palaestrAI's instance status for palaestra's (any other is ``error``)."""
 
@@ -152,15 +151,18 @@ def _target(target: str) -> Iterator[Engine]:
     except ArgumentError as exc:
         raise StoreError(f"target {mask_uri(target)}: cannot open it: {exc}") from exc
     except ImportError as exc:
+        hint = " (pip install 'palaestra[postgres]')" if url.drivername.endswith("psycopg") else ""
         raise StoreError(
-            f"target {mask_uri(target)}: its database driver is not installed: {exc}"
+            f"target {mask_uri(target)}: its database driver is not installed: {exc}{hint}"
         ) from exc
     try:
         with engine.connect():
             pass
-        yield engine
     except SQLAlchemyError as exc:
+        engine.dispose()
         raise StoreError(f"target {mask_uri(target)}: cannot connect: {_reason(exc)}") from exc
+    try:
+        yield engine
     finally:
         engine.dispose()
 
