@@ -1,4 +1,5 @@
-"""``palaestra export``: a run's episode rewards and statistics into TensorBoard or MLflow."""
+"""``palaestra export``: runs' episode rewards and statistics into TensorBoard or MLflow, and
+whole runs into a palaestrAI store."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from palaestra.cli.common import State
 
 @click.group("export")
 def export() -> None:
-    """Export runs' episode rewards and statistics to TensorBoard or MLflow."""
+    """Export runs: rewards and statistics to TensorBoard or MLflow, or whole runs into a
+    palaestrAI store."""
 
 
 @export.command("tensorboard")
@@ -70,6 +72,39 @@ def mlflow(state: State, runs: tuple[str, ...], tracking_uri: str, experiment: s
                     f"Run '{run}' instance {done.instance}: MLflow run {done.run_id}, "
                     f"{done.metrics} metric values"
                 )
+
+
+@export.command("palaestrai")
+@click.argument("runs", nargs=-1, required=True)
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    metavar="STORE_URI",
+    help="The palaestrAI store, an SQLAlchemy URL: sqlite:///palaestrai.db or "
+    "postgresql://user@host:5432/database (its tables are made if it has none).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Write a run the target holds already anew (its rows there are deleted first).",
+)
+@click.pass_obj
+def palaestrai(state: State, runs: tuple[str, ...], target: str, replace: bool) -> None:
+    """Write RUNS, every instance, into palaestrAI 3.5's store schema (for paldaque).
+
+    Each run in one transaction: a run that fails leaves nothing in the target.
+    """
+    from palaestra.report.palaestrai_export import export_palaestrai
+    from palaestra.store.engine import mask_uri
+
+    for done in export_palaestrai(runs, target, replace=replace, store_uri=state.config.store_uri):
+        click.echo(
+            f"Run '{done.run}'{' replaced' if done.replaced else ''}: {done.instances} "
+            f"instance(s), {done.world_states} world states, {done.muscle_actions} muscle "
+            f"actions, {done.brain_states} brain states"
+        )
+    click.echo(f"Read them with paldaque: paldaque -s {mask_uri(target)} experiment-run")
 
 
 COMMANDS = [export]

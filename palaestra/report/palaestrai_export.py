@@ -1,0 +1,359 @@
+"""Runs of palaestra's store written into a palaestrAI 3.5.18 store (``palaestra export
+palaestrai``), for paldaque and scripts that use palaestrAI's database model.
+
+Every instance of a run is written, each run in one transaction of the target (a run that
+fails leaves nothing there). palaestrAI's tables are made where the target has none
+(:mod:`.palaestrai_schema`); the per-step rows are read from palaestra's store in chunks and
+inserted in chunks (by ``COPY`` on PostgreSQL). What maps to what:
+
+* ``experiments.name``: the experiment uid; ``experiment_runs``: the run uid, ``document`` the
+  run file's text, ``document_json`` its content (with ``user`` None), ``hash`` SHA-512 of that
+  content without its uids (palaestrAI's recipe over its expanded config, so palaestrAI's own
+  hash of the same file differs).
+* ``experiment_run_instances``: the instance uid, ``created_at`` its start (UTC), ``status``
+  its status (``cancelled``, which palaestrAI lacks, is ``error``), ``user`` None.
+* ``experiment_run_phases``: ``uid`` the phase's name, ``number`` its index, its mode and
+  config. ``environments``: one row per environment and worker (palaestrAI's environment
+  process; a game of ``envs_per_worker`` counts as a worker), ``worker_uid``
+  ``Environment-<uid>-<worker>``, ``parameters`` its params with that ``uid`` and the
+  worker's seed. ``agents``: ``uid`` ``AgentConductor-<name>``, ``muscles``
+  ``Muscle-<name>-<worker>`` per worker, ``configuration`` as in the run file.
+* ``world_states`` and ``muscle_actions``: sensors, set points and rewards as lists of
+  palaestrAI's information objects in jsonpickle's form (``py/object``, ``py/state`` with
+  ``uid`` and ``value``; ``space`` None: palaestra stores no space per step), the step as
+  ``step_index`` / ``decision_index``, the worker as ``execution_id``
+  (``SimulationController-<worker>``) / ``rollout_worker_uid`` (``Muscle-<name>-<worker>``).
+  ``walltime``: palaestra times episodes, not steps: the end of the step's episode (its start
+  if it did not end). ``simtime_ticks``/``simtime_timestamp`` and ``simtimes``: the
+  environment's simulation time where it reported one, else NULL (palaestrAI counts steps
+  there) / absent. ``actuator_setpoints`` and ``applied_actuator_setpoints``: the set points
+  the Muscle sent (after its filters; palaestra keeps one). ``statistics``: the Brain's and
+  the Muscle's of the step, merged as palaestrAI merges them. ``state_dump`` holds the
+  sensors (palaestra records no environment state dump).
+* ``brain_states``: the dumps, ``walltime`` when they were made, an empty tag as NULL.
+
+Non-finite numbers in JSON are the strings ``"inf"``, ``"-inf"`` and ``"nan"``, as in
+palaestra's store (PostgreSQL's JSONB has no other form for them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+from sqlalchemy import Connection, Engine, Row, create_engine, delete, select
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from palaestra.core.errors import InvalidInputError, StoreError
+from palaestra.core.nonfinite import json_text
+from palaestra.report import palaestrai_schema as P
+from palaestra.report.palaestrai_steps import export_phase, insert_row
+from palaestra.store import rows
+from palaestra.store.engine import make_engine, mask_uri
+from palaestra.store.models import ExperimentRun, ExperimentRunInstance, ExperimentRunPhase
+from palaestra.store.rows import Row as Record
+from palaestra.store.rows import StoreURI
+
+if TYPE_CHECKING:
+    AnyRow: TypeAlias = Row[*tuple[Any, ...]]
+
+STATUS = {"running": "running", "finished": "finished", "error": "error", "cancelled": "error"}
+"""palaestrAI's instance status for palaestra's (any other is ``error``)."""
+
+
+class TargetHoldsRunError(InvalidInputError):
+    """The target holds a run to be exported already (and ``replace`` was not asked for)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportedRun:
+    """What an export wrote of one run."""
+
+    run: str
+    experiment: str
+    instances: int
+    world_states: int
+    muscle_actions: int
+    brain_states: int
+    replaced: bool
+
+
+def export_palaestrai(
+    runs: Sequence[str],
+    target: str,
+    *,
+    replace: bool = False,
+    store_uri: StoreURI | None = None,
+) -> list[ExportedRun]:
+    """Write every instance of each of ``runs`` into the palaestrAI store at ``target``.
+
+    Args:
+        runs: palaestra run uids.
+        target: The palaestrAI store's SQLAlchemy URL (SQLite or PostgreSQL; a plain
+            ``postgresql://`` uses psycopg 3); its tables are made if it has none.
+        replace: Delete a run the target holds already (by experiment name and run uid) and
+            write it anew; without it such a run is refused before anything is written.
+        store_uri: palaestra's store; None for the configured one.
+
+    Raises:
+        UnknownRunError: palaestra's store has no such run (nothing is written).
+        TargetHoldsRunError: The target holds a run already and ``replace`` is False.
+        StoreError: A store cannot be opened or written, or the target has tables of
+            palaestrAI's names that are not palaestrAI's.
+    """
+    source_uri = rows.resolve_store_uri(store_uri)
+    records = [rows.run_record(run, store_uri=source_uri) for run in dict.fromkeys(runs)]
+    shown = mask_uri(target)
+    with _target(target) as sink, _source(source_uri) as source:
+        with _writing(sink, shown, "create palaestrAI's tables") as out:
+            P.prepare(out, shown)
+        with _writing(sink, shown, "read its runs") as out:
+            held = [r for r in records if _run_ids(out, r) is not None]
+        if held and not replace:
+            raise TargetHoldsRunError(_held(shown, held))
+        return [_export_run(source, sink, shown, record) for record in records]
+
+
+def _held(shown: str, held: list[Record]) -> str:
+    which = ", ".join(f"'{r['run_uid']}' (experiment '{r['experiment_uid']}')" for r in held)
+    runs, them = ("run", "it") if len(held) == 1 else ("runs", "them")
+    return (
+        f"target {shown} holds {runs} {which} already, so nothing was written; "
+        f"export with --replace to write {them} anew (the rows there are deleted first)"
+    )
+
+
+# --- the stores ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _target(target: str) -> Iterator[Engine]:
+    """The target's engine (disposed afterwards), connected once.
+
+    Raises:
+        StoreError: Not a database URL, its driver missing, or it cannot be reached.
+    """
+    url = _target_url(target)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        Path(url.database).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+    try:
+        engine = create_engine(url, json_serializer=json_text)
+    except ArgumentError as exc:
+        raise StoreError(f"target {mask_uri(target)}: cannot open it: {exc}") from exc
+    except ImportError as exc:
+        hint = " (pip install 'palaestra[postgres]')" if url.drivername.endswith("psycopg") else ""
+        raise StoreError(
+            f"target {mask_uri(target)}: its database driver is not installed: {exc}{hint}"
+        ) from exc
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise StoreError(f"target {mask_uri(target)}: cannot connect: {_reason(exc)}") from exc
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def _target_url(target: str) -> URL:
+    try:
+        url = make_url(target)
+    except ArgumentError as exc:
+        raise StoreError(
+            f"target {mask_uri(target)}: not a database URL (e.g. sqlite:///palaestrai.db, "
+            "postgresql://user@host:5432/database)"
+        ) from exc
+    if url.drivername == "postgresql":
+        return url.set(drivername="postgresql+psycopg")
+    return url
+
+
+@contextmanager
+def _source(store: StoreURI) -> Iterator[Engine]:
+    """palaestra's store (read-only), an engine made here disposed afterwards."""
+    if isinstance(store, Engine):
+        yield store
+        return
+    engine = make_engine(store, read_only=True)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def _writing(sink: Engine, shown: str, doing: str) -> Iterator[Connection]:
+    """A transaction of the target, committed at the end; database errors become a
+    StoreError naming the target and what was being done."""
+    try:
+        with sink.begin() as out:
+            yield out
+    except SQLAlchemyError as exc:
+        raise StoreError(f"target {shown}: cannot {doing}: {_reason(exc)}") from exc
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    original = getattr(exc, "orig", None)
+    return str(original if original is not None else exc).splitlines()[0]
+
+
+# --- one run ---------------------------------------------------------------------------------
+
+
+def _export_run(source: Engine, sink: Engine, shown: str, record: Record) -> ExportedRun:
+    run, experiment = record["run_uid"], record["experiment_uid"]
+    counts: Counter[str] = Counter()
+    with _writing(sink, shown, f"write run '{run}'") as out, source.connect() as src:
+        replaced = _delete_run(out, record)
+        document = _document(record["document"])
+        run_id = insert_row(
+            out,
+            P.experiment_runs,
+            uid=run,
+            hash=_hash(document),
+            experiment_id=_experiment_id(out, experiment),
+            document=record["document"],
+            document_json=None if document is None else {"user": None, **document},
+        )
+        instances = src.execute(
+            select(
+                ExperimentRunInstance.id,
+                ExperimentRunInstance.uid,
+                ExperimentRunInstance.status,
+                ExperimentRunInstance.started_at,
+            )
+            .join(ExperimentRun, ExperimentRunInstance.experiment_run_id == ExperimentRun.id)
+            .where(ExperimentRun.uid == run)
+            .order_by(ExperimentRunInstance.id)
+        ).all()
+        for instance in instances:
+            _export_instance(src, out, run_id, instance, counts)
+    return ExportedRun(
+        run=run,
+        experiment=experiment,
+        instances=len(instances),
+        world_states=counts["world_states"],
+        muscle_actions=counts["muscle_actions"],
+        brain_states=counts["brain_states"],
+        replaced=replaced,
+    )
+
+
+def _document(text: str) -> dict[str, Any] | None:
+    """The run file's content; None if it is not a YAML mapping."""
+    try:
+        document = YAML(typ="safe").load(text)
+    except YAMLError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _hash(document: dict[str, Any] | None) -> str | None:
+    if document is None:
+        return None
+    content = {k: v for k, v in document.items() if k not in ("uid", "experiment_uid")}
+    text = json.dumps(content, separators=(",", ":"), sort_keys=True, default=str)
+    return hashlib.sha512(text.encode()).hexdigest()
+
+
+def _experiment_id(out: Connection, name: str) -> int:
+    table = P.experiments
+    found = out.scalar(select(table.c.id).where(table.c.name == name))
+    if found is not None:
+        return int(found)
+    return insert_row(out, table, name=name, document=None, document_json=None)
+
+
+def _run_ids(out: Connection, record: Record) -> list[int] | None:
+    """The ids of the target's runs of the record's experiment name and run uid; None if
+    there are none."""
+    runs, experiments = P.experiment_runs, P.experiments
+    found = out.scalars(
+        select(runs.c.id)
+        .join(experiments, runs.c.experiment_id == experiments.c.id)
+        .where(experiments.c.name == record["experiment_uid"], runs.c.uid == record["run_uid"])
+    ).all()
+    return [int(i) for i in found] or None
+
+
+def _delete_run(out: Connection, record: Record) -> bool:
+    """Delete what the target holds of the record's run (children first, and palaestrAI's
+    evidence of its instances); False if it holds nothing of it."""
+    run_ids = _run_ids(out, record)
+    if run_ids is None:
+        return False
+    instances = P.experiment_run_instances
+    instance_ids = select(instances.c.id).where(instances.c.experiment_run_id.in_(run_ids))
+    uids = select(instances.c.uid).where(instances.c.experiment_run_id.in_(run_ids))
+    phases = P.experiment_run_phases
+    phase_ids = select(phases.c.id).where(phases.c.experiment_run_instance_id.in_(instance_ids))
+    agent_ids = select(P.agents.c.id).where(P.agents.c.experiment_run_phase_id.in_(phase_ids))
+    env_ids = select(P.environments.c.id).where(
+        P.environments.c.experiment_run_phase_id.in_(phase_ids)
+    )
+    by_instance = [P.stored_evaluation_results, P.phase_termination_events, P.checkpoint_refs]
+    for statement in [
+        delete(P.muscle_actions).where(P.muscle_actions.c.agent_id.in_(agent_ids)),
+        delete(P.brain_states).where(P.brain_states.c.agent_id.in_(agent_ids)),
+        delete(P.world_states).where(P.world_states.c.environment_id.in_(env_ids)),
+        delete(P.agents).where(P.agents.c.experiment_run_phase_id.in_(phase_ids)),
+        delete(P.environments).where(P.environments.c.experiment_run_phase_id.in_(phase_ids)),
+        *(delete(t).where(t.c.experiment_run_instance_uid.in_(uids)) for t in by_instance),
+        delete(phases).where(phases.c.experiment_run_instance_id.in_(instance_ids)),
+        delete(instances).where(instances.c.experiment_run_id.in_(run_ids)),
+        delete(P.experiment_runs).where(P.experiment_runs.c.id.in_(run_ids)),
+    ]:
+        out.execute(statement)
+    return True
+
+
+# --- one instance, phase by phase -------------------------------------------------------------
+
+
+def _export_instance(
+    src: Connection, out: Connection, run_id: int, instance: AnyRow, counts: Counter[str]
+) -> None:
+    instance_id = insert_row(
+        out,
+        P.experiment_run_instances,
+        uid=instance.uid,
+        created_at=_naive_utc(instance.started_at),
+        user=None,
+        status=STATUS.get(instance.status, "error"),
+        experiment_run_id=run_id,
+    )
+    phases = src.execute(
+        select(
+            ExperimentRunPhase.id,
+            ExperimentRunPhase.index,
+            ExperimentRunPhase.name,
+            ExperimentRunPhase.mode,
+            ExperimentRunPhase.workers,
+            ExperimentRunPhase.config,
+            ExperimentRunPhase.started_at,
+            ExperimentRunPhase.finished_at,
+        )
+        .where(ExperimentRunPhase.experiment_run_instance_id == instance.id)
+        .order_by(ExperimentRunPhase.index)
+    ).all()
+    for phase in phases:
+        counts.update(export_phase(src, out, instance_id, phase))
+
+
+def _naive_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """``value`` in UTC without its zone (palaestrAI's columns without a time zone)."""
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(dt.UTC).replace(tzinfo=None)

@@ -1,0 +1,519 @@
+"""One phase of a palaestra run instance as palaestrAI's rows: its environments (one row per
+worker), agents, world states, muscle actions and brain dumps.
+
+What maps to what is said in :mod:`palaestra.report.palaestrai_export`. The per-step rows are
+read in chunks of :data:`CHUNK` (server-side cursors on PostgreSQL) in the order palaestra
+stored them, shaped here, and inserted a chunk at a time (:func:`palaestra.store.bulk.
+insert_values`: ``COPY`` on psycopg 3, one ``executemany`` elsewhere). A muscle action's
+simulation times and statistics come from correlated subqueries on palaestra's indexes, and
+only for the environments that reported a simulation time and the sources that recorded
+statistics in the phase. The end time of every episode of the phase is held in memory (the
+steps' ``walltime``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import msgspec
+from sqlalchemy import Connection, Label, Row, Select, Table, Text, cast, insert, null, select
+
+from palaestra.core import names
+from palaestra.core.nonfinite import NON_FINITE
+from palaestra.report import palaestrai_schema as P
+from palaestra.store.bulk import insert_values
+from palaestra.store.models import (
+    Agent,
+    BrainState,
+    Environment,
+    Episode,
+    MuscleAction,
+    Statistic,
+    WorldState,
+)
+
+if TYPE_CHECKING:
+    AnyRow: TypeAlias = Row[*tuple[Any, ...]]
+    AnySelect: TypeAlias = Select[*tuple[Any, ...]]
+
+CHUNK = 2_000
+"""Rows read, and inserted, at a time."""
+DUMPS_CHUNK = 8
+"""Brain dumps read, and inserted, at a time (each may be large)."""
+SENSOR = "palaestrai.agent.sensor_information.SensorInformation"
+ACTUATOR = "palaestrai.agent.actuator_information.ActuatorInformation"
+REWARD = "palaestrai.agent.reward_information.RewardInformation"
+SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
+"""How SQLAlchemy writes a datetime into SQLite (and reads it back)."""
+WORLD_COLUMNS = (
+    "walltime",
+    "simtime_ticks",
+    "simtime_timestamp",
+    "episode",
+    "state_dump",
+    "setpoints",
+    "done",
+    "mode",
+    "execution_id",
+    "step_index",
+    "environment_id",
+)
+ACTION_COLUMNS = (
+    "walltime",
+    "agent_id",
+    "episode",
+    "simtimes",
+    "sensor_readings",
+    "actuator_setpoints",
+    "applied_actuator_setpoints",
+    "rewards",
+    "objective",
+    "done",
+    "terminated",
+    "truncated",
+    "decision_index",
+    "mode",
+    "statistics",
+    "rollout_worker_uid",
+)
+DUMP_COLUMNS = ("walltime", "state", "tag", "agent_id")
+STATISTICS_SOURCES = ("brain", "muscle")
+"""Merged in this order into ``muscle_actions.statistics``: the Muscle's win, as in palaestrAI."""
+
+Time = Callable[[dt.datetime | None], Any]
+"""A datetime as the target's driver takes it in a bulk insert."""
+
+
+def insert_row(out: Connection, table: Table, **values: Any) -> int:
+    """Insert one row into the target (None as SQL NULL, also in JSON columns); its id."""
+    row = {name: null() if value is None else value for name, value in values.items()}
+    key = out.execute(insert(table).values(**row)).inserted_primary_key
+    return int(key[0]) if key is not None else 0
+
+
+@dataclass(frozen=True)
+class _Phase:
+    """What the rows of one phase share."""
+
+    out: Connection
+    id: int
+    """The phase's id in the target."""
+    mode: str
+    when: Callable[[int, int], Any]
+    """The ``walltime`` of a step of (worker, episode), as the target takes it."""
+    time: Time
+
+
+class _Environment:
+    """An environment of a phase in the target: one row per worker, made when first asked for."""
+
+    def __init__(self, phase: _Phase, row: AnyRow) -> None:
+        self.phase = phase
+        self.uid: str = row.uid
+        self.type: str = row.name
+        self.params: dict[str, Any] = dict(row.params or {})
+        self.seeds: list[Any] = list(row.seeds or [])
+        self.ids: dict[int, int] = {}
+
+    def target(self, worker: int) -> int:
+        """The id of this environment's row of ``worker``."""
+        found = self.ids.get(worker)
+        if found is None:
+            worker_uid = names.environment(self.uid, worker)
+            seed = self.seeds[worker] if 0 <= worker < len(self.seeds) else None
+            found = self.ids[worker] = insert_row(
+                self.phase.out,
+                P.environments,
+                uid=self.uid,
+                worker_uid=worker_uid,
+                environment_conductor_uid=names.environment_conductor(self.uid),
+                type=self.type,
+                parameters={**self.params, "uid": worker_uid, "seed": seed},
+                static_model=None,
+                experiment_run_phase_id=self.phase.id,
+            )
+        return found
+
+
+def export_phase(
+    src: Connection, out: Connection, instance_id: int, phase: AnyRow
+) -> dict[str, int]:
+    """Write ``phase`` (a row of palaestra's ``experiment_run_phases``) and its rows into the
+    target as a phase of the target's instance ``instance_id``.
+
+    Returns:
+        The number of rows written of ``world_states``, ``muscle_actions`` and
+        ``brain_states``.
+    """
+    phase_id = insert_row(
+        out,
+        P.experiment_run_phases,
+        uid=phase.name,
+        number=phase.index,
+        mode=phase.mode,
+        configuration=phase.config,
+        experiment_run_instance_id=instance_id,
+    )
+    time = _time_form(out)
+    shared = _Phase(out, phase_id, phase.mode, _episode_ends(src, phase, time), time)
+    environments = {
+        row.id: _Environment(shared, row)
+        for row in src.execute(
+            select(Environment.id, Environment.uid, Environment.name)
+            .add_columns(Environment.params, Environment.seeds)
+            .where(Environment.experiment_run_phase_id == phase.id)
+            .order_by(Environment.id)
+        )
+    }
+    for environment in environments.values():
+        for worker in range(phase.workers):
+            environment.target(worker)
+    agents = _agents(src, out, phase, phase_id)
+    states, simtimed = _world_states(src, shared, environments)
+    timed = {i: environments[i].uid for i in environments if i in simtimed}
+    return {
+        "world_states": states,
+        "muscle_actions": _muscle_actions(src, shared, agents, timed),
+        "brain_states": _brain_states(src, shared, agents),
+    }
+
+
+def _episode_ends(src: Connection, phase: AnyRow, time: Time) -> Callable[[int, int], Any]:
+    """When each episode of the phase ended (else began); for an episode without a row, when
+    the phase ended (else began); as ``time`` gives it."""
+    ends = {
+        (worker, episode): time(ended or started)
+        for worker, episode, started, ended in src.execute(
+            select(Episode.worker, Episode.episode, Episode.started_at, Episode.ended_at).where(
+                Episode.experiment_run_phase_id == phase.id
+            )
+        )
+    }
+    otherwise = time(phase.finished_at or phase.started_at)
+
+    def when(worker: int, episode: int) -> Any:
+        return ends.get((worker, episode), otherwise)
+
+    return when
+
+
+def _agents(
+    src: Connection, out: Connection, phase: AnyRow, phase_id: int
+) -> dict[int, tuple[str, int]]:
+    """Write the phase's agents; each one's name and target id by its id in palaestra."""
+    found: dict[int, tuple[str, int]] = {}
+    for agent in src.execute(
+        select(Agent.id, Agent.name, Agent.brain, Agent.muscle, Agent.objective, Agent.config)
+        .where(Agent.experiment_run_phase_id == phase.id)
+        .order_by(Agent.id)
+    ):
+        found[agent.id] = (
+            agent.name,
+            insert_row(
+                out,
+                P.agents,
+                uid=names.agent_conductor(agent.name),
+                name=agent.name,
+                muscles=[names.muscle(agent.name, worker) for worker in range(phase.workers)],
+                configuration=_agent_configuration(agent),
+                experiment_run_phase_id=phase_id,
+            ),
+        )
+    return found
+
+
+def _agent_configuration(agent: AnyRow) -> dict[str, Any]:
+    """The agent as a run file gives it (name, brain, muscle, objective, sensors, ...)."""
+    config = dict(agent.config or {})
+    plugins = {
+        part: {"name": getattr(agent, part), "params": config.pop(f"{part}_params", {})}
+        for part in ("brain", "muscle", "objective")
+    }
+    return {"name": agent.name, **plugins, **config}
+
+
+def _world_states(
+    src: Connection, phase: _Phase, environments: dict[int, _Environment]
+) -> tuple[int, set[int]]:
+    """Copy the phase's world states; how many, and which environments had a sim time."""
+    if not environments:
+        return 0, set()
+    statement = (
+        select(WorldState.environment_id, WorldState.worker, WorldState.episode, WorldState.step)
+        .add_columns(*_texts(WorldState.sensors, WorldState.setpoints), WorldState.done)
+        .add_columns(WorldState.simtime)
+        .where(WorldState.environment_id.in_(list(environments)))
+        .order_by(WorldState.id)
+    )
+    written, simtimed = 0, set()
+    time, when = phase.time, phase.when
+    for part in _chunks(src, statement, CHUNK):
+        batch = []
+        for row in part:
+            if row.simtime is not None:
+                simtimed.add(row.environment_id)
+            ticks, stamp = _simtime(row.simtime)
+            batch.append(
+                (
+                    when(row.worker, row.episode),
+                    ticks,
+                    time(stamp),
+                    row.episode,
+                    _infos(SENSOR, row.sensors),
+                    _infos(ACTUATOR, row.setpoints),
+                    bool(row.done),
+                    phase.mode,
+                    names.controller(row.worker),
+                    row.step,
+                    environments[row.environment_id].target(row.worker),
+                )
+            )
+        insert_values(phase.out, P.world_states, WORLD_COLUMNS, batch)
+        written += len(batch)
+    return written, simtimed
+
+
+def _muscle_actions(
+    src: Connection, phase: _Phase, agents: dict[int, tuple[str, int]], timed: dict[int, str]
+) -> int:
+    """Copy the phase's muscle actions, with the sim times of the environments in ``timed``
+    (uid by palaestra's environment id) and the step's statistics; how many."""
+    if not agents:
+        return 0
+    action = MuscleAction
+    statement = (
+        select(action.agent_id, action.worker, action.episode, action.step)
+        .add_columns(*_texts(action.sensor_readings, action.actuator_setpoints, action.rewards))
+        .add_columns(action.objective, action.done, action.terminated, action.truncated)
+        .add_columns(*(_statistics(src, list(agents), source) for source in STATISTICS_SOURCES))
+        .add_columns(*(cast(_simtime_at(i), Text).label(f"simtime_{i}") for i in timed))
+        .where(action.agent_id.in_(list(agents)))
+        .order_by(action.id)
+    )
+    uids = list(timed.values())
+    mode = phase.mode if phase.mode in P.MODES else None
+    written = 0
+    for part in _chunks(src, statement, CHUNK):
+        batch = []
+        for row in part:
+            name, agent_id = agents[row.agent_id]
+            brain, muscle, *simtimes = tuple(row)[11:]
+            setpoints = _infos(ACTUATOR, row.actuator_setpoints)
+            batch.append(
+                (
+                    phase.when(row.worker, row.episode),
+                    agent_id,
+                    row.episode,
+                    _json(_simtimes(uids, [_decoded(t) for t in simtimes])),
+                    _infos(SENSOR, row.sensor_readings),
+                    setpoints,
+                    setpoints,
+                    _infos(REWARD, row.rewards, value_ids=False),
+                    row.objective,
+                    row.done,
+                    row.terminated,
+                    row.truncated,
+                    row.step,
+                    mode,
+                    _json({**(_decoded(brain) or {}), **(_decoded(muscle) or {})}),
+                    names.muscle(name, row.worker),
+                )
+            )
+        insert_values(phase.out, P.muscle_actions, ACTION_COLUMNS, batch)
+        written += len(batch)
+    return written
+
+
+def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any]:
+    """The statistics ``source`` recorded at a muscle action's step (NULL where none); a
+    NULL column if it recorded none in the phase."""
+    label = f"{source}_statistics"
+    recorded = src.scalar(
+        select(Statistic.id)
+        .where(Statistic.agent_id.in_(agent_ids), Statistic.source == source)
+        .limit(1)
+    )
+    if recorded is None:
+        return null().label(label)
+    action = MuscleAction
+    found = (
+        select(Statistic.statistics)
+        .where(
+            Statistic.agent_id == action.agent_id,
+            Statistic.source == source,
+            Statistic.worker == action.worker,
+            Statistic.episode == action.episode,
+            Statistic.step == action.step,
+        )
+        .order_by(Statistic.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return cast(found, Text).label(label)
+
+
+def _simtime_at(environment_id: int) -> Any:
+    """The sim time of environment ``environment_id`` in the state a muscle action saw (its
+    world state of the same worker, episode and step; none at an episode's first step)."""
+    action = MuscleAction
+    return (
+        select(WorldState.simtime)
+        .where(
+            WorldState.environment_id == environment_id,
+            WorldState.worker == action.worker,
+            WorldState.episode == action.episode,
+            WorldState.step == action.step,
+        )
+        .order_by(WorldState.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _brain_states(src: Connection, phase: _Phase, agents: dict[int, tuple[str, int]]) -> int:
+    """Copy the phase's brain dumps; how many."""
+    if not agents:
+        return 0
+    statement = (
+        select(BrainState.agent_id, BrainState.tag, BrainState.dump, BrainState.created_at)
+        .where(BrainState.agent_id.in_(list(agents)))
+        .order_by(BrainState.id)
+    )
+    written = 0
+    for part in _chunks(src, statement, DUMPS_CHUNK):
+        batch = [
+            (phase.time(row.created_at), row.dump, row.tag or None, agents[row.agent_id][1])
+            for row in part
+        ]
+        insert_values(phase.out, P.brain_states, DUMP_COLUMNS, batch)
+        written += len(batch)
+    return written
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+def _chunks(src: Connection, statement: AnySelect, size: int) -> Iterator[list[AnyRow]]:
+    """The rows of ``statement``, ``size`` at a time (not all held at once)."""
+    result = src.execute(statement.execution_options(yield_per=size))
+    for part in result.partitions():
+        yield list(part)
+
+
+def _infos(kind: str, text: str | None, value_ids: bool = True) -> str:
+    """JSON text of values by uid (as palaestra's store holds it) as palaestrAI's information
+    objects in jsonpickle's form, each with :func:`space_of` its value."""
+    extra = {"value_ids": None} if value_ids else {}
+    return _json(
+        [
+            {
+                "py/object": kind,
+                "py/state": {"uid": uid, "value": value, "space": space_of(value), **extra},
+            }
+            for uid, value in (_decoded(text) or {}).items()
+        ]
+    )
+
+
+def _texts(*columns: Any) -> list[Any]:
+    """JSON columns as their text: non-finite numbers stay the strings palaestra's store
+    writes, which is what the target gets (decoding and encoding them again would cost more
+    than the rest of the export)."""
+    return [cast(column, Text).label(column.key) for column in columns]
+
+
+def _decoded(text: str | None) -> Any:
+    """JSON text as Python values (the strings of non-finite numbers kept)."""
+    return None if text is None else msgspec.json.decode(text)
+
+
+def _json(value: Any) -> str:
+    """Values read with :func:`_decoded` (and plain ones) as JSON text."""
+    return msgspec.json.encode(value).decode()
+
+
+@functools.cache
+def _box(shape: tuple[int, ...]) -> str:
+    return f"Box(low=-inf, high=inf, shape={shape!r}, dtype=np.float64)"
+
+
+_SCALAR = _box(())
+
+
+def space_of(value: Any) -> str:
+    """The space written with a value: palaestra stores none, so an unbounded Box of the
+    value's shape (``()`` for a scalar, and for what has no shape: a list of lists of unequal
+    lengths, or of other than numbers), as palaestrAI writes it, stands in. palaestrAI's
+    classes need one to be decoded (jsonpickle)."""
+    if isinstance(value, int | float):  # most are: the short way
+        return _SCALAR
+    return _box(_shape(value) or ())
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    """The shape of a number (``()``) or of a list of numbers or lists of one shape; None
+    for anything else."""
+    if isinstance(value, int | float) or (isinstance(value, str) and value in NON_FINITE):
+        return ()
+    if not isinstance(value, list):
+        return None
+    if not value:
+        return (0,)
+    inner = _shape(value[0])
+    if inner is None or any(_shape(item) != inner for item in value[1:]):
+        return None
+    return (len(value), *inner)
+
+
+def _simtime(value: Any) -> tuple[int | None, dt.datetime | None]:
+    """Ticks and timestamp (naive UTC) of a stored sim time; None for what it lacks."""
+    if not isinstance(value, dict):
+        return None, None
+    ticks = value.get("simtime_ticks")
+    if not isinstance(ticks, int) or isinstance(ticks, bool):
+        ticks = None
+    stamp = value.get("simtime_timestamp")
+    if not isinstance(stamp, str):
+        return ticks, None
+    try:
+        parsed = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return ticks, None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+    return ticks, parsed
+
+
+def _simtimes(uids: list[str], values: list[Any]) -> dict[str, Any]:
+    """palaestrAI's ``simtimes``: by uid of each environment that reports sim times, the one
+    of the state the step saw; None where the store has none (an episode's first step: its
+    start is not recorded), so that every row has the same environments."""
+    return {
+        uid: {
+            "simtime_ticks": value.get("simtime_ticks") if isinstance(value, dict) else None,
+            "simtime_timestamp": value.get("simtime_timestamp")
+            if isinstance(value, dict)
+            else None,
+        }
+        for uid, value in zip(uids, values, strict=True)
+    }
+
+
+def _time_form(out: Connection) -> Time:
+    """Datetimes as the target's driver takes them: SQLite, the text SQLAlchemy writes (UTC
+    for aware ones); others, the datetimes."""
+    if out.dialect.name != "sqlite":
+        return lambda value: value
+
+    def text(value: dt.datetime | None) -> str | None:
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
+        return value.strftime(SQLITE_TIME)
+
+    return text
