@@ -18,7 +18,13 @@ from palaestra import __version__
 from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
 from palaestra.cli.import_path import add_plugin_dirs
-from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM, PalaestraError
+from palaestra.core.errors import (
+    EXIT_INVALID_INPUT,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    InvalidInputError,
+    PalaestraError,
+)
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 COMPLETION = """\b
@@ -150,6 +156,12 @@ def cli(ctx: click.Context, config_path: str | None, verbose: int) -> None:
     help="Hot reload: when an agent's plug-in source file changes, its processes load the new "
     "code and go on (as hot_reload: true on every agent).",
 )
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Several run files (a generated design, say): an invalid one is reported and left "
+    "out instead of stopping all, and the end lists every run that failed and why.",
+)
 @click.pass_obj
 def experiment_start(
     state: State,
@@ -160,6 +172,7 @@ def experiment_start(
     parallel: int | None,
     backend: str | None,
     hot_reload: bool,
+    keep_going: bool,
 ) -> None:
     """Run one or more run files (alias: start). All are checked before the first starts.
 
@@ -199,16 +212,26 @@ def experiment_start(
     from palaestra.experiment.runfile import load_run_file
 
     config = state.config
-    runs = [
-        load_run_file(path, probe_timeout=config.probe_timeout, start_method=config.start_method)
-        for path in run_files
-    ]
+    failed: list[tuple[str, str]] = []  # (run file or run, why): what --keep-going lists
+    runs = []
+    for path in run_files:
+        try:
+            runs.append(
+                load_run_file(
+                    path, probe_timeout=config.probe_timeout, start_method=config.start_method
+                )
+            )
+        except InvalidInputError as exc:
+            if not keep_going:
+                raise
+            click.echo(f"{ERROR} {exc.format_message()}", err=True)
+            failed.append((path, exc.format_message()))
     if hot_reload:
         runs = [with_hot_reload(run) for run in runs]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
-    worst = 0
+    worst = EXIT_INVALID_INPUT if failed else 0
     for run in runs:
         with watching(run, sys.stdout, quiet=quiet) as on_episode:
             outcome = execute(run, config, on_episode=on_episode)
@@ -217,13 +240,21 @@ def experiment_start(
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
         elif outcome.exit_code in (1, 2, 3):
             click.echo(f"{ERROR} run '{run.uid}' failed: {outcome.message}", err=True)
+            failed.append((f"run '{run.uid}' ({run.path})", outcome.message))
         else:
             click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
         if outcome.exit_code != 3:
             click.echo(where_to_look(state, run.uid))
-        worst = worst or outcome.exit_code
+        worst = max(worst, outcome.exit_code) if keep_going else worst or outcome.exit_code
         if outcome.exit_code > 1:  # store unusable or interrupted: the next runs would be too
             break
+    if keep_going and len(run_files) > 1:
+        done = len(run_files) - len(failed)
+        click.echo(f"{done} of {len(run_files)} run files finished.")
+        if failed:
+            click.echo(f"{len(failed)} failed:", err=True)
+            for what, why in failed:
+                click.echo(f"  {what}: {why.splitlines()[0] if why else ''}", err=True)
     sys.exit(worst)
 
 

@@ -393,7 +393,8 @@ class Box(_ShapedSpace):
                     raise ValueError(f"Box {name} must not be -inf for dtype {self.dtype}")
                 a = np.where(np.isneginf(a), float(info.min), a)
                 a = np.where(np.isposinf(a), float(info.max), a)
-                a = np.clip(a.astype(object), info.min, info.max)  # exact, past float rounding
+                # exact, past float rounding (np.clip of a 0-d array gives a scalar)
+                a = np.asarray(np.clip(a.astype(object), info.min, info.max), dtype=object)
             if a.dtype.kind == "f" and not (np.isfinite(a).all() and (a == np.round(a)).all()):
                 raise ValueError(f"Box {name} must be finite integers for dtype {self.dtype}")
             if (a < info.min).any() or (a > info.max).any():

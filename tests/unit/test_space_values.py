@@ -125,3 +125,9 @@ def test_none_travels_as_none_and_passes_the_check(space: Space, seed: int) -> N
 )
 def test_a_value_that_is_set_is_still_checked(space: Space, outside: Any) -> None:
     assert not checks.value_check(space)(outside)
+
+
+def test_a_scalar_integer_box_with_infinite_bounds() -> None:
+    box = Box(-np.inf, np.inf, shape=(), dtype=np.int32)
+    assert (int(box.low), int(box.high)) == (np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+    assert box.shape == () and box.contains(np.int32(7))

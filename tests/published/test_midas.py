@@ -1,0 +1,60 @@
+"""MIDAS power grids co-simulated by mosaik through palaestrai-mosaik's MosaikEnvironment (an
+asynchronous environment: its mosaik world runs as a task between the steps), offline.
+
+Needs palaestrai-mosaik, midas-palaestrai and MIDAS's store and powergrid modules; skips,
+naming what is missing, without them. palaestrAI 3.5.18 runs the same file with the same row
+counts (30 ``muscle_actions`` and ``world_states`` for 3 episodes of 10 steps)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace
+
+pytestmark = pytest.mark.timeout(300)
+
+HERE = Path(__file__).resolve().parent / "midas"
+MODULES = ("palaestrai_mosaik", "midas_palaestrai", "midas_store", "midas_powergrid")
+SENSORS = ["midas.Powergrid-0.0-bus-1.vm_pu", "midas.Powergrid-0.0-bus-2.vm_pu"]
+ACTUATORS = ["midas.Powergrid-0.0-sgen-0-2.p_mw", "midas.Powergrid-0.0-sgen-1-3.p_mw"]
+
+
+def require_midas() -> None:
+    missing = [name for name in MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(
+            f"needs MIDAS through mosaik ({', '.join(missing)} not importable): pip install "
+            "palaestrai-mosaik==3.5.9 midas-palaestrai==3.5.10 midas-store midas-powergrid"
+        )
+
+
+@pytest.mark.parametrize(("workers", "episodes"), [(1, 3), (2, 2)])
+def test_a_midas_grid_runs_offline(workspace: Workspace, workers: int, episodes: int) -> None:
+    require_midas()
+    shutil.copy(HERE / "four_bus.yml", workspace.path / "four_bus.yml")
+    text = (HERE / "four_bus_run.yml").read_text()
+    run_file = workspace.path / "run.yml"
+    run_file.write_text(text.replace("WORKERS", str(workers)).replace("EPISODES", str(episodes)))
+    result = workspace.run("experiment-start", str(run_file), timeout=280)
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = 10 * episodes * workers
+    with sqlite3.connect(workspace.store) as conn:
+        assert conn.execute("select status from experiment_run_instances").fetchall() == [
+            ("finished",)
+        ]
+        assert conn.execute("select count(*) from world_states").fetchone()[0] == steps
+        rows = conn.execute(
+            "select worker, sensor_readings, actuator_setpoints from muscle_actions"
+        ).fetchall()
+    assert len(rows) == steps
+    assert sorted({worker for worker, _, _ in rows}) == list(range(workers))
+    for _, readings, setpoints in rows:
+        assert sorted(json.loads(readings)) == SENSORS
+        assert sorted(json.loads(setpoints)) == ACTUATORS
+        assert all(isinstance(v, float) for v in json.loads(readings).values())
