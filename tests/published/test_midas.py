@@ -58,3 +58,34 @@ def test_a_midas_grid_runs_offline(workspace: Workspace, workers: int, episodes:
         assert sorted(json.loads(readings)) == SENSORS
         assert sorted(json.loads(setpoints)) == ACTUATORS
         assert all(isinstance(v, float) for v in json.loads(readings).values())
+
+
+def test_sac_attacker_and_defender_train_then_test_on_midasmv(workspace: Workspace) -> None:
+    """harl's SAC on both sides of MIDAS's medium-voltage grid, midas-palaestrai's objectives,
+    TakingTurns; the test phase acts with the actors trained in the first phase."""
+    require_midas()
+    if importlib.util.find_spec("harl") is None:
+        pytest.skip("needs palaestrai-agents' harl: pip install -e '.[palaestrai]'")
+    for name in ("arl_run.yml", "midasmv_constant.yml"):
+        shutil.copy(HERE / name, workspace.path / name)
+    result = workspace.run("experiment-start", str(workspace.path / "arl_run.yml"), timeout=280)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "starts fresh" not in result.stderr  # the test phase loaded the trained dumps
+    with sqlite3.connect(workspace.store) as conn:
+        counts = conn.execute(
+            "select a.name, p.name, count(*) from muscle_actions m "
+            "join agents a on a.id = m.agent_id "
+            "join experiment_run_phases p on p.id = a.experiment_run_phase_id "
+            'group by a.name, p.name order by p."index", a.name'
+        ).fetchall()
+        worlds = conn.execute("select count(*) from world_states").fetchone()[0]
+        dumps = conn.execute("select count(*) from brain_states").fetchone()[0]
+    # palaestrAI 3.5.18 stores the same: 5 steps an episode, the defender acting first
+    assert counts == [
+        ("attacker", "training", 6),
+        ("defender", "training", 9),
+        ("attacker", "test", 4),
+        ("defender", "test", 6),
+    ]
+    assert worlds == 25
+    assert dumps > 0
