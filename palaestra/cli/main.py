@@ -203,38 +203,39 @@ def experiment_start(
                 hot_reload=hot_reload,
             )
         )
-    from palaestra.cli.progress import watching
     from palaestra.core.processes import configure_child_logging
-    from palaestra.core.reaper import become_subreaper, take_down_strays
+    from palaestra.core.reaper import become_subreaper
     from palaestra.core.specs import with_hot_reload
     from palaestra.experiment import capacity
-    from palaestra.experiment.executor import execute
-    from palaestra.experiment.runfile import load_run_file
 
     config = state.config
     failed: list[tuple[str, str]] = []  # (run file or run, why): what --keep-going lists
-    runs = []
-    for path in run_files:
-        try:
-            runs.append(
-                load_run_file(
-                    path, probe_timeout=config.probe_timeout, start_method=config.start_method
-                )
-            )
-        except InvalidInputError as exc:
-            if not keep_going:
-                raise
-            click.echo(f"{ERROR} {exc.format_message()}", err=True)
-            failed.append((path, exc.format_message()))
+    runs = _load_runs(run_files, config, failed if keep_going else None)
     if hot_reload:
         runs = [with_hot_reload(run) for run in runs]
     capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
+    worst = _run_all(state, runs, quiet=quiet, keep_going=keep_going, failed=failed)
+    if keep_going and len(run_files) > 1:
+        _list_failures(len(run_files), failed)
+    sys.exit(worst)
+
+
+def _run_all(
+    state: State, runs: list[Any], *, quiet: bool, keep_going: bool, failed: list[tuple[str, str]]
+) -> int:
+    """Execute ``runs`` one after the other; the exit code: the first failure's (with
+    --keep-going the worst; a file left out already makes it 2). A failed run is added to
+    ``failed``; an unusable store or an interruption stops the rest."""
+    from palaestra.cli.progress import watching
+    from palaestra.core.reaper import take_down_strays
+    from palaestra.experiment.executor import execute
+
     worst = EXIT_INVALID_INPUT if failed else 0
     for run in runs:
         with watching(run, sys.stdout, quiet=quiet) as on_episode:
-            outcome = execute(run, config, on_episode=on_episode)
+            outcome = execute(run, state.config, on_episode=on_episode)
         take_down_strays("Executor")
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
@@ -248,14 +249,39 @@ def experiment_start(
         worst = max(worst, outcome.exit_code) if keep_going else worst or outcome.exit_code
         if outcome.exit_code > 1:  # store unusable or interrupted: the next runs would be too
             break
-    if keep_going and len(run_files) > 1:
-        done = len(run_files) - len(failed)
-        click.echo(f"{done} of {len(run_files)} run files finished.")
-        if failed:
-            click.echo(f"{len(failed)} failed:", err=True)
-            for what, why in failed:
-                click.echo(f"  {what}: {why.splitlines()[0] if why else ''}", err=True)
-    sys.exit(worst)
+    return worst
+
+
+def _load_runs(
+    run_files: tuple[str, ...], config: RuntimeConfig, failed: list[tuple[str, str]] | None
+) -> list[Any]:
+    """The runs of ``run_files``, each checked; an invalid one raises, or (``failed`` given:
+    --keep-going) is reported, added to ``failed`` and left out."""
+    from palaestra.experiment.runfile import load_run_file
+
+    runs = []
+    for path in run_files:
+        try:
+            runs.append(
+                load_run_file(
+                    path, probe_timeout=config.probe_timeout, start_method=config.start_method
+                )
+            )
+        except InvalidInputError as exc:
+            if failed is None:
+                raise
+            click.echo(f"{ERROR} {exc.format_message()}", err=True)
+            failed.append((path, exc.format_message()))
+    return runs
+
+
+def _list_failures(files: int, failed: list[tuple[str, str]]) -> None:
+    """The end of --keep-going: how many run files finished, and each failure and why."""
+    click.echo(f"{files - len(failed)} of {files} run files finished.")
+    if failed:
+        click.echo(f"{len(failed)} failed:", err=True)
+        for what, why in failed:
+            click.echo(f"  {what}: {why.splitlines()[0] if why else ''}", err=True)
 
 
 @cli.command("experiment-check-syntax")

@@ -330,6 +330,18 @@ class Discrete(_ShapedSpace):
         return (self.n, self.start)
 
 
+def _unbounded_to_range(a: Array, name: str, dtype: np.dtype[Any]) -> Array:
+    """Integer bounds given as floats with infinities: each infinity the integer dtype's end
+    (gymnasium's Box does the same); exact integers, as objects (no float rounding)."""
+    info = np.iinfo(dtype)
+    if dtype.kind == "u" and np.isneginf(a).any():
+        raise ValueError(f"Box {name} must not be -inf for dtype {dtype}")
+    a = np.where(np.isneginf(a), float(info.min), a)
+    a = np.where(np.isposinf(a), float(info.max), a)
+    # np.clip of a 0-d array gives a scalar: asarray keeps it an array
+    return np.asarray(np.clip(a.astype(object), info.min, info.max), dtype=object)
+
+
 class Box(_ShapedSpace):
     """Arrays of ``shape`` and ``dtype`` with ``low <= x <= high`` element-wise.
 
@@ -387,22 +399,7 @@ class Box(_ShapedSpace):
         if a.dtype.kind == "f" and np.isnan(a).any():
             raise ValueError(f"Box {name} must not be NaN")
         if self.dtype.kind in "iu":
-            info = np.iinfo(self.dtype)
-            if a.dtype.kind == "f" and np.isinf(a).any():  # unbounded: the dtype's range
-                if self.dtype.kind == "u" and np.isneginf(a).any():
-                    raise ValueError(f"Box {name} must not be -inf for dtype {self.dtype}")
-                a = np.where(np.isneginf(a), float(info.min), a)
-                a = np.where(np.isposinf(a), float(info.max), a)
-                # exact, past float rounding (np.clip of a 0-d array gives a scalar)
-                a = np.asarray(np.clip(a.astype(object), info.min, info.max), dtype=object)
-            if a.dtype.kind == "f" and not (np.isfinite(a).all() and (a == np.round(a)).all()):
-                raise ValueError(f"Box {name} must be finite integers for dtype {self.dtype}")
-            if (a < info.min).any() or (a > info.max).any():
-                raise ValueError(f"Box {name} is out of the range of {self.dtype}")
-            with np.errstate(invalid="ignore"):
-                out = a.astype(self.dtype)
-            if (out != a).any():  # a float bound that rounds to just past the range
-                raise ValueError(f"Box {name} is out of the range of {self.dtype}")
+            out = self._integer_bound(a, name)
         else:
             with np.errstate(over="ignore"):
                 out = a.astype(self.dtype) + self.dtype.type(0)  # also turns -0.0 into 0.0
@@ -410,6 +407,21 @@ class Box(_ShapedSpace):
                 raise ValueError(f"Box {name} is out of the range of {self.dtype}")
         out = np.array(out, dtype=self.dtype, order="C")  # stays 0-d for shape ()
         out.flags.writeable = False
+        return out
+
+    def _integer_bound(self, a: Array, name: str) -> Array:
+        """A bound of an integer box in its dtype (an infinity: the dtype's end)."""
+        info = np.iinfo(self.dtype)
+        if a.dtype.kind == "f" and np.isinf(a).any():  # unbounded: the dtype's range
+            a = _unbounded_to_range(a, name, self.dtype)
+        if a.dtype.kind == "f" and not (np.isfinite(a).all() and (a == np.round(a)).all()):
+            raise ValueError(f"Box {name} must be finite integers for dtype {self.dtype}")
+        if (a < info.min).any() or (a > info.max).any():
+            raise ValueError(f"Box {name} is out of the range of {self.dtype}")
+        with np.errstate(invalid="ignore"):
+            out = a.astype(self.dtype)
+        if (out != a).any():  # a float bound that rounds to just past the range
+            raise ValueError(f"Box {name} is out of the range of {self.dtype}")
         return out
 
     def sample(self) -> Array:
