@@ -52,6 +52,7 @@ def environments_run_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("palaestrai-environments")
     fetched = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+        + ["--ignore-requires-python"]  # 3.5.6.1 says Python >= 3.12 and runs on 3.11
         + ["-d", str(where), f"palaestrai-environments=={version}"],
         capture_output=True,
         text=True,
@@ -73,6 +74,11 @@ def environments_run_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     missing = [n for n in FIXTURES.values() if not (where / n).exists()]
     assert not missing, f"the sdist of palaestrai-environments {version} lacks {missing}"
     return where
+
+
+def version(distribution: str) -> tuple[int, ...]:
+    """The installed version of ``distribution``, as numbers (3.5.6.1: (3, 5, 6, 1))."""
+    return tuple(int(part) for part in importlib.metadata.version(distribution).split(".")[:4])
 
 
 def finished(workspace: Workspace) -> None:
@@ -109,11 +115,14 @@ def test_the_gym_run_file_runs_unchanged_its_rewards_reshaped_with_one_warning(
     assert result.returncode == 0, result.stderr[-3000:]
     assert " ERROR " not in result.stderr and "Traceback" not in result.stderr
     warnings = [line for line in result.stderr.splitlines() if "reshaped to" in line]
-    assert len(warnings) == 1, result.stderr[-3000:]
-    (warning,) = warnings
-    assert "WARNING" in warning
-    assert "Environment-myenv-0: GymEnvironment.update returned reward 'gym.reward'" in warning
-    assert "with shape (1,), but its space Box(" in warning and "has shape ()" in warning
+    if version("palaestrai-environments") < (3, 5, 6):
+        assert len(warnings) == 1, result.stderr[-3000:]
+        (warning,) = warnings
+        assert "WARNING" in warning
+        assert "Environment-myenv-0: GymEnvironment.update returned reward 'gym.reward'" in warning
+        assert "with shape (1,), but its space Box(" in warning and "has shape ()" in warning
+    else:  # 3.5.6's wrapper returns its rewards in the declared shape: nothing to reshape
+        assert warnings == [], warnings
     finished(workspace)
     with sqlite3.connect(workspace.store) as conn:
         rewards = [json.loads(r)["gym.reward"] for (r,) in conn.execute(
