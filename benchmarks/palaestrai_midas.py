@@ -112,7 +112,8 @@ def on_palaestrai(palaestrai: str, name: str) -> dict[str, Any]:
         )
         wall = time.perf_counter() - began
         if done.returncode != 0:
-            raise RunFailed(f"palaestrAI {name}: exit {done.returncode}")
+            output = (done.stderr or done.stdout).decode(errors="replace")
+            raise RunFailed(f"palaestrAI {name}: exit {done.returncode}: {output[-3000:]}")
         worlds, actions = counts(folder / "palaestrai.db")
     return {"wall": wall, "worlds": worlds, "actions": actions}
 
