@@ -234,8 +234,11 @@ def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - run
             _report(write, "done", "")
         except Exception as exc:  # noqa: BLE001 - the user's environment: the run reports it
             invalid = _invalid_input(exc)
+            missing = _missing_file(exc)
             if invalid is not None:
                 _report(write, "invalid", json.dumps(invalid.format_message()))
+            elif missing is not None:  # a data file the environment needs is not there
+                _report(write, "invalid", json.dumps(_missing_message(spec, missing)))
             else:
                 _report(write, "error", repr(exc).replace("\n", " "))
         take_down_strays(f"probe of environment '{spec.uid}'")
@@ -276,6 +279,40 @@ def _invalid_input(exc: BaseException) -> InvalidInputError | None:
             return seen
         seen = seen.__cause__
     return None
+
+
+MIDAS_DATA = "midas_data"
+"""The folder MIDAS keeps its downloaded data sets in (``~/.config/midas/midas_data``)."""
+
+
+def _missing_file(exc: BaseException) -> FileNotFoundError | None:
+    """The :class:`FileNotFoundError` that ``exc`` was caused by or raised while handling
+    (an environment may wrap it, as palaestrai-mosaik wraps MIDAS's), or None."""
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return None
+        if isinstance(seen, FileNotFoundError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _missing_message(spec: EnvironmentSpec, missing: FileNotFoundError) -> str:
+    """What the check says of an environment that could not start for a missing file."""
+    what = str(missing) if missing.filename is None else f"{missing.filename}"
+    message = (
+        f"environment '{spec.uid}' ({spec.name}) could not start: a file it needs is not "
+        f"there: {what}."
+    )
+    if MIDAS_DATA in str(what):
+        message += (
+            " It is one of MIDAS's data sets, which this scenario's modules read: download "
+            "them once (midasctl download), or choose a scenario of MIDAS's store and "
+            "powergrid modules only, which runs offline with the MIDAS param "
+            "skip_download: true."
+        )
+    return message
 
 
 def _report(write: int, kind: str, value: Any) -> None:

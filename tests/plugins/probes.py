@@ -109,3 +109,15 @@ class StuckEnvironment(DummyEnvironment):
         while self.iter >= self.after:
             pass
         return super().update(actuators)
+
+
+class MissingFileEnvironment(DummyEnvironment):
+    """Reads a data file at start that is not there (as a MIDAS scenario whose data sets
+    were never downloaded), wrapped in an error of its own."""
+
+    def start_environment(self) -> Any:
+        try:
+            open("/nonexistent/palaestra/data.csv", encoding="utf-8").close()
+        except FileNotFoundError as exc:
+            raise ValueError("could not load the scenario") from exc
+        return super().start_environment()

@@ -89,3 +89,28 @@ def test_sac_attacker_and_defender_train_then_test_on_midasmv(workspace: Workspa
     ]
     assert worlds == 25
     assert dumps > 0
+
+
+def test_a_scenario_that_needs_midas_data_sets_fails_at_the_check(workspace: Workspace) -> None:
+    """MIDAS's Smart Nord load profiles are a data set to download: the check says so (exit
+    2, MIDAS's missing file, what to do), before any process of the run starts."""
+    require_midas()
+    (workspace.path / "needs_data.yml").write_text(
+        (HERE / "four_bus.yml")
+        .read_text()
+        .replace("modules: [store, powergrid]", "modules: [store, powergrid, sndata]")
+        .replace(
+            "    four_bus:\n      gridfile: simple_four_bus_system\n",
+            "    four_bus:\n      gridfile: simple_four_bus_system\n"
+            "  sndata_params:\n    four_bus:\n      active_mapping: {1: [[Land_0, 1.0]]}\n",
+        )
+    )
+    text = (HERE / "four_bus_run.yml").read_text().replace("four_bus.yml", "needs_data.yml")
+    run_file = workspace.path / "run.yml"
+    run_file.write_text(text.replace("WORKERS", "1").replace("EPISODES", "1"))
+    result = workspace.run("experiment-check-syntax", str(run_file), timeout=280)
+    assert result.returncode == 2, result.stderr[-3000:]
+    error = next(line for line in result.stderr.splitlines() if line.startswith("Error:"))
+    assert "environment.params: environment 'midas'" in error
+    assert "midas_data" in error and "midasctl download" in error
+    assert "skip_download: true" in error

@@ -212,3 +212,20 @@ def test_values_not_set_travel_and_are_stored_as_null(workspace: Workspace) -> N
         '{"world.tap_pos":null,"world.vm":null}',
         '{"world.in_service":1,"world.tap_set":null}',
     )
+
+
+def test_an_environment_missing_a_data_file_fails_at_the_check(workspace: Workspace) -> None:
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            "palaestra.environment.dummy_environment:DummyEnvironment",
+            "probes:MissingFileEnvironment",
+        ),
+    )
+    result = workspace.run("experiment-check-syntax", str(run_file))
+    assert result.returncode == 2, result.stderr
+    assert (
+        "environment 'myenv' (probes:MissingFileEnvironment) could not start: a file it needs "
+        "is not there: /nonexistent/palaestra/data.csv." in result.stderr
+    )
+    assert "midasctl" not in result.stderr  # MIDAS's advice only for MIDAS's data sets
