@@ -13,14 +13,13 @@ import importlib.metadata
 import importlib.util
 import os
 import sqlite3
-import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Workspace, finish
+from tests.published.conftest import sdist_fixtures
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,27 +28,10 @@ def example_design(where: Path) -> Path:
     """arsenAI's example design, from the sdist of the installed palaestrai-arsenai."""
     if importlib.util.find_spec("arsenai") is None:
         pytest.skip("needs palaestrai-arsenai (pip install palaestrai-arsenai==3.5.5)")
-    version = importlib.metadata.version("palaestrai-arsenai")
-    fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-        + ["-d", str(where), f"palaestrai-arsenai=={version}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    where.mkdir(parents=True, exist_ok=True)
+    return sdist_fixtures("palaestrai-arsenai", ["example_experiment.yml"], where) / (
+        "example_experiment.yml"
     )
-    archives = list(where.glob("palaestrai_arsenai-*.tar.gz"))
-    if fetched.returncode != 0 or not archives:
-        pytest.skip(
-            f"cannot fetch palaestrai-arsenai {version}'s sdist from the package index: "
-            f"{(fetched.stderr or fetched.stdout).strip()[-300:]}"
-        )
-    with tarfile.open(archives[0]) as tar:
-        (member,) = [
-            m for m in tar.getmembers() if m.name.endswith("tests/fixtures/example_experiment.yml")
-        ]
-        member.name = "example_experiment.yml"
-        tar.extract(member, where, filter="data")
-    return where / "example_experiment.yml"
 
 
 def test_generated_designs_run_at_once_and_the_end_names_what_failed(

@@ -24,15 +24,12 @@ import importlib.util
 import json
 import os
 import sqlite3
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Workspace
-from tests.published.conftest import require_published
+from tests.published.conftest import require_published, sdist_fixtures
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -48,31 +45,8 @@ FIXTURES = {
 def environments_run_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory with palaestrai-environments' shipped run files, from its sdist."""
     require_published()
-    version = importlib.metadata.version("palaestrai-environments")
     where = tmp_path_factory.mktemp("palaestrai-environments")
-    fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-        + ["--ignore-requires-python"]  # 3.5.6.1 says Python >= 3.12 and runs on 3.11
-        + ["-d", str(where), f"palaestrai-environments=={version}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    archives = list(where.glob("palaestrai_environments-*.tar.gz")) + list(
-        where.glob("palaestrai-environments-*.tar.gz")
-    )
-    if fetched.returncode != 0 or not archives:
-        pytest.skip(
-            f"cannot fetch palaestrai-environments {version}'s sdist from the package index: "
-            f"{(fetched.stderr or fetched.stdout).strip()[-300:]}"
-        )
-    with tarfile.open(archives[0]) as tar:
-        for member in tar.getmembers():
-            if member.name.endswith(tuple(f"tests/fixtures/{n}" for n in FIXTURES.values())):
-                member.name = Path(member.name).name
-                tar.extract(member, where, filter="data")
-    missing = [n for n in FIXTURES.values() if not (where / n).exists()]
-    assert not missing, f"the sdist of palaestrai-environments {version} lacks {missing}"
+    sdist_fixtures("palaestrai-environments", list(FIXTURES.values()), where)
     return where
 
 
