@@ -323,6 +323,12 @@ def main() -> None:
     from palaestra.core.console import guard_console
 
     install_palaestrai_names()  # palaestrai.* maps onto palaestra before any plug-in is imported
+    from palaestra.core import undertaker
+    from palaestra.core.reaper import spare
+
+    watcher = undertaker.start()  # even a SIGKILL of this command leaves no process behind
+    if watcher is not None:
+        spare(watcher)
 
     guard_console()  # a closed or broken console must not decide a run's outcome
     signal.signal(signal.SIGTERM, _terminated)  # checking run files cleans up, then exits 143

@@ -83,6 +83,15 @@ def describe(pid: int) -> str:
     return f"pid {pid} ('{cmdline}')" if cmdline else f"pid {pid}"
 
 
+_SPARED: set[int] = set()
+"""Children of this process that are no strays (the undertaker: it ends after this one)."""
+
+
+def spare(pid: int) -> None:
+    """Leave child ``pid`` to end by itself: :func:`take_down_strays` does not kill it."""
+    _SPARED.add(pid)
+
+
 def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
     """Kill (SIGKILL) and reap every child this process still has; returns their pids.
 
@@ -94,7 +103,7 @@ def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
     ``wait=False`` (a process about to vanish, whose parent died) nothing is reaped or logged.
     """
     killed: list[int] = []
-    spared = helper_pids() if wait else set()
+    spared = (helper_pids() if wait else set()) | _SPARED
     for _ in range(_ROUNDS):
         strays = [pid for pid in children() if pid not in killed and pid not in spared]
         if not strays:

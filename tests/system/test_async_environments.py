@@ -153,7 +153,7 @@ def test_the_check_refuses_a_muscle_that_palaestra_would_not_await(workspace: Wo
     assert "palaestra awaits only an Environment's start_environment, update" in result.stderr
 
 
-@pytest.mark.parametrize("how", ["failing agent", "SIGINT"])
+@pytest.mark.parametrize("how", ["failing agent", "SIGINT", "SIGKILL of the executor"])
 def test_children_of_an_async_world_do_not_outlive_the_run(workspace: Workspace, how: str) -> None:
     """The world starts a child process and never ends it: the run ends it (the workspace
     fixture fails the test for any process of the run left behind)."""
@@ -166,9 +166,13 @@ def test_children_of_an_async_world_do_not_outlive_the_run(workspace: Workspace,
     path = run_file(workspace, f"{{steps: 100000, child: true, mark: '{mark}'}}", episodes=1)
     proc = workspace.start("experiment-start", str(path))
     wait_for_rows(workspace.store, proc)
-    proc.send_signal(signal.SIGINT)
-    code, _, err = finish(proc, 60)
-    assert code == 130, err
+    if how == "SIGINT":
+        proc.send_signal(signal.SIGINT)
+        code, _, err = finish(proc, 60)
+        assert code == 130, err
+        return
+    proc.kill()  # the command: its undertaker kills what its processes started
+    finish(proc, 60)
 
 
 def wait_for_rows(store: Path, proc: object) -> None:

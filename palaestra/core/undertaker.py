@@ -1,0 +1,136 @@
+"""The undertaker: nothing a run started outlives its executor, even a SIGKILLed one.
+
+palaestra's own processes die with the executor (``PR_SET_PDEATHSIG``) and, ending normally,
+take down what they started (:mod:`palaestra.core.reaper`). A SIGKILLed executor takes its
+children with it at once, before they can take down what they started: a plug-in's process
+(midas-store's writer, a simulator a co-simulation started, :mod:`multiprocessing`'s resource
+tracker) is orphaned and would run on.
+
+The undertaker is a small process the ``palaestra`` command forks before anything else. It
+notes the command's descendants a few times a second; when the command has ended (it is told
+by ``PR_SET_PDEATHSIG``, however the command ended), it kills every one of them still alive
+(the same pid and start time, so a reused pid is never hit), and every orphan (parent: init)
+that appeared in the command's process group after the command started, round after round
+until none is left; then it exits. A command that ended normally left nothing: it then
+finds nothing to kill. Linux only (elsewhere none is started).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+SNAPSHOT_EVERY = 0.2
+"""Seconds between two notes of the command's descendants."""
+_ROUNDS = 16
+"""Kill rounds at most: each takes the orphans the previous one made."""
+
+
+def start() -> int | None:
+    """Fork the undertaker of this process; its pid (None where not supported). Returns once
+    it watches (the command's death can no longer go unnoticed)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    command = os.getpid()
+    ready, armed = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the undertaker; it exits by itself
+        code = 0
+        try:
+            os.close(ready)
+            _serve(command, armed)
+        except BaseException:  # noqa: BLE001 - never return into the command's code
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(armed)
+    os.read(ready, 1)
+    os.close(ready)
+    return pid
+
+
+def _serve(command: int, armed: int) -> None:
+    import ctypes
+
+    from palaestra.core.processes import set_title
+
+    set_title("Undertaker")
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # it holds none of the command's pipes open
+        os.dup2(null, fd)
+    os.closerange(3, armed)
+    os.closerange(armed + 1, 1 << 16)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # it ends after the command
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
+    os.write(armed, b"1")
+    os.close(armed)
+    group = os.getpgid(command)
+    since = _start_time(command) or 0
+    noted: dict[int, int] = {}
+    while os.getppid() == command:  # the command lives
+        _note(command, noted)
+        if signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY) is not None:
+            break
+    _bury(noted, group, since)
+
+
+def _processes() -> dict[int, tuple[int, int, int]]:
+    """Every process: (parent, process group, start time in clock ticks)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == b"Z":
+            continue
+        found[int(entry)] = (int(fields[1]), int(fields[2]), int(fields[19]))
+    return found
+
+
+def _start_time(pid: int) -> int | None:
+    found = _processes().get(pid)
+    return found[2] if found else None
+
+
+def _note(command: int, noted: dict[int, int]) -> None:
+    """Add the command's live descendants (pid: start time) to ``noted``."""
+    processes = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    stack = list(children.get(command, ()))
+    me = os.getpid()
+    while stack:
+        pid = stack.pop()
+        if pid != me:
+            noted[pid] = processes[pid][2]
+        stack.extend(children.get(pid, ()))
+
+
+def _bury(noted: dict[int, int], group: int, since: int) -> None:
+    """Kill what is left of the command's processes, round after round."""
+    me = os.getpid()
+    for _ in range(_ROUNDS):
+        processes = _processes()
+        targets = [
+            pid
+            for pid, (parent, pgid, started) in processes.items()
+            if pid != me
+            and (noted.get(pid) == started or (parent == 1 and pgid == group and started >= since))
+        ]
+        if not targets:
+            return
+        for pid in targets:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)  # their children are re-parented before the next round looks
