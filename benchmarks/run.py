@@ -206,7 +206,8 @@ def process_role(pid: int) -> str:
     """``Muscle`` of a process titled ``palaestra[Muscle-player-0]``; ``executor`` for the
     command itself (or any process without such a title)."""
     try:
-        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        # setproctitle pads a title it writes over a long command line with spaces
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode().strip()
     except OSError:
         return "executor"
     if title.startswith("palaestra[") and title.endswith("]"):
