@@ -63,7 +63,10 @@ class EnvironmentLoop:
     def _ended(self, task: asyncio.Task[Any]) -> None:
         """A task ended: if it failed and nothing took its exception by the end of this
         round of the loop (an ``await`` of it, a gather), the environment lost it."""
-        if task in self._calls or not _unretrieved(task):
+        if task in self._calls:  # a call's outcome goes to its caller
+            self._calls.discard(task)
+            return
+        if not _unretrieved(task):
             return
         self.loop.call_soon(self._check, task)
 
@@ -116,12 +119,8 @@ class EnvironmentLoop:
     async def _call(self, awaitable: Awaitable[Any]) -> Any:
         task = asyncio.current_task()
         if task is not None:
-            self._calls.add(task)
-        try:
-            return await awaitable
-        finally:
-            if task is not None:
-                self._calls.discard(task)
+            self._calls.add(task)  # until it ends (see _ended)
+        return await awaitable
 
     def _raise_failure(self, plugin: object, method: str) -> None:
         if self._failed.done():
@@ -194,11 +193,6 @@ class Awaiter:
         """Cancel what the environment left running and stop the loop (if one was made)."""
         loop, self.loop = self.loop, None
         return loop.close(timeout) if loop is not None else []
-
-
-def is_async(plugin: object, method: str) -> bool:
-    """Whether ``plugin.method`` is a coroutine function (``async def``)."""
-    return inspect.iscoroutinefunction(getattr(plugin, method, None))
 
 
 def discard(result: Any) -> None:
