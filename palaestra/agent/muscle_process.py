@@ -134,7 +134,7 @@ class MuscleProcess(Component):
         self.outbox: deque[bytes] = deque()
         self.outbox_bytes = 0
         self.outbox_warned = False
-        self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout)
+        self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout, grace=1.0)
         self.agent = agent
         self.agent_id = agent_id
         self.worker = worker

@@ -24,6 +24,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from palaestra.core.liveness import waited, waiting
+
 CHUNK = 1 << 16
 _LAST = b"\x00"
 _MORE = b"\x01"
@@ -210,7 +212,13 @@ class Selector:
         """The readable (or hung-up) items; raises ``Stopped`` through ``check_stop``. With a
         ``timeout`` (milliseconds; 0: do not block) it may return none."""
         ready = []
-        for fd, _ in self._poll.poll(timeout):
+        if timeout == 0:
+            events = self._poll.poll(0)
+        else:
+            working = waiting()
+            events = self._poll.poll(timeout)
+            waited(working)
+        for fd, _ in events:
             if fd == self._stop_fd:
                 self._check_stop()
             else:
@@ -224,7 +232,10 @@ def path_of(endpoint: str) -> str:
 
 def _wait(poll: Any, stop_fd: int, check_stop: Callable[[], Any]) -> None:
     """Block on ``poll``; if the stop pipe is what woke it, let ``check_stop`` decide."""
-    for fd, _ in poll.poll():
+    working = waiting()
+    ready = poll.poll()
+    waited(working)
+    for fd, _ in ready:
         if fd == stop_fd:
             check_stop()
 

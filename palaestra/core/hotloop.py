@@ -29,6 +29,7 @@ import zmq
 
 from palaestra.core.channel import Channel, Listener, Selector
 from palaestra.core.esm import ComponentRuntime
+from palaestra.core.liveness import step_begins, step_ends, waited, waiting
 from palaestra.core.records import FAILED_FLUSH_SECONDS, RowSink
 
 _STOP = object()
@@ -101,7 +102,9 @@ class HotLoop:
         by_fd = {s.fileno(): s for s in sockets if not isinstance(s, zmq.Socket)}
 
         def wait() -> list[Any]:
+            working = waiting()
             ready = [s for s, _ in poller.poll()]
+            waited(working)
             if stop in ready:
                 self._control()
             return [by_fd.get(s, s) for s in ready] if by_fd else ready
@@ -157,8 +160,12 @@ class HotLoop:
             self._sleeper = select.poll()
             self._sleeper.register(self.stop_fd, select.POLLIN)
         milliseconds = int(seconds * 1000)
-        if milliseconds > 0 and self._sleeper.poll(milliseconds):
-            self._control()
+        if milliseconds > 0:
+            working = waiting()
+            woken = self._sleeper.poll(milliseconds)
+            waited(working)
+            if woken:
+                self._control()
 
     def command(self) -> Any:
         """Block until the asyncio thread :meth:`post`-s something; raises on stop."""
@@ -166,7 +173,9 @@ class HotLoop:
 
     def _control(self) -> Any:
         """Take the next item posted to the loop (blocking); raises Stopped on a stop."""
+        working = waiting()
         os.read(self.stop_fd, 1)  # one byte per item
+        waited(working)
         payload = self._items.get()
         if payload is _STOP:
             os.write(self._stop_writer, b"s")  # every later wait sees the stop too
@@ -190,6 +199,7 @@ class HotLoop:
 
     def _run(self, target: Callable[[HotLoop], None]) -> None:
         error: BaseException | None = None
+        step_begins()
         try:
             target(self)
         except (Stopped, zmq.ContextTerminated):
@@ -203,6 +213,7 @@ class HotLoop:
                 sock.close()  # with its linger: pushes still queued get their chance
             for closing in self._closing:
                 closing.close()
+            step_ends()
         self._aio.call_soon_threadsafe(self._finished, error)
 
     def _finished(self, error: BaseException | None) -> None:

@@ -18,6 +18,7 @@ import msgspec
 import zmq
 
 from palaestra.core import messages as m
+from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
 from palaestra.core.turns import reward_total
@@ -290,10 +291,15 @@ def _push(socket: zmq.Socket[bytes], message: m.Msg, block: bool, timeout: float
     flags = 0 if block else zmq.NOBLOCK
     wait_ms = -1 if timeout is None or not block else max(0, int(timeout * 1000))
     socket.setsockopt(zmq.SNDTIMEO, wait_ms)
+    data = m.encode(message)
+    working = waiting() if block else 0.0  # a full queue waits for the writer: not stuck
     try:
-        socket.send(m.encode(message), flags)
+        socket.send(data, flags)
     except zmq.Again:
         return False
+    finally:
+        if working:
+            waited(working)
     return True
 
 

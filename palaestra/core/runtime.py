@@ -20,7 +20,7 @@ import msgspec
 import zmq
 import zmq.asyncio
 
-from palaestra.core import limits, names
+from palaestra.core import limits, liveness, names
 from palaestra.core import messages as m
 from palaestra.core.errors import PalaestraError
 from palaestra.core.esm import ChildExit, Component, State
@@ -281,6 +281,7 @@ class Runtime:
         loop.add_signal_handler(signal.SIGTERM, self._signalled, signal.SIGTERM)
         try:
             if self.spec is not None:
+                self.start_task(liveness.beating())
                 self.parent = self.socket(zmq.DEALER)
                 self.parent.setsockopt(zmq.IDENTITY, self.name.encode())
                 self.links.connect(self.parent, self.spec.parent_endpoint)
@@ -310,10 +311,13 @@ class Runtime:
                 await sock.send(m.encode(reply))
 
     async def _end(self) -> int:
-        """Report a failure upward at once, then clean up: teardown, children, sockets."""
+        """Report a failure upward at once, hand over what was produced, then clean up:
+        teardown, children, sockets."""
         if self._parent_reader is not None:
             self._parent_reader.cancel()
         reported = await self._report_if_failed()
+        if self.component.state is State.ERROR and self.spec is not None:
+            await self._hand_over()
         try:
             await self.component.teardown()
         except Exception as exc:  # noqa: BLE001 - teardown of user code at the boundary
@@ -330,6 +334,40 @@ class Runtime:
         self.links.close()
         self.ctx.destroy(linger=1000)
         return 1 if self.component.state is State.ERROR else 0
+
+    async def _hand_over(self) -> None:
+        """A failed process still hands the rows it produced to the writer: its step loop
+        stops as on a clean stop (pushing its last rows), within ``STOP_TIMEOUT``. Most
+        failures are a peer's (it stopped answering), not this process's own."""
+        try:
+            async with asyncio.timeout(limits.STOP_TIMEOUT):
+                await self.component.close()
+        except Exception as exc:  # noqa: BLE001 - best effort: the failure is reported already
+            LOG.debug("%s: could not hand over its last rows: %r", self.name, exc)
+
+    async def watch_liveness(self, answer_timeout: float, store_timeout: float) -> None:
+        """Fail (raise), naming it, when a child that is ready and not being stopped looks
+        frozen (see :mod:`palaestra.core.liveness`); it is killed at once, so nobody waits
+        for it."""
+        judge = liveness.Judge(self.run_dir, answer_timeout, store_timeout)
+        while True:
+            await asyncio.sleep(liveness.BEAT_SECONDS)
+            for child in list(self.supervisor.children.values()):
+                pid = child.pid
+                if pid is None:  # elsewhere: its file is not here either
+                    continue
+                if child.exited.is_set():
+                    judge.forget(pid)
+                    continue
+                if child.stopping or not child.ready.done():
+                    continue
+                verdict = judge.verdict(child.name, pid)
+                if verdict is not None:
+                    child.stopping = True  # its end is ours, not news
+                    liveness.kill(pid)
+                    raise ComponentFailed(
+                        m.ErrorInfo(process=child.name, kind=verdict.kind, message=verdict.message)
+                    )
 
     async def _report_if_failed(self) -> bool:
         error = self.component.error
@@ -375,6 +413,10 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     returns the exit code."""
     set_title(spec.name)
     watch_parent(alive)
+    try:
+        liveness.begin(spec.run_dir, spec.name)  # the executor's judge reads them
+    except OSError as exc:  # a run dir not on this host (a launched child): not judged
+        LOG.debug("%s: no liveness marks: %s", spec.name, exc)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
     configure_child_logging(spec.name, spec.log_level)
     try:

@@ -34,12 +34,18 @@ def remove_run_dir(path: str) -> None:
 
 def endpoint_for(run_dir: str, name: str) -> str:
     """A unique ``ipc://`` endpoint for ``name`` inside ``run_dir``, short enough for a socket."""
+    return f"ipc://{file_for(run_dir, name, '.sock')}"
+
+
+def file_for(run_dir: str, name: str, suffix: str) -> str:
+    """A unique path for ``name`` inside ``run_dir``, ending in ``suffix``, short enough for a
+    socket's address."""
     safe = _UNSAFE.sub("_", name)
-    path = os.path.join(run_dir, f"{safe}.sock")
+    path = os.path.join(run_dir, f"{safe}{suffix}")
     if safe != name or len(path) > _MAX_IPC_PATH:  # keep distinct names distinct
         digest = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
-        path = os.path.join(run_dir, f"{safe[:24]}-{digest}.sock")
-    return f"ipc://{path}"
+        path = os.path.join(run_dir, f"{safe[:24]}-{digest}{suffix}")
+    return path
 
 
 def link_for(endpoint: str) -> str:

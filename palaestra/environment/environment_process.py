@@ -113,8 +113,9 @@ class EnvironmentProcess(Component):
         self.last_values: list[Any] = []  # the sensor values after the last step
         self.warned_repeats = False
         self.shapes = ShapeFix(name)  # values in another shape than their Box's, reshaped
-        # our own plug-in's step: if it never returns, we say so ourselves
-        self.stepping = Waiting(name, answer_timeout)
+        # our own plug-in's step: if it never returns, we say so ourselves (a second after
+        # the executor's judge would have, which can also tell how: see core.liveness)
+        self.stepping = Waiting(name, answer_timeout, grace=1.0)
         self.answer_timeout = answer_timeout
         # awaits what an asynchronous environment returns, on one loop for the process
         self.awaiter = Awaiter(name)

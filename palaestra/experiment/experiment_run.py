@@ -171,6 +171,9 @@ class ExperimentRun(Component):
     # --- the run -----------------------------------------------------------------------
 
     async def _run(self) -> None:
+        self.runtime.start_task(
+            self.runtime.watch_liveness(self.answer_timeout, self.store_timeout)
+        )
         if store_enabled(self.store_uri):
             writer = self.runtime.spawn(
                 WRITER, "StoreWriter", STORE_WRITER, WriterArgs(store_uri=self.store_uri)
@@ -180,8 +183,6 @@ class ExperimentRun(Component):
             )
             self.store_endpoint = endpoints["store"]
             self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
-            if writer.pid is not None:
-                self.runtime.start_task(self.store.watch(writer.pid))
         await check_other_runs(self._store, self.run)  # before anything is recorded
         ids = await self._store(
             m.StoreRunStart(

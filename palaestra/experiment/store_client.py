@@ -18,6 +18,7 @@ from typing import Any
 
 from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
+from palaestra.core.liveness import process_state
 from palaestra.core.name_rules import check_inside, dump_file_name, path_part
 from palaestra.core.names import WRITER
 from palaestra.core.runtime import ComponentFailed, Runtime
@@ -74,30 +75,11 @@ class WriterClient:
             self.unresponsive = True
             raise self.stuck(type(request).__name__) from None
 
-    async def watch(self, pid: int) -> None:
-        """Fail (raise) once the writer process has been stopped (SIGSTOP) for ``timeout``
-        seconds: its producers would otherwise block, and a plug-in be blamed. Checks about
-        once a second, off the step path."""
-        stopped_since: float | None = None
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(min(1.0, self.timeout / 4))
-            if _process_state(pid) not in ("T", "t"):
-                stopped_since = None
-            elif stopped_since is None:
-                stopped_since = loop.time()
-            elif loop.time() - stopped_since >= self.timeout:
-                self.unresponsive = True
-                raise self.stuck("", stopped=loop.time() - stopped_since)
-
-    def stuck(self, request: str, stopped: float = 0.0) -> ComponentFailed:
+    def stuck(self, request: str) -> ComponentFailed:
         """The error for a writer that did not answer ``request`` in time, with the cause."""
         writer = self.runtime.supervisor.children.get(WRITER)
         why, code = writer_stuck(writer.pid if writer else None, self.store_uri)
-        if request:
-            what = f"did not answer {request} within {self.timeout:g} s"
-        else:
-            what = f"has not run for {stopped:.0f} s"
+        what = f"did not answer {request} within {self.timeout:g} s"
         return ComponentFailed(
             m.ErrorInfo(
                 process=WRITER,
@@ -111,20 +93,12 @@ class WriterClient:
 def writer_stuck(pid: int | None, store_uri: str) -> tuple[str, int]:
     """Why a writer process does not answer, as far as can be seen from outside, and the exit
     code that gives the run (3 where the store is the problem)."""
-    if pid is not None and _process_state(pid) in ("T", "t"):
+    if pid is not None and process_state(pid) in ("T", "t"):
         return "the process is stopped (SIGSTOP, or a debugger holds it)", EXIT_RUN_FAILED
     locked = _sqlite_locked(store_uri)
     if locked:
         return f"the store is locked by another connection ({locked})", EXIT_STORE_UNUSABLE
     return "it is busy or stuck (the store may be slow or unreachable)", EXIT_RUN_FAILED
-
-
-def _process_state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return ""
 
 
 def _sqlite_locked(store_uri: str) -> str:

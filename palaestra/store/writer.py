@@ -29,6 +29,7 @@ from palaestra.core.errors import StoreError
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import GC_THRESHOLDS
 from palaestra.core.limits import HEARTBEAT
+from palaestra.core.liveness import holding
 from palaestra.core.name_rules import dump_key
 from palaestra.core.records import (
     QUEUE_MESSAGES,
@@ -161,6 +162,11 @@ class StoreWriter(Component):
         self._socket = sock
         self._reader = runtime.start_task(self.read(sock))
         return {"store": endpoint}
+
+    async def dispatch(self, message: object, **routing: Any) -> Any:
+        """Every request of the executor is a store call: the loop may not beat meanwhile."""
+        with holding():
+            return await super().dispatch(message, **routing)
 
     def on_signal(self, signum: int) -> None:
         """SIGTERM sent to the whole process group: keep serving, the executor still needs us
@@ -354,7 +360,8 @@ class StoreWriter(Component):
         """Turn a failure of the store itself (disk full, I/O error, read-only, gone) into a
         :class:`StoreError` naming the store: the run ends with exit code 3."""
         try:
-            yield
+            with holding():  # the loop cannot beat while the store works: up to store_timeout
+                yield
         except (OperationalError, OSError) as exc:
             cause = getattr(exc, "orig", None) or exc
             raise StoreError(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import time
 from typing import Any
 
 import setproctitle
@@ -61,17 +63,27 @@ class CrashingMuscle(DummyMuscle):
         raise RuntimeError("muscle cannot act")
 
 
-class StuckBrain(DummyBrain):
-    """Stops answering (an endless loop) on its ``after``-th call of ``thinking``."""
+def hang(how: str) -> None:
+    """Never return: ``loop`` (Python, the GIL passed on), ``native`` (native code that
+    holds the GIL: pause(2) through ctypes.PyDLL) or ``sleep`` (native code without it)."""
+    if how == "native":
+        ctypes.PyDLL(None).pause()
+    while True:
+        if how == "sleep":
+            time.sleep(3600)
 
-    def __init__(self, after: int = 3, **params: Any) -> None:
+
+class StuckBrain(DummyBrain):
+    """Stops answering (see :func:`hang`) on its ``after``-th call of ``thinking``."""
+
+    def __init__(self, after: int = 3, how: str = "loop", **params: Any) -> None:
         super().__init__(**params)
         self.after = after
+        self.how = how
 
     def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
         if self.thinking_calls >= self.after:
-            while True:
-                pass
+            hang(self.how)
         return super().thinking(muscle_id, data_from_muscle)
 
 
@@ -82,32 +94,34 @@ class UnprobedEnvironment(DummyEnvironment):
 
 
 class StuckMuscle(DummyMuscle):
-    """Stops answering (an endless loop) on its ``after``-th action."""
+    """Stops answering (see :func:`hang`) on its ``after``-th action."""
 
-    def __init__(self, after: int = 3, **params: Any) -> None:
+    def __init__(self, after: int = 3, how: str = "loop", **params: Any) -> None:
         super().__init__(**params)
         self.after = after
+        self.how = how
         self.acted = 0
 
     def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
         self.acted += 1
-        while self.acted > self.after:
-            pass
+        if self.acted > self.after:
+            hang(self.how)
         return super().propose_actions(sensors, actuators_available)
 
 
 class StuckEnvironment(DummyEnvironment):
-    """Stops answering (an endless loop) on its ``after``-th step."""
+    """Stops answering (see :func:`hang`) on its ``after``-th step."""
 
     check_ids_by_starting = True
 
-    def __init__(self, after: int = 3, **params: Any) -> None:
+    def __init__(self, after: int = 3, how: str = "loop", **params: Any) -> None:
         super().__init__(**params)
         self.after = after
+        self.how = how
 
     def update(self, actuators: Any) -> Any:
-        while self.iter >= self.after:
-            pass
+        if self.iter >= self.after:
+            hang(self.how)
         return super().update(actuators)
 
 

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace
+from tests.conftest import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -143,34 +143,3 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
         ).fetchall()
     for worker, episode, count, first, last in groups:  # whole batches: no holes
         assert (first, last) == (0, count - 1), (worker, episode, count, first, last)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("old", "new", "silent"),
-    [
-        ("palaestra.agent:DummyBrain", "probes:StuckBrain", "Brain-one"),
-        ("palaestra.agent:DummyMuscle", "probes:StuckMuscle", "Muscle-one-0"),
-        (
-            "palaestra.environment.dummy_environment:DummyEnvironment",
-            "probes:StuckEnvironment",
-            "Environment-board-0",
-        ),
-    ],
-    ids=["brain", "muscle", "environment"],
-)
-def test_a_plugin_that_stops_answering_is_named_after_answer_timeout(
-    workspace: Workspace, old: str, new: str, silent: str
-) -> None:
-    text = (EXPERIMENTS / "taking_turns_run.yml").read_text().replace(old, new)
-    run_file = workspace.path / "stuck.yml"
-    run_file.write_text(text)
-    config = workspace.path / "runtime.yaml"
-    config.write_text("answer_timeout: 2\n")
-    result = workspace.run("-c", str(config), "start", str(run_file))
-    assert result.returncode == 1
-    assert result.seconds < 12
-    assert f"{silent}: Timeout: {silent} did not answer for" in result.stderr
-    assert "(answer_timeout is 2 s)" in result.stderr
-    status, reason = workspace.instance_status()
-    assert status == "error" and f"{silent} did not answer" in reason

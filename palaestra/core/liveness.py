@@ -1,0 +1,231 @@
+"""Noticing a frozen process: every process of a run keeps marks that the executor reads.
+
+A process that dies is noticed at once (its parent sees it end). One that is frozen is not:
+stopped (SIGSTOP, a job scheduler, a debugger), stuck in native code that holds the GIL, or
+stuck in a step that never returns. Its peers may be waiting for it, or nobody may be (an
+environment between a controller's requests), and a run would hang for ever. So each child of
+the executor maps a small file of its own in the run's private directory and keeps three marks
+there, all ``time.monotonic()`` seconds (one clock for every process of the host):
+
+- ``beat``: set by its control thread (its asyncio loop) every :data:`BEAT_SECONDS`. A loop
+  that cannot run (the process stopped, or the GIL held by native code) stops beating.
+- ``step``: since when its step thread (the hot loop) has worked on the current step, 0 while
+  it waits for a peer. Set around every wait of the hot loop, so it costs two stores per wait.
+- ``held``: since when its control thread has been inside a store call (the writer's inserts
+  and commits, which block its loop legitimately), 0 otherwise.
+
+The executor's :class:`Judge` reads every running child's marks a few times a second and
+fails the run, naming the process, when its beat is older than ``answer_timeout`` (or, while
+it is inside a store call and not stopped, older than ``store_timeout``), or when its step is.
+The run then ends as for any failure: the frozen process is killed at once, the others stop
+and flush what they produced.
+
+A process whose file the executor cannot see (on another host) is not judged here; its peers'
+answer timeouts still are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import mmap
+import os
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from palaestra.core.transport import file_for
+
+BEAT_SECONDS = 0.25
+"""How often a process's control thread beats, and how often the judge looks."""
+
+_PID, _BEAT, _HELD, _STEP = range(4)
+_SIZE = 4 * 8  # four float64
+
+Marks = Any
+"""A ``memoryview`` of float64 over a mapped file (typeshed types a cast view's items as int)."""
+
+_marks: Marks = None
+"""This process's marks (None outside a run's child: nothing is marked)."""
+
+
+def path(run_dir: str, name: str, pid: int) -> str:
+    """The file of the marks of process ``name`` with ``pid`` (a phase reuses names: the pid
+    keeps a new process's file apart from an old one's)."""
+    return file_for(run_dir, f"{name}-{pid}", ".marks")
+
+
+def begin(run_dir: str, name: str) -> None:
+    """Create and map this process's marks (in a child, before it builds its component)."""
+    global _marks
+    target = path(run_dir, name, os.getpid())
+    fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.ftruncate(fd, _SIZE)  # full size before anyone maps it
+        mapped = mmap.mmap(fd, _SIZE)
+    finally:
+        os.close(fd)
+    marks: Marks = memoryview(mapped).cast("d")
+    marks[_PID] = os.getpid()
+    marks[_BEAT] = time.monotonic()
+    _marks = marks
+
+
+def beat() -> None:
+    if _marks is not None:
+        _marks[_BEAT] = time.monotonic()
+
+
+async def beating() -> None:
+    """Beat for ever (a task of the control thread's loop)."""
+    while True:
+        beat()
+        await asyncio.sleep(BEAT_SECONDS)
+
+
+def step_begins() -> None:
+    """The step thread starts working (its loop begins)."""
+    if _marks is not None:
+        _marks[_STEP] = time.monotonic()
+
+
+def step_ends() -> None:
+    """The step thread ended: nothing is in a step."""
+    if _marks is not None:
+        _marks[_STEP] = 0.0
+
+
+def waiting() -> float:
+    """A wait for a peer begins (the caller is not stuck while it lasts); returns what
+    :func:`waited` needs. In a thread that marks no step, nothing changes."""
+    marks = _marks
+    if marks is None:
+        return 0.0
+    working: float = marks[_STEP]
+    marks[_STEP] = 0.0
+    return working
+
+
+def waited(working: float) -> None:
+    """The wait is over: the step thread works again (if it was working before)."""
+    if working:
+        _marks[_STEP] = time.monotonic()
+
+
+@contextlib.contextmanager
+def holding() -> Iterator[None]:
+    """Around a store call of the control thread: its loop may not beat until it returns,
+    for up to ``store_timeout``."""
+    marks = _marks
+    if marks is None:
+        yield
+        return
+    outer = marks[_HELD]
+    if not outer:
+        marks[_HELD] = time.monotonic()
+    try:
+        yield
+    finally:
+        if not outer:
+            marks[_HELD] = 0.0
+            marks[_BEAT] = time.monotonic()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a process is taken for frozen, in words for the run's reason."""
+
+    kind: str
+    message: str
+
+
+class Judge:
+    """The executor's reading of its children's marks.
+
+    Args:
+        run_dir: The run's private directory (where the children's files are).
+        answer_timeout: Seconds a process may go without a beat, or work on one step.
+        store_timeout: Seconds the writer may hold its loop in one store call.
+    """
+
+    def __init__(self, run_dir: str, answer_timeout: float, store_timeout: float) -> None:
+        self.run_dir = run_dir
+        self.answer_timeout = max(answer_timeout, 4 * BEAT_SECONDS)
+        self.store_timeout = max(store_timeout, self.answer_timeout)
+        self._open: dict[int, tuple[mmap.mmap, Marks]] = {}
+
+    def marks(self, name: str, pid: int) -> Marks:
+        """The marks of process ``pid`` (None until it made its file, or where it has none)."""
+        opened = self._open.get(pid)
+        if opened is None:
+            try:
+                fd = os.open(path(self.run_dir, name, pid), os.O_RDONLY)
+            except OSError:
+                return None
+            try:
+                if os.fstat(fd).st_size < _SIZE:  # still being made
+                    return None
+                mapped = mmap.mmap(fd, _SIZE, prot=mmap.PROT_READ)
+            finally:
+                os.close(fd)
+            opened = self._open[pid] = (mapped, memoryview(mapped).cast("d"))
+        return opened[1]
+
+    def forget(self, pid: int) -> None:
+        """Unmap the marks of a process that ended."""
+        opened = self._open.pop(pid, None)
+        if opened is not None:
+            mapped, marks = opened
+            marks.release()
+            mapped.close()
+
+    def verdict(self, name: str, pid: int, now: float | None = None) -> Verdict | None:
+        """Whether process ``name`` (``pid``) is frozen, and how, or None."""
+        marks = self.marks(name, pid)
+        if marks is None:
+            return None
+        now = time.monotonic() if now is None else now
+        silent = now - marks[_BEAT]
+        held, step = marks[_HELD], marks[_STEP]
+        stuck = step and now - step > self.answer_timeout
+        if silent <= self.answer_timeout and not stuck:
+            return None
+        limit = f"answer_timeout is {self.answer_timeout:g} s"
+        state = process_state(pid)
+        if state in ("T", "t"):
+            return Verdict(
+                "Stopped",
+                f"{name} (pid {pid}) has been stopped for {silent:.1f} s (SIGSTOP, a job "
+                f"scheduler or a debugger holds it; {limit})",
+            )
+        if silent > self.answer_timeout and not (held and now - held <= self.store_timeout):
+            return Verdict(
+                "Frozen",
+                f"{name} (pid {pid}) showed no sign of life for {silent:.1f} s: its control "
+                f"thread did not run (native code holding the GIL, or the machine is "
+                f"overloaded; {limit})",
+            )
+        if stuck:
+            return Verdict(
+                "Stuck",
+                f"{name} (pid {pid}) has worked on one step for {now - step:.1f} s without "
+                f"finishing it (a plug-in call that does not return; {limit})",
+            )
+        return None
+
+
+def process_state(pid: int) -> str:
+    """The state letter of process ``pid`` in ``/proc`` ("" if it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def kill(pid: int) -> None:
+    """End a frozen process at once (SIGKILL also ends a stopped one)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

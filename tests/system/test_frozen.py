@@ -1,0 +1,183 @@
+"""A frozen process ends the run within ``answer_timeout`` + 5 s, named, and costs the healthy
+processes none of their rows (issue 21).
+
+Frozen means: stopped (SIGSTOP, as a job scheduler or a debugger does it), stuck in native code
+that holds the GIL, stuck in native code that does not, or in an endless Python loop. Each case
+checks the exit code, the seconds from the fault to the exit, the stored reason (the frozen
+process, not those that waited for it), that nothing is left running (the ``workspace``
+fixture), and, for a stopped process, that every healthy environment stored as many steps as
+its healthy Muscles did.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace, slow_after
+from tests.system.test_failure_matrix import count, finish, pid_of, poll
+
+pytestmark = pytest.mark.timeout(120)
+
+ANSWER_TIMEOUT = 2.0
+
+TWO_AGENTS = """\
+uid: frozen
+experiment_uid: frozen
+seed: 7
+version: "0.1"
+schedule:
+  - train:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: world
+            params: {discrete: false, max_iter: 1000000}
+      agents:
+%s
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config: {mode: train, worker: 2, episodes: 1}
+run_config:
+  condition: {name: palaestra.experiment:VanillaRunGovernorTerminationCondition, params: {}}
+"""
+AGENT = """\
+        - name: %s
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [world.0, world.1, world.2]
+          actuators: [world.0, world.1, world.2]"""
+
+
+def two_agents(ws: Workspace) -> Path:
+    """Agents alpha and beta on one endless environment, two workers; ``answer_timeout`` 2."""
+    (ws.path / "palaestra-runtime.yaml").write_text(f"answer_timeout: {ANSWER_TIMEOUT:g}\n")
+    path = ws.path / "frozen.yml"
+    path.write_text(TWO_AGENTS % "\n".join(AGENT % name for name in ("alpha", "beta")))
+    return path
+
+
+def steps_per_worker(store: Path) -> tuple[dict[int, int], dict[tuple[str, int], int]]:
+    """Stored steps of the environment per worker, and of each agent's Muscle per worker."""
+    with sqlite3.connect(store) as conn:
+        world = dict(conn.execute("select worker, count(*) from world_states group by worker"))
+        muscles = {
+            (name, worker): n
+            for name, worker, n in conn.execute(
+                "select a.name, m.worker, count(*) from muscle_actions m "
+                "join agents a on a.id = m.agent_id group by a.name, m.worker"
+            )
+        }
+    return world, muscles
+
+
+STOPPED = [
+    pytest.param(title, id=title)
+    for title in (
+        "Muscle-alpha-1",
+        "Environment-world-0",
+        "Brain-beta",
+        "SimulationController-1",
+        "StoreWriter",
+    )
+]
+
+
+@pytest.mark.parametrize("title", slow_after(STOPPED, 2))
+def test_a_stopped_process_ends_the_run_named_and_the_others_keep_their_rows(
+    workspace: Workspace, title: str
+) -> None:
+    proc = workspace.start("experiment-start", str(two_agents(workspace)))
+    target = poll(lambda: pid_of(workspace, title), 30, proc)
+    assert isinstance(target, int), f"{title} never started"
+    assert poll(lambda: count(workspace, "select count(*) from muscle_actions"), 30, proc)
+
+    os.kill(target, signal.SIGSTOP)
+    code, err, seconds = finish(proc, time.monotonic())
+
+    assert code == 1, err[-3000:]
+    assert seconds < ANSWER_TIMEOUT + 5
+    assert f"Error: run 'frozen' failed: {title}: Stopped: {title} (pid {target})" in err
+    assert "has been stopped for" in err and "Traceback" not in err
+    status, reason = workspace.instance_status()
+    assert status == "error" and reason.startswith(f"{title}: Stopped: {title} (pid {target})")
+    if title == "StoreWriter":  # what it had not written is its own loss
+        return
+    world, muscles = steps_per_worker(workspace.store)
+    frozen_worker = int(title[-1]) if title[-1].isdigit() else None
+    for worker in (0, 1):
+        healthy = [
+            n
+            for (agent, w), n in muscles.items()
+            if w == worker and title != f"Muscle-{agent}-{worker}"
+        ]
+        if title == f"Environment-world-{worker}":
+            continue  # its own rows are lost with it
+        assert healthy, muscles
+        for stored in healthy:  # the step in flight at the end may be in one table only
+            assert abs(world[worker] - stored) <= 1, (title, frozen_worker, world, muscles)
+
+
+_STUCK_EDITS = {
+    "Brain-one": (
+        (
+            "brain: {name: palaestra.agent:DummyBrain, params: {}}",
+            "brain: {name: probes:StuckBrain, params: {how: %s}}",
+        ),
+    ),
+    "Muscle-one-0": (
+        (
+            "muscle: {name: palaestra.agent:DummyMuscle, params: {",
+            "muscle: {name: probes:StuckMuscle, params: {how: %s, ",
+        ),
+    ),
+    "Environment-board-0": (
+        ("palaestra.environment.dummy_environment:DummyEnvironment", "probes:StuckEnvironment"),
+        ("params: {discrete: true", "params: {how: %s, discrete: true"),
+    ),
+}
+
+STUCK = [
+    pytest.param(silent, how, kind, id=f"{silent}-{how}")
+    for silent, how, kind in [
+        ("Muscle-one-0", "loop", "Stuck"),
+        ("Brain-one", "native", "Frozen"),
+        ("Environment-board-0", "sleep", "Stuck"),
+        ("Brain-one", "loop", "Stuck"),
+        ("Brain-one", "sleep", "Stuck"),
+        ("Muscle-one-0", "native", "Frozen"),
+        ("Muscle-one-0", "sleep", "Stuck"),
+        ("Environment-board-0", "loop", "Stuck"),
+        ("Environment-board-0", "native", "Frozen"),
+    ]
+]
+
+
+@pytest.mark.parametrize(("silent", "how", "kind"), slow_after(STUCK, 3))
+def test_a_plugin_stuck_in_a_step_is_named_after_answer_timeout(
+    workspace: Workspace, silent: str, how: str, kind: str
+) -> None:
+    """In an endless loop (the GIL passed on), in native code holding the GIL (the process's
+    control thread cannot run either) or in native code without it."""
+    edits = [(old, new.replace("%s", how)) for old, new in _STUCK_EDITS[silent]]
+    run_file = workspace.variant("taking_turns_run.yml", *edits)
+    (workspace.path / "palaestra-runtime.yaml").write_text("answer_timeout: 2\n")
+
+    result = workspace.run("experiment-start", str(run_file))
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.seconds < 15
+    headline = f"Error: run 'taking-turns-run' failed: {silent}: {kind}: {silent} (pid "
+    assert headline in result.stderr
+    assert "answer_timeout is 2 s" in result.stderr
+    status, reason = workspace.instance_status()
+    assert status == "error" and reason.startswith(f"{silent}: {kind}: ")

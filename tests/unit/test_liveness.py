@@ -1,0 +1,101 @@
+"""The marks of a process and the judge that reads them (palaestra.core.liveness), in one
+process: the marks are written here, the judge reads them with a clock of its own."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from palaestra.core import liveness
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Iterator[liveness.Judge]:
+    """This process's marks in ``tmp_path``, and a judge with answer_timeout 2, store 10."""
+    liveness.begin(str(tmp_path), "Muscle-a-0")
+    yield liveness.Judge(str(tmp_path), answer_timeout=2.0, store_timeout=10.0)
+    liveness._marks = None
+
+
+def test_a_process_that_beats_and_waits_is_alive(marks: liveness.Judge) -> None:
+    pid = _own_pid()
+    liveness.beat()
+    assert marks.verdict("Muscle-a-0", pid) is None
+    liveness.step_begins()
+    working = liveness.waiting()  # waiting for a peer: not stuck, however long
+    assert marks.verdict("Muscle-a-0", pid, now=time.monotonic() + 1.5) is None
+    liveness.waited(working)
+    assert marks.verdict("Muscle-a-0", pid, now=time.monotonic() + 1.5) is None
+
+
+def test_a_step_longer_than_answer_timeout_is_stuck(marks: liveness.Judge) -> None:
+    pid = _own_pid()
+    liveness.step_begins()
+    later = time.monotonic() + 2.5
+    assert liveness._marks is not None
+    liveness._marks[liveness._BEAT] = later  # the loop kept beating meanwhile
+    verdict = marks.verdict("Muscle-a-0", pid, now=later)
+    assert verdict is not None and verdict.kind == "Stuck"
+    assert "has worked on one step for 2.5 s" in verdict.message
+    assert "answer_timeout is 2 s" in verdict.message
+
+
+def test_a_loop_that_stops_beating_is_frozen_unless_it_is_in_a_store_call(
+    marks: liveness.Judge,
+) -> None:
+    pid = _own_pid()
+    liveness.beat()
+    later = time.monotonic() + 3.0
+    verdict = marks.verdict("Muscle-a-0", pid, now=later)
+    assert verdict is not None and verdict.kind == "Frozen"
+    assert "showed no sign of life for 3.0 s" in verdict.message
+    with liveness.holding():  # the writer's insert: up to store_timeout
+        assert marks.verdict("Muscle-a-0", pid, now=later) is None
+        assert marks.verdict("Muscle-a-0", pid, now=later + 9) is not None
+    assert marks.verdict("Muscle-a-0", pid) is None  # it beat on leaving the call
+
+
+def test_a_stopped_process_is_named_stopped_also_in_a_store_call(tmp_path: Path) -> None:
+    """A real child that made its marks, then stopped (SIGSTOP)."""
+    code = (
+        "import sys, time; from palaestra.core import liveness; "
+        f"liveness.begin({str(tmp_path)!r}, 'StoreWriter'); "
+        "cm = liveness.holding(); cm.__enter__(); print('ready', flush=True); time.sleep(60)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        child.send_signal(signal.SIGSTOP)
+        judge = liveness.Judge(str(tmp_path), answer_timeout=2.0, store_timeout=60.0)
+        deadline = time.monotonic() + 10
+        while liveness.process_state(child.pid) != "T":  # bounded: the signal is on its way
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert judge.verdict("StoreWriter", child.pid) is None  # it beat just now
+        verdict = judge.verdict("StoreWriter", child.pid, now=time.monotonic() + 3)
+        assert verdict is not None and verdict.kind == "Stopped"
+        assert verdict.message.startswith(f"StoreWriter (pid {child.pid}) has been stopped for")
+        judge.forget(child.pid)
+    finally:
+        liveness.kill(child.pid)
+        child.wait(10)
+
+
+def test_no_marks_no_verdict(tmp_path: Path) -> None:
+    """A process without a file here (started elsewhere, or not yet made it) is not judged."""
+    judge = liveness.Judge(str(tmp_path), answer_timeout=2.0, store_timeout=10.0)
+    assert judge.verdict("Brain-x", 12345, now=time.monotonic() + 100) is None
+    liveness.step_begins()  # outside a run's child nothing is marked, nothing fails
+    liveness.waited(liveness.waiting())
+
+
+def _own_pid() -> int:
+    import os
+
+    return os.getpid()
