@@ -262,8 +262,11 @@ class SimulationController(Component):
     def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         self.hot_loop = hot
         self.episode_rows = RowSink(connect_store(hot, self.store_endpoint), self._episode_rows)
-        with closing_producer(self.episode_rows, self.name):
-            self._serve_episodes(hot, request)
+        try:
+            with closing_producer(self.episode_rows, self.name):
+                self._serve_episodes(hot, request)
+        finally:  # the episodes not yet told: the console counts what the store holds
+            self._tell_parent(time.monotonic())
 
     def _serve_episodes(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         # an environment waits for Muscles, a Muscle for its Brain, each with the same limit

@@ -601,6 +601,9 @@ def episode_rewards(
                     _summed_rewards(one, phase, agent, mode).where(_Phase.id.not_in(partial))
                 )
             )
+            if not _finished(connection, one):  # an episode cut short is not one of them
+                ended = _ended_episodes(connection, one)
+                summed = [r for r in summed if (r["phase"], r["worker"], r["episode"]) in ended]
             found = [*summed, *_episode_reward_rows(connection, one, partial, phase, agent, mode)]
             if at < len(chain) - 1:  # a resumed instance: see _chain_rows
                 start, done = _resume_start(connection, chain[at + 1]), _completed(connection, one)
@@ -622,6 +625,22 @@ def _agent_ranks(found: list[Row]) -> list[Row]:
         ids.setdefault(row["phase"], set()).add(row["agent_order"])
     ranks = {phase: sorted(of_phase) for phase, of_phase in ids.items()}
     return [row | {"agent_order": ranks[row["phase"]].index(row["agent_order"])} for row in found]
+
+
+def _finished(connection: Connection, instance_id: int) -> bool:
+    status = connection.scalar(select(_Instance.status).where(_Instance.id == instance_id))
+    return bool(status == "finished")
+
+
+def _ended_episodes(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:
+    """(phase index, worker, episode) of the instance's episodes that ended (their
+    ``episodes`` row is in): what :func:`episodes_done` counts."""
+    found = connection.execute(
+        select(_Phase.index, Episode.worker, Episode.episode)
+        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+        .where(_Phase.experiment_run_instance_id == instance_id)
+    )
+    return {(index, worker, episode) for index, worker, episode in found}
 
 
 def _partly_recorded(connection: Connection, instance_id: int) -> list[int]:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import Workspace, finish
+from tests.conftest import Workspace, finish, wait_until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -146,3 +146,35 @@ def test_after_ctrl_c_the_summary_and_the_list_give_episodes_done_of_planned(
     stored_done, planned = row[3].split("/")
     assert planned == "500" and 50 <= int(stored_done) < 500
     assert any(cell.startswith("cancelled") for cell in row), row
+    assert stored_done == ended.group(1)  # the console and the store agree
+    assert shown_counts(workspace) == {int(stored_done)}
+
+
+def shown_counts(workspace: Workspace) -> set[int]:
+    """The episode counts ``experiment-show`` gives the run's phase 0 in its tables: Phases
+    (``done/planned``) and Episode rewards (one per agent)."""
+    shown = workspace.run("experiment-show", "dummy-run").stdout
+    phases = re.search(r"^0\s+phase_0\s+train\s+\d+\s+(\d+)/\d+", shown, re.MULTILINE)
+    assert phases is not None, shown
+    rewards = re.findall(r"^0 phase_0 (?:attacker|defender)\s+(\d+)\s", shown, re.MULTILINE)
+    assert len(rewards) == 2, shown
+    return {int(phases.group(1)), *map(int, rewards)}
+
+
+def test_after_sigkill_of_the_executor_the_list_and_the_show_agree(
+    workspace: Workspace,
+) -> None:
+    run_file = workspace.variant("dummy_run.yml", ("episodes: 1", "episodes: 5000"))
+    proc = workspace.start("experiment-start", str(run_file))
+    assert proc.stdout is not None
+    first = [proc.stdout.readline() for _ in range(2)]  # the phase's start, then progress
+    assert re.match(r"phase 0 'phase_0' \(train\): \d+/5000 episodes", first[1]), first
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert wait_until_gone(workspace.sessions, 10) == []  # the writer ended with it
+
+    listed = workspace.run("experiment-list")
+    row = listed.stdout.splitlines()[2].split()
+    stored_done, planned = row[3].split("/")
+    assert planned == "5000" and 50 <= int(stored_done) < 5000
+    assert shown_counts(workspace) == {int(stored_done)}
