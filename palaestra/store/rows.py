@@ -603,7 +603,13 @@ def episode_rewards(
             )
             if not _finished(connection, one):  # an episode cut short is not one of them
                 ended = _ended_episodes(connection, one)
-                summed = [r for r in summed if (r["phase"], r["worker"], r["episode"]) in ended]
+                counted = {index for index, _, _ in ended}  # (older stores' phases have none)
+                summed = [
+                    r
+                    for r in summed
+                    if r["phase"] not in counted
+                    or (r["phase"], r["worker"], r["episode"]) in ended
+                ]
             found = [*summed, *_episode_reward_rows(connection, one, partial, phase, agent, mode)]
             if at < len(chain) - 1:  # a resumed instance: see _chain_rows
                 start, done = _resume_start(connection, chain[at + 1]), _completed(connection, one)
@@ -634,7 +640,8 @@ def _finished(connection: Connection, instance_id: int) -> bool:
 
 def _ended_episodes(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:
     """(phase index, worker, episode) of the instance's episodes that ended (their
-    ``episodes`` row is in): what :func:`episodes_done` counts."""
+    ``episodes`` row is in): what :func:`episodes_done` counts, in phases that have such
+    rows."""
     found = connection.execute(
         select(_Phase.index, Episode.worker, Episode.episode)
         .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
