@@ -380,7 +380,7 @@ run_config:
 def prepare(workdir: Path, shape: RunShape, store_uri: str = "sqlite:///palaestra.db") -> None:
     (workdir / "run.yml").write_text(run_file(RUN_UID, shape))
     config = f"store_uri: {store_uri}\nanswer_timeout: {shape.answer_timeout}\n"
-    if shape.store_timeout is not None:
+    if shape.store_timeout is not None:  # (none: the default, 60 s)
         config += f"store_timeout: {shape.store_timeout}\n"
     (workdir / "palaestra-runtime.yaml").write_text(config)
 

@@ -1,6 +1,6 @@
 """``python -m palaestra``: the command line."""
 
-from palaestra.cli.main import main
+from palaestra.cli.entry import main
 
 if __name__ == "__main__":
     main()

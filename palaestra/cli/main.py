@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-import signal
 import sys
 from typing import Any
 
@@ -17,6 +16,7 @@ import click
 from palaestra import __version__
 from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
+from palaestra.cli.entry import Terminated
 from palaestra.cli.import_path import add_plugin_dirs
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
@@ -92,14 +92,6 @@ class AliasedGroup(click.Group):
         except Terminated:
             click.echo("Terminated.", err=True)
             ctx.exit(EXIT_SIGTERM)
-
-
-class Terminated(BaseException):
-    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C, then exits 143."""
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise Terminated
 
 
 @click.group(
@@ -331,5 +323,4 @@ def main() -> None:
         spare(watcher)
 
     guard_console()  # a closed or broken console must not decide a run's outcome
-    signal.signal(signal.SIGTERM, _terminated)  # checking run files cleans up, then exits 143
     cli(prog_name="palaestra")

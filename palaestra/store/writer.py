@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import errno
 import gc
 import logging
 import time
@@ -365,8 +366,8 @@ class StoreWriter(Component):
         except (OperationalError, OSError) as exc:
             cause = getattr(exc, "orig", None) or exc
             raise StoreError(
-                f"store {mask_uri(self.store_uri)}: {doing} failed: {cause}. "
-                "Free space on its disk, or give the run another store_uri."
+                f"store {mask_uri(self.store_uri)}: {doing} failed: "
+                f"{' '.join(str(cause).split())}. {store_advice(cause)}"
             ) from exc
 
     @contextlib.contextmanager
@@ -577,6 +578,52 @@ def _statistics_rows(message: m.StatisticsRows) -> list[Row]:
 def _check_status(status: str) -> None:
     if status not in RUN_STATUSES:
         raise ValueError(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
+
+
+_ADVICE = (
+    (
+        ("disk is full", "no space left on device", "could not extend file", "disk full"),
+        "Its disk is full: free space on it, or give the run another store_uri.",
+    ),
+    (
+        (
+            "connection is lost",
+            "server closed the connection",
+            "terminating connection",
+            "connection refused",
+            "consuming input failed",
+            "connection to server",
+            "connection reset",
+            "ssl syscall error",
+            "the database system is shutting down",
+            "the database system is starting up",
+        ),
+        "The connection to the database server was lost: the server went away, restarted or "
+        "closed it (an administrator, a pooler, an idle timeout). See that it runs and takes "
+        "connections, then continue the run with 'palaestra experiment-resume'.",
+    ),
+    (
+        ("readonly database", "read-only", "read only"),
+        "The store cannot be written (a read-only file, directory or database): give the run "
+        "a store it may write, or another store_uri.",
+    ),
+    (
+        ("database is locked", "lock timeout", "deadlock detected"),
+        "Another connection holds a lock on the store: let it finish, or give the run another "
+        "store_uri.",
+    ),
+)
+
+
+def store_advice(cause: BaseException) -> str:
+    """What to do about a failure of the store itself, by what its driver said."""
+    if isinstance(cause, OSError) and cause.errno == errno.ENOSPC:
+        return _ADVICE[0][1]
+    said = str(cause).lower()
+    for marks, advice in _ADVICE:
+        if any(mark in said for mark in marks):
+            return advice
+    return "See that the store works (its server, its disk), or give the run another store_uri."
 
 
 def _experiment(session: Session, uid: str) -> Experiment:

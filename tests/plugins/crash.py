@@ -134,3 +134,30 @@ class SlowSetupBrain(DummyBrain):
 
     def setup(self) -> None:
         time.sleep(self.seconds)
+
+
+class SlowStoreBrain(DummyBrain):
+    """A DummyBrain whose ``store`` (the dump at the end of a phase) touches the file ``mark``,
+    then takes ``seconds``: the run is ending for that long."""
+
+    def __init__(self, seconds: float = 30.0, mark: str = "storing", **params: Any) -> None:
+        super().__init__(**params)
+        self.seconds = seconds
+        self.mark = mark
+
+    def store(self) -> None:
+        Path(self.mark).touch()
+        time.sleep(self.seconds)
+        super().store()
+
+
+class MarkedSetupBrain(SlowSetupBrain):
+    """A :class:`SlowSetupBrain` that touches the file ``mark`` as its setup begins."""
+
+    def __init__(self, mark: str = "setting-up", **params: Any) -> None:
+        super().__init__(**params)
+        self.mark = mark
+
+    def setup(self) -> None:
+        Path(self.mark).touch()
+        super().setup()

@@ -604,6 +604,7 @@ def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_ur
     assert caught.value.exit_code == EXIT_STORE_UNUSABLE
     assert store_uri.removeprefix("sqlite:///") in message
     assert "writing 99 rows into muscle_actions failed: database or disk is full" in message
+    assert "Its disk is full: free space on it" in message
     event.remove(writer.engine, "connect", full)
     writer.engine.dispose()
 
@@ -744,3 +745,49 @@ def test_ready_rows_are_inserted_as_they_came_through_the_socket_encoding(
     ) == [(agent_id, 6, 3, 0.5, None, 1)]
     with pytest.raises(TypeError, match="StoreRows of table 'episodes'"):
         writer.accept(m.StoreRows(table="episodes", rows=[]))
+
+
+def test_a_lost_postgresql_connection_says_so_and_what_to_do(pg_uri: str) -> None:
+    """The server closes the writer's connection (as a restart or an administrator does)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    writer = StoreWriter("store", pg_uri, batch_rows=100)
+    writer.open()
+    try:
+        ids = start(writer)
+        url = make_url(pg_uri)
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            ended = admin.execute(
+                "select count(pg_terminate_backend(pid)) from pg_stat_activity "
+                "where datname = current_database() and pid <> pg_backend_pid()"
+            ).fetchone()
+        assert ended is not None and ended[0] >= 1  # the writer's pooled connection
+        writer.accept(action_rows(ids["agent:attacker"], range(10)))
+        with pytest.raises(StoreError) as caught:
+            writer.flush()
+        message = caught.value.format_message()
+        assert caught.value.exit_code == EXIT_STORE_UNUSABLE
+        assert f"store {url.render_as_string(hide_password=True)}" in message
+        assert "The connection to the database server was lost" in message
+        assert "experiment-resume" in message and "Free space" not in message
+    finally:
+        run(writer.teardown())
+
+
+@pytest.mark.parametrize(
+    ("cause", "advice"),
+    [
+        (OSError(28, "No space left on device"), "Its disk is full"),
+        (Exception("could not extend file base/1/2: No space left on device"), "disk is full"),
+        (Exception("attempt to write a readonly database"), "cannot be written"),
+        (Exception("database is locked"), "holds a lock"),
+        (Exception("server closed the connection unexpectedly"), "connection to the database"),
+        (Exception("something else"), "See that the store works"),
+    ],
+)
+def test_store_advice_by_what_the_driver_said(cause: BaseException, advice: str) -> None:
+    from palaestra.store.writer import store_advice
+
+    assert advice in store_advice(cause)

@@ -1,0 +1,91 @@
+"""SIGINT and SIGTERM are honoured at every moment of a command (issue 21): while Python
+imports the command line, while a run's processes start, while it runs (see
+``test_failure_matrix.py``), while it ends (a Brain's last dump), and while a run file's
+environment is probed (``test_probe_timeout.py``). Each ends with exit 130 or 143, one line
+("Interrupted." or "Terminated."; a run: its summary), no traceback, nothing left running (the
+``workspace`` fixture)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace, wait_for_mark
+
+pytestmark = pytest.mark.timeout(120)
+
+SIGNALS = [
+    pytest.param(signal.SIGINT, 130, "Interrupted.", id="SIGINT"),
+    pytest.param(signal.SIGTERM, 143, "Terminated.", id="SIGTERM"),
+]
+DUMMY_BRAIN = "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}"
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
+def test_a_signal_while_the_command_line_is_imported(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
+    """Python reports each import as it finishes (``-X importtime``): the signal comes right
+    after click's, in the middle of importing palaestra's command line."""
+    run_file = workspace.variant("dummy_run.yml")
+    proc = workspace.spawn(
+        [sys.executable, "-X", "importtime", "-m", "palaestra", "experiment-start", str(run_file)]
+    )
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.rstrip().endswith("| click"):
+            proc.send_signal(signum)
+            break
+    else:
+        pytest.fail("click was never imported:\n" + "".join(lines[-20:]))
+    _, err = proc.communicate(timeout=30)
+    said_lines = [x for x in err.splitlines() if not x.startswith("import time:")]
+    assert proc.returncode == code, err[-3000:]
+    assert said_lines == [said]
+    assert not workspace.store.exists()
+
+
+def _marked(workspace: Workspace, brain: str) -> Path:
+    """dummy_run.yml with its first agent's Brain replaced."""
+    return workspace.variant("dummy_run.yml", (DUMMY_BRAIN, brain))
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
+def test_a_signal_while_the_processes_start(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
+    run_file = _marked(
+        workspace, "brain: {name: crash:MarkedSetupBrain, params: {seconds: 60, mark: setup}}"
+    )
+    proc = workspace.start("experiment-start", str(run_file))
+    wait_for_mark(workspace.path / "setup", proc, 30)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err[-3000:]
+    assert "Traceback" not in err
+    status, reason = workspace.instance_status()
+    assert status == "cancelled"
+    assert reason == f"interrupted by {signal.Signals(signum).name}"
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
+def test_a_signal_while_the_run_ends(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
+    """The phase is over; the Brain dumps (slowly) when the signal comes."""
+    run_file = _marked(
+        workspace, "brain: {name: crash:SlowStoreBrain, params: {seconds: 60, mark: storing}}"
+    )
+    proc = workspace.start("experiment-start", str(run_file))
+    wait_for_mark(workspace.path / "storing", proc, 30)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err[-3000:]
+    assert "Traceback" not in err
+    status, _ = workspace.instance_status()
+    assert status == "cancelled"
