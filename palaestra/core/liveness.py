@@ -42,6 +42,7 @@ BEAT_SECONDS = 0.25
 """How often a process's control thread beats, and how often the judge looks."""
 
 _PID, _BEAT, _HELD, _STEP = range(4)
+_monotonic = time.monotonic
 _SIZE = 4 * 8  # four float64
 
 Marks = Any
@@ -111,7 +112,7 @@ def waiting() -> float:
 def waited(working: float) -> None:
     """The wait is over: the step thread works again (if it was working before)."""
     if working:
-        _marks[_STEP] = time.monotonic()
+        _marks[_STEP] = _monotonic()
 
 
 @contextlib.contextmanager
