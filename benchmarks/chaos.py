@@ -5,8 +5,9 @@
     python benchmarks/chaos.py --only SIGSTOP:Muscle --only SIGKILL   # a subset, KIND[:ROLE]
 
 Each case starts ``python -m palaestra experiment-start run.yml`` in a fresh temporary
-directory (its own session; a ``palaestra-runtime.yaml`` there with ``answer_timeout``,
-``store_timeout`` equal to it, and a SQLite store in the directory). The run file: agents
+directory (its own session; a ``palaestra-runtime.yaml`` there with ``answer_timeout``, the
+default ``store_timeout`` (60 s: a frozen writer is named within ``answer_timeout`` all the
+same), and a SQLite store in the directory). The run file: agents
 ``alpha`` and ``beta`` acting together on one DummyEnvironment ``world``, 2 workers, 3 episodes
 of 1,000 steps of 1 ms (about 9 s here). Once the store holds ``muscle_actions`` rows, at a
 random moment within about the first 40 % of the run, one process of the run (found by its
@@ -1090,7 +1091,7 @@ def choose(args: argparse.Namespace, postgres: str | None, rng: random.Random) -
 def main() -> None:
     args = arguments()
     postgres = os.environ.get(PG_ENV) or None
-    shape = RunShape(args.max_iter, args.step_delay, args.answer_timeout, args.answer_timeout)
+    shape = RunShape(args.max_iter, args.step_delay, args.answer_timeout, None)
     harness = Harness(shape, random.Random(args.seed), args.keep, postgres)
     cases = choose(args, postgres, harness.rng)
 

@@ -13,7 +13,8 @@ EXIT_SIGTERM = 143
 
 
 class Terminated(BaseException):
-    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C, then exits 143."""
+    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C (through click,
+    which lets it pass), then exits 143."""
 
 
 def terminated(signum: int, frame: object) -> None:

@@ -16,12 +16,10 @@ import click
 from palaestra import __version__
 from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
-from palaestra.cli.entry import Terminated
 from palaestra.cli.import_path import add_plugin_dirs
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
     EXIT_SIGINT,
-    EXIT_SIGTERM,
     InvalidInputError,
     PalaestraError,
 )
@@ -89,9 +87,6 @@ class AliasedGroup(click.Group):
         except KeyboardInterrupt:  # Ctrl-C outside a run (a run handles its own): no traceback
             click.echo("Interrupted.", err=True)
             ctx.exit(EXIT_SIGINT)
-        except Terminated:
-            click.echo("Terminated.", err=True)
-            ctx.exit(EXIT_SIGTERM)
 
 
 @click.group(

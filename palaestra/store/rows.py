@@ -596,9 +596,11 @@ def episode_rewards(
         chain = _chain(connection, instance_id) if instance is None else [instance_id]
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
-            summed = _rows(
-                connection.execute(
-                    _summed_rewards(one, phase, agent, mode).where(_Phase.id.not_in(partial))
+            summed: list[Row] = list(
+                _rows(
+                    connection.execute(
+                        _summed_rewards(one, phase, agent, mode).where(_Phase.id.not_in(partial))
+                    )
                 )
             )
             if not _finished(connection, one):  # an episode cut short is not one of them
