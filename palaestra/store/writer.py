@@ -79,6 +79,10 @@ BUSY_FLUSH_SECONDS = 1.0
 """Buffered rows are committed at the latest this long after the last commit, also while the
 socket never idles (a busy phase): an executor killed mid-phase leaves its ``episodes`` rows of
 up to about a second before in the store (see :mod:`palaestra.store.completed`)."""
+END_QUIET_MS = 50
+"""A failed or interrupted run's end is recorded once the record socket has been quiet this
+long (its producers have ended by then: their last rows are in flight at most); a finished
+run's producers have closed (``StoreFlush``) before."""
 DRAIN_LIMIT = 500
 """Messages taken from the socket before yielding to the event loop."""
 RUN_START_ATTEMPTS = 3
@@ -230,10 +234,16 @@ class StoreWriter(Component):
         except StoreError as exc:  # a busy store: the next beat tries again
             LOG.warning("%s: %s", self.name, exc)
 
-    def _drain_socket(self) -> None:
-        """Take in what is still queued on the record socket (after the reader stopped)."""
-        if self._socket is not None and not self._socket.closed:
-            self._drain(zmq.Socket.shadow(self._socket.underlying), limit=None)
+    def _drain_socket(self, quiet_ms: int = 0) -> None:
+        """Take in what is still queued on the record socket (after the reader stopped), and
+        with ``quiet_ms`` until it has been quiet that long: what a producer that ended sent
+        last may still be on its way from the kernel through ZMQ's I/O thread."""
+        if self._socket is None or self._socket.closed:
+            return
+        receiver = zmq.Socket.shadow(self._socket.underlying)
+        self._drain(receiver, limit=None)
+        while quiet_ms and receiver.poll(quiet_ms):
+            self._drain(receiver, limit=None)
 
     def _drain(self, receiver: zmq.Socket[bytes], limit: int | None) -> None:
         count = 0
@@ -475,7 +485,7 @@ class StoreWriter(Component):
     def handle_phase_end(self, message: m.StorePhaseEnd) -> m.StoreAck:
         """Commit the rows received so far, then mark the phase with its final status."""
         _check_status(message.status)
-        self._drain_socket()
+        self._drain_socket(quiet_ms=0 if message.status == "finished" else END_QUIET_MS)
         self.flush()
         with self._transaction("recording the end of a phase") as session:
             phase = session.get(ExperimentRunPhase, message.phase_id)
@@ -491,7 +501,7 @@ class StoreWriter(Component):
         rows of a run's stopped producers precede its end), then mark the instance and its
         still running phases."""
         _check_status(message.status)
-        self._drain_socket()
+        self._drain_socket(quiet_ms=0 if message.status == "finished" else END_QUIET_MS)
         self.flush()
         self.running_instances.discard(message.instance_id)
         with self._transaction("recording the end of the run") as session:
