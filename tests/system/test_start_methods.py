@@ -8,8 +8,11 @@ The ``auto`` rule is tested with a fake ``torch`` (``tests/plugins/fake_torch``)
 module that initialises its "CUDA" at import: auto starts the children by forkserver and the
 run finishes; fork fails with the error real torch gives.
 
-The whole of ``tests/system`` also runs in CI with ``PALAESTRA_START_METHOD`` set to spawn and
-to forkserver (``.ci/run``).
+Then the matrix: forkserver and spawn each run one run of every kind of run that starts
+processes differently (several games per worker, an asynchronous environment, an external
+environment with its offline worlds, taking turns) and a stopped Muscle (liveness): what a
+start method changes is how a process begins, imports its plug-ins and reports, so CI runs the
+rest of ``tests/system`` with the default only.
 """
 
 from __future__ import annotations
@@ -244,3 +247,78 @@ def test_fork_fails_where_a_plugin_initialised_cuda(workspace: Workspace) -> Non
     assert "Cannot re-initialize CUDA in forked subprocess" in err
     assert "CUDA is initialised in the executor" not in err  # fork was asked for: no warning
     assert workspace.instance_status()[0] == "error"
+
+
+# --- the start-method matrix: one run per feature that starts processes ----------------------
+# (instead of all of tests/system twice more in CI: what a start method changes is how a process
+# begins, imports its plug-ins and reports, which one run of each kind shows)
+
+
+def _games_per_worker(ws: Workspace) -> tuple[Path, int]:
+    from tests.system.test_games_per_worker import run_file
+
+    return run_file(ws, workers=2, games=3, episodes=2), 2 * 3 * 2
+
+
+def _async_world(ws: Workspace) -> tuple[Path, int]:
+    from tests.system.test_async_environments import run_file
+
+    return run_file(ws, "{steps: 5}", workers=2), 2 * 2
+
+
+def _external_world(ws: Workspace) -> tuple[Path, int]:
+    from tests.conftest import EXPERIMENTS
+
+    return EXPERIMENTS / "external_world.yml", 2 * 2
+
+
+def _taking_turns(ws: Workspace) -> tuple[Path, int]:
+    return ws.variant("taking_turns_run.yml"), 2
+
+
+FEATURES = {
+    "games per worker": _games_per_worker,
+    "asynchronous environment": _async_world,
+    "external environment": _external_world,
+    "taking turns": _taking_turns,
+}
+MATRIX = [
+    pytest.param(method, feature, id=f"{method}-{feature.replace(' ', '-')}")
+    for feature in FEATURES
+    for method in OTHER_METHODS
+]
+
+
+@pytest.mark.parametrize(("method", "feature"), slow_after(MATRIX, 2))
+def test_each_kind_of_run_under_each_start_method(
+    workspace: Workspace, method: str, feature: str
+) -> None:
+    run_file, episodes = FEATURES[feature](workspace)
+    proc = _start(workspace, _env(workspace, method), "experiment-start", str(run_file))
+    code, err = _finish(proc)
+
+    assert code == 0, err[-3000:]
+    assert workspace.instance_status() == ("finished", "")
+    with sqlite3.connect(workspace.store) as conn:
+        (ended,) = conn.execute("select count(*) from episodes").fetchone()
+    assert ended == episodes
+
+
+@pytest.mark.parametrize("method", OTHER_METHODS)
+def test_a_stopped_muscle_is_named_under_each_start_method(
+    workspace: Workspace, method: str
+) -> None:
+    """Liveness (each child's marks, made as it starts) by forkserver and spawn too."""
+    from tests.system.test_failure_matrix import count, pid_of, poll
+    from tests.system.test_frozen import two_agents
+
+    run_file = two_agents(workspace)
+    proc = _start(workspace, _env(workspace, method), "experiment-start", str(run_file))
+    target = poll(lambda: pid_of(workspace, "Muscle-beta-0"), 30, proc)
+    assert isinstance(target, int)
+    assert poll(lambda: count(workspace, "select count(*) from muscle_actions"), 30, proc)
+    os.kill(target, signal.SIGSTOP)
+    code, err = _finish(proc)
+
+    assert code == 1, err[-3000:]
+    assert f"failed: Muscle-beta-0: Stopped: Muscle-beta-0 (pid {target})" in err
