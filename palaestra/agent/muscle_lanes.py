@@ -23,6 +23,7 @@ import numpy as np
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective_stop import ObjectiveStop
+from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
@@ -57,7 +58,7 @@ class _Game:
     def __init__(self, lane: int, memory: Memory, objective_stop: ObjectiveStop | None) -> None:
         self.lane = lane
         self.episode = 0
-        self.previous: Any = None  # the muscle process's _Previous of the game's last action
+        self.previous: Any = None  # the game's Previous: its last action
         self.memory = memory
         self.stop = False  # the agent's objective rule holds in this game
         self.paused = False  # recording was paused when the game's last step was acted on
@@ -337,7 +338,6 @@ class MuscleLanes:
             seen_values = [step.values for _, _, step in acting]
         paused = process.switch.paused()
         allowed = process.actuator_set
-        from palaestra.agent.muscle_process import _Previous  # (it imports this module)
 
         for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
             acting, sensors, chosen, data, seen_values, strict=True
@@ -349,7 +349,7 @@ class MuscleLanes:
             setpoints[k] = local
             stop[k] = game.stop
             game.paused = paused
-            game.previous = _Previous(
+            game.previous = Previous(
                 step.step,
                 game_sensors,
                 list(game_setpoints),

@@ -28,6 +28,7 @@ from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
+from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
@@ -60,41 +61,6 @@ from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
 
 LOG = logging.getLogger(__name__)
-
-
-class _Previous:
-    """What the muscle did last: needed to complete the transition when rewards arrive."""
-
-    __slots__ = (
-        "step",
-        "sensors",
-        "setpoints",
-        "sensor_values",
-        "setpoint_values",
-        "data",
-        "seen_values",
-        "stale",
-    )
-
-    def __init__(
-        self,
-        step: int,
-        sensors: list[SensorInformation],
-        setpoints: list[ActuatorInformation],
-        sensor_values: list[Any],
-        setpoint_values: dict[str, Any],
-        data: bytes,
-        seen_values: list[Any],
-        stale: bool | None = None,
-    ) -> None:
-        self.step = step
-        self.sensors = sensors
-        self.setpoints = setpoints
-        self.sensor_values = sensor_values
-        self.setpoint_values = setpoint_values
-        self.data = data
-        self.seen_values = seen_values  # the sensor values the Muscle saw (its filters')
-        self.stale = stale  # update_lag async: acted before an earlier step's answer came
 
 
 class MuscleProcess(Component):
@@ -149,7 +115,7 @@ class MuscleProcess(Component):
         self.actuator_uids: list[str] = []
         self.actuator_spaces: list[Any] = []
         self.episode = 0
-        self.previous: _Previous | None = None
+        self.previous: Previous | None = None
         self.rows = RowSink(None, self._record, shape=self._shape)  # the store's, once running
         self.statistics = RowSink(None, self._statistics_rows)
         self.records = RowSink(None, self._plugin_rows)
@@ -408,7 +374,7 @@ class MuscleProcess(Component):
         return actions
 
     def _async_step(
-        self, message: m.AgentStep, transition: m.Transition | None, previous: _Previous | None
+        self, message: m.AgentStep, transition: m.Transition | None, previous: Previous | None
     ) -> m.AgentActions:
         """``update_lag: async``: apply the Brain's answers that are there, act with the
         policy the Muscle has (stale if an answer to an earlier step is still out), and send
@@ -516,7 +482,7 @@ class MuscleProcess(Component):
             self.last_update = answer.update
             call(self.muscle.update, pickle.loads(answer.update))
 
-    def _complete(self, previous: _Previous, message: m.AgentStep) -> m.Transition:
+    def _complete(self, previous: Previous, message: m.AgentStep) -> m.Transition:
         """The transition from ``previous`` that ``message`` completes (it has rewards)."""
         rewards = message.rewards or []
         done, terminated, truncated = message.done, message.terminated, message.truncated
@@ -566,7 +532,7 @@ class MuscleProcess(Component):
         if not values.keys() <= self.actuator_set:
             raise self._foreign(values)
         self._send_setpoints(values, message.step)
-        self.previous = _Previous(
+        self.previous = Previous(
             message.step,
             sensors,
             list(setpoints),

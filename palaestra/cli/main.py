@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from palaestra import __version__
 from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
 from palaestra.cli.import_path import add_plugin_dirs
@@ -24,6 +23,7 @@ from palaestra.core.errors import (
     PalaestraError,
 )
 from palaestra.experiment.runtime_config import RuntimeConfig
+from palaestra.version import __version__
 
 COMPLETION = """\b
 Shell completion (bash; zsh and fish alike), e.g. in ~/.bashrc:

@@ -24,45 +24,14 @@ import struct
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from palaestra.core.processes import ChildSpec
+from palaestra.core.processes import ChildSpec, Launched
 
 ENTRY = ("-m", "palaestra.core.remote_child")
 """The interpreter arguments that run a launched child."""
 HEADER = struct.Struct("!Q")
 """The length of the pickled spec, ahead of it on the child's stdin."""
-
-
-class Launched(Protocol):
-    """A child started by a :class:`Placement`, as the supervisor sees it."""
-
-    name: str
-    host: str
-    """Where it runs, for messages (a host name, a node address, a namespace)."""
-
-    @property
-    def pid(self) -> int | None:
-        """Its process id where it is this host's process (None elsewhere)."""
-
-    @property
-    def exitcode(self) -> int | None:
-        """Its exit code once it ended (negative: killed by that signal)."""
-
-    @property
-    def sentinel(self) -> int:
-        """An fd that becomes readable once the child ended and ``exitcode`` is known."""
-
-    def start(self) -> None: ...
-
-    def signal(self, signum: int) -> None:
-        """Send ``signum`` to the child (nothing if it ended)."""
-
-    def join(self, timeout: float) -> None:
-        """Wait up to ``timeout`` s for ``exitcode`` after the sentinel became readable."""
-
-    def close_sentinel(self) -> None: ...
 
 
 class Placement(Protocol):

@@ -33,7 +33,7 @@ import threading
 import types
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiomultiprocess
 import msgspec
@@ -41,13 +41,42 @@ from aiomultiprocess.types import Unit
 
 from palaestra.core.console import guard_console
 from palaestra.core.esm import ChildExit, Component
-from palaestra.core.launch import Launched
 from palaestra.core.mainthread import guard_signal_calls
 from palaestra.core.netlink import Network
 from palaestra.core.reaper import become_subreaper, take_down_strays
 from palaestra.core.start_methods import FORK, FORKSERVER, context
 
 LOG = logging.getLogger(__name__)
+
+
+class Launched(Protocol):
+    """A child started by a :class:`Placement`, as the supervisor sees it."""
+
+    name: str
+    host: str
+    """Where it runs, for messages (a host name, a node address, a namespace)."""
+
+    @property
+    def pid(self) -> int | None:
+        """Its process id where it is this host's process (None elsewhere)."""
+
+    @property
+    def exitcode(self) -> int | None:
+        """Its exit code once it ended (negative: killed by that signal)."""
+
+    @property
+    def sentinel(self) -> int:
+        """An fd that becomes readable once the child ended and ``exitcode`` is known."""
+
+    def start(self) -> None: ...
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the child (nothing if it ended)."""
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for ``exitcode`` after the sentinel became readable."""
+
+    def close_sentinel(self) -> None: ...
 
 
 @dataclass(frozen=True)

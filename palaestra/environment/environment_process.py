@@ -45,7 +45,8 @@ from palaestra.environment import checks
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
 from palaestra.environment.lanes import play_lanes, same_world
-from palaestra.environment.reset import EnvironmentResetRequest, call_reset
+from palaestra.environment.reset import EnvironmentResetRequest
+from palaestra.environment.reset_call import call_reset
 from palaestra.environment.shapes import ShapeFix
 
 LOG = logging.getLogger(__name__)

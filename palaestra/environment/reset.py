@@ -9,15 +9,13 @@ coroutine, and may return what palaestrAI's returns, an :class:`EnvironmentReset
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.plugin import PluginError, call
 from palaestra.core.simtime import SimTime
 
 
@@ -122,39 +120,6 @@ def response_to(env: Any, request: EnvironmentResetRequest, started: Any) -> Any
     )
 
 
-def call_reset(env: Any, request: EnvironmentResetRequest, awaiter: Any = None) -> Any:
-    """Call ``env.reset`` as its signature asks (with ``request`` or without), await a
-    coroutine (on ``awaiter``'s event loop, :class:`palaestra.environment.aio.Awaiter`: the
-    environment's tasks keep running there; without one, on a loop of its own), and give a
-    response's ``(sensors, actuators)`` with its simtime as a baseline.
-
-    Raises:
-        PluginError: ``reset`` (or the coroutine it returned) raised.
-    """
-    from palaestra.environment.environment import EnvironmentBaseline
-
-    method = env.reset
-    result = call(method, request) if takes_request(method) else call(method)
-    if inspect.isawaitable(result) and not isinstance(result, EnvironmentResetResponse):
-        if awaiter is not None:
-            result = awaiter(env, "reset", result)
-        else:
-            try:
-                result = asyncio.run(_awaited(result))
-            except Exception as exc:  # noqa: BLE001 - the plug-in's coroutine, named as its reset
-                raise PluginError(env, "reset") from exc
-    if isinstance(result, EnvironmentResetResponse) or (
-        hasattr(result, "sensors") and hasattr(result, "actuators")
-    ):
-        simtime = getattr(result, "simtime", None)
-        return EnvironmentBaseline(
-            list(result.sensors),
-            list(result.actuators),
-            simtime if isinstance(simtime, SimTime) else SimTime(simtime_ticks=0),
-        )
-    return result
-
-
 async def restarted(env: Any, request: EnvironmentResetRequest | None) -> Any:
     """The default ``reset`` of an asynchronous environment, as palaestrAI's: ``shutdown()``
     then ``start_environment()``, each awaited if it is a coroutine."""
@@ -165,7 +130,3 @@ async def restarted(env: Any, request: EnvironmentResetRequest | None) -> Any:
     if inspect.isawaitable(started):
         started = await started
     return started if request is None else response_to(env, request, started)
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from palaestra import __version__
 from palaestra.agent.conductor import AgentConductor
 from palaestra.core import limits, names
 from palaestra.core import messages as m
@@ -45,6 +44,7 @@ from palaestra.experiment.store_client import (
     store_enabled,
     writer_stuck,
 )
+from palaestra.version import __version__
 
 LOG = logging.getLogger(__name__)
 

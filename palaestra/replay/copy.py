@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from palaestra import __version__
 from palaestra.core import messages as m
 from palaestra.core.records import (
     MUSCLE_ACTION_COLUMNS,
@@ -53,6 +52,7 @@ from palaestra.store.models import (
 )
 from palaestra.store.rows import Row, StoreURI, resolve_store_uri
 from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES, _episode_rows
+from palaestra.version import __version__
 
 
 class _Tape:

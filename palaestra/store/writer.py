@@ -240,7 +240,7 @@ class StoreWriter(Component):
         last may still be on its way from the kernel through ZMQ's I/O thread."""
         if self._socket is None or self._socket.closed:
             return
-        receiver = zmq.Socket.shadow(self._socket.underlying)
+        receiver: zmq.Socket[bytes] = zmq.Socket.shadow(self._socket.underlying)
         self._drain(receiver, limit=None)
         while quiet_ms and receiver.poll(quiet_ms):
             self._drain(receiver, limit=None)

@@ -15,9 +15,9 @@ from palaestra.environment import Environment, EnvironmentBaseline, EnvironmentC
 from palaestra.environment.reset import (
     EnvironmentResetRequest,
     EnvironmentResetResponse,
-    call_reset,
     takes_request,
 )
+from palaestra.environment.reset_call import call_reset
 
 REQUEST = EnvironmentResetRequest(
     sender_simulation_controller_id="SimulationController-1",
