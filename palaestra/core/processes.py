@@ -266,7 +266,7 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
                 pass
 
 
-def _bootstrap(unit: Unit) -> None:
+def bootstrap(unit: Unit) -> None:
     """Run the child's coroutine in aiomultiprocess's loop; its result is the exit code.
 
     Whatever the child still has running at its end (a plug-in's process: its own palaestra
@@ -304,7 +304,7 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
             pass
     die_with_parent(parent)
     become_subreaper()  # a plug-in's orphaned processes come to us, not to init
-    _bootstrap(unit)
+    bootstrap(unit)
 
 
 def _bootstrap_fresh(
@@ -331,7 +331,7 @@ def _bootstrap_fresh(
     die_with_parent(parent)
     become_subreaper()
     unit = Unit(target=target, args=(pickle.loads(spec), alive), kwargs={}, namespace=None)
-    _bootstrap(unit)
+    bootstrap(unit)
 
 
 @contextlib.contextmanager

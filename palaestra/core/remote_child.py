@@ -21,7 +21,7 @@ from aiomultiprocess.types import Unit
 from palaestra.core.console import guard_console
 from palaestra.core.launch import HEADER
 from palaestra.core.mainthread import guard_signal_calls
-from palaestra.core.processes import ChildSpec, _bootstrap
+from palaestra.core.processes import ChildSpec, bootstrap
 from palaestra.core.reaper import become_subreaper
 
 EXIT_NO_SPEC = 70
@@ -55,7 +55,7 @@ def main() -> None:
     sys.stdin.close()
     from palaestra.core.runtime import child_main
 
-    _bootstrap(Unit(target=child_main, args=(spec, alive), kwargs={}, namespace=None))
+    bootstrap(Unit(target=child_main, args=(spec, alive), kwargs={}, namespace=None))
 
 
 if __name__ == "__main__":

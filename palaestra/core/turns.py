@@ -190,7 +190,7 @@ def run_episode(
     waits); the driver records the lateness the pacer measured.
     """
     rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in agents}
-    sums = _RewardSums()
+    sums = RewardSums()
     step = 0
     ends = UNSAID
     if pacer is not None:
@@ -221,7 +221,7 @@ def run_episode(
     return EpisodeResult(step, ends[0], ends[1], sums.totals)
 
 
-class _RewardSums:
+class RewardSums:
     """Each agent's episode reward as its Muscle records it: an observation with rewards that
     follows one the agent acted on completes a transition (a ``muscle_actions`` row) whose
     reward total adds to the sum. The rewards of a step are shared by the agents given them,

@@ -37,8 +37,8 @@ from palaestra.core.turns import (
     GOING_ON,
     UNSAID,
     Ends,
+    RewardSums,
     Stepped,
-    _RewardSums,
     episode_ends,
     observation,
 )
@@ -74,7 +74,7 @@ def _overrides(condition: TerminationCondition, method: str) -> bool:
     return getattr(type(condition), method) is not getattr(TerminationCondition, method)
 
 
-class _Lane:
+class Lane:
     """One game as the rounds see it: its episode so far and its termination conditions."""
 
     __slots__ = (
@@ -112,7 +112,7 @@ class _Lane:
         self.step = 0
         self.ends: Ends = UNSAID
         self.rewards: dict[str, list[m.InfoDesc] | None] = {}
-        self.sums = _RewardSums()
+        self.sums = RewardSums()
         self.started = time.time()
         self.values = dict(zip(game.full_sensor_uids, game.values, strict=True))
 
@@ -129,11 +129,11 @@ class _Round:
         self.lanes: list[int] = []
         self.episodes: list[int] = []
         self.steps: list[list[m.AgentStep]] = [[] for _ in range(agents)]
-        self.acting: list[tuple[int, _Lane]] = []  # (position in the round, game) that act
+        self.acting: list[tuple[int, Lane]] = []  # (position in the round, game) that act
 
     def add(
         self,
-        lane: _Lane,
+        lane: Lane,
         agents: Sequence[m.EpisodeAgent],
         done: bool,
     ) -> None:
@@ -205,7 +205,7 @@ class _Play:
         self.episodes = message.episodes
         self.links = [process._link(hot, a.process) for a in self.agents]
         self.acts_here = [a.acts_here for a in self.agents]
-        self.lanes = [_Lane(i, game, message.conditions) for i, game in enumerate(process.games)]
+        self.lanes = [Lane(i, game, message.conditions) for i, game in enumerate(process.games)]
         for lane in self.lanes:
             lane.done = message.first_episode
             lane.rewards = {a.process: None for a in self.agents}
@@ -219,7 +219,7 @@ class _Play:
         self.end_phase = self.end_phase or any(a.end_phase for a in answers)
         following = _Round(len(self.agents))
         pairs = list(zip(answers, self.acts_here, strict=True))
-        moves: list[tuple[_Lane, dict[str, Any], bool]] = []
+        moves: list[tuple[Lane, dict[str, Any], bool]] = []
         for position, lane in current.acting:
             setpoints: dict[str, Any] = {}
             stop = False
@@ -237,7 +237,7 @@ class _Play:
                 self._step(lane, setpoints, stop, following)
         return following
 
-    def _step(self, lane: _Lane, setpoints: dict[str, Any], stop: bool, following: _Round) -> None:
+    def _step(self, lane: Lane, setpoints: dict[str, Any], stop: bool, following: _Round) -> None:
         """Step one game; add its next observations (its episode's end, maybe the next
         episode's start) to ``following``."""
         game = lane.game
@@ -245,7 +245,7 @@ class _Play:
             game.stop_requested = True
         self._stepped(lane, game.update(setpoints), following)
 
-    def _stepped(self, lane: _Lane, state: m.EnvState, following: _Round) -> None:
+    def _stepped(self, lane: Lane, state: m.EnvState, following: _Round) -> None:
         """A game stepped to ``state``: add its next observations (its episode's end, maybe
         the next episode's start) to ``following``."""
         game = lane.game
@@ -315,7 +315,7 @@ def _answers(
     return answers
 
 
-def _ended(lane: _Lane) -> m.LaneEpisodeDone:
+def _ended(lane: Lane) -> m.LaneEpisodeDone:
     """What the controller is told of the game's episode that ended."""
     game = lane.game
     return m.LaneEpisodeDone(

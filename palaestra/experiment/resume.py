@@ -281,7 +281,7 @@ def load_plan(
         NotResumableError: As :func:`plan_resume`.
         StoreError: The store cannot be read, or is of another schema revision.
     """
-    from palaestra.store.rows import _transaction
+    from palaestra.store.rows import transaction
 
-    with _transaction(store_uri) as connection:
+    with transaction(store_uri) as connection:
         return plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file, start_method)

@@ -51,7 +51,7 @@ from palaestra.store.models import (
     utcnow,
 )
 from palaestra.store.rows import Row, StoreURI, resolve_store_uri
-from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES, _episode_rows
+from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES, episode_rows
 from palaestra.version import __version__
 
 
@@ -217,7 +217,7 @@ class Copy:
             ended = [e for e in self.episodes if e.phase == index]
             if ended:
                 message = m.EpisodeRows(phase_id=phase_id, rows=ended)
-                session.execute(insert(Episode), _episode_rows(message))
+                session.execute(insert(Episode), episode_rows(message))
         return instance.uid
 
     def _phase(

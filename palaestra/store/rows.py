@@ -1133,7 +1133,7 @@ def delete_run(
         UnknownRunError: The store has no such run.
         RunStillRunningError: The run's newest instance is running and ``force`` is False.
     """
-    with _transaction(store_uri) as connection:
+    with transaction(store_uri) as connection:
         run_id, experiment_id = _run_ids(connection, run)
         still_running = None if force else _still_running(connection, run, run_id)
         if still_running:
@@ -1440,7 +1440,7 @@ def _connection(store_uri: StoreURI | None) -> Iterator[Connection]:
 
 
 @contextmanager
-def _transaction(store_uri: StoreURI | None) -> Iterator[Connection]:
+def transaction(store_uri: StoreURI | None) -> Iterator[Connection]:
     """A connection in a transaction, committed at the end unless an error is raised."""
     with _engine(resolve_store_uri(store_uri)) as engine:
         try:

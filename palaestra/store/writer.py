@@ -270,7 +270,7 @@ class StoreWriter(Component):
         elif isinstance(message, m.StatisticsRows):
             self._buffer(STATISTICS, _statistics_rows(message), size)
         elif isinstance(message, m.EpisodeRows):
-            self._buffer(EPISODES, _episode_rows(message), size)
+            self._buffer(EPISODES, episode_rows(message), size)
         elif isinstance(message, m.PluginRecordRows | m.RecordingGapMark):
             self._recording(message, size)
         elif isinstance(message, m.BrainDump):
@@ -548,7 +548,7 @@ class StoreWriter(Component):
 # --- rows and metadata -----------------------------------------------------------------------
 
 
-def _episode_rows(message: m.EpisodeRows) -> list[Row]:
+def episode_rows(message: m.EpisodeRows) -> list[Row]:
     phase_id = message.phase_id
     return [
         {

@@ -17,7 +17,7 @@ from palaestra.core.limits import STALE_AFTER
 from palaestra.experiment.resume import NotResumableError, _start, load_plan
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes
-from palaestra.store.rows import _kept, _transaction, shown_status
+from palaestra.store.rows import _kept, shown_status, transaction
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message
 from tests.unit.test_store_query import (
@@ -178,6 +178,6 @@ def test_an_episode_is_completed_when_its_episodes_row_and_its_last_step_rows_ar
 ) -> None:
     uri = f"sqlite:///{tmp_path}/palaestra.db"
     instance = write_phase(uri, record_every, missing)
-    with _transaction(uri) as connection:
+    with transaction(uri) as connection:
         assert completed_episodes(connection, instance) == {(0, 0, e) for e in completed}
         assert _start(connection, instance) == (0, start)  # the resume's start: the same rule
