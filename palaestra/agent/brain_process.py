@@ -21,7 +21,7 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import brain_reload, watch_brain
+from palaestra.agent.hot_reload import Outcome, brain_reload, rebuilt_brain, retire, watching
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
@@ -90,8 +90,9 @@ class BrainProcess(Component):
         self.filters = FilterChain(setup.agent.filters)
         phase_rules = setup.agent.phase_stop
         self.phase_stop = PhaseStop(name, phase_rules) if phase_rules else None
-        if reload is not None:
-            watch_brain(self, reload)  # its _think then looks for a changed plug-in file first
+        self.reload = reload if watching(name, reload, setup.agent, brain=True) else None
+        if self.reload is not None:  # it looks for a changed plug-in file before it thinks
+            self.reload.rebuild = self._rebuild
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -200,8 +201,10 @@ class BrainProcess(Component):
                 if muscle is not None:
                     selector.add(muscle)
             if batched and len(ready) > 1:
+                reloaded = self._reload_due()
                 for link in self._think_batch(ready, memory, names):
                     selector.discard(link)
+                self._send_reloads(reloaded, None)
                 continue
             for link in ready:
                 try:
@@ -211,13 +214,52 @@ class BrainProcess(Component):
 
     def _batched(self) -> bool:
         """Whether pending messages of several Muscles go to ``thinking_batch`` together: the
-        Brain overrides it, and neither filters nor a hot reload sit between it and them."""
+        Brain overrides it, and no filters sit between it and them (a hot reload looks at its
+        files before the batch)."""
         own = type(self.brain).thinking_batch is not Brain.thinking_batch
-        return own and not self.filters and not self.request.agent.hot_reload
+        return own and not self.filters
 
     def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
-        """Take one Muscle's experience, think, answer; the message it answered."""
-        return self._handle(link, m.decode(link.recv()), memory, names)
+        """Take one Muscle's experience, think, answer; the message it answered. With a hot
+        reload, a changed plug-in file is looked for first (the new Brain thinks about it)."""
+        reloaded = self._reload_due()
+        message: m.Message | None = None
+        try:
+            message = self._handle(link, m.decode(link.recv()), memory, names)
+            return message
+        finally:
+            self._send_reloads(reloaded, message)
+
+    # --- hot reload ----------------------------------------------------------------------
+
+    def _reload_due(self) -> list[Outcome]:
+        """The outcomes of a hot reload's look at the files, if one is due (else none)."""
+        if self.reload is None or not self.reload.due():
+            return []
+        return self.reload.check()
+
+    def _send_reloads(self, outcomes: list[Outcome], message: m.Message | None) -> None:
+        """A reload's rows, at the experience thought about first after it (-1: unknown)."""
+        if not outcomes or self.reload is None:
+            return
+        where = (-1, -1, -1)
+        if isinstance(message, m.Experience):
+            where = (message.worker, message.episode, message.step)
+        rows = self.reload.rows(outcomes, *where)
+        send(self.records.socket, m.CodeReloads(agent_id=self.request.agent_id, rows=rows))
+
+    def _rebuild(self, classes: dict[str, type]) -> None:
+        """A new Brain from its reloaded class, swapped in (a failure keeps the old one)."""
+        old = self.brain
+        self.brain = brain = rebuilt_brain(
+            classes["brain"], old, self.name, self.request.agent.brain.params
+        )
+        for agent_filter in self.filters.filters:
+            agent_filter.brain = brain
+        for sink in (self.statistics, self.records):
+            if sink.plugin is not None:
+                sink.plugin = (brain, sink.plugin[1])
+        retire(self.name, old)
 
     def _handle(
         self, link: Channel, message: m.Message, memory: Any, names: dict[Channel, str]

@@ -34,8 +34,9 @@ row per plug-in rebuilt, sent to the store at once.
 
 The per-step cost with hot reload on is a clock read and a comparison (the files are stat-ed
 every :data:`~palaestra.core.code_watch.CHECK_INTERVAL` seconds, and a change is acted on once
-two looks in a row found the file the same, so within about half a second); with it off,
-nothing: the process's step method is only wrapped when it is on.
+two looks in a row found the file the same, so within about half a second); with it off, a
+None check. The processes call their reload themselves and swap the new instances into their
+own fields (this module builds them and never sees a process).
 """
 
 from __future__ import annotations
@@ -67,11 +68,8 @@ from palaestra.core.code_watch import (
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin import PluginError, call
-from palaestra.core.records import send
 
 if TYPE_CHECKING:
-    from palaestra.agent.brain_process import BrainProcess
-    from palaestra.agent.muscle_process import MuscleProcess
     from palaestra.core.specs import AgentSpec
 
 LOG = logging.getLogger(__name__)
@@ -163,6 +161,10 @@ class HotReload:
     def describe(self) -> str:
         return ", ".join(f"{kind} {w.path}" for kind, (w, _) in self.kinds.items())
 
+    def due(self) -> bool:
+        """Whether the files are to be looked at now (a clock read and a comparison)."""
+        return self.watch.clock() >= self.watch.next_check
+
     def check(self) -> list[Outcome]:
         """Look at the files; if one changed, reload (see the module's docstring). The
         outcomes, one per plug-in rebuilt (none if nothing changed; the first time, also those
@@ -228,11 +230,14 @@ def _nothing_to_rebuild(classes: dict[str, type]) -> None:
     raise RuntimeError("hot reload: no process to rebuild plug-ins in (a bug of palaestra)")
 
 
-def _watching(process: Any, reload: HotReload, method: str, wrapped: Callable[..., Any]) -> None:
-    """Replace ``process``'s ``method`` by ``wrapped`` (an instance attribute: with hot reload
-    off the class's method runs, untouched)."""
-    setattr(process, method, wrapped)
-    LOG.info("%s: hot reload watches %s", process.name, reload.describe())
+def watching(owner: str, reload: HotReload | None, agent: AgentSpec, brain: bool) -> bool:
+    """Whether ``reload`` has anything to watch (said once, for information); if not, say why
+    (see :func:`_unwatched`)."""
+    if reload:
+        LOG.info("%s: hot reload watches %s", owner, reload.describe())
+        return True
+    _unwatched(owner, agent, brain)
+    return False
 
 
 def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
@@ -261,40 +266,21 @@ def muscle_reload(name: str, agent: AgentSpec) -> HotReload:
     )
 
 
-def watch_muscle(process: MuscleProcess, reload: HotReload) -> None:
-    """Have ``process`` reload its Muscle's and Objective's modules when they change, between
-    two steps (nothing if neither module is one to watch); with ``envs_per_worker``, between
-    two rounds of its games (:attr:`MuscleProcess.reload_check`, called by
-    :class:`~palaestra.agent.muscle_lanes.MuscleLanes`)."""
-    if not reload:
-        _unwatched(process.name, process.agent, brain=False)
-        return
-    reload.rebuild = lambda classes: _rebuild_muscle(process, classes)
-    step = process.step  # the class's, bound
-    watch = reload.watch
-    clock = watch.clock
-
-    def check(worker: int, episode: int, step: int) -> None:
-        if clock() >= watch.next_check:
-            outcomes = reload.check()
-            if outcomes:
-                rows = reload.rows(outcomes, worker, episode, step)
-                _send(process, m.CodeReloads(agent_id=process.agent_id, rows=rows))
-
-    def watched_step(message: m.AgentStep) -> m.AgentActions:
-        check(process.worker, process.episode, message.step)
-        return step(message)
-
-    process.reload_check = check  # with envs_per_worker: before each round (see MuscleLanes)
-    _watching(process, reload, "step", watched_step)
-
-
-def _rebuild_muscle(process: MuscleProcess, classes: dict[str, type]) -> None:
-    agent = process.agent
-    objective = process.objective
+def rebuilt_muscle(
+    agent: AgentSpec,
+    classes: dict[str, type],
+    old: Muscle,
+    objective: Any,
+    mode: str,
+    last_update: bytes | None,
+) -> tuple[Muscle, Any]:
+    """New instances of the Muscle and the Objective of ``agent`` whose classes are in
+    ``classes`` (the others as they were), built and set up as the running ones were: the
+    Muscle gets the old one's context, an evaluation's test mode, ``setup``, in a test
+    ``mode`` ``prepare_model`` and the Brain's ``last_update`` (pickled) again. Nothing is
+    swapped here: the process swaps them when all were built (see :meth:`HotReload.check`)."""
     if "objective" in classes:
         objective = call(classes["objective"], **agent.objective.params)
-    old = process.muscle
     muscle = old
     if "muscle" in classes:
         muscle = call(classes["muscle"], **agent.muscle.params)
@@ -304,19 +290,11 @@ def _rebuild_muscle(process: MuscleProcess, classes: dict[str, type]) -> None:
         if "_palaestra_mode" in old.__dict__:  # an evaluation's test mode
             muscle.__dict__["_palaestra_mode"] = old.__dict__["_palaestra_mode"]
         call(muscle.setup)
-        if process.mode == "test":
+        if mode == "test":
             call(muscle.prepare_model)
-        if process.last_update is not None:
-            call(muscle.update, pickle.loads(process.last_update))
-    process.objective = objective
-    if muscle is not old:
-        process.muscle = muscle
-        for agent_filter in process.filters.filters:
-            agent_filter.muscle = muscle
-        for sink in (process.rows, process.statistics, process.records):
-            if sink.plugin is not None:
-                sink.plugin = (muscle, sink.plugin[1])
-        _retire(process.name, old)
+        if last_update is not None:
+            call(muscle.update, pickle.loads(last_update))
+    return muscle, objective
 
 
 # --- the Brain process -----------------------------------------------------------------------
@@ -328,40 +306,12 @@ def brain_reload(name: str, agent: AgentSpec) -> HotReload:
     return HotReload(name, agent.name, {"brain": agent.brain.name})
 
 
-def watch_brain(process: BrainProcess, reload: HotReload) -> None:
-    """Have ``process`` reload its Brain's module when it changes, between two ``thinking``
-    calls (nothing if the module is not one to watch)."""
-    if not reload:
-        _unwatched(process.name, process.request.agent, brain=True)
-        return
-    reload.rebuild = lambda classes: _rebuild_brain(process, classes["brain"])
-    think = process._think  # the class's, bound
-    watch = reload.watch
-    clock = watch.clock
-
-    def watched_think(link: Any, memory: Any, names: dict[Any, str]) -> m.Message:
-        if clock() < watch.next_check:
-            return think(link, memory, names)
-        outcomes = reload.check()  # before the message waiting on the link is thought about
-        message: m.Message | None = None
-        try:
-            message = think(link, memory, names)
-            return message
-        finally:
-            if outcomes:
-                where = (-1, -1, -1)
-                if isinstance(message, m.Experience):
-                    where = (message.worker, message.episode, message.step)
-                rows = reload.rows(outcomes, *where)
-                _send(process, m.CodeReloads(agent_id=process.request.agent_id, rows=rows))
-
-    _watching(process, reload, "_think", watched_think)
-
-
-def _rebuild_brain(process: BrainProcess, cls: type) -> None:
-    old = process.brain
-    state = _dumped(old, process.name)
-    brain = call(cls, **process.request.agent.brain.params)
+def rebuilt_brain(cls: type, old: Brain, owner: str, params: Mapping[str, Any]) -> Brain:
+    """A new instance of ``cls`` (with ``params``) in place of ``old``: its state through
+    ``old``'s dump, its memory, context and mode, then ``load`` and ``setup`` (see the
+    module's docstring). Nothing is swapped here: the process (``owner``) swaps it."""
+    state = _dumped(old, owner)
+    brain = call(cls, **params)
     if not isinstance(brain, Brain):
         raise TypeError(f"{cls.__qualname__} is no longer a Brain")
     context = old.context
@@ -372,7 +322,7 @@ def _rebuild_brain(process: BrainProcess, cls: type) -> None:
                 loaded=state,
                 write=context.dumps.write,
                 source="the same Brain before its code was reloaded",
-                owner=process.name,
+                owner=owner,
             ),
         )
     )
@@ -384,13 +334,7 @@ def _rebuild_brain(process: BrainProcess, cls: type) -> None:
     elif state:
         call(brain.load)
     call(brain.setup)
-    process.brain = brain
-    for agent_filter in process.filters.filters:
-        agent_filter.brain = brain
-    for sink in (process.statistics, process.records):
-        if sink.plugin is not None:
-            sink.plugin = (brain, sink.plugin[1])
-    _retire(process.name, old)
+    return brain
 
 
 def _dumped(brain: Brain, owner: str) -> dict[str, bytes]:
@@ -412,7 +356,7 @@ def _dumped(brain: Brain, owner: str) -> dict[str, bytes]:
 # --- both ------------------------------------------------------------------------------------
 
 
-def _retire(owner: str, old: Muscle | Brain) -> None:
+def retire(owner: str, old: Muscle | Brain) -> None:
     """Call the replaced instance's ``teardown()``; a failure is logged (the new code runs)."""
     try:
         call(old.teardown)
@@ -441,8 +385,3 @@ def user_traceback(exc: BaseException) -> str:
         ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
     )
     return (header + "".join(lines + traceback.format_exception_only(exc))).rstrip()
-
-
-def _send(process: MuscleProcess | BrainProcess, message: m.CodeReloads) -> None:
-    """To the store writer at once, on the process's store socket (none: no store)."""
-    send(process.records.socket, message)

@@ -105,7 +105,7 @@ class MuscleLanes:
                 process.hot_loop.idle()  # its parent reports why
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
-            if process.reload_check is not None and message.steps:
+            if process.reload is not None and message.steps and process.reload.due():
                 self._reload(process.reload_check, message)
             answer, learn = self.round(message)
             process._send(link, m.encode(answer))

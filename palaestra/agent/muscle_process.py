@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import pickle
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ import zmq
 
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import muscle_reload, watch_muscle
+from palaestra.agent.hot_reload import muscle_reload, rebuilt_muscle, retire, watching
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
@@ -53,6 +52,7 @@ from palaestra.core.records import (
     connect_store,
     muscle_action_values,
     recorded,
+    send,
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
@@ -65,6 +65,8 @@ LOG = logging.getLogger(__name__)
 
 class MuscleProcess(Component):
     """One agent's Muscle in one worker."""
+
+    objective: Objective
 
     def __init__(
         self,
@@ -132,12 +134,41 @@ class MuscleProcess(Component):
         self.evaluation = False  # the episode is an evaluation rollout
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
         self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
-        self.reload_check: Callable[[int, int, int], None] | None = None  # (worker, episode, step)
-        if reload is not None:
-            watch_muscle(self, reload)  # its step then looks for changed plug-in files first
+        self.reload = reload if watching(name, reload, agent, brain=False) else None
+        if self.reload is not None:  # its step then looks for changed plug-in files first
+            self.reload.rebuild = self._rebuild
 
     def _record(self, rows: list[Any]) -> m.StoreRows:
         return m.StoreRows(table="muscle_actions", rows=rows)
+
+    # --- hot reload ----------------------------------------------------------------------
+
+    def reload_check(self, worker: int, episode: int, step: int) -> None:
+        """Look for changed plug-in files now (a hot reload is on); a reload's rows name where
+        it happened (with ``envs_per_worker``: the round's first game)."""
+        assert self.reload is not None
+        outcomes = self.reload.check()
+        if outcomes:
+            rows = self.reload.rows(outcomes, worker, episode, step)
+            send(self.records.socket, m.CodeReloads(agent_id=self.agent_id, rows=rows))
+
+    def _rebuild(self, classes: dict[str, type]) -> None:
+        """New Muscle and Objective instances from reloaded classes, swapped in when both
+        were built (a failure keeps the old ones)."""
+        old = self.muscle
+        muscle, objective = rebuilt_muscle(
+            self.agent, classes, old, self.objective, self.mode, self.last_update
+        )
+        self.objective = objective
+        if muscle is old:
+            return
+        self.muscle = muscle
+        for agent_filter in self.filters.filters:
+            agent_filter.muscle = muscle
+        for sink in (self.rows, self.statistics, self.records):
+            if sink.plugin is not None:
+                sink.plugin = (muscle, sink.plugin[1])
+        retire(self.name, old)
 
     def _shape(self, row: m.MuscleActionRow) -> tuple[Any, ...]:
         """The row ready to insert (see :class:`~palaestra.core.messages.StoreRows`)."""
@@ -160,9 +191,7 @@ class MuscleProcess(Component):
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
     ) -> Muscle:
         muscle: Muscle = call(load_class(agent.muscle.name), **agent.muscle.params)
-        self.objective: Objective = call(
-            load_class(agent.objective.name), **agent.objective.params
-        )
+        self.objective = call(load_class(agent.objective.name), **agent.objective.params)
         self._set_schema(sensors, actuators)
         muscle.attach(
             MuscleContext(
@@ -318,6 +347,8 @@ class MuscleProcess(Component):
         ``async`` (:data:`~palaestra.core.specs.UPDATE_LAG_ASYNC`) only the end is: see
         :meth:`_async_step`.
         """
+        if self.reload is not None and self.reload.due():
+            self.reload_check(self.worker, self.episode, message.step)
         transition = None
         previous = self.previous
         if previous is not None and message.rewards is not None:

@@ -128,6 +128,8 @@ class LiveRun:
         flag: bool,
         phases: int = 1,
         games: int = 1,
+        agent: str = AGENT,
+        brain: str = "CountingBrain",
     ) -> None:
         self.workspace = workspace
         self.uid = (
@@ -137,10 +139,10 @@ class LiveRun:
         self.stops = [workspace.path / f"stop-{phase}" for phase in range(phases)]
         self.stop = self.stops[-1]  # the last phase's
         self.mtime = time.time() - 100  # each edit moves the file's mtime on by a second
-        self.edit(AGENT.format(version=1, load=LOAD))
+        self.edit(agent.format(version=1, load=LOAD))
         run = workspace.path / "run.yml"
         run.write_text(
-            RUN.format(
+            RUN.replace("reload_agent:CountingBrain", f"reload_agent:{brain}").format(
                 uid=self.uid,
                 stop=self.stops[0],
                 hot_reload="true" if hot_reload else "false",
@@ -334,6 +336,39 @@ def test_with_several_games_per_worker_the_muscle_reloads_between_rounds(
         rows = setpoints(workspace, worker=game)
         assert [step for step, _, _ in rows] == list(range(len(rows))), game
         assert [v for _, v, _ in rows] == [1 if s < reloaded_at else 2 for s, _, _ in rows]
+
+
+BATCHING = (
+    AGENT
+    + """
+
+class BatchingBrain(CountingBrain):
+    \"\"\"Thinks about a round's experiences in one call, which records VERSION.\"\"\"
+
+    def thinking_batch(self, experiences):
+        self.add_statistics("batched", VERSION)
+        return [self.thinking(muscle_id, data) for muscle_id, data in experiences]
+"""
+)
+
+
+def test_a_brain_with_thinking_batch_is_reloaded_and_keeps_batching(
+    workspace: Workspace,
+) -> None:
+    """Hot reload no longer turns ``thinking_batch`` off: the Brain's file is looked at before
+    each batch (``envs_per_worker: 2``: a round's experiences in one call)."""
+    batched = "select count(*) from statistics where json_extract(statistics, '$.batched') = %d"
+    live = LiveRun(
+        workspace, hot_reload=True, flag=False, games=2, agent=BATCHING, brain="BatchingBrain"
+    )
+    try:
+        live.count(batched % 1)
+        live.edit(BATCHING.format(version=2, load=LOAD))
+        live.reloads(ok=True, at_least=3)
+        live.count(batched % 2)
+        live.finish()
+    finally:
+        live.close()
 
 
 @pytest.mark.slow
