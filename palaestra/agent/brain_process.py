@@ -21,7 +21,14 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import Outcome, brain_reload, rebuilt_brain, retire, watching
+from palaestra.agent.hot_reload import (
+    HotReload,
+    Outcome,
+    brain_reload,
+    rebuilt_brain,
+    retire,
+    watching,
+)
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
@@ -90,9 +97,9 @@ class BrainProcess(Component):
         self.filters = FilterChain(setup.agent.filters)
         phase_rules = setup.agent.phase_stop
         self.phase_stop = PhaseStop(name, phase_rules) if phase_rules else None
-        self.reload = reload if watching(name, reload, setup.agent, brain=True) else None
-        if self.reload is not None:  # it looks for a changed plug-in file before it thinks
-            self.reload.rebuild = self._rebuild
+        self.reload: HotReload | None = None
+        if reload is not None:
+            self.use_reload(reload)
 
     def _write_dump(self, data: bytes, tag: str) -> None:
         path = ""
@@ -231,6 +238,13 @@ class BrainProcess(Component):
             self._send_reloads(reloaded, message)
 
     # --- hot reload ----------------------------------------------------------------------
+
+    def use_reload(self, reload: HotReload) -> None:
+        """Look for a changed plug-in file with ``reload`` before each ``thinking`` (or
+        batch), if it has a file to watch."""
+        if watching(self.name, reload, self.request.agent, brain=True):
+            reload.rebuild = self._rebuild
+            self.reload = reload
 
     def _reload_due(self) -> list[Outcome]:
         """The outcomes of a hot reload's look at the files, if one is due (else none)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,13 @@ import zmq
 
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import muscle_reload, rebuilt_muscle, retire, watching
+from palaestra.agent.hot_reload import (
+    HotReload,
+    muscle_reload,
+    rebuilt_muscle,
+    retire,
+    watching,
+)
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
@@ -134,14 +141,32 @@ class MuscleProcess(Component):
         self.evaluation = False  # the episode is an evaluation rollout
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
         self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
-        self.reload = reload if watching(name, reload, agent, brain=False) else None
-        if self.reload is not None:  # its step then looks for changed plug-in files first
-            self.reload.rebuild = self._rebuild
+        self.reload: HotReload | None = None
+        if reload is not None:
+            self.use_reload(reload)
 
     def _record(self, rows: list[Any]) -> m.StoreRows:
         return m.StoreRows(table="muscle_actions", rows=rows)
 
     # --- hot reload ----------------------------------------------------------------------
+
+    def use_reload(self, reload: HotReload) -> None:
+        """Look for changed plug-in files with ``reload`` before each step (or round), if it
+        has any file to watch."""
+        if watching(self.name, reload, self.agent, brain=False):
+            reload.rebuild = self._rebuild
+            self.reload = reload
+
+    def stepper(self) -> Callable[[m.AgentStep], m.AgentActions]:
+        """What takes a step: :meth:`step`, or with a hot reload :meth:`_reloading_step`."""
+        return self.step if self.reload is None else self._reloading_step
+
+    def _reloading_step(self, message: m.AgentStep) -> m.AgentActions:
+        """A step that first looks for changed plug-in files (every ``CHECK_INTERVAL``)."""
+        assert self.reload is not None
+        if self.reload.due():
+            self.reload_check(self.worker, self.episode, message.step)
+        return self.step(message)
 
     def reload_check(self, worker: int, episode: int, step: int) -> None:
         """Look for changed plug-in files now (a hot reload is on); a reload's rows name where
@@ -254,7 +279,7 @@ class MuscleProcess(Component):
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
                 if isinstance(message, m.AgentStep):  # the controller drives the episode
-                    reply = self.step(message)
+                    reply = self.stepper()(message)
                     if message.done:  # the controller waits for the end of an episode
                         router.send_multipart([sender, m.encode(reply)])
                 elif isinstance(message, m.AgentEvaluate):  # its rollouts are over
@@ -289,7 +314,7 @@ class MuscleProcess(Component):
 
     def _driven(self, link: Channel) -> None:
         """An episode the environment drives: its steps arrive on its link until ``done``."""
-        step = self.step
+        step = self.stepper()
         while True:
             try:
                 message = m.decode(link.recv())
@@ -347,8 +372,6 @@ class MuscleProcess(Component):
         ``async`` (:data:`~palaestra.core.specs.UPDATE_LAG_ASYNC`) only the end is: see
         :meth:`_async_step`.
         """
-        if self.reload is not None and self.reload.due():
-            self.reload_check(self.worker, self.episode, message.step)
         transition = None
         previous = self.previous
         if previous is not None and message.rewards is not None:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from palaestra.agent.dummy_muscle import DummyMuscle
-from palaestra.agent.hot_reload import HotReload, Outcome, user_traceback, watch_muscle
+from palaestra.agent.hot_reload import HotReload, Outcome, user_traceback
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
 from palaestra.core.code_watch import SourceWatch, WatchedFile, class_in, load_fresh, source_of
@@ -317,7 +317,7 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
         clock = Clock()
         plugins = {"muscle": agent.muscle.name, "objective": agent.objective.name}
         reload = HotReload(process.name, "one", plugins, clock=clock)
-        watch_muscle(process, reload)
+        process.use_reload(reload)
         answers = iter(range(100, 200))
         brain = FakeLink("Brain-one", lambda _: m.BrainUpdate(update=pickle.dumps(next(answers))))
         process.wire(brain, {"env": FakeLink("Environment-env-0")})
@@ -332,7 +332,7 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
             clock.now = float(number)
             rewards = reward if number else None
             message = m.AgentStep(step=number, values=[0, 0], rewards=rewards, done=False)
-            return process.step(message).setpoints
+            return process.stepper()(message).setpoints
 
         assert step(0) == {"env.0": 1, "env.1": 1}
         draw = old.rng.bit_generator.state
