@@ -73,6 +73,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from palaestra.core import procfs
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_UID = "chaos-run"
 AGENTS = ("alpha", "beta")
@@ -220,21 +222,7 @@ def session_processes(session: int) -> list[tuple[int, str]]:
     The command starts a session of its own and no palaestra process leaves it, so the
     session finds every one of them, titled or not, also after the command died.
     """
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            if fields[0] == b"Z" or int(fields[3]) != session:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError, ValueError):
-            continue
-        found.append((int(entry), cmdline))
-    return found
+    return procfs.in_session(session)
 
 
 def title_of(cmdline: str) -> str | None:

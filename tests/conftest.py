@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from palaestra.core import messages as m
+from palaestra.core import procfs
 from palaestra.core.records import muscle_action_values, world_state_values
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,21 +32,7 @@ def session_processes(sessions: set[int]) -> list[tuple[int, str]]:
     Each command starts in a new session and every palaestra process inherits it (none calls
     setsid), so the session id finds them all, titled or not, even after the executor died.
     """
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            if fields[0] == b"Z" or int(fields[3]) not in sessions:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError, ValueError):
-            continue
-        found.append((int(entry), cmdline))
-    return found
+    return [found for session in sessions for found in procfs.in_session(session)]
 
 
 def wait_until_gone(sessions: set[int], timeout: float = 5.0) -> list[tuple[int, str]]:

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from palaestra.core import procfs
 from palaestra.core.transport import file_for
 
 BEAT_SECONDS = 0.25
@@ -219,11 +220,7 @@ class Judge:
 
 def process_state(pid: int) -> str:
     """The state letter of process ``pid`` in ``/proc`` ("" if it cannot be read)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return ""
+    return procfs.state(pid)
 
 
 def kill(pid: int) -> None:

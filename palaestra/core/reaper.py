@@ -23,6 +23,7 @@ import os
 import select
 import signal
 
+from palaestra.core import procfs
 from palaestra.core.start_methods import helper_pids
 
 LOG = logging.getLogger(__name__)
@@ -60,26 +61,16 @@ def children() -> list[int]:
 
 def _children_by_scan(me: int) -> list[int]:
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == me:
-            found.append(int(entry))
+    for pid in procfs.pids():
+        fields = procfs.stat(pid)
+        if fields is not None and fields[procfs.PPID] == str(me).encode():
+            found.append(pid)
     return sorted(found)
 
 
 def describe(pid: int) -> str:
     """``pid 123 ('palaestra[Environment-env-0]')``: the pid and the command line or title."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        cmdline = ""
+    cmdline = procfs.cmdline(pid)
     return f"pid {pid} ('{cmdline}')" if cmdline else f"pid {pid}"
 
 
@@ -127,11 +118,7 @@ def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
 
 def _ended(pid: int) -> bool:
     """Whether ``pid`` has ended already (a zombie waiting to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
-        return True
+    return procfs.state(pid) in ("Z", "X", "")
 
 
 def _kill(pid: int) -> None:

@@ -22,6 +22,8 @@ import signal
 import sys
 import time
 
+from palaestra.core import procfs
+
 SNAPSHOT_EVERY = 0.2
 """Seconds between two notes of the command's descendants."""
 _ROUNDS = 16
@@ -81,17 +83,15 @@ def _serve(command: int, armed: int) -> None:
 def _processes() -> dict[int, tuple[int, int, int]]:
     """Every process: (parent, process group, start time in clock ticks)."""
     found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid in procfs.pids():
+        fields = procfs.stat(pid)
+        if fields is None or fields[procfs.STATE] == b"Z":
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] == b"Z":
-            continue
-        found[int(entry)] = (int(fields[1]), int(fields[2]), int(fields[19]))
+        found[pid] = (
+            int(fields[procfs.PPID]),
+            int(fields[procfs.PGRP]),
+            int(fields[procfs.START_TIME]),
+        )
     return found
 
 

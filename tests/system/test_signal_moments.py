@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -51,42 +50,31 @@ def test_a_signal_while_the_command_line_is_imported(
     assert not workspace.store.exists()
 
 
-def _marked(workspace: Workspace, brain: str) -> Path:
-    """dummy_run.yml with its first agent's Brain replaced."""
-    return workspace.variant("dummy_run.yml", (DUMMY_BRAIN, brain))
+MOMENTS = [
+    pytest.param(
+        "brain: {name: crash:MarkedSetupBrain, params: {seconds: 60, mark: marked}}",
+        id="while-the-processes-start",
+    ),
+    pytest.param(  # the phase is over: the Brain dumps, slowly
+        "brain: {name: crash:SlowStoreBrain, params: {seconds: 60, mark: marked}}",
+        id="while-the-run-ends",
+    ),
+]
 
 
+@pytest.mark.parametrize("brain", MOMENTS)
 @pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
-def test_a_signal_while_the_processes_start(
-    workspace: Workspace, signum: int, code: int, said: str
+def test_a_signal_while_a_run_starts_or_ends(
+    workspace: Workspace, signum: int, code: int, said: str, brain: str
 ) -> None:
-    run_file = _marked(
-        workspace, "brain: {name: crash:MarkedSetupBrain, params: {seconds: 60, mark: setup}}"
-    )
+    """The first agent's Brain marks the moment (a file), then takes a minute."""
+    run_file = workspace.variant("dummy_run.yml", (DUMMY_BRAIN, brain))
     proc = workspace.start("experiment-start", str(run_file))
-    wait_for_mark(workspace.path / "setup", proc, 30)
+    wait_for_mark(workspace.path / "marked", proc, 30)
     proc.send_signal(signum)
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err[-3000:]
     assert "Traceback" not in err
     status, reason = workspace.instance_status()
     assert status == "cancelled"
     assert reason == f"interrupted by {signal.Signals(signum).name}"
-
-
-@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
-def test_a_signal_while_the_run_ends(
-    workspace: Workspace, signum: int, code: int, said: str
-) -> None:
-    """The phase is over; the Brain dumps (slowly) when the signal comes."""
-    run_file = _marked(
-        workspace, "brain: {name: crash:SlowStoreBrain, params: {seconds: 60, mark: storing}}"
-    )
-    proc = workspace.start("experiment-start", str(run_file))
-    wait_for_mark(workspace.path / "storing", proc, 30)
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == code, err[-3000:]
-    assert "Traceback" not in err
-    status, _ = workspace.instance_status()
-    assert status == "cancelled"
