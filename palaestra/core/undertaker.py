@@ -56,9 +56,6 @@ def start() -> int | None:
 def _serve(command: int, armed: int) -> None:
     import ctypes
 
-    from palaestra.core.processes import set_title
-
-    set_title("Undertaker")
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # it holds none of the command's pipes open
         os.dup2(null, fd)
@@ -68,8 +65,11 @@ def _serve(command: int, armed: int) -> None:
         signal.signal(sig, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
-    os.write(armed, b"1")
+    os.write(armed, b"1")  # the command goes on: the title (an import) is not waited for
     os.close(armed)
+    from palaestra.core.processes import set_title
+
+    set_title("Undertaker")
     group = os.getpgid(command)
     since = _start_time(command) or 0
     noted: dict[int, int] = {}
