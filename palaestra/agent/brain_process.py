@@ -200,6 +200,9 @@ class BrainProcess(Component):
         selector.add(listener)
         names: dict[Channel, str] = {}
         batched = self.batched = self._batched()
+        think, think_batch = self._think, self._think_batch
+        if self.reload is not None:  # a changed plug-in file is looked for first
+            think, think_batch = self._reloading_think, self._reloading_think_batch
         while True:
             ready = selector.wait()
             if listener in ready:
@@ -208,14 +211,12 @@ class BrainProcess(Component):
                 if muscle is not None:
                     selector.add(muscle)
             if batched and len(ready) > 1:
-                reloaded = self._reload_due()
-                for link in self._think_batch(ready, memory, names):
+                for link in think_batch(ready, memory, names):
                     selector.discard(link)
-                self._send_reloads(reloaded, None)
                 continue
             for link in ready:
                 try:
-                    self._think(link, memory, names)
+                    think(link, memory, names)
                 except PeerGone:  # a Muscle stopped (or its parent reports why)
                     selector.discard(link)
 
@@ -227,15 +228,29 @@ class BrainProcess(Component):
         return own and not self.filters
 
     def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
-        """Take one Muscle's experience, think, answer; the message it answered. With a hot
-        reload, a changed plug-in file is looked for first (the new Brain thinks about it)."""
+        """Take one Muscle's experience, think, answer; the message it answered."""
+        return self._handle(link, m.decode(link.recv()), memory, names)
+
+    def _reloading_think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
+        """:meth:`_think`, a changed plug-in file looked for first (the new Brain thinks
+        about the experience); the reload's rows name it."""
         reloaded = self._reload_due()
         message: m.Message | None = None
         try:
-            message = self._handle(link, m.decode(link.recv()), memory, names)
+            message = self._think(link, memory, names)
             return message
         finally:
             self._send_reloads(reloaded, message)
+
+    def _reloading_think_batch(
+        self, ready: list[Channel], memory: Any, names: dict[Channel, str]
+    ) -> list[Channel]:
+        """:meth:`_think_batch`, a changed plug-in file looked for first."""
+        reloaded = self._reload_due()
+        try:
+            return self._think_batch(ready, memory, names)
+        finally:
+            self._send_reloads(reloaded, None)
 
     # --- hot reload ----------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ class _Game:
     def __init__(self, lane: int, memory: Memory, objective_stop: ObjectiveStop | None) -> None:
         self.lane = lane
         self.episode = 0
-        self.previous: Any = None  # the game's Previous: its last action
+        self.previous: Previous | None = None  # its last action, until its rewards come
         self.memory = memory
         self.stop = False  # the agent's objective rule holds in this game
         self.paused = False  # recording was paused when the game's last step was acted on

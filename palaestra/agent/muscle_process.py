@@ -273,13 +273,14 @@ class MuscleProcess(Component):
         )
         self.records = RowSink(store, self._plugin_rows, plugin=(self.muscle, "record"))
         wait = hot.poller(router)
+        step = self.stepper()
         with closing_producer(self.rows, self.name, self.statistics, self.records):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
                 if isinstance(message, m.AgentStep):  # the controller drives the episode
-                    reply = self.stepper()(message)
+                    reply = step(message)
                     if message.done:  # the controller waits for the end of an episode
                         router.send_multipart([sender, m.encode(reply)])
                 elif isinstance(message, m.AgentEvaluate):  # its rollouts are over

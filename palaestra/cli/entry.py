@@ -8,8 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM
 
 
 class Terminated(BaseException):

@@ -195,7 +195,7 @@ class Judge:
         if silent <= self.answer_timeout and not stuck:
             return None
         limit = f"answer_timeout is {self.answer_timeout:g} s"
-        state = process_state(pid)
+        state = procfs.state(pid)
         if state in ("T", "t"):
             return Verdict(
                 "Stopped",
@@ -216,11 +216,6 @@ class Judge:
                 f"finishing it (a plug-in call that does not return; {limit})",
             )
         return None
-
-
-def process_state(pid: int) -> str:
-    """The state letter of process ``pid`` in ``/proc`` ("" if it cannot be read)."""
-    return procfs.state(pid)
 
 
 def kill(pid: int) -> None:

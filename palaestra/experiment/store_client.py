@@ -18,9 +18,9 @@ from typing import Any
 
 from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
-from palaestra.core.liveness import process_state
 from palaestra.core.name_rules import check_inside, dump_file_name, path_part
 from palaestra.core.names import WRITER
+from palaestra.core.procfs import state
 from palaestra.core.runtime import ComponentFailed, Runtime
 
 __all__ = ["WRITER", "NullStore", "WriterClient", "dump_dir", "store_enabled", "writer_stuck"]
@@ -93,7 +93,7 @@ class WriterClient:
 def writer_stuck(pid: int | None, store_uri: str) -> tuple[str, int]:
     """Why a writer process does not answer, as far as can be seen from outside, and the exit
     code that gives the run (3 where the store is the problem)."""
-    if pid is not None and process_state(pid) in ("T", "t"):
+    if pid is not None and state(pid) in ("T", "t"):
         return "the process is stopped (SIGSTOP, or a debugger holds it)", EXIT_RUN_FAILED
     locked = _sqlite_locked(store_uri)
     if locked:

@@ -83,6 +83,8 @@ END_QUIET_MS = 50
 """A failed or interrupted run's end is recorded once the record socket has been quiet this
 long (its producers have ended by then: their last rows are in flight at most); a finished
 run's producers have closed (``StoreFlush``) before."""
+END_DRAIN_SECONDS = 2.0
+"""... and at the latest this long after it began waiting (a producer still sending)."""
 DRAIN_LIMIT = 500
 """Messages taken from the socket before yielding to the event loop."""
 RUN_START_ATTEMPTS = 3
@@ -242,7 +244,8 @@ class StoreWriter(Component):
             return
         receiver: zmq.Socket[bytes] = zmq.Socket.shadow(self._socket.underlying)
         self._drain(receiver, limit=None)
-        while quiet_ms and receiver.poll(quiet_ms):
+        deadline = time.monotonic() + END_DRAIN_SECONDS
+        while quiet_ms and time.monotonic() < deadline and receiver.poll(quiet_ms):
             self._drain(receiver, limit=None)
 
     def _drain(self, receiver: zmq.Socket[bytes], limit: int | None) -> None:

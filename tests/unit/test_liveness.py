@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.core import liveness
+from palaestra.core import liveness, procfs
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_a_stopped_process_is_named_stopped_also_in_a_store_call(tmp_path: Path)
         child.send_signal(signal.SIGSTOP)
         judge = liveness.Judge(str(tmp_path), answer_timeout=2.0, store_timeout=60.0)
         deadline = time.monotonic() + 10
-        while liveness.process_state(child.pid) != "T":  # bounded: the signal is on its way
+        while procfs.state(child.pid) != "T":  # bounded: the signal is on its way
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert judge.verdict("StoreWriter", child.pid) is None  # it beat just now
