@@ -15,8 +15,9 @@ there, all ``time.monotonic()`` seconds (one clock for every process of the host
   and commits, which block its loop legitimately), 0 otherwise.
 
 The executor's :class:`Judge` reads every running child's marks a few times a second and
-fails the run, naming the process, when its beat is older than ``answer_timeout`` (or, while
-it is inside a store call and not stopped, older than ``store_timeout``), or when its step is.
+fails the run, naming the process, when its beat is older than ``answer_timeout`` (the store
+writer's: ``store_timeout``, the limit a user sets for it; while it is inside a store call and
+not stopped, the longer of the two), or when its step is.
 The run then ends as for any failure: the frozen process is killed at once, the others stop
 and flush what they produced.
 
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra.core import procfs
+from palaestra.core.names import WRITER
 from palaestra.core.transport import file_for
 
 BEAT_SECONDS = 0.25
@@ -149,13 +151,16 @@ class Judge:
     Args:
         run_dir: The run's private directory (where the children's files are).
         answer_timeout: Seconds a process may go without a beat, or work on one step.
-        store_timeout: Seconds the writer may hold its loop in one store call.
+        store_timeout: Seconds the writer may go without a beat (it runs no plug-in: this is
+            its limit), or, the longer of the two, hold its loop in one store call (where the
+            executor's own request, bounded by ``store_timeout`` too, names the cause first).
     """
 
     def __init__(self, run_dir: str, answer_timeout: float, store_timeout: float) -> None:
         self.run_dir = run_dir
         self.answer_timeout = max(answer_timeout, 4 * BEAT_SECONDS)
-        self.store_timeout = max(store_timeout, self.answer_timeout)
+        self.writer_timeout = max(store_timeout, 4 * BEAT_SECONDS)
+        self.held_timeout = max(self.writer_timeout, self.answer_timeout)
         self._open: dict[int, tuple[mmap.mmap, Marks]] = {}
 
     def marks(self, name: str, pid: int) -> Marks:
@@ -189,12 +194,15 @@ class Judge:
         if marks is None:
             return None
         now = time.monotonic() if now is None else now
+        if name == WRITER:
+            most, limit = self.writer_timeout, f"store_timeout is {self.writer_timeout:g} s"
+        else:
+            most, limit = self.answer_timeout, f"answer_timeout is {self.answer_timeout:g} s"
         silent = now - marks[_BEAT]
         held, step = marks[_HELD], marks[_STEP]
         stuck = step and now - step > self.answer_timeout
-        if silent <= self.answer_timeout and not stuck:
+        if silent <= most and not stuck:
             return None
-        limit = f"answer_timeout is {self.answer_timeout:g} s"
         state = procfs.state(pid)
         if state in ("T", "t"):
             return Verdict(
@@ -202,7 +210,7 @@ class Judge:
                 f"{name} (pid {pid}) has been stopped for {silent:.1f} s (SIGSTOP, a job "
                 f"scheduler or a debugger holds it; {limit})",
             )
-        if silent > self.answer_timeout and not (held and now - held <= self.store_timeout):
+        if silent > most and not (held and now - held <= self.held_timeout):
             return Verdict(
                 "Frozen",
                 f"{name} (pid {pid}) showed no sign of life for {silent:.1f} s: its control "
@@ -213,7 +221,8 @@ class Judge:
             return Verdict(
                 "Stuck",
                 f"{name} (pid {pid}) has worked on one step for {now - step:.1f} s without "
-                f"finishing it (a plug-in call that does not return; {limit})",
+                f"finishing it (a plug-in call that does not return; answer_timeout is "
+                f"{self.answer_timeout:g} s)",
             )
         return None
 

@@ -72,7 +72,7 @@ def test_a_stopped_process_is_named_stopped_also_in_a_store_call(tmp_path: Path)
     try:
         assert child.stdout is not None and child.stdout.readline() == "ready\n"
         child.send_signal(signal.SIGSTOP)
-        judge = liveness.Judge(str(tmp_path), answer_timeout=2.0, store_timeout=60.0)
+        judge = liveness.Judge(str(tmp_path), answer_timeout=60.0, store_timeout=2.0)
         deadline = time.monotonic() + 10
         while procfs.state(child.pid) != "T":  # bounded: the signal is on its way
             assert time.monotonic() < deadline
@@ -99,3 +99,22 @@ def _own_pid() -> int:
     import os
 
     return os.getpid()
+
+
+def test_the_writer_is_judged_against_store_timeout(tmp_path: Path) -> None:
+    """The writer runs no plug-in: going without a beat, its limit is store_timeout (a user's
+    setting for it), not answer_timeout (300 s by default); in a store call, the longer."""
+    liveness.begin(str(tmp_path), "StoreWriter")
+    try:
+        judge = liveness.Judge(str(tmp_path), answer_timeout=300.0, store_timeout=2.0)
+        pid = _own_pid()
+        liveness.beat()
+        later = time.monotonic() + 3.0
+        verdict = judge.verdict("StoreWriter", pid, now=later)
+        assert verdict is not None and verdict.kind == "Frozen"
+        assert "store_timeout is 2 s" in verdict.message
+        with liveness.holding():
+            assert judge.verdict("StoreWriter", pid, now=later) is None
+            assert judge.verdict("StoreWriter", pid, now=later + 300) is not None
+    finally:
+        liveness._marks = None
