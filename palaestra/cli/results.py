@@ -382,7 +382,7 @@ def results(
         run, **filters, store_uri=state.config.store_uri, instance=instance
     )
     if expand:
-        found = rows.expand(found)
+        found = rows.expanded(found)
     if fmt == "parquet":
         _write_parquet(found, output)
     elif output is None:

@@ -16,6 +16,7 @@ import datetime as dt
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,155 @@ EXPAND_PREFIXES = {
 
 _Instance = ExperimentRunInstance
 _Phase = ExperimentRunPhase
+
+
+@dataclass(frozen=True)
+class Listing:
+    """How the rows of one table of a run are read: one description per table, one reader.
+
+    Args:
+        model: The table's model.
+        columns: What is selected, in the order of the rows' columns.
+        order: The rows' order (phase, the agent or environment in the run's order, worker,
+            episode, step).
+        filters: The keyword filters a reader takes, by name: the column each matches
+            (``_Phase``: a phase's index or name).
+        via: The agent or environment between the table and its phase (None: the table
+            names its phase itself).
+        where: Conditions every row meets.
+    """
+
+    model: Any
+    columns: tuple[Any, ...]
+    order: tuple[Any, ...]
+    filters: dict[str, Any] = field(default_factory=dict)
+    via: Any = None
+    where: tuple[Any, ...] = ()
+
+    def statement(self, instance_id: int, extra: Sequence[Any] = (), **match: Any) -> Select[Any]:
+        """The SELECT of the rows of instance ``instance_id`` (with ``extra`` columns) that
+        match the filters given (None: any)."""
+        chosen = select(*self.columns, *extra).select_from(self.model)
+        owner = self.model
+        if self.via is not None:
+            key = "agent_id" if self.via is Agent else "environment_id"
+            chosen = chosen.join(self.via, getattr(self.model, key) == self.via.id)
+            owner = self.via
+        chosen = (
+            chosen.join(_Phase, owner.experiment_run_phase_id == _Phase.id)
+            .where(_Phase.experiment_run_instance_id == instance_id, *self.where)
+            .order_by(*self.order)
+        )
+        return _filtered(chosen, [(self.filters[name], value) for name, value in match.items()])
+
+    def read(
+        self,
+        run: str,
+        store_uri: StoreURI | None,
+        instance: str | None,
+        extra: Sequence[Any] = (),
+        **match: Match | None,
+    ) -> Rows:
+        """The rows of the run's named instance, or of its newest and those it resumed."""
+        return _fetch_run(store_uri, run, instance, lambda at: self.statement(at, extra, **match))
+
+
+def _of(model: Any, names: str) -> tuple[Any, ...]:
+    """The columns of ``model`` named (space-separated)."""
+    return tuple(getattr(model, name) for name in names.split())
+
+
+_PHASE: tuple[Any, ...] = (_Phase.index.label("phase"), _Phase.name.label("phase_name"))
+_PHASE_MODE: tuple[Any, ...] = (*_PHASE, _Phase.mode)
+_AGENT = Agent.name.label("agent")
+_ENVIRONMENT = Environment.uid.label("environment")
+_BY_PHASE = {"phase": _Phase, "mode": _Phase.mode}
+_STEP_FILTERS = ("source", "worker", "episode")
+_WHO = {"agent": Agent.name, "environment": Environment.uid}
+
+AGENTS = Listing(
+    Agent,
+    (*_PHASE, _AGENT, *_of(Agent, "brain muscle objective config seeds loaded_from")),
+    order=(_Phase.index, Agent.id),
+    filters={"phase": _Phase, "agent": Agent.name},
+)
+ENVIRONMENTS = Listing(
+    Environment,
+    (*_PHASE, _ENVIRONMENT, *_of(Environment, "name params seeds")),
+    order=(_Phase.index, Environment.id),
+    filters={"phase": _Phase, "environment": Environment.uid},
+)
+WORLD_STATES = Listing(
+    WorldState,
+    (
+        *_PHASE_MODE,
+        _ENVIRONMENT,
+        *_of(WorldState, "worker episode step sensors setpoints rewards done terminated"),
+        *_of(WorldState, "truncated late_by"),
+    ),
+    order=(_Phase.index, Environment.id, *_of(WorldState, "worker episode step id")),
+    filters=_BY_PHASE | _WHO | {"worker": WorldState.worker, "episode": WorldState.episode},
+    via=Environment,
+)
+LATENESS = Listing(
+    WorldState,
+    (*_PHASE_MODE, *_of(WorldState, "worker episode late_by")),
+    order=(_Phase.index,),
+    via=Environment,
+    where=(WorldState.late_by.is_not(None),),
+)
+MUSCLE_ACTIONS = Listing(
+    MuscleAction,
+    (
+        *_PHASE_MODE,
+        _AGENT,
+        *_of(MuscleAction, "worker episode step sensor_readings actuator_setpoints rewards"),
+        *_of(MuscleAction, "reward objective done terminated truncated stale_policy"),
+    ),
+    order=(_Phase.index, Agent.id, *_of(MuscleAction, "worker episode step id")),
+    filters=_BY_PHASE | _WHO | {"worker": MuscleAction.worker, "episode": MuscleAction.episode},
+    via=Agent,
+)
+EPISODES = Listing(
+    Episode,
+    (
+        *_PHASE_MODE,
+        *_of(Episode, "worker episode started_at ended_at steps terminated truncated rewards"),
+    ),
+    order=(Episode.started_at, _Phase.index, Episode.worker, Episode.episode),
+    filters=_BY_PHASE | {"worker": Episode.worker},
+)
+BRAIN_STATES = Listing(
+    BrainState,
+    (BrainState.id, *_PHASE, _AGENT, *_of(BrainState, "tag path created_at")),
+    order=(_Phase.index, Agent.id, BrainState.id),
+    filters={"phase": _Phase, "agent": Agent.name},
+    via=Agent,
+)
+STATISTICS = Listing(
+    Statistic,
+    (*_PHASE_MODE, _AGENT, *_of(Statistic, "source worker episode step statistics")),
+    order=(_Phase.index, Agent.id, *_of(Statistic, "source worker episode step id")),
+    filters=_BY_PHASE | _WHO | {name: getattr(Statistic, name) for name in _STEP_FILTERS},
+    via=Agent,
+)
+PLUGIN_RECORDS = Listing(
+    PluginRecord,
+    (*_PHASE_MODE, *_of(PluginRecord, "source worker episode step key value")),
+    order=(_Phase.index, *_of(PluginRecord, "source worker episode id")),
+    filters={"phase": _Phase} | {n: getattr(PluginRecord, n) for n in (*_STEP_FILTERS, "key")},
+)
+RECORDING_GAPS = Listing(
+    RecordingGap,
+    (*_PHASE_MODE, *_of(RecordingGap, "worker from_episode from_step to_episode to_step")),
+    order=(_Phase.index, RecordingGap.worker, RecordingGap.id),
+)
+CODE_RELOADS = Listing(
+    CodeReload,
+    (*_PHASE_MODE, *_of(CodeReload, "source worker episode step module path ok error at")),
+    order=(_Phase.index, CodeReload.at, CodeReload.id),
+    filters={"phase": _Phase, "source": CodeReload.source, "worker": CodeReload.worker},
+)
 
 
 class Rows(list[Row]):
@@ -331,27 +481,7 @@ def agents(
         ``phase``, ``phase_name``, ``agent``, ``brain``, ``muscle``, ``objective``, ``config``,
         ``seeds`` and ``loaded_from`` (the brain dump it started from, or None).
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(with_mode=False),
-                Agent.name.label("agent"),
-                Agent.brain,
-                Agent.muscle,
-                Agent.objective,
-                Agent.config,
-                Agent.seeds,
-                Agent.loaded_from,
-            )
-            .select_from(Agent)
-            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index, Agent.id)
-        )
-        return _filtered(chosen, [(_Phase, phase), (Agent.name, agent)])
-
-    return _fetch_run(store_uri, run, instance, statement)
+    return AGENTS.read(run, store_uri, instance, phase=phase, agent=agent)
 
 
 def environments(
@@ -368,24 +498,7 @@ def environments(
         ``phase``, ``phase_name``, ``environment`` (its uid), ``name`` (its class),
         ``params`` and ``seeds`` (one per worker).
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(with_mode=False),
-                Environment.uid.label("environment"),
-                Environment.name,
-                Environment.params,
-                Environment.seeds,
-            )
-            .select_from(Environment)
-            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index, Environment.id)
-        )
-        return _filtered(chosen, [(_Phase, phase), (Environment.uid, environment)])
-
-    return _fetch_run(store_uri, run, instance, statement)
+    return ENVIRONMENTS.read(run, store_uri, instance, phase=phase, environment=environment)
 
 
 # --- one run: its records --------------------------------------------------------------------
@@ -399,60 +512,45 @@ def world_states(
     environment: Match | None = None,
     worker: Match | None = None,
     mode: Match | None = None,
+    expand: bool = False,
     store_uri: StoreURI | None = None,
     instance: str | None = None,
 ) -> Rows:
-    """The world states (one row per environment step) of a run instance.
+    """The world states (one row per environment step) of a run instance, by phase,
+    environment, worker, episode and step.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        episode: Episode number(s).
+        environment: Environment uid(s).
+        worker: Worker number(s).
+        mode: Phase mode(s), e.g. ``"train"``.
+        expand: Replace ``sensors`` and ``setpoints`` by one column per uid
+            (``sensor.<uid>``, ``setpoint.<uid>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
         ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``, ``terminated`` and
         ``truncated`` (how the environment said its episode ended; None where it does not say,
         and in rows of stores before revision 0005), ``late_by`` (in a paced phase: seconds the
-        step began after its due time, 0.0 on time; else None).
+        step began after its due time, 0.0 on time; else None). A phase with
+        ``record: {every: N}`` has the rows of every N-th step and the last only, one with
+        ``record: episodes`` none.
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(),
-                Environment.uid.label("environment"),
-                WorldState.worker,
-                WorldState.episode,
-                WorldState.step,
-                WorldState.sensors,
-                WorldState.setpoints,
-                WorldState.rewards,
-                WorldState.done,
-                WorldState.terminated,
-                WorldState.truncated,
-                WorldState.late_by,
-            )
-            .select_from(WorldState)
-            .join(Environment, WorldState.environment_id == Environment.id)
-            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(
-                _Phase.index,
-                Environment.id,
-                WorldState.worker,
-                WorldState.episode,
-                WorldState.step,
-                WorldState.id,
-            )
-        )
-        return _filtered(
-            chosen,
-            [
-                (_Phase, phase),
-                (_Phase.mode, mode),
-                (Environment.uid, environment),
-                (WorldState.worker, worker),
-                (WorldState.episode, episode),
-            ],
-        )
-
-    return _fetch_run(store_uri, run, instance, statement)
+    found = WORLD_STATES.read(
+        run,
+        store_uri,
+        instance,
+        phase=phase,
+        mode=mode,
+        environment=environment,
+        worker=worker,
+        episode=episode,
+    )
+    return expanded(found) if expand else found
 
 
 def muscle_actions(
@@ -463,10 +561,24 @@ def muscle_actions(
     episode: Match | None = None,
     mode: Match | None = None,
     worker: Match | None = None,
+    expand: bool = False,
     store_uri: StoreURI | None = None,
     instance: str | None = None,
 ) -> Rows:
-    """The muscle actions (one row per agent step) of a run instance.
+    """The muscle actions (one row per agent step) of a run instance, by phase, agent, worker,
+    episode and step.
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        agent: Agent name(s).
+        episode: Episode number(s).
+        mode: Phase mode(s), e.g. ``"test"``.
+        worker: Worker number(s).
+        expand: Replace ``sensor_readings`` and ``actuator_setpoints`` by one column per uid
+            (``sensor.<uid>``, ``setpoint.<uid>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
@@ -474,43 +586,21 @@ def muscle_actions(
         reward total), ``objective``, ``done``, ``terminated`` and ``truncated`` (how the
         episode ended, in its last row; False before; None where the environments do not say),
         ``stale_policy`` (with ``update_lag: async``: whether the Muscle acted before its
-        Brain's answer to an earlier step arrived; else None).
+        Brain's answer to an earlier step arrived; else None). A phase with
+        ``record: {every: N}`` has the rows of every N-th step and the last only, one with
+        ``record: episodes`` none.
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(),
-                Agent.name.label("agent"),
-                MuscleAction.worker,
-                MuscleAction.episode,
-                MuscleAction.step,
-                MuscleAction.sensor_readings,
-                MuscleAction.actuator_setpoints,
-                MuscleAction.rewards,
-                MuscleAction.reward,
-                MuscleAction.objective,
-                MuscleAction.done,
-                MuscleAction.terminated,
-                MuscleAction.truncated,
-                MuscleAction.stale_policy,
-            )
-            .select_from(MuscleAction)
-            .join(Agent, MuscleAction.agent_id == Agent.id)
-            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(
-                _Phase.index,
-                Agent.id,
-                MuscleAction.worker,
-                MuscleAction.episode,
-                MuscleAction.step,
-                MuscleAction.id,
-            )
-        )
-        return _filtered(chosen, _action_filters(phase, agent, mode, worker, episode))
-
-    return _fetch_run(store_uri, run, instance, statement)
+    found = MUSCLE_ACTIONS.read(
+        run,
+        store_uri,
+        instance,
+        phase=phase,
+        mode=mode,
+        agent=agent,
+        worker=worker,
+        episode=episode,
+    )
+    return expanded(found) if expand else found
 
 
 def episodes(
@@ -530,30 +620,10 @@ def episodes(
         ``ended_at`` (UTC), ``steps`` (of the world), ``terminated`` and ``truncated`` (None
         where the environments do not say) and ``rewards`` (each agent's episode reward, the
         sum of its steps' ``reward``, by agent name; an agent without a numeric reward is
-        absent). Stores before revision 0005 have none.
+        absent). Every phase has them, whatever it ``record``-ed; stores before revision 0005
+        have none.
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(),
-                Episode.worker,
-                Episode.episode,
-                Episode.started_at,
-                Episode.ended_at,
-                Episode.steps,
-                Episode.terminated,
-                Episode.truncated,
-                Episode.rewards,
-            )
-            .select_from(Episode)
-            .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(Episode.started_at, _Phase.index, Episode.worker, Episode.episode)
-        )
-        return _filtered(chosen, [(_Phase, phase), (_Phase.mode, mode), (Episode.worker, worker)])
-
-    return _fetch_run(store_uri, run, instance, statement)
+    return EPISODES.read(run, store_uri, instance, phase=phase, mode=mode, worker=worker)
 
 
 EPISODE_REWARD_COLUMNS = (
@@ -665,8 +735,8 @@ def _summed_rewards(
 ) -> Select[Any]:
     chosen = (
         select(
-            *_phase_columns(),
-            Agent.name.label("agent"),
+            *_PHASE_MODE,
+            _AGENT,
             MuscleAction.worker,
             MuscleAction.episode,
             func.count(MuscleAction.id).label("steps"),
@@ -689,7 +759,8 @@ def _summed_rewards(
         )
         .order_by(_Phase.index, Agent.id, MuscleAction.worker, MuscleAction.episode)
     )
-    return _filtered(chosen, _action_filters(phase, agent, mode, None, None))
+    filters = [(_Phase, phase), (_Phase.mode, mode), (Agent.name, agent)]
+    return _filtered(chosen, filters)
 
 
 def _episode_reward_rows(
@@ -703,8 +774,8 @@ def _episode_reward_rows(
     """:func:`episode_rewards`' rows of the phases ``phase_ids``, from their ``episodes``."""
     chosen = (
         select(
-            *_phase_columns(),
-            Agent.name.label("agent"),
+            *_PHASE_MODE,
+            _AGENT,
             Agent.id.label("agent_order"),
             Episode.worker,
             Episode.episode,
@@ -745,28 +816,8 @@ def brain_states(
         ``tag``, ``path``, ``created_at`` and, with ``with_dump``, ``dump``.
     """
 
-    def statement(instance_id: int) -> Select[Any]:
-        columns: list[Any] = [
-            BrainState.id,
-            *_phase_columns(with_mode=False),
-            Agent.name.label("agent"),
-            BrainState.tag,
-            BrainState.path,
-            BrainState.created_at,
-        ]
-        if with_dump:
-            columns.append(BrainState.dump)
-        chosen = (
-            select(*columns)
-            .select_from(BrainState)
-            .join(Agent, BrainState.agent_id == Agent.id)
-            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index, Agent.id, BrainState.id)
-        )
-        return _filtered(chosen, [(_Phase, phase), (Agent.name, agent)])
-
-    return _fetch_run(store_uri, run, instance, statement)
+    extra = (BrainState.dump,) if with_dump else ()
+    return BRAIN_STATES.read(run, store_uri, instance, extra, phase=phase, agent=agent)
 
 
 def statistics(
@@ -778,58 +829,44 @@ def statistics(
     episode: Match | None = None,
     mode: Match | None = None,
     worker: Match | None = None,
+    expand: bool = False,
     store_uri: StoreURI | None = None,
     instance: str | None = None,
 ) -> Rows:
-    """What the Brains and Muscles of a run instance recorded with ``add_statistics``: one row
-    per source, worker, episode and step that had any.
+    """What the Brains and Muscles of a run instance recorded with ``add_statistics``
+    (palaestrAI's API): one row per source, worker, episode and step that had any.
 
     A Brain's row is at the worker, episode and step of the Muscle whose experience it thought
     about (-1 for those added while it stored its state as the phase stopped).
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        agent: Agent name(s).
+        source: ``"brain"`` or ``"muscle"``.
+        episode: Episode number(s).
+        mode: Phase mode(s).
+        worker: Worker number(s) (for a Brain's row: of the Muscle it answered).
+        expand: Replace ``statistics`` by one column per key (``statistic.<key>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``source`` (``brain`` or ``muscle``),
         ``worker``, ``episode``, ``step`` and ``statistics`` (the values by key).
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        chosen = (
-            select(
-                *_phase_columns(),
-                Agent.name.label("agent"),
-                Statistic.source,
-                Statistic.worker,
-                Statistic.episode,
-                Statistic.step,
-                Statistic.statistics,
-            )
-            .select_from(Statistic)
-            .join(Agent, Statistic.agent_id == Agent.id)
-            .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(
-                _Phase.index,
-                Agent.id,
-                Statistic.source,
-                Statistic.worker,
-                Statistic.episode,
-                Statistic.step,
-                Statistic.id,
-            )
-        )
-        return _filtered(
-            chosen,
-            [
-                (_Phase, phase),
-                (_Phase.mode, mode),
-                (Agent.name, agent),
-                (Statistic.source, source),
-                (Statistic.worker, worker),
-                (Statistic.episode, episode),
-            ],
-        )
-
-    return _fetch_run(store_uri, run, instance, statement)
+    found = STATISTICS.read(
+        run,
+        store_uri,
+        instance,
+        phase=phase,
+        mode=mode,
+        agent=agent,
+        source=source,
+        worker=worker,
+        episode=episode,
+    )
+    return expanded(found) if expand else found
 
 
 def plugin_records(
@@ -850,36 +887,16 @@ def plugin_records(
         or ``env:<uid>``), ``worker``, ``episode``, ``step``, ``key`` and ``value``, in the
         order they were recorded per source.
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        record = PluginRecord
-        chosen = (
-            select(
-                *_phase_columns(),
-                record.source,
-                record.worker,
-                record.episode,
-                record.step,
-                record.key,
-                record.value,
-            )
-            .select_from(record)
-            .join(_Phase, record.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index, record.source, record.worker, record.episode, record.id)
-        )
-        return _filtered(
-            chosen,
-            [
-                (_Phase, phase),
-                (record.source, source),
-                (record.key, key),
-                (record.worker, worker),
-                (record.episode, episode),
-            ],
-        )
-
-    return _fetch_run(store_uri, run, instance, statement)
+    return PLUGIN_RECORDS.read(
+        run,
+        store_uri,
+        instance,
+        phase=phase,
+        source=source,
+        key=key,
+        worker=worker,
+        episode=episode,
+    )
 
 
 def recording_gaps(
@@ -888,24 +905,7 @@ def recording_gaps(
     """Where a run instance's recording was paused: ``phase``, ``phase_name``, ``mode``,
     ``worker``, ``from_episode``, ``from_step`` (the first step not recorded), ``to_episode``,
     ``to_step`` (the first recorded again; None if it stayed paused)."""
-
-    def statement(instance_id: int) -> Select[Any]:
-        gap = RecordingGap
-        return (
-            select(
-                *_phase_columns(),
-                gap.worker,
-                gap.from_episode,
-                gap.from_step,
-                gap.to_episode,
-                gap.to_step,
-            )
-            .join(_Phase, gap.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index, gap.worker, gap.id)
-        )
-
-    return _fetch_run(store_uri, run, instance, statement)
+    return RECORDING_GAPS.read(run, store_uri, instance)
 
 
 def code_reloads(
@@ -926,33 +926,7 @@ def code_reloads(
         where there was none), ``module``, ``path``, ``ok``, ``error`` (the traceback that
         kept the old code running) and ``at``, in the order they happened per phase.
     """
-
-    def statement(instance_id: int) -> Select[Any]:
-        reload = CodeReload
-        chosen = (
-            select(
-                *_phase_columns(),
-                reload.source,
-                reload.worker,
-                reload.episode,
-                reload.step,
-                reload.module,
-                reload.path,
-                reload.ok,
-                reload.error,
-                reload.at,
-            )
-            .select_from(reload)
-            .join(_Phase, reload.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index, reload.at, reload.id)
-        )
-        return _filtered(
-            chosen,
-            [(_Phase, phase), (reload.source, source), (reload.worker, worker)],
-        )
-
-    return _fetch_run(store_uri, run, instance, statement)
+    return CODE_RELOADS.read(run, store_uri, instance, phase=phase, source=source, worker=worker)
 
 
 def step_lateness(
@@ -967,16 +941,7 @@ def step_lateness(
         phases have no row. The steps are read as they come, not as a dict per step.
     """
 
-    def statement(instance_id: int) -> Select[Any]:
-        return (
-            select(*_phase_columns(), WorldState.worker, WorldState.episode, WorldState.late_by)
-            .select_from(WorldState)
-            .join(Environment, WorldState.environment_id == Environment.id)
-            .join(_Phase, Environment.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .where(WorldState.late_by.is_not(None))
-            .order_by(_Phase.index)
-        )
+    statement = LATENESS.statement
 
     groups: dict[tuple[Any, ...], array[float]] = {}
     with _connection(store_uri) as connection:
@@ -1012,7 +977,7 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 # --- presentation ----------------------------------------------------------------------------
 
 
-def expand(rows: Rows) -> Rows:
+def expanded(rows: Rows) -> Rows:
     """Split the JSON columns of sensor and set-point values into one column per uid.
 
     ``sensor_readings`` and ``sensors`` become ``sensor.<uid>`` columns, ``actuator_setpoints``
@@ -1029,10 +994,10 @@ def expand(rows: Rows) -> Rows:
         uids = dict.fromkeys(uid for row in rows for uid in row[name] or {})
         split[name] = [(EXPAND_PREFIXES[name] + uid, uid) for uid in uids]
         columns.extend(column for column, _ in split[name])
-    return Rows((_expanded(row, split) for row in rows), columns)
+    return Rows((_expanded_row(row, split) for row in rows), columns)
 
 
-def _expanded(row: Row, split: dict[str, list[tuple[str, str]]]) -> Row:
+def _expanded_row(row: Row, split: dict[str, list[tuple[str, str]]]) -> Row:
     out: Row = {}
     for name, value in row.items():
         if name in split:
@@ -1212,27 +1177,6 @@ def _run_ids(connection: Connection, run: str) -> tuple[int, int]:
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def _phase_columns(with_mode: bool = True) -> list[Any]:
-    columns = [_Phase.index.label("phase"), _Phase.name.label("phase_name")]
-    return [*columns, _Phase.mode] if with_mode else columns
-
-
-def _action_filters(
-    phase: Match | None,
-    agent: Match | None,
-    mode: Match | None,
-    worker: Match | None,
-    episode: Match | None,
-) -> list[tuple[Any, Match | None]]:
-    return [
-        (_Phase, phase),
-        (_Phase.mode, mode),
-        (Agent.name, agent),
-        (MuscleAction.worker, worker),
-        (MuscleAction.episode, episode),
-    ]
 
 
 def _filtered(statement: Select[Any], filters: Iterable[tuple[Any, Match | None]]) -> Select[Any]:

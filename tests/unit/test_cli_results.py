@@ -349,7 +349,7 @@ def test_results_as_json_expanded(store: str) -> None:
     result = invoke(store, ["results", RUN, "--phase", "1", "--expand", "--format", "json"])
 
     assert result.exit_code == 0, result.output
-    expected = rows.expand(rows.muscle_actions(RUN, phase=1, store_uri=store))
+    expected = rows.expanded(rows.muscle_actions(RUN, phase=1, store_uri=store))
     assert json.loads(result.stdout) == expected
     assert "setpoint.myenv.3" in expected.columns
 
