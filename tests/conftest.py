@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +25,12 @@ from palaestra.core.records import muscle_action_values, world_state_values
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # A shell starts a background job (``pytest &``, nohup) with SIGINT ignored, and every
+    # command a test starts would inherit that: the tests of Ctrl-C would see it ignored. A
+    # handler of Python's is reset to the default in an exec'd child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def session_processes(sessions: set[int]) -> list[tuple[int, str]]:

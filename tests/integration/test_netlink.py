@@ -86,8 +86,14 @@ def test_without_a_network_nothing_binds_tcp(
 
 
 def _answers(sock: zmq.Socket[bytes], server: zmq.Socket[bytes], timeout_ms: int) -> bool:
-    """Whether ``server`` gets ``sock``'s request within ``timeout_ms`` and ``sock`` the reply."""
-    sock.send(b"hello")
+    """Whether ``server`` gets ``sock``'s request within ``timeout_ms`` and ``sock`` the reply.
+    (A refused peer may have no pipe between a failed handshake and its retry: the send is
+    bounded too.)"""
+    sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
+    try:
+        sock.send(b"hello")
+    except zmq.Again:
+        return False
     if not server.poll(timeout_ms):
         return False
     peer, payload = server.recv_multipart()
