@@ -16,8 +16,8 @@ there, all ``time.monotonic()`` seconds (one clock for every process of the host
 
 The executor's :class:`Judge` reads every running child's marks a few times a second and
 fails the run, naming the process, when its beat is older than ``answer_timeout`` (the store
-writer's: ``store_timeout``, the limit a user sets for it; while it is inside a store call and
-not stopped, the longer of the two), or when its step is.
+writer's: the shorter of it and ``store_timeout``, the limit a user sets for the writer; while
+it is inside a store call and not stopped, the longer of the two), or when its step is.
 The run then ends as for any failure: the frozen process is killed at once, the others stop
 and flush what they produced.
 
@@ -151,16 +151,22 @@ class Judge:
     Args:
         run_dir: The run's private directory (where the children's files are).
         answer_timeout: Seconds a process may go without a beat, or work on one step.
-        store_timeout: Seconds the writer may go without a beat (it runs no plug-in: this is
-            its limit), or, the longer of the two, hold its loop in one store call (where the
-            executor's own request, bounded by ``store_timeout`` too, names the cause first).
+        store_timeout: The writer's limit: it may go without a beat for the shorter of this
+            and ``answer_timeout`` (a stopped writer is found within whichever a user set
+            lower), and hold its loop in one store call for the longer (there the executor's
+            own request, bounded by ``store_timeout`` too, names the cause first).
     """
 
     def __init__(self, run_dir: str, answer_timeout: float, store_timeout: float) -> None:
         self.run_dir = run_dir
         self.answer_timeout = max(answer_timeout, 4 * BEAT_SECONDS)
-        self.writer_timeout = max(store_timeout, 4 * BEAT_SECONDS)
-        self.held_timeout = max(self.writer_timeout, self.answer_timeout)
+        self.held_timeout = max(store_timeout, self.answer_timeout)
+        if store_timeout < self.answer_timeout:
+            self.writer_timeout = max(store_timeout, 4 * BEAT_SECONDS)
+            self.writer_limit = f"store_timeout is {self.writer_timeout:g} s"
+        else:
+            self.writer_timeout = self.answer_timeout
+            self.writer_limit = f"answer_timeout is {self.answer_timeout:g} s"
         self._open: dict[int, tuple[mmap.mmap, Marks]] = {}
 
     def marks(self, name: str, pid: int) -> Marks:
@@ -195,7 +201,7 @@ class Judge:
             return None
         now = time.monotonic() if now is None else now
         if name == WRITER:
-            most, limit = self.writer_timeout, f"store_timeout is {self.writer_timeout:g} s"
+            most, limit = self.writer_timeout, self.writer_limit
         else:
             most, limit = self.answer_timeout, f"answer_timeout is {self.answer_timeout:g} s"
         silent = now - marks[_BEAT]

@@ -102,8 +102,8 @@ def _own_pid() -> int:
 
 
 def test_the_writer_is_judged_against_store_timeout(tmp_path: Path) -> None:
-    """The writer runs no plug-in: going without a beat, its limit is store_timeout (a user's
-    setting for it), not answer_timeout (300 s by default); in a store call, the longer."""
+    """Going without a beat, the writer's limit is the shorter of store_timeout (a user's
+    setting for it) and answer_timeout (300 s by default); in a store call, the longer."""
     liveness.begin(str(tmp_path), "StoreWriter")
     try:
         judge = liveness.Judge(str(tmp_path), answer_timeout=300.0, store_timeout=2.0)
