@@ -53,7 +53,8 @@ class PluginCheckError(InvalidInputError):
 def check_environment(
     environment: str | type[Environment], params: dict[str, Any] | None = None, steps: int = 3
 ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
-    """Start, step (with sampled set points), reset and shut down an environment.
+    """Start, step (with sampled set points; reset after an episode ends), reset and shut down
+    an environment, checking what each returns (sensor values and rewards in their spaces).
 
     Returns the sensors and actuators of its baseline, as agents would see them unprefixed.
     """
@@ -76,7 +77,8 @@ def check_environment(
                 ],
                 awaiter=awaiter,
             )
-            _state(env, state, {str(s.uid) for s in sensors})
+            if _state(env, state, {str(s.uid) for s in sensors}):
+                _baseline(env, "reset", awaiter)  # as a run does after an episode's end
         _baseline(env, "reset", awaiter)
     except BaseException:
         with contextlib.suppress(Exception):  # the check's own failure is what is reported
@@ -283,7 +285,8 @@ def _baseline(env: Environment, method: str, awaiter: Awaiter) -> tuple[list[Any
     return list(sensors), list(actuators)
 
 
-def _state(env: Environment, state: Any, sensor_uids: set[str]) -> None:
+def _state(env: Environment, state: Any, sensor_uids: set[str]) -> bool:
+    """Check what ``update`` returned as a run does; returns ``done``."""
     try:
         sensors, rewards, done = tuple(state)[:3]
     except (TypeError, ValueError):
@@ -298,8 +301,14 @@ def _state(env: Environment, state: Any, sensor_uids: set[str]) -> None:
             )
     if not all(isinstance(r, RewardInformation) for r in rewards):
         _fail(env, "update", "rewards must be RewardInformation objects")
+    for reward in rewards:
+        if reward.space is not None and not reward.space.contains(reward.value):
+            _fail(
+                env, "update", f"reward {reward.uid} = {reward.value!r} is not in {reward.space}"
+            )
     if not isinstance(done, bool | np.bool_):
         _fail(env, "update", f"done must be a bool, got {done!r}")
+    return bool(done)
 
 
 # --- fakes for the step path -----------------------------------------------------------------

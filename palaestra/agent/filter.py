@@ -16,6 +16,7 @@ from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from palaestra.agent.muscle import proposal
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import call
@@ -103,7 +104,9 @@ class FilterChain:
         seen: list[Any] = copy.deepcopy(sensors)
         for agent_filter in self.filters:
             seen, available = call(agent_filter.muscle_pre_process, seen, available)
-        setpoints, data = call(propose, seen, available)
+        setpoints, data = proposal(
+            getattr(propose, "__self__", propose), call(propose, seen, available)
+        )
         for agent_filter in reversed(self.filters):
             setpoints, data = call(agent_filter.muscle_post_process, setpoints, data)
         return seen, setpoints, data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, BinaryIO
@@ -13,6 +14,7 @@ from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.statistics import add_statistic, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
+from palaestra.core.plugin import PluginContractError
 
 
 class Muscle(ABC):
@@ -124,7 +126,7 @@ class Muscle(ABC):
         data: list[Any] = []
         propose = self.propose_actions
         for game_sensors, game_actuators in zip(sensors, actuators_available, strict=True):
-            game_setpoints, game_data = propose(game_sensors, game_actuators)
+            game_setpoints, game_data = proposal(self, propose(game_sensors, game_actuators))
             setpoints.append(game_setpoints)
             data.append(game_data)
         return setpoints, data
@@ -188,3 +190,37 @@ class Muscle(ABC):
     def pop_statistics(self) -> dict[str, Any]:
         """The statistics added since the last call, which starts a new, empty set."""
         return pop_statistics(self)
+
+
+PROPOSAL = (
+    "expected the set points (the actuators it was given, each set: a list of "
+    "ActuatorInformation), or a pair (that list, the data for the Brain)"
+)
+
+
+def proposal(muscle: object, result: Any) -> tuple[Sequence[ActuatorInformation], Any]:
+    """What ``propose_actions`` returned, as (set points, data for the Brain): a pair, or, as
+    palaestrAI takes it, the set points alone (then the Brain gets None).
+
+    Raises:
+        PluginContractError: Neither, naming the Muscle, what it returned and the contract.
+    """
+    if isinstance(result, tuple):
+        if len(result) == 2:
+            setpoints, data = result
+        else:
+            raise PluginContractError(
+                muscle,
+                "propose_actions",
+                f"returned a tuple of {len(result)} items {reprlib.repr(result)}: {PROPOSAL}",
+            )
+    else:
+        setpoints, data = result, None
+    if not isinstance(setpoints, list | tuple):
+        raise PluginContractError(
+            muscle,
+            "propose_actions",
+            f"returned {type(setpoints).__name__} {reprlib.repr(setpoints)} as its set points: "
+            f"{PROPOSAL}",
+        )
+    return setpoints, data

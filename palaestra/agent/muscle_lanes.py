@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from palaestra.agent.memory import Memory
-from palaestra.agent.muscle import Muscle
+from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
@@ -337,14 +337,11 @@ class MuscleLanes:
             chosen, data = self._batch(sensors, availables)
             seen_values = [step.values for _, _, step in acting]
         paused = process.switch.paused()
-        allowed = process.actuator_set
 
         for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
             acting, sensors, chosen, data, seen_values, strict=True
         ):
-            values = {str(a.uid): json_value(a) for a in game_setpoints}
-            if not values.keys() <= allowed:
-                raise process._foreign(values)
+            values = process.setpoint_values(game_setpoints, step.step, game.episode)
             local = {uid.partition(".")[2]: value for uid, value in values.items()}
             setpoints[k] = local
             stop[k] = game.stop
@@ -385,8 +382,8 @@ class MuscleLanes:
                 )
                 seen_values.append([json_value(s) for s in seen])
             else:
-                game_setpoints, game_data = call(
-                    muscle.propose_actions, game_sensors, game_available
+                game_setpoints, game_data = proposal(
+                    muscle, call(muscle.propose_actions, game_sensors, game_available)
                 )
                 seen_values.append(step.values)
             chosen.append(game_setpoints)

@@ -30,7 +30,7 @@ from palaestra.agent.hot_reload import (
     watching,
 )
 from palaestra.agent.memory import Memory
-from palaestra.agent.muscle import Muscle
+from palaestra.agent.muscle import PROPOSAL, Muscle, proposal
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
@@ -63,6 +63,7 @@ from palaestra.core.records import (
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
+from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
@@ -240,6 +241,10 @@ class MuscleProcess(Component):
         self.actuator_uids = [d.uid for d in actuators]
         self.actuator_set = frozenset(self.actuator_uids)
         self.actuator_spaces = [self.spaces.space(d.uid, d.space) for d in actuators]
+        self.setpoint_checks: dict[str, Check] = {
+            uid: value_check(space)
+            for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
+        }
         for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
             if space is not None:
                 space.seed(derive_seed(self.seed, "actuator", uid))
@@ -582,10 +587,10 @@ class MuscleProcess(Component):
             )
             seen_values = [json_value(s) for s in seen]
         else:
-            setpoints, data_for_brain = call(self.muscle.propose_actions, sensors, available)
-        values = {str(a.uid): json_value(a) for a in setpoints}
-        if not values.keys() <= self.actuator_set:
-            raise self._foreign(values)
+            setpoints, data_for_brain = proposal(
+                self.muscle, call(self.muscle.propose_actions, sensors, available)
+            )
+        values = self.setpoint_values(setpoints, message.step, self.episode)
         self._send_setpoints(values, message.step)
         self.previous = Previous(
             message.step,
@@ -598,6 +603,37 @@ class MuscleProcess(Component):
             stale,
         )
         return m.AgentActions(setpoints=values, stop=self.objective_reached)
+
+    def setpoint_values(self, setpoints: Any, step: int, episode: int) -> dict[str, Any]:
+        """The set points ``propose_actions`` chose, as values by actuator uid, checked before
+        anything is applied: an actuator this agent was not given, or a value outside its
+        actuator's declared space, fails the step naming the Muscle (not the environment that
+        would have tripped over it)."""
+        try:
+            values = {str(a.uid): json_value(a) for a in setpoints}
+        except (AttributeError, TypeError) as exc:  # not ActuatorInformation
+            found = ", ".join(sorted({type(a).__name__ for a in setpoints}))
+            raise PluginContractError(
+                self.muscle,
+                "propose_actions",
+                f"returned set points of type {found} at step {step} of episode {episode}: "
+                f"{PROPOSAL}",
+            ) from exc
+        if not values.keys() <= self.actuator_set:
+            raise self._foreign(values)
+        checks = self.setpoint_checks
+        for actuator in setpoints:
+            uid = str(actuator.uid)
+            if not checks[uid](actuator.value):
+                space = self.actuator_spaces[self.actuator_uids.index(uid)]
+                raise PluginContractError(
+                    self.muscle,
+                    "propose_actions",
+                    f"set actuator '{uid}' to {actuator.value!r} at step {step} of episode "
+                    f"{episode}, which is not in its declared space {space}; nothing was "
+                    "applied",
+                )
+        return values
 
     def _foreign(self, values: dict[str, Any]) -> PluginContractError:
         """The error for set points of actuators this agent was not given."""

@@ -15,13 +15,13 @@ import click
 
 from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
-from palaestra.cli.import_path import add_plugin_dirs
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
     EXIT_SIGINT,
     InvalidInputError,
     PalaestraError,
 )
+from palaestra.core.import_path import add_plugin_dirs
 from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.version import __version__
 
@@ -284,7 +284,8 @@ def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
         run = load_run_file(
             path, probe_timeout=config.probe_timeout, start_method=config.start_method
         )
-        click.echo(f"{path}: OK ('{run.uid}', {len(run.phases)} phases)")
+        count = len(run.phases)
+        click.echo(f"{path}: OK ('{run.uid}', {count} phase{'s' * (count != 1)})")
 
 
 @cli.command("runtime-config-show-default")

@@ -45,8 +45,8 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     query functions) are then those of the completed episodes of its instances together.
     """
     from palaestra.cli.common import where_to_look
-    from palaestra.cli.import_path import add_plugin_dirs
     from palaestra.cli.progress import watching
+    from palaestra.core.import_path import add_plugin_dirs
     from palaestra.core.processes import configure_child_logging
     from palaestra.core.reaper import become_subreaper, take_down_strays
     from palaestra.experiment.executor import execute

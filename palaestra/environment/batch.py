@@ -22,8 +22,8 @@ from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.records import object_keys, object_text, recorded
+from palaestra.core.space_checks import Check, value_check
 from palaestra.core.spaces import Box, Discrete, Space
-from palaestra.environment import checks
 from palaestra.environment.environment import BatchState, steps_in_batches
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ class Batch:
             space = reward.space
             values = _column(first, "reward", reward, space, count)
             if first.check_rewards:
-                _check(games, "reward", reward, space, values, checks.value_check(space))
+                _check(games, "reward", reward, space, values, value_check(space))
             desc = m.InfoDesc(
                 str(reward.uid), space.to_dict() if space is not None else None, None
             )
@@ -251,7 +251,7 @@ def _check(
     info: Any,
     space: Space | None,
     values: Any,
-    check: checks.Check,
+    check: Check,
 ) -> None:
     """Fail, naming the first game whose value is outside ``space``."""
     if space is None or _inside(space, values):

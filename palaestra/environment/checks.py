@@ -24,11 +24,10 @@ from palaestra.core.information import (
     SensorInformation,
 )
 from palaestra.core.plugin import PluginContractError
-from palaestra.core.spaces import Box, Discrete, Space
+from palaestra.core.spaces import Space
 
 LOG = logging.getLogger(__name__)
 
-Check = Callable[[Any], bool]
 InfoT = TypeVar("InfoT", bound=Information)
 Fix = Callable[[object, str, str, Any, "Space | None"], Any]
 """Gives a copy of a value's information reshaped into its space, or None: see
@@ -88,58 +87,6 @@ def first_state(
     if not isinstance(done, bool | np.bool_):
         raise PluginContractError(env, "update", f"returned done = {_show(done)}, expected a bool")
     return sensors, rewards, bool(done)
-
-
-def value_check(space: Space | None) -> Check:
-    """A fast ``space.contains`` for the per-step check (plain Python values of scalar
-    spaces skip numpy); without a space, everything passes, and so does None (a value not
-    set, which palaestrAI passes unchecked too)."""
-    if space is None:
-        return _anything
-    space_contains = space.contains
-
-    def contains(x: Any) -> bool:
-        return x is None or space_contains(x)
-
-    if isinstance(space, Discrete):
-        low, end = space.start, space.start + space.n
-
-        def discrete(x: Any) -> bool:
-            return low <= x < end if type(x) is int else contains(x)
-
-        return discrete
-    if isinstance(space, Box) and space.shape == ():
-        low_f, high_f = float(space.low), float(space.high)
-        fast: tuple[type, ...] = (int, float) if space.dtype.kind == "f" else (int,)
-
-        def scalar_box(x: Any) -> bool:
-            return low_f <= x <= high_f if type(x) in fast else contains(x)
-
-        return scalar_box
-    if isinstance(space, Box) and space.dtype.kind == "f" and 0 < space.flat_dim <= SMALL_BOX:
-        return _small_box(space)
-    return contains
-
-
-SMALL_BOX = 64
-"""Float boxes up to this many elements are checked element by element in Python: for a few
-values that is several times faster than numpy's comparisons."""
-
-
-def _small_box(space: Box) -> Check:
-    """``space.contains`` for a small float box, fast for a numeric array of its shape."""
-    contains = space.contains
-    shape = space.shape
-    lows, highs = space.low.reshape(-1).tolist(), space.high.reshape(-1).tolist()
-    bounds = list(zip(lows, highs, strict=True))
-
-    def small_box(x: Any) -> bool:
-        if type(x) is not np.ndarray or x.shape != shape or x.dtype.kind not in "iuf":
-            return x is None or contains(x)
-        flat = x.reshape(-1).tolist()
-        return all(low <= v <= high for (low, high), v in zip(bounds, flat, strict=True))
-
-    return small_box
 
 
 def outside(env: object, kind: str, info: Information, space: Space | None) -> PluginContractError:
@@ -249,10 +196,6 @@ def _contained(
         f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its "
         f"declared space {space}",
     )
-
-
-def _anything(x: Any) -> bool:
-    return True
 
 
 def _show(value: Any) -> str:

@@ -36,6 +36,7 @@ from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.records import RowSink, connect_store, recorded, send, world_state_values
 from palaestra.core.simtime import SimTime
+from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for, with_link
@@ -149,9 +150,9 @@ class EnvironmentProcess(Component):
         self.actuators: list[ActuatorInformation] = []
         self.first_step = True
         self.declared: dict[str, Any] = {}
-        self.value_checks: list[checks.Check] | None = None
+        self.value_checks: list[Check] | None = None
         self.check_rewards = True
-        self.reward_checks: dict[int, tuple[Any, checks.Check]] = {}
+        self.reward_checks: dict[int, tuple[Any, Check]] = {}
         self.sensor_index: dict[str, int] = {}
         self.sensor_uids: list[str] = []
         self.full_sensor_uids: list[str] = []
@@ -353,9 +354,7 @@ class EnvironmentProcess(Component):
         self.step = 0
         self.first_step = True
         self.declared = {str(s.uid): s.space for s in sensors}
-        self.value_checks = (
-            [checks.value_check(s.space) for s in sensors] if check_values else None
-        )
+        self.value_checks = [value_check(s.space) for s in sensors] if check_values else None
         self.check_rewards = check_values
         self.reward_checks = {}
         self.actuators = actuators
@@ -578,7 +577,7 @@ class EnvironmentProcess(Component):
             space = reward.space
             entry = known.get(id(space))
             if entry is None or entry[0] is not space:  # a space not seen yet
-                entry = known[id(space)] = (space, checks.value_check(space))
+                entry = known[id(space)] = (space, value_check(space))
             if not entry[1](reward.value):
                 fixed = self.shapes.fixed(self.env, "update", "reward", reward, space)
                 if fixed is None:

@@ -37,6 +37,7 @@ import msgspec
 from ruamel.yaml import YAML
 
 from palaestra.core.errors import EXIT_OK, InvalidInputError
+from palaestra.core.import_path import add_plugin_dirs
 from palaestra.core.specs import RunSpec
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.overrides import Override, apply_overrides, derived_uids, expand_grid
@@ -313,6 +314,7 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
     from palaestra.experiment.runfile import load_run_file, load_run_text
 
     if isinstance(run_file, Mapping):
+        add_plugin_dirs([])  # the working directory, as for a file
         out = io.StringIO()
         YAML(typ="safe", pure=True).dump(_plain(run_file), out)
         return load_run_text(
@@ -321,6 +323,7 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
             probe_timeout=config.probe_timeout,
             start_method=config.start_method,
         )
+    add_plugin_dirs([os.fspath(run_file)])  # as experiment-start: beside it, then the cwd
     return load_run_file(
         run_file, probe_timeout=config.probe_timeout, start_method=config.start_method
     )

@@ -246,6 +246,31 @@ def load_run_text(
         raise RunFileError("the run file is nested too deeply.", path=path) from None
 
 
+def yaml_hint(text: str, line: int | None, problem: str) -> str | None:
+    """What the YAML parser's ``problem`` at ``line`` most likely means, in a sentence."""
+    lines = text.splitlines()
+    tabbed = [n for n, row in enumerate(lines, 1) if "\t" in row[: len(row) - len(row.lstrip())]]
+    if tabbed:
+        return f"line {tabbed[0]} is indented with a tab: YAML indents with spaces only."
+    if line is None or not 0 < line <= len(lines):
+        return None
+    above = next(((n, lines[n - 1]) for n in range(line - 1, 0, -1) if lines[n - 1].strip()), None)
+    if "expected <block end>" in problem and above is not None:
+        return (
+            f"line {line} is indented differently from the line above it (line {above[0]}: "
+            f"{above[1].strip()!r}): the keys of one mapping start in one column, and a key's "
+            "value is indented further under it."
+        )
+    if "mapping values are not allowed" in problem:
+        return (
+            f"line {line} has a second ': ' (quote a value that holds one: 'a: b'), or is "
+            "indented under a key that already has a value on its own line."
+        )
+    if "expected ',' or" in problem:
+        return "a [list] or {mapping} written on one line is not closed before this."
+    return None
+
+
 def _parse_yaml(text: str) -> Any:
     """Load YAML text with the round-trip loader, which records line numbers."""
     try:
@@ -254,7 +279,8 @@ def _parse_yaml(text: str) -> Any:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
         line = mark.line + 1 if mark is not None else None
-        raise RunFileError(f"invalid YAML: {problem}.", line=line) from None
+        hint = yaml_hint(text, line, problem)
+        raise RunFileError(f"invalid YAML: {problem}.", line=line, hint=hint) from None
     except YAMLError as exc:
         raise RunFileError(f"invalid YAML: {exc}.") from None
     except Exception as exc:  # noqa: BLE001 - ruamel fails on odd inputs with non-YAML errors
@@ -295,6 +321,13 @@ class _ClassChecker:
         if isinstance(base, type) and not issubclass(found, base):
             message = f"'{name}' is not a subclass of '{base_name}'."
             node.fail(message, self._palaestra_hint(name))
+        if role and inspect.isabstract(found):
+            missing = sorted(getattr(found, "__abstractmethods__", ()))
+            node.fail(
+                f"'{name}' cannot be made: {found.__name__} does not define "
+                f"{', '.join(missing)}, which every {role} must (abstract in its base class).",
+                f"define {' and '.join(missing)} in {found.__name__}",
+            )
         for method in _NOT_AWAITED.get(role or "", ()):
             if inspect.iscoroutinefunction(getattr(found, method, None)):
                 node.fail(

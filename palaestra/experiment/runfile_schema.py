@@ -285,10 +285,27 @@ def as_mapping(
             fields[key] = child
         else:
             _unknown_key(key, child, allowed)
-    for key in required:
-        if key not in fields:
-            node.fail(f"missing required key '{key}'.")
+    missing = [key for key in required if key not in fields]
+    if missing:
+        names = ", ".join(f"'{key}'" for key in missing)
+        meanings = " ".join(REQUIRED_MEANS[key] for key in missing if key in REQUIRED_MEANS)
+        node.fail(f"missing required key{'s' * (len(missing) > 1)} {names}.", meanings or None)
     return fields
+
+
+REQUIRED_MEANS = {
+    "seed": "seed: the run's random seed, an integer (every process's seed derives from it).",
+    "version": (
+        'version: the palaestrAI version the file is written for, e.g. "3.5" (palaestrAI '
+        "requires it; palaestra reads the 3.x format whatever it says)."
+    ),
+    "conditions": (
+        "conditions: the termination conditions, a list (conditions: [] ends an episode when "
+        "an environment says done, and the phase after its episodes)."
+    ),
+}
+"""What a required key means, for the error that finds it missing (keys of evident meaning
+have none)."""
 
 
 def _unknown_key(key: Any, child: Node, allowed: Collection[str]) -> NoReturn:

@@ -85,6 +85,41 @@ class ForeignActuatorMuscle(DummyMuscle):
         return [*setpoints, foreign], data
 
 
+class OutOfSpaceMuscle(DummyMuscle):
+    """Sets its first actuator to ``value`` (outside a ``Discrete(100)``: 100) from step ``at``
+    on."""
+
+    def __init__(self, value: int = 100, at: int = 1, **params: Any) -> None:
+        super().__init__(**params)
+        self.value = value
+        self.at = at
+        self.calls = 0
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        setpoints, data = super().propose_actions(sensors, actuators_available)
+        self.calls += 1
+        if self.calls > self.at:
+            setpoints[0](self.value)
+        return setpoints, data
+
+
+class ReturnShapeMuscle(DummyMuscle):
+    """Returns what ``how`` says from ``propose_actions``: ``list`` (the set points alone, as
+    palaestrAI allows), ``triple`` (set points, data and one item more) or ``dict``."""
+
+    def __init__(self, how: str = "list", **params: Any) -> None:
+        super().__init__(**params)
+        self.how = how
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        setpoints, data = super().propose_actions(sensors, actuators_available)
+        if self.how == "list":
+            return list(setpoints)
+        if self.how == "triple":
+            return setpoints, data, "more"
+        return {a.uid: a.value for a in setpoints}
+
+
 class BadValueEnvironment(DummyEnvironment):
     """A DummyEnvironment whose sensor ``"0"`` is a ``Box(0, 1, shape=(3,))``, and that breaks
     it on step ``at`` (0: already in its baseline) as ``how`` says:

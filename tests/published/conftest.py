@@ -22,6 +22,14 @@ PUBLISHED = ("torch", "harl", "palaestrai_environments", "gymnasium")
 """The packages of the ``palaestrai`` extra, by import name."""
 
 
+PUBLISHED_VENV = (
+    "a virtualenv of their own (palaestrAI pins older click, pandas and pyzmq): python3 -m venv "
+    ".venv-palaestrai && .venv-palaestrai/bin/pip install -e '.[test,palaestrai]' && "
+    ".venv-palaestrai/bin/python -m pytest tests/published"
+)
+"""Where the README installs them (what a skip says)."""
+
+
 def require_published() -> None:
     """Skip the calling test unless every package of the ``palaestrai`` extra is installed.
 
@@ -31,8 +39,8 @@ def require_published() -> None:
     missing = [name for name in PUBLISHED if importlib.util.find_spec(name) is None]
     if missing:
         pytest.skip(
-            f"needs palaestrAI's published packages ({', '.join(missing)} not importable): "
-            "pip install -e '.[palaestrai]'"
+            f"needs palaestrAI's published packages ({', '.join(missing)} not importable), in "
+            f"{PUBLISHED_VENV}"
         )
 
 

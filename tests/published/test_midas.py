@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Workspace
+from tests.published.conftest import PUBLISHED_VENV
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -65,7 +66,7 @@ def test_sac_attacker_and_defender_train_then_test_on_midasmv(workspace: Workspa
     TakingTurns; the test phase acts with the actors trained in the first phase."""
     require_midas()
     if importlib.util.find_spec("harl") is None:
-        pytest.skip("needs palaestrai-agents' harl: pip install -e '.[palaestrai]'")
+        pytest.skip(f"needs palaestrai-agents' harl, in {PUBLISHED_VENV}")
     for name in ("arl_run.yml", "midasmv_constant.yml"):
         shutil.copy(HERE / name, workspace.path / name)
     result = workspace.run("experiment-start", str(workspace.path / "arl_run.yml"), timeout=280)

@@ -169,3 +169,29 @@ def test_sweep_from_python_returns_the_results_in_grid_order(tmp_path: Path) -> 
     assert {r.experiment_uid for r in results} == {"dummy-experiments"}
     for result in results:
         assert len(result.muscle_actions()) == _agent_steps(_document(), max_iter=3)
+
+
+def test_run_finds_plugins_beside_the_run_file_as_experiment_start_does(tmp_path: Path) -> None:
+    """A script in another directory than its run file: the run file's directory goes on the
+    import path (then the working directory), as for ``experiment-start``."""
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    (experiments / "beside_plugins.py").write_text(
+        "from palaestra.agent.dummy_brain import DummyBrain\n\n\n"
+        "class BesideBrain(DummyBrain):\n    pass\n"
+    )
+    document = _document()
+    document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = "beside_plugins:BesideBrain"
+    YAML(typ="safe").dump(document, experiments / "run.yml")
+    found = _script(
+        tmp_path,
+        """
+        import json, sys
+        import palaestra
+
+        assert not any(p.endswith("experiments") for p in sys.path)
+        result = palaestra.run("experiments/run.yml")
+        print(json.dumps(dict(status=result.status, reason=result.reason)))
+        """,
+    )
+    assert found == {"status": "finished", "reason": ""}

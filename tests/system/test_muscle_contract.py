@@ -1,7 +1,11 @@
-"""A Muscle may set only the actuators its agent was given (issue 9, defect 1).
+"""A Muscle may set only the actuators its agent was given (issue 9, defect 1), and only to
+values in their declared spaces.
 
 A set point for another agent's actuator, a nonexistent one or one of an environment the agent
-does not act on fails the run naming the Muscle and the uid; it is never applied or stored.
+does not act on fails the run naming the Muscle and the uid; so does a value outside its
+actuator's space (the Muscle is blamed, not the environment that would trip over it, and on an
+environment that does not check, the run does not end "finished" with the value stored). It is
+never applied or stored.
 """
 
 from __future__ import annotations
@@ -58,3 +62,73 @@ def test_a_setpoint_for_an_actuator_not_given_fails_the_run(
         ]
     assert all(0.123 not in setpoints.values() for setpoints in world)  # never applied
     assert all(foreign not in setpoints for setpoints in acted)  # never stored
+
+
+@pytest.mark.parametrize(
+    "variant",
+    slow_after(["controller", "environment", "games"]),
+)
+def test_a_setpoint_outside_its_space_fails_the_run_naming_the_muscle(
+    workspace: Workspace, variant: str
+) -> None:
+    """DummyEnvironment's actuators are Discrete(100) and it applies whatever it is given: the
+    Muscle's 100 must not end as a finished run with 100 stored."""
+    driver = "controller" if variant == "controller" else "environment"
+    replacements = [
+        (
+            _ATTACKER_MUSCLE,
+            _ATTACKER_MUSCLE.replace(
+                "palaestra.agent.dummy_muscle:DummyMuscle, params: {}",
+                "misbehaving:OutOfSpaceMuscle, params: {value: 100, at: 1}",
+            ),
+        ),
+        ("      simulation:\n", f"      simulation:\n        params: {{driver: {driver}}}\n"),
+    ]
+    if variant == "games":  # several games per worker: the per-round path
+        replacements.append(("worker: 1", "worker: 1\n        envs_per_worker: 2"))
+    run_file = workspace.variant("dummy_run.yml", *replacements)
+    result = workspace.run("experiment-start", str(run_file), timeout=60)
+    assert result.returncode == 1, result.stderr[-3000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert reason.startswith("Muscle-attacker-0: PluginContractError: "), reason
+    assert "misbehaving:OutOfSpaceMuscle.propose_actions" in reason
+    assert "set actuator 'myenv.5' to 100 at step 1 of episode 0" in reason
+    assert "which is not in its declared space Discrete(100); nothing was applied" in reason
+    with sqlite3.connect(workspace.store) as conn:
+        stored = [json.loads(s) for (s,) in conn.execute("select setpoints from world_states")]
+    assert all(100 not in setpoints.values() for setpoints in stored)  # never applied
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("list", ""),  # palaestrAI takes the set points alone: the run finishes
+        ("triple", "propose_actions returned a tuple of 3 items"),
+        ("dict", "propose_actions returned dict {"),
+    ],
+)
+def test_what_propose_actions_returns_is_taken_as_palaestrai_does_or_named(
+    workspace: Workspace, how: str, expected: str
+) -> None:
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            _ATTACKER_MUSCLE,
+            _ATTACKER_MUSCLE.replace(
+                "palaestra.agent.dummy_muscle:DummyMuscle, params: {}",
+                f"misbehaving:ReturnShapeMuscle, params: {{how: {how}}}",
+            ),
+        ),
+    )
+    result = workspace.run("experiment-start", str(run_file), timeout=60)
+    status, reason = workspace.instance_status()
+    if not expected:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert status == "finished"
+        return
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert reason.startswith("Muscle-attacker-0: PluginContractError: misbehaving:"), reason
+    assert expected in reason
+    assert "expected the set points (the actuators it was given, each set" in reason
+    assert "Traceback" not in result.stderr

@@ -84,8 +84,8 @@ def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:
     arrays, other shapes and dtypes, and non-arrays."""
     import numpy as np
 
+    from palaestra.core.space_checks import value_check
     from palaestra.core.spaces import Box
-    from palaestra.environment.checks import value_check
 
     f32max = float(np.finfo(np.float32).max)
     spaces = [

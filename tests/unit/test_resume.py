@@ -95,7 +95,7 @@ def test_a_failed_or_stale_instance_passes_the_status_check(
 ) -> None:
     """``old`` ended in error, ``q2`` is stale (its heartbeat is of 2024): planning goes on to
     read the recorded run file, which these stores' runs do not have (``uid:`` only)."""
-    with pytest.raises(RunFileError, match="missing required key 'seed'"):
+    with pytest.raises(RunFileError, match="missing required keys 'seed'"):
         load_plan(store, run, instance, 5.0)
 
 

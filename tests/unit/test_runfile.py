@@ -47,18 +47,33 @@ def _base(module, name):
 
 
 class Brain(_base("palaestra.agent.brain", "Brain")):
-    pass
+    def thinking(self, muscle_id, data_from_muscle):
+        return None
 
 
 class Muscle(_base("palaestra.agent.muscle", "Muscle")):
-    pass
+    def propose_actions(self, sensors, actuators_available):
+        return actuators_available, None
 
 
 class Objective(_base("palaestra.agent.objective", "Objective")):
-    pass
+    def internal_reward(self, memory, **kwargs):
+        return None
 
 
 class Env(_base("palaestra.environment.environment", "Environment")):
+    def start_environment(self):
+        from palaestra.core.information import ActuatorInformation, SensorInformation
+        from palaestra.core.spaces import Discrete
+
+        sensors = [SensorInformation(0, Discrete(2), uid) for uid in ("0", "1")]
+        return sensors, [ActuatorInformation(0, Discrete(2), "0")]
+
+    def update(self, actuators):
+        return [], [], False
+
+
+class HalfBrain(_base("palaestra.agent.brain", "Brain")):  # without thinking
     pass
 
 
@@ -649,3 +664,42 @@ def test_bad_dump_names_the_key(value: str, key: str, message: str) -> None:
     error = error_of(text)
     assert error.key == f"schedule[0].only_phase.agents[0].{key}"
     assert error.message == message
+
+
+def test_a_plugin_missing_an_abstract_method_fails_the_check(plugins: None) -> None:
+    text, line = variant("name: rf_plugins:Brain", "name: rf_plugins:HalfBrain")
+    error = error_of(text, check_classes=True)
+    assert (error.line, error.key) == (line, "schedule[0].only_phase.agents[0].brain.name")
+    assert (
+        "'rf_plugins:HalfBrain' cannot be made: HalfBrain does not define thinking, which every "
+        "brain must (abstract in its base class)."
+    ) in error.message
+    assert error.hint == "define thinking in HalfBrain"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "hint"),
+    [
+        (
+            "uid: x\nschedule:\n  - p:\n      environments: []\n     agents: []\n",
+            5,
+            "line 5 is indented differently from the line above it (line 4: 'environments: []')",
+        ),
+        ("uid: x\nschedule:\n\t- p: 1\n", 3, "line 3 is indented with a tab"),
+        ("uid: a: b\n", 1, "line 1 has a second ': ' (quote a value that holds one"),
+        ("uid: [a, b\nseed: 1\n", 2, "is not closed before this"),
+    ],
+)
+def test_a_yaml_error_says_what_it_most_likely_means(text: str, line: int, hint: str) -> None:
+    error = error_of(text)
+    assert error.message.startswith("invalid YAML: ")
+    assert error.line == line
+    assert error.hint is not None and hint in error.hint
+
+
+def test_every_missing_required_key_is_reported_at_once_with_what_it_means() -> None:
+    error = error_of("uid: x\nschedule: []\n")
+    assert error.message == "missing required keys 'seed', 'version'."
+    assert error.hint is not None
+    assert "seed: the run's random seed, an integer" in error.hint
+    assert 'version: the palaestrAI version the file is written for, e.g. "3.5"' in error.hint

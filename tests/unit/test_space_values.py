@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
+from palaestra.core.space_checks import value_check
 from palaestra.core.spaces import Box, Discrete, MultiBinary, MultiDiscrete, Space, Tuple
-from palaestra.environment import checks
 
 gym_spaces = pytest.importorskip("gymnasium.spaces", reason="gymnasium compares the bounds")
 
@@ -110,7 +110,7 @@ def test_none_travels_as_none_and_passes_the_check(space: Space, seed: int) -> N
     assert space.from_json_value(None) is None
     for info in (SensorInformation(None, space, "s"), ActuatorInformation(None, space, "a")):
         assert json_value(info) is None
-    check = checks.value_check(space)
+    check = value_check(space)
     assert check(None)  # not set: passed unchecked, as palaestrAI's assert_value_in_space
     space.seed(seed)
     value = space.sample()
@@ -124,7 +124,7 @@ def test_none_travels_as_none_and_passes_the_check(space: Space, seed: int) -> N
     [(Discrete(3), 3), (Box(0, 5, shape=(), dtype=np.int64), 6), (MultiBinary(2), [0, 2])],
 )
 def test_a_value_that_is_set_is_still_checked(space: Space, outside: Any) -> None:
-    assert not checks.value_check(space)(outside)
+    assert not value_check(space)(outside)
 
 
 def test_a_scalar_integer_box_with_infinite_bounds() -> None:

@@ -1,6 +1,7 @@
 """Where plug-in modules are found: beside the run files and in the working directory.
 
-``palaestra experiment-start experiments/run.yml`` imports ``my_agents:QBrain`` from
+``palaestra experiment-start experiments/run.yml`` (and ``palaestra.run("experiments/run.yml")``
+in a script or a notebook) imports ``my_agents:QBrain`` from
 ``experiments/my_agents.py`` or ``./my_agents.py`` without ``PYTHONPATH=.``: the directories
 of the run files given and the working directory go to the front of ``sys.path`` (as
 ``python script.py`` and ``python -m`` put theirs), in that order, before any run file is read.

@@ -1,0 +1,43 @@
+"""What a Muscle's ``propose_actions`` may return (palaestra.agent.muscle.proposal): a pair
+(set points, data for the Brain), or the set points alone as palaestrAI takes them; anything
+else names the Muscle, what it returned and the contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from palaestra.agent.dummy_muscle import DummyMuscle
+from palaestra.agent.muscle import proposal
+from palaestra.core.information import ActuatorInformation
+from palaestra.core.plugin import PluginContractError
+from palaestra.core.spaces import Discrete
+
+SET = [ActuatorInformation(3, Discrete(5), "env.0")]
+
+
+@pytest.mark.parametrize(
+    ("returned", "setpoints", "data"),
+    [((SET, {"x": 1}), SET, {"x": 1}), (SET, SET, None), ([], [], None), (([], None), [], None)],
+)
+def test_a_pair_or_the_set_points_alone(returned: Any, setpoints: Any, data: Any) -> None:
+    assert proposal(DummyMuscle(), returned) == (setpoints, data)
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        ((SET, 1, 2), "returned a tuple of 3 items"),
+        ({"env.0": 3}, "returned dict {'env.0': 3} as its set points"),
+        (None, "returned NoneType None as its set points"),
+        ((3, None), "returned int 3 as its set points"),
+    ],
+)
+def test_anything_else_names_the_muscle_and_the_contract(returned: Any, said: str) -> None:
+    with pytest.raises(PluginContractError) as caught:
+        proposal(DummyMuscle(), returned)
+    text = str(caught.value)
+    assert text.startswith("palaestra.agent.dummy_muscle:DummyMuscle.propose_actions ")
+    assert said in text
+    assert "expected the set points (the actuators it was given, each set" in text
