@@ -321,14 +321,21 @@ class _ClassChecker:
         if isinstance(base, type) and not issubclass(found, base):
             message = f"'{name}' is not a subclass of '{base_name}'."
             node.fail(message, self._palaestra_hint(name))
-        if role and inspect.isabstract(found):
+        if role:
+            self._check_contract(node, name, found, role)
+
+    @staticmethod
+    def _check_contract(node: Node, name: str, found: type, role: str) -> None:
+        """Fail where the class cannot be made (an abstract method left undefined) or defines
+        a method palaestra calls as a coroutine function."""
+        if inspect.isabstract(found):
             missing = sorted(getattr(found, "__abstractmethods__", ()))
             node.fail(
                 f"'{name}' cannot be made: {found.__name__} does not define "
                 f"{', '.join(missing)}, which every {role} must (abstract in its base class).",
                 f"define {' and '.join(missing)} in {found.__name__}",
             )
-        for method in _NOT_AWAITED.get(role or "", ()):
+        for method in _NOT_AWAITED.get(role, ()):
             if inspect.iscoroutinefunction(getattr(found, method, None)):
                 node.fail(
                     f"'{name}': {found.__name__}.{method} is a coroutine function "
