@@ -8,24 +8,23 @@ from typing import Any
 
 from palaestra.agent import DummyMuscle
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
-from palaestra.core.spaces import Box
 from palaestra.environment import DummyEnvironment
 
 CYCLE = (math.inf, -math.inf, math.nan, 1.5)
 """The value of step ``n`` (0 at the start) is ``CYCLE[n % 4]``."""
-REAL_LINE = Box(-math.inf, math.inf, shape=(), dtype="float64")
 
 
 class NonFiniteEnvironment(DummyEnvironment):
     """Sensor ``0`` (a number) and ``1`` (a list) and the reward ``r`` take the values of
-    :data:`CYCLE` in turn; one actuator, ``0``, a Box of the real line.
+    :data:`CYCLE` in turn; one actuator, ``0``.
 
-    The sensors and the reward declare no space: NaN lies in no Box (gymnasium's ``contains``
-    says so too), and the environment process's checks refuse a value outside its space."""
+    The sensors, the reward and the actuator declare no space: NaN lies in no Box (gymnasium's
+    ``contains`` says so too), and the environment process's checks refuse a sensor value or
+    reward outside its space, as the Muscle's process refuses such a set point."""
 
     def start_environment(self) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
         self.iter = 0
-        return self._sensors(), [ActuatorInformation(0.0, REAL_LINE, "0")]
+        return self._sensors(), [ActuatorInformation(0.0, None, "0")]
 
     def update(
         self, actuators: Sequence[ActuatorInformation]

@@ -425,8 +425,12 @@ def test_check_environment_checks_a_client(tmp_path: Path) -> None:
     sensors, actuators = check_environment(external, params, steps=4)
     assert [s.uid for s in sensors] == ["temperature", "outside", "time"]
     assert [a.uid for a in actuators] == ["power"]
-    with pytest.raises(Exception, match="with an error: ValueError: the episode is over") as info:
-        check_environment(external, params, steps=5)  # a step past the end
+    # past the end of an episode (4 steps) the check resets it, as a run does
+    assert check_environment(external, params, steps=9)[1] == actuators
+    with pytest.raises(
+        Exception, match="with an error: cannot make the world: ValueError: config.steps must be"
+    ) as info:
+        check_environment(external, {**params, "world": {"steps": 0}})
     assert "external environment 'checked' (worker 0, offline world ipc://" in str(info.value)
     from palaestra.core.reaper import children, describe
 
