@@ -226,6 +226,7 @@ BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot")
 def _boot_path(add: bool) -> None:
     """Add :data:`BOOT_DIR` to (or remove it from) ``PYTHONPATH`` for the interpreters that
     this process starts."""
+    _keep_title_memory()
     entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
     entries = [e for e in entries if e != BOOT_DIR]
     if add:
@@ -234,6 +235,16 @@ def _boot_path(add: bool) -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(entries)
     else:
         os.environ.pop("PYTHONPATH", None)
+
+
+def _keep_title_memory() -> None:
+    """Let setproctitle claim the memory of ``argv`` and the environment for process titles
+    now: at its first use it takes them only as far as their strings lie one after another,
+    and an inherited variable changed here (``PYTHONPATH`` set by the user) moves elsewhere;
+    every process of the run would then keep its command line as its title."""
+    import setproctitle
+
+    setproctitle.getproctitle()
 
 
 def uninstall() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,13 +171,28 @@ def test_the_same_run_file_gives_the_same_values(workspace: Workspace, tmp_path:
         assert len(rows(first, sql)) == 100
 
 
-def test_processes_carry_titles_and_get_their_context(workspace: Workspace) -> None:
+@pytest.mark.parametrize("pythonpath", ["after", "first"])
+def test_processes_carry_titles_and_get_their_context(
+    workspace: Workspace, pythonpath: str
+) -> None:
+    """``first``: ``PYTHONPATH`` is the first variable of the command's environment, as a
+    shell's ``PYTHONPATH=... palaestra ...`` puts it (palaestra changes it for its children:
+    the titles' memory must have been claimed before)."""
     text = (EXPERIMENTS / "multiworker_run.yml").read_text()
     text = text.replace("palaestra.agent.dummy_brain:DummyBrain", "probes:ProbeBrain")
     text = text.replace("palaestra.agent.dummy_muscle:DummyMuscle", "probes:ProbeMuscle")
     run_file = workspace.path / "probe_run.yml"
     run_file.write_text(text)
-    start(workspace, run_file)
+    if pythonpath == "after":
+        start(workspace, run_file)
+    else:
+        env = workspace.env()
+        env = {"PYTHONPATH": env.pop("PYTHONPATH"), **env}
+        proc = workspace.spawn(
+            [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)], env=env
+        )
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err[-3000:]
     dumps = [
         json.loads(d)
         for (d,) in rows(workspace.store, "select dump from brain_states order by id")
