@@ -21,11 +21,11 @@ from palaestra.core.errors import InvalidInputError
 )
 @click.option(
     "--smooth",
-    "window",
-    type=click.IntRange(min=1),
-    default=1,
+    "smoothing",
+    default="auto",
     show_default=True,
-    help="Also draw the trailing mean over this many episodes.",
+    help="The trailing mean over this many episodes (each phase on its own; 1: none), or auto: "
+    "about a fiftieth of the episodes.",
 )
 @click.option(
     "--x",
@@ -63,7 +63,7 @@ def plot(
     phase: str | None,
     agent: str | None,
     metric: str,
-    window: int,
+    smoothing: str,
     x_axis: str,
     aggregate: bool | None,
     band: str,
@@ -78,7 +78,7 @@ def plot(
     from palaestra.core.extras import require
     from palaestra.report import plot as drawing
     from palaestra.report.bands import grouped_bands, is_seed_sweep
-    from palaestra.report.series import load_series, smoothed
+    from palaestra.report.series import auto_window, load_series, smoothed
     from palaestra.store.rows import run_record
 
     require("matplotlib", "palaestra plot")  # before reading the store: fail fast
@@ -96,6 +96,7 @@ def plot(
             store_uri=uri,
         )
     ]
+    window = auto_window(series) if smoothing == "auto" else _window(smoothing)
     caption = title or ", ".join(dict.fromkeys(runs))
     try:
         if aggregate or (aggregate is None and is_seed_sweep(overrides)):
@@ -107,7 +108,22 @@ def plot(
             what = f"{len(series)} line{'s' if len(series) != 1 else ''}"
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"-o {output}: cannot write the image: {exc}") from exc
-    click.echo(f"Wrote {output} ({what}).")
+    smoothed_over = f", smoothed over {window} episodes" if window > 1 else ""
+    click.echo(f"Wrote {output} ({what}{smoothed_over}).")
+
+
+def _window(smoothing: str) -> int:
+    """``--smooth``'s number of episodes.
+
+    Raises:
+        click.BadParameter: Neither ``auto`` nor a whole number of at least 1.
+    """
+    if not smoothing.isdigit() or int(smoothing) < 1:
+        raise click.BadParameter(
+            f"expected auto or a whole number of episodes >= 1, got {smoothing!r}",
+            param_hint="'--smooth'",
+        )
+    return int(smoothing)
 
 
 COMMANDS = [plot]

@@ -12,7 +12,7 @@ from typing import Any
 
 from palaestra.core.extras import require
 from palaestra.report.bands import Band
-from palaestra.report.series import REWARD, Series, smoothed
+from palaestra.report.series import REWARD, Series, is_discrete, smoothed
 
 X_AXES = ("episode", "steps")
 BANDS = ("minmax", "std")
@@ -35,7 +35,8 @@ def draw(
     Args:
         path: The image file; its suffix picks the format (``.png``, ``.svg``, ``.pdf``).
         series: Lines of single runs; with ``window`` > 1 each is drawn faint and its trailing
-            mean over ``window`` episodes on top.
+            mean over ``window`` episodes on top (a series of few distinct values, wins and
+            losses, as its mean alone: a rate).
         bands: Means over runs, shaded between min and max (``band="minmax"``) or one standard
             deviation either side (``band="std"``).
         x: ``"episode"`` (index in time order) or ``"steps"`` (cumulative steps).
@@ -51,6 +52,7 @@ def draw(
         raise ValueError(f"x is one of {X_AXES} and band one of {BANDS}, got {x!r}, {band!r}")
     require("matplotlib", "palaestra plot")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     figure = Figure(figsize=(9, 5), layout="constrained")
     axes = figure.add_subplot()
@@ -62,7 +64,9 @@ def draw(
         _phase_marks(axes, series[0], x)
     metrics = {one.metric for one in series} | {one.metric for one in bands}
     axes.set_xlabel("episode (workers in time order)" if x == "episode" else "steps (cumulative)")
-    axes.set_ylabel(_y_label(metrics))
+    if x == "episode":
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # no episode 0.5
+    axes.set_ylabel(_y_label(metrics, window if series else 1))
     axes.grid(alpha=0.3)
     axes.legend(loc="best", fontsize="small")
     if title:
@@ -79,9 +83,11 @@ def _line(axes: Any, one: Series, x: str, window: int) -> None:
     if window <= 1:
         _segments(axes, one, one.values, x, label=one.label)
         return
-    color = _segments(axes, one, one.values, x, alpha=0.25, linewidth=0.8, markers=False)
+    color = None
+    if not is_discrete(one):
+        color = _segments(axes, one, one.values, x, alpha=0.25, linewidth=0.8, markers=False)
     label = f"{one.label} (mean of {window})"
-    _segments(axes, one, smoothed(one, window).values, x, label=label, color=color)
+    _segments(axes, one, smoothed(one, window, settled=True).values, x, label=label, color=color)
 
 
 def _segments(
@@ -143,9 +149,10 @@ def _steps_before(one: Series, index: int) -> float:
     return float(before[-1]) if before else 0.0
 
 
-def _y_label(metrics: set[str]) -> str:
+def _y_label(metrics: set[str], window: int = 1) -> str:
+    over = f", trailing mean of {window} episodes" if window > 1 else ""
     if metrics == {REWARD}:
-        return "episode reward"
+        return f"episode reward{over}"
     if len(metrics) == 1:
-        return f"{next(iter(metrics))} (mean per episode)"
+        return f"{next(iter(metrics))} (mean per episode{over})"
     return ", ".join(sorted(metrics))

@@ -331,9 +331,14 @@ def smooth(values: Sequence[float], window: int) -> tuple[float, ...]:
     return tuple(out)
 
 
-def smoothed(series: Series, window: int) -> Series:
+def smoothed(series: Series, window: int, settled: bool = False) -> Series:
     """``series`` with its values smoothed (:func:`smooth`), the window starting afresh in each
-    phase (a test phase's episodes are not averaged with the training's)."""
+    phase (a test phase's episodes are not averaged with the training's).
+
+    With ``settled`` (what a drawn line shows): a phase shorter than ten windows is smoothed
+    over a tenth of its episodes instead, and the points before a phase's window is full are
+    NaN (not drawn): a mean over the first one or two episodes of a phase is noise, the spike
+    a curve would show at every phase's start."""
     starts = [index for index, _ in series.phases[1:]]
     values: list[float] = []
     segment: list[float] = []
@@ -341,11 +346,39 @@ def smoothed(series: Series, window: int) -> Series:
         if starts and episode >= starts[0]:
             while starts and episode >= starts[0]:
                 starts.pop(0)
-            values.extend(smooth(segment, window))
+            values.extend(_smooth_phase(segment, window, settled))
             segment = []
         segment.append(value)
-    values.extend(smooth(segment, window))
+    values.extend(_smooth_phase(segment, window, settled))
     return dataclasses.replace(series, values=tuple(values))
+
+
+def _smooth_phase(values: Sequence[float], window: int, settled: bool) -> tuple[float, ...]:
+    if not settled or window <= 1:
+        return smooth(values, window)
+    window = max(1, min(window, len(values) // 10))
+    return (math.nan,) * (window - 1) + smooth(values, window)[window - 1 :]
+
+
+AUTO_POINTS = 50
+"""A curve smoothed by default is a trailing mean over about 1/AUTO_POINTS of its episodes."""
+
+
+def auto_window(series: Iterable[Series]) -> int:
+    """The default smoothing window of a plot of ``series``: about a fiftieth of the longest
+    one's episodes (1, no smoothing, below 100 episodes)."""
+    longest = max((len(one.values) for one in series), default=0)
+    return max(1, longest // AUTO_POINTS)
+
+
+DISCRETE_VALUES = 3
+"""A series with at most this many distinct values (a win, a draw, a loss) is drawn as its
+mean alone when smoothed: its raw values would shade the plot between them like a wall."""
+
+
+def is_discrete(series: Series) -> bool:
+    """Whether ``series`` takes few distinct values (see :data:`DISCRETE_VALUES`)."""
+    return len({v for v in series.values if not math.isnan(v)}) <= DISCRETE_VALUES
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from palaestra.report.bands import aggregate, grouped_bands, is_seed_sweep, swee
 from palaestra.report.series import (
     EpisodeRecord,
     Series,
+    auto_window,
+    is_discrete,
     numeric_keys,
     reward_series,
     smooth,
@@ -131,6 +133,40 @@ def test_smoothing_starts_afresh_in_each_phase() -> None:
     )
 
     assert smoothed(series, 5).values == (2.0, 3.0, 10.0, 15.0)
+
+
+def _long(values: list[float], test_from: int) -> Series:
+    n = len(values)
+    return Series(
+        run="r",
+        agent="a",
+        metric="reward",
+        episodes=tuple(range(n)),
+        steps=tuple(range(1, n + 1)),
+        values=tuple(values),
+        phases=((0, "train"), (test_from, "test")),
+    )
+
+
+def test_a_drawn_line_starts_where_its_phase_window_is_full() -> None:
+    """No spike at a phase's start (a mean of one episode), and a short phase smoothed over a
+    tenth of its episodes rather than a window as long as itself."""
+    series = _long([float(i % 2) for i in range(300)], test_from=200)
+    drawn = smoothed(series, 20, settled=True).values
+    assert all(math.isnan(v) for v in drawn[:19]) and drawn[19] == 0.5
+    assert all(math.isnan(v) for v in drawn[200:209])  # the test phase: window 100 // 10
+    assert drawn[209] == 0.5 and not any(math.isnan(v) for v in drawn[209:])
+
+
+def test_the_default_window_is_about_a_fiftieth_of_the_episodes() -> None:
+    assert auto_window([_long([0.0] * 10_000, 9_000), _long([0.0] * 50, 40)]) == 200
+    assert auto_window([_long([0.0] * 99, 90)]) == 1  # too few to smooth
+    assert auto_window([]) == 1
+
+
+def test_wins_draws_and_losses_are_discrete() -> None:
+    assert is_discrete(_long([1.0, -1.0, 0.0, 1.0, math.nan], 3))
+    assert not is_discrete(_long([1.0, 2.0, 3.5, 4.0], 3))
 
 
 def test_aggregate_aligns_runs_by_episode_and_skips_nan() -> None:
