@@ -29,7 +29,7 @@ import numpy as np
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
-from palaestra.agent.muscle import Muscle
+from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel
@@ -37,7 +37,7 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
-from palaestra.core.plugin import PluginError
+from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.records import RowSink
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.core.turns import Stepped
@@ -125,9 +125,11 @@ def check_muscle(
     for _ in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
         answer = _call(instance, "propose_actions", list(sensors), available)
-        if not (isinstance(answer, tuple) and len(answer) == 2):
-            _fail(instance, "propose_actions", "must return (set points, data for the brain)")
-        _check_setpoints(instance, "propose_actions", answer[0], answer[1], uids)
+        try:  # a pair, or the set points alone (as a run takes them)
+            setpoints, data = proposal(instance, answer)
+        except PluginContractError as exc:
+            raise PluginCheckError(str(exc)) from None
+        _check_setpoints(instance, "propose_actions", setpoints, data, uids)
         if batched:
             _check_batch(instance, sensors, actuators, games, uids)
         _call(instance, "update", None)
