@@ -6,7 +6,7 @@ palaestra adds to the co-simulation's own time per step.
     python benchmarks/palaestrai_midas.py --overhead [--repeat 3]
 
 Needs palaestra with palaestrai-mosaik, midas-palaestrai and MIDAS's store and powergrid
-modules here (README "MIDAS power grids through mosaik"), and palaestrAI 3.5.18 with the same
+modules here (docs/midas.md), and palaestrAI 3.5.18 with the same
 packages in a virtualenv of its own (its ``palaestrai`` command, ``--palaestrai``).
 
 The run files (``tests/published/midas/``): ``four_bus`` (MIDAS's four-bus grid, DummyBrain /

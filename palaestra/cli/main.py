@@ -168,7 +168,7 @@ def experiment_start(
     phase start and end and about ten per phase between. A summary table ends each run.
 
     With --seeds, --set or --parallel, each run file becomes a sweep over every combination
-    of the values, each run with a derived uid (see the README's "Sweeps"); with --backend
+    of the values, each run with a derived uid (see docs/sweeps.md); with --backend
     ray they execute on a Ray cluster (see "Sweeps on Ray").
     """
     from palaestra.experiment import ray_cluster

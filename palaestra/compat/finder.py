@@ -134,7 +134,7 @@ class PalaestraiFinder(importlib.abc.MetaPathFinder):
         if found is None:
             raise ModuleNotFoundError(
                 f"No module named '{fullname}': palaestra maps palaestrAI's public plug-in API "
-                "(see the README, 'Coming from palaestrAI'), and this module is not part of it",
+                "(see docs/coming-from-palaestrai.md), and this module is not part of it",
                 name=fullname,
             )
         mapped, spec = found

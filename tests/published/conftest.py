@@ -27,7 +27,7 @@ PUBLISHED_VENV = (
     ".venv-palaestrai && .venv-palaestrai/bin/pip install -e '.[test,palaestrai]' && "
     ".venv-palaestrai/bin/python -m pytest tests/published"
 )
-"""Where the README installs them (what a skip says)."""
+"""Where docs/development.md installs them (what a skip says)."""
 
 
 def require_published() -> None:
