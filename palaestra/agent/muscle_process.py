@@ -32,7 +32,7 @@ from palaestra.agent.hot_reload import (
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import PROPOSAL, Muscle, proposal
 from palaestra.agent.muscle_lanes import MuscleLanes
-from palaestra.agent.objective import Objective
+from palaestra.agent.objective import Objective, objective_value
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
@@ -556,8 +556,7 @@ class MuscleProcess(Component):
             terminated=terminated,
             truncated=truncated,
         )
-        objective = call(self.objective.internal_reward, self.memory)
-        value = float(objective) if objective is not None else float("nan")
+        value = objective_value(self.objective, call(self.objective.internal_reward, self.memory))
         self.memory.append(self.name, objective=value)
         return m.Transition(
             previous.seen_values,
