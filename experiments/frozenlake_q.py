@@ -31,9 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.agent import Brain, Muscle, Objective
-from palaestra.agent.memory import Memory
-from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.agent import (
+    ActuatorInformation,
+    Brain,
+    Memory,
+    Muscle,
+    Objective,
+    SensorInformation,
+)
 
 
 def greedy(q_row: np.ndarray, rng: np.random.Generator) -> int:
