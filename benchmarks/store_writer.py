@@ -56,7 +56,7 @@ def produce(endpoint: str, rows: int, agent_id: int, started: Any) -> None:
     row = m.MuscleActionRow(0, 0, sensors, setpoints, {"reward": 1.0}, 1.0, False)
     batches = [
         m.encode(
-            m.StoreRows(
+            m.Rows(
                 table="muscle_actions",
                 rows=[
                     muscle_action_values(agent_id, 0, msgspec.structs.replace(row, step=step))

@@ -309,13 +309,13 @@ def cli_runner(env: dict[str, str | None] | None = None) -> Any:
     return CliRunner(env=env)
 
 
-def world_message(environment_id: int, worker: int, rows: list[m.WorldStateRow]) -> m.StoreRows:
+def world_message(environment_id: int, worker: int, rows: list[m.WorldStateRow]) -> m.Rows:
     """What an environment process sends the store writer for ``rows``."""
     shaped = [world_state_values(environment_id, worker, row) for row in rows]
-    return m.StoreRows(table="world_states", rows=shaped)
+    return m.Rows(table="world_states", rows=shaped)
 
 
-def actions_message(agent_id: int, worker: int, rows: list[m.MuscleActionRow]) -> m.StoreRows:
+def actions_message(agent_id: int, worker: int, rows: list[m.MuscleActionRow]) -> m.Rows:
     """What a Muscle process sends the store writer for ``rows``."""
     shaped = [muscle_action_values(agent_id, worker, row) for row in rows]
-    return m.StoreRows(table="muscle_actions", rows=shaped)
+    return m.Rows(table="muscle_actions", rows=shaped)

@@ -43,7 +43,14 @@ from palaestra.core.loading import load_class
 from palaestra.core.name_rules import check_inside, dump_file_name
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
-from palaestra.core.records import RowSink, connect_store, send
+from palaestra.core.records import (
+    RowSink,
+    code_reload_values,
+    connect_store,
+    plugin_record_values,
+    send,
+    statistics_values,
+)
 from palaestra.core.transport import announce, endpoint_for
 
 LOG = logging.getLogger(__name__)
@@ -65,8 +72,9 @@ class BrainProcess(Component):
         self.episodes_ended = 0
         self.keep = 0  # of the dumps being written: see m.BrainDump.keep
         self.store: zmq.Socket[bytes] | None = None
-        self.statistics = RowSink(None, self._statistics_rows)  # the store's, once running
-        self.records = RowSink(None, self._plugin_rows)
+        # the store's once running
+        self.statistics = RowSink(None, "statistics", shape=self._statistics_shape)
+        self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
         self.recorder = recorder_for(name)
         self.stored = True  # nothing learned yet that a dump would lose
         self.batched = False  # thinking_batch for several experiences at once (see _batched)
@@ -162,9 +170,14 @@ class BrainProcess(Component):
         hot.own(listener)
         self.store = connect_store(hot, self.store_endpoint)
         self.statistics = RowSink(
-            self.store, self._statistics_rows, plugin=(self.brain, "add_statistics")
+            self.store,
+            "statistics",
+            plugin=(self.brain, "add_statistics"),
+            shape=self._statistics_shape,
         )
-        self.records = RowSink(self.store, self._plugin_rows, plugin=(self.brain, "record"))
+        self.records = RowSink(
+            self.store, "plugin_records", plugin=(self.brain, "record"), shape=self._plugin_shape
+        )
         try:
             self._answer(hot, listener)
         except Stopped:
@@ -181,11 +194,11 @@ class BrainProcess(Component):
             self.statistics.flush(block=False)
             raise
 
-    def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
-        return m.StatisticsRows(agent_id=self.request.agent_id, rows=rows)
+    def _statistics_shape(self, row: m.StatisticsRow) -> tuple[Any, ...]:
+        return statistics_values(self.request.agent_id, row)
 
-    def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
-        return m.PluginRecordRows(agent_id=self.request.agent_id, rows=rows)
+    def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
+        return plugin_record_values(self.request.phase_id, row)
 
     def _record_statistics(self, worker: int, episode: int, step: int) -> None:
         """Store what the Brain added with ``add_statistics`` (and ``context.record``) since
@@ -275,7 +288,8 @@ class BrainProcess(Component):
         if isinstance(message, m.Experience):
             where = (message.worker, message.episode, message.step)
         rows = self.reload.rows(outcomes, *where)
-        send(self.records.socket, m.CodeReloads(agent_id=self.request.agent_id, rows=rows))
+        shaped = [code_reload_values(self.request.phase_id, row) for row in rows]
+        send(self.records.socket, m.Rows(table="code_reloads", rows=shaped))
 
     def _rebuild(self, classes: dict[str, type]) -> None:
         """A new Brain from its reloaded class, swapped in (a failure keeps the old one)."""

@@ -34,6 +34,7 @@ class MuscleArgs(msgspec.Struct, frozen=True, kw_only=True):
 
     agent: AgentSpec
     agent_id: int
+    phase_id: int
     worker: int
     mode: str
     seed: int
@@ -75,6 +76,7 @@ class AgentConductor(Conductor):
                     MuscleArgs(
                         agent=request.agent,
                         agent_id=request.agent_id,
+                        phase_id=request.phase_id,
                         worker=worker,
                         mode=request.mode,
                         seed=request.muscle_seeds[worker],

@@ -56,10 +56,13 @@ from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.records import (
     RowSink,
     UnencodableValue,
+    code_reload_values,
     connect_store,
     muscle_action_values,
+    plugin_record_values,
     recorded,
     send,
+    statistics_values,
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
@@ -95,8 +98,10 @@ class MuscleProcess(Component):
         dumps: dict[str, bytes] | None = None,
         dump_source: str = "",
         record_every: int = 1,
+        phase_id: int = 0,
     ) -> None:
         super().__init__(name)
+        self.phase_id = phase_id  # of its plug-in records and code reloads
         self.record_every = record_every  # which steps get a row: see PhaseConfig
         self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
@@ -126,9 +131,9 @@ class MuscleProcess(Component):
         self.actuator_spaces: list[Any] = []
         self.episode = 0
         self.previous: Previous | None = None
-        self.rows = RowSink(None, self._record, shape=self._shape)  # the store's, once running
-        self.statistics = RowSink(None, self._statistics_rows)
-        self.records = RowSink(None, self._plugin_rows)
+        self.rows = RowSink(None, "muscle_actions", shape=self._shape)  # the store's once running
+        self.statistics = RowSink(None, "statistics", shape=self._statistics_shape)
+        self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
         self.recorder = recorder_for(name)
         self.record_source = f"muscle:{agent.name}"  # of its plug-in records
         self.switch = RecordingSwitch()
@@ -145,9 +150,6 @@ class MuscleProcess(Component):
         self.reload: HotReload | None = None
         if reload is not None:
             self.use_reload(reload)
-
-    def _record(self, rows: list[Any]) -> m.StoreRows:
-        return m.StoreRows(table="muscle_actions", rows=rows)
 
     # --- hot reload ----------------------------------------------------------------------
 
@@ -176,7 +178,8 @@ class MuscleProcess(Component):
         outcomes = self.reload.check()
         if outcomes:
             rows = self.reload.rows(outcomes, worker, episode, step)
-            send(self.records.socket, m.CodeReloads(agent_id=self.agent_id, rows=rows))
+            shaped = [code_reload_values(self.phase_id, row) for row in rows]
+            send(self.records.socket, m.Rows(table="code_reloads", rows=shaped))
 
     def _rebuild(self, classes: dict[str, type]) -> None:
         """New Muscle and Objective instances from reloaded classes, swapped in when both
@@ -197,14 +200,14 @@ class MuscleProcess(Component):
         retire(self.name, old)
 
     def _shape(self, row: m.MuscleActionRow) -> tuple[Any, ...]:
-        """The row ready to insert (see :class:`~palaestra.core.messages.StoreRows`)."""
+        """The row ready to insert (see :class:`~palaestra.core.messages.Rows`)."""
         return muscle_action_values(self.agent_id, self.worker, row)
 
-    def _statistics_rows(self, rows: list[Any]) -> m.StatisticsRows:
-        return m.StatisticsRows(agent_id=self.agent_id, rows=rows)
+    def _statistics_shape(self, row: m.StatisticsRow) -> tuple[Any, ...]:
+        return statistics_values(self.agent_id, row)
 
-    def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
-        return m.PluginRecordRows(agent_id=self.agent_id, rows=rows)
+    def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
+        return plugin_record_values(self.phase_id, row)
 
     def _record_statistics(self, step: int) -> None:
         """Store what the Muscle added with ``add_statistics`` (and ``context.record``) during
@@ -271,12 +274,17 @@ class MuscleProcess(Component):
         self.hot_loop = hot
         store = connect_store(hot, self.store_endpoint)
         self.rows = RowSink(
-            store, self._record, plugin=(self.muscle, "propose_actions"), shape=self._shape
+            store, "muscle_actions", plugin=(self.muscle, "propose_actions"), shape=self._shape
         )
         self.statistics = RowSink(
-            store, self._statistics_rows, plugin=(self.muscle, "add_statistics")
+            store,
+            "statistics",
+            plugin=(self.muscle, "add_statistics"),
+            shape=self._statistics_shape,
         )
-        self.records = RowSink(store, self._plugin_rows, plugin=(self.muscle, "record"))
+        self.records = RowSink(
+            store, "plugin_records", plugin=(self.muscle, "record"), shape=self._plugin_shape
+        )
         wait = hot.poller(router)
         step = self.stepper()
         with closing_producer(self.rows, self.name, self.statistics, self.records):

@@ -93,6 +93,8 @@ class EnvironmentSetup(Msg, frozen=True, kw_only=True):
 
     environment: EnvironmentSpec
     environment_id: int
+    phase_id: int
+    """The phase's id in the store (of its plug-in records and recording gaps)."""
     workers: int
     seeds: list[int]
     answer_timeout: float = 300.0
@@ -121,6 +123,8 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
 
     agent: AgentSpec
     agent_id: int
+    phase_id: int
+    """The phase's id in the store (of its plug-in records and code reloads)."""
     run_uid: str
     phase_index: int
     phase_name: str
@@ -544,22 +548,14 @@ class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
     step had arrived; None otherwise."""
 
 
-class StoreRows(Msg, frozen=True, kw_only=True):
-    """A batch of rows of a per-step table (``world_states`` or ``muscle_actions``) ready to
-    insert: each a tuple of the table's values in the order of
-    :data:`palaestra.core.records.STORE_COLUMNS`, JSON columns as JSON text (SQL NULL as
-    None). The producer shapes them (:func:`palaestra.core.records.world_state_values`,
-    :func:`~palaestra.core.records.muscle_action_values`): the writer only inserts them."""
+class Rows(Msg, frozen=True, kw_only=True):
+    """A batch of rows of one table, ready to insert: each a tuple of the table's values in the
+    order of :data:`palaestra.core.records.COLUMNS` (the producer shapes them, with the ids of
+    its agent, environment or phase: see :mod:`palaestra.core.records`); the writer only
+    inserts them. The one message that carries rows to the store writer."""
 
     table: str
     rows: list[tuple[Any, ...]]
-
-
-class StatisticsRows(Msg, frozen=True, kw_only=True):
-    """A batch of ``statistics`` rows of one agent's Brain or Muscle."""
-
-    agent_id: int
-    rows: list[StatisticsRow]
 
 
 class PluginRecordRow(msgspec.Struct, frozen=True, array_like=True):
@@ -573,15 +569,6 @@ class PluginRecordRow(msgspec.Struct, frozen=True, array_like=True):
     key: str
     value: Any
     """Plain JSON."""
-
-
-class PluginRecordRows(Msg, frozen=True, kw_only=True):
-    """A batch of ``plugin_records`` rows of one agent (``agent_id``) or environment
-    (``environment_id``); the writer finds their phase."""
-
-    agent_id: int | None = None
-    environment_id: int | None = None
-    rows: list[PluginRecordRow]
 
 
 class CodeReloadRow(msgspec.Struct, frozen=True, array_like=True):
@@ -603,18 +590,11 @@ class CodeReloadRow(msgspec.Struct, frozen=True, array_like=True):
     """When it was tried, seconds since the epoch."""
 
 
-class CodeReloads(Msg, frozen=True, kw_only=True):
-    """The ``code_reloads`` rows of one reload in an agent's process (rare: sent at once)."""
-
-    agent_id: int
-    rows: list[CodeReloadRow]
-
-
 class RecordingGapMark(Msg, frozen=True, kw_only=True):
     """An environment worker's recording paused (``paused``) or resumed at a step: the first
     step not recorded, or the first recorded again (``recording_gaps``)."""
 
-    environment_id: int
+    phase_id: int
     worker: int
     episode: int
     step: int
@@ -622,8 +602,9 @@ class RecordingGapMark(Msg, frozen=True, kw_only=True):
 
 
 class EpisodeRows(Msg, frozen=True, kw_only=True):
-    """A batch of ``episodes`` rows of one simulation controller (phase ``phase_id`` in the
-    store)."""
+    """The episodes that ended, of one simulation controller (phase ``phase_id`` in the
+    store), for the ExperimentRun controller's progress (the store gets them as
+    :class:`Rows`)."""
 
     phase_id: int
     rows: list[EpisodeEnded]
@@ -811,10 +792,7 @@ Message = (
     | AgentEvaluate
     | AgentEvaluated
     | BrainUpdate
-    | StoreRows
-    | StatisticsRows
-    | PluginRecordRows
-    | CodeReloads
+    | Rows
     | RecordingGapMark
     | EpisodeEnded
     | EpisodeRows

@@ -60,7 +60,7 @@ WORLD_STATE_COLUMNS = (
     "simtime",
     "late_by",
 )
-"""The values of a ``world_states`` row in :class:`~palaestra.core.messages.StoreRows`."""
+"""The values of a ``world_states`` row in :class:`~palaestra.core.messages.Rows`."""
 MUSCLE_ACTION_COLUMNS = (
     "agent_id",
     "worker",
@@ -76,9 +76,59 @@ MUSCLE_ACTION_COLUMNS = (
     "truncated",
     "stale_policy",
 )
-"""The values of a ``muscle_actions`` row in :class:`~palaestra.core.messages.StoreRows`."""
-STORE_COLUMNS = {"world_states": WORLD_STATE_COLUMNS, "muscle_actions": MUSCLE_ACTION_COLUMNS}
-"""The per-step tables producers send ready to insert, and the order of their values."""
+"""The values of a ``muscle_actions`` row in :class:`~palaestra.core.messages.Rows`."""
+COLUMNS = {
+    "world_states": WORLD_STATE_COLUMNS,
+    "muscle_actions": MUSCLE_ACTION_COLUMNS,
+    "statistics": ("agent_id", "source", "worker", "episode", "step", "statistics"),
+    "plugin_records": (
+        "experiment_run_phase_id",
+        *("source", "worker", "episode", "step", "key", "value"),
+    ),
+    "code_reloads": (
+        "experiment_run_phase_id",
+        *("source", "worker", "episode", "step", "module", "path", "ok", "error", "at"),
+    ),
+    "episodes": (
+        "experiment_run_phase_id",
+        *("worker", "episode", "started_at", "ended_at", "steps", "terminated", "truncated"),
+        "rewards",
+    ),
+}
+"""Every table producers send rows of (:class:`~palaestra.core.messages.Rows`), and the order
+of a row's values: one shape per table, made here, inserted by the writer as it comes."""
+BULK = frozenset(("world_states", "muscle_actions"))
+"""The per-step tables: their JSON values arrive as JSON text and go to the driver as they are
+(:func:`palaestra.store.bulk.insert_values`). In the other tables' rows JSON values are plain
+values and times POSIX seconds, which the writer turns into the columns' types."""
+
+
+def statistics_values(agent_id: int, row: m.StatisticsRow) -> tuple[Any, ...]:
+    """``row`` as the values of ``statistics``' :data:`COLUMNS`."""
+    return (agent_id, row.source, row.worker, row.episode, row.step, row.values)
+
+
+def plugin_record_values(phase_id: int, row: m.PluginRecordRow) -> tuple[Any, ...]:
+    """``row`` as the values of ``plugin_records``' :data:`COLUMNS`."""
+    return (phase_id, row.source, row.worker, row.episode, row.step, row.key, row.value)
+
+
+def code_reload_values(phase_id: int, row: m.CodeReloadRow) -> tuple[Any, ...]:
+    """``row`` as the values of ``code_reloads``' :data:`COLUMNS`."""
+    return (
+        phase_id,
+        *(row.source, row.worker, row.episode, row.step, row.module, row.path, row.ok),
+        *(row.error, row.at),
+    )
+
+
+def episode_values(phase_id: int, row: m.EpisodeEnded) -> tuple[Any, ...]:
+    """``row`` as the values of ``episodes``' :data:`COLUMNS`."""
+    return (
+        phase_id,
+        *(row.worker, row.episode, row.started_at, row.ended_at, row.steps, row.terminated),
+        *(row.truncated, row.rewards),
+    )
 
 
 def world_state_values(environment_id: int, worker: int, row: m.WorldStateRow) -> tuple[Any, ...]:
@@ -173,21 +223,21 @@ class RowSink:
     Args:
         socket: The PUSH socket to the writer (see :func:`connect_store`); None discards rows
             (the run has no store), but they are still checked.
-        make: Builds the record message from a list of encoded rows.
+        table: The table of the rows (a key of :data:`COLUMNS`): a batch goes as one
+            :class:`~palaestra.core.messages.Rows` of it.
         batch: Rows per batch at most.
         batch_bytes: Encoded bytes per batch at most (a row larger than that goes alone).
         plugin: The plug-in and its method that made the rows' values: an unencodable value
             fails as a :class:`~palaestra.core.runtime.PluginError` of that method.
         shape: Turns a row into what is encoded in its place (the ready-to-insert values of
-            :func:`world_state_values` or :func:`muscle_action_values`): the writer then does
-            no work per row but the insert. Without a ``socket`` the row is only checked, as
-            it is.
+            the table, :func:`world_state_values` and the like): the writer then does no work
+            per row but the insert. Without a ``socket`` the row is only checked, as it is.
     """
 
     def __init__(
         self,
         socket: zmq.Socket[bytes] | None,
-        make: Callable[[list[Any]], m.Msg],
+        table: str,
         batch: int = BATCH_ROWS,
         *,
         batch_bytes: int = BATCH_BYTES,
@@ -195,7 +245,7 @@ class RowSink:
         shape: Callable[[Any], tuple[Any, ...]] | None = None,
     ) -> None:
         self.socket = socket
-        self.make = make
+        self.table = table
         self.batch = batch
         self.batch_bytes = batch_bytes
         self.plugin = plugin
@@ -223,7 +273,7 @@ class RowSink:
             self.flush()
 
     def add_shaped(self, rows: list[tuple[Any, ...]], size: int) -> None:
-        """Buffer rows shaped already (the values of :data:`STORE_COLUMNS`, made by palaestra
+        """Buffer rows shaped already (the values of :data:`COLUMNS`, made by palaestra
         from checked values, so encodable: they are encoded with their batch); ``size``
         estimates their encoded bytes. Push the batch when it is full."""
         if not rows:
@@ -266,7 +316,7 @@ class RowSink:
         rows, self.rows, self.size = self.rows, [], 0
         if self.socket is None:
             return True
-        if _push(self.socket, self.make(rows), block, timeout):
+        if _push(self.socket, m.Rows(table=self.table, rows=rows), block, timeout):
             return True
         LOG.warning("the store writer is not taking rows: %d rows not stored", len(rows))
         return False

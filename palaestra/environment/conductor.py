@@ -16,6 +16,7 @@ class EnvironmentArgs(msgspec.Struct, frozen=True, kw_only=True):
 
     environment: EnvironmentSpec
     environment_id: int
+    phase_id: int
     worker: int
     seed: int
     store_endpoint: str | None
@@ -40,6 +41,7 @@ class EnvironmentConductor(Conductor):
                 EnvironmentArgs(
                     environment=request.environment,
                     environment_id=request.environment_id,
+                    phase_id=request.phase_id,
                     worker=worker,
                     seed=request.seeds[worker * games],
                     store_endpoint=self.store_endpoint,

@@ -34,7 +34,14 @@ from palaestra.core.pacing import ON_TIME, Pacer
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.records import RowSink, connect_store, recorded, send, world_state_values
+from palaestra.core.records import (
+    RowSink,
+    connect_store,
+    plugin_record_values,
+    recorded,
+    send,
+    world_state_values,
+)
 from palaestra.core.simtime import SimTime
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
@@ -87,6 +94,7 @@ class EnvironmentProcess(Component):
         worker: int,
         seed: int,
         store_endpoint: str | None,
+        phase_id: int = 0,
         answer_timeout: float = 300.0,
         run_uid: str = "",
         instance_uid: str = "",
@@ -123,6 +131,7 @@ class EnvironmentProcess(Component):
         self.awaiter = Awaiter(name)
         self.spec = environment
         self.environment_id = environment_id
+        self.phase_id = phase_id
         self.worker = worker
         self.env = construct(environment, seed)
         self.recorder = recorder_for(name)
@@ -162,8 +171,8 @@ class EnvironmentProcess(Component):
         self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
         self.asked_at = 0.0  # when the controller asked for the paced step being taken
         self.pacer: Pacer | None = None  # of the paced episodes this environment drives
-        self.rows = RowSink(None, self._record, shape=self._shape)  # the store's, once running
-        self.records = RowSink(None, self._plugin_rows)
+        self.rows = RowSink(None, "world_states", shape=self._shape)  # the store's, once running
+        self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
         self.games = (
             [self]
             + [  # with envs_per_worker N > 1: its N games, each a core like it
@@ -171,6 +180,7 @@ class EnvironmentProcess(Component):
                     name,
                     environment=environment,
                     environment_id=environment_id,
+                    phase_id=phase_id,
                     worker=worker + i,
                     seed=lane_seed,
                     store_endpoint=None,
@@ -187,15 +197,12 @@ class EnvironmentProcess(Component):
         for game in self.games[1:]:
             game.awaiter = self.awaiter
 
-    def _record(self, rows: list[Any]) -> m.StoreRows:
-        return m.StoreRows(table="world_states", rows=rows)
-
     def _shape(self, row: m.WorldStateRow) -> tuple[Any, ...]:
-        """The row ready to insert (see :class:`~palaestra.core.messages.StoreRows`)."""
+        """The row ready to insert (see :class:`~palaestra.core.messages.Rows`)."""
         return world_state_values(self.environment_id, self.worker, row)
 
-    def _plugin_rows(self, rows: list[Any]) -> m.PluginRecordRows:
-        return m.PluginRecordRows(environment_id=self.environment_id, rows=rows)
+    def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
+        return plugin_record_values(self.phase_id, row)
 
     def _send_records(self) -> None:
         """Add what the environment recorded with ``context.record`` as rows of this step."""
@@ -210,7 +217,7 @@ class EnvironmentProcess(Component):
             self.paused = paused
             self.rows.flush()
             mark = m.RecordingGapMark(
-                environment_id=self.environment_id,
+                phase_id=self.phase_id,
                 worker=self.worker,
                 episode=self.episode,
                 step=self.step,
@@ -235,18 +242,26 @@ class EnvironmentProcess(Component):
         hot.own(self.listener)
         self.rows = RowSink(
             connect_store(hot, self.store_endpoint),
-            self._record,
+            "world_states",
             plugin=(self.env, "update"),
             shape=self._shape,
         )
-        self.records = RowSink(self.rows.socket, self._plugin_rows, plugin=(self.env, "record"))
+        self.records = RowSink(
+            self.rows.socket,
+            "plugin_records",
+            plugin=(self.env, "record"),
+            shape=self._plugin_shape,
+        )
         games = self.games[1:]
         for game in games:
             game.rows = RowSink(
-                self.rows.socket, game._record, plugin=(game.env, "update"), shape=game._shape
+                self.rows.socket, "world_states", plugin=(game.env, "update"), shape=game._shape
             )
             game.records = RowSink(
-                self.rows.socket, game._plugin_rows, plugin=(game.env, "record")
+                self.rows.socket,
+                "plugin_records",
+                plugin=(game.env, "record"),
+                shape=game._plugin_shape,
             )
         self.selector = hot.selector()
         self.selector.add(self.listener)

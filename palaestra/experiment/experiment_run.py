@@ -417,6 +417,7 @@ class ExperimentRun(Component):
         return m.EnvironmentSetup(
             environment=env,
             environment_id=phase.ids[f"environment:{env.uid}"],
+            phase_id=phase.ids["phase"],
             workers=phase.spec.config.worker,
             seeds=self._env_seeds(phase.spec, env.uid),
             answer_timeout=self.answer_timeout,
@@ -473,6 +474,7 @@ class ExperimentRun(Component):
         return m.AgentSetup(
             agent=agent,
             agent_id=started.ids[f"agent:{agent.name}"],
+            phase_id=started.ids["phase"],
             run_uid=self.run.uid,
             instance_uid=self.instance_uid,
             phase_index=phase.index,

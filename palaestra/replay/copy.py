@@ -24,34 +24,27 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from palaestra.core import messages as m
-from palaestra.core.records import (
-    MUSCLE_ACTION_COLUMNS,
-    WORLD_STATE_COLUMNS,
-    muscle_action_values,
-    world_state_values,
-)
+from palaestra.core.records import episode_values, muscle_action_values, world_state_values
 from palaestra.core.termination import EpisodeEndsWithEnvironment
 from palaestra.core.turns import EpisodeResult, Stepped, run_episode
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.steps import EpisodeReplay
 from palaestra.store import schema
-from palaestra.store.bulk import insert_values
+from palaestra.store.bulk import TABLES, insert_rows
 from palaestra.store.engine import make_engine
 from palaestra.store.models import (
     Agent,
     Environment,
-    Episode,
     ExperimentRun,
     ExperimentRunInstance,
     ExperimentRunPhase,
     utcnow,
 )
 from palaestra.store.rows import Row, StoreURI, resolve_store_uri
-from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES, episode_rows
 from palaestra.version import __version__
 
 
@@ -214,10 +207,9 @@ class Copy:
             env_ids.update(self._phase(session, instance.id, record, agent_ids, phase_ids))
         self._rows(session, env_ids, agent_ids)
         for index, phase_id in phase_ids.items():
-            ended = [e for e in self.episodes if e.phase == index]
+            ended = [episode_values(phase_id, e) for e in self.episodes if e.phase == index]
             if ended:
-                message = m.EpisodeRows(phase_id=phase_id, rows=ended)
-                session.execute(insert(Episode), episode_rows(message))
+                insert_rows(session.connection(), TABLES["episodes"], ended)
         return instance.uid
 
     def _phase(
@@ -283,6 +275,6 @@ class Copy:
             for index, name, worker, action in self.actions
         ]
         if world:
-            insert_values(session.connection(), WORLD_STATES, WORLD_STATE_COLUMNS, world)
+            insert_rows(session.connection(), TABLES["world_states"], world)
         if actions:
-            insert_values(session.connection(), MUSCLE_ACTIONS, MUSCLE_ACTION_COLUMNS, actions)
+            insert_rows(session.connection(), TABLES["muscle_actions"], actions)

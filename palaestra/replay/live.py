@@ -23,7 +23,7 @@ class Tape(RowSink):
     """A row sink that keeps the rows (unencoded) instead of pushing them to a writer."""
 
     def __init__(self) -> None:
-        super().__init__(None, lambda rows: m.StoreAck())
+        super().__init__(None, "world_states")
         self.kept: list[m.WorldStateRow] = []
 
     def add(self, row: Row) -> None:

@@ -26,7 +26,7 @@ from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
-from palaestra.core.records import RowSink, connect_store
+from palaestra.core.records import RowSink, connect_store, episode_values
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
@@ -187,7 +187,8 @@ class SimulationController(Component):
         self.phase = phase
         self.phase_id = phase_id
         self.store_endpoint = store_endpoint
-        self.episode_rows = RowSink(None, self._episode_rows)  # the store's, once running
+        # the store's once running
+        self.episode_rows = RowSink(None, "episodes", shape=self._episode_shape)
         self._rows_pushed = -EPISODE_FLUSH_SECONDS  # the first episode's row goes at once
         self._for_parent: list[m.EpisodeEnded] = []  # ended episodes not yet told the parent
         self._parent_told = -PROGRESS_SECONDS  # the first episode is told at once
@@ -230,8 +231,8 @@ class SimulationController(Component):
         runtime.start_task(watch(self.waiting))
         return {}
 
-    def _episode_rows(self, rows: list[Any]) -> m.EpisodeRows:
-        return m.EpisodeRows(phase_id=self.phase_id, rows=rows)
+    def _episode_shape(self, row: m.EpisodeEnded) -> tuple[Any, ...]:
+        return episode_values(self.phase_id, row)
 
     def _waiting(self, process: str, grace: float = 0.0) -> Waiting:
         waiting = Waiting(process, self.answer_timeout, grace)
@@ -261,7 +262,8 @@ class SimulationController(Component):
 
     def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         self.hot_loop = hot
-        self.episode_rows = RowSink(connect_store(hot, self.store_endpoint), self._episode_rows)
+        store = connect_store(hot, self.store_endpoint)
+        self.episode_rows = RowSink(store, "episodes", shape=self._episode_shape)
         try:
             with closing_producer(self.episode_rows, self.name):
                 self._serve_episodes(hot, request)

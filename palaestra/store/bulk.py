@@ -1,27 +1,68 @@
-"""Bulk inserts of the per-step tables: rows as ready tuples, one statement per batch.
+"""Inserting the rows producers send (:class:`~palaestra.core.messages.Rows`), one statement
+per batch: :func:`insert_rows` for every table.
 
-Producers send ``world_states`` and ``muscle_actions`` rows shaped for the insert
-(:class:`~palaestra.core.messages.StoreRows`: the values in the order of
-:data:`palaestra.core.records.STORE_COLUMNS`, JSON columns as the text the store's engines
-write, see :func:`palaestra.core.nonfinite.json_text`), so the writer hands them to the driver
+Producers shape each row for the insert (the values in the order of
+:data:`palaestra.core.records.COLUMNS`). Those of ``world_states`` and ``muscle_actions`` carry
+their JSON columns as the text the store's engines write (see
+:func:`palaestra.core.nonfinite.json_text`), so the writer hands them to the driver
 as they arrived, in its transaction: no value passes SQLAlchemy's bind processors (about three
 quarters of what the writer spent per row before). SQLite takes them through one prepared
 statement's ``executemany`` (``?`` marks). PostgreSQL (psycopg 3) takes them through
 ``COPY ... FROM STDIN`` (psycopg's ``cursor.copy``, text format): one command streams the whole
 batch, where an ``executemany`` of INSERTs pays a round of the protocol per row; the server
 parses each value by its column's type (the JSON text into ``json``). Other drivers of the
-``format`` styles take ``%s`` marks.
+``format`` styles take ``%s`` marks. The rarer rows of the other tables go through
+SQLAlchemy's insert, their JSON values plain and their times POSIX seconds, made the columns'
+times here.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.exc import DBAPIError
 
+from palaestra.core.records import BULK, COLUMNS
+from palaestra.store.models import Base
+
+TABLES: dict[str, Table] = {name: Base.metadata.tables[name] for name in COLUMNS}
+"""The tables of :data:`palaestra.core.records.COLUMNS`, by name."""
+
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+
+
+def insert_rows(connection: Connection, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` of ``table`` (each the values of its :data:`COLUMNS`, as a producer
+    shaped them): the per-step tables' straight to the driver (:func:`insert_values`), the
+    others through SQLAlchemy, their POSIX seconds made the columns' times."""
+    columns = COLUMNS[table.name]
+    if table.name in BULK:
+        insert_values(connection, table, columns, rows)
+        return
+    times = _time_columns(table.name)
+    connection.execute(table.insert(), [_values(columns, row, times) for row in rows])
+
+
+@functools.cache
+def _time_columns(name: str) -> frozenset[int]:
+    """Where in ``name``'s :data:`COLUMNS` the times are (the model's DateTime columns)."""
+    table = TABLES[name]
+    return frozenset(
+        i
+        for i, column in enumerate(COLUMNS[name])
+        if isinstance(getattr(table.c[column].type, "impl", table.c[column].type), DateTime)
+    )
+
+
+def _values(columns: Sequence[str], row: tuple[Any, ...], times: frozenset[int]) -> dict[str, Any]:
+    return {
+        column: dt.datetime.fromtimestamp(value, dt.UTC) if i in times else value
+        for i, (column, value) in enumerate(zip(columns, row, strict=True))
+    }
 
 
 def insert_values(

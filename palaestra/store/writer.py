@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import errno
 import gc
 import logging
@@ -32,12 +31,9 @@ from palaestra.core.hotloop import GC_THRESHOLDS
 from palaestra.core.limits import HEARTBEAT
 from palaestra.core.liveness import holding
 from palaestra.core.name_rules import dump_key
-from palaestra.core.records import (
-    QUEUE_MESSAGES,
-    STORE_COLUMNS,
-)
+from palaestra.core.records import QUEUE_MESSAGES
 from palaestra.store import schema
-from palaestra.store.bulk import insert_values
+from palaestra.store.bulk import TABLES, insert_rows
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
@@ -45,24 +41,13 @@ from palaestra.store.models import (
     Agent,
     BrainState,
     Environment,
-    Episode,
     Experiment,
     ExperimentRun,
     ExperimentRunInstance,
     ExperimentRunPhase,
-    MuscleAction,
-    Statistic,
-    WorldState,
     utcnow,
 )
-from palaestra.store.recording_rows import (
-    CODE_RELOADS,
-    PLUGIN_RECORDS,
-    PhaseIds,
-    code_reload_rows,
-    mark_gap,
-    plugin_record_rows,
-)
+from palaestra.store.recording_rows import mark_gap
 from palaestra.store.replay_source import find_replay
 
 LOG = logging.getLogger(__name__)
@@ -90,15 +75,9 @@ DRAIN_LIMIT = 500
 RUN_START_ATTEMPTS = 3
 """Tries of a run start whose experiment or run another writer created at the same time."""
 
-WORLD_STATES: Table = WorldState.__table__  # type: ignore[assignment]
-MUSCLE_ACTIONS: Table = MuscleAction.__table__  # type: ignore[assignment]
 BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
-STATISTICS: Table = Statistic.__table__  # type: ignore[assignment]
-BULK_TABLES = {WORLD_STATES.name: WORLD_STATES, MUSCLE_ACTIONS.name: MUSCLE_ACTIONS}
-"""The per-step tables, by name: their rows arrive ready to insert (see
-:class:`~palaestra.core.messages.StoreRows`) and go to :func:`palaestra.store.bulk.insert_values`.
-"""
-EPISODES: Table = Episode.__table__  # type: ignore[assignment]
+IMMEDIATE = frozenset(("code_reloads",))
+"""Tables whose rows are rare and inserted as they come, not buffered."""
 
 Row = dict[str, Any]
 
@@ -123,14 +102,9 @@ class StoreWriter(Component):
         self.batch_bytes = batch_bytes
         self.buffered_bytes = 0
         self.engine: Engine | None = None
-        self.buffers: dict[Table, list[Any]] = {  # dicts; tuples for the per-step tables
-            WORLD_STATES: [],
-            MUSCLE_ACTIONS: [],
-            STATISTICS: [],
-            EPISODES: [],
-            PLUGIN_RECORDS: [],
+        self.buffers: dict[Table, list[Any]] = {  # each row the values of its COLUMNS
+            table: [] for name, table in TABLES.items() if name not in IMMEDIATE
         }
-        self.phase_ids = PhaseIds()
         self.closed_producers: set[str] = set()
         self._sessions: sessionmaker[Session] | None = None
         self._waiters: list[asyncio.Future[None]] = []
@@ -265,21 +239,21 @@ class StoreWriter(Component):
         Raises:
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
-        if isinstance(message, m.StoreRows):
-            table = BULK_TABLES.get(message.table)
+        if isinstance(message, m.Rows):
+            table = TABLES.get(message.table)
             if table is None:
-                raise TypeError(f"{self.name}: StoreRows of table {message.table!r}")
-            self._buffer(table, message.rows, size)
-        elif isinstance(message, m.StatisticsRows):
-            self._buffer(STATISTICS, _statistics_rows(message), size)
-        elif isinstance(message, m.EpisodeRows):
-            self._buffer(EPISODES, episode_rows(message), size)
-        elif isinstance(message, m.PluginRecordRows | m.RecordingGapMark):
-            self._recording(message, size)
+                raise TypeError(f"{self.name}: rows of table {message.table!r}")
+            if message.table in IMMEDIATE:
+                self._write({table: message.rows})
+            else:
+                self._buffer(table, message.rows, size)
+        elif isinstance(message, m.RecordingGapMark):
+            self.flush()  # the rows before the gap first
+            doing = "writing a recording gap"
+            with self._store_errors(doing), self._engine().begin() as connection:
+                mark_gap(connection, message.phase_id, message)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
-        elif isinstance(message, m.CodeReloads):
-            self._write_code_reloads(message)
         elif isinstance(message, m.ProducerClosed):
             self._producer_closed(message.producer)
         else:
@@ -295,18 +269,6 @@ class StoreWriter(Component):
             self.buffers[table] = []
             self._write({table: buffer})
 
-    def _recording(self, message: m.PluginRecordRows | m.RecordingGapMark, size: int) -> None:
-        """Buffer plug-in records; write a recording gap's start or end at once."""
-        agent_id = getattr(message, "agent_id", None)
-        with self._store_errors("finding a phase"):
-            phase_id = self.phase_ids.of(self._engine(), agent_id, message.environment_id)
-        if isinstance(message, m.PluginRecordRows):
-            self._buffer(PLUGIN_RECORDS, plugin_record_rows(message, phase_id), size)
-            return
-        self.flush()  # the rows before the gap first
-        with self._store_errors("writing a recording gap"), self._engine().begin() as connection:
-            mark_gap(connection, phase_id, message)
-
     def _write_brain_dump(self, message: m.BrainDump) -> None:
         """Brain dumps are rare and can be large: they are inserted at once, not buffered. A
         periodic dump (``keep`` > 0) leaves the newest ``keep`` dumps of its agent and tag."""
@@ -317,22 +279,16 @@ class StoreWriter(Component):
             "dump": message.dump,
             "created_at": utcnow(),
         }
-        if not message.keep:
-            self._write({BRAIN_STATES: [row]})
-            return
-        of_tag = (BrainState.agent_id == message.agent_id, BrainState.tag == message.tag)
-        newest = select(BrainState.id).where(*of_tag).order_by(BrainState.id.desc())
-        older = delete(BrainState).where(*of_tag, BrainState.id.not_in(newest.limit(message.keep)))
-        doing = f"writing a brain dump of agent {message.agent_id} and pruning older ones"
+        doing = f"writing a brain dump of agent {message.agent_id}"
+        if message.keep:
+            doing += " and pruning older ones"
         with self._store_errors(doing), self._engine().begin() as connection:
             connection.execute(BRAIN_STATES.insert(), [row])
-            connection.execute(older)
-
-    def _write_code_reloads(self, message: m.CodeReloads) -> None:
-        """A hot reload's rows are rare: inserted at once, not buffered."""
-        with self._store_errors("finding a phase"):
-            phase_id = self.phase_ids.of(self._engine(), message.agent_id, None)
-        self._write({CODE_RELOADS: code_reload_rows(message, phase_id)})
+            if message.keep:
+                of_tag = (BrainState.agent_id == message.agent_id, BrainState.tag == message.tag)
+                newest = select(BrainState.id).where(*of_tag).order_by(BrainState.id.desc())
+                kept = newest.limit(message.keep)
+                connection.execute(delete(BrainState).where(*of_tag, BrainState.id.not_in(kept)))
 
     def _producer_closed(self, producer: str) -> None:
         self.closed_producers.add(producer)
@@ -364,10 +320,7 @@ class StoreWriter(Component):
         )
         with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
             for table, rows in rows_by_table.items():
-                if table.name in BULK_TABLES:  # the per-step rows, as they arrived
-                    insert_values(connection, table, STORE_COLUMNS[table.name], rows)
-                else:
-                    connection.execute(table.insert(), rows)
+                insert_rows(connection, table, rows)
 
     @contextlib.contextmanager
     def _store_errors(self, doing: str) -> Iterator[None]:
@@ -549,43 +502,6 @@ class StoreWriter(Component):
 
 
 # --- rows and metadata -----------------------------------------------------------------------
-
-
-def episode_rows(message: m.EpisodeRows) -> list[Row]:
-    phase_id = message.phase_id
-    return [
-        {
-            "experiment_run_phase_id": phase_id,
-            "worker": row.worker,
-            "episode": row.episode,
-            "started_at": _time(row.started_at),
-            "ended_at": _time(row.ended_at),
-            "steps": row.steps,
-            "terminated": row.terminated,
-            "truncated": row.truncated,
-            "rewards": row.rewards,
-        }
-        for row in message.rows
-    ]
-
-
-def _time(unix: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(unix, dt.UTC)
-
-
-def _statistics_rows(message: m.StatisticsRows) -> list[Row]:
-    agent_id = message.agent_id
-    return [
-        {
-            "agent_id": agent_id,
-            "source": row.source,
-            "worker": row.worker,
-            "episode": row.episode,
-            "step": row.step,
-            "statistics": row.values,
-        }
-        for row in message.rows
-    ]
 
 
 def _check_status(status: str) -> None:

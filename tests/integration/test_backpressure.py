@@ -30,7 +30,7 @@ def test_a_stalled_writer_holds_producers_back_after_a_bounded_backlog() -> None
         push.connect(endpoint)
         sink = RowSink(
             push,
-            lambda rows: m.StoreRows(table="muscle_actions", rows=rows),
+            "muscle_actions",
             shape=lambda row: muscle_action_values(1, 0, row),
         )
         queued = 0

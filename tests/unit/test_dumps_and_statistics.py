@@ -18,6 +18,7 @@ from palaestra.agent.context import BrainContext, MuscleContext
 from palaestra.agent.statistics import StatisticsError, plain_statistics
 from palaestra.core import messages as m
 from palaestra.core.name_rules import dump_file_name, dump_key
+from palaestra.core.records import statistics_values
 from palaestra.experiment.store_client import NullStore, dump_dir
 
 
@@ -269,7 +270,8 @@ def test_numpy_float64_and_str_statistics_reach_the_store() -> None:
 
     assert [type(v) for v in (plain["mean"], plain["name"], plain["n"][0])] == [float, str, int]
     row = m.StatisticsRow("muscle", 0, 0, 0, plain)
-    assert m.decode(m.encode(m.StatisticsRows(agent_id=1, rows=[row]))).rows == [row]
+    shaped = statistics_values(1, row)
+    assert m.decode(m.encode(m.Rows(table="statistics", rows=[shaped]))).rows == [shaped]
 
 
 @pytest.mark.parametrize(

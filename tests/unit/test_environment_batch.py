@@ -143,7 +143,7 @@ def test_object_text_is_json_text_of_the_dict(values: list[Any]) -> None:
 
 
 def test_shaped_rows_go_out_with_encoded_ones_in_one_batch() -> None:
-    sent: list[m.StoreRows] = []
+    sent: list[m.Rows] = []
 
     class Socket:
         def setsockopt(self, *args: Any) -> None:
@@ -154,7 +154,7 @@ def test_shaped_rows_go_out_with_encoded_ones_in_one_batch() -> None:
 
     sink = RowSink(
         Socket(),  # type: ignore[arg-type]
-        lambda rows: m.StoreRows(table="world_states", rows=rows),
+        "world_states",
         batch=4,
         shape=lambda row: (0, 1, row.episode, row.step),
     )

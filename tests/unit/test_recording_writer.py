@@ -7,6 +7,7 @@ import json
 import pytest
 
 from palaestra.core import messages as m
+from palaestra.core.records import plugin_record_values
 from palaestra.store.writer import StoreWriter
 from tests.unit.test_store_writer import select_all, start, store_uri, writer
 
@@ -23,10 +24,13 @@ def agent_id(ids: dict[str, int]) -> int:
 
 def test_plugin_records_land_in_their_phase(writer: StoreWriter) -> None:
     ids = start(writer)
+    phase = ids["phase"]  # as a Muscle's and an environment's process shape them
     row = m.PluginRecordRow("muscle:attacker", 1, 2, 3, "q", {"a": [1, 2]})
-    writer.accept(m.PluginRecordRows(agent_id=agent_id(ids), rows=[row]))
+    writer.accept(m.Rows(table="plugin_records", rows=[plugin_record_values(phase, row)]))
     env = m.PluginRecordRow("env:env", 0, 0, 1, "load", None)
-    writer.accept(m.PluginRecordRows(environment_id=environment_id(ids), rows=[env]))
+    writer.accept(
+        m.decode(m.encode(m.Rows(table="plugin_records", rows=[plugin_record_values(phase, env)])))
+    )
     writer.flush()
 
     found = select_all(
@@ -34,7 +38,6 @@ def test_plugin_records_land_in_their_phase(writer: StoreWriter) -> None:
         "SELECT experiment_run_phase_id, source, worker, episode, step, key, value "
         "FROM plugin_records ORDER BY id",
     )
-    phase = ids["phase"]
     assert [(*r[:6], json.loads(r[6]) if r[6] else r[6]) for r in found] == [
         (phase, "muscle:attacker", 1, 2, 3, "q", {"a": [1, 2]}),
         (phase, "env:env", 0, 0, 1, "load", None),
@@ -42,13 +45,12 @@ def test_plugin_records_land_in_their_phase(writer: StoreWriter) -> None:
 
 
 def test_a_gap_opens_once_and_closes_once_per_worker(writer: StoreWriter) -> None:
-    ids = start(writer)
-    env = environment_id(ids)
+    phase = start(writer)["phase"]
 
     def mark(worker: int, episode: int, step: int, paused: bool) -> None:
         writer.accept(
             m.RecordingGapMark(
-                environment_id=env, worker=worker, episode=episode, step=step, paused=paused
+                phase_id=phase, worker=worker, episode=episode, step=step, paused=paused
             )
         )
 
@@ -65,7 +67,7 @@ def test_a_gap_opens_once_and_closes_once_per_worker(writer: StoreWriter) -> Non
     assert [tuple(r) for r in found] == [(0, 1, 3, 2, 5), (1, 1, 4, None, None)]
 
 
-def test_records_of_an_unknown_agent_are_a_bug_of_their_sender(writer: StoreWriter) -> None:
+def test_rows_of_an_unknown_table_are_a_bug_of_their_sender(writer: StoreWriter) -> None:
     start(writer)
-    with pytest.raises(LookupError, match="no agent with the id 999"):
-        writer.accept(m.PluginRecordRows(agent_id=999, rows=[]))
+    with pytest.raises(TypeError, match="rows of table 'nope'"):
+        writer.accept(m.Rows(table="nope", rows=[]))

@@ -14,6 +14,7 @@ import pytest
 from palaestra.core import messages as m
 from palaestra.core.errors import RunFileError
 from palaestra.core.limits import STALE_AFTER
+from palaestra.core.records import episode_values
 from palaestra.experiment.resume import NotResumableError, _start, load_plan
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes
@@ -157,7 +158,8 @@ def write_phase(uri: str, record_every: int, missing: str) -> int:
                 )  # fmt: skip
                 for e in range(3)
             ]
-            writer.accept(m.EpisodeRows(phase_id=ids["phase"], rows=ended))
+            shaped = [episode_values(ids["phase"], row) for row in ended]
+            writer.accept(m.Rows(table="episodes", rows=shaped))
         finally:
             asyncio.run(writer.teardown())
     return int(instance)

@@ -51,10 +51,6 @@ def world_row(step: int, sensors: dict[str, object]) -> m.WorldStateRow:
     return m.WorldStateRow(0, step, sensors, {"env.1": 1}, {"r": 0.0}, False)
 
 
-def make(rows: list[object]) -> m.Msg:
-    return m.StoreRows(table="world_states", rows=rows)  # type: ignore[arg-type]
-
-
 def shape(row: m.WorldStateRow) -> tuple[object, ...]:
     """As an environment process shapes its rows for the writer."""
     return world_state_values(1, 0, row)
@@ -76,7 +72,7 @@ def steps_pushed(pull: zmq.Socket[bytes]) -> list[list[int]]:
     batches = []
     while pull.poll(0):
         message = m.decode(pull.recv())
-        if isinstance(message, m.StoreRows):
+        if isinstance(message, m.Rows):
             step = WORLD_STATE_COLUMNS.index("step")
             batches.append([row[step] for row in message.rows])
         else:
@@ -88,7 +84,7 @@ def test_a_batch_is_pushed_when_it_passes_its_byte_bound(
     pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
 ) -> None:
     push, pull = pair
-    sink = RowSink(push, make, shape=shape, batch=1000, batch_bytes=10_000)
+    sink = RowSink(push, "world_states", shape=shape, batch=1000, batch_bytes=10_000)
     for step in range(1, 8):
         sink.add(world_row(step, {"env.0": "x" * 3000}))
 
@@ -102,7 +98,7 @@ def test_a_batch_is_pushed_when_it_has_its_rows(
     pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
 ) -> None:
     push, pull = pair
-    sink = RowSink(push, make, shape=shape, batch=3)
+    sink = RowSink(push, "world_states", shape=shape, batch=3)
     for step in range(1, 8):
         sink.add(world_row(step, {"env.0": step}))
     sink.close("env-0")
@@ -114,7 +110,7 @@ def test_an_unencodable_value_names_the_step_and_uid_and_keeps_the_rows_before(
     pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
 ) -> None:
     push, pull = pair
-    sink = RowSink(push, make, shape=shape)
+    sink = RowSink(push, "world_states", shape=shape)
     sink.add(world_row(1, {"env.0": 1}))
     with pytest.raises(UnencodableValue) as caught:
         sink.add(world_row(2, {"env.0": 2, "env.9": Opaque()}))
@@ -131,7 +127,7 @@ def test_an_unencodable_value_is_reported_as_the_plugin_method_that_made_it() ->
     class MyEnvironment:
         pass
 
-    sink = RowSink(None, make, plugin=(MyEnvironment(), "update"))
+    sink = RowSink(None, "world_states", plugin=(MyEnvironment(), "update"))
     with pytest.raises(PluginError) as caught:
         sink.add(m.WorldStateRow(3, 7, {}, {"env.1": 2**70}, {}, False))
 
@@ -151,16 +147,13 @@ def test_rows_are_shaped_for_the_store_and_only_checked_without_one(
         shaped.append(row.step)
         return world_state_values(1, 0, row)
 
-    def ready(rows: list[object]) -> m.Msg:
-        return m.StoreRows(table="world_states", rows=rows)  # type: ignore[arg-type]
-
-    RowSink(None, ready, shape=shape).add(world_row(1, {"env.0": 1}))
+    RowSink(None, "world_states", shape=shape).add(world_row(1, {"env.0": 1}))
     assert shaped == []  # no store: no work for it
-    sink = RowSink(push, ready, shape=shape)
+    sink = RowSink(push, "world_states", shape=shape)
     sink.add(world_row(2, {"env.0": float("nan")}))
     sink.flush()
     message = m.decode(pull.recv())
-    assert isinstance(message, m.StoreRows) and shaped == [2]
+    assert isinstance(message, m.Rows) and shaped == [2]
     assert message.rows == [
         (1, 0, 0, 2, '{"env.0":"nan"}', '{"env.1":1}', '{"r":0.0}', False)
         + (None, None, None, None)

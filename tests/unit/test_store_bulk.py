@@ -20,9 +20,10 @@ from palaestra.core.records import (
     world_state_values,
 )
 from palaestra.store import schema
-from palaestra.store.bulk import insert_values
+from palaestra.store.bulk import TABLES, insert_values
 from palaestra.store.engine import make_engine
-from palaestra.store.writer import MUSCLE_ACTIONS, WORLD_STATES
+
+WORLD_STATES, MUSCLE_ACTIONS = TABLES["world_states"], TABLES["muscle_actions"]
 
 
 def _rows(offset: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -63,7 +64,7 @@ def _rows(offset: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def _world(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """The rows as a producer shapes them (see ``StoreRows``)."""
+    """The rows as a producer shapes them (see ``Rows``)."""
     return [
         world_state_values(
             row["environment_id"],
@@ -85,7 +86,7 @@ def _world(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _actions(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """The rows as a producer shapes them (see ``StoreRows``)."""
+    """The rows as a producer shapes them (see ``Rows``)."""
     return [
         muscle_action_values(
             row["agent_id"],

@@ -96,7 +96,7 @@ def phase_start(
     )
 
 
-def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.StoreRows:
+def world_rows(env_id: int, worker: int, episodes: int, phase: int) -> m.Rows:
     return world_message(
         env_id,
         worker,
@@ -121,7 +121,7 @@ def action_rows(
     worker: int,
     episodes: int,
     rewards: dict[str, Any] | None = None,
-) -> m.StoreRows:
+) -> m.Rows:
     actuator = "myenv.2" if agent == "attacker" else "myenv.3"
     return actions_message(
         agent_id,

@@ -18,7 +18,12 @@ from sqlalchemy import text
 from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
 from palaestra.core.name_rules import path_part
-from palaestra.core.records import muscle_action_values, world_state_values
+from palaestra.core.records import (
+    episode_values,
+    muscle_action_values,
+    statistics_values,
+    world_state_values,
+)
 from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
@@ -108,7 +113,7 @@ def start(writer: StoreWriter, instance_uid: str = "instance-1") -> dict[str, in
     return ids
 
 
-def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.StoreRows:
+def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.Rows:
     """What a Muscle sends: its rows shaped for the writer."""
     return actions_message(
         agent_id,
@@ -122,7 +127,7 @@ def action_rows(agent_id: int, steps: range, worker: int = 0) -> m.StoreRows:
     )
 
 
-def world_rows(environment_id: int, steps: range) -> m.StoreRows:
+def world_rows(environment_id: int, steps: range) -> m.Rows:
     """What an environment sends: its rows shaped for the writer."""
     return world_message(
         environment_id,
@@ -264,7 +269,8 @@ def test_statistics_and_simtimes_are_buffered_and_stored(writer: StoreWriter) ->
         m.StatisticsRow("brain", 1, 0, 5, {"loss": 0.5, "by_update": {"1": [1.0, 2.0]}}),
         m.StatisticsRow("muscle", 0, 0, 6, {"acted_with": 3}),
     ]
-    writer.accept(m.StatisticsRows(agent_id=ids["agent:attacker"], rows=stats))
+    shaped = [statistics_values(ids["agent:attacker"], row) for row in stats]
+    writer.accept(m.decode(m.encode(m.Rows(table="statistics", rows=shaped))))
     assert count(writer, "statistics") == 0
 
     writer.flush()
@@ -663,7 +669,8 @@ def test_episode_rows_are_buffered_and_written_with_their_times(writer: StoreWri
         for w in (0, 1)
         for e in (0, 1)
     ]
-    writer.accept(m.decode(m.encode(m.EpisodeRows(phase_id=ids["phase"], rows=ended))))
+    shaped = [episode_values(ids["phase"], row) for row in ended]
+    writer.accept(m.decode(m.encode(m.Rows(table="episodes", rows=shaped))))
     assert select_all(writer, "select count(*) from episodes") == [(0,)]  # buffered
     writer.flush()
     found = select_all(
@@ -723,15 +730,15 @@ def test_a_periodic_dump_leaves_the_newest_of_its_tag(writer: StoreWriter) -> No
 def test_ready_rows_are_inserted_as_they_came_through_the_socket_encoding(
     writer: StoreWriter,
 ) -> None:
-    """StoreRows (what producers send): tuples with JSON as text, through msgpack and back,
-    stored as they are; an unknown table is refused."""
+    """Rows of the per-step tables (what producers send): tuples with JSON as text, through
+    msgpack and back, stored as they are; an unknown table is refused."""
     ids = start(writer)
     env_id, agent_id = ids["environment:env"], ids["agent:attacker"]
     world = m.WorldStateRow(1, 4, {"env.0": float("inf")}, {"env.1": 1}, {"r": 0.5}, True)
     action = m.MuscleActionRow(1, 3, {"env.0": 0.5}, {"env.1": 1}, {"r": 0.5}, None, True, True)
     for message in (
-        m.StoreRows(table="world_states", rows=[world_state_values(env_id, 6, world)]),
-        m.StoreRows(table="muscle_actions", rows=[muscle_action_values(agent_id, 6, action)]),
+        m.Rows(table="world_states", rows=[world_state_values(env_id, 6, world)]),
+        m.Rows(table="muscle_actions", rows=[muscle_action_values(agent_id, 6, action)]),
     ):
         data = m.encode(message)
         writer.accept(m.decode(data), len(data))
@@ -743,8 +750,8 @@ def test_ready_rows_are_inserted_as_they_came_through_the_socket_encoding(
     assert select_all(
         writer, "SELECT agent_id, worker, step, reward, objective, terminated FROM muscle_actions"
     ) == [(agent_id, 6, 3, 0.5, None, 1)]
-    with pytest.raises(TypeError, match="StoreRows of table 'episodes'"):
-        writer.accept(m.StoreRows(table="episodes", rows=[]))
+    with pytest.raises(TypeError, match="rows of table 'nope'"):
+        writer.accept(m.Rows(table="nope", rows=[]))
 
 
 def test_a_lost_postgresql_connection_says_so_and_what_to_do(pg_uri: str) -> None:
