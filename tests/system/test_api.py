@@ -195,3 +195,37 @@ def test_run_finds_plugins_beside_the_run_file_as_experiment_start_does(tmp_path
         """,
     )
     assert found == {"status": "finished", "reason": ""}
+
+
+def test_run_in_a_notebook_finds_plugins_beside_the_run_file(tmp_path: Path) -> None:
+    """In a Jupyter kernel (nbclient runs the notebook; the kernel's threads make the run's
+    executor a fresh interpreter), from the notebook's directory."""
+    nbformat = pytest.importorskip(
+        "nbformat", reason="the notebook extra: pip install -e '.[notebook]'"
+    )
+    nbclient = pytest.importorskip(
+        "nbclient", reason="the notebook extra: pip install -e '.[notebook]'"
+    )
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    (experiments / "notebook_plugins.py").write_text(
+        "from palaestra.agent.dummy_brain import DummyBrain\n\n\n"
+        "class NotebookBrain(DummyBrain):\n    pass\n"
+    )
+    document = _document()
+    document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = (
+        "notebook_plugins:NotebookBrain"
+    )
+    YAML(typ="safe").dump(document, experiments / "run.yml")
+    cell = (
+        "import palaestra\n"
+        'result = palaestra.run("experiments/run.yml")\n'
+        "print(result.status, result.exit_code, repr(result.reason))"
+    )
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    client = nbclient.NotebookClient(
+        notebook, timeout=90, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    (output,) = notebook.cells[0].outputs
+    assert output["text"] == "finished 0 ''\n"

@@ -1,0 +1,222 @@
+"""Every message palaestra processes exchange: typed, frozen msgspec Structs in one union,
+defined per protocol (:mod:`.base`, :mod:`.control`, :mod:`.step`, :mod:`.rows`, :mod:`.store`)
+and imported from here (``from palaestra.core import messages as m``).
+
+Framework messages are msgpack with a schema (`decode` rejects anything else), so nothing is
+ever unpickled from a socket. Opaque user payloads (``data_for_brain``, brain updates) travel as
+``bytes`` fields holding a pickle, only on the run's private ipc sockets (see
+:mod:`palaestra.core.transport`).
+
+Values of sensors, actuators and rewards are plain JSON-able Python (numbers and nested lists),
+the same form the store writes.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from palaestra.core.messages.base import (
+    ErrorInfo,
+    InfoDesc,
+    Msg,
+)
+from palaestra.core.messages.control import (
+    AgentEndpoint,
+    AgentSetup,
+    AgentsReady,
+    EnvEpisode,
+    EnvEpisodeDone,
+    EnvironmentEndpoint,
+    EnvironmentSetup,
+    EnvironmentsReady,
+    EpisodeAgent,
+    Failed,
+    Ready,
+    Shutdown,
+    SimulationBaseline,
+    SimulationDone,
+    SimulationRun,
+    SimulationSetup,
+)
+from palaestra.core.messages.rows import (
+    BrainDump,
+    CodeReloadRow,
+    EpisodeEnded,
+    EpisodeRows,
+    MuscleActionRow,
+    PluginRecordRow,
+    ProducerClosed,
+    RecordingGapMark,
+    Rows,
+    StatisticsRow,
+    WorldStateRow,
+)
+from palaestra.core.messages.step import (
+    AgentActions,
+    AgentEpisode,
+    AgentEvaluate,
+    AgentEvaluated,
+    AgentStep,
+    AgentSteps,
+    BrainUpdate,
+    EnvBaseline,
+    EnvLanes,
+    EnvLanesDone,
+    EnvStart,
+    EnvState,
+    EnvStep,
+    Experience,
+    Experiences,
+    LaneActions,
+    LaneEpisodeDone,
+    Transition,
+)
+from palaestra.core.messages.store import (
+    PhaseAgent,
+    PhaseEnvironment,
+    RecordedSteps,
+    StoreAck,
+    StoreDump,
+    StoreFindDump,
+    StoreFindReplay,
+    StoreFlush,
+    StoreIds,
+    StorePhaseEnd,
+    StorePhaseStart,
+    StoreReplay,
+    StoreRunEnd,
+    StoreRunStart,
+)
+
+__all__ = [
+    "AgentActions",
+    "AgentEndpoint",
+    "AgentEpisode",
+    "AgentEvaluate",
+    "AgentEvaluated",
+    "AgentSetup",
+    "AgentStep",
+    "AgentSteps",
+    "AgentsReady",
+    "BrainDump",
+    "BrainUpdate",
+    "CodeReloadRow",
+    "EnvBaseline",
+    "EnvEpisode",
+    "EnvEpisodeDone",
+    "EnvLanes",
+    "EnvLanesDone",
+    "EnvStart",
+    "EnvState",
+    "EnvStep",
+    "EnvironmentEndpoint",
+    "EnvironmentSetup",
+    "EnvironmentsReady",
+    "EpisodeAgent",
+    "EpisodeEnded",
+    "EpisodeRows",
+    "ErrorInfo",
+    "Experience",
+    "Experiences",
+    "Failed",
+    "InfoDesc",
+    "LaneActions",
+    "LaneEpisodeDone",
+    "Message",
+    "Msg",
+    "MuscleActionRow",
+    "PhaseAgent",
+    "PhaseEnvironment",
+    "PluginRecordRow",
+    "ProducerClosed",
+    "Ready",
+    "RecordedSteps",
+    "RecordingGapMark",
+    "Rows",
+    "Shutdown",
+    "SimulationBaseline",
+    "SimulationDone",
+    "SimulationRun",
+    "SimulationSetup",
+    "StatisticsRow",
+    "StoreAck",
+    "StoreDump",
+    "StoreFindDump",
+    "StoreFindReplay",
+    "StoreFlush",
+    "StoreIds",
+    "StorePhaseEnd",
+    "StorePhaseStart",
+    "StoreReplay",
+    "StoreRunEnd",
+    "StoreRunStart",
+    "Transition",
+    "WorldStateRow",
+    "decode",
+    "encode",
+]
+
+Message = (
+    Ready
+    | Failed
+    | Shutdown
+    | EnvironmentSetup
+    | EnvironmentsReady
+    | AgentSetup
+    | AgentsReady
+    | SimulationSetup
+    | SimulationRun
+    | SimulationBaseline
+    | SimulationDone
+    | EnvStart
+    | EnvBaseline
+    | EnvStep
+    | EnvEpisode
+    | EnvEpisodeDone
+    | EnvState
+    | AgentEpisode
+    | AgentStep
+    | AgentActions
+    | AgentSteps
+    | LaneActions
+    | EnvLanes
+    | LaneEpisodeDone
+    | EnvLanesDone
+    | Experience
+    | Experiences
+    | AgentEvaluate
+    | AgentEvaluated
+    | BrainUpdate
+    | Rows
+    | RecordingGapMark
+    | EpisodeEnded
+    | EpisodeRows
+    | BrainDump
+    | ProducerClosed
+    | StoreRunStart
+    | StorePhaseStart
+    | StoreIds
+    | StoreFlush
+    | StorePhaseEnd
+    | StoreRunEnd
+    | StoreAck
+    | StoreFindDump
+    | StoreDump
+    | StoreFindReplay
+    | StoreReplay
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
+
+
+def encode(message: Msg) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> Message:
+    """Decode one message; raises ``msgspec.ValidationError``/``DecodeError`` on bad input."""
+    try:
+        return _decoder.decode(data)
+    except UnicodeDecodeError as exc:
+        raise msgspec.DecodeError(f"invalid UTF-8 in a message: {exc}") from exc

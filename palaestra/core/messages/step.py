@@ -1,0 +1,224 @@
+"""The step path: the simulation controller, the environments, the Muscles and the Brains
+(one game per worker, several games per worker, experiences and updates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from palaestra.core.messages.base import InfoDesc, Msg
+from palaestra.core.messages.control import EpisodeAgent
+from palaestra.core.specs import ClassSpec
+
+# --- hot path: simulation controller <-> environment ---------------------------------------
+
+
+class EnvStart(Msg, frozen=True, kw_only=True):
+    """Start (or, with ``reset``, restart) the environment; answered by :class:`EnvBaseline`.
+    ``check_values`` checks every step's sensor values and rewards against their spaces."""
+
+    reset: bool = False
+    check_values: bool = True
+    episode: int | None = None
+    """The number of the episode it starts; None: the one after the last (0 at first)."""
+
+
+class EnvBaseline(Msg, frozen=True, kw_only=True):
+    sensors: list[InfoDesc]
+    actuators: list[InfoDesc]
+
+
+class EnvStep(Msg, frozen=True, kw_only=True):
+    """From the simulation controller: step once the set points of these Muscles arrived
+    (each sends :class:`AgentActions` straight to the environment); answered by
+    :class:`EnvState`."""
+
+    expect: list[str]
+    late_by: float | None = None
+    """Seconds the step began after its due time in a paced phase (0.0: on time; see
+    :mod:`palaestra.core.pacing`), for its ``world_states`` row; None: lockstep."""
+
+
+class EnvState(Msg, frozen=True, kw_only=True):
+    """Sensor values in baseline order, rewards, whether the episode is over, and whether it
+    ended in a terminal state or was cut short (None: the environment does not say)."""
+
+    values: list[Any]
+    rewards: list[InfoDesc]
+    done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
+    late_by: float | None = None
+    """A paced step's lateness as recorded: the controller's, plus the time the environment
+    then waited for late set points (None: lockstep)."""
+
+
+# --- hot path: simulation controller <-> muscle --------------------------------------------
+
+
+class AgentEpisode(Msg, frozen=True, kw_only=True):
+    """An episode begins: the spaces of the agent's sensors and actuators, in their order.
+
+    ``driver`` is the uid of the environment that sends the episode's steps over its link
+    (see :class:`EnvEpisode`), or empty if the simulation controller sends them."""
+
+    episode: int
+    sensors: list[InfoDesc]
+    actuators: list[InfoDesc]
+    driver: str = ""
+    evaluation: bool = False
+    """An evaluation rollout: the Muscle acts in test mode and tells its Brain nothing."""
+    lanes: int = 0
+    """With ``phase_config.envs_per_worker`` N > 1: N, and the driver sends
+    :class:`AgentSteps` of all N games until its last (0: one game, :class:`AgentStep`)."""
+
+
+class AgentStep(Msg, frozen=True, kw_only=True):
+    """Sensor values (agent's order), the rewards since the agent last acted, ``done``, and
+    how the episode ended (``terminated``/``truncated``: False before its end, None where the
+    environments do not say)."""
+
+    step: int
+    values: list[Any]
+    rewards: list[InfoDesc] | None
+    done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
+
+
+class AgentActions(Msg, frozen=True, kw_only=True):
+    """From a Muscle to an environment: set points by the environment's own actuator ids.
+    Also a Muscle's (empty) answer to the last step of an episode. ``stop``: the agent
+    reached an objective rule (``AgentObjectiveTerminationCondition``), so this step is the
+    episode's last."""
+
+    setpoints: dict[str, Any]
+    stop: bool = False
+    end_phase: bool = False
+    """In the answer to an episode's last step: the agent's Brain reached its phase rule
+    (``phase_avgN``), so the worker runs no further episode."""
+
+
+# --- hot path: several games per worker (envs_per_worker) ---------------------------------
+
+
+class AgentSteps(Msg, frozen=True, kw_only=True):
+    """One round of a worker's N games for one Muscle: an observation per game that goes on
+    (``lanes[k]`` is the game's index 0..N-1, ``episodes[k]`` its episode), in game order. A
+    game whose episode ended has its observation with ``done`` here, followed by step 0 of its
+    next episode if it plays one. ``last``: no game plays on; the Muscle answers, then the
+    games are over."""
+
+    lanes: list[int]
+    episodes: list[int]
+    steps: list[AgentStep]
+    last: bool = False
+
+
+class LaneActions(Msg, frozen=True, kw_only=True):
+    """A Muscle's answer to :class:`AgentSteps`: set points per observation, in its order
+    (empty for one with ``done``), by the environment's own actuator ids; ``stop`` per
+    observation (an objective rule reached: that game's episode ends after this step);
+    ``end_phase``: the agent's Brain reached its phase rule (no game begins another
+    episode)."""
+
+    setpoints: list[dict[str, Any]]
+    stop: list[bool]
+    end_phase: bool = False
+
+
+class EnvLanes(Msg, frozen=True, kw_only=True):
+    """To an environment that hosts N games: play them all, each its ``episodes`` episodes (or
+    until the ``conditions`` end its phase), resetting each as its episodes end. Each episode's
+    end is told by :class:`LaneEpisodeDone`; answered by :class:`EnvLanesDone`."""
+
+    agents: list[EpisodeAgent]
+    conditions: list[ClassSpec]
+    episodes: int
+    first_episode: int = 0
+
+
+class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
+    """An episode of one game ended (``worker``: the game's lane, see ``envs_per_worker``):
+    what :class:`EnvEpisodeDone` says of an episode."""
+
+    worker: int
+    episode: int
+    steps: int
+    started_at: float
+    ended_at: float
+    terminated: bool | None = None
+    truncated: bool | None = None
+    rewards: dict[str, float] = {}
+
+
+class EnvLanesDone(Msg, frozen=True, kw_only=True):
+    """All games of an environment are over: the steps of all of them."""
+
+    steps: int
+    end_phase: bool = False
+
+
+# --- hot path: muscle <-> brain ------------------------------------------------------------
+
+
+class Transition(msgspec.Struct, frozen=True, array_like=True):
+    """Sensor values in the agent's order, set points by actuator uid, and what followed."""
+
+    sensors: list[Any]
+    setpoints: dict[str, Any]
+    rewards: list[InfoDesc]
+    objective: float
+    done: bool
+    terminated: bool | None = None
+    truncated: bool | None = None
+
+
+class Experience(Msg, frozen=True, kw_only=True):
+    """A Muscle's completed transition (if any) and its pickled ``data_for_brain``, sent at
+    step ``step`` of episode ``episode`` (where the Brain's statistics are recorded)."""
+
+    worker: int
+    transition: Transition | None
+    data: bytes
+    done: bool
+    episode: int = 0
+    step: int = 0
+
+
+class Experiences(Msg, frozen=True, kw_only=True):
+    """One round's experience of a Muscle that serves several games: an :class:`Experience`
+    per observation (its ``worker`` is the game's lane); answered by one
+    :class:`BrainUpdate`. ``worker`` is the Muscle's own worker."""
+
+    worker: int
+    items: list[Experience]
+
+
+class AgentEvaluate(Msg, frozen=True, kw_only=True):
+    """To a Muscle after an evaluation's rollouts, passed on to its Brain: call
+    ``evaluate_rollouts`` for evaluation ``evaluation`` (0, 1, ...); answered by
+    :class:`AgentEvaluated`."""
+
+    evaluation: int
+
+
+class AgentEvaluated(Msg, frozen=True, kw_only=True):
+    """The Brain's ``EvaluationResult``: ``metrics`` by name (None where a value is not a
+    number); ``result`` False if ``evaluate_rollouts`` returned None."""
+
+    agent: str
+    evaluation: int
+    result: bool
+    metrics: dict[str, float | None] = {}
+    checkpoint_id: str | None = None
+    checkpoint_hash: str | None = None
+
+
+class BrainUpdate(Msg, frozen=True, kw_only=True):
+    """The Brain's answer: a pickled update for ``Muscle.update``, or None; ``end_phase``
+    once the agent reached its phase rule (``phase_avgN``)."""
+
+    update: bytes | None
+    end_phase: bool = False
