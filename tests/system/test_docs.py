@@ -1,8 +1,8 @@
 """The documentation's examples run: every Python block of the README and the docs site is
 executed (a block whose fence title starts with "fragment" is only compiled), the plug-ins
 they define pass palaestra's plug-in checks, the first agent's tutorial runs and learns as it
-says, every whole run file and runtime config in a YAML block loads, and the site builds
-strictly (``mkdocs build --strict``)."""
+says, the commands that look at results run, every whole run file and runtime config in a YAML
+block loads, and the site builds strictly (``mkdocs build --strict``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -125,11 +126,32 @@ def test_the_blocks_that_query_the_example_run_run(
         exec(compile(one.text, one.where, "exec"), namespace)  # noqa: S102 - the docs' own code
 
 
+def commands(block: Block) -> list[list[str]]:
+    """The ``palaestra`` command lines of a shell block (comments dropped)."""
+    lines = [line.partition("#")[0].strip() for line in block.text.splitlines()]
+    return [shlex.split(line)[1:] for line in lines if line.startswith("palaestra ")]
+
+
+def shell_block(page: str, holding: str) -> Block:
+    (found,) = [b for b in blocks("sh", ROOT / "docs" / page) if holding in b.text]
+    return found
+
+
+def test_the_commands_that_look_at_the_example_run_run(example_store: Path) -> None:
+    workspace = Workspace(example_store)
+    for args in commands(shell_block("getting-started.md", "palaestra experiment-show")):
+        result = workspace.run(*args)
+        assert result.returncode == 0, (args, result.stderr[-2000:])
+
+
 def test_the_first_agent_runs_and_learns_as_its_tutorial_says(workspace: Workspace) -> None:
     result = workspace.run(
         "experiment-start", str(ROOT / "docs" / "first_agent" / "corridor.yml"), timeout=120
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    for args in commands(shell_block("first-agent.md", "palaestra experiment-show")):
+        shown = workspace.run(*args)
+        assert shown.returncode == 0, (args, shown.stderr[-2000:])
     with sqlite3.connect(workspace.store) as conn:
         test = conn.execute(
             "select e.steps, e.rewards from episodes e join experiment_run_phases p "
