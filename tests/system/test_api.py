@@ -171,18 +171,24 @@ def test_sweep_from_python_returns_the_results_in_grid_order(tmp_path: Path) -> 
         assert len(result.muscle_actions()) == _agent_steps(_document(), max_iter=3)
 
 
-def test_run_finds_plugins_beside_the_run_file_as_experiment_start_does(tmp_path: Path) -> None:
-    """A script in another directory than its run file: the run file's directory goes on the
-    import path (then the working directory), as for ``experiment-start``."""
+def _beside_the_run_file(tmp_path: Path, module: str) -> None:
+    """``experiments/run.yml`` (the dummy run's first phase) whose defender's Brain is
+    ``module:BesideBrain``, a module in ``experiments/`` beside it."""
     experiments = tmp_path / "experiments"
     experiments.mkdir()
-    (experiments / "beside_plugins.py").write_text(
+    (experiments / f"{module}.py").write_text(
         "from palaestra.agent.dummy_brain import DummyBrain\n\n\n"
         "class BesideBrain(DummyBrain):\n    pass\n"
     )
     document = _document()
-    document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = "beside_plugins:BesideBrain"
+    document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = f"{module}:BesideBrain"
     YAML(typ="safe").dump(document, experiments / "run.yml")
+
+
+def test_run_finds_plugins_beside_the_run_file_as_experiment_start_does(tmp_path: Path) -> None:
+    """A script in another directory than its run file: the run file's directory goes on the
+    import path (then the working directory), as for ``experiment-start``."""
+    _beside_the_run_file(tmp_path, "beside_plugins")
     found = _script(
         tmp_path,
         """
@@ -206,17 +212,7 @@ def test_run_in_a_notebook_finds_plugins_beside_the_run_file(tmp_path: Path) -> 
     nbclient = pytest.importorskip(
         "nbclient", reason="the notebook extra: pip install -e '.[notebook]'"
     )
-    experiments = tmp_path / "experiments"
-    experiments.mkdir()
-    (experiments / "notebook_plugins.py").write_text(
-        "from palaestra.agent.dummy_brain import DummyBrain\n\n\n"
-        "class NotebookBrain(DummyBrain):\n    pass\n"
-    )
-    document = _document()
-    document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = (
-        "notebook_plugins:NotebookBrain"
-    )
-    YAML(typ="safe").dump(document, experiments / "run.yml")
+    _beside_the_run_file(tmp_path, "notebook_plugins")
     cell = (
         "import palaestra\n"
         'result = palaestra.run("experiments/run.yml")\n'
