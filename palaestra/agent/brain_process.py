@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import reprlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -467,7 +468,16 @@ class BrainProcess(Component):
         has not had it yet, else None. So with several workers every Muscle acts with the
         newest policy from its next step on, and each update is pickled once."""
         if update is not None:
-            self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+            try:
+                self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                raise PluginContractError(
+                    self.brain,
+                    "thinking",
+                    f"returned {type(update).__name__} {reprlib.repr(update)}, which cannot be "
+                    f"pickled ({exc}): it goes to the Muscle's update; return plain data, "
+                    "arrays or tensors (or None for no update)",
+                ) from None
             self.updated = {muscle_id}
             return self.latest
         if self.latest is None or muscle_id in self.updated:

@@ -31,14 +31,19 @@ class PluginError(Exception):
         super().__init__(self.plugin)
 
 
+CONTRACTS = "docs/plugin-api.md"
+"""The documentation page of the plug-in contracts, which a contract error points at."""
+
+
 class PluginContractError(PalaestraError):
     """A plug-in returned something its contract does not allow (a set point for an actuator
     it was not given, a sensor value outside its space): the message names the plug-in, the
-    method, the uid and the value. Not a bug in palaestra, so no traceback."""
+    method, the uid and the value, and points at the contracts' page. Not a bug in palaestra,
+    so no traceback."""
 
     def __init__(self, plugin: object, method: str, problem: str) -> None:
         self.plugin = PluginError(plugin, method).plugin
-        super().__init__(f"{self.plugin} {problem}")
+        super().__init__(f"{self.plugin} {problem} (see {CONTRACTS})")
 
 
 def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.agent import DummyMuscle
+from palaestra.agent import DummyBrain, DummyMuscle
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.termination import TerminationCondition
@@ -118,6 +118,13 @@ class ReturnShapeMuscle(DummyMuscle):
         if self.how == "triple":
             return setpoints, data, "more"
         return {a.uid: a.value for a in setpoints}
+
+
+class UnpicklableUpdateBrain(DummyBrain):
+    """Answers every experience with a lambda, which cannot be pickled for the Muscle."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        return lambda: None
 
 
 class BadValueEnvironment(DummyEnvironment):

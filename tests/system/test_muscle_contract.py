@@ -133,3 +133,21 @@ def test_what_propose_actions_returns_is_taken_as_palaestrai_does_or_named(
     assert expected in reason
     assert "expected the set points (the actuators it was given, each set" in reason
     assert "Traceback" not in result.stderr
+
+
+def test_an_update_that_cannot_be_pickled_names_the_brains_thinking(workspace: Workspace) -> None:
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}",
+            "brain: {name: misbehaving:UnpicklableUpdateBrain, params: {}}",
+        ),
+    )
+    result = workspace.run("experiment-start", str(run_file), timeout=60)
+    assert result.returncode == 1, result.stderr[-3000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert reason.startswith("Brain-defender: PluginContractError: misbehaving:"), reason
+    assert "UnpicklableUpdateBrain.thinking returned function <function " in reason
+    assert "which cannot be pickled" in reason and "(see docs/plugin-api.md)" in reason
+    assert "Traceback" not in result.stderr

@@ -91,7 +91,8 @@ def test_a_transformer_that_breaks_its_contract_is_named() -> None:
     with pytest.raises(PluginContractError) as caught:
         process.update({"push": 1.0})
     assert str(caught.value) == (
-        "builtin_plugins:ReturnsATuple.__call__ returned tuple, expected an EnvironmentState"
+        "builtin_plugins:ReturnsATuple.__call__ returned tuple, expected an EnvironmentState "
+        "(see docs/plugin-api.md)"
     )
 
 
