@@ -39,6 +39,7 @@ from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.records import RowSink
+from palaestra.core.space_checks import value_check
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.core.turns import Stepped
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
@@ -120,7 +121,7 @@ def check_muscle(
         )
     )
     _call(instance, "setup")
-    uids = {str(a.uid) for a in actuators}
+    spaces = {str(a.uid): a.space for a in actuators}  # declared: what a run checks against
     batched = type(instance).propose_actions_batch is not Muscle.propose_actions_batch
     for _ in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
@@ -129,9 +130,9 @@ def check_muscle(
             setpoints, data = proposal(instance, answer)
         except PluginContractError as exc:
             raise PluginCheckError(str(exc)) from None
-        _check_setpoints(instance, "propose_actions", setpoints, data, uids)
+        _check_setpoints(instance, "propose_actions", setpoints, data, spaces)
         if batched:
-            _check_batch(instance, sensors, actuators, games, uids)
+            _check_batch(instance, sensors, actuators, games, spaces)
         _call(instance, "update", None)
     _call(instance, "reset")
     _call(instance, "teardown")
@@ -142,7 +143,7 @@ def _check_batch(
     sensors: Sequence[SensorInformation],
     actuators: Sequence[ActuatorInformation],
     games: int,
-    uids: set[str],
+    spaces: dict[str, Any],
 ) -> None:
     """``propose_actions_batch`` for ``games`` games gives a pair of lists of ``games`` items,
     each a valid answer."""
@@ -162,22 +163,20 @@ def _check_batch(
             f"{games} games: expected one of each per game",
         )
     for game_setpoints, game_data in zip(setpoints, data, strict=True):
-        _check_setpoints(instance, method, game_setpoints, game_data, uids)
+        _check_setpoints(instance, method, game_setpoints, game_data, spaces)
 
 
 def _check_setpoints(
-    instance: Muscle, method: str, setpoints: Any, data: Any, uids: set[str]
+    instance: Muscle, method: str, setpoints: Any, data: Any, spaces: dict[str, Any]
 ) -> None:
-    """Each set point is of a known actuator and in its space; the data can be pickled."""
+    """Each set point is of a known actuator and in that actuator's declared space, the check
+    a run makes (:func:`palaestra.core.space_checks.value_check`); the data can be pickled."""
     for setpoint in setpoints:
-        if str(setpoint.uid) not in uids:
-            _fail(instance, method, f"set point for unknown actuator {setpoint.uid}")
-        if setpoint.space is not None and not setpoint.space.contains(setpoint.value):
-            _fail(
-                instance,
-                method,
-                f"value {setpoint.value!r} of {setpoint.uid} is not in {setpoint.space}",
-            )
+        uid = str(setpoint.uid)
+        if uid not in spaces:
+            _fail(instance, method, f"set point for unknown actuator {uid}")
+        if not value_check(spaces[uid])(setpoint.value):
+            _fail(instance, method, f"value {setpoint.value!r} of {uid} is not in {spaces[uid]}")
     _picklable(instance, method, data)
 
 

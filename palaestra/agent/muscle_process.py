@@ -242,7 +242,6 @@ class MuscleProcess(Component):
         self.sensor_uids = [d.uid for d in sensors]
         self.sensor_spaces = [self.spaces.space(d.uid, d.space) for d in sensors]
         self.actuator_uids = [d.uid for d in actuators]
-        self.actuator_set = frozenset(self.actuator_uids)
         self.actuator_spaces = [self.spaces.space(d.uid, d.space) for d in actuators]
         self.setpoint_checks: dict[str, Check] = {
             uid: value_check(space)
@@ -613,38 +612,47 @@ class MuscleProcess(Component):
 
     def setpoint_values(self, setpoints: Any, step: int, episode: int) -> dict[str, Any]:
         """The set points ``propose_actions`` chose, as values by actuator uid, checked before
-        anything is applied: an actuator this agent was not given, or a value outside its
-        actuator's declared space, fails the step naming the Muscle (not the environment that
-        would have tripped over it)."""
-        try:
-            values = {str(a.uid): json_value(a) for a in setpoints}
-        except (AttributeError, TypeError) as exc:  # not ActuatorInformation
-            found = ", ".join(sorted({type(a).__name__ for a in setpoints}))
-            raise PluginContractError(
-                self.muscle,
-                "propose_actions",
-                f"returned set points of type {found} at step {step} of episode {episode}: "
-                f"{PROPOSAL}",
-            ) from exc
-        if not values.keys() <= self.actuator_set:
-            raise self._foreign(values)
+        anything is applied, in one pass: an actuator this agent was not given, or a value
+        outside its actuator's declared space, fails the step naming the Muscle (not the
+        environment that would have tripped over it)."""
         checks = self.setpoint_checks
+        values: dict[str, Any] = {}
+        foreign = False
         for actuator in setpoints:
-            uid = str(actuator.uid)
-            if not checks[uid](actuator.value):
-                space = self.actuator_spaces[self.actuator_uids.index(uid)]
-                raise PluginContractError(
-                    self.muscle,
-                    "propose_actions",
-                    f"set actuator '{uid}' to {actuator.value!r} at step {step} of episode "
-                    f"{episode}, which is not in its declared space {space}; nothing was "
-                    "applied",
-                )
+            try:
+                uid, value = str(actuator.uid), actuator.value
+            except AttributeError as exc:  # not ActuatorInformation
+                raise self._not_setpoints(setpoints, step, episode) from exc
+            check = checks.get(uid)
+            if check is None:
+                foreign = True
+            elif not check(value):
+                raise self._outside(uid, value, step, episode)
+            values[uid] = json_value(actuator)
+        if foreign:
+            raise self._foreign(values)
         return values
+
+    def _not_setpoints(self, setpoints: Any, step: int, episode: int) -> PluginContractError:
+        found = ", ".join(sorted({type(a).__name__ for a in setpoints}))
+        return PluginContractError(
+            self.muscle,
+            "propose_actions",
+            f"returned set points of type {found} at step {step} of episode {episode}: {PROPOSAL}",
+        )
+
+    def _outside(self, uid: str, value: Any, step: int, episode: int) -> PluginContractError:
+        space = self.actuator_spaces[self.actuator_uids.index(uid)]
+        return PluginContractError(
+            self.muscle,
+            "propose_actions",
+            f"set actuator '{uid}' to {value!r} at step {step} of episode {episode}, which is "
+            f"not in its declared space {space}; nothing was applied",
+        )
 
     def _foreign(self, values: dict[str, Any]) -> PluginContractError:
         """The error for set points of actuators this agent was not given."""
-        foreign = sorted(uid for uid in values if uid not in self.actuator_set)
+        foreign = sorted(uid for uid in values if uid not in self.setpoint_checks)
         given = ", ".join(self.actuator_uids[:10])
         more = f" and {len(self.actuator_uids) - 10} more" if len(self.actuator_uids) > 10 else ""
         return PluginContractError(

@@ -4,10 +4,12 @@ running event loop (as in Jupyter), from a dict, with overrides; a failed run is
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from ruamel.yaml import YAML
 
 import palaestra
+from palaestra.core import procfs
 from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
 from tests.conftest import EXPERIMENTS, PLUGINS, ROOT
 
@@ -222,6 +225,22 @@ def test_run_in_a_notebook_finds_plugins_beside_the_run_file(tmp_path: Path) -> 
     client = nbclient.NotebookClient(
         notebook, timeout=90, resources={"metadata": {"path": str(tmp_path)}}
     )
-    client.execute()
+    client.execute()  # and shuts the kernel down
     (output,) = notebook.cells[0].outputs
     assert output["text"] == "finished 0 ''\n"
+    deadline = time.monotonic() + 10  # the kernel and the run's processes end: bounded wait
+    while _working_in(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _working_in(tmp_path)
+
+
+def _working_in(directory: Path) -> list[tuple[int, str]]:
+    """The processes whose working directory is ``directory`` (the kernel's and its run's)."""
+    found = []
+    for pid in procfs.pids():
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == str(directory):
+                found.append((pid, procfs.cmdline(pid)))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found

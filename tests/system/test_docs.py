@@ -24,7 +24,7 @@ import pytest
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.spaces import Discrete
 from palaestra.testing import check_brain, check_environment, check_muscle
-from tests.conftest import EXPERIMENTS, ROOT, Workspace
+from tests.conftest import EXPERIMENTS, ROOT, Workspace, wait_until_gone
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -104,20 +104,22 @@ def test_the_corridor_of_writing_plugins_runs(as_module) -> None:  # type: ignor
 
 
 @pytest.fixture(scope="module")
-def example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with the store of the example run, as the pages that query it assume."""
+def example_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    """A directory with the store of the example run, as the pages that query it assume; no
+    process of the commands run in it survives."""
     workspace = Workspace(tmp_path_factory.mktemp("example"))
     result = workspace.run("experiment-start", "-q", str(EXPERIMENTS / "dummy_run.yml"))
     assert result.returncode == 0, result.stderr
-    return workspace.path
+    yield workspace
+    assert not wait_until_gone(workspace.sessions)
 
 
 @pytest.mark.parametrize("page", QUERIES)
 def test_the_blocks_that_query_the_example_run_run(
-    example_store: Path, page: str, monkeypatch: pytest.MonkeyPatch
+    example_store: Workspace, page: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In order, in one namespace per page, in the directory of the example run's store."""
-    monkeypatch.chdir(example_store)
+    monkeypatch.chdir(example_store.path)
     monkeypatch.delenv("PALAESTRA_STORE_URI", raising=False)
     namespace: dict[str, object] = {}
     runnable = [b for b in blocks("python", ROOT / "docs" / page) if not b.fragment]
@@ -129,7 +131,9 @@ def test_the_blocks_that_query_the_example_run_run(
 def commands(block: Block) -> list[list[str]]:
     """The ``palaestra`` command lines of a shell block (comments dropped)."""
     lines = [line.partition("#")[0].strip() for line in block.text.splitlines()]
-    return [shlex.split(line)[1:] for line in lines if line.startswith("palaestra ")]
+    found = [shlex.split(line)[1:] for line in lines if line.startswith("palaestra ")]
+    assert found, f"{block.where}: no palaestra command"
+    return found
 
 
 def shell_block(page: str, holding: str) -> Block:
@@ -137,10 +141,9 @@ def shell_block(page: str, holding: str) -> Block:
     return found
 
 
-def test_the_commands_that_look_at_the_example_run_run(example_store: Path) -> None:
-    workspace = Workspace(example_store)
+def test_the_commands_that_look_at_the_example_run_run(example_store: Workspace) -> None:
     for args in commands(shell_block("getting-started.md", "palaestra experiment-show")):
-        result = workspace.run(*args)
+        result = example_store.run(*args)
         assert result.returncode == 0, (args, result.stderr[-2000:])
 
 

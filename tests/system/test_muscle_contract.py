@@ -26,6 +26,13 @@ _ATTACKER_MUSCLE = (
 )
 
 
+def attacker_muscle(muscle: str) -> tuple[str, str]:
+    """The run-file edit that gives the attacker ``muscle`` (``module:Class, params: {...}``)."""
+    return _ATTACKER_MUSCLE, _ATTACKER_MUSCLE.replace(
+        "palaestra.agent.dummy_muscle:DummyMuscle, params: {}", muscle
+    )
+
+
 @pytest.mark.parametrize("driver", ["controller", "environment"])
 @pytest.mark.parametrize("foreign", slow_after(["myenv.0", "myenv.99", "nowhere.0"]))
 def test_a_setpoint_for_an_actuator_not_given_fails_the_run(
@@ -34,13 +41,7 @@ def test_a_setpoint_for_an_actuator_not_given_fails_the_run(
     # the attacker owns myenv.5 ... myenv.9; myenv.0 is the defender's
     run_file = workspace.variant(
         "dummy_run.yml",
-        (
-            _ATTACKER_MUSCLE,
-            _ATTACKER_MUSCLE.replace(
-                "palaestra.agent.dummy_muscle:DummyMuscle, params: {}",
-                f"misbehaving:ForeignActuatorMuscle, params: {{extra: {foreign}}}",
-            ),
-        ),
+        attacker_muscle(f"misbehaving:ForeignActuatorMuscle, params: {{extra: {foreign}}}"),
         ("      simulation:\n", f"      simulation:\n        params: {{driver: {driver}}}\n"),
     )
     result = workspace.run("experiment-start", str(run_file), timeout=60)
@@ -75,13 +76,7 @@ def test_a_setpoint_outside_its_space_fails_the_run_naming_the_muscle(
     Muscle's 100 must not end as a finished run with 100 stored."""
     driver = "controller" if variant == "controller" else "environment"
     replacements = [
-        (
-            _ATTACKER_MUSCLE,
-            _ATTACKER_MUSCLE.replace(
-                "palaestra.agent.dummy_muscle:DummyMuscle, params: {}",
-                "misbehaving:OutOfSpaceMuscle, params: {value: 100, at: 1}",
-            ),
-        ),
+        attacker_muscle("misbehaving:OutOfSpaceMuscle, params: {value: 100, at: 1}"),
         ("      simulation:\n", f"      simulation:\n        params: {{driver: {driver}}}\n"),
     ]
     if variant == "games":  # several games per worker: the per-round path
@@ -114,13 +109,7 @@ def test_what_propose_actions_returns_is_taken_as_palaestrai_does_or_named(
 ) -> None:
     run_file = workspace.variant(
         "dummy_run.yml",
-        (
-            _ATTACKER_MUSCLE,
-            _ATTACKER_MUSCLE.replace(
-                "palaestra.agent.dummy_muscle:DummyMuscle, params: {}",
-                f"misbehaving:ReturnShapeMuscle, params: {{how: {how}}}",
-            ),
-        ),
+        attacker_muscle(f"misbehaving:ReturnShapeMuscle, params: {{how: {how}}}"),
     )
     result = workspace.run("experiment-start", str(run_file), timeout=60)
     status, reason = workspace.instance_status()
