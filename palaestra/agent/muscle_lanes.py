@@ -164,7 +164,7 @@ class MuscleLanes:
             zip(message.lanes, message.episodes, message.steps, strict=True)
         ):
             game = games[index]
-            if step.step == 0:
+            if episode != game.episode or not game.started:  # (an agent may not act first)
                 self._begin(game, episode)
             entries.append((k, game, step, game.previous, game.episode))
             if step.done:

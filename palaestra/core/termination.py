@@ -45,3 +45,21 @@ class PhaseEndsAfterEpisodes(TerminationCondition):
 
     def phase_done(self, episodes_done: int, episodes: int) -> bool:
         return episodes_done >= episodes
+
+
+def decides_episodes(condition: TerminationCondition) -> bool:
+    """Whether ``condition`` says when an episode ends (it overrides ``episode_done``)."""
+    return type(condition).episode_done is not TerminationCondition.episode_done
+
+
+def decides_phases(condition: TerminationCondition) -> bool:
+    """Whether ``condition`` says when a worker's phase ends (it overrides ``phase_done``)."""
+    return type(condition).phase_done is not TerminationCondition.phase_done
+
+
+def episode_conditions(conditions: Sequence[TerminationCondition]) -> list[TerminationCondition]:
+    """The conditions an episode is played with: ``conditions``, and where none of them says
+    when an episode ends, :class:`EpisodeEndsWithEnvironment`."""
+    if any(decides_episodes(c) for c in conditions):
+        return list(conditions)
+    return [*conditions, EpisodeEndsWithEnvironment()]

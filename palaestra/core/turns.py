@@ -19,12 +19,16 @@ drives.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from palaestra.core import messages as m
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
-from palaestra.core.termination import TerminationCondition
+from palaestra.core.termination import (
+    EpisodeEndsWithEnvironment,
+    TerminationCondition,
+    decides_episodes,
+)
 
 
 class Actor(Protocol):
@@ -176,49 +180,124 @@ def run_episode(
     values: dict[str, Any],
     pacer: Pacer | None = None,
 ) -> EpisodeResult:
-    """Run one episode; returns its steps, how it ended and the agents' episode rewards.
+    """Run one episode of one :class:`Game`; returns its steps, how it ended and the agents'
+    episode rewards.
 
     ``values`` holds the current sensor values by uid (the baseline's when called) and is
-    updated in place. Each agent's observation carries the rewards it was last given by the
-    policy (None before its first), and the episode ends with every agent's last transition:
-    an observation with ``done`` and the episode's ``terminated``/``truncated`` (see
-    :func:`episode_ends`; the observations before it say ``False`` for both, or None where the
-    environments do not say).
-
-    With a ``pacer`` (``phase_config.step_rate``), each step of the world waits until it is
-    due, after the acting agents were given their observations (so they think while it
-    waits); the driver records the lateness the pacer measured.
+    updated in place. With a ``pacer`` (``phase_config.step_rate``), each step of the world
+    waits until it is due, after the acting agents were given their observations (so they
+    think while it waits); the driver records the lateness the pacer measured.
     """
-    rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in agents}
-    sums = RewardSums()
-    step = 0
-    ends = UNSAID
+    game = Game(policy, agents, conditions, values)
     if pacer is not None:
         pacer.begin()
     while True:
-        acting = policy.acting(step, agents)
-        for agent in acting:
-            seen = observation(agent, step, values, rewards, False, ends)
-            sums.observed(agent.process, seen.rewards)
+        for agent, seen in game.observations():
             driver.observe(agent, seen)
         if pacer is not None:
             pacer.wait()
-        stepped = driver.step(acting)
-        values.update(stepped.values)
-        for agent in policy.rewarded(step, acting, agents):
-            rewards[agent.process] = stepped.rewards
-        step += 1
-        if policy.episode_over(stepped.done, conditions):
-            ends = episode_ends(stepped)
+        if game.stepped(driver.step(game.acting)):
             break
-        if ends is UNSAID and _says_ends(stepped):
-            ends = GOING_ON
-    for agent in agents:
-        seen = observation(agent, step, values, rewards, True, ends)
-        sums.observed(agent.process, seen.rewards)
+    for agent, seen in game.last():
         driver.observe(agent, seen)
     driver.finish(agents)
-    return EpisodeResult(step, ends[0], ends[1], sums.totals)
+    return game.result()
+
+
+class Game(Generic[A]):
+    """One game's episode as every driver keeps it: its step, the agents' last rewards, their
+    reward sums, its sensor values, how it ends; the order of turns and the termination
+    conditions apply through it.
+
+    A driver asks :meth:`observations` (the acting agents' observations of the step), steps
+    the world with :attr:`acting`'s set points and hands what it gave to :meth:`stepped`
+    until that says the episode is over; :meth:`last` then gives every agent's last
+    observation (with ``done``) and :meth:`result` the episode. Each agent's observation
+    carries the rewards it was last given by the policy (None before its first), and the
+    episode ends with every agent's last transition: an observation with ``done`` and the
+    episode's ``terminated``/``truncated`` (see :func:`episode_ends`; the observations before
+    it say ``False`` for both, or None where the environments do not say). :meth:`begin`
+    starts the game's next episode (several games per worker reset theirs and play on).
+    """
+
+    __slots__ = (
+        "policy",
+        "agents",
+        "conditions",
+        "step",
+        "ends",
+        "rewards",
+        "sums",
+        "values",
+        "acting",
+        "_by_done",
+    )
+
+    def __init__(
+        self,
+        policy: TurnPolicy,
+        agents: Sequence[A],
+        conditions: Sequence[TerminationCondition],
+        values: dict[str, Any],
+    ) -> None:
+        self.policy = policy
+        self.agents = agents
+        self.conditions = conditions
+        # the environments' done decides alone: no condition or policy to ask each step
+        deciding = [c for c in conditions if decides_episodes(c)]
+        self._by_done = (
+            type(policy).episode_over is TurnPolicy.episode_over
+            and bool(deciding)
+            and all(type(c) is EpisodeEndsWithEnvironment for c in deciding)
+        )
+        self.begin(values)
+
+    def begin(self, values: dict[str, Any]) -> None:
+        """A new episode from the sensor ``values`` by uid (kept, and updated in place)."""
+        self.step = 0
+        self.ends: Ends = UNSAID
+        self.rewards: dict[str, list[m.InfoDesc] | None] = {a.process: None for a in self.agents}
+        self.sums = RewardSums()
+        self.values = values
+        self.acting: Sequence[A] = ()
+
+    def observations(self) -> list[tuple[A, m.AgentStep]]:
+        """The observations of the agents that act on this step (they become
+        :attr:`acting`)."""
+        self.acting = acting = self.policy.acting(self.step, self.agents)
+        return [(agent, self._seen(agent, False)) for agent in acting]
+
+    def stepped(self, stepped: Stepped) -> bool:
+        """The world stepped with the acting agents' set points and gave ``stepped``: whether
+        the episode is over."""
+        step = self.step
+        self.values.update(stepped.values)
+        rewards = self.rewards
+        for agent in self.policy.rewarded(step, self.acting, self.agents):
+            rewards[agent.process] = stepped.rewards
+        self.step = step + 1
+        if self._by_done:
+            over = any(stepped.done)
+        else:
+            over = self.policy.episode_over(stepped.done, self.conditions)
+        if over:
+            self.ends = episode_ends(stepped)
+        elif self.ends is UNSAID and _says_ends(stepped):
+            self.ends = GOING_ON
+        return over
+
+    def last(self) -> list[tuple[A, m.AgentStep]]:
+        """Every agent's last observation of the episode (with ``done``)."""
+        return [(agent, self._seen(agent, True)) for agent in self.agents]
+
+    def result(self) -> EpisodeResult:
+        """The episode's steps, how it ended and the agents' episode rewards."""
+        return EpisodeResult(self.step, self.ends[0], self.ends[1], self.sums.totals)
+
+    def _seen(self, agent: A, done: bool) -> m.AgentStep:
+        seen = observation(agent, self.step, self.values, self.rewards, done, self.ends)
+        self.sums.observed(agent.process, seen.rewards)
+        return seen
 
 
 class RewardSums:

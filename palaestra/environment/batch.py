@@ -56,7 +56,7 @@ class Batch:
     def step(self, moves: Sequence[tuple[Lane, dict[str, Any], bool]]) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
         it to stop) at once; each game's state, its row added to the store's rows."""
-        games = [lane.game for lane, _, _ in moves]
+        games = [lane.world for lane, _, _ in moves]
         first = games[0]
         count = len(games)
         arrays = {}

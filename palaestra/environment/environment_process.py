@@ -45,7 +45,7 @@ from palaestra.core.records import (
 from palaestra.core.simtime import SimTime
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
-from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
+from palaestra.core.termination import TerminationCondition, episode_conditions
 from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
@@ -630,12 +630,7 @@ class EnvironmentProcess(Component):
         return self.links[process]
 
     def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:
-        conditions = [call(load_class(c.name), **c.params) for c in specs]
-        if not any(
-            type(c).episode_done is not TerminationCondition.episode_done for c in conditions
-        ):
-            conditions.append(EpisodeEndsWithEnvironment())
-        return conditions
+        return episode_conditions([call(load_class(c.name), **c.params) for c in specs])
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop pushes its last rows and closes the producer

@@ -28,20 +28,13 @@ from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.hotloop import HotLoop
 from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
-    EpisodeEndsWithEnvironment,
     PhaseEndsAfterEpisodes,
-    TerminationCondition,
+    decides_phases,
+    episode_conditions,
 )
-from palaestra.core.turns import (
-    GOING_ON,
-    UNSAID,
-    Ends,
-    RewardSums,
-    Stepped,
-    episode_ends,
-    observation,
-)
+from palaestra.core.turns import Game, Stepped, TurnPolicy
 from palaestra.environment.batch import Batch, stepped_in_batches
 
 if TYPE_CHECKING:
@@ -70,83 +63,73 @@ def same_world(first: EnvironmentProcess, game: EnvironmentProcess) -> None:
         )
 
 
-def _overrides(condition: TerminationCondition, method: str) -> bool:
-    return getattr(type(condition), method) is not getattr(TerminationCondition, method)
-
-
 class Lane:
-    """One game as the rounds see it: its episode so far and its termination conditions."""
+    """One game of the worker as the rounds see it: its world, its episode (a
+    :class:`~palaestra.core.turns.Game`), the episodes it played and its phase's conditions."""
 
-    __slots__ = (
-        "index",
-        "game",
-        "done",
-        "step",
-        "ends",
-        "rewards",
-        "sums",
-        "started",
-        "values",
-        "episode_conditions",
-        "ends_with_environment",
-        "phase_conditions",
-    )
+    __slots__ = ("index", "world", "game", "done", "started", "phase_conditions")
 
-    def __init__(self, index: int, game: EnvironmentProcess, specs: Sequence[Any]) -> None:
+    def __init__(
+        self,
+        index: int,
+        world: EnvironmentProcess,
+        policy: TurnPolicy,
+        agents: Sequence[m.EpisodeAgent],
+        specs: Sequence[ClassSpec],
+    ) -> None:
         self.index = index
-        self.game = game
-        conditions = [call(load_class(c.name), **c.params) for c in specs]
-        self.episode_conditions = [c for c in conditions if _overrides(c, "episode_done")]
-        self.episode_conditions = self.episode_conditions or [EpisodeEndsWithEnvironment()]
-        self.ends_with_environment = all(  # (then the environment's done decides alone)
-            type(c) is EpisodeEndsWithEnvironment for c in self.episode_conditions
-        )
-        self.phase_conditions = [c for c in conditions if _overrides(c, "phase_done")]
+        conditions = [call(load_class(c.name), **c.params) for c in specs]  # (its own)
+        self.world = world
+        self.phase_conditions = [c for c in conditions if decides_phases(c)]
         self.phase_conditions = self.phase_conditions or [PhaseEndsAfterEpisodes()]
+        self.game = Game(policy, agents, episode_conditions(conditions), self._values())
         self.done = 0  # episodes this game played
-        self.begin()
+        self.started = time.time()
+
+    def _values(self) -> dict[str, Any]:
+        world = self.world
+        return dict(zip(world.full_sensor_uids, world.values, strict=True))
 
     def begin(self) -> None:
-        """The game's world was (re)started: a new episode from its baseline."""
-        game = self.game
-        self.step = 0
-        self.ends: Ends = UNSAID
-        self.rewards: dict[str, list[m.InfoDesc] | None] = {}
-        self.sums = RewardSums()
+        """The game's world was restarted: a new episode from its baseline."""
+        self.game.begin(self._values())
         self.started = time.time()
-        self.values = dict(zip(game.full_sensor_uids, game.values, strict=True))
 
     def phase_over(self, episodes: int) -> bool:
         return any(call(c.phase_done, self.done, episodes) for c in self.phase_conditions)
 
 
 class _Round:
-    """The observations of one round, per agent in the same order of games."""
+    """The observations of one round: each agent's, by game, and who acts in which game."""
 
-    __slots__ = ("lanes", "episodes", "steps", "acting")
+    __slots__ = ("seen", "acting", "count")
 
-    def __init__(self, agents: int) -> None:
-        self.lanes: list[int] = []
-        self.episodes: list[int] = []
-        self.steps: list[list[m.AgentStep]] = [[] for _ in range(agents)]
-        self.acting: list[tuple[int, Lane]] = []  # (position in the round, game) that act
+    def __init__(self, agents: dict[str, int]) -> None:
+        # per agent (by its index): the games, their episodes and the observations
+        self.seen: list[tuple[list[int], list[int], list[m.AgentStep]]] = [
+            ([], [], []) for _ in agents
+        ]
+        # the games that step after the round, each with (agent, position) of those acting
+        self.acting: list[tuple[Lane, list[tuple[int, int]]]] = []
+        self.count = 0  # observations in the round
 
-    def add(
-        self,
-        lane: Lane,
-        agents: Sequence[m.EpisodeAgent],
-        done: bool,
-    ) -> None:
-        """Add the game's observation for every agent (with ``done``: the episode's last)."""
-        position = len(self.lanes)
-        self.lanes.append(lane.index)
-        self.episodes.append(lane.game.episode)
-        for agent, steps in zip(agents, self.steps, strict=True):
-            seen = observation(agent, lane.step, lane.values, lane.rewards, done, lane.ends)
-            lane.sums.observed(agent.process, seen.rewards)
+    def add(self, lane: Lane, agents: dict[str, int], done: bool) -> None:
+        """Add the game's observations: of the agents that act on its step or (``done``)
+        every agent's last of the episode."""
+        game = lane.game
+        episode = lane.world.episode
+        acting: list[tuple[int, int]] = []
+        for agent, seen in game.last() if done else game.observations():
+            index = agents[agent.process]
+            lanes, episodes, steps = self.seen[index]
+            if not done:
+                acting.append((index, len(lanes)))
+            lanes.append(lane.index)
+            episodes.append(episode)
             steps.append(seen)
+        self.count += len(game.agents) if done else len(acting)
         if not done:
-            self.acting.append((position, lane))
+            self.acting.append((lane, acting))
 
 
 def play_lanes(
@@ -163,30 +146,31 @@ def play_lanes(
     whose rounds overlap: while the Muscles act in one group's games, the other group's games
     step; each game still steps once per answer to its own observation, so what each game
     does is the same. (On two cores this plays 64 games about 1.5 times as fast as one
-    group.) The last message has no game and ``last`` set.
+    group.) An agent with no observation in a round is not asked. The last message goes to
+    every agent, has no game and ``last`` set.
     """
     play = _Play(process, hot, message, lambda done: router.send_multipart([controller, done]))
-    agents, links = play.agents, play.links
+    links = play.links
     groups = max(1, min(GROUPS, len(play.lanes) // GROUP_MIN))
     size = -(-len(play.lanes) // groups)  # (rounded up)
     pending: deque[_Round] = deque()
     for first in range(0, len(play.lanes), size):
-        current = _Round(len(agents))
+        current = _Round(play.index)
         for lane in play.lanes[first : first + size]:
             if not lane.phase_over(message.episodes):
-                current.add(lane, agents, False)
-        if current.lanes:
+                current.add(lane, play.index, False)
+        if current.count:
             _send(process, links, current, False)
             pending.append(current)
     while pending:
         current = pending.popleft()
-        following = play.round(current, _answers(process, hot, agents, links, current))
-        if following.lanes:
+        following = play.round(current, _answers(process, hot, play.agents, links, current))
+        if following.count:
             _send(process, links, following, False)
             pending.append(following)
-    last = _Round(len(agents))
+    last = _Round(play.index)
     _send(process, links, last, True)
-    _answers(process, hot, agents, links, last)
+    _answers(process, hot, play.agents, links, last)
     return m.EnvLanesDone(steps=play.steps, end_phase=play.end_phase)
 
 
@@ -202,29 +186,35 @@ class _Play:
     ) -> None:
         self.process = process
         self.agents = message.agents
+        self.index = {a.process: i for i, a in enumerate(self.agents)}
         self.episodes = message.episodes
         self.links = [process._link(hot, a.process) for a in self.agents]
         self.acts_here = [a.acts_here for a in self.agents]
-        self.lanes = [Lane(i, game, message.conditions) for i, game in enumerate(process.games)]
+        policy: TurnPolicy = call(load_class(message.policy))
+        self.lanes = [
+            Lane(i, world, policy, self.agents, message.conditions)
+            for i, world in enumerate(process.games)
+        ]
         for lane in self.lanes:
             lane.done = message.first_episode
-            lane.rewards = {a.process: None for a in self.agents}
         self.tell = tell
         self.steps = 0
         self.end_phase = False  # an agent's Brain reached its phase rule
         self.batch = Batch(process) if stepped_in_batches(process) else None
 
-    def round(self, current: _Round, answers: list[m.LaneActions]) -> _Round:
+    def round(self, current: _Round, answers: list[m.LaneActions | None]) -> _Round:
         """Step every game that acted in ``current``; the observations of the next round."""
-        self.end_phase = self.end_phase or any(a.end_phase for a in answers)
-        following = _Round(len(self.agents))
-        pairs = list(zip(answers, self.acts_here, strict=True))
+        self.end_phase = self.end_phase or any(a.end_phase for a in answers if a is not None)
+        following = _Round(self.index)
+        acts_here = self.acts_here
         moves: list[tuple[Lane, dict[str, Any], bool]] = []
-        for position, lane in current.acting:
+        for lane, acting in current.acting:
             setpoints: dict[str, Any] = {}
             stop = False
-            for answer, here in pairs:
-                if here:
+            for agent, position in acting:
+                answer = answers[agent]
+                assert answer is not None
+                if acts_here[agent]:
                     setpoints.update(answer.setpoints[position])
                 stop = stop or answer.stop[position]
             moves.append((lane, setpoints, stop))
@@ -234,57 +224,42 @@ class _Play:
                 self._stepped(lane, state, following)
         else:
             for lane, setpoints, stop in moves:
-                self._step(lane, setpoints, stop, following)
+                if stop:  # an agent reached its objective rule: the game's step is its last
+                    lane.world.stop_requested = True
+                self._stepped(lane, lane.world.update(setpoints), following)
         return following
-
-    def _step(self, lane: Lane, setpoints: dict[str, Any], stop: bool, following: _Round) -> None:
-        """Step one game; add its next observations (its episode's end, maybe the next
-        episode's start) to ``following``."""
-        game = lane.game
-        if stop:  # an agent reached its objective rule: the game's step is its last
-            game.stop_requested = True
-        self._stepped(lane, game.update(setpoints), following)
 
     def _stepped(self, lane: Lane, state: m.EnvState, following: _Round) -> None:
         """A game stepped to ``state``: add its next observations (its episode's end, maybe
         the next episode's start) to ``following``."""
-        game = lane.game
-        agents = self.agents
+        world = lane.world
         self.steps += 1
-        lane.step += 1
-        lane.values.update(zip(game.full_sensor_uids, state.values, strict=True))
-        for agent in agents:
-            lane.rewards[agent.process] = state.rewards
-        if lane.ends_with_environment:
-            over = state.done
-        else:
-            over = any(call(c.episode_done, [state.done]) for c in lane.episode_conditions)
-        if not over:
-            if lane.ends is UNSAID and (
-                state.terminated is not None or state.truncated is not None
-            ):
-                lane.ends = GOING_ON
-            following.add(lane, agents, False)
-            return
-        lane.ends = episode_ends(
-            Stepped((), state.rewards, [state.done], [state.terminated], [state.truncated])
+        stepped = Stepped(
+            zip(world.full_sensor_uids, state.values, strict=True),
+            state.rewards,
+            [state.done],
+            [state.terminated],
+            [state.truncated],
         )
-        following.add(lane, agents, True)
+        if not lane.game.stepped(stepped):
+            following.add(lane, self.index, False)
+            return
+        following.add(lane, self.index, True)
         lane.done += 1
         self.tell(m.encode(_ended(lane)))
         if not (self.end_phase or lane.phase_over(self.episodes)):
-            game.start_world(True, game.check_rewards)
+            world.start_world(True, world.check_rewards)
             lane.begin()
-            lane.rewards = {a.process: None for a in agents}
-            following.add(lane, agents, False)
+            following.add(lane, self.index, False)
 
 
 def _send(process: EnvironmentProcess, links: list[Channel], current: _Round, last: bool) -> None:
-    """Send each agent its observations of the round."""
-    for link, steps in zip(links, current.steps, strict=True):
-        data = m.encode(
-            m.AgentSteps(lanes=current.lanes, episodes=current.episodes, steps=steps, last=last)
-        )
+    """Send each agent with observations in the round its own (with ``last``: every agent
+    the last message)."""
+    for link, (lanes, episodes, steps) in zip(links, current.seen, strict=True):
+        if not (steps or last):
+            continue
+        data = m.encode(m.AgentSteps(lanes=lanes, episodes=episodes, steps=steps, last=last))
         try:
             link.send(data)
         except PeerGone:  # its parent reports why; we wait for it until told to stop
@@ -297,11 +272,16 @@ def _answers(
     agents: Sequence[m.EpisodeAgent],
     links: list[Channel],
     current: _Round,
-) -> list[m.LaneActions]:
-    """Each agent's answer to the round (the oldest the agents have not answered yet)."""
-    answers = []
+) -> list[m.LaneActions | None]:
+    """Each agent's answer to the round (the oldest it has not answered yet); None for an
+    agent that was not asked."""
+    answers: list[m.LaneActions | None] = []
     waiting = process.muscles
-    for agent, link in zip(agents, links, strict=True):
+    last = not current.count
+    for agent, link, (lanes, _, _) in zip(agents, links, current.seen, strict=True):
+        if not (lanes or last):
+            answers.append(None)
+            continue
         waiting.name = agent.process
         waiting.begin()
         try:
@@ -309,7 +289,7 @@ def _answers(
         except PeerGone:
             hot.idle()  # its parent reports why
         waiting.end()
-        if not isinstance(answer, m.LaneActions) or len(answer.setpoints) != len(current.lanes):
+        if not isinstance(answer, m.LaneActions) or len(answer.setpoints) != len(lanes):
             raise TypeError(f"{process.name}: {type(answer).__name__} from {agent.process}")
         answers.append(answer)
     return answers
@@ -317,14 +297,14 @@ def _answers(
 
 def _ended(lane: Lane) -> m.LaneEpisodeDone:
     """What the controller is told of the game's episode that ended."""
-    game = lane.game
+    result = lane.game.result()
     return m.LaneEpisodeDone(
-        worker=game.worker,
-        episode=game.episode,
-        steps=lane.step,
+        worker=lane.world.worker,
+        episode=lane.world.episode,
+        steps=result.steps,
         started_at=lane.started,
         ended_at=time.time(),
-        terminated=lane.ends[0],
-        truncated=lane.ends[1],
-        rewards=lane.sums.totals,
+        terminated=result.terminated,
+        truncated=result.truncated,
+        rewards=result.rewards,
     )

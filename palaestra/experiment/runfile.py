@@ -41,7 +41,6 @@ from palaestra.core.specs import (
     SimulationSpec,
 )
 from palaestra.core.start_methods import AUTO
-from palaestra.core.turns import AllAct, class_name
 from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
     EnvironmentIds,
@@ -470,14 +469,6 @@ class _RunBuilder:
                 f"envs_per_worker: {games} is played by the environment; the simulation param "
                 "driver: controller asks for the simulation controller.",
                 "leave out driver, or set it to auto or environment",
-            )
-        controller = self._classes._resolve(simulation.name) if self._classes.enabled else None
-        policy = getattr(controller, "policy", None)
-        if isinstance(controller, type) and policy is not AllAct:
-            shown = class_name(policy) if isinstance(policy, type) else repr(policy)
-            where.fail(
-                f"envs_per_worker: {games} needs every agent to act on every step (the turn "
-                f"policy of palaestra.simulation:Vanilla), '{simulation.name}' has {shown}.",
             )
         for key, value, problem in (
             ("evaluate_every", config.evaluate_every, "evaluation rollouts"),

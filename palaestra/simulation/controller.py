@@ -29,13 +29,14 @@ from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store, episode_values
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
-    EpisodeEndsWithEnvironment,
     PhaseEndsAfterEpisodes,
     TerminationCondition,
+    decides_episodes,
+    decides_phases,
+    episode_conditions,
 )
 from palaestra.core.turns import (
     BUILT_IN,
-    AllAct,
     EpisodeResult,
     Stepped,
     TurnPolicy,
@@ -211,11 +212,10 @@ class SimulationController(Component):
         self.episode_conditions = [
             c
             for c, made in zip(conditions, self.conditions, strict=True)
-            if _overrides(made, "episode_done")
+            if decides_episodes(made)
         ]
-        if not any(_overrides(c, "episode_done") for c in self.conditions):
-            self.conditions.append(EpisodeEndsWithEnvironment())
-        if not any(_overrides(c, "phase_done") for c in self.conditions):
+        self.conditions = episode_conditions(self.conditions)
+        if not any(decides_phases(c) for c in self.conditions):
             self.conditions.append(PhaseEndsAfterEpisodes())
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []
@@ -466,10 +466,10 @@ class SimulationController(Component):
         """The environment plays the worker's ``lanes`` games (``envs_per_worker``), each
         ``episodes`` episodes from episode ``first`` on, and tells each episode's end as it
         happens; the number of episodes played (of all games)."""
-        if len(self.environments) != 1 or type(self.turns) is not AllAct:
+        if len(self.environments) != 1:
             raise ValueError(
-                f"{self.name}: envs_per_worker > 1 needs one environment and the Vanilla "
-                f"order of turns, not {len(self.environments)} and {class_name(type(self.turns))}"
+                f"{self.name}: envs_per_worker > 1 needs one environment, not "
+                f"{len(self.environments)}"
             )
         env = self.environments[0]
         LOG.info("%s: %d games per worker, driven by %s", self.name, lanes, env.name)
@@ -480,6 +480,7 @@ class SimulationController(Component):
                 conditions=self.condition_specs,
                 episodes=episodes,
                 first_episode=first,
+                policy=class_name(type(self.turns)),
             )
         )
         played = 0
@@ -568,7 +569,3 @@ class _Sockets:
             answer = agent.answer()
             if isinstance(answer, m.AgentActions) and answer.end_phase:
                 self.end_phase = True
-
-
-def _overrides(condition: TerminationCondition, method: str) -> bool:
-    return getattr(type(condition), method) is not getattr(TerminationCondition, method)

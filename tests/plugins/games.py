@@ -13,8 +13,10 @@ import numpy as np
 from palaestra.agent import DummyBrain
 from palaestra.agent.muscle import Muscle
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.turns import A, TurnPolicy
 from palaestra.environment.cartpole import CartPole
 from palaestra.environment.environment import BatchState, Environment, EnvironmentState
+from palaestra.simulation.controller import SimulationController
 
 WEIGHTS = (0.0, 0.0, 1.0, 1.0)
 
@@ -128,3 +130,18 @@ class RoundBrain(DummyBrain):
         self.add_statistics("games", len(set(lanes)))
         self.add_statistics("ordered", int(lanes == sorted(lanes)))
         return [self.thinking(muscle_id, data) for muscle_id, data in experiences]
+
+
+class EveryThirdStepBoth(TurnPolicy):
+    """Both agents act on every third step of an episode, one after the other on the steps
+    between: with games whose episodes differ in length, an agent acts in some games of a
+    round and not in others."""
+
+    def acting(self, step: int, agents: Sequence[A]) -> Sequence[A]:
+        return agents if step % 3 == 0 else [agents[step % len(agents)]]
+
+
+class BothEveryThird(SimulationController):
+    """A simulation controller with the custom order of turns :class:`EveryThirdStepBoth`."""
+
+    policy = EveryThirdStepBoth

@@ -183,6 +183,57 @@ def test_games_played_in_two_overlapping_groups_do_what_one_group_does(tmp_path:
     assert len(sizes) == sum(max(len(worlds[lane]) for lane in group) for group in groups)
 
 
+SECOND_AGENT = """\
+        - name: second
+          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}
+          muscle: {name: games:LinearMuscle, params: {weights: [0.0, 0.5, 1.0, -0.5]}}
+          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: {}}
+          sensors: [pole.state]
+          actuators: [pole.push]
+      simulation:
+        name: palaestra.simulation:TakingTurns
+"""
+
+
+@pytest.mark.parametrize("policy", ["TakingTurns", "BothEveryThird"])
+def test_taking_turns_in_four_games_match_four_workers_of_one_game(
+    tmp_path: Path, policy: str
+) -> None:
+    """Two agents taking turns (and a custom order of turns, in which an agent may act in
+    some games of a round and not in others) in 4 games of one worker write, lane by lane and
+    agent by agent, what 4 workers of one game write."""
+    simulation = (
+        "palaestra.simulation:TakingTurns" if policy == "TakingTurns" else "games:BothEveryThird"
+    )
+    results = {}
+    for games, workers in ((4, 1), (1, 4)):
+        ws = Workspace(tmp_path / f"games{games}")
+        ws.path.mkdir()
+        path = run_file(ws, workers=workers, games=games, params="{max_steps: 25}")
+        text = path.read_text()
+        old = "      simulation:\n        name: palaestra.simulation:Vanilla\n"
+        assert old in text
+        path.write_text(
+            text.replace(old, SECOND_AGENT.replace("palaestra.simulation:TakingTurns", simulation))
+        )
+        start(ws, path)
+        store = ws.store_uri
+        results[games] = (
+            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+            lanes(rows.muscle_actions("games-run", store_uri=store), "agent", *ACTIONS),
+            sorted(
+                (r["worker"], r["episode"], r["steps"], r["rewards"])
+                for r in rows.episodes("games-run", store_uri=store)
+            ),
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    worlds, actions, episodes = results[4]
+    assert sorted(worlds) == [0, 1, 2, 3]
+    assert len(episodes) == 4 * 2
+    assert {row[0] for found in actions.values() for row in found} == {"player", "second"}
+    assert (worlds, actions, episodes) == results[1]
+
+
 def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
     """DummyMuscle knows nothing of batches: the default hook loops over its
     ``propose_actions``; every game plays its episodes with its own seed (and the Brain's
@@ -377,7 +428,6 @@ def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
     ("edit", "expected"),
     [
         ("driver", "driver: controller asks for the simulation controller"),
-        ("taking_turns", "needs every agent to act on every step"),
         ("evaluate_every", "cannot be combined with evaluate_every"),
         ("step_rate", "cannot be combined with step_rate"),
         ("async", "cannot be combined with update_lag: async"),
@@ -401,7 +451,6 @@ def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
             "            params: {}\n      phase",
             "            params: {}\n        params: {driver: controller}\n      phase",
         ),
-        "taking_turns": ("palaestra.simulation:Vanilla\n", "palaestra.simulation:TakingTurns\n"),
         "evaluate_every": ("envs_per_worker: 4", "envs_per_worker: 4, evaluate_every: 2"),
         "step_rate": ("envs_per_worker: 4", "envs_per_worker: 4, step_rate: 30"),
         "async": ("envs_per_worker: 4", "envs_per_worker: 4, update_lag: async"),

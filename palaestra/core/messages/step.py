@@ -137,6 +137,8 @@ class EnvLanes(Msg, frozen=True, kw_only=True):
     conditions: list[ClassSpec]
     episodes: int
     first_episode: int = 0
+    policy: str = "palaestra.core.turns:AllAct"
+    """The :class:`~palaestra.core.turns.TurnPolicy` each game follows (``module:Class``)."""
 
 
 class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
