@@ -27,6 +27,7 @@ from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
 from palaestra.core.hotloop import HotLoop
 from palaestra.core.loading import load_class
+from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
@@ -151,7 +152,11 @@ def play_lanes(
     """
     play = _Play(process, hot, message, lambda done: router.send_multipart([controller, done]))
     links = play.links
-    groups = max(1, min(GROUPS, len(play.lanes) // GROUP_MIN))
+    pacer = None
+    if message.step_rate > 0:  # one group: each round is a step of each of its games
+        pacer = process.pacer = process.pacer or Pacer(message.step_rate, hot.sleep)
+        pacer.begin()
+    groups = 1 if pacer else max(1, min(GROUPS, len(play.lanes) // GROUP_MIN))
     size = -(-len(play.lanes) // groups)  # (rounded up)
     pending: deque[_Round] = deque()
     for first in range(0, len(play.lanes), size):
@@ -164,7 +169,16 @@ def play_lanes(
             pending.append(current)
     while pending:
         current = pending.popleft()
-        following = play.round(current, _answers(process, hot, play.agents, links, current))
+        if pacer is None:
+            following = play.round(current, _answers(process, hot, play.agents, links, current))
+            late_by = None
+        else:  # the agents think while it waits; the round is late if their answers are
+            pacer.wait()
+            asked = [link for link, seen in zip(links, current.seen, strict=True) if seen[0]]
+            held = not all(link.ready() for link in asked)
+            answers = _answers(process, hot, play.agents, links, current)
+            late_by = pacer.delayed() if held else pacer.late_by
+            following = play.round(current, answers, late_by)
         if following.count:
             _send(process, links, following, False)
             pending.append(following)
@@ -202,8 +216,11 @@ class _Play:
         self.end_phase = False  # an agent's Brain reached its phase rule
         self.batch = Batch(process) if stepped_in_batches(process) else None
 
-    def round(self, current: _Round, answers: list[m.LaneActions | None]) -> _Round:
-        """Step every game that acted in ``current``; the observations of the next round."""
+    def round(
+        self, current: _Round, answers: list[m.LaneActions | None], late_by: float | None = None
+    ) -> _Round:
+        """Step every game that acted in ``current`` (``late_by``: how late the round's step
+        began, paced); the observations of the next round."""
         self.end_phase = self.end_phase or any(a.end_phase for a in answers if a is not None)
         following = _Round(self.index)
         acts_here = self.acts_here
@@ -217,6 +234,7 @@ class _Play:
                 if acts_here[agent]:
                     setpoints.update(answer.setpoints[position])
                 stop = stop or answer.stop[position]
+            lane.world.late_by = late_by
             moves.append((lane, setpoints, stop))
         if self.batch is not None and moves:
             states = self.batch.step(moves)

@@ -472,7 +472,6 @@ class _RunBuilder:
             )
         for key, value, problem in (
             ("evaluate_every", config.evaluate_every, "evaluation rollouts"),
-            ("step_rate", config.step_rate, "real-time pacing"),
         ):
             if value:
                 where.fail(

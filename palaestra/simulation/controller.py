@@ -481,6 +481,7 @@ class SimulationController(Component):
                 episodes=episodes,
                 first_episode=first,
                 policy=class_name(type(self.turns)),
+                step_rate=self.step_rate,
             )
         )
         played = 0

@@ -429,7 +429,6 @@ def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
     [
         ("driver", "driver: controller asks for the simulation controller"),
         ("evaluate_every", "cannot be combined with evaluate_every"),
-        ("step_rate", "cannot be combined with step_rate"),
         ("async", "cannot be combined with update_lag: async"),
         ("two_environments", "needs exactly one environment in the phase, it has 2"),
     ],
@@ -452,7 +451,6 @@ def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
             "            params: {}\n        params: {driver: controller}\n      phase",
         ),
         "evaluate_every": ("envs_per_worker: 4", "envs_per_worker: 4, evaluate_every: 2"),
-        "step_rate": ("envs_per_worker: 4", "envs_per_worker: 4, step_rate: 30"),
         "async": ("envs_per_worker: 4", "envs_per_worker: 4, update_lag: async"),
         "two_environments": (
             "      agents:",

@@ -58,7 +58,7 @@ schedule:
           - name: palaestra.simulation:VanillaSimControllerTerminationCondition
             params: {{}}
       phase_config: {{mode: train, worker: 1, episodes: {episodes}, step_rate: {rate},
-                      update_lag: {lag}}}
+                      update_lag: {lag}{extra}}}
   - second:
       phase_config: {{step_rate: {second_rate}, update_lag: {second_lag}, episodes: 1}}
 run_config:
@@ -82,6 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "lag": 0,
     "second_rate": 0,
     "second_lag": 0,
+    "extra": "",
 }
 
 
@@ -184,6 +185,39 @@ def test_steps_keep_their_rate_and_a_late_one_brings_no_burst(
     assert line.split()[2] == "40"  # steps
     assert int(line.split()[3]) >= 1  # late by more than 1 ms: at least step 16
     assert not any(row.startswith("1 second") for row in table.splitlines())  # lockstep
+
+
+def test_several_games_of_a_worker_keep_the_rate_each(workspace: Workspace) -> None:
+    """With ``envs_per_worker`` each round is a step of each of its games, paced: every game
+    steps at 50 Hz; the round after the slow step 15 (slow in both games) is late in both."""
+    run(workspace, slow_at=15, slow_seconds=0.06, extra=", envs_per_worker: 2")
+    late = query(
+        workspace,
+        """select w.worker, w.step, w.late_by from world_states w
+           join environments e on e.id = w.environment_id
+           join experiment_run_phases p on p.id = e.experiment_run_phase_id
+           where p."index" = 0 and w.episode = 0 order by w.worker, w.step""",
+    )
+    assert {(worker, step) for worker, step, _ in late} == {
+        (worker, step) for worker in (0, 1) for step in range(1, 41)
+    }
+    by_game = {(worker, step): value for worker, step, value in late}
+    assert None not in by_game.values()
+    assert by_game[(0, 16)] > 0.03 and by_game[(1, 16)] > 0.03, by_game
+    for worker in (0, 1):
+        began = [
+            float(json.loads(value) if isinstance(value, str) else value)
+            for (value,) in query(
+                workspace,
+                f"""select r.value from plugin_records r
+                    join experiment_run_phases p on p.id = r.experiment_run_phase_id
+                    where p."index" = 0 and r.key = 'began' and r.episode = 0
+                    and r.worker = {worker} order by r.step""",
+            )
+        ]
+        gaps = [b - a for a, b in zip(began, began[1:], strict=False)]
+        assert len(gaps) == 39
+        assert 0.018 <= statistics.median(gaps) <= 0.023, gaps
 
 
 @pytest.mark.parametrize("driver", slow_after(["controller", "environment"]))

@@ -139,6 +139,9 @@ class EnvLanes(Msg, frozen=True, kw_only=True):
     first_episode: int = 0
     policy: str = "palaestra.core.turns:AllAct"
     """The :class:`~palaestra.core.turns.TurnPolicy` each game follows (``module:Class``)."""
+    step_rate: float = 0.0
+    """Pace the rounds at this many per second (each a step of each of its games; see
+    :mod:`palaestra.core.pacing`); 0: lockstep."""
 
 
 class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
