@@ -145,6 +145,7 @@ class MuscleProcess(Component):
         self.end_phase = False  # the Brain said its phase rule holds: no further episode
         self.objective_reached = False
         self.evaluation = False  # the episode is an evaluation rollout
+        self.games: MuscleLanes | None = None  # with envs_per_worker: the worker's games
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
         self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
         self.reload: HotReload | None = None
@@ -302,7 +303,9 @@ class MuscleProcess(Component):
                     # acknowledged: the episode's first step may come from another peer
                     router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
                     if message.lanes:  # the driver's rounds of all the worker's games
-                        MuscleLanes(self, message.lanes).play(self.links[message.driver])
+                        if self.games is None:  # (kept over the phase: its games go on)
+                            self.games = MuscleLanes(self, message.lanes)
+                        self.games.play(self.links[message.driver])
                     elif message.driver:
                         self._driven(self.links[message.driver])
                 else:
@@ -343,7 +346,7 @@ class MuscleProcess(Component):
     def begin_episode(self, message: m.AgentEpisode) -> None:
         if not hasattr(self, "brain"):
             self._link(self.hot_loop)
-        if message.episode > 0:
+        if message.episode > 0 and not message.lanes:  # (each game resets its own episodes)
             call(self.muscle.reset)
         self._evaluating(message.evaluation)
         self.episode = message.episode

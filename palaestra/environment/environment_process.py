@@ -171,6 +171,7 @@ class EnvironmentProcess(Component):
         self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
         self.asked_at = 0.0  # when the controller asked for the paced step being taken
         self.pacer: Pacer | None = None  # of the paced episodes this environment drives
+        self.played: list[int] | None = None  # with several games: each one's episodes so far
         self.rows = RowSink(None, "world_states", shape=self._shape)  # the store's, once running
         self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
         self.games = (

@@ -68,7 +68,7 @@ class Lane:
     """One game of the worker as the rounds see it: its world, its episode (a
     :class:`~palaestra.core.turns.Game`), the episodes it played and its phase's conditions."""
 
-    __slots__ = ("index", "world", "game", "done", "started", "phase_conditions")
+    __slots__ = ("index", "world", "game", "done", "until", "started", "phase_conditions")
 
     def __init__(
         self,
@@ -85,6 +85,7 @@ class Lane:
         self.phase_conditions = self.phase_conditions or [PhaseEndsAfterEpisodes()]
         self.game = Game(policy, agents, episode_conditions(conditions), self._values())
         self.done = 0  # episodes this game played
+        self.until = 0  # it stops at this many (0: its phase's conditions alone stop it)
         self.started = time.time()
 
     def _values(self) -> dict[str, Any]:
@@ -98,6 +99,11 @@ class Lane:
 
     def phase_over(self, episodes: int) -> bool:
         return any(call(c.phase_done, self.done, episodes) for c in self.phase_conditions)
+
+    def stops(self, episodes: int) -> bool:
+        """Whether the game plays no further episode (it reached :attr:`until` or the end of
+        its phase)."""
+        return bool(self.until and self.done >= self.until) or self.phase_over(episodes)
 
 
 class _Round:
@@ -162,7 +168,7 @@ def play_lanes(
     for first in range(0, len(play.lanes), size):
         current = _Round(play.index)
         for lane in play.lanes[first : first + size]:
-            if not lane.phase_over(message.episodes):
+            if not lane.stops(message.episodes):
                 current.add(lane, play.index, False)
         if current.count:
             _send(process, links, current, False)
@@ -185,7 +191,7 @@ def play_lanes(
     last = _Round(play.index)
     _send(process, links, last, True)
     _answers(process, hot, play.agents, links, last)
-    return m.EnvLanesDone(steps=play.steps, end_phase=play.end_phase)
+    return play.over()
 
 
 class _Play:
@@ -209,12 +215,30 @@ class _Play:
             Lane(i, world, policy, self.agents, message.conditions)
             for i, world in enumerate(process.games)
         ]
-        for lane in self.lanes:
-            lane.done = message.first_episode
+        self.evaluation = message.evaluation
+        if message.evaluation:  # one rollout each
+            for lane in self.lanes:
+                lane.until, lane.phase_conditions = 1, []
+        else:  # each game's episodes so far: counted on over the phase's messages
+            played = process.played or [message.first_episode] * len(self.lanes)
+            for lane, done in zip(self.lanes, played, strict=True):
+                lane.done, lane.until = done, message.until
         self.tell = tell
         self.steps = 0
         self.end_phase = False  # an agent's Brain reached its phase rule
         self.batch = Batch(process) if stepped_in_batches(process) else None
+
+    def over(self) -> m.EnvLanesDone:
+        """The answer once the games stopped (each game's episodes kept for the next)."""
+        lanes, episodes = self.lanes, self.episodes
+        if not self.evaluation:
+            self.process.played = [lane.done for lane in lanes]
+        return m.EnvLanesDone(
+            steps=self.steps,
+            end_phase=self.end_phase,
+            reached=any(lane.until and lane.done >= lane.until for lane in lanes),
+            over=all(lane.phase_over(episodes) for lane in lanes),
+        )
 
     def round(
         self, current: _Round, answers: list[m.LaneActions | None], late_by: float | None = None
@@ -265,7 +289,7 @@ class _Play:
         following.add(lane, self.index, True)
         lane.done += 1
         self.tell(m.encode(_ended(lane)))
-        if not (self.end_phase or lane.phase_over(self.episodes)):
+        if not (self.end_phase or lane.stops(self.episodes)):
             world.start_world(True, world.check_rewards)
             lane.begin()
             following.add(lane, self.index, False)

@@ -470,14 +470,6 @@ class _RunBuilder:
                 "driver: controller asks for the simulation controller.",
                 "leave out driver, or set it to auto or environment",
             )
-        for key, value, problem in (
-            ("evaluate_every", config.evaluate_every, "evaluation rollouts"),
-        ):
-            if value:
-                where.fail(
-                    f"envs_per_worker: {games} cannot be combined with {key} ({problem}) yet.",
-                    f"set envs_per_worker: 1, or leave out {key}",
-                )
         if config.update_lag == UPDATE_LAG_ASYNC:
             where.fail(
                 f"envs_per_worker: {games} cannot be combined with update_lag: async yet.",

@@ -305,7 +305,9 @@ class SimulationController(Component):
         self.step_rate = run.step_rate
         self.pacer = Pacer(run.step_rate, hot.sleep) if run.step_rate > 0 else None
         if run.envs_per_worker > 1:
-            episodes = self._play_lanes(run.envs_per_worker, run.episodes, run.first_episode)
+            episodes = self._play_lanes(
+                run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
+            )
         else:
             episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
         self._tell_parent(time.monotonic())
@@ -462,10 +464,12 @@ class SimulationController(Component):
             for a in self.agents
         ]
 
-    def _play_lanes(self, lanes: int, episodes: int, first: int) -> int:
+    def _play_lanes(self, lanes: int, episodes: int, first: int, evaluate_every: int) -> int:
         """The environment plays the worker's ``lanes`` games (``envs_per_worker``), each
         ``episodes`` episodes from episode ``first`` on, and tells each episode's end as it
-        happens; the number of episodes played (of all games)."""
+        happens; with ``evaluate_every``, every game plays one evaluation rollout after each
+        ``evaluate_every`` of its episodes and the Brains judge them (once per worker). The
+        number of episodes played (of all games, rollouts included)."""
         if len(self.environments) != 1:
             raise ValueError(
                 f"{self.name}: envs_per_worker > 1 needs one environment, not "
@@ -473,7 +477,44 @@ class SimulationController(Component):
             )
         env = self.environments[0]
         LOG.info("%s: %d games per worker, driven by %s", self.name, lanes, env.name)
-        self._begin_episode(first, env.name, lanes=lanes)
+        played = 0
+        until = 0
+        evaluation = first // evaluate_every if evaluate_every else 0
+        while True:
+            if evaluate_every:  # each game's episodes before its next evaluation
+                until = (evaluation + 1) * evaluate_every
+            if played:
+                self._start_environments(reset=True)
+            count, done = self._lanes(env, lanes, first if not played else 0, episodes, until)
+            played += count
+            if done.end_phase or not done.reached:
+                break
+            LOG.info("%s: evaluation %d of %d games", self.name, evaluation, lanes)
+            self._start_environments(reset=True)
+            played += self._lanes(env, lanes, 0, 1, 0, evaluation=True)[0]
+            results: list[m.AgentEvaluated] = ask_all(
+                self.agents, [m.AgentEvaluate(evaluation=evaluation)] * len(self.agents)
+            )
+            if any(call(c.evaluation_done, evaluation, results) for c in self.conditions):
+                LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
+                break
+            if done.over:
+                break
+            evaluation += 1
+        self.episode_rows.flush()
+        return played
+
+    def _lanes(
+        self,
+        env: Peer,
+        lanes: int,
+        first: int,
+        episodes: int,
+        until: int,
+        evaluation: bool = False,
+    ) -> tuple[int, m.EnvLanesDone]:
+        """One message's games: the episodes played, and the environment's answer."""
+        self._begin_episode(first, env.name, evaluation=evaluation, lanes=lanes)
         env.tell(
             m.EnvLanes(
                 agents=self._episode_agents(env),
@@ -482,6 +523,8 @@ class SimulationController(Component):
                 first_episode=first,
                 policy=class_name(type(self.turns)),
                 step_rate=self.step_rate,
+                until=until,
+                evaluation=evaluation,
             )
         )
         played = 0
@@ -496,11 +539,9 @@ class SimulationController(Component):
                 )
                 played += 1
             elif isinstance(answer, m.EnvLanesDone):
-                break
+                return played, answer
             else:
                 raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}")
-        self.episode_rows.flush()
-        return played
 
     def _begin_episode(
         self, episode: int, driver: str, evaluation: bool = False, lanes: int = 0

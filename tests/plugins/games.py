@@ -13,6 +13,7 @@ import numpy as np
 from palaestra.agent import DummyBrain
 from palaestra.agent.muscle import Muscle
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.mode import Mode
 from palaestra.core.turns import A, TurnPolicy
 from palaestra.environment.cartpole import CartPole
 from palaestra.environment.environment import BatchState, Environment, EnvironmentState
@@ -145,3 +146,38 @@ class BothEveryThird(SimulationController):
     """A simulation controller with the custom order of turns :class:`EveryThirdStepBoth`."""
 
     policy = EveryThirdStepBoth
+
+
+class ModalMuscle(LinearMuscle):
+    """A LinearMuscle that pushes the other way in test mode (an evaluation rollout), and
+    acts game by game (the default ``propose_actions_batch``)."""
+
+    propose_actions_batch = Muscle.propose_actions_batch
+
+    def propose_actions(
+        self, sensors: list[SensorInformation], actuators_available: list[ActuatorInformation]
+    ) -> tuple[list[ActuatorInformation], Any]:
+        chosen, data = super().propose_actions(sensors, actuators_available)
+        if self.mode == Mode.TEST:
+            actuator = chosen[0]
+            return [ActuatorInformation(1 - actuator.value, actuator.space, actuator.uid)], data
+        return chosen, data
+
+
+class EvaluationLogBrain(DummyBrain):
+    """A DummyBrain that appends each ``evaluate_rollouts`` call's episode to ``log``."""
+
+    def __init__(self, log: str = "", **params: Any) -> None:
+        super().__init__(**params)
+        self.log = log
+
+    def evaluate_rollouts(
+        self,
+        experiment_run_uid: str,
+        experiment_run_instance_uid: str,
+        experiment_run_phase: int,
+        agent_name: str,
+        episode: int,
+    ) -> None:
+        with open(self.log, "a") as f:
+            f.write(f"{episode}\n")

@@ -15,6 +15,7 @@ import pytest
 
 from palaestra.store import rows
 from tests.conftest import Workspace, wait_until_gone
+from tests.plugins.games import WEIGHTS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -234,6 +235,58 @@ def test_taking_turns_in_four_games_match_four_workers_of_one_game(
     assert (worlds, actions, episodes) == results[1]
 
 
+def test_evaluation_rollouts_in_games_match_workers_of_one_game(tmp_path: Path) -> None:
+    """With ``evaluate_every: 2`` (one worker, as evaluations need) every game plays an
+    evaluation rollout (the Muscle in test mode) after each 2 of its episodes, numbered in its
+    sequence; the first game writes what the worker's one game writes alone, and the Brain
+    judges each evaluation once."""
+    results = {}
+    for games, workers in ((3, 1), (1, 1)):
+        ws = Workspace(tmp_path / f"games{games}")
+        ws.path.mkdir()
+        log = ws.path / "evaluations.txt"
+        path = run_file(
+            ws,
+            workers=workers,
+            games=games,
+            episodes=4,
+            params="{max_steps: 20}",
+            muscle="games:ModalMuscle",
+            extra=", evaluate_every: 2",
+        )
+        text = path.read_text().replace(
+            "palaestra.agent.dummy_brain:DummyBrain, params: {}",
+            f'games:EvaluationLogBrain, params: {{log: "{log}"}}',
+        )
+        path.write_text(text)
+        start(ws, path)
+        store = ws.store_uri
+        results[games] = (
+            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            sorted(
+                (r["worker"], r["episode"], r["steps"], r["rewards"])
+                for r in rows.episodes("games-run", store_uri=store)
+            ),
+            sorted(log.read_text().split()),
+        )
+        assert not wait_until_gone(ws.sessions), "processes survived the run"
+    worlds, actions, episodes, evaluations = results[3]
+    alone_worlds, alone_actions, alone_episodes, alone_evaluations = results[1]
+    assert worlds[0] == alone_worlds[0] and actions[0] == alone_actions[0]
+    assert [row for row in episodes if row[0] == 0] == alone_episodes
+    # 4 training episodes and 2 rollouts per game, numbered 0, 1, (2), 3, 4, (5)
+    assert sorted({(worker, episode) for worker, episode, _, _ in episodes}) == [
+        (lane, episode) for lane in range(3) for episode in range(6)
+    ]
+    for found in actions.values():  # the rollouts pushed the other way (test mode)
+        for episode, _, sensors, setpoints, *_ in found:
+            state = sensors["pole.state"]
+            linear = int(sum(w * x for w, x in zip(WEIGHTS, state, strict=True)) > 0)
+            assert setpoints["pole.push"] == (1 - linear if episode in (2, 5) else linear)
+    assert evaluations == alone_evaluations == ["0", "1"]  # each evaluation judged once
+
+
 def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:
     """DummyMuscle knows nothing of batches: the default hook loops over its
     ``propose_actions``; every game plays its episodes with its own seed (and the Brain's
@@ -428,7 +481,6 @@ def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
     ("edit", "expected"),
     [
         ("driver", "driver: controller asks for the simulation controller"),
-        ("evaluate_every", "cannot be combined with evaluate_every"),
         ("async", "cannot be combined with update_lag: async"),
         ("two_environments", "needs exactly one environment in the phase, it has 2"),
     ],
@@ -450,7 +502,6 @@ def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
             "            params: {}\n      phase",
             "            params: {}\n        params: {driver: controller}\n      phase",
         ),
-        "evaluate_every": ("envs_per_worker: 4", "envs_per_worker: 4, evaluate_every: 2"),
         "async": ("envs_per_worker: 4", "envs_per_worker: 4, update_lag: async"),
         "two_environments": (
             "      agents:",
@@ -468,10 +519,12 @@ def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
 
 
 def test_the_cli_refuses_a_bad_combination_with_exit_2(workspace: Workspace) -> None:
-    path = run_file(workspace, workers=1, games=4, extra=", evaluate_every: 2")
+    path = run_file(workspace, workers=1, games=4)
+    old = "        conditions:"
+    path.write_text(path.read_text().replace(old, "        params: {driver: controller}\n" + old))
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 2
-    assert "envs_per_worker" in result.stderr and "evaluate_every" in result.stderr
+    assert "envs_per_worker" in result.stderr and "driver: controller" in result.stderr
 
 
 def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:

@@ -142,6 +142,11 @@ class EnvLanes(Msg, frozen=True, kw_only=True):
     step_rate: float = 0.0
     """Pace the rounds at this many per second (each a step of each of its games; see
     :mod:`palaestra.core.pacing`); 0: lockstep."""
+    until: int = 0
+    """Each game stops once it played this many episodes (``evaluate_every``'s next
+    evaluation; counted from ``first_episode``); 0: no such stop."""
+    evaluation: bool = False
+    """Evaluation rollouts: each game plays one episode, its phase's conditions not asked."""
 
 
 class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
@@ -159,10 +164,13 @@ class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
 
 
 class EnvLanesDone(Msg, frozen=True, kw_only=True):
-    """All games of an environment are over: the steps of all of them."""
+    """All games of an environment are over: the steps of all of them; whether a game stopped
+    at :attr:`EnvLanes.until` (``reached``) and whether every game's phase is over."""
 
     steps: int
     end_phase: bool = False
+    reached: bool = False
+    over: bool = True
 
 
 # --- hot path: muscle <-> brain ------------------------------------------------------------
