@@ -34,6 +34,7 @@ from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import send_records
 from palaestra.core.records import object_keys, object_text, recorded
 from palaestra.core.spaces import Box
+from palaestra.core.specs import UPDATE_LAG_ASYNC
 from palaestra.core.turns import reward_total
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class MuscleLanes:
             for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
         ]
         self.first = True  # the first round: the Brain's answer is always waited for
+        self.stale = False  # update_lag async: the round is acted on before an answer came
         # JSON text of the rows' rewards (and their total) and set points, by their items
         self.reward_texts: Memo[tuple[str, float | None]] = Memo()
         self.setpoint_texts: Memo[str] = Memo()
@@ -245,7 +247,7 @@ class MuscleLanes:
             step.done,
             step.terminated,
             step.truncated,
-            None,
+            previous.stale,
         )
 
     def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
@@ -307,9 +309,13 @@ class MuscleLanes:
         process = self.process
         if process.evaluation:
             return
+        experiences = m.encode(m.Experiences(worker=process.worker, items=items))
+        if process.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
+            self.stale = process.send_async(experiences, all_done)
+            return
         if process.awaiting:
             process._apply_brain_answer()
-        process._send(process.brain, m.encode(m.Experiences(worker=process.worker, items=items)))
+        process._send(process.brain, experiences)
         process.awaiting = True
         if process.update_lag == 0 or self.first or all_done:
             process._apply_brain_answer()
@@ -337,7 +343,7 @@ class MuscleLanes:
             chosen, data = self._batch(sensors, availables)
             seen_values = [step.values for _, _, step in acting]
         paused = process.switch.paused()
-
+        stale = self.stale if process.update_lag == UPDATE_LAG_ASYNC else None
         for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
             acting, sensors, chosen, data, seen_values, strict=True
         ):
@@ -356,6 +362,7 @@ class MuscleLanes:
                 if game_data is None  # (what a stateless model sends, pickled once)
                 else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
                 game_seen,
+                stale,
             )
 
     def _each(

@@ -460,15 +460,28 @@ class MuscleProcess(Component):
                 step=message.step,
             )
         )
-        self.outbox.append(experience)
-        self.outbox_bytes += len(experience)
+        stale = self.send_async(experience, message.done)
         if message.done:
-            self._settle_with_brain()
             self.previous = None
             self._record_statistics(message.step)
             self.rows.flush()
             self.statistics.flush()
             return m.AgentActions(setpoints={}, end_phase=self.end_phase)
+        actions = self._act(message, stale)
+        self.acted_paused = self.switch.paused()
+        self._record_statistics(message.step)
+        return actions
+
+    def send_async(self, experience: bytes, settle: bool) -> bool:
+        """``update_lag: async``: send ``experience`` to the Brain without waiting (what the
+        link has no room for waits in the outbox) and apply the answers that are there; with
+        ``settle``, wait for every answer. Whether an answer is still out: the Muscle acts
+        with a stale policy."""
+        self.outbox.append(experience)
+        self.outbox_bytes += len(experience)
+        if settle:
+            self._settle_with_brain()
+            return False
         brain = self.brain
         while self.outstanding and brain.ready():
             self._take_async_answer()
@@ -480,10 +493,7 @@ class MuscleProcess(Component):
             while self.outbox_bytes > OUTBOX_BYTES:
                 self._take_async_answer()
                 self._send_outbox()
-        actions = self._act(message, stale)
-        self.acted_paused = self.switch.paused()
-        self._record_statistics(message.step)
-        return actions
+        return stale
 
     def _settle_with_brain(self) -> None:
         """Send the experiences still in the outbox and apply every answer (blocking): the

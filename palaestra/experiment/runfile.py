@@ -470,11 +470,6 @@ class _RunBuilder:
                 "driver: controller asks for the simulation controller.",
                 "leave out driver, or set it to auto or environment",
             )
-        if config.update_lag == UPDATE_LAG_ASYNC:
-            where.fail(
-                f"envs_per_worker: {games} cannot be combined with update_lag: async yet.",
-                "use update_lag 0 or 1",
-            )
 
     def _check_ids_exist(self, agents: Node, environments: tuple[EnvironmentSpec, ...]) -> None:
         """Fail at the first sensor or actuator id its environment does not have."""

@@ -107,12 +107,16 @@ ACTIONS = (
 )
 
 
-@pytest.mark.parametrize("lag", [0, pytest.param(1, marks=pytest.mark.slow)])
-def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, lag: int) -> None:
+@pytest.mark.parametrize("lag", [0, pytest.param(1, marks=pytest.mark.slow), "async"])
+def test_four_games_per_worker_match_four_workers_of_one_game(
+    tmp_path: Path, lag: int | str
+) -> None:
     """One worker with 4 games writes, lane by lane, what 4 workers of one game write (each
     game's seed is the seed of the worker with its lane's number); the batched hook is called
     once per round with every game that goes on; ``episodes`` counts per game. With
-    ``update_lag`` 1 the Muscle acts before it completes the round's transitions."""
+    ``update_lag`` 1 the Muscle acts before it completes the round's transitions; with
+    ``async`` it sends each round's experience without waiting for the Brain, and every row
+    says whether it acted on a stale policy."""
     results = {}
     for games, workers in ((4, 1), (1, 4)):
         ws = Workspace(tmp_path / f"games{games}")
@@ -156,6 +160,8 @@ def test_four_games_per_worker_match_four_workers_of_one_game(tmp_path: Path, la
     assert len(sizes) == max(total.values())
     assert sizes == [sum(1 for t in total.values() if t > k) for k in range(len(sizes))]
     assert sizes[0] == 4
+    stale = {r["stale_policy"] for r in actions}
+    assert stale <= {True, False} if lag == "async" else stale == {None}
 
 
 @pytest.mark.slow
@@ -481,7 +487,6 @@ def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
     ("edit", "expected"),
     [
         ("driver", "driver: controller asks for the simulation controller"),
-        ("async", "cannot be combined with update_lag: async"),
         ("two_environments", "needs exactly one environment in the phase, it has 2"),
     ],
 )
@@ -502,7 +507,6 @@ def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
             "            params: {}\n      phase",
             "            params: {}\n        params: {driver: controller}\n      phase",
         ),
-        "async": ("envs_per_worker: 4", "envs_per_worker: 4, update_lag: async"),
         "two_environments": (
             "      agents:",
             "        - environment:\n            name: "
