@@ -286,6 +286,8 @@ class BrainProcess(Component):
         if not outcomes or self.reload is None:
             return
         where = (-1, -1, -1)
+        if isinstance(message, m.Experiences) and message.items:  # (its first game's)
+            message = message.items[0]
         if isinstance(message, m.Experience):
             where = (message.worker, message.episode, message.step)
         rows = self.reload.rows(outcomes, *where)
@@ -336,27 +338,40 @@ class BrainProcess(Component):
         """Take the pending message of every ready Muscle, remember their transitions, call
         ``thinking_batch`` once for their experiences, answer each; the links gone."""
         gone: list[Channel] = []
-        batch: list[tuple[Channel, str, m.Experience]] = []
+        # each Muscle's link, the id its answer is kept under, its experiences by muscle id
+        batch: list[tuple[Channel, str, list[tuple[str, m.Experience]]]] = []
         for link in ready:
             try:
                 message = m.decode(link.recv())
                 if isinstance(message, m.Experience):
-                    batch.append((link, self._muscle_id(link, message, names), message))
-                else:  # an evaluation, or a round of several games: as alone
+                    muscle_id = self._muscle_id(link, message, names)
+                    batch.append((link, muscle_id, [(muscle_id, message)]))
+                elif isinstance(message, m.Experiences):  # a round of the Muscle's games
+                    batch.append((link, *self._games(message)))
+                else:  # an evaluation: as alone
                     self._handle(link, message, memory, names)
             except PeerGone:
                 gone.append(link)
         if not batch:
             return gone
-        updates = self._batch_of(memory, [(muscle_id, msg) for _, muscle_id, msg in batch])
+        updates = iter(self._batch_of(memory, [item for _, _, items in batch for item in items]))
         end_phase = self.phase_stop is not None and self.phase_stop.reached
-        for (link, muscle_id, _), update in zip(batch, updates, strict=True):
+        for link, muscle_id, items in batch:
+            made = [next(updates) for _ in items]
+            update = next((u for u in reversed(made) if u is not None), None)  # the newest
             answer = m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
             try:
                 link.send(m.encode(answer))
             except PeerGone:
                 gone.append(link)
         return gone
+
+    def _games(self, message: m.Experiences) -> tuple[str, list[tuple[str, m.Experience]]]:
+        """The id the answer to a round of a Muscle's games is kept under, and each game's
+        experience by its muscle id (its lane is the id's worker)."""
+        agent = self.request.agent.name
+        items = [(f"{agent}-{item.worker}", item) for item in message.items]
+        return f"{agent}-worker-{message.worker}", items
 
     def _batch_of(self, memory: Any, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
         """Remember each experience's transition, call ``thinking_batch`` once for them all,
@@ -389,15 +404,14 @@ class BrainProcess(Component):
         """Think about each game's experience (its lane is its Muscle id's worker), all at once
         with ``thinking_batch`` where the Brain has its own (see :meth:`_batched`); answer once:
         the Muscle that plays them all gets the newest update."""
-        agent = self.request.agent.name
-        batch = [(f"{agent}-{item.worker}", item) for item in message.items]
+        muscle_id, batch = self._games(message)
         if self.batched and len(batch) > 1:
             made = self._batch_of(memory, batch)
         else:
-            made = [self._experience(memory, muscle_id, item) for muscle_id, item in batch]
+            made = [self._experience(memory, game_id, item) for game_id, item in batch]
         update = next((u for u in reversed(made) if u is not None), None)
         end_phase = self.phase_stop is not None and self.phase_stop.reached
-        update = self._deliver(f"{agent}-worker-{message.worker}", update)
+        update = self._deliver(muscle_id, update)
         link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
 
     def _experience(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:

@@ -85,7 +85,7 @@ class MuscleLanes:
             )
             for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
         ]
-        self.first = True  # the first round: the Brain's answer is always waited for
+        self.begins = False  # a game begins an episode in the round: the Brain is waited for
         self.stale = False  # update_lag async: the round is acted on before an answer came
         # JSON text of the rows' rewards (and their total) and set points, by their items
         self.reward_texts: Memo[tuple[str, float | None]] = Memo()
@@ -144,7 +144,7 @@ class MuscleLanes:
             and process.update_lag == 1
             and process.objective_stop is None
             and not process.evaluation
-            and not self.first
+            and not self.begins
         )
         if first_acts:
             if process.awaiting:
@@ -162,12 +162,14 @@ class MuscleLanes:
         action."""
         games = self.games
         entries = []
+        self.begins = False
         for k, (index, episode, step) in enumerate(
             zip(message.lanes, message.episodes, message.steps, strict=True)
         ):
             game = games[index]
             if episode != game.episode or not game.started:  # (an agent may not act first)
                 self._begin(game, episode)
+                self.begins = True
             entries.append((k, game, step, game.previous, game.episode))
             if step.done:
                 game.previous = None
@@ -286,8 +288,7 @@ class MuscleLanes:
             call(self.process.muscle.reset)
         game.started = True
         game.episode = episode
-        game.previous = None
-        game.stop = False
+        game.previous = None  # (its stop holds on: a rule that held at the end still does)
 
     def _complete(self, game: _Game, previous: Any, step: m.AgentStep) -> m.Transition:
         """The game's transition from ``previous`` that ``step`` completes, with the objective
@@ -317,9 +318,8 @@ class MuscleLanes:
             process._apply_brain_answer()
         process._send(process.brain, experiences)
         process.awaiting = True
-        if process.update_lag == 0 or self.first or all_done:
+        if process.update_lag == 0 or self.begins or all_done:
             process._apply_brain_answer()
-        self.first = False
 
     def _act(
         self,

@@ -306,8 +306,6 @@ class MuscleProcess(Component):
                         if self.games is None:  # (kept over the phase: its games go on)
                             self.games = MuscleLanes(self, message.lanes)
                         self.games.play(self.links[message.driver])
-                    elif message.driver:
-                        self._driven(self.links[message.driver])
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
@@ -327,21 +325,6 @@ class MuscleProcess(Component):
         self.links = environments
         acts_on = self.acts_on
         self.acting_links = [(uid, link) for uid, link in environments.items() if uid in acts_on]
-
-    def _driven(self, link: Channel) -> None:
-        """An episode the environment drives: its steps arrive on its link until ``done``."""
-        step = self.stepper()
-        while True:
-            try:
-                message = m.decode(link.recv())
-            except PeerGone:
-                self.hot_loop.idle()
-            if not isinstance(message, m.AgentStep):
-                raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
-            reply = step(message)
-            if message.done:
-                link.send(m.encode(reply))
-                return
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
         if not hasattr(self, "brain"):

@@ -1,19 +1,20 @@
-"""The step engine: the order of turns in an episode, and the one loop that follows it.
+"""The step engine: the order of turns in a game, and the bookkeeping every driver shares.
 
 A :class:`TurnPolicy` says who acts at step ``k``, who is rewarded with step ``k``'s rewards,
-and when the episode is over given the termination conditions. :func:`run_episode` is the only
-episode loop palaestra has: it asks the policy and moves the messages through a
-:class:`Driver`, which is all that differs between the ways an episode can run:
+and when the episode is over given the termination conditions. A :class:`Game` keeps one
+game's episode (its step, the agents' last rewards and reward sums, its sensor values, how it
+ends) and applies the policy and the conditions to it; every way an episode runs goes
+through it:
 
-* the simulation controller drives (any number of environments; its sockets to the Muscles
-  and environments, :mod:`palaestra.simulation.controller`);
-* the one environment drives (its links to the Muscles, two messages per step fewer,
-  :mod:`palaestra.environment.environment_process`).
+* the environment drives the worker's games, one or many (``envs_per_worker``), in rounds
+  over its links to the Muscles (:mod:`palaestra.environment.lanes`), the default with one
+  environment;
+* the simulation controller drives one game through :func:`run_episode` and a
+  :class:`Driver` (any number of environments; its sockets to the Muscles and environments,
+  :mod:`palaestra.simulation.controller`), as a replay does (:mod:`palaestra.replay.copy`).
 
-Later drivers (a replay from the store, an external environment) implement :class:`Driver`
-and reuse the loop and the policies as they are. Real-time pacing is no driver of its own: the
-loop waits on a :class:`~palaestra.core.pacing.Pacer` before each step of the world, whoever
-drives.
+Real-time pacing is no driver of its own: each step of the world waits on a
+:class:`~palaestra.core.pacing.Pacer`, whoever drives.
 """
 
 from __future__ import annotations

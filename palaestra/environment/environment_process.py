@@ -45,9 +45,7 @@ from palaestra.core.records import (
 from palaestra.core.simtime import SimTime
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
-from palaestra.core.termination import TerminationCondition, episode_conditions
 from palaestra.core.transport import endpoint_for, link_for, with_link
-from palaestra.core.turns import EpisodeResult, Stepped, TurnPolicy, run_episode
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
 from palaestra.environment.aio import Awaiter
@@ -302,20 +300,6 @@ class EnvironmentProcess(Component):
                 for game in self.games:
                     game.episode = message.episode
             router.send_multipart([sender, m.encode(baseline)])
-        elif isinstance(message, m.EnvEpisode):
-            started = time.time()
-            links = _Links(self, hot, {})
-            result = self.run_episode(hot, message, links)
-            done = m.EnvEpisodeDone(
-                steps=result.steps,
-                started_at=started,
-                ended_at=time.time(),
-                terminated=result.terminated,
-                truncated=result.truncated,
-                rewards=result.rewards,
-                end_phase=links.end_phase,
-            )
-            router.send_multipart([sender, m.encode(done)])
         elif isinstance(message, m.EnvLanes):
             over = play_lanes(self, hot, message, router, sender)
             router.send_multipart([sender, m.encode(over)])
@@ -602,36 +586,11 @@ class EnvironmentProcess(Component):
             described.append(describe(reward))
         return described
 
-    def run_episode(self, hot: HotLoop, message: m.EnvEpisode, driver: _Links) -> EpisodeResult:
-        """Drive one episode: observations straight to the Muscles, their set points back.
-
-        The loop and the order of turns are the simulation controller's
-        (:func:`palaestra.core.turns.run_episode` with the policy it names); only the way
-        the messages travel differs, two messages per agent and step fewer.
-        """
-        policy: TurnPolicy = call(load_class(message.policy))
-        driver.links = {a.process: self._link(hot, a.process) for a in message.agents}
-        values = dict(zip(self.full_sensor_uids, self.values, strict=True))
-        if message.step_rate > 0 and self.pacer is None:
-            self.pacer = Pacer(message.step_rate, hot.sleep)
-        driver.pacer = self.pacer if message.step_rate > 0 else None
-        return run_episode(
-            policy,
-            driver,
-            message.agents,
-            self._conditions(message.conditions),
-            values,
-            driver.pacer,
-        )
-
     def _link(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""
         while process not in self.links:
             self._accept(hot, wait=True)
         return self.links[process]
-
-    def _conditions(self, specs: list[ClassSpec]) -> list[TerminationCondition]:
-        return episode_conditions([call(load_class(c.name), **c.params) for c in specs])
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
@@ -655,62 +614,3 @@ class EnvironmentProcess(Component):
 def _flag(value: Any) -> bool | None:
     """An environment's ``terminated``/``truncated`` as a plain bool (None: not said)."""
     return None if value is None else bool(value)
-
-
-class _Links:
-    """The environment as a :class:`~palaestra.core.turns.Driver`: observations go out on
-    the Muscles' links, set points come back on them, and the world steps once the acting
-    agents' set points are in."""
-
-    __slots__ = ("end_phase", "hot", "links", "pacer", "process")
-
-    def __init__(self, process: EnvironmentProcess, hot: HotLoop, links: dict[str, Channel]):
-        self.process = process
-        self.hot = hot
-        self.links = links
-        self.pacer: Pacer | None = None  # a paced episode's: its lateness goes to the rows
-        self.end_phase = False  # an agent's Brain reached its phase rule (phase_avgN)
-
-    def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
-        link = self.links[agent.process]
-        try:
-            link.send(m.encode(observation))
-        except PeerGone:  # its parent reports why; we wait for it until told to stop
-            self.process.selector.discard(link)
-
-    def step(self, acting: Sequence[m.EpisodeAgent]) -> Stepped:
-        process = self.process
-        process.expected = [a.process for a in acting if a.acts_here]
-        wait = process.selector.wait
-        pacer = self.pacer
-        timeout = None if pacer is None else 0  # paced: first take what came while it waited
-        held_up = False
-        while not process._all_in():
-            ready = wait(timeout)
-            if not ready:  # paced: a Muscle's set points are not there yet
-                timeout, held_up = None, True
-            for link in ready:
-                if link is process.listener:
-                    process._accept(self.hot)
-                else:
-                    process._take_actions(link)
-        if pacer is not None:  # the step begins now: after its due time if a Muscle was late
-            process.late_by = pacer.delayed() if held_up else pacer.late_by
-        state = process.update()
-        uids = process.full_sensor_uids
-        return Stepped(
-            zip(uids, state.values, strict=True),
-            state.rewards,
-            [state.done],
-            [state.terminated],
-            [state.truncated],
-        )
-
-    def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
-        for agent in agents:  # each acknowledges the end of its episode
-            try:
-                answer = m.decode(self.links[agent.process].recv())
-            except PeerGone:
-                self.hot.idle()
-            if isinstance(answer, m.AgentActions) and answer.end_phase:
-                self.end_phase = True

@@ -8,10 +8,12 @@ groups (of 4 games at least) whose rounds overlap: a group's round sends every M
 :class:`~palaestra.core.messages.AgentSteps` with an observation of each of the group's games
 that goes on, takes one :class:`~palaestra.core.messages.LaneActions` back from each, and
 steps each of those games once, while the Muscles act in the other group's games. A game
-whose episode ends resets at once and plays on (as gymnasium's vector environments reset
-theirs), until it played ``episodes`` episodes of its own (or the phase's conditions end its
-phase, or an agent's Brain reached its phase rule): each game plays what a worker plays.
-Every agent acts in every round (the Vanilla order of turns).
+whose episode ended resets once every agent answered the round that told it so (its rows are
+in) and plays on, as gymnasium's vector environments reset theirs, until it played
+``episodes`` episodes of its own (or the phase's conditions end its phase, or an agent's Brain
+reached its phase rule): each game plays what a worker plays. Each game follows the phase's
+order of turns (:class:`~palaestra.core.turns.Game`). One game (``envs_per_worker`` 1, an
+episode the environment drives) is played the same way: this is the one per-round path.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ class Lane:
 class _Round:
     """The observations of one round: each agent's, by game, and who acts in which game."""
 
-    __slots__ = ("seen", "acting", "count")
+    __slots__ = ("seen", "acting", "count", "restarts")
 
     def __init__(self, agents: dict[str, int]) -> None:
         # per agent (by its index): the games, their episodes and the observations
@@ -119,6 +121,7 @@ class _Round:
         # the games that step after the round, each with (agent, position) of those acting
         self.acting: list[tuple[Lane, list[tuple[int, int]]]] = []
         self.count = 0  # observations in the round
+        self.restarts: list[Lane] = []  # games whose episode ended in it and that play on
 
     def add(self, lane: Lane, agents: dict[str, int], done: bool) -> None:
         """Add the game's observations: of the agents that act on its step or (``done``)
@@ -158,11 +161,10 @@ def play_lanes(
     """
     play = _Play(process, hot, message, lambda done: router.send_multipart([controller, done]))
     links = play.links
-    pacer = None
     if message.step_rate > 0:  # one group: each round is a step of each of its games
-        pacer = process.pacer = process.pacer or Pacer(message.step_rate, hot.sleep)
-        pacer.begin()
-    groups = 1 if pacer else max(1, min(GROUPS, len(play.lanes) // GROUP_MIN))
+        play.pacer = process.pacer = process.pacer or Pacer(message.step_rate, hot.sleep)
+        play.pacer.begin()
+    groups = 1 if play.pacer else max(1, min(GROUPS, len(play.lanes) // GROUP_MIN))
     size = -(-len(play.lanes) // groups)  # (rounded up)
     pending: deque[_Round] = deque()
     for first in range(0, len(play.lanes), size):
@@ -174,17 +176,7 @@ def play_lanes(
             _send(process, links, current, False)
             pending.append(current)
     while pending:
-        current = pending.popleft()
-        if pacer is None:
-            following = play.round(current, _answers(process, hot, play.agents, links, current))
-            late_by = None
-        else:  # the agents think while it waits; the round is late if their answers are
-            pacer.wait()
-            asked = [link for link, seen in zip(links, current.seen, strict=True) if seen[0]]
-            held = not all(link.ready() for link in asked)
-            answers = _answers(process, hot, play.agents, links, current)
-            late_by = pacer.delayed() if held else pacer.late_by
-            following = play.round(current, answers, late_by)
+        following = play.round(pending.popleft())
         if following.count:
             _send(process, links, following, False)
             pending.append(following)
@@ -205,6 +197,8 @@ class _Play:
         tell: Callable[[bytes], object],
     ) -> None:
         self.process = process
+        self.hot = hot
+        self.pacer: Pacer | None = None  # (paced rounds)
         self.agents = message.agents
         self.index = {a.process: i for i, a in enumerate(self.agents)}
         self.episodes = message.episodes
@@ -240,13 +234,42 @@ class _Play:
             over=all(lane.phase_over(episodes) for lane in lanes),
         )
 
-    def round(
-        self, current: _Round, answers: list[m.LaneActions | None], late_by: float | None = None
-    ) -> _Round:
-        """Step every game that acted in ``current`` (``late_by``: how late the round's step
-        began, paced); the observations of the next round."""
+    def round(self, current: _Round) -> _Round:
+        """Take the agents' answers to ``current`` (paced: when its step is due), step every
+        game that acted in it; the observations of the next round."""
+        late_by = None
+        pacer = self.pacer
+        if pacer is not None and current.acting:  # the agents think while it waits
+            if all(lane.game.step == 0 for lane, _ in current.acting):
+                pacer.begin()  # (its games' episodes begin: the first step is due at once)
+            pacer.wait()
+            asked = [link for link, seen in zip(self.links, current.seen, strict=True) if seen[0]]
+            held = not all(link.ready() for link in asked)  # late if their answers are
+            answers = _answers(self.process, self.hot, self.agents, self.links, current)
+            late_by = pacer.delayed() if held else pacer.late_by
+        else:
+            answers = _answers(self.process, self.hot, self.agents, self.links, current)
         self.end_phase = self.end_phase or any(a.end_phase for a in answers if a is not None)
         following = _Round(self.index)
+        if not self.end_phase:  # every agent saw their episodes' end: the next begin
+            for lane in current.restarts:
+                world = lane.world
+                world.start_world(True, world.check_rewards)
+                lane.begin()
+                following.add(lane, self.index, False)
+        self._step(current, answers, late_by, following)
+        return following
+
+    def _step(
+        self,
+        current: _Round,
+        answers: list[m.LaneActions | None],
+        late_by: float | None,
+        following: _Round,
+    ) -> None:
+        """Step every game that acted in ``current`` with its agents' set points (``late_by``:
+        how late the round's step began, paced); add their next observations to
+        ``following``."""
         acts_here = self.acts_here
         moves: list[tuple[Lane, dict[str, Any], bool]] = []
         for lane, acting in current.acting:
@@ -269,7 +292,6 @@ class _Play:
                 if stop:  # an agent reached its objective rule: the game's step is its last
                     lane.world.stop_requested = True
                 self._stepped(lane, lane.world.update(setpoints), following)
-        return following
 
     def _stepped(self, lane: Lane, state: m.EnvState, following: _Round) -> None:
         """A game stepped to ``state``: add its next observations (its episode's end, maybe
@@ -289,10 +311,8 @@ class _Play:
         following.add(lane, self.index, True)
         lane.done += 1
         self.tell(m.encode(_ended(lane)))
-        if not (self.end_phase or lane.stops(self.episodes)):
-            world.start_world(True, world.check_rewards)
-            lane.begin()
-            following.add(lane, self.index, False)
+        if not lane.stops(self.episodes):  # (reset once the agents answered the end)
+            following.restarts.append(lane)
 
 
 def _send(process: EnvironmentProcess, links: list[Channel], current: _Round, last: bool) -> None:

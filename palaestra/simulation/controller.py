@@ -31,7 +31,6 @@ from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
-    decides_episodes,
     decides_phases,
     episode_conditions,
 )
@@ -199,7 +198,7 @@ class SimulationController(Component):
                 "'policy' to a palaestra.core.turns.TurnPolicy subclass"
             )
         self.turns = call(self.policy)
-        self.condition_specs = list(conditions)  # for an environment that hosts several games
+        self.condition_specs = list(conditions)  # for the environment that drives the games
         self.worker = worker
         self.params = params or {}
         self.driver = str(self.params.get("driver", "auto"))
@@ -208,11 +207,6 @@ class SimulationController(Component):
         self.waiting: list[Waiting] = []
         self.conditions: list[TerminationCondition] = [
             call(load_class(c.name), **c.params) for c in conditions
-        ]
-        self.episode_conditions = [
-            c
-            for c, made in zip(conditions, self.conditions, strict=True)
-            if decides_episodes(made)
         ]
         self.conditions = episode_conditions(self.conditions)
         if not any(decides_phases(c) for c in self.conditions):
@@ -304,7 +298,7 @@ class SimulationController(Component):
         ]
         self.step_rate = run.step_rate
         self.pacer = Pacer(run.step_rate, hot.sleep) if run.step_rate > 0 else None
-        if run.envs_per_worker > 1:
+        if run.envs_per_worker > 1 or self.environment_drives():
             episodes = self._play_lanes(
                 run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
             )
@@ -347,11 +341,9 @@ class SimulationController(Component):
         done = first  # training (or test) episodes: the phase's ``episodes`` counts these
         played = first + (first // evaluate_every if evaluate_every else 0)  # as numbered
         self._first_played = played  # the environments are fresh for this one
-        env_driven = self.environment_drives()
-        driver = f"the environment {self.environments[0].name}" if env_driven else "me"
-        LOG.info("%s: episodes driven by %s", self.name, driver)
+        LOG.info("%s: episodes driven by me", self.name)
         while not any(call(c.phase_done, done, episodes) for c in self.conditions):
-            end_phase = self._episode(played, env_driven)
+            end_phase = self._episode(played)
             done += 1
             played += 1
             if end_phase:  # an agent's phase rule (phase_avgN) holds
@@ -359,7 +351,7 @@ class SimulationController(Component):
                 break
             if evaluate_every and done % evaluate_every == 0:
                 evaluation = done // evaluate_every - 1
-                end_phase = self._evaluate(evaluation, played, env_driven)
+                end_phase = self._evaluate(evaluation, played)
                 played += 1
                 if end_phase:
                     LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
@@ -367,15 +359,11 @@ class SimulationController(Component):
         self.episode_rows.flush()
         return played - self._first_played
 
-    def _episode(self, number: int, env_driven: bool, evaluation: bool = False) -> bool:
+    def _episode(self, number: int, evaluation: bool = False) -> bool:
         """Play episode ``number`` of the worker; whether an agent's phase rule now holds."""
         if number > self._first_played:
             self._start_environments(reset=True)
-        self._begin_episode(number, self.environments[0].name if env_driven else "", evaluation)
-        if env_driven:
-            result, started, ended, end_phase = self._env_episode()
-            self._ended(number, result, started, ended)
-            return end_phase
+        self._begin_episode(number, "", evaluation)
         started = time.time()
         sockets = _Sockets(self)
         result = run_episode(
@@ -384,12 +372,12 @@ class SimulationController(Component):
         self._ended(number, result, started, time.time())
         return sockets.end_phase
 
-    def _evaluate(self, evaluation: int, number: int, env_driven: bool) -> bool:
+    def _evaluate(self, evaluation: int, number: int) -> bool:
         """Evaluation ``evaluation``: one rollout in test mode (episode ``number``, not learned
         from), then each agent's Brain judges it (``evaluate_rollouts``); whether a condition
         ends the phase on the results."""
         LOG.info("%s: evaluation %d (episode %d)", self.name, evaluation, number)
-        self._episode(number, env_driven, evaluation=True)
+        self._episode(number, evaluation=True)
         results: list[m.AgentEvaluated] = ask_all(
             self.agents, [m.AgentEvaluate(evaluation=evaluation)] * len(self.agents)
         )
@@ -435,26 +423,6 @@ class SimulationController(Component):
         self._parent_told = now
         self.hot_loop.call(self._send_parent, m.EpisodeRows(phase_id=self.phase_id, rows=rows))
 
-    def _env_episode(self) -> tuple[EpisodeResult, float, float, bool]:
-        """Hand the episode to the environment: it sends observations straight to the
-        Muscles and steps when their set points are in, two messages per step fewer. Whether
-        an agent's phase rule (phase_avgN) now holds."""
-        env = self.environments[0]
-        request = m.EnvEpisode(
-            agents=self._episode_agents(env),
-            policy=class_name(type(self.turns)),
-            conditions=self.episode_conditions,
-            step_rate=self.step_rate,
-        )
-        env.tell(request)
-        # no answer_timeout on a whole episode (it takes as long as it takes): the environment
-        # watches its own steps and the Muscles it waits for
-        answer = m.decode(env.receive())
-        if not isinstance(answer, m.EnvEpisodeDone):
-            raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}, not the end")
-        result = EpisodeResult(answer.steps, answer.terminated, answer.truncated, answer.rewards)
-        return result, answer.started_at, answer.ended_at, answer.end_phase
-
     def _episode_agents(self, env: Peer) -> list[m.EpisodeAgent]:
         """The agents as the environment ``env`` that drives their episodes sees them."""
         return [
@@ -476,7 +444,13 @@ class SimulationController(Component):
                 f"{len(self.environments)}"
             )
         env = self.environments[0]
-        LOG.info("%s: %d games per worker, driven by %s", self.name, lanes, env.name)
+        LOG.info(
+            "%s: episodes driven by the environment %s (%d game%s per worker)",
+            self.name,
+            env.name,
+            lanes,
+            "" if lanes == 1 else "s",
+        )
         played = 0
         until = 0
         evaluation = first // evaluate_every if evaluate_every else 0

@@ -432,9 +432,9 @@ def test_a_brain_with_thinking_batch_thinks_about_a_round_in_one_call(tmp_path: 
         assert not wait_until_gone(ws.sessions), "processes survived the run"
     batches = [s for s in stats if "batch" in s]
     assert batches, stats
-    # a round of the 4 games is one call, of 4 experiences (8 where each game's episode
-    # ended in the round and its next began), from the 4 games, in lane order
-    assert {s["batch"] for s in batches} == {4, 8}, batches
+    # a round of the 4 games is one call, of 4 experiences (a game's episode ends in one
+    # round, its next begins in the following), from the 4 games, in lane order
+    assert {s["batch"] for s in batches} == {4}, batches
     assert {(s["games"], s["ordered"]) for s in batches} == {(4, 1)}, batches
     batched, one_by_one = (
         found["games:RoundBrain"],
@@ -532,9 +532,10 @@ def test_the_cli_refuses_a_bad_combination_with_exit_2(workspace: Workspace) -> 
 
 
 def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:
-    """palaestrAI's ``phase_avgN`` holds for the first game to end its third episode; the
-    Muscle hears it with the Brain's answer to the round that reported the end, when every game
-    has begun its next episode: each finishes that one and begins no other."""
+    """palaestrAI's ``phase_avgN`` holds for the first game to end its third episode (as for a
+    worker of one game); the Muscle hears it with the Brain's answer to the round that reported
+    the end, before a game begins its next episode: each game finishes the episode it plays and
+    begins no other."""
     from tests.system.test_palaestrai_phase_objective import RUN_FILE
 
     path = workspace.path / "phase_objective.yml"
@@ -545,7 +546,7 @@ def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     with sqlite3.connect(workspace.store) as conn:
         counts = dict(conn.execute("select worker, count(*) from episodes group by worker"))
-    assert counts == {0: 4, 1: 4}
+    assert counts == {0: 3, 1: 3}
 
 
 def test_an_agents_objective_rule_ends_each_games_own_episode(workspace: Workspace) -> None:

@@ -24,8 +24,6 @@ from palaestra.core.messages.control import (
     AgentEndpoint,
     AgentSetup,
     AgentsReady,
-    EnvEpisode,
-    EnvEpisodeDone,
     EnvironmentEndpoint,
     EnvironmentSetup,
     EnvironmentsReady,
@@ -102,8 +100,6 @@ __all__ = [
     "BrainUpdate",
     "CodeReloadRow",
     "EnvBaseline",
-    "EnvEpisode",
-    "EnvEpisodeDone",
     "EnvLanes",
     "EnvLanesDone",
     "EnvStart",
@@ -171,8 +167,6 @@ Message = (
     | EnvStart
     | EnvBaseline
     | EnvStep
-    | EnvEpisode
-    | EnvEpisodeDone
     | EnvState
     | AgentEpisode
     | AgentStep

@@ -7,7 +7,7 @@ import msgspec
 
 from palaestra.core.messages.base import ErrorInfo, InfoDesc, Msg
 from palaestra.core.messages.store import RecordedSteps
-from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec, Mode
+from palaestra.core.specs import AgentSpec, EnvironmentSpec, Mode
 
 # --- control plane: parent <-> child ------------------------------------------------------
 
@@ -150,37 +150,6 @@ class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):
     process: str
     sensors: list[str]
     acts_here: bool
-
-
-class EnvEpisode(Msg, frozen=True, kw_only=True):
-    """To an environment: run one whole episode yourself, talking to the Muscles directly
-    over their links (:mod:`palaestra.core.channel`).
-
-    ``policy`` names the :class:`~palaestra.core.turns.TurnPolicy` (``module:Class``) that
-    says who acts when. Answered by :class:`EnvEpisodeDone` when the conditions end the
-    episode.
-    """
-
-    agents: list[EpisodeAgent]
-    policy: str
-    conditions: list[ClassSpec]
-    step_rate: float = 0.0
-    """Pace the steps at this many per second (see :mod:`palaestra.core.pacing`); 0: lockstep."""
-
-
-class EnvEpisodeDone(Msg, frozen=True, kw_only=True):
-    """The episode an environment drove is over: its steps, when it started and ended (Unix
-    seconds), how it ended, and each agent's episode reward by its Muscle's process (see
-    :class:`~palaestra.core.turns.EpisodeResult`)."""
-
-    steps: int
-    end_phase: bool = False
-    """An agent's Brain reached its phase rule: the worker runs no further episode."""
-    started_at: float = 0.0
-    ended_at: float = 0.0
-    terminated: bool | None = None
-    truncated: bool | None = None
-    rewards: dict[str, float] = {}
 
 
 class SimulationBaseline(Msg, frozen=True, kw_only=True):

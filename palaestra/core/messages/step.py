@@ -60,8 +60,8 @@ class EnvState(Msg, frozen=True, kw_only=True):
 class AgentEpisode(Msg, frozen=True, kw_only=True):
     """An episode begins: the spaces of the agent's sensors and actuators, in their order.
 
-    ``driver`` is the uid of the environment that sends the episode's steps over its link
-    (see :class:`EnvEpisode`), or empty if the simulation controller sends them."""
+    ``driver`` is the uid of the environment that drives the worker's games over its link
+    (see :class:`EnvLanes`), or empty if the simulation controller sends the steps."""
 
     episode: int
     sensors: list[InfoDesc]
@@ -70,8 +70,9 @@ class AgentEpisode(Msg, frozen=True, kw_only=True):
     evaluation: bool = False
     """An evaluation rollout: the Muscle acts in test mode and tells its Brain nothing."""
     lanes: int = 0
-    """With ``phase_config.envs_per_worker`` N > 1: N, and the driver sends
-    :class:`AgentSteps` of all N games until its last (0: one game, :class:`AgentStep`)."""
+    """With an environment that drives: the worker's games (``phase_config.envs_per_worker``,
+    1 or more), and it sends :class:`AgentSteps` of them until its last (0: the simulation
+    controller sends :class:`AgentStep`)."""
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):
@@ -151,7 +152,8 @@ class EnvLanes(Msg, frozen=True, kw_only=True):
 
 class LaneEpisodeDone(Msg, frozen=True, kw_only=True):
     """An episode of one game ended (``worker``: the game's lane, see ``envs_per_worker``):
-    what :class:`EnvEpisodeDone` says of an episode."""
+    its steps, when it started and ended (Unix seconds), how it ended, and each agent's
+    episode reward by its Muscle's process (see :class:`~palaestra.core.turns.EpisodeResult`)."""
 
     worker: int
     episode: int
