@@ -286,6 +286,8 @@ class MuscleLanes:
         """A game begins an episode: the Muscle is reset before each but the game's first."""
         if game.started:
             call(self.process.muscle.reset)
+            if len(self.games) == 1:  # (several games draw on in the spaces they share)
+                self.process.seed_actuators()
         game.started = True
         game.episode = episode
         game.previous = None  # (its stop holds on: a rule that held at the end still does)

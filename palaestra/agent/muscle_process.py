@@ -248,6 +248,11 @@ class MuscleProcess(Component):
             uid: value_check(space)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         }
+        self.seed_actuators()
+
+    def seed_actuators(self) -> None:
+        """Seed each actuator space (for ``sample()``) from the worker's seed: at every
+        episode's start, so a seeded random Muscle repeats its episodes' draws."""
         for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
             if space is not None:
                 space.seed(derive_seed(self.seed, "actuator", uid))
