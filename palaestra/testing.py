@@ -38,7 +38,7 @@ from palaestra.core.information import ActuatorInformation, RewardInformation, S
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.records import RowSink
+from palaestra.core.records import COLUMNS, RowSink
 from palaestra.core.space_checks import value_check
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.core.turns import Stepped
@@ -369,14 +369,19 @@ class FakeLink(Channel):
 
 
 class RowRecorder(RowSink):
-    """A row sink that keeps every row in :attr:`recorded` instead of storing it."""
+    """A row sink that keeps every row in :attr:`recorded` instead of storing it: a row
+    message as it is, a shaped row of ``table`` as a dict by its columns."""
 
-    def __init__(self) -> None:
-        super().__init__(None, "")  # (nothing is pushed)
+    def __init__(self, table: str = "") -> None:
+        super().__init__(None, table)  # (nothing is pushed)
         self.recorded: list[Any] = []
 
     def add(self, row: Any) -> None:
         self.recorded.append(row)
+
+    def add_shaped(self, rows: list[tuple[Any, ...]], size: int) -> None:
+        columns = COLUMNS[self.table]
+        self.recorded.extend(dict(zip(columns, row, strict=True)) for row in rows)
 
 
 def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
@@ -384,9 +389,12 @@ def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
     its ``thinking`` returns, as the Brain process would."""
 
     def think(message: m.Message) -> m.Msg:
-        if not isinstance(message, m.Experience):
+        if not isinstance(message, m.Experiences):
             raise TypeError(f"a Brain cannot handle {type(message).__name__}")
-        update = brain.thinking(muscle_id, pickle.loads(message.data))
+        update = None
+        for item in message.items:  # (the newest update of the round)
+            made = brain.thinking(muscle_id, pickle.loads(item.data))
+            update = update if made is None else made
         return m.BrainUpdate(update=None if update is None else pickle.dumps(update))
 
     return FakeLink(f"Brain-{muscle_id}", think)

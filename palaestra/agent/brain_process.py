@@ -212,7 +212,6 @@ class BrainProcess(Component):
         memory = self.brain.memory
         selector = hot.selector()
         selector.add(listener)
-        names: dict[Channel, str] = {}
         batched = self.batched = self._batched()
         think, think_batch = self._think, self._think_batch
         if self.reload is not None:  # a changed plug-in file is looked for first
@@ -225,12 +224,12 @@ class BrainProcess(Component):
                 if muscle is not None:
                     selector.add(muscle)
             if batched and len(ready) > 1:
-                for link in think_batch(ready, memory, names):
+                for link in think_batch(ready, memory):
                     selector.discard(link)
                 continue
             for link in ready:
                 try:
-                    think(link, memory, names)
+                    think(link, memory)
                 except PeerGone:  # a Muscle stopped (or its parent reports why)
                     selector.discard(link)
 
@@ -241,28 +240,26 @@ class BrainProcess(Component):
         own = type(self.brain).thinking_batch is not Brain.thinking_batch
         return own and not self.filters
 
-    def _think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
+    def _think(self, link: Channel, memory: Any) -> m.Message:
         """Take one Muscle's experience, think, answer; the message it answered."""
-        return self._handle(link, m.decode(link.recv()), memory, names)
+        return self._handle(link, m.decode(link.recv()), memory)
 
-    def _reloading_think(self, link: Channel, memory: Any, names: dict[Channel, str]) -> m.Message:
+    def _reloading_think(self, link: Channel, memory: Any) -> m.Message:
         """:meth:`_think`, a changed plug-in file looked for first (the new Brain thinks
         about the experience); the reload's rows name it."""
         reloaded = self._reload_due()
         message: m.Message | None = None
         try:
-            message = self._think(link, memory, names)
+            message = self._think(link, memory)
             return message
         finally:
             self._send_reloads(reloaded, message)
 
-    def _reloading_think_batch(
-        self, ready: list[Channel], memory: Any, names: dict[Channel, str]
-    ) -> list[Channel]:
+    def _reloading_think_batch(self, ready: list[Channel], memory: Any) -> list[Channel]:
         """:meth:`_think_batch`, a changed plug-in file looked for first."""
         reloaded = self._reload_due()
         try:
-            return self._think_batch(ready, memory, names)
+            return self._think_batch(ready, memory)
         finally:
             self._send_reloads(reloaded, None)
 
@@ -307,34 +304,17 @@ class BrainProcess(Component):
                 sink.plugin = (brain, sink.plugin[1])
         retire(self.name, old)
 
-    def _handle(
-        self, link: Channel, message: m.Message, memory: Any, names: dict[Channel, str]
-    ) -> m.Message:
+    def _handle(self, link: Channel, message: m.Message, memory: Any) -> m.Message:
         """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
             return message
-        if isinstance(message, m.Experiences):  # a round of a Muscle's several games
-            self._think_games(link, memory, message)
-            return message
-        if not isinstance(message, m.Experience):
+        if not isinstance(message, m.Experiences):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
-        muscle_id = self._muscle_id(link, message, names)
-        update = self._experience(memory, muscle_id, message)
-        end_phase = self.phase_stop is not None and self.phase_stop.reached
-        update = self._deliver(muscle_id, update)
-        link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
+        self._think_games(link, memory, message)  # a round of the Muscle's games
         return message
 
-    def _muscle_id(self, link: Channel, message: m.Experience, names: dict[Channel, str]) -> str:
-        muscle_id = names.get(link)
-        if muscle_id is None:
-            muscle_id = names[link] = f"{self.request.agent.name}-{message.worker}"
-        return muscle_id
-
-    def _think_batch(
-        self, ready: list[Channel], memory: Any, names: dict[Channel, str]
-    ) -> list[Channel]:
+    def _think_batch(self, ready: list[Channel], memory: Any) -> list[Channel]:
         """Take the pending message of every ready Muscle, remember their transitions, call
         ``thinking_batch`` once for their experiences, answer each; the links gone."""
         gone: list[Channel] = []
@@ -343,13 +323,10 @@ class BrainProcess(Component):
         for link in ready:
             try:
                 message = m.decode(link.recv())
-                if isinstance(message, m.Experience):
-                    muscle_id = self._muscle_id(link, message, names)
-                    batch.append((link, muscle_id, [(muscle_id, message)]))
-                elif isinstance(message, m.Experiences):  # a round of the Muscle's games
+                if isinstance(message, m.Experiences):  # a round of the Muscle's games
                     batch.append((link, *self._games(message)))
                 else:  # an evaluation: as alone
-                    self._handle(link, message, memory, names)
+                    self._handle(link, message, memory)
             except PeerGone:
                 gone.append(link)
         if not batch:

@@ -22,17 +22,23 @@ import numpy as np
 
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
+from palaestra.agent.objective import objective_value
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
-from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+    json_value,
+)
 from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import send_records
-from palaestra.core.records import object_keys, object_text, recorded
+from palaestra.core.records import object_keys, object_text, recorded, unencodable_key
 from palaestra.core.spaces import Box
 from palaestra.core.specs import UPDATE_LAG_ASYNC
 from palaestra.core.turns import reward_total
@@ -110,13 +116,24 @@ class MuscleLanes:
             if process.reload is not None and message.steps and process.reload.due():
                 self._reload(process.reload_check, message)
             answer, learn = self.round(message)
-            process._send(link, m.encode(answer))
+            process._send(link, self._encoded(message, answer))
             if learn is not None:  # while the games step
                 learn()
             if message.last:
                 process.rows.flush()
                 process.statistics.flush()
                 return
+
+    def _encoded(self, message: m.AgentSteps, answer: m.LaneActions) -> bytes:
+        """The answer to send; set points that cannot be sent fail the round naming the
+        Muscle, the game's step and the value."""
+        try:
+            return m.encode(answer)
+        except (TypeError, ValueError, OverflowError) as exc:
+            for setpoints, step in zip(answer.setpoints, message.steps, strict=True):
+                if unencodable_key(setpoints) is not None:
+                    raise self.process.unsendable(setpoints, step.step, exc) from None
+            raise
 
     def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
         """A hot reload's check before the round (its rows name the round's first game)."""
@@ -292,19 +309,36 @@ class MuscleLanes:
         game.episode = episode
         game.previous = None  # (its stop holds on: a rule that held at the end still does)
 
-    def _complete(self, game: _Game, previous: Any, step: m.AgentStep) -> m.Transition:
-        """The game's transition from ``previous`` that ``step`` completes, with the objective
-        of the game's own memory."""
+    def _complete(self, game: _Game, previous: Previous, step: m.AgentStep) -> m.Transition:
+        """The game's transition from ``previous`` that ``step`` (with rewards) completes, in
+        the game's own memory, with the Objective's value of that memory."""
         process = self.process
-        own = process.memory
-        process.memory = game.memory
-        try:
-            transition = process._complete(previous, step)
-        finally:
-            process.memory = own
+        memory = game.memory
+        rewards = step.rewards or []
+        done, terminated, truncated = step.done, step.terminated, step.truncated
+        memory.append(
+            process.name,
+            sensor_readings=previous.sensors,
+            actuator_setpoints=previous.setpoints,
+            rewards=process.spaces.build(RewardInformation, rewards),
+            done=done,
+            terminated=terminated,
+            truncated=truncated,
+        )
+        objective = process.objective
+        value = objective_value(objective, call(objective.internal_reward, memory))
+        memory.append(process.name, objective=value)
         if game.objective_stop is not None:
-            game.stop = game.objective_stop.reached(transition.objective)
-        return transition
+            game.stop = game.objective_stop.reached(value)
+        return m.Transition(
+            previous.seen_values,
+            previous.setpoint_values,
+            rewards,
+            value,
+            done,
+            terminated,
+            truncated,
+        )
 
     def _consult(self, items: list[m.Experience], all_done: bool) -> None:
         """Send the round's experience to the Brain; apply its answer now (``update_lag`` 0,
@@ -350,8 +384,7 @@ class MuscleLanes:
             acting, sensors, chosen, data, seen_values, strict=True
         ):
             values = process.setpoint_values(game_setpoints, step.step, game.episode)
-            local = {uid.partition(".")[2]: value for uid, value in values.items()}
-            setpoints[k] = local
+            setpoints[k] = values
             stop[k] = game.stop
             game.paused = paused
             game.previous = Previous(

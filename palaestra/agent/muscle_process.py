@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import pickle
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,13 +28,10 @@ from palaestra.agent.hot_reload import (
     retire,
     watching,
 )
-from palaestra.agent.memory import Memory
-from palaestra.agent.muscle import PROPOSAL, Muscle, proposal
+from palaestra.agent.muscle import PROPOSAL, Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
-from palaestra.agent.objective import Objective, objective_value
+from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
-from palaestra.agent.previous import Previous
-from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, PeerGone
@@ -44,14 +40,13 @@ from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
-    RewardInformation,
     SensorInformation,
     json_value,
 )
 from palaestra.core.loading import load_class
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import PluginContractError, PluginError, call
-from palaestra.core.plugin_records import recorder_for, send_records
+from palaestra.core.plugin_records import recorder_for
 from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.records import (
     RowSink,
@@ -60,14 +55,13 @@ from palaestra.core.records import (
     connect_store,
     muscle_action_values,
     plugin_record_values,
-    recorded,
     send,
     statistics_values,
     unencodable_key,
 )
 from palaestra.core.seeds import derive_seed
 from palaestra.core.space_checks import Check, value_check
-from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
+from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
 from palaestra.core.watch import Waiting, watch
 
@@ -124,28 +118,24 @@ class MuscleProcess(Component):
         self.brain_endpoint = brain_endpoint
         self.store_endpoint = store_endpoint
         self.spaces = SpaceCache()
-        self.memory = Memory(agent.muscle_memory.rows, agent.muscle_memory.bytes)
         self.sensor_uids: list[str] = []
         self.sensor_spaces: list[Any] = []
         self.actuator_uids: list[str] = []
         self.actuator_spaces: list[Any] = []
         self.episode = 0
-        self.previous: Previous | None = None
         self.rows = RowSink(None, "muscle_actions", shape=self._shape)  # the store's once running
         self.statistics = RowSink(None, "statistics", shape=self._statistics_shape)
         self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
         self.recorder = recorder_for(name)
         self.record_source = f"muscle:{agent.name}"  # of its plug-in records
         self.switch = RecordingSwitch()
-        self.acted_paused = False  # recording was paused when the last step was acted on
         reload = muscle_reload(name, agent) if agent.hot_reload else None  # before the build
         self.muscle = self._construct(agent, sensors, actuators)
         self.filters = FilterChain(agent.filters)
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
         self.end_phase = False  # the Brain said its phase rule holds: no further episode
-        self.objective_reached = False
         self.evaluation = False  # the episode is an evaluation rollout
-        self.games: MuscleLanes | None = None  # with envs_per_worker: the worker's games
+        self.games: MuscleLanes | None = None  # the worker's games (one, or envs_per_worker)
         self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
         self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
         self.reload: HotReload | None = None
@@ -160,17 +150,6 @@ class MuscleProcess(Component):
         if watching(self.name, reload, self.agent, brain=False):
             reload.rebuild = self._rebuild
             self.reload = reload
-
-    def stepper(self) -> Callable[[m.AgentStep], m.AgentActions]:
-        """What takes a step: :meth:`step`, or with a hot reload :meth:`_reloading_step`."""
-        return self.step if self.reload is None else self._reloading_step
-
-    def _reloading_step(self, message: m.AgentStep) -> m.AgentActions:
-        """A step that first looks for changed plug-in files (every ``CHECK_INTERVAL``)."""
-        assert self.reload is not None
-        if self.reload.due():
-            self.reload_check(self.worker, self.episode, message.step)
-        return self.step(message)
 
     def reload_check(self, worker: int, episode: int, step: int) -> None:
         """Look for changed plug-in files now (a hot reload is on); a reload's rows name where
@@ -209,13 +188,6 @@ class MuscleProcess(Component):
 
     def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
         return plugin_record_values(self.phase_id, row)
-
-    def _record_statistics(self, step: int) -> None:
-        """Store what the Muscle added with ``add_statistics`` (and ``context.record``) during
-        this step."""
-        record_statistics(self.muscle, self.statistics, "muscle", self.worker, self.episode, step)
-        source = self.record_source
-        send_records(self.recorder, self.records, source, self.worker, self.episode, step)
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
@@ -291,14 +263,13 @@ class MuscleProcess(Component):
             store, "plugin_records", plugin=(self.muscle, "record"), shape=self._plugin_shape
         )
         wait = hot.poller(router)
-        step = self.stepper()
         with closing_producer(self.rows, self.name, self.statistics, self.records):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
                 if isinstance(message, m.AgentStep):  # the controller drives the episode
-                    reply = step(message)
+                    reply = self.step(message)
                     if message.done:  # the controller waits for the end of an episode
                         router.send_multipart([sender, m.encode(reply)])
                 elif isinstance(message, m.AgentEvaluate):  # its rollouts are over
@@ -334,11 +305,8 @@ class MuscleProcess(Component):
     def begin_episode(self, message: m.AgentEpisode) -> None:
         if not hasattr(self, "brain"):
             self._link(self.hot_loop)
-        if message.episode > 0 and not message.lanes:  # (each game resets its own episodes)
-            call(self.muscle.reset)
         self._evaluating(message.evaluation)
         self.episode = message.episode
-        self.previous = None
         self._set_schema(message.sensors, message.actuators)
 
     def _evaluating(self, evaluation: bool) -> None:
@@ -367,98 +335,28 @@ class MuscleProcess(Component):
         return answer
 
     def step(self, message: m.AgentStep) -> m.AgentActions:
-        """Complete the last transition, consult the Brain, act.
-
-        With ``update_lag`` 0 the Brain's answer to this step's experience is applied before
-        acting (palaestrAI's order). With 1, the answer to the previous step's experience is
-        applied and this step's goes out without waiting: the Brain thinks while the world
-        steps. The first step of an episode and its end are always waited for. With
-        ``async`` (:data:`~palaestra.core.specs.UPDATE_LAG_ASYNC`) only the end is: see
-        :meth:`_async_step`.
-        """
-        transition = None
-        previous = self.previous
-        if previous is not None and message.rewards is not None:
-            transition = self._complete(previous, message)
-            if self.objective_stop is not None:
-                self.objective_reached = self.objective_stop.reached(transition.objective)
-            if recorded(previous.step, message.done, self.record_every) and not self.acted_paused:
-                self.rows.add(
-                    m.MuscleActionRow(
-                        self.episode,
-                        previous.step,
-                        dict(zip(self.sensor_uids, previous.sensor_values, strict=True)),
-                        previous.setpoint_values,
-                        {r.uid: r.value for r in message.rewards},
-                        transition.objective,
-                        message.done,
-                        message.terminated,
-                        message.truncated,
-                        previous.stale,
-                    )
-                )
-        if self.evaluation:  # not learned from: the Brain hears nothing of it
-            return self._evaluation_step(message)
-        if self.update_lag == UPDATE_LAG_ASYNC:
-            return self._async_step(message, transition, previous)
-        if self.awaiting:
-            self._apply_brain_answer()
-        data = previous.data if previous is not None else _NONE_PICKLE
-        self._send(
-            self.brain,
-            m.encode(
-                m.Experience(
-                    worker=self.worker,
-                    transition=transition,
-                    data=data,
-                    done=message.done,
-                    episode=self.episode,
-                    step=message.step,
-                )
-            ),
+        """One observation of the worker's one game, from the simulation controller that
+        drives it: a round of one game, played as the environment's rounds are
+        (:class:`~palaestra.agent.muscle_lanes.MuscleLanes`); the set points go straight to
+        the environments the agent acts on. The controller waits for the answer at the
+        episode's end (whether the Brain reached its phase rule)."""
+        games = self.games
+        if games is None:
+            games = self.games = MuscleLanes(self, 1)
+        if self.reload is not None and self.reload.due():
+            self.reload_check(self.worker, self.episode, message.step)
+        answer, learn = games.round(
+            m.AgentSteps(lanes=[0], episodes=[self.episode], steps=[message], last=False)
         )
-        self.awaiting = True
-        if self.update_lag == 0 or previous is None or message.done:
-            self._apply_brain_answer()
+        setpoints, stop = answer.setpoints[0], answer.stop[0]
+        if not message.done:
+            self._send_setpoints(setpoints, message.step, stop)
+        if learn is not None:  # (update_lag 1: while the world steps)
+            learn()
         if message.done:
-            self.previous = None
-            self._record_statistics(message.step)
             self.rows.flush()
             self.statistics.flush()
-            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
-        actions = self._act(message)
-        self.acted_paused = self.switch.paused()
-        self._record_statistics(message.step)
-        return actions
-
-    def _async_step(
-        self, message: m.AgentStep, transition: m.Transition | None, previous: Previous | None
-    ) -> m.AgentActions:
-        """``update_lag: async``: apply the Brain's answers that are there, act with the
-        policy the Muscle has (stale if an answer to an earlier step is still out), and send
-        the experience without waiting. Only the episode's end waits for every answer, so
-        the Brain has learned from all of it before the episode ends (and its dumps have)."""
-        experience = m.encode(
-            m.Experience(
-                worker=self.worker,
-                transition=transition,
-                data=previous.data if previous is not None else _NONE_PICKLE,
-                done=message.done,
-                episode=self.episode,
-                step=message.step,
-            )
-        )
-        stale = self.send_async(experience, message.done)
-        if message.done:
-            self.previous = None
-            self._record_statistics(message.step)
-            self.rows.flush()
-            self.statistics.flush()
-            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
-        actions = self._act(message, stale)
-        self.acted_paused = self.switch.paused()
-        self._record_statistics(message.step)
-        return actions
+        return m.AgentActions(setpoints=setpoints, stop=stop, end_phase=self.end_phase)
 
     def send_async(self, experience: bytes, settle: bool) -> bool:
         """``update_lag: async``: send ``experience`` to the Brain without waiting (what the
@@ -522,18 +420,6 @@ class MuscleProcess(Component):
         except PeerGone:
             self.hot_loop.idle()  # its parent reports why
 
-    def _evaluation_step(self, message: m.AgentStep) -> m.AgentActions:
-        if message.done:
-            self.previous = None
-            self._record_statistics(message.step)
-            self.rows.flush()
-            self.statistics.flush()
-            return m.AgentActions(setpoints={}, end_phase=self.end_phase)
-        actions = self._act(message)
-        self.acted_paused = self.switch.paused()
-        self._record_statistics(message.step)
-        return actions
-
     def _apply_brain_answer(self) -> None:
         self.brain_waiting.begin()
         try:
@@ -549,67 +435,6 @@ class MuscleProcess(Component):
         if answer.update is not None:
             self.last_update = answer.update
             call(self.muscle.update, pickle.loads(answer.update))
-
-    def _complete(self, previous: Previous, message: m.AgentStep) -> m.Transition:
-        """The transition from ``previous`` that ``message`` completes (it has rewards)."""
-        rewards = message.rewards or []
-        done, terminated, truncated = message.done, message.terminated, message.truncated
-        reward_infos = self.spaces.build(RewardInformation, rewards)
-        self.memory.append(
-            self.name,
-            sensor_readings=previous.sensors,
-            actuator_setpoints=previous.setpoints,
-            rewards=reward_infos,
-            done=done,
-            terminated=terminated,
-            truncated=truncated,
-        )
-        value = objective_value(self.objective, call(self.objective.internal_reward, self.memory))
-        self.memory.append(self.name, objective=value)
-        return m.Transition(
-            previous.seen_values,
-            previous.setpoint_values,
-            rewards,
-            value,
-            done,
-            terminated,
-            truncated,
-        )
-
-    def _act(self, message: m.AgentStep, stale: bool | None = None) -> m.AgentActions:
-        sensors = [
-            SensorInformation(space.from_json_value(v) if space is not None else v, space, uid)
-            for uid, space, v in zip(
-                self.sensor_uids, self.sensor_spaces, message.values, strict=True
-            )
-        ]
-        available = [
-            ActuatorInformation(None, space, uid)
-            for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
-        ]
-        seen_values = message.values
-        if self.filters:  # the Muscle (and the Brain's memory) get what the filters made
-            seen, setpoints, data_for_brain = self.filters.act(
-                self.muscle.propose_actions, sensors, available
-            )
-            seen_values = [json_value(s) for s in seen]
-        else:
-            setpoints, data_for_brain = proposal(
-                self.muscle, call(self.muscle.propose_actions, sensors, available)
-            )
-        values = self.setpoint_values(setpoints, message.step, self.episode)
-        self._send_setpoints(values, message.step)
-        self.previous = Previous(
-            message.step,
-            sensors,
-            list(setpoints),
-            message.values,
-            values,
-            pickle.dumps(data_for_brain, protocol=pickle.HIGHEST_PROTOCOL),
-            seen_values,
-            stale,
-        )
-        return m.AgentActions(setpoints=values, stop=self.objective_reached)
 
     def setpoint_values(self, setpoints: Any, step: int, episode: int) -> dict[str, Any]:
         """The set points ``propose_actions`` chose, as values by actuator uid, checked before
@@ -663,8 +488,9 @@ class MuscleProcess(Component):
             f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
         )
 
-    def _send_setpoints(self, values: dict[str, Any], step: int) -> None:
-        """Straight to each environment this agent acts on, by the environment's own ids."""
+    def _send_setpoints(self, values: dict[str, Any], step: int, stop: bool) -> None:
+        """Straight to each environment this agent acts on, by the environment's own ids
+        (``stop``: the agent's objective rule holds, the step is the episode's last)."""
         links = self.acting_links
         by_env: dict[str, dict[str, Any]] = {uid: {} for uid, _ in links}
         for uid, value in values.items():
@@ -672,16 +498,15 @@ class MuscleProcess(Component):
             if env_uid in by_env:
                 by_env[env_uid][local] = value
         try:
-            stop = self.objective_reached
             messages = [
                 m.encode(m.AgentActions(setpoints=by_env[uid], stop=stop)) for uid, _ in links
             ]
         except (TypeError, ValueError, OverflowError) as exc:
-            raise self._unsendable(values, step, exc)  # noqa: B904 - its cause is set
+            raise self.unsendable(values, step, exc)  # noqa: B904 - its cause is set
         for (_, link), data in zip(links, messages, strict=True):
             self._send(link, data)
 
-    def _unsendable(self, values: dict[str, Any], step: int, exc: Exception) -> PluginError:
+    def unsendable(self, values: dict[str, Any], step: int, exc: Exception) -> PluginError:
         """The error for a set point that cannot be sent (nothing of the step was sent)."""
         uid = unencodable_key(values) or "?"
         value = values.get(uid)

@@ -278,8 +278,9 @@ class _Play:
             for agent, position in acting:
                 answer = answers[agent]
                 assert answer is not None
-                if acts_here[agent]:
-                    setpoints.update(answer.setpoints[position])
+                if acts_here[agent]:  # (by the environment's own ids)
+                    for uid, value in answer.setpoints[position].items():
+                        setpoints[uid.partition(".")[2]] = value
                 stop = stop or answer.stop[position]
             lane.world.late_by = late_by
             moves.append((lane, setpoints, stop))

@@ -332,7 +332,7 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
             clock.now = float(number)
             rewards = reward if number else None
             message = m.AgentStep(step=number, values=[0, 0], rewards=rewards, done=False)
-            return process.stepper()(message).setpoints
+            return process.step(message).setpoints
 
         assert step(0) == {"env.0": 1, "env.1": 1}
         draw = old.rng.bit_generator.state

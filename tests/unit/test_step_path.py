@@ -7,6 +7,7 @@ processes' step paths wired by :class:`palaestra.testing.LocalDriver`.
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Sequence
 from typing import Any
@@ -149,7 +150,7 @@ def environment(params: dict[str, Any] | None = None, name: str = DUMMY_ENV) -> 
         seed=7,
         store_endpoint=None,
     )
-    process.rows = RowRecorder()
+    process.rows = RowRecorder("muscle_actions")
     return process
 
 
@@ -232,7 +233,7 @@ def muscle_process(
         sensors=[by_uid[uid] for uid in sensors],
         actuators=[d for d in baseline.actuators if d.uid in sensors],
     )
-    process.rows = RowRecorder()
+    process.rows = RowRecorder("muscle_actions")
     return process
 
 
@@ -257,15 +258,14 @@ def test_a_muscle_step_completes_the_transition_asks_the_brain_and_acts() -> Non
     reward = [m.InfoDesc("Dummy Reward", None, 1)]
     muscle.step(m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
     assert isinstance(muscle.rows, RowRecorder)
-    ((episode, step, sensors, setpoints, rewards, objective, done, *_),) = map(
-        astuple, muscle.rows.recorded
-    )
-    assert (episode, step, done) == (0, 0, False)
-    assert sensors == {f"env.{i}": 0 for i in range(5)} and setpoints == first.setpoints
-    assert rewards == {"Dummy Reward": 1} and objective == 1.0
+    (row,) = muscle.rows.recorded
+    assert (row["episode"], row["step"], row["done"]) == (0, 0, False)
+    assert json.loads(row["sensor_readings"]) == {f"env.{i}": 0 for i in range(5)}
+    assert json.loads(row["actuator_setpoints"]) == first.setpoints
+    assert json.loads(row["rewards"]) == {"Dummy Reward": 1} and row["objective"] == 1.0
     last = muscle.step(m.AgentStep(step=2, values=[2] * 5, rewards=reward, done=True))
     assert last.setpoints == {} and len(muscle.rows.recorded) == 2
-    experiences = [e for e in brain.sent if isinstance(e, m.Experience)]
+    experiences = [e for x in brain.sent if isinstance(x, m.Experiences) for e in x.items]
     assert [e.transition is not None for e in experiences] == [False, True, True]
     assert experiences[-1].done
 
