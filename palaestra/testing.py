@@ -9,10 +9,11 @@ naming the method and what is wrong::
     check_environment("my_pkg.grid:GridEnvironment", {"size": 4})
 
 :class:`FakeLink` (an in-memory link with a Channel's ``send`` and ``recv``),
-:class:`RowRecorder` (a row sink that keeps the rows) and :class:`LocalDriver` (runs whole
-episodes of a real environment process and real Muscle processes, with their plug-ins, in this
-process, through :func:`palaestra.core.turns.run_episode`) test the step path without processes
-or sockets.
+:class:`RowRecorder` (a row sink that keeps the rows), :class:`LocalRounds` (plays a worker's
+games, one or many, in rounds: the environment's and the Muscles' round path, with their
+plug-ins, in this process) and :class:`LocalDriver` (runs whole episodes the simulation
+controller's way, through :func:`palaestra.core.turns.run_episode`) test the step path without
+processes or sockets.
 """
 
 from __future__ import annotations
@@ -23,28 +24,31 @@ import inspect
 import pickle
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.muscle import Muscle, proposal
+from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.hotloop import HotLoop
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.loading import load_class
 from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.records import COLUMNS, RowSink
 from palaestra.core.space_checks import value_check
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.turns import Stepped
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
 from palaestra.environment.environment_process import EnvironmentProcess, construct
+from palaestra.environment.lanes import play_lanes
 
 
 class PluginCheckError(InvalidInputError):
@@ -398,6 +402,92 @@ def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
         return m.BrainUpdate(update=None if update is None else pickle.dumps(update))
 
     return FakeLink(f"Brain-{muscle_id}", think)
+
+
+class LocalRounds:
+    """Plays a worker's games (an :class:`EnvironmentProcess` with one or more) in rounds in
+    this process, through the path a run takes (:func:`palaestra.environment.lanes.play_lanes`
+    and each Muscle's :class:`~palaestra.agent.muscle_lanes.MuscleLanes`): the links between
+    them are :class:`FakeLink` s, no process or socket is involved.
+
+    Give each game's rows a :class:`RowRecorder` to look at them, wire each Muscle with
+    :meth:`wire` (its Brain link, e.g. :func:`brain_link`), :meth:`start` the worlds, then
+    :meth:`play`.
+    """
+
+    def __init__(self, environment: EnvironmentProcess) -> None:
+        self.environment = environment
+        self.muscles: dict[str, MuscleProcess] = {}
+        self.told: list[m.Message] = []  # what the environment told its controller
+        self.baseline: m.EnvBaseline | None = None
+
+    def start(self) -> m.EnvBaseline:
+        """Start every game's world; the first game's baseline (each game's is alike)."""
+        env = self.environment
+        self.baseline = env.start_world(reset=False)
+        for game in env.games[1:]:
+            game.start_world(reset=False)
+        return self.baseline
+
+    def wire(self, muscle: MuscleProcess, brain: Channel) -> None:
+        env = self.environment
+
+        def answer(message: m.Message) -> m.Msg:  # what the Muscle's process does with it
+            if not isinstance(message, m.AgentSteps):
+                raise TypeError(f"a Muscle cannot handle {type(message).__name__} here")
+            assert muscle.games is not None
+            reply, learn = muscle.games.round(message)
+            if learn is not None:
+                learn()
+            return reply
+
+        muscle.wire(brain, {env.spec.uid: FakeLink(env.name)})
+        env.links[muscle.name] = FakeLink(muscle.name, answer)
+        self.muscles[muscle.name] = muscle
+
+    def play(
+        self,
+        episodes: int,
+        policy: str = "palaestra.core.turns:AllAct",
+        conditions: Sequence[ClassSpec] = (),
+    ) -> m.EnvLanesDone:
+        """Play ``episodes`` episodes of each game (started: :meth:`start`) with the turn
+        ``policy`` and the termination ``conditions``; the environment's last answer (each
+        episode's end is in :attr:`told`)."""
+        env = self.environment
+        baseline = self.baseline
+        if baseline is None:
+            raise LookupError("start the games' worlds first (LocalRounds.start)")
+        sensors = {s.uid: s for s in baseline.sensors}
+        actuators = {a.uid: a for a in baseline.actuators}
+        for muscle in self.muscles.values():
+            muscle.begin_episode(
+                m.AgentEpisode(
+                    episode=0,
+                    sensors=[sensors[uid] for uid in muscle.agent.sensors],
+                    actuators=[actuators[uid] for uid in muscle.agent.actuators],
+                    driver=env.spec.uid,
+                    lanes=len(env.games),
+                )
+            )
+            muscle.games = MuscleLanes(muscle, len(env.games))
+        prefix = env.prefix
+        agents = [
+            m.EpisodeAgent(
+                process=name,
+                sensors=list(muscle.agent.sensors),
+                acts_here=any(uid.startswith(prefix) for uid in muscle.agent.actuators),
+            )
+            for name, muscle in self.muscles.items()
+        ]
+        message = m.EnvLanes(
+            agents=agents, conditions=list(conditions), episodes=episodes, policy=policy
+        )
+        return play_lanes(env, cast(HotLoop, None), message, cast(Any, self), b"controller")
+
+    def send_multipart(self, parts: list[bytes]) -> None:
+        """(The environment's router to its controller.)"""
+        self.told.append(m.decode(parts[1]))
 
 
 class LocalDriver:

@@ -150,7 +150,7 @@ def environment(params: dict[str, Any] | None = None, name: str = DUMMY_ENV) -> 
         seed=7,
         store_endpoint=None,
     )
-    process.rows = RowRecorder("muscle_actions")
+    process.rows = RowRecorder()
     return process
 
 

@@ -1,0 +1,144 @@
+"""The per-round engine in one process, for any number of games: a worker's games played in
+rounds by the real environment and Muscle processes' code (:class:`palaestra.testing.
+LocalRounds`), no process or socket. N games of one worker write, game by game and agent by
+agent, what N workers of one game write, under every order of turns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.core import messages as m
+from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
+from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.testing import LocalRounds, RowRecorder, brain_link
+
+CARTPOLE = "tests.plugins.games:PerGameCartPole"  # (stepped game by game)
+SEEDS = (11, 12, 13)
+TURNS = {
+    "AllAct": "palaestra.core.turns:AllAct",
+    "RoundRobin": "palaestra.core.turns:RoundRobin",
+    "custom": "tests.plugins.games:EveryThirdStepBoth",
+}
+
+
+def agent(name: str, weights: list[float]) -> AgentSpec:
+    return AgentSpec(
+        name=name,
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name="tests.plugins.games:LinearMuscle", params={"weights": weights}),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=("pole.state",),
+        actuators=("pole.push",),
+    )
+
+
+AGENTS = [agent("one", [0.0, 0.0, 1.0, 1.0]), agent("two", [0.0, 0.5, 1.0, -0.5])]
+
+
+def play(worker: int, seeds: tuple[int, ...], policy: str, episodes: int) -> LocalRounds:
+    """Play the worker's games (one per seed) to their end in this process."""
+    env = EnvironmentProcess(
+        f"Environment-pole-{worker}",
+        environment=EnvironmentSpec(name=CARTPOLE, uid="pole", params={"max_steps": 15}),
+        environment_id=1,
+        worker=worker,
+        seed=seeds[0],
+        store_endpoint=None,
+        lane_seeds=seeds if len(seeds) > 1 else (),
+    )
+    for game in env.games:
+        game.rows = RowRecorder()
+    rounds = LocalRounds(env)
+    baseline = rounds.start()
+    by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
+    for spec in AGENTS:
+        muscle = MuscleProcess(
+            f"Muscle-{spec.name}-{worker}",
+            agent=spec,
+            agent_id=1,
+            worker=worker,
+            mode="train",
+            seed=3,
+            brain_endpoint="",
+            store_endpoint=None,
+            sensors=[by_uid["pole.state"]],
+            actuators=[by_uid["pole.push"]],
+        )
+        muscle.rows = RowRecorder("muscle_actions")
+        rounds.wire(muscle, brain_link(DummyBrain(), f"{spec.name}-{worker}"))
+    done = rounds.play(episodes, TURNS[policy])
+    assert done.steps == sum(len(game.rows.recorded) for game in env.games)
+    return rounds
+
+
+def world(rounds: LocalRounds) -> dict[int, list[tuple[Any, ...]]]:
+    """Each game's world_states rows (by its lane)."""
+    return {
+        game.worker: [
+            (r.episode, r.step, r.sensors, r.setpoints, r.rewards, r.done)
+            for r in game.rows.recorded
+        ]
+        for game in rounds.environment.games
+    }
+
+
+def actions(rounds: LocalRounds) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
+    """Each agent's muscle_actions rows, by agent and lane."""
+    found: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+    for name, muscle in rounds.muscles.items():
+        assert isinstance(muscle.rows, RowRecorder)
+        for row in muscle.rows.recorded:
+            found.setdefault((name.split("-")[1], row["worker"]), []).append(
+                (
+                    row["episode"],
+                    row["step"],
+                    json.loads(row["sensor_readings"]),
+                    json.loads(row["actuator_setpoints"]),
+                    row["objective"],
+                    row["done"],
+                )
+            )
+    return found
+
+
+def ended(rounds: LocalRounds) -> list[tuple[int, int, int]]:
+    return sorted(
+        (e.worker, e.episode, e.steps) for e in rounds.told if isinstance(e, m.LaneEpisodeDone)
+    )
+
+
+@pytest.mark.parametrize("policy", list(TURNS))
+def test_games_of_one_worker_write_what_workers_of_one_game_write(policy: str) -> None:
+    together = play(0, SEEDS, policy, episodes=2)
+    alone = [play(w, (seed,), policy, episodes=2) for w, seed in enumerate(SEEDS)]
+    assert world(together) == {w: rows for one in alone for w, rows in world(one).items()}
+    expected = {key: rows for one in alone for key, rows in actions(one).items()}
+    assert actions(together) == expected
+    assert {agent for agent, _ in expected} == {"one", "two"}
+    assert ended(together) == sorted(e for one in alone for e in ended(one))
+    assert [(w, e) for w, e, _ in ended(together)] == [(w, e) for w in range(3) for e in (0, 1)]
+
+
+def test_a_game_ends_its_episode_before_the_next_begins() -> None:
+    """Every agent sees an episode's end (its last rows are written) before its game resets:
+    the round that tells the end holds no observation of the game's next episode."""
+    rounds = play(0, SEEDS, "AllAct", episodes=2)
+    link = rounds.environment.links["Muscle-one-0"]
+    assert isinstance(link.sent[-1], m.AgentSteps) and link.sent[-1].last
+    for message in link.sent:
+        assert isinstance(message, m.AgentSteps)
+        ending = {
+            lane for lane, step in zip(message.lanes, message.steps, strict=True) if step.done
+        }
+        assert not ending & {
+            lane for lane, step in zip(message.lanes, message.steps, strict=True) if not step.done
+        }
+    rows = actions(rounds)
+    for lane in range(3):
+        done = [row for row in rows[("one", lane)] if row[5]]
+        assert [row[0] for row in done] == [0, 1]  # each episode's last transition, stored
