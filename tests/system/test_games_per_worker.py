@@ -202,6 +202,7 @@ SECOND_AGENT = """\
 """
 
 
+@pytest.mark.slow  # (in one process for every order of turns: tests/unit/test_rounds.py)
 @pytest.mark.parametrize("policy", ["TakingTurns", "BothEveryThird"])
 def test_taking_turns_in_four_games_match_four_workers_of_one_game(
     tmp_path: Path, policy: str

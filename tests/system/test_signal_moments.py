@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.conftest import Workspace, wait_for_mark
+from tests.conftest import Workspace, slow_after, wait_for_mark
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -63,7 +63,7 @@ MOMENTS = [
 
 
 @pytest.mark.parametrize("brain", MOMENTS)
-@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
+@pytest.mark.parametrize(("signum", "code", "said"), slow_after(SIGNALS))
 def test_a_signal_while_a_run_starts_or_ends(
     workspace: Workspace, signum: int, code: int, said: str, brain: str
 ) -> None:
