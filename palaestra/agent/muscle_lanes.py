@@ -91,7 +91,9 @@ class MuscleLanes:
             )
             for lane in range(process.worker * lanes, (process.worker + 1) * lanes)
         ]
-        self.begins = False  # a game begins an episode in the round: the Brain is waited for
+        # every game of the round begins an episode (one game: its first step; several: their
+        # first round): the Brain's answer is waited for, as for an episode's end
+        self.begins = False
         self.stale = False  # update_lag async: the round is acted on before an answer came
         # JSON text of the rows' rewards (and their total) and set points, by their items
         self.reward_texts: Memo[tuple[str, float | None]] = Memo()
@@ -179,17 +181,18 @@ class MuscleLanes:
         action."""
         games = self.games
         entries = []
-        self.begins = False
+        begun = 0
         for k, (index, episode, step) in enumerate(
             zip(message.lanes, message.episodes, message.steps, strict=True)
         ):
             game = games[index]
             if episode != game.episode or not game.started:  # (an agent may not act first)
                 self._begin(game, episode)
-                self.begins = True
+                begun += 1
             entries.append((k, game, step, game.previous, game.episode))
             if step.done:
                 game.previous = None
+        self.begins = begun == len(entries)
         return entries
 
     def _learn(self, entries: list[_Entry], all_done: bool) -> None:
