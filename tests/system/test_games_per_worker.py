@@ -84,6 +84,15 @@ def start(ws: Workspace, path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def stored(store: str) -> tuple[dict[int, list[tuple[Any, ...]]], ...]:
+    """The run's ``world_states`` and ``muscle_actions`` rows by lane (:func:`lanes` of
+    :data:`WORLD` and :data:`ACTIONS`)."""
+    return (
+        lanes(rows.world_states("games-run", store_uri=store), *WORLD),
+        lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+    )
+
+
 def lanes(found: list[dict[str, Any]], *keys: str) -> dict[int, list[tuple[Any, ...]]]:
     """The rows of each worker (lane) in the order the store holds them, as tuples of
     ``keys``."""
@@ -269,8 +278,7 @@ def test_evaluation_rollouts_in_games_match_workers_of_one_game(tmp_path: Path) 
         start(ws, path)
         store = ws.store_uri
         results[games] = (
-            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
-            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            *stored(store),
             sorted(
                 (r["worker"], r["episode"], r["steps"], r["rewards"])
                 for r in rows.episodes("games-run", store_uri=store)
@@ -390,8 +398,7 @@ def test_games_stepped_in_one_call_write_what_games_stepped_one_by_one_write(
         start(ws, path)
         store = ws.store_uri
         found[environment] = (
-            lanes(rows.world_states("games-run", store_uri=store), *WORLD),
-            lanes(rows.muscle_actions("games-run", store_uri=store), *ACTIONS),
+            *stored(store),
             sorted(
                 (r["worker"], r["episode"], r["steps"], r["terminated"], r["rewards"])
                 for r in rows.episodes("games-run", store_uri=store)

@@ -117,8 +117,9 @@ def late_by(ws: Workspace, phase: int, episode: int = 0) -> dict[int, float | No
     return dict(rows)
 
 
-def periods(ws: Workspace, phase: int, episode: int = 0) -> list[float]:
-    """Seconds between the beginnings of consecutive steps (as the environment saw them)."""
+def periods(ws: Workspace, phase: int, episode: int = 0, worker: int = 0) -> list[float]:
+    """Seconds between the beginnings of consecutive steps (as the environment saw them) of
+    the game ``worker`` (its lane)."""
     began = [
         float(json.loads(value) if isinstance(value, str) else value)
         for (value,) in query(
@@ -126,7 +127,7 @@ def periods(ws: Workspace, phase: int, episode: int = 0) -> list[float]:
             f"""select r.value from plugin_records r
                 join experiment_run_phases p on p.id = r.experiment_run_phase_id
                 where p."index" = {phase} and r.key = 'began' and r.episode = {episode}
-                order by r.step""",
+                and r.worker = {worker} order by r.step""",
         )
     ]
     return [b - a for a, b in zip(began, began[1:], strict=False)]
@@ -205,17 +206,7 @@ def test_several_games_of_a_worker_keep_the_rate_each(workspace: Workspace) -> N
     assert None not in by_game.values()
     assert by_game[(0, 16)] > 0.03 and by_game[(1, 16)] > 0.03, by_game
     for worker in (0, 1):
-        began = [
-            float(json.loads(value) if isinstance(value, str) else value)
-            for (value,) in query(
-                workspace,
-                f"""select r.value from plugin_records r
-                    join experiment_run_phases p on p.id = r.experiment_run_phase_id
-                    where p."index" = 0 and r.key = 'began' and r.episode = 0
-                    and r.worker = {worker} order by r.step""",
-            )
-        ]
-        gaps = [b - a for a, b in zip(began, began[1:], strict=False)]
+        gaps = periods(workspace, 0, worker=worker)
         assert len(gaps) == 39
         assert 0.018 <= statistics.median(gaps) <= 0.023, gaps
 
