@@ -1,8 +1,11 @@
-"""A Muscle serving its worker's N games (``phase_config.envs_per_worker``): one round a message.
+"""A Muscle serving its worker's games (one, or ``phase_config.envs_per_worker``): a round a
+message.
 
 The environment process that hosts the worker's games sends one
-:class:`~palaestra.core.messages.AgentSteps` per step round with an observation of every game
-that goes on. For each, the Muscle completes the game's last transition (its own objective
+:class:`~palaestra.core.messages.AgentSteps` per step round with the agent's observation of
+each game it acts in (and of each episode that ended); the simulation controller that drives
+one game sends an :class:`~palaestra.core.messages.AgentStep`, played as a round of one game.
+For each observation, the Muscle completes the game's last transition (its own objective
 memory, its ``muscle_actions`` row under the game's lane as worker), sends the round's
 experience to the Brain in one :class:`~palaestra.core.messages.Experiences`, applies the
 Brain's one answer, calls :meth:`~palaestra.agent.muscle.Muscle.propose_actions_batch` once
@@ -73,8 +76,9 @@ class _Game:
         self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
-_Entry = tuple[int, _Game, m.AgentStep, Any, int]
-"""An observation of a round: its position, game, the game's last action and episode."""
+_Entry = tuple[int, _Game, m.AgentStep, Any, int, bool]
+"""An observation of a round: its position, game, the game's last action and episode, and
+whether recording was paused when that action was taken."""
 
 
 class MuscleLanes:
@@ -134,7 +138,8 @@ class MuscleLanes:
         except (TypeError, ValueError, OverflowError) as exc:
             for setpoints, step in zip(answer.setpoints, message.steps, strict=True):
                 if unencodable_key(setpoints) is not None:
-                    raise self.process.unsendable(setpoints, step.step, exc) from None
+                    episode = self.games[message.lanes[0]].episode
+                    raise self.process.unsendable(setpoints, step.step, episode, exc) from None
             raise
 
     def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
@@ -146,8 +151,9 @@ class MuscleLanes:
         """One step round: complete the transitions, consult the Brain, act in every game that
         goes on; the answer, and what is left to do after sending it.
 
-        With ``update_lag`` 1 (and no objective rule, whose stop the transitions decide) the
-        Muscle acts first, with the Brain's answer to the last round, and completes the
+        With ``update_lag`` 1 (and no objective rule, whose stop the transitions decide, no
+        evaluation, and a round in which a game goes on and not every game begins an episode)
+        the Muscle acts first, with the Brain's answer to the last round, and completes the
         transitions and tells the Brain after answering: while the games step.
         """
         process = self.process
@@ -155,7 +161,7 @@ class MuscleLanes:
         if not count:  # no game played at all
             return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase), None
         entries = self._entries(message)
-        acting = [(k, game, step) for k, game, step, _, _ in entries if not step.done]
+        acting = [(k, game, step) for k, game, step, *_ in entries if not step.done]
         setpoints: list[dict[str, Any]] = [{}] * count
         stop = [False] * count
         first_acts = (
@@ -189,7 +195,7 @@ class MuscleLanes:
             if episode != game.episode or not game.started:  # (an agent may not act first)
                 self._begin(game, episode)
                 begun += 1
-            entries.append((k, game, step, game.previous, game.episode))
+            entries.append((k, game, step, game.previous, game.episode, game.paused))
             if step.done:
                 game.previous = None
         self.begins = begun == len(entries)
@@ -205,11 +211,11 @@ class MuscleLanes:
         items: list[m.Experience] = []
         shaped: list[tuple[Any, ...]] = []
         size = 0
-        for _, game, step, previous, episode in entries:
+        for _, game, step, previous, episode, paused in entries:
             transition = None
             if previous is not None and step.rewards is not None:
                 transition = self._complete(game, previous, step)
-                if recorded(previous.step, step.done, every) and not game.paused:
+                if recorded(previous.step, step.done, every) and not paused:
                     row = self._row(keys, uids, game, previous, step, transition, episode)
                     shaped.append(row)
                     size += len(row[4]) + len(row[5]) + len(row[6]) + 48
@@ -304,7 +310,7 @@ class MuscleLanes:
 
     def _begin(self, game: _Game, episode: int) -> None:
         """A game begins an episode: the Muscle is reset before each but the game's first."""
-        if game.started:
+        if game.started or episode > 0:  # (a resumed phase's first episode too)
             call(self.process.muscle.reset)
             if len(self.games) == 1:  # (several games draw on in the spaces they share)
                 self.process.seed_actuators()

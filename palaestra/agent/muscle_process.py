@@ -502,17 +502,19 @@ class MuscleProcess(Component):
                 m.encode(m.AgentActions(setpoints=by_env[uid], stop=stop)) for uid, _ in links
             ]
         except (TypeError, ValueError, OverflowError) as exc:
-            raise self.unsendable(values, step, exc)  # noqa: B904 - its cause is set
+            raise self.unsendable(values, step, self.episode, exc)  # noqa: B904 - its cause is set
         for (_, link), data in zip(links, messages, strict=True):
             self._send(link, data)
 
-    def unsendable(self, values: dict[str, Any], step: int, exc: Exception) -> PluginError:
+    def unsendable(
+        self, values: dict[str, Any], step: int, episode: int, exc: Exception
+    ) -> PluginError:
         """The error for a set point that cannot be sent (nothing of the step was sent)."""
         uid = unencodable_key(values) or "?"
         value = values.get(uid)
         cause = UnencodableValue(
             f"the value of set point '{uid}' ({type(value).__name__}) at step {step} of "
-            f"episode {self.episode} cannot be sent: {exc}. Values must be numbers, strings, "
+            f"episode {episode} cannot be sent: {exc}. Values must be numbers, strings, "
             "booleans, None, or lists and dicts of them (give the actuator a space to convert "
             "numpy values)"
         )

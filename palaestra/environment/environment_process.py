@@ -45,6 +45,7 @@ from palaestra.core.records import (
 from palaestra.core.simtime import SimTime
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
+from palaestra.core.termination import TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment import checks
@@ -169,7 +170,9 @@ class EnvironmentProcess(Component):
         self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
         self.asked_at = 0.0  # when the controller asked for the paced step being taken
         self.pacer: Pacer | None = None  # of the paced episodes this environment drives
-        self.played: list[int] | None = None  # with several games: each one's episodes so far
+        self.played: list[int] | None = None  # the games it drives: each one's episodes so far
+        # ... and each one's termination conditions (made once for the phase)
+        self.conditions: list[list[TerminationCondition]] | None = None
         self.rows = RowSink(None, "world_states", shape=self._shape)  # the store's, once running
         self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
         self.games = (

@@ -4,10 +4,11 @@ With ``envs_per_worker: N`` the environment process of worker ``w`` hosts N inst
 environment (its *games*), seeded each with its own seed. Game ``i`` is recorded as worker
 ``w * N + i`` (its *lane*): its ``world_states``, ``muscle_actions`` and ``episodes`` rows are
 those a worker of its own would write. :func:`play_lanes` plays them in rounds, in two
-groups (of 4 games at least) whose rounds overlap: a group's round sends every Muscle one
-:class:`~palaestra.core.messages.AgentSteps` with an observation of each of the group's games
-that goes on, takes one :class:`~palaestra.core.messages.LaneActions` back from each, and
-steps each of those games once, while the Muscles act in the other group's games. A game
+groups (of 4 games at least; one group when paced) whose rounds overlap: a group's round sends
+each Muscle that acts in one of its games one :class:`~palaestra.core.messages.AgentSteps` with
+its observations of those games (and of the episodes that ended), takes one
+:class:`~palaestra.core.messages.LaneActions` back from each, and steps each of those games
+once, while the Muscles act in the other group's games. A game
 whose episode ended resets once every agent answered the round that told it so (its rows are
 in) and plays on, as gymnasium's vector environments reset theirs, until it played
 ``episodes`` episodes of its own (or the phase's conditions end its phase, or an agent's Brain
@@ -31,9 +32,9 @@ from palaestra.core.hotloop import HotLoop
 from palaestra.core.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
+    TerminationCondition,
     decides_phases,
     episode_conditions,
 )
@@ -78,10 +79,9 @@ class Lane:
         world: EnvironmentProcess,
         policy: TurnPolicy,
         agents: Sequence[m.EpisodeAgent],
-        specs: Sequence[ClassSpec],
+        conditions: list[TerminationCondition],
     ) -> None:
         self.index = index
-        conditions = [call(load_class(c.name), **c.params) for c in specs]  # (its own)
         self.world = world
         self.phase_conditions = [c for c in conditions if decides_phases(c)]
         self.phase_conditions = self.phase_conditions or [PhaseEndsAfterEpisodes()]
@@ -172,17 +172,17 @@ def play_lanes(
         for lane in play.lanes[first : first + size]:
             if not lane.stops(message.episodes):
                 current.add(lane, play.index, False)
-        if current.count:
+        if current.count or current.acting:
             _send(process, links, current, False)
             pending.append(current)
     while pending:
         following = play.round(pending.popleft())
-        if following.count:
+        if following.count or following.acting:  # (a step in which no agent acts steps too)
             _send(process, links, following, False)
             pending.append(following)
     last = _Round(play.index)
     _send(process, links, last, True)
-    _answers(process, hot, play.agents, links, last)
+    _answers(process, hot, play.agents, links, last, True)
     return play.over()
 
 
@@ -205,9 +205,16 @@ class _Play:
         self.links = [process._link(hot, a.process) for a in self.agents]
         self.acts_here = [a.acts_here for a in self.agents]
         policy: TurnPolicy = call(load_class(message.policy))
+        if process.conditions is None:  # each game its own, kept over the phase's messages
+            process.conditions = [
+                [call(load_class(c.name), **c.params) for c in message.conditions]
+                for _ in process.games
+            ]
         self.lanes = [
-            Lane(i, world, policy, self.agents, message.conditions)
-            for i, world in enumerate(process.games)
+            Lane(i, world, policy, self.agents, conditions)
+            for i, (world, conditions) in enumerate(
+                zip(process.games, process.conditions, strict=True)
+            )
         ]
         self.evaluation = message.evaluation
         if message.evaluation:  # one rollout each
@@ -335,12 +342,12 @@ def _answers(
     agents: Sequence[m.EpisodeAgent],
     links: list[Channel],
     current: _Round,
+    last: bool = False,
 ) -> list[m.LaneActions | None]:
     """Each agent's answer to the round (the oldest it has not answered yet); None for an
-    agent that was not asked."""
+    agent that was not asked (every agent is asked the ``last`` message)."""
     answers: list[m.LaneActions | None] = []
     waiting = process.muscles
-    last = not current.count
     for agent, link, (lanes, _, _) in zip(agents, links, current.seen, strict=True):
         if not (lanes or last):
             answers.append(None)

@@ -2,9 +2,11 @@
 
 Who acts when is a :class:`~palaestra.core.turns.TurnPolicy` that each controller names
 (:class:`~palaestra.simulation.vanilla.Vanilla`: every agent on every step;
-:class:`~palaestra.simulation.taking_turns.TakingTurns`: one agent per step). The episode loop
-is :func:`palaestra.core.turns.run_episode`, the same whoever drives it: the simulation params'
-``driver`` chooses (see :data:`DRIVERS`). The controller talks to each peer over its own DEALER
+:class:`~palaestra.simulation.taking_turns.TakingTurns`: one agent per step), applied to each
+game by a :class:`~palaestra.core.turns.Game` whoever drives it: the environment, in rounds of
+the worker's games (:mod:`palaestra.environment.lanes`), or this controller, one game through
+:func:`palaestra.core.turns.run_episode`; the simulation params' ``driver`` chooses (see
+:data:`DRIVERS`). The controller talks to each peer over its own DEALER
 socket: request, answer, no broker. All of that runs in the controller's hot loop
 (:mod:`palaestra.core.hotloop`) on blocking sockets; the asyncio thread only relays the
 parent's requests and answers.

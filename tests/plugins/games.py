@@ -181,3 +181,11 @@ class EvaluationLogBrain(DummyBrain):
     ) -> None:
         with open(self.log, "a") as f:
             f.write(f"{episode}\n")
+
+
+class EvenStepsOnly(TurnPolicy):
+    """Every agent acts on the even steps of an episode, none on the odd ones (the world steps
+    with its actuators' defaults)."""
+
+    def acting(self, step: int, agents: Sequence[A]) -> Sequence[A]:
+        return agents if step % 2 == 0 else []
