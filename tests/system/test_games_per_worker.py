@@ -251,6 +251,7 @@ def test_taking_turns_in_four_games_match_four_workers_of_one_game(
     assert (worlds, actions, episodes) == results[1]
 
 
+@pytest.mark.slow  # (evaluations of one game: tests/system/test_evaluation_condition.py)
 def test_evaluation_rollouts_in_games_match_workers_of_one_game(tmp_path: Path) -> None:
     """With ``evaluate_every: 2`` (one worker, as evaluations need) every game plays an
     evaluation rollout (the Muscle in test mode) after each 2 of its episodes, numbered in its

@@ -87,6 +87,7 @@ def test_an_unknown_driver_is_refused_before_the_run(workspace: Workspace) -> No
     ) == [(0,)]
 
 
+@pytest.mark.slow  # (the environment's rounds under a custom policy: tests/unit/test_rounds.py)
 def test_a_policy_of_ones_own_runs_under_both_drivers(workspace: Workspace) -> None:
     custom = ("palaestra.simulation:TakingTurns", "custom_turns:BackwardsTurns")
     by_controller = run_with(workspace, "taking_turns_run.yml", (custom,), "controller")
