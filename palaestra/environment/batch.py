@@ -28,7 +28,6 @@ from palaestra.environment.environment import BatchState, steps_in_batches
 
 if TYPE_CHECKING:
     from palaestra.environment.environment_process import EnvironmentProcess
-    from palaestra.environment.lanes import Lane
 
 
 def stepped_in_batches(process: EnvironmentProcess) -> bool:
@@ -53,10 +52,12 @@ class Batch:
         self.rewards: Memo[tuple[list[m.InfoDesc], str]] = Memo()  # by the values
         self.setpoints: Memo[str] = Memo()  # set point JSON text by the items
 
-    def step(self, moves: Sequence[tuple[Lane, dict[str, Any], bool]]) -> list[m.EnvState]:
+    def step(
+        self, moves: Sequence[tuple[EnvironmentProcess, dict[str, Any], bool]]
+    ) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
         it to stop) at once; each game's state, its row added to the store's rows."""
-        games = [lane.world for lane, _, _ in moves]
+        games = [game for game, _, _ in moves]
         first = games[0]
         count = len(games)
         arrays = {}
@@ -80,7 +81,7 @@ class Batch:
     def _states(
         self,
         games: list[EnvironmentProcess],
-        moves: Sequence[tuple[Lane, dict[str, Any], bool]],
+        moves: Sequence[tuple[EnvironmentProcess, dict[str, Any], bool]],
         columns: list[list[Any]],
         rewards: list[list[m.InfoDesc]],
         reward_texts: list[str],

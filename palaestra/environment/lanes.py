@@ -292,7 +292,7 @@ class _Play:
             lane.world.late_by = late_by
             moves.append((lane, setpoints, stop))
         if self.batch is not None and moves:
-            states = self.batch.step(moves)
+            states = self.batch.step([(lane.world, points, stop) for lane, points, stop in moves])
             for (lane, _, _), state in zip(moves, states, strict=True):
                 self._stepped(lane, state, following)
         else:
