@@ -332,16 +332,22 @@ class BrainProcess(Component):
         if not batch:
             return gone
         updates = iter(self._batch_of(memory, [item for _, _, items in batch for item in items]))
-        end_phase = self.phase_stop is not None and self.phase_stop.reached
         for link, muscle_id, items in batch:
-            made = [next(updates) for _ in items]
-            update = next((u for u in reversed(made) if u is not None), None)  # the newest
-            answer = m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
+            answer = self._round_answer(muscle_id, [next(updates) for _ in items])
             try:
-                link.send(m.encode(answer))
+                link.send(answer)
             except PeerGone:
                 gone.append(link)
         return gone
+
+    def _round_answer(self, muscle_id: str, made: Sequence[Any]) -> bytes:
+        """The answer to a round of a Muscle's games whose thinking ``made`` these updates:
+        the newest (see :meth:`_deliver`), and whether the Brain's phase rule holds."""
+        update = next((u for u in reversed(made) if u is not None), None)
+        end_phase = self.phase_stop is not None and self.phase_stop.reached
+        return m.encode(
+            m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
+        )
 
     def _games(self, message: m.Experiences) -> tuple[str, list[tuple[str, m.Experience]]]:
         """The id the answer to a round of a Muscle's games is kept under, and each game's
@@ -386,10 +392,7 @@ class BrainProcess(Component):
             made = self._batch_of(memory, batch)
         else:
             made = [self._experience(memory, game_id, item) for game_id, item in batch]
-        update = next((u for u in reversed(made) if u is not None), None)
-        end_phase = self.phase_stop is not None and self.phase_stop.reached
-        update = self._deliver(muscle_id, update)
-        link.send(m.encode(m.BrainUpdate(update=update, end_phase=end_phase)))
+        link.send(self._round_answer(muscle_id, made))
 
     def _experience(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:
         """Remember the experience's transition and think about it: the update, if any."""

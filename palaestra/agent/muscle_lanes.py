@@ -60,7 +60,6 @@ class _Game:
         "previous",
         "memory",
         "stop",
-        "paused",
         "started",
         "objective_stop",
     )
@@ -71,14 +70,12 @@ class _Game:
         self.previous: Previous | None = None  # its last action, until its rewards come
         self.memory = memory
         self.stop = False  # the agent's objective rule holds in this game
-        self.paused = False  # recording was paused when the game's last step was acted on
         self.started = False  # an episode of this game began (the next one resets)
         self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
-_Entry = tuple[int, _Game, m.AgentStep, Any, int, bool]
-"""An observation of a round: its position, game, the game's last action and episode, and
-whether recording was paused when that action was taken."""
+_Entry = tuple[int, _Game, m.AgentStep, Any, int]
+"""An observation of a round: its position, game, the game's last action and episode."""
 
 
 class MuscleLanes:
@@ -195,7 +192,7 @@ class MuscleLanes:
             if episode != game.episode or not game.started:  # (an agent may not act first)
                 self._begin(game, episode)
                 begun += 1
-            entries.append((k, game, step, game.previous, game.episode, game.paused))
+            entries.append((k, game, step, game.previous, game.episode))
             if step.done:
                 game.previous = None
         self.begins = begun == len(entries)
@@ -211,11 +208,11 @@ class MuscleLanes:
         items: list[m.Experience] = []
         shaped: list[tuple[Any, ...]] = []
         size = 0
-        for _, game, step, previous, episode, paused in entries:
+        for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
                 transition = self._complete(game, previous, step)
-                if recorded(previous.step, step.done, every) and not paused:
+                if recorded(previous.step, step.done, every) and not previous.paused:
                     row = self._row(keys, uids, game, previous, step, transition, episode)
                     shaped.append(row)
                     size += len(row[4]) + len(row[5]) + len(row[6]) + 48
@@ -395,7 +392,6 @@ class MuscleLanes:
             values = process.setpoint_values(game_setpoints, step.step, game.episode)
             setpoints[k] = values
             stop[k] = game.stop
-            game.paused = paused
             game.previous = Previous(
                 step.step,
                 game_sensors,
@@ -407,6 +403,7 @@ class MuscleLanes:
                 else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
                 game_seen,
                 stale,
+                paused,
             )
 
     def _each(

@@ -535,7 +535,6 @@ class MuscleProcess(Component):
         call(self.muscle.teardown)
 
 
-_NONE_PICKLE = pickle.dumps(None)
 OUTBOX_BYTES = 64 << 20
 """With ``update_lag: async``, experiences waiting for room on the link to a Brain that fell
 behind are kept up to this many bytes; beyond, the Muscle waits for the Brain (so a Brain

@@ -20,6 +20,7 @@ class Previous:
         "data",
         "seen_values",
         "stale",
+        "paused",
     )
 
     def __init__(
@@ -32,6 +33,7 @@ class Previous:
         data: bytes,
         seen_values: list[Any],
         stale: bool | None = None,
+        paused: bool = False,
     ) -> None:
         self.step = step
         self.sensors = sensors
@@ -41,3 +43,4 @@ class Previous:
         self.data = data
         self.seen_values = seen_values  # the sensor values the Muscle saw (its filters')
         self.stale = stale  # update_lag async: acted before an earlier step's answer came
+        self.paused = paused  # recording was paused when it acted: the transition has no row

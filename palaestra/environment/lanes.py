@@ -111,7 +111,7 @@ class Lane:
 class _Round:
     """The observations of one round: each agent's, by game, and who acts in which game."""
 
-    __slots__ = ("seen", "acting", "count", "restarts")
+    __slots__ = ("seen", "acting", "restarts")
 
     def __init__(self, agents: dict[str, int]) -> None:
         # per agent (by its index): the games, their episodes and the observations
@@ -120,8 +120,12 @@ class _Round:
         ]
         # the games that step after the round, each with (agent, position) of those acting
         self.acting: list[tuple[Lane, list[tuple[int, int]]]] = []
-        self.count = 0  # observations in the round
         self.restarts: list[Lane] = []  # games whose episode ended in it and that play on
+
+    def has_work(self) -> bool:
+        """Whether the round has an observation, or a game to step (also a step in which no
+        agent acts)."""
+        return bool(self.acting) or any(lanes for lanes, _, _ in self.seen)
 
     def add(self, lane: Lane, agents: dict[str, int], done: bool) -> None:
         """Add the game's observations: of the agents that act on its step or (``done``)
@@ -137,7 +141,6 @@ class _Round:
             lanes.append(lane.index)
             episodes.append(episode)
             steps.append(seen)
-        self.count += len(game.agents) if done else len(acting)
         if not done:
             self.acting.append((lane, acting))
 
@@ -172,12 +175,12 @@ def play_lanes(
         for lane in play.lanes[first : first + size]:
             if not lane.stops(message.episodes):
                 current.add(lane, play.index, False)
-        if current.count or current.acting:
+        if current.has_work():
             _send(process, links, current, False)
             pending.append(current)
     while pending:
         following = play.round(pending.popleft())
-        if following.count or following.acting:  # (a step in which no agent acts steps too)
+        if following.has_work():
             _send(process, links, following, False)
             pending.append(following)
     last = _Round(play.index)

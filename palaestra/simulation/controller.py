@@ -380,6 +380,11 @@ class SimulationController(Component):
         ends the phase on the results."""
         LOG.info("%s: evaluation %d (episode %d)", self.name, evaluation, number)
         self._episode(number, evaluation=True)
+        return self._judged(evaluation)
+
+    def _judged(self, evaluation: int) -> bool:
+        """Each agent's Brain judges evaluation ``evaluation``'s rollouts (through its
+        Muscle); whether a condition ends the phase on the results."""
         results: list[m.AgentEvaluated] = ask_all(
             self.agents, [m.AgentEvaluate(evaluation=evaluation)] * len(self.agents)
         )
@@ -468,10 +473,7 @@ class SimulationController(Component):
             LOG.info("%s: evaluation %d of %d games", self.name, evaluation, lanes)
             self._start_environments(reset=True)
             played += self._lanes(env, lanes, 0, 1, 0, evaluation=True)[0]
-            results: list[m.AgentEvaluated] = ask_all(
-                self.agents, [m.AgentEvaluate(evaluation=evaluation)] * len(self.agents)
-            )
-            if any(call(c.evaluation_done, evaluation, results) for c in self.conditions):
+            if self._judged(evaluation):
                 LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
                 break
             if done.over:

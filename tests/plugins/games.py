@@ -164,25 +164,6 @@ class ModalMuscle(LinearMuscle):
         return chosen, data
 
 
-class EvaluationLogBrain(DummyBrain):
-    """A DummyBrain that appends each ``evaluate_rollouts`` call's episode to ``log``."""
-
-    def __init__(self, log: str = "", **params: Any) -> None:
-        super().__init__(**params)
-        self.log = log
-
-    def evaluate_rollouts(
-        self,
-        experiment_run_uid: str,
-        experiment_run_instance_uid: str,
-        experiment_run_phase: int,
-        agent_name: str,
-        episode: int,
-    ) -> None:
-        with open(self.log, "a") as f:
-            f.write(f"{episode}\n")
-
-
 class EvenStepsOnly(TurnPolicy):
     """Every agent acts on the even steps of an episode, none on the odd ones (the world steps
     with its actuators' defaults)."""

@@ -273,7 +273,7 @@ def test_evaluation_rollouts_in_games_match_workers_of_one_game(tmp_path: Path) 
         )
         text = path.read_text().replace(
             "palaestra.agent.dummy_brain:DummyBrain, params: {}",
-            f'games:EvaluationLogBrain, params: {{log: "{log}"}}',
+            f'evaluation_plugins:EvaluatingBrain, params: {{log: "{log}"}}',
         )
         path.write_text(text)
         start(ws, path)
@@ -284,7 +284,7 @@ def test_evaluation_rollouts_in_games_match_workers_of_one_game(tmp_path: Path) 
                 (r["worker"], r["episode"], r["steps"], r["rewards"])
                 for r in rows.episodes("games-run", store_uri=store)
             ),
-            sorted(log.read_text().split()),
+            [json.loads(line)["episode"] for line in log.read_text().splitlines()],
         )
         assert not wait_until_gone(ws.sessions), "processes survived the run"
     worlds, actions, episodes, evaluations = results[3]
@@ -300,7 +300,7 @@ def test_evaluation_rollouts_in_games_match_workers_of_one_game(tmp_path: Path) 
             state = sensors["pole.state"]
             linear = int(sum(w * x for w, x in zip(WEIGHTS, state, strict=True)) > 0)
             assert setpoints["pole.push"] == (1 - linear if episode in (2, 5) else linear)
-    assert evaluations == alone_evaluations == ["0", "1"]  # each evaluation judged once
+    assert evaluations == alone_evaluations == [0, 1]  # each evaluation judged once
 
 
 def test_an_unchanged_muscle_plays_several_games(workspace: Workspace) -> None:

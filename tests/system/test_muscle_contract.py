@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,16 @@ _ATTACKER_MUSCLE = (
     "          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: "
     "{params: 1}}\n          sensors: [myenv.5"
 )
+
+
+def failed(workspace: Workspace, run_file: Path) -> tuple[str, str]:
+    """Run ``run_file``, which must fail (exit 1, the run marked ``error``); its reason and the
+    command's stderr."""
+    result = workspace.run("experiment-start", str(run_file), timeout=60)
+    assert result.returncode == 1, result.stderr[-3000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    return reason, result.stderr
 
 
 def attacker_muscle(muscle: str) -> tuple[str, str]:
@@ -44,14 +55,11 @@ def test_a_setpoint_for_an_actuator_not_given_fails_the_run(
         attacker_muscle(f"misbehaving:ForeignActuatorMuscle, params: {{extra: {foreign}}}"),
         ("      simulation:\n", f"      simulation:\n        params: {{driver: {driver}}}\n"),
     )
-    result = workspace.run("experiment-start", str(run_file), timeout=60)
-    assert result.returncode == 1, result.stderr[-3000:]
-    status, reason = workspace.instance_status()
-    assert status == "error"
+    reason, err = failed(workspace, run_file)
     assert reason.startswith("Muscle-attacker-0: PluginContractError: ")
     assert "misbehaving:ForeignActuatorMuscle.propose_actions" in reason
     assert f"set actuator '{foreign}', which agent 'attacker' was not given" in reason
-    assert reason.splitlines()[0] in result.stderr
+    assert reason.splitlines()[0] in err
     with sqlite3.connect(workspace.store) as conn:
         world = [json.loads(s) for (s,) in conn.execute("select setpoints from world_states")]
         acted = [
@@ -82,10 +90,7 @@ def test_a_setpoint_outside_its_space_fails_the_run_naming_the_muscle(
     if variant == "games":  # several games per worker: the per-round path
         replacements.append(("worker: 1", "worker: 1\n        envs_per_worker: 2"))
     run_file = workspace.variant("dummy_run.yml", *replacements)
-    result = workspace.run("experiment-start", str(run_file), timeout=60)
-    assert result.returncode == 1, result.stderr[-3000:]
-    status, reason = workspace.instance_status()
-    assert status == "error"
+    reason, _ = failed(workspace, run_file)
     assert reason.startswith("Muscle-attacker-0: PluginContractError: "), reason
     assert "misbehaving:OutOfSpaceMuscle.propose_actions" in reason
     step = 0 if variant == "games" else 1  # two games: the second call is game 1's step 0
@@ -132,11 +137,8 @@ def test_an_update_that_cannot_be_pickled_names_the_brains_thinking(workspace: W
             "brain: {name: misbehaving:UnpicklableUpdateBrain, params: {}}",
         ),
     )
-    result = workspace.run("experiment-start", str(run_file), timeout=60)
-    assert result.returncode == 1, result.stderr[-3000:]
-    status, reason = workspace.instance_status()
-    assert status == "error"
+    reason, err = failed(workspace, run_file)
     assert reason.startswith("Brain-defender: PluginContractError: misbehaving:"), reason
     assert "UnpicklableUpdateBrain.thinking returned function <function " in reason
     assert "which cannot be pickled" in reason and "(see docs/plugin-api.md)" in reason
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in err
