@@ -2,7 +2,8 @@
 # Every check of issue 24 on a lent GPU machine with 16 cores, in one go (README "Performance").
 #
 #   bash benchmarks/device_check.sh          # on the device, from the repository root
-#   QUICK=1 PGPORT=5433 bash benchmarks/device_check.sh   # a small rehearsal on any machine
+#   QUICK=1 PGPORT=5433 WHL=dir PY=.venv/bin/python bash benchmarks/device_check.sh   # a rehearsal
+#     (wheels of pgserver and py-spy for this Python in dir; any machine)
 #   CHECKS=many MANY_ARGS="--workers 1,16 ..." bash benchmarks/device_check.sh   # one check again
 #
 # The device has Python and torch but none of palaestra's dependencies, and no network: it takes
@@ -22,12 +23,14 @@ mkdir -p "$OUT"
 PGPORT=${PGPORT:-5432}
 QUICK=${QUICK:-}
 CHECKS=${CHECKS:-gpu many vector}
+WHL=${WHL:-.whl}  # the wheels for the device's Python (a rehearsal names its own)
+PY=${PY:-python3}
 export PYTHONUNBUFFERED=1
 exec > >(tee "$OUT/device_check.txt") 2>&1
 
 SITE=/tmp/palaestra-site
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target "$SITE" .whl/*.whl || exit 1
+"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target "$SITE" "$WHL"/*.whl || exit 1
 export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export PATH="$SITE/bin:$PATH"
 
@@ -37,9 +40,9 @@ nproc
 grep -m1 "model name" /proc/cpuinfo
 free -g | head -2
 nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-python3 -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, \
+"$PY" -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, \
 'cuda', torch.cuda.is_available())" 2>&1 || echo "no torch"
-python3 -c "import palaestra, zmq, sqlalchemy, psycopg; print('palaestra from', \
+"$PY" -c "import palaestra, zmq, sqlalchemy, psycopg; print('palaestra from', \
 palaestra.__file__, 'pyzmq', zmq.__version__, 'sqlalchemy', sqlalchemy.__version__)" || exit 1
 
 echo "== PostgreSQL (pgserver's binaries) on 127.0.0.1:$PGPORT"
@@ -75,7 +78,7 @@ fi
 case " $CHECKS " in *" gpu "*)
   echo "== 1. gpu_check $GPU_ARGS"
   # shellcheck disable=SC2086
-  timeout 170 python3 benchmarks/gpu_check.py $GPU_ARGS
+  timeout 150 "$PY" benchmarks/gpu_check.py $GPU_ARGS
   ;;
 esac
 
@@ -84,7 +87,7 @@ case " $CHECKS " in *" many "*)
   STORE=sqlite
   [ -n "$POSTGRES" ] && STORE=both
   # shellcheck disable=SC2086
-  timeout 330 python3 benchmarks/many_cores.py $MANY_ARGS --agents 4 --store "$STORE" \
+  timeout 300 "$PY" benchmarks/many_cores.py $MANY_ARGS --agents 4 --store "$STORE" \
     --postgres "${POSTGRES:-none}"
   cp benchmarks/results/many_cores.json "$OUT/" 2>/dev/null
   tar czf "$OUT/profile.tar.gz" -C /tmp palaestra-profile 2>/dev/null
@@ -94,7 +97,7 @@ esac
 case " $CHECKS " in *" vector "*)
   echo "== 3. vector_envs $VECTOR_ARGS"
   # shellcheck disable=SC2086
-  timeout 90 python3 benchmarks/vector_envs.py $VECTOR_ARGS
+  timeout 80 "$PY" benchmarks/vector_envs.py $VECTOR_ARGS
   cp benchmarks/results/vector_envs.json "$OUT/" 2>/dev/null
   ;;
 esac
