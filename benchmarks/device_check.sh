@@ -84,8 +84,8 @@ esac
 
 case " $CHECKS " in *" many "*)
   echo "== 2. many_cores $MANY_ARGS"
-  STORE=sqlite
-  [ -n "$POSTGRES" ] && STORE=both
+  STORE=${MANY_STORE:-sqlite}
+  [ -z "${MANY_STORE:-}" ] && [ -n "$POSTGRES" ] && STORE=both
   # shellcheck disable=SC2086
   timeout 300 "$PY" benchmarks/many_cores.py $MANY_ARGS --agents 4 --store "$STORE" \
     --postgres "${POSTGRES:-none}"

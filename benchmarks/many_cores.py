@@ -16,7 +16,8 @@ shared machine spreads evenly), DummyBrain / DummyMuscle agents on ``TimedEnviro
     workers, first step to last) and the ratio W workers / 1 worker (target on 16 cores: >= 14).
 (b) **aggregate agent actions/s**: DummyEnvironment without delay, ``--agents`` agents (each
     acts every step: Vanilla), so actions/s = steps/s x agents (target on 16 cores at 16 workers:
-    >= 100,000).
+    >= 100,000). ``--games 1,8`` plays each worker's steps in 1 and in 8 games
+    (``envs_per_worker``); steps/s counts the steps of every game.
 
 Each run's store is checked: one ``world_states`` row per environment step and one
 ``muscle_actions`` row per agent step, else the configuration is reported FAILED and the script
@@ -80,6 +81,7 @@ class Spec:
     episode_steps: int
     delay: float
     store: str  # "sqlite" | "postgres"
+    games: int = 1  # phase_config.envs_per_worker: games each worker plays in rounds
 
     @property
     def episodes(self) -> int:
@@ -87,12 +89,16 @@ class Spec:
 
     @property
     def world_rows(self) -> int:
-        return self.episodes * self.episode_steps * self.workers
+        return self.episodes * self.episode_steps * self.workers * self.games
 
     @property
     def label(self) -> str:
-        what = "1 ms step" if self.delay else f"{self.agents} agent(s)"
-        return f"{what}, {self.workers:2d} w, {self.store}"
+        return f"{what_of(self)}, {self.workers:2d} w, {self.store}"
+
+
+def what_of(spec: Spec) -> str:
+    what = "1 ms step, 1 agent" if spec.delay else f"no delay, {spec.agents} agent(s)"
+    return what if spec.games == 1 else f"{what}, {spec.games} games"
 
 
 def run_file_text(spec: Spec, timing: Path) -> str:
@@ -134,6 +140,7 @@ def run_file_text(spec: Spec, timing: Path) -> str:
         "      phase_config:\n"
         "        mode: train\n"
         f"        worker: {spec.workers}\n"
+        f"        envs_per_worker: {spec.games}\n"
         f"        episodes: {spec.episodes}\n"
         "run_config:\n"
         "  condition:\n"
@@ -396,7 +403,7 @@ def lines(specs: list[Spec], rates: dict[Spec, list[Timed]]) -> list[Line]:
         ratio = None
         if value is not None and one is not None:
             ratio = value / statistics.median(t.rate for t in rates[one])
-        what = "1 ms step, 1 agent" if spec.delay else f"no delay, {spec.agents} agent(s)"
+        what = what_of(spec)
         actions = value * spec.agents if value is not None else None
         together = _median([t.together for t in runs])
         base = _median([t.together for t in rates[one]]) if one is not None else None
@@ -424,12 +431,13 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def _same_kind(a: Spec, b: Spec) -> bool:
-    return (a.agents, a.delay, a.store, a.steps, a.episode_steps) == (
+    return (a.agents, a.delay, a.store, a.steps, a.episode_steps, a.games) == (
         b.agents,
         b.delay,
         b.store,
         b.steps,
         b.episode_steps,
+        b.games,
     )
 
 
@@ -441,14 +449,14 @@ def print_table(found: list[Line], repeat: int, seconds: float) -> None:
     print(f"palaestra many cores (median of {repeat}) on {machine()}; cores: {os.cpu_count()}")
     print("span: first step of any worker to last of any; all stepping: while every worker was")
     print(
-        f"{'what':26} {'W':>3} {'store':8} {'steps/s':>10} {'actions/s':>10} {'x 1 worker':>10}"
+        f"{'what':36} {'W':>3} {'store':8} {'steps/s':>10} {'actions/s':>10} {'x 1 worker':>10}"
         f" {'all stepping':>13} {'x 1 worker':>10}"
     )
     for line in found:
         ratio = "" if line.ratio is None else f"{line.ratio:10.2f}"
         together = "" if line.together_ratio is None else f"{line.together_ratio:10.2f}"
         print(
-            f"{line.what:26} {line.workers:3d} {line.store:8} {_num(line.steps_per_s):>10} "
+            f"{line.what:36} {line.workers:3d} {line.store:8} {_num(line.steps_per_s):>10} "
             f"{_num(line.actions_per_s):>10} {ratio:>10} {_num(line.together):>13} "
             f"{together:>10}"
         )
@@ -470,7 +478,8 @@ def profile(specs: list[Spec], folder: Path, postgres: str, notes: list[str]) ->
     for spec in specs:
         if spec.workers != largest:
             continue
-        where = folder / f"{'delay' if spec.delay else f'agents{spec.agents}'}-{spec.store}"
+        kind = "delay" if spec.delay else f"agents{spec.agents}x{spec.games}"
+        where = folder / f"{kind}-{spec.store}"
         try:
             timed = timed_run(spec, postgres, notes, profile=where)
         except RunFailed as exc:
@@ -500,6 +509,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=parse_list, help="e.g. 1,2,4,8,16 (default: to cores)")
     parser.add_argument("--agents", type=parse_list, default=[1, 4], help="for (b); default 1,4")
+    parser.add_argument(
+        "--games", type=parse_list, default=[1], help="for (b): envs_per_worker; default 1"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--delay-steps", type=int, default=2_000, help="(a) steps per worker")
     parser.add_argument("--steps", type=int, default=10_000, help="(b) steps per worker")
@@ -521,8 +533,9 @@ def main() -> None:
                 specs.append(Spec(w, 1, args.delay_steps, length, 0.001, store))
             if args.only != "a":
                 for agents in args.agents:
-                    length = args.episode_steps or args.steps
-                    specs.append(Spec(w, agents, args.steps, length, 0.0, store))
+                    for games in args.games:
+                        length = args.episode_steps or args.steps
+                        specs.append(Spec(w, agents, args.steps, length, 0.0, store, games))
     began = time.monotonic()
     rates, failures, notes = measure(specs, args.repeat, args.postgres)
     seconds = time.monotonic() - began

@@ -72,4 +72,5 @@ class TimedEnvironment(DummyEnvironment):
             "last": last,
             "marks": self.marks,
         }
-        Path(f"{self.timing_file}.{worker}.json").write_text(json.dumps(record))
+        game = f"{id(self):x}"  # a worker's games (envs_per_worker) are instances in a process
+        Path(f"{self.timing_file}.{worker}.{game}.json").write_text(json.dumps(record))
