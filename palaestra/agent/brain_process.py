@@ -79,6 +79,7 @@ class BrainProcess(Component):
         self.recorder = recorder_for(name)
         self.stored = True  # nothing learned yet that a dump would lose
         self.batched = False  # thinking_batch for several experiences at once (see _batched)
+        self.game_ids: dict[int, str] = {}  # the muscle id of each game (its lane) seen
         self.latest: bytes | None = None  # the newest update, pickled
         self.updated: set[str] = set()  # the Muscles that have it
         reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
@@ -343,7 +344,11 @@ class BrainProcess(Component):
     def _round_answer(self, muscle_id: str, made: Sequence[Any]) -> bytes:
         """The answer to a round of a Muscle's games whose thinking ``made`` these updates:
         the newest (see :meth:`_deliver`), and whether the Brain's phase rule holds."""
-        update = next((u for u in reversed(made) if u is not None), None)
+        update = None
+        for made_update in reversed(made):
+            if made_update is not None:
+                update = made_update
+                break
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         return m.encode(
             m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
@@ -352,9 +357,14 @@ class BrainProcess(Component):
     def _games(self, message: m.Experiences) -> tuple[str, list[tuple[str, m.Experience]]]:
         """The id the answer to a round of a Muscle's games is kept under, and each game's
         experience by its muscle id (its lane is the id's worker)."""
-        agent = self.request.agent.name
-        items = [(f"{agent}-{item.worker}", item) for item in message.items]
-        return f"{agent}-worker-{message.worker}", items
+        ids = self.game_ids
+        items = []
+        for item in message.items:
+            game_id = ids.get(item.worker)
+            if game_id is None:  # (made once per game)
+                game_id = ids[item.worker] = f"{self.request.agent.name}-{item.worker}"
+            items.append((game_id, item))
+        return f"{self.request.agent.name}-worker-{message.worker}", items
 
     def _batch_of(self, memory: Any, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
         """Remember each experience's transition, call ``thinking_batch`` once for them all,

@@ -99,6 +99,8 @@ class MuscleLanes:
         # JSON text of the rows' rewards (and their total) and set points, by their items
         self.reward_texts: Memo[tuple[str, float | None]] = Memo()
         self.setpoint_texts: Memo[str] = Memo()
+        self.keys_of: list[str] | None = None  # the sensor uids whose row keys are ``keys``
+        self.keys: list[str] = []
 
     @property
     def batched(self) -> bool:
@@ -171,12 +173,12 @@ class MuscleLanes:
         if first_acts:
             if process.awaiting:
                 process._apply_brain_answer()
-            self._act(acting, setpoints, stop)
-            return self._answer(message, setpoints, stop), lambda: self._learn(entries, False)
+            each = self._act(acting, setpoints, stop)
+            answer = self._answer(message, setpoints, stop, each)
+            return answer, lambda: self._learn(entries, False)
         self._learn(entries, not acting)
-        if acting:
-            self._act(acting, setpoints, stop)
-        return self._answer(message, setpoints, stop), None
+        each = bool(acting) and self._act(acting, setpoints, stop)
+        return self._answer(message, setpoints, stop, each), None
 
     def _entries(self, message: m.AgentSteps) -> list[_Entry]:
         """Each observation with its game, the game's last action (the one it completes) and
@@ -204,7 +206,9 @@ class MuscleLanes:
         process = self.process
         every = process.record_every
         uids = process.sensor_uids
-        keys = object_keys(uids)
+        if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
+            self.keys_of, self.keys = uids, object_keys(uids)
+        keys = self.keys
         items: list[m.Experience] = []
         shaped: list[tuple[Any, ...]] = []
         size = 0
@@ -277,19 +281,30 @@ class MuscleLanes:
 
     def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
         """The JSON text of a row's rewards and their total."""
-        key = tuple((r.uid, r.value) for r in rewards)
-        return self.reward_texts.get_or_make(key, _reward_text, rewards)
+        memo = self.reward_texts
+        if not memo.pays:
+            return _reward_text(rewards)
+        return memo.get_or_make(tuple([(r.uid, r.value) for r in rewards]), _reward_text, rewards)
 
     def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
         """The JSON text of a row's set points."""
-        return self.setpoint_texts.get_or_make(tuple(setpoints.items()), json_text, setpoints)
+        memo = self.setpoint_texts
+        if not memo.pays:
+            return json_text(setpoints)
+        return memo.get_or_make(tuple(setpoints.items()), json_text, setpoints)
 
     def _answer(
-        self, message: m.AgentSteps, setpoints: list[dict[str, Any]], stop: list[bool]
+        self,
+        message: m.AgentSteps,
+        setpoints: list[dict[str, Any]],
+        stop: list[bool],
+        recorded: bool,
     ) -> m.LaneActions:
         """The answer to the round, after storing the Muscle's statistics and records of it
-        (under the round's first game)."""
+        (under the round's first game) unless each game's call ``recorded`` them."""
         process = self.process
+        if recorded:
+            return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
         first = message.steps[0]
         lane = self.games[message.lanes[0]]
         record_statistics(
@@ -368,8 +383,9 @@ class MuscleLanes:
         acting: list[tuple[int, _Game, m.AgentStep]],
         setpoints: list[dict[str, Any]],
         stop: list[bool],
-    ) -> None:
-        """Call the Muscle once for the games that act; fill in their set points."""
+    ) -> bool:
+        """Call the Muscle for the games that act (once, or once per game); fill in their set
+        points. Whether the calls were per game (each recorded its game's statistics)."""
         process = self.process
         uids, spaces = process.sensor_uids, process.sensor_spaces
         actuators = list(zip(process.actuator_uids, process.actuator_spaces, strict=True))
@@ -379,7 +395,8 @@ class MuscleLanes:
             [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
         ]
         seen_values: list[list[Any]]
-        if process.filters or not self.batched:  # one call per game, as with one game
+        each = bool(process.filters) or not self.batched
+        if each:  # one call per game, as with one game
             chosen, data, seen_values = self._each(acting, sensors, availables)
         else:
             chosen, data = self._batch(sensors, availables)
@@ -405,6 +422,7 @@ class MuscleLanes:
                 stale,
                 paused,
             )
+        return each
 
     def _each(
         self,
@@ -479,6 +497,13 @@ def _sensors(
     box-like space (an array of its shape) decoded for every game at once, each game's value
     a row of that array (the array ``from_json_value`` gives, of the same dtype and shape)."""
     count = len(values)
+    if count == 1:  # one game: each value decoded alone
+        return [
+            [
+                SensorInformation(v if space is None else space.from_json_value(v), space, uid)
+                for uid, space, v in zip(uids, spaces, values[0], strict=True)
+            ]
+        ]
     columns: list[list[Any]] = []
     for i, space in enumerate(spaces):
         column = [game[i] for game in values]

@@ -10,6 +10,9 @@ V = TypeVar("V")
 LIMIT = 4096
 """Distinct keys a memo keeps by default (then it forgets them all at once)."""
 
+TRIAL = 1024
+"""Lookups after which a memo judges whether keeping values pays (see :attr:`Memo.pays`)."""
+
 
 class Memo(dict[Hashable, V], Generic[V]):
     """Values made from keys, kept for the next time the same key comes.
@@ -20,11 +23,16 @@ class Memo(dict[Hashable, V], Generic[V]):
     :meth:`get_or_make` takes the maker and its argument apart, so a hit creates no closure.
     """
 
-    __slots__ = ("limit",)
+    __slots__ = ("limit", "pays", "_asked", "_made")
 
     def __init__(self, limit: int = LIMIT) -> None:
         super().__init__()
         self.limit = limit
+        self.pays = True
+        """Whether keeping values pays: False once, after :data:`TRIAL` lookups, fewer than a
+        quarter of them found their value (values that hardly repeat, such as continuous
+        rewards); a caller then makes each value itself and spares the key."""
+        self._asked = self._made = 0
 
     def get_or_make(self, key: Hashable, make: Callable[[Any], V], arg: Any) -> V:
         """The value kept for ``key``, or ``make(arg)`` (then kept)."""
@@ -37,4 +45,8 @@ class Memo(dict[Hashable, V], Generic[V]):
             if len(self) >= self.limit:
                 self.clear()
             self[key] = hit
+            self._made += 1
+        self._asked += 1
+        if self._asked == TRIAL:
+            self.pays = self._made * 4 < TRIAL * 3
         return hit

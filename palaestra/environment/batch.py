@@ -197,14 +197,20 @@ class Batch:
 
         rewards, texts = [], []
         for k in range(count):
-            hit = memo.get_or_make(tuple(column[k] for _, column in described), make, k)
+            if memo.pays:
+                hit = memo.get_or_make(tuple([column[k] for _, column in described]), make, k)
+            else:
+                hit = make(k)
             rewards.append(hit[0])  # (the same list for the same rewards: summed once)
             texts.append(hit[1])
         return rewards, texts
 
     def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
         """The JSON text of a row's set points (by full uid: the games share the prefix)."""
-        return self.setpoints.get_or_make(tuple(setpoints.items()), self._full_uids, setpoints)
+        memo = self.setpoints
+        if not memo.pays:
+            return self._full_uids(setpoints)
+        return memo.get_or_make(tuple(setpoints.items()), self._full_uids, setpoints)
 
     def _full_uids(self, setpoints: dict[str, Any]) -> str:
         prefix = self.process.prefix

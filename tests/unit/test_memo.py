@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from palaestra.core.memo import Memo
+from palaestra.core.memo import TRIAL, Memo
 
 
 def test_a_value_is_made_once_per_key_and_the_memo_empties_when_full() -> None:
@@ -37,3 +37,14 @@ def test_an_unhashable_key_is_made_each_time_and_not_kept() -> None:
     for _ in range(2):
         assert memo.get_or_make(("a", [1, 2]), make, 1) == "x"
     assert calls == [1, 1] and memo == {}
+
+
+def test_a_memo_whose_values_hardly_repeat_says_keeping_them_does_not_pay() -> None:
+    repeating: Memo[int] = Memo()
+    fresh: Memo[int] = Memo()
+    for n in range(TRIAL):
+        repeating.get_or_make(n % 3, abs, n)  # three keys: nearly every lookup a hit
+        assert fresh.pays  # judged only after the trial
+        fresh.get_or_make(n, abs, n)  # every key new (a continuous reward)
+    assert repeating.pays
+    assert not fresh.pays
