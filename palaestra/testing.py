@@ -436,10 +436,9 @@ class LocalRounds:
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"a Muscle cannot handle {type(message).__name__} here")
             assert muscle.games is not None
-            reply, learn = muscle.games.round(message)
-            if learn is not None:
-                learn()
-            return reply
+            replies: list[m.LaneActions] = []
+            muscle.games.answer(message, replies.append)
+            return replies[0]
 
         muscle.wire(brain, {env.spec.uid: FakeLink(env.name)})
         env.links[muscle.name] = FakeLink(muscle.name, answer)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -120,14 +121,30 @@ class MuscleLanes:
                 raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
             if process.reload is not None and message.steps and process.reload.due():
                 self._reload(process.reload_check, message)
-            answer, learn = self.round(message)
-            process._send(link, self._encoded(message, answer))
-            if learn is not None:  # while the games step
-                learn()
+            self.answer(message, partial(self._reply, link, message))
             if message.last:
-                process.rows.flush()
-                process.statistics.flush()
                 return
+
+    def answer(self, message: m.AgentSteps, send: Callable[[m.LaneActions], object]) -> None:
+        """Play the round and ``send`` its answer; what is left of the round (``update_lag``
+        1) after sending, while the games step. The rows and statistics of an episode that
+        ended leave the Muscle with its end (a run killed later keeps them)."""
+        answer, learn = self.round(message)
+        ended = message.last or any(step.done for step in message.steps)
+        if ended and learn is None:
+            self._push()
+        send(answer)
+        if learn is not None:
+            learn()
+            if ended:
+                self._push()
+
+    def _push(self) -> None:
+        self.process.rows.flush()
+        self.process.statistics.flush()
+
+    def _reply(self, link: Channel, message: m.AgentSteps, answer: m.LaneActions) -> None:
+        self.process._send(link, self._encoded(message, answer))
 
     def _encoded(self, message: m.AgentSteps, answer: m.LaneActions) -> bytes:
         """The answer to send; set points that cannot be sent fail the round naming the

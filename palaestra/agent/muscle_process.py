@@ -345,17 +345,18 @@ class MuscleProcess(Component):
             games = self.games = MuscleLanes(self, 1)
         if self.reload is not None and self.reload.due():
             self.reload_check(self.worker, self.episode, message.step)
-        answer, learn = games.round(
-            m.AgentSteps(lanes=[0], episodes=[self.episode], steps=[message], last=False)
+        answers: list[m.LaneActions] = []
+
+        def send(answer: m.LaneActions) -> None:
+            answers.append(answer)
+            if not message.done:
+                self._send_setpoints(answer.setpoints[0], message.step, answer.stop[0])
+
+        round_of_one = m.AgentSteps(
+            lanes=[0], episodes=[self.episode], steps=[message], last=False
         )
-        setpoints, stop = answer.setpoints[0], answer.stop[0]
-        if not message.done:
-            self._send_setpoints(setpoints, message.step, stop)
-        if learn is not None:  # (update_lag 1: while the world steps)
-            learn()
-        if message.done:
-            self.rows.flush()
-            self.statistics.flush()
+        games.answer(round_of_one, send)
+        setpoints, stop = answers[0].setpoints[0], answers[0].stop[0]
         return m.AgentActions(setpoints=setpoints, stop=stop, end_phase=self.end_phase)
 
     def send_async(self, experience: bytes, settle: bool) -> bool:

@@ -41,8 +41,15 @@ def agent(name: str, weights: list[float]) -> AgentSpec:
 AGENTS = [agent("one", [0.0, 0.0, 1.0, 1.0]), agent("two", [0.0, 0.5, 1.0, -0.5])]
 
 
-def play(worker: int, seeds: tuple[int, ...], policy: str, episodes: int) -> LocalRounds:
-    """Play the worker's games (one per seed) to their end in this process."""
+def play(
+    worker: int,
+    seeds: tuple[int, ...],
+    policy: str,
+    episodes: int,
+    sink: type[RowRecorder] = RowRecorder,
+) -> LocalRounds:
+    """Play the worker's games (one per seed) to their end in this process (each Muscle's
+    rows into a ``sink``)."""
     env = EnvironmentProcess(
         f"Environment-pole-{worker}",
         environment=EnvironmentSpec(name=CARTPOLE, uid="pole", params={"max_steps": 15}),
@@ -70,7 +77,7 @@ def play(worker: int, seeds: tuple[int, ...], policy: str, episodes: int) -> Loc
             sensors=[by_uid["pole.state"]],
             actuators=[by_uid["pole.push"]],
         )
-        muscle.rows = RowRecorder("muscle_actions")
+        muscle.rows = sink("muscle_actions")
         rounds.wire(muscle, brain_link(DummyBrain(), f"{spec.name}-{worker}"))
     done = rounds.play(episodes, TURNS[policy])
     assert done.steps == sum(len(game.rows.recorded) for game in env.games)
@@ -156,3 +163,28 @@ def test_a_step_in_which_no_agent_acts_is_taken() -> None:
             assert steps == list(range(1, len(steps) + 1)) and len(steps) > 2, game
         assert all(row[3] == {} for row in rows if row[1] % 2 == 0), game
         assert all(row[3] for row in rows if row[1] % 2 == 1), game
+
+
+class Flushes(RowRecorder):
+    """Notes how many rows it held at each flush (when a row sink pushes them)."""
+
+    def __init__(self, table: str = "") -> None:
+        super().__init__(table)
+        self.flushed: list[int] = []
+
+    def flush(self) -> None:
+        self.flushed.append(len(self.recorded))
+
+
+@pytest.mark.parametrize("games", [1, 3])
+def test_a_muscle_pushes_an_episodes_last_rows_with_its_end(games: int) -> None:
+    """A Muscle's rows of an episode leave it when the episode ends (not only when the phase
+    does), so a run that is killed mid-phase keeps every episode its rows were told of."""
+    rounds = play(0, SEEDS[:games], "AllAct", episodes=2, sink=Flushes)
+    for muscle in rounds.muscles.values():
+        sink = muscle.rows
+        assert isinstance(sink, Flushes)
+        ends = [i + 1 for i, row in enumerate(sink.recorded) if row["done"]]
+        assert len(ends) == 2 * games
+        # pushed with the round that holds the end (a round has a row per game at most)
+        assert all(any(e <= f < e + games for f in sink.flushed) for e in ends), sink.flushed
