@@ -111,7 +111,7 @@ class Lane:
 class _Round:
     """The observations of one round: each agent's, by game, and who acts in which game."""
 
-    __slots__ = ("seen", "acting", "restarts")
+    __slots__ = ("seen", "acting", "restarts", "ends")
 
     def __init__(self, agents: dict[str, int]) -> None:
         # per agent (by its index): the games, their episodes and the observations
@@ -121,6 +121,7 @@ class _Round:
         # the games that step after the round, each with (agent, position) of those acting
         self.acting: list[tuple[Lane, list[tuple[int, int]]]] = []
         self.restarts: list[Lane] = []  # games whose episode ended in it and that play on
+        self.ends: list[bytes] = []  # what the controller is told of them, once answered
 
     def has_work(self) -> bool:
         """Whether the round has an observation, or a game to step (also a step in which no
@@ -153,7 +154,9 @@ def play_lanes(
     controller: bytes,
 ) -> m.EnvLanesDone:
     """Play the worker's games until each is over; each episode's end goes to the
-    ``controller`` (its id on ``router``) as it happens. Returns the answer to ``message``.
+    ``controller`` (its id on ``router``) once every agent answered the round that told them
+    of it (their last rows of the episode are pushed by then: a run killed between the two
+    stores no episode without its agents' rows). Returns the answer to ``message``.
 
     The games are played in :data:`GROUPS` groups (of :data:`GROUP_MIN` games at least)
     whose rounds overlap: while the Muscles act in one group's games, the other group's games
@@ -260,6 +263,8 @@ class _Play:
         else:
             answers = _answers(self.process, self.hot, self.agents, self.links, current)
         self.end_phase = self.end_phase or any(a.end_phase for a in answers if a is not None)
+        for told in current.ends:  # (the agents' last rows of the episode are out before)
+            self.tell(told)
         following = _Round(self.index)
         if not self.end_phase:  # every agent saw their episodes' end: the next begin
             for lane in current.restarts:
@@ -321,7 +326,7 @@ class _Play:
             return
         following.add(lane, self.index, True)
         lane.done += 1
-        self.tell(m.encode(_ended(lane)))
+        following.ends.append(m.encode(_ended(lane)))
         if not lane.stops(self.episodes):  # (reset once the agents answered the end)
             following.restarts.append(lane)
 
