@@ -436,9 +436,7 @@ class LocalRounds:
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"a Muscle cannot handle {type(message).__name__} here")
             assert muscle.games is not None
-            replies: list[m.LaneActions] = []
-            muscle.games.answer(message, replies.append)
-            return replies[0]
+            return muscle.games.answer(message)
 
         muscle.wire(brain, {env.spec.uid: FakeLink(env.name)})
         env.links[muscle.name] = FakeLink(muscle.name, answer)

@@ -125,19 +125,24 @@ class MuscleLanes:
             if message.last:
                 return
 
-    def answer(self, message: m.AgentSteps, send: Callable[[m.LaneActions], object]) -> None:
-        """Play the round and ``send`` its answer; what is left of the round (``update_lag``
-        1) after sending, while the games step. The rows and statistics of an episode that
-        ended leave the Muscle with its end (a run killed later keeps them)."""
+    def answer(
+        self, message: m.AgentSteps, send: Callable[[m.LaneActions], object] | None = None
+    ) -> m.LaneActions:
+        """Play the round, ``send`` its answer (if given) and return it; what is left of the
+        round (``update_lag`` 1) after sending, while the games step. The rows and statistics
+        of an episode that ended leave the Muscle with its end (a run killed later keeps
+        them)."""
         answer, learn = self.round(message)
         ended = message.last or any(step.done for step in message.steps)
         if ended and learn is None:
             self._push()
-        send(answer)
+        if send is not None:
+            send(answer)
         if learn is not None:
             learn()
             if ended:
                 self._push()
+        return answer
 
     def _push(self) -> None:
         self.process.rows.flush()
@@ -315,12 +320,13 @@ class MuscleLanes:
         message: m.AgentSteps,
         setpoints: list[dict[str, Any]],
         stop: list[bool],
-        recorded: bool,
+        each: bool,
     ) -> m.LaneActions:
         """The answer to the round, after storing the Muscle's statistics and records of it
-        (under the round's first game) unless each game's call ``recorded`` them."""
+        (under the round's first game) unless the Muscle was called for ``each`` game (each
+        call's are stored under its game)."""
         process = self.process
-        if recorded:
+        if each:
             return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
         first = message.steps[0]
         lane = self.games[message.lanes[0]]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections import deque
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -345,19 +346,17 @@ class MuscleProcess(Component):
             games = self.games = MuscleLanes(self, 1)
         if self.reload is not None and self.reload.due():
             self.reload_check(self.worker, self.episode, message.step)
-        answers: list[m.LaneActions] = []
-
-        def send(answer: m.LaneActions) -> None:
-            answers.append(answer)
-            if not message.done:
-                self._send_setpoints(answer.setpoints[0], message.step, answer.stop[0])
-
         round_of_one = m.AgentSteps(
             lanes=[0], episodes=[self.episode], steps=[message], last=False
         )
-        games.answer(round_of_one, send)
-        setpoints, stop = answers[0].setpoints[0], answers[0].stop[0]
+        send = None if message.done else partial(self._send_answer, message.step)
+        answer = games.answer(round_of_one, send)
+        setpoints, stop = answer.setpoints[0], answer.stop[0]
         return m.AgentActions(setpoints=setpoints, stop=stop, end_phase=self.end_phase)
+
+    def _send_answer(self, step: int, answer: m.LaneActions) -> None:
+        """The set points of a round of one game, to the environments they act on."""
+        self._send_setpoints(answer.setpoints[0], step, answer.stop[0])
 
     def send_async(self, experience: bytes, settle: bool) -> bool:
         """``update_lag: async``: send ``experience`` to the Brain without waiting (what the
