@@ -6,6 +6,7 @@ import ctypes
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import setproctitle
@@ -46,13 +47,33 @@ class ProbeMuscle(DummyMuscle):
 
 
 class CrashingBrain(DummyBrain):
-    """Raises in ``thinking`` once it has been called ``after`` times."""
+    """Raises in ``thinking`` once it has been called ``after`` times. With ``meet`` (a folder),
+    its first ``thinking`` call leaves a file there and waits, up to a minute, until ``parties``
+    files are there: the runs of a sweep that must run side by side meet (a sequential sweep
+    fails the test rather than passing by luck of timing)."""
 
-    def __init__(self, after: int = 3, **params: Any) -> None:
+    def __init__(
+        self, after: int = 3, meet: str | None = None, parties: int = 2, **params: Any
+    ) -> None:
         super().__init__(**params)
         self.after = after
+        self.meet = meet
+        self.parties = parties
+
+    def _meet(self) -> None:
+        assert self.meet is not None
+        folder = Path(self.meet)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(list(folder.iterdir())) < self.parties:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"met {len(list(folder.iterdir()))} of {self.parties} runs")
+            time.sleep(0.01)  # polls for the others' files
 
     def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if self.meet is not None and self.thinking_calls == 0:
+            self._meet()
         if self.thinking_calls >= self.after:
             raise ValueError(f"brain broke after {self.after} calls")
         return super().thinking(muscle_id, data_from_muscle)
