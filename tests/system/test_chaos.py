@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICK_WITHIN = 1500  # seconds: about 2 min here (3.5 beside the other slow tests); a hung case is cut off after ~37 s itself
+QUICK_WITHIN = 1500  # seconds: about 2 min here, 3.5 beside the other slow tests (a hung
+# case is cut off after ~37 s by the script itself)
 
 
 @pytest.mark.slow
