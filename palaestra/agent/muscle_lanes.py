@@ -133,15 +133,12 @@ class MuscleLanes:
         of an episode that ended leave the Muscle with its end (a run killed later keeps
         them)."""
         answer, learn = self.round(message)
-        ended = message.last or any(step.done for step in message.steps)
-        if ended and learn is None:
+        if _ends(message):  # its rows are complete before the answer (see round)
             self._push()
         if send is not None:
             send(answer)
         if learn is not None:
             learn()
-            if ended:
-                self._push()
         return answer
 
     def _push(self) -> None:
@@ -175,7 +172,10 @@ class MuscleLanes:
         With ``update_lag`` 1 (and no objective rule, whose stop the transitions decide, no
         evaluation, and a round in which a game goes on and not every game begins an episode)
         the Muscle acts first, with the Brain's answer to the last round, and completes the
-        transitions and tells the Brain after answering: while the games step.
+        transitions and tells the Brain after answering: while the games step. In a round
+        that ends an episode the transitions (their rows) are completed before the answer:
+        the environment tells of the end once its agents answered, and by then its rows must
+        be the Muscle's to push; only the Brain is told after answering.
         """
         process = self.process
         count = len(message.steps)
@@ -195,8 +195,11 @@ class MuscleLanes:
         if first_acts:
             if process.awaiting:
                 process._apply_brain_answer()
+            items = self._complete_all(entries) if _ends(message) else None
             each = self._act(acting, setpoints, stop)
             answer = self._answer(message, setpoints, stop, each)
+            if items is not None:
+                return answer, lambda: self._consult(items, False)
             return answer, lambda: self._learn(entries, False)
         self._learn(entries, not acting)
         each = bool(acting) and self._act(acting, setpoints, stop)
@@ -223,8 +226,13 @@ class MuscleLanes:
         return entries
 
     def _learn(self, entries: list[_Entry], all_done: bool) -> None:
-        """Complete each game's transition (its row, its objective) and tell the Brain; the
-        round's ``muscle_actions`` rows are shaped in one pass and buffered together."""
+        """Complete each game's transition and tell the Brain."""
+        self._consult(self._complete_all(entries), all_done)
+
+    def _complete_all(self, entries: list[_Entry]) -> list[m.Experience]:
+        """Complete each game's transition (its row, its objective): the experiences to tell
+        the Brain; the round's ``muscle_actions`` rows are shaped in one pass and buffered
+        together."""
         process = self.process
         every = process.record_every
         uids = process.sensor_uids
@@ -253,7 +261,7 @@ class MuscleLanes:
                 )
             )
         process.rows.add_shaped(shaped, size)
-        self._consult(items, all_done)
+        return items
 
     def _row(
         self,
@@ -555,3 +563,8 @@ _NONE_PICKLE = pickle.dumps(None)
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
     values = {r.uid: r.value for r in rewards}
     return json_text(values), reward_total(values.values())
+
+
+def _ends(message: m.AgentSteps) -> bool:
+    """Whether the round ends an episode of one of its games (or is the phase's last)."""
+    return message.last or any(step.done for step in message.steps)

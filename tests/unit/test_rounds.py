@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
 from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
@@ -47,6 +48,7 @@ def play(
     policy: str,
     episodes: int,
     sink: type[RowRecorder] = RowRecorder,
+    update_lag: int = 0,
 ) -> LocalRounds:
     """Play the worker's games (one per seed) to their end in this process (each Muscle's
     rows into a ``sink``)."""
@@ -76,6 +78,7 @@ def play(
             store_endpoint=None,
             sensors=[by_uid["pole.state"]],
             actuators=[by_uid["pole.push"]],
+            update_lag=update_lag,
         )
         muscle.rows = sink("muscle_actions")
         rounds.wire(muscle, brain_link(DummyBrain(), f"{spec.name}-{worker}"))
@@ -176,11 +179,47 @@ class Flushes(RowRecorder):
         self.flushed.append(len(self.recorded))
 
 
-@pytest.mark.parametrize("games", [1, 3])
-def test_a_muscle_pushes_an_episodes_last_rows_with_its_end(games: int) -> None:
+def watch_answers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, bool]]:
+    """At each Muscle's answer to a round that ends an episode: the Muscle, how many ends its
+    rounds told it, how many rows of an ended episode (done) it has, whether it pushed them."""
+    at_ends: list[tuple[str, int, int, bool]] = []
+    told: dict[str, int] = {}
+    answer = MuscleLanes.answer
+
+    def watched(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
+        ends = sum(step.done for step in message.steps)
+        if not ends:
+            return answer(lanes, message, send)
+        process = lanes.process
+
+        def sent(reply: m.LaneActions) -> None:
+            told[process.name] = told.get(process.name, 0) + ends
+            sink = process.rows
+            assert isinstance(sink, Flushes)
+            done = sum(1 for row in sink.recorded if row["done"])
+            pushed = bool(sink.flushed) and sink.flushed[-1] == len(sink.recorded)
+            at_ends.append((process.name, told[process.name], done, pushed))
+
+        return answer(lanes, message, sent)
+
+    monkeypatch.setattr(MuscleLanes, "answer", watched)
+    return at_ends
+
+
+@pytest.mark.parametrize(("games", "update_lag"), [(1, 0), (3, 0), (1, 1), (3, 1)])
+def test_a_muscle_pushes_an_episodes_last_rows_with_its_end(
+    games: int, update_lag: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A Muscle's rows of an episode leave it when the episode ends (not only when the phase
-    does), so a run that is killed mid-phase keeps every episode its rows were told of."""
-    rounds = play(0, SEEDS[:games], "AllAct", episodes=2, sink=Flushes)
+    does), before it answers the round that told it of the end (the environment tells its
+    controller of the end once its agents answered): a run killed mid-phase keeps every
+    episode its rows were told of. With update_lag 1 too, where the Muscle answers before it
+    completes the transitions of a round in which its games go on."""
+    at_ends = watch_answers(monkeypatch)
+    rounds = play(0, SEEDS[:games], "AllAct", episodes=2, sink=Flushes, update_lag=update_lag)
+    assert len(at_ends) >= 2 * len(rounds.muscles)  # (several games may end in one round)
+    for name, told, done, pushed in at_ends:
+        assert (done, pushed) == (told, True), (name, told, done, pushed)
     for muscle in rounds.muscles.values():
         sink = muscle.rows
         assert isinstance(sink, Flushes)
