@@ -30,6 +30,7 @@ from palaestra.agent.hot_reload import (
     retire,
     watching,
 )
+from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
@@ -241,11 +242,11 @@ class BrainProcess(Component):
         own = type(self.brain).thinking_batch is not Brain.thinking_batch
         return own and not self.filters
 
-    def _think(self, link: Channel, memory: Any) -> m.Message:
+    def _think(self, link: Channel, memory: Memory) -> m.Message:
         """Take one Muscle's experience, think, answer; the message it answered."""
         return self._handle(link, m.decode(link.recv()), memory)
 
-    def _reloading_think(self, link: Channel, memory: Any) -> m.Message:
+    def _reloading_think(self, link: Channel, memory: Memory) -> m.Message:
         """:meth:`_think`, a changed plug-in file looked for first (the new Brain thinks
         about the experience); the reload's rows name it."""
         reloaded = self._reload_due()
@@ -256,7 +257,7 @@ class BrainProcess(Component):
         finally:
             self._send_reloads(reloaded, message)
 
-    def _reloading_think_batch(self, ready: list[Channel], memory: Any) -> list[Channel]:
+    def _reloading_think_batch(self, ready: list[Channel], memory: Memory) -> list[Channel]:
         """:meth:`_think_batch`, a changed plug-in file looked for first."""
         reloaded = self._reload_due()
         try:
@@ -305,7 +306,7 @@ class BrainProcess(Component):
                 sink.plugin = (brain, sink.plugin[1])
         retire(self.name, old)
 
-    def _handle(self, link: Channel, message: m.Message, memory: Any) -> m.Message:
+    def _handle(self, link: Channel, message: m.Message, memory: Memory) -> m.Message:
         """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
@@ -315,7 +316,7 @@ class BrainProcess(Component):
         self._think_games(link, memory, message)  # a round of the Muscle's games
         return message
 
-    def _think_batch(self, ready: list[Channel], memory: Any) -> list[Channel]:
+    def _think_batch(self, ready: list[Channel], memory: Memory) -> list[Channel]:
         """Take the pending message of every ready Muscle, remember their transitions, call
         ``thinking_batch`` once for their experiences, answer each; the links gone."""
         gone: list[Channel] = []
@@ -366,7 +367,7 @@ class BrainProcess(Component):
             items.append((game_id, item))
         return f"{self.request.agent.name}-worker-{message.worker}", items
 
-    def _batch_of(self, memory: Any, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
+    def _batch_of(self, memory: Memory, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
         """Remember each experience's transition, call ``thinking_batch`` once for them all,
         then what follows thinking (dumps, stop rules, the statistics at the last message's
         step); an update (or None) per experience.
@@ -393,7 +394,7 @@ class BrainProcess(Component):
             self.statistics.flush()
         return updates
 
-    def _think_games(self, link: Channel, memory: Any, message: m.Experiences) -> None:
+    def _think_games(self, link: Channel, memory: Memory, message: m.Experiences) -> None:
         """Think about each game's experience (its lane is its Muscle id's worker), all at once
         with ``thinking_batch`` where the Brain has its own (see :meth:`_batched`); answer once:
         the Muscle that plays them all gets the newest update."""
@@ -404,7 +405,7 @@ class BrainProcess(Component):
             made = [self._experience(memory, game_id, item) for game_id, item in batch]
         link.send(self._round_answer(muscle_id, made))
 
-    def _experience(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:
+    def _experience(self, memory: Memory, muscle_id: str, message: m.Experience) -> Any:
         """Remember the experience's transition and think about it: the update, if any."""
         brain = self.brain
         data = self._remember(memory, muscle_id, message)
@@ -419,7 +420,7 @@ class BrainProcess(Component):
             self.statistics.flush()
         return update
 
-    def _remember(self, memory: Any, muscle_id: str, message: m.Experience) -> Any:
+    def _remember(self, memory: Memory, muscle_id: str, message: m.Experience) -> Any:
         """Append the experience's transition (if any) to ``memory``; what the Muscle sent."""
         transition = message.transition
         if transition is not None:
@@ -437,7 +438,7 @@ class BrainProcess(Component):
             )
         return pickle.loads(message.data)
 
-    def _after_thinking(self, memory: Any, message: m.Experience) -> None:
+    def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
         """At the end of a Muscle's episode: a dump if one is due, the phase's stop rules."""
         if message.done and self._dump_due():
             self._store_brain(periodic=True)

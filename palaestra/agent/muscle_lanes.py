@@ -75,7 +75,7 @@ class _Game:
         self.objective_stop = objective_stop  # the agent's objective rules, on this game's values
 
 
-_Entry = tuple[int, _Game, m.AgentStep, Any, int]
+_Entry = tuple[int, _Game, m.AgentStep, Previous | None, int]
 """An observation of a round: its position, game, the game's last action and episode."""
 
 
@@ -268,7 +268,7 @@ class MuscleLanes:
         keys: list[str],
         uids: list[str],
         game: _Game,
-        previous: Any,
+        previous: Previous,
         step: m.AgentStep,
         transition: m.Transition,
         episode: int,
