@@ -260,11 +260,6 @@ class ChildHost:
             with contextlib.suppress(OSError):
                 popen.stdin.close()
 
-    def pids(self) -> list[int]:
-        """The pids of the children this actor runs now."""
-        with self._changed:
-            return [p.pid for p in self._children.values() if p.poll() is None]
-
 
 class RayChild:
     """A :class:`~palaestra.core.launch.Launched` child run by a :class:`ChildHost` actor.
@@ -481,12 +476,6 @@ class RayPlacement:
             return f"{where}, lost with the run's processes on it: {there})"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"{where}, whose Ray actor died: {first}; the run's processes there: {there})"
-
-    def remote_pids(self) -> list[int]:
-        """The pids of the run's processes on their nodes now (for checks and tests)."""
-        actors = [*self._actors.values(), *self._extra]
-        found: list[list[int]] = self.ray.get([a.pids.remote() for a in actors], timeout=10)
-        return sorted(pid for pids in found for pid in pids)
 
     def release(self) -> None:
         """Kill the actors (their children see stdin's end) and remove the group."""

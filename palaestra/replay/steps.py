@@ -275,11 +275,3 @@ class WorkerReplay:
     def close(self) -> None:
         """Shut the live environments down."""
         self.world.shutdown()
-
-
-def open_episode(
-    record: PhaseRecord, *, episode: int = 0, worker: int = 0, compare: bool = True
-) -> EpisodeReplay:
-    """The replay of one episode of one worker of ``record`` (see :func:`palaestra.replay.
-    open`)."""
-    return WorkerReplay(record, worker).episode(episode, compare=compare)
