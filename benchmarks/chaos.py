@@ -1,7 +1,7 @@
 """A bounded fault-injection soak: real runs, one fault each, and what the run made of it.
 
     python benchmarks/chaos.py [--faults 60] [--seed 1] [--answer-timeout 3] [--keep]
-    python benchmarks/chaos.py --quick --answer-timeout 2    # each case once (CI; ~5 min)
+    python benchmarks/chaos.py --quick --answer-timeout 2 --max-iter 400   # each once (CI: 2 min)
     python benchmarks/chaos.py --only SIGSTOP:Muscle --only SIGKILL   # a subset, KIND[:ROLE]
 
 Each case starts ``python -m palaestra experiment-start run.yml`` in a fresh temporary

@@ -132,8 +132,9 @@ class MuscleLanes:
         round (``update_lag`` 1) after sending, while the games step. The rows and statistics
         of an episode that ended leave the Muscle with its end (a run killed later keeps
         them)."""
-        answer, learn = self.round(message)
-        if _ends(message):  # its rows are complete before the answer (see round)
+        ends = message.last or any(step.done for step in message.steps)
+        answer, learn = self.round(message, ends)
+        if ends:  # its rows are complete before the answer (see round)
             self._push()
         if send is not None:
             send(answer)
@@ -165,9 +166,12 @@ class MuscleLanes:
         lane = self.games[message.lanes[0]].lane
         check(lane, message.episodes[0], message.steps[0].step)
 
-    def round(self, message: m.AgentSteps) -> tuple[m.LaneActions, Callable[[], None] | None]:
-        """One step round: complete the transitions, consult the Brain, act in every game that
-        goes on; the answer, and what is left to do after sending it.
+    def round(
+        self, message: m.AgentSteps, ends: bool
+    ) -> tuple[m.LaneActions, Callable[[], None] | None]:
+        """One step round (``ends``: it ends an episode of one of its games, or is the phase's
+        last): complete the transitions, consult the Brain, act in every game that goes on;
+        the answer, and what is left to do after sending it.
 
         With ``update_lag`` 1 (and no objective rule, whose stop the transitions decide, no
         evaluation, and a round in which a game goes on and not every game begins an episode)
@@ -195,12 +199,13 @@ class MuscleLanes:
         if first_acts:
             if process.awaiting:
                 process._apply_brain_answer()
-            items = self._complete_all(entries) if _ends(message) else None
+            if ends:  # (its rows before the answer, the Brain told after)
+                items = self._complete_all(entries)
+                later = partial(self._consult, items, False)
+            else:
+                later = partial(self._learn, entries, False)
             each = self._act(acting, setpoints, stop)
-            answer = self._answer(message, setpoints, stop, each)
-            if items is not None:
-                return answer, lambda: self._consult(items, False)
-            return answer, lambda: self._learn(entries, False)
+            return self._answer(message, setpoints, stop, each), later
         self._learn(entries, not acting)
         each = bool(acting) and self._act(acting, setpoints, stop)
         return self._answer(message, setpoints, stop, each), None
@@ -563,8 +568,3 @@ _NONE_PICKLE = pickle.dumps(None)
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
     values = {r.uid: r.value for r in rewards}
     return json_text(values), reward_total(values.values())
-
-
-def _ends(message: m.AgentSteps) -> bool:
-    """Whether the round ends an episode of one of its games (or is the phase's last)."""
-    return message.last or any(step.done for step in message.steps)

@@ -193,6 +193,8 @@ def watch_answers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, 
         process = lanes.process
 
         def sent(reply: m.LaneActions) -> None:
+            if send is not None:
+                send(reply)
             told[process.name] = told.get(process.name, 0) + ends
             sink = process.rows
             assert isinstance(sink, Flushes)
