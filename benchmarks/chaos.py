@@ -440,8 +440,13 @@ def names(reason: str, title: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(title)}(?![\w-])", reason) is not None
 
 
-def has_traceback(stderr: str) -> bool:
-    return "Traceback (most recent call last)" in stderr
+def tracebacks(text: str, where: str = "stderr") -> list[str]:
+    """A problem naming the last lines of the first Python traceback in ``text``, if any."""
+    at = text.find("Traceback (most recent call last)")
+    if at < 0:
+        return []
+    lines = [line.strip() for line in text[at:].splitlines() if line.strip()]
+    return [f"a Traceback on {where}: " + " | ".join(lines[-3:])[-400:]]
 
 
 # --- the rows --------------------------------------------------------------------------------
@@ -772,8 +777,7 @@ class Harness:
             self.clean_seconds = seconds
             outcome.notes.append(f"clean run {seconds:.1f} s: the fault window")
         outcome.rows = check_rows(workdir / "palaestra.db", set(), complete=True)
-        if has_traceback(command.stderr()):
-            outcome.problems.append("a Traceback on stderr")
+        outcome.problems.extend(tracebacks(command.stderr()))
 
     def child(self, case: Case, workdir: Path, outcome: Outcome) -> None:
         command = self.start(workdir, outcome)
@@ -803,8 +807,7 @@ class Harness:
                 outcome.rows = Rows(verdict="skipped: the victim is the StoreWriter")
             else:
                 outcome.rows = check_rows(db, {title})
-        if has_traceback(command.stderr()):
-            outcome.problems.append("a Traceback on stderr")
+        outcome.problems.extend(tracebacks(command.stderr()))
 
     def killed_executor(self, workdir: Path, outcome: Outcome) -> None:
         command = self.start(workdir, outcome)
@@ -839,8 +842,7 @@ class Harness:
         if outcome.status != "finished":
             outcome.problems.append(f"status {outcome.status}, not finished")
         self.leftovers(resume, outcome)
-        if has_traceback(resume.stderr()):
-            outcome.problems.append("a Traceback on the resume's stderr")
+        outcome.problems.extend(tracebacks(resume.stderr(), "the resume's stderr"))
         # the killed instance's processes all died with it: only duplicates count there
         every = {f"Environment-{ENVIRONMENT}-{w}" for w in range(WORKERS)} | {
             f"Muscle-{a}-{w}" for a in AGENTS for w in range(WORKERS)
@@ -873,8 +875,7 @@ class Harness:
         self.instance(workdir, outcome)
         self.expect(outcome, code, 130, "cancelled", EXIT_WITHIN + self.shape.answer_timeout)
         console = command.stdout() + command.stderr()
-        if has_traceback(console):
-            outcome.problems.append("a Traceback on stderr")
+        outcome.problems.extend(tracebacks(console))
         counts = episode_counts(workdir, console)
         outcome.notes.append("episodes: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         if len(set(counts.values())) != 1:
@@ -952,8 +953,7 @@ class Harness:
                 if not re.search(r"connection", err, re.IGNORECASE):
                     outcome.problems.append("stderr does not name the lost connection")
                 outcome.rows = Rows(verdict="skipped: the store's connections were cut")
-            if has_traceback(err):
-                outcome.problems.append("a Traceback on stderr")
+            outcome.problems.extend(tracebacks(err))
         finally:
             with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
                 conn.execute(f'drop database if exists "{database}" with (force)')
@@ -1008,8 +1008,8 @@ class Harness:
                 outcome.problems.append(
                     f"run {i} exited {code}: " + " ".join(command.stderr().split())[-160:]
                 )
-            elif has_traceback(command.stderr()):
-                outcome.problems.append(f"run {i}: a Traceback on stderr")
+            else:
+                outcome.problems.extend(tracebacks(command.stderr(), f"run {i}'s stderr"))
         found = instances(workdir / "palaestra.db")
         statuses = Counter(status for _, status, _ in found)
         outcome.status = ",".join(f"{n} {s}" for s, n in sorted(statuses.items()))

@@ -465,10 +465,14 @@ class Supervisor:
         pending = [c.exited.wait() for c in children if not c.exited.is_set()]
         if not pending:
             return True
+        gathered = asyncio.gather(*pending)
         try:
-            await asyncio.wait_for(asyncio.gather(*pending), timeout)
+            await asyncio.wait_for(gathered, timeout)
         except TimeoutError:
             return False
+        finally:  # a wait cancelled from outside (a failed run's teardown) leaves it unread
+            if gathered.done() and not gathered.cancelled():
+                gathered.exception()
         return True
 
     def kill_all_now(self) -> None:

@@ -3,6 +3,12 @@ class of an error crossing a process boundary, and the import graph of ``palaest
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import logging
+from types import SimpleNamespace
+from typing import cast
+
 import grimp
 import msgspec
 import pytest
@@ -17,7 +23,7 @@ from palaestra.core.errors import (
 )
 from palaestra.core.esm import Component
 from palaestra.core.plugin import PluginError
-from palaestra.core.processes import ChildSpec, check_args
+from palaestra.core.processes import Child, ChildSpec, Supervisor, check_args
 from palaestra.core.runtime import error_info
 
 
@@ -109,3 +115,23 @@ def test_a_failing_constructor_is_reported_by_the_plugin_class() -> None:
         info = error_info("Brain-a", exc)
     assert info.plugin == "palaestra.agent.dummy_brain:DummyBrain.__init__"
     assert (info.kind, info.message) == ("ValueError", "no model file")
+
+
+def test_a_wait_for_children_cancelled_from_outside_leaves_nothing_unread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A failed run's teardown cancels a phase stop waiting for its children: the wait must
+    not leave a gathered future whose CancelledError asyncio logs as never retrieved."""
+    children = [cast(Child, SimpleNamespace(exited=asyncio.Event())) for _ in range(2)]
+
+    async def cancel_a_wait() -> None:
+        waiting = asyncio.create_task(Supervisor.wait(children, 60.0))
+        await asyncio.sleep(0)  # the wait begins (no time passes: one turn of the loop)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(cancel_a_wait())
+        gc.collect()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
