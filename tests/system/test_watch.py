@@ -3,10 +3,14 @@ and ``clean`` removing the dump files it names."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import sqlite3
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -150,6 +154,20 @@ def test_after_ctrl_c_the_summary_and_the_list_give_episodes_done_of_planned(
     assert shown_counts(workspace) == {int(stored_done)}
 
 
+def stored_at_least(store: Path, proc: subprocess.Popen[str], episodes: int) -> None:
+    """Poll (bounded) until the store holds ``episodes`` ended episodes of the run ``proc``
+    plays; the test fails if the run ends first or they do not come within 30 s."""
+    deadline = time.monotonic() + 30
+    while True:
+        assert proc.poll() is None, "the run ended before it was killed"
+        with contextlib.closing(sqlite3.connect(store)) as conn:
+            (count,) = conn.execute("select count(*) from episodes").fetchone()
+        if count >= episodes:
+            return
+        assert time.monotonic() < deadline, f"{count} episodes stored after 30 s"
+        time.sleep(0.05)
+
+
 def shown_counts(workspace: Workspace) -> set[int]:
     """The episode counts ``experiment-show`` gives the run's phase 0 in its tables: Phases
     (``done/planned``) and Episode rewards (one per agent)."""
@@ -170,6 +188,7 @@ def test_after_sigkill_of_the_executor_the_list_and_the_show_agree(
     first = [proc.stdout.readline() for _ in range(2)]  # the phase's start, then progress
     # (the first progress line comes after 200 of 2,000 episodes: one tenth)
     assert re.match(r"phase 0 'phase_0' \(train\): \d+/2000 episodes", first[1]), first
+    stored_at_least(workspace.store, proc, 50)  # the kill lands mid-run, with rows stored
     proc.kill()
     proc.communicate(timeout=30)
     assert wait_until_gone(workspace.sessions, 10) == []  # the writer ended with it
