@@ -103,15 +103,12 @@ class Batch:
         for k, game in enumerate(games):
             values = [column[k] for column in columns]
             ends = _stopped(game, done[k], terminated[k], truncated[k])
-            game.last_values = values
-            game.step += 1
-            game.first_step = False
-            game._send_records()
+            game.advanced(values)
             if game.paused != paused:  # (told to the store in order with the rows)
                 process.rows.add_shaped(rows, size)
                 rows, size = [], 0
                 process.rows.flush()
-                game._recording()
+                game.recording()
             if storing and not paused and recorded(game.step - 1, ends[0], every):
                 sensors = object_text(keys, uids, values)
                 setpoints = self._setpoint_text(moves[k][1])

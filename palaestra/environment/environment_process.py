@@ -206,12 +206,20 @@ class EnvironmentProcess(Component):
     def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
         return plugin_record_values(self.phase_id, row)
 
+    def advanced(self, values: list[Any]) -> None:
+        """The world took a step (alone or in a batch of games) and reads ``values`` now: the
+        step counts, and what the environment recorded during it becomes rows."""
+        self.last_values = values
+        self.step += 1
+        self.first_step = False
+        self._send_records()
+
     def _send_records(self) -> None:
         """Add what the environment recorded with ``context.record`` as rows of this step."""
         source = self.record_source
         send_records(self.recorder, self.records, source, self.worker, self.episode, self.step)
 
-    def _recording(self) -> bool:
+    def recording(self) -> bool:
         """Whether this step's row is written: not while recording is paused. A change is
         told to the store as the start or the end of a gap (``recording_gaps``)."""
         paused = self.switch.paused()
@@ -440,7 +448,6 @@ class EnvironmentProcess(Component):
             sensors, rewards, done = checks.first_state(
                 self.env, result, self.declared, self.shapes.fixed
             )
-            self.first_step = False
         elif is_state:
             sensors, rewards, done = result.sensor_information, result.rewards, bool(result.done)
         else:
@@ -449,11 +456,9 @@ class EnvironmentProcess(Component):
         done, terminated, truncated = self._ends(result if is_state else None, done)
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
-        self.last_values = values
         reward_descs = self._rewards(rewards)
-        self.step += 1
-        self._send_records()
-        if self._recording() and recorded(self.step - 1, done, self.record_every):
+        self.advanced(values)
+        if self.recording() and recorded(self.step - 1, done, self.record_every):
             # (its steps count from 1)
             simtime = result.simtime if is_state else None
             self._record_step(
