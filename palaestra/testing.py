@@ -546,7 +546,7 @@ class LocalDriver:
     def step(self, acting: Sequence[m.EpisodeAgent]) -> Stepped:
         env = self.environment
         env.expected = [a.process for a in acting if a.acts_here]
-        if not env._all_in():
+        if not env.all_in():
             raise LookupError(f"{env.name}: set points missing from {env.muscles.name}")
         state = env.update()
         values = zip(env.full_sensor_uids, state.values, strict=True)

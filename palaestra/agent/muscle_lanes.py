@@ -147,7 +147,7 @@ class MuscleLanes:
         self.process.statistics.flush()
 
     def _reply(self, link: Channel, message: m.AgentSteps, answer: m.LaneActions) -> None:
-        self.process._send(link, self._encoded(message, answer))
+        self.process.send_to(link, self._encoded(message, answer))
 
     def _encoded(self, message: m.AgentSteps, answer: m.LaneActions) -> bytes:
         """The answer to send; set points that cannot be sent fail the round naming the
@@ -198,7 +198,7 @@ class MuscleLanes:
         )
         if first_acts:
             if process.awaiting:
-                process._apply_brain_answer()
+                process.apply_brain_answer()
             if ends:  # (its rows before the answer, the Brain told after)
                 items = self._complete_all(entries)
                 later = partial(self._consult, items, False)
@@ -408,11 +408,11 @@ class MuscleLanes:
             self.stale = process.send_async(experiences, all_done)
             return
         if process.awaiting:
-            process._apply_brain_answer()
-        process._send(process.brain, experiences)
+            process.apply_brain_answer()
+        process.send_to(process.brain, experiences)
         process.awaiting = True
         if process.update_lag == 0 or self.begins or all_done:
-            process._apply_brain_answer()
+            process.apply_brain_answer()
 
     def _act(
         self,

@@ -326,7 +326,7 @@ class MuscleProcess(Component):
 
     def _evaluate(self, message: m.AgentEvaluate) -> bytes:
         """Ask the Brain to judge the evaluation's rollouts; its answer, to pass on."""
-        self._send(self.brain, m.encode(message))
+        self.send_to(self.brain, m.encode(message))
         self.brain_waiting.begin()
         try:
             answer = self.brain.recv()
@@ -411,7 +411,7 @@ class MuscleProcess(Component):
             )
 
     def _take_async_answer(self) -> None:
-        self._apply_brain_answer()
+        self.apply_brain_answer()
         self.outstanding -= 1
 
     def _try_send(self, data: bytes) -> bool:
@@ -420,7 +420,7 @@ class MuscleProcess(Component):
         except PeerGone:
             self.hot_loop.idle()  # its parent reports why
 
-    def _apply_brain_answer(self) -> None:
+    def apply_brain_answer(self) -> None:
         self.brain_waiting.begin()
         try:
             answer = m.decode(self.brain.recv())
@@ -504,7 +504,7 @@ class MuscleProcess(Component):
         except (TypeError, ValueError, OverflowError) as exc:
             raise self.unsendable(values, step, self.episode, exc)  # noqa: B904 - its cause is set
         for (_, link), data in zip(links, messages, strict=True):
-            self._send(link, data)
+            self.send_to(link, data)
 
     def unsendable(
         self, values: dict[str, Any], step: int, episode: int, exc: Exception
@@ -522,7 +522,7 @@ class MuscleProcess(Component):
         error.__cause__ = cause
         return error
 
-    def _send(self, link: Channel, data: bytes) -> None:
+    def send_to(self, link: Channel, data: bytes) -> None:
         try:
             link.send(data)
         except PeerGone:

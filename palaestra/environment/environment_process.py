@@ -289,7 +289,7 @@ class EnvironmentProcess(Component):
                         self._accept(hot)
                     elif isinstance(item, Channel):
                         self._take_actions(item)
-                if self._all_in():
+                if self.all_in():
                     if self.late_by is not None:  # paced: was a Muscle late?
                         self._held_up()
                     router.send_multipart([self.controller, m.encode(self.update())])
@@ -400,7 +400,7 @@ class EnvironmentProcess(Component):
         if held > ON_TIME and self.late_by is not None:
             self.late_by += held
 
-    def _all_in(self) -> bool:
+    def all_in(self) -> bool:
         """Whether the step can be taken; else note which Muscle we are waiting for."""
         expected = self.expected
         if expected is None:
@@ -594,7 +594,7 @@ class EnvironmentProcess(Component):
             described.append(describe(reward))
         return described
 
-    def _link(self, hot: HotLoop, process: str) -> Channel:
+    def link_to(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""
         while process not in self.links:
             self._accept(hot, wait=True)

@@ -208,7 +208,7 @@ class _Play:
         self.agents = message.agents
         self.index = {a.process: i for i, a in enumerate(self.agents)}
         self.episodes = message.episodes
-        self.links = [process._link(hot, a.process) for a in self.agents]
+        self.links = [process.link_to(hot, a.process) for a in self.agents]
         self.acts_here = [a.acts_here for a in self.agents]
         policy: TurnPolicy = call(load_class(message.policy))
         if process.conditions is None:  # each game its own, kept over the phase's messages
