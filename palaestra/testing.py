@@ -47,8 +47,9 @@ from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.turns import Stepped
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
-from palaestra.environment.environment_process import EnvironmentProcess, construct
+from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.environment.lanes import play_lanes
+from palaestra.environment.world import construct
 
 
 class PluginCheckError(InvalidInputError):
@@ -424,7 +425,7 @@ class LocalRounds:
     def start(self) -> m.EnvBaseline:
         """Start every game's world; the first game's baseline (each game's is alike)."""
         env = self.environment
-        self.baseline = env.start_world(reset=False)
+        self.baseline = env.world.start_world(reset=False)
         for game in env.games[1:]:
             game.start_world(reset=False)
         return self.baseline
@@ -438,7 +439,7 @@ class LocalRounds:
             assert muscle.games is not None
             return muscle.games.answer(message)
 
-        muscle.wire(brain, {env.spec.uid: FakeLink(env.name)})
+        muscle.wire(brain, {env.world.spec.uid: FakeLink(env.name)})
         env.links[muscle.name] = FakeLink(muscle.name, answer)
         self.muscles[muscle.name] = muscle
 
@@ -463,12 +464,12 @@ class LocalRounds:
                     episode=0,
                     sensors=[sensors[uid] for uid in muscle.agent.sensors],
                     actuators=[actuators[uid] for uid in muscle.agent.actuators],
-                    driver=env.spec.uid,
+                    driver=env.world.spec.uid,
                     lanes=len(env.games),
                 )
             )
             muscle.games = MuscleLanes(muscle, len(env.games))
-        prefix = env.prefix
+        prefix = env.world.prefix
         agents = [
             m.EpisodeAgent(
                 process=name,
@@ -510,7 +511,7 @@ class LocalDriver:
                 raise TypeError(f"an environment cannot handle {type(message).__name__}")
             env.pending[muscle.name] = message.setpoints
 
-        muscle.wire(brain, {env.spec.uid: FakeLink(env.name, deliver)})
+        muscle.wire(brain, {env.world.spec.uid: FakeLink(env.name, deliver)})
         self.muscles[muscle.name] = muscle
 
     def begin(self, episode: int, baseline: m.EnvBaseline) -> None:
@@ -528,7 +529,7 @@ class LocalDriver:
 
     def agents(self) -> list[m.EpisodeAgent]:
         """The agents as the episode loop sees them, in the order the Muscles were wired."""
-        prefix = self.environment.prefix
+        prefix = self.environment.world.prefix
         return [
             m.EpisodeAgent(
                 process=name,
@@ -548,8 +549,8 @@ class LocalDriver:
         env.expected = [a.process for a in acting if a.acts_here]
         if not env.all_in():
             raise LookupError(f"{env.name}: set points missing from {env.muscles.name}")
-        state = env.update()
-        values = zip(env.full_sensor_uids, state.values, strict=True)
+        state = env.take_step()
+        values = zip(env.world.full_sensor_uids, state.values, strict=True)
         return Stepped(values, state.rewards, [state.done], [state.terminated], [state.truncated])
 
     def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:

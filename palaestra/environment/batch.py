@@ -13,7 +13,7 @@ with :meth:`~palaestra.environment.environment.Environment.update`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -25,36 +25,32 @@ from palaestra.core.records import object_keys, object_text, recorded
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.spaces import Box, Discrete, Space
 from palaestra.environment.environment import BatchState, steps_in_batches
-
-if TYPE_CHECKING:
-    from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.environment.world import World
 
 
-def stepped_in_batches(process: EnvironmentProcess) -> bool:
-    """Whether the process steps its games with :meth:`Environment.update_batch`: it hosts
-    several games of a class that overrides it, without a state transformer."""
-    games = process.games
-    cls = type(process.env)
+def stepped_in_batches(games: Sequence[World]) -> bool:
+    """Whether a worker's ``games`` step with :meth:`Environment.update_batch`: several games
+    of a class that overrides it, without a state transformer."""
+    cls = type(games[0].env)
     return (
         len(games) > 1
         and steps_in_batches(cls)
-        and process.transformer is None
+        and games[0].transformer is None
         and all(type(game.env) is cls for game in games)
     )
 
 
 class Batch:
-    """Steps the games of an environment process that act in a round with one call."""
+    """Steps the games of a worker that act in a round with one call; ``first``: its first
+    game, whose row sink takes the round's rows."""
 
-    def __init__(self, process: EnvironmentProcess) -> None:
-        self.process = process
-        self.cls = type(process.env)
+    def __init__(self, first: World) -> None:
+        self.first = first
+        self.cls = type(first.env)
         self.rewards: Memo[tuple[list[m.InfoDesc], str]] = Memo()  # by the values
         self.setpoints: Memo[str] = Memo()  # set point JSON text by the items
 
-    def step(
-        self, moves: Sequence[tuple[EnvironmentProcess, dict[str, Any], bool]]
-    ) -> list[m.EnvState]:
+    def step(self, moves: Sequence[tuple[World, dict[str, Any], bool]]) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
         it to stop) at once; each game's state, its row added to the store's rows."""
         games = [game for game, _, _ in moves]
@@ -80,8 +76,8 @@ class Batch:
 
     def _states(
         self,
-        games: list[EnvironmentProcess],
-        moves: Sequence[tuple[EnvironmentProcess, dict[str, Any], bool]],
+        games: list[World],
+        moves: Sequence[tuple[World, dict[str, Any], bool]],
         columns: list[list[Any]],
         rewards: list[list[m.InfoDesc]],
         reward_texts: list[str],
@@ -90,13 +86,13 @@ class Batch:
         truncated: list[bool | None],
     ) -> list[m.EnvState]:
         """Each game's state and (if recorded) its ``world_states`` row, in one pass."""
-        process = self.process
-        uids = process.full_sensor_uids
+        first = self.first
+        uids = first.full_sensor_uids
         keys = object_keys(uids)
-        paused = process.switch.paused()
-        every = process.record_every
-        storing = process.rows.socket is not None  # (its values need no check: ours)
-        environment_id = process.environment_id
+        paused = first.switch.paused()
+        every = first.record_every
+        storing = first.rows.socket is not None  # (its values need no check: ours)
+        environment_id = first.environment_id
         rows: list[tuple[Any, ...]] = []
         size = 0
         states = []
@@ -105,9 +101,9 @@ class Batch:
             ends = _stopped(game, done[k], terminated[k], truncated[k])
             game.advanced(values)
             if game.paused != paused:  # (told to the store in order with the rows)
-                process.rows.add_shaped(rows, size)
+                first.rows.add_shaped(rows, size)
                 rows, size = [], 0
-                process.rows.flush()
+                first.rows.flush()
                 game.recording()
             if storing and not paused and recorded(game.step - 1, ends[0], every):
                 sensors = object_text(keys, uids, values)
@@ -139,10 +135,10 @@ class Batch:
                     late_by=game.late_by,
                 )
             )
-        process.rows.add_shaped(rows, size)
+        first.rows.add_shaped(rows, size)
         return states
 
-    def _sensors(self, games: list[EnvironmentProcess], batch: Any, count: int) -> list[list[Any]]:
+    def _sensors(self, games: list[World], batch: Any, count: int) -> list[list[Any]]:
         """Each declared sensor's values (JSON), a column of one per game; checked."""
         first = games[0]
         if not isinstance(batch, BatchState):
@@ -172,7 +168,7 @@ class Batch:
         return columns
 
     def _rewards(
-        self, games: list[EnvironmentProcess], batch: BatchState, count: int
+        self, games: list[World], batch: BatchState, count: int
     ) -> tuple[list[list[m.InfoDesc]], list[str]]:
         """Each game's rewards as the agents get them, and as JSON text for its row."""
         first = games[0]
@@ -210,7 +206,7 @@ class Batch:
         return memo.get_or_make(tuple(setpoints.items()), self._full_uids, setpoints)
 
     def _full_uids(self, setpoints: dict[str, Any]) -> str:
-        prefix = self.process.prefix
+        prefix = self.first.prefix
         return json_text({prefix + uid: value for uid, value in setpoints.items()})
 
 
@@ -230,9 +226,7 @@ def _stacked(values: list[Any], space: Space | None) -> Any:
     return array
 
 
-def _column(
-    first: EnvironmentProcess, kind: str, info: Any, space: Space | None, count: int
-) -> Any:
+def _column(first: World, kind: str, info: Any, space: Space | None, count: int) -> Any:
     """The stacked values of a sensor or reward, with a row per game."""
     values = info.value
     if not isinstance(values, np.ndarray):
@@ -250,7 +244,7 @@ def _column(
 
 
 def _check(
-    games: list[EnvironmentProcess],
+    games: list[World],
     kind: str,
     info: Any,
     space: Space | None,
@@ -288,7 +282,7 @@ def _json_column(values: Any, space: Space | None) -> list[Any]:
 
 
 def _ends(
-    first: EnvironmentProcess, batch: BatchState, count: int
+    first: World, batch: BatchState, count: int
 ) -> tuple[list[bool], list[bool | None], list[bool | None]]:
     """``done``, ``terminated`` and ``truncated`` of each game, as plain values."""
     terminated: list[bool | None] = (
@@ -304,7 +298,7 @@ def _ends(
     return done, terminated, truncated
 
 
-def _flags(first: EnvironmentProcess, flags: Any, count: int) -> list[bool | None]:
+def _flags(first: World, flags: Any, count: int) -> list[bool | None]:
     values = np.asarray(flags, dtype=bool).reshape(-1)
     if values.shape != (count,):
         raise PluginContractError(
@@ -318,9 +312,9 @@ def _flags(first: EnvironmentProcess, flags: Any, count: int) -> list[bool | Non
 
 
 def _stopped(
-    game: EnvironmentProcess, done: bool, terminated: bool | None, truncated: bool | None
+    game: World, done: bool, terminated: bool | None, truncated: bool | None
 ) -> tuple[bool, bool | None, bool | None]:
-    """The game's ends, as :meth:`EnvironmentProcess._ends` makes them (an agent's stop)."""
+    """The game's ends, as :meth:`World._ends` makes them (an agent's stop)."""
     if game.stop_requested:
         done, game.stop_requested = True, False
         if terminated is not None or truncated is not None:

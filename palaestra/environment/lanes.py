@@ -22,16 +22,16 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import zmq
 
 from palaestra.core import messages as m
-from palaestra.core.channel import Channel, PeerGone
+from palaestra.core.channel import Channel, PeerGone, Selector
 from palaestra.core.hotloop import HotLoop
 from palaestra.core.loading import load_class
 from palaestra.core.pacing import Pacer
-from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin import call
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
@@ -39,11 +39,9 @@ from palaestra.core.termination import (
     episode_conditions,
 )
 from palaestra.core.turns import Game, Stepped, TurnPolicy
+from palaestra.core.watch import Waiting
 from palaestra.environment.batch import Batch, stepped_in_batches
-
-if TYPE_CHECKING:
-    from palaestra.environment.environment_process import EnvironmentProcess
-
+from palaestra.environment.world import World
 
 GROUPS = 2
 """Groups of a worker's games whose rounds overlap (see :func:`play_lanes`)."""
@@ -51,20 +49,20 @@ GROUP_MIN = 4
 """Games per group at least: fewer games play in one group (one round at a time)."""
 
 
-def same_world(first: EnvironmentProcess, game: EnvironmentProcess) -> None:
-    """Fail unless ``game`` has the sensors and actuators of the worker's first game (their
-    Muscle acts in all with the same spaces)."""
-    if game.sensor_uids != first.sensor_uids or [str(a.uid) for a in game.actuators] != [
-        str(a.uid) for a in first.actuators
-    ]:
-        raise PluginContractError(
-            game.env,
-            "start_environment",
-            f"of game {game.worker} reported sensors {game.sensor_uids} and actuators "
-            f"{[str(a.uid) for a in game.actuators]}, the first game of the worker "
-            f"{first.sensor_uids} and {[str(a.uid) for a in first.actuators]}: with "
-            "envs_per_worker every instance must offer the same sensors and actuators",
-        )
+class Host(Protocol):
+    """The environment process as the rounds of its games use it
+    (:class:`~palaestra.environment.environment_process.EnvironmentProcess`)."""
+
+    name: str
+    games: list[World]  # the worker's games
+    muscles: Waiting  # names the Muscle whose answer is awaited
+    selector: Selector  # the links it polls (a Muscle that hung up leaves it)
+    pacer: Pacer | None  # of paced rounds, kept over the phase's messages
+    played: list[int] | None  # each game's episodes so far, kept likewise
+    conditions: list[list[TerminationCondition]] | None  # each game's, kept likewise
+
+    def link_to(self, hot: HotLoop, process: str) -> Channel:
+        """The link of Muscle ``process``."""
 
 
 class Lane:
@@ -76,7 +74,7 @@ class Lane:
     def __init__(
         self,
         index: int,
-        world: EnvironmentProcess,
+        world: World,
         policy: TurnPolicy,
         agents: Sequence[m.EpisodeAgent],
         conditions: list[TerminationCondition],
@@ -147,7 +145,7 @@ class _Round:
 
 
 def play_lanes(
-    process: EnvironmentProcess,
+    process: Host,
     hot: HotLoop,
     message: m.EnvLanes,
     router: zmq.Socket[bytes],
@@ -197,7 +195,7 @@ class _Play:
 
     def __init__(
         self,
-        process: EnvironmentProcess,
+        process: Host,
         hot: HotLoop,
         message: m.EnvLanes,
         tell: Callable[[bytes], object],
@@ -233,7 +231,7 @@ class _Play:
         self.tell = tell
         self.steps = 0
         self.end_phase = False  # an agent's Brain reached its phase rule
-        self.batch = Batch(process) if stepped_in_batches(process) else None
+        self.batch = Batch(process.games[0]) if stepped_in_batches(process.games) else None
 
     def over(self) -> m.EnvLanesDone:
         """The answer once the games stopped (each game's episodes kept for the next)."""
@@ -331,7 +329,7 @@ class _Play:
             following.restarts.append(lane)
 
 
-def _send(process: EnvironmentProcess, links: list[Channel], current: _Round, last: bool) -> None:
+def _send(process: Host, links: list[Channel], current: _Round, last: bool) -> None:
     """Send each agent with observations in the round its own (with ``last``: every agent
     the last message)."""
     for link, (lanes, episodes, steps) in zip(links, current.seen, strict=True):
@@ -345,7 +343,7 @@ def _send(process: EnvironmentProcess, links: list[Channel], current: _Round, la
 
 
 def _answers(
-    process: EnvironmentProcess,
+    process: Host,
     hot: HotLoop,
     agents: Sequence[m.EpisodeAgent],
     links: list[Channel],

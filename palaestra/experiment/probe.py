@@ -37,7 +37,7 @@ from palaestra.core.loading import load_class
 from palaestra.core.processes import without_main
 from palaestra.core.specs import EnvironmentSpec
 from palaestra.environment.aio import Awaiter
-from palaestra.environment.environment_process import construct
+from palaestra.environment.world import construct
 
 LOG = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """The live side of a replay: one worker's environments, rebuilt and stepped in this process.
 
-Each environment is an :class:`~palaestra.environment.environment_process.EnvironmentProcess`
-built as a run builds it (same class, params, seed, reward and state transformer), but never
-started as a process: the replay calls its ``start_world`` and ``update`` directly, so the
+Each environment is a :class:`~palaestra.environment.world.World` built as a run's
+environment process builds it (same class, params, seed, reward and state transformer), in
+this process: the replay calls its ``start_world`` and ``update`` directly, so the
 values it checks, converts and records are exactly those a run records. The rows it would
 have written are kept (:class:`Tape`) to be compared with the store's, or written as a copy.
 """
@@ -15,8 +15,13 @@ from typing import Any
 from palaestra.core import messages as m
 from palaestra.core.records import Row, RowSink
 from palaestra.core.specs import EnvironmentSpec
+from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment
-from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.environment.world import World
+
+SHUTDOWN_TIMEOUT = 300.0
+"""Seconds an environment's asynchronous ``shutdown`` may take (a run's default
+``answer_timeout``)."""
 
 
 class Tape(RowSink):
@@ -49,34 +54,35 @@ class LiveWorld:
         check_values: bool = True,
     ) -> None:
         self.check_values = check_values
-        self.processes: dict[str, EnvironmentProcess] = {}
+        self.awaiter = Awaiter(f"replay-{worker}")  # (one loop for asynchronous ones)
+        self.worlds: dict[str, World] = {}
         self.tapes: dict[str, Tape] = {}
         self.started = False
         for index, spec in enumerate(specs):
-            process = EnvironmentProcess(
+            world = World(
                 f"replay-{spec.uid}-{worker}",
                 environment=spec,
                 environment_id=index,
                 worker=worker,
                 seed=seeds[spec.uid][worker],
-                store_endpoint=None,
+                awaiter=self.awaiter,
             )
             tape = Tape()
-            process.rows = tape
-            self.processes[spec.uid] = process
+            world.rows = tape
+            self.worlds[spec.uid] = world
             self.tapes[spec.uid] = tape
 
     @property
     def environments(self) -> dict[str, Environment]:
         """The live environment plug-ins, by uid: inspect them, change them, call them."""
-        return {uid: process.env for uid, process in self.processes.items()}
+        return {uid: world.env for uid, world in self.worlds.items()}
 
     def start(self) -> dict[str, Any]:
         """Start the world (reset it after its first episode); the baseline's sensor values
         by full uid."""
         values: dict[str, Any] = {}
-        for process in self.processes.values():
-            baseline = process.start_world(self.started, self.check_values)
+        for world in self.worlds.values():
+            baseline = world.start_world(self.started, self.check_values)
             values.update((s.uid, s.value) for s in baseline.sensors)
         self.started = True
         return values
@@ -88,15 +94,18 @@ class LiveWorld:
         full actuator uid); ``stop``: the environments an agent asked to end the episode after
         this step (as its objective rule did in the run). Returns each one's state and its row."""
         stepped = {}
-        for uid, process in self.processes.items():
-            cut = len(process.prefix)
+        for uid, world in self.worlds.items():
+            cut = len(world.prefix)
             own = {key[cut:]: value for key, value in setpoints.get(uid, {}).items()}
-            process.stop_requested = uid in stop
-            state = process.update(own)
+            world.stop_requested = uid in stop
+            state = world.update(own)
             stepped[uid] = (state, self.tapes[uid].kept.pop())
         return stepped
 
     def shutdown(self) -> None:
         """Shut the environments down (their ``shutdown``), ignoring nothing."""
-        for process in self.processes.values():
-            process.shutdown_world()
+        try:
+            for world in self.worlds.values():
+                world.shutdown(SHUTDOWN_TIMEOUT)
+        finally:
+            self.awaiter.close()

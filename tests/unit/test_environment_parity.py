@@ -24,7 +24,7 @@ from palaestra.environment import (
     EnvironmentContext,
     EnvironmentState,
 )
-from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.environment.world import World
 from palaestra.testing import RowRecorder
 from palaestra.types import Discrete
 from tests.plugins.parity_style import SimTimeEnvironment
@@ -152,14 +152,13 @@ def test_an_environment_that_assigns_nothing_gets_the_runs_seed_and_rng() -> Non
 # --- the environment process: both return forms, sim time in the row ---------------------------
 
 
-def environment(name: str = STYLE, **params: Any) -> EnvironmentProcess:
-    process = EnvironmentProcess(
+def environment(name: str = STYLE, **params: Any) -> World:
+    process = World(
         "Environment-env-0",
         environment=EnvironmentSpec(name=name, uid="env", params=params or {"max_iter": 3}),
         environment_id=1,
         worker=0,
         seed=7,
-        store_endpoint=None,
     )
     process.rows = RowRecorder()
     return process

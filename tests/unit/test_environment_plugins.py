@@ -15,7 +15,7 @@ import pytest
 from palaestra.compat import finder
 from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
-from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.environment.world import World
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 
@@ -35,7 +35,7 @@ def plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _process(
     transformer: str | None = None, reward: str | None = "builtin_plugins:LevelReward"
-) -> EnvironmentProcess:
+) -> World:
     spec = EnvironmentSpec(
         name="builtin_plugins:LevelEnvironment",
         uid="lev",
@@ -45,13 +45,12 @@ def _process(
         if transformer
         else None,
     )
-    process = EnvironmentProcess(
+    process = World(
         "Environment-lev-0",
         environment=spec,
         environment_id=0,
         worker=0,
         seed=1,
-        store_endpoint=None,
     )
     process.start_world(reset=False)
     return process

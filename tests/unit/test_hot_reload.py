@@ -36,7 +36,7 @@ from palaestra.core.specs import (
     SimulationSpec,
     with_hot_reload,
 )
-from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.environment.world import World
 from palaestra.testing import FakeLink
 
 SOURCE = """\
@@ -276,13 +276,12 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
     path = tmp_path / f"{name}.py"
     path.write_text(MUSCLE.format(version=1))
     monkeypatch.syspath_prepend(str(tmp_path))
-    env = EnvironmentProcess(
+    env = World(
         "Environment-env-0",
         environment=EnvironmentSpec(name="palaestra.environment:DummyEnvironment", uid="env"),
         environment_id=1,
         worker=0,
         seed=7,
-        store_endpoint=None,
     )
     baseline = env.start_world(reset=False)
     uids = ["env.0", "env.1"]

@@ -23,6 +23,7 @@ from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.turns import AllAct, RoundRobin, Stepped, TurnPolicy, run_episode
 from palaestra.environment.environment_process import EnvironmentProcess
+from palaestra.environment.world import World
 from palaestra.testing import FakeLink, LocalDriver, RowRecorder, brain_link
 
 DUMMY_ENV = "palaestra.environment.dummy_environment:DummyEnvironment"
@@ -141,14 +142,13 @@ def test_the_conditions_end_the_episode_and_their_failure_names_them() -> None:
 # --- an environment process's update ----------------------------------------------------------
 
 
-def environment(params: dict[str, Any] | None = None, name: str = DUMMY_ENV) -> EnvironmentProcess:
-    process = EnvironmentProcess(
+def environment(params: dict[str, Any] | None = None, name: str = DUMMY_ENV) -> World:
+    process = World(
         "Environment-env-0",
         environment=EnvironmentSpec(name=name, uid="env", params=params or {"max_iter": 3}),
         environment_id=1,
         worker=0,
         seed=7,
-        store_endpoint=None,
     )
     process.rows = RowRecorder()
     return process
@@ -291,9 +291,18 @@ def test_a_muscle_setting_an_actuator_it_was_not_given_is_stopped_before_sending
 def test_an_episode_of_real_step_paths_in_one_process(
     policy: TurnPolicy, actions: list[int]
 ) -> None:
-    env = environment({"max_iter": 3})
+    process = EnvironmentProcess(
+        "Environment-env-0",
+        environment=EnvironmentSpec(name=DUMMY_ENV, uid="env", params={"max_iter": 3}),
+        environment_id=1,
+        worker=0,
+        seed=7,
+        store_endpoint=None,
+    )
+    env = process.world
+    env.rows = RowRecorder()
     baseline = env.start_world(reset=False)
-    driver = LocalDriver(env)
+    driver = LocalDriver(process)
     brains = []
     for name, own in (("one", range(5)), ("two", range(5, 10))):
         muscle = muscle_process(baseline, name, own)

@@ -1,0 +1,449 @@
+"""One game of a worker: an environment plug-in, its episode and its rows.
+
+A :class:`World` holds what one instance of the environment needs to play: the plug-in
+(constructed with its params and seed), the sensors and actuators its start declared and
+the checks of their values, the episode and step it is at, how the step ends, and the sinks of
+its ``world_states`` and plug-in record rows. It starts (:meth:`World.start_world`) and steps
+(:meth:`World.update`, or a batch of worlds in one call: :mod:`palaestra.environment.batch`)
+with no process or socket: the environment process hosts the worker's worlds (one, or
+``envs_per_worker``) and plays them (:mod:`palaestra.environment.lanes`); a replay steps its
+own (:mod:`palaestra.replay.live`).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from palaestra.core import messages as m
+from palaestra.core import names
+from palaestra.core.codec import describe
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+    json_value,
+)
+from palaestra.core.loading import load_class
+from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin_records import recorder_for, send_records
+from palaestra.core.recording_control import RecordingSwitch
+from palaestra.core.records import (
+    RowSink,
+    plugin_record_values,
+    recorded,
+    send,
+    world_state_values,
+)
+from palaestra.core.simtime import SimTime
+from palaestra.core.space_checks import Check, value_check
+from palaestra.core.specs import ClassSpec, EnvironmentSpec
+from palaestra.core.watch import Waiting
+from palaestra.environment import checks
+from palaestra.environment.aio import Awaiter
+from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
+from palaestra.environment.reset import EnvironmentResetRequest
+from palaestra.environment.reset_call import call_reset
+from palaestra.environment.shapes import ShapeFix
+
+LOG = logging.getLogger(__name__)
+
+
+def construct(spec: EnvironmentSpec, seed: int) -> Environment:
+    """Instantiate the environment with its params (and ``uid``/``seed`` if it takes them)."""
+    cls = load_class(spec.name)
+    kwargs = dict(spec.params)
+    accepted = inspect.signature(cls).parameters
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
+    for key, value in (("uid", spec.uid), ("seed", seed), ("broker_uri", "")):
+        if key in accepted or takes_any:
+            kwargs.setdefault(key, value)
+    return call(cls, **kwargs)  # type: ignore[no-any-return]
+
+
+def _build(spec: ClassSpec) -> Any:
+    """A plug-in of the environment item (``reward``, ``state_transformer``), with its params."""
+    return call(load_class(spec.name), **spec.params)
+
+
+def _renamed(sensor: SensorInformation, uid: str) -> SensorInformation:
+    """A shallow copy of ``sensor`` under ``uid`` (the environment's own object is kept)."""
+    renamed = copy.copy(sensor)
+    renamed.uid = uid
+    return renamed
+
+
+class World:
+    """One game of a worker (see the module's description).
+
+    Args:
+        name: The name of the process it plays in (messages, its plug-in's waits).
+        environment: The environment of the run file.
+        environment_id: The environment's id in the store.
+        worker: The worker (with ``envs_per_worker``: the game's lane) its rows are under.
+        seed: The seed of its plug-in.
+        awaiter: What awaits an asynchronous plug-in's coroutines (one per process; None:
+            its own).
+        answer_timeout: How long a step of its plug-in may take before it is named.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        environment: EnvironmentSpec,
+        environment_id: int,
+        worker: int,
+        seed: int,
+        awaiter: Awaiter | None = None,
+        answer_timeout: float = 300.0,
+        phase_id: int = 0,
+        run_uid: str = "",
+        instance_uid: str = "",
+        phase_index: int = 0,
+        data_path: str = "",
+        record_every: int = 1,
+    ) -> None:
+        self.name = name
+        self.record_every = record_every  # which steps get a row: see PhaseConfig
+        self.stop_requested = False  # an agent reached its objective rule: the step is the last
+        self.values: list[Any] = []
+        self.last_values: list[Any] = []  # the sensor values after the last step
+        self.warned_repeats = False
+        self.shapes = ShapeFix(name)  # values in another shape than their Box's, reshaped
+        # our own plug-in's step: if it never returns, we say so ourselves (a second after
+        # the executor's judge would have, which can also tell how: see core.liveness)
+        self.stepping = Waiting(name, answer_timeout, grace=1.0)
+        self.awaiter = awaiter if awaiter is not None else Awaiter(name)
+        self.spec = environment
+        self.environment_id = environment_id
+        self.phase_id = phase_id
+        self.worker = worker
+        self.env = construct(environment, seed)
+        self.recorder = recorder_for(name)
+        self.record_source = f"env:{environment.uid}"  # of its plug-in records
+        self.switch = RecordingSwitch()
+        self.paused = False  # recording is paused: steps run, no rows (see recording_gaps)
+        self.env.attach(
+            EnvironmentContext(
+                uid=environment.uid,
+                worker=worker,
+                seed=seed,
+                run_uid=run_uid,
+                instance_uid=instance_uid,
+                phase_index=phase_index,
+                data_path=data_path,
+                recorder=self.recorder,
+            )
+        )
+        if environment.reward is not None:  # the environment calls it itself
+            self.env.reward = _build(environment.reward)
+        self.transformer: Any = (
+            _build(environment.state_transformer) if environment.state_transformer else None
+        )
+        self.actuators: list[ActuatorInformation] = []
+        self.first_step = True
+        self.declared: dict[str, Any] = {}
+        self.value_checks: list[Check] | None = None
+        self.check_rewards = True
+        self.reward_checks: dict[int, tuple[Any, Check]] = {}
+        self.sensor_index: dict[str, int] = {}
+        self.sensor_uids: list[str] = []
+        self.full_sensor_uids: list[str] = []
+        self.prefix = f"{environment.uid}."
+        self.episode = -1
+        self.step = 0
+        self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
+        # its rows' sinks: the store's once its process serves
+        self.rows = RowSink(None, "world_states", shape=self.row_values)
+        self.records = RowSink(None, "plugin_records", shape=self.record_values)
+
+    def row_values(self, row: m.WorldStateRow) -> tuple[Any, ...]:
+        """The row ready to insert (see :class:`~palaestra.core.messages.Rows`)."""
+        return world_state_values(self.environment_id, self.worker, row)
+
+    def record_values(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
+        return plugin_record_values(self.phase_id, row)
+
+    def advanced(self, values: list[Any]) -> None:
+        """The world took a step (alone or in a batch of games) and reads ``values`` now: the
+        step counts, and what the environment recorded during it becomes rows."""
+        self.last_values = values
+        self.step += 1
+        self.first_step = False
+        self._send_records()
+
+    def _send_records(self) -> None:
+        """Add what the environment recorded with ``context.record`` as rows of this step."""
+        source = self.record_source
+        send_records(self.recorder, self.records, source, self.worker, self.episode, self.step)
+
+    def recording(self) -> bool:
+        """Whether this step's row is written: not while recording is paused. A change is
+        told to the store as the start or the end of a gap (``recording_gaps``)."""
+        paused = self.switch.paused()
+        if paused != self.paused:
+            self.paused = paused
+            self.rows.flush()
+            mark = m.RecordingGapMark(
+                phase_id=self.phase_id,
+                worker=self.worker,
+                episode=self.episode,
+                step=self.step,
+                paused=paused,
+            )
+            send(self.rows.socket, mark)
+        return not paused
+
+    def start_world(self, reset: bool, check_values: bool = True) -> m.EnvBaseline:
+        """Start (or reset) the world, check what it returned, and describe it.
+
+        With ``check_values``, every step checks each sensor value and reward against its
+        space (see :mod:`palaestra.environment.checks`); the first step after a start is
+        always checked in full.
+        """
+        method = "reset" if reset else "start_environment"
+        if reset:
+            result = call_reset(self.env, self.reset_request(), self.awaiter)
+        else:
+            result = self.awaiter(self.env, method, call(self.env.start_environment))
+        repeated: list[str] = []
+        sensors, actuators = checks.baseline(self.env, method, result, repeated, self.shapes.fixed)
+        if repeated and not self.warned_repeats:
+            self.warned_repeats = True
+            LOG.warning(
+                "%s: %s.%s() returned actuator %s more than once (same uid and space); "
+                "palaestra uses each once",
+                self.name,
+                type(self.env).__name__,
+                method,
+                ", ".join(f"'{uid}'" for uid in dict.fromkeys(repeated)),
+            )
+        self.episode += 1
+        self.step = 0
+        self.first_step = True
+        self.declared = {str(s.uid): s.space for s in sensors}
+        self.value_checks = [value_check(s.space) for s in sensors] if check_values else None
+        self.check_rewards = check_values
+        self.reward_checks = {}
+        self.actuators = actuators
+        self.sensor_uids = [str(s.uid) for s in sensors]
+        self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
+        prefix = self.prefix
+        self.full_sensor_uids = [prefix + uid for uid in self.sensor_uids]
+        baseline = m.EnvBaseline(
+            sensors=[describe(s, prefix + str(s.uid)) for s in sensors],
+            actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
+        )
+        self.values = [desc.value for desc in baseline.sensors]
+        self.last_values = self.values
+        self._send_records()
+        return baseline
+
+    def reset_request(self) -> EnvironmentResetRequest:
+        """What palaestrAI's simulation controller would send with a reset."""
+        context = self.env.context
+        return EnvironmentResetRequest(
+            sender_simulation_controller_id=names.controller(self.worker),
+            receiver_environment_id=self.spec.uid,
+            experiment_run_id=context.run_uid if context is not None else "",
+            experiment_run_instance_id=context.instance_uid if context is not None else "",
+            experiment_run_phase=context.phase_index if context is not None else 0,
+        )
+
+    def update(self, setpoints: dict[str, Any]) -> m.EnvState:
+        """Apply set points (by the environment's own actuator ids) and step the world."""
+        actuators = []
+        for template in self.actuators:
+            uid = str(template.uid)
+            space = template.space
+            if uid in setpoints:
+                value = setpoints[uid]
+                value = space.from_json_value(value) if space is not None else value
+            else:
+                value = template.value
+            actuators.append(ActuatorInformation(value, space, uid))
+        self.stepping.begin()
+        result: Any = self.awaiter(self.env, "update", call(self.env.update, actuators))
+        if self.transformer is not None:
+            result = self._transform(result)
+        self.stepping.end()
+        is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
+        if self.first_step:  # checked in full
+            sensors, rewards, done = checks.first_state(
+                self.env, result, self.declared, self.shapes.fixed
+            )
+        elif is_state:
+            sensors, rewards, done = result.sensor_information, result.rewards, bool(result.done)
+        else:
+            state = tuple(result)
+            sensors, rewards, done = state[0], state[1], bool(state[2])
+        done, terminated, truncated = self._ends(result if is_state else None, done)
+        # a last step may report no readings (palaestrAI's environments do): the last stand
+        values = self.last_values if done and not sensors else self._values(sensors)
+        reward_descs = self._rewards(rewards)
+        self.advanced(values)
+        if self.recording() and recorded(self.step - 1, done, self.record_every):
+            # (its steps count from 1)
+            simtime = result.simtime if is_state else None
+            self._record_step(
+                values, setpoints, reward_descs, simtime, (done, terminated, truncated)
+            )
+        return m.EnvState(
+            values=values,
+            rewards=reward_descs,
+            done=done,
+            terminated=terminated,
+            truncated=truncated,
+            late_by=self.late_by,
+        )
+
+    def _record_step(
+        self,
+        values: list[Any],
+        setpoints: dict[str, Any],
+        rewards: list[m.InfoDesc],
+        simtime: Any,
+        ends: tuple[bool, bool | None, bool | None],
+    ) -> None:
+        """Add the step's ``world_states`` row."""
+        done, terminated, truncated = ends
+        self.rows.add(
+            m.WorldStateRow(
+                self.episode,
+                self.step,
+                dict(zip(self.full_sensor_uids, values, strict=True)),
+                {self.prefix + uid: value for uid, value in setpoints.items()},
+                {r.uid: r.value for r in rewards},
+                done,
+                self._simtime(simtime) if simtime is not None else None,
+                terminated,
+                truncated,
+                self.late_by,
+            )
+        )
+
+    def _ends(
+        self, state: EnvironmentState | None, done: bool
+    ) -> tuple[bool, bool | None, bool | None]:
+        """``done``, ``terminated`` and ``truncated`` of the step (None: the environment does not
+        say); an agent that reached its objective rule ends the episode, cut short."""
+        terminated = None if state is None else _flag(state.terminated)
+        truncated = None if state is None else _flag(state.truncated)
+        if self.stop_requested:
+            done, self.stop_requested = True, False
+            if terminated is not None or truncated is not None:
+                truncated = truncated or not terminated
+        return done, terminated, truncated
+
+    def _transform(self, result: Any) -> EnvironmentState:
+        """The step's state as the run file's state transformer rewrites it: it sees and
+        returns the sensors with the uids agents see (``"<env uid>.<sensor>"``)."""
+        if isinstance(result, EnvironmentState):
+            state = result
+        else:
+            sensors, rewards, done = checks.state_parts(self.env, result)
+            state = EnvironmentState(list(sensors), list(rewards), done, world_state=sensors)
+        prefix = self.prefix
+        state.sensor_information = [
+            _renamed(s, prefix + str(s.uid)) for s in state.sensor_information
+        ]
+        transformer: Any = self.transformer
+        new = call(transformer.__call__, state)
+        if not isinstance(new, EnvironmentState):
+            raise PluginContractError(
+                transformer,
+                "__call__",
+                f"returned {type(new).__name__}, expected an EnvironmentState",
+            )
+        cut = len(prefix)
+        new.sensor_information = [
+            _renamed(s, str(s.uid)[cut:]) if str(s.uid).startswith(prefix) else s
+            for s in new.sensor_information
+        ]
+        return new
+
+    def _simtime(self, simtime: Any) -> dict[str, Any]:
+        """The plain form of the sim time a state reports, for ``world_states.simtime``."""
+        if type(simtime) is SimTime:
+            return simtime.to_dict()
+        try:  # another SimTime class of the same shape (palaestrAI's own)
+            return SimTime(simtime.simtime_ticks, simtime.simtime_timestamp).to_dict()
+        except (AttributeError, TypeError, ValueError) as e:
+            raise PluginContractError(
+                self.env,
+                "update",
+                f"returned an EnvironmentState with simtime = {simtime!r}, expected a "
+                f"palaestra.core.simtime.SimTime or None ({e})",
+            ) from None
+
+    def _values(self, sensors: Sequence[SensorInformation]) -> list[Any]:
+        """The sensor values in baseline order, as JSON; each checked against its space
+        unless that is switched off. An unknown or missing sensor always fails the run."""
+        values: list[Any] = [None] * len(self.sensor_uids)
+        index_of = self.sensor_index.get
+        value_checks = self.value_checks
+        for sensor in sensors:
+            index = index_of(str(sensor.uid))
+            if index is None:
+                raise checks.unknown_sensor(self.env, str(sensor.uid), self.sensor_uids)
+            if value_checks is not None and not value_checks[index](sensor.value):
+                declared = self.declared[self.sensor_uids[index]]
+                fixed = self.shapes.fixed(self.env, "update", "sensor", sensor, declared)
+                if fixed is None:
+                    raise checks.outside(self.env, "sensor", sensor, declared)
+                sensor = fixed
+            values[index] = json_value(sensor)
+        if len(sensors) < len(values):  # (the first step also finds a sensor given twice)
+            reported = {str(s.uid) for s in sensors}
+            raise checks.missing_sensors(
+                self.env, [uid for uid in self.sensor_uids if uid not in reported]
+            )
+        return values
+
+    def _rewards(self, rewards: Sequence[RewardInformation]) -> list[m.InfoDesc]:
+        if not self.check_rewards:
+            return [describe(r) for r in rewards]
+        known = self.reward_checks
+        described = []
+        for reward in rewards:
+            space = reward.space
+            entry = known.get(id(space))
+            if entry is None or entry[0] is not space:  # a space not seen yet
+                entry = known[id(space)] = (space, value_check(space))
+            if not entry[1](reward.value):
+                fixed = self.shapes.fixed(self.env, "update", "reward", reward, space)
+                if fixed is None:
+                    raise checks.outside(self.env, "reward", reward, space)
+                reward = fixed
+            described.append(describe(reward))
+        return described
+
+    def shutdown(self, timeout: float) -> None:
+        """The plug-in's ``shutdown`` (a coroutine awaited within ``timeout`` seconds)."""
+        shutdown = call(self.env.shutdown)
+        self.awaiter(self.env, "shutdown", shutdown, timeout, closing=True)
+
+
+def same_world(first: World, game: World) -> None:
+    """Fail unless ``game`` has the sensors and actuators of the worker's first game (their
+    Muscle acts in all with the same spaces)."""
+    if game.sensor_uids != first.sensor_uids or [str(a.uid) for a in game.actuators] != [
+        str(a.uid) for a in first.actuators
+    ]:
+        raise PluginContractError(
+            game.env,
+            "start_environment",
+            f"of game {game.worker} reported sensors {game.sensor_uids} and actuators "
+            f"{[str(a.uid) for a in game.actuators]}, the first game of the worker "
+            f"{first.sensor_uids} and {[str(a.uid) for a in first.actuators]}: with "
+            "envs_per_worker every instance must offer the same sensors and actuators",
+        )
+
+
+def _flag(value: Any) -> bool | None:
+    """An environment's ``terminated``/``truncated`` as a plain bool (None: not said)."""
+    return None if value is None else bool(value)
