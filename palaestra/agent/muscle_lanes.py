@@ -191,14 +191,14 @@ class MuscleLanes:
         stop = [False] * count
         first_acts = (
             acting
-            and process.update_lag == 1
+            and process.brain.update_lag == 1
             and process.objective_stop is None
             and not process.evaluation
             and not self.begins
         )
         if first_acts:
-            if process.awaiting:
-                process.apply_brain_answer()
+            if process.brain.awaiting:
+                process.brain.answer()
             if ends:  # (its rows before the answer, the Brain told after)
                 items = self._complete_all(entries)
                 later = partial(self._consult, items, False)
@@ -404,15 +404,13 @@ class MuscleLanes:
         if process.evaluation:
             return
         experiences = m.encode(m.Experiences(worker=process.worker, items=items))
-        if process.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
-            self.stale = process.send_async(experiences, all_done)
+        brain = process.brain
+        if brain.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
+            self.stale = brain.send_async(experiences, all_done)
             return
-        if process.awaiting:
-            process.apply_brain_answer()
-        process.send_to(process.brain, experiences)
-        process.awaiting = True
-        if process.update_lag == 0 or self.begins or all_done:
-            process.apply_brain_answer()
+        brain.tell(experiences)
+        if brain.update_lag == 0 or self.begins or all_done:
+            brain.answer()
 
     def _act(
         self,
@@ -438,7 +436,7 @@ class MuscleLanes:
             chosen, data = self._batch(sensors, availables)
             seen_values = [step.values for _, _, step in acting]
         paused = process.switch.paused()
-        stale = self.stale if process.update_lag == UPDATE_LAG_ASYNC else None
+        stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
         for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
             acting, sensors, chosen, data, seen_values, strict=True
         ):

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections import deque
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import zmq
 
+from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import (
@@ -64,7 +64,7 @@ from palaestra.core.seeds import derive_seed
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for
-from palaestra.core.watch import Waiting, watch
+from palaestra.core.watch import watch
 
 LOG = logging.getLogger(__name__)
 
@@ -102,15 +102,9 @@ class MuscleProcess(Component):
         self.environment_endpoints = environments or {}
         self.acts_on = {uid.partition(".")[0] for uid in agent.actuators}
         self.links: dict[str, Channel] = {}  # to the environments, by uid
-        self.update_lag = update_lag
-        self.awaiting = False
-        # update_lag async: experiences the Brain has not answered yet (sent or still in the
-        # outbox, which holds those its link had no room for)
-        self.outstanding = 0
-        self.outbox: deque[bytes] = deque()
-        self.outbox_bytes = 0
-        self.outbox_warned = False
-        self.brain_waiting = Waiting(names.brain(agent.name), answer_timeout, grace=1.0)
+        self.brain = BrainLink(
+            name, names.brain(agent.name), answer_timeout, update_lag, self._apply, self._idle
+        )
         self.agent = agent
         self.agent_id = agent_id
         self.worker = worker
@@ -244,7 +238,7 @@ class MuscleProcess(Component):
         loop = HotLoop(runtime, self.name)
         router, announced = loop.bind(zmq.ROUTER, endpoint)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, router), loop)
-        runtime.start_task(watch([self.brain_waiting]))
+        runtime.start_task(watch([self.brain.waiting]))
         return {"muscle": announced}
 
     def _serve(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
@@ -298,13 +292,13 @@ class MuscleProcess(Component):
     def wire(self, brain: Channel, environments: dict[str, Channel]) -> None:
         """Use these links to the Brain and to the worker's environments (by uid); a test
         wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
-        self.brain = brain
+        self.brain.channel = brain
         self.links = environments
         acts_on = self.acts_on
         self.acting_links = [(uid, link) for uid, link in environments.items() if uid in acts_on]
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
-        if not hasattr(self, "brain"):
+        if not self.brain.wired:
             self._link(self.hot_loop)
         self._evaluating(message.evaluation)
         self.episode = message.episode
@@ -326,14 +320,8 @@ class MuscleProcess(Component):
 
     def _evaluate(self, message: m.AgentEvaluate) -> bytes:
         """Ask the Brain to judge the evaluation's rollouts; its answer, to pass on."""
-        self.send_to(self.brain, m.encode(message))
-        self.brain_waiting.begin()
-        try:
-            answer = self.brain.recv()
-        except PeerGone:
-            self.hot_loop.idle()  # its parent reports why
-        self.brain_waiting.end()
-        return answer
+        self.brain.send(m.encode(message))
+        return self.brain.receive()
 
     def step(self, message: m.AgentStep) -> m.AgentActions:
         """One observation of the worker's one game, from the simulation controller that
@@ -358,83 +346,16 @@ class MuscleProcess(Component):
         """The set points of a round of one game, to the environments they act on."""
         self._send_setpoints(answer.setpoints[0], step, answer.stop[0])
 
-    def send_async(self, experience: bytes, settle: bool) -> bool:
-        """``update_lag: async``: send ``experience`` to the Brain without waiting (what the
-        link has no room for waits in the outbox) and apply the answers that are there; with
-        ``settle``, wait for every answer. Whether an answer is still out: the Muscle acts
-        with a stale policy."""
-        self.outbox.append(experience)
-        self.outbox_bytes += len(experience)
-        if settle:
-            self._settle_with_brain()
-            return False
-        brain = self.brain
-        while self.outstanding and brain.ready():
-            self._take_async_answer()
-        stale = self.outstanding > 0
-        self.outstanding += 1
-        self._send_outbox()
-        if self.outbox_bytes > OUTBOX_BYTES:  # the Brain fell far behind: wait for it
-            self._warn_outbox()
-            while self.outbox_bytes > OUTBOX_BYTES:
-                self._take_async_answer()
-                self._send_outbox()
-        return stale
-
-    def _settle_with_brain(self) -> None:
-        """Send the experiences still in the outbox and apply every answer (blocking): the
-        Brain answers those it has while the rest wait for room on the link."""
-        self.outstanding += 1  # the episode's last experience, in the outbox
-        while self.outbox:
-            if not self._send_outbox():  # the link is full: the Brain answers one of them
-                self._take_async_answer()
-        while self.outstanding:
-            self._take_async_answer()
-
-    def _send_outbox(self) -> bool:
-        """Send what the link to the Brain takes now, oldest first; whether anything went."""
-        outbox = self.outbox
-        sent = False
-        while outbox and self._try_send(outbox[0]):
-            self.outbox_bytes -= len(outbox.popleft())
-            sent = True
-        return sent
-
-    def _warn_outbox(self) -> None:
-        if not self.outbox_warned:
-            self.outbox_warned = True
-            LOG.warning(
-                "%s: its Brain is more than %d MiB of experience behind: the Muscle waits for "
-                "it until it is below that (update_lag: async)",
-                self.name,
-                OUTBOX_BYTES >> 20,
-            )
-
-    def _take_async_answer(self) -> None:
-        self.apply_brain_answer()
-        self.outstanding -= 1
-
-    def _try_send(self, data: bytes) -> bool:
-        try:
-            return self.brain.try_send(data)
-        except PeerGone:
-            self.hot_loop.idle()  # its parent reports why
-
-    def apply_brain_answer(self) -> None:
-        self.brain_waiting.begin()
-        try:
-            answer = m.decode(self.brain.recv())
-        except PeerGone:
-            self.hot_loop.idle()  # its parent reports why; the watch names it if not
-        self.brain_waiting.end()
-        self.awaiting = False
-        if not isinstance(answer, m.BrainUpdate):
-            raise TypeError(f"{self.name}: unexpected {type(answer).__name__} from the brain")
+    def _apply(self, answer: m.BrainUpdate) -> None:
+        """The Brain's answer: its update to the Muscle, and whether its phase rule holds."""
         if answer.end_phase:
             self.end_phase = True
         if answer.update is not None:
             self.last_update = answer.update
             call(self.muscle.update, pickle.loads(answer.update))
+
+    def _idle(self) -> NoReturn:
+        self.hot_loop.idle()  # a peer hung up: its parent reports why
 
     def setpoint_values(self, setpoints: Any, step: int, episode: int) -> dict[str, Any]:
         """The set points ``propose_actions`` chose, as values by actuator uid, checked before
@@ -526,16 +447,10 @@ class MuscleProcess(Component):
         try:
             link.send(data)
         except PeerGone:
-            self.hot_loop.idle()  # its parent reports why
+            self._idle()
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
         call(self.muscle.teardown)
-
-
-OUTBOX_BYTES = 64 << 20
-"""With ``update_lag: async``, experiences waiting for room on the link to a Brain that fell
-behind are kept up to this many bytes; beyond, the Muscle waits for the Brain (so a Brain
-slower than the world for good slows it rather than filling the memory)."""

@@ -201,17 +201,17 @@ def test_an_async_muscle_acts_without_its_brains_answer_and_applies_it_later() -
         answer = muscle.step(seen)
         acted.append(answer.setpoints["env.0"])
     assert acted == [99, 99, 99, 99]  # DummyMuscle's count before any update (-1 mod 100)
-    assert len(held) == 4 and muscle.outstanding == 4
+    assert len(held) == 4 and muscle.brain.outstanding == 4
     for update in held[:3]:  # three answers come in: all are applied before the next action
         brain.put(update)
     answer = muscle.step(m.AgentStep(step=4, values=[4] * 5, rewards=reward, done=False))
     assert answer.setpoints["env.0"] == 12  # the newest of them
-    assert muscle.outstanding == 2  # the 4th answer, and the one to this step's experience
+    assert muscle.brain.outstanding == 2  # the 4th answer, and the one to this step's experience
     brain.answer = lambda message: m.BrainUpdate(update=None)  # it answers at once from now
     for update in held[3:5]:
         brain.put(update)
     last = muscle.step(m.AgentStep(step=5, values=[5] * 5, rewards=reward, done=True))
-    assert last.setpoints == {} and muscle.outstanding == 0 and not brain.inbox
+    assert last.setpoints == {} and muscle.brain.outstanding == 0 and not brain.inbox
     stale = [row["stale_policy"] for row in muscle.rows.recorded]
     assert stale == [False, True, True, True, True]  # steps 0 to 4 (step 4: one still out)
     experiences = [e for x in brain.sent if isinstance(x, m.Experiences) for e in x.items]
