@@ -1,0 +1,132 @@
+"""The per-round path in one process: CPU per step of the engine's own work, without processes.
+
+    python benchmarks/rounds.py [--games 1 64] [--steps 20000] [--repeat 3] [--profile]
+
+A worker's N CartPole games (``palaestra.environment.cartpole:CartPole``, stepped in one
+``update_batch`` when N > 1) played in rounds by :class:`palaestra.testing.LocalRounds`: the
+environment's rounds (:mod:`palaestra.environment.lanes`), the Muscle's
+(:class:`~palaestra.agent.muscle_lanes.MuscleLanes`, the linear policy of
+``benchmarks/vector_plugins.py`` in one batched call per round, DummyObjective, its
+``muscle_actions`` rows shaped) and a Brain link that unpickles each experience for
+DummyBrain's ``thinking``, with the messages encoded and decoded between them as on the wire;
+no process, socket or store. What it measures is the floor under ``vector_envs.py``'s
+figures: the Python work per step that no transport change removes. Each round of the
+benchmark plays the games, then gymnasium's SyncVectorEnv of N ``CartPole-v1`` with the same
+policy for as many steps right after it (interleaved: a busy machine slows both alike);
+medians of ``--repeat`` rounds, and their ratio. ``--profile`` prints where the engine's time
+goes (cProfile, by own time) for the last N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
+
+from vector_envs import EPISODE_GUESS, gymnasium_rate  # noqa: E402
+
+from palaestra.agent.dummy_brain import DummyBrain  # noqa: E402
+from palaestra.agent.muscle_process import MuscleProcess  # noqa: E402
+from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec  # noqa: E402
+from palaestra.environment.environment_process import EnvironmentProcess  # noqa: E402
+from palaestra.testing import LocalRounds, RowRecorder, brain_link  # noqa: E402
+
+CARTPOLE = "palaestra.environment.cartpole:CartPole"
+
+
+class Kept(RowRecorder):
+    """Keeps a round's shaped rows as they are (a store's sink would send them on)."""
+
+    def add_shaped(self, rows: list[tuple[Any, ...]], size: int) -> None:
+        self.recorded.extend(rows)
+
+
+def rounds_of(games: int) -> LocalRounds:
+    """A worker of ``games`` CartPoles and one agent, wired in this process."""
+    env = EnvironmentProcess(
+        "Environment-pole-0",
+        environment=EnvironmentSpec(name=CARTPOLE, uid="pole"),
+        environment_id=1,
+        worker=0,
+        seed=1,
+        store_endpoint=None,
+        lane_seeds=tuple(range(1, games + 1)) if games > 1 else (),
+    )
+    for world in env.games:
+        world.rows = Kept("world_states")
+    rounds = LocalRounds(env)
+    baseline = rounds.start()
+    by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
+    agent = AgentSpec(
+        name="player",
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name="vector_plugins:LinearPolicy"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=("pole.state",),
+        actuators=("pole.push",),
+    )
+    muscle = MuscleProcess(
+        "Muscle-player-0",
+        agent=agent,
+        agent_id=1,
+        worker=0,
+        mode="train",
+        seed=3,
+        brain_endpoint="",
+        store_endpoint=None,
+        sensors=[by_uid["pole.state"]],
+        actuators=[by_uid["pole.push"]],
+    )
+    muscle.rows = Kept("muscle_actions")
+    rounds.wire(muscle, brain_link(DummyBrain(), "player-0"))
+    return rounds
+
+
+def engine_cpu(
+    games: int, steps: int, profile: cProfile.Profile | None = None
+) -> tuple[int, float]:
+    """Steps played and CPU microseconds per step of about ``steps`` steps at ``games``."""
+    rounds = rounds_of(games)
+    episodes = max(1, round(steps / (EPISODE_GUESS * games)))
+    began = time.process_time()
+    if profile is not None:
+        profile.enable()
+    done = rounds.play(episodes)
+    if profile is not None:
+        profile.disable()
+    return done.steps, 1e6 * (time.process_time() - began) / done.steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, nargs="+", default=[1, 64])
+    parser.add_argument("--steps", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    columns = ("N", 4), ("steps", 7), ("engine µs/step", 15), ("SyncVectorEnv µs/step", 22)
+    print(" ".join(f"{name:>{width}}" for name, width in columns), f"{'ratio':>6}")
+    for games in args.games:
+        engine, sync = [], []
+        for _ in range(args.repeat):
+            steps, cpu = engine_cpu(games, args.steps)
+            engine.append(cpu)
+            sync.append(gymnasium_rate(games, steps, vectorized=False)[1])
+        ours, theirs = statistics.median(engine), statistics.median(sync)
+        print(f"{games:>4} {steps:>7} {ours:>15.1f} {theirs:>22.1f} {ours / theirs:>6.1f}")
+    if args.profile:
+        profile = cProfile.Profile()
+        engine_cpu(args.games[-1], args.steps, profile)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()
