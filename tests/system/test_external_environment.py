@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -330,7 +331,8 @@ def test_a_frozen_client_is_found_by_its_missing_heartbeats(
     assert proc.returncode == 1, err
     status, reason = workspace.instance_status()
     assert status == "error"
-    assert "the client hung up during step" in reason
+    # (the stop lands in an episode's step or, with 200-step episodes, now and then in a reset)
+    assert re.search(r"the client hung up during (step|reset) ", reason), reason
     assert "did not come back within 0.5 s (reconnect_timeout)" in reason
 
 
