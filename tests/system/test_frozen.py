@@ -92,7 +92,7 @@ STOPPED = [
 ]
 
 
-@pytest.mark.parametrize("title", slow_after(STOPPED, 2))
+@pytest.mark.parametrize("title", slow_after(STOPPED))  # the rest: slow, and chaos
 def test_a_stopped_process_ends_the_run_named_and_the_others_keep_their_rows(
     workspace: Workspace, title: str
 ) -> None:
