@@ -110,7 +110,7 @@ class MuscleLanes:
         return type(self.process.muscle).propose_actions_batch is not Muscle.propose_actions_batch
 
     def play(self, link: Channel) -> None:
-        """Answer the driver's rounds until its last; then push the games' rows."""
+        """Answer the driver's rounds over ``link`` until its last."""
         process = self.process
         while True:
             try:
@@ -119,11 +119,17 @@ class MuscleLanes:
                 process.hot_loop.idle()  # its parent reports why
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
-            if process.reload is not None and message.steps and process.reload.due():
-                self._reload(process.reload_check, message)
-            self.answer(message, partial(self._reply, link, message))
+            self.serve(message, partial(process.send_to, link))
             if message.last:
                 return
+
+    def serve(self, message: m.AgentSteps, send: Callable[[bytes], object]) -> None:
+        """Play a round of the driver's and ``send`` the answer (encoded); a hot reload looks
+        for changed files first."""
+        process = self.process
+        if process.reload is not None and message.steps and process.reload.due():
+            self._reload(process.reload_check, message)
+        self.answer(message, lambda answer: send(self._encoded(message, answer)))
 
     def answer(
         self, message: m.AgentSteps, send: Callable[[m.LaneActions], object] | None = None
@@ -145,9 +151,6 @@ class MuscleLanes:
     def _push(self) -> None:
         self.process.rows.flush()
         self.process.statistics.flush()
-
-    def _reply(self, link: Channel, message: m.AgentSteps, answer: m.LaneActions) -> None:
-        self.process.send_to(link, self._encoded(message, answer))
 
     def _encoded(self, message: m.AgentSteps, answer: m.LaneActions) -> bytes:
         """The answer to send; set points that cannot be sent fail the round naming the

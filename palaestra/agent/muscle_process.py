@@ -267,15 +267,19 @@ class MuscleProcess(Component):
                     reply = self.step(message)
                     if message.done:  # the controller waits for the end of an episode
                         router.send_multipart([sender, m.encode(reply)])
+                elif isinstance(message, m.AgentSteps):  # the controller plays rounds
+                    assert self.games is not None
+                    self.games.serve(message, partial(_reply, router, sender))
                 elif isinstance(message, m.AgentEvaluate):  # its rollouts are over
                     router.send_multipart([sender, self._evaluate(message)])
                 elif isinstance(message, m.AgentEpisode):
                     self.begin_episode(message)
                     # acknowledged: the episode's first step may come from another peer
                     router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
-                    if message.lanes:  # the driver's rounds of all the worker's games
-                        if self.games is None:  # (kept over the phase: its games go on)
-                            self.games = MuscleLanes(self, message.lanes)
+                    if message.lanes and self.games is None:  # (kept: its games go on)
+                        self.games = MuscleLanes(self, message.lanes)
+                    if message.lanes and message.driver:  # an environment's rounds
+                        assert self.games is not None
                         self.games.play(self.links[message.driver])
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -454,3 +458,7 @@ class MuscleProcess(Component):
 
     async def teardown(self) -> None:
         call(self.muscle.teardown)
+
+
+def _reply(router: zmq.Socket[bytes], sender: bytes, data: bytes) -> None:
+    router.send_multipart([sender, data])

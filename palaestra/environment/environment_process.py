@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import zmq
@@ -23,14 +23,15 @@ from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
-from palaestra.core.pacing import ON_TIME, Pacer
+from palaestra.core.pacing import ON_TIME
 from palaestra.core.records import RowSink, connect_store
+from palaestra.core.rounds import Kept
 from palaestra.core.specs import EnvironmentSpec
-from palaestra.core.termination import TerminationCondition
 from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.watch import Waiting, watch
 from palaestra.environment.aio import Awaiter
-from palaestra.environment.lanes import play_lanes
+from palaestra.environment.batch import Batch, stepped_in_batches
+from palaestra.environment.lanes import play_lanes, restart_worlds, step_worlds
 from palaestra.environment.world import World, same_world
 
 LOG = logging.getLogger(__name__)
@@ -77,10 +78,7 @@ class EnvironmentProcess(Component):
         self.awaiter = Awaiter(name)
         self.store_endpoint = store_endpoint
         self.asked_at = 0.0  # when the controller asked for the paced step being taken
-        self.pacer: Pacer | None = None  # of the paced episodes this environment drives
-        self.played: list[int] | None = None  # the games it drives: each one's episodes so far
-        # ... and each one's termination conditions (made once for the phase)
-        self.conditions: list[list[TerminationCondition]] | None = None
+        self.kept = Kept()  # what the rounds of the games it drives keep over the phase
         # its games: with envs_per_worker N > 1, N worlds recorded as workers worker * N + i
         self.games = [
             World(
@@ -101,6 +99,7 @@ class EnvironmentProcess(Component):
             for i, game_seed in enumerate(lane_seeds if lanes > 1 else [seed])
         ]
         self.world = self.games[0]  # the one a controller that drives the episodes steps
+        self.batch: Batch | None = None  # its games stepped at once, when the class can
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
@@ -156,20 +155,56 @@ class EnvironmentProcess(Component):
             self.expected = message.expect
             self.world.late_by = message.late_by
             self.asked_at = time.perf_counter() if message.late_by is not None else 0.0
+        elif isinstance(message, m.EnvRound):
+            states = step_worlds(
+                self.games,
+                self.batch,
+                list(zip(message.games, message.setpoints, message.stop, strict=True)),
+                message.late_by,
+            )
+            router.send_multipart([sender, m.encode(m.EnvRoundDone(states=states))])
+        elif isinstance(message, m.EnvRestart):
+            restart_worlds(self.games, message.games)
+            router.send_multipart([sender, m.encode(self._games(message.games))])
         elif isinstance(message, m.EnvStart):
-            baseline = self.world.start_world(message.reset, message.check_values)
-            for game in self.games[1:]:
-                game.start_world(message.reset, message.check_values)
-                same_world(self.world, game)
-            if message.episode is not None:  # a resumed worker's first episode
-                for game in self.games:
-                    game.episode = message.episode
-            router.send_multipart([sender, m.encode(baseline)])
+            router.send_multipart([sender, m.encode(self.start_worlds(message))])
         elif isinstance(message, m.EnvLanes):
             over = play_lanes(self, hot, message, router, sender)
             router.send_multipart([sender, m.encode(over)])
         else:
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+
+    def start_worlds(self, message: m.EnvStart) -> m.EnvBaseline:
+        """Start (or restart) every game's world; the first game's baseline, with each game's
+        episode and values when there are several."""
+        baseline = self.world.start_world(message.reset, message.check_values)
+        for game in self.games[1:]:
+            game.start_world(message.reset, message.check_values)
+            same_world(self.world, game)
+        if message.episode is not None:  # a resumed worker's first episode
+            for game in self.games:
+                game.episode = message.episode
+        if self.batch is None and stepped_in_batches(self.games):
+            self.batch = Batch(self.world)
+        if len(self.games) == 1:
+            return baseline
+        games = self._games(range(len(self.games)))
+        return m.EnvBaseline(
+            sensors=baseline.sensors,
+            actuators=baseline.actuators,
+            episodes=games.episodes,
+            games=games.games,
+        )
+
+    def _games(self, indices: Iterable[int]) -> m.EnvBaseline:
+        """The episode and sensor values of these games (restarted)."""
+        games = [self.games[i] for i in indices]
+        return m.EnvBaseline(
+            sensors=[],
+            actuators=[],
+            episodes=[game.episode for game in games],
+            games=[game.values for game in games],
+        )
 
     def _accept(self, hot: HotLoop, wait: bool = False) -> None:
         """Take a Muscle's link: one that is pending, or (``wait``) the next one."""

@@ -161,6 +161,10 @@ class World:
         self.rows = RowSink(None, "world_states", shape=self.row_values)
         self.records = RowSink(None, "plugin_records", shape=self.record_values)
 
+    def sensor_values(self) -> dict[str, Any]:
+        """The world's sensor values now, by full uid."""
+        return dict(zip(self.full_sensor_uids, self.values, strict=True))
+
     def row_values(self, row: m.WorldStateRow) -> tuple[Any, ...]:
         """The row ready to insert (see :class:`~palaestra.core.messages.Rows`)."""
         return world_state_values(self.environment_id, self.worker, row)

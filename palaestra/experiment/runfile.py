@@ -440,8 +440,6 @@ class _RunBuilder:
         if sets_no_episodes(fields["phase_config"]):
             self._uncapped.add(index)
         config = _phase_config(fields["phase_config"])
-        if config.envs_per_worker > 1:
-            self._check_games(fields["phase_config"], config, len(environments), simulation)
         return PhaseSpec(
             index=index,
             name=name,
@@ -450,26 +448,6 @@ class _RunBuilder:
             simulation=simulation,
             config=config,
         )
-
-    def _check_games(
-        self, node: Node, config: PhaseConfig, environments: int, simulation: SimulationSpec
-    ) -> None:
-        """Fail at ``envs_per_worker`` > 1 where the phase asks for what several games per
-        worker cannot do."""
-        games = config.envs_per_worker
-        where = node.value["envs_per_worker"]
-        if environments != 1:
-            where.fail(
-                f"envs_per_worker: {games} needs exactly one environment in the phase, it has "
-                f"{environments}.",
-                "run several environments with envs_per_worker: 1",
-            )
-        if simulation.params.get("driver", "auto") == "controller":
-            where.fail(
-                f"envs_per_worker: {games} is played by the environment; the simulation param "
-                "driver: controller asks for the simulation controller.",
-                "leave out driver, or set it to auto or environment",
-            )
 
     def _check_ids_exist(self, agents: Node, environments: tuple[EnvironmentSpec, ...]) -> None:
         """Fail at the first sensor or actuator id its environment does not have."""

@@ -29,6 +29,7 @@ from palaestra.core.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store, episode_values
+from palaestra.core.rounds import Kept, play_rounds
 from palaestra.core.specs import ClassSpec
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
@@ -45,6 +46,8 @@ from palaestra.core.turns import (
     run_episode,
 )
 from palaestra.core.watch import Waiting, watch
+from palaestra.simulation.peers import AgentPeer, Peer, ask_all
+from palaestra.simulation.remote_games import RemoteGames, Seats
 
 LOG = logging.getLogger(__name__)
 
@@ -88,67 +91,6 @@ def params_problems(params: Mapping[str, Any], environments: int) -> list[tuple[
             )
         )
     return problems
-
-
-class Peer:
-    """A DEALER socket to one environment or Muscle, used strictly request-then-answer.
-
-    ``waiting`` tells the watchdog when an answer is overdue; it names the peer's process.
-    """
-
-    __slots__ = ("name", "socket", "waiting", "receive")
-
-    def __init__(
-        self, name: str, socket: zmq.Socket[bytes], waiting: Waiting, hot: HotLoop
-    ) -> None:
-        self.name = name
-        self.socket = socket
-        self.waiting = waiting
-        self.receive = hot.receiver(socket)  # a stop request interrupts the wait
-
-    def tell(self, message: m.Msg) -> None:
-        self.socket.send(m.encode(message))
-
-    def answer(self) -> Any:
-        waiting = self.waiting
-        waiting.begin()
-        payload = self.receive()
-        waiting.end()
-        return m.decode(payload)
-
-    def ask(self, message: m.Msg) -> Any:
-        self.socket.send(m.encode(message))
-        return self.answer()
-
-
-def ask_all(peers: Sequence[Peer], messages: Sequence[m.Msg]) -> list[Any]:
-    """Send each peer its message, then collect the answers: the peers work in parallel."""
-    if len(peers) == 1:
-        return [peers[0].ask(messages[0])]
-    for peer, message in zip(peers, messages, strict=True):
-        peer.tell(message)
-    return [peer.answer() for peer in peers]
-
-
-class AgentPeer(Peer):
-    """An agent's Muscle in this worker: what it reads, which environments it acts on."""
-
-    __slots__ = ("process", "sensors", "actuators", "environments")
-
-    def __init__(
-        self,
-        name: str,
-        socket: zmq.Socket[bytes],
-        waiting: Waiting,
-        hot: HotLoop,
-        sensors: list[str],
-        actuators: list[str],
-    ) -> None:
-        super().__init__(name, socket, waiting, hot)
-        self.process = waiting.name
-        self.sensors = sensors
-        self.actuators = actuators
-        self.environments = {uid.partition(".")[0] for uid in actuators}
 
 
 class SimulationController(Component):
@@ -221,6 +163,7 @@ class SimulationController(Component):
         self.step_rate = 0.0  # phase_config.step_rate (0: lockstep), from SimulationRun
         self.pacer: Pacer | None = None  # of the episodes this controller drives itself
         self._first_played = 0  # the first episode this controller plays (resumed: later)
+        self.kept = Kept()  # what the rounds it plays keep over the phase
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
@@ -300,7 +243,7 @@ class SimulationController(Component):
         ]
         self.step_rate = run.step_rate
         self.pacer = Pacer(run.step_rate, hot.sleep) if run.step_rate > 0 else None
-        if run.envs_per_worker > 1 or self.environment_drives():
+        if run.envs_per_worker > 1 or self.environment_drives(1):
             episodes = self._play_lanes(
                 run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
             )
@@ -323,8 +266,9 @@ class SimulationController(Component):
         self.baselines = ask_all(self.environments, [start] * len(self.environments))
         self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
 
-    def environment_drives(self) -> bool:
-        """Whether the phase's one environment drives the episodes (see :data:`DRIVERS`)."""
+    def environment_drives(self, games: int) -> bool:
+        """Whether the phase's one environment drives the episodes of the worker's ``games``
+        (see :data:`DRIVERS`)."""
         if self.driver == "environment":
             if len(self.environments) != 1:
                 raise ValueError(
@@ -334,6 +278,8 @@ class SimulationController(Component):
             return True
         if self.driver == "controller":
             return False
+        if games > 1:  # (it plays any order of turns in its rounds)
+            return len(self.environments) == 1
         return len(self.environments) == 1 and type(self.turns) in BUILT_IN
 
     def _run(self, episodes: int, evaluate_every: int = 0, first: int = 0) -> int:
@@ -430,31 +376,19 @@ class SimulationController(Component):
         self._parent_told = now
         self.hot_loop.call(self._send_parent, m.EpisodeRows(phase_id=self.phase_id, rows=rows))
 
-    def _episode_agents(self, env: Peer) -> list[m.EpisodeAgent]:
-        """The agents as the environment ``env`` that drives their episodes sees them."""
-        return [
-            m.EpisodeAgent(
-                process=a.process, sensors=a.sensors, acts_here=env.name in a.environments
-            )
-            for a in self.agents
-        ]
-
     def _play_lanes(self, lanes: int, episodes: int, first: int, evaluate_every: int) -> int:
-        """The environment plays the worker's ``lanes`` games (``envs_per_worker``), each
-        ``episodes`` episodes from episode ``first`` on, and tells each episode's end as it
-        happens; with ``evaluate_every``, every game plays one evaluation rollout after each
-        ``evaluate_every`` of its episodes and the Brains judge them (once per worker). The
-        number of episodes played (of all games, rollouts included)."""
-        if len(self.environments) != 1:
-            raise ValueError(
-                f"{self.name}: envs_per_worker > 1 needs one environment, not "
-                f"{len(self.environments)}"
-            )
-        env = self.environments[0]
+        """Play the worker's ``lanes`` games (``envs_per_worker``) in rounds
+        (:mod:`palaestra.core.rounds`), each ``episodes`` episodes from episode ``first`` on,
+        and tell each episode's end as it happens; with ``evaluate_every``, every game plays
+        one evaluation rollout after each ``evaluate_every`` of its episodes and the Brains
+        judge them (once per worker). The phase's one environment plays the rounds, or this
+        controller (:mod:`palaestra.simulation.remote_games`). The number of episodes played
+        (of all games, rollouts included)."""
+        drives = self.environment_drives(lanes)
         LOG.info(
-            "%s: episodes driven by the environment %s (%d game%s per worker)",
+            "%s: episodes driven by %s (%d game%s per worker)",
             self.name,
-            env.name,
+            f"the environment {self.environments[0].name}" if drives else "me in rounds",
             lanes,
             "" if lanes == 1 else "s",
         )
@@ -466,13 +400,15 @@ class SimulationController(Component):
                 until = (evaluation + 1) * evaluate_every
             if played:
                 self._start_environments(reset=True)
-            count, done = self._lanes(env, lanes, first if not played else 0, episodes, until)
+            plan = self._plan(drives, episodes, first if not played else 0, until)
+            count, done = self._lanes(drives, lanes, plan)
             played += count
             if done.end_phase or not done.reached:
                 break
             LOG.info("%s: evaluation %d of %d games", self.name, evaluation, lanes)
             self._start_environments(reset=True)
-            played += self._lanes(env, lanes, 0, 1, 0, evaluation=True)[0]
+            plan = self._plan(drives, 1, 0, 0, evaluation=True)
+            played += self._lanes(drives, lanes, plan)[0]
             if self._judged(evaluation):
                 LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
                 break
@@ -482,40 +418,57 @@ class SimulationController(Component):
         self.episode_rows.flush()
         return played
 
-    def _lanes(
-        self,
-        env: Peer,
-        lanes: int,
-        first: int,
-        episodes: int,
-        until: int,
-        evaluation: bool = False,
-    ) -> tuple[int, m.EnvLanesDone]:
-        """One message's games: the episodes played, and the environment's answer."""
-        self._begin_episode(first, env.name, evaluation=evaluation, lanes=lanes)
-        env.tell(
-            m.EnvLanes(
-                agents=self._episode_agents(env),
-                conditions=self.condition_specs,
-                episodes=episodes,
-                first_episode=first,
-                policy=class_name(type(self.turns)),
-                step_rate=self.step_rate,
-                until=until,
-                evaluation=evaluation,
-            )
+    def _plan(
+        self, drives: bool, episodes: int, first: int, until: int, evaluation: bool = False
+    ) -> m.EnvLanes:
+        """What the games play next (see :class:`~palaestra.core.messages.EnvLanes`)."""
+        env = self.environments[0].name
+        return m.EnvLanes(
+            agents=[
+                m.EpisodeAgent(
+                    process=a.process,
+                    sensors=a.sensors,
+                    acts_here=env in a.environments if drives else bool(a.environments),
+                )
+                for a in self.agents
+            ],
+            conditions=self.condition_specs,
+            episodes=episodes,
+            first_episode=first,
+            policy=class_name(type(self.turns)),
+            step_rate=self.step_rate,
+            until=until,
+            evaluation=evaluation,
+        )
+
+    def _lanes(self, drives: bool, lanes: int, plan: m.EnvLanes) -> tuple[int, m.EnvLanesDone]:
+        """One play of the games: the episodes played, and how the games stopped."""
+        env = self.environments[0]
+        self._begin_episode(
+            plan.first_episode, env.name if drives else "", plan.evaluation, lanes=lanes
         )
         played = 0
+
+        def ended(answer: m.LaneEpisodeDone) -> None:
+            nonlocal played
+            result = EpisodeResult(
+                answer.steps, answer.terminated, answer.truncated, answer.rewards
+            )
+            self._ended(answer.episode, result, answer.started_at, answer.ended_at, answer.worker)
+            played += 1
+
+        if not drives:
+            table = RemoteGames(
+                self.environments, self.baselines, self.agents, lanes * self.worker
+            )
+            seats = Seats(self.name, self.agents)
+            over = play_rounds(table, seats, plan, self.kept, self.hot_loop.sleep, ended)
+            return played, over
+        env.tell(plan)
         while True:  # no answer_timeout on the games: the environment watches its steps
             answer = m.decode(env.receive())
             if isinstance(answer, m.LaneEpisodeDone):
-                result = EpisodeResult(
-                    answer.steps, answer.terminated, answer.truncated, answer.rewards
-                )
-                self._ended(
-                    answer.episode, result, answer.started_at, answer.ended_at, answer.worker
-                )
-                played += 1
+                ended(answer)
             elif isinstance(answer, m.EnvLanesDone):
                 return played, answer
             else:

@@ -492,52 +492,71 @@ def test_a_failing_batched_muscle_fails_the_run(workspace: Workspace) -> None:
     assert "propose_actions_batch" in reason
 
 
-@pytest.mark.parametrize(
-    ("edit", "expected"),
-    [
-        ("driver", "driver: controller asks for the simulation controller"),
-        ("two_environments", "needs exactly one environment in the phase, it has 2"),
-    ],
+DRIVER = "        params: {driver: controller}\n        conditions:"
+TWO_ENVIRONMENTS = (
+    "      agents:",
+    """        - environment:
+            name: palaestra.environment.cartpole:CartPole
+            uid: other
+            params: {max_steps: 45}
+      agents:
+        - name: second
+          brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}
+          muscle: {name: games:LinearMuscle, params: {}}
+          objective: {name: palaestra.agent.dummy_objective:DummyObjective, params: {}}
+          sensors: [other.state, pole.state]
+          actuators: [other.push]""",
 )
-def test_what_cannot_be_combined_is_refused(edit: str, expected: str) -> None:
-    from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
-    from palaestra.experiment.runfile import load_run_text
 
-    text = RUN.format(
-        environment=CARTPOLE,
-        params="{}",
-        muscle="palaestra.agent.dummy_muscle:DummyMuscle",
-        workers=1,
-        episodes=1,
-        extra=", envs_per_worker: 4",
+
+def played(tmp_path: Path, name: str, edits: list[tuple[str, str]], **run: Any) -> Any:
+    """Start the run file of ``run`` with ``edits``; its rows by lane and its episodes."""
+    ws = Workspace(tmp_path / name)
+    ws.path.mkdir()
+    path = run_file(ws, **run)
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    start(ws, path)
+    assert not wait_until_gone(ws.sessions), "processes survived the run"
+    store = ws.store_uri
+    by_lane = lanes(rows.world_states("games-run", store_uri=store), "environment", *WORLD)
+    actions = rows.muscle_actions("games-run", store_uri=store)
+    by_agent = lanes(actions, "agent", *ACTIONS)
+    episodes = sorted(
+        (r["worker"], r["episode"], r["steps"], r["rewards"])
+        for r in rows.episodes("games-run", store_uri=store)
     )
-    edits = {
-        "driver": (
-            "            params: {}\n      phase",
-            "            params: {}\n        params: {driver: controller}\n      phase",
-        ),
-        "two_environments": (
-            "      agents:",
-            "        - environment:\n            name: "
-            f"{CARTPOLE}\n            uid: other\n            params: {{}}\n      agents:",
-        ),
-    }
-    old, new = edits[edit]
-    assert old in text
-    with pytest.raises(RunFileError) as caught:
-        load_run_text(text.replace(old, new, 1), path="games.yml")
-    assert expected in str(caught.value)
-    assert "envs_per_worker" in str(caught.value)
-    assert caught.value.exit_code == EXIT_INVALID_INPUT
+    return by_lane, by_agent, episodes
 
 
-def test_the_cli_refuses_a_bad_combination_with_exit_2(workspace: Workspace) -> None:
-    path = run_file(workspace, workers=1, games=4)
-    old = "        conditions:"
-    path.write_text(path.read_text().replace(old, "        params: {driver: controller}\n" + old))
-    result = workspace.run("experiment-start", str(path))
-    assert result.returncode == 2
-    assert "envs_per_worker" in result.stderr and "driver: controller" in result.stderr
+def test_games_the_controller_drives_match_games_the_environment_drives(tmp_path: Path) -> None:
+    """``driver: controller`` with 4 games: the simulation controller plays the rounds and
+    asks the environment to step them; lane by lane the rows of the rounds the environment
+    plays itself."""
+    drives = played(tmp_path, "controller", [("        conditions:", DRIVER)], workers=1, games=4)
+    assert drives[0] and sorted(drives[0]) == [0, 1, 2, 3]
+    assert drives == played(tmp_path, "environment", [], workers=1, games=4)
+
+
+@pytest.mark.parametrize("lag", [0, "async"])
+def test_two_environments_in_four_games_match_four_workers_of_one_game(
+    tmp_path: Path, lag: int | str
+) -> None:
+    """A phase with two environments and two agents (each acting on its own, one reading
+    both): with 4 games per worker, lane by lane, environment by environment and agent by agent
+    the rows of 4 workers of one game each (which the controller drives step by step)."""
+    extra = f", update_lag: {lag}"
+    games = played(tmp_path, "games", [TWO_ENVIRONMENTS], workers=1, games=4, extra=extra)
+    workers = played(tmp_path, "workers", [TWO_ENVIRONMENTS], workers=4, games=1, extra=extra)
+    world, actions, episodes = games
+    assert sorted(world) == [0, 1, 2, 3]
+    assert {row[0] for rows_of in world.values() for row in rows_of} == {"pole", "other"}
+    assert {row[0] for rows_of in actions.values() for row in rows_of} == {"player", "second"}
+    assert len(episodes) == 4 * 2
+    assert games == workers
 
 
 def test_an_agents_phase_rule_ends_every_game(workspace: Workspace) -> None:

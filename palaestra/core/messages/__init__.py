@@ -60,6 +60,9 @@ from palaestra.core.messages.step import (
     EnvBaseline,
     EnvLanes,
     EnvLanesDone,
+    EnvRestart,
+    EnvRound,
+    EnvRoundDone,
     EnvStart,
     EnvState,
     EnvStep,
@@ -102,6 +105,9 @@ __all__ = [
     "EnvBaseline",
     "EnvLanes",
     "EnvLanesDone",
+    "EnvRestart",
+    "EnvRound",
+    "EnvRoundDone",
     "EnvStart",
     "EnvState",
     "EnvStep",
@@ -176,6 +182,9 @@ Message = (
     | EnvLanes
     | LaneEpisodeDone
     | EnvLanesDone
+    | EnvRound
+    | EnvRoundDone
+    | EnvRestart
     | Experience
     | Experiences
     | AgentEvaluate

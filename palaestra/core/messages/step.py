@@ -25,8 +25,13 @@ class EnvStart(Msg, frozen=True, kw_only=True):
 
 
 class EnvBaseline(Msg, frozen=True, kw_only=True):
+    """The first game's sensors (with their values) and actuators; with several games
+    (``envs_per_worker``) also each game's episode and sensor values, in the sensors' order."""
+
     sensors: list[InfoDesc]
     actuators: list[InfoDesc]
+    episodes: list[int] = []
+    games: list[list[Any]] = []
 
 
 class EnvStep(Msg, frozen=True, kw_only=True):
@@ -173,6 +178,33 @@ class EnvLanesDone(Msg, frozen=True, kw_only=True):
     end_phase: bool = False
     reached: bool = False
     over: bool = True
+
+
+class EnvRound(Msg, frozen=True, kw_only=True):
+    """From a simulation controller that plays the worker's games in rounds (see
+    :mod:`palaestra.core.rounds`): step these games (their indices) with these set points (by
+    the environment's own actuator ids) and ``stop`` flags (an agent's objective rule: the
+    step is the game's last); ``late_by`` as in :class:`EnvStep`. Answered by
+    :class:`EnvRoundDone`."""
+
+    games: list[int]
+    setpoints: list[dict[str, Any]]
+    stop: list[bool]
+    late_by: float | None = None
+
+
+class EnvRoundDone(Msg, frozen=True, kw_only=True):
+    """Each stepped game's state, in the order of :attr:`EnvRound.games`."""
+
+    states: list[EnvState]
+
+
+class EnvRestart(Msg, frozen=True, kw_only=True):
+    """From a simulation controller that plays the worker's games in rounds: start the next
+    episode of these games (their episode ended); answered by :class:`EnvBaseline` (its
+    ``episodes`` and ``games``: of these games)."""
+
+    games: list[int]
 
 
 # --- hot path: muscle <-> brain ------------------------------------------------------------
