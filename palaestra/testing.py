@@ -9,11 +9,10 @@ naming the method and what is wrong::
     check_environment("my_pkg.grid:GridEnvironment", {"size": 4})
 
 :class:`FakeLink` (an in-memory link with a Channel's ``send`` and ``recv``),
-:class:`RowRecorder` (a row sink that keeps the rows), :class:`LocalRounds` (plays a worker's
-games, one or many, in rounds: the environment's and the Muscles' round path, with their
-plug-ins, in this process) and :class:`LocalDriver` (runs whole episodes the simulation
-controller's way, through :func:`palaestra.core.turns.run_episode`) test the step path without
-processes or sockets.
+:class:`RowRecorder` (a row sink that keeps the rows) and :class:`LocalRounds` (plays a
+worker's games, one or many, in rounds: the environment's and the Muscles' round path, with
+their plug-ins, in this process) test the step path without processes or sockets;
+:func:`muscle_step` plays one observation through a Muscle process's round path.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.records import COLUMNS, RowSink
 from palaestra.core.space_checks import value_check
 from palaestra.core.specs import ClassSpec, EnvironmentSpec
-from palaestra.core.turns import Stepped
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
 from palaestra.environment.environment_process import EnvironmentProcess
@@ -405,6 +403,21 @@ def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
     return FakeLink(f"Brain-{muscle_id}", think)
 
 
+def muscle_step(muscle: MuscleProcess, observation: m.AgentStep) -> m.AgentActions:
+    """Play ``observation`` (of the worker's one game, in the Muscle's current episode) as the
+    round of one game a driver sends, through the Muscle process's round path (a hot reload
+    looks for changed files first); its answer:
+    the set points by full actuator uid, whether the agent's objective rule holds (``stop``)
+    and whether its Brain's phase rule does (``end_phase``)."""
+    if muscle.games is None:
+        muscle.games = MuscleLanes(muscle, 1)
+    round_of_one = m.AgentSteps(lanes=[0], episodes=[muscle.episode], steps=[observation])
+    answer = muscle.games.serve(round_of_one, lambda data: None)
+    return m.AgentActions(
+        setpoints=answer.setpoints[0], stop=answer.stop[0], end_phase=answer.end_phase
+    )
+
+
 class LocalRounds:
     """Plays a worker's games (an :class:`EnvironmentProcess` with one or more) in rounds in
     this process, through the path a run takes (:func:`palaestra.environment.lanes.play_lanes`
@@ -486,75 +499,3 @@ class LocalRounds:
     def send_multipart(self, parts: list[bytes]) -> None:
         """(The environment's router to its controller.)"""
         self.told.append(m.decode(parts[1]))
-
-
-class LocalDriver:
-    """A :class:`~palaestra.core.turns.Driver` that runs an episode in this process: a real
-    :class:`EnvironmentProcess` and real :class:`MuscleProcess` es (with their plug-ins) whose
-    links are :class:`FakeLink` s; the Muscles' set points go straight into the environment.
-
-    Wire each Muscle with :meth:`wire` (its Brain link, e.g. :func:`brain_link`), begin the
-    episode with :meth:`begin`, then call :func:`palaestra.core.turns.run_episode` with
-    :meth:`agents`.
-    """
-
-    def __init__(self, environment: EnvironmentProcess) -> None:
-        self.environment = environment
-        self.muscles: dict[str, MuscleProcess] = {}
-        self.acknowledged: list[str] = []
-
-    def wire(self, muscle: MuscleProcess, brain: Channel) -> None:
-        env = self.environment
-
-        def deliver(message: m.Message) -> None:
-            if not isinstance(message, m.AgentActions):
-                raise TypeError(f"an environment cannot handle {type(message).__name__}")
-            env.pending[muscle.name] = message.setpoints
-
-        muscle.wire(brain, {env.world.spec.uid: FakeLink(env.name, deliver)})
-        self.muscles[muscle.name] = muscle
-
-    def begin(self, episode: int, baseline: m.EnvBaseline) -> None:
-        """Begin ``episode`` for every Muscle, with the environment's ``baseline``."""
-        sensors = {s.uid: s for s in baseline.sensors}
-        actuators = {a.uid: a for a in baseline.actuators}
-        for muscle in self.muscles.values():
-            muscle.begin_episode(
-                m.AgentEpisode(
-                    episode=episode,
-                    sensors=[sensors[uid] for uid in muscle.agent.sensors],
-                    actuators=[actuators[uid] for uid in muscle.agent.actuators],
-                )
-            )
-
-    def agents(self) -> list[m.EpisodeAgent]:
-        """The agents as the episode loop sees them, in the order the Muscles were wired."""
-        prefix = self.environment.world.prefix
-        return [
-            m.EpisodeAgent(
-                process=name,
-                sensors=list(muscle.agent.sensors),
-                acts_here=any(uid.startswith(prefix) for uid in muscle.agent.actuators),
-            )
-            for name, muscle in self.muscles.items()
-        ]
-
-    def observe(self, agent: m.EpisodeAgent, observation: m.AgentStep) -> None:
-        self.muscles[agent.process].step(observation)
-        if observation.done:
-            self.acknowledged.append(agent.process)
-
-    def step(self, acting: Sequence[m.EpisodeAgent]) -> Stepped:
-        env = self.environment
-        env.expected = [a.process for a in acting if a.acts_here]
-        if not env.all_in():
-            raise LookupError(f"{env.name}: set points missing from {env.muscles.name}")
-        state = env.take_step()
-        values = zip(env.world.full_sensor_uids, state.values, strict=True)
-        return Stepped(values, state.rewards, [state.done], [state.terminated], [state.truncated])
-
-    def finish(self, agents: Sequence[m.EpisodeAgent]) -> None:
-        missing = {a.process for a in agents} - set(self.acknowledged)
-        if missing:
-            raise LookupError(f"no last observation reached {sorted(missing)}")
-        self.acknowledged.clear()

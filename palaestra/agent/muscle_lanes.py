@@ -1,15 +1,15 @@
 """A Muscle serving its worker's games (one, or ``phase_config.envs_per_worker``): a round a
 message.
 
-The environment process that hosts the worker's games sends one
-:class:`~palaestra.core.messages.AgentSteps` per step round with the agent's observation of
-each game it acts in (and of each episode that ended); the simulation controller that drives
-one game sends an :class:`~palaestra.core.messages.AgentStep`, played as a round of one game.
-For each observation, the Muscle completes the game's last transition (its own objective
-memory, its ``muscle_actions`` row under the game's lane as worker), sends the round's
-experience to the Brain in one :class:`~palaestra.core.messages.Experiences`, applies the
-Brain's one answer, calls :meth:`~palaestra.agent.muscle.Muscle.propose_actions_batch` once
-for the games that act and answers with one :class:`~palaestra.core.messages.LaneActions`.
+Whoever plays the worker's games (:mod:`palaestra.core.rounds`: the environment process that
+hosts them, over the Muscle's link to it, or the simulation controller, over its socket) sends
+one :class:`~palaestra.core.messages.AgentSteps` per step round with the agent's observation of
+each game it acts in (and of each episode that ended). For each observation, the Muscle
+completes the game's last transition (its own objective memory, its ``muscle_actions`` row
+under the game's lane as worker), sends the round's experience to the Brain in one
+:class:`~palaestra.core.messages.Experiences`, applies the Brain's one answer, calls
+:meth:`~palaestra.agent.muscle.Muscle.propose_actions_batch` once for the games that act and
+answers with one :class:`~palaestra.core.messages.LaneActions`.
 
 A game's lane is ``worker * N + i`` for its index ``i``: the store, the Brain's memory and the
 statistics see each game as a worker of its own.
@@ -123,13 +123,13 @@ class MuscleLanes:
             if message.last:
                 return
 
-    def serve(self, message: m.AgentSteps, send: Callable[[bytes], object]) -> None:
-        """Play a round of the driver's and ``send`` the answer (encoded); a hot reload looks
-        for changed files first."""
+    def serve(self, message: m.AgentSteps, send: Callable[[bytes], object]) -> m.LaneActions:
+        """Play a round of the driver's and ``send`` the answer (encoded, and returned); a hot
+        reload looks for changed files first."""
         process = self.process
         if process.reload is not None and message.steps and process.reload.due():
             self._reload(process.reload_check, message)
-        self.answer(message, lambda answer: send(self._encoded(message, answer)))
+        return self.answer(message, lambda answer: send(self._encoded(message, answer)))
 
     def answer(
         self, message: m.AgentSteps, send: Callable[[m.LaneActions], object] | None = None

@@ -1,9 +1,10 @@
 """The rollout-worker process: runs one Muscle and its Objective for one worker.
 
-Per step it receives the agent's sensor values (from the environment that drives the episode,
-or from the simulation controller), completes the previous transition (rewards, objective),
-sends it with ``data_for_brain`` to the Brain, applies the Brain's update, sends the new
-set points to the environments, and records the Muscle's statistics. In a test phase the
+Per round of the worker's games (:mod:`palaestra.agent.muscle_lanes`) it receives the agent's
+sensor values (from the environment that drives the games, or from the simulation controller),
+completes the previous transitions (rewards, objective), sends them with ``data_for_brain`` to
+the Brain, applies the Brain's update, answers with the new set points, and records the
+Muscle's statistics. In a test phase the
 Muscle loads the trained model (``prepare_model``, after ``setup``) from the agent's brain
 dumps before its first step. The Brain and the environments are reached over direct links
 (:mod:`palaestra.core.channel`, no broker); the simulation controller over ZMQ.
@@ -100,7 +101,6 @@ class MuscleProcess(Component):
         self.record_every = record_every  # which steps get a row: see PhaseConfig
         self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
-        self.acts_on = {uid.partition(".")[0] for uid in agent.actuators}
         self.links: dict[str, Channel] = {}  # to the environments, by uid
         self.brain = BrainLink(
             name, names.brain(agent.name), answer_timeout, update_lag, self._apply, self._idle
@@ -263,11 +263,7 @@ class MuscleProcess(Component):
                 wait()
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
-                if isinstance(message, m.AgentStep):  # the controller drives the episode
-                    reply = self.step(message)
-                    if message.done:  # the controller waits for the end of an episode
-                        router.send_multipart([sender, m.encode(reply)])
-                elif isinstance(message, m.AgentSteps):  # the controller plays rounds
+                if isinstance(message, m.AgentSteps):  # the controller plays the rounds
                     assert self.games is not None
                     self.games.serve(message, partial(_reply, router, sender))
                 elif isinstance(message, m.AgentEvaluate):  # its rollouts are over
@@ -276,10 +272,9 @@ class MuscleProcess(Component):
                     self.begin_episode(message)
                     # acknowledged: the episode's first step may come from another peer
                     router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
-                    if message.lanes and self.games is None:  # (kept: its games go on)
+                    if self.games is None:  # (kept over the phase: its games go on)
                         self.games = MuscleLanes(self, message.lanes)
-                    if message.lanes and message.driver:  # an environment's rounds
-                        assert self.games is not None
+                    if message.driver:  # an environment plays the rounds over its link
                         self.games.play(self.links[message.driver])
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -298,8 +293,6 @@ class MuscleProcess(Component):
         wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
         self.brain.channel = brain
         self.links = environments
-        acts_on = self.acts_on
-        self.acting_links = [(uid, link) for uid, link in environments.items() if uid in acts_on]
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
         if not self.brain.wired:
@@ -326,29 +319,6 @@ class MuscleProcess(Component):
         """Ask the Brain to judge the evaluation's rollouts; its answer, to pass on."""
         self.brain.send(m.encode(message))
         return self.brain.receive()
-
-    def step(self, message: m.AgentStep) -> m.AgentActions:
-        """One observation of the worker's one game, from the simulation controller that
-        drives it: a round of one game, played as the environment's rounds are
-        (:class:`~palaestra.agent.muscle_lanes.MuscleLanes`); the set points go straight to
-        the environments the agent acts on. The controller waits for the answer at the
-        episode's end (whether the Brain reached its phase rule)."""
-        games = self.games
-        if games is None:
-            games = self.games = MuscleLanes(self, 1)
-        if self.reload is not None and self.reload.due():
-            self.reload_check(self.worker, self.episode, message.step)
-        round_of_one = m.AgentSteps(
-            lanes=[0], episodes=[self.episode], steps=[message], last=False
-        )
-        send = None if message.done else partial(self._send_answer, message.step)
-        answer = games.answer(round_of_one, send)
-        setpoints, stop = answer.setpoints[0], answer.stop[0]
-        return m.AgentActions(setpoints=setpoints, stop=stop, end_phase=self.end_phase)
-
-    def _send_answer(self, step: int, answer: m.LaneActions) -> None:
-        """The set points of a round of one game, to the environments they act on."""
-        self._send_setpoints(answer.setpoints[0], step, answer.stop[0])
 
     def _apply(self, answer: m.BrainUpdate) -> None:
         """The Brain's answer: its update to the Muscle, and whether its phase rule holds."""
@@ -412,24 +382,6 @@ class MuscleProcess(Component):
             f"set actuator {', '.join(map(repr, foreign))}, which agent '{self.agent.name}' "
             f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
         )
-
-    def _send_setpoints(self, values: dict[str, Any], step: int, stop: bool) -> None:
-        """Straight to each environment this agent acts on, by the environment's own ids
-        (``stop``: the agent's objective rule holds, the step is the episode's last)."""
-        links = self.acting_links
-        by_env: dict[str, dict[str, Any]] = {uid: {} for uid, _ in links}
-        for uid, value in values.items():
-            env_uid, _, local = uid.partition(".")
-            if env_uid in by_env:
-                by_env[env_uid][local] = value
-        try:
-            messages = [
-                m.encode(m.AgentActions(setpoints=by_env[uid], stop=stop)) for uid, _ in links
-            ]
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise self.unsendable(values, step, self.episode, exc)  # noqa: B904 - its cause is set
-        for (_, link), data in zip(links, messages, strict=True):
-            self.send_to(link, data)
 
     def unsendable(
         self, values: dict[str, Any], step: int, episode: int, exc: Exception

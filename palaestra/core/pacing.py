@@ -1,7 +1,7 @@
 """Real-time pacing: environment steps at a fixed rate of wall-clock time, without backlog.
 
 With ``phase_config: {step_rate: HZ}`` the one who drives an episode (the simulation
-controller or the environment, see :func:`palaestra.core.turns.run_episode`) asks a
+controller or the environment, see :mod:`palaestra.core.rounds`) asks a
 :class:`Pacer` before each step of the world. Step ``k`` of an episode is due at
 ``t0 + k / HZ`` (``t0``: when its first step began). A step that begins after its due time is
 *late* by the difference, and the schedule moves: the next step is due one period after the
@@ -38,8 +38,7 @@ class Pacer:
     Call :meth:`begin` when an episode begins, and :meth:`wait` right before each step of
     the world; :attr:`late_by` then says how late that step began (0.0: on time). A driver
     whose step is held up after :meth:`wait` returned (a Muscle's set points still missing)
-    calls :meth:`delayed` when the step really begins (or :meth:`held_up`, when it learns
-    afterwards how much later it began).
+    calls :meth:`delayed` when the step really begins.
 
     Args:
         rate: Steps per second, > 0.
@@ -81,11 +80,6 @@ class Pacer:
         """The step :meth:`wait` let go only begins now (a peer was late): its lateness,
         counted from its due time, and the schedule moved on from now if it is late."""
         return self._began(time.perf_counter(), self.step_due)
-
-    def held_up(self, seconds: float) -> float:
-        """The step :meth:`wait` let go began ``seconds`` later than that (an environment
-        waited for late set points): as :meth:`delayed`, for a step that began elsewhere."""
-        return self._began(self.began + seconds, self.step_due)
 
     def _began(self, now: float, due: float) -> float:
         late = now - due

@@ -6,14 +6,13 @@ game's episode (its step, the agents' last rewards and reward sums, its sensor v
 ends) and applies the policy and the conditions to it; every way an episode runs goes
 through it:
 
-* the environment drives the worker's games, one or many (``envs_per_worker``), in rounds
-  over its links to the Muscles (:mod:`palaestra.environment.lanes`), the default with one
-  environment;
-* the simulation controller drives one game through :func:`run_episode` and a
-  :class:`Driver` (any number of environments; its sockets to the Muscles and environments,
-  :mod:`palaestra.simulation.controller`), as a replay does (:mod:`palaestra.replay.copy`).
+* a live run plays the worker's games, one or many (``envs_per_worker``), in rounds
+  (:mod:`palaestra.core.rounds`), driven by the phase's one environment over its links to the
+  Muscles or by the simulation controller (any number of environments);
+* a replay (:mod:`palaestra.replay.copy`) runs one recorded episode through
+  :func:`run_episode` and a :class:`Driver` that plays back its steps.
 
-Real-time pacing is no driver of its own: each step of the world waits on a
+Real-time pacing is no driver of its own: each round waits on a
 :class:`~palaestra.core.pacing.Pacer`, whoever drives.
 """
 
@@ -23,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from palaestra.core import messages as m
-from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
@@ -179,24 +177,14 @@ def run_episode(
     agents: Sequence[A],
     conditions: Sequence[TerminationCondition],
     values: dict[str, Any],
-    pacer: Pacer | None = None,
 ) -> EpisodeResult:
     """Run one episode of one :class:`Game`; returns its steps, how it ended and the agents'
-    episode rewards.
-
-    ``values`` holds the current sensor values by uid (the baseline's when called) and is
-    updated in place. With a ``pacer`` (``phase_config.step_rate``), each step of the world
-    waits until it is due, after the acting agents were given their observations (so they
-    think while it waits); the driver records the lateness the pacer measured.
-    """
+    episode rewards. ``values`` holds the current sensor values by uid (the baseline's when
+    called) and is updated in place."""
     game = Game(policy, agents, conditions, values)
-    if pacer is not None:
-        pacer.begin()
     while True:
         for agent, seen in game.observations():
             driver.observe(agent, seen)
-        if pacer is not None:
-            pacer.wait()
         if game.stepped(driver.step(game.acting)):
             break
     for agent, seen in game.last():

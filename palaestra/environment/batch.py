@@ -132,7 +132,6 @@ class Batch:
                     done=ends[0],
                     terminated=ends[1],
                     truncated=ends[2],
-                    late_by=game.late_by,
                 )
             )
         first.rows.add_shaped(rows, size)

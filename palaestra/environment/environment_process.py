@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +22,6 @@ from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
-from palaestra.core.pacing import ON_TIME
 from palaestra.core.records import RowSink, connect_store
 from palaestra.core.rounds import Kept
 from palaestra.core.specs import EnvironmentSpec
@@ -68,16 +66,12 @@ class EnvironmentProcess(Component):
         self.muscles = Waiting(
             "Muscle", answer_timeout, grace=max(1.0, min(5.0, answer_timeout / 2))
         )
-        self.expected: list[str] | None = None
-        self.controller = b""
-        self.pending: dict[str, dict[str, Any]] = {}
         self.links: dict[str, Channel] = {}  # by Muscle process name
         self._polled: list[Any] = []
         self.answer_timeout = answer_timeout
         # awaits what an asynchronous environment returns, on one loop for the process
         self.awaiter = Awaiter(name)
         self.store_endpoint = store_endpoint
-        self.asked_at = 0.0  # when the controller asked for the paced step being taken
         self.kept = Kept()  # what the rounds of the games it drives keep over the phase
         # its games: with envs_per_worker N > 1, N worlds recorded as workers worker * N + i
         self.games = [
@@ -141,21 +135,12 @@ class EnvironmentProcess(Component):
                     elif item is self.listener:
                         self._accept(hot)
                     elif isinstance(item, Channel):
-                        self._take_actions(item)
-                if self.all_in():
-                    if self.world.late_by is not None:  # paced: was a Muscle late?
-                        self._held_up()
-                    router.send_multipart([self.controller, m.encode(self.take_step())])
+                        self._unexpected(item)
 
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         sender, payload = router.recv_multipart()
         message = m.decode(payload)
-        if isinstance(message, m.EnvStep):
-            self.controller = sender
-            self.expected = message.expect
-            self.world.late_by = message.late_by
-            self.asked_at = time.perf_counter() if message.late_by is not None else 0.0
-        elif isinstance(message, m.EnvRound):
+        if isinstance(message, m.EnvRound):
             states = step_worlds(
                 self.games,
                 self.batch,
@@ -176,7 +161,7 @@ class EnvironmentProcess(Component):
 
     def start_worlds(self, message: m.EnvStart) -> m.EnvBaseline:
         """Start (or restart) every game's world; the first game's baseline, with each game's
-        episode and values when there are several."""
+        episode and values."""
         baseline = self.world.start_world(message.reset, message.check_values)
         for game in self.games[1:]:
             game.start_world(message.reset, message.check_values)
@@ -186,8 +171,6 @@ class EnvironmentProcess(Component):
                 game.episode = message.episode
         if self.batch is None and stepped_in_batches(self.games):
             self.batch = Batch(self.world)
-        if len(self.games) == 1:
-            return baseline
         games = self._games(range(len(self.games)))
         return m.EnvBaseline(
             sensors=baseline.sensors,
@@ -213,51 +196,15 @@ class EnvironmentProcess(Component):
             self.links[link.peer] = link
             self.selector.add(link)
 
-    def _take_actions(self, link: Channel) -> None:
-        """Read a Muscle's set points (a Muscle that hung up is dropped: see channel)."""
+    def _unexpected(self, link: Channel) -> None:
+        """A Muscle's link spoke outside the rounds of the games this process drives (one
+        that hung up is dropped: see channel)."""
         try:
-            action = m.decode(link.recv())
+            message = m.decode(link.recv())
         except PeerGone:
             self.selector.discard(link)
             return
-        if not isinstance(action, m.AgentActions):
-            raise TypeError(f"{self.name}: {type(action).__name__} from {link.peer}")
-        self.pending[link.peer] = action.setpoints
-        if action.stop:  # an agent reached its objective rule: this step is the last
-            self.world.stop_requested = True
-
-    def _held_up(self) -> None:
-        """A paced step the controller asked for begins only now that the last set points
-        are in: the time it waited for them adds to its lateness (see EnvStep.late_by)."""
-        held = time.perf_counter() - self.asked_at
-        world = self.world
-        if held > ON_TIME and world.late_by is not None:
-            world.late_by += held
-
-    def all_in(self) -> bool:
-        """Whether the step can be taken; else note which Muscle we are waiting for."""
-        expected = self.expected
-        if expected is None:
-            return False
-        pending = self.pending
-        for name in expected:
-            if name not in pending:
-                self.muscles.name = name
-                if not self.muscles.since:
-                    self.muscles.begin()
-                return False
-        self.muscles.end()
-        return True
-
-    def take_step(self) -> m.EnvState:
-        """Step the world the controller drives with the expected Muscles' set points, merged
-        in the controller's order (all are in: :meth:`all_in`)."""
-        pending = self.pending
-        setpoints: dict[str, Any] = {}
-        for name in self.expected or ():
-            setpoints.update(pending.pop(name))
-        self.expected = None
-        return self.world.update(setpoints)
+        raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
 
     def link_to(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""

@@ -156,7 +156,7 @@ class World:
         self.prefix = f"{environment.uid}."
         self.episode = -1
         self.step = 0
-        self.late_by: float | None = None  # of the step being taken (paced phases; see EnvStep)
+        self.late_by: float | None = None  # of the step being taken (paced; see EnvRound)
         # its rows' sinks: the store's once its process serves
         self.rows = RowSink(None, "world_states", shape=self.row_values)
         self.records = RowSink(None, "plugin_records", shape=self.record_values)
@@ -302,7 +302,6 @@ class World:
             done=done,
             terminated=terminated,
             truncated=truncated,
-            late_by=self.late_by,
         )
 
     def _record_step(

@@ -3,13 +3,14 @@
 Who acts when is a :class:`~palaestra.core.turns.TurnPolicy` that each controller names
 (:class:`~palaestra.simulation.vanilla.Vanilla`: every agent on every step;
 :class:`~palaestra.simulation.taking_turns.TakingTurns`: one agent per step), applied to each
-game by a :class:`~palaestra.core.turns.Game` whoever drives it: the environment, in rounds of
-the worker's games (:mod:`palaestra.environment.lanes`), or this controller, one game through
-:func:`palaestra.core.turns.run_episode`; the simulation params' ``driver`` chooses (see
-:data:`DRIVERS`). The controller talks to each peer over its own DEALER
-socket: request, answer, no broker. All of that runs in the controller's hot loop
-(:mod:`palaestra.core.hotloop`) on blocking sockets; the asyncio thread only relays the
-parent's requests and answers.
+game by a :class:`~palaestra.core.turns.Game`. The worker's games (one, or
+``envs_per_worker``) are played in rounds (:mod:`palaestra.core.rounds`, the one per-round
+path) by the phase's one environment over its links to the Muscles, or by this controller,
+which steps the games of every environment (:mod:`palaestra.simulation.remote_games`); the
+simulation params' ``driver`` chooses (see :data:`DRIVERS`). The controller talks to each peer
+over its own DEALER socket: request, answer, no broker. All of that runs in the controller's
+hot loop (:mod:`palaestra.core.hotloop`) on blocking sockets; the asyncio thread only relays
+the parent's requests and answers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from palaestra.core import names
 from palaestra.core.esm import Component, ComponentRuntime, on
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.loading import load_class
-from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
 from palaestra.core.records import RowSink, connect_store, episode_values
 from palaestra.core.rounds import Kept, play_rounds
@@ -40,10 +40,8 @@ from palaestra.core.termination import (
 from palaestra.core.turns import (
     BUILT_IN,
     EpisodeResult,
-    Stepped,
     TurnPolicy,
     class_name,
-    run_episode,
 )
 from palaestra.core.watch import Waiting, watch
 from palaestra.simulation.peers import AgentPeer, Peer, ask_all
@@ -52,11 +50,13 @@ from palaestra.simulation.remote_games import RemoteGames, Seats
 LOG = logging.getLogger(__name__)
 
 DRIVERS = ("auto", "controller", "environment")
-"""Values of the simulation param ``driver``: who moves an episode's steps. ``controller``:
-the simulation controller (any number of environments); ``environment``: the phase's only
-environment, straight over its links to the Muscles (two messages per agent and step fewer);
-``auto`` (the default): the environment when there is one and the controller's policy is a
-built-in one, else the controller. Both give the same world states and actions."""
+"""Values of the simulation param ``driver``: who plays the rounds of the worker's games.
+``controller``: the simulation controller (any number of environments; it sends each
+environment the set points of a round's games); ``environment``: the phase's only environment,
+straight over its links to the Muscles (two messages per round fewer); ``auto`` (the default):
+the environment when there is one and the controller's policy is a built-in one (with several
+games per worker: any policy), else the controller. Both give the same world states and
+actions."""
 
 PROGRESS_SECONDS = 0.1
 """A worker's ended episodes go to the ExperimentRun controller (the run's progress, in the
@@ -158,11 +158,8 @@ class SimulationController(Component):
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []
         self.baselines: list[m.EnvBaseline] = []
-        self.values: dict[str, Any] = {}
         self.steps = 0
         self.step_rate = 0.0  # phase_config.step_rate (0: lockstep), from SimulationRun
-        self.pacer: Pacer | None = None  # of the episodes this controller drives itself
-        self._first_played = 0  # the first episode this controller plays (resumed: later)
         self.kept = Kept()  # what the rounds it plays keep over the phase
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
@@ -242,13 +239,9 @@ class SimulationController(Component):
             for a in run.agents
         ]
         self.step_rate = run.step_rate
-        self.pacer = Pacer(run.step_rate, hot.sleep) if run.step_rate > 0 else None
-        if run.envs_per_worker > 1 or self.environment_drives(1):
-            episodes = self._play_lanes(
-                run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
-            )
-        else:
-            episodes = self._run(run.episodes, run.evaluate_every, run.first_episode)
+        episodes = self._play_lanes(
+            run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
+        )
         self._tell_parent(time.monotonic())
         hot.call(
             self._send_parent,
@@ -264,7 +257,6 @@ class SimulationController(Component):
     def _start_environments(self, reset: bool, episode: int | None = None) -> None:
         start = m.EnvStart(reset=reset, check_values=self.check_values, episode=episode)
         self.baselines = ask_all(self.environments, [start] * len(self.environments))
-        self.values = {s.uid: s.value for b in self.baselines for s in b.sensors}
 
     def environment_drives(self, games: int) -> bool:
         """Whether the phase's one environment drives the episodes of the worker's ``games``
@@ -281,52 +273,6 @@ class SimulationController(Component):
         if games > 1:  # (it plays any order of turns in its rounds)
             return len(self.environments) == 1
         return len(self.environments) == 1 and type(self.turns) in BUILT_IN
-
-    def _run(self, episodes: int, evaluate_every: int = 0, first: int = 0) -> int:
-        """Run the worker's episodes from episode ``first`` on (a resumed phase), and an
-        evaluation after every ``evaluate_every`` of them; the number of episodes played
-        (evaluation rollouts included)."""
-        done = first  # training (or test) episodes: the phase's ``episodes`` counts these
-        played = first + (first // evaluate_every if evaluate_every else 0)  # as numbered
-        self._first_played = played  # the environments are fresh for this one
-        LOG.info("%s: episodes driven by me", self.name)
-        while not any(call(c.phase_done, done, episodes) for c in self.conditions):
-            end_phase = self._episode(played)
-            done += 1
-            played += 1
-            if end_phase:  # an agent's phase rule (phase_avgN) holds
-                LOG.info("%s: an agent's phase rule holds: no further episode", self.name)
-                break
-            if evaluate_every and done % evaluate_every == 0:
-                evaluation = done // evaluate_every - 1
-                end_phase = self._evaluate(evaluation, played)
-                played += 1
-                if end_phase:
-                    LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
-                    break
-        self.episode_rows.flush()
-        return played - self._first_played
-
-    def _episode(self, number: int, evaluation: bool = False) -> bool:
-        """Play episode ``number`` of the worker; whether an agent's phase rule now holds."""
-        if number > self._first_played:
-            self._start_environments(reset=True)
-        self._begin_episode(number, "", evaluation)
-        started = time.time()
-        sockets = _Sockets(self)
-        result = run_episode(
-            self.turns, sockets, self.agents, self.conditions, self.values, self.pacer
-        )
-        self._ended(number, result, started, time.time())
-        return sockets.end_phase
-
-    def _evaluate(self, evaluation: int, number: int) -> bool:
-        """Evaluation ``evaluation``: one rollout in test mode (episode ``number``, not learned
-        from), then each agent's Brain judges it (``evaluate_rollouts``); whether a condition
-        ends the phase on the results."""
-        LOG.info("%s: evaluation %d (episode %d)", self.name, evaluation, number)
-        self._episode(number, evaluation=True)
-        return self._judged(evaluation)
 
     def _judged(self, evaluation: int) -> bool:
         """Each agent's Brain judges evaluation ``evaluation``'s rollouts (through its
@@ -474,9 +420,7 @@ class SimulationController(Component):
             else:
                 raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}")
 
-    def _begin_episode(
-        self, episode: int, driver: str, evaluation: bool = False, lanes: int = 0
-    ) -> None:
+    def _begin_episode(self, episode: int, driver: str, evaluation: bool, lanes: int) -> None:
         sensors = {s.uid: s for b in self.baselines for s in b.sensors}
         actuators = {a.uid: a for b in self.baselines for a in b.actuators}
         ask_all(
@@ -493,52 +437,3 @@ class SimulationController(Component):
                 for agent in self.agents
             ],
         )
-
-
-class _Sockets:
-    """The controller as a :class:`~palaestra.core.turns.Driver`: observations to the Muscles
-    and steps to the environments over its sockets; the Muscles send their set points
-    straight to the environments, which step once all expected set points are in."""
-
-    __slots__ = ("end_phase", "environments", "pacer", "uids")
-
-    def __init__(self, controller: SimulationController) -> None:
-        self.end_phase = False  # an agent's Brain reached its phase rule (phase_avgN)
-        self.environments = controller.environments
-        self.pacer = controller.pacer  # its lateness goes to the environments' rows
-        self.uids = [[s.uid for s in b.sensors] for b in controller.baselines]
-
-    def observe(self, agent: AgentPeer, observation: m.AgentStep) -> None:
-        agent.tell(observation)
-
-    def step(self, acting: Sequence[AgentPeer]) -> Stepped:
-        environments = self.environments
-        late_by = None if self.pacer is None else self.pacer.late_by
-        for env in environments:
-            expect = [a.process for a in acting if env.name in a.environments]
-            env.tell(m.EnvStep(expect=expect, late_by=late_by))
-        states: list[m.EnvState] = [env.answer() for env in environments]
-        if late_by is not None:  # paced: a step held up by late set points moves the schedule
-            self._held_up(max(state.late_by or 0.0 for state in states) - late_by)
-        values: list[tuple[str, Any]] = []
-        rewards: list[m.InfoDesc] = []
-        for uids, state in zip(self.uids, states, strict=True):
-            values.extend(zip(uids, state.values, strict=True))
-            rewards.extend(state.rewards)
-        return Stepped(
-            values,
-            rewards,
-            [state.done for state in states],
-            [state.terminated for state in states],
-            [state.truncated for state in states],
-        )
-
-    def _held_up(self, seconds: float) -> None:
-        if seconds > 0 and self.pacer is not None:
-            self.pacer.held_up(seconds)
-
-    def finish(self, agents: Sequence[AgentPeer]) -> None:
-        for agent in agents:
-            answer = agent.answer()
-            if isinstance(answer, m.AgentActions) and answer.end_phase:
-                self.end_phase = True

@@ -37,9 +37,8 @@ class RemoteGames:
             for agent in agents
         ]
         self.uids = [[s.uid for s in b.sensors] for b in baselines]
-        one = [[[s.value for s in b.sensors]] for b in baselines]  # (one game: the baseline)
-        self.values = [b.games or values for b, values in zip(baselines, one, strict=True)]
-        self.episodes = baselines[0].episodes or [-1]
+        self.values = [list(b.games) for b in baselines]
+        self.episodes = list(baselines[0].episodes)
         self.first_lane = first_lane
 
     def count(self) -> int:

@@ -37,7 +37,7 @@ from palaestra.core.specs import (
     with_hot_reload,
 )
 from palaestra.environment.world import World
-from palaestra.testing import FakeLink
+from palaestra.testing import FakeLink, muscle_step
 
 SOURCE = """\
 VALUE = {value}
@@ -331,7 +331,7 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
             clock.now = float(number)
             rewards = reward if number else None
             message = m.AgentStep(step=number, values=[0, 0], rewards=rewards, done=False)
-            return process.step(message).setpoints
+            return muscle_step(process, message).setpoints
 
         assert step(0) == {"env.0": 1, "env.1": 1}
         draw = old.rng.bit_generator.state

@@ -15,7 +15,7 @@ from palaestra.core.pacing import ON_TIME, SPIN, Pacer
 from palaestra.core.specs import UPDATE_LAG_ASYNC
 from palaestra.experiment.runfile import load_run_text
 from palaestra.store.rows import _quantile
-from palaestra.testing import FakeLink, RowRecorder
+from palaestra.testing import FakeLink, RowRecorder, muscle_step
 from tests.unit.test_runfile import error_of, variant
 from tests.unit.test_step_path import agent_spec, environment
 
@@ -198,19 +198,19 @@ def test_an_async_muscle_acts_without_its_brains_answer_and_applies_it_later() -
     for step in range(4):  # the Brain answers nothing meanwhile: the Muscle acts on
         rewards = None if step == 0 else reward
         seen = m.AgentStep(step=step, values=[step] * 5, rewards=rewards, done=False)
-        answer = muscle.step(seen)
+        answer = muscle_step(muscle, seen)
         acted.append(answer.setpoints["env.0"])
     assert acted == [99, 99, 99, 99]  # DummyMuscle's count before any update (-1 mod 100)
     assert len(held) == 4 and muscle.brain.outstanding == 4
     for update in held[:3]:  # three answers come in: all are applied before the next action
         brain.put(update)
-    answer = muscle.step(m.AgentStep(step=4, values=[4] * 5, rewards=reward, done=False))
+    answer = muscle_step(muscle, m.AgentStep(step=4, values=[4] * 5, rewards=reward, done=False))
     assert answer.setpoints["env.0"] == 12  # the newest of them
     assert muscle.brain.outstanding == 2  # the 4th answer, and the one to this step's experience
     brain.answer = lambda message: m.BrainUpdate(update=None)  # it answers at once from now
     for update in held[3:5]:
         brain.put(update)
-    last = muscle.step(m.AgentStep(step=5, values=[5] * 5, rewards=reward, done=True))
+    last = muscle_step(muscle, m.AgentStep(step=5, values=[5] * 5, rewards=reward, done=True))
     assert last.setpoints == {} and muscle.brain.outstanding == 0 and not brain.inbox
     stale = [row["stale_policy"] for row in muscle.rows.recorded]
     assert stale == [False, True, True, True, True]  # steps 0 to 4 (step 4: one still out)

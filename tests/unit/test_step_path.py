@@ -1,8 +1,9 @@
 """The step path in one process, with in-memory links (no processes, no sockets, no sleeps).
 
 The turn policies and the one episode loop (:mod:`palaestra.core.turns`), a Muscle process's
-``step``, an environment process's ``update`` and its checks, and whole episodes of real
-processes' step paths wired by :class:`palaestra.testing.LocalDriver`.
+round of one game (:func:`palaestra.testing.muscle_step`), an environment process's ``update``
+and its checks, and whole episodes of real processes' round paths
+(:class:`palaestra.testing.LocalRounds`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,17 @@ from palaestra.core import messages as m
 from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
-from palaestra.core.turns import AllAct, RoundRobin, Stepped, TurnPolicy, run_episode
+from palaestra.core.turns import (
+    AllAct,
+    RoundRobin,
+    Stepped,
+    TurnPolicy,
+    class_name,
+    run_episode,
+)
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.environment.world import World
-from palaestra.testing import FakeLink, LocalDriver, RowRecorder, brain_link
+from palaestra.testing import FakeLink, LocalRounds, RowRecorder, brain_link, muscle_step
 
 DUMMY_ENV = "palaestra.environment.dummy_environment:DummyEnvironment"
 BAD_ENV = "tests.plugins.misbehaving:BadValueEnvironment"
@@ -70,6 +78,7 @@ class ScriptedDriver:
 
 AGENTS = [Agent("a", ["s"]), Agent("b", ["s"])]
 CONDITIONS = [EpisodeEndsWithEnvironment()]
+CONDITION_SPECS = [ClassSpec(name=class_name(EpisodeEndsWithEnvironment))]
 
 
 def test_all_act_every_agent_acts_and_is_rewarded_with_that_step() -> None:
@@ -251,19 +260,18 @@ def test_a_muscle_step_completes_the_transition_asks_the_brain_and_acts() -> Non
             actuators=baseline.actuators[:5],
         )
     )
-    first = muscle.step(m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
+    first = muscle_step(muscle, m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
     # the brain answered 41 before the muscle acted (update_lag 0): it counts from there
     assert first.setpoints == {f"env.{i}": 41 for i in range(5)}
-    assert to_env.sent == [m.AgentActions(setpoints={str(i): 41 for i in range(5)})]
     reward = [m.InfoDesc("Dummy Reward", None, 1)]
-    muscle.step(m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
+    muscle_step(muscle, m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
     assert isinstance(muscle.rows, RowRecorder)
     (row,) = muscle.rows.recorded
     assert (row["episode"], row["step"], row["done"]) == (0, 0, False)
     assert json.loads(row["sensor_readings"]) == {f"env.{i}": 0 for i in range(5)}
     assert json.loads(row["actuator_setpoints"]) == first.setpoints
     assert json.loads(row["rewards"]) == {"Dummy Reward": 1} and row["objective"] == 1.0
-    last = muscle.step(m.AgentStep(step=2, values=[2] * 5, rewards=reward, done=True))
+    last = muscle_step(muscle, m.AgentStep(step=2, values=[2] * 5, rewards=reward, done=True))
     assert last.setpoints == {} and len(muscle.rows.recorded) == 2
     experiences = [e for x in brain.sent if isinstance(x, m.Experiences) for e in x.items]
     assert [e.transition is not None for e in experiences] == [False, True, True]
@@ -280,8 +288,7 @@ def test_a_muscle_setting_an_actuator_it_was_not_given_is_stopped_before_sending
         m.AgentEpisode(episode=0, sensors=baseline.sensors[5:], actuators=baseline.actuators[5:])
     )
     with pytest.raises(PluginContractError, match="set actuator 'env.0', which agent 'one'"):
-        muscle.step(m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
-    assert to_env.sent == []
+        muscle_step(muscle, m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
 
 
 # --- whole episodes in one process -----------------------------------------------------------
@@ -301,22 +308,22 @@ def test_an_episode_of_real_step_paths_in_one_process(
     )
     env = process.world
     env.rows = RowRecorder()
-    baseline = env.start_world(reset=False)
-    driver = LocalDriver(process)
+    rounds = LocalRounds(process)
+    baseline = rounds.start()
     brains = []
     for name, own in (("one", range(5)), ("two", range(5, 10))):
         muscle = muscle_process(baseline, name, own)
         brain = DummyBrain()
         brains.append(brain)
-        driver.wire(muscle, brain_link(brain, f"{name}-0"))
-    driver.begin(0, baseline)
-    values = dict(zip(env.full_sensor_uids, env.values, strict=True))
-    steps = run_episode(policy, driver, driver.agents(), CONDITIONS, values).steps
-    assert steps == 3
+        rounds.wire(muscle, brain_link(brain, f"{name}-0"))
+    done = rounds.play(1, class_name(type(policy)), CONDITION_SPECS)
+    assert done.steps == 3
+    (ended,) = rounds.told
+    assert isinstance(ended, m.LaneEpisodeDone) and ended.steps == 3
     assert isinstance(env.rows, RowRecorder)
     assert [row.step for row in env.rows.recorded] == [1, 2, 3]
     assert [row.done for row in env.rows.recorded] == [False, False, True]
-    recorded = [len(driver.muscles[p].rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
+    recorded = [len(rounds.muscles[p].rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
     assert recorded == actions  # one row per action, each completed by its rewards
     assert all(brain.thinking_calls > 0 for brain in brains)
 

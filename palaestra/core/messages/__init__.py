@@ -65,7 +65,6 @@ from palaestra.core.messages.step import (
     EnvRoundDone,
     EnvStart,
     EnvState,
-    EnvStep,
     Experience,
     Experiences,
     LaneActions,
@@ -110,7 +109,6 @@ __all__ = [
     "EnvRoundDone",
     "EnvStart",
     "EnvState",
-    "EnvStep",
     "EnvironmentEndpoint",
     "EnvironmentSetup",
     "EnvironmentsReady",
@@ -172,7 +170,6 @@ Message = (
     | SimulationDone
     | EnvStart
     | EnvBaseline
-    | EnvStep
     | EnvState
     | AgentEpisode
     | AgentStep

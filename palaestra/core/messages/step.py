@@ -25,24 +25,13 @@ class EnvStart(Msg, frozen=True, kw_only=True):
 
 
 class EnvBaseline(Msg, frozen=True, kw_only=True):
-    """The first game's sensors (with their values) and actuators; with several games
-    (``envs_per_worker``) also each game's episode and sensor values, in the sensors' order."""
+    """The first game's sensors (with their values) and actuators, and each game's episode
+    and sensor values (in the sensors' order; ``envs_per_worker``: one or more games)."""
 
     sensors: list[InfoDesc]
     actuators: list[InfoDesc]
     episodes: list[int] = []
     games: list[list[Any]] = []
-
-
-class EnvStep(Msg, frozen=True, kw_only=True):
-    """From the simulation controller: step once the set points of these Muscles arrived
-    (each sends :class:`AgentActions` straight to the environment); answered by
-    :class:`EnvState`."""
-
-    expect: list[str]
-    late_by: float | None = None
-    """Seconds the step began after its due time in a paced phase (0.0: on time; see
-    :mod:`palaestra.core.pacing`), for its ``world_states`` row; None: lockstep."""
 
 
 class EnvState(Msg, frozen=True, kw_only=True):
@@ -54,9 +43,6 @@ class EnvState(Msg, frozen=True, kw_only=True):
     done: bool
     terminated: bool | None = None
     truncated: bool | None = None
-    late_by: float | None = None
-    """A paced step's lateness as recorded: the controller's, plus the time the environment
-    then waited for late set points (None: lockstep)."""
 
 
 # --- hot path: simulation controller <-> muscle --------------------------------------------
@@ -65,8 +51,8 @@ class EnvState(Msg, frozen=True, kw_only=True):
 class AgentEpisode(Msg, frozen=True, kw_only=True):
     """An episode begins: the spaces of the agent's sensors and actuators, in their order.
 
-    ``driver`` is the uid of the environment that drives the worker's games over its link
-    (see :class:`EnvLanes`), or empty if the simulation controller sends the steps."""
+    ``driver`` is the uid of the environment that plays the worker's games over its link
+    (see :class:`EnvLanes`), or empty if the simulation controller plays them."""
 
     episode: int
     sensors: list[InfoDesc]
@@ -74,14 +60,14 @@ class AgentEpisode(Msg, frozen=True, kw_only=True):
     driver: str = ""
     evaluation: bool = False
     """An evaluation rollout: the Muscle acts in test mode and tells its Brain nothing."""
-    lanes: int = 0
-    """With an environment that drives: the worker's games (``phase_config.envs_per_worker``,
-    1 or more), and it sends :class:`AgentSteps` of them until its last (0: the simulation
-    controller sends :class:`AgentStep`)."""
+    lanes: int = 1
+    """The worker's games (``phase_config.envs_per_worker``): the driver sends
+    :class:`AgentSteps` of them until its last."""
 
 
 class AgentStep(Msg, frozen=True, kw_only=True):
-    """Sensor values (agent's order), the rewards since the agent last acted, ``done``, and
+    """One game's observation in :class:`AgentSteps`: sensor values (agent's order), the
+    rewards since the agent last acted, ``done``, and
     how the episode ended (``terminated``/``truncated``: False before its end, None where the
     environments do not say)."""
 
@@ -94,16 +80,15 @@ class AgentStep(Msg, frozen=True, kw_only=True):
 
 
 class AgentActions(Msg, frozen=True, kw_only=True):
-    """From a Muscle to an environment: set points by the environment's own actuator ids.
-    Also a Muscle's (empty) answer to the last step of an episode. ``stop``: the agent
-    reached an objective rule (``AgentObjectiveTerminationCondition``), so this step is the
-    episode's last."""
+    """A Muscle's set points for one game (by full actuator uid; empty: its acknowledgement of
+    an :class:`AgentEpisode`). ``stop``: the agent reached an objective rule
+    (``AgentObjectiveTerminationCondition``), so this step is the episode's last;
+    ``end_phase``: the agent's Brain reached its phase rule (``phase_avgN``), so the worker
+    runs no further episode."""
 
     setpoints: dict[str, Any]
     stop: bool = False
     end_phase: bool = False
-    """In the answer to an episode's last step: the agent's Brain reached its phase rule
-    (``phase_avgN``), so the worker runs no further episode."""
 
 
 # --- hot path: several games per worker (envs_per_worker) ---------------------------------
@@ -184,8 +169,9 @@ class EnvRound(Msg, frozen=True, kw_only=True):
     """From a simulation controller that plays the worker's games in rounds (see
     :mod:`palaestra.core.rounds`): step these games (their indices) with these set points (by
     the environment's own actuator ids) and ``stop`` flags (an agent's objective rule: the
-    step is the game's last); ``late_by`` as in :class:`EnvStep`. Answered by
-    :class:`EnvRoundDone`."""
+    step is the game's last); ``late_by``: how late the round's step began in a paced phase
+    (0.0: on time; see :mod:`palaestra.core.pacing`), for the ``world_states`` rows (None:
+    lockstep). Answered by :class:`EnvRoundDone`."""
 
     games: list[int]
     setpoints: list[dict[str, Any]]
