@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-from functools import partial
 from typing import Any, NoReturn
 
 import numpy as np
@@ -36,7 +35,7 @@ from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.core import messages as m
 from palaestra.core import names
-from palaestra.core.channel import Channel, PeerGone
+from palaestra.core.channel import Channel, Listener, PeerGone
 from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
@@ -64,7 +63,7 @@ from palaestra.core.records import (
 from palaestra.core.seeds import derive_seed
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import AgentSpec
-from palaestra.core.transport import endpoint_for, link_for
+from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.watch import watch
 
 LOG = logging.getLogger(__name__)
@@ -102,6 +101,7 @@ class MuscleProcess(Component):
         self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
         self.links: dict[str, Channel] = {}  # to the environments, by uid
+        self.controller: Channel | None = None  # the simulation controller's, when it drives
         self.brain = BrainLink(
             name, names.brain(agent.name), answer_timeout, update_lag, self._apply, self._idle
         )
@@ -235,15 +235,18 @@ class MuscleProcess(Component):
         # never is (the mode is set with each step's request): it never calls it there.
         if self.mode == "test":
             call(self.muscle.prepare_model)
+        self.listener = Listener(link_for(endpoint))  # the controller's, when it drives
+        link = runtime.links.listen(self.listener)  # its gateway, in a run across hosts
         loop = HotLoop(runtime, self.name)
         router, announced = loop.bind(zmq.ROUTER, endpoint)
         self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, router), loop)
         runtime.start_task(watch([self.brain.waiting]))
-        return {"muscle": announced}
+        return {"muscle": with_link(announced, link)}
 
     def _serve(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         """The hot loop: begin episodes and step, consulting the Brain."""
         self.hot_loop = hot
+        hot.own(self.listener)
         store = connect_store(hot, self.store_endpoint)
         self.rows = RowSink(
             store, "muscle_actions", plugin=(self.muscle, "propose_actions"), shape=self._shape
@@ -263,10 +266,7 @@ class MuscleProcess(Component):
                 wait()
                 sender, payload = router.recv_multipart()
                 message = m.decode(payload)
-                if isinstance(message, m.AgentSteps):  # the controller plays the rounds
-                    assert self.games is not None
-                    self.games.serve(message, partial(_reply, router, sender))
-                elif isinstance(message, m.AgentEvaluate):  # its rollouts are over
+                if isinstance(message, m.AgentEvaluate):  # its rollouts are over
                     router.send_multipart([sender, self._evaluate(message)])
                 elif isinstance(message, m.AgentEpisode):
                     self.begin_episode(message)
@@ -274,10 +274,21 @@ class MuscleProcess(Component):
                     router.send_multipart([sender, m.encode(m.AgentActions(setpoints={}))])
                     if self.games is None:  # (kept over the phase: its games go on)
                         self.games = MuscleLanes(self, message.lanes)
-                    if message.driver:  # an environment plays the rounds over its link
+                    # the rounds come over a link: the environment's that plays them, or
+                    # the simulation controller's (it linked to us before the episode)
+                    if message.driver:
                         self.games.play(self.links[message.driver])
+                    else:
+                        self.games.play(self._controller(hot))
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
+
+    def _controller(self, hot: HotLoop) -> Channel:
+        """The link of the simulation controller that plays the worker's games."""
+        if self.controller is None:
+            self.controller = hot.accept(self.listener)
+            assert self.controller is not None
+        return self.controller
 
     def _link(self, hot: HotLoop) -> None:
         """Link to the Brain and the worker's environments (all are up once episodes begin)."""
@@ -410,7 +421,3 @@ class MuscleProcess(Component):
 
     async def teardown(self) -> None:
         call(self.muscle.teardown)
-
-
-def _reply(router: zmq.Socket[bytes], sender: bytes, data: bytes) -> None:
-    router.send_multipart([sender, data])

@@ -135,23 +135,12 @@ class EnvironmentProcess(Component):
                     elif item is self.listener:
                         self._accept(hot)
                     elif isinstance(item, Channel):
-                        self._unexpected(item)
+                        self._from_link(item)
 
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         sender, payload = router.recv_multipart()
         message = m.decode(payload)
-        if isinstance(message, m.EnvRound):
-            states = step_worlds(
-                self.games,
-                self.batch,
-                list(zip(message.games, message.setpoints, message.stop, strict=True)),
-                message.late_by,
-            )
-            router.send_multipart([sender, m.encode(m.EnvRoundDone(states=states))])
-        elif isinstance(message, m.EnvRestart):
-            restart_worlds(self.games, message.games)
-            router.send_multipart([sender, m.encode(self._games(message.games))])
-        elif isinstance(message, m.EnvStart):
+        if isinstance(message, m.EnvStart):
             router.send_multipart([sender, m.encode(self.start_worlds(message))])
         elif isinstance(message, m.EnvLanes):
             over = play_lanes(self, hot, message, router, sender)
@@ -196,15 +185,32 @@ class EnvironmentProcess(Component):
             self.links[link.peer] = link
             self.selector.add(link)
 
-    def _unexpected(self, link: Channel) -> None:
-        """A Muscle's link spoke outside the rounds of the games this process drives (one
-        that hung up is dropped: see channel)."""
+    def _from_link(self, link: Channel) -> None:
+        """A message on a link: the rounds of a simulation controller that plays the games
+        (its link is one of them); a Muscle's link is silent outside the rounds this process
+        plays itself (one that hung up is dropped: see channel)."""
         try:
             message = m.decode(link.recv())
         except PeerGone:
             self.selector.discard(link)
             return
-        raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
+        if isinstance(message, m.EnvRound):
+            states = step_worlds(
+                self.games,
+                self.batch,
+                list(zip(message.games, message.setpoints, message.stop, strict=True)),
+                message.late_by,
+            )
+            answer: m.Msg = m.EnvRoundDone(states=states)
+        elif isinstance(message, m.EnvRestart):
+            restart_worlds(self.games, message.games)
+            answer = self._games(message.games)
+        else:
+            raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
+        try:
+            link.send(m.encode(answer))
+        except PeerGone:  # its parent reports why
+            self.selector.discard(link)
 
     def link_to(self, hot: HotLoop, process: str) -> Channel:
         """The link of Muscle ``process`` (it linked when its episode began)."""

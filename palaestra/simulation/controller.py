@@ -20,8 +20,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import zmq
-
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.esm import Component, ComponentRuntime, on
@@ -213,7 +211,7 @@ class SimulationController(Component):
         self.environments = [
             Peer(
                 e.uid,
-                self._connect(e.endpoint),
+                e.endpoint,
                 self._waiting(names.environment(e.uid, self.worker), 2 * grace),
                 hot,
             )
@@ -230,7 +228,7 @@ class SimulationController(Component):
         self.agents = [
             AgentPeer(
                 a.name,
-                self._connect(a.endpoint),
+                a.endpoint,
                 self._waiting(names.muscle(a.name, self.worker), grace),
                 hot,
                 a.sensors,
@@ -248,11 +246,6 @@ class SimulationController(Component):
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
         )
         hot.command()  # nothing more to do: wait for the stop
-
-    def _connect(self, endpoint: str) -> zmq.Socket[bytes]:
-        sock = self.hot_loop.socket(zmq.DEALER)
-        self.hot_loop.dial(sock, endpoint)
-        return sock
 
     def _start_environments(self, reset: bool, episode: int | None = None) -> None:
         start = m.EnvStart(reset=reset, check_values=self.check_values, episode=episode)
@@ -390,6 +383,9 @@ class SimulationController(Component):
     def _lanes(self, drives: bool, lanes: int, plan: m.EnvLanes) -> tuple[int, m.EnvLanesDone]:
         """One play of the games: the episodes played, and how the games stopped."""
         env = self.environments[0]
+        if not drives:  # linked to every peer before the Muscles are told to play
+            for peer in [*self.environments, *self.agents]:
+                peer.linked()
         self._begin_episode(
             plan.first_episode, env.name if drives else "", plan.evaluation, lanes=lanes
         )

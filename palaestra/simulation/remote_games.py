@@ -51,11 +51,11 @@ class RemoteGames:
         return self.first_lane + game, self.episodes[game], values
 
     def restart(self, games: list[int]) -> None:
-        restart = m.EnvRestart(games=games)
+        restart = m.encode(m.EnvRestart(games=games))
         for env in self.environments:
-            env.tell(restart)
+            env.send(restart)
         for k, env in enumerate(self.environments):
-            answer = env.answer()
+            answer = m.decode(env.recv())
             if not isinstance(answer, m.EnvBaseline):
                 raise TypeError(f"{type(answer).__name__} from {env.name}")
             for game, episode, values in zip(games, answer.episodes, answer.games, strict=True):
@@ -66,12 +66,14 @@ class RemoteGames:
         games = [index for index, _ in moves]
         setpoints, stop = self._split(moves)
         for k, env in enumerate(self.environments):
-            env.tell(
-                m.EnvRound(games=games, setpoints=setpoints[k], stop=stop[k], late_by=late_by)
+            env.send(
+                m.encode(
+                    m.EnvRound(games=games, setpoints=setpoints[k], stop=stop[k], late_by=late_by)
+                )
             )
         answers: list[list[m.EnvState]] = []
         for env in self.environments:
-            answer = env.answer()
+            answer = m.decode(env.recv())
             if not isinstance(answer, m.EnvRoundDone) or len(answer.states) != len(games):
                 raise TypeError(f"{type(answer).__name__} from {env.name}")
             answers.append(answer.states)
@@ -116,7 +118,7 @@ class RemoteGames:
 
 
 class Seats:
-    """The Muscles as the controller's rounds reach them: over its sockets
+    """The Muscles as the controller's rounds reach them: over its links
     (:class:`~palaestra.core.rounds.Players`)."""
 
     def __init__(self, name: str, agents: Sequence[AgentPeer]) -> None:
@@ -124,15 +126,10 @@ class Seats:
         self.agents = agents
 
     def send(self, agent: int, data: bytes) -> None:
-        self.agents[agent].socket.send(data)
+        self.agents[agent].send(data)
 
     def receive(self, agent: int) -> bytes:
-        peer = self.agents[agent]
-        waiting = peer.waiting
-        waiting.begin()
-        data = peer.receive()
-        waiting.end()
-        return data
+        return self.agents[agent].recv()
 
     def ready(self, agent: int) -> bool:
-        return bool(self.agents[agent].socket.poll(0))
+        return self.agents[agent].linked().ready()
