@@ -78,13 +78,13 @@ class Worlds:
         states = step_worlds(games, self.batch, local, late_by)
         return [
             Stepped(
-                zip(games[index].full_sensor_uids, state.values, strict=True),
+                zip(games[move[0]].full_sensor_uids, state.values, strict=True),
                 state.rewards,
                 [state.done],
                 [state.terminated],
                 [state.truncated],
             )
-            for (index, _, _), state in zip(local, states, strict=True)
+            for move, state in zip(local, states, strict=True)
         ]
 
 
@@ -104,13 +104,14 @@ def step_worlds(
     """Step each move's world (its index, its set points by the environment's own ids,
     whether an agent asked the step to be the game's last) at once (``batch``, the class's
     ``update_batch``) or one by one; each world's state."""
-    for index, _, _ in moves:
-        worlds[index].late_by = late_by
     if batch is not None and moves:
+        for index, _, _ in moves:
+            worlds[index].late_by = late_by
         return batch.step([(worlds[index], points, stop) for index, points, stop in moves])
     states = []
     for index, setpoints, stop in moves:
         world = worlds[index]
+        world.late_by = late_by
         if stop:  # an agent reached its objective rule: the game's step is its last
             world.stop_requested = True
         states.append(world.update(setpoints))
