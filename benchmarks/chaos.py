@@ -3,6 +3,7 @@
     python benchmarks/chaos.py [--faults 60] [--seed 1] [--answer-timeout 3] [--keep]
     python benchmarks/chaos.py --quick --answer-timeout 2 --max-iter 400   # each once (CI: 2 min)
     python benchmarks/chaos.py --only SIGSTOP:Muscle --only SIGKILL   # a subset, KIND[:ROLE]
+    python benchmarks/chaos.py --quick --driver controller   # the controller plays the rounds
 
 Each case starts ``python -m palaestra experiment-start run.yml`` in a fresh temporary
 directory (its own session; a ``palaestra-runtime.yaml`` there with ``answer_timeout``, the
@@ -42,7 +43,7 @@ of a Muscle is the action that made the world's step ``s + 1``), of those that w
 victim, may differ by the one step in flight at the end of an episode and no more, and an
 episode with an ``episodes`` row has all its steps (skipped where the victim is the
 StoreWriter). The rows a healthy process lacks are counted as lost. A clean run comes first
-(outside ``--only``): every row, and the duration the fault window is taken from.
+(with ``--only`` too): every row, and the duration the fault window is taken from.
 
 Every wait is bounded: a run that has not ended ``answer_timeout`` + 30 s after its fault is
 killed with its whole session and the case fails as hung. Prints a table and writes JSON to
@@ -326,6 +327,7 @@ class RunShape:
     step_delay: float
     answer_timeout: float
     store_timeout: float | None
+    driver: str = "auto"  # the simulation param: who plays the rounds
 
 
 def run_file(uid: str, shape: RunShape) -> str:
@@ -354,6 +356,7 @@ schedule:
       agents:
 {agents}      simulation:
         name: palaestra.simulation:Vanilla
+        params: {{driver: {shape.driver}}}
         conditions:
           - name: palaestra.simulation:VanillaSimControllerTerminationCondition
             params: {{}}
@@ -986,6 +989,7 @@ class Harness:
             step_delay=0.0,
             answer_timeout=max(self.shape.answer_timeout, 30.0),
             store_timeout=None,
+            driver=self.shape.driver,
         )
         prepare(workdir, shape)
         commands = []
@@ -1090,6 +1094,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--max-iter", type=int, default=1000, help="steps per episode")
     parser.add_argument("--step-delay", type=float, default=0.001, help="seconds per step")
     parser.add_argument(
+        "--driver",
+        choices=("auto", "controller", "environment"),
+        default="auto",
+        help="who plays the rounds (the simulation param; auto: the environment)",
+    )
+    parser.add_argument(
         "--json", type=Path, default=ROOT / "benchmarks" / "results" / "chaos.json"
     )
     return parser.parse_args()
@@ -1097,13 +1107,15 @@ def arguments() -> argparse.Namespace:
 
 def choose(args: argparse.Namespace, postgres: str | None, rng: random.Random) -> list[Case]:
     """The cases to run: ``--only``'s (each once, or ``--faults`` drawn from them), the quick
-    list, or ``--faults`` drawn from every case; the clean run first, but with ``--only``."""
+    list, or ``--faults`` drawn from every case; the clean run first (its duration sets the
+    fault window)."""
     every = all_cases(postgres is not None)
     if args.only:
         cases = select(all_cases(True), [s for specs in args.only for s in specs.split(",")])
         if not postgres and any(case.kind == "pg-terminate" for case in cases):
             raise SystemExit(f"pg-terminate needs {PG_ENV} (a PostgreSQL URL)")
-        return draw(cases, args.faults, rng) if args.faults is not None else cases
+        chosen = draw(cases, args.faults, rng) if args.faults is not None else cases
+        return [CLEAN, *chosen]  # (its duration is the fault window's)
     if args.quick:  # concurrent-sqlite left out: about a minute on 2 cores
         return [CLEAN, *all_cases(postgres is not None, concurrent=False)]
     return [CLEAN, *draw(every, 60 if args.faults is None else args.faults, rng)]
@@ -1112,7 +1124,7 @@ def choose(args: argparse.Namespace, postgres: str | None, rng: random.Random) -
 def main() -> None:
     args = arguments()
     postgres = os.environ.get(PG_ENV) or None
-    shape = RunShape(args.max_iter, args.step_delay, args.answer_timeout, None)
+    shape = RunShape(args.max_iter, args.step_delay, args.answer_timeout, None, args.driver)
     harness = Harness(shape, random.Random(args.seed), args.keep, postgres)
     cases = choose(args, postgres, harness.rng)
 
