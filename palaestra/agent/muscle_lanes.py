@@ -20,18 +20,23 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from palaestra.agent.brain_link import BrainLink
+from palaestra.agent.filter import FilterChain
+from palaestra.agent.hot_reload import HotReload
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
-from palaestra.agent.objective import objective_value
+from palaestra.agent.muscle_schema import Schema, unsendable
+from palaestra.agent.objective import Objective, objective_value
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
 from palaestra.core import messages as m
 from palaestra.core.channel import Channel, PeerGone
+from palaestra.core.hotloop import HotLoop
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -41,14 +46,52 @@ from palaestra.core.information import (
 from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.plugin_records import send_records
-from palaestra.core.records import object_keys, object_text, recorded, unencodable_key
+from palaestra.core.plugin_records import PluginRecorder, send_records
+from palaestra.core.recording_control import RecordingSwitch
+from palaestra.core.records import (
+    RowSink,
+    object_keys,
+    object_text,
+    recorded,
+    unencodable_key,
+)
 from palaestra.core.spaces import Box
-from palaestra.core.specs import UPDATE_LAG_ASYNC
+from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.turns import reward_total
 
-if TYPE_CHECKING:
-    from palaestra.agent.muscle_process import MuscleProcess
+
+class Host(Protocol):
+    """The Muscle process as its rounds use it
+    (:class:`~palaestra.agent.muscle_process.MuscleProcess`): its plug-ins (swapped by a hot
+    reload), its agent's schema, its link to the Brain, its rows and where it stands."""
+
+    name: str
+    worker: int
+    agent: AgentSpec
+    agent_id: int
+    muscle: Muscle
+    objective: Objective
+    filters: FilterChain
+    objective_stop: ObjectiveStop | None
+    schema: Schema
+    brain: BrainLink
+    rows: RowSink  # its muscle_actions
+    statistics: RowSink
+    records: RowSink  # its plug-in records
+    recorder: PluginRecorder
+    record_source: str
+    record_every: int
+    switch: RecordingSwitch
+    reload: HotReload | None
+    end_phase: bool  # its Brain reached its phase rule
+    evaluation: bool  # the episode is an evaluation rollout
+    hot_loop: HotLoop
+
+    def reload_check(self, worker: int, episode: int, step: int) -> None:
+        """Look for changed plug-in files now (a hot reload is on)."""
+
+    def send_to(self, link: Channel, data: bytes) -> None:
+        """Send ``data`` on ``link`` (a peer that hung up: its parent reports why)."""
 
 
 class _Game:
@@ -82,7 +125,7 @@ _Entry = tuple[int, _Game, m.AgentStep, Previous | None, int]
 class MuscleLanes:
     """The games of one Muscle process, played round by round over the driver's link."""
 
-    def __init__(self, process: MuscleProcess, lanes: int) -> None:
+    def __init__(self, process: Host, lanes: int) -> None:
         self.process = process
         agent = process.agent
         self.games = [
@@ -161,7 +204,8 @@ class MuscleLanes:
             for setpoints, step in zip(answer.setpoints, message.steps, strict=True):
                 if unencodable_key(setpoints) is not None:
                     episode = self.games[message.lanes[0]].episode
-                    raise self.process.unsendable(setpoints, step.step, episode, exc) from None
+                    muscle = self.process.muscle
+                    raise unsendable(muscle, setpoints, step.step, episode, exc) from None
             raise
 
     def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
@@ -243,7 +287,7 @@ class MuscleLanes:
         together."""
         process = self.process
         every = process.record_every
-        uids = process.sensor_uids
+        uids = process.schema.sensor_uids
         if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
             self.keys_of, self.keys = uids, object_keys(uids)
         keys = self.keys
@@ -364,7 +408,7 @@ class MuscleLanes:
         if game.started or episode > 0:  # (a resumed phase's first episode too)
             call(self.process.muscle.reset)
             if len(self.games) == 1:  # (several games draw on in the spaces they share)
-                self.process.seed_actuators()
+                self.process.schema.seed_actuators()
         game.started = True
         game.episode = episode
         game.previous = None  # (its stop holds on: a rule that held at the end still does)
@@ -380,7 +424,7 @@ class MuscleLanes:
             process.name,
             sensor_readings=previous.sensors,
             actuator_setpoints=previous.setpoints,
-            rewards=process.spaces.build(RewardInformation, rewards),
+            rewards=process.schema.spaces.build(RewardInformation, rewards),
             done=done,
             terminated=terminated,
             truncated=truncated,
@@ -424,8 +468,9 @@ class MuscleLanes:
         """Call the Muscle for the games that act (once, or once per game); fill in their set
         points. Whether the calls were per game (each recorded its game's statistics)."""
         process = self.process
-        uids, spaces = process.sensor_uids, process.sensor_spaces
-        actuators = list(zip(process.actuator_uids, process.actuator_spaces, strict=True))
+        schema = process.schema
+        uids, spaces = schema.sensor_uids, schema.sensor_spaces
+        actuators = list(zip(schema.actuator_uids, schema.actuator_spaces, strict=True))
         sensors = _sensors(uids, spaces, [step.values for _, _, step in acting])
         # each game its own objects: a Muscle may set the values of those it is given
         availables = [
@@ -440,10 +485,11 @@ class MuscleLanes:
             seen_values = [step.values for _, _, step in acting]
         paused = process.switch.paused()
         stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
+        muscle = process.muscle
         for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
             acting, sensors, chosen, data, seen_values, strict=True
         ):
-            values = process.setpoint_values(game_setpoints, step.step, game.episode)
+            values = schema.setpoint_values(muscle, game_setpoints, step.step, game.episode)
             setpoints[k] = values
             stop[k] = game.stop
             game.previous = Previous(

@@ -29,39 +29,34 @@ from palaestra.agent.hot_reload import (
     retire,
     watching,
 )
-from palaestra.agent.muscle import PROPOSAL, Muscle
+from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
+from palaestra.agent.muscle_schema import Schema
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.core import messages as m
 from palaestra.core import names
 from palaestra.core.channel import Channel, Listener, PeerGone
-from palaestra.core.codec import SpaceCache
 from palaestra.core.esm import Component, ComponentRuntime
 from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.information import (
     ActuatorInformation,
     SensorInformation,
-    json_value,
 )
 from palaestra.core.loading import load_class
 from palaestra.core.mode import Mode
-from palaestra.core.plugin import PluginContractError, PluginError, call
+from palaestra.core.plugin import call
 from palaestra.core.plugin_records import recorder_for
 from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.records import (
     RowSink,
-    UnencodableValue,
     code_reload_values,
     connect_store,
     muscle_action_values,
     plugin_record_values,
     send,
     statistics_values,
-    unencodable_key,
 )
-from palaestra.core.seeds import derive_seed
-from palaestra.core.space_checks import Check, value_check
 from palaestra.core.specs import AgentSpec
 from palaestra.core.transport import endpoint_for, link_for, with_link
 from palaestra.core.watch import watch
@@ -112,11 +107,7 @@ class MuscleProcess(Component):
         self.seed = seed
         self.brain_endpoint = brain_endpoint
         self.store_endpoint = store_endpoint
-        self.spaces = SpaceCache()
-        self.sensor_uids: list[str] = []
-        self.sensor_spaces: list[Any] = []
-        self.actuator_uids: list[str] = []
-        self.actuator_spaces: list[Any] = []
+        self.schema = Schema(agent.name, seed)  # its sensors and actuators, the checks
         self.episode = 0
         self.rows = RowSink(None, "muscle_actions", shape=self._shape)  # the store's once running
         self.statistics = RowSink(None, "statistics", shape=self._statistics_shape)
@@ -189,7 +180,7 @@ class MuscleProcess(Component):
     ) -> Muscle:
         muscle: Muscle = call(load_class(agent.muscle.name), **agent.muscle.params)
         self.objective = call(load_class(agent.objective.name), **agent.objective.params)
-        self._set_schema(sensors, actuators)
+        self.schema.set(sensors, actuators)
         muscle.attach(
             MuscleContext(
                 name=agent.name,
@@ -197,32 +188,14 @@ class MuscleProcess(Component):
                 worker=self.worker,
                 mode=self.mode,
                 seed=self.seed,
-                sensors=self.spaces.build(SensorInformation, sensors),
-                actuators=self.spaces.build(ActuatorInformation, actuators),
+                sensors=self.schema.spaces.build(SensorInformation, sensors),
+                actuators=self.schema.spaces.build(ActuatorInformation, actuators),
                 rng=np.random.default_rng(self.seed),
                 dumps=self.dumps,
                 recorder=self.recorder,
             )
         )
         return muscle
-
-    def _set_schema(self, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]) -> None:
-        self.sensor_uids = [d.uid for d in sensors]
-        self.sensor_spaces = [self.spaces.space(d.uid, d.space) for d in sensors]
-        self.actuator_uids = [d.uid for d in actuators]
-        self.actuator_spaces = [self.spaces.space(d.uid, d.space) for d in actuators]
-        self.setpoint_checks: dict[str, Check] = {
-            uid: value_check(space)
-            for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
-        }
-        self.seed_actuators()
-
-    def seed_actuators(self) -> None:
-        """Seed each actuator space (for ``sample()``) from the worker's seed: at every
-        episode's start, so a seeded random Muscle repeats its episodes' draws."""
-        for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
-            if space is not None:
-                space.seed(derive_seed(self.seed, "actuator", uid))
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         self.runtime = runtime
@@ -310,7 +283,7 @@ class MuscleProcess(Component):
             self._link(self.hot_loop)
         self._evaluating(message.evaluation)
         self.episode = message.episode
-        self._set_schema(message.sensors, message.actuators)
+        self.schema.set(message.sensors, message.actuators)
 
     def _evaluating(self, evaluation: bool) -> None:
         """Begin an evaluation rollout (test mode, the Brain not told) or a normal episode."""
@@ -341,74 +314,6 @@ class MuscleProcess(Component):
 
     def _idle(self) -> NoReturn:
         self.hot_loop.idle()  # a peer hung up: its parent reports why
-
-    def setpoint_values(self, setpoints: Any, step: int, episode: int) -> dict[str, Any]:
-        """The set points ``propose_actions`` chose, as values by actuator uid, checked before
-        anything is applied, in one pass: an actuator this agent was not given, or a value
-        outside its actuator's declared space, fails the step naming the Muscle (not the
-        environment that would have tripped over it)."""
-        checks = self.setpoint_checks
-        values: dict[str, Any] = {}
-        foreign = False
-        for actuator in setpoints:
-            try:
-                uid, value = str(actuator.uid), actuator.value
-            except AttributeError as exc:  # not ActuatorInformation
-                raise self._not_setpoints(setpoints, step, episode) from exc
-            check = checks.get(uid)
-            if check is None:
-                foreign = True
-            elif not check(value):
-                raise self._outside(uid, value, step, episode)
-            values[uid] = json_value(actuator)
-        if foreign:
-            raise self._foreign(values)
-        return values
-
-    def _not_setpoints(self, setpoints: Any, step: int, episode: int) -> PluginContractError:
-        found = ", ".join(sorted({type(a).__name__ for a in setpoints}))
-        return PluginContractError(
-            self.muscle,
-            "propose_actions",
-            f"returned set points of type {found} at step {step} of episode {episode}: {PROPOSAL}",
-        )
-
-    def _outside(self, uid: str, value: Any, step: int, episode: int) -> PluginContractError:
-        space = self.actuator_spaces[self.actuator_uids.index(uid)]
-        return PluginContractError(
-            self.muscle,
-            "propose_actions",
-            f"set actuator '{uid}' to {value!r} at step {step} of episode {episode}, which is "
-            f"not in its declared space {space}; nothing was applied",
-        )
-
-    def _foreign(self, values: dict[str, Any]) -> PluginContractError:
-        """The error for set points of actuators this agent was not given."""
-        foreign = sorted(uid for uid in values if uid not in self.setpoint_checks)
-        given = ", ".join(self.actuator_uids[:10])
-        more = f" and {len(self.actuator_uids) - 10} more" if len(self.actuator_uids) > 10 else ""
-        return PluginContractError(
-            self.muscle,
-            "propose_actions",
-            f"set actuator {', '.join(map(repr, foreign))}, which agent '{self.agent.name}' "
-            f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
-        )
-
-    def unsendable(
-        self, values: dict[str, Any], step: int, episode: int, exc: Exception
-    ) -> PluginError:
-        """The error for a set point that cannot be sent (nothing of the step was sent)."""
-        uid = unencodable_key(values) or "?"
-        value = values.get(uid)
-        cause = UnencodableValue(
-            f"the value of set point '{uid}' ({type(value).__name__}) at step {step} of "
-            f"episode {episode} cannot be sent: {exc}. Values must be numbers, strings, "
-            "booleans, None, or lists and dicts of them (give the actuator a space to convert "
-            "numpy values)"
-        )
-        error = PluginError(self.muscle, "propose_actions")
-        error.__cause__ = cause
-        return error
 
     def send_to(self, link: Channel, data: bytes) -> None:
         try:

@@ -1,0 +1,135 @@
+"""What a Muscle's agent reads and sets in its episodes: the uids and spaces of its sensors and
+actuators (as the episode's environments describe them), and the check of every set point its
+Muscle chooses before anything is sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from palaestra.agent.muscle import PROPOSAL, Muscle
+from palaestra.core import messages as m
+from palaestra.core.codec import SpaceCache
+from palaestra.core.information import json_value
+from palaestra.core.plugin import PluginContractError, PluginError
+from palaestra.core.records import UnencodableValue, unencodable_key
+from palaestra.core.seeds import derive_seed
+from palaestra.core.space_checks import Check, value_check
+
+
+class Schema:
+    """The agent's sensors and actuators (``agent``: its name, in errors; ``seed``: the
+    worker's, which seeds the actuator spaces)."""
+
+    __slots__ = (
+        "agent",
+        "seed",
+        "spaces",
+        "sensor_uids",
+        "sensor_spaces",
+        "actuator_uids",
+        "actuator_spaces",
+        "checks",
+    )
+
+    def __init__(self, agent: str, seed: int) -> None:
+        self.agent = agent
+        self.seed = seed
+        self.spaces = SpaceCache()  # decoded once, by uid and description
+        self.sensor_uids: list[str] = []
+        self.sensor_spaces: list[Any] = []
+        self.actuator_uids: list[str] = []
+        self.actuator_spaces: list[Any] = []
+        self.checks: dict[str, Check] = {}
+
+    def set(self, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]) -> None:
+        """Take the episode's descriptions of the agent's sensors and actuators, in their
+        order (and seed the actuator spaces)."""
+        spaces = self.spaces
+        self.sensor_uids = [d.uid for d in sensors]
+        self.sensor_spaces = [spaces.space(d.uid, d.space) for d in sensors]
+        self.actuator_uids = [d.uid for d in actuators]
+        self.actuator_spaces = [spaces.space(d.uid, d.space) for d in actuators]
+        self.checks = {
+            uid: value_check(space)
+            for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
+        }
+        self.seed_actuators()
+
+    def seed_actuators(self) -> None:
+        """Seed each actuator space (for ``sample()``) from the worker's seed: at every
+        episode's start, so a seeded random Muscle repeats its episodes' draws."""
+        for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
+            if space is not None:
+                space.seed(derive_seed(self.seed, "actuator", uid))
+
+    def setpoint_values(
+        self, muscle: Muscle, setpoints: Any, step: int, episode: int
+    ) -> dict[str, Any]:
+        """The set points ``muscle``'s ``propose_actions`` chose, as values by actuator uid,
+        checked before anything is applied, in one pass: an actuator this agent was not given,
+        or a value outside its actuator's declared space, fails the step naming the Muscle
+        (not the environment that would have tripped over it)."""
+        checks = self.checks
+        values: dict[str, Any] = {}
+        foreign = False
+        for actuator in setpoints:
+            try:
+                uid, value = str(actuator.uid), actuator.value
+            except AttributeError as exc:  # not ActuatorInformation
+                found = ", ".join(sorted({type(a).__name__ for a in setpoints}))
+                raise PluginContractError(
+                    muscle,
+                    "propose_actions",
+                    f"returned set points of type {found} at step {step} of episode {episode}: "
+                    f"{PROPOSAL}",
+                ) from exc
+            check = checks.get(uid)
+            if check is None:
+                foreign = True
+            elif not check(value):
+                raise self._outside(muscle, uid, value, step, episode)
+            values[uid] = json_value(actuator)
+        if foreign:
+            raise self._foreign(muscle, values)
+        return values
+
+    def _outside(
+        self, muscle: Muscle, uid: str, value: Any, step: int, episode: int
+    ) -> PluginContractError:
+        space = self.actuator_spaces[self.actuator_uids.index(uid)]
+        return PluginContractError(
+            muscle,
+            "propose_actions",
+            f"set actuator '{uid}' to {value!r} at step {step} of episode {episode}, which is "
+            f"not in its declared space {space}; nothing was applied",
+        )
+
+    def _foreign(self, muscle: Muscle, values: dict[str, Any]) -> PluginContractError:
+        """The error for set points of actuators this agent was not given."""
+        foreign = sorted(uid for uid in values if uid not in self.checks)
+        given = ", ".join(self.actuator_uids[:10])
+        more = f" and {len(self.actuator_uids) - 10} more" if len(self.actuator_uids) > 10 else ""
+        return PluginContractError(
+            muscle,
+            "propose_actions",
+            f"set actuator {', '.join(map(repr, foreign))}, which agent '{self.agent}' "
+            f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
+        )
+
+
+def unsendable(
+    muscle: Muscle, values: dict[str, Any], step: int, episode: int, exc: Exception
+) -> PluginError:
+    """The error for a set point of ``muscle`` that cannot be sent (nothing of the step was
+    sent)."""
+    uid = unencodable_key(values) or "?"
+    value = values.get(uid)
+    cause = UnencodableValue(
+        f"the value of set point '{uid}' ({type(value).__name__}) at step {step} of "
+        f"episode {episode} cannot be sent: {exc}. Values must be numbers, strings, "
+        "booleans, None, or lists and dicts of them (give the actuator a space to convert "
+        "numpy values)"
+    )
+    error = PluginError(muscle, "propose_actions")
+    error.__cause__ = cause
+    return error
