@@ -30,7 +30,7 @@ from palaestra.agent.hot_reload import HotReload
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_schema import Schema, unsendable
-from palaestra.agent.objective import Objective, objective_value
+from palaestra.agent.objective import Objective, objective_values
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
@@ -282,22 +282,30 @@ class MuscleLanes:
         self._consult(self._complete_all(entries), all_done)
 
     def _complete_all(self, entries: list[_Entry]) -> list[m.Experience]:
-        """Complete each game's transition (its row, its objective): the experiences to tell
-        the Brain; the round's ``muscle_actions`` rows are shaped in one pass and buffered
-        together."""
+        """Complete each game's transition (its memory, then the Objective's values of the
+        round's memories in one call, its row): the experiences to tell the Brain; the round's
+        ``muscle_actions`` rows are shaped in one pass and buffered together."""
         process = self.process
         every = process.record_every
         uids = process.schema.sensor_uids
         if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
             self.keys_of, self.keys = uids, object_keys(uids)
         keys = self.keys
+        completed = [
+            (game, last, step)
+            for _, game, step, last, _ in entries
+            if last is not None and step.rewards is not None
+        ]
+        for game, last, step in completed:
+            self._remember(game, last, step)
+        values = iter(objective_values(process.objective, [g.memory for g, _, _ in completed]))
         items: list[m.Experience] = []
         shaped: list[tuple[Any, ...]] = []
         size = 0
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
-                transition = self._complete(game, previous, step)
+                transition = self._complete(game, previous, step, next(values))
                 if recorded(previous.step, step.done, every) and not previous.paused:
                     row = self._row(keys, uids, game, previous, step, transition, episode)
                     shaped.append(row)
@@ -413,35 +421,35 @@ class MuscleLanes:
         game.episode = episode
         game.previous = None  # (its stop holds on: a rule that held at the end still does)
 
-    def _complete(self, game: _Game, previous: Previous, step: m.AgentStep) -> m.Transition:
-        """The game's transition from ``previous`` that ``step`` (with rewards) completes, in
-        the game's own memory, with the Objective's value of that memory."""
+    def _remember(self, game: _Game, previous: Previous, step: m.AgentStep) -> None:
+        """Add the game's transition from ``previous`` that ``step`` (with rewards) completes
+        to the game's own memory."""
         process = self.process
-        memory = game.memory
-        rewards = step.rewards or []
-        done, terminated, truncated = step.done, step.terminated, step.truncated
-        memory.append(
+        game.memory.append(
             process.name,
             sensor_readings=previous.sensors,
             actuator_setpoints=previous.setpoints,
-            rewards=process.schema.spaces.build(RewardInformation, rewards),
-            done=done,
-            terminated=terminated,
-            truncated=truncated,
+            rewards=process.schema.spaces.build(RewardInformation, step.rewards or []),
+            done=step.done,
+            terminated=step.terminated,
+            truncated=step.truncated,
         )
-        objective = process.objective
-        value = objective_value(objective, call(objective.internal_reward, memory))
-        memory.append(process.name, objective=value)
+
+    def _complete(
+        self, game: _Game, previous: Previous, step: m.AgentStep, value: float
+    ) -> m.Transition:
+        """The game's transition (remembered) with the Objective's ``value`` of its memory."""
+        game.memory.append(self.process.name, objective=value)
         if game.objective_stop is not None:
             game.stop = game.objective_stop.reached(value)
         return m.Transition(
             previous.seen_values,
             previous.setpoint_values,
-            rewards,
+            step.rewards or [],
             value,
-            done,
-            terminated,
-            truncated,
+            step.done,
+            step.terminated,
+            step.truncated,
         )
 
     def _consult(self, items: list[m.Experience], all_done: bool) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 import reprlib
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 from palaestra.agent.memory import Memory
-from palaestra.core.plugin import PluginContractError
+from palaestra.core.plugin import PluginContractError, call
 
 
 class Objective(ABC):
@@ -24,8 +25,38 @@ class Objective(ABC):
     def internal_reward(self, memory: Memory, **kwargs: Any) -> float | None:
         """The objective value of the newest row of ``memory``."""
 
+    def internal_rewards(self, memories: Sequence[Memory]) -> Sequence[float | None]:
+        """The objective value of the newest row of each of ``memories``: one per game of a
+        round whose step completed (``phase_config.envs_per_worker``), in the order of the
+        games. palaestra calls this once per round; the default calls :meth:`internal_reward`
+        for each, so an Objective written for one game works unchanged. Override it to take
+        a round's rows at once."""
+        return [self.internal_reward(memory) for memory in memories]
 
-def objective_value(objective: object, value: Any) -> float:
+
+def objective_values(objective: Objective, memories: list[Memory]) -> list[float]:
+    """The Objective's values of ``memories`` (see :meth:`Objective.internal_rewards`), each
+    checked as :func:`objective_value` checks one."""
+    if not memories:
+        return []
+    if type(objective).internal_rewards is Objective.internal_rewards:  # (per game)
+        return [objective_value(objective, call(objective.internal_reward, m)) for m in memories]
+    found: Any = call(objective.internal_rewards, memories)
+    try:
+        values = list(found)
+    except TypeError:
+        values = []
+    if len(values) != len(memories):
+        raise PluginContractError(
+            objective,
+            "internal_rewards",
+            f"returned {type(found).__name__} {reprlib.repr(found)}: expected one value per "
+            f"memory ({len(memories)}), each a number or None",
+        )
+    return [objective_value(objective, v, "internal_rewards") for v in values]
+
+
+def objective_value(objective: object, value: Any, method: str = "internal_reward") -> float:
     """What ``internal_reward`` returned, as the step's objective: a number (an int, a float,
     a numpy scalar or one-element array), NaN for None.
 
@@ -43,7 +74,7 @@ def objective_value(objective: object, value: Any) -> float:
             return float(value.reshape(-1)[0])  # a one-element numeric array, of any shape
         raise PluginContractError(
             objective,
-            "internal_reward",
+            method,
             f"returned {type(value).__name__} {reprlib.repr(value)}: expected a number (an "
             "int, a float, a numpy scalar or one-element array), or None for none",
         ) from None

@@ -1,17 +1,20 @@
 """Plug-ins for several games per worker (``envs_per_worker``): a deterministic linear CartPole
 policy that acts on all games in one batch and records each batch's size, a CartPole whose
 game ``fail_game`` fails at step 3, a CartPole stepped game by game (without its
-``update_batch``), and one whose batch reports a value outside its space."""
+``update_batch``), one whose batch reports a value outside its space, and Objectives that
+take a round's memories at once."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from palaestra.agent import DummyBrain
+from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
+from palaestra.agent.objective import Objective
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.turns import A, TurnPolicy
@@ -170,3 +173,31 @@ class EvenStepsOnly(TurnPolicy):
 
     def acting(self, step: int, agents: Sequence[A]) -> Sequence[A]:
         return agents if step % 2 == 0 else []
+
+
+class StepObjective(Objective):
+    """The reward of the newest row plus its position in the memory: differs from game to game
+    and from step to step."""
+
+    def internal_reward(self, memory: Memory, **kwargs: Any) -> float:
+        return sum(memory.latest_rewards()) + len(memory)
+
+
+class RoundObjective(StepObjective):
+    """A StepObjective that takes a round's memories in one call (``internal_rewards``) and
+    counts the memories of each call in ``calls``."""
+
+    calls: ClassVar[list[int]] = []
+
+    def internal_rewards(self, memories: Sequence[Memory]) -> list[float]:
+        RoundObjective.calls.append(len(memories))
+        rewards = np.array([sum(m.latest_rewards()) for m in memories])
+        sizes = np.array([len(m) for m in memories])
+        return [float(v) for v in rewards + sizes]
+
+
+class ShortObjective(StepObjective):
+    """Answers a round with one value too few."""
+
+    def internal_rewards(self, memories: Sequence[Memory]) -> list[float]:
+        return [1.0] * (len(memories) - 1)

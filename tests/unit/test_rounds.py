@@ -14,11 +14,15 @@ from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core import messages as m
+from palaestra.core.plugin import PluginContractError
 from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.testing import LocalRounds, RowRecorder, brain_link
+from tests.plugins.games import RoundObjective
 
 CARTPOLE = "tests.plugins.games:PerGameCartPole"  # (stepped game by game)
+ROUND_OBJECTIVE = "tests.plugins.games:RoundObjective"
+STEP_OBJECTIVE = "tests.plugins.games:StepObjective"
 SEEDS = (11, 12, 13)
 TURNS = {
     "AllAct": "palaestra.core.turns:AllAct",
@@ -28,12 +32,14 @@ TURNS = {
 }
 
 
-def agent(name: str, weights: list[float]) -> AgentSpec:
+def agent(
+    name: str, weights: list[float], objective: str = "palaestra.agent:DummyObjective"
+) -> AgentSpec:
     return AgentSpec(
         name=name,
         brain=ClassSpec(name="palaestra.agent:DummyBrain"),
         muscle=ClassSpec(name="tests.plugins.games:LinearMuscle", params={"weights": weights}),
-        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        objective=ClassSpec(name=objective),
         sensors=("pole.state",),
         actuators=("pole.push",),
     )
@@ -49,6 +55,7 @@ def play(
     episodes: int,
     sink: type[RowRecorder] = RowRecorder,
     update_lag: int = 0,
+    agents: list[AgentSpec] = AGENTS,
 ) -> LocalRounds:
     """Play the worker's games (one per seed) to their end in this process (each Muscle's
     rows into a ``sink``)."""
@@ -66,7 +73,7 @@ def play(
     rounds = LocalRounds(env)
     baseline = rounds.start()
     by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
-    for spec in AGENTS:
+    for spec in agents:
         muscle = MuscleProcess(
             f"Muscle-{spec.name}-{worker}",
             agent=spec,
@@ -229,3 +236,27 @@ def test_a_muscle_pushes_an_episodes_last_rows_with_its_end(
         assert len(ends) == 2 * games
         # pushed with the round that holds the end (a round has a row per game at most)
         assert all(any(e <= f < e + games for f in sink.flushed) for e in ends), sink.flushed
+
+
+def objective_agents(objective: str) -> list[AgentSpec]:
+    return [agent(spec.name, [0.0, 0.0, 1.0, 1.0], objective) for spec in AGENTS]
+
+
+def test_an_objective_takes_a_rounds_memories_in_one_call() -> None:
+    """An Objective that overrides ``internal_rewards`` is called once per round with the
+    memories of the games whose step completed; its values are those its ``internal_reward``
+    gives game by game."""
+    RoundObjective.calls.clear()
+    rounds = play(0, SEEDS, "AllAct", 2, agents=objective_agents(ROUND_OBJECTIVE))
+    calls = list(RoundObjective.calls)
+    each = play(0, SEEDS, "AllAct", 2, agents=objective_agents(STEP_OBJECTIVE))
+    assert actions(rounds) == actions(each)
+    objectives = [row[4] for rows in actions(rounds).values() for row in rows]
+    assert len(set(objectives)) > 10  # (they differ from game to game and step to step)
+    assert max(calls) == len(SEEDS) and sum(calls) == len(objectives)
+    assert len(calls) < len(objectives)
+
+
+def test_an_objective_answering_a_round_with_too_few_values_is_named() -> None:
+    with pytest.raises(PluginContractError, match="internal_rewards.*one value per memory"):
+        play(0, SEEDS, "AllAct", 1, agents=objective_agents("tests.plugins.games:ShortObjective"))
