@@ -34,12 +34,13 @@ class Objective(ABC):
         return [self.internal_reward(memory) for memory in memories]
 
 
-def objective_values(objective: Objective, memories: list[Memory]) -> list[float]:
+def objective_values(objective: Any, memories: list[Memory]) -> list[float]:
     """The Objective's values of ``memories`` (see :meth:`Objective.internal_rewards`), each
     checked as :func:`objective_value` checks one."""
     if not memories:
         return []
-    if type(objective).internal_rewards is Objective.internal_rewards:  # (per game)
+    batch = getattr(type(objective), "internal_rewards", Objective.internal_rewards)
+    if batch is Objective.internal_rewards:  # (per game; also an Objective of no base class)
         return [objective_value(objective, call(objective.internal_reward, m)) for m in memories]
     found: Any = call(objective.internal_rewards, memories)
     try:
