@@ -11,7 +11,7 @@ pair with CURVE across them (the floor). Then worker ``w`` (its environment and 
 runs on host ``w % K``, the
 Brain, the simulation controllers and the store writer (SQLite) on the executor's host: each
 step's Muscle -> Brain round trip crosses hosts (CURVE tcp through a relay and a gateway:
-``palaestra.core.netlink``), the environment <-> Muscle one stays on a Unix link. The local
+``palaestra.core.wire.netlink``), the environment <-> Muscle one stays on a Unix link. The local
 figure is the same run with every process on one host and local links only.
 
 Steady state as in ``benchmarks/run.py``: the environments' steps between their first and last
@@ -42,16 +42,16 @@ import msgspec  # noqa: E402
 import run as suite  # noqa: E402  (benchmarks/run.py)
 import zmq  # noqa: E402
 
-from palaestra.core.channel import Listener  # noqa: E402
-from palaestra.core.netlink import Host, Links, Network  # noqa: E402
-from palaestra.core.transport import announce  # noqa: E402
+from palaestra.core.wire.channel import Listener  # noqa: E402
+from palaestra.core.wire.netlink import Host, Links, Network  # noqa: E402
+from palaestra.core.wire.transport import announce  # noqa: E402
 from tests.netns import Hosts, netem_missing, why_not  # noqa: E402
 
 CHILD = """\
 import sys
-from palaestra.core.config import RuntimeConfig
-from palaestra.core.launch import SubprocessLauncher
-from palaestra.core.netlink import Host
+from palaestra.core.description.config import RuntimeConfig
+from palaestra.core.supervision.launch import SubprocessLauncher
+from palaestra.core.wire.netlink import Host
 from palaestra.experiment.executor import execute
 from palaestra.experiment.runfile import load_run_file
 
@@ -83,7 +83,7 @@ sys.exit(outcome.exit_code)
 
 ECHO = """\
 import os, sys, msgspec, zmq
-from palaestra.core.netlink import Links, Network
+from palaestra.core.wire.netlink import Links, Network
 
 network = msgspec.json.decode(sys.stdin.buffer.readline(), type=Network)
 endpoint, count, reply = sys.argv[1], int(sys.argv[2]), b"r" * int(sys.argv[3])

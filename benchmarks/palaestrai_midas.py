@@ -172,7 +172,7 @@ def bare_four_bus(episodes: int = 5, steps: int = 10) -> float:
     compat.install()
     from palaestrai_mosaik import MosaikEnvironment  # type: ignore[import-not-found]
 
-    from palaestra.core.loading import load_class
+    from palaestra.core.description.loading import load_class
     from palaestra.experiment.runfile import load_run_file
 
     with tempfile.TemporaryDirectory(prefix="midas-bare-") as tmp:

@@ -36,8 +36,8 @@ from vector_envs import EPISODE_GUESS, gymnasium_rate  # noqa: E402
 
 from palaestra.agent.dummy_brain import DummyBrain  # noqa: E402
 from palaestra.agent.muscle_process import MuscleProcess  # noqa: E402
-from palaestra.core.hotloop import GC_THRESHOLDS  # noqa: E402
-from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec  # noqa: E402
+from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec  # noqa: E402
+from palaestra.core.supervision.hotloop import GC_THRESHOLDS  # noqa: E402
 from palaestra.environment.environment_process import EnvironmentProcess  # noqa: E402
 from palaestra.testing import LocalRounds, RowRecorder, brain_link  # noqa: E402
 
@@ -99,7 +99,7 @@ def engine_cpu(
     rounds = rounds_of(games)
     episodes = max(1, round(steps / (EPISODE_GUESS * games)))
     gc.collect()
-    gc.freeze()  # as each process's hot loop does (see palaestra.core.hotloop.GC_THRESHOLDS)
+    gc.freeze()  # as each process's hot loop does (see supervision.hotloop.GC_THRESHOLDS)
     gc.set_threshold(*GC_THRESHOLDS)
     began = time.process_time()
     if profile is not None:

@@ -20,7 +20,7 @@ and reported.
 4. The floor: blocking pyzmq DEALER/ROUTER round trips between two processes over ipc://, with
    the sizes of an encoded AgentStep and AgentActions; steady-state rates are also given as a
    fraction of it. Beside it, the same round trips over palaestra's per-step links
-   (``palaestra.core.channel``), which is what a step uses.
+   (``palaestra.core.wire.channel``), which is what a step uses.
 5. Memory: peak VmRSS summed over the run's processes (so pages they share are counted once
    per process) and peak process count, of the dummy run and of the 1x1 steady-state run.
 6. Scaling: wall time and steps/s for 1k, 10k (and 100k, full) steps; the per-step cost of the
@@ -62,9 +62,9 @@ sys.path.insert(0, str(ROOT))
 
 import zmq  # noqa: E402
 
-from palaestra.core import messages as m  # noqa: E402
-from palaestra.core.channel import Listener, connect  # noqa: E402
 from palaestra.core.spaces import Discrete  # noqa: E402
+from palaestra.core.wire import messages as m  # noqa: E402
+from palaestra.core.wire.channel import Listener, connect  # noqa: E402
 
 SAMPLE_EVERY = 0.02  # seconds between /proc samples
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -492,7 +492,7 @@ def _never() -> None:
 
 
 def link_rate(request: bytes, reply: bytes) -> float:
-    """Round trips/s over palaestra's per-step links (palaestra.core.channel), same sizes."""
+    """Round trips/s over palaestra's per-step links (palaestra.core.wire.channel), same sizes."""
     stop_r, stop_w = os.pipe()
     with tempfile.TemporaryDirectory(prefix="palaestra-floor-") as tmp:
         listener = Listener(f"ipc://{tmp}/link")

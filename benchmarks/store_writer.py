@@ -35,12 +35,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from palaestra.core import messages as m  # noqa: E402
-from palaestra.core.esm import Component  # noqa: E402
-from palaestra.core.processes import preload  # noqa: E402
-from palaestra.core.records import muscle_action_values  # noqa: E402
-from palaestra.core.runtime import Runtime  # noqa: E402
-from palaestra.core.transport import make_run_dir, remove_run_dir  # noqa: E402
+from palaestra.core.supervision.esm import Component  # noqa: E402
+from palaestra.core.supervision.processes import preload  # noqa: E402
+from palaestra.core.supervision.runtime import Runtime  # noqa: E402
+from palaestra.core.wire import messages as m  # noqa: E402
+from palaestra.core.wire.records import muscle_action_values  # noqa: E402
+from palaestra.core.wire.transport import make_run_dir, remove_run_dir  # noqa: E402
 from palaestra.experiment.experiment_run import STORE_WRITER, WriterArgs  # noqa: E402
 
 BATCH = 1000

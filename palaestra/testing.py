@@ -32,17 +32,17 @@ from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
-from palaestra.core import messages as m
-from palaestra.core.channel import Channel
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.name_rules import dump_key
+from palaestra.core.description.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.hotloop import HotLoop
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
-from palaestra.core.loading import load_class
-from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.records import COLUMNS, RowSink
 from palaestra.core.space_checks import value_check
-from palaestra.core.specs import ClassSpec, EnvironmentSpec
+from palaestra.core.supervision.hotloop import HotLoop
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel
+from palaestra.core.wire.records import COLUMNS, RowSink
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
 from palaestra.environment.environment_process import EnvironmentProcess
@@ -319,7 +319,7 @@ def _state(env: Environment, state: Any, sensor_uids: set[str]) -> bool:
 
 
 class FakeLink(Channel):
-    """An in-memory link with a :class:`~palaestra.core.channel.Channel`'s ``send`` and
+    """An in-memory link with a :class:`~palaestra.core.wire.channel.Channel`'s ``send`` and
     ``recv``, for driving a process's step path in this process.
 
     Every message sent is kept, decoded, in :attr:`sent`. ``recv`` returns what :meth:`put`

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from palaestra.core import messages as m
 from palaestra.core import procfs
-from palaestra.core.records import muscle_action_values, world_state_values
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import muscle_action_values, world_state_values
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"

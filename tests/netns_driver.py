@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from palaestra.core.config import RuntimeConfig
-from palaestra.core.launch import Placements, SubprocessLauncher
-from palaestra.core.netlink import Host
+from palaestra.core.description.config import RuntimeConfig
+from palaestra.core.supervision.launch import Placements, SubprocessLauncher
+from palaestra.core.wire.netlink import Host
 from palaestra.experiment.executor import execute
 from palaestra.experiment.runfile import load_run_file
 

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import NoReturn
 
-from palaestra.core import messages as m
-from palaestra.core.channel import Channel, PeerGone
-from palaestra.core.watch import Waiting
+from palaestra.core.supervision.watch import Waiting
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, PeerGone
 
 LOG = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class BrainLink:
         owner: The Muscle's process name (messages).
         brain: The Brain's process name (named when its answer is late).
         answer_timeout: How long an answer may take before the Brain is named.
-        update_lag: 0, 1 or ``async`` (see :class:`~palaestra.core.specs.PhaseConfig`).
+        update_lag: 0, 1 or ``async`` (see :class:`~palaestra.core.description.specs.PhaseConfig`).
         apply: What the Muscle does with each answer.
         idle: Called when the Brain hung up: waits for the stop (its parent reports why).
     """

@@ -1,6 +1,6 @@
 """The learner process: runs one Brain, answering its Muscles over their links.
 
-For each :class:`~palaestra.core.messages.Experience` it appends the transition to the Brain's
+For each :class:`~palaestra.core.wire.messages.Experience` it appends the transition to the Brain's
 memory, calls ``thinking``, stores a dump when an episode ended, records the Brain's
 statistics, and answers with the update (or, as palaestrAI's learner, with the newest update
 to a Muscle that has not had it). Dumps go to the store writer and to a file under the run's
@@ -34,18 +34,18 @@ from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import record_statistics
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.channel import Channel, Listener, PeerGone
-from palaestra.core.codec import SpaceCache
-from palaestra.core.esm import Component, ComponentRuntime
-from palaestra.core.hotloop import HotLoop, Stopped, run_hot
+from palaestra.core.description import names
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.name_rules import check_inside, dump_file_name
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
-from palaestra.core.loading import load_class
-from palaestra.core.name_rules import check_inside, dump_file_name
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
-from palaestra.core.records import (
+from palaestra.core.supervision.esm import Component, ComponentRuntime
+from palaestra.core.supervision.hotloop import HotLoop, Stopped, run_hot
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, Listener, PeerGone
+from palaestra.core.wire.codec import SpaceCache
+from palaestra.core.wire.records import (
     RowSink,
     code_reload_values,
     connect_store,
@@ -53,7 +53,7 @@ from palaestra.core.records import (
     send,
     statistics_values,
 )
-from palaestra.core.transport import announce, endpoint_for
+from palaestra.core.wire.transport import announce, endpoint_for
 
 LOG = logging.getLogger(__name__)
 

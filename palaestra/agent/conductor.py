@@ -3,10 +3,10 @@
 The children are forked from the executor, which imported the agent's plug-in modules while it
 checked the run file: a heavy user import (torch, say) happens once per run, not once per
 process (unless the run's start method is forkserver or spawn: see
-:mod:`palaestra.core.start_methods`). The Brain's endpoint is derived from its name, so the
-Brain and the Muscles start at the same time (a Muscle links to its Brain when its first
-episode begins). In a run across hosts (:mod:`palaestra.core.netlink`) the Brain's tcp endpoint
-is known only once it is up, so the Muscles start then.
+:mod:`palaestra.core.supervision.start_methods`). The Brain's endpoint is derived from its name, so
+the Brain and the Muscles start at the same time (a Muscle links to its Brain when its first
+episode begins). In a run across hosts (:mod:`palaestra.core.wire.netlink`) the Brain's tcp
+endpoint is known only once it is up, so the Muscles start then.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import msgspec
 
 from palaestra.agent.brain_process import BrainProcess
 from palaestra.agent.muscle_process import MuscleProcess
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.conductor import Conductor
-from palaestra.core.specs import AgentSpec
-from palaestra.core.transport import endpoint_for
+from palaestra.core.description import names
+from palaestra.core.description.specs import AgentSpec
+from palaestra.core.supervision.conductor import Conductor
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.transport import endpoint_for
 
 
 class BrainArgs(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,9 +9,9 @@ from typing import BinaryIO
 
 import numpy as np
 
+from palaestra.core.description.name_rules import dump_key
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
-from palaestra.core.name_rules import dump_key
 from palaestra.core.plugin_records import PluginRecorder, RecordingContext
 
 LOG = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from palaestra.core import messages as m
+from palaestra.core.wire import messages as m
 
 
 @dataclasses.dataclass(frozen=True)

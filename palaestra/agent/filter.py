@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from palaestra.agent.muscle import proposal
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.loading import load_class
 from palaestra.core.plugin import call
-from palaestra.core.specs import ClassSpec
 
 if TYPE_CHECKING:
     from palaestra.agent.brain import Brain

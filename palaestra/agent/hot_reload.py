@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainDumps
 from palaestra.agent.muscle import Muscle
-from palaestra.core import messages as m
 from palaestra.core.code_watch import (
     CHECK_INTERVAL,
     PALAESTRA_DIR,
@@ -65,12 +64,13 @@ from palaestra.core.code_watch import (
     load_fresh,
     source_of,
 )
-from palaestra.core.loading import load_class
-from palaestra.core.name_rules import dump_key
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.name_rules import dump_key
 from palaestra.core.plugin import PluginError, call
+from palaestra.core.wire import messages as m
 
 if TYPE_CHECKING:
-    from palaestra.core.specs import AgentSpec
+    from palaestra.core.description.specs import AgentSpec
 
 LOG = logging.getLogger(__name__)
 

@@ -188,9 +188,9 @@ class Memory:
     (about) ``byte_limit`` bytes of them (None: no byte bound).
 
     palaestra sets the limits of a Brain's and a Muscle's memory from the run file's
-    ``brain_memory`` and ``muscle_memory`` (see :class:`~palaestra.core.specs.MemoryLimits`)
-    before the plug-in's ``setup()``; a plug-in may set :attr:`size_limit` itself (palaestrAI's
-    brains do), which takes effect at once.
+    ``brain_memory`` and ``muscle_memory`` (see
+    :class:`~palaestra.core.description.specs.MemoryLimits`) before the plug-in's ``setup()``; a
+    plug-in may set :attr:`size_limit` itself (palaestrAI's brains do), which takes effect at once.
     """
 
     def __init__(self, size_limit: int = 1_000_000, byte_limit: int | None = None) -> None:

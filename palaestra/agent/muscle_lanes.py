@@ -3,13 +3,13 @@ message.
 
 Whoever plays the worker's games (:mod:`palaestra.core.rounds`: the environment process that
 hosts them, over the Muscle's link to it, or the simulation controller, over its socket) sends
-one :class:`~palaestra.core.messages.AgentSteps` per step round with the agent's observation of
-each game it acts in (and of each episode that ended). For each observation, the Muscle
+one :class:`~palaestra.core.wire.messages.AgentSteps` per step round with the agent's observation
+of each game it acts in (and of each episode that ended). For each observation, the Muscle
 completes the game's last transition (its own objective memory, its ``muscle_actions`` row
 under the game's lane as worker), sends the round's experience to the Brain in one
-:class:`~palaestra.core.messages.Experiences`, applies the Brain's one answer, calls
+:class:`~palaestra.core.wire.messages.Experiences`, applies the Brain's one answer, calls
 :meth:`~palaestra.agent.muscle.Muscle.propose_actions_batch` once for the games that act and
-answers with one :class:`~palaestra.core.messages.LaneActions`.
+answers with one :class:`~palaestra.core.wire.messages.LaneActions`.
 
 A game's lane is ``worker * N + i`` for its index ``i``: the store, the Brain's memory and the
 statistics see each game as a worker of its own.
@@ -34,9 +34,7 @@ from palaestra.agent.objective import Objective, objective_values
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
 from palaestra.agent.statistics import record_statistics
-from palaestra.core import messages as m
-from palaestra.core.channel import Channel, PeerGone
-from palaestra.core.hotloop import HotLoop
+from palaestra.core.description.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
@@ -48,16 +46,18 @@ from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import PluginRecorder, send_records
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.records import (
+from palaestra.core.spaces import Box
+from palaestra.core.supervision.hotloop import HotLoop
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, PeerGone
+from palaestra.core.wire.records import (
     RowSink,
     object_keys,
     object_text,
     recorded,
+    reward_total,
     unencodable_key,
 )
-from palaestra.core.spaces import Box
-from palaestra.core.specs import UPDATE_LAG_ASYNC, AgentSpec
-from palaestra.core.turns import reward_total
 
 
 class Host(Protocol):
@@ -334,7 +334,7 @@ class MuscleLanes:
         episode: int,
     ) -> tuple[Any, ...]:
         """The game's ``muscle_actions`` row of the transition, ready to insert (the values of
-        :func:`~palaestra.core.records.muscle_action_values`)."""
+        :func:`~palaestra.core.wire.records.muscle_action_values`)."""
         rewards = step.rewards or []
         try:
             sensors = object_text(keys, uids, previous.sensor_values)

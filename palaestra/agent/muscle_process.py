@@ -7,7 +7,7 @@ the Brain, applies the Brain's update, answers with the new set points, and reco
 Muscle's statistics. In a test phase the
 Muscle loads the trained model (``prepare_model``, after ``setup``) from the agent's brain
 dumps before its first step. The Brain and the environments are reached over direct links
-(:mod:`palaestra.core.channel`, no broker); the simulation controller over ZMQ.
+(:mod:`palaestra.core.wire.channel`, no broker); the simulation controller over ZMQ.
 """
 
 from __future__ import annotations
@@ -34,21 +34,23 @@ from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_schema import Schema
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.channel import Channel, Listener, PeerGone
-from palaestra.core.esm import Component, ComponentRuntime
-from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
+from palaestra.core.description import names
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import AgentSpec
 from palaestra.core.information import (
     ActuatorInformation,
     SensorInformation,
 )
-from palaestra.core.loading import load_class
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import call
 from palaestra.core.plugin_records import recorder_for
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.records import (
+from palaestra.core.supervision.esm import Component, ComponentRuntime
+from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
+from palaestra.core.supervision.watch import watch
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, Listener, PeerGone
+from palaestra.core.wire.records import (
     RowSink,
     code_reload_values,
     connect_store,
@@ -57,9 +59,7 @@ from palaestra.core.records import (
     send,
     statistics_values,
 )
-from palaestra.core.specs import AgentSpec
-from palaestra.core.transport import endpoint_for, link_for, with_link
-from palaestra.core.watch import watch
+from palaestra.core.wire.transport import endpoint_for, link_for, with_link
 
 LOG = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class MuscleProcess(Component):
         retire(self.name, old)
 
     def _shape(self, row: m.MuscleActionRow) -> tuple[Any, ...]:
-        """The row ready to insert (see :class:`~palaestra.core.messages.Rows`)."""
+        """The row ready to insert (see :class:`~palaestra.core.wire.messages.Rows`)."""
         return muscle_action_values(self.agent_id, self.worker, row)
 
     def _statistics_shape(self, row: m.StatisticsRow) -> tuple[Any, ...]:

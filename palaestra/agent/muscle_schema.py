@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from palaestra.agent.muscle import PROPOSAL, Muscle
-from palaestra.core import messages as m
-from palaestra.core.codec import SpaceCache
+from palaestra.core.description.seeds import derive_seed
 from palaestra.core.information import json_value
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.records import UnencodableValue, unencodable_key
-from palaestra.core.seeds import derive_seed
 from palaestra.core.space_checks import Check, value_check
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.codec import SpaceCache
+from palaestra.core.wire.records import UnencodableValue, unencodable_key
 
 
 class Schema:

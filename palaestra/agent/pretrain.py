@@ -17,10 +17,10 @@ from typing import Any
 
 from palaestra.agent.brain import Brain
 from palaestra.agent.memory import Memory
-from palaestra.core import messages as m
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.plugin import call
 from palaestra.core.spaces import Space
+from palaestra.core.wire import messages as m
 
 MEMORY_KEY = "_palaestra_memory"
 """Where :class:`Brain` keeps its memory (see :attr:`Brain.memory`)."""

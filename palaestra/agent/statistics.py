@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from palaestra.core import messages as m
 from palaestra.core.plugin import PluginError, call
 from palaestra.core.plugin_records import as_builtin
-from palaestra.core.records import RowSink
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import RowSink
 
 ATTRIBUTE = "_statistics"
 INT64 = (-(1 << 63), (1 << 63) - 1)

@@ -47,7 +47,7 @@ class State:
 
 def where_to_look(state: State, run_uid: str) -> str:
     """Where a run's results are and the commands that show them, as lines to print."""
-    from palaestra.core.uri import hide_password  # not the store's: no SQLAlchemy here
+    from palaestra.core.description.uri import hide_password  # not the store's: no SQLAlchemy here
     from palaestra.experiment.store_client import store_enabled
 
     uri = state.config.store_uri

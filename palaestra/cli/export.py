@@ -29,7 +29,7 @@ def tensorboard(state: State, runs: tuple[str, ...], output: str) -> None:
 
     Needs tensorboard: pip install 'palaestra[tensorboard]'.
     """
-    from palaestra.core.extras import require
+    from palaestra.core.description.extras import require
     from palaestra.report.tensorboard import PURPOSE, export_tensorboard
 
     require("tensorboard", PURPOSE)
@@ -55,7 +55,7 @@ def mlflow(state: State, runs: tuple[str, ...], tracking_uri: str, experiment: s
 
     Needs mlflow-skinny: pip install 'palaestra[mlflow]'.
     """
-    from palaestra.core.extras import require
+    from palaestra.core.description.extras import require
     from palaestra.report.mlflow import PURPOSE, export_mlflow
 
     require("mlflow", PURPOSE)

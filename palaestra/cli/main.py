@@ -15,13 +15,13 @@ import click
 
 from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
+from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
     EXIT_SIGINT,
     InvalidInputError,
     PalaestraError,
 )
-from palaestra.core.import_path import add_plugin_dirs
 from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.version import __version__
 
@@ -190,9 +190,9 @@ def experiment_start(
                 hot_reload=hot_reload,
             )
         )
-    from palaestra.core.processes import configure_child_logging
-    from palaestra.core.reaper import become_subreaper
-    from palaestra.core.specs import with_hot_reload
+    from palaestra.core.description.specs import with_hot_reload
+    from palaestra.core.supervision.processes import configure_child_logging
+    from palaestra.core.supervision.reaper import become_subreaper
     from palaestra.experiment import capacity
 
     config = state.config
@@ -216,7 +216,7 @@ def _run_all(
     --keep-going the worst; a file left out already makes it 2). A failed run is added to
     ``failed``; an unusable store or an interruption stops the rest."""
     from palaestra.cli.progress import watching
-    from palaestra.core.reaper import take_down_strays
+    from palaestra.core.supervision.reaper import take_down_strays
     from palaestra.experiment.executor import execute
 
     worst = EXIT_INVALID_INPUT if failed else 0
@@ -308,11 +308,11 @@ for _module in (database, results, plot, export, replay, record, resume):
 
 def main() -> None:
     from palaestra.compat import install as install_palaestrai_names
-    from palaestra.core.console import guard_console
+    from palaestra.core.supervision.console import guard_console
 
     install_palaestrai_names()  # palaestrai.* maps onto palaestra before any plug-in is imported
-    from palaestra.core import undertaker
-    from palaestra.core.reaper import spare
+    from palaestra.core.supervision import undertaker
+    from palaestra.core.supervision.reaper import spare
 
     watcher = undertaker.start()  # even a SIGKILL of this command leaves no process behind
     if watcher is not None:

@@ -75,7 +75,7 @@ def plot(
     The workers of a phase are combined in time order. Needs matplotlib:
     pip install 'palaestra[plot]'.
     """
-    from palaestra.core.extras import require
+    from palaestra.core.description.extras import require
     from palaestra.report import plot as drawing
     from palaestra.report.bands import grouped_bands, is_seed_sweep
     from palaestra.report.series import auto_window, load_series, smoothed

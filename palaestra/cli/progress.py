@@ -1,6 +1,6 @@
 """Watching a run: live progress while it runs and a summary table at its end.
 
-The executor calls the watcher with every :class:`~palaestra.core.messages.EpisodeEnded` as a
+The executor calls the watcher with every :class:`~palaestra.core.wire.messages.EpisodeEnded` as a
 worker's episode ends (in the executor's process, never on the step path of a worker). On a
 terminal the watcher draws, per phase, a bar of episodes done of planned (episodes × workers),
 steps per second, elapsed time, ETA and each agent's rolling mean episode reward; elsewhere (CI,
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
     from rich.table import Table
 
-    from palaestra.core.messages import EpisodeEnded
-    from palaestra.core.specs import RunSpec
+    from palaestra.core.description.specs import RunSpec
+    from palaestra.core.wire.messages import EpisodeEnded
 
 WINDOW = 100
 """How many of an agent's newest episodes its rolling mean reward covers."""

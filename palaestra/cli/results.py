@@ -518,7 +518,7 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
 def dump_files(data_path: str, run: str) -> tuple[str, list[str]]:
     """The directory of the brain dump files of every instance of ``run`` below ``data_path``,
     and the files in it (none if there is no such directory, or it is a symbolic link)."""
-    from palaestra.core.name_rules import check_inside, path_part
+    from palaestra.core.description.name_rules import check_inside, path_part
 
     directory = os.path.join(data_path, "brain_dumps", path_part(run))
     if os.path.islink(directory) or not os.path.isdir(directory):

@@ -46,9 +46,9 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     """
     from palaestra.cli.common import where_to_look
     from palaestra.cli.progress import watching
-    from palaestra.core.import_path import add_plugin_dirs
-    from palaestra.core.processes import configure_child_logging
-    from palaestra.core.reaper import become_subreaper, take_down_strays
+    from palaestra.core.description.import_path import add_plugin_dirs
+    from palaestra.core.supervision.processes import configure_child_logging
+    from palaestra.core.supervision.reaper import become_subreaper, take_down_strays
     from palaestra.experiment.executor import execute
     from palaestra.experiment.resume import load_plan
 

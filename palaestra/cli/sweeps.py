@@ -19,8 +19,8 @@ from typing import Any
 import click
 
 from palaestra.cli.common import State
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK
-from palaestra.core.specs import RunSpec
 from palaestra.experiment.executor import RunOutcome
 
 __all__ = ["start_sweep"]
@@ -45,7 +45,7 @@ def start_sweep(
     prepared = [item for path in run_files for item in prepare_runs(path, grid, state.config)]
     specs = [spec for spec, _ in prepared]
     if hot_reload:
-        from palaestra.core.specs import with_hot_reload
+        from palaestra.core.description.specs import with_hot_reload
 
         specs = [with_hot_reload(spec) for spec in specs]
     if state.config.backend == "ray":

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra.core import procfs
-from palaestra.core.names import WRITER
-from palaestra.core.transport import file_for
+from palaestra.core.description.names import WRITER
+from palaestra.core.files import file_for
 
 BEAT_SECONDS = 0.25
 """How often a process's control thread beats, and how often the judge looks."""

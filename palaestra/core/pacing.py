@@ -43,7 +43,7 @@ class Pacer:
     Args:
         rate: Steps per second, > 0.
         sleep: Sleeps (about) the seconds given; the hot loop's
-            :meth:`~palaestra.core.hotloop.HotLoop.sleep` raises ``Stopped`` on a stop.
+            :meth:`~palaestra.core.supervision.hotloop.HotLoop.sleep` raises ``Stopped`` on a stop.
     """
 
     __slots__ = ("period", "due", "step_due", "began", "late_by", "_sleep")

@@ -13,10 +13,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from palaestra.core import messages as m
 from palaestra.core.errors import PalaestraError
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.records import RowSink
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import RowSink
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 

@@ -4,9 +4,9 @@ rounds, whoever hosts their worlds.
 Game ``i`` of worker ``w`` is recorded as worker ``w * N + i`` (its *lane*): its rows are those
 a worker of its own would write. :func:`play_rounds` plays the games in two groups (of 4 games
 at least; one group when paced) whose rounds overlap: a group's round sends each Muscle that
-acts in one of its games one :class:`~palaestra.core.messages.AgentSteps` with its
+acts in one of its games one :class:`~palaestra.core.wire.messages.AgentSteps` with its
 observations of those games (and of the episodes that ended), takes one
-:class:`~palaestra.core.messages.LaneActions` back from each, and steps each of those games
+:class:`~palaestra.core.wire.messages.LaneActions` back from each, and steps each of those games
 once, while the Muscles act in the other group's games. A game whose episode ended resets once
 every agent answered the round that told it so (its rows are in) and plays on, as gymnasium's
 vector environments reset theirs, until it played ``episodes`` episodes of its own (or the
@@ -28,8 +28,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from palaestra.core import messages as m
-from palaestra.core.loading import load_class
+from palaestra.core.description.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
 from palaestra.core.termination import (
@@ -39,6 +38,7 @@ from palaestra.core.termination import (
     episode_conditions,
 )
 from palaestra.core.turns import Game, Stepped, TurnPolicy
+from palaestra.core.wire import messages as m
 
 GROUPS = 2
 """Groups of a worker's games whose rounds overlap (see :func:`play_rounds`)."""

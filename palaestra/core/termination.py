@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from palaestra.core.messages import AgentEvaluated
+    from palaestra.core.wire.messages import AgentEvaluated
 
 
 class TerminationCondition:

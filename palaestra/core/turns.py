@@ -21,13 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from palaestra.core import messages as m
 from palaestra.core.plugin import call
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
     TerminationCondition,
     decides_episodes,
 )
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import reward_total
 
 
 class Actor(Protocol):
@@ -133,28 +134,13 @@ def _says_ends(stepped: Stepped) -> bool:
 class EpisodeResult(NamedTuple):
     """What :func:`run_episode` gives: the number of steps, how the episode ended, and each
     agent's episode reward by its Muscle's process (the sum of the reward totals of its
-    completed transitions, see :func:`reward_total`; absent if none had a numeric reward)."""
+    completed transitions, see :func:`~palaestra.core.wire.records.reward_total`; absent if none
+    had a numeric reward)."""
 
     steps: int
     terminated: bool | None
     truncated: bool | None
     rewards: dict[str, float]
-
-
-def reward_total(rewards: Iterable[Any]) -> float | None:
-    """The sum of a step's numeric reward values (nested lists summed too), None if none:
-    ``muscle_actions.reward`` of a step, and what an episode's reward adds up."""
-    total = 0.0
-    found = False
-    stack: list[Any] = list(rewards)
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            total += value
-            found = True
-    return total if found else None
 
 
 class Driver(Protocol[A_contra]):

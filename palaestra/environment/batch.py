@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.core import messages as m
 from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.records import object_keys, object_text, recorded
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.spaces import Box, Discrete, Space
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import object_keys, object_text, recorded
 from palaestra.environment.environment import BatchState, steps_in_batches
 from palaestra.environment.world import World
 

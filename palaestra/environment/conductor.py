@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.conductor import Conductor
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.description import names
+from palaestra.core.description.specs import EnvironmentSpec
+from palaestra.core.supervision.conductor import Conductor
+from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
 
 

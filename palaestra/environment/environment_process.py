@@ -3,7 +3,7 @@
 It hosts the worker's :class:`~palaestra.environment.world.World` s (one, or
 ``phase_config.envs_per_worker``). The simulation controller talks to it over ZMQ (start,
 reset, step, play the games). The Muscles of the worker link to it
-(:mod:`palaestra.core.channel`): their set points arrive on those links, and when the
+(:mod:`palaestra.core.wire.channel`): their set points arrive on those links, and when the
 environment drives the episodes (:mod:`palaestra.environment.lanes`) its observations go out
 on them.
 """
@@ -17,16 +17,16 @@ from typing import Any
 
 import zmq
 
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.channel import Channel, Listener, PeerGone
-from palaestra.core.esm import Component, ComponentRuntime
-from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
-from palaestra.core.records import RowSink, connect_store
+from palaestra.core.description import names
+from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.rounds import Kept
-from palaestra.core.specs import EnvironmentSpec
-from palaestra.core.transport import endpoint_for, link_for, with_link
-from palaestra.core.watch import Waiting, watch
+from palaestra.core.supervision.esm import Component, ComponentRuntime
+from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
+from palaestra.core.supervision.watch import Waiting, watch
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, Listener, PeerGone
+from palaestra.core.wire.records import RowSink, connect_store
+from palaestra.core.wire.transport import endpoint_for, link_for, with_link
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.batch import Batch, stepped_in_batches
 from palaestra.environment.lanes import play_lanes, restart_worlds, step_worlds

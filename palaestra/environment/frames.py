@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.core.config import load_runtime_config
+from palaestra.core.description.config import load_runtime_config
+from palaestra.core.description.name_rules import path_part
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.name_rules import path_part
 
 
 class FrameRecorder:

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.extras import require
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box
 from palaestra.environment import checks

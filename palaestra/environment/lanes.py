@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 import zmq
 
-from palaestra.core import messages as m
-from palaestra.core.channel import Channel, PeerGone, Selector
-from palaestra.core.hotloop import HotLoop
 from palaestra.core.rounds import Kept, Move, play_rounds
+from palaestra.core.supervision.hotloop import HotLoop
+from palaestra.core.supervision.watch import Waiting
 from palaestra.core.turns import Stepped
-from palaestra.core.watch import Waiting
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, PeerGone, Selector
 from palaestra.environment.batch import Batch, stepped_in_batches
 from palaestra.environment.world import World
 

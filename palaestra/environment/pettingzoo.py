@@ -46,8 +46,8 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.extras import require
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.environment import checks
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState

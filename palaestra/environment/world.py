@@ -18,30 +18,30 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.codec import describe
+from palaestra.core.description import names
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.information import (
     ActuatorInformation,
     RewardInformation,
     SensorInformation,
     json_value,
 )
-from palaestra.core.loading import load_class
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.records import (
+from palaestra.core.simtime import SimTime
+from palaestra.core.space_checks import Check, value_check
+from palaestra.core.supervision.watch import Waiting
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.codec import describe
+from palaestra.core.wire.records import (
     RowSink,
     plugin_record_values,
     recorded,
     send,
     world_state_values,
 )
-from palaestra.core.simtime import SimTime
-from palaestra.core.space_checks import Check, value_check
-from palaestra.core.specs import ClassSpec, EnvironmentSpec
-from palaestra.core.watch import Waiting
 from palaestra.environment import checks
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
@@ -166,7 +166,7 @@ class World:
         return dict(zip(self.full_sensor_uids, self.values, strict=True))
 
     def row_values(self, row: m.WorldStateRow) -> tuple[Any, ...]:
-        """The row ready to insert (see :class:`~palaestra.core.messages.Rows`)."""
+        """The row ready to insert (see :class:`~palaestra.core.wire.messages.Rows`)."""
         return world_state_values(self.environment_id, self.worker, row)
 
     def record_values(self, row: m.PluginRecordRow) -> tuple[Any, ...]:

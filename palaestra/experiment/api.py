@@ -36,9 +36,9 @@ from typing import Any
 import msgspec
 from ruamel.yaml import YAML
 
+from palaestra.core.description.import_path import add_plugin_dirs
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, InvalidInputError
-from palaestra.core.import_path import add_plugin_dirs
-from palaestra.core.specs import RunSpec
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.overrides import Override, apply_overrides, derived_uids, expand_grid
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config

@@ -19,8 +19,8 @@ import os
 import resource
 from dataclasses import dataclass
 
+from palaestra.core.description.specs import PhaseSpec, RunSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.specs import PhaseSpec, RunSpec
 
 FDS_BASE = 64
 """Descriptors the executor holds whatever the run (measured: about 15), with room to spare."""

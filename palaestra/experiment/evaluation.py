@@ -38,9 +38,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from palaestra.core import messages as m
-from palaestra.core.specs import PhaseConfig
+from palaestra.core.description.specs import PhaseConfig
 from palaestra.core.termination import EpisodeEndsWithEnvironment
+from palaestra.core.wire import messages as m
 
 LOG = logging.getLogger(__name__)
 

@@ -10,15 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from palaestra.compat import install as install_palaestrai_names
-from palaestra.core import names, start_methods
+from palaestra.core.description import names
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
-from palaestra.core.launch import Placement
-from palaestra.core.messages import EpisodeEnded
-from palaestra.core.netlink import Host, Network
-from palaestra.core.processes import preload, set_title
-from palaestra.core.runtime import Runtime
-from palaestra.core.specs import RunSpec
-from palaestra.core.transport import make_run_dir, remove_run_dir
+from palaestra.core.supervision import start_methods
+from palaestra.core.supervision.launch import Placement
+from palaestra.core.supervision.processes import preload, set_title
+from palaestra.core.supervision.runtime import Runtime
+from palaestra.core.wire.messages import EpisodeEnded
+from palaestra.core.wire.netlink import Host, Network
+from palaestra.core.wire.transport import make_run_dir, remove_run_dir
 from palaestra.experiment.experiment_run import ExperimentRun, ResumeAt
 from palaestra.experiment.recording import recording_flag
 from palaestra.experiment.runtime_config import RuntimeConfig
@@ -58,7 +59,7 @@ def execute(
         run: The checked run file.
         config: The runtime configuration (store, data path, time limits, log level).
         on_episode: Called in this process, from its event loop, with an
-            :class:`~palaestra.core.messages.EpisodeEnded` each time a worker's episode ends
+            :class:`~palaestra.core.wire.messages.EpisodeEnded` each time a worker's episode ends
             (every phase, worker and episode once, in the order they end): ``phase`` (the
             phase's index), ``worker``, ``episode``, ``started_at``/``ended_at`` (Unix
             seconds), ``steps``, ``terminated``/``truncated`` (None where the environment does
@@ -68,12 +69,12 @@ def execute(
         resume: Where the new instance continues an interrupted one (``experiment-resume``);
             None: from the start.
         placement: Where the run's processes run, process by process (see
-            :mod:`palaestra.core.launch`); None: all are the executor's children on this host,
-            or with ``backend: ray`` each a Ray actor's (see
+            :mod:`palaestra.core.supervision.launch`); None: all are the executor's children on
+            this host, or with ``backend: ray`` each a Ray actor's (see
             :mod:`palaestra.experiment.ray_placement`).
         host: This process's host (its name, and the address it binds TCP on) in a run whose
             ``placement`` puts processes on other hosts: the run's links then cross hosts by
-            CURVE tcp with keys made for this run (see :mod:`palaestra.core.netlink`); None:
+            CURVE tcp with keys made for this run (see :mod:`palaestra.core.wire.netlink`); None:
             every link is a local one.
 
     Raises:
@@ -102,7 +103,7 @@ def execute(
 
 
 def start_method(run: RunSpec, configured: str) -> str:
-    """How the run's processes start (see :mod:`palaestra.core.start_methods`).
+    """How the run's processes start (see :mod:`palaestra.core.supervision.start_methods`).
 
     For ``auto`` the run's plug-in modules are imported first (forked children share them; a
     run file's check has usually imported them already): one that initialised CUDA at import
@@ -111,7 +112,7 @@ def start_method(run: RunSpec, configured: str) -> str:
     if configured == start_methods.AUTO:
         preload(plugin_modules(run))
     method = start_methods.resolve(configured)
-    start_methods.use(method, preload=("palaestra.core.runtime", *PRELOAD))
+    start_methods.use(method, preload=("palaestra.core.supervision.runtime", *PRELOAD))
     return method
 
 

@@ -1,9 +1,9 @@
 """The ExperimentRun controller: walks the phases of a run and supervises all their processes.
 
 Per phase it asks an environment conductor per environment and an agent conductor per agent
-(see :mod:`palaestra.core.conductor`) to start their processes, and starts one simulation
-controller per worker; it wires them together (environments first, because agents are set up
-with the spaces the environments report), runs the episodes, shuts the phase down in order
+(see :mod:`palaestra.core.supervision.conductor`) to start their processes, and starts one
+simulation controller per worker; it wires them together (environments first, because agents are
+set up with the spaces the environments report), runs the episodes, shuts the phase down in order
 (controllers, then Muscles before Brains, then environments), and waits until the store writer
 holds everything the phase produced before the next phase may load its brain dumps.
 """
@@ -21,17 +21,17 @@ from typing import Any, TypeVar
 import msgspec
 
 from palaestra.agent.conductor import AgentConductor
-from palaestra.core import limits, names
-from palaestra.core import messages as m
-from palaestra.core.conductor import Conductor
+from palaestra.core.description import limits, names
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.seeds import derive_seed
+from palaestra.core.description.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.core.errors import PalaestraError, RunFileError
-from palaestra.core.esm import Component, ComponentRuntime, State, on
-from palaestra.core.loading import load_class
-from palaestra.core.processes import Child, Deferred, preload
-from palaestra.core.runtime import ComponentFailed, Runtime, timeout_error
-from palaestra.core.seeds import derive_seed
-from palaestra.core.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
-from palaestra.core.start_methods import FORK
+from palaestra.core.supervision.conductor import Conductor
+from palaestra.core.supervision.esm import Component, ComponentRuntime, State, on
+from palaestra.core.supervision.processes import Child, Deferred, preload
+from palaestra.core.supervision.runtime import ComponentFailed, Runtime, timeout_error
+from palaestra.core.supervision.start_methods import FORK
+from palaestra.core.wire import messages as m
 from palaestra.environment.conductor import EnvironmentConductor
 from palaestra.experiment.evaluation import evaluations
 from palaestra.experiment.offline import check_other_runs, recorded_steps
@@ -50,8 +50,8 @@ LOG = logging.getLogger(__name__)
 
 _Dumps = tuple[dict[str, Any] | None, dict[str, bytes], str]
 """An agent's dumps to start from: its ``loaded_from`` record (None: none), the dumps by
-:func:`~palaestra.core.name_rules.dump_key` of their tags, and where they come from in words
-(empty: nowhere)."""
+:func:`~palaestra.core.description.name_rules.dump_key` of their tags, and where they come from in
+words (empty: nowhere)."""
 
 T = TypeVar("T")
 
@@ -126,7 +126,7 @@ class ExperimentRun(Component):
         start_timeout: Seconds a phase's processes (and the writer) may take to start.
         store_timeout: Seconds the store writer may take to answer one request.
         on_episode: Called in this (the executor's) process with each
-            :class:`~palaestra.core.messages.EpisodeEnded` as a worker's episode ends (phase
+            :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends (phase
             index, worker, episode, times, steps, how it ended, rewards by agent); an exception
             it raises is logged and the run goes on.
         resume: Where a resumed instance starts (None: at the beginning).

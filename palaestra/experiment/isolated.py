@@ -31,9 +31,9 @@ import tempfile
 import threading
 from typing import Any
 
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_RUN_FAILED
-from palaestra.core.specs import RunSpec
-from palaestra.core.start_methods import SPAWN, cuda_initialised
+from palaestra.core.supervision.start_methods import SPAWN, cuda_initialised
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.runtime_config import RuntimeConfig
 
@@ -43,8 +43,8 @@ __all__ = ["ExecutorProcess", "run_here", "spawned_main"]
 def run_here(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     """Run ``run`` in this process as ``experiment-start`` does: the caller's main thread, no
     event loop running. Orphans of the run's processes come to this process and are ended."""
-    from palaestra.core.processes import configure_child_logging
-    from palaestra.core.reaper import become_subreaper, take_down_strays
+    from palaestra.core.supervision.processes import configure_child_logging
+    from palaestra.core.supervision.reaper import become_subreaper, take_down_strays
     from palaestra.experiment.executor import execute
 
     level = logging.getLevelName(config.log_level.upper())
@@ -177,8 +177,8 @@ def spawned_main() -> None:
 
 def _child_main(run: RunSpec, config: RuntimeConfig, result_path: str, parent: int) -> None:
     """In the child: leave the parent's loop, signals and group behind; run; report."""
-    from palaestra.core.console import guard_console
-    from palaestra.core.processes import die_with_parent
+    from palaestra.core.supervision.console import guard_console
+    from palaestra.core.supervision.processes import die_with_parent
 
     os.setpgid(0, 0)  # Ctrl-C at a terminal reaches the parent only; it passes it on once
     guard_console()

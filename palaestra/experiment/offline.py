@@ -4,7 +4,7 @@ palaestrAI's ``replay`` key: before a train phase starts, the executor asks the 
 recorded ``muscle_actions`` of each source (a run, a phase, an agent; see
 :mod:`palaestra.experiment.runfile_replay`), checks that the recorded agent had this agent's
 sensors and actuators, and hands the steps to the agent's Brain with its
-:class:`~palaestra.core.messages.AgentSetup`. The Brain process feeds them into the Brain's
+:class:`~palaestra.core.wire.messages.AgentSetup`. The Brain process feeds them into the Brain's
 memory and calls its ``pretrain`` hook (:mod:`palaestra.agent.pretrain`); the Brain process
 never opens the store itself, as with brain dumps.
 """
@@ -15,9 +15,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
-from palaestra.core import messages as m
+from palaestra.core.description.specs import AgentSpec, PhaseSpec, ReplaySpec, RunSpec
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import AgentSpec, PhaseSpec, ReplaySpec, RunSpec
+from palaestra.core.wire import messages as m
 
 LOG = logging.getLogger(__name__)
 

@@ -31,11 +31,12 @@ import sys
 import time
 from typing import Any
 
-from palaestra.core import limits, start_methods
+from palaestra.core.description import limits
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.loading import load_class
-from palaestra.core.processes import without_main
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.supervision import start_methods
+from palaestra.core.supervision.processes import without_main
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.world import construct
 
@@ -224,8 +225,8 @@ def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - run
         os.setpgid(0, 0)  # killable as a group, out of reach of the terminal's Ctrl-C
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        from palaestra.core.processes import die_with_parent
-        from palaestra.core.reaper import become_subreaper, take_down_strays
+        from palaestra.core.supervision.processes import die_with_parent
+        from palaestra.core.supervision.reaper import become_subreaper, take_down_strays
 
         die_with_parent(os.getppid())
         become_subreaper()

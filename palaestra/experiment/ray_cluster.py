@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from palaestra.core.description.extras import require
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, InvalidInputError, PalaestraError
-from palaestra.core.extras import require
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 __all__ = [

@@ -5,7 +5,8 @@ gets a bundle of one placement group (strategy and CPUs from ``run_config.placem
 agent's Brain and Muscles from its ``resources``: see :mod:`.runfile_placement`), one bundle
 per process name, reserved for the whole run. In each bundle a :class:`ChildHost` actor runs
 the process as a subprocess on its node, the command a launched child runs (``python -m
-palaestra.core.remote_child``, see :mod:`palaestra.core.launch`): the executor's
+palaestra.core.supervision.remote_child``, see :mod:`palaestra.core.supervision.launch`): the
+executor's
 :class:`RayChild` passes the pickled spec through Ray's control plane, the actor writes it to
 the child's stdin and holds that pipe for as long as the actor lives, forwards signals and
 reports the child's end. A process of phase 1 reuses the actor of its namesake of phase 0.
@@ -13,10 +14,10 @@ reports the child's end. A process of phase 1 reuses the actor of its namesake o
 Before any process starts, the cluster's nodes are compared with what the run asks (exit 2,
 saying what is missing), the group is reserved and its actors started. A node is a host by
 its address: processes on the executor's host talk over Unix links as in a local run; when the
-group put processes on other hosts, the run gets a :class:`~palaestra.core.netlink.Network`
+group put processes on other hosts, the run gets a :class:`~palaestra.core.wire.netlink.Network`
 (CURVE keys made for the run) and each process binds TCP on its node's address, so Ray only
 places and supervises processes while palaestra's own links carry the data
-(:mod:`palaestra.core.netlink`). At the run's end, whatever the end, the actors are killed and
+(:mod:`palaestra.core.wire.netlink`). At the run's end, whatever the end, the actors are killed and
 the group released.
 """
 
@@ -35,17 +36,23 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from palaestra.core import names
+from palaestra.core.description import names
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, InvalidInputError, PalaestraError
-from palaestra.core.launch import ENTRY, Launched, child_environment, encode_spec, on_host
-from palaestra.core.netlink import Host, Network
-from palaestra.core.specs import RunSpec
+from palaestra.core.supervision.launch import (
+    ENTRY,
+    Launched,
+    child_environment,
+    encode_spec,
+    on_host,
+)
+from palaestra.core.wire.netlink import Host, Network
 from palaestra.experiment.ray_cluster import CONNECT_TIMEOUT, check_backend, connect
 from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.experiment.store_client import store_enabled
 
 if TYPE_CHECKING:
-    from palaestra.core.processes import ChildSpec
+    from palaestra.core.supervision.processes import ChildSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -262,7 +269,8 @@ class ChildHost:
 
 
 class RayChild:
-    """A :class:`~palaestra.core.launch.Launched` child run by a :class:`ChildHost` actor.
+    """A :class:`~palaestra.core.supervision.launch.Launched` child run by a :class:`ChildHost`
+    actor.
 
     Its sentinel is a pipe that a watcher thread closes once the actor reports the child's
     end, or once the actor died with its node (exit code -SIGKILL; ``host`` then says the node
@@ -334,7 +342,8 @@ class RayChild:
 
 
 class RayPlacement:
-    """The :class:`~palaestra.core.launch.Placement` of a run on a connected Ray cluster.
+    """The :class:`~palaestra.core.supervision.launch.Placement` of a run on a connected Ray
+    cluster.
 
     :meth:`reserve` before the run, :meth:`release` after it (see :func:`ray_placement`).
     """

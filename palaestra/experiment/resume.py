@@ -1,16 +1,17 @@
 """Where ``experiment-resume`` continues an interrupted run instance, read from the store.
 
 An instance that ended ``cancelled`` or ``error``, or was left ``running`` by an executor that
-is gone (``stale``: its heartbeat is older than :data:`~palaestra.core.limits.STALE_AFTER`), is
-continued by a new instance of the same run, linked to it by ``resumed_from_id``. The new
-instance skips the phases the old one finished and starts the phase it stopped in at the first
-episode that not every worker completed (an episode completed when its ``episodes`` row and its
-last step's rows are in the store: :mod:`palaestra.store.completed`, the rule the run's view
-follows too), numbered as the uninterrupted run numbers it. Its Brains start from the dump their
-Brain wrote at the end of the episode before (with the default ``dump`` policy, one dump per
-episode, and one worker); otherwise from the newest dump of that phase. Seeds are derived from
-the run's seed as always (:mod:`palaestra.core.seeds`), so each worker's environment and
-Muscle get the seeds of the uninterrupted run, seeded afresh at the first resumed episode.
+is gone (``stale``: its heartbeat is older than
+:data:`~palaestra.core.description.limits.STALE_AFTER`), is continued by a new instance of the same
+run, linked to it by ``resumed_from_id``. The new instance skips the phases the old one finished
+and starts the phase it stopped in at the first episode that not every worker completed (an episode
+completed when its ``episodes`` row and its last step's rows are in the store:
+:mod:`palaestra.store.completed`, the rule the run's view follows too), numbered as the
+uninterrupted run numbers it. Its Brains start from the dump their Brain wrote at the end of the
+episode before (with the default ``dump`` policy, one dump per episode, and one worker); otherwise
+from the newest dump of that phase. Seeds are derived from the run's seed as always
+(:mod:`palaestra.core.description.seeds`), so each worker's environment and Muscle get the seeds of
+the uninterrupted run, seeded afresh at the first resumed episode.
 
 A resumed run therefore equals the uninterrupted one when the plug-ins are deterministic, the
 Brain stores its full state in its dump, and the environment and Muscle carry nothing over
@@ -27,10 +28,10 @@ from typing import Any
 import msgspec
 from sqlalchemy import Connection, func, select
 
+from palaestra.core.description.name_rules import dump_key
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.name_rules import dump_key
-from palaestra.core.specs import RunSpec
-from palaestra.core.start_methods import AUTO
+from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end

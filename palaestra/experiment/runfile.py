@@ -21,9 +21,8 @@ import msgspec
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
-from palaestra.core.loading import load_class
-from palaestra.core.specs import (
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import (
     BRAIN_MEMORY,
     COUNT_MAX,
     ENVS_PER_WORKER_MAX,
@@ -40,7 +39,8 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
-from palaestra.core.start_methods import AUTO
+from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
+from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
     EnvironmentIds,

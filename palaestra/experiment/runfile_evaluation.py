@@ -5,15 +5,15 @@ As palaestrAI 3.5.18, the condition takes one worker per phase (``worker: 1``) a
 ``evaluate_every`` in every train phase; its rules (params ``agents``) are checked when the run
 file is loaded, so a malformed one is an invalid run file (exit 2), not a failed run. A train
 phase that sets no ``episodes`` (palaestrAI's cap-free form) ends by the rules alone (bounded
-by :data:`~palaestra.core.specs.COUNT_MAX` episodes); a test phase must set them.
+by :data:`~palaestra.core.description.specs.COUNT_MAX` episodes); a test phase must set them.
 """
 
 from __future__ import annotations
 
 import msgspec
 
+from palaestra.core.description.specs import COUNT_MAX, PhaseSpec
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import COUNT_MAX, PhaseSpec
 from palaestra.experiment.evaluation import (
     AgentEvaluationObjectiveTerminationCondition,
     RuleError,

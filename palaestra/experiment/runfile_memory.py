@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from palaestra.core.specs import MemoryLimits
+from palaestra.core.description.specs import MemoryLimits
 from palaestra.experiment.runfile_schema import Node, as_int, as_mapping, describe
 
 _KEYS = ("rows", "bytes")

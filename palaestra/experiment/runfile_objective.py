@@ -3,7 +3,7 @@
 
 Named under a phase's ``simulation.conditions`` with params ``{<agent name>: {brain_avgN: X}}``,
 it ends a worker's episode once the mean of that agent's last ``N`` objective values reaches
-``X``. The rules go to the agent's :class:`~palaestra.core.specs.AgentSpec`
+``X``. The rules go to the agent's :class:`~palaestra.core.description.specs.AgentSpec`
 (``objective_stop``): each Muscle checks them as it computes its objective, and a Muscle whose
 agent reached one makes its environments report that step as the episode's last.
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
+from palaestra.core.description.specs import AgentSpec, PhaseSpec
 from palaestra.core.errors import did_you_mean
-from palaestra.core.specs import AgentSpec, PhaseSpec
 from palaestra.experiment.runfile_schema import Node, as_list, as_mapping, describe
 
 CONDITION = "AgentObjectiveTerminationCondition"

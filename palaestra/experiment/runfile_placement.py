@@ -14,7 +14,7 @@ schedule:
 
 from __future__ import annotations
 
-from palaestra.core.specs import PLACEMENT_STRATEGIES, PlacementSpec, Resources
+from palaestra.core.description.specs import PLACEMENT_STRATEGIES, PlacementSpec, Resources
 from palaestra.experiment.runfile_schema import Node, as_mapping, describe, optional
 
 __all__ = ["agent_resources", "placement_spec"]

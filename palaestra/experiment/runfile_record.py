@@ -10,7 +10,7 @@ periodic dumps besides the final one.
 
 from __future__ import annotations
 
-from palaestra.core.specs import DumpPolicy
+from palaestra.core.description.specs import DumpPolicy
 from palaestra.experiment.runfile_schema import Node, as_int, as_mapping, describe
 
 RECORD_ALL = 1
@@ -20,7 +20,7 @@ _DUMP_KEYS = ("every", "keep")
 
 
 def record_every(node: Node) -> int:
-    """Return what ``record`` asks for as :attr:`~palaestra.core.specs.PhaseConfig.
+    """Return what ``record`` asks for as :attr:`~palaestra.core.description.specs.PhaseConfig.
     record_every`: 1 (``all``), N (``{every: N}``) or 0 (``episodes``)."""
     value = node.value
     if value == "all":

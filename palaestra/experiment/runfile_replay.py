@@ -10,7 +10,7 @@ palaestrAI's ``mode``, ``sensors`` and ``actuators`` projections are not offered
 
 from __future__ import annotations
 
-from palaestra.core.specs import ReplaySpec
+from palaestra.core.description.specs import ReplaySpec
 from palaestra.experiment.runfile_schema import (
     Node,
     as_bool,

@@ -16,8 +16,8 @@ from typing import Any, NoReturn
 
 from ruamel.yaml.scalarbool import ScalarBoolean
 
+from palaestra.core.description.name_rules import NAME_RULE, name_problem
 from palaestra.core.errors import RunFileError, did_you_mean
-from palaestra.core.name_rules import NAME_RULE, name_problem
 
 ALIAS_VALUES_MAX = 100_000
 """How many values YAML aliases may add to a run file when they are expanded: far more than
@@ -334,7 +334,7 @@ def as_str(node: Node) -> str:
 
 def as_name(node: Node, value: str | None = None) -> str:
     """Check that ``node`` (or ``value``, a name derived from it) follows the name rule of
-    :mod:`palaestra.core.name_rules` and return the name."""
+    :mod:`palaestra.core.description.name_rules` and return the name."""
     name = as_str(node) if value is None else value
     problem = name_problem(name)
     if problem is not None:

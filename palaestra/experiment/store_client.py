@@ -16,12 +16,12 @@ import os
 import sqlite3
 from typing import Any
 
-from palaestra.core import messages as m
+from palaestra.core.description.name_rules import check_inside, dump_file_name, path_part
+from palaestra.core.description.names import WRITER
 from palaestra.core.errors import EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
-from palaestra.core.name_rules import check_inside, dump_file_name, path_part
-from palaestra.core.names import WRITER
 from palaestra.core.procfs import state
-from palaestra.core.runtime import ComponentFailed, Runtime
+from palaestra.core.supervision.runtime import ComponentFailed, Runtime
+from palaestra.core.wire import messages as m
 
 __all__ = ["WRITER", "NullStore", "WriterClient", "dump_dir", "store_enabled", "writer_stuck"]
 
@@ -35,8 +35,8 @@ def store_enabled(store_uri: str) -> bool:
 def dump_dir(data_path: str, run_uid: str, instance_uid: str, index: int, phase: str) -> str:
     """Where the brains of one phase of one run instance write their dump files.
 
-    Every part is a safe path component (:func:`~palaestra.core.name_rules.path_part`), and the
-    result is checked to resolve inside ``data_path``.
+    Every part is a safe path component (:func:`~palaestra.core.description.name_rules.path_part`),
+    and the result is checked to resolve inside ``data_path``.
 
     Raises:
         UnsafePathError: The directory would resolve outside ``data_path`` (a symbolic link).
@@ -146,7 +146,7 @@ class NullStore:
 
     def _find_dump(self, request: m.StoreFindDump) -> m.StoreDump:
         """The agent's dump files in the phase's directory of the newest instance that has
-        any: the newest of each tag, by :func:`~palaestra.core.name_rules.dump_key`."""
+        any: the newest of each tag, by :func:`~palaestra.core.description.name_rules.dump_key`."""
         phases = os.path.join(
             glob.escape(os.path.abspath(os.path.join(self.data_path, "brain_dumps"))),
             glob.escape(path_part(request.run_uid)),

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from signal import SIGINT, SIGTERM
 from typing import Any
 
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.specs import RunSpec
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.isolated import ExecutorProcess
 from palaestra.experiment.runtime_config import RuntimeConfig

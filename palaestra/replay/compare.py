@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from palaestra.core import messages as m
 from palaestra.core.nonfinite import from_strict_json, to_strict_json
+from palaestra.core.wire import messages as m
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from palaestra.core import messages as m
-from palaestra.core.records import episode_values, muscle_action_values, world_state_values
 from palaestra.core.termination import EpisodeEndsWithEnvironment
 from palaestra.core.turns import EpisodeResult, Stepped, run_episode
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import episode_values, muscle_action_values, world_state_values
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.steps import EpisodeReplay
 from palaestra.store import schema

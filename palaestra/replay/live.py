@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from palaestra.core import messages as m
-from palaestra.core.records import Row, RowSink
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.description.specs import EnvironmentSpec
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import Row, RowSink
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment
 from palaestra.environment.world import World

@@ -15,9 +15,9 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import EnvironmentSpec, PhaseSpec
 from palaestra.core.errors import InvalidInputError, RunFileError, did_you_mean
-from palaestra.core.loading import load_class
-from palaestra.core.specs import EnvironmentSpec, PhaseSpec
 from palaestra.core.turns import AllAct, TurnPolicy
 from palaestra.experiment.runfile import load_run_text
 from palaestra.store import rows

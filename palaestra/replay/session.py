@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from palaestra.core.description.loading import load_class
 from palaestra.core.errors import PalaestraError
-from palaestra.core.loading import load_class
 from palaestra.replay.compare import Divergence
 from palaestra.replay.copy import Copy
 from palaestra.replay.record import PhaseRecord, instance_uid, load_phase, phase_indices

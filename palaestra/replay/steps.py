@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from palaestra.core import messages as m
 from palaestra.core.turns import Stepped
+from palaestra.core.wire import messages as m
 from palaestra.environment.environment import Environment
 from palaestra.replay.compare import Divergence, first_difference
 from palaestra.replay.live import LiveWorld
@@ -36,7 +36,7 @@ class Step:
         recorded: The recorded ``world_states`` row by environment uid (``sensors``,
             ``setpoints``, ``rewards``, ``done``); None past the end of the record.
         live: The replayed row by environment uid (a
-            :class:`~palaestra.core.messages.WorldStateRow`: ``sensors``, ``setpoints``,
+            :class:`~palaestra.core.wire.messages.WorldStateRow`: ``sensors``, ``setpoints``,
             ``rewards``, ``done``, ``terminated``, ``truncated``), what a run would record.
         setpoints: The set points applied in this step, by full actuator uid.
         environments: The live environment plug-ins by uid.

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.extras import require
 from palaestra.report.series import REWARD, Series, run_series
 from palaestra.store import rows
 from palaestra.store.rows import Row, StoreURI

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 from sqlalchemy import Connection, Label, Row, Select, Table, Text, cast, insert, null, select
 
-from palaestra.core import names
+from palaestra.core.description import names
 from palaestra.core.nonfinite import NON_FINITE
 from palaestra.report import palaestrai_schema as P
 from palaestra.store.bulk import insert_values

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from palaestra.core.extras import require
+from palaestra.core.description.extras import require
 from palaestra.report.bands import Band
 from palaestra.report.series import REWARD, Series, is_discrete, smoothed
 

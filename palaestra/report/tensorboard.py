@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.extras import require
 from palaestra.report.series import REWARD, Series, run_series
 from palaestra.store.rows import StoreURI
 

@@ -9,8 +9,8 @@ path) by the phase's one environment over its links to the Muscles, or by this c
 which steps the games of every environment (:mod:`palaestra.simulation.remote_games`); the
 simulation params' ``driver`` chooses (see :data:`DRIVERS`). The controller talks to each peer
 over its own DEALER socket: request, answer, no broker. All of that runs in the controller's
-hot loop (:mod:`palaestra.core.hotloop`) on blocking sockets; the asyncio thread only relays
-the parent's requests and answers.
+hot loop (:mod:`palaestra.core.supervision.hotloop`) on blocking sockets; the asyncio thread only
+relays the parent's requests and answers.
 """
 
 from __future__ import annotations
@@ -20,15 +20,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from palaestra.core import messages as m
-from palaestra.core import names
-from palaestra.core.esm import Component, ComponentRuntime, on
-from palaestra.core.hotloop import HotLoop, closing_producer, run_hot
-from palaestra.core.loading import load_class
+from palaestra.core.description import names
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.specs import ClassSpec
 from palaestra.core.plugin import call
-from palaestra.core.records import RowSink, connect_store, episode_values
 from palaestra.core.rounds import Kept, play_rounds
-from palaestra.core.specs import ClassSpec
+from palaestra.core.supervision.esm import Component, ComponentRuntime, on
+from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
+from palaestra.core.supervision.watch import Waiting, watch
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
@@ -41,7 +40,8 @@ from palaestra.core.turns import (
     TurnPolicy,
     class_name,
 )
-from palaestra.core.watch import Waiting, watch
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import RowSink, connect_store, episode_values
 from palaestra.simulation.peers import AgentPeer, Peer, ask_all
 from palaestra.simulation.remote_games import RemoteGames, Seats
 
@@ -58,8 +58,8 @@ actions."""
 
 PROGRESS_SECONDS = 0.1
 """A worker's ended episodes go to the ExperimentRun controller (the run's progress, in the
-executor) in batches (an :class:`~palaestra.core.messages.EpisodeRows`): the first episode's at
-once, then at the first episode end at least this long after the last batch, and the rest
+executor) in batches (an :class:`~palaestra.core.wire.messages.EpisodeRows`): the first episode's
+at once, then at the first episode end at least this long after the last batch, and the rest
 before the worker reports it is done. One message per episode kept the executor's one process
 busy in proportion to workers x episodes/s; the progress display redraws at most every 0.1 s
 anyway (``palaestra.cli.progress.REFRESH_S``)."""
@@ -100,12 +100,12 @@ class SimulationController(Component):
         conditions: The phase's and the run's termination conditions.
         params: The run file's simulation params (see :data:`DRIVERS` for ``driver``).
         answer_timeout: Seconds a peer may take to answer.
-        phase: The phase's index (in each :class:`~palaestra.core.messages.EpisodeEnded`).
+        phase: The phase's index (in each :class:`~palaestra.core.wire.messages.EpisodeEnded`).
         phase_id: The phase's id in the store (of its ``episodes`` rows).
         store_endpoint: The store writer's record socket (None: no store).
 
     Each episode that ends is told to the parent (its
-    :class:`~palaestra.core.messages.EpisodeEnded`, in batches: see :data:`PROGRESS_SECONDS`)
+    :class:`~palaestra.core.wire.messages.EpisodeEnded`, in batches: see :data:`PROGRESS_SECONDS`)
     and to the store writer (an ``episodes`` row, in batches, and at an episode's end
     :data:`EPISODE_FLUSH_SECONDS` after the last push).
     """
@@ -360,7 +360,7 @@ class SimulationController(Component):
     def _plan(
         self, drives: bool, episodes: int, first: int, until: int, evaluation: bool = False
     ) -> m.EnvLanes:
-        """What the games play next (see :class:`~palaestra.core.messages.EnvLanes`)."""
+        """What the games play next (see :class:`~palaestra.core.wire.messages.EnvLanes`)."""
         env = self.environments[0].name
         return m.EnvLanes(
             agents=[

@@ -8,16 +8,16 @@ from typing import Any
 
 import zmq
 
-from palaestra.core import messages as m
-from palaestra.core.channel import Channel, PeerGone
-from palaestra.core.hotloop import HotLoop
-from palaestra.core.transport import link_for
-from palaestra.core.watch import Waiting
+from palaestra.core.supervision.hotloop import HotLoop
+from palaestra.core.supervision.watch import Waiting
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel, PeerGone
+from palaestra.core.wire.transport import link_for
 
 
 class Peer:
     """A DEALER socket to one environment or Muscle, used strictly request-then-answer, and
-    the per-round link to it (:mod:`palaestra.core.channel`) while this controller plays the
+    the per-round link to it (:mod:`palaestra.core.wire.channel`) while this controller plays the
     worker's games.
 
     ``waiting`` tells the watchdog when an answer is overdue; it names the peer's process.

@@ -2,7 +2,7 @@
 of each of the phase's environments (each environment process hosts the worker's
 ``envs_per_worker`` worlds of its environment). The controller plays their rounds
 (:func:`palaestra.core.rounds.play_rounds`) with the Muscles over its sockets and steps each
-round's games in every environment (:class:`~palaestra.core.messages.EnvRound`): with several
+round's games in every environment (:class:`~palaestra.core.wire.messages.EnvRound`): with several
 environments in the phase, or ``driver: controller``."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-from palaestra.core import messages as m
 from palaestra.core.rounds import Move
 from palaestra.core.turns import Stepped
+from palaestra.core.wire import messages as m
 from palaestra.simulation.peers import AgentPeer, Peer
 
 

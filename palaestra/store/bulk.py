@@ -1,9 +1,9 @@
-"""Inserting the rows producers send (:class:`~palaestra.core.messages.Rows`), one statement
+"""Inserting the rows producers send (:class:`~palaestra.core.wire.messages.Rows`), one statement
 per batch: :func:`insert_rows` for every table.
 
 Producers shape each row for the insert (the values in the order of
-:data:`palaestra.core.records.COLUMNS`). Those of ``world_states`` and ``muscle_actions`` carry
-their JSON columns as the text the store's engines write (see
+:data:`palaestra.core.wire.records.COLUMNS`). Those of ``world_states`` and ``muscle_actions``
+carry their JSON columns as the text the store's engines write (see
 :func:`palaestra.core.nonfinite.json_text`), so the writer hands them to the driver
 as they arrived, in its transaction: no value passes SQLAlchemy's bind processors (about three
 quarters of what the writer spent per row before). SQLite takes them through one prepared
@@ -26,11 +26,11 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.exc import DBAPIError
 
-from palaestra.core.records import BULK, COLUMNS
+from palaestra.core.wire.records import BULK, COLUMNS
 from palaestra.store.models import Base
 
 TABLES: dict[str, Table] = {name: Base.metadata.tables[name] for name in COLUMNS}
-"""The tables of :data:`palaestra.core.records.COLUMNS`, by name."""
+"""The tables of :data:`palaestra.core.wire.records.COLUMNS`, by name."""
 
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 

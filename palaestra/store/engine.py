@@ -20,10 +20,12 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from palaestra.core.config import DEFAULT_STORE_URI as DEFAULT_STORE_URI  # the one default
+from palaestra.core.description.config import (
+    DEFAULT_STORE_URI as DEFAULT_STORE_URI,  # the one default
+)
+from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import from_strict_json, json_text
-from palaestra.core.uri import hide_password
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

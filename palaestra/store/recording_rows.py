@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Table, select, update
 
-from palaestra.core import messages as m
+from palaestra.core.wire import messages as m
 from palaestra.store.models import RecordingGap
 
 RECORDING_GAPS: Table = RecordingGap.__table__  # type: ignore[assignment]

@@ -1,9 +1,9 @@
 """The recorded steps an agent's ``replay`` names, read from the store for the executor.
 
-The store writer answers a :class:`~palaestra.core.messages.StoreFindReplay` with
+The store writer answers a :class:`~palaestra.core.wire.messages.StoreFindReplay` with
 :func:`find_replay`: the agent's ``muscle_actions`` in that phase of that run instance, one
-:class:`~palaestra.core.messages.RecordedSteps` per worker, and the sensor and actuator uids the
-recorded agent had, so that the executor can check them against the agent that learns.
+:class:`~palaestra.core.wire.messages.RecordedSteps` per worker, and the sensor and actuator uids
+the recorded agent had, so that the executor can check them against the agent that learns.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from palaestra.core import messages as m
+from palaestra.core.wire import messages as m
 from palaestra.store import rows
 
 

@@ -35,13 +35,13 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from palaestra.core.config import load_runtime_config
+from palaestra.core.description.config import load_runtime_config
+from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import (
     InvalidInputError,
     StoreError,
     did_you_mean,
 )
-from palaestra.core.limits import STALE_AFTER
 from palaestra.store.completed import completed_episodes
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.models import (
@@ -258,7 +258,7 @@ class RunStillRunningError(InvalidInputError):
 def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
     """The store to read: ``store_uri`` if given, else the one configured.
 
-    The configured store is the runtime configuration's (:func:`~palaestra.core.config.
+    The configured store is the runtime configuration's (:func:`~palaestra.core.description.config.
     load_runtime_config`, the one reader of it): the environment variable
     ``PALAESTRA_STORE_URI``, else ``store_uri`` in ``./palaestra-runtime.yaml``, else
     ``sqlite:///palaestra.db``.
@@ -351,8 +351,8 @@ def runs(
 
 def shown_status(status: str, heartbeat_at: dt.datetime | None, now: dt.datetime) -> str:
     """``status``, or ``stale`` for a ``running`` instance whose heartbeat is older than
-    :data:`~palaestra.core.limits.STALE_AFTER` seconds: its executor is gone. An instance
-    without a heartbeat (recorded before store revision 0007) stays ``running``."""
+    :data:`~palaestra.core.description.limits.STALE_AFTER` seconds: its executor is gone. An
+    instance without a heartbeat (recorded before store revision 0007) stays ``running``."""
     if status == "running" and heartbeat_at is not None:
         if (now - heartbeat_at).total_seconds() > STALE_AFTER:
             return "stale"

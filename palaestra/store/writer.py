@@ -24,14 +24,14 @@ from sqlalchemy import Engine, Select, Table, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from palaestra.core import messages as m
+from palaestra.core.description.limits import HEARTBEAT
+from palaestra.core.description.name_rules import dump_key
 from palaestra.core.errors import StoreError
-from palaestra.core.esm import Component, ComponentRuntime, on
-from palaestra.core.hotloop import GC_THRESHOLDS
-from palaestra.core.limits import HEARTBEAT
 from palaestra.core.liveness import holding
-from palaestra.core.name_rules import dump_key
-from palaestra.core.records import QUEUE_MESSAGES
+from palaestra.core.supervision.esm import Component, ComponentRuntime, on
+from palaestra.core.supervision.hotloop import GC_THRESHOLDS
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import QUEUE_MESSAGES
 from palaestra.store import schema
 from palaestra.store.bulk import TABLES, insert_rows
 from palaestra.store.direct import mark_run_end

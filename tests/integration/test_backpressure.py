@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import zmq
 
-from palaestra.core import messages as m
-from palaestra.core.records import QUEUE_MESSAGES, RowSink, muscle_action_values
-from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import QUEUE_MESSAGES, RowSink, muscle_action_values
+from palaestra.core.wire.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.writer import RECEIVE_HWM
 
 pytestmark = pytest.mark.timeout(30)
@@ -26,7 +26,7 @@ def test_a_stalled_writer_holds_producers_back_after_a_bounded_backlog() -> None
         endpoint = endpoint_for(run_dir, "writer")
         pull.bind(endpoint)
         push = ctx.socket(zmq.PUSH)
-        push.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)  # as palaestra.core.records sets it
+        push.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)  # as palaestra.core.wire.records sets it
         push.connect(endpoint)
         sink = RowSink(
             push,

@@ -1,4 +1,5 @@
-"""The per-step links (palaestra.core.channel) between real processes over real Unix sockets."""
+"""The per-step links (palaestra.core.wire.channel) between real processes over real Unix
+sockets."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from palaestra.core.channel import CHUNK, Listener, PeerGone, Selector, connect
-from palaestra.core.transport import endpoint_for, link_for, make_run_dir, remove_run_dir
+from palaestra.core.wire.channel import CHUNK, Listener, PeerGone, Selector, connect
+from palaestra.core.wire.transport import endpoint_for, link_for, make_run_dir, remove_run_dir
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -1,5 +1,5 @@
-"""Links across hosts (palaestra.core.netlink) on real sockets: endpoints with ipc and CURVE tcp
-alternatives, the ZAP handler that admits only the run's client key, and the per-step channels
+"""Links across hosts (palaestra.core.wire.netlink) on real sockets: endpoints with ipc and CURVE
+tcp alternatives, the ZAP handler that admits only the run's client key, and the per-step channels
 carried by a gateway and a relay. Two "hosts" are two host names on 127.0.0.1: the choice of
 alternative goes by name, so the tcp path is taken as between two machines."""
 
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 import zmq
 
-from palaestra.core.channel import CHUNK, Listener, PeerGone
-from palaestra.core.netlink import Host, Links, Network, RunKeys, pick
-from palaestra.core.transport import (
+from palaestra.core.wire.channel import CHUNK, Listener, PeerGone
+from palaestra.core.wire.netlink import Host, Links, Network, RunKeys, pick
+from palaestra.core.wire.transport import (
     announce,
     endpoint_for,
     link_for,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.experiment.probe import EnvironmentIds
 from tests.conftest import PLUGINS
 from tests.plugins.start_record import read_records

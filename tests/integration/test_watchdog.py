@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(60)
 SCRIPT = textwrap.dedent(
     """
     import multiprocessing.connection, os, select, sys, threading
-    from palaestra.core.processes import watch_parent
+    from palaestra.core.supervision.processes import watch_parent
 
     r, w = os.pipe()
     os.dup2(r, 1500)  # a big run's children have more than 1,024 descriptors open

@@ -172,7 +172,7 @@ def _runnable_yaml() -> list[Block]:
 def test_every_whole_yaml_block_loads(one: Block, tmp_path: Path) -> None:
     """A run file (it has a schedule) loads, plug-ins found; anything else is a runtime
     config."""
-    from palaestra.core.config import load_runtime_config
+    from palaestra.core.description.config import load_runtime_config
     from palaestra.experiment.runfile import load_run_text
 
     if "schedule:" in one.text:

@@ -227,7 +227,9 @@ def test_every_process_of_a_finished_run_exits_cleanly(workspace: Workspace) -> 
     # 2 phases of 6 processes each, every one reported with its real exit status, not as a kill
     result = workspace.run("-vv", "experiment-start", str(EXPERIMENTS / "dummy_run.yml"))
     assert result.returncode == 0, result.stderr[-3000:]
-    ended = re.findall(r"palaestra\.core\.processes: (\S+) ended with (-?\d+)", result.stderr)
+    ended = re.findall(
+        r"palaestra\.core\.supervision\.processes: (\S+) ended with (-?\d+)", result.stderr
+    )
     assert len(ended) == 2 * 6 + 1  # and the StoreWriter
     assert {code for _, code in ended} == {"0"}, ended
 

@@ -434,7 +434,7 @@ def test_check_environment_checks_a_client(tmp_path: Path) -> None:
     ) as info:
         check_environment(external, {**params, "world": {"steps": 0}})
     assert "external environment 'checked' (worker 0, offline world ipc://" in str(info.value)
-    from palaestra.core.reaper import children, describe
+    from palaestra.core.supervision.reaper import children, describe
 
     assert not [describe(pid) for pid in children() if str(WORLD) in describe(pid)]
 

@@ -1,6 +1,6 @@
-"""Runs across hosts (palaestra.core.netlink): the executor, the store writer and the simulation
-controllers on one host, the others on other hosts, linked by CURVE tcp. On 127.0.0.1 with four
-host names (any machine), and in network namespaces with addresses of their own (root;
+"""Runs across hosts (palaestra.core.wire.netlink): the executor, the store writer and the
+simulation controllers on one host, the others on other hosts, linked by CURVE tcp. On 127.0.0.1
+with four host names (any machine), and in network namespaces with addresses of their own (root;
 tests/netns.py), where the processes really talk across addresses: the rows of a local run,
 strangers refused, a host lost mid-run fails the run."""
 

@@ -1,7 +1,7 @@
-"""Children launched elsewhere than by a fork (palaestra/core/launch.py): a run whose Brain,
-Muscles and environments are subprocesses started through ``python -m
-palaestra.core.remote_child`` gives the rows a forked run gives, fails as it fails, and leaves
-nothing behind when its executor is killed."""
+"""Children launched elsewhere than by a fork (palaestra/core/supervision/launch.py): a run whose
+Brain, Muscles and environments are subprocesses started through ``python -m
+palaestra.core.supervision.remote_child`` gives the rows a forked run gives, fails as it fails, and
+leaves nothing behind when its executor is killed."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from tests.conftest import (
 
 DRIVER = """\
 import sys
-from palaestra.core.config import RuntimeConfig
-from palaestra.core.launch import SubprocessLauncher
+from palaestra.core.description.config import RuntimeConfig
+from palaestra.core.supervision.launch import SubprocessLauncher
 from palaestra.experiment.executor import execute
 from palaestra.experiment.runfile import load_run_file
 

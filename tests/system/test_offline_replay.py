@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from palaestra.core import messages as m
+from palaestra.core.wire import messages as m
 from palaestra.store import rows
 from palaestra.store.engine import make_engine
 from palaestra.store.replay_source import find_replay

@@ -67,7 +67,7 @@ def test_a_process_that_vanishes_leaving_a_stray_is_seen_to_end_and_its_stray_ki
 SUBREAPER = textwrap.dedent(
     """
     import os, signal, sys, time
-    from palaestra.core.reaper import become_subreaper, children, take_down_strays
+    from palaestra.core.supervision.reaper import become_subreaper, children, take_down_strays
 
     assert become_subreaper()
     r, w = os.pipe()

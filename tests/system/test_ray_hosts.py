@@ -4,7 +4,7 @@ The head node is in the test's namespace (at the bridge's address, ``hosts.home`
 nodes each in a namespace of its own (``ray start`` under ``ip netns exec``), so the run's
 processes really are on three addresses. The executor, attached to the head, places them with
 SPREAD; the processes on other hosts than the executor's must reach their peers by CURVE tcp
-(:mod:`palaestra.core.netlink`), and the rows must be those of a local run. The store is the
+(:mod:`palaestra.core.wire.netlink`), and the rows must be those of a local run. The store is the
 local PostgreSQL server through its Unix socket, which every namespace shares (its TCP
 address, 127.0.0.1, is each namespace's own).
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from palaestra.core.limits import STALE_AFTER
+from palaestra.core.description.limits import STALE_AFTER
 from palaestra.store import rows
 from tests.conftest import Workspace, wait_until_gone
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from palaestra.compat import finder
-from palaestra.core.loading import load_class
+from palaestra.core.description.loading import load_class
 
 BUILTINS = (
     "palaestra.agent.none_brain:NoneBrain",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from palaestra.core.description.specs import ClassSpec
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import ClassSpec
 from palaestra.experiment.runfile import load_run_text
 from tests.unit.test_runfile import plugin_dir, plugins  # noqa: F401 - fixtures
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from palaestra.core.errors import EXIT_INVALID_INPUT
-from palaestra.core.specs import (
+from palaestra.core.description.specs import (
     AgentSpec,
     ClassSpec,
     EnvironmentSpec,
@@ -14,6 +13,7 @@ from palaestra.core.specs import (
     RunSpec,
     SimulationSpec,
 )
+from palaestra.core.errors import EXIT_INVALID_INPUT
 from palaestra.experiment import capacity
 from palaestra.experiment.capacity import CapacityError, Limits, demand
 

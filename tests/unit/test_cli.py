@@ -283,7 +283,7 @@ def test_start_of_an_invalid_run_file_fails_in_validation(
     store = tmp_path / "store.db"
     run_dirs = tmp_path / "tmp"
     run_dirs.mkdir()
-    # any run directory (palaestra.core.transport.make_run_dir) would be made here
+    # any run directory (palaestra.core.wire.transport.make_run_dir) would be made here
     monkeypatch.setattr(tempfile, "tempdir", str(run_dirs))
     children_before = multiprocessing.active_children()
     result = invoke([command, str(bad)], env={"PALAESTRA_STORE_URI": f"sqlite:///{store}"})

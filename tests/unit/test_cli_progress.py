@@ -9,8 +9,8 @@ import pytest
 
 from palaestra.cli.formatting import number, seconds
 from palaestra.cli.progress import LiveWatcher, PlainWatcher, _console, make_watcher, watching
-from palaestra.core.messages import EpisodeEnded
-from palaestra.core.specs import PhaseConfig, PhaseSpec, RunSpec, SimulationSpec
+from palaestra.core.description.specs import PhaseConfig, PhaseSpec, RunSpec, SimulationSpec
+from palaestra.core.wire.messages import EpisodeEnded
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # everything but tab and newline
 

@@ -20,7 +20,7 @@ from click.testing import Result
 from pandas.testing import assert_frame_equal
 
 from palaestra.cli.main import cli
-from palaestra.core import messages as m
+from palaestra.core.wire import messages as m
 from palaestra.store import query, rows
 from palaestra.store.writer import StoreWriter
 from tests.conftest import cli_runner

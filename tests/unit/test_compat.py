@@ -23,8 +23,8 @@ import pytest
 import palaestra.agent
 import palaestra.compat.palaestrai
 from palaestra.compat import finder
+from palaestra.core.description.loading import load_class
 from palaestra.core.errors import PluginLoadError
-from palaestra.core.loading import load_class
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.core.description.loading import load_class
+from palaestra.core.description.seeds import derive_seed
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
     EXIT_RUN_FAILED,
@@ -25,9 +27,7 @@ from palaestra.core.errors import (
     StoreError,
     did_you_mean,
 )
-from palaestra.core.loading import load_class
-from palaestra.core.seeds import derive_seed
-from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.core.wire.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
 # --- seeds ------------------------------------------------------------------------------------
@@ -109,7 +109,10 @@ def test_load_class_needs_one_colon_with_both_parts(name: str) -> None:
         ("no_such_module_for_palaestra_tests:Thing", "no_such_module_for_palaestra_tests"),
         ("palaestra.no_such_module:Thing", "palaestra.no_such_module"),
         ("no_such_pkg_for_palaestra_tests.sub:Thing", "no_such_pkg_for_palaestra_tests.sub"),
-        ("palaestra.core.seeds.sub:Thing", "palaestra.core.seeds.sub"),  # parent is no package
+        (
+            "palaestra.core.description.seeds.sub:Thing",
+            "palaestra.core.description.seeds.sub",
+        ),  # parent is no package
     ],
 )
 def test_load_class_unknown_module(name: str, module: str) -> None:

@@ -16,9 +16,9 @@ import pytest
 from palaestra.agent import Brain, BrainDumper, BrainDumps, Muscle
 from palaestra.agent.context import BrainContext, MuscleContext
 from palaestra.agent.statistics import StatisticsError, plain_statistics
-from palaestra.core import messages as m
-from palaestra.core.name_rules import dump_file_name, dump_key
-from palaestra.core.records import statistics_values
+from palaestra.core.description.name_rules import dump_file_name, dump_key
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import statistics_values
 from palaestra.experiment.store_client import NullStore, dump_dir
 
 

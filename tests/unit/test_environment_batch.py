@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from palaestra.core import messages as m
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.nonfinite import json_text
-from palaestra.core.records import RowSink, object_keys, object_text
 from palaestra.core.spaces import Box, Discrete
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import RowSink, object_keys, object_text
 from palaestra.environment.cartpole import CartPole
 from palaestra.environment.dummy_environment import DummyEnvironment
 from palaestra.environment.environment import (

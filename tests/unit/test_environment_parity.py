@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from msgspec.structs import astuple
 
+from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.information import SensorInformation
 from palaestra.core.plugin import PluginContractError
 from palaestra.core.simtime import SimTime
-from palaestra.core.specs import EnvironmentSpec
 from palaestra.environment import (
     DummyEnvironment,
     EnvironmentBaseline,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from palaestra.compat import finder
+from palaestra.core.description.specs import ClassSpec, EnvironmentSpec
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.specs import ClassSpec, EnvironmentSpec
 from palaestra.environment.world import World
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"

@@ -1,4 +1,4 @@
-"""Tests of the event state machine, :mod:`palaestra.core.esm`."""
+"""Tests of the event state machine, :mod:`palaestra.core.supervision.esm`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from palaestra.core.esm import (
+from palaestra.core.supervision.esm import (
     TRANSITIONS,
     ChildExit,
     Component,
@@ -18,7 +18,7 @@ from palaestra.core.esm import (
     State,
     on,
 )
-from palaestra.core.messages import EnvStart, ErrorInfo, Ready, Shutdown, StoreAck
+from palaestra.core.wire.messages import EnvStart, ErrorInfo, Ready, Shutdown, StoreAck
 
 ALLOWED = {
     (State.PRISTINE, State.RUNNING),

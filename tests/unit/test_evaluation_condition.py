@@ -12,9 +12,9 @@ import pytest
 
 from palaestra.agent import DummyBrain
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
-from palaestra.core import messages as m
+from palaestra.core.description.specs import COUNT_MAX, PhaseConfig
 from palaestra.core.errors import RunFileError
-from palaestra.core.specs import COUNT_MAX, PhaseConfig
+from palaestra.core.wire import messages as m
 from palaestra.experiment import AgentEvaluationObjectiveTerminationCondition as Condition
 from palaestra.experiment.evaluation import RuleError, evaluations
 from palaestra.experiment.runfile import load_run_text

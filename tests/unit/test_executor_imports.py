@@ -11,7 +11,7 @@ HEAVY = ("sqlalchemy", "alembic", "pandas", "pyarrow", "torch")
 SCRIPT = f"""
 import sys
 import palaestra.cli.main
-from palaestra.core.processes import preload
+from palaestra.core.supervision.processes import preload
 from palaestra.experiment.executor import PRELOAD
 preload(PRELOAD)
 print(",".join(m for m in {HEAVY!r} if m in sys.modules))

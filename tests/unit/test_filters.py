@@ -13,11 +13,11 @@ import palaestra.agent as ag
 from palaestra.agent import Brain, DeltaStepFilter, Filter, NoneBrain
 from palaestra.agent.context import BrainContext
 from palaestra.agent.filter import FilterChain
+from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation as A
 from palaestra.core.information import SensorInformation as S
 from palaestra.core.mode import Mode
 from palaestra.core.spaces import Box, Discrete
-from palaestra.core.specs import ClassSpec
 
 # printed by this file's scenario run with palaestrAI 3.5.18's classes
 PALAESTRAI = (Path(__file__).parent / "fixtures" / "palaestrai_filters.txt").read_text()

@@ -23,10 +23,8 @@ import pytest
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.hot_reload import HotReload, Outcome, user_traceback
 from palaestra.agent.muscle_process import MuscleProcess
-from palaestra.core import messages as m
 from palaestra.core.code_watch import SourceWatch, WatchedFile, class_in, load_fresh, source_of
-from palaestra.core.plugin import PluginError, call
-from palaestra.core.specs import (
+from palaestra.core.description.specs import (
     AgentSpec,
     ClassSpec,
     EnvironmentSpec,
@@ -36,6 +34,8 @@ from palaestra.core.specs import (
     SimulationSpec,
     with_hot_reload,
 )
+from palaestra.core.plugin import PluginError, call
+from palaestra.core.wire import messages as m
 from palaestra.environment.world import World
 from palaestra.testing import FakeLink, muscle_step
 

@@ -606,7 +606,7 @@ def agent_with(keys: str) -> Any:
 
 
 def test_memory_limits_default_to_bounds_that_keep_a_long_run_flat() -> None:
-    from palaestra.core.specs import BRAIN_MEMORY, MUSCLE_MEMORY
+    from palaestra.core.description.specs import BRAIN_MEMORY, MUSCLE_MEMORY
 
     agent = agent_with("load: null")
     assert agent.brain_memory == BRAIN_MEMORY

@@ -1,4 +1,4 @@
-"""Tests of the message types and their codec, :mod:`palaestra.core.messages`."""
+"""Tests of the message types and their codec, :mod:`palaestra.core.wire.messages`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palaestra.core import messages as m
+from palaestra.core.wire import messages as m
 
 MESSAGE_TYPES: tuple[type[m.Msg], ...] = typing.get_args(m.Message)
 

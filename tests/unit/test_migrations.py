@@ -18,8 +18,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect, text
 
-from palaestra.core import messages as m
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
+from palaestra.core.wire import messages as m
 from palaestra.store import schema
 from palaestra.store.engine import make_engine
 from palaestra.store.models import Base

@@ -1,5 +1,6 @@
-"""Tests of the name rule and of the paths built from names (:mod:`palaestra.core.name_rules`),
-and that derived seeds fit wherever a run seed fits."""
+"""Tests of the name rule and of the paths built from names
+(:mod:`palaestra.core.description.name_rules`), and that derived seeds fit wherever a run seed
+fits."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from palaestra.core.name_rules import (
+from palaestra.core.description.name_rules import (
     NAME_MAX_BYTES,
     UnsafePathError,
     check_inside,
@@ -18,8 +19,8 @@ from palaestra.core.name_rules import (
     name_problem,
     path_part,
 )
-from palaestra.core.seeds import derive_seed
-from palaestra.core.specs import SEED_MAX
+from palaestra.core.description.seeds import derive_seed
+from palaestra.core.description.specs import SEED_MAX
 from palaestra.experiment.store_client import dump_dir
 
 PALAESTRAI_NAMES = [  # from palaestrAI's example and test run files

@@ -13,9 +13,9 @@ import numpy as np
 from pandas.testing import assert_frame_equal
 
 from palaestra.cli.main import cli
-from palaestra.core import messages as m
 from palaestra.core.information import SensorInformation, json_value
 from palaestra.core.spaces import Box, Tuple
+from palaestra.core.wire import messages as m
 from palaestra.store import query
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter

@@ -8,10 +8,10 @@ import pytest
 
 from palaestra.agent import Brain
 from palaestra.agent.pretrain import pretrain
-from palaestra.core import messages as m
 from palaestra.core.information import SensorInformation
 from palaestra.core.plugin import PluginError
 from palaestra.core.spaces import Box, Discrete
+from palaestra.core.wire import messages as m
 
 
 class Recorder(Brain):

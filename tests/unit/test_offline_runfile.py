@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from palaestra.core.specs import ReplaySpec
+from palaestra.core.description.specs import ReplaySpec
 from palaestra.experiment.runfile import load_run_text
 from tests.unit.test_runfile import MINIMAL, error_of, variant
 

@@ -9,10 +9,10 @@ import socket
 import pytest
 
 from palaestra.agent.muscle_process import MuscleProcess
-from palaestra.core import messages as m
-from palaestra.core.channel import Channel
+from palaestra.core.description.specs import UPDATE_LAG_ASYNC
 from palaestra.core.pacing import ON_TIME, SPIN, Pacer
-from palaestra.core.specs import UPDATE_LAG_ASYNC
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import Channel
 from palaestra.experiment.runfile import load_run_text
 from palaestra.store.rows import _quantile
 from palaestra.testing import FakeLink, RowRecorder, muscle_step

@@ -55,6 +55,6 @@ def test_a_failing_constructor_is_named_by_its_class_not_its_metaclass() -> None
 
 
 def test_plugin_error_stays_importable_from_the_runtime() -> None:
-    from palaestra.core import runtime
+    from palaestra.core.supervision import runtime
 
     assert runtime.PluginError is PluginError

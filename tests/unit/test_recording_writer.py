@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from palaestra.core import messages as m
-from palaestra.core.records import plugin_record_values
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import plugin_record_values
 from palaestra.store.writer import StoreWriter
 from tests.unit.test_store_writer import select_all, start, store_uri, writer
 

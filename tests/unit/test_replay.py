@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from palaestra.core import messages as m
-from palaestra.core.specs import EnvironmentSpec
+from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.turns import AllAct, RoundRobin, TurnPolicy
+from palaestra.core.wire import messages as m
 from palaestra.replay.compare import Divergence, first_difference
 from palaestra.replay.copy import muscle_rows
 from palaestra.replay.live import LiveWorld

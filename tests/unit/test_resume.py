@@ -11,10 +11,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from palaestra.core import messages as m
+from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import RunFileError
-from palaestra.core.limits import STALE_AFTER
-from palaestra.core.records import episode_values
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import episode_values
 from palaestra.experiment.resume import NotResumableError, _start, load_plan
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes

@@ -13,9 +13,9 @@ import pytest
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
-from palaestra.core import messages as m
+from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.plugin import PluginContractError
-from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
+from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.testing import LocalRounds, RowRecorder, brain_link
 from tests.plugins.games import RoundObjective

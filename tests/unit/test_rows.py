@@ -8,15 +8,15 @@ import msgspec
 import pytest
 import zmq
 
-from palaestra.core import messages as m
 from palaestra.core.plugin import PluginError
-from palaestra.core.records import (
+from palaestra.core.supervision.runtime import error_info
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import (
     WORLD_STATE_COLUMNS,
     RowSink,
     UnencodableValue,
     world_state_values,
 )
-from palaestra.core.runtime import error_info
 
 
 def test_named_rows_cost_what_tuples_cost_on_the_wire() -> None:

@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from palaestra.core.errors import RunFileError
-from palaestra.core.specs import (
+from palaestra.core.description.specs import (
     ClassSpec,
     DumpPolicy,
     EnvironmentSpec,
@@ -29,6 +28,7 @@ from palaestra.core.specs import (
     PhaseConfig,
     RunSpec,
 )
+from palaestra.core.errors import RunFileError
 from palaestra.experiment.runfile import load_run_file, load_run_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runfiles"

@@ -19,7 +19,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_store_default_is_written_once() -> None:
-    from palaestra.core.config import DEFAULT_STORE_URI, RuntimeConfig
+    from palaestra.core.description.config import DEFAULT_STORE_URI, RuntimeConfig
 
     assert engine.DEFAULT_STORE_URI is DEFAULT_STORE_URI
     assert RuntimeConfig().store_uri == DEFAULT_STORE_URI

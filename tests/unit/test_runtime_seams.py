@@ -13,7 +13,7 @@ import grimp
 import msgspec
 import pytest
 
-from palaestra.core import names
+from palaestra.core.description import names
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
     EXIT_RUN_FAILED,
@@ -21,10 +21,10 @@ from palaestra.core.errors import (
     PluginLoadError,
     StoreError,
 )
-from palaestra.core.esm import Component
 from palaestra.core.plugin import PluginError
-from palaestra.core.processes import Child, ChildSpec, Supervisor, check_args
-from palaestra.core.runtime import error_info
+from palaestra.core.supervision.esm import Component
+from palaestra.core.supervision.processes import Child, ChildSpec, Supervisor, check_args
+from palaestra.core.supervision.runtime import error_info
 
 
 def test_process_names_come_from_one_place() -> None:
@@ -79,7 +79,7 @@ def test_arguments_that_do_not_fit_the_constructor_are_refused_in_the_parent() -
 def test_an_error_keeps_its_exit_code_and_kind_as_data(exc: Exception, code: int) -> None:
     info = error_info("P", exc)
     assert (info.kind, info.run_exit_code) == (type(exc).__name__, code)
-    from palaestra.core import messages as m
+    from palaestra.core.wire import messages as m
 
     decoded = m.decode(m.encode(m.Failed(error=info)))
     assert isinstance(decoded, m.Failed)
@@ -99,8 +99,18 @@ def test_a_plugin_raising_a_palaestra_error_keeps_its_code() -> None:
 
 def test_the_supervisor_does_not_import_the_runtime() -> None:
     graph = grimp.build_graph("palaestra")
-    assert graph.find_shortest_chain("palaestra.core.processes", "palaestra.core.runtime") is None
-    assert graph.find_shortest_chain("palaestra.core.esm", "palaestra.core.processes") is None
+    assert (
+        graph.find_shortest_chain(
+            "palaestra.core.supervision.processes", "palaestra.core.supervision.runtime"
+        )
+        is None
+    )
+    assert (
+        graph.find_shortest_chain(
+            "palaestra.core.supervision.esm", "palaestra.core.supervision.processes"
+        )
+        is None
+    )
 
 
 def test_a_failing_constructor_is_reported_by_the_plugin_class() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.core import start_methods
-from palaestra.core.config import RuntimeConfig, load_runtime_config
+from palaestra.core.description.config import START_METHODS, RuntimeConfig, load_runtime_config
 from palaestra.core.errors import EXIT_INVALID_INPUT, RuntimeConfigError
+from palaestra.core.supervision import start_methods
 
 
 def _config(tmp_path: Path, text: str, environ: dict[str, str] | None = None) -> RuntimeConfig:
@@ -24,7 +24,7 @@ def _config(tmp_path: Path, text: str, environ: dict[str, str] | None = None) ->
 def test_auto_is_the_default_and_each_method_is_accepted(tmp_path: Path) -> None:
     assert RuntimeConfig().start_method == "auto"
     assert load_runtime_config(None, environ={}).start_method == "auto"
-    for method in start_methods.START_METHODS:
+    for method in START_METHODS:
         assert _config(tmp_path, f"start_method: {method}\n").start_method == method
 
 
@@ -155,7 +155,7 @@ def test_context_refuses_what_is_no_start_method() -> None:
 def test_a_child_started_fresh_does_not_run_the_callers_script_again() -> None:
     import multiprocessing.spawn
 
-    from palaestra.core.processes import without_main
+    from palaestra.core.supervision.processes import without_main
 
     main = sys.modules["__main__"]
     with without_main():

@@ -18,9 +18,8 @@ from msgspec.structs import astuple
 
 from palaestra.agent import DummyBrain
 from palaestra.agent.muscle_process import MuscleProcess
-from palaestra.core import messages as m
+from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.termination import EpisodeEndsWithEnvironment, TerminationCondition
 from palaestra.core.turns import (
     AllAct,
@@ -30,6 +29,7 @@ from palaestra.core.turns import (
     class_name,
     run_episode,
 )
+from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.environment.world import World
 from palaestra.testing import FakeLink, LocalRounds, RowRecorder, brain_link, muscle_step

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
-from palaestra.core import messages as m
-from palaestra.core.records import (
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import (
     MUSCLE_ACTION_COLUMNS,
     WORLD_STATE_COLUMNS,
     muscle_action_values,

@@ -18,8 +18,8 @@ import pytest
 from pandas.testing import assert_frame_equal
 from sqlalchemy import event
 
-from palaestra.core import messages as m
 from palaestra.core.errors import InvalidInputError, StoreError
+from palaestra.core.wire import messages as m
 from palaestra.store import query, rows
 from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine

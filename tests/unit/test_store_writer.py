@@ -15,16 +15,16 @@ import zmq
 import zmq.asyncio
 from sqlalchemy import text
 
-from palaestra.core import messages as m
+from palaestra.core.description.name_rules import path_part
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
-from palaestra.core.name_rules import path_part
-from palaestra.core.records import (
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import (
     episode_values,
     muscle_action_values,
     statistics_values,
     world_state_values,
 )
-from palaestra.core.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.core.wire.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message

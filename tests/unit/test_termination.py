@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from palaestra.core.loading import load_class
+from palaestra.core.description.loading import load_class
 from palaestra.core.termination import TerminationCondition
 
 

@@ -1,6 +1,6 @@
 """torch.cuda's state, without a GPU: ``init()`` initialises "CUDA" in this process; a process
 forked from one that had initialised it is in a "bad fork", where ``init()`` raises the error
-real torch raises there. :func:`palaestra.core.start_methods.cuda_initialised` reads
+real torch raises there. :func:`palaestra.core.supervision.start_methods.cuda_initialised` reads
 ``is_initialized()`` and ``_is_in_bad_fork()``, as it does on real torch.
 """
 

@@ -192,7 +192,7 @@ class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A whole, validated run file.
 
     Its names (``uid``, ``experiment_uid``, and each phase's, agent's and environment's)
-    follow :mod:`palaestra.core.name_rules`; ``seed`` is from 0 to :data:`SEED_MAX`.
+    follow :mod:`palaestra.core.description.name_rules`; ``seed`` is from 0 to :data:`SEED_MAX`.
     """
 
     uid: str

@@ -9,11 +9,12 @@ full buffer blocks the sender (backpressure, nothing dropped). The control plane
 episodes, failures, the store's rows) stays on ZMQ.
 
 A :class:`Listener` binds a path inside the run's private directory (mode 0700, see
-:mod:`palaestra.core.transport`); a peer :func:`connect`-s and names itself in its first
+:mod:`palaestra.core.wire.transport`); a peer :func:`connect`-s and names itself in its first
 message. Messages longer than :data:`CHUNK` travel as several packets. Every wait also watches
-the hot loop's stop pipe, so a stop request interrupts it (see :mod:`palaestra.core.hotloop`).
-A peer that hangs up is not an error here: the process that ended is reported by its own
-parent, and whoever waited for it says whom it waited for when its watch expires.
+the hot loop's stop pipe, so a stop request interrupts it (see
+:mod:`palaestra.core.supervision.hotloop`). A peer that hangs up is not an error here: the process
+that ended is reported by its own parent, and whoever waited for it says whom it waited for when
+its watch expires.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from palaestra.core.messages.base import ErrorInfo, InfoDesc, Msg
-from palaestra.core.messages.store import RecordedSteps
-from palaestra.core.specs import AgentSpec, EnvironmentSpec, Mode
+from palaestra.core.description.specs import AgentSpec, EnvironmentSpec, Mode
+from palaestra.core.wire.messages.base import ErrorInfo, InfoDesc, Msg
+from palaestra.core.wire.messages.store import RecordedSteps
 
 # --- control plane: parent <-> child ------------------------------------------------------
 
@@ -79,7 +79,7 @@ class AgentSetup(Msg, frozen=True, kw_only=True):
     actuators: list[InfoDesc]
     dumps: dict[str, bytes] = {}
     """The brain dumps the agent starts from, the newest of each tag, by
-    :func:`palaestra.core.name_rules.dump_key` of the tag (empty: none)."""
+    :func:`palaestra.core.description.name_rules.dump_key` of the tag (empty: none)."""
     dump_source: str = ""
     """Where ``dumps`` come from, in words (empty: nowhere, a fresh start)."""
     dump_dir: str = ""

@@ -12,7 +12,8 @@ them running. palaestra does not let them outlive the run or decide its outcome:
 
 A stray does not fail the run: the run's outcome is what its own processes did. The helpers
 :mod:`multiprocessing` starts for the forkserver and spawn start methods are no strays
-(:func:`palaestra.core.start_methods.helper_pids`): they end by themselves after this process.
+(:func:`palaestra.core.supervision.start_methods.helper_pids`): they end by themselves after this
+process.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import select
 import signal
 
 from palaestra.core import procfs
-from palaestra.core.start_methods import helper_pids
+from palaestra.core.supervision.start_methods import helper_pids
 
 LOG = logging.getLogger(__name__)
 

@@ -4,15 +4,16 @@ on another host, by a cluster manager.
 A run's :class:`Placement` decides, child by child, where it runs: ``None`` from
 :meth:`Placement.launch` starts the child as usual (forked from its parent, or by the start
 method's server); a :class:`Launched` is a child started some other way, which the
-:class:`~palaestra.core.processes.Supervisor` then watches and stops like any other: its end
-is an fd that becomes readable (``sentinel``), its stop a signal it forwards.
+:class:`~palaestra.core.supervision.processes.Supervisor` then watches and stops like any other:
+its end is an fd that becomes readable (``sentinel``), its stop a signal it forwards.
 
-Every launched child runs ``python -m palaestra.core.remote_child`` (:mod:`.remote_child`):
-the parent writes the child's :class:`~palaestra.core.processes.ChildSpec` (pickled: the pipe
-is a local one, never a socket) to its stdin and keeps that pipe open for as long as it
-lives; the child takes the pipe's end for its parent's death, as a forked child takes its
-liveness pipe's. :class:`SubprocessLauncher` is that, with an optional command prefix (``ip
-netns exec NS``, say); a cluster backend runs the same command on its node.
+Every launched child runs ``python -m palaestra.core.supervision.remote_child``
+(:mod:`.remote_child`): the parent writes the child's
+:class:`~palaestra.core.supervision.processes.ChildSpec` (pickled: the pipe is a local one, never a
+socket) to its stdin and keeps that pipe open for as long as it lives; the child takes the pipe's
+end for its parent's death, as a forked child takes its liveness pipe's.
+:class:`SubprocessLauncher` is that, with an optional command prefix (``ip netns exec NS``, say); a
+cluster backend runs the same command on its node.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import sys
 from collections.abc import Sequence
 from typing import Protocol
 
-from palaestra.core.processes import ChildSpec, Launched
+from palaestra.core.supervision.processes import ChildSpec, Launched
 
-ENTRY = ("-m", "palaestra.core.remote_child")
+ENTRY = ("-m", "palaestra.core.supervision.remote_child")
 """The interpreter arguments that run a launched child."""
 HEADER = struct.Struct("!Q")
 """The length of the pickled spec, ahead of it on the child's stdin."""
@@ -48,8 +49,8 @@ def encode_spec(spec: ChildSpec) -> bytes:
 
 
 def interpreter_command() -> list[str]:
-    """This interpreter with its flags running :mod:`palaestra.core.remote_child` (its ``-W``
-    options travel in :func:`child_environment`)."""
+    """This interpreter with its flags running :mod:`palaestra.core.supervision.remote_child` (its
+    ``-W`` options travel in :func:`child_environment`)."""
     flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
     kept = [flag for flag in flags if not flag.startswith("-W")]
     return [sys.executable, *kept, *ENTRY]
@@ -70,10 +71,11 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def on_host(spec: ChildSpec, name: str, address: str) -> ChildSpec:
     """``spec`` for a child on host ``name`` that binds TCP on ``address``: in a run across
-    hosts its network is seen from there (see :mod:`palaestra.core.netlink`); else unchanged."""
+    hosts its network is seen from there (see :mod:`palaestra.core.wire.netlink`); else
+    unchanged."""
     if spec.network is None:
         return spec
-    from palaestra.core.netlink import Host
+    from palaestra.core.wire.netlink import Host
 
     here = Host(name=name, address=address)
     return dataclasses.replace(spec, network=spec.network.on(here))
@@ -88,7 +90,7 @@ class SubprocessLauncher:
         host: What ``Launched.host`` says.
         roles: The roles to launch so (``None``: every child).
         env: Extra environment variables for the children.
-        address: In a run across hosts (see :mod:`palaestra.core.netlink`): the address the
+        address: In a run across hosts (see :mod:`palaestra.core.wire.netlink`): the address the
             children bind TCP on, reachable from the run's other hosts; they are then on the
             host named ``host`` (or ``address``, if ``host`` is empty), and reach processes of
             other hosts by CURVE tcp. None: they are on their parent's host.

@@ -5,14 +5,15 @@ after the parent imported what they need (numpy, pyzmq, msgspec, palaestra, and 
 the agent's or environment's plug-in modules): no child re-imports the world, no forkserver
 process stands between them, and a child is its parent's own child (SIGCHLD,
 PR_SET_PDEATHSIG). Where fork cannot be used (CUDA initialised in the parent: see
-:mod:`palaestra.core.start_methods`), they start by forkserver or spawn instead, from the same
+:mod:`palaestra.core.supervision.start_methods`), they start by forkserver or spawn instead, from
+the same
 :class:`ChildSpec`, and import their plug-ins themselves. Each child also gets the read end of
 a pipe whose write end only its parent holds: when the parent dies, however it dies, the pipe
 reads EOF and a watchdog thread ends the child at once. Every child is a subreaper and kills
-what its plug-ins left running when it ends (:mod:`palaestra.core.reaper`).
+what its plug-ins left running when it ends (:mod:`palaestra.core.supervision.reaper`).
 
 A child's end is observed on a pidfd (or its process sentinel) and turned into a
-:class:`~palaestra.core.esm.ChildExit` event on the asyncio loop, with no polling.
+:class:`~palaestra.core.supervision.esm.ChildExit` event on the asyncio loop, with no polling.
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ import aiomultiprocess
 import msgspec
 from aiomultiprocess.types import Unit
 
-from palaestra.core.console import guard_console
-from palaestra.core.esm import ChildExit, Component
-from palaestra.core.mainthread import guard_signal_calls
-from palaestra.core.netlink import Network
-from palaestra.core.reaper import become_subreaper, take_down_strays
-from palaestra.core.start_methods import FORK, FORKSERVER, context
+from palaestra.core.supervision.console import guard_console
+from palaestra.core.supervision.esm import ChildExit, Component
+from palaestra.core.supervision.mainthread import guard_signal_calls
+from palaestra.core.supervision.reaper import become_subreaper, take_down_strays
+from palaestra.core.supervision.start_methods import FORK, FORKSERVER, context
+from palaestra.core.wire.netlink import Network
 
 LOG = logging.getLogger(__name__)
 
@@ -97,11 +98,11 @@ class ChildSpec:
     log_level: int = logging.WARNING
     start_method: str = FORK
     """How this child starts its own children (its parent's method: see
-    :mod:`palaestra.core.start_methods`)."""
+    :mod:`palaestra.core.supervision.start_methods`)."""
     network: Network | None = None
     """The child's host and the run's keys where the run crosses hosts (its parent's, unless
-    its :class:`~palaestra.core.launch.Placement` put it elsewhere: see
-    :mod:`palaestra.core.netlink`); None: every link is a local one."""
+    its :class:`~palaestra.core.supervision.launch.Placement` put it elsewhere: see
+    :mod:`palaestra.core.wire.netlink`); None: every link is a local one."""
 
     def build(self) -> Component:
         """The component this child runs (called in the child)."""
@@ -126,7 +127,7 @@ class Deferred:
     path: str
 
     def resolve(self) -> type[Component]:
-        from palaestra.core.loading import load_class
+        from palaestra.core.description.loading import load_class
 
         component = load_class(self.path)
         if not issubclass(component, Component):
@@ -364,8 +365,8 @@ def die_with_parent(parent: int | None) -> None:
 
 
 ChildMain = Callable[[ChildSpec, multiprocessing.connection.Connection], Coroutine[Any, Any, int]]
-"""The coroutine a child runs (:func:`palaestra.core.runtime.child_main`); returns its exit
-code."""
+"""The coroutine a child runs (:func:`palaestra.core.supervision.runtime.child_main`); returns its
+exit code."""
 
 
 def preload(modules: Sequence[str]) -> None:
@@ -398,7 +399,7 @@ class Supervisor:
 
     def spawn(self, spec: ChildSpec, launched: Launched | None = None) -> Child:
         """Start a child for ``spec``: forked (or by the start method's server), or
-        ``launched`` elsewhere (see :mod:`palaestra.core.launch`)."""
+        ``launched`` elsewhere (see :mod:`palaestra.core.supervision.launch`)."""
         loop = asyncio.get_running_loop()
         alive_r, alive_w = multiprocessing.Pipe(duplex=False)
         process: _ChildProcess | Launched

@@ -1,8 +1,8 @@
 """Signal handlers belong to a process's main thread: say so where a plug-in tries otherwise.
 
 palaestra runs the per-step methods of Brains, Muscles and Environments in a worker thread of
-their process (:mod:`palaestra.core.hotloop`); Python refuses ``signal.signal`` there with a
-bare ``ValueError: signal only works in main thread``. In palaestra's processes,
+their process (:mod:`palaestra.core.supervision.hotloop`); Python refuses ``signal.signal`` there
+with a bare ``ValueError: signal only works in main thread``. In palaestra's processes,
 ``signal.signal`` called off the main thread raises :class:`SignalOffMainThread` instead (a
 ``ValueError`` still), which says why and what to do; on the main thread it is unchanged.
 """

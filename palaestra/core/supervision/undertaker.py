@@ -1,8 +1,8 @@
 """The undertaker: nothing a run started outlives its executor, even a SIGKILLed one.
 
 palaestra's own processes die with the executor (``PR_SET_PDEATHSIG``) and, ending normally,
-take down what they started (:mod:`palaestra.core.reaper`). A SIGKILLed executor takes its
-children with it at once, before they can take down what they started: a plug-in's process
+take down what they started (:mod:`palaestra.core.supervision.reaper`). A SIGKILLed executor takes
+its children with it at once, before they can take down what they started: a plug-in's process
 (midas-store's writer, a simulator a co-simulation started, :mod:`multiprocessing`'s resource
 tracker) is orphaned and would run on.
 
@@ -67,7 +67,7 @@ def _serve(command: int, armed: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
     os.write(armed, b"1")  # the command goes on: the title (an import) is not waited for
     os.close(armed)
-    from palaestra.core.processes import set_title
+    from palaestra.core.supervision.processes import set_title
 
     set_title("Undertaker")
     group = os.getpgid(command)

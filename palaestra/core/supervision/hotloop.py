@@ -9,8 +9,8 @@ state machine, the parent's messages, child exits, signals and watchdogs.
 Rules: hot sockets are created, used and closed by the hot thread only; the hot thread talks to
 the component only through :meth:`HotLoop.call` (which runs a callable in the asyncio thread).
 A stop request (or a posted item) reaches the loop through a pipe, whose read end every wait
-of the loop watches (ZMQ sockets and :mod:`palaestra.core.channel` links alike); an exception in
-the loop fails the component like any other.
+of the loop watches (ZMQ sockets and :mod:`palaestra.core.wire.channel` links alike); an exception
+in the loop fails the component like any other.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any, NoReturn
 
 import zmq
 
-from palaestra.core.channel import Channel, Listener, Selector
-from palaestra.core.esm import ComponentRuntime
 from palaestra.core.liveness import step_begins, step_ends, waited, waiting
-from palaestra.core.records import FAILED_FLUSH_SECONDS, RowSink
+from palaestra.core.supervision.esm import ComponentRuntime
+from palaestra.core.wire.channel import Channel, Listener, Selector
+from palaestra.core.wire.records import FAILED_FLUSH_SECONDS, RowSink
 
 _STOP = object()
 
@@ -74,7 +74,7 @@ class HotLoop:
 
     def bind(self, kind: int, endpoint: str) -> tuple[zmq.Socket[bytes], str]:
         """A socket of ``kind`` bound on ``endpoint`` (and a CURVE tcp endpoint in a run across
-        hosts: :mod:`palaestra.core.netlink`), with the endpoint to announce. Called in the
+        hosts: :mod:`palaestra.core.wire.netlink`), with the endpoint to announce. Called in the
         asyncio thread before :meth:`start`: the socket then moves to the hot thread."""
         sock = self.socket(kind)
         try:
@@ -117,7 +117,8 @@ class HotLoop:
         return item
 
     def connect(self, endpoint: str, peer: str) -> Channel:
-        """A :class:`~palaestra.core.channel.Channel` to ``peer``'s listener at ``endpoint``."""
+        """A :class:`~palaestra.core.wire.channel.Channel` to ``peer``'s listener at
+        ``endpoint``."""
         channel = self.runtime.links.channel(
             endpoint, self.name, self.stop_fd, self._control, peer
         )
@@ -133,7 +134,7 @@ class HotLoop:
         return channel
 
     def selector(self) -> Selector:
-        """A :class:`~palaestra.core.channel.Selector` that a stop request interrupts."""
+        """A :class:`~palaestra.core.wire.channel.Selector` that a stop request interrupts."""
         return Selector(self.stop_fd, self._control)
 
     def idle(self) -> NoReturn:

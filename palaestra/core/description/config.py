@@ -19,9 +19,17 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from palaestra.core import limits
+from palaestra.core.description import limits
 from palaestra.core.errors import RuntimeConfigError, did_you_mean
-from palaestra.core.start_methods import AUTO, ENV_VAR, START_METHODS
+
+AUTO = "auto"
+FORK = "fork"
+FORKSERVER = "forkserver"
+SPAWN = "spawn"
+START_METHODS = (AUTO, FORK, FORKSERVER, SPAWN)
+"""The values of the runtime config's ``start_method``."""
+ENV_VAR = "PALAESTRA_START_METHOD"
+"""The environment variable that overrides the runtime config's ``start_method``."""
 
 DEFAULT_FILE = "palaestra-runtime.yaml"
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
@@ -52,7 +60,7 @@ class RuntimeConfig:
     start_method: str = AUTO
     """How the run's processes start: ``fork`` (fast), ``forkserver`` or ``spawn`` (for
     plug-ins that use CUDA), or ``auto``: fork unless CUDA is initialised in the executor once
-    the plug-in modules are imported (see :mod:`palaestra.core.start_methods`)."""
+    the plug-in modules are imported (see :mod:`palaestra.core.supervision.start_methods`)."""
     backend: str = "local"
     """Where the run's processes run: ``local`` (children of the executor, on this machine) or
     ``ray`` (placed on a Ray cluster; needs ``pip install 'palaestra[ray]'`` and a PostgreSQL

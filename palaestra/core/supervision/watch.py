@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from palaestra.core import messages as m
-from palaestra.core.runtime import ComponentFailed
+from palaestra.core.supervision.runtime import ComponentFailed
+from palaestra.core.wire import messages as m
 
 
 class Waiting:

@@ -1,5 +1,5 @@
 """What producers send the store writer: rows (one message type, see
-:mod:`palaestra.core.records`), recording gaps, brain dumps, a producer's end; and the ended
+:mod:`palaestra.core.wire.records`), recording gaps, brain dumps, a producer's end; and the ended
 episodes the executor counts."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from palaestra.core.messages.base import Msg
+from palaestra.core.wire.messages.base import Msg
 
 # --- store records -------------------------------------------------------------------------
 
@@ -93,8 +93,8 @@ class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
 
 class Rows(Msg, frozen=True, kw_only=True):
     """A batch of rows of one table, ready to insert: each a tuple of the table's values in the
-    order of :data:`palaestra.core.records.COLUMNS` (the producer shapes them, with the ids of
-    its agent, environment or phase: see :mod:`palaestra.core.records`); the writer only
+    order of :data:`palaestra.core.wire.records.COLUMNS` (the producer shapes them, with the ids of
+    its agent, environment or phase: see :mod:`palaestra.core.wire.records`); the writer only
     inserts them. The one message that carries rows to the store writer."""
 
     table: str

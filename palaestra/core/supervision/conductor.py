@@ -9,8 +9,8 @@ children report to the executor's runtime; the conductor knows which of them are
 
 from __future__ import annotations
 
-from palaestra.core.processes import Child
-from palaestra.core.runtime import Runtime
+from palaestra.core.supervision.processes import Child
+from palaestra.core.supervision.runtime import Runtime
 
 
 class Conductor:

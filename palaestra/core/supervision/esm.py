@@ -1,9 +1,9 @@
 """The event state machine: states, transitions and typed event dispatch of a component.
 
 Every long-lived palaestra process runs one :class:`Component`. A component declares handlers
-with :func:`on` for message types; the runtime (:mod:`palaestra.core.runtime`) feeds it messages,
-child-exit events and signals. The machine itself is pure: no sockets, no processes, so it is
-unit-tested directly.
+with :func:`on` for message types; the runtime (:mod:`palaestra.core.supervision.runtime`) feeds it
+messages, child-exit events and signals. The machine itself is pure: no sockets, no processes, so
+it is unit-tested directly.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import zmq.asyncio
 
-from palaestra.core.messages import ErrorInfo, Msg, Shutdown
+from palaestra.core.wire.messages import ErrorInfo, Msg, Shutdown
 
 if TYPE_CHECKING:
-    from palaestra.core.netlink import Links
+    from palaestra.core.wire.netlink import Links
 
 LOG = logging.getLogger(__name__)
 
@@ -47,10 +47,11 @@ class InvalidTransition(RuntimeError):
 
 
 class ComponentRuntime(Protocol):
-    """What a component may use of the process it runs in (:class:`~palaestra.core.runtime.
-    Runtime` is the one implementation): the run's private directory, the ZMQ context, tasks
-    whose failure fails the component, the parent's socket, and sockets of its own, and its
-    links to other hosts (:mod:`palaestra.core.netlink`)."""
+    """What a component may use of the process it runs in
+    (:class:`~palaestra.core.supervision.runtime. Runtime` is the one implementation): the run's
+    private directory, the ZMQ context, tasks whose failure fails the component, the parent's
+    socket, and sockets of its own, and its links to other hosts
+    (:mod:`palaestra.core.wire.netlink`)."""
 
     run_dir: str
     ctx: zmq.asyncio.Context
@@ -72,8 +73,8 @@ class ComponentRuntime(Protocol):
 
 class ChildExit:
     """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``;
-    ``host`` says where a launched child ran (see :mod:`palaestra.core.launch`), "" for one
-    forked here."""
+    ``host`` says where a launched child ran (see :mod:`palaestra.core.supervision.launch`), "" for
+    one forked here."""
 
     __slots__ = ("name", "role", "exit_code", "host")
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from palaestra.core.messages.base import InfoDesc, Msg
-from palaestra.core.messages.control import EpisodeAgent
-from palaestra.core.specs import ClassSpec
+from palaestra.core.description.specs import ClassSpec
+from palaestra.core.wire.messages.base import InfoDesc, Msg
+from palaestra.core.wire.messages.control import EpisodeAgent
 
 # --- hot path: simulation controller <-> environment ---------------------------------------
 

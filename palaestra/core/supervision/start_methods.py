@@ -22,16 +22,25 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from palaestra.core.description.config import AUTO, FORK, FORKSERVER, SPAWN
+
+__all__ = [
+    "AUTO",
+    "CUDA_METHOD",
+    "FORK",
+    "FORKSERVER",
+    "SPAWN",
+    "context",
+    "cuda_initialised",
+    "helper_pids",
+    "resolve",
+    "resolve_quietly",
+    "stop_fork_server",
+    "use",
+]  # (the start methods' names are the runtime config's)
+
 LOG = logging.getLogger(__name__)
 
-AUTO = "auto"
-FORK = "fork"
-FORKSERVER = "forkserver"
-SPAWN = "spawn"
-START_METHODS = (AUTO, FORK, FORKSERVER, SPAWN)
-"""The values of the runtime config's ``start_method``."""
-ENV_VAR = "PALAESTRA_START_METHOD"
-"""The environment variable that overrides the runtime config's ``start_method``."""
 CUDA_METHOD = FORKSERVER
 """What ``auto`` picks where CUDA is initialised."""
 

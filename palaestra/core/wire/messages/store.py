@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from palaestra.core.messages.base import Msg
-from palaestra.core.messages.rows import MuscleActionRow
+from palaestra.core.wire.messages.base import Msg
+from palaestra.core.wire.messages.rows import MuscleActionRow
 
 # --- store control: executor <-> store writer (rare, synchronous) --------------------------
 
@@ -102,8 +102,8 @@ class StoreFindDump(Msg, frozen=True, kw_only=True):
 
 class StoreDump(Msg, frozen=True, kw_only=True):
     """The dumps found: the newest of each tag, by
-    :func:`palaestra.core.name_rules.dump_key` of the tag (empty if none), and the id of the
-    newest of them (None if none, or found among the files)."""
+    :func:`palaestra.core.description.name_rules.dump_key` of the tag (empty if none), and the id
+    of the newest of them (None if none, or found among the files)."""
 
     brain_state_id: int | None
     dumps: dict[str, bytes]

@@ -5,7 +5,7 @@ and imported from here (``from palaestra.core import messages as m``).
 Framework messages are msgpack with a schema (`decode` rejects anything else), so nothing is
 ever unpickled from a socket. Opaque user payloads (``data_for_brain``, brain updates) travel as
 ``bytes`` fields holding a pickle, only on the run's private ipc sockets (see
-:mod:`palaestra.core.transport`).
+:mod:`palaestra.core.wire.transport`).
 
 Values of sensors, actuators and rewards are plain JSON-able Python (numbers and nested lists),
 the same form the store writes.
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import msgspec
 
-from palaestra.core.messages.base import (
+from palaestra.core.wire.messages.base import (
     ErrorInfo,
     InfoDesc,
     Msg,
 )
-from palaestra.core.messages.control import (
+from palaestra.core.wire.messages.control import (
     AgentEndpoint,
     AgentSetup,
     AgentsReady,
@@ -36,7 +36,7 @@ from palaestra.core.messages.control import (
     SimulationRun,
     SimulationSetup,
 )
-from palaestra.core.messages.rows import (
+from palaestra.core.wire.messages.rows import (
     BrainDump,
     CodeReloadRow,
     EpisodeEnded,
@@ -49,7 +49,7 @@ from palaestra.core.messages.rows import (
     StatisticsRow,
     WorldStateRow,
 )
-from palaestra.core.messages.step import (
+from palaestra.core.wire.messages.step import (
     AgentActions,
     AgentEpisode,
     AgentEvaluate,
@@ -71,7 +71,7 @@ from palaestra.core.messages.step import (
     LaneEpisodeDone,
     Transition,
 )
-from palaestra.core.messages.store import (
+from palaestra.core.wire.messages.store import (
     PhaseAgent,
     PhaseEnvironment,
     RecordedSteps,

@@ -1,8 +1,8 @@
 """Batching result rows on their way to the store writer (PUSH, one way, never awaited).
 
-Producers push from their hot loop (see :mod:`palaestra.core.hotloop`) on a synchronous socket.
-Each row is encoded when it is added: a value that has no encoded form fails the step that made
-it (naming the plug-in, the step and the uid) instead of the batch it would have been pushed
+Producers push from their hot loop (see :mod:`palaestra.core.supervision.hotloop`) on a synchronous
+socket. Each row is encoded when it is added: a value that has no encoded form fails the step that
+made it (naming the plug-in, the step and the uid) instead of the batch it would have been pushed
 with, and the encoded size bounds a batch in bytes as well as in rows. A push blocks only when
 the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES` batches of at most
 :data:`BATCH_BYTES` each, on either side of the socket), nothing dropped.
@@ -11,17 +11,16 @@ the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES` batch
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 import msgspec
 import zmq
 
-from palaestra.core import messages as m
 from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
-from palaestra.core.turns import reward_total
+from palaestra.core.wire import messages as m
 
 LOG = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ WORLD_STATE_COLUMNS = (
     "simtime",
     "late_by",
 )
-"""The values of a ``world_states`` row in :class:`~palaestra.core.messages.Rows`."""
+"""The values of a ``world_states`` row in :class:`~palaestra.core.wire.messages.Rows`."""
 MUSCLE_ACTION_COLUMNS = (
     "agent_id",
     "worker",
@@ -76,7 +75,7 @@ MUSCLE_ACTION_COLUMNS = (
     "truncated",
     "stale_policy",
 )
-"""The values of a ``muscle_actions`` row in :class:`~palaestra.core.messages.Rows`."""
+"""The values of a ``muscle_actions`` row in :class:`~palaestra.core.wire.messages.Rows`."""
 COLUMNS = {
     "world_states": WORLD_STATE_COLUMNS,
     "muscle_actions": MUSCLE_ACTION_COLUMNS,
@@ -95,7 +94,7 @@ COLUMNS = {
         "rewards",
     ),
 }
-"""Every table producers send rows of (:class:`~palaestra.core.messages.Rows`), and the order
+"""Every table producers send rows of (:class:`~palaestra.core.wire.messages.Rows`), and the order
 of a row's values: one shape per table, made here, inserted by the writer as it comes."""
 BULK = frozenset(("world_states", "muscle_actions"))
 """The per-step tables: their JSON values arrive as JSON text and go to the driver as they are
@@ -224,11 +223,11 @@ class RowSink:
         socket: The PUSH socket to the writer (see :func:`connect_store`); None discards rows
             (the run has no store), but they are still checked.
         table: The table of the rows (a key of :data:`COLUMNS`): a batch goes as one
-            :class:`~palaestra.core.messages.Rows` of it.
+            :class:`~palaestra.core.wire.messages.Rows` of it.
         batch: Rows per batch at most.
         batch_bytes: Encoded bytes per batch at most (a row larger than that goes alone).
         plugin: The plug-in and its method that made the rows' values: an unencodable value
-            fails as a :class:`~palaestra.core.runtime.PluginError` of that method.
+            fails as a :class:`~palaestra.core.supervision.runtime.PluginError` of that method.
         shape: Turns a row into what is encoded in its place (the ready-to-insert values of
             the table, :func:`world_state_values` and the like): the writer then does no work
             per row but the insert. Without a ``socket`` the row is only checked, as it is.
@@ -376,3 +375,19 @@ def connect_store(hot: Any, endpoint: str | None) -> zmq.Socket[bytes] | None:
     sock.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)
     hot.dial(sock, endpoint)
     return sock
+
+
+def reward_total(rewards: Iterable[Any]) -> float | None:
+    """The sum of a step's numeric reward values (nested lists summed too), None if none:
+    ``muscle_actions.reward`` of a step, and what an episode's reward adds up."""
+    total = 0.0
+    found = False
+    stack: list[Any] = list(rewards)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            total += value
+            found = True
+    return total if found else None

@@ -1,21 +1,21 @@
 """Links between hosts: ZMQ over TCP with CURVE keys made for the run, Unix links within a host.
 
 Without a :class:`Network` nothing here changes a run: every endpoint is a private ``ipc://``
-path (:mod:`palaestra.core.transport`). With one (a run whose processes are placed on several
-hosts: see :mod:`palaestra.core.launch`), each process knows its host's name and the address it
-may bind on, and the run's keys:
+path (:mod:`palaestra.core.wire.transport`). With one (a run whose processes are placed on several
+hosts: see :mod:`palaestra.core.supervision.launch`), each process knows its host's name and the
+address it may bind on, and the run's keys:
 
 - A server socket binds its ipc endpoint, then (as a CURVE server with the run's server key)
   a ``tcp://<address>:*`` endpoint on the same socket, and announces both with its host's name
-  (:func:`~palaestra.core.transport.announce`). A ZAP handler in each process admits only
+  (:func:`~palaestra.core.wire.transport.announce`). A ZAP handler in each process admits only
   clients that hold the run's client key, so a peer without the run's keys gets no answer.
 - A client picks the ipc alternative when the server is on its own host, else the tcp one,
   as a CURVE client (:meth:`Links.connect`).
-- The per-step links (:mod:`palaestra.core.channel`, Unix ``SOCK_SEQPACKET``) keep their code
-  path: beside a :class:`~palaestra.core.channel.Listener` a :class:`Gateway` thread accepts
+- The per-step links (:mod:`palaestra.core.wire.channel`, Unix ``SOCK_SEQPACKET``) keep their code
+  path: beside a :class:`~palaestra.core.wire.channel.Listener` a :class:`Gateway` thread accepts
   CURVE peers on a ROUTER and opens one local connection to the listener per peer; on the
   connecting side a :class:`Relay` thread joins one end of a socket pair (the other end is the
-  :class:`~palaestra.core.channel.Channel`) to a CURVE DEALER. Both relay the packets as they
+  :class:`~palaestra.core.wire.channel.Channel`) to a CURVE DEALER. Both relay the packets as they
   are, so message framing and the peer's name work as locally; an empty packet is a hang-up.
 
 Pickled user payloads (Muscle <-> Brain) thus cross hosts only on CURVE-authenticated,
@@ -33,9 +33,9 @@ import msgspec
 import zmq
 import zmq.utils.z85
 
-from palaestra.core.channel import CHUNK, Channel, Listener, connect
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.transport import announce, parse
+from palaestra.core.wire.channel import CHUNK, Channel, Listener, connect
+from palaestra.core.wire.transport import announce, parse
 
 ZAP_DOMAIN = b"palaestra"
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
@@ -297,7 +297,7 @@ class ZapHandler(_Worker):
 
 
 class Gateway(_Worker):
-    """Accepts CURVE peers of a :class:`~palaestra.core.channel.Listener` on other hosts: one
+    """Accepts CURVE peers of a :class:`~palaestra.core.wire.channel.Listener` on other hosts: one
     local connection to the listener per peer, packets relayed both ways unchanged."""
 
     def __init__(self, ctx: zmq.Context[Any], network: Network, path: str) -> None:

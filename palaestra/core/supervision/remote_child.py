@@ -1,10 +1,10 @@
-"""Entry point of a launched child (:mod:`palaestra.core.launch`): ``python -m
-palaestra.core.remote_child``.
+"""Entry point of a launched child (:mod:`palaestra.core.supervision.launch`): ``python -m
+palaestra.core.supervision.remote_child``.
 
 Reads the child's spec from stdin (its length, then the pickled
-:class:`~palaestra.core.processes.ChildSpec`), then runs it as a forked child would run, with
-stdin as its liveness pipe: when the process that launched it dies, stdin reads EOF and this
-process ends at once, taking down what its plug-ins left running.
+:class:`~palaestra.core.supervision.processes.ChildSpec`), then runs it as a forked child would
+run, with stdin as its liveness pipe: when the process that launched it dies, stdin reads EOF and
+this process ends at once, taking down what its plug-ins left running.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import sys
 
 from aiomultiprocess.types import Unit
 
-from palaestra.core.console import guard_console
-from palaestra.core.launch import HEADER
-from palaestra.core.mainthread import guard_signal_calls
-from palaestra.core.processes import ChildSpec, bootstrap
-from palaestra.core.reaper import become_subreaper
+from palaestra.core.supervision.console import guard_console
+from palaestra.core.supervision.launch import HEADER
+from palaestra.core.supervision.mainthread import guard_signal_calls
+from palaestra.core.supervision.processes import ChildSpec, bootstrap
+from palaestra.core.supervision.reaper import become_subreaper
 
 EXIT_NO_SPEC = 70
 """Exit code when stdin closed before a whole spec arrived (the launcher died)."""
@@ -53,7 +53,7 @@ def main() -> None:
     become_subreaper()
     alive = multiprocessing.connection.Connection(os.dup(0), writable=False)
     sys.stdin.close()
-    from palaestra.core.runtime import child_main
+    from palaestra.core.supervision.runtime import child_main
 
     bootstrap(Unit(target=child_main, args=(spec, alive), kwargs={}, namespace=None))
 

@@ -4,23 +4,19 @@ Everything of a run binds to ``ipc://`` paths inside a directory created with mo
 other user on the host can connect, and the pickled user payloads on the Muscle <-> Brain path
 are only reachable by the run's own processes. A run on one host binds no TCP port.
 
-A run whose processes are on several hosts (:mod:`palaestra.core.netlink`) announces each
+A run whose processes are on several hosts (:mod:`palaestra.core.wire.netlink`) announces each
 endpoint as its ipc alternative, its CURVE tcp alternative and its host's name
 (:func:`announce`): ``net:`` and a JSON object; a peer on the same host takes the ipc one.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
 import shutil
 import tempfile
 
 import msgspec
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_MAX_IPC_PATH = 100  # sockaddr_un allows 107 bytes; keep a margin
+from palaestra.core.files import file_for
 
 
 def make_run_dir() -> str:
@@ -37,19 +33,9 @@ def endpoint_for(run_dir: str, name: str) -> str:
     return f"ipc://{file_for(run_dir, name, '.sock')}"
 
 
-def file_for(run_dir: str, name: str, suffix: str) -> str:
-    """A unique path for ``name`` inside ``run_dir``, ending in ``suffix``, short enough for a
-    socket's address."""
-    safe = _UNSAFE.sub("_", name)
-    path = os.path.join(run_dir, f"{safe}{suffix}")
-    if safe != name or len(path) > _MAX_IPC_PATH:  # keep distinct names distinct
-        digest = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
-        path = os.path.join(run_dir, f"{safe[:24]}-{digest}{suffix}")
-    return path
-
-
 def link_for(endpoint: str) -> str:
-    """The endpoint of the per-step link (:mod:`palaestra.core.channel`) beside ``endpoint``."""
+    """The endpoint of the per-step link (:mod:`palaestra.core.wire.channel`) beside
+    ``endpoint``."""
     net = parse(endpoint)
     if net is None:
         return endpoint.removesuffix(".sock") + ".link"
@@ -62,7 +48,7 @@ NET_PREFIX = "net:"
 class NetEndpoint(msgspec.Struct, frozen=True, kw_only=True):
     """An endpoint of a run across hosts: its ``ipc`` alternative for peers on ``host``, its
     ``tcp`` one (CURVE) for the others and, for an endpoint with a per-step link beside it,
-    the link's ``tcp`` alternative (its gateway's: see :mod:`palaestra.core.netlink`)."""
+    the link's ``tcp`` alternative (its gateway's: see :mod:`palaestra.core.wire.netlink`)."""
 
     ipc: str
     host: str

@@ -3,7 +3,7 @@
 The runtime owns the asyncio loop side of a component: the DEALER to its parent, the ROUTER its
 children report to, the supervisor of its children, and the SIGTERM handler. It feeds every
 event into the component's state machine and turns the machine's end into the process's end:
-exit 0 when FINISHED, 1 with a :class:`~palaestra.core.messages.Failed` sent upward on ERROR.
+exit 0 when FINISHED, 1 with a :class:`~palaestra.core.wire.messages.Failed` sent upward on ERROR.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import msgspec
 import zmq
 import zmq.asyncio
 
-from palaestra.core import limits, liveness, names
-from palaestra.core import messages as m
+from palaestra.core import liveness
+from palaestra.core.description import limits, names
 from palaestra.core.errors import PalaestraError
-from palaestra.core.esm import ChildExit, Component, State
-from palaestra.core.launch import Placement
-from palaestra.core.netlink import Links, Network
 from palaestra.core.plugin import PluginError
-from palaestra.core.processes import (
+from palaestra.core.supervision.esm import ChildExit, Component, State
+from palaestra.core.supervision.launch import Placement
+from palaestra.core.supervision.processes import (
     Child,
     ChildSpec,
     Deferred,
@@ -37,8 +36,10 @@ from palaestra.core.processes import (
     set_title,
     watch_parent,
 )
-from palaestra.core.start_methods import FORK
-from palaestra.core.transport import endpoint_for
+from palaestra.core.supervision.start_methods import FORK
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.netlink import Links, Network
+from palaestra.core.wire.transport import endpoint_for
 
 LOG = logging.getLogger(__name__)
 
@@ -71,11 +72,11 @@ class Runtime:
         run_dir: Private directory for this run's ipc endpoints.
         log_level: Passed on to children.
         start_method: How children start (fork, forkserver or spawn; see
-            :mod:`palaestra.core.start_methods`), passed on to them for theirs.
+            :mod:`palaestra.core.supervision.start_methods`), passed on to them for theirs.
         placement: Where this process's children run, child by child (None: all are its
-            own, started by ``start_method``; see :mod:`palaestra.core.launch`).
+            own, started by ``start_method``; see :mod:`palaestra.core.supervision.launch`).
         network: This process's host and the run's keys, for a run across hosts (a child
-            takes its spec's; see :mod:`palaestra.core.netlink`); None: local links only.
+            takes its spec's; see :mod:`palaestra.core.wire.netlink`); None: local links only.
     """
 
     def __init__(

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from palaestra.core.information import json_value
-from palaestra.core.messages import InfoDesc
 from palaestra.core.spaces import Space
+from palaestra.core.wire.messages import InfoDesc
 
 InfoT = TypeVar("InfoT")
 
