@@ -57,7 +57,7 @@ class Batch:
         first = games[0]
         count = len(games)
         arrays = {}
-        for template in first.actuators:
+        for template in first.declared.actuators:
             uid, space, default = str(template.uid), template.space, template.value
             values = [setpoints.get(uid, default) for _, setpoints, _ in moves]
             arrays[uid] = _stacked(values, space)
@@ -87,7 +87,7 @@ class Batch:
     ) -> list[m.EnvState]:
         """Each game's state and (if recorded) its ``world_states`` row, in one pass."""
         first = self.first
-        uids = first.full_sensor_uids
+        uids = first.declared.full_sensor_uids
         keys = object_keys(uids)
         paused = first.switch.paused()
         every = first.record_every
@@ -148,21 +148,21 @@ class Batch:
             )
         reported = {str(s.uid): s for s in batch.sensor_information}
         if len(reported) != len(batch.sensor_information) or reported.keys() != set(
-            first.sensor_uids
+            first.declared.sensor_uids
         ):
             raise PluginContractError(
                 first.env,
                 "update_batch",
                 f"reported sensors {sorted(reported)}; it must report each sensor its start "
-                f"declared once: {first.sensor_uids}",
+                f"declared once: {first.declared.sensor_uids}",
             )
         columns = []
-        for index, uid in enumerate(first.sensor_uids):
+        for index, uid in enumerate(first.declared.sensor_uids):
             info = reported[uid]
-            space = first.declared[uid]
+            space = first.declared.spaces[uid]
             values = _column(first, "sensor", info, space, count)
-            if first.value_checks is not None:
-                _check(games, "sensor", info, space, values, first.value_checks[index])
+            if first.declared.value_checks is not None:
+                _check(games, "sensor", info, space, values, first.declared.value_checks[index])
             columns.append(_json_column(values, space))
         return columns
 
@@ -175,7 +175,7 @@ class Batch:
         for reward in batch.rewards:
             space = reward.space
             values = _column(first, "reward", reward, space, count)
-            if first.check_rewards:
+            if first.declared.check_rewards:
                 _check(games, "reward", reward, space, values, value_check(space))
             desc = m.InfoDesc(
                 str(reward.uid), space.to_dict() if space is not None else None, None

@@ -78,7 +78,7 @@ class Worlds:
         states = step_worlds(games, self.batch, local, late_by)
         return [
             Stepped(
-                zip(games[move[0]].full_sensor_uids, state.values, strict=True),
+                zip(games[move[0]].declared.full_sensor_uids, state.values, strict=True),
                 state.rewards,
                 [state.done],
                 [state.terminated],
@@ -92,7 +92,7 @@ def restart_worlds(worlds: list[World], games: Sequence[int]) -> None:
     """Start the next episode of each of ``games`` (their episode is over)."""
     for index in games:
         world = worlds[index]
-        world.start_world(True, world.check_rewards)
+        world.start_world(True, world.declared.check_rewards)
 
 
 def step_worlds(

@@ -76,6 +76,51 @@ def _renamed(sensor: SensorInformation, uid: str) -> SensorInformation:
     return renamed
 
 
+class Declared:
+    """What a world's plug-in declared at its last start (or reset): its sensors (their uids,
+    their uids with the environment's prefix, spaces and the checks of their values), its
+    actuators, and whether (and against what) its rewards are checked."""
+
+    __slots__ = (
+        "prefix",
+        "spaces",
+        "sensor_uids",
+        "full_sensor_uids",
+        "sensor_index",
+        "value_checks",
+        "check_rewards",
+        "reward_checks",
+        "actuators",
+    )
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix  # the environment's uid and a dot
+        self.spaces: dict[str, Any] = {}  # by the sensor's own uid
+        self.sensor_uids: list[str] = []
+        self.full_sensor_uids: list[str] = []
+        self.sensor_index: dict[str, int] = {}
+        self.value_checks: list[Check] | None = None
+        self.check_rewards = True
+        self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward's position
+        self.actuators: list[ActuatorInformation] = []
+
+    def take(
+        self,
+        sensors: Sequence[SensorInformation],
+        actuators: list[ActuatorInformation],
+        check_values: bool,
+    ) -> None:
+        """What a start declared (``check_values``: every step's values are checked)."""
+        self.spaces = {str(s.uid): s.space for s in sensors}
+        self.value_checks = [value_check(s.space) for s in sensors] if check_values else None
+        self.check_rewards = check_values
+        self.reward_checks = {}
+        self.actuators = actuators
+        self.sensor_uids = [str(s.uid) for s in sensors]
+        self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
+        self.full_sensor_uids = [self.prefix + uid for uid in self.sensor_uids]
+
+
 class World:
     """One game of a worker (see the module's description).
 
@@ -144,16 +189,9 @@ class World:
         self.transformer: Any = (
             _build(environment.state_transformer) if environment.state_transformer else None
         )
-        self.actuators: list[ActuatorInformation] = []
         self.first_step = True
-        self.declared: dict[str, Any] = {}
-        self.value_checks: list[Check] | None = None
-        self.check_rewards = True
-        self.reward_checks: dict[int, tuple[Any, Check]] = {}
-        self.sensor_index: dict[str, int] = {}
-        self.sensor_uids: list[str] = []
-        self.full_sensor_uids: list[str] = []
         self.prefix = f"{environment.uid}."
+        self.declared = Declared(self.prefix)  # what its plug-in's last start declared
         self.episode = -1
         self.step = 0
         self.late_by: float | None = None  # of the step being taken (paced; see EnvRound)
@@ -163,7 +201,7 @@ class World:
 
     def sensor_values(self) -> dict[str, Any]:
         """The world's sensor values now, by full uid."""
-        return dict(zip(self.full_sensor_uids, self.values, strict=True))
+        return dict(zip(self.declared.full_sensor_uids, self.values, strict=True))
 
     def row_values(self, row: m.WorldStateRow) -> tuple[Any, ...]:
         """The row ready to insert (see :class:`~palaestra.core.wire.messages.Rows`)."""
@@ -229,15 +267,8 @@ class World:
         self.episode += 1
         self.step = 0
         self.first_step = True
-        self.declared = {str(s.uid): s.space for s in sensors}
-        self.value_checks = [value_check(s.space) for s in sensors] if check_values else None
-        self.check_rewards = check_values
-        self.reward_checks = {}
-        self.actuators = actuators
-        self.sensor_uids = [str(s.uid) for s in sensors]
-        self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
+        self.declared.take(sensors, actuators, check_values)
         prefix = self.prefix
-        self.full_sensor_uids = [prefix + uid for uid in self.sensor_uids]
         baseline = m.EnvBaseline(
             sensors=[describe(s, prefix + str(s.uid)) for s in sensors],
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
@@ -261,7 +292,7 @@ class World:
     def update(self, setpoints: dict[str, Any]) -> m.EnvState:
         """Apply set points (by the environment's own actuator ids) and step the world."""
         actuators = []
-        for template in self.actuators:
+        for template in self.declared.actuators:
             uid = str(template.uid)
             space = template.space
             if uid in setpoints:
@@ -278,7 +309,7 @@ class World:
         is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
         if self.first_step:  # checked in full
             sensors, rewards, done = checks.first_state(
-                self.env, result, self.declared, self.shapes.fixed
+                self.env, result, self.declared.spaces, self.shapes.fixed
             )
         elif is_state:
             sensors, rewards, done = result.sensor_information, result.rewards, bool(result.done)
@@ -318,7 +349,7 @@ class World:
             m.WorldStateRow(
                 self.episode,
                 self.step,
-                dict(zip(self.full_sensor_uids, values, strict=True)),
+                dict(zip(self.declared.full_sensor_uids, values, strict=True)),
                 {self.prefix + uid: value for uid, value in setpoints.items()},
                 {r.uid: r.value for r in rewards},
                 done,
@@ -386,15 +417,15 @@ class World:
     def _values(self, sensors: Sequence[SensorInformation]) -> list[Any]:
         """The sensor values in baseline order, as JSON; each checked against its space
         unless that is switched off. An unknown or missing sensor always fails the run."""
-        values: list[Any] = [None] * len(self.sensor_uids)
-        index_of = self.sensor_index.get
-        value_checks = self.value_checks
+        values: list[Any] = [None] * len(self.declared.sensor_uids)
+        index_of = self.declared.sensor_index.get
+        value_checks = self.declared.value_checks
         for sensor in sensors:
             index = index_of(str(sensor.uid))
             if index is None:
-                raise checks.unknown_sensor(self.env, str(sensor.uid), self.sensor_uids)
+                raise checks.unknown_sensor(self.env, str(sensor.uid), self.declared.sensor_uids)
             if value_checks is not None and not value_checks[index](sensor.value):
-                declared = self.declared[self.sensor_uids[index]]
+                declared = self.declared.spaces[self.declared.sensor_uids[index]]
                 fixed = self.shapes.fixed(self.env, "update", "sensor", sensor, declared)
                 if fixed is None:
                     raise checks.outside(self.env, "sensor", sensor, declared)
@@ -403,14 +434,14 @@ class World:
         if len(sensors) < len(values):  # (the first step also finds a sensor given twice)
             reported = {str(s.uid) for s in sensors}
             raise checks.missing_sensors(
-                self.env, [uid for uid in self.sensor_uids if uid not in reported]
+                self.env, [uid for uid in self.declared.sensor_uids if uid not in reported]
             )
         return values
 
     def _rewards(self, rewards: Sequence[RewardInformation]) -> list[m.InfoDesc]:
-        if not self.check_rewards:
+        if not self.declared.check_rewards:
             return [describe(r) for r in rewards]
-        known = self.reward_checks
+        known = self.declared.reward_checks
         described = []
         for reward in rewards:
             space = reward.space
@@ -434,15 +465,16 @@ class World:
 def same_world(first: World, game: World) -> None:
     """Fail unless ``game`` has the sensors and actuators of the worker's first game (their
     Muscle acts in all with the same spaces)."""
-    if game.sensor_uids != first.sensor_uids or [str(a.uid) for a in game.actuators] != [
-        str(a.uid) for a in first.actuators
+    mine, theirs = game.declared, first.declared
+    if mine.sensor_uids != theirs.sensor_uids or [str(a.uid) for a in mine.actuators] != [
+        str(a.uid) for a in theirs.actuators
     ]:
         raise PluginContractError(
             game.env,
             "start_environment",
-            f"of game {game.worker} reported sensors {game.sensor_uids} and actuators "
-            f"{[str(a.uid) for a in game.actuators]}, the first game of the worker "
-            f"{first.sensor_uids} and {[str(a.uid) for a in first.actuators]}: with "
+            f"of game {game.worker} reported sensors {mine.sensor_uids} and actuators "
+            f"{[str(a.uid) for a in mine.actuators]}, the first game of the worker "
+            f"{theirs.sensor_uids} and {[str(a.uid) for a in theirs.actuators]}: with "
             "envs_per_worker every instance must offer the same sensors and actuators",
         )
 
