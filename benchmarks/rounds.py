@@ -87,7 +87,7 @@ def rounds_of(games: int) -> LocalRounds:
         sensors=[by_uid["pole.state"]],
         actuators=[by_uid["pole.push"]],
     )
-    muscle.rows = Kept("muscle_actions")
+    muscle.out.rows = Kept("muscle_actions")
     rounds.wire(muscle, brain_link(DummyBrain(), "player-0"))
     return rounds
 

@@ -29,6 +29,7 @@ from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import HotReload
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
+from palaestra.agent.muscle_records import MuscleRecords
 from palaestra.agent.muscle_schema import Schema, unsendable
 from palaestra.agent.objective import Objective, objective_values
 from palaestra.agent.objective_stop import ObjectiveStop
@@ -44,14 +45,12 @@ from palaestra.core.information import (
 from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.plugin_records import PluginRecorder, send_records
-from palaestra.core.recording_control import RecordingSwitch
+from palaestra.core.plugin_records import send_records
 from palaestra.core.spaces import Box
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, PeerGone
 from palaestra.core.wire.records import (
-    RowSink,
     object_keys,
     object_text,
     recorded,
@@ -75,13 +74,7 @@ class Host(Protocol):
     objective_stop: ObjectiveStop | None
     schema: Schema
     brain: BrainLink
-    rows: RowSink  # its muscle_actions
-    statistics: RowSink
-    records: RowSink  # its plug-in records
-    recorder: PluginRecorder
-    record_source: str
-    record_every: int
-    switch: RecordingSwitch
+    out: MuscleRecords  # its rows, statistics and plug-in records
     reload: HotReload | None
     end_phase: bool  # its Brain reached its phase rule
     evaluation: bool  # the episode is an evaluation rollout
@@ -192,8 +185,7 @@ class MuscleLanes:
         return answer
 
     def _push(self) -> None:
-        self.process.rows.flush()
-        self.process.statistics.flush()
+        self.process.out.push()
 
     def _encoded(self, message: m.AgentSteps, answer: m.LaneActions) -> bytes:
         """The answer to send; set points that cannot be sent fail the round naming the
@@ -286,7 +278,7 @@ class MuscleLanes:
         round's memories in one call, its row): the experiences to tell the Brain; the round's
         ``muscle_actions`` rows are shaped in one pass and buffered together."""
         process = self.process
-        every = process.record_every
+        every = process.out.every
         uids = process.schema.sensor_uids
         if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
             self.keys_of, self.keys = uids, object_keys(uids)
@@ -320,7 +312,7 @@ class MuscleLanes:
                     step=step.step,
                 )
             )
-        process.rows.add_shaped(shaped, size)
+        process.out.rows.add_shaped(shaped, size)
         return items
 
     def _row(
@@ -341,7 +333,7 @@ class MuscleLanes:
             setpoints = self._setpoint_text(previous.setpoint_values)
             reward_text, total = self._reward_text(rewards)
         except (TypeError, ValueError, OverflowError) as exc:
-            self.process.rows.unencodable(
+            self.process.out.rows.unencodable(
                 m.MuscleActionRow(
                     episode,
                     previous.step,
@@ -394,17 +386,18 @@ class MuscleLanes:
         (under the round's first game) unless the Muscle was called for ``each`` game (each
         call's are stored under its game)."""
         process = self.process
+        out = process.out
         if each:
             return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
         first = message.steps[0]
         lane = self.games[message.lanes[0]]
         record_statistics(
-            process.muscle, process.statistics, "muscle", lane.lane, lane.episode, first.step
+            process.muscle, out.statistics, "muscle", lane.lane, lane.episode, first.step
         )
         send_records(
-            process.recorder,
-            process.records,
-            process.record_source,
+            out.recorder,
+            out.records,
+            out.source,
             lane.lane,
             lane.episode,
             first.step,
@@ -491,7 +484,7 @@ class MuscleLanes:
         else:
             chosen, data = self._batch(sensors, availables)
             seen_values = [step.values for _, _, step in acting]
-        paused = process.switch.paused()
+        paused = process.out.switch.paused()
         stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
         muscle = process.muscle
         for (k, game, step), game_sensors, game_setpoints, game_data, game_seen in zip(
@@ -526,6 +519,7 @@ class MuscleLanes:
         statistics of that game's step (its lane's row), so a Muscle written for one game
         works unchanged."""
         process = self.process
+        out = process.out
         muscle = process.muscle
         chosen: list[Sequence[ActuatorInformation]] = []
         data: list[Any] = []
@@ -545,13 +539,11 @@ class MuscleLanes:
                 seen_values.append(step.values)
             chosen.append(game_setpoints)
             data.append(game_data)
-            record_statistics(
-                muscle, process.statistics, "muscle", game.lane, game.episode, step.step
-            )
+            record_statistics(muscle, out.statistics, "muscle", game.lane, game.episode, step.step)
             send_records(
-                process.recorder,
-                process.records,
-                process.record_source,
+                out.recorder,
+                out.records,
+                out.source,
                 game.lane,
                 game.episode,
                 step.step,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import numpy as np
 import zmq
@@ -31,6 +31,7 @@ from palaestra.agent.hot_reload import (
 )
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
+from palaestra.agent.muscle_records import MuscleRecords
 from palaestra.agent.muscle_schema import Schema
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
@@ -43,21 +44,13 @@ from palaestra.core.information import (
 )
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import call
-from palaestra.core.plugin_records import recorder_for
-from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.supervision.watch import watch
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, Listener, PeerGone
 from palaestra.core.wire.records import (
-    RowSink,
-    code_reload_values,
     connect_store,
-    muscle_action_values,
-    plugin_record_values,
-    send,
-    statistics_values,
 )
 from palaestra.core.wire.transport import endpoint_for, link_for, with_link
 
@@ -91,8 +84,6 @@ class MuscleProcess(Component):
         phase_id: int = 0,
     ) -> None:
         super().__init__(name)
-        self.phase_id = phase_id  # of its plug-in records and code reloads
-        self.record_every = record_every  # which steps get a row: see PhaseConfig
         self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.environment_endpoints = environments or {}
         self.links: dict[str, Channel] = {}  # to the environments, by uid
@@ -109,12 +100,8 @@ class MuscleProcess(Component):
         self.store_endpoint = store_endpoint
         self.schema = Schema(agent.name, seed)  # its sensors and actuators, the checks
         self.episode = 0
-        self.rows = RowSink(None, "muscle_actions", shape=self._shape)  # the store's once running
-        self.statistics = RowSink(None, "statistics", shape=self._statistics_shape)
-        self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
-        self.recorder = recorder_for(name)
-        self.record_source = f"muscle:{agent.name}"  # of its plug-in records
-        self.switch = RecordingSwitch()
+        # its rows, statistics and plug-in records (the store's once it serves)
+        self.out = MuscleRecords(name, agent.name, agent_id, worker, phase_id, record_every)
         reload = muscle_reload(name, agent) if agent.hot_reload else None  # before the build
         self.muscle = self._construct(agent, sensors, actuators)
         self.filters = FilterChain(agent.filters)
@@ -144,8 +131,7 @@ class MuscleProcess(Component):
         outcomes = self.reload.check()
         if outcomes:
             rows = self.reload.rows(outcomes, worker, episode, step)
-            shaped = [code_reload_values(self.phase_id, row) for row in rows]
-            send(self.records.socket, m.Rows(table="code_reloads", rows=shaped))
+            self.out.code_reloads(rows)
 
     def _rebuild(self, classes: dict[str, type]) -> None:
         """New Muscle and Objective instances from reloaded classes, swapped in when both
@@ -160,20 +146,8 @@ class MuscleProcess(Component):
         self.muscle = muscle
         for agent_filter in self.filters.filters:
             agent_filter.muscle = muscle
-        for sink in (self.rows, self.statistics, self.records):
-            if sink.plugin is not None:
-                sink.plugin = (muscle, sink.plugin[1])
+        self.out.swap(muscle)
         retire(self.name, old)
-
-    def _shape(self, row: m.MuscleActionRow) -> tuple[Any, ...]:
-        """The row ready to insert (see :class:`~palaestra.core.wire.messages.Rows`)."""
-        return muscle_action_values(self.agent_id, self.worker, row)
-
-    def _statistics_shape(self, row: m.StatisticsRow) -> tuple[Any, ...]:
-        return statistics_values(self.agent_id, row)
-
-    def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
-        return plugin_record_values(self.phase_id, row)
 
     def _construct(
         self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
@@ -192,7 +166,7 @@ class MuscleProcess(Component):
                 actuators=self.schema.spaces.build(ActuatorInformation, actuators),
                 rng=np.random.default_rng(self.seed),
                 dumps=self.dumps,
-                recorder=self.recorder,
+                recorder=self.out.recorder,
             )
         )
         return muscle
@@ -220,21 +194,10 @@ class MuscleProcess(Component):
         """The hot loop: begin episodes and step, consulting the Brain."""
         self.hot_loop = hot
         hot.own(self.listener)
-        store = connect_store(hot, self.store_endpoint)
-        self.rows = RowSink(
-            store, "muscle_actions", plugin=(self.muscle, "propose_actions"), shape=self._shape
-        )
-        self.statistics = RowSink(
-            store,
-            "statistics",
-            plugin=(self.muscle, "add_statistics"),
-            shape=self._statistics_shape,
-        )
-        self.records = RowSink(
-            store, "plugin_records", plugin=(self.muscle, "record"), shape=self._plugin_shape
-        )
+        self.out.connect(connect_store(hot, self.store_endpoint), self.muscle)
         wait = hot.poller(router)
-        with closing_producer(self.rows, self.name, self.statistics, self.records):
+        rows, statistics, records = self.out.sinks()
+        with closing_producer(rows, self.name, statistics, records):
             while True:
                 wait()
                 sender, payload = router.recv_multipart()

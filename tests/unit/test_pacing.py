@@ -175,7 +175,7 @@ def async_muscle() -> tuple[MuscleProcess, FakeLink, list[m.BrainUpdate], m.EnvB
         actuators=baseline.actuators[:5],
         update_lag=UPDATE_LAG_ASYNC,
     )
-    process.rows = RowRecorder("muscle_actions")
+    process.out.rows = RowRecorder("muscle_actions")
     held: list[m.BrainUpdate] = []
     answers = iter(range(10, 100))
 
@@ -212,7 +212,7 @@ def test_an_async_muscle_acts_without_its_brains_answer_and_applies_it_later() -
         brain.put(update)
     last = muscle_step(muscle, m.AgentStep(step=5, values=[5] * 5, rewards=reward, done=True))
     assert last.setpoints == {} and muscle.brain.outstanding == 0 and not brain.inbox
-    stale = [row["stale_policy"] for row in muscle.rows.recorded]
+    stale = [row["stale_policy"] for row in muscle.out.rows.recorded]
     assert stale == [False, True, True, True, True]  # steps 0 to 4 (step 4: one still out)
     experiences = [e for x in brain.sent if isinstance(x, m.Experiences) for e in x.items]
     assert [e.step for e in experiences] == [0, 1, 2, 3, 4, 5] and experiences[-1].done

@@ -87,7 +87,7 @@ def play(
             actuators=[by_uid["pole.push"]],
             update_lag=update_lag,
         )
-        muscle.rows = sink("muscle_actions")
+        muscle.out.rows = sink("muscle_actions")
         rounds.wire(muscle, brain_link(DummyBrain(), f"{spec.name}-{worker}"))
     done = rounds.play(episodes, TURNS[policy])
     assert done.steps == sum(len(game.rows.recorded) for game in env.games)
@@ -109,8 +109,8 @@ def actions(rounds: LocalRounds) -> dict[tuple[str, int], list[tuple[Any, ...]]]
     """Each agent's muscle_actions rows, by agent and lane."""
     found: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
     for name, muscle in rounds.muscles.items():
-        assert isinstance(muscle.rows, RowRecorder)
-        for row in muscle.rows.recorded:
+        assert isinstance(muscle.out.rows, RowRecorder)
+        for row in muscle.out.rows.recorded:
             found.setdefault((name.split("-")[1], row["worker"]), []).append(
                 (
                     row["episode"],
@@ -203,7 +203,7 @@ def watch_answers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, 
             if send is not None:
                 send(reply)
             told[process.name] = told.get(process.name, 0) + ends
-            sink = process.rows
+            sink = process.out.rows
             assert isinstance(sink, Flushes)
             done = sum(1 for row in sink.recorded if row["done"])
             pushed = bool(sink.flushed) and sink.flushed[-1] == len(sink.recorded)
@@ -230,7 +230,7 @@ def test_a_muscle_pushes_an_episodes_last_rows_with_its_end(
     for name, told, done, pushed in at_ends:
         assert (done, pushed) == (told, True), (name, told, done, pushed)
     for muscle in rounds.muscles.values():
-        sink = muscle.rows
+        sink = muscle.out.rows
         assert isinstance(sink, Flushes)
         ends = [i + 1 for i, row in enumerate(sink.recorded) if row["done"]]
         assert len(ends) == 2 * games

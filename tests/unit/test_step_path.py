@@ -242,7 +242,7 @@ def muscle_process(
         sensors=[by_uid[uid] for uid in sensors],
         actuators=[d for d in baseline.actuators if d.uid in sensors],
     )
-    process.rows = RowRecorder("muscle_actions")
+    process.out.rows = RowRecorder("muscle_actions")
     return process
 
 
@@ -265,14 +265,14 @@ def test_a_muscle_step_completes_the_transition_asks_the_brain_and_acts() -> Non
     assert first.setpoints == {f"env.{i}": 41 for i in range(5)}
     reward = [m.InfoDesc("Dummy Reward", None, 1)]
     muscle_step(muscle, m.AgentStep(step=1, values=[1] * 5, rewards=reward, done=False))
-    assert isinstance(muscle.rows, RowRecorder)
-    (row,) = muscle.rows.recorded
+    assert isinstance(muscle.out.rows, RowRecorder)
+    (row,) = muscle.out.rows.recorded
     assert (row["episode"], row["step"], row["done"]) == (0, 0, False)
     assert json.loads(row["sensor_readings"]) == {f"env.{i}": 0 for i in range(5)}
     assert json.loads(row["actuator_setpoints"]) == first.setpoints
     assert json.loads(row["rewards"]) == {"Dummy Reward": 1} and row["objective"] == 1.0
     last = muscle_step(muscle, m.AgentStep(step=2, values=[2] * 5, rewards=reward, done=True))
-    assert last.setpoints == {} and len(muscle.rows.recorded) == 2
+    assert last.setpoints == {} and len(muscle.out.rows.recorded) == 2
     experiences = [e for x in brain.sent if isinstance(x, m.Experiences) for e in x.items]
     assert [e.transition is not None for e in experiences] == [False, True, True]
     assert experiences[-1].done
@@ -323,7 +323,7 @@ def test_an_episode_of_real_step_paths_in_one_process(
     assert isinstance(env.rows, RowRecorder)
     assert [row.step for row in env.rows.recorded] == [1, 2, 3]
     assert [row.done for row in env.rows.recorded] == [False, False, True]
-    recorded = [len(rounds.muscles[p].rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
+    recorded = [len(rounds.muscles[p].out.rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
     assert recorded == actions  # one row per action, each completed by its rewards
     assert all(brain.thinking_calls > 0 for brain in brains)
 
