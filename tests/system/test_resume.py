@@ -61,7 +61,9 @@ RUN_FILE = Path(__file__).with_name("resume_run.yml")
 """A deterministic run (tests/plugins/resume_plugins.py): 400 train episodes of 10 steps, then
 2 test episodes; 1 worker. Step rows reach the store in batches of 1000 (world states, muscle
 actions: a batch is in when 100 episodes are done); the episodes rows at the first episode end a
-second after the last push, and when the phase's controller stops."""
+second after the last push, and when the phase's controller stops. Each step takes at least
+0.5 ms (the environment's ``step_delay``), so the train phase lasts 2 s or more: a kill after
+the first batch lands in it also where a loaded machine's writer is a second behind."""
 
 
 def first_difference(got: list[Any], expected: list[Any]) -> str:
