@@ -215,7 +215,8 @@ class ExperimentRun(Component):
     @on(m.EpisodeRows)
     def handle_episodes_ended(self, message: m.EpisodeRows) -> None:
         """Episodes of a worker ended (a simulation controller sends them in batches, see
-        :data:`palaestra.simulation.controller.PROGRESS_SECONDS`): each to :attr:`on_episode`."""
+        :data:`palaestra.simulation.episode_report.PROGRESS_SECONDS`): each to
+        :attr:`on_episode`."""
         if self.on_episode is None:
             return
         for row in message.rows:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from palaestra.core.description import names
@@ -41,7 +42,8 @@ from palaestra.core.turns import (
     class_name,
 )
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import RowSink, connect_store, episode_values
+from palaestra.core.wire.records import connect_store
+from palaestra.simulation.episode_report import EpisodeReport
 from palaestra.simulation.peers import AgentPeer, Peer, ask_all
 from palaestra.simulation.remote_games import RemoteGames, Seats
 
@@ -55,20 +57,6 @@ straight over its links to the Muscles (two messages per round fewer); ``auto`` 
 the environment when there is one and the controller's policy is a built-in one (with several
 games per worker: any policy), else the controller. Both give the same world states and
 actions."""
-
-PROGRESS_SECONDS = 0.1
-"""A worker's ended episodes go to the ExperimentRun controller (the run's progress, in the
-executor) in batches (an :class:`~palaestra.core.wire.messages.EpisodeRows`): the first episode's
-at once, then at the first episode end at least this long after the last batch, and the rest
-before the worker reports it is done. One message per episode kept the executor's one process
-busy in proportion to workers x episodes/s; the progress display redraws at most every 0.1 s
-anyway (``palaestra.cli.progress.REFRESH_S``)."""
-EPISODE_FLUSH_SECONDS = 1.0
-"""The ``episodes`` rows buffered go to the store writer at the first episode's end, then at the
-first episode end at least this long after the last push (and in batches, and at the phase's
-end): an executor killed mid-phase leaves the store knowing the episodes completed until about a
-second before (see :mod:`palaestra.store.completed` for when such an episode counts as
-completed)."""
 
 
 def params_problems(params: Mapping[str, Any], environments: int) -> list[tuple[str, str]]:
@@ -105,9 +93,10 @@ class SimulationController(Component):
         store_endpoint: The store writer's record socket (None: no store).
 
     Each episode that ends is told to the parent (its
-    :class:`~palaestra.core.wire.messages.EpisodeEnded`, in batches: see :data:`PROGRESS_SECONDS`)
+    :class:`~palaestra.core.wire.messages.EpisodeEnded`, in batches: see
+    :data:`~palaestra.simulation.episode_report.PROGRESS_SECONDS`)
     and to the store writer (an ``episodes`` row, in batches, and at an episode's end
-    :data:`EPISODE_FLUSH_SECONDS` after the last push).
+    :data:`~palaestra.simulation.episode_report.EPISODE_FLUSH_SECONDS` after the last push).
     """
 
     policy: ClassVar[type[TurnPolicy] | None] = None
@@ -126,14 +115,8 @@ class SimulationController(Component):
         store_endpoint: str | None = None,
     ) -> None:
         super().__init__(name)
-        self.phase = phase
-        self.phase_id = phase_id
         self.store_endpoint = store_endpoint
-        # the store's once running
-        self.episode_rows = RowSink(None, "episodes", shape=self._episode_shape)
-        self._rows_pushed = -EPISODE_FLUSH_SECONDS  # the first episode's row goes at once
-        self._for_parent: list[m.EpisodeEnded] = []  # ended episodes not yet told the parent
-        self._parent_told = -PROGRESS_SECONDS  # the first episode is told at once
+        self.report = EpisodeReport(phase, phase_id)  # its ended episodes
         if self.policy is None:
             raise TypeError(
                 f"{class_name(type(self))} names no turn policy: set its class attribute "
@@ -165,9 +148,6 @@ class SimulationController(Component):
         runtime.start_task(watch(self.waiting))
         return {}
 
-    def _episode_shape(self, row: m.EpisodeEnded) -> tuple[Any, ...]:
-        return episode_values(self.phase_id, row)
-
     def _waiting(self, process: str, grace: float = 0.0) -> Waiting:
         waiting = Waiting(process, self.answer_timeout, grace)
         self.waiting.append(waiting)
@@ -196,13 +176,15 @@ class SimulationController(Component):
 
     def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         self.hot_loop = hot
-        store = connect_store(hot, self.store_endpoint)
-        self.episode_rows = RowSink(store, "episodes", shape=self._episode_shape)
+        report = self.report
+        report.connect(
+            connect_store(hot, self.store_endpoint), partial(hot.call, self._send_parent)
+        )
         try:
-            with closing_producer(self.episode_rows, self.name):
+            with closing_producer(report.rows, self.name):
                 self._serve_episodes(hot, request)
         finally:  # the episodes not yet told: the console counts what the store holds
-            self._tell_parent(time.monotonic())
+            report.tell_parent(time.monotonic())
 
     def _serve_episodes(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         # an environment waits for Muscles, a Muscle for its Brain, each with the same limit
@@ -240,7 +222,7 @@ class SimulationController(Component):
         episodes = self._play_lanes(
             run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
         )
-        self._tell_parent(time.monotonic())
+        self.report.tell_parent(time.monotonic())
         hot.call(
             self._send_parent,
             m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
@@ -288,7 +270,7 @@ class SimulationController(Component):
         self.steps += result.steps
         names = {a.process: a.name for a in self.agents}
         message = m.EpisodeEnded(
-            phase=self.phase,
+            phase=self.report.phase,
             worker=self.worker if worker is None else worker,
             episode=episode,
             started_at=started,
@@ -298,22 +280,7 @@ class SimulationController(Component):
             truncated=result.truncated,
             rewards={names.get(p, p): total for p, total in result.rewards.items()},
         )
-        self.episode_rows.add(message)
-        now = time.monotonic()
-        if now - self._rows_pushed >= EPISODE_FLUSH_SECONDS:
-            self.episode_rows.flush()
-            self._rows_pushed = now
-        self._for_parent.append(message)
-        if now - self._parent_told >= PROGRESS_SECONDS:
-            self._tell_parent(now)
-
-    def _tell_parent(self, now: float) -> None:
-        """Send the parent the episodes that ended since the last batch (if any)."""
-        if not self._for_parent:
-            return
-        rows, self._for_parent = self._for_parent, []
-        self._parent_told = now
-        self.hot_loop.call(self._send_parent, m.EpisodeRows(phase_id=self.phase_id, rows=rows))
+        self.report.ended(message)
 
     def _play_lanes(self, lanes: int, episodes: int, first: int, evaluate_every: int) -> int:
         """Play the worker's ``lanes`` games (``envs_per_worker``) in rounds
@@ -354,7 +321,7 @@ class SimulationController(Component):
             if done.over:
                 break
             evaluation += 1
-        self.episode_rows.flush()
+        self.report.rows.flush()
         return played
 
     def _plan(
