@@ -93,7 +93,8 @@ class EnvironmentProcess(Component):
             for i, game_seed in enumerate(lane_seeds if lanes > 1 else [seed])
         ]
         self.world = self.games[0]  # the one a controller that drives the episodes steps
-        self.batch: Batch | None = None  # its games stepped at once, when the class can
+        # its games stepped at once, where the class can (every round, whoever plays it)
+        self.batch = Batch(self.world) if stepped_in_batches(self.games) else None
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
@@ -158,8 +159,6 @@ class EnvironmentProcess(Component):
         if message.episode is not None:  # a resumed worker's first episode
             for game in self.games:
                 game.episode = message.episode
-        if self.batch is None and stepped_in_batches(self.games):
-            self.batch = Batch(self.world)
         games = self._games(range(len(self.games)))
         return m.EnvBaseline(
             sensors=baseline.sensors,

@@ -25,7 +25,7 @@ from palaestra.core.supervision.watch import Waiting
 from palaestra.core.turns import Stepped
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, PeerGone, Selector
-from palaestra.environment.batch import Batch, stepped_in_batches
+from palaestra.environment.batch import Batch
 from palaestra.environment.world import World
 
 
@@ -35,6 +35,7 @@ class Host(Protocol):
 
     name: str
     games: list[World]  # the worker's games
+    batch: Batch | None  # steps them at once, where their class can
     muscles: Waiting  # names the Muscle whose answer is awaited
     selector: Selector  # the links it polls (a Muscle that hung up leaves it)
     kept: Kept  # what its rounds keep over the phase's plays
@@ -47,10 +48,10 @@ class Worlds:
     """The worlds of an environment process's games, as a :class:`~palaestra.core.rounds.Table`
     of the rounds it plays itself (``acts_here``: by agent, whether it acts on them)."""
 
-    def __init__(self, games: list[World], acts_here: list[bool]) -> None:
+    def __init__(self, games: list[World], batch: Batch | None, acts_here: list[bool]) -> None:
         self.games = games
+        self.batch = batch  # (the process's: see step_worlds)
         self.acts_here = acts_here
-        self.batch = Batch(games[0]) if stepped_in_batches(games) else None
 
     def count(self) -> int:
         return len(self.games)
@@ -166,7 +167,7 @@ def play_lanes(
         router.send_multipart([controller, m.encode(done)])
 
     players = _Links(process, hot, message.agents)
-    table = Worlds(process.games, [a.acts_here for a in message.agents])
+    table = Worlds(process.games, process.batch, [a.acts_here for a in message.agents])
     return play_rounds(
         table, players, message, process.kept, lambda seconds: hot.sleep(seconds), tell
     )

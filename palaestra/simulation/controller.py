@@ -30,10 +30,7 @@ from palaestra.core.supervision.esm import Component, ComponentRuntime, on
 from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.supervision.watch import Waiting, watch
 from palaestra.core.termination import (
-    PhaseEndsAfterEpisodes,
     TerminationCondition,
-    decides_phases,
-    episode_conditions,
 )
 from palaestra.core.turns import (
     BUILT_IN,
@@ -130,12 +127,11 @@ class SimulationController(Component):
         self.check_values = bool(self.params.get("check_values", True))
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
+        # made here (a bad one fails the setup); the games' own are made where they are played,
+        # these judge the evaluations (evaluation_done)
         self.conditions: list[TerminationCondition] = [
             call(load_class(c.name), **c.params) for c in conditions
         ]
-        self.conditions = episode_conditions(self.conditions)
-        if not any(decides_phases(c) for c in self.conditions):
-            self.conditions.append(PhaseEndsAfterEpisodes())
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []
         self.baselines: list[m.EnvBaseline] = []

@@ -41,7 +41,7 @@ class EpisodeReport:
         self.pushed = -EPISODE_FLUSH_SECONDS  # the first episode's row goes at once
         self.pending: list[m.EpisodeEnded] = []  # ended episodes not yet told the parent
         self.told = -PROGRESS_SECONDS  # the first episode is told at once
-        self.tell: Callable[[m.Msg], object] = lambda message: None
+        self.tell: Callable[[m.Msg], object] | None = None  # (set by connect)
 
     def connect(self, store: zmq.Socket[bytes] | None, tell: Callable[[m.Msg], object]) -> None:
         """Send the rows to ``store`` (None: no store) and the parent's batches with ``tell``."""
@@ -63,6 +63,8 @@ class EpisodeReport:
         """Send the parent the episodes that ended since the last batch (if any)."""
         if not self.pending:
             return
+        if self.tell is None:  # (episodes end only once connected)
+            raise RuntimeError("episodes ended before the report was connected")
         rows, self.pending = self.pending, []
         self.told = now
         self.tell(m.EpisodeRows(phase_id=self.phase_id, rows=rows))
