@@ -40,6 +40,20 @@ def socket_inodes(pid: int) -> set[str]:
     return inodes
 
 
+def ipc_dir_mode(name: str) -> int | None:
+    """The permission bits of ``/tmp/name`` if it is a run's directory with a socket in it
+    (None if not, or if it went away meanwhile)."""
+    if not name.startswith("palaestra-"):
+        return None
+    path = os.path.join("/tmp", name)
+    try:
+        if not any(f.endswith(".sock") for f in os.listdir(path)):
+            return None
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
 def test_no_process_of_a_run_listens_on_tcp(workspace: Workspace) -> None:
     text = (
         (EXPERIMENTS / "multiworker_run.yml")
@@ -62,14 +76,10 @@ def test_no_process_of_a_run_listens_on_tcp(workspace: Workspace) -> None:
     ours = set().union(*(socket_inodes(pid) for pid, _ in processes))
     assert ours, "the run's processes hold no sockets at all?"
     assert not ours & listening_tcp_inodes()
-    # the ipc endpoints of every run live in a directory only its user may enter
-    ipc_dirs = [d for d in os.listdir("/tmp") if d.startswith("palaestra-")]
-    private = [
-        os.path.join("/tmp", d)
-        for d in ipc_dirs
-        if any(f.endswith(".sock") for f in os.listdir(os.path.join("/tmp", d)))
-    ]
-    assert private and all(stat.S_IMODE(os.stat(d).st_mode) == 0o700 for d in private)
+    # the ipc endpoints of every run live in a directory only its user may enter (other tests'
+    # runs end meanwhile: a directory gone between two looks is theirs, and left out)
+    modes = [mode for mode in map(ipc_dir_mode, os.listdir("/tmp")) if mode is not None]
+    assert modes and all(mode == 0o700 for mode in modes)
     os.kill(proc.pid, signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == 130
