@@ -482,7 +482,7 @@ class LocalRounds:
                 )
             )
             muscle.games = MuscleLanes(muscle, len(env.games))
-        prefix = env.world.prefix
+        prefix = env.world.declared.prefix
         agents = [
             m.EpisodeAgent(
                 process=name,

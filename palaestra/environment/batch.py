@@ -89,10 +89,11 @@ class Batch:
         first = self.first
         uids = first.declared.full_sensor_uids
         keys = object_keys(uids)
-        paused = first.switch.paused()
-        every = first.record_every
-        storing = first.rows.socket is not None  # (its values need no check: ours)
-        environment_id = first.environment_id
+        out = first.out  # (the round's rows go to the first game's sink)
+        paused = out.switch.paused()
+        every = out.every
+        storing = out.rows.socket is not None  # (its values need no check: ours)
+        environment_id = out.environment_id
         rows: list[tuple[Any, ...]] = []
         size = 0
         states = []
@@ -100,10 +101,10 @@ class Batch:
             values = [column[k] for column in columns]
             ends = _stopped(game, done[k], terminated[k], truncated[k])
             game.advanced(values)
-            if game.paused != paused:  # (told to the store in order with the rows)
-                first.rows.add_shaped(rows, size)
+            if game.out.paused != paused:  # (told to the store in order with the rows)
+                out.rows.add_shaped(rows, size)
                 rows, size = [], 0
-                first.rows.flush()
+                out.rows.flush()
                 game.recording()
             if storing and not paused and recorded(game.step - 1, ends[0], every):
                 sensors = object_text(keys, uids, values)
@@ -134,7 +135,7 @@ class Batch:
                     truncated=ends[2],
                 )
             )
-        first.rows.add_shaped(rows, size)
+        out.rows.add_shaped(rows, size)
         return states
 
     def _sensors(self, games: list[World], batch: Any, count: int) -> list[list[Any]]:
@@ -205,7 +206,7 @@ class Batch:
         return memo.get_or_make(tuple(setpoints.items()), self._full_uids, setpoints)
 
     def _full_uids(self, setpoints: dict[str, Any]) -> str:
-        prefix = self.first.prefix
+        prefix = self.first.declared.prefix
         return json_text({prefix + uid: value for uid, value in setpoints.items()})
 
 

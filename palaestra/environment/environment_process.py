@@ -112,19 +112,17 @@ class EnvironmentProcess(Component):
         hot.own(self.listener)
         socket = connect_store(hot, self.store_endpoint)
         for game in self.games:  # (their rows share the process's socket to the store)
-            game.rows = RowSink(
-                socket, "world_states", plugin=(game.env, "update"), shape=game.row_values
+            out = game.out
+            out.rows = RowSink(
+                socket, "world_states", plugin=(game.env, "update"), shape=out.row_values
             )
-            game.records = RowSink(
-                socket,
-                "plugin_records",
-                plugin=(game.env, "record"),
-                shape=game.record_values,
+            out.records = RowSink(
+                socket, "plugin_records", plugin=(game.env, "record"), shape=out.record_values
             )
         self.selector = hot.selector()
         self.selector.add(self.listener)
         wait = hot.poller(router)
-        first, *sinks = [sink for game in self.games for sink in (game.rows, game.records)]
+        first, *sinks = [s for game in self.games for s in (game.out.rows, game.out.records)]
         with closing_producer(first, self.name, *sinks):
             while True:
                 links = self.selector.items()
@@ -174,7 +172,7 @@ class EnvironmentProcess(Component):
             sensors=[],
             actuators=[],
             episodes=[game.episode for game in games],
-            games=[game.values for game in games],
+            games=[game.last_values for game in games],
         )
 
     def _accept(self, hot: HotLoop, wait: bool = False) -> None:

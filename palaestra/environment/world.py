@@ -28,26 +28,19 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.plugin_records import recorder_for, send_records
-from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.simtime import SimTime
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.supervision.watch import Waiting
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import describe
-from palaestra.core.wire.records import (
-    RowSink,
-    plugin_record_values,
-    recorded,
-    send,
-    world_state_values,
-)
+from palaestra.core.wire.records import recorded
 from palaestra.environment import checks
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
 from palaestra.environment.reset import EnvironmentResetRequest
 from palaestra.environment.reset_call import call_reset
 from palaestra.environment.shapes import ShapeFix
+from palaestra.environment.world_rows import WorldRows
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +84,7 @@ class Declared:
         "check_rewards",
         "reward_checks",
         "actuators",
+        "warned_repeats",
     )
 
     def __init__(self, prefix: str) -> None:
@@ -103,6 +97,7 @@ class Declared:
         self.check_rewards = True
         self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward's position
         self.actuators: list[ActuatorInformation] = []
+        self.warned_repeats = False  # an actuator a start returned twice was named once
 
     def take(
         self,
@@ -153,25 +148,19 @@ class World:
         record_every: int = 1,
     ) -> None:
         self.name = name
-        self.record_every = record_every  # which steps get a row: see PhaseConfig
         self.stop_requested = False  # an agent reached its objective rule: the step is the last
-        self.values: list[Any] = []
-        self.last_values: list[Any] = []  # the sensor values after the last step
-        self.warned_repeats = False
+        self.last_values: list[Any] = []  # the sensor values after the last start or step
         self.shapes = ShapeFix(name)  # values in another shape than their Box's, reshaped
         # our own plug-in's step: if it never returns, we say so ourselves (a second after
         # the executor's judge would have, which can also tell how: see core.liveness)
         self.stepping = Waiting(name, answer_timeout, grace=1.0)
         self.awaiter = awaiter if awaiter is not None else Awaiter(name)
         self.spec = environment
-        self.environment_id = environment_id
-        self.phase_id = phase_id
         self.worker = worker
         self.env = construct(environment, seed)
-        self.recorder = recorder_for(name)
-        self.record_source = f"env:{environment.uid}"  # of its plug-in records
-        self.switch = RecordingSwitch()
-        self.paused = False  # recording is paused: steps run, no rows (see recording_gaps)
+        self.out = WorldRows(  # its rows' sinks: the store's once its process serves
+            name, environment.uid, environment_id, phase_id, worker, record_every
+        )
         self.env.attach(
             EnvironmentContext(
                 uid=environment.uid,
@@ -181,7 +170,7 @@ class World:
                 instance_uid=instance_uid,
                 phase_index=phase_index,
                 data_path=data_path,
-                recorder=self.recorder,
+                recorder=self.out.recorder,
             )
         )
         if environment.reward is not None:  # the environment calls it itself
@@ -190,25 +179,14 @@ class World:
             _build(environment.state_transformer) if environment.state_transformer else None
         )
         self.first_step = True
-        self.prefix = f"{environment.uid}."
-        self.declared = Declared(self.prefix)  # what its plug-in's last start declared
+        self.declared = Declared(f"{environment.uid}.")  # what its plug-in's last start declared
         self.episode = -1
         self.step = 0
         self.late_by: float | None = None  # of the step being taken (paced; see EnvRound)
-        # its rows' sinks: the store's once its process serves
-        self.rows = RowSink(None, "world_states", shape=self.row_values)
-        self.records = RowSink(None, "plugin_records", shape=self.record_values)
 
     def sensor_values(self) -> dict[str, Any]:
         """The world's sensor values now, by full uid."""
-        return dict(zip(self.declared.full_sensor_uids, self.values, strict=True))
-
-    def row_values(self, row: m.WorldStateRow) -> tuple[Any, ...]:
-        """The row ready to insert (see :class:`~palaestra.core.wire.messages.Rows`)."""
-        return world_state_values(self.environment_id, self.worker, row)
-
-    def record_values(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
-        return plugin_record_values(self.phase_id, row)
+        return dict(zip(self.declared.full_sensor_uids, self.last_values, strict=True))
 
     def advanced(self, values: list[Any]) -> None:
         """The world took a step (alone or in a batch of games) and reads ``values`` now: the
@@ -216,29 +194,11 @@ class World:
         self.last_values = values
         self.step += 1
         self.first_step = False
-        self._send_records()
-
-    def _send_records(self) -> None:
-        """Add what the environment recorded with ``context.record`` as rows of this step."""
-        source = self.record_source
-        send_records(self.recorder, self.records, source, self.worker, self.episode, self.step)
+        self.out.send_records(self.episode, self.step)
 
     def recording(self) -> bool:
-        """Whether this step's row is written: not while recording is paused. A change is
-        told to the store as the start or the end of a gap (``recording_gaps``)."""
-        paused = self.switch.paused()
-        if paused != self.paused:
-            self.paused = paused
-            self.rows.flush()
-            mark = m.RecordingGapMark(
-                phase_id=self.phase_id,
-                worker=self.worker,
-                episode=self.episode,
-                step=self.step,
-                paused=paused,
-            )
-            send(self.rows.socket, mark)
-        return not paused
+        """Whether this step's row is written (see :meth:`WorldRows.recording`)."""
+        return self.out.recording(self.episode, self.step)
 
     def start_world(self, reset: bool, check_values: bool = True) -> m.EnvBaseline:
         """Start (or reset) the world, check what it returned, and describe it.
@@ -254,8 +214,8 @@ class World:
             result = self.awaiter(self.env, method, call(self.env.start_environment))
         repeated: list[str] = []
         sensors, actuators = checks.baseline(self.env, method, result, repeated, self.shapes.fixed)
-        if repeated and not self.warned_repeats:
-            self.warned_repeats = True
+        if repeated and not self.declared.warned_repeats:
+            self.declared.warned_repeats = True
             LOG.warning(
                 "%s: %s.%s() returned actuator %s more than once (same uid and space); "
                 "palaestra uses each once",
@@ -268,14 +228,13 @@ class World:
         self.step = 0
         self.first_step = True
         self.declared.take(sensors, actuators, check_values)
-        prefix = self.prefix
+        prefix = self.declared.prefix
         baseline = m.EnvBaseline(
             sensors=[describe(s, prefix + str(s.uid)) for s in sensors],
             actuators=[describe(a, prefix + str(a.uid)) for a in actuators],
         )
-        self.values = [desc.value for desc in baseline.sensors]
-        self.last_values = self.values
-        self._send_records()
+        self.last_values = [desc.value for desc in baseline.sensors]
+        self.out.send_records(self.episode, self.step)
         return baseline
 
     def reset_request(self) -> EnvironmentResetRequest:
@@ -321,7 +280,7 @@ class World:
         values = self.last_values if done and not sensors else self._values(sensors)
         reward_descs = self._rewards(rewards)
         self.advanced(values)
-        if self.recording() and recorded(self.step - 1, done, self.record_every):
+        if self.recording() and recorded(self.step - 1, done, self.out.every):
             # (its steps count from 1)
             simtime = result.simtime if is_state else None
             self._record_step(
@@ -345,12 +304,12 @@ class World:
     ) -> None:
         """Add the step's ``world_states`` row."""
         done, terminated, truncated = ends
-        self.rows.add(
+        self.out.rows.add(
             m.WorldStateRow(
                 self.episode,
                 self.step,
                 dict(zip(self.declared.full_sensor_uids, values, strict=True)),
-                {self.prefix + uid: value for uid, value in setpoints.items()},
+                {self.declared.prefix + uid: value for uid, value in setpoints.items()},
                 {r.uid: r.value for r in rewards},
                 done,
                 self._simtime(simtime) if simtime is not None else None,
@@ -381,7 +340,7 @@ class World:
         else:
             sensors, rewards, done = checks.state_parts(self.env, result)
             state = EnvironmentState(list(sensors), list(rewards), done, world_state=sensors)
-        prefix = self.prefix
+        prefix = self.declared.prefix
         state.sensor_information = [
             _renamed(s, prefix + str(s.uid)) for s in state.sensor_information
         ]

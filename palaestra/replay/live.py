@@ -68,7 +68,7 @@ class LiveWorld:
                 awaiter=self.awaiter,
             )
             tape = Tape()
-            world.rows = tape
+            world.out.rows = tape
             self.worlds[spec.uid] = world
             self.tapes[spec.uid] = tape
 
@@ -95,7 +95,7 @@ class LiveWorld:
         this step (as its objective rule did in the run). Returns each one's state and its row."""
         stepped = {}
         for uid, world in self.worlds.items():
-            cut = len(world.prefix)
+            cut = len(world.declared.prefix)
             own = {key[cut:]: value for key, value in setpoints.get(uid, {}).items()}
             world.stop_requested = uid in stop
             state = world.update(own)

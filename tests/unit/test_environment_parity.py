@@ -160,7 +160,7 @@ def environment(name: str = STYLE, **params: Any) -> World:
         worker=0,
         seed=7,
     )
-    process.rows = RowRecorder()
+    process.out.rows = RowRecorder()
     return process
 
 
@@ -171,9 +171,9 @@ def test_a_palaestrai_style_environment_runs_and_its_sim_time_reaches_the_rows()
     assert [a.uid for a in baseline.actuators] == ["env.Actuator-0", "env.Actuator-1"]
     states = [env.update({"Actuator-0": 3.0}) for _ in range(3)]
     assert [s.done for s in states] == [False, False, True]
-    assert isinstance(env.rows, RowRecorder)
-    rows = [astuple(row) for row in env.rows.recorded]
-    assert [row.simtime for row in env.rows.recorded] == [
+    assert isinstance(env.out.rows, RowRecorder)
+    rows = [astuple(row) for row in env.out.rows.recorded]
+    assert [row.simtime for row in env.out.rows.recorded] == [
         {"simtime_ticks": 101, "simtime_timestamp": "2024-01-01T12:01:00"},
         {"simtime_ticks": 102, "simtime_timestamp": "2024-01-01T12:02:00"},
         {"simtime_ticks": 103, "simtime_timestamp": "2024-01-01T12:03:00"},
@@ -184,7 +184,7 @@ def test_a_palaestrai_style_environment_runs_and_its_sim_time_reaches_the_rows()
     # and a reset starts again from a fresh baseline
     env.start_world(reset=True)
     env.update({})
-    assert env.rows.recorded[-1].simtime["simtime_ticks"] == 101
+    assert env.out.rows.recorded[-1].simtime["simtime_ticks"] == 101
 
 
 def test_a_last_step_without_readings_is_fine_even_as_the_first_step() -> None:
@@ -212,7 +212,7 @@ def test_a_tuple_returning_environment_records_no_sim_time() -> None:
     env = environment("palaestra.environment.dummy_environment:DummyEnvironment", max_iter=2)
     env.start_world(reset=False)
     env.update({})
-    assert env.rows.recorded[-1].simtime is None
+    assert env.out.rows.recorded[-1].simtime is None
 
 
 def test_a_sim_time_that_is_not_one_fails_naming_the_environment() -> None:
@@ -241,7 +241,7 @@ def test_a_sim_time_of_another_class_of_the_same_shape_is_read() -> None:
     env.env = Foreign("env", "", 7, max_iter=3)
     env.start_world(reset=False)
     env.update({})
-    assert env.rows.recorded[-1].simtime == {"simtime_ticks": 9, "simtime_timestamp": None}
+    assert env.out.rows.recorded[-1].simtime == {"simtime_ticks": 9, "simtime_timestamp": None}
 
 
 def test_actuators_given_again_on_a_reset_are_used_once(caplog: pytest.LogCaptureFixture) -> None:

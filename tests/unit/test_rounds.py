@@ -69,7 +69,7 @@ def play(
         lane_seeds=seeds if len(seeds) > 1 else (),
     )
     for game in env.games:
-        game.rows = RowRecorder()
+        game.out.rows = RowRecorder()
     rounds = LocalRounds(env)
     baseline = rounds.start()
     by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
@@ -90,7 +90,7 @@ def play(
         muscle.out.rows = sink("muscle_actions")
         rounds.wire(muscle, brain_link(DummyBrain(), f"{spec.name}-{worker}"))
     done = rounds.play(episodes, TURNS[policy])
-    assert done.steps == sum(len(game.rows.recorded) for game in env.games)
+    assert done.steps == sum(len(game.out.rows.recorded) for game in env.games)
     return rounds
 
 
@@ -99,7 +99,7 @@ def world(rounds: LocalRounds) -> dict[int, list[tuple[Any, ...]]]:
     return {
         game.worker: [
             (r.episode, r.step, r.sensors, r.setpoints, r.rewards, r.done)
-            for r in game.rows.recorded
+            for r in game.out.rows.recorded
         ]
         for game in rounds.environment.games
     }

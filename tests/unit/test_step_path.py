@@ -159,7 +159,7 @@ def environment(params: dict[str, Any] | None = None, name: str = DUMMY_ENV) -> 
         worker=0,
         seed=7,
     )
-    process.rows = RowRecorder()
+    process.out.rows = RowRecorder()
     return process
 
 
@@ -170,9 +170,9 @@ def test_update_applies_set_points_records_the_step_and_reports_the_state() -> N
     state = env.update({"0": 5, "3": 7})
     assert state.values == [1] * 10 and not state.done
     assert [(r.uid, r.value) for r in state.rewards] == [("Dummy Reward", 1)]
-    assert isinstance(env.rows, RowRecorder)
+    assert isinstance(env.out.rows, RowRecorder)
     ((episode, step, sensors, setpoints, rewards, done, simtime, *_),) = map(
-        astuple, env.rows.recorded
+        astuple, env.out.rows.recorded
     )
     assert (episode, step, done, simtime) == (0, 1, False, None)
     assert setpoints == {"env.0": 5, "env.3": 7} and sensors["env.9"] == 1
@@ -307,7 +307,7 @@ def test_an_episode_of_real_step_paths_in_one_process(
         store_endpoint=None,
     )
     env = process.world
-    env.rows = RowRecorder()
+    env.out.rows = RowRecorder()
     rounds = LocalRounds(process)
     baseline = rounds.start()
     brains = []
@@ -320,9 +320,9 @@ def test_an_episode_of_real_step_paths_in_one_process(
     assert done.steps == 3
     (ended,) = rounds.told
     assert isinstance(ended, m.LaneEpisodeDone) and ended.steps == 3
-    assert isinstance(env.rows, RowRecorder)
-    assert [row.step for row in env.rows.recorded] == [1, 2, 3]
-    assert [row.done for row in env.rows.recorded] == [False, False, True]
+    assert isinstance(env.out.rows, RowRecorder)
+    assert [row.step for row in env.out.rows.recorded] == [1, 2, 3]
+    assert [row.done for row in env.out.rows.recorded] == [False, False, True]
     recorded = [len(rounds.muscles[p].out.rows.recorded) for p in ("Muscle-one-0", "Muscle-two-0")]
     assert recorded == actions  # one row per action, each completed by its rewards
     assert all(brain.thinking_calls > 0 for brain in brains)
