@@ -10,16 +10,14 @@ dump directory; statistics to the store writer, in batches.
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import reprlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import zmq
-
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
+from palaestra.agent.dump_keeper import DumpKeeper
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import (
@@ -32,27 +30,18 @@ from palaestra.agent.hot_reload import (
 )
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
+from palaestra.agent.plugin_rows import PluginRows
 from palaestra.agent.pretrain import pretrain
-from palaestra.agent.statistics import record_statistics
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
-from palaestra.core.description.name_rules import check_inside, dump_file_name
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, Listener, PeerGone
 from palaestra.core.wire.codec import SpaceCache
-from palaestra.core.wire.records import (
-    RowSink,
-    code_reload_values,
-    connect_store,
-    plugin_record_values,
-    send,
-    statistics_values,
-)
+from palaestra.core.wire.records import connect_store
 from palaestra.core.wire.transport import announce, endpoint_for
 
 LOG = logging.getLogger(__name__)
@@ -67,22 +56,14 @@ class BrainProcess(Component):
         self.store_endpoint = store_endpoint
         self.spaces = SpaceCache()
         self.sensors = self.spaces.build(SensorInformation, setup.sensors)
-        self.actuators = self.spaces.build(ActuatorInformation, setup.actuators)
-        self.actuator_spaces = {str(a.uid): a.space for a in self.actuators}
-        self.pending_dumps: list[m.BrainDump] = []
-        self.dump_policy = setup.agent.dump  # None: a dump per episode (and at the end)
-        self.episodes_ended = 0
-        self.keep = 0  # of the dumps being written: see m.BrainDump.keep
-        self.store: zmq.Socket[bytes] | None = None
-        # the store's once running
-        self.statistics = RowSink(None, "statistics", shape=self._statistics_shape)
-        self.records = RowSink(None, "plugin_records", shape=self._plugin_shape)
-        self.recorder = recorder_for(name)
-        self.stored = True  # nothing learned yet that a dump would lose
+        actuators = self.spaces.build(ActuatorInformation, setup.actuators)
+        self.actuator_spaces = {str(a.uid): a.space for a in actuators}
+        self.dumps = DumpKeeper(setup)
+        # its statistics and records: the store's once running
+        self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
         self.batched = False  # thinking_batch for several experiences at once (see _batched)
         self.game_ids: dict[int, str] = {}  # the muscle id of each game (its lane) seen
-        self.latest: bytes | None = None  # the newest update, pickled
-        self.updated: set[str] = set()  # the Muscles that have it
+        self.newest = Newest()
         reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
@@ -94,14 +75,14 @@ class BrainProcess(Component):
                 mode=setup.mode,
                 seed=setup.brain_seed,
                 sensors=self.sensors,
-                actuators=self.actuators,
+                actuators=actuators,
                 dumps=BrainDumps(
                     loaded=setup.dumps,
-                    write=self._write_dump,
+                    write=self.dumps.write,
                     source=setup.dump_source,
                     owner=name,
                 ),
-                recorder=self.recorder,
+                recorder=self.out.recorder,
             )
         )
         self.brain.memory.set_limits(setup.agent.brain_memory.rows, setup.agent.brain_memory.bytes)
@@ -111,20 +92,6 @@ class BrainProcess(Component):
         self.reload: HotReload | None = None
         if reload is not None:
             self.use_reload(reload)
-
-    def _write_dump(self, data: bytes, tag: str) -> None:
-        path = ""
-        if self.request.dump_dir:
-            os.makedirs(self.request.dump_dir, exist_ok=True)
-            name = dump_file_name(self.request.agent.name, tag)
-            path = check_inside(os.path.join(self.request.dump_dir, name), self.request.dump_dir)
-            with open(path, "wb") as f:
-                f.write(data)
-        self.pending_dumps.append(
-            m.BrainDump(
-                agent_id=self.request.agent_id, tag=tag, path=path, dump=data, keep=self.keep
-            )
-        )
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "brain"))
@@ -171,44 +138,29 @@ class BrainProcess(Component):
     def _serve(self, hot: HotLoop, listener: Listener) -> None:
         """The hot loop: answer the Muscles; on stop, dump once if needed and close."""
         hot.own(listener)
-        self.store = connect_store(hot, self.store_endpoint)
-        self.statistics = RowSink(
-            self.store,
-            "statistics",
-            plugin=(self.brain, "add_statistics"),
-            shape=self._statistics_shape,
-        )
-        self.records = RowSink(
-            self.store, "plugin_records", plugin=(self.brain, "record"), shape=self._plugin_shape
-        )
+        store = connect_store(hot, self.store_endpoint)
+        out = self.out
+        out.connect(store, self.brain)
         try:
             self._answer(hot, listener)
         except Stopped:
-            if not self.stored or self.dump_policy is not None:  # the final dump
-                self._store_brain()
+            if self.dumps.last_due():  # the final dump
+                self.dumps.store(self.brain)
             self._record_statistics(-1, -1, -1)  # what store (or load, if no step came) added
-            self._send_dumps()
-            self.records.flush()
-            self.statistics.close(self.name)
+            self.dumps.send(store)
+            out.records.flush()
+            out.statistics.close(self.name)
             raise
         except BaseException:
-            self._send_dumps(block=False)
-            self.records.flush(block=False)
-            self.statistics.flush(block=False)
+            self.dumps.send(store, block=False)
+            out.records.flush(block=False)
+            out.statistics.flush(block=False)
             raise
-
-    def _statistics_shape(self, row: m.StatisticsRow) -> tuple[Any, ...]:
-        return statistics_values(self.request.agent_id, row)
-
-    def _plugin_shape(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
-        return plugin_record_values(self.request.phase_id, row)
 
     def _record_statistics(self, worker: int, episode: int, step: int) -> None:
         """Store what the Brain added with ``add_statistics`` (and ``context.record``) since
         the last time."""
-        record_statistics(self.brain, self.statistics, "brain", worker, episode, step)
-        source = f"brain:{self.request.agent.name}"
-        send_records(self.recorder, self.records, source, worker, episode, step)
+        self.out.add(self.brain, worker, episode, step)
 
     def _answer(self, hot: HotLoop, listener: Listener) -> None:
         memory = self.brain.memory
@@ -289,9 +241,7 @@ class BrainProcess(Component):
             message = message.items[0]
         if isinstance(message, m.Experience):
             where = (message.worker, message.episode, message.step)
-        rows = self.reload.rows(outcomes, *where)
-        shaped = [code_reload_values(self.request.phase_id, row) for row in rows]
-        send(self.records.socket, m.Rows(table="code_reloads", rows=shaped))
+        self.out.code_reloads(self.reload.rows(outcomes, *where))
 
     def _rebuild(self, classes: dict[str, type]) -> None:
         """A new Brain from its reloaded class, swapped in (a failure keeps the old one)."""
@@ -301,9 +251,7 @@ class BrainProcess(Component):
         )
         for agent_filter in self.filters.filters:
             agent_filter.brain = brain
-        for sink in (self.statistics, self.records):
-            if sink.plugin is not None:
-                sink.plugin = (brain, sink.plugin[1])
+        self.out.swap(brain)
         retire(self.name, old)
 
     def _handle(self, link: Channel, message: m.Message, memory: Memory) -> m.Message:
@@ -344,7 +292,7 @@ class BrainProcess(Component):
 
     def _round_answer(self, muscle_id: str, made: Sequence[Any]) -> bytes:
         """The answer to a round of a Muscle's games whose thinking ``made`` these updates:
-        the newest (see :meth:`_deliver`), and whether the Brain's phase rule holds."""
+        the newest (see :meth:`Newest.deliver`), and whether the Brain's phase rule holds."""
         update = None
         for made_update in reversed(made):
             if made_update is not None:
@@ -352,7 +300,9 @@ class BrainProcess(Component):
                 break
         end_phase = self.phase_stop is not None and self.phase_stop.reached
         return m.encode(
-            m.BrainUpdate(update=self._deliver(muscle_id, update), end_phase=end_phase)
+            m.BrainUpdate(
+                update=self.newest.deliver(self.brain, muscle_id, update), end_phase=end_phase
+            )
         )
 
     def _games(self, message: m.Experiences) -> tuple[str, list[tuple[str, m.Experience]]]:
@@ -385,13 +335,13 @@ class BrainProcess(Component):
                 + (f" of {len(updates)}" if isinstance(updates, Sequence) else "")
                 + f": expected a list of {len(items)} updates (or None), one per experience",
             )
-        self.stored = False
+        self.dumps.stored = False
         for _, message in batch:
             self._after_thinking(memory, message)
         last = batch[-1][1]
         self._record_statistics(last.worker, last.episode, last.step)
         if any(message.done for _, message in batch):
-            self.statistics.flush()
+            self.out.statistics.flush()
         return updates
 
     def _think_games(self, link: Channel, memory: Memory, message: m.Experiences) -> None:
@@ -413,11 +363,11 @@ class BrainProcess(Component):
             update = self.filters.think(brain.thinking, muscle_id, data)
         else:
             update = call(brain.thinking, muscle_id, data)
-        self.stored = False
+        self.dumps.stored = False
         self._after_thinking(memory, message)
         self._record_statistics(message.worker, message.episode, message.step)
         if message.done:
-            self.statistics.flush()
+            self.out.statistics.flush()
         return update
 
     def _remember(self, memory: Memory, muscle_id: str, message: m.Experience) -> Any:
@@ -440,9 +390,9 @@ class BrainProcess(Component):
 
     def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
         """At the end of a Muscle's episode: a dump if one is due, the phase's stop rules."""
-        if message.done and self._dump_due():
-            self._store_brain(periodic=True)
-            self._send_dumps()
+        if message.done and self.dumps.due():
+            self.dumps.store(self.brain, periodic=True)
+            self.dumps.send(self.out.store)
             if self.phase_stop is not None:
                 self.phase_stop.episode_ended(message.worker, memory)
 
@@ -466,29 +416,6 @@ class BrainProcess(Component):
             )
         self._record_statistics(-1, -1, -1)
         return evaluated(setup.agent.name, evaluation, result)
-
-    def _deliver(self, muscle_id: str, update: Any) -> bytes | None:
-        """The answer to ``muscle_id``, as palaestrAI's learner gives it: its own update if
-        ``thinking`` made one (it becomes the newest), else the newest update if this Muscle
-        has not had it yet, else None. So with several workers every Muscle acts with the
-        newest policy from its next step on, and each update is pickled once."""
-        if update is not None:
-            try:
-                self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
-            except (pickle.PicklingError, TypeError, AttributeError) as exc:
-                raise PluginContractError(
-                    self.brain,
-                    "thinking",
-                    f"returned {type(update).__name__} {reprlib.repr(update)}, which cannot be "
-                    f"pickled ({exc}): it goes to the Muscle's update; return plain data, "
-                    "arrays or tensors (or None for no update)",
-                ) from None
-            self.updated = {muscle_id}
-            return self.latest
-        if self.latest is None or muscle_id in self.updated:
-            return None
-        self.updated.add(muscle_id)
-        return self.latest
 
     def _check_filtered(self, values: list[Any]) -> None:
         """The filters gave the Muscle as many sensors as the Brain was told of."""
@@ -523,31 +450,44 @@ class BrainProcess(Component):
 
         return _Lazy(build, len(values), values)
 
-    def _send_dumps(self, block: bool = True) -> None:
-        dumps, self.pending_dumps = self.pending_dumps, []
-        for dump in dumps:
-            send(self.store, dump, block)
-
-    def _dump_due(self) -> bool:
-        """Whether the episode a Muscle just ended is one to dump after (see ``dump``)."""
-        self.episodes_ended += 1
-        policy = self.dump_policy
-        return policy is None or self.episodes_ended % policy.every == 0
-
-    def _store_brain(self, periodic: bool = False) -> None:
-        policy = self.dump_policy
-        self.keep = policy.keep if periodic and policy is not None else 0
-        try:
-            call(self.brain.store)
-        finally:
-            self.keep = 0
-        self.stored = True
-
     async def close(self) -> None:
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
 
     async def teardown(self) -> None:
         call(self.brain.teardown)
+
+
+class Newest:
+    """The newest update of a Brain, pickled once, and the Muscles that have it."""
+
+    __slots__ = ("latest", "updated")
+
+    def __init__(self) -> None:
+        self.latest: bytes | None = None  # the newest update, pickled
+        self.updated: set[str] = set()  # the Muscles that have it
+
+    def deliver(self, brain: Brain, muscle_id: str, update: Any) -> bytes | None:
+        """The answer to ``muscle_id``, as palaestrAI's learner gives it: its own update if
+        ``thinking`` made one (it becomes the newest), else the newest update if this Muscle
+        has not had it yet, else None. So with several workers every Muscle acts with the
+        newest policy from its next step on, and each update is pickled once."""
+        if update is not None:
+            try:
+                self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                raise PluginContractError(
+                    brain,
+                    "thinking",
+                    f"returned {type(update).__name__} {reprlib.repr(update)}, which cannot be "
+                    f"pickled ({exc}): it goes to the Muscle's update; return plain data, "
+                    "arrays or tensors (or None for no update)",
+                ) from None
+            self.updated = {muscle_id}
+            return self.latest
+        if self.latest is None or muscle_id in self.updated:
+            return None
+        self.updated.add(muscle_id)
+        return self.latest
 
 
 class _Lazy(Sequence[Any]):

@@ -34,7 +34,6 @@ from palaestra.agent.muscle_schema import Schema, unsendable
 from palaestra.agent.objective import Objective, objective_values
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.previous import Previous
-from palaestra.agent.statistics import record_statistics
 from palaestra.core.description.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.information import (
     ActuatorInformation,
@@ -45,7 +44,6 @@ from palaestra.core.information import (
 from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.plugin_records import send_records
 from palaestra.core.spaces import Box
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
@@ -391,17 +389,7 @@ class MuscleLanes:
             return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
         first = message.steps[0]
         lane = self.games[message.lanes[0]]
-        record_statistics(
-            process.muscle, out.statistics, "muscle", lane.lane, lane.episode, first.step
-        )
-        send_records(
-            out.recorder,
-            out.records,
-            out.source,
-            lane.lane,
-            lane.episode,
-            first.step,
-        )
+        out.add(process.muscle, lane.lane, lane.episode, first.step)
         return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
 
     def _begin(self, game: _Game, episode: int) -> None:
@@ -539,15 +527,7 @@ class MuscleLanes:
                 seen_values.append(step.values)
             chosen.append(game_setpoints)
             data.append(game_data)
-            record_statistics(muscle, out.statistics, "muscle", game.lane, game.episode, step.step)
-            send_records(
-                out.recorder,
-                out.records,
-                out.source,
-                game.lane,
-                game.episode,
-                step.step,
-            )
+            out.add(muscle, game.lane, game.episode, step.step)
         return chosen, data, seen_values
 
     def _batch(
