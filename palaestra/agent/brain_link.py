@@ -36,7 +36,8 @@ class BrainLink:
         brain: The Brain's process name (named when its answer is late).
         answer_timeout: How long an answer may take before the Brain is named.
         update_lag: 0, 1 or ``async`` (see :class:`~palaestra.core.description.specs.PhaseConfig`).
-        apply: What the Muscle does with each answer.
+        apply: What the Muscle does with each answer (the link keeps the newest update and
+            whether the Brain's phase rule holds).
         idle: Called when the Brain hung up: waits for the stop (its parent reports why).
     """
 
@@ -60,6 +61,8 @@ class BrainLink:
         self.outbox_bytes = 0
         self.outbox_warned = False
         self.waiting = Waiting(brain, answer_timeout, grace=1.0)
+        self.last_update: bytes | None = None  # the newest update, pickled: for a hot reload
+        self.end_phase = False  # the Brain said its phase rule holds: no further episode
         self._apply = apply
         self._idle = idle
 
@@ -104,6 +107,14 @@ class BrainLink:
         self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.owner}: unexpected {type(answer).__name__} from the brain")
+        self._take(answer)
+
+    def _take(self, answer: m.BrainUpdate) -> None:
+        """An answer of the Brain's: what it says is kept, its update applied."""
+        if answer.end_phase:
+            self.end_phase = True
+        if answer.update is not None:
+            self.last_update = answer.update
         self._apply(answer)
 
     def send_async(self, experience: bytes, settle: bool) -> bool:

@@ -65,7 +65,6 @@ class Host(Protocol):
     name: str
     worker: int
     agent: AgentSpec
-    agent_id: int
     muscle: Muscle
     objective: Objective
     filters: FilterChain
@@ -74,9 +73,15 @@ class Host(Protocol):
     brain: BrainLink
     out: MuscleRecords  # its rows, statistics and plug-in records
     reload: HotReload | None
-    end_phase: bool  # its Brain reached its phase rule
-    evaluation: bool  # the episode is an evaluation rollout
-    hot_loop: HotLoop
+    hot: HotLoop
+
+    @property
+    def end_phase(self) -> bool:
+        """Its Brain reached its phase rule."""
+
+    @property
+    def evaluation(self) -> bool:
+        """The episode is an evaluation rollout."""
 
     def reload_check(self, worker: int, episode: int, step: int) -> None:
         """Look for changed plug-in files now (a hot reload is on)."""
@@ -150,7 +155,7 @@ class MuscleLanes:
             try:
                 message = m.decode(link.recv())
             except PeerGone:
-                process.hot_loop.idle()  # its parent reports why
+                process.hot.idle()  # its parent reports why
             if not isinstance(message, m.AgentSteps):
                 raise TypeError(f"{process.name}: {type(message).__name__} from {link.peer}")
             self.serve(message, partial(process.send_to, link))
@@ -344,7 +349,7 @@ class MuscleLanes:
                 exc,
             )
         return (
-            self.process.agent_id,
+            self.process.out.agent_id,
             game.lane,
             episode,
             previous.step,

@@ -31,6 +31,7 @@ from palaestra.agent.hot_reload import (
 )
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
+from palaestra.agent.muscle_links import MuscleLinks
 from palaestra.agent.muscle_records import MuscleRecords
 from palaestra.agent.muscle_schema import Schema
 from palaestra.agent.objective import Objective
@@ -84,33 +85,24 @@ class MuscleProcess(Component):
         phase_id: int = 0,
     ) -> None:
         super().__init__(name)
-        self.dumps = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
-        self.environment_endpoints = environments or {}
-        self.links: dict[str, Channel] = {}  # to the environments, by uid
-        self.controller: Channel | None = None  # the simulation controller's, when it drives
+        self.peers = MuscleLinks(brain_endpoint, environments or {}, store_endpoint)
         self.brain = BrainLink(
             name, names.brain(agent.name), answer_timeout, update_lag, self._apply, self._idle
         )
         self.agent = agent
-        self.agent_id = agent_id
         self.worker = worker
         self.mode = mode
-        self.seed = seed
-        self.brain_endpoint = brain_endpoint
-        self.store_endpoint = store_endpoint
         self.schema = Schema(agent.name, seed)  # its sensors and actuators, the checks
         self.episode = 0
         # its rows, statistics and plug-in records (the store's once it serves)
         self.out = MuscleRecords(name, agent.name, agent_id, worker, phase_id, record_every)
         reload = muscle_reload(name, agent) if agent.hot_reload else None  # before the build
-        self.muscle = self._construct(agent, sensors, actuators)
+        dumps_of = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
+        self.muscle = self._construct(agent, sensors, actuators, dumps_of, seed)
         self.filters = FilterChain(agent.filters)
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
-        self.end_phase = False  # the Brain said its phase rule holds: no further episode
-        self.evaluation = False  # the episode is an evaluation rollout
+        self.evaluating = Evaluating()  # whether the episode is an evaluation rollout
         self.games: MuscleLanes | None = None  # the worker's games (one, or envs_per_worker)
-        self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
-        self.last_update: bytes | None = None  # the Brain's newest, pickled: for a hot reload
         self.reload: HotReload | None = None
         if reload is not None:
             self.use_reload(reload)
@@ -138,7 +130,7 @@ class MuscleProcess(Component):
         were built (a failure keeps the old ones)."""
         old = self.muscle
         muscle, objective = rebuilt_muscle(
-            self.agent, classes, old, self.objective, self.mode, self.last_update
+            self.agent, classes, old, self.objective, self.mode, self.brain.last_update
         )
         self.objective = objective
         if muscle is old:
@@ -150,7 +142,12 @@ class MuscleProcess(Component):
         retire(self.name, old)
 
     def _construct(
-        self, agent: AgentSpec, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]
+        self,
+        agent: AgentSpec,
+        sensors: list[m.InfoDesc],
+        actuators: list[m.InfoDesc],
+        dumps: BrainDumps,
+        seed: int,
     ) -> Muscle:
         muscle: Muscle = call(load_class(agent.muscle.name), **agent.muscle.params)
         self.objective = call(load_class(agent.objective.name), **agent.objective.params)
@@ -161,18 +158,17 @@ class MuscleProcess(Component):
                 uid=self.name,
                 worker=self.worker,
                 mode=self.mode,
-                seed=self.seed,
+                seed=seed,
                 sensors=self.schema.spaces.build(SensorInformation, sensors),
                 actuators=self.schema.spaces.build(ActuatorInformation, actuators),
-                rng=np.random.default_rng(self.seed),
-                dumps=self.dumps,
+                rng=np.random.default_rng(seed),
+                dumps=dumps,
                 recorder=self.out.recorder,
             )
         )
         return muscle
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
-        self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
         self.filters.set_up(muscle=self.muscle)
         call(self.muscle.setup)
@@ -182,19 +178,19 @@ class MuscleProcess(Component):
         # never is (the mode is set with each step's request): it never calls it there.
         if self.mode == "test":
             call(self.muscle.prepare_model)
-        self.listener = Listener(link_for(endpoint))  # the controller's, when it drives
-        link = runtime.links.listen(self.listener)  # its gateway, in a run across hosts
-        loop = HotLoop(runtime, self.name)
+        listener = self.peers.listener = Listener(link_for(endpoint))  # the controller's
+        link = runtime.links.listen(listener)  # its gateway, in a run across hosts
+        self.hot = loop = HotLoop(runtime, self.name)  # (known before it runs)
         router, announced = loop.bind(zmq.ROUTER, endpoint)
-        self.hot = run_hot(runtime, self.name, lambda hot: self._serve(hot, router), loop)
+        run_hot(runtime, self.name, lambda hot: self._serve(hot, router), loop)
         runtime.start_task(watch([self.brain.waiting]))
         return {"muscle": with_link(announced, link)}
 
     def _serve(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         """The hot loop: begin episodes and step, consulting the Brain."""
-        self.hot_loop = hot
-        hot.own(self.listener)
-        self.out.connect(connect_store(hot, self.store_endpoint), self.muscle)
+        assert self.peers.listener is not None
+        hot.own(self.peers.listener)
+        self.out.connect(connect_store(hot, self.peers.store), self.muscle)
         wait = hot.poller(router)
         rows, statistics, records = self.out.sinks()
         with closing_producer(rows, self.name, statistics, records):
@@ -213,54 +209,38 @@ class MuscleProcess(Component):
                     # the rounds come over a link: the environment's that plays them, or
                     # the simulation controller's (it linked to us before the episode)
                     if message.driver:
-                        self.games.play(self.links[message.driver])
+                        self.games.play(self.peers.environments[message.driver])
                     else:
-                        self.games.play(self._controller(hot))
+                        self.games.play(self.peers.of_controller(hot))
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
-    def _controller(self, hot: HotLoop) -> Channel:
-        """The link of the simulation controller that plays the worker's games."""
-        if self.controller is None:
-            self.controller = hot.accept(self.listener)
-            assert self.controller is not None
-        return self.controller
-
     def _link(self, hot: HotLoop) -> None:
         """Link to the Brain and the worker's environments (all are up once episodes begin)."""
-        brain = hot.connect(self.brain_endpoint, names.brain(self.agent.name))
-        environments = {
-            uid: hot.connect(link_for(endpoint), names.environment(uid, self.worker))
-            for uid, endpoint in self.environment_endpoints.items()
-        }
-        self.wire(brain, environments)
+        self.wire(*self.peers.connect(hot, self.agent.name, self.worker))
 
     def wire(self, brain: Channel, environments: dict[str, Channel]) -> None:
         """Use these links to the Brain and to the worker's environments (by uid); a test
         wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
         self.brain.channel = brain
-        self.links = environments
+        self.peers.environments = environments
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
         if not self.brain.wired:
-            self._link(self.hot_loop)
-        self._evaluating(message.evaluation)
+            self._link(self.hot)
+        self.evaluating.set(self.muscle, message.evaluation)
         self.episode = message.episode
         self.schema.set(message.sensors, message.actuators)
 
-    def _evaluating(self, evaluation: bool) -> None:
-        """Begin an evaluation rollout (test mode, the Brain not told) or a normal episode."""
-        if evaluation == self.evaluation:
-            return
-        muscle = self.muscle.__dict__
-        if evaluation:
-            self.own_mode = muscle.get("_palaestra_mode")
-            muscle["_palaestra_mode"] = Mode.TEST
-        elif self.own_mode is None:
-            muscle.pop("_palaestra_mode", None)
-        else:
-            muscle["_palaestra_mode"] = self.own_mode
-        self.evaluation = evaluation
+    @property
+    def evaluation(self) -> bool:
+        """Whether the episode is an evaluation rollout (test mode, the Brain not told)."""
+        return self.evaluating.on
+
+    @property
+    def end_phase(self) -> bool:
+        """Whether the Brain said its phase rule holds: no further episode."""
+        return self.brain.end_phase
 
     def _evaluate(self, message: m.AgentEvaluate) -> bytes:
         """Ask the Brain to judge the evaluation's rollouts; its answer, to pass on."""
@@ -268,15 +248,12 @@ class MuscleProcess(Component):
         return self.brain.receive()
 
     def _apply(self, answer: m.BrainUpdate) -> None:
-        """The Brain's answer: its update to the Muscle, and whether its phase rule holds."""
-        if answer.end_phase:
-            self.end_phase = True
+        """The Brain's answer: its update to the Muscle."""
         if answer.update is not None:
-            self.last_update = answer.update
             call(self.muscle.update, pickle.loads(answer.update))
 
     def _idle(self) -> NoReturn:
-        self.hot_loop.idle()  # a peer hung up: its parent reports why
+        self.hot.idle()  # a peer hung up: its parent reports why
 
     def send_to(self, link: Channel, data: bytes) -> None:
         try:
@@ -289,3 +266,28 @@ class MuscleProcess(Component):
 
     async def teardown(self) -> None:
         call(self.muscle.teardown)
+
+
+class Evaluating:
+    """Whether a Muscle's episode is an evaluation rollout: the Muscle then acts in test mode
+    (its own mode, if it set one, comes back after)."""
+
+    __slots__ = ("on", "own_mode")
+
+    def __init__(self) -> None:
+        self.on = False
+        self.own_mode: Mode | None = None  # the Muscle's own mode, restored after evaluation
+
+    def set(self, muscle: Muscle, evaluation: bool) -> None:
+        """Begin an evaluation rollout of ``muscle`` or a normal episode."""
+        if evaluation == self.on:
+            return
+        attributes = muscle.__dict__
+        if evaluation:
+            self.own_mode = attributes.get("_palaestra_mode")
+            attributes["_palaestra_mode"] = Mode.TEST
+        elif self.own_mode is None:
+            attributes.pop("_palaestra_mode", None)
+        else:
+            attributes["_palaestra_mode"] = self.own_mode
+        self.on = evaluation
