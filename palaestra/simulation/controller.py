@@ -112,8 +112,7 @@ class SimulationController(Component):
         store_endpoint: str | None = None,
     ) -> None:
         super().__init__(name)
-        self.store_endpoint = store_endpoint
-        self.report = EpisodeReport(phase, phase_id)  # its ended episodes
+        self.report = EpisodeReport(phase, phase_id, store_endpoint)  # its ended episodes
         if self.policy is None:
             raise TypeError(
                 f"{class_name(type(self))} names no turn policy: set its class attribute "
@@ -122,9 +121,9 @@ class SimulationController(Component):
         self.turns = call(self.policy)
         self.condition_specs = list(conditions)  # for the environment that drives the games
         self.worker = worker
-        self.params = params or {}
-        self.driver = str(self.params.get("driver", "auto"))
-        self.check_values = bool(self.params.get("check_values", True))
+        params = params or {}
+        self.driver = str(params.get("driver", "auto"))
+        self.check_values = bool(params.get("check_values", True))
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
         # made here (a bad one fails the setup); the games' own are made where they are played,
@@ -135,8 +134,6 @@ class SimulationController(Component):
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []
         self.baselines: list[m.EnvBaseline] = []
-        self.steps = 0
-        self.step_rate = 0.0  # phase_config.step_rate (0: lockstep), from SimulationRun
         self.kept = Kept()  # what the rounds it plays keep over the phase
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
@@ -155,7 +152,8 @@ class SimulationController(Component):
     def handle_setup(self, request: m.SimulationSetup) -> None:
         """Start the hot loop; it answers with the baseline once the environments started
         (the parent's other messages, such as a Shutdown, are not held up meanwhile)."""
-        self.hot = run_hot(self.runtime, self.name, lambda hot: self._serve(hot, request))
+        self.hot = loop = HotLoop(self.runtime, self.name)  # (known before it runs)
+        run_hot(self.runtime, self.name, lambda hot: self._serve(hot, request), loop)
 
     @on(m.SimulationRun)
     def handle_run(self, request: m.SimulationRun) -> None:
@@ -171,11 +169,8 @@ class SimulationController(Component):
     # --- the hot loop ---------------------------------------------------------------------
 
     def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
-        self.hot_loop = hot
         report = self.report
-        report.connect(
-            connect_store(hot, self.store_endpoint), partial(hot.call, self._send_parent)
-        )
+        report.connect(connect_store(hot, report.store), partial(hot.call, self._send_parent))
         try:
             with closing_producer(report.rows, self.name):
                 self._serve_episodes(hot, request)
@@ -214,14 +209,11 @@ class SimulationController(Component):
             )
             for a in run.agents
         ]
-        self.step_rate = run.step_rate
-        episodes = self._play_lanes(
-            run.envs_per_worker, run.episodes, run.first_episode, run.evaluate_every
-        )
+        episodes = self._play_lanes(run)
         self.report.tell_parent(time.monotonic())
         hot.call(
             self._send_parent,
-            m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.steps),
+            m.SimulationDone(worker=self.worker, episodes=episodes, steps=self.report.steps),
         )
         hot.command()  # nothing more to do: wait for the stop
 
@@ -263,7 +255,6 @@ class SimulationController(Component):
     ) -> None:
         """Tell the parent and the store that ``episode`` of ``worker`` (by default: this
         controller's) ended (Unix times)."""
-        self.steps += result.steps
         names = {a.process: a.name for a in self.agents}
         message = m.EpisodeEnded(
             phase=self.report.phase,
@@ -278,14 +269,16 @@ class SimulationController(Component):
         )
         self.report.ended(message)
 
-    def _play_lanes(self, lanes: int, episodes: int, first: int, evaluate_every: int) -> int:
-        """Play the worker's ``lanes`` games (``envs_per_worker``) in rounds
-        (:mod:`palaestra.core.rounds`), each ``episodes`` episodes from episode ``first`` on,
-        and tell each episode's end as it happens; with ``evaluate_every``, every game plays
+    def _play_lanes(self, run: m.SimulationRun) -> int:
+        """Play the worker's games (``envs_per_worker``) in rounds (:mod:`palaestra.core.
+        rounds`), each its episodes from the run's first episode on, and tell each episode's
+        end as it happens; with ``evaluate_every``, every game plays
         one evaluation rollout after each ``evaluate_every`` of its episodes and the Brains
         judge them (once per worker). The phase's one environment plays the rounds, or this
         controller (:mod:`palaestra.simulation.remote_games`). The number of episodes played
         (of all games, rollouts included)."""
+        lanes, episodes, first = run.envs_per_worker, run.episodes, run.first_episode
+        evaluate_every, step_rate = run.evaluate_every, run.step_rate
         drives = self.environment_drives(lanes)
         LOG.info(
             "%s: episodes driven by %s (%d game%s per worker)",
@@ -302,14 +295,14 @@ class SimulationController(Component):
                 until = (evaluation + 1) * evaluate_every
             if played:
                 self._start_environments(reset=True)
-            plan = self._plan(drives, episodes, first if not played else 0, until)
+            plan = self._plan(drives, episodes, first if not played else 0, until, step_rate)
             count, done = self._lanes(drives, lanes, plan)
             played += count
             if done.end_phase or not done.reached:
                 break
             LOG.info("%s: evaluation %d of %d games", self.name, evaluation, lanes)
             self._start_environments(reset=True)
-            plan = self._plan(drives, 1, 0, 0, evaluation=True)
+            plan = self._plan(drives, 1, 0, 0, step_rate, evaluation=True)
             played += self._lanes(drives, lanes, plan)[0]
             if self._judged(evaluation):
                 LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
@@ -321,7 +314,13 @@ class SimulationController(Component):
         return played
 
     def _plan(
-        self, drives: bool, episodes: int, first: int, until: int, evaluation: bool = False
+        self,
+        drives: bool,
+        episodes: int,
+        first: int,
+        until: int,
+        step_rate: float,
+        evaluation: bool = False,
     ) -> m.EnvLanes:
         """What the games play next (see :class:`~palaestra.core.wire.messages.EnvLanes`)."""
         env = self.environments[0].name
@@ -338,7 +337,7 @@ class SimulationController(Component):
             episodes=episodes,
             first_episode=first,
             policy=class_name(type(self.turns)),
-            step_rate=self.step_rate,
+            step_rate=step_rate,
             until=until,
             evaluation=evaluation,
         )
@@ -367,7 +366,7 @@ class SimulationController(Component):
                 self.environments, self.baselines, self.agents, lanes * self.worker
             )
             seats = Seats(self.name, self.agents)
-            over = play_rounds(table, seats, plan, self.kept, self.hot_loop.sleep, ended)
+            over = play_rounds(table, seats, plan, self.kept, self.hot.sleep, ended)
             return played, over
         env.tell(plan)
         while True:  # no answer_timeout on the games: the environment watches its steps

@@ -30,13 +30,26 @@ completed)."""
 
 
 class EpisodeReport:
-    """The ended episodes of phase ``phase`` (its store id ``phase_id``) of one worker."""
+    """The ended episodes of phase ``phase`` (its store id ``phase_id``) of one worker; ``store``:
+    the store writer's endpoint (None: no store)."""
 
-    __slots__ = ("phase", "phase_id", "rows", "pushed", "pending", "told", "tell")
+    __slots__ = (
+        "phase",
+        "phase_id",
+        "store",
+        "steps",
+        "rows",
+        "pushed",
+        "pending",
+        "told",
+        "tell",
+    )
 
-    def __init__(self, phase: int, phase_id: int) -> None:
+    def __init__(self, phase: int, phase_id: int, store: str | None = None) -> None:
         self.phase = phase
         self.phase_id = phase_id
+        self.store = store
+        self.steps = 0  # of the episodes that ended
         self.rows = RowSink(None, "episodes", shape=self._shape)  # the store's once running
         self.pushed = -EPISODE_FLUSH_SECONDS  # the first episode's row goes at once
         self.pending: list[m.EpisodeEnded] = []  # ended episodes not yet told the parent
@@ -50,6 +63,7 @@ class EpisodeReport:
 
     def ended(self, message: m.EpisodeEnded) -> None:
         """An episode ended: its row, and its part of the parent's next batch."""
+        self.steps += message.steps
         self.rows.add(message)
         now = time.monotonic()
         if now - self.pushed >= EPISODE_FLUSH_SECONDS:
