@@ -1,7 +1,7 @@
 """Many games per worker against gymnasium's in-process vector environments, same policy.
 
     python benchmarks/vector_envs.py [--games 1 8 64] [--steps 60000] [--repeat 3]
-                                     [--update-lag 0]
+                                     [--update-lag 0] [--cpu-affinity none|worker]
 
 CartPole stepping at N games:
 
@@ -14,7 +14,8 @@ CartPole stepping at N games:
   *steady*: steps / (last episode's end - first episode's start), from the ``episodes`` table
   (start-up excluded); *wall*: steps / the command's whole wall time (start-up, shutdown and
   the writer's last commit included). The store is checked: one ``world_states`` and one
-  ``muscle_actions`` row per step, else the script exits 1.
+  ``muscle_actions`` row per step, else the script exits 1. ``--cpu-affinity worker`` runs
+  it with the runtime config's ``cpu_affinity: worker`` (the worker's processes on one CPU).
 * gymnasium SyncVectorEnv: ``gymnasium.vector.SyncVectorEnv`` of N ``CartPole-v1``
   (``gym.make``, its default wrappers), autoreset, the same policy on the batch of
   observations, the same number of steps; no store.
@@ -189,7 +190,9 @@ CARTPOLE = "palaestra.environment.cartpole:CartPole"
 PER_GAME = "vector_plugins:PerGameCartPole"
 
 
-def palaestra_rate(games: int, steps: int, lag: int, environment: str) -> dict[str, Any]:
+def palaestra_rate(
+    games: int, steps: int, lag: int, environment: str, affinity: str = "none"
+) -> dict[str, Any]:
     """One run: steps, steady and wall steps/s; the store checked for completeness."""
     with tempfile.TemporaryDirectory(prefix="palaestra-vector-") as tmp:
         run_file = Path(tmp) / "run.yml"
@@ -199,6 +202,7 @@ def palaestra_rate(games: int, steps: int, lag: int, environment: str) -> dict[s
         )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(BENCH), str(ROOT), env.get("PYTHONPATH", "")])
+        env["PALAESTRA_CPU_AFFINITY"] = affinity
         began = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)],
@@ -257,13 +261,15 @@ def gymnasium_rate(games: int, steps: int, vectorized: bool) -> tuple[float, flo
     return done / seconds, 1e6 * cpu / done
 
 
-def measure(games: int, steps: int, repeat: int, lag: int, environment: str) -> dict[str, Any]:
+def measure(
+    games: int, steps: int, repeat: int, lag: int, environment: str, affinity: str = "none"
+) -> dict[str, Any]:
     """``repeat`` rounds, each a palaestra run and the two gymnasium loops right after it
     (interleaved, so a busy machine slows all three alike); medians and their ratio, and the
     ratio of each round's figures."""
     runs, sync, vector, sync_cpu = [], [], [], []
     for _ in range(repeat):
-        runs.append(palaestra_rate(games, steps, lag, environment))
+        runs.append(palaestra_rate(games, steps, lag, environment, affinity))
         rate, cpu_us = gymnasium_rate(games, runs[-1]["steps"], False)
         sync.append(rate)
         sync_cpu.append(cpu_us)
@@ -293,6 +299,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--update-lag", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--cpu-affinity", choices=("none", "worker"), default="none")
     parser.add_argument(
         "--per-game",
         action="store_true",
@@ -302,7 +309,8 @@ def main() -> None:
     np.seterr(all="ignore")
     environment = PER_GAME if args.per_game else CARTPOLE
     results = [
-        measure(n, args.steps, args.repeat, args.update_lag, environment) for n in args.games
+        measure(n, args.steps, args.repeat, args.update_lag, environment, args.cpu_affinity)
+        for n in args.games
     ]
     print(
         f"{'N':>4} {'steps':>7} {'palaestra steady':>17} {'wall':>9} "
@@ -329,6 +337,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "load": os.getloadavg(),
         "update_lag": args.update_lag,
+        "cpu_affinity": args.cpu_affinity,
         "environment": environment,
         "repeat": args.repeat,
     }

@@ -62,6 +62,7 @@ class AgentConductor(Conductor):
                 "Brain",
                 BrainProcess,
                 BrainArgs(setup=request, store_endpoint=self.store_endpoint),
+                worker=0 if request.workers == 1 else None,  # (it serves every worker)
             )
         ]
         if runtime.network is not None:  # its tcp endpoint is known once it is up
@@ -91,6 +92,7 @@ class AgentConductor(Conductor):
                         dumps=request.dumps,
                         dump_source=request.dump_source,
                     ),
+                    worker=worker,
                 )
             )
         self.children = children

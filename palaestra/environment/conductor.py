@@ -55,6 +55,7 @@ class EnvironmentConductor(Conductor):
                         request.seeds[worker * games : (worker + 1) * games] if games > 1 else []
                     ),
                 ),
+                worker=worker,
             )
             for worker in range(request.workers)
         ]

@@ -14,6 +14,7 @@ from palaestra.core.description import names
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.supervision import start_methods
+from palaestra.core.supervision.affinity import Affinity
 from palaestra.core.supervision.launch import Placement
 from palaestra.core.supervision.processes import preload, set_title
 from palaestra.core.supervision.runtime import Runtime
@@ -157,6 +158,7 @@ async def _execute(
         start_method=method,
         placement=placement,
         network=network,
+        affinity=Affinity.of_this_process() if config.cpu_affinity == "worker" else None,
     )
     loop = asyncio.get_running_loop()
     interrupts = 0

@@ -324,6 +324,7 @@ class ExperimentRun(Component):
                     phase_id=phase_id,
                     store_endpoint=self.store_endpoint,
                 ),
+                worker=w,
             )
             for w in range(spec.config.worker)
         ]

@@ -152,6 +152,7 @@ def test_runtime_config_show_default(tmp_path: Path) -> None:
         "start_method: auto\n"
         "backend: local\n"
         "ray_address: ''\n"
+        "cpu_affinity: none\n"
     )
 
 
@@ -175,6 +176,7 @@ def test_runtime_config_show_effective_with_a_file(tmp_path: Path) -> None:
         "start_method: auto\n"
         "backend: local\n"
         "ray_address: ''\n"
+        "cpu_affinity: none\n"
     )
 
 

@@ -360,6 +360,7 @@ def test_runtime_config_defaults(in_tmp: Path) -> None:
         "start_method: auto\n"
         "backend: local\n"
         "ray_address: ''\n"
+        "cpu_affinity: none\n"
     )
 
 

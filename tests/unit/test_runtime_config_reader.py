@@ -36,6 +36,7 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("store_urj: sqlite:///x.db\n", "unknown setting 'store_urj'. Did you mean 'store_uri'?"),
         ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
         ("- store_uri\n", "expected a mapping of settings"),
+        ("cpu_affinity: workers\n", "cpu_affinity: expected one of none, worker, got 'workers'"),
     ],
 )
 def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
@@ -44,3 +45,15 @@ def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
     (in_tmp / "palaestra-runtime.yaml").write_text(text)
     with pytest.raises(RuntimeConfigError, match=f"palaestra-runtime.yaml: {expected}"):
         resolve_store_uri()
+
+
+def test_cpu_affinity_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
+    from palaestra.core.description.config import load_runtime_config
+
+    assert load_runtime_config(environ={}).cpu_affinity == "none"
+    (in_tmp / "palaestra-runtime.yaml").write_text("cpu_affinity: worker\n")
+    assert load_runtime_config(environ={}).cpu_affinity == "worker"
+    environ = {"PALAESTRA_CPU_AFFINITY": "none"}
+    assert load_runtime_config(environ=environ).cpu_affinity == "none"
+    with pytest.raises(RuntimeConfigError, match="PALAESTRA_CPU_AFFINITY: expected one of"):
+        load_runtime_config(environ={"PALAESTRA_CPU_AFFINITY": "core"})

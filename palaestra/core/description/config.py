@@ -2,7 +2,8 @@
 
 Sources, later ones winning: built-in defaults; the file given with ``palaestra -c FILE`` (or,
 without ``-c``, ``./palaestra-runtime.yaml`` if it exists); the environment variables
-``PALAESTRA_STORE_URI``, ``PALAESTRA_DATA_PATH`` and ``PALAESTRA_START_METHOD``.
+``PALAESTRA_STORE_URI``, ``PALAESTRA_DATA_PATH``, ``PALAESTRA_START_METHOD`` and
+``PALAESTRA_CPU_AFFINITY``.
 
 This is the one reader of it and the one place of its defaults: the executor, the CLI and the
 store's query functions (which read the configured store) all call :func:`load_runtime_config`.
@@ -35,6 +36,10 @@ DEFAULT_FILE = "palaestra-runtime.yaml"
 DEFAULT_STORE_URI = "sqlite:///palaestra.db"
 BACKENDS = ("local", "ray")
 """Where a run's processes can run (the runtime config's ``backend``)."""
+AFFINITIES = ("none", "worker")
+"""The values of the runtime config's ``cpu_affinity``."""
+AFFINITY_VAR = "PALAESTRA_CPU_AFFINITY"
+"""The environment variable that overrides the runtime config's ``cpu_affinity``."""
 SECONDS = ("answer_timeout", "start_timeout", "store_timeout", "probe_timeout")
 """The settings that are a number of seconds > 0; every other one is a string."""
 
@@ -68,6 +73,13 @@ class RuntimeConfig:
     ray_address: str = ""
     """With ``backend: ray``: the address of an existing Ray cluster (``host:port`` or
     ``ray://host:port``); empty: palaestra starts a local Ray instance for the run."""
+    cpu_affinity: str = "none"
+    """``none``: the operating system places the run's processes. ``worker``: the processes
+    of a rollout worker (its environments, Muscles and simulation controller; with one worker
+    also the Brains) run on one CPU of those the executor may use, worker ``w`` on the
+    ``w``-th, round the CPUs: a worker whose processes hand each step to each other (one game
+    per worker, ``update_lag`` 0) then passes them without waking another CPU (see
+    :mod:`palaestra.core.supervision.affinity`)."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -88,8 +100,13 @@ def load_runtime_config(
     if environ.get("PALAESTRA_DATA_PATH"):
         config = replace(config, data_path=environ["PALAESTRA_DATA_PATH"])
     if environ.get(ENV_VAR):
-        _check_start_method(f"the environment variable {ENV_VAR}", environ[ENV_VAR])
+        _check_one_of(f"the environment variable {ENV_VAR}", environ[ENV_VAR], START_METHODS)
         config = replace(config, start_method=environ[ENV_VAR])
+    if environ.get(AFFINITY_VAR):
+        _check_one_of(
+            f"the environment variable {AFFINITY_VAR}", environ[AFFINITY_VAR], AFFINITIES
+        )
+        config = replace(config, cpu_affinity=environ[AFFINITY_VAR])
     return config
 
 
@@ -127,23 +144,19 @@ def _check(path: str, key: object, value: object) -> None:
             )
     elif not isinstance(value, str):
         raise RuntimeConfigError(f"{path}: {key}: expected a string, got {value!r}")
-    elif key == "start_method":
-        _check_start_method(f"{path}: start_method", value)
-    elif key == "backend" and value not in BACKENDS:
-        hint = did_you_mean(value, BACKENDS)
-        raise RuntimeConfigError(
-            f"{path}: backend: expected one of {', '.join(BACKENDS)}, got {value!r}"
-            + (f". {hint}" if hint else "")
-        )
+    elif key in CHOICES:
+        _check_one_of(f"{path}: {key}", value, CHOICES[key])
 
 
-def _check_start_method(where: str, value: str) -> None:
-    if value not in START_METHODS:
-        hint = did_you_mean(value, START_METHODS)
+def _check_one_of(where: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        hint = did_you_mean(value, choices)
         raise RuntimeConfigError(
-            f"{where}: expected one of {', '.join(START_METHODS)}, got {value!r}"
+            f"{where}: expected one of {', '.join(choices)}, got {value!r}"
             + (f". {hint}" if hint else "")
         )
 
 
 KNOWN = frozenset(f.name for f in fields(RuntimeConfig))
+CHOICES = {"start_method": START_METHODS, "cpu_affinity": AFFINITIES, "backend": BACKENDS}
+"""The settings that take one of a few values, and those values."""

@@ -103,6 +103,9 @@ class ChildSpec:
     """The child's host and the run's keys where the run crosses hosts (its parent's, unless
     its :class:`~palaestra.core.supervision.launch.Placement` put it elsewhere: see
     :mod:`palaestra.core.wire.netlink`); None: every link is a local one."""
+    cpus: tuple[int, ...] = ()
+    """The CPUs the child runs on (see :mod:`palaestra.core.supervision.affinity`); empty:
+    where the operating system puts it."""
 
     def build(self) -> Component:
         """The component this child runs (called in the child)."""

@@ -24,6 +24,7 @@ from palaestra.core import liveness
 from palaestra.core.description import limits, names
 from palaestra.core.errors import PalaestraError
 from palaestra.core.plugin import PluginError
+from palaestra.core.supervision.affinity import Affinity, pin
 from palaestra.core.supervision.esm import ChildExit, Component, State
 from palaestra.core.supervision.launch import Placement
 from palaestra.core.supervision.processes import (
@@ -89,9 +90,11 @@ class Runtime:
         start_method: str = FORK,
         placement: Placement | None = None,
         network: Network | None = None,
+        affinity: Affinity | None = None,
     ) -> None:
         self.component = component
         self.placement = placement
+        self.affinity = affinity  # the CPUs of the workers' children (None: the system's)
         self.spec = spec
         self.run_dir = run_dir
         self.log_level = log_level
@@ -134,10 +137,17 @@ class Runtime:
     # --- children ----------------------------------------------------------------------
 
     def spawn(
-        self, name: str, role: str, component: type[Component] | Deferred, args: msgspec.Struct
+        self,
+        name: str,
+        role: str,
+        component: type[Component] | Deferred,
+        args: msgspec.Struct,
+        worker: int | None = None,
     ) -> Child:
         """Start a child running ``component(name=name, **args)`` that reports to this process
-        (a :class:`Deferred` component is imported, and its arguments checked, in the child)."""
+        (a :class:`Deferred` component is imported, and its arguments checked, in the child);
+        ``worker``: the rollout worker whose CPU it shares, where the runtime pins workers (see
+        :mod:`palaestra.core.supervision.affinity`)."""
         if not isinstance(component, Deferred):
             check_args(component, args)
         if self.children_socket is None:
@@ -153,9 +163,16 @@ class Runtime:
             log_level=self.log_level,
             start_method=self.start_method,
             network=self.network,
+            cpus=self._cpus(worker),
         )
         launched = None if self.placement is None else self.placement.launch(spec)
         return self.supervisor.spawn(spec, launched)
+
+    def _cpus(self, worker: int | None) -> tuple[int, ...]:
+        """The CPUs of a child of ``worker`` (none: unpinned; children placed elsewhere are)."""
+        if self.affinity is None or worker is None or self.placement is not None:
+            return ()
+        return self.affinity.of_worker(worker)
 
     async def request(self, child: str, message: m.Msg) -> m.Message:
         """Send ``message`` to ``child`` and wait for its next message (its answer)."""
@@ -412,6 +429,7 @@ class ComponentFailed(Exception):
 async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connection) -> int:
     """Entry point of every child process (run by aiomultiprocess in the child's loop);
     returns the exit code."""
+    pin(spec.cpus)  # before any thread of its own starts
     set_title(spec.name)
     watch_parent(alive)
     try:

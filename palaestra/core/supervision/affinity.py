@@ -1,0 +1,67 @@
+"""Which CPU a run's process runs on, with the runtime config's ``cpu_affinity: worker``.
+
+The processes of a rollout worker hand each step to each other: the environment's state to
+the Muscles, a Muscle's experience to its Brain and the answers back. A process waiting for
+its peer sleeps; the peer's message wakes it, and where it sleeps on another CPU that costs an
+inter-processor interrupt, which on a virtual machine is a trip through the hypervisor. With
+one game per worker and ``update_lag`` 0 those hand-overs are most of a step: on the 2-CPU
+virtual machines of this project a message between two processes on different CPUs costs
+about 35 µs of CPU (both processes together) and 47 µs of time, on one CPU about 7.5 and 7
+(``python benchmarks/handover.py``).
+``cpu_affinity: worker`` therefore runs each worker's processes on one CPU, worker ``w`` on
+the ``w``-th CPU the executor may use (round the CPUs when there are more workers): its
+environments, its Muscles and its simulation controller, and with a single worker the Brains
+too (a Brain serves the Muscles of every worker). The executor and the store writer stay where
+the operating system puts them.
+
+It is not the default: a worker that plays many games per round (``envs_per_worker``) has its
+processes work at once, which one CPU serialises, and a Brain that learns with threads
+(PyTorch's) gets one CPU. See ``docs/performance.md`` for the figures of both.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+
+LOG = logging.getLogger(__name__)
+
+
+class Affinity:
+    """The CPUs of a run's workers: worker ``w`` runs on the ``w``-th of ``cpus`` (sorted),
+    round them."""
+
+    __slots__ = ("cpus",)
+
+    def __init__(self, cpus: Iterable[int]) -> None:
+        self.cpus = sorted(cpus)
+        if not self.cpus:
+            raise ValueError("no CPU to run the workers on")
+
+    @classmethod
+    def of_this_process(cls) -> Affinity:
+        """The CPUs this process may use (all, where the system cannot tell)."""
+        if hasattr(os, "sched_getaffinity"):
+            return cls(os.sched_getaffinity(0))
+        return cls(range(os.cpu_count() or 1))
+
+    def of_worker(self, worker: int) -> tuple[int, ...]:
+        """The CPU of worker ``worker``'s processes."""
+        return (self.cpus[worker % len(self.cpus)],)
+
+
+def pin(cpus: tuple[int, ...]) -> None:
+    """Run every thread of this process (and those it starts) on ``cpus``; none: leave it
+    where it is. A system that cannot pin is only logged: the run goes on unpinned."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    try:
+        for thread in threads:
+            os.sched_setaffinity(thread, cpus)
+    except OSError as exc:
+        LOG.warning("could not run on CPU %s: %s", ",".join(map(str, cpus)), exc)

@@ -1,0 +1,91 @@
+"""``cpu_affinity: worker``: each rollout worker's processes run on one CPU (worker ``w`` on the
+``w``-th the executor may use), the Brains too with a single worker; ``none`` (the default)
+leaves them where the operating system puts them. The plug-ins record the CPUs their own
+process may use (tests/plugins/affinity_plugins.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from tests.conftest import Workspace
+
+pytestmark = pytest.mark.timeout(120)
+
+RUN = """\
+uid: affinity-run
+experiment_uid: affinity-tests
+seed: 5
+version: "0.1"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: affinity_plugins:CpuEnvironment
+            uid: myenv
+            params: {{discrete: true, max_iter: 3}}
+      agents:
+        - name: pinned
+          brain: {{name: affinity_plugins:CpuBrain, params: {{}}}}
+          muscle: {{name: affinity_plugins:CpuMuscle, params: {{}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [myenv.0]
+          actuators: [myenv.0]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {{}}
+      phase_config: {{mode: train, worker: {workers}, episodes: 1}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {{}}
+"""
+
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def recorded_cpus(
+    workspace: Workspace, affinity: str, workers: int
+) -> dict[tuple[str, int], list[int]]:
+    """Run with ``cpu_affinity: affinity`` and ``workers`` workers; the CPUs each plug-in's
+    process could use, by (source, worker)."""
+    (workspace.path / "run.yml").write_text(RUN.format(workers=workers))
+    (workspace.path / "palaestra-runtime.yaml").write_text(f"cpu_affinity: {affinity}\n")
+    result = workspace.run("experiment-start", "-q", "run.yml")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with sqlite3.connect(workspace.store) as conn:
+        rows = conn.execute(
+            "select source, worker, value from plugin_records where key = 'cpus'"
+        ).fetchall()
+    found: dict[tuple[str, int], list[int]] = {}
+    for source, worker, value in rows:
+        found.setdefault((source, worker), json.loads(value))
+    return found
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell pinned from unpinned")
+def test_each_workers_processes_run_on_the_workers_cpu(workspace: Workspace) -> None:
+    found = recorded_cpus(workspace, "worker", workers=2)
+    for worker in range(2):
+        cpu = [CPUS[worker % len(CPUS)]]
+        assert found[("env:myenv", worker)] == cpu
+        assert found[("muscle:pinned", worker)] == cpu
+    brain = [cpus for (source, _), cpus in found.items() if source == "brain:pinned"]
+    assert brain == [CPUS]  # it serves both workers: where the system puts it
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell pinned from unpinned")
+def test_with_one_worker_the_brain_shares_its_cpu(workspace: Workspace) -> None:
+    found = recorded_cpus(workspace, "worker", workers=1)
+    assert set(map(tuple, found.values())) == {(CPUS[0],)}
+    assert {source for source, _ in found} == {"env:myenv", "muscle:pinned", "brain:pinned"}
+
+
+def test_by_default_no_process_is_pinned(workspace: Workspace) -> None:
+    found = recorded_cpus(workspace, "none", workers=1)
+    assert len(found) == 3 and all(cpus == CPUS for cpus in found.values())

@@ -1,0 +1,57 @@
+"""Which CPU a worker's processes run on with ``cpu_affinity: worker``
+(:mod:`palaestra.core.supervision.affinity`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from palaestra.core.supervision.affinity import Affinity, pin
+
+
+def test_workers_go_round_the_cpus_in_order() -> None:
+    affinity = Affinity([3, 1, 2])
+    assert [affinity.of_worker(w) for w in range(5)] == [(1,), (2,), (3,), (1,), (2,)]
+
+
+def test_no_cpu_is_refused() -> None:
+    with pytest.raises(ValueError, match="no CPU"):
+        Affinity([])
+
+
+def test_a_process_is_pinned_with_its_threads() -> None:
+    """pin() moves every thread of the process, and those started after inherit it (run in a
+    forked child, so the test process keeps its CPUs)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.close(read)
+        ready, seen = threading.Event(), []
+        older = threading.Thread(
+            target=lambda: (ready.wait(), seen.append(os.sched_getaffinity(0)))
+        )
+        older.start()
+        pin((cpus[-1],))
+        ready.set()
+        older.join()
+        newer = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        newer.start()
+        newer.join()
+        report = [sorted(os.sched_getaffinity(0)), *(sorted(s) for s in seen)]
+        os.write(write, repr(report).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        report = pipe.read()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert report == repr([[cpus[-1]]] * 3)
+
+
+def test_nothing_to_pin_leaves_the_process_where_it_is() -> None:
+    before = os.sched_getaffinity(0)
+    pin(())
+    assert os.sched_getaffinity(0) == before
