@@ -63,7 +63,7 @@ def rounds_of(games: int) -> LocalRounds:
         lane_seeds=tuple(range(1, games + 1)) if games > 1 else (),
     )
     for world in env.games:
-        world.rows = Kept("world_states")
+        world.out.rows = Kept("world_states")
     rounds = LocalRounds(env)
     baseline = rounds.start()
     by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}

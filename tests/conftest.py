@@ -104,6 +104,7 @@ class Workspace:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
         env.pop("PALAESTRA_STORE_URI", None)
+        env.pop("PALAESTRA_CPU_AFFINITY", None)  # (a test's runtime config says)
         return env
 
     def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:

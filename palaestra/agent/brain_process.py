@@ -389,12 +389,15 @@ class BrainProcess(Component):
         return pickle.loads(message.data)
 
     def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
-        """At the end of a Muscle's episode: a dump if one is due, the phase's stop rules."""
-        if message.done and self.dumps.due():
+        """At the end of a Muscle's episode: a dump if one is due; the phase's stop rules
+        (after every episode, whichever the dumps follow)."""
+        if not message.done:
+            return
+        if self.dumps.due():
             self.dumps.store(self.brain, periodic=True)
             self.dumps.send(self.out.store)
-            if self.phase_stop is not None:
-                self.phase_stop.episode_ended(message.worker, memory)
+        if self.phase_stop is not None:
+            self.phase_stop.episode_ended(message.worker, memory)
 
     def _evaluate(self, evaluation: int) -> m.AgentEvaluated:
         """Call ``evaluate_rollouts`` after evaluation ``evaluation``'s rollouts."""

@@ -33,6 +33,7 @@ from typing import Any
 
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_RUN_FAILED
+from palaestra.core.supervision.affinity import pin
 from palaestra.core.supervision.start_methods import SPAWN, cuda_initialised
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.runtime_config import RuntimeConfig
@@ -62,13 +63,15 @@ class ExecutorProcess:
     Args:
         run: The checked run.
         config: The runtime configuration it runs with.
+        cpus: The CPUs it runs on (with ``cpu_affinity: worker``, its share of a parallel
+            sweep's; see :func:`palaestra.core.supervision.affinity.share`); empty: all.
     """
 
-    def __init__(self, run: RunSpec, config: RuntimeConfig) -> None:
+    def __init__(self, run: RunSpec, config: RuntimeConfig, cpus: tuple[int, ...] = ()) -> None:
         self.run = run
         handle, self._result_path = tempfile.mkstemp(prefix="palaestra-outcome-")
         os.close(handle)
-        job = (run, config, self._result_path, os.getpid())
+        job = (run, config, self._result_path, os.getpid(), cpus)
         self._forked: multiprocessing.process.BaseProcess | None = None
         self._spawned: subprocess.Popen[bytes] | None = None
         # Blocked until the child has its own handlers: a Ctrl-C passed on at once must not
@@ -175,8 +178,11 @@ def spawned_main() -> None:
     _child_main(*job)
 
 
-def _child_main(run: RunSpec, config: RuntimeConfig, result_path: str, parent: int) -> None:
-    """In the child: leave the parent's loop, signals and group behind; run; report."""
+def _child_main(
+    run: RunSpec, config: RuntimeConfig, result_path: str, parent: int, cpus: tuple[int, ...]
+) -> None:
+    """In the child: leave the parent's loop, signals and group behind (and run on ``cpus``,
+    if given: a share of a parallel sweep's); run; report."""
     from palaestra.core.supervision.console import guard_console
     from palaestra.core.supervision.processes import die_with_parent
 
@@ -187,6 +193,7 @@ def _child_main(run: RunSpec, config: RuntimeConfig, result_path: str, parent: i
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _forget_running_loop()
     die_with_parent(parent)
+    pin(cpus)
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _PASSED_ON)  # a pending one arrives here
         outcome = run_here(run, config)

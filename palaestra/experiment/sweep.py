@@ -20,6 +20,7 @@ from typing import Any
 
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.supervision.affinity import Affinity, share
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.isolated import ExecutorProcess
 from palaestra.experiment.runtime_config import RuntimeConfig
@@ -64,7 +65,8 @@ class _Sweep:
         self.parallel = parallel
         self.on_end = on_end
         self.waiting = deque(enumerate(runs))
-        self.executing: dict[int, tuple[int, ExecutorProcess]] = {}
+        self.executing: dict[int, tuple[int, ExecutorProcess, int]] = {}  # and its slot
+        self.slots = list(range(parallel))  # free; each run at once has one (its CPUs)
         self.outcomes: list[RunOutcome | None] = [None] * len(runs)
         self.stopping = False
         self.failure: BaseException | None = None
@@ -113,8 +115,12 @@ class _Sweep:
     def _start_more(self) -> None:
         while self.waiting and len(self.executing) < self.parallel and not self.stopping:
             index, spec = self.waiting.popleft()
-            child = ExecutorProcess(spec, self.config)
-            self.executing[child.sentinel] = (index, child)
+            slot = self.slots.pop(0)
+            cpus: tuple[int, ...] = ()
+            if self.config.cpu_affinity == "worker" and self.parallel > 1:
+                cpus = share(Affinity.of_this_process().cpus, slot, self.parallel)
+            child = ExecutorProcess(spec, self.config, cpus)
+            self.executing[child.sentinel] = (index, child, slot)
 
     def _collect(self) -> None:
         for ready in multiprocessing.connection.wait([*self.executing, self._wake_read]):
@@ -125,7 +131,8 @@ class _Sweep:
                     self._stop(self.signals[self._handled])
                     self._handled += 1
                 continue
-            index, child = self.executing.pop(ready)
+            index, child, slot = self.executing.pop(ready)
+            self.slots.append(slot)
             self._ended(index, child.outcome())
 
     def _ended(self, index: int, outcome: RunOutcome) -> None:
@@ -137,7 +144,7 @@ class _Sweep:
         """Pass a signal on to the executing runs (a second one stops them at once); the
         waiting ones never start."""
         self.stopping = True
-        for _, child in self.executing.values():
+        for _, child, _ in self.executing.values():
             child.interrupt(signum)
         while self.waiting:
             index, spec = self.waiting.popleft()

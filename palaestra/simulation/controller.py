@@ -121,9 +121,9 @@ class SimulationController(Component):
         self.turns = call(self.policy)
         self.condition_specs = list(conditions)  # for the environment that drives the games
         self.worker = worker
-        params = params or {}
-        self.driver = str(params.get("driver", "auto"))
-        self.check_values = bool(params.get("check_values", True))
+        self.params = params or {}  # (a subclass may read params of its own)
+        self.driver = str(self.params.get("driver", "auto"))
+        self.check_values = bool(self.params.get("check_values", True))
         self.answer_timeout = answer_timeout
         self.waiting: list[Waiting] = []
         # made here (a bad one fails the setup); the games' own are made where they are played,

@@ -89,3 +89,30 @@ def test_with_one_worker_the_brain_shares_its_cpu(workspace: Workspace) -> None:
 def test_by_default_no_process_is_pinned(workspace: Workspace) -> None:
     found = recorded_cpus(workspace, "none", workers=1)
     assert len(found) == 3 and all(cpus == CPUS for cpus in found.values())
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell pinned from unpinned")
+def test_the_runs_of_a_parallel_sweep_take_cpus_of_their_own(workspace: Workspace) -> None:
+    """Two runs at once: each one's processes on its own share of the CPUs (every other)."""
+    (workspace.path / "run.yml").write_text(RUN.format(workers=1))
+    (workspace.path / "palaestra-runtime.yaml").write_text("cpu_affinity: worker\n")
+    result = workspace.run(
+        "experiment-start", "-q", "run.yml", "--seeds", "1,2", "--parallel", "2"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    with sqlite3.connect(workspace.store) as conn:
+        rows = conn.execute(
+            "select r.uid, p.value from plugin_records p"
+            " join experiment_run_phases ph on ph.id = p.experiment_run_phase_id"
+            " join experiment_run_instances i on i.id = ph.experiment_run_instance_id"
+            " join experiment_runs r on r.id = i.experiment_run_id"
+            " where p.key = 'cpus' order by r.uid"
+        ).fetchall()
+    by_run: dict[str, set[tuple[int, ...]]] = {}
+    for uid, value in rows:
+        by_run.setdefault(uid, set()).add(tuple(json.loads(value)))
+    assert len(by_run) == 2 and all(len(found) == 1 for found in by_run.values()), by_run
+    assert sorted(cpus for found in by_run.values() for cpus in found) == [
+        (CPUS[0], *CPUS[2::2]),
+        (CPUS[1], *CPUS[3::2]),
+    ]

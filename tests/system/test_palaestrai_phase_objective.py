@@ -49,10 +49,17 @@ run_config:
 """
 
 
-def run(workspace: Workspace, workers: int, threshold: float) -> dict[int, list[list[float]]]:
-    """Run the file; the objectives of each worker's episodes, in order."""
+def run(
+    workspace: Workspace, workers: int, threshold: float, dump: str = ""
+) -> dict[int, list[list[float]]]:
+    """Run the file (``dump``: the agent's dump policy, if any); the objectives of each
+    worker's episodes, in order."""
     path = workspace.path / "phase_objective.yml"
-    path.write_text(RUN_FILE.replace("WORKERS", str(workers)).replace("THRESHOLD", str(threshold)))
+    text = RUN_FILE.replace("WORKERS", str(workers)).replace("THRESHOLD", str(threshold))
+    if dump:
+        text = text.replace("[counter.push]\n", f"[counter.push]\n          dump: {dump}\n")
+        assert "dump:" in text
+    path.write_text(text)
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ERROR" not in result.stderr, result.stderr[-3000:]
@@ -87,6 +94,15 @@ def test_the_phase_ends_when_the_average_objective_of_the_last_episodes_reaches_
 ) -> None:
     episodes = run(workspace, workers=1, threshold=1.82)[0]
     assert 3 < len(episodes) < 12  # ended by the rule, neither at once nor by `episodes`
+    assert first_reached(episodes, 3, 1.82) == len(episodes)
+
+
+def test_the_rule_follows_every_episode_whichever_the_dumps_follow(
+    workspace: Workspace,
+) -> None:
+    """A dump every other episode: the rule still notes every episode's average."""
+    episodes = run(workspace, workers=1, threshold=1.82, dump="{every: 2, keep: 1}")[0]
+    assert 3 < len(episodes) < 12
     assert first_reached(episodes, 3, 1.82) == len(episodes)
 
 

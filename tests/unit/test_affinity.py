@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from palaestra.core.supervision.affinity import Affinity, pin
+from palaestra.core.supervision.affinity import Affinity, pin, share
 
 
 def test_workers_go_round_the_cpus_in_order() -> None:
@@ -28,21 +28,23 @@ def test_a_process_is_pinned_with_its_threads() -> None:
     read, write = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - the child reports through the pipe
-        os.close(read)
-        ready, seen = threading.Event(), []
-        older = threading.Thread(
-            target=lambda: (ready.wait(), seen.append(os.sched_getaffinity(0)))
-        )
-        older.start()
-        pin((cpus[-1],))
-        ready.set()
-        older.join()
-        newer = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
-        newer.start()
-        newer.join()
-        report = [sorted(os.sched_getaffinity(0)), *(sorted(s) for s in seen)]
-        os.write(write, repr(report).encode())
-        os._exit(0)
+        try:
+            os.close(read)
+            ready, seen = threading.Event(), []
+            older = threading.Thread(
+                target=lambda: (ready.wait(), seen.append(os.sched_getaffinity(0)))
+            )
+            older.start()
+            pin((cpus[-1],))
+            ready.set()
+            older.join()
+            newer = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+            newer.start()
+            newer.join()
+            report = [sorted(os.sched_getaffinity(0)), *(sorted(s) for s in seen)]
+            os.write(write, repr(report).encode())
+        finally:
+            os._exit(0)  # (never back into the test session)
     os.close(write)
     with os.fdopen(read) as pipe:
         report = pipe.read()
@@ -55,3 +57,9 @@ def test_nothing_to_pin_leaves_the_process_where_it_is() -> None:
     before = os.sched_getaffinity(0)
     pin(())
     assert os.sched_getaffinity(0) == before
+
+
+def test_runs_executing_at_once_share_the_cpus() -> None:
+    assert [share([0, 1, 2, 3], slot, 2) for slot in range(2)] == [(0, 2), (1, 3)]
+    assert [share([0, 1], slot, 3) for slot in range(3)] == [(0,), (1,), (0,)]
+    assert share([5, 4], 0, 1) == (4, 5)

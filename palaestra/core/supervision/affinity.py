@@ -12,7 +12,8 @@ about 35 µs of CPU (both processes together) and 47 µs of time, on one CPU abo
 the ``w``-th CPU the executor may use (round the CPUs when there are more workers): its
 environments, its Muscles and its simulation controller, and with a single worker the Brains
 too (a Brain serves the Muscles of every worker). The executor and the store writer stay where
-the operating system puts them.
+the operating system puts them. Runs of a sweep that execute at once (``--parallel N``) each
+take every ``N``-th CPU (:func:`share`), so their workers do not pile onto the first ones.
 
 It is not the default: a worker that plays many games per round (``envs_per_worker``) has its
 processes work at once, which one CPU serialises, and a Brain that learns with threads
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 LOG = logging.getLogger(__name__)
 
@@ -51,17 +52,29 @@ class Affinity:
         return (self.cpus[worker % len(self.cpus)],)
 
 
+def share(cpus: Sequence[int], slot: int, slots: int) -> tuple[int, ...]:
+    """The CPUs of the ``slot``-th of ``slots`` runs that execute at once: every ``slots``-th
+    of ``cpus`` from the slot's own on (the slot's, round them, where there are fewer CPUs
+    than runs)."""
+    ordered = sorted(cpus)
+    return tuple(ordered[slot::slots]) or (ordered[slot % len(ordered)],)
+
+
 def pin(cpus: tuple[int, ...]) -> None:
     """Run every thread of this process (and those it starts) on ``cpus``; none: leave it
-    where it is. A system that cannot pin is only logged: the run goes on unpinned."""
+    where it is. A system that cannot pin is only logged: the process goes on where it was
+    (a thread that ended meanwhile is passed over)."""
     if not cpus or not hasattr(os, "sched_setaffinity"):
         return
     try:
         threads = [int(t) for t in os.listdir("/proc/self/task")]
     except OSError:
         threads = [0]
-    try:
-        for thread in threads:
+    for thread in threads:
+        try:
             os.sched_setaffinity(thread, cpus)
-    except OSError as exc:
-        LOG.warning("could not run on CPU %s: %s", ",".join(map(str, cpus)), exc)
+        except ProcessLookupError:  # the thread ended
+            continue
+        except OSError as exc:
+            LOG.warning("could not run on CPU %s: %s", ",".join(map(str, cpus)), exc)
+            return

@@ -14,6 +14,7 @@ import multiprocessing.connection
 import signal
 import traceback
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -78,6 +79,9 @@ class Runtime:
             own, started by ``start_method``; see :mod:`palaestra.core.supervision.launch`).
         network: This process's host and the run's keys, for a run across hosts (a child
             takes its spec's; see :mod:`palaestra.core.wire.netlink`); None: local links only.
+        affinity: The CPUs of the run's workers: a child spawned for a worker runs on its
+            worker's (see :mod:`palaestra.core.supervision.affinity`); None: where the system
+            puts it. Children placed elsewhere are not pinned.
     """
 
     def __init__(
@@ -163,16 +167,11 @@ class Runtime:
             log_level=self.log_level,
             start_method=self.start_method,
             network=self.network,
-            cpus=self._cpus(worker),
         )
         launched = None if self.placement is None else self.placement.launch(spec)
+        if launched is None and self.affinity is not None and worker is not None:
+            spec = replace(spec, cpus=self.affinity.of_worker(worker))  # (a child of ours)
         return self.supervisor.spawn(spec, launched)
-
-    def _cpus(self, worker: int | None) -> tuple[int, ...]:
-        """The CPUs of a child of ``worker`` (none: unpinned; children placed elsewhere are)."""
-        if self.affinity is None or worker is None or self.placement is not None:
-            return ()
-        return self.affinity.of_worker(worker)
 
     async def request(self, child: str, message: m.Msg) -> m.Message:
         """Send ``message`` to ``child`` and wait for its next message (its answer)."""
@@ -429,7 +428,6 @@ class ComponentFailed(Exception):
 async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connection) -> int:
     """Entry point of every child process (run by aiomultiprocess in the child's loop);
     returns the exit code."""
-    pin(spec.cpus)  # before any thread of its own starts
     set_title(spec.name)
     watch_parent(alive)
     try:
@@ -438,6 +436,7 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
         LOG.debug("%s: no liveness marks: %s", spec.name, exc)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
     configure_child_logging(spec.name, spec.log_level)
+    pin(spec.cpus)  # (every thread it has, and those it starts)
     try:
         component = spec.build()
     except Exception as exc:  # noqa: BLE001 - report construction errors like any other
