@@ -39,7 +39,6 @@ from palaestra.core.turns import (
     class_name,
 )
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import connect_store
 from palaestra.simulation.episode_report import EpisodeReport
 from palaestra.simulation.peers import AgentPeer, Peer, ask_all
 from palaestra.simulation.remote_games import RemoteGames, Seats
@@ -170,7 +169,7 @@ class SimulationController(Component):
 
     def _serve(self, hot: HotLoop, request: m.SimulationSetup) -> None:
         report = self.report
-        report.connect(connect_store(hot, report.store), partial(hot.call, self._send_parent))
+        report.connect(hot, partial(hot.call, self._send_parent))
         try:
             with closing_producer(report.rows, self.name):
                 self._serve_episodes(hot, request)

@@ -1,7 +1,6 @@
 """Where a worker's ended episodes go: the store's ``episodes`` rows and the run's progress (the
-ExperimentRun controller, in the executor), each in batches (see
-:data:`~palaestra.simulation.controller.PROGRESS_SECONDS` and
-:data:`~palaestra.simulation.controller.EPISODE_FLUSH_SECONDS`)."""
+ExperimentRun controller, in the executor), each in batches (see :data:`PROGRESS_SECONDS` and
+:data:`EPISODE_FLUSH_SECONDS`)."""
 
 from __future__ import annotations
 
@@ -9,10 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import zmq
-
+from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import RowSink, episode_values
+from palaestra.core.wire.records import RowSink, connect_store, episode_values
 
 PROGRESS_SECONDS = 0.1
 """A worker's ended episodes go to the ExperimentRun controller (the run's progress, in the
@@ -56,9 +54,10 @@ class EpisodeReport:
         self.told = -PROGRESS_SECONDS  # the first episode is told at once
         self.tell: Callable[[m.Msg], object] | None = None  # (set by connect)
 
-    def connect(self, store: zmq.Socket[bytes] | None, tell: Callable[[m.Msg], object]) -> None:
-        """Send the rows to ``store`` (None: no store) and the parent's batches with ``tell``."""
-        self.rows = RowSink(store, "episodes", shape=self._shape)
+    def connect(self, hot: HotLoop, tell: Callable[[m.Msg], object]) -> None:
+        """Send the rows to the store from ``hot``'s thread (if there is a store) and the
+        parent's batches with ``tell``."""
+        self.rows = RowSink(connect_store(hot, self.store), "episodes", shape=self._shape)
         self.tell = tell
 
     def ended(self, message: m.EpisodeEnded) -> None:
