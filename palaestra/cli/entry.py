@@ -1,12 +1,17 @@
 """The command's entry point, light on purpose: Ctrl-C or SIGTERM at any moment of its start
 (while Python imports the command line, the plug-in names, the undertaker) ends it with
 "Interrupted." (exit 130) or "Terminated." (exit 143), never a traceback from inside an import.
+Its end is quick too: see :func:`leave`.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import signal
 import sys
+import threading
+from typing import NoReturn
 
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM
 
@@ -28,7 +33,35 @@ def main() -> None:
         command()
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
-        raise SystemExit(EXIT_SIGINT) from None
+        leave(EXIT_SIGINT)
     except Terminated:
         sys.stderr.write("Terminated.\n")
-        raise SystemExit(EXIT_SIGTERM) from None
+        leave(EXIT_SIGTERM)
+    except SystemExit as done:
+        leave(done.code)
+    leave(0)
+
+
+def leave(code: object) -> NoReturn:
+    """Exit with ``code`` as ``sys.exit`` would, without tearing the interpreter down.
+
+    What Python does at exit is done: non-daemon threads are waited for (where there are
+    any, Python's own exit is taken), the ``atexit`` handlers run (logging's, multiprocessing's,
+    the finalizers of temporary files) and the standard streams are flushed. What is skipped
+    is the teardown of every module and object of a process that imported the runtime and a
+    run's plug-ins: about a tenth of a second of CPU at the end of every command on these
+    machines.
+    """
+    if isinstance(code, str):  # sys.exit("message"): printed, exit 1
+        sys.stderr.write(code + "\n")
+        code = 1
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()[1:]):
+        raise SystemExit(status)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say
+            pass
+    os._exit(status)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from palaestra.core.errors import (
 )
 from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.version import __version__
+
+if TYPE_CHECKING:
+    from palaestra.core.supervision.prestart import Prestarted
 
 COMPLETION = """\b
 Shell completion (bash; zsh and fish alike), e.g. in ~/.bashrc:
@@ -197,24 +200,57 @@ def experiment_start(
 
     config = state.config
     failed: list[tuple[str, str]] = []  # (run file or run, why): what --keep-going lists
-    runs = _load_runs(run_files, config, failed if keep_going else None)
-    if hot_reload:
-        runs = [with_hot_reload(run) for run in runs]
-    capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
-    configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
-    become_subreaper()  # orphans of the run's processes come to us: none may outlive the run
-    worst = _run_all(state, runs, quiet=quiet, keep_going=keep_going, failed=failed)
+    early = _prestart_writer(config)  # its imports overlap the checks of the run files
+    try:
+        runs = _load_runs(run_files, config, failed if keep_going else None)
+        if hot_reload:
+            runs = [with_hot_reload(run) for run in runs]
+        capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
+        configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
+        become_subreaper()  # orphans of the run's processes come to us: none may outlive it
+        worst = _run_all(
+            state, runs, quiet=quiet, keep_going=keep_going, failed=failed, early=early
+        )
+    finally:
+        if early is not None:
+            early.close()
     if keep_going and len(run_files) > 1:
         _list_failures(len(run_files), failed)
     sys.exit(worst)
 
 
+def _prestart_writer(config: RuntimeConfig) -> Prestarted | None:
+    """The store writer of the first run, forked now (see
+    :mod:`palaestra.core.supervision.prestart`); None where the store is off or on Ray, or
+    where this process has threads (the command called in a process of its caller's, a fork
+    of which could inherit a lock another thread holds)."""
+    import threading
+
+    from palaestra.experiment.store_client import store_enabled
+
+    if config.backend == "ray" or not store_enabled(config.store_uri):
+        return None
+    if threading.active_count() > 1:
+        return None
+    from palaestra.core.description.names import WRITER
+    from palaestra.core.supervision.prestart import Prestarted
+
+    return Prestarted(WRITER, "palaestra.store.writer:prepare", config.store_uri)
+
+
 def _run_all(
-    state: State, runs: list[Any], *, quiet: bool, keep_going: bool, failed: list[tuple[str, str]]
+    state: State,
+    runs: list[Any],
+    *,
+    quiet: bool,
+    keep_going: bool,
+    failed: list[tuple[str, str]],
+    early: Prestarted | None = None,
 ) -> int:
     """Execute ``runs`` one after the other; the exit code: the first failure's (with
     --keep-going the worst; a file left out already makes it 2). A failed run is added to
-    ``failed``; an unusable store or an interruption stops the rest."""
+    ``failed``; an unusable store or an interruption stops the rest. ``early``: the first
+    run's store writer, forked already."""
     from palaestra.cli.progress import watching
     from palaestra.core.supervision.reaper import take_down_strays
     from palaestra.experiment.executor import execute
@@ -222,7 +258,9 @@ def _run_all(
     worst = EXIT_INVALID_INPUT if failed else 0
     for run in runs:
         with watching(run, sys.stdout, quiet=quiet) as on_episode:
-            outcome = execute(run, state.config, on_episode=on_episode)
+            outcome = execute(run, state.config, on_episode=on_episode, placement=early)
+        if early is not None:
+            early.close()  # (if the run ended before it started its writer)
         take_down_strays("Executor")
         if outcome.exit_code == 0:
             click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")

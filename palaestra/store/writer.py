@@ -21,6 +21,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 from sqlalchemy import Engine, Select, Table, delete, func, select, update
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -80,6 +81,13 @@ IMMEDIATE = frozenset(("code_reloads",))
 """Tables whose rows are rare and inserted as they come, not buffered."""
 
 Row = dict[str, Any]
+
+
+def prepare(store_uri: str) -> None:
+    """Import what the writer of ``store_uri`` needs besides this module: its SQLAlchemy
+    dialect and database driver (a writer forked before its run starts, see
+    :mod:`palaestra.core.supervision.prestart`). Opens nothing."""
+    make_url(store_uri).get_dialect().import_dbapi()
 
 
 class StoreWriter(Component):

@@ -42,8 +42,14 @@ def _read_exactly(fd: int, size: int) -> bytes:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    (size,) = HEADER.unpack(_read_exactly(0, HEADER.size))
-    spec: ChildSpec = pickle.loads(_read_exactly(0, size))
+    serve(0)
+
+
+def serve(fd: int) -> None:
+    """Read the spec from ``fd``, then run the child with ``fd`` as its liveness pipe (also
+    for a child forked before its spec was known: see :mod:`.prestart`)."""
+    (size,) = HEADER.unpack(_read_exactly(fd, HEADER.size))
+    spec: ChildSpec = pickle.loads(_read_exactly(fd, size))
     # on another host the run's directory (its ipc endpoints) is made here; on its parent's,
     # it is there already
     os.makedirs(spec.run_dir, mode=0o700, exist_ok=True)
@@ -51,8 +57,11 @@ def main() -> None:
     guard_console()
     guard_signal_calls(spec.name)
     become_subreaper()
-    alive = multiprocessing.connection.Connection(os.dup(0), writable=False)
-    sys.stdin.close()
+    alive = multiprocessing.connection.Connection(os.dup(fd), writable=False)
+    if fd == 0:
+        sys.stdin.close()  # (and its fd)
+    else:
+        os.close(fd)
     from palaestra.core.supervision.runtime import child_main
 
     bootstrap(Unit(target=child_main, args=(spec, alive), kwargs={}, namespace=None))

@@ -1,0 +1,150 @@
+"""A child forked before its spec is known, so that its imports overlap its parent's work.
+
+``experiment-start`` forks the run's store writer first thing: it imports SQLAlchemy and the
+store's modules (about half a second) on the other CPU while the command imports the runtime
+and reads and checks the run file. When the run spawns its writer, :class:`Prestarted` (a
+:class:`~palaestra.core.supervision.launch.Placement`) hands that child over: the spec goes down
+its pipe, and from there on it is a launched child as :mod:`.launch` describes, the pipe being
+its liveness pipe. A child not handed over reads the pipe's end and exits without a word
+(:meth:`Prestarted.close`, or its parent's death).
+
+Nothing of the run exists when it forks: it prepares imports only, never opens the store, so a
+run file refused later leaves no trace.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import os
+import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the child imports the runtime; this module forks it first thing
+    from multiprocessing.process import BaseProcess
+
+    from palaestra.core.supervision.processes import ChildSpec, Launched
+
+LOG = logging.getLogger(__name__)
+
+SIGNALS = {signal.SIGINT, signal.SIGTERM}
+"""Blocked while the child forks, so that neither reaches it before it handles them itself (the
+command's handlers would raise in it)."""
+CLOSE_TIMEOUT = 5.0
+"""Seconds :meth:`Prestarted.close` waits for a child that was not handed over to exit."""
+
+
+class Prestarted:
+    """A :class:`~palaestra.core.supervision.launch.Placement` holding one child of ``role``,
+    forked now: the first spec of that role goes to it, every other child starts as usual.
+
+    Args:
+        role: The role of the child it stands for.
+        prepare: ``"module:function"`` the child calls with ``args`` as soon as it is forked
+            (imports, say); an error there is left to the child's real start, which reports it.
+        args: The arguments of ``prepare``.
+    """
+
+    def __init__(self, role: str, prepare: str, *args: str) -> None:
+        self.role = role
+        read, self._pipe = os.pipe()
+        context = multiprocessing.get_context("fork")
+        self._process: BaseProcess | None = context.Process(
+            target=_wait_for_spec, args=(read, self._pipe, os.getpid(), prepare, args)
+        )
+        kept = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # till the child set its own
+        try:
+            self._process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, kept)
+        os.close(read)
+
+    def launch(self, spec: ChildSpec) -> Launched | None:
+        if spec.role != self.role or self._process is None or not self._process.is_alive():
+            return None
+        child = PrestartedChild(spec, self._process, self._pipe)
+        self._process = None  # handed over: the supervisor owns it now
+        LOG.debug("%s: the child forked ahead of the run (pid %s)", spec.name, child.pid)
+        return child
+
+    def close(self) -> None:
+        """End the child if it was not handed over (it exits on the pipe's end)."""
+        if self._process is None:
+            return
+        process, self._process = self._process, None
+        os.close(self._pipe)
+        process.join(CLOSE_TIMEOUT)
+        if process.exitcode is None:
+            process.kill()
+            process.join()
+
+
+class PrestartedChild:
+    """The :class:`~palaestra.core.supervision.processes.Launched` of a :class:`Prestarted`."""
+
+    host = ""
+
+    def __init__(self, spec: ChildSpec, process: BaseProcess, pipe: int) -> None:
+        self.name = spec.name
+        self._spec = spec
+        self._process = process
+        self._pipe: int | None = pipe
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._process.exitcode
+
+    def start(self) -> None:
+        from palaestra.core.supervision.launch import encode_spec
+
+        assert self._pipe is not None
+        try:
+            os.write(self._pipe, encode_spec(self._spec))  # and kept open: our end is its end
+        except BrokenPipeError:  # it ended already; its exit code tells
+            pass
+
+    @property
+    def sentinel(self) -> int:
+        return self._process.sentinel
+
+    def signal(self, signum: int) -> None:
+        if self._process.exitcode is None and self._process.pid is not None:
+            try:
+                os.kill(self._process.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def join(self, timeout: float) -> None:
+        self._process.join(timeout)
+
+    def close_sentinel(self) -> None:
+        if self._pipe is not None:
+            os.close(self._pipe)
+            self._pipe = None
+
+
+def _wait_for_spec(
+    read: int, write: int, parent: int, prepare: str, args: tuple[str, ...]
+) -> None:
+    """The forked child: prepare, then run the spec that comes down ``read``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+    os.close(write)
+    from palaestra.core.supervision import runtime  # noqa: F401 - what every child runs
+    from palaestra.core.supervision.processes import die_with_parent
+    from palaestra.core.supervision.remote_child import serve
+
+    die_with_parent(parent)
+
+    module, _, function = prepare.partition(":")
+    try:
+        getattr(importlib.import_module(module), function)(*args)
+    except Exception:  # noqa: BLE001, S110 - the real start imports it again and reports it
+        pass
+    serve(read)
