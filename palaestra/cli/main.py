@@ -6,6 +6,7 @@ by SIGINT/SIGTERM.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import sys
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli import database, export, plot, record, replay, results, resume
 from palaestra.cli.common import State, where_to_look
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.errors import (
@@ -54,9 +54,35 @@ ALIASES = {
 }
 
 
+ELSEWHERE = {
+    "database-create": "database",
+    "database-migrate": "database",
+    "experiment-list": "results",
+    "experiment-show": "results",
+    "results": "results",
+    "clean": "results",
+    "plot": "plot",
+    "export": "export",
+    "experiment-replay": "replay",
+    "experiment-record": "record",
+    "experiment-resume": "resume",
+}
+"""The commands of the other modules of :mod:`palaestra.cli` (their ``COMMANDS``), by module:
+each module is imported when one of its commands is called or the commands are listed, so that
+a command imports only what it uses (``experiment-start`` none of them: about 0.05 s)."""
+
+
 class AliasedGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *ELSEWHERE})
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+        name = ALIASES.get(cmd_name, cmd_name)
+        if name in ELSEWHERE and name not in self.commands:
+            module = importlib.import_module(f"palaestra.cli.{ELSEWHERE[name]}")
+            for command in module.COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -337,11 +363,6 @@ def runtime_config_show_default() -> None:
 def runtime_config_show_effective(state: State) -> None:
     """Print the runtime configuration in effect (defaults, file, environment)."""
     click.echo(state.config.dump(), nl=False)
-
-
-for _module in (database, results, plot, export, replay, record, resume):
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
 
 
 def main() -> None:

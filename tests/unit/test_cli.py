@@ -403,3 +403,17 @@ def test_where_to_look_names_the_config_given_and_a_store_turned_off(tmp_path: P
         f"  palaestra -c '{config}' plot 'my run' -o curve.png",
     ]
     assert off == "Nothing was stored (store_uri is off)."
+
+
+def test_each_command_found_elsewhere_is_one_of_its_modules_commands() -> None:
+    """``ELSEWHERE`` names every command of the other modules, each with its own module, so a
+    command imports only its own module (see test_executor_imports.py for what a run imports)."""
+    import importlib
+
+    from palaestra.cli.main import ELSEWHERE
+
+    declared: dict[str, str] = {}
+    for module in set(ELSEWHERE.values()):
+        for command in importlib.import_module(f"palaestra.cli.{module}").COMMANDS:
+            declared[command.name] = module
+    assert declared == ELSEWHERE
