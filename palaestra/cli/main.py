@@ -26,6 +26,15 @@ from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.version import __version__
 
 if TYPE_CHECKING:
+    from palaestra.cli import (  # noqa: F401 - ELSEWHERE's, in the import graph the contracts check
+        database,
+        export,
+        plot,
+        record,
+        replay,
+        results,
+        resume,
+    )
     from palaestra.core.supervision.prestart import Prestarted
 
 COMPLETION = """\b

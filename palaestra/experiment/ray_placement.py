@@ -334,6 +334,8 @@ class RayChild:
         if self._watcher is not None:
             self._watcher.join(timeout)
 
+    held: tuple[int, ...] = ()  # (its liveness is the actor's)
+
     def close_sentinel(self) -> None:
         if self._read >= 0:
             os.close(self._read)

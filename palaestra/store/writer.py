@@ -15,7 +15,7 @@ import errno
 import gc
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Iterable, Iterator
 from typing import Any
 
 import zmq
@@ -157,12 +157,16 @@ class StoreWriter(Component):
         with holding():
             return await super().dispatch(message, **routing)
 
-    def on_signal(self, signum: int) -> None:
+    def on_signal(self, signum: int) -> Awaitable[Any] | None:
         """SIGTERM sent to the whole process group: keep serving, the executor still needs us
-        to record how the run ended; it stops us with ``Shutdown`` (or we die with it)."""
+        to record how the run ended; it stops us with ``Shutdown`` (or we die with it). Before
+        a run started through us (or after its end) there is nothing to record: we stop."""
+        if not self.running_instances:
+            return super().on_signal(signum)
         LOG.info(
             "%s: signal %d noted; waiting for the executor to stop the run", self.name, signum
         )
+        return None
 
     async def teardown(self) -> None:
         """Stop reading, store what is already queued or buffered, release the store."""

@@ -50,6 +50,35 @@ def test_a_signal_while_the_command_line_is_imported(
     assert not workspace.store.exists()
 
 
+@pytest.mark.parametrize(("signum", "code", "said"), slow_after(SIGNALS))
+def test_a_signal_while_the_writer_forked_ahead_imports_sqlalchemy(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
+    """The command never imports SQLAlchemy (test_executor_imports.py): a report of its import
+    comes from the store writer that ``experiment-start`` forked before it read the run file
+    (palaestra/core/supervision/prestart.py). The signal comes then; that child ends with the
+    command, which waits for nothing."""
+    run_file = workspace.variant("dummy_run.yml")
+    proc = workspace.spawn(
+        [sys.executable, "-X", "importtime", "-m", "palaestra", "experiment-start", str(run_file)]
+    )
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if re.search(r"\|\s+sqlalchemy$", line.rstrip()):
+            proc.send_signal(signum)
+            break
+    else:
+        pytest.fail("SQLAlchemy was never imported:\n" + "".join(lines[-20:]))
+    _, err = proc.communicate(timeout=30)
+    said_lines = [x for x in err.splitlines() if not x.startswith("import time:")]
+    assert proc.returncode == code, err[-3000:]
+    cancelled = f"Run 'dummy-run' interrupted by {signal.Signals(signum).name}; marked cancelled."
+    assert said_lines[-1:] in ([said], [cancelled]), said_lines  # (before the run, or in it)
+    assert "Traceback" not in err and "ignored SIGTERM" not in err
+
+
 MOMENTS = [
     pytest.param(
         "brain: {name: crash:MarkedSetupBrain, params: {seconds: 60, mark: marked}}",

@@ -1,36 +1,56 @@
 """A child forked before its spec is known (palaestra/core/supervision/prestart.py), in this
-process: one not handed over ends on its pipe's end, whatever its preparation did, and only
-its role is handed over. The hand-over itself: tests/system/test_prestart.py."""
+process: one not handed over is killed when closed or when this process exits however it
+exits, and only its role is handed over. The hand-over itself: tests/system/test_prestart.py."""
 
 from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
 
 import msgspec
 import pytest
 
 from palaestra.core.supervision.prestart import Prestarted
 from palaestra.core.supervision.processes import ChildSpec, Deferred
-from palaestra.core.supervision.remote_child import EXIT_NO_SPEC
 
 
-def _ended_quietly(early: Prestarted) -> int | None:
+@pytest.mark.timeout(30)
+def test_a_child_not_handed_over_is_killed_and_reaped_when_closed() -> None:
+    early = Prestarted("StoreWriter", "json:dumps", "prepared")
     process = early._process
     assert process is not None and process.is_alive()
     early.close()
-    return process.exitcode
-
-
-@pytest.mark.timeout(30)
-def test_a_child_not_handed_over_ends_when_closed() -> None:
-    early = Prestarted("StoreWriter", "json:dumps", "prepared")
-    assert _ended_quietly(early) == EXIT_NO_SPEC
+    assert process.exitcode == -signal.SIGKILL
+    assert process not in multiprocessing.active_children()
     early.close()  # (twice: nothing more)
 
 
-@pytest.mark.timeout(30)
-def test_a_preparation_that_fails_leaves_the_child_waiting_for_its_spec() -> None:
-    """The child's real start imports the module again and reports what fails there."""
-    early = Prestarted("StoreWriter", "palaestra_no_such_module:prepare", "x")
-    assert _ended_quietly(early) == EXIT_NO_SPEC
+ABANDONED = """
+import sys
+from palaestra.core.supervision.prestart import Prestarted
+early = Prestarted("StoreWriter", "json:dumps", "prepared")
+print(early._process.pid, flush=True)
+if sys.argv[1] == "interrupted":
+    raise KeyboardInterrupt
+from palaestra.cli.entry import leave
+leave(0)
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["interrupted", "leaving"])
+def test_a_process_that_ends_without_closing_it_ends_its_child_and_does_not_hang(how: str) -> None:
+    """(multiprocessing's exit handler would wait for ever for a child waiting for its spec.)"""
+    done = subprocess.run(
+        [sys.executable, "-c", ABANDONED, how], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == (-signal.SIGINT if how == "interrupted" else 0), done.stderr
+    pid = int(done.stdout.split()[0])
+    with pytest.raises(ProcessLookupError):  # killed and reaped by the process that ended
+        os.kill(pid, 0)
 
 
 @pytest.mark.timeout(30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import time
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from sqlalchemy import text
 
 from palaestra.core.description.name_rules import path_part
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
+from palaestra.core.supervision.esm import State
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import (
     episode_values,
@@ -798,3 +800,24 @@ def test_store_advice_by_what_the_driver_said(cause: BaseException, advice: str)
     from palaestra.store.writer import store_advice
 
     assert advice in store_advice(cause)
+
+
+def test_sigterm_stops_a_writer_with_no_run_to_record(store_uri: str) -> None:
+    """(A run interrupted while its writer starts: nothing to record, no 3 s of grace.)"""
+    writer = StoreWriter("store", store_uri)
+    writer.open()
+    writer.start()
+    try:
+        stopping = writer.on_signal(signal.SIGTERM)
+        assert stopping is not None
+        run(stopping)
+        assert writer.state is State.FINISHED
+    finally:
+        run(writer.teardown())
+
+
+def test_sigterm_leaves_a_writer_recording_a_run_to_the_executor(writer: StoreWriter) -> None:
+    writer.start()
+    run(writer.dispatch(run_start()))
+    assert writer.on_signal(signal.SIGTERM) is None
+    assert writer.state is State.RUNNING

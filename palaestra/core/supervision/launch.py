@@ -160,6 +160,11 @@ class SubprocessChild:
     def exitcode(self) -> int | None:
         return None if self._popen is None else self._popen.poll()
 
+    @property
+    def held(self) -> tuple[int, ...]:
+        stdin = None if self._popen is None else self._popen.stdin
+        return () if stdin is None or stdin.closed else (stdin.fileno(),)
+
     def start(self) -> None:
         popen = subprocess.Popen(self._command, stdin=subprocess.PIPE, env=self._env)
         self._popen = popen

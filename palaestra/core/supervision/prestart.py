@@ -1,12 +1,13 @@
 """A child forked before its spec is known, so that its imports overlap its parent's work.
 
 ``experiment-start`` forks the run's store writer first thing: it imports SQLAlchemy and the
-store's modules (about half a second) on the other CPU while the command imports the runtime
-and reads and checks the run file. When the run spawns its writer, :class:`Prestarted` (a
-:class:`~palaestra.core.supervision.launch.Placement`) hands that child over: the spec goes down
-its pipe, and from there on it is a launched child as :mod:`.launch` describes, the pipe being
-its liveness pipe. A child not handed over reads the pipe's end and exits without a word
-(:meth:`Prestarted.close`, or its parent's death).
+store's modules (0.23 s on a quiet day, 0.5 s on a slow one) on the other CPU while the command
+imports the runtime and reads and checks the run file. When the run spawns its writer,
+:class:`Prestarted` (a :class:`~palaestra.core.supervision.launch.Placement`) hands that child
+over: the spec goes down its pipe, and from there on it is a launched child as :mod:`.launch`
+describes, the pipe being its liveness pipe. A child not handed over is killed
+(:meth:`Prestarted.close`, also at this process's exit), or exits on the pipe's end when its
+parent died.
 
 Nothing of the run exists when it forks: it prepares imports only, never opens the store, so a
 run file refused later leaves no trace.
@@ -14,6 +15,7 @@ run file refused later leaves no trace.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import multiprocessing
@@ -31,8 +33,6 @@ LOG = logging.getLogger(__name__)
 SIGNALS = {signal.SIGINT, signal.SIGTERM}
 """Blocked while the child forks, so that neither reaches it before it handles them itself (the
 command's handlers would raise in it)."""
-CLOSE_TIMEOUT = 5.0
-"""Seconds :meth:`Prestarted.close` waits for a child that was not handed over to exit."""
 
 
 class Prestarted:
@@ -57,27 +57,31 @@ class Prestarted:
         try:
             self._process.start()
         finally:
+            os.close(read)
+            # however this process ends from here on (an interruption included), the child
+            # ends first: multiprocessing's exit handler (registered by start(), so it runs
+            # after this one) would wait for it for ever
+            atexit.register(self.close)
             signal.pthread_sigmask(signal.SIG_SETMASK, kept)
-        os.close(read)
 
     def launch(self, spec: ChildSpec) -> Launched | None:
         if spec.role != self.role or self._process is None or not self._process.is_alive():
             return None
         child = PrestartedChild(spec, self._process, self._pipe)
         self._process = None  # handed over: the supervisor owns it now
+        atexit.unregister(self.close)
         LOG.debug("%s: the child forked ahead of the run (pid %s)", spec.name, child.pid)
         return child
 
     def close(self) -> None:
-        """End the child if it was not handed over (it exits on the pipe's end)."""
+        """Kill the child if it was not handed over: it holds nothing but imports yet."""
         if self._process is None:
             return
         process, self._process = self._process, None
+        atexit.unregister(self.close)
         os.close(self._pipe)
-        process.join(CLOSE_TIMEOUT)
-        if process.exitcode is None:
-            process.kill()
-            process.join()
+        process.kill()
+        process.join()
 
 
 class PrestartedChild:
@@ -99,12 +103,18 @@ class PrestartedChild:
     def exitcode(self) -> int | None:
         return self._process.exitcode
 
+    @property
+    def held(self) -> tuple[int, ...]:
+        return () if self._pipe is None else (self._pipe,)
+
     def start(self) -> None:
         from palaestra.core.supervision.launch import encode_spec
 
         assert self._pipe is not None
+        data = memoryview(encode_spec(self._spec))
         try:
-            os.write(self._pipe, encode_spec(self._spec))  # and kept open: our end is its end
+            while data:  # (and the pipe kept open: our end is its end)
+                data = data[os.write(self._pipe, data) :]
         except BrokenPipeError:  # it ended already; its exit code tells
             pass
 

@@ -69,6 +69,11 @@ class Launched(Protocol):
     def sentinel(self) -> int:
         """An fd that becomes readable once the child ended and ``exitcode`` is known."""
 
+    @property
+    def held(self) -> tuple[int, ...]:
+        """The fds this process holds for the child (its liveness pipe's end): no child forked
+        later may inherit them."""
+
     def start(self) -> None: ...
 
     def signal(self, signum: int) -> None:
@@ -187,6 +192,10 @@ class Child:
     def pid(self) -> int | None:
         pid: int | None = self.process.pid
         return pid
+
+    @property
+    def launched(self) -> bool:
+        return not isinstance(self.process, _ChildProcess)
 
 
 class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped library
@@ -408,6 +417,7 @@ class Supervisor:
         process: _ChildProcess | Launched
         if launched is None:
             siblings = [c.alive_w.fileno() for c in self.running()]
+            siblings += [fd for c in self.running() if c.launched for fd in c.process.held]
             process = _ChildProcess(
                 target=self._main,
                 spec=spec,
@@ -436,7 +446,7 @@ class Supervisor:
         child.exit_code = code if code is not None else -signal.SIGKILL
         child.alive_w.close()
         child.exited.set()
-        host = "" if isinstance(child.process, _ChildProcess) else child.process.host
+        host = child.process.host if child.launched else ""
         if not child.ready.done():
             where = f" on host {host}" if host else ""
             child.ready.set_exception(
