@@ -251,17 +251,11 @@ class Runtime:
     async def shutdown_children(
         self, children: list[Child], reason: str, timeout: float
     ) -> list[str]:
-        """Send ``Shutdown`` to ``children`` and wait; returns the names still running. One
-        that is still starting (it takes no message yet) gets SIGTERM, which it handles as a
-        ``Shutdown`` once it could."""
+        """Send ``Shutdown`` to ``children`` and wait; returns the names still running."""
         for child in children:
             child.stopping = True
-            if child.exited.is_set():
-                continue
-            if child.ready.done() and not child.ready.exception():
+            if child.ready.done() and not child.ready.exception() and not child.exited.is_set():
                 await self.send_child(child.name, m.Shutdown(reason=reason))
-            else:
-                child.process.signal(signal.SIGTERM)
         await Supervisor.wait(children, timeout)
         return [c.name for c in children if not c.exited.is_set()]
 
