@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -24,12 +25,12 @@ SIGNALS = [
 DUMMY_BRAIN = "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}"
 
 
-@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
-def test_a_signal_while_the_command_line_is_imported(
-    workspace: Workspace, signum: int, code: int, said: str
-) -> None:
-    """Python reports each import as it finishes (``-X importtime``): the signal comes right
-    after click's, in the middle of importing palaestra's command line."""
+def _signal_after_import(
+    workspace: Workspace, module: str, signum: int
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start the dummy run under ``-X importtime`` (Python reports each import as it finishes)
+    and send ``signum`` once ``module``'s import is reported: the command, its stderr, and the
+    lines of its stderr that are not import reports."""
     run_file = workspace.variant("dummy_run.yml")
     proc = workspace.spawn(
         [sys.executable, "-X", "importtime", "-m", "palaestra", "experiment-start", str(run_file)]
@@ -38,13 +39,22 @@ def test_a_signal_while_the_command_line_is_imported(
     lines = []
     for line in proc.stderr:
         lines.append(line)
-        if re.search(r"\|\s+click$", line.rstrip()):  # click's import is done
+        if re.search(rf"\|\s+{re.escape(module)}$", line.rstrip()):
             proc.send_signal(signum)
             break
     else:
-        pytest.fail("click was never imported:\n" + "".join(lines[-20:]))
+        pytest.fail(f"{module} was never imported:\n" + "".join(lines[-20:]))
     _, err = proc.communicate(timeout=30)
-    said_lines = [x for x in err.splitlines() if not x.startswith("import time:")]
+    return proc, err, [x for x in err.splitlines() if not x.startswith("import time:")]
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
+def test_a_signal_while_the_command_line_is_imported(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
+    """The signal comes right after click's import, in the middle of importing palaestra's
+    command line."""
+    proc, err, said_lines = _signal_after_import(workspace, "click", signum)
     assert proc.returncode == code, err[-3000:]
     assert said_lines == [said]
     assert not workspace.store.exists()
@@ -58,21 +68,7 @@ def test_a_signal_while_the_writer_forked_ahead_imports_sqlalchemy(
     comes from the store writer that ``experiment-start`` forked before it read the run file
     (palaestra/core/supervision/prestart.py). The signal comes then; that child ends with the
     command, which waits for nothing."""
-    run_file = workspace.variant("dummy_run.yml")
-    proc = workspace.spawn(
-        [sys.executable, "-X", "importtime", "-m", "palaestra", "experiment-start", str(run_file)]
-    )
-    assert proc.stderr is not None
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if re.search(r"\|\s+sqlalchemy$", line.rstrip()):
-            proc.send_signal(signum)
-            break
-    else:
-        pytest.fail("SQLAlchemy was never imported:\n" + "".join(lines[-20:]))
-    _, err = proc.communicate(timeout=30)
-    said_lines = [x for x in err.splitlines() if not x.startswith("import time:")]
+    proc, err, said_lines = _signal_after_import(workspace, "sqlalchemy", signum)
     assert proc.returncode == code, err[-3000:]
     cancelled = f"Run 'dummy-run' interrupted by {signal.Signals(signum).name}; marked cancelled."
     assert said_lines[-1:] in ([said], [cancelled]), said_lines  # (before the run, or in it)
