@@ -265,7 +265,7 @@ def _prestart_writer(config: RuntimeConfig) -> Prestarted | None:
 
     if config.backend == "ray" or not store_enabled(config.store_uri):
         return None
-    if threading.active_count() > 1:
+    if threading.active_count() > 1:  # (forked, a thread's lock could stay held for ever)
         return None
     from palaestra.core.description.names import WRITER
     from palaestra.core.supervision.prestart import Prestarted

@@ -56,12 +56,12 @@ class Prestarted:
         kept = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # till the child set its own
         try:
             self._process.start()
+            # however this process ends from here on (a signal pending till the mask is
+            # restored included), the child ends first: multiprocessing's exit handler
+            # (registered by start(), so it runs after this one) would wait for it for ever
+            atexit.register(self.close)
         finally:
             os.close(read)
-            # however this process ends from here on (an interruption included), the child
-            # ends first: multiprocessing's exit handler (registered by start(), so it runs
-            # after this one) would wait for it for ever
-            atexit.register(self.close)
             signal.pthread_sigmask(signal.SIG_SETMASK, kept)
 
     def launch(self, spec: ChildSpec) -> Launched | None:
