@@ -18,6 +18,7 @@ from palaestra.core.supervision.affinity import Affinity
 from palaestra.core.supervision.launch import Placement
 from palaestra.core.supervision.processes import preload, set_title
 from palaestra.core.supervision.runtime import Runtime
+from palaestra.core.wire.channel import set_spin
 from palaestra.core.wire.messages import EpisodeEnded
 from palaestra.core.wire.netlink import Host, Network
 from palaestra.core.wire.transport import make_run_dir, remove_run_dir
@@ -139,6 +140,7 @@ async def _execute(
     network: Network | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
+    set_spin(config.spin_us)
     level = logging.getLevelName(config.log_level.upper())
     component = ExperimentRun(
         names.EXPERIMENT_RUN,

@@ -153,6 +153,7 @@ def test_runtime_config_show_default(tmp_path: Path) -> None:
         "backend: local\n"
         "ray_address: ''\n"
         "cpu_affinity: none\n"
+        "spin_us: 200.0\n"
     )
 
 
@@ -177,6 +178,7 @@ def test_runtime_config_show_effective_with_a_file(tmp_path: Path) -> None:
         "backend: local\n"
         "ray_address: ''\n"
         "cpu_affinity: none\n"
+        "spin_us: 200.0\n"
     )
 
 

@@ -361,6 +361,7 @@ def test_runtime_config_defaults(in_tmp: Path) -> None:
         "backend: local\n"
         "ray_address: ''\n"
         "cpu_affinity: none\n"
+        "spin_us: 200.0\n"
     )
 
 

@@ -37,6 +37,9 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
         ("- store_uri\n", "expected a mapping of settings"),
         ("cpu_affinity: workers\n", "cpu_affinity: expected one of none, worker, got 'workers'"),
+        ("spin_us: -1\n", "spin_us: expected a number of microseconds >= 0, got -1"),
+        ("spin_us: fast\n", "spin_us: expected a number of microseconds >= 0, got 'fast'"),
+        ("spin_us: true\n", "spin_us: expected a number of microseconds >= 0, got True"),
     ],
 )
 def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
@@ -57,3 +60,14 @@ def test_cpu_affinity_comes_from_the_file_and_the_environment(in_tmp: Path) -> N
     assert load_runtime_config(environ=environ).cpu_affinity == "none"
     with pytest.raises(RuntimeConfigError, match="PALAESTRA_CPU_AFFINITY: expected one of"):
         load_runtime_config(environ={"PALAESTRA_CPU_AFFINITY": "core"})
+
+
+def test_spin_us_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
+    from palaestra.core.description.config import load_runtime_config
+
+    assert load_runtime_config(environ={}).spin_us == 200.0
+    (in_tmp / "palaestra-runtime.yaml").write_text("spin_us: 0\n")
+    assert load_runtime_config(environ={}).spin_us == 0.0
+    assert load_runtime_config(environ={"PALAESTRA_SPIN_US": "50"}).spin_us == 50.0
+    with pytest.raises(RuntimeConfigError, match="PALAESTRA_SPIN_US: expected a number of mic"):
+        load_runtime_config(environ={"PALAESTRA_SPIN_US": "nan"})

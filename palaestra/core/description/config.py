@@ -41,7 +41,12 @@ AFFINITIES = ("none", "worker")
 AFFINITY_VAR = "PALAESTRA_CPU_AFFINITY"
 """The environment variable that overrides the runtime config's ``cpu_affinity``."""
 SECONDS = ("answer_timeout", "start_timeout", "store_timeout", "probe_timeout")
-"""The settings that are a number of seconds > 0; every other one is a string."""
+"""The settings that are a number of seconds > 0."""
+SPIN_KEY = "spin_us"
+"""The setting that is a number of microseconds >= 0; every other one but :data:`SECONDS` is a
+string."""
+SPIN_VAR = "PALAESTRA_SPIN_US"
+"""The environment variable that overrides the runtime config's ``spin_us``."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,11 @@ class RuntimeConfig:
     ``w``-th, round the CPUs: a worker whose processes hand each step to each other (one game
     per worker, ``update_lag`` 0) then passes them without waking another CPU (see
     :mod:`palaestra.core.supervision.affinity`)."""
+    spin_us: float = 200.0
+    """Microseconds a process waiting for its peer on the per-step path polls before it
+    sleeps (0: it sleeps at once): a message that comes within them costs neither side a
+    wake-up of another CPU. It spins only while its waits are that short and the CPUs are not
+    busy (see :mod:`palaestra.core.wire.channel`)."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -107,7 +117,27 @@ def load_runtime_config(
             f"the environment variable {AFFINITY_VAR}", environ[AFFINITY_VAR], AFFINITIES
         )
         config = replace(config, cpu_affinity=environ[AFFINITY_VAR])
+    if environ.get(SPIN_VAR):
+        value = _microseconds(f"the environment variable {SPIN_VAR}", environ[SPIN_VAR])
+        config = replace(config, spin_us=value)
     return config
+
+
+def _microseconds(where: str, value: object) -> float:
+    """``value`` as a number of microseconds >= 0 (a string from the environment too)."""
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if (
+        isinstance(number, bool)
+        or not isinstance(number, int | float)
+        or not 0 <= number < float("inf")
+    ):
+        raise RuntimeConfigError(f"{where}: expected a number of microseconds >= 0, got {value!r}")
+    return float(number)
 
 
 def _read(path: str) -> dict[str, Any]:
@@ -137,7 +167,9 @@ def _check(path: str, key: object, value: object) -> None:
         raise RuntimeConfigError(
             f"{path}: unknown setting '{key}'" + (f". {hint}" if hint else "")
         )
-    if key in SECONDS:
+    if key == SPIN_KEY:
+        _microseconds(f"{path}: {key}", value)
+    elif key in SECONDS:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise RuntimeConfigError(
                 f"{path}: {key}: expected a number of seconds > 0, got {value!r}"

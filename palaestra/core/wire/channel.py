@@ -15,6 +15,12 @@ the hot loop's stop pipe, so a stop request interrupts it (see
 :mod:`palaestra.core.supervision.hotloop`). A peer that hangs up is not an error here: the process
 that ended is reported by its own parent, and whoever waited for it says whom it waited for when
 its watch expires.
+
+A wait polls for a while before it sleeps (:class:`Poller`): on a machine where waking a
+process asleep on another CPU is dear (an inter-processor interrupt; on a virtual machine a
+trip through the hypervisor), a peer that answers within :data:`SPIN_SECONDS` is met awake,
+and its message costs neither side a wake-up. It spins only while its waits are that short, and
+yields the CPU between its polls, so a process on the same CPU runs on.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import os
 import select
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +38,42 @@ CHUNK = 1 << 16
 _LAST = b"\x00"
 _MORE = b"\x01"
 _IN = select.POLLIN
+SPIN_VAR = "PALAESTRA_SPIN_US"
+"""The environment variable that carries the runtime config's ``spin_us`` to a run's processes
+(see :func:`set_spin`)."""
+SPIN_DEFAULT_US = 200.0
+
+
+def spin_seconds(environ: Any = os.environ) -> float:
+    """How long a wait polls before it sleeps: :data:`SPIN_VAR`'s microseconds, else
+    :data:`SPIN_DEFAULT_US` (also for a value that is not a number >= 0: the runtime config
+    refuses those before a run starts)."""
+    try:
+        value = float(environ.get(SPIN_VAR, SPIN_DEFAULT_US))
+    except ValueError:
+        value = SPIN_DEFAULT_US
+    return value * 1e-6 if 0 <= value < float("inf") else SPIN_DEFAULT_US * 1e-6
+
+
+SPIN_SECONDS = spin_seconds()
+"""How long a wait on a link polls before it sleeps (see :class:`Poller`)."""
+
+
+def set_spin(microseconds: float) -> None:
+    """Make the links of this process and of those it starts after (forked, or started anew:
+    through :data:`SPIN_VAR`) spin ``microseconds`` before they sleep."""
+    global SPIN_SECONDS
+    SPIN_SECONDS = microseconds * 1e-6
+    os.environ[SPIN_VAR] = repr(microseconds)
+
+
+SPINS_JUDGED = 32
+"""Spins whose share of the CPU decides whether a :class:`Poller` spins on."""
+CONTENDED_WAITS = 256
+"""Waits that sleep at once after spins that found the CPUs busy (see :class:`Poller`)."""
+_clock = time.perf_counter
+_cpu = time.thread_time
+_yield = os.sched_yield
 
 
 class PeerGone(Exception):
@@ -48,8 +91,8 @@ class Channel:
         self.peer = peer
         self._stop_fd = stop_fd
         self._check_stop = check_stop
-        self._poll = _poller([(sock.fileno(), _IN), (stop_fd, _IN)])
-        self._send_poll = _poller([(sock.fileno(), select.POLLOUT), (stop_fd, _IN)])
+        self._poll = Poller([(sock.fileno(), _IN), (stop_fd, _IN)])
+        self._send_poll = Poller([(sock.fileno(), select.POLLOUT), (stop_fd, _IN)])
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -86,7 +129,7 @@ class Channel:
         """Whether a message (or the peer's hang-up) is there: :meth:`recv` would not block
         for it. A stop request raises ``Stopped`` (through ``check_stop``)."""
         ready = False
-        for fd, _ in self._poll.poll(0):
+        for fd, _ in self._poll.poll.poll(0):
             if fd == self._stop_fd:
                 self._check_stop()
             else:
@@ -152,7 +195,7 @@ class Listener:
     def accept(self, stop_fd: int, check_stop: Any, wait: bool = True) -> Channel | None:
         """Accept the next connection and read the peer's name; without ``wait``, None if no
         connection is pending (a readiness report may be stale: someone else accepted)."""
-        poll = _poller([(self.sock.fileno(), _IN), (stop_fd, _IN)])
+        poll = Poller([(self.sock.fileno(), _IN), (stop_fd, _IN)])
         while True:
             try:
                 sock, _ = self.sock.accept()
@@ -192,19 +235,18 @@ class Selector:
     def __init__(self, stop_fd: int, check_stop: Callable[[], Any]) -> None:
         self._stop_fd = stop_fd
         self._check_stop = check_stop
-        self._poll = select.poll()
-        self._poll.register(stop_fd, _IN)
+        self._poll = Poller([(stop_fd, _IN)])
         self._by_fd: dict[int, Any] = {}
 
     def add(self, item: Any) -> None:
         fd = item.fileno()
         self._by_fd[fd] = item
-        self._poll.register(fd, _IN)
+        self._poll.poll.register(fd, _IN)
 
     def discard(self, item: Any) -> None:
         fd = item.fileno()
         if self._by_fd.pop(fd, None) is not None:
-            self._poll.unregister(fd)
+            self._poll.poll.unregister(fd)
 
     def items(self) -> list[Any]:
         return list(self._by_fd.values())
@@ -214,10 +256,10 @@ class Selector:
         ``timeout`` (milliseconds; 0: do not block) it may return none."""
         ready = []
         if timeout == 0:
-            events = self._poll.poll(0)
+            events = self._poll.poll.poll(0)
         else:
             working = waiting()
-            events = self._poll.poll(timeout)
+            events = self._poll.wait(timeout)
             waited(working)
         for fd, _ in events:
             if fd == self._stop_fd:
@@ -231,18 +273,70 @@ def path_of(endpoint: str) -> str:
     return endpoint.removeprefix("ipc://")
 
 
-def _wait(poll: Any, stop_fd: int, check_stop: Callable[[], Any]) -> None:
-    """Block on ``poll``; if the stop pipe is what woke it, let ``check_stop`` decide."""
+class Poller:
+    """A ``poll`` set whose :meth:`wait` polls, yielding the CPU in between, for up to
+    ``spin`` seconds before it sleeps: a message that comes within it finds its receiver
+    awake (see the module's docs). It spins while its last wait took no longer than that.
+    Where its spins had the CPU less than a tenth of their time (over :data:`SPINS_JUDGED`
+    spins: other processes want the CPUs, and spinning takes from them), it sleeps at once
+    for its next :data:`CONTENDED_WAITS` waits."""
+
+    __slots__ = ("poll", "spin", "short", "skip", "spins", "cpu", "wall")
+
+    def __init__(self, items: list[tuple[int, int]], spin: float | None = None) -> None:
+        self.poll = select.poll()
+        for fd, events in items:
+            self.poll.register(fd, events)  # a hang-up or an error is always reported
+        self.spin = SPIN_SECONDS if spin is None else spin
+        self.short = self.spin > 0
+        self.skip = 0  # waits that sleep at once
+        self.spins = 0  # since the last judgement, and their CPU and wall time
+        self.cpu = self.wall = 0.0
+
+    def wait(self, timeout: int | None = None) -> list[tuple[int, int]]:
+        """The events, waited for up to ``timeout`` milliseconds (None: until there are)."""
+        poll = self.poll.poll
+        events = poll(0)
+        if events or timeout == 0:
+            return events
+        began = _clock()
+        if self.skip:
+            self.skip -= 1
+        elif self.short:
+            events = self._spin(poll, began)
+            if events:
+                return events
+            if timeout is not None:
+                timeout = max(0, timeout - int((_clock() - began) * 1000))
+        events = poll(timeout)
+        self.short = self.spin > 0 and _clock() - began <= self.spin
+        return events
+
+    def _spin(self, poll: Callable[[int], list[tuple[int, int]]], began: float) -> list[Any]:
+        """Poll until ``began`` + :attr:`spin`; the events, if any came."""
+        deadline = began + self.spin
+        cpu = _cpu()
+        events: list[Any] = []
+        while _clock() < deadline:
+            _yield()
+            events = poll(0)
+            if events:
+                break
+        self.cpu += _cpu() - cpu
+        self.wall += _clock() - began
+        self.spins += 1
+        if self.spins == SPINS_JUDGED:
+            if self.cpu * 10 < self.wall:  # it had the CPU less than a tenth of the time
+                self.skip = CONTENDED_WAITS
+            self.spins, self.cpu, self.wall = 0, 0.0, 0.0
+        return events
+
+
+def _wait(poll: Poller, stop_fd: int, check_stop: Callable[[], Any]) -> None:
+    """Wait on ``poll``; if the stop pipe is what woke it, let ``check_stop`` decide."""
     working = waiting()
-    ready = poll.poll()
+    ready = poll.wait()
     waited(working)
     for fd, _ in ready:
         if fd == stop_fd:
             check_stop()
-
-
-def _poller(items: list[tuple[int, int]]) -> Any:
-    poll = select.poll()
-    for fd, events in items:
-        poll.register(fd, events)  # a hang-up or an error is always reported
-    return poll

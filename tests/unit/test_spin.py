@@ -1,0 +1,121 @@
+"""How a wait on the per-step links spins before it sleeps (palaestra.core.wire.channel's
+Poller), in one process over a real socket pair."""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from palaestra.core.wire import channel
+from palaestra.core.wire.channel import CONTENDED_WAITS, SPINS_JUDGED, Poller
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_a_message_there_is_returned_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
+    a, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=10.0)  # (a spin would never end)
+    a.send(b"x")
+    assert poller.wait() == [(b.fileno(), select.POLLIN)]
+
+
+def test_a_message_that_comes_while_it_spins_is_met_awake(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    a, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=10.0)
+    sleeps = []
+    poll = poller.poll
+
+    class Watched:  # the poll set, noting each wait that could sleep (a timeout other than 0)
+        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
+            if timeout != 0:
+                sleeps.append(timeout)
+            return poll.poll(timeout)
+
+    poller.poll = Watched()  # type: ignore[assignment]
+    sender = threading.Thread(target=a.send, args=(b"x",))
+    sender.start()
+    assert poller.wait() == [(b.fileno(), select.POLLIN)]
+    sender.join()
+    assert sleeps == []  # it never slept: the spin met the message
+    assert poller.short
+
+
+def test_a_long_wait_stops_the_spin_and_a_short_one_brings_it_back(
+    pair: tuple[socket.socket, socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
+    assert poller.wait(timeout=20) == []  # spun, then slept 20 ms: longer than a spin
+    assert not poller.short and poller.spins == 1
+    # the next wait sleeps at once; it took (by the clock) a tenth of a spin: spin again
+    times = iter([0.0, 1e-5])
+    monkeypatch.setattr(channel, "_clock", lambda: next(times))
+    assert poller.wait(timeout=1) == []
+    assert poller.short and poller.spins == 1  # (it did not spin)
+
+
+def test_no_spin_sleeps_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
+    _, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=0.0)
+    assert not poller.short
+    assert poller.wait(timeout=1) == []
+    assert not poller.short and poller.spins == 0
+
+
+@pytest.mark.parametrize(("share", "skips"), [(0.0, CONTENDED_WAITS), (1.0, 0)])
+def test_spins_that_found_the_cpus_busy_stop_for_a_while(
+    pair: tuple[socket.socket, socket.socket],
+    monkeypatch: pytest.MonkeyPatch,
+    share: float,
+    skips: int,
+) -> None:
+    """The spins' share of the CPU decides: none (other processes had it) stops the spin for
+    the next waits; all of it (the CPU was free) lets it go on."""
+    _, b = pair
+    clock = channel._clock
+    monkeypatch.setattr(channel, "_cpu", lambda: share * clock())
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
+    for _ in range(SPINS_JUDGED):
+        poller.short = True  # (each wait spins)
+        poller.wait(timeout=1)
+    assert poller.skip == skips
+    assert poller.spins == 0  # judged, and counted anew
+    if skips:
+        poller.short = True
+        poller.wait(timeout=1)
+        assert poller.skip == skips - 1 and poller.spins == 0  # it slept at once
+
+
+def test_set_spin_reaches_this_process_and_those_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(channel, "SPIN_SECONDS", channel.SPIN_SECONDS)
+    monkeypatch.setenv(channel.SPIN_VAR, os.environ.get(channel.SPIN_VAR, "200"))
+    channel.set_spin(50.0)
+    assert channel.SPIN_SECONDS == pytest.approx(5e-5)
+    assert Poller([]).spin == pytest.approx(5e-5)
+    code = "from palaestra.core.wire import channel; print(channel.SPIN_SECONDS)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert float(out.stdout) == pytest.approx(5e-5)
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("0", 0.0), ("x", 2e-4), ("-3", 2e-4)])
+def test_the_variable_a_process_starts_with(value: str, seconds: float) -> None:
+    assert channel.spin_seconds({channel.SPIN_VAR: value}) == pytest.approx(seconds)
