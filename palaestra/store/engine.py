@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -156,12 +157,37 @@ def _require_writable(path: Path, uri: str) -> None:
 def _tune_sqlite(dbapi_connection: Any, connection_record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _write_ahead(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     finally:
         cursor.close()
+
+
+def _write_ahead(cursor: Any) -> None:
+    """Put the store in WAL mode. SQLite refuses the switch at once, without waiting the busy
+    timeout, while another connection holds a lock on the file: two runs of a parallel sweep
+    that open a new store at the same moment. So it is tried again, for up to the busy
+    timeout.
+
+    Raises:
+        sqlite3.OperationalError: The store stayed locked, or another failure.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        _pause(pause)
+        pause = min(2 * pause, 0.05)
+
+
+_pause = time.sleep
 
 
 def _tune_read_only(dbapi_connection: Any, connection_record: Any) -> None:
