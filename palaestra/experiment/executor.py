@@ -18,7 +18,7 @@ from palaestra.core.supervision.affinity import Affinity
 from palaestra.core.supervision.launch import Placement
 from palaestra.core.supervision.processes import preload, set_title
 from palaestra.core.supervision.runtime import Runtime
-from palaestra.core.wire.channel import set_spin
+from palaestra.core.wire.channel import spinning
 from palaestra.core.wire.messages import EpisodeEnded
 from palaestra.core.wire.netlink import Host, Network
 from palaestra.core.wire.transport import make_run_dir, remove_run_dir
@@ -87,6 +87,19 @@ def execute(
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
+    with spinning(config.spin_us):  # (before a fork server or a Ray actor takes the variable)
+        return _placed(run, config, on_episode, resume, placement, host)
+
+
+def _placed(
+    run: RunSpec,
+    config: RuntimeConfig,
+    on_episode: Callable[[EpisodeEnded], None] | None,
+    resume: ResumeAt | None,
+    placement: Placement | None,
+    host: Host | None,
+) -> RunOutcome:
+    """:func:`execute` once the run's processes spin as configured: where they run."""
     method = start_method(run, config.start_method)
     try:
         network = None if host is None else Network.for_run(host)
@@ -140,7 +153,6 @@ async def _execute(
     network: Network | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
-    set_spin(config.spin_us)
     level = logging.getLevelName(config.log_level.upper())
     component = ExperimentRun(
         names.EXPERIMENT_RUN,

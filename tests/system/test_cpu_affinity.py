@@ -1,7 +1,8 @@
 """``cpu_affinity: worker``: each rollout worker's processes run on one CPU (worker ``w`` on the
 ``w``-th the executor may use), the Brains too with a single worker; ``none`` (the default)
-leaves them where the operating system puts them. The plug-ins record the CPUs their own
-process may use (tests/plugins/affinity_plugins.py)."""
+leaves them where the operating system puts them. ``spin_us`` reaches every process of the run.
+The plug-ins record the CPUs their own process may use and how long its links spin
+(tests/plugins/affinity_plugins.py)."""
 
 from __future__ import annotations
 
@@ -115,4 +116,24 @@ def test_the_runs_of_a_parallel_sweep_take_cpus_of_their_own(workspace: Workspac
     assert sorted(cpus for found in by_run.values() for cpus in found) == [
         (CPUS[0], *CPUS[2::2]),
         (CPUS[1], *CPUS[3::2]),
+    ]
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_every_process_spins_as_the_runtime_config_says(
+    workspace: Workspace, start_method: str
+) -> None:
+    (workspace.path / "run.yml").write_text(RUN.format(workers=1))
+    runtime = f"spin_us: 35\nstart_method: {start_method}\n"
+    (workspace.path / "palaestra-runtime.yaml").write_text(runtime)
+    result = workspace.run("experiment-start", "-q", "run.yml")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with sqlite3.connect(workspace.store) as conn:
+        rows = conn.execute(
+            "select distinct source, value from plugin_records where key = 'spin_us'"
+        ).fetchall()
+    assert sorted(rows) == [
+        ("brain:pinned", 35),
+        ("env:myenv", 35),
+        ("muscle:pinned", 35),
     ]

@@ -37,9 +37,11 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
         ("- store_uri\n", "expected a mapping of settings"),
         ("cpu_affinity: workers\n", "cpu_affinity: expected one of none, worker, got 'workers'"),
-        ("spin_us: -1\n", "spin_us: expected a number of microseconds >= 0, got -1"),
-        ("spin_us: fast\n", "spin_us: expected a number of microseconds >= 0, got 'fast'"),
-        ("spin_us: true\n", "spin_us: expected a number of microseconds >= 0, got True"),
+        ("spin_us: -1\n", "spin_us: expected a number of microseconds from 0 to 10,000, got -1"),
+        ("spin_us: fast\n", "spin_us: expected a number of microseconds from 0 to 10,000, got"),
+        ("spin_us: true\n", "spin_us: expected a number of microseconds from 0 to 10,000, got"),
+        ('spin_us: "50"\n', "spin_us: expected a number of microseconds from 0 to 10,000, got"),
+        ("spin_us: 1e9\n", "spin_us: expected a number of microseconds from 0 to 10,000, got"),
     ],
 )
 def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
@@ -68,6 +70,8 @@ def test_spin_us_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
     assert load_runtime_config(environ={}).spin_us == 200.0
     (in_tmp / "palaestra-runtime.yaml").write_text("spin_us: 0\n")
     assert load_runtime_config(environ={}).spin_us == 0.0
+    assert isinstance(load_runtime_config(environ={}).spin_us, float)  # (0 in the file)
     assert load_runtime_config(environ={"PALAESTRA_SPIN_US": "50"}).spin_us == 50.0
-    with pytest.raises(RuntimeConfigError, match="PALAESTRA_SPIN_US: expected a number of mic"):
-        load_runtime_config(environ={"PALAESTRA_SPIN_US": "nan"})
+    for text in ("nan", "inf", "-1", "20000", "fast"):
+        with pytest.raises(RuntimeConfigError, match="PALAESTRA_SPIN_US: expected a number of"):
+            load_runtime_config(environ={"PALAESTRA_SPIN_US": text})

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -103,19 +104,73 @@ def test_spins_that_found_the_cpus_busy_stop_for_a_while(
         assert poller.skip == skips - 1 and poller.spins == 0  # it slept at once
 
 
-def test_set_spin_reaches_this_process_and_those_it_starts(
+def test_spinning_reaches_this_process_and_those_it_starts_while_it_lasts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(channel, "SPIN_SECONDS", channel.SPIN_SECONDS)
-    monkeypatch.setenv(channel.SPIN_VAR, os.environ.get(channel.SPIN_VAR, "200"))
-    channel.set_spin(50.0)
-    assert channel.SPIN_SECONDS == pytest.approx(5e-5)
-    assert Poller([]).spin == pytest.approx(5e-5)
+    monkeypatch.delenv(channel.SPIN_VAR, raising=False)
+    before = channel.SPIN_SECONDS
     code = "from palaestra.core.wire import channel; print(channel.SPIN_SECONDS)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert float(out.stdout) == pytest.approx(5e-5)
+    with channel.spinning(50.0):
+        assert channel.SPIN_SECONDS == pytest.approx(5e-5)
+        assert Poller([]).spin == pytest.approx(5e-5)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert float(out.stdout) == pytest.approx(5e-5)
+    assert channel.SPIN_SECONDS == before  # as before, and the variable gone again
+    assert channel.SPIN_VAR not in os.environ
+    assert "PALAESTRA_SPIN_US" not in os.environ  # (the config's override is never set)
 
 
-@pytest.mark.parametrize(("value", "seconds"), [("0", 0.0), ("x", 2e-4), ("-3", 2e-4)])
-def test_the_variable_a_process_starts_with(value: str, seconds: float) -> None:
-    assert channel.spin_seconds({channel.SPIN_VAR: value}) == pytest.approx(seconds)
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("0", 0.0),
+        ("50", 5e-5),
+        ("x", 2e-4),
+        ("-3", 2e-4),
+        ("20000", 2e-4),
+        ("nan", 2e-4),
+        ("inf", 2e-4),
+        (None, 2e-4),
+    ],
+)
+def test_the_spin_a_process_starts_with(value: str | None, seconds: float) -> None:
+    assert channel.spin_seconds(value) == pytest.approx(seconds)
+
+
+def test_a_timeout_bounds_the_spin(pair: tuple[socket.socket, socket.socket]) -> None:
+    _, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=10.0)
+    began = time.monotonic()
+    assert poller.wait(timeout=30) == []
+    assert time.monotonic() - began < 5.0  # (30 ms, not the 10 s spin)
+
+
+def test_a_negative_timeout_waits_as_none_does(pair: tuple[socket.socket, socket.socket]) -> None:
+    a, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
+    sender = threading.Timer(0.05, a.send, args=(b"x",))
+    sender.start()
+    assert poller.wait(timeout=-1) == [(b.fileno(), select.POLLIN)]
+    sender.join()
+
+
+@pytest.mark.parametrize("what", ["stop", "hang-up"])
+def test_a_stop_or_a_hang_up_ends_a_spin(
+    pair: tuple[socket.socket, socket.socket], what: str
+) -> None:
+    a, b = pair
+    stop_fd, stop_writer = os.pipe()
+    try:
+        poller = Poller([(b.fileno(), select.POLLIN), (stop_fd, select.POLLIN)], spin=10.0)
+        act = (lambda: os.write(stop_writer, b"s")) if what == "stop" else a.close
+        threading.Thread(target=act).start()
+        events = dict(poller.wait())
+        if what == "stop":
+            assert events == {stop_fd: select.POLLIN}
+        else:
+            assert events[b.fileno()] & select.POLLHUP
+    finally:
+        os.close(stop_fd)
+        os.close(stop_writer)

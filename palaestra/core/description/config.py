@@ -85,7 +85,7 @@ class RuntimeConfig:
     ``w``-th, round the CPUs: a worker whose processes hand each step to each other (one game
     per worker, ``update_lag`` 0) then passes them without waking another CPU (see
     :mod:`palaestra.core.supervision.affinity`)."""
-    spin_us: float = 200.0
+    spin_us: float = limits.SPIN_US
     """Microseconds a process waiting for its peer on the per-step path polls before it
     sleeps (0: it sleeps at once): a message that comes within them costs neither side a
     wake-up of another CPU. It spins only while its waits are that short and the CPUs are not
@@ -104,7 +104,10 @@ def load_runtime_config(
     if path is None and os.path.exists(DEFAULT_FILE):
         path = DEFAULT_FILE
     if path is not None:
-        config = replace(config, **_read(path))
+        values = _read(path)
+        if SPIN_KEY in values:  # (an int in the file: the config's float)
+            values[SPIN_KEY] = float(values[SPIN_KEY])
+        config = replace(config, **values)
     if environ.get("PALAESTRA_STORE_URI"):
         config = replace(config, store_uri=environ["PALAESTRA_STORE_URI"])
     if environ.get("PALAESTRA_DATA_PATH"):
@@ -118,15 +121,16 @@ def load_runtime_config(
         )
         config = replace(config, cpu_affinity=environ[AFFINITY_VAR])
     if environ.get(SPIN_VAR):
-        value = _microseconds(f"the environment variable {SPIN_VAR}", environ[SPIN_VAR])
-        config = replace(config, spin_us=value)
+        where = f"the environment variable {SPIN_VAR}"
+        config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
     return config
 
 
-def _microseconds(where: str, value: object) -> float:
-    """``value`` as a number of microseconds >= 0 (a string from the environment too)."""
+def _microseconds(where: str, value: object, text: bool = False) -> float:
+    """``value`` (with ``text``: a number's text) as a number of microseconds from 0 to
+    :data:`~palaestra.core.description.limits.SPIN_MAX_US`."""
     number: object = value
-    if isinstance(value, str):
+    if text and isinstance(value, str):
         try:
             number = float(value)
         except ValueError:
@@ -134,9 +138,12 @@ def _microseconds(where: str, value: object) -> float:
     if (
         isinstance(number, bool)
         or not isinstance(number, int | float)
-        or not 0 <= number < float("inf")
+        or not 0 <= number <= limits.SPIN_MAX_US
     ):
-        raise RuntimeConfigError(f"{where}: expected a number of microseconds >= 0, got {value!r}")
+        raise RuntimeConfigError(
+            f"{where}: expected a number of microseconds from 0 to {limits.SPIN_MAX_US:,.0f}, "
+            f"got {value!r}"
+        )
     return float(number)
 
 

@@ -57,3 +57,9 @@ HEARTBEAT = 2.0
 STALE_AFTER = 15 * HEARTBEAT
 """An instance left ``running`` whose heartbeat is older than this is ``stale``: its executor
 is gone (killed, or its machine went down); ``experiment-resume`` may continue it."""
+
+SPIN_US = 200.0
+"""Default of ``spin_us``: microseconds a wait on a per-step link polls before it sleeps (see
+:mod:`palaestra.core.wire.channel`)."""
+SPIN_MAX_US = 10_000.0
+"""The longest ``spin_us`` (10 ms: a longer spin would keep a CPU busy for nothing)."""

@@ -25,46 +25,58 @@ yields the CPU between its polls, so a process on the same CPU runs on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from palaestra.core.description.limits import SPIN_MAX_US, SPIN_US
 from palaestra.core.liveness import waited, waiting
 
 CHUNK = 1 << 16
 _LAST = b"\x00"
 _MORE = b"\x01"
 _IN = select.POLLIN
-SPIN_VAR = "PALAESTRA_SPIN_US"
+SPIN_VAR = "PALAESTRA_LINK_SPIN_US"
 """The environment variable that carries the runtime config's ``spin_us`` to a run's processes
-(see :func:`set_spin`)."""
-SPIN_DEFAULT_US = 200.0
+(see :func:`spinning`; the config's own override is another, read only with the config)."""
 
 
-def spin_seconds(environ: Any = os.environ) -> float:
-    """How long a wait polls before it sleeps: :data:`SPIN_VAR`'s microseconds, else
-    :data:`SPIN_DEFAULT_US` (also for a value that is not a number >= 0: the runtime config
-    refuses those before a run starts)."""
+def spin_seconds(microseconds: object) -> float:
+    """``microseconds`` (a number, or its text) in seconds; the default's for one that is not a
+    number from 0 to :data:`~palaestra.core.description.limits.SPIN_MAX_US` (the runtime
+    config refuses those)."""
     try:
-        value = float(environ.get(SPIN_VAR, SPIN_DEFAULT_US))
-    except ValueError:
-        value = SPIN_DEFAULT_US
-    return value * 1e-6 if 0 <= value < float("inf") else SPIN_DEFAULT_US * 1e-6
+        value = float(microseconds)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        value = SPIN_US
+    return (value if 0 <= value <= SPIN_MAX_US else SPIN_US) * 1e-6
 
 
-SPIN_SECONDS = spin_seconds()
+SPIN_SECONDS = spin_seconds(os.environ.get(SPIN_VAR, SPIN_US))
 """How long a wait on a link polls before it sleeps (see :class:`Poller`)."""
 
 
-def set_spin(microseconds: float) -> None:
-    """Make the links of this process and of those it starts after (forked, or started anew:
-    through :data:`SPIN_VAR`) spin ``microseconds`` before they sleep."""
+@contextlib.contextmanager
+def spinning(microseconds: float) -> Iterator[None]:
+    """While it lasts, the links of this process and of the processes it starts (forked, or
+    started anew: through :data:`SPIN_VAR`) spin ``microseconds`` before they sleep; then as
+    before."""
     global SPIN_SECONDS
-    SPIN_SECONDS = microseconds * 1e-6
-    os.environ[SPIN_VAR] = repr(microseconds)
+    before, variable = SPIN_SECONDS, os.environ.get(SPIN_VAR)
+    SPIN_SECONDS = spin_seconds(microseconds)
+    os.environ[SPIN_VAR] = repr(SPIN_SECONDS * 1e6)
+    try:
+        yield
+    finally:
+        SPIN_SECONDS = before
+        if variable is None:
+            os.environ.pop(SPIN_VAR, None)
+        else:
+            os.environ[SPIN_VAR] = variable
 
 
 SPINS_JUDGED = 32
@@ -294,16 +306,20 @@ class Poller:
         self.cpu = self.wall = 0.0
 
     def wait(self, timeout: int | None = None) -> list[tuple[int, int]]:
-        """The events, waited for up to ``timeout`` milliseconds (None: until there are)."""
+        """The events, waited for up to ``timeout`` milliseconds (None or negative: until
+        there are)."""
         poll = self.poll.poll
         events = poll(0)
         if events or timeout == 0:
             return events
+        if timeout is not None and timeout < 0:
+            timeout = None
         began = _clock()
         if self.skip:
             self.skip -= 1
         elif self.short:
-            events = self._spin(poll, began)
+            spin = self.spin if timeout is None else min(self.spin, timeout / 1000)
+            events = self._spin(poll, began, spin)
             if events:
                 return events
             if timeout is not None:
@@ -312,9 +328,11 @@ class Poller:
         self.short = self.spin > 0 and _clock() - began <= self.spin
         return events
 
-    def _spin(self, poll: Callable[[int], list[tuple[int, int]]], began: float) -> list[Any]:
-        """Poll until ``began`` + :attr:`spin`; the events, if any came."""
-        deadline = began + self.spin
+    def _spin(
+        self, poll: Callable[[int], list[tuple[int, int]]], began: float, spin: float
+    ) -> list[Any]:
+        """Poll until ``began`` + ``spin``; the events, if any came."""
+        deadline = began + spin
         cpu = _cpu()
         events: list[Any] = []
         while _clock() < deadline:
