@@ -80,19 +80,27 @@ def test_no_spin_sleeps_at_once(pair: tuple[socket.socket, socket.socket]) -> No
     assert not poller.short and poller.spins == 0
 
 
-@pytest.mark.parametrize(("share", "skips"), [(0.0, CONTENDED_WAITS), (1.0, 0)])
-def test_spins_that_found_the_cpus_busy_stop_for_a_while(
+@pytest.mark.parametrize(("tick", "skips"), [(3.0, CONTENDED_WAITS), (0.5, 0)])
+def test_spins_that_ended_late_stop_for_a_while(
     pair: tuple[socket.socket, socket.socket],
     monkeypatch: pytest.MonkeyPatch,
-    share: float,
+    tick: float,
     skips: int,
 ) -> None:
-    """The spins' share of the CPU decides: none (other processes had it) stops the spin for
-    the next waits; all of it (the CPU was free) lets it go on."""
+    """How long the spins took decides. Spins that ended late, each more than twice its time
+    (it yielded the CPU to a process that kept it: the CPUs are busy with long work), stop
+    spinning for the next waits; spins that ended on time let it go on. The clock moves
+    ``tick`` spins at each reading."""
     _, b = pair
-    clock = channel._clock
-    monkeypatch.setattr(channel, "_cpu", lambda: share * clock())
-    poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
+    spin = 1e-4
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += tick * spin
+        return now[0]
+
+    monkeypatch.setattr(channel, "_clock", clock)
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=spin)
     for _ in range(SPINS_JUDGED):
         poller.short = True  # (each wait spins)
         poller.wait(timeout=1)

@@ -80,11 +80,10 @@ def spinning(microseconds: float) -> Iterator[None]:
 
 
 SPINS_JUDGED = 32
-"""Spins whose share of the CPU decides whether a :class:`Poller` spins on."""
+"""Spins whose time decides whether a :class:`Poller` spins on."""
 CONTENDED_WAITS = 256
 """Waits that sleep at once after spins that found the CPUs busy (see :class:`Poller`)."""
 _clock = time.perf_counter
-_cpu = time.thread_time
 _yield = os.sched_yield
 
 
@@ -289,11 +288,12 @@ class Poller:
     """A ``poll`` set whose :meth:`wait` polls, yielding the CPU in between, for up to
     ``spin`` seconds before it sleeps: a message that comes within it finds its receiver
     awake (see the module's docs). It spins while its last wait took no longer than that.
-    Where its spins had the CPU less than a tenth of their time (over :data:`SPINS_JUDGED`
-    spins: other processes want the CPUs, and spinning takes from them), it sleeps at once
-    for its next :data:`CONTENDED_WAITS` waits."""
+    Where its last :data:`SPINS_JUDGED` spins took more than twice their time on average (a
+    spin that yields to a process that keeps the CPU for long ends late: the CPUs are busy with
+    such work, and spinning takes from it), it sleeps at once for its next
+    :data:`CONTENDED_WAITS` waits."""
 
-    __slots__ = ("poll", "spin", "short", "skip", "spins", "cpu", "wall")
+    __slots__ = ("poll", "spin", "short", "skip", "spins", "budget", "wall")
 
     def __init__(self, items: list[tuple[int, int]], spin: float | None = None) -> None:
         self.poll = select.poll()
@@ -302,8 +302,8 @@ class Poller:
         self.spin = SPIN_SECONDS if spin is None else spin
         self.short = self.spin > 0
         self.skip = 0  # waits that sleep at once
-        self.spins = 0  # since the last judgement, and their CPU and wall time
-        self.cpu = self.wall = 0.0
+        self.spins = 0  # since the last judgement, the time they had and the time they took
+        self.budget = self.wall = 0.0
 
     def wait(self, timeout: int | None = None) -> list[tuple[int, int]]:
         """The events, waited for up to ``timeout`` milliseconds (None or negative: until
@@ -333,20 +333,19 @@ class Poller:
     ) -> list[Any]:
         """Poll until ``began`` + ``spin``; the events, if any came."""
         deadline = began + spin
-        cpu = _cpu()
         events: list[Any] = []
         while _clock() < deadline:
             _yield()
             events = poll(0)
             if events:
                 break
-        self.cpu += _cpu() - cpu
+        self.budget += spin
         self.wall += _clock() - began
         self.spins += 1
         if self.spins == SPINS_JUDGED:
-            if self.cpu * 10 < self.wall:  # it had the CPU less than a tenth of the time
+            if self.wall > 2 * self.budget:  # it lost its CPU to long work while it spun
                 self.skip = CONTENDED_WAITS
-            self.spins, self.cpu, self.wall = 0, 0.0, 0.0
+            self.spins, self.budget, self.wall = 0, 0.0, 0.0
         return events
 
 
