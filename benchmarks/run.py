@@ -1,8 +1,10 @@
 """palaestra's benchmark suite: wall time, start-up, steady-state rates, memory, scaling.
 
-    python benchmarks/run.py [--quick | --full] [--repeat N]
+    python benchmarks/run.py [--quick | --full] [--repeat N] [--spin-us US]
 
-Every figure is the median of several runs (quick: 3, full: 5; ``--repeat`` overrides). Each run
+Every figure is the median of several runs (quick: 3, full: 5; ``--repeat`` overrides).
+``--spin-us`` sets the runtime config's ``spin_us`` of every run (else its default; the
+caller's ``PALAESTRA_*`` variables never reach the runs). Each run
 is ``python -m palaestra experiment-start RUN.yml`` in a fresh temp dir, started with
 ``start_new_session=True``; a thread samples the session's processes (``/proc/*/stat``) and
 their VmRSS (``/proc/<pid>/status``) every 20 ms until the command exits; survivors are killed
@@ -265,8 +267,13 @@ def kill_session(sid: int, grace: float) -> list[int]:
     return left
 
 
+SETTINGS: dict[str, str] = {}
+"""``PALAESTRA_*`` variables the runs get (``--spin-us``); the caller's own are dropped."""
+
+
 def child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALAESTRA_")}
+    env.update(SETTINGS)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH")]))
     return env
 
@@ -675,7 +682,12 @@ def main() -> None:
     which.add_argument("--quick", action="store_true", help="the default")
     which.add_argument("--full", action="store_true")
     parser.add_argument("--repeat", type=int, help="runs per figure")
+    parser.add_argument(
+        "--spin-us", type=float, help="the runtime config's spin_us for every run (0: no spin)"
+    )
     args = parser.parse_args()
+    if args.spin_us is not None:
+        SETTINGS["PALAESTRA_SPIN_US"] = repr(args.spin_us)
     mode = FULL if args.full else QUICK
     suite = Suite(mode, args.repeat or mode.repeat)
     began = time.monotonic()
