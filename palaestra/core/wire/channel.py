@@ -96,7 +96,9 @@ class Channel:
 
     __slots__ = ("sock", "peer", "_stop_fd", "_check_stop", "_poll", "_send_poll")
 
-    def __init__(self, sock: socket.socket, peer: str, stop_fd: int, check_stop: Any) -> None:
+    def __init__(
+        self, sock: socket.socket, peer: str, stop_fd: int, check_stop: Callable[[], object]
+    ) -> None:
         sock.setblocking(False)
         self.sock = sock
         self.peer = peer
@@ -203,7 +205,9 @@ class Listener:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def accept(self, stop_fd: int, check_stop: Any, wait: bool = True) -> Channel | None:
+    def accept(
+        self, stop_fd: int, check_stop: Callable[[], object], wait: bool = True
+    ) -> Channel | None:
         """Accept the next connection and read the peer's name; without ``wait``, None if no
         connection is pending (a readiness report may be stale: someone else accepted)."""
         poll = Poller([(self.sock.fileno(), _IN), (stop_fd, _IN)])
@@ -227,7 +231,9 @@ class Listener:
             pass
 
 
-def connect(endpoint: str, name: str, stop_fd: int, check_stop: Any, peer: str) -> Channel:
+def connect(
+    endpoint: str, name: str, stop_fd: int, check_stop: Callable[[], object], peer: str
+) -> Channel:
     """Connect to a :class:`Listener` as ``name``; ``peer`` names the process listening."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -243,7 +249,7 @@ def connect(endpoint: str, name: str, stop_fd: int, check_stop: Any, peer: str) 
 class Selector:
     """Waits until one of several channels has a message (or the loop is asked to stop)."""
 
-    def __init__(self, stop_fd: int, check_stop: Callable[[], Any]) -> None:
+    def __init__(self, stop_fd: int, check_stop: Callable[[], object]) -> None:
         self._stop_fd = stop_fd
         self._check_stop = check_stop
         self._poll = Poller([(stop_fd, _IN)])
@@ -330,10 +336,10 @@ class Poller:
 
     def _spin(
         self, poll: Callable[[int], list[tuple[int, int]]], began: float, spin: float
-    ) -> list[Any]:
+    ) -> list[tuple[int, int]]:
         """Poll until ``began`` + ``spin``; the events, if any came."""
         deadline = began + spin
-        events: list[Any] = []
+        events: list[tuple[int, int]] = []
         while _clock() < deadline:
             _yield()
             events = poll(0)
@@ -349,7 +355,7 @@ class Poller:
         return events
 
 
-def _wait(poll: Poller, stop_fd: int, check_stop: Callable[[], Any]) -> None:
+def _wait(poll: Poller, stop_fd: int, check_stop: Callable[[], object]) -> None:
     """Wait on ``poll``; if the stop pipe is what woke it, let ``check_stop`` decide."""
     working = waiting()
     ready = poll.wait()
