@@ -64,6 +64,8 @@ sys.path.insert(0, str(ROOT))
 
 import zmq  # noqa: E402
 
+from palaestra.core.description.config import SPIN_VAR  # noqa: E402
+from palaestra.core.description.limits import SPIN_MAX_US  # noqa: E402
 from palaestra.core.spaces import Discrete  # noqa: E402
 from palaestra.core.wire import messages as m  # noqa: E402
 from palaestra.core.wire.channel import Listener, connect  # noqa: E402
@@ -687,7 +689,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.spin_us is not None:
-        SETTINGS["PALAESTRA_SPIN_US"] = repr(args.spin_us)
+        if not 0 <= args.spin_us <= SPIN_MAX_US:
+            parser.error(f"--spin-us: from 0 to {SPIN_MAX_US:,.0f}")
+        SETTINGS[SPIN_VAR] = repr(args.spin_us)
     mode = FULL if args.full else QUICK
     suite = Suite(mode, args.repeat or mode.repeat)
     began = time.monotonic()

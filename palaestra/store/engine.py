@@ -9,6 +9,7 @@ refused one they cannot write, naming the file.
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import time
 import urllib.parse
@@ -183,7 +184,7 @@ def _write_ahead(cursor: Any) -> None:
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
-        _pause(pause)
+        _pause(pause * random.uniform(0.5, 1.5))  # (two openers do not keep meeting)
         pause = min(2 * pause, 0.05)
 
 

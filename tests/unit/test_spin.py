@@ -61,15 +61,25 @@ def test_a_message_that_comes_while_it_spins_is_met_awake(
 def test_a_long_wait_stops_the_spin_and_a_short_one_brings_it_back(
     pair: tuple[socket.socket, socket.socket], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, b = pair
+    a, b = pair
     poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
-    assert poller.wait(timeout=20) == []  # spun, then slept 20 ms: longer than a spin
-    assert not poller.short and poller.spins == 1
-    # the next wait sleeps at once; it took (by the clock) a tenth of a spin: spin again
+    poll = poller.poll
+
+    class Late:  # what is there is seen only by a wait that sleeps (a peer still at work)
+        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
+            return [] if timeout == 0 else poll.poll(timeout)
+
+    poller.poll = Late()  # type: ignore[assignment]
+    a.send(b"x")
+    assert poller.wait() == [(b.fileno(), select.POLLIN)]  # spun its whole time, then slept
+    assert not poller.short and poller.spins == 1  # longer than a spin: no spin next time
+    b.recv(10)
+    a.send(b"y")
+    # the next wait sleeps at once; what came, came (by the clock) within a tenth of a spin
     times = iter([0.0, 1e-5])
     monkeypatch.setattr(channel, "_clock", lambda: next(times))
-    assert poller.wait(timeout=1) == []
-    assert poller.short and poller.spins == 1  # (it did not spin)
+    assert poller.wait() == [(b.fileno(), select.POLLIN)]
+    assert poller.short and poller.spins == 1  # (it did not spin): spin again next time
 
 
 def test_no_spin_sleeps_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
@@ -115,7 +125,8 @@ def test_spins_that_ended_late_stop_for_a_while(
 def test_spinning_reaches_this_process_and_those_it_starts_while_it_lasts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(channel.SPIN_VAR, raising=False)
+    monkeypatch.delenv(channel.LINK_SPIN_VAR, raising=False)
+    monkeypatch.delenv("PALAESTRA_SPIN_US", raising=False)
     before = channel.SPIN_SECONDS
     code = "from palaestra.core.wire import channel; print(channel.SPIN_SECONDS)"
     with channel.spinning(50.0):
@@ -126,7 +137,7 @@ def test_spinning_reaches_this_process_and_those_it_starts_while_it_lasts(
         )
         assert float(out.stdout) == pytest.approx(5e-5)
     assert channel.SPIN_SECONDS == before  # as before, and the variable gone again
-    assert channel.SPIN_VAR not in os.environ
+    assert channel.LINK_SPIN_VAR not in os.environ
     assert "PALAESTRA_SPIN_US" not in os.environ  # (the config's override is never set)
 
 
@@ -155,13 +166,33 @@ def test_a_timeout_bounds_the_spin(pair: tuple[socket.socket, socket.socket]) ->
     assert time.monotonic() - began < 5.0  # (30 ms, not the 10 s spin)
 
 
-def test_a_negative_timeout_waits_as_none_does(pair: tuple[socket.socket, socket.socket]) -> None:
-    a, b = pair
-    poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
-    sender = threading.Timer(0.05, a.send, args=(b"x",))
-    sender.start()
+@pytest.mark.parametrize("spin", [0.0, 1e-4])
+def test_a_negative_timeout_waits_as_none_does(
+    pair: tuple[socket.socket, socket.socket], spin: float
+) -> None:
+    _, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=spin)
+    slept = []
+
+    class Watched:  # nothing is there until it sleeps; it notes how long it would
+        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
+            if timeout == 0:
+                return []
+            slept.append(timeout)
+            return [(b.fileno(), select.POLLIN)]
+
+    poller.poll = Watched()  # type: ignore[assignment]
     assert poller.wait(timeout=-1) == [(b.fileno(), select.POLLIN)]
-    sender.join()
+    assert slept == [None]  # until something comes, not at once
+
+
+def test_a_wait_that_timed_out_stops_the_spin(pair: tuple[socket.socket, socket.socket]) -> None:
+    """A timeout shorter than the spin ends the spin with nothing: not a short wait, so the
+    next wait sleeps at once (an idle process that waits with a timeout does not spin on)."""
+    _, b = pair
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=5.0)
+    assert poller.wait(timeout=2) == []
+    assert not poller.short
 
 
 @pytest.mark.parametrize("what", ["stop", "hang-up"])

@@ -26,6 +26,7 @@ yields the CPU between its polls, so a process on the same CPU runs on.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import socket
@@ -40,7 +41,7 @@ CHUNK = 1 << 16
 _LAST = b"\x00"
 _MORE = b"\x01"
 _IN = select.POLLIN
-SPIN_VAR = "PALAESTRA_LINK_SPIN_US"
+LINK_SPIN_VAR = "PALAESTRA_LINK_SPIN_US"
 """The environment variable that carries the runtime config's ``spin_us`` to a run's processes
 (see :func:`spinning`; the config's own override is another, read only with the config)."""
 
@@ -56,27 +57,27 @@ def spin_seconds(microseconds: object) -> float:
     return (value if 0 <= value <= SPIN_MAX_US else SPIN_US) * 1e-6
 
 
-SPIN_SECONDS = spin_seconds(os.environ.get(SPIN_VAR, SPIN_US))
+SPIN_SECONDS = spin_seconds(os.environ.get(LINK_SPIN_VAR, SPIN_US))
 """How long a wait on a link polls before it sleeps (see :class:`Poller`)."""
 
 
 @contextlib.contextmanager
 def spinning(microseconds: float) -> Iterator[None]:
     """While it lasts, the links of this process and of the processes it starts (forked, or
-    started anew: through :data:`SPIN_VAR`) spin ``microseconds`` before they sleep; then as
+    started anew: through :data:`LINK_SPIN_VAR`) spin ``microseconds`` before they sleep; then as
     before."""
     global SPIN_SECONDS
-    before, variable = SPIN_SECONDS, os.environ.get(SPIN_VAR)
+    before, variable = SPIN_SECONDS, os.environ.get(LINK_SPIN_VAR)
     SPIN_SECONDS = spin_seconds(microseconds)
-    os.environ[SPIN_VAR] = repr(SPIN_SECONDS * 1e6)
+    os.environ[LINK_SPIN_VAR] = repr(SPIN_SECONDS * 1e6)
     try:
         yield
     finally:
         SPIN_SECONDS = before
         if variable is None:
-            os.environ.pop(SPIN_VAR, None)
+            os.environ.pop(LINK_SPIN_VAR, None)
         else:
-            os.environ[SPIN_VAR] = variable
+            os.environ[LINK_SPIN_VAR] = variable
 
 
 SPINS_JUDGED = 32
@@ -328,10 +329,11 @@ class Poller:
             events = self._spin(poll, began, spin)
             if events:
                 return events
-            if timeout is not None:
-                timeout = max(0, timeout - int((_clock() - began) * 1000))
+            if timeout is not None:  # (the time spun rounded up: the wait never runs over)
+                timeout = max(0, timeout - math.ceil((_clock() - began) * 1000))
         events = poll(timeout)
-        self.short = self.spin > 0 and _clock() - began <= self.spin
+        # short: something came within a spin's time (a wait that timed out is not short)
+        self.short = bool(events) and self.spin > 0 and _clock() - began <= self.spin
         return events
 
     def _spin(
