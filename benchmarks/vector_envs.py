@@ -128,7 +128,9 @@ class CpuSampler(threading.Thread):
             seconds = (int(fields[11]) + int(fields[12])) / TICKS
             pid = int(entry)
             known = self.last.get(pid)
-            role = known[0] if known is not None else _role(title)
+            # (a child forked a moment ago still has its parent's title: asked again until
+            # it has one of its own)
+            role = known[0] if known is not None and known[0] not in UNSURE else _role(title)
             if role == "executor":
                 if paths is None:
                     paths = _unix_paths()
@@ -142,10 +144,15 @@ class CpuSampler(threading.Thread):
         return roles
 
 
+UNSURE = ("executor",)
+"""The role a process has until it sets a title of its own (forked from the command)."""
+
+
 def _role(title: str) -> str:
     """``Muscle`` of ``palaestra[Muscle-player-0]``; ``executor`` for the command itself."""
     if title.startswith("palaestra[") and title.endswith("]"):
-        return title[len("palaestra[") : -1].split("-")[0]
+        role = title[len("palaestra[") : -1].split("-")[0]
+        return "executor" if role == "Executor" else role  # (the command is the executor)
     return "executor"
 
 
