@@ -50,21 +50,30 @@ run_config:
 CPUS = sorted(os.sched_getaffinity(0))
 
 
+def recorded(
+    workspace: Workspace, runtime: str, key: str, workers: int
+) -> list[tuple[str, int, str]]:
+    """Run with the runtime config ``runtime`` and ``workers`` workers; what the plug-ins
+    recorded under ``key``: (source, worker, value) rows."""
+    (workspace.path / "run.yml").write_text(RUN.format(workers=workers))
+    (workspace.path / "palaestra-runtime.yaml").write_text(runtime)
+    result = workspace.run("experiment-start", "-q", "run.yml")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with sqlite3.connect(workspace.store) as conn:
+        return conn.execute(
+            "select source, worker, value from plugin_records where key = ?", (key,)
+        ).fetchall()
+
+
 def recorded_cpus(
     workspace: Workspace, affinity: str, workers: int
 ) -> dict[tuple[str, int], list[int]]:
     """Run with ``cpu_affinity: affinity`` and ``workers`` workers; the CPUs each plug-in's
     process could use, by (source, worker)."""
-    (workspace.path / "run.yml").write_text(RUN.format(workers=workers))
-    (workspace.path / "palaestra-runtime.yaml").write_text(f"cpu_affinity: {affinity}\n")
-    result = workspace.run("experiment-start", "-q", "run.yml")
-    assert result.returncode == 0, result.stderr[-2000:]
-    with sqlite3.connect(workspace.store) as conn:
-        rows = conn.execute(
-            "select source, worker, value from plugin_records where key = 'cpus'"
-        ).fetchall()
     found: dict[tuple[str, int], list[int]] = {}
-    for source, worker, value in rows:
+    for source, worker, value in recorded(
+        workspace, f"cpu_affinity: {affinity}\n", "cpus", workers
+    ):
         found.setdefault((source, worker), json.loads(value))
     return found
 
@@ -123,15 +132,8 @@ def test_the_runs_of_a_parallel_sweep_take_cpus_of_their_own(workspace: Workspac
 def test_every_process_spins_as_the_runtime_config_says(
     workspace: Workspace, start_method: str
 ) -> None:
-    (workspace.path / "run.yml").write_text(RUN.format(workers=1))
     runtime = f"spin_us: 35\nstart_method: {start_method}\n"
-    (workspace.path / "palaestra-runtime.yaml").write_text(runtime)
-    result = workspace.run("experiment-start", "-q", "run.yml")
-    assert result.returncode == 0, result.stderr[-2000:]
-    with sqlite3.connect(workspace.store) as conn:
-        rows = conn.execute(
-            "select source, value from plugin_records where key = 'spin_us'"
-        ).fetchall()
+    rows = recorded(workspace, runtime, "spin_us", workers=1)
     # (the JSON value 35.0 comes back as SQLite keeps it: the number 35)
-    found = sorted({(source, float(value)) for source, value in rows})
+    found = sorted({(source, float(value)) for source, _, value in rows})
     assert found == [("brain:pinned", 35.0), ("env:myenv", 35.0), ("muscle:pinned", 35.0)]
