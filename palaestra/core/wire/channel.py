@@ -143,7 +143,7 @@ class Channel:
         """Whether a message (or the peer's hang-up) is there: :meth:`recv` would not block
         for it. A stop request raises ``Stopped`` (through ``check_stop``)."""
         ready = False
-        for fd, _ in self._poll.poll.poll(0):
+        for fd, _ in self._poll.wait(0):
             if fd == self._stop_fd:
                 self._check_stop()
             else:
@@ -259,12 +259,12 @@ class Selector:
     def add(self, item: Any) -> None:
         fd = item.fileno()
         self._by_fd[fd] = item
-        self._poll.poll.register(fd, _IN)
+        self._poll.add(fd, _IN)
 
     def discard(self, item: Any) -> None:
         fd = item.fileno()
         if self._by_fd.pop(fd, None) is not None:
-            self._poll.poll.unregister(fd)
+            self._poll.discard(fd)
 
     def items(self) -> list[Any]:
         return list(self._by_fd.values())
@@ -274,7 +274,7 @@ class Selector:
         ``timeout`` (milliseconds; 0: do not block) it may return none."""
         ready = []
         if timeout == 0:
-            events = self._poll.poll.poll(0)
+            events = self._poll.wait(0)
         else:
             working = waiting()
             events = self._poll.wait(timeout)
@@ -312,19 +312,27 @@ class Poller:
         self.spins = 0  # since the last judgement, the time they had and the time they took
         self.budget = self.wall = 0.0
 
+    def add(self, fd: int, events: int) -> None:
+        self.poll.register(fd, events)
+
+    def discard(self, fd: int) -> None:
+        self.poll.unregister(fd)
+
     def wait(self, timeout: int | None = None) -> list[tuple[int, int]]:
         """The events, waited for up to ``timeout`` milliseconds (None or negative: until
-        there are)."""
+        there are; 0: not at all)."""
         poll = self.poll.poll
-        events = poll(0)
-        if events or timeout == 0:
-            return events
+        if timeout == 0:
+            return poll(0)
         if timeout is not None and timeout < 0:
             timeout = None
         began = _clock()
         if self.skip:
             self.skip -= 1
         elif self.short:
+            events = poll(0)
+            if events:  # (there already: no spin, none counted)
+                return events
             spin = self.spin if timeout is None else min(self.spin, timeout / 1000)
             events = self._spin(poll, began, spin)
             if events:
