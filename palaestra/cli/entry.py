@@ -1,7 +1,8 @@
 """The command's entry point, light on purpose: Ctrl-C or SIGTERM at any moment of its start
 (while Python imports the command line, the plug-in names, the undertaker) ends it with
-"Interrupted." (exit 130) or "Terminated." (exit 143), never a traceback from inside an import.
-Its end is quick too: see :func:`leave`.
+"Interrupted." (exit 130) or "Terminated." (exit 143), never a traceback from inside an import;
+one that Python dropped on the way (see :mod:`palaestra.core.supervision.interrupts`) ends it
+so as well. Its end is quick too: see :func:`leave`.
 """
 
 from __future__ import annotations
@@ -13,33 +14,42 @@ import sys
 import threading
 from typing import NoReturn
 
-from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM
-
-
-class Terminated(BaseException):
-    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C (through click,
-    which lets it pass), then exits 143."""
-
-
-def terminated(signum: int, frame: object) -> None:
-    raise Terminated
+from palaestra.core.supervision import interrupts
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, terminated)  # checking run files cleans up, then exits 143
+    interrupts.install()  # checking run files cleans up, then exits 130 or 143
+    sys.unraisablehook = _unraisable
     try:
         from palaestra.cli.main import main as command
 
         command()
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted.\n")
-        leave(EXIT_SIGINT)
-    except Terminated:
-        sys.stderr.write("Terminated.\n")
-        leave(EXIT_SIGTERM)
+        ended_by(signal.SIGINT)
+    except interrupts.Terminated:
+        ended_by(signal.SIGTERM)
     except SystemExit as done:
         leave(done.code)
+    except BaseException:  # a signal's exception, wrapped by Python (say, in a RuntimeError)
+        if interrupts.received() is None:
+            raise
+        ended_by(interrupts.received())
     leave(0)
+
+
+def ended_by(signum: int | None) -> NoReturn:
+    """Say how the command was ended and exit with the signal's code."""
+    signum = signum if signum is not None else interrupts.received()
+    assert signum is not None
+    sys.stderr.write(interrupts.SAID[signum] + "\n")
+    leave(interrupts.EXIT_CODES[signum])
+
+
+def _unraisable(hook: sys.UnraisableHookArgs) -> None:
+    """A signal's exception raised where Python cannot raise it (a ``__del__``) is recorded
+    already: nothing to print. Anything else is printed as Python does."""
+    if not isinstance(hook.exc_value, (KeyboardInterrupt, interrupts.Terminated)):
+        sys.__unraisablehook__(hook)
 
 
 def leave(code: object) -> NoReturn:
@@ -53,6 +63,8 @@ def leave(code: object) -> NoReturn:
     """
     if code is None or isinstance(code, int):
         status = code or 0
+        if status == 0 and interrupts.received() is not None:  # it came, and was dropped
+            ended_by(None)
     else:  # sys.exit("message"): printed, exit 1
         sys.stderr.write(f"{code}\n")
         status = 1

@@ -13,7 +13,7 @@ from palaestra.compat import install as install_palaestrai_names
 from palaestra.core.description import names
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
-from palaestra.core.supervision import start_methods
+from palaestra.core.supervision import interrupts, start_methods
 from palaestra.core.supervision.affinity import Affinity
 from palaestra.core.supervision.launch import Placement
 from palaestra.core.supervision.processes import preload, set_title
@@ -175,23 +175,25 @@ async def _execute(
         affinity=Affinity.of_this_process() if config.cpu_affinity == "worker" else None,
     )
     loop = asyncio.get_running_loop()
-    interrupts = 0
+    ctrl_c = 0
 
     def interrupted(signum: int) -> None:
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts > 1:
+        nonlocal ctrl_c
+        ctrl_c += 1
+        if ctrl_c > 1:
             print("Interrupted again: stopping at once.", file=sys.stderr)
             runtime.supervisor.kill_all_now()
         component.on_signal(signum)
 
-    loop.add_signal_handler(signal.SIGINT, interrupted, signal.SIGINT)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    interrupts.handle(loop, signal.SIGINT, interrupted)  # (the runtime takes SIGTERM)
     try:
+        interrupts.raise_if_received()  # one that came before and was dropped: no run starts
         with recording_flag(run.uid):  # experiment-record pause|resume (before the forks)
             code = await runtime.run()
-        loop.remove_signal_handler(signal.SIGTERM)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for signum, handler in previous.items():  # one that comes from now on: the command's
+            interrupts.restore(loop, signum, handler)
         remove_run_dir(run_dir)
     if component.signal is not None:
         return RunOutcome(

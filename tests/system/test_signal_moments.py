@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import Workspace, slow_after, wait_for_mark
+from tests.conftest import Workspace, finish, slow_after, wait_for_mark
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -73,6 +73,27 @@ def test_a_signal_while_the_writer_forked_ahead_imports_sqlalchemy(
     cancelled = f"Run 'dummy-run' interrupted by {signal.Signals(signum).name}; marked cancelled."
     assert said_lines[-1:] in ([said], [cancelled]), said_lines  # (before the run, or in it)
     assert "Traceback" not in err and "ignored SIGTERM" not in err
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), SIGNALS)
+def test_a_signal_whose_exception_python_drops_still_ends_the_command(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
+    """The signal comes inside a ``__del__`` while the run file's Brain module is imported:
+    Python hands the handler's exception to ``sys.unraisablehook`` and goes on. The command
+    knows it all the same (palaestra/core/supervision/interrupts.py): no run starts, and it
+    ends as the signal says, nothing printed but its line."""
+    brain = "brain: {name: dropped_signal:DroppedSignalBrain, params: {}}"
+    run_file = workspace.variant("dummy_run.yml", (DUMMY_BRAIN, brain))
+    env = workspace.env()
+    env["DROPPED_SIGNAL"] = signal.Signals(signum).name
+    proc = workspace.spawn(
+        [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)], env=env
+    )
+    returncode, _, err = finish(proc, 60)
+    assert returncode == code, err[-3000:]
+    assert err.splitlines() == [said]
+    assert not workspace.store.exists()
 
 
 MOMENTS = [

@@ -25,6 +25,7 @@ from palaestra.core import liveness
 from palaestra.core.description import limits, names
 from palaestra.core.errors import PalaestraError
 from palaestra.core.plugin import PluginError
+from palaestra.core.supervision import interrupts
 from palaestra.core.supervision.affinity import Affinity, pin
 from palaestra.core.supervision.esm import ChildExit, Component, State
 from palaestra.core.supervision.launch import Placement
@@ -295,7 +296,7 @@ class Runtime:
     async def run(self) -> int:
         """Run the component until it ends; returns the process exit code."""
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self._signalled, signal.SIGTERM)
+        interrupts.handle(loop, signal.SIGTERM, self._signalled)
         try:
             if self.spec is not None:
                 self.start_task(liveness.beating())
