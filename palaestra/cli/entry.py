@@ -31,18 +31,27 @@ def main() -> None:
     except SystemExit as done:
         leave(done.code)
     except BaseException:  # a signal's exception, wrapped by Python (say, in a RuntimeError)
-        if interrupts.received() is None:
+        signum = interrupts.received()
+        if signum is None:
             raise
-        ended_by(interrupts.received())
+        ended_by(signum)
     leave(0)
 
 
-def ended_by(signum: int | None) -> NoReturn:
+def ended_by(signum: int) -> NoReturn:
     """Say how the command was ended and exit with the signal's code."""
-    signum = signum if signum is not None else interrupts.received()
-    assert signum is not None
     sys.stderr.write(interrupts.SAID[signum] + "\n")
     leave(interrupts.EXIT_CODES[signum])
+
+
+def _unless_signalled(status: int) -> int:
+    """``status``, unless it is 0 and a signal came whose exception was dropped (or came
+    while the command exits): then the signal's code, its line said."""
+    signum = interrupts.received()
+    if status != 0 or signum is None:
+        return status
+    sys.stderr.write(interrupts.SAID[signum] + "\n")
+    return interrupts.EXIT_CODES[signum]
 
 
 def _unraisable(hook: sys.UnraisableHookArgs) -> None:
@@ -63,15 +72,14 @@ def leave(code: object) -> NoReturn:
     """
     if code is None or isinstance(code, int):
         status = code or 0
-        if status == 0 and interrupts.received() is not None:  # it came, and was dropped
-            ended_by(None)
     else:  # sys.exit("message"): printed, exit 1
         sys.stderr.write(f"{code}\n")
         status = 1
     main = threading.main_thread()
     if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
-        raise SystemExit(status)
-    atexit._run_exitfuncs()
+        raise SystemExit(_unless_signalled(status))
+    atexit._run_exitfuncs()  # (a signal here cuts its handler short, and is recorded)
+    status = _unless_signalled(status)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

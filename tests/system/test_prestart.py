@@ -52,7 +52,8 @@ def test_a_refused_run_file_ends_the_writer_forked_ahead_and_writes_no_store(
 
 
 LEAVE = """
-import atexit, sys, threading, time
+import atexit, signal, sys, threading, time
+from palaestra.cli import entry
 from palaestra.cli.entry import leave
 
 
@@ -66,6 +67,11 @@ atexit.register(lambda: print("atexit ran", end="", flush=True))
 sys.stdout.write("buffered ")
 if sys.argv[1] == "thread":
     threading.Thread(target=lambda: (time.sleep(0.2), print("thread ended", end=" "))).start()
+elif sys.argv[1] in ("SIGINT", "SIGTERM"):  # the signal comes while the command exits
+    entry.interrupts.install()
+    sys.unraisablehook = entry._unraisable
+    atexit.register(lambda: print("still", end=" "))  # runs after the next one, cut short
+    atexit.register(lambda: (signal.raise_signal(signal.Signals[sys.argv[1]]), print("cut")))
 code = sys.argv[2]
 leave(None if code == "none" else int(code) if code.isdigit() else code)
 """
@@ -81,6 +87,10 @@ leave(None if code == "none" else int(code) if code.isdigit() else code)
         ("none", "message", 1, "buffered atexit ran", "message\n"),
         # a non-daemon thread: Python's own exit, which waits for it and tears down
         ("thread", "none", 0, "buffered thread ended atexit ran torn down", ""),
+        # a signal while the atexit handlers run: it cuts that one short and sets the status
+        ("SIGTERM", "none", 143, "buffered still atexit ran", "Terminated.\n"),
+        ("SIGINT", "none", 130, "buffered still atexit ran", "Interrupted.\n"),
+        ("SIGTERM", "2", 2, "buffered still atexit ran", ""),
     ],
 )
 def test_leaving_keeps_the_status_the_output_and_atexit_and_skips_the_teardown(
