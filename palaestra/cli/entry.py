@@ -30,17 +30,21 @@ def main() -> None:
         ended_by(signal.SIGTERM)
     except SystemExit as done:
         leave(done.code)
-    except BaseException:  # a signal's exception, wrapped by Python (say, in a RuntimeError)
+    except BaseException as exc:  # (a signal came: the command ends as it says)
         signum = interrupts.received()
         if signum is None:
             raise
+        if not _from_signal(exc):  # an error of its own, after the signal: shown
+            import traceback
+
+            traceback.print_exception(exc)
         ended_by(signum)
     leave(0)
 
 
 def ended_by(signum: int) -> NoReturn:
     """Say how the command was ended and exit with the signal's code."""
-    sys.stderr.write(interrupts.SAID[signum] + "\n")
+    sys.stderr.write(interrupts.LINES[signum] + "\n")
     leave(interrupts.EXIT_CODES[signum])
 
 
@@ -50,14 +54,28 @@ def _unless_signalled(status: int) -> int:
     signum = interrupts.received()
     if status != 0 or signum is None:
         return status
-    sys.stderr.write(interrupts.SAID[signum] + "\n")
+    sys.stderr.write(interrupts.LINES[signum] + "\n")
     return interrupts.EXIT_CODES[signum]
+
+
+def _from_signal(exc: BaseException) -> bool:
+    """Whether ``exc`` is a signal's exception or was raised from one (Python wraps the one
+    raised in a ``__set_name__`` in a ``RuntimeError``)."""
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return False
+        if isinstance(seen, (KeyboardInterrupt, interrupts.Terminated)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _unraisable(hook: sys.UnraisableHookArgs) -> None:
     """A signal's exception raised where Python cannot raise it (a ``__del__``) is recorded
     already: nothing to print. Anything else is printed as Python does."""
-    if not isinstance(hook.exc_value, (KeyboardInterrupt, interrupts.Terminated)):
+    recorded = interrupts.received() is not None
+    if not (recorded and hook.exc_value is not None and _from_signal(hook.exc_value)):
         sys.__unraisablehook__(hook)
 
 
@@ -79,6 +97,7 @@ def leave(code: object) -> NoReturn:
     if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
         raise SystemExit(_unless_signalled(status))
     atexit._run_exitfuncs()  # (a signal here cuts its handler short, and is recorded)
+    interrupts.only_record()  # nothing is left to unwind
     status = _unless_signalled(status)
     for stream in (sys.stdout, sys.stderr):
         try:

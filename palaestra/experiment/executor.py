@@ -84,6 +84,7 @@ def execute(
             cluster cannot be reached or cannot hold the run (see :func:`~palaestra.
             experiment.ray_placement.ray_placement`).
     """
+    interrupts.raise_if_received()  # one that came and was dropped: nothing is prepared
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
@@ -185,16 +186,17 @@ async def _execute(
             runtime.supervisor.kill_all_now()
         component.on_signal(signum)
 
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    interrupts.handle(loop, signal.SIGINT, interrupted)  # (the runtime takes SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in interrupts.SIGNALS}
+    interrupts.add_handler(loop, signal.SIGINT, interrupted)  # (the runtime takes SIGTERM)
     try:
         interrupts.raise_if_received()  # one that came before and was dropped: no run starts
         with recording_flag(run.uid):  # experiment-record pause|resume (before the forks)
             code = await runtime.run()
     finally:
-        for signum, handler in previous.items():  # one that comes from now on: the command's
-            interrupts.restore(loop, signum, handler)
-        remove_run_dir(run_dir)
+        try:
+            remove_run_dir(run_dir)
+        finally:  # one that comes from now on: the command's own handlers
+            interrupts.restore(loop, previous)
     if component.signal is not None:
         return RunOutcome(
             run.uid, component.instance_uid, 128 + component.signal, component.stop_reason

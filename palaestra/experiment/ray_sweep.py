@@ -31,6 +31,7 @@ from typing import Any
 
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_RUN_FAILED, InvalidInputError
+from palaestra.core.supervision import interrupts
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.runtime_config import RuntimeConfig
 
@@ -192,6 +193,7 @@ class _RaySweep:
             return {}
 
         def caught(signum: int, frame: object) -> None:
+            interrupts.note(signum)  # the command ends as the signal says, whatever the runs did
             self.signals.append(signum)
 
         return {signum: signal.signal(signum, caught) for signum in (SIGINT, SIGTERM)}

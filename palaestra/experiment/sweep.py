@@ -20,6 +20,7 @@ from typing import Any
 
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.supervision import interrupts
 from palaestra.core.supervision.affinity import Affinity, share
 from palaestra.experiment.executor import RunOutcome
 from palaestra.experiment.isolated import ExecutorProcess
@@ -104,6 +105,7 @@ class _Sweep:
             return {}
 
         def caught(signum: int, frame: object) -> None:
+            interrupts.note(signum)  # the command ends as the signal says, whatever the runs did
             self.signals.append(signum)
             try:
                 os.write(self._wake_write, b"\0")

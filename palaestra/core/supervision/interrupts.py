@@ -15,9 +15,10 @@ The record belongs to the process that received the signal: a forked child start
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, NoReturn
 
 from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM
@@ -26,10 +27,13 @@ if TYPE_CHECKING:  # the command's entry imports this module first thing: no asy
     import asyncio
     from types import FrameType
 
-SAID: dict[int, str] = {signal.SIGINT: "Interrupted.", signal.SIGTERM: "Terminated."}
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+LINES: dict[int, str] = {signal.SIGINT: "Interrupted.", signal.SIGTERM: "Terminated."}
 """What the command says when a signal ends it (its one line)."""
 
 EXIT_CODES: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
+"""The command's exit code when a signal ends it."""
 
 _received: int | None = None
 
@@ -66,6 +70,8 @@ def raising(signum: int, frame: FrameType | None) -> NoReturn:
 
 
 def raise_for(signum: int) -> NoReturn:
+    """Raise what ``signum`` raises in the command: ``KeyboardInterrupt`` for SIGINT,
+    :class:`Terminated` for SIGTERM."""
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Terminated
@@ -78,26 +84,57 @@ def raise_if_received() -> None:
 
 
 def install() -> None:
-    """The command's handlers, first thing: both signals recorded and raised."""
-    signal.signal(signal.SIGINT, raising)
-    signal.signal(signal.SIGTERM, raising)
+    """The command's handlers, first thing: both signals recorded and raised. A signal the
+    command was started with ignored (SIGINT of a shell script's background job) stays so."""
+    for signum in SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, raising)
 
 
-def _recording(signum: int, frame: FrameType | None) -> None:
+def recording(signum: int, frame: FrameType | None) -> None:
+    """A handler that only records."""
     note(signum)
 
 
-def handle(loop: asyncio.AbstractEventLoop, signum: int, callback: Callable[[int], None]) -> None:
-    """``loop.add_signal_handler(signum, callback, signum)``, the signal recorded as well the
-    moment it comes (asyncio's own Python-level handler does nothing; its wake-up byte may be
-    read too late)."""
-    loop.add_signal_handler(signum, callback, signum)
-    signal.signal(signum, _recording)  # (the wake-up fd, which the loop reads, stays set)
+def only_record() -> None:
+    """From now on both signals are only recorded (those ignored stay so)."""
+    for signum in SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, recording)
 
 
-def restore(loop: asyncio.AbstractEventLoop, signum: int, previous: object) -> None:
-    """Take ``signum`` back from ``loop`` and give it its handler from before (asyncio would
-    leave the default, which kills silently or raises without a record)."""
-    loop.remove_signal_handler(signum)
-    if callable(previous) or previous in (signal.SIG_IGN, signal.SIG_DFL):
-        signal.signal(signum, previous)  # type: ignore[arg-type]
+@contextlib.contextmanager
+def _held() -> Iterator[None]:
+    """Both signals held back from this thread while their handlers change (one that comes
+    meanwhile is delivered to the new handler after): between asyncio's calls and ours, a
+    signal would find a handler that does not record it, or the default, which kills."""
+    kept = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, kept)
+
+
+def add_handler(
+    loop: asyncio.AbstractEventLoop, signum: int, callback: Callable[[int], None]
+) -> None:
+    """``loop.add_signal_handler(signum, callback, signum)``, the signal also recorded the
+    moment it comes: asyncio's own Python-level handler does nothing, and the loop may read
+    its wake-up byte too late. The wake-up fd, which the loop reads, stays set, and so does
+    ``SA_RESTART`` (a system call a signal interrupts is restarted, as asyncio has it)."""
+    with _held():
+        loop.add_signal_handler(signum, callback, signum)
+        signal.signal(signum, recording)
+        signal.siginterrupt(signum, False)
+
+
+def restore(loop: asyncio.AbstractEventLoop, previous: Mapping[signal.Signals, object]) -> None:
+    """Take the signals of ``previous`` back from ``loop`` and give each the handler it maps
+    to (what ``signal.getsignal`` gave before :func:`add_handler`); asyncio alone would leave
+    the default, which kills without a word, or raises without a record. A handler that was
+    not Python's (None: a C library's) cannot be put back: asyncio's default stays."""
+    with _held():
+        for signum, handler in previous.items():
+            loop.remove_signal_handler(signum)
+            if handler is not None:
+                signal.signal(signum, handler)  # type: ignore[arg-type]

@@ -296,7 +296,7 @@ class Runtime:
     async def run(self) -> int:
         """Run the component until it ends; returns the process exit code."""
         loop = asyncio.get_running_loop()
-        interrupts.handle(loop, signal.SIGTERM, self._signalled)
+        interrupts.add_handler(loop, signal.SIGTERM, self._signalled)
         try:
             if self.spec is not None:
                 self.start_task(liveness.beating())
