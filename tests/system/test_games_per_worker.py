@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from palaestra.store import rows
-from tests.conftest import Workspace, wait_until_gone
+from tests.conftest import Workspace, slow_after, wait_until_gone
 from tests.plugins.games import WEIGHTS
 
 pytestmark = pytest.mark.timeout(120)
@@ -116,7 +116,7 @@ ACTIONS = (
 )
 
 
-@pytest.mark.parametrize("lag", [0, pytest.param(1, marks=pytest.mark.slow), "async"])
+@pytest.mark.parametrize("lag", slow_after(["async", 0, 1]))  # (lag 0: the two environments)
 def test_four_games_per_worker_match_four_workers_of_one_game(
     tmp_path: Path, lag: int | str
 ) -> None:
@@ -541,7 +541,7 @@ def test_games_the_controller_drives_match_games_the_environment_drives(tmp_path
     assert drives == played(tmp_path, "environment", [], workers=1, games=4)
 
 
-@pytest.mark.parametrize("lag", [0, "async"])
+@pytest.mark.parametrize("lag", slow_after([0, "async"]))
 def test_two_environments_in_four_games_match_four_workers_of_one_game(
     tmp_path: Path, lag: int | str
 ) -> None:

@@ -108,7 +108,7 @@ MOMENTS = [
 ]
 
 
-@pytest.mark.parametrize("brain", MOMENTS)
+@pytest.mark.parametrize("brain", slow_after(MOMENTS))
 @pytest.mark.parametrize(("signum", "code", "said"), slow_after(SIGNALS))
 def test_a_signal_while_a_run_starts_or_ends(
     workspace: Workspace, signum: int, code: int, said: str, brain: str

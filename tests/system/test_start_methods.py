@@ -304,7 +304,7 @@ def test_each_kind_of_run_under_each_start_method(
     assert ended == episodes
 
 
-@pytest.mark.parametrize("method", slow_after(OTHER_METHODS))
+@pytest.mark.parametrize("method", slow_after(OTHER_METHODS, 0))  # (fork: test_frozen.py)
 def test_a_stopped_muscle_is_named_under_each_start_method(
     workspace: Workspace, method: str
 ) -> None:
