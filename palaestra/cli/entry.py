@@ -44,18 +44,20 @@ def main() -> None:
 
 def ended_by(signum: int) -> NoReturn:
     """Say how the command was ended and exit with the signal's code."""
+    leave(_said(signum))
+
+
+def _said(signum: int) -> int:
+    """Say the signal's line; its exit code."""
     sys.stderr.write(interrupts.LINES[signum] + "\n")
-    leave(interrupts.EXIT_CODES[signum])
+    return interrupts.EXIT_CODES[signum]
 
 
 def _unless_signalled(status: int) -> int:
     """``status``, unless it is 0 and a signal came whose exception was dropped (or came
     while the command exits): then the signal's code, its line said."""
     signum = interrupts.received()
-    if status != 0 or signum is None:
-        return status
-    sys.stderr.write(interrupts.LINES[signum] + "\n")
-    return interrupts.EXIT_CODES[signum]
+    return status if status != 0 or signum is None else _said(signum)
 
 
 def _from_signal(exc: BaseException) -> bool:
@@ -97,7 +99,7 @@ def leave(code: object) -> NoReturn:
     if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
         raise SystemExit(_unless_signalled(status))
     atexit._run_exitfuncs()  # (a signal here cuts its handler short, and is recorded)
-    interrupts.only_record()  # nothing is left to unwind
+    interrupts.install(interrupts.recording)  # nothing is left to unwind
     status = _unless_signalled(status)
     for stream in (sys.stdout, sys.stderr):
         try:

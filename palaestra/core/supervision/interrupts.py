@@ -83,24 +83,18 @@ def raise_if_received() -> None:
         raise_for(_received)
 
 
-def install() -> None:
-    """The command's handlers, first thing: both signals recorded and raised. A signal the
-    command was started with ignored (SIGINT of a shell script's background job) stays so."""
-    for signum in SIGNALS:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
-            signal.signal(signum, raising)
-
-
 def recording(signum: int, frame: FrameType | None) -> None:
-    """A handler that only records."""
+    """A handler that only records (the command's exit: nothing is left to unwind)."""
     note(signum)
 
 
-def only_record() -> None:
-    """From now on both signals are only recorded (those ignored stay so)."""
+def install(handler: Callable[[int, FrameType | None], None] = raising) -> None:
+    """``handler`` for both signals: the command's, first thing, records and raises. A signal
+    the command was started with ignored (SIGINT of a shell script's background job) stays
+    so."""
     for signum in SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
-            signal.signal(signum, recording)
+            signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
