@@ -58,6 +58,9 @@ class BrainProcess(Component):
         self.sensors = self.spaces.build(SensorInformation, setup.sensors)
         actuators = self.spaces.build(ActuatorInformation, setup.actuators)
         self.actuator_spaces = {str(a.uid): a.space for a in actuators}
+        # what makes a memory row's information objects when the Brain first reads them
+        self._sensor_rows = _SensorRow(self.sensors)
+        self._setpoint_rows = _SetpointRow(self.actuator_spaces)
         self.dumps = DumpKeeper(setup)
         # its statistics and records: the store's once running
         self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
@@ -432,26 +435,13 @@ class BrainProcess(Component):
             )
 
     def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
-        sensors = self.sensors
-
-        def build() -> list[SensorInformation]:
-            return [
-                SensorInformation(_native(t.space, v), t.space, t.uid)
-                for t, v in zip(sensors, values, strict=False)
-            ]
-
-        return _Lazy(build, min(len(sensors), len(values)), values)
+        make = self._sensor_rows
+        if make.sensors is not self.sensors:  # (the filters' sensors, once set up)
+            make = self._sensor_rows = _SensorRow(self.sensors)
+        return _Lazy(make, min(len(self.sensors), len(values)), values)
 
     def _setpoint_infos(self, values: dict[str, Any]) -> Sequence[ActuatorInformation]:
-        spaces = self.actuator_spaces
-
-        def build() -> list[ActuatorInformation]:
-            return [
-                ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
-                for uid, v in values.items()
-            ]
-
-        return _Lazy(build, len(values), values)
+        return _Lazy(self._setpoint_rows, len(values), values)
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
@@ -495,20 +485,23 @@ class Newest:
 
 class _Lazy(Sequence[Any]):
     """Information objects of a memory row, built when first read: a Brain that learns from
-    arrays (or not at all) never pays for objects of rows it does not look at."""
+    arrays (or not at all) never pays for objects of rows it does not look at. A row the
+    memory keeps is a few objects for the garbage collector to scan (its ``make`` is the
+    process's, shared by every row), not a closure and its cells each."""
 
-    __slots__ = ("_build", "_size", "_built", "source")
+    __slots__ = ("_make", "_size", "_built", "source")
 
-    def __init__(self, build: Callable[[], list[Any]], size: int, source: Any = None) -> None:
-        self._build: Callable[[], list[Any]] | None = build
+    def __init__(self, make: Callable[[Any], list[Any]], size: int, source: Any) -> None:
+        self._make = make
         self._size = size
         self.source = source  # what it is built from: the memory sizes a row by it
-        self._built: list[Any] = []
+        self._built: list[Any] | None = None
 
     def _items(self) -> list[Any]:
-        if self._build is not None:
-            self._built, self._build = self._build(), None
-        return self._built
+        built = self._built
+        if built is None:
+            built = self._built = self._make(self.source)
+        return built
 
     def __len__(self) -> int:
         return self._size
@@ -527,6 +520,37 @@ class _Lazy(Sequence[Any]):
 
     def __repr__(self) -> str:
         return repr(self._items())
+
+
+class _SensorRow:
+    """A memory row's sensor objects from its values (in the order of ``sensors``)."""
+
+    __slots__ = ("sensors",)
+
+    def __init__(self, sensors: list[SensorInformation]) -> None:
+        self.sensors = sensors
+
+    def __call__(self, values: list[Any]) -> list[SensorInformation]:
+        return [
+            SensorInformation(_native(t.space, v), t.space, t.uid)
+            for t, v in zip(self.sensors, values, strict=False)
+        ]
+
+
+class _SetpointRow:
+    """A memory row's set point objects from its values by actuator uid."""
+
+    __slots__ = ("spaces",)
+
+    def __init__(self, spaces: dict[str, Any]) -> None:
+        self.spaces = spaces
+
+    def __call__(self, values: dict[str, Any]) -> list[ActuatorInformation]:
+        spaces = self.spaces
+        return [
+            ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
+            for uid, v in values.items()
+        ]
 
 
 def _native(space: Any, value: Any) -> Any:
