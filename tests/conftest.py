@@ -9,6 +9,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +33,59 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     # command a test starts would inherit that: the tests of Ctrl-C would see it ignored. A
     # handler of Python's is reset to the default in an exec'd child.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+SDIST_CACHE = Path(
+    os.environ.get("PALAESTRA_TEST_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "palaestra-tests"
+)
+"""Where the source distributions the tests fetch (their run files) are kept between test
+sessions: ``pip download`` of one takes about 10 s (it prepares the sdist's metadata)."""
+
+
+def sdist(distribution: str, version: str) -> Path:
+    """``distribution`` ``version``'s source distribution (``.tar.gz``), fetched from the
+    package index once and then kept in :data:`SDIST_CACHE`; skips, saying why, when it
+    cannot be fetched (no network)."""
+    stem = distribution.replace("-", "_")
+    names = (f"{stem}-{version}.tar.gz", f"{distribution}-{version}.tar.gz")
+    for name in names:
+        kept = SDIST_CACHE / name
+        if kept.is_file() and tarfile.is_tarfile(kept):
+            return kept
+    SDIST_CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=SDIST_CACHE) as where:
+        fetched = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+            + ["--ignore-requires-python"]  # the newest declare Python >= 3.12, run on 3.11
+            + ["-d", where, f"{distribution}=={version}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        found = [Path(where) / n for n in names if (Path(where) / n).is_file()]
+        if fetched.returncode != 0 or not found:
+            pytest.skip(
+                f"cannot fetch {distribution} {version}'s sdist from the package index: "
+                f"{(fetched.stderr or fetched.stdout).strip()[-300:]}"
+            )
+        kept = SDIST_CACHE / found[0].name
+        os.replace(found[0], kept)  # (whole or not at all, for a test fetching beside it)
+    return kept
+
+
+def sdist_fixtures(distribution: str, version: str, names: list[str], where: Path) -> Path:
+    """The files ``tests/fixtures/<name>`` of ``distribution`` ``version``'s source
+    distribution (:func:`sdist`) extracted into ``where``; fails when it lacks one of them."""
+    wanted = tuple(f"tests/fixtures/{name}" for name in names)
+    with tarfile.open(sdist(distribution, version)) as tar:
+        for member in tar.getmembers():
+            if member.name.endswith(wanted):
+                member.name = Path(member.name).name
+                tar.extract(member, where, filter="data")
+    missing = [name for name in names if not (where / name).exists()]
+    assert not missing, f"the sdist of {distribution} {version} lacks {missing}"
+    return where
 
 
 def session_processes(sessions: set[int]) -> list[tuple[int, str]]:

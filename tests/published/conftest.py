@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import subprocess
-import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.conftest import sdist_fixtures as fetched_fixtures
 
 PUBLISHED = ("torch", "harl", "palaestrai_environments", "gymnasium")
 """The packages of the ``palaestrai`` extra, by import name."""
@@ -65,30 +64,6 @@ def torch_with_harl() -> Iterator[ModuleType]:
 
 def sdist_fixtures(distribution: str, names: list[str], where: Path) -> Path:
     """The files ``tests/fixtures/<name>`` of the installed ``distribution``'s source
-    distribution, fetched from the package index into ``where``; skips, saying why, when it
-    cannot be fetched (no network), and fails when the sdist lacks one of them."""
+    distribution in ``where`` (see :func:`tests.conftest.sdist_fixtures`)."""
     version = importlib.metadata.version(distribution)
-    fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-        + ["--ignore-requires-python"]  # the newest declare Python >= 3.12 and run on 3.11
-        + ["-d", str(where), f"{distribution}=={version}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    stem = distribution.replace("-", "_")
-    archives = list(where.glob(f"{stem}-*.tar.gz")) + list(where.glob(f"{distribution}-*.tar.gz"))
-    if fetched.returncode != 0 or not archives:
-        pytest.skip(
-            f"cannot fetch {distribution} {version}'s sdist from the package index: "
-            f"{(fetched.stderr or fetched.stdout).strip()[-300:]}"
-        )
-    wanted = tuple(f"tests/fixtures/{name}" for name in names)
-    with tarfile.open(archives[0]) as tar:
-        for member in tar.getmembers():
-            if member.name.endswith(wanted):
-                member.name = Path(member.name).name
-                tar.extract(member, where, filter="data")
-    missing = [name for name in names if not (where / name).exists()]
-    assert not missing, f"the sdist of {distribution} {version} lacks {missing}"
-    return where
+    return fetched_fixtures(distribution, version, names, where)

@@ -1,20 +1,18 @@
 """palaestrAI's own dummy run files run unchanged (their ``palaestrai.`` class names too).
 
 The files are not part of this repository: the test fetches palaestrAI's source distribution
-from the package index once per session and skips, saying why, if it cannot.
+from the package index once (it is kept between sessions) and skips, saying why, if it
+cannot.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace, slow_after
+from tests.conftest import Workspace, sdist_fixtures, slow_after
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -32,37 +30,7 @@ FILES = [
 
 @pytest.fixture(scope="session")
 def palaestrai_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("palaestrai")
-    fetched = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "-d",
-            str(where),
-            f"palaestrai=={VERSION}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    archives = list(where.glob("palaestrai-*.tar.gz"))
-    if fetched.returncode != 0 or not archives:
-        pytest.skip(
-            f"cannot fetch palaestrai {VERSION} from the package index: "
-            f"{fetched.stderr.strip()[-300:]}"
-        )
-    prefix = f"palaestrai-{VERSION}/tests/fixtures/"
-    with tarfile.open(archives[0]) as tar:
-        for name in FILES:
-            member = tar.getmember(prefix + name)
-            member.name = name
-            tar.extract(member, where, filter="data")
-    return where
+    return sdist_fixtures("palaestrai", VERSION, FILES, tmp_path_factory.mktemp("palaestrai"))
 
 
 @pytest.mark.parametrize("name", slow_after(FILES, 2))
