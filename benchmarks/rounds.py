@@ -6,15 +6,16 @@ A worker's N CartPole games (``palaestra.environment.cartpole:CartPole``, steppe
 ``update_batch`` when N > 1) played in rounds by :class:`palaestra.testing.LocalRounds`: the
 environment's rounds (:mod:`palaestra.environment.lanes`), the Muscle's
 (:class:`~palaestra.agent.muscle_lanes.MuscleLanes`, the linear policy of
-``benchmarks/vector_plugins.py`` in one batched call per round, DummyObjective, its
-``muscle_actions`` rows shaped) and a Brain link that unpickles each experience for
-DummyBrain's ``thinking``, with the messages encoded and decoded between them as on the wire;
-no process, socket or store. What it measures is the floor under ``vector_envs.py``'s
-figures: the Python work per step that no transport change removes. Each round of the
-benchmark plays the games, then gymnasium's SyncVectorEnv of N ``CartPole-v1`` with the same
-policy for as many steps right after it (interleaved: a busy machine slows both alike);
-medians of ``--repeat`` rounds, and their ratio. ``--profile`` prints where the engine's time
-goes (cProfile, by own time) for the last N.
+``benchmarks/vector_plugins.py`` in one batched call per round, DummyObjective) and a Brain
+link that unpickles each experience for DummyBrain's ``thinking``, with the messages encoded
+and decoded between them as on the wire; the ``world_states`` and ``muscle_actions`` rows are
+shaped, encoded and batched by the processes' own sinks, each batch dropped where a run sends
+it to the writer. No process, socket or store. What it measures is the floor under
+``vector_envs.py``'s figures: the Python work per step that no transport change removes. Each
+round of the benchmark plays the games, then gymnasium's SyncVectorEnv of N ``CartPole-v1``
+with the same policy for as many steps right after it (interleaved: a busy machine slows both
+alike); medians of ``--repeat`` rounds, and their ratio. ``--profile`` prints where the
+engine's time goes (cProfile, by own time) for the last N.
 """
 
 from __future__ import annotations
