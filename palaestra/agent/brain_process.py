@@ -61,6 +61,7 @@ class BrainProcess(Component):
         # what makes a memory row's information objects when the Brain first reads them
         self._sensor_rows = _SensorRow(self.sensors)
         self._setpoint_rows = _SetpointRow(self.actuator_spaces)
+        self._reward_rows = _RewardRow([], self.spaces)
         self.dumps = DumpKeeper(setup)
         # its statistics and records: the store's once running
         self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
@@ -383,7 +384,7 @@ class BrainProcess(Component):
                 muscle_id,
                 sensor_readings=self._sensor_infos(transition.sensors),
                 actuator_setpoints=self._setpoint_infos(transition.setpoints),
-                rewards=self.spaces.build(RewardInformation, transition.rewards),
+                rewards=self._reward_infos(transition.rewards),
                 done=transition.done,
                 objective=transition.objective,
                 terminated=transition.terminated,
@@ -442,6 +443,12 @@ class BrainProcess(Component):
 
     def _setpoint_infos(self, values: dict[str, Any]) -> Sequence[ActuatorInformation]:
         return _Lazy(self._setpoint_rows, len(values), values)
+
+    def _reward_infos(self, rewards: list[m.InfoDesc]) -> Sequence[RewardInformation]:
+        make = self._reward_rows
+        if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
+            make = self._reward_rows = _RewardRow(rewards, self.spaces)
+        return _Lazy(make, len(rewards), tuple([r.value for r in rewards]))
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
@@ -550,6 +557,34 @@ class _SetpointRow:
         return [
             ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
             for uid, v in values.items()
+        ]
+
+
+class _RewardRow:
+    """A memory row's reward objects from its values, for rewards of these uids and spaces
+    (as the Muscle described them)."""
+
+    __slots__ = ("uids", "descriptions", "spaces")
+
+    def __init__(self, rewards: list[m.InfoDesc], spaces: SpaceCache) -> None:
+        self.uids = [r.uid for r in rewards]
+        self.descriptions = [r.space for r in rewards]
+        self.spaces = [spaces.space(r.uid, r.space) for r in rewards]
+
+    def fits(self, rewards: list[m.InfoDesc]) -> bool:
+        """Whether ``rewards`` have this row's uids and spaces, in its order."""
+        uids, descriptions = self.uids, self.descriptions
+        if len(rewards) != len(uids):
+            return False
+        for k, reward in enumerate(rewards):
+            if reward.uid != uids[k] or reward.space != descriptions[k]:
+                return False
+        return True
+
+    def __call__(self, values: tuple[Any, ...]) -> list[RewardInformation]:
+        return [
+            RewardInformation(_native(space, v), space, uid)
+            for uid, space, v in zip(self.uids, self.spaces, values, strict=True)
         ]
 
 
