@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 import signal
@@ -33,6 +34,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     # command a test starts would inherit that: the tests of Ctrl-C would see it ignored. A
     # handler of Python's is reset to the default in an exec'd child.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def needs(module: str, reason: str) -> pytest.MarkDecorator:
+    """Skip, saying ``reason``, where the top-level ``module`` is not installed, without
+    importing it while the tests are collected (``pytest.importorskip`` at a module's top
+    imported torch and Ray into every worker: 3 s of each one's collection, for tests of the
+    slow run)."""
+    return pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=reason)
 
 
 SDIST_CACHE = Path(

@@ -11,16 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace
+from tests.conftest import EXPERIMENTS, Workspace, needs
 
-pytest.importorskip(
-    "torch", reason="the CartPole example needs torch: pip install 'palaestra[torch]'"
-)
-pytest.importorskip(
-    "gymnasium", reason="the CartPole example needs gymnasium: pip install 'palaestra[gym]'"
-)
-
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [
+    needs("torch", "the CartPole example needs torch: pip install 'palaestra[torch]'"),
+    needs("gymnasium", "the CartPole example needs gymnasium: pip install 'palaestra[gym]'"),
+    pytest.mark.timeout(120),
+]
 
 
 def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:

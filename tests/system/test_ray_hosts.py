@@ -31,11 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace, finish
+from tests.conftest import Workspace, finish, needs
 from tests.netns import Hosts, why_not
 from tests.system.test_ray_run import PLACED, _gone, _instance_of, _marked, _rows
-
-ray = pytest.importorskip("ray", reason="the palaestra[ray] extra is not installed")
 
 NOT_HERE = why_not()
 NO_TOKEN = {"RAY_AUTH_MODE": "disabled"}
@@ -46,6 +44,7 @@ PG_SOCKETS = "/var/run/postgresql"
 
 pytestmark = [
     pytest.mark.slow,
+    needs("ray", "the palaestra[ray] extra is not installed"),
     pytest.mark.skipif(NOT_HERE is not None, reason=f"no network namespaces: {NOT_HERE}"),
 ]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace, finish, wait_for_mark
+from tests.conftest import EXPERIMENTS, Workspace, finish, needs, wait_for_mark
 
-ray = pytest.importorskip("ray", reason="the palaestra[ray] extra is not installed")
+pytestmark = needs("ray", "the palaestra[ray] extra is not installed")
 
 PLACED = re.compile(r"placed (\S+) on (\S+) \(node (\w+)\)")
 
