@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace, finish
+from tests.conftest import Workspace, finish, slow_after
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -153,7 +153,7 @@ def test_the_check_refuses_a_muscle_that_palaestra_would_not_await(workspace: Wo
     assert "palaestra awaits only an Environment's start_environment, update" in result.stderr
 
 
-@pytest.mark.parametrize("how", ["failing agent", "SIGINT", "SIGKILL of the executor"])
+@pytest.mark.parametrize("how", slow_after(["failing agent", "SIGINT", "SIGKILL of the executor"]))
 def test_children_of_an_async_world_do_not_outlive_the_run(workspace: Workspace, how: str) -> None:
     """The world starts a child process and never ends it: the run ends it (the workspace
     fixture fails the test for any process of the run left behind)."""

@@ -161,7 +161,7 @@ STUCK = [
 ]
 
 
-@pytest.mark.parametrize(("silent", "how", "kind"), slow_after(STUCK, 3))
+@pytest.mark.parametrize(("silent", "how", "kind"), slow_after(STUCK, 2))
 def test_a_plugin_stuck_in_a_step_is_named_after_answer_timeout(
     workspace: Workspace, silent: str, how: str, kind: str
 ) -> None:
