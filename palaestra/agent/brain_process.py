@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import pickle
 import reprlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from palaestra.agent.brain import Brain
@@ -28,13 +28,14 @@ from palaestra.agent.hot_reload import (
     retire,
     watching,
 )
+from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
 from palaestra.agent.pretrain import pretrain
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
-from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, Stopped, run_hot
@@ -59,9 +60,9 @@ class BrainProcess(Component):
         actuators = self.spaces.build(ActuatorInformation, setup.actuators)
         self.actuator_spaces = {str(a.uid): a.space for a in actuators}
         # what makes a memory row's information objects when the Brain first reads them
-        self._sensor_rows = _SensorRow(self.sensors)
-        self._setpoint_rows = _SetpointRow(self.actuator_spaces)
-        self._reward_rows = _RewardRow([], self.spaces)
+        self._sensor_rows = SensorRow(self.sensors)
+        self._setpoint_rows = SetpointRow(self.actuator_spaces)
+        self._reward_rows = RewardRows(self.spaces)
         self.dumps = DumpKeeper(setup)
         # its statistics and records: the store's once running
         self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
@@ -384,7 +385,7 @@ class BrainProcess(Component):
                 muscle_id,
                 sensor_readings=self._sensor_infos(transition.sensors),
                 actuator_setpoints=self._setpoint_infos(transition.setpoints),
-                rewards=self._reward_infos(transition.rewards),
+                rewards=self._reward_rows(transition.rewards),
                 done=transition.done,
                 objective=transition.objective,
                 terminated=transition.terminated,
@@ -438,17 +439,11 @@ class BrainProcess(Component):
     def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
         make = self._sensor_rows
         if make.sensors is not self.sensors:  # (the filters' sensors, once set up)
-            make = self._sensor_rows = _SensorRow(self.sensors)
-        return _Lazy(make, min(len(self.sensors), len(values)), values)
+            make = self._sensor_rows = SensorRow(self.sensors)
+        return Lazy(make, min(len(self.sensors), len(values)), values)
 
     def _setpoint_infos(self, values: dict[str, Any]) -> Sequence[ActuatorInformation]:
-        return _Lazy(self._setpoint_rows, len(values), values)
-
-    def _reward_infos(self, rewards: list[m.InfoDesc]) -> Sequence[RewardInformation]:
-        make = self._reward_rows
-        if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
-            make = self._reward_rows = _RewardRow(rewards, self.spaces)
-        return _Lazy(make, len(rewards), tuple([r.value for r in rewards]))
+        return Lazy(self._setpoint_rows, len(values), values)
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
@@ -488,105 +483,3 @@ class Newest:
             return None
         self.updated.add(muscle_id)
         return self.latest
-
-
-class _Lazy(Sequence[Any]):
-    """Information objects of a memory row, built when first read: a Brain that learns from
-    arrays (or not at all) never pays for objects of rows it does not look at. A row the
-    memory keeps is a few objects for the garbage collector to scan (its ``make`` is the
-    process's, shared by every row), not a closure and its cells each."""
-
-    __slots__ = ("_make", "_size", "_built", "source")
-
-    def __init__(self, make: Callable[[Any], list[Any]], size: int, source: Any) -> None:
-        self._make = make
-        self._size = size
-        self.source = source  # what it is built from: the memory sizes a row by it
-        self._built: list[Any] | None = None
-
-    def _items(self) -> list[Any]:
-        built = self._built
-        if built is None:
-            built = self._built = self._make(self.source)
-        return built
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __bool__(self) -> bool:
-        return self._size > 0
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._items()[index]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._items())
-
-    def __eq__(self, other: object) -> bool:
-        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
-
-    def __repr__(self) -> str:
-        return repr(self._items())
-
-
-class _SensorRow:
-    """A memory row's sensor objects from its values (in the order of ``sensors``)."""
-
-    __slots__ = ("sensors",)
-
-    def __init__(self, sensors: list[SensorInformation]) -> None:
-        self.sensors = sensors
-
-    def __call__(self, values: list[Any]) -> list[SensorInformation]:
-        return [
-            SensorInformation(_native(t.space, v), t.space, t.uid)
-            for t, v in zip(self.sensors, values, strict=False)
-        ]
-
-
-class _SetpointRow:
-    """A memory row's set point objects from its values by actuator uid."""
-
-    __slots__ = ("spaces",)
-
-    def __init__(self, spaces: dict[str, Any]) -> None:
-        self.spaces = spaces
-
-    def __call__(self, values: dict[str, Any]) -> list[ActuatorInformation]:
-        spaces = self.spaces
-        return [
-            ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
-            for uid, v in values.items()
-        ]
-
-
-class _RewardRow:
-    """A memory row's reward objects from its values, for rewards of these uids and spaces
-    (as the Muscle described them)."""
-
-    __slots__ = ("uids", "descriptions", "spaces")
-
-    def __init__(self, rewards: list[m.InfoDesc], spaces: SpaceCache) -> None:
-        self.uids = [r.uid for r in rewards]
-        self.descriptions = [r.space for r in rewards]
-        self.spaces = [spaces.space(r.uid, r.space) for r in rewards]
-
-    def fits(self, rewards: list[m.InfoDesc]) -> bool:
-        """Whether ``rewards`` have this row's uids and spaces, in its order."""
-        uids, descriptions = self.uids, self.descriptions
-        if len(rewards) != len(uids):
-            return False
-        for k, reward in enumerate(rewards):
-            if reward.uid != uids[k] or reward.space != descriptions[k]:
-                return False
-        return True
-
-    def __call__(self, values: tuple[Any, ...]) -> list[RewardInformation]:
-        return [
-            RewardInformation(_native(space, v), space, uid)
-            for uid, space, v in zip(self.uids, self.spaces, values, strict=True)
-        ]
-
-
-def _native(space: Any, value: Any) -> Any:
-    return space.from_json_value(value) if space is not None else value

@@ -21,6 +21,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from palaestra.agent.lazy_rows import reward_values
 from palaestra.agent.memory_shard import PANDAS_MISSING, MemoryShard
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 
@@ -340,7 +341,11 @@ class Memory:
         building a :class:`MemoryShard`; empty if the memory is empty."""
         if not self._rows:
             return []
-        return [_float(reward.value) for reward in self._rows[-1].rewards]
+        rewards = self._rows[-1].rewards
+        values = reward_values(rewards)  # (numbers as they came: their objects not built)
+        if values is not None:
+            return [float(v) for v in values]
+        return [_float(reward.value) for reward in rewards]
 
     def truncate(self, n: int) -> None:
         """Keep only the last ``n`` rows (a negative ``n`` counts as ``-n``, as palaestrAI's)."""

@@ -27,6 +27,7 @@ import numpy as np
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import HotReload
+from palaestra.agent.lazy_rows import RewardRows
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_records import MuscleRecords
@@ -37,7 +38,6 @@ from palaestra.agent.previous import Previous
 from palaestra.core.description.specs import UPDATE_LAG_ASYNC, AgentSpec
 from palaestra.core.information import (
     ActuatorInformation,
-    RewardInformation,
     SensorInformation,
     json_value,
 )
@@ -141,6 +141,7 @@ class MuscleLanes:
         self.setpoint_texts: Memo[str] = Memo()
         self.keys_of: list[str] | None = None  # the sensor uids whose row keys are ``keys``
         self.keys: list[str] = []
+        self.rewards = RewardRows(process.schema.spaces)  # a memory row's, built when read
 
     @property
     def batched(self) -> bool:
@@ -415,7 +416,7 @@ class MuscleLanes:
             process.name,
             sensor_readings=previous.sensors,
             actuator_setpoints=previous.setpoints,
-            rewards=process.schema.spaces.build(RewardInformation, step.rewards or []),
+            rewards=self.rewards(step.rewards or []),
             done=step.done,
             terminated=step.terminated,
             truncated=step.truncated,

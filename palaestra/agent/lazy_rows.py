@@ -1,0 +1,150 @@
+"""Information objects of a memory row, built when first read.
+
+A Brain's memory keeps up to ``brain_memory.rows`` transitions (100,000 unless the run file
+says otherwise) and each game of a Muscle its own; a row holds the sensor readings, set points
+and rewards of a step as :class:`~palaestra.core.information.Information` objects. Built when a
+transition comes, they cost each step their construction and, while the memory fills, the
+garbage collector's scans of every object a row holds (it scans each as it passes through its
+generations). Here a row's readings are a :class:`Lazy` of what the message carried (its JSON
+values) and the process's maker for them, built when a plug-in first reads the row: a Brain
+that learns from arrays, or not at all, never pays for them, and a row is a few objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.codec import SpaceCache
+
+
+class Lazy(Sequence[Any]):
+    """The information objects ``make`` builds from ``source`` (a row's values), built when
+    first read. ``make`` is shared by the rows it suits (one per process and kind): a row holds
+    no closure of its own."""
+
+    __slots__ = ("make", "_size", "_built", "source")
+
+    def __init__(self, make: Callable[[Any], list[Any]], size: int, source: Any) -> None:
+        self.make = make
+        self._size = size
+        self.source = source  # what it is built from: the memory sizes a row by it
+        self._built: list[Any] | None = None
+
+    def _items(self) -> list[Any]:
+        built = self._built
+        if built is None:
+            built = self._built = self.make(self.source)
+        return built
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+
+class SensorRow:
+    """A row's sensor objects from its values (in the order of ``sensors``)."""
+
+    __slots__ = ("sensors",)
+
+    def __init__(self, sensors: list[SensorInformation]) -> None:
+        self.sensors = sensors
+
+    def __call__(self, values: list[Any]) -> list[SensorInformation]:
+        return [
+            SensorInformation(_native(t.space, v), t.space, t.uid)
+            for t, v in zip(self.sensors, values, strict=False)
+        ]
+
+
+class SetpointRow:
+    """A row's set point objects from its values by actuator uid."""
+
+    __slots__ = ("spaces",)
+
+    def __init__(self, spaces: dict[str, Any]) -> None:
+        self.spaces = spaces
+
+    def __call__(self, values: dict[str, Any]) -> list[ActuatorInformation]:
+        spaces = self.spaces
+        return [
+            ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
+            for uid, v in values.items()
+        ]
+
+
+class RewardRow:
+    """A row's reward objects from its values (a tuple), for rewards of these uids and spaces
+    (as their message described them)."""
+
+    __slots__ = ("uids", "descriptions", "spaces")
+
+    def __init__(self, rewards: list[m.InfoDesc], spaces: SpaceCache) -> None:
+        self.uids = [r.uid for r in rewards]
+        self.descriptions = [r.space for r in rewards]
+        self.spaces = [spaces.space(r.uid, r.space) for r in rewards]
+
+    def fits(self, rewards: list[m.InfoDesc]) -> bool:
+        """Whether ``rewards`` have this row's uids and spaces, in its order."""
+        uids, descriptions = self.uids, self.descriptions
+        if len(rewards) != len(uids):
+            return False
+        for k, reward in enumerate(rewards):
+            if reward.uid != uids[k] or reward.space != descriptions[k]:
+                return False
+        return True
+
+    def __call__(self, values: tuple[Any, ...]) -> list[RewardInformation]:
+        return [
+            RewardInformation(_native(space, v), space, uid)
+            for uid, space, v in zip(self.uids, self.spaces, values, strict=True)
+        ]
+
+
+class RewardRows:
+    """Makes rows' rewards, built when read, from their descriptions in a message (the maker
+    of the last rewards' uids and spaces serves while they stay the same)."""
+
+    __slots__ = ("spaces", "make")
+
+    def __init__(self, spaces: SpaceCache) -> None:
+        self.spaces = spaces
+        self.make = RewardRow([], spaces)
+
+    def __call__(self, rewards: list[m.InfoDesc]) -> Lazy:
+        make = self.make
+        if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
+            make = self.make = RewardRow(rewards, self.spaces)
+        return Lazy(make, len(rewards), tuple([r.value for r in rewards]))
+
+
+def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | None:
+    """The values of a row's rewards as their message carried them (plain numbers, not yet
+    built into objects), or None where they are objects (or not all numbers)."""
+    if type(rewards) is not Lazy or type(rewards.make) is not RewardRow:
+        return None
+    values: tuple[Any, ...] = rewards.source
+    return values if all(type(v) in _NUMBERS for v in values) else None
+
+
+_NUMBERS = (int, float)
+
+
+def _native(space: Any, value: Any) -> Any:
+    return space.from_json_value(value) if space is not None else value
