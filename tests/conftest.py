@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -44,50 +45,73 @@ def needs(module: str, reason: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=reason)
 
 
-SDIST_CACHE = Path(
-    os.environ.get("PALAESTRA_TEST_CACHE")
-    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "palaestra-tests"
-)
-"""Where the source distributions the tests fetch (their run files) are kept between test
-sessions: ``pip download`` of one takes about 10 s (it prepares the sdist's metadata)."""
+def sdist_cache() -> Path:
+    """Where the source distributions the tests fetch (their run files) are kept between test
+    sessions (``pip download`` of one takes about 10 s: it prepares the sdist's metadata):
+    ``$PALAESTRA_TEST_CACHE``, else ``palaestra-tests`` in the user's cache folder."""
+    given = os.environ.get("PALAESTRA_TEST_CACHE")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "palaestra-tests"
 
 
-def sdist(distribution: str, version: str) -> Path:
+def sdist(distribution: str, version: str, where: Path) -> Path:
     """``distribution`` ``version``'s source distribution (``.tar.gz``), fetched from the
-    package index once and then kept in :data:`SDIST_CACHE`; skips, saying why, when it
-    cannot be fetched (no network)."""
+    package index once and kept (:func:`sdist_cache`; where that cannot be written, fetched
+    into ``where`` every time); skips, saying why, when it cannot be fetched (no network)."""
     stem = distribution.replace("-", "_")
     names = (f"{stem}-{version}.tar.gz", f"{distribution}-{version}.tar.gz")
+    cache = sdist_cache()
     for name in names:
-        kept = SDIST_CACHE / name
-        if kept.is_file() and tarfile.is_tarfile(kept):
-            return kept
-    SDIST_CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=SDIST_CACHE) as where:
+        kept = cache / name
+        if kept.is_file():
+            if _whole(kept):
+                return kept
+            kept.unlink(missing_ok=True)  # (damaged: fetched again)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        download = Path(tempfile.mkdtemp(dir=cache))
+    except OSError:  # (a read-only home: no cache)
+        cache, download = where, where
+    try:
         fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
             + ["--ignore-requires-python"]  # the newest declare Python >= 3.12, run on 3.11
-            + ["-d", where, f"{distribution}=={version}"],
+            + ["-d", str(download), f"{distribution}=={version}"],
             capture_output=True,
             text=True,
             timeout=120,
         )
-        found = [Path(where) / n for n in names if (Path(where) / n).is_file()]
+        found = [download / n for n in names if (download / n).is_file()]
         if fetched.returncode != 0 or not found:
             pytest.skip(
                 f"cannot fetch {distribution} {version}'s sdist from the package index: "
                 f"{(fetched.stderr or fetched.stdout).strip()[-300:]}"
             )
-        kept = SDIST_CACHE / found[0].name
+        kept = cache / found[0].name
         os.replace(found[0], kept)  # (whole or not at all, for a test fetching beside it)
+    finally:
+        if download != where:
+            shutil.rmtree(download, ignore_errors=True)
     return kept
+
+
+def _whole(archive: Path) -> bool:
+    """Whether ``archive`` reads to its end (a download cut short does not)."""
+    try:
+        with tarfile.open(archive) as tar:
+            tar.getmembers()
+    except (tarfile.TarError, EOFError, OSError):
+        return False
+    return True
 
 
 def sdist_fixtures(distribution: str, version: str, names: list[str], where: Path) -> Path:
     """The files ``tests/fixtures/<name>`` of ``distribution`` ``version``'s source
     distribution (:func:`sdist`) extracted into ``where``; fails when it lacks one of them."""
     wanted = tuple(f"tests/fixtures/{name}" for name in names)
-    with tarfile.open(sdist(distribution, version)) as tar:
+    with tarfile.open(sdist(distribution, version, where)) as tar:
         for member in tar.getmembers():
             if member.name.endswith(wanted):
                 member.name = Path(member.name).name

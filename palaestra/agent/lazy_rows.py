@@ -135,15 +135,19 @@ class RewardRows:
 
 
 def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | None:
-    """The values of a row's rewards as their message carried them (plain numbers, not yet
-    built into objects), or None where they are objects (or not all numbers)."""
+    """The values of a row's rewards as their message carried them, while they are plain
+    numbers and no plug-in has read the row (it may have changed the objects it got); else
+    None, and the objects are what counts."""
     if type(rewards) is not Lazy or type(rewards.make) is not RewardRow:
         return None
+    if rewards._built is not None:
+        return None
     values: tuple[Any, ...] = rewards.source
-    return values if all(type(v) in _NUMBERS for v in values) else None
+    return values if all(type(v) in _PLAIN for v in values) else None
 
 
-_NUMBERS = (int, float)
+_PLAIN = (int, float)
+"""The types of values whose float is that of the object built from them (a bool is not one)."""
 
 
 def _native(space: Any, value: Any) -> Any:

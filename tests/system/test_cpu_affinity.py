@@ -128,7 +128,7 @@ def test_the_runs_of_a_parallel_sweep_take_cpus_of_their_own(workspace: Workspac
     ]
 
 
-@pytest.mark.parametrize("start_method", slow_after(["fork", "forkserver", "spawn"]))
+@pytest.mark.parametrize("start_method", slow_after(["fork", "forkserver", "spawn"], 2))
 def test_every_process_spins_as_the_runtime_config_says(
     workspace: Workspace, start_method: str
 ) -> None:

@@ -63,3 +63,13 @@ def test_rewards_of_other_spaces_get_a_maker_of_their_own() -> None:
     assert first.make is same.make and other.make is not first.make
     assert [r.value for r in [*first, *same, *other]] == [0.5, 0.25, 3]
     assert other[0].space == Discrete(4)
+
+
+def test_rewards_a_plugin_changed_are_read_as_changed() -> None:
+    """Once a plug-in has read a row's rewards, an Objective reads the objects it may have
+    changed (an Objective that clips the newest rewards before its base class sums them)."""
+    memory = remembered(RewardRows(SpaceCache())([described(Box(0.0, 10.0, shape=()), 5.0)]))
+    assert memory.latest_rewards() == [5.0]
+    (reward,) = memory.tail(1).reward_information[0]
+    reward.value = min(float(reward.value), 1.0)
+    assert memory.latest_rewards() == [1.0]
