@@ -10,11 +10,11 @@ import msgspec
 import numpy as np
 
 from palaestra.agent.brain_process import BrainProcess
-from palaestra.core.description.specs import AgentSpec, ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.wire import messages as m
+from tests.unit.test_step_path import agent_spec
 
 STATE = Box(-np.inf, np.inf, shape=(4,))
 PUSH = Discrete(2)
@@ -22,14 +22,7 @@ REWARD = Box(0.0, 1.0, shape=())
 
 
 def brain_process() -> BrainProcess:
-    agent = AgentSpec(
-        name="player",
-        brain=ClassSpec(name="palaestra.agent.dummy_brain:DummyBrain"),
-        muscle=ClassSpec(name="palaestra.agent.dummy_muscle:DummyMuscle"),
-        objective=ClassSpec(name="palaestra.agent.dummy_objective:DummyObjective"),
-        sensors=("pole.state",),
-        actuators=("pole.push",),
-    )
+    agent = agent_spec("player", ["pole.state"], ["pole.push"], "palaestra.agent:DummyMuscle")
     setup = m.AgentSetup(
         agent=agent,
         agent_id=1,
