@@ -41,7 +41,7 @@ from palaestra.core.supervision.runtime import Runtime  # noqa: E402
 from palaestra.core.wire import messages as m  # noqa: E402
 from palaestra.core.wire.records import muscle_action_values  # noqa: E402
 from palaestra.core.wire.transport import make_run_dir, remove_run_dir  # noqa: E402
-from palaestra.experiment.experiment_run import STORE_WRITER, WriterArgs  # noqa: E402
+from palaestra.store.writer_spec import STORE_WRITER, WriterArgs  # noqa: E402
 
 BATCH = 1000
 

@@ -28,7 +28,7 @@ from palaestra.core.description.specs import AgentSpec, ClassSpec, PhaseSpec, Ru
 from palaestra.core.errors import PalaestraError, RunFileError
 from palaestra.core.supervision.conductor import Conductor
 from palaestra.core.supervision.esm import Component, ComponentRuntime, State, on
-from palaestra.core.supervision.processes import Child, Deferred, preload
+from palaestra.core.supervision.processes import Child, preload
 from palaestra.core.supervision.runtime import ComponentFailed, Runtime, timeout_error
 from palaestra.core.supervision.start_methods import FORK
 from palaestra.core.wire import messages as m
@@ -44,6 +44,7 @@ from palaestra.experiment.store_client import (
     store_enabled,
     writer_stuck,
 )
+from palaestra.store.writer_spec import STORE_WRITER, WriterArgs
 from palaestra.version import __version__
 
 LOG = logging.getLogger(__name__)
@@ -58,16 +59,6 @@ T = TypeVar("T")
 
 class PhaseError(RunFileError):
     """The run file asks for something the phase's environments do not offer (exit 2)."""
-
-
-STORE_WRITER = Deferred("palaestra.store.writer:StoreWriter")
-"""The writer's class, imported in its own process only (it imports SQLAlchemy)."""
-
-
-class WriterArgs(msgspec.Struct, frozen=True, kw_only=True):
-    """The arguments of :class:`palaestra.store.writer.StoreWriter`, besides its name."""
-
-    store_uri: str
 
 
 class ControllerArgs(msgspec.Struct, frozen=True, kw_only=True):
