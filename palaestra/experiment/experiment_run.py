@@ -165,10 +165,15 @@ class ExperimentRun(Component):
         self.runtime.start_task(
             self.runtime.watch_liveness(self.answer_timeout, self.store_timeout)
         )
+        writer = None
         if store_enabled(self.store_uri):
             writer = self.runtime.spawn(
                 WRITER, "StoreWriter", STORE_WRITER, WriterArgs(store_uri=self.store_uri)
             )
+        # what the run ran with, found while the writer starts (its imports take longer)
+        versions = package_versions()
+        revision = code_revision(self.run.path) if self.run.path else None
+        if writer is not None:
             (endpoints,) = await self.runtime.wait_ready(
                 [writer], self.start_timeout, "start_timeout"
             )
@@ -185,8 +190,8 @@ class ExperimentRun(Component):
                 seed=self.run.seed,
                 palaestra_version=__version__,
                 host=socket.gethostname(),
-                package_versions=package_versions(),
-                code_revision=code_revision(self.run.path) if self.run.path else None,
+                package_versions=versions,
+                code_revision=revision,
                 overrides=self.run.overrides,
                 resumed_from_id=self.resume.instance_id if self.resume else None,
             )

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
+from palaestra.version import __version__
 from tests.conftest import EXPERIMENTS, Workspace
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,6 +53,17 @@ def test_dummy_run_two_phases_two_agents(workspace: Workspace) -> None:
         (0, "train", "finished"),
         (1, "test", "finished"),
     ]
+    # what it ran with (found while the writer starts)
+    ((versions, revision),) = rows(
+        db, "select package_versions, code_revision from experiment_run_instances"
+    )
+    assert json.loads(versions)["palaestra"] == __version__
+    assert {"numpy", "pyzmq", "msgspec", "sqlalchemy"} <= set(json.loads(versions))
+    head = subprocess.run(
+        ["git", "-C", str(EXPERIMENTS), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
+    assert revision == (None if head.returncode else ANY)
+    assert head.returncode or revision.split("+")[0] == head.stdout.strip()
     steps = ",".join(str(i) for i in range(10))
     assert rows(db, PER_AGENT_STEPS) == [
         (phase, agent, 0, 0, 10, steps) for phase in (0, 1) for agent in ("attacker", "defender")
