@@ -258,14 +258,8 @@ def _dumps(
 
 def _mark_stale(connection: Connection, instance_id: int) -> None:
     """End a stale instance: its executor is gone."""
-    from sqlalchemy.orm import Session
-
-    with Session(bind=connection) as session:
-        instance = session.get(ExperimentRunInstance, instance_id)
-        if instance is not None:
-            reason = "its executor died (no heartbeat); continued by experiment-resume"
-            mark_run_end(session, instance, "error", reason, utcnow())
-            session.flush()
+    reason = "its executor died (no heartbeat); continued by experiment-resume"
+    mark_run_end(connection, instance_id, "error", reason, utcnow())
 
 
 def load_plan(

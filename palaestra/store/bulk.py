@@ -27,9 +27,9 @@ from sqlalchemy import Connection, DateTime, Table
 from sqlalchemy.exc import DBAPIError
 
 from palaestra.core.wire.records import BULK, COLUMNS
-from palaestra.store.models import Base
+from palaestra.store.tables import metadata as METADATA
 
-TABLES: dict[str, Table] = {name: Base.metadata.tables[name] for name in COLUMNS}
+TABLES: dict[str, Table] = {name: METADATA.tables[name] for name in COLUMNS}
 """The tables of :data:`palaestra.core.wire.records.COLUMNS`, by name."""
 
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}

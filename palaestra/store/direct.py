@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, select, update
 
 from palaestra.store.engine import make_engine
-from palaestra.store.models import ExperimentRunInstance, ExperimentRunPhase, utcnow
+from palaestra.store.tables import experiment_run_instances as instances
+from palaestra.store.tables import experiment_run_phases as phases
+from palaestra.store.tables import utcnow
 
 
 def mark_run_end(
-    session: Session, instance: ExperimentRunInstance, status: str, reason: str, now: dt.datetime
+    connection: Connection, instance_id: int, status: str, reason: str, now: dt.datetime
 ) -> None:
     """Set the instance's status, reason and end (``now``), and end its running phases."""
-    instance.status = status
-    instance.reason = reason
-    instance.finished_at = now
-    session.execute(
-        update(ExperimentRunPhase)
-        .where(
-            ExperimentRunPhase.experiment_run_instance_id == instance.id,
-            ExperimentRunPhase.status == "running",
-        )
+    connection.execute(
+        update(instances)
+        .where(instances.c.id == instance_id)
+        .values(status=status, reason=reason, finished_at=now)
+    )
+    connection.execute(
+        update(phases)
+        .where(phases.c.experiment_run_instance_id == instance_id, phases.c.status == "running")
         .values(status=status, finished_at=now)
     )
 
@@ -32,13 +32,13 @@ def record_run_end(store_uri: str, instance_uid: str, status: str, reason: str) 
     """Mark the run instance ``instance_uid`` ended; False if the store does not know it."""
     engine = make_engine(store_uri)
     try:
-        with Session(engine) as session, session.begin():
-            instance = (
-                session.query(ExperimentRunInstance).filter_by(uid=instance_uid).one_or_none()
+        with engine.begin() as connection:
+            found = connection.scalar(
+                select(instances.c.id).where(instances.c.uid == instance_uid)
             )
-            if instance is None:
+            if found is None:
                 return False
-            mark_run_end(session, instance, status, reason, utcnow())
+            mark_run_end(connection, found, status, reason, utcnow())
         return True
     finally:
         engine.dispose()

@@ -42,7 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra.core.errors import StoreError
-from palaestra.store.models import Base
+from palaestra.store.tables import metadata as METADATA
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -187,14 +187,14 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def _create_tables(connection: Connection) -> None:
     """Create every table of the models at once (faster than running each revision)."""
-    Base.metadata.create_all(connection)
+    METADATA.create_all(connection)
     _VERSIONS.create(connection)
     connection.execute(insert(_VERSIONS).values(version_num=HEAD))  # what `alembic stamp` does
 
 
 def _state(connection: Connection) -> _State:
     names = set(inspect(connection).get_table_names())
-    tables = names & set(Base.metadata.tables)
+    tables = names & set(METADATA.tables)
     revision = _read_revision(connection) if VERSION_TABLE in names else None
     return _State(revision, frozenset(tables))
 
@@ -244,7 +244,7 @@ def _stamp_unversioned(connection: Connection, store: str) -> str:
     alike: the oldest of them is stamped and the later ones run (they are harmless on columns
     that already have the new type).
     """
-    found = _shape(connection, frozenset(Base.metadata.tables))
+    found = _shape(connection, frozenset(METADATA.tables))
     for revision in reversed(_revisions()):
         if _shape_at(revision) == found:
             LOG.info("store %s has no recorded revision; its tables are %s", store, revision)
@@ -273,7 +273,7 @@ def _shape_at(revision: str) -> dict[str, frozenset[str]]:
     try:
         with engine.begin() as connection:
             _alembic(connection, "upgrade", revision)
-            return _shape(connection, frozenset(Base.metadata.tables))
+            return _shape(connection, frozenset(METADATA.tables))
     finally:
         engine.dispose()
 

@@ -20,10 +20,9 @@ from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Engine, Select, Table, delete, func, select, update
+from sqlalchemy import Connection, Engine, Select, Table, delete, func, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.core.description.limits import HEARTBEAT
 from palaestra.core.description.name_rules import dump_key
@@ -37,19 +36,18 @@ from palaestra.store import schema
 from palaestra.store.bulk import TABLES, insert_rows
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
-from palaestra.store.models import (
+from palaestra.store.recording_rows import mark_gap
+from palaestra.store.tables import (
     RUN_STATUSES,
-    Agent,
-    BrainState,
-    Environment,
-    Experiment,
-    ExperimentRun,
-    ExperimentRunInstance,
-    ExperimentRunPhase,
+    agents,
+    brain_states,
+    environments,
+    experiment_run_instances,
+    experiment_run_phases,
+    experiment_runs,
+    experiments,
     utcnow,
 )
-from palaestra.store.recording_rows import mark_gap
-from palaestra.store.replay_source import find_replay
 
 LOG = logging.getLogger(__name__)
 
@@ -76,7 +74,6 @@ DRAIN_LIMIT = 500
 RUN_START_ATTEMPTS = 3
 """Tries of a run start whose experiment or run another writer created at the same time."""
 
-BRAIN_STATES: Table = BrainState.__table__  # type: ignore[assignment]
 IMMEDIATE = frozenset(("code_reloads",))
 """Tables whose rows are rare and inserted as they come, not buffered."""
 
@@ -114,7 +111,6 @@ class StoreWriter(Component):
             table: [] for name, table in TABLES.items() if name not in IMMEDIATE
         }
         self.closed_producers: set[str] = set()
-        self._sessions: sessionmaker[Session] | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._socket: zmq.asyncio.Socket | None = None
         self._reader: asyncio.Task[Any] | None = None
@@ -139,7 +135,6 @@ class StoreWriter(Component):
                 engine.dispose()
                 raise
             self.engine = engine
-            self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         """Open the store, bind the PULL socket for records and start reading it."""
@@ -213,10 +208,10 @@ class StoreWriter(Component):
             return
         self._next_beat = now + HEARTBEAT
         try:
-            with self._transaction("recording the run's heartbeat") as session:
-                session.execute(
-                    update(ExperimentRunInstance)
-                    .where(ExperimentRunInstance.id.in_(self.running_instances))
+            with self._transaction("recording the run's heartbeat") as connection:
+                connection.execute(
+                    update(experiment_run_instances)
+                    .where(experiment_run_instances.c.id.in_(self.running_instances))
                     .values(heartbeat_at=utcnow())
                 )
         except StoreError as exc:  # a busy store: the next beat tries again
@@ -295,12 +290,13 @@ class StoreWriter(Component):
         if message.keep:
             doing += " and pruning older ones"
         with self._store_errors(doing), self._engine().begin() as connection:
-            connection.execute(BRAIN_STATES.insert(), [row])
+            connection.execute(brain_states.insert(), [row])
             if message.keep:
-                of_tag = (BrainState.agent_id == message.agent_id, BrainState.tag == message.tag)
-                newest = select(BrainState.id).where(*of_tag).order_by(BrainState.id.desc())
+                dumps = brain_states.c
+                of_tag = (dumps.agent_id == message.agent_id, dumps.tag == message.tag)
+                newest = select(dumps.id).where(*of_tag).order_by(dumps.id.desc())
                 kept = newest.limit(message.keep)
-                connection.execute(delete(BrainState).where(*of_tag, BrainState.id.not_in(kept)))
+                connection.execute(delete(brain_states).where(*of_tag, dumps.id.not_in(kept)))
 
     def _producer_closed(self, producer: str) -> None:
         self.closed_producers.add(producer)
@@ -349,21 +345,16 @@ class StoreWriter(Component):
             ) from exc
 
     @contextlib.contextmanager
-    def _transaction(self, doing: str) -> Iterator[Session]:
-        """A session in one transaction, committed on leaving; store failures as
+    def _transaction(self, doing: str) -> Iterator[Connection]:
+        """A connection in one transaction, committed on leaving; store failures as
         :meth:`_store_errors`."""
-        with self._store_errors(doing), self._session() as session, session.begin():
-            yield session
+        with self._store_errors(doing), self._engine().begin() as connection:
+            yield connection
 
     def _engine(self) -> Engine:
         if self.engine is None:
             raise RuntimeError(f"{self.name}: the store is not open")
         return self.engine
-
-    def _session(self) -> Session:
-        if self._sessions is None:
-            raise RuntimeError(f"{self.name}: the store is not open")
-        return self._sessions()
 
     # --- requests of the executor --------------------------------------------------------
 
@@ -400,13 +391,15 @@ class StoreWriter(Component):
 
     def _record_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
         """One transaction of :meth:`handle_run_start`."""
-        with self._transaction("recording the start of the run") as session:
-            experiment = _experiment(session, message.experiment_uid)
-            run = _run(session, experiment, message)
+        with self._transaction("recording the start of the run") as connection:
+            experiment_id = _experiment(connection, message.experiment_uid)
+            run_id = _run(connection, experiment_id, message)
             now = utcnow()
-            instance = ExperimentRunInstance(
+            instance_id = _insert(
+                connection,
+                experiment_run_instances,
                 uid=message.instance_uid,
-                experiment_run_id=run.id,
+                experiment_run_id=run_id,
                 status="running",
                 reason="",
                 started_at=now,
@@ -417,17 +410,17 @@ class StoreWriter(Component):
                 code_revision=message.code_revision,
                 resumed_from_id=message.resumed_from_id,
             )
-            session.add(instance)
-            session.flush()
-            ids = {"experiment": experiment.id, "run": run.id, "instance": instance.id}
-        self.running_instances.add(instance.id)
+            ids = {"experiment": experiment_id, "run": run_id, "instance": instance_id}
+        self.running_instances.add(instance_id)
         return m.StoreIds(ids=ids)
 
     @on(m.StorePhaseStart)
     def handle_phase_start(self, message: m.StorePhaseStart) -> m.StoreIds:
         """Record a running phase with its environments and agents."""
-        with self._transaction("recording a phase") as session:
-            phase = ExperimentRunPhase(
+        with self._transaction("recording a phase") as connection:
+            phase_id = _insert(
+                connection,
+                experiment_run_phases,
                 experiment_run_instance_id=message.instance_id,
                 index=message.index,
                 name=message.name,
@@ -438,15 +431,30 @@ class StoreWriter(Component):
                 status="running",
                 started_at=utcnow(),
             )
-            session.add(phase)
-            session.flush()
-            environments = [_environment(phase.id, env) for env in message.environments]
-            agents = [_agent(phase.id, agent) for agent in message.agents]
-            session.add_all([*environments, *agents])
-            session.flush()
-            ids = {"phase": phase.id}
-            ids.update({f"environment:{env.uid}": env.id for env in environments})
-            ids.update({f"agent:{agent.name}": agent.id for agent in agents})
+            ids = {"phase": phase_id}
+            for env in message.environments:
+                ids[f"environment:{env.uid}"] = _insert(
+                    connection,
+                    environments,
+                    experiment_run_phase_id=phase_id,
+                    uid=env.uid,
+                    name=env.name,
+                    params=env.params,
+                    seeds=list(env.seeds),
+                )
+            for agent in message.agents:
+                ids[f"agent:{agent.name}"] = _insert(
+                    connection,
+                    agents,
+                    experiment_run_phase_id=phase_id,
+                    name=agent.name,
+                    brain=agent.brain,
+                    muscle=agent.muscle,
+                    objective=agent.objective,
+                    config=agent.config,
+                    seeds=agent.seeds,
+                    loaded_from=agent.loaded_from,
+                )
         return m.StoreIds(ids=ids)
 
     @on(m.StorePhaseEnd)
@@ -455,12 +463,15 @@ class StoreWriter(Component):
         _check_status(message.status)
         self._drain_socket(quiet_ms=0 if message.status == "finished" else END_QUIET_MS)
         self.flush()
-        with self._transaction("recording the end of a phase") as session:
-            phase = session.get(ExperimentRunPhase, message.phase_id)
-            if phase is None:
+        with self._transaction("recording the end of a phase") as connection:
+            phases = experiment_run_phases
+            ended = connection.execute(
+                update(phases)
+                .where(phases.c.id == message.phase_id)
+                .values(status=message.status, finished_at=utcnow())
+            )
+            if not ended.rowcount:
                 raise ValueError(f"{self.name}: no phase with id {message.phase_id}")
-            phase.status = message.status
-            phase.finished_at = utcnow()
         return m.StoreAck()
 
     @on(m.StoreRunEnd)
@@ -472,11 +483,12 @@ class StoreWriter(Component):
         self._drain_socket(quiet_ms=0 if message.status == "finished" else END_QUIET_MS)
         self.flush()
         self.running_instances.discard(message.instance_id)
-        with self._transaction("recording the end of the run") as session:
-            instance = session.get(ExperimentRunInstance, message.instance_id)
-            if instance is None:
+        with self._transaction("recording the end of the run") as connection:
+            instances = experiment_run_instances
+            known = select(instances.c.id).where(instances.c.id == message.instance_id)
+            if connection.scalar(known) is None:
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
-            mark_run_end(session, instance, message.status, message.reason, utcnow())
+            mark_run_end(connection, message.instance_id, message.status, message.reason, utcnow())
         return m.StoreAck()
 
     @on(m.StoreFindDump)
@@ -484,18 +496,17 @@ class StoreWriter(Component):
         """The newest dump of each tag of ``agent`` in phase ``phase`` of the run's newest
         instance that has that agent in that phase, by :func:`dump_key` of the tag."""
         self.flush()
-        with self._session() as session:
-            agent_id = session.scalar(_newest_agent(message.run_uid, message.agent, message.phase))
+        dumps = brain_states.c
+        with self._engine().connect() as connection:
+            agent_id = connection.scalar(
+                _newest_agent(message.run_uid, message.agent, message.phase)
+            )
             if agent_id is None:
                 return m.StoreDump(brain_state_id=None, dumps={})
-            newest = (
-                select(func.max(BrainState.id))
-                .where(BrainState.agent_id == agent_id)
-                .group_by(BrainState.tag)
-            )
-            found = session.execute(
-                select(BrainState.id, BrainState.tag, BrainState.dump).where(
-                    BrainState.id.in_(newest)
+            newest = select(func.max(dumps.id)).where(dumps.agent_id == agent_id)
+            found = connection.execute(
+                select(dumps.id, dumps.tag, dumps.dump).where(
+                    dumps.id.in_(newest.group_by(dumps.tag))
                 )
             ).all()
         if not found:
@@ -507,7 +518,10 @@ class StoreWriter(Component):
 
     @on(m.StoreFindReplay)
     def handle_find_replay(self, message: m.StoreFindReplay) -> m.StoreReplay:
-        """The recorded steps an agent's ``replay`` names (see :mod:`.replay_source`)."""
+        """The recorded steps an agent's ``replay`` names (see :mod:`.replay_source`; it reads
+        them as the store's readers do, through the ORM, imported here for a replay only)."""
+        from palaestra.store.replay_source import find_replay
+
         self.flush()
         assert self.engine is not None
         return find_replay(self.engine, message)
@@ -567,73 +581,55 @@ def store_advice(cause: BaseException) -> str:
     return "See that the store works (its server, its disk), or give the run another store_uri."
 
 
-def _experiment(session: Session, uid: str) -> Experiment:
-    experiment = session.scalar(select(Experiment).where(Experiment.uid == uid))
-    if experiment is None:
-        experiment = Experiment(uid=uid, created_at=utcnow())
-        session.add(experiment)
-        session.flush()
-    return experiment
+def _insert(connection: Connection, table: Table, **values: Any) -> int:
+    """Insert one row of ``values`` into ``table``; its id."""
+    key = connection.execute(table.insert().values(**values)).inserted_primary_key
+    assert key is not None  # (a single-row insert has one)
+    return int(key[0])
 
 
-def _run(session: Session, experiment: Experiment, message: m.StoreRunStart) -> ExperimentRun:
-    run = session.scalar(select(ExperimentRun).where(ExperimentRun.uid == message.run_uid))
-    if run is None:
-        run = ExperimentRun(
+def _experiment(connection: Connection, uid: str) -> int:
+    """The id of the experiment ``uid``, created if it is new."""
+    found = connection.scalar(select(experiments.c.id).where(experiments.c.uid == uid))
+    return (
+        _insert(connection, experiments, uid=uid, created_at=utcnow()) if found is None else found
+    )
+
+
+def _run(connection: Connection, experiment_id: int, message: m.StoreRunStart) -> int:
+    """The id of the run ``message`` starts: created if it is new, else given its document and
+    overrides."""
+    runs = experiment_runs
+    found = connection.scalar(select(runs.c.id).where(runs.c.uid == message.run_uid))
+    if found is None:
+        return _insert(
+            connection,
+            runs,
             uid=message.run_uid,
-            experiment_id=experiment.id,
+            experiment_id=experiment_id,
             document=message.document,
             file=message.file,
             seed=message.seed,
             created_at=utcnow(),
             overrides=message.overrides,
         )
-        session.add(run)
-        session.flush()
-    else:
-        run.document = message.document
-        run.overrides = message.overrides
-    return run
-
-
-def _environment(phase_id: int, env: m.PhaseEnvironment) -> Environment:
-    return Environment(
-        experiment_run_phase_id=phase_id,
-        uid=env.uid,
-        name=env.name,
-        params=env.params,
-        seeds=list(env.seeds),
+    connection.execute(
+        update(runs)
+        .where(runs.c.id == found)
+        .values(document=message.document, overrides=message.overrides)
     )
-
-
-def _agent(phase_id: int, agent: m.PhaseAgent) -> Agent:
-    return Agent(
-        experiment_run_phase_id=phase_id,
-        name=agent.name,
-        brain=agent.brain,
-        muscle=agent.muscle,
-        objective=agent.objective,
-        config=agent.config,
-        seeds=agent.seeds,
-        loaded_from=agent.loaded_from,
-    )
+    return int(found)
 
 
 def _newest_agent(run_uid: str, agent: str, phase: int) -> Select[Any]:
     """SELECT the id of ``agent`` in phase ``phase`` of the run's newest instance having it."""
+    phases, instances, runs = experiment_run_phases, experiment_run_instances, experiment_runs
     return (
-        select(Agent.id)
-        .join(ExperimentRunPhase, Agent.experiment_run_phase_id == ExperimentRunPhase.id)
-        .join(
-            ExperimentRunInstance,
-            ExperimentRunPhase.experiment_run_instance_id == ExperimentRunInstance.id,
-        )
-        .join(ExperimentRun, ExperimentRunInstance.experiment_run_id == ExperimentRun.id)
-        .where(
-            ExperimentRun.uid == run_uid,
-            ExperimentRunPhase.index == phase,
-            Agent.name == agent,
-        )
-        .order_by(ExperimentRunInstance.id.desc())
+        select(agents.c.id)
+        .join(phases, agents.c.experiment_run_phase_id == phases.c.id)
+        .join(instances, phases.c.experiment_run_instance_id == instances.c.id)
+        .join(runs, instances.c.experiment_run_id == runs.c.id)
+        .where(runs.c.uid == run_uid, phases.c.index == phase, agents.c.name == agent)
+        .order_by(instances.c.id.desc())
         .limit(1)
     )

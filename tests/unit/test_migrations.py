@@ -624,13 +624,15 @@ def test_run_starts_racing_for_the_same_experiment_and_run(
         a.handle_run_start(run_start("instance-0", run_uid="other-run"))
     a_ids: dict[str, int] = {}
 
-    def a_starts_first(*_: Any) -> None:
-        a_ids.update(a.handle_run_start(run_start("instance-a")).ids)
+    def a_starts_first(_c: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.startswith("INSERT") and not a_ids:  # B's first: the one that collides
+            a_ids.update(a.handle_run_start(run_start("instance-a")).ids)
 
-    assert b._sessions is not None
-    sa.event.listen(b._sessions, "before_flush", a_starts_first, once=True)
+    assert b.engine is not None
+    sa.event.listen(b.engine, "before_cursor_execute", a_starts_first)
     with caplog.at_level(logging.DEBUG, logger="palaestra.store.writer"):
         b_ids = b.handle_run_start(run_start("instance-b")).ids
+    sa.event.remove(b.engine, "before_cursor_execute", a_starts_first)
 
     assert "started concurrently" in caplog.text  # B did collide, and tried again
     assert b_ids["experiment"] == a_ids["experiment"]

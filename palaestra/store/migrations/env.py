@@ -12,15 +12,15 @@ from alembic import context
 from sqlalchemy import Connection
 
 from palaestra.store.engine import make_engine
-from palaestra.store.models import Base
 from palaestra.store.schema import VERSION_TABLE
+from palaestra.store.tables import metadata
 
 
 def run_migrations(connection: Connection) -> None:
     """Run the requested alembic command's migrations on ``connection``."""
     context.configure(
         connection=connection,
-        target_metadata=Base.metadata,
+        target_metadata=metadata,
         version_table=VERSION_TABLE,
         render_as_batch=True,  # revisions rendered for SQLite need batch mode
     )
