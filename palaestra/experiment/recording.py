@@ -80,14 +80,16 @@ def _host(store_uri: str, instance_uid: str) -> str:
     """The host the instance ``instance_uid`` runs on (the store is known to be readable)."""
     from sqlalchemy import select
 
+    from palaestra.store import tables as t
     from palaestra.store.engine import make_engine
-    from palaestra.store.models import ExperimentRunInstance
 
     engine = make_engine(store_uri, read_only=True)
     try:
         with engine.connect() as connection:
             host = connection.scalar(
-                select(ExperimentRunInstance.host).where(ExperimentRunInstance.uid == instance_uid)
+                select(t.experiment_run_instances.c.host).where(
+                    t.experiment_run_instances.c.uid == instance_uid
+                )
             )
     finally:
         engine.dispose()

@@ -33,17 +33,11 @@ from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
+from palaestra.store import tables as t
 from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end
-from palaestra.store.models import (
-    Agent,
-    BrainState,
-    ExperimentRun,
-    ExperimentRunInstance,
-    ExperimentRunPhase,
-    utcnow,
-)
 from palaestra.store.rows import shown_status
+from palaestra.store.tables import utcnow
 
 RESUMABLE = ("cancelled", "error", "stale")
 """The (shown) statuses of an instance that ``experiment-resume`` continues."""
@@ -86,9 +80,9 @@ def plan_resume(
     from palaestra.experiment.runfile import load_run_text
 
     record = connection.execute(
-        select(ExperimentRun.id, ExperimentRun.document, ExperimentRun.file).where(
-            ExperimentRun.uid == run_uid
-        )
+        select(
+            t.experiment_runs.c.id, t.experiment_runs.c.document, t.experiment_runs.c.file
+        ).where(t.experiment_runs.c.uid == run_uid)
     ).one_or_none()
     if record is None:
         raise NotResumableError(f"experiment-resume: the store has no run '{run_uid}'")
@@ -130,13 +124,13 @@ def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None
     """The instance row (newest, or the one named)."""
     found = connection.execute(
         select(
-            ExperimentRunInstance.id,
-            ExperimentRunInstance.uid,
-            ExperimentRunInstance.status,
-            ExperimentRunInstance.heartbeat_at,
+            t.experiment_run_instances.c.id,
+            t.experiment_run_instances.c.uid,
+            t.experiment_run_instances.c.status,
+            t.experiment_run_instances.c.heartbeat_at,
         )
-        .where(ExperimentRunInstance.experiment_run_id == run_id)
-        .order_by(ExperimentRunInstance.id)
+        .where(t.experiment_run_instances.c.experiment_run_id == run_id)
+        .order_by(t.experiment_run_instances.c.id)
     ).all()
     if uid is None:
         return found[-1]
@@ -154,15 +148,15 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
     episode some worker did not complete; the next phase if that one finished."""
     phase = connection.execute(
         select(
-            ExperimentRunPhase.id,
-            ExperimentRunPhase.index.label("number"),
-            ExperimentRunPhase.status,
-            ExperimentRunPhase.workers,
-            ExperimentRunPhase.episodes,
-            ExperimentRunPhase.config,
+            t.experiment_run_phases.c.id,
+            t.experiment_run_phases.c.index.label("number"),
+            t.experiment_run_phases.c.status,
+            t.experiment_run_phases.c.workers,
+            t.experiment_run_phases.c.episodes,
+            t.experiment_run_phases.c.config,
         )
-        .where(ExperimentRunPhase.experiment_run_instance_id == instance_id)
-        .order_by(ExperimentRunPhase.index.desc())
+        .where(t.experiment_run_phases.c.experiment_run_instance_id == instance_id)
+        .order_by(t.experiment_run_phases.c.index.desc())
         .limit(1)
     ).one_or_none()
     if phase is None:  # it stopped before its first phase began
@@ -192,17 +186,17 @@ def _dumped_until(
     if first == 0 or spec.config.worker != 1 or not per_episode:
         return first
     phase = connection.execute(
-        select(ExperimentRunPhase.id, ExperimentRunPhase.config).where(
-            ExperimentRunPhase.experiment_run_instance_id == instance_id,
-            ExperimentRunPhase.index == phase_index,
+        select(t.experiment_run_phases.c.id, t.experiment_run_phases.c.config).where(
+            t.experiment_run_phases.c.experiment_run_instance_id == instance_id,
+            t.experiment_run_phases.c.index == phase_index,
         )
     ).one()
     since = int((phase.config or {}).get("first_episode", 0))
     counts = connection.execute(
-        select(func.count(BrainState.id))
-        .join(Agent, BrainState.agent_id == Agent.id)
-        .where(Agent.experiment_run_phase_id == phase.id, Agent.name.in_(per_episode))
-        .group_by(Agent.id, BrainState.tag)
+        select(func.count(t.brain_states.c.id))
+        .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
+        .where(t.agents.c.experiment_run_phase_id == phase.id, t.agents.c.name.in_(per_episode))
+        .group_by(t.agents.c.id, t.brain_states.c.tag)
     ).all()
     return min([first, *(since + int(n) for (n,) in counts)])
 
@@ -214,9 +208,9 @@ def _dumps(
     (look them up as a fresh phase does) at the phase's start."""
     spec = run.phases[phase_index]
     phase = connection.execute(
-        select(ExperimentRunPhase.id, ExperimentRunPhase.config).where(
-            ExperimentRunPhase.experiment_run_instance_id == instance_id,
-            ExperimentRunPhase.index == phase_index,
+        select(t.experiment_run_phases.c.id, t.experiment_run_phases.c.config).where(
+            t.experiment_run_phases.c.experiment_run_instance_id == instance_id,
+            t.experiment_run_phases.c.index == phase_index,
         )
     ).one_or_none()
     if phase is None or first == 0:
@@ -226,10 +220,10 @@ def _dumps(
     for agent in spec.agents:
         per_episode = agent.dump is None and spec.config.worker == 1
         rows = connection.execute(
-            select(BrainState.id, BrainState.tag, BrainState.dump)
-            .join(Agent, BrainState.agent_id == Agent.id)
-            .where(Agent.experiment_run_phase_id == phase.id, Agent.name == agent.name)
-            .order_by(BrainState.id)
+            select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
+            .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
+            .where(t.agents.c.experiment_run_phase_id == phase.id, t.agents.c.name == agent.name)
+            .order_by(t.brain_states.c.id)
         ).all()
         by_tag: dict[str, list[Any]] = {}
         for row in rows:

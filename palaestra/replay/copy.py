@@ -24,8 +24,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, select
 
 from palaestra.core.termination import EpisodeEndsWithEnvironment
 from palaestra.core.turns import EpisodeResult, Stepped, run_episode
@@ -34,17 +33,11 @@ from palaestra.core.wire.records import episode_values, muscle_action_values, wo
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.steps import EpisodeReplay
 from palaestra.store import schema
-from palaestra.store.bulk import TABLES, insert_rows
+from palaestra.store import tables as t
+from palaestra.store.bulk import TABLES, insert_one, insert_rows
 from palaestra.store.engine import make_engine
-from palaestra.store.models import (
-    Agent,
-    Environment,
-    ExperimentRun,
-    ExperimentRunInstance,
-    ExperimentRunPhase,
-    utcnow,
-)
 from palaestra.store.rows import Row, StoreURI, resolve_store_uri
+from palaestra.store.tables import utcnow
 from palaestra.version import __version__
 
 
@@ -173,21 +166,25 @@ class Copy:
         engine = store if not isinstance(store, str) else make_engine(store)
         try:
             schema.ensure_current(engine)
-            with Session(engine) as session, session.begin():
-                return self._write(session, reason)
+            with engine.begin() as connection:
+                return self._write(connection, reason)
         finally:
             if isinstance(store, str):
                 engine.dispose()
 
-    def _write(self, session: Session, reason: str) -> str:
-        source = session.scalars(
-            select(ExperimentRunInstance).where(ExperimentRunInstance.uid == self.source)
+    def _write(self, connection: Connection, reason: str) -> str:
+        instances = t.experiment_run_instances
+        source = connection.execute(
+            select(instances.c.id, instances.c.experiment_run_id).where(
+                instances.c.uid == self.source
+            )
         ).one()
-        run = session.get(ExperimentRun, source.experiment_run_id)
-        assert run is not None  # (the source instance's run: a foreign key)
-        instance = ExperimentRunInstance(
-            uid=str(uuid.uuid4()),
-            experiment_run_id=run.id,
+        uid = str(uuid.uuid4())
+        instance_id = insert_one(
+            connection,
+            instances,
+            uid=uid,
+            experiment_run_id=source.experiment_run_id,
             status="finished",
             reason=reason,
             started_at=self.started_at,
@@ -198,30 +195,30 @@ class Copy:
             code_revision=None,
             source_instance_id=source.id,
         )
-        session.add(instance)
-        session.flush()
         env_ids: dict[tuple[int, str], int] = {}
         agent_ids: dict[tuple[int, str], int] = {}
         phase_ids: dict[int, int] = {}
         for record in self.phases.values():
-            env_ids.update(self._phase(session, instance.id, record, agent_ids, phase_ids))
-        self._rows(session, env_ids, agent_ids)
+            env_ids.update(self._phase(connection, instance_id, record, agent_ids, phase_ids))
+        self._rows(connection, env_ids, agent_ids)
         for index, phase_id in phase_ids.items():
             ended = [episode_values(phase_id, e) for e in self.episodes if e.phase == index]
             if ended:
-                insert_rows(session.connection(), TABLES["episodes"], ended)
-        return instance.uid
+                insert_rows(connection, TABLES["episodes"], ended)
+        return uid
 
     def _phase(
         self,
-        session: Session,
+        connection: Connection,
         instance_id: int,
         record: PhaseRecord,
         agent_ids: dict[tuple[int, str], int],
         phase_ids: dict[int, int],
     ) -> dict[tuple[int, str], int]:
         row = record.phase_row
-        phase = ExperimentRunPhase(
+        phase_id = phase_ids[record.index] = insert_one(
+            connection,
+            t.experiment_run_phases,
             experiment_run_instance_id=instance_id,
             index=record.index,
             name=row["name"],
@@ -233,36 +230,31 @@ class Copy:
             started_at=utcnow(),
             finished_at=utcnow(),
         )
-        session.add(phase)
-        session.flush()
-        phase_ids[record.index] = phase.id
-        environments = [
-            Environment(
-                experiment_run_phase_id=phase.id,
+        for agent in record.agent_rows:
+            agent_ids[(record.index, agent["agent"])] = insert_one(
+                connection,
+                t.agents,
+                experiment_run_phase_id=phase_id,
+                name=agent["agent"],
+                **{k: agent[k] for k in ("brain", "muscle", "objective", "config", "seeds")},
+                loaded_from=agent["loaded_from"],
+            )
+        return {
+            (record.index, env["environment"]): insert_one(
+                connection,
+                t.environments,
+                experiment_run_phase_id=phase_id,
                 uid=env["environment"],
                 name=env["name"],
                 params=env["params"],
                 seeds=env["seeds"],
             )
             for env in record.environment_rows
-        ]
-        agents = [
-            Agent(
-                experiment_run_phase_id=phase.id,
-                name=agent["agent"],
-                **{k: agent[k] for k in ("brain", "muscle", "objective", "config", "seeds")},
-                loaded_from=agent["loaded_from"],
-            )
-            for agent in record.agent_rows
-        ]
-        session.add_all([*environments, *agents])
-        session.flush()
-        agent_ids.update({(record.index, a.name): a.id for a in agents})
-        return {(record.index, e.uid): e.id for e in environments}
+        }
 
     def _rows(
         self,
-        session: Session,
+        connection: Connection,
         env_ids: dict[tuple[int, str], int],
         agent_ids: dict[tuple[int, str], int],
     ) -> None:
@@ -275,6 +267,6 @@ class Copy:
             for index, name, worker, action in self.actions
         ]
         if world:
-            insert_rows(session.connection(), TABLES["world_states"], world)
+            insert_rows(connection, TABLES["world_states"], world)
         if actions:
-            insert_rows(session.connection(), TABLES["muscle_actions"], actions)
+            insert_rows(connection, TABLES["muscle_actions"], actions)

@@ -21,8 +21,8 @@ from palaestra.core.errors import InvalidInputError, RunFileError, did_you_mean
 from palaestra.core.turns import AllAct, TurnPolicy
 from palaestra.experiment.runfile import load_run_text
 from palaestra.store import rows
+from palaestra.store import tables as t
 from palaestra.store.engine import make_engine
-from palaestra.store.models import ExperimentRun
 from palaestra.store.rows import Row, StoreURI
 
 
@@ -237,7 +237,7 @@ def _document(run: str, store_uri: StoreURI | None) -> str | None:
     try:
         with engine.connect() as connection:
             found = connection.scalar(
-                select(ExperimentRun.document).where(ExperimentRun.uid == run)
+                select(t.experiment_runs.c.document).where(t.experiment_runs.c.uid == run)
             )
     finally:
         if not isinstance(store, Engine):

@@ -59,8 +59,8 @@ from palaestra.core.nonfinite import json_text
 from palaestra.report import palaestrai_schema as P
 from palaestra.report.palaestrai_steps import export_phase, insert_row
 from palaestra.store import rows
+from palaestra.store import tables as t
 from palaestra.store.engine import make_engine, mask_uri
-from palaestra.store.models import ExperimentRun, ExperimentRunInstance, ExperimentRunPhase
 from palaestra.store.rows import Row as Record
 from palaestra.store.rows import StoreURI
 
@@ -229,14 +229,17 @@ def _export_run(source: Engine, sink: Engine, shown: str, record: Record) -> Exp
         )
         instances = src.execute(
             select(
-                ExperimentRunInstance.id,
-                ExperimentRunInstance.uid,
-                ExperimentRunInstance.status,
-                ExperimentRunInstance.started_at,
+                t.experiment_run_instances.c.id,
+                t.experiment_run_instances.c.uid,
+                t.experiment_run_instances.c.status,
+                t.experiment_run_instances.c.started_at,
             )
-            .join(ExperimentRun, ExperimentRunInstance.experiment_run_id == ExperimentRun.id)
-            .where(ExperimentRun.uid == run)
-            .order_by(ExperimentRunInstance.id)
+            .join(
+                t.experiment_runs,
+                t.experiment_run_instances.c.experiment_run_id == t.experiment_runs.c.id,
+            )
+            .where(t.experiment_runs.c.uid == run)
+            .order_by(t.experiment_run_instances.c.id)
         ).all()
         for instance in instances:
             _export_instance(src, out, run_id, instance, counts)
@@ -310,7 +313,10 @@ def _delete_run(out: Connection, record: Record) -> bool:
         delete(P.world_states).where(P.world_states.c.environment_id.in_(env_ids)),
         delete(P.agents).where(P.agents.c.experiment_run_phase_id.in_(phase_ids)),
         delete(P.environments).where(P.environments.c.experiment_run_phase_id.in_(phase_ids)),
-        *(delete(t).where(t.c.experiment_run_instance_uid.in_(uids)) for t in by_instance),
+        *(
+            delete(table).where(table.c.experiment_run_instance_uid.in_(uids))
+            for table in by_instance
+        ),
         delete(phases).where(phases.c.experiment_run_instance_id.in_(instance_ids)),
         delete(instances).where(instances.c.experiment_run_id.in_(run_ids)),
         delete(P.experiment_runs).where(P.experiment_runs.c.id.in_(run_ids)),
@@ -336,17 +342,17 @@ def _export_instance(
     )
     phases = src.execute(
         select(
-            ExperimentRunPhase.id,
-            ExperimentRunPhase.index,
-            ExperimentRunPhase.name,
-            ExperimentRunPhase.mode,
-            ExperimentRunPhase.workers,
-            ExperimentRunPhase.config,
-            ExperimentRunPhase.started_at,
-            ExperimentRunPhase.finished_at,
+            t.experiment_run_phases.c.id,
+            t.experiment_run_phases.c.index,
+            t.experiment_run_phases.c.name,
+            t.experiment_run_phases.c.mode,
+            t.experiment_run_phases.c.workers,
+            t.experiment_run_phases.c.config,
+            t.experiment_run_phases.c.started_at,
+            t.experiment_run_phases.c.finished_at,
         )
-        .where(ExperimentRunPhase.experiment_run_instance_id == instance.id)
-        .order_by(ExperimentRunPhase.index)
+        .where(t.experiment_run_phases.c.experiment_run_instance_id == instance.id)
+        .order_by(t.experiment_run_phases.c.index)
     ).all()
     for phase in phases:
         counts.update(export_phase(src, out, instance_id, phase))

@@ -25,16 +25,8 @@ from sqlalchemy import Connection, Label, Row, Select, Table, Text, cast, insert
 from palaestra.core.description import names
 from palaestra.core.nonfinite import NON_FINITE
 from palaestra.report import palaestrai_schema as P
+from palaestra.store import tables as t
 from palaestra.store.bulk import insert_values
-from palaestra.store.models import (
-    Agent,
-    BrainState,
-    Environment,
-    Episode,
-    MuscleAction,
-    Statistic,
-    WorldState,
-)
 
 if TYPE_CHECKING:
     AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -163,10 +155,10 @@ def export_phase(
     environments = {
         row.id: _Environment(shared, row)
         for row in src.execute(
-            select(Environment.id, Environment.uid, Environment.name)
-            .add_columns(Environment.params, Environment.seeds)
-            .where(Environment.experiment_run_phase_id == phase.id)
-            .order_by(Environment.id)
+            select(t.environments.c.id, t.environments.c.uid, t.environments.c.name)
+            .add_columns(t.environments.c.params, t.environments.c.seeds)
+            .where(t.environments.c.experiment_run_phase_id == phase.id)
+            .order_by(t.environments.c.id)
         )
     }
     for environment in environments.values():
@@ -188,9 +180,12 @@ def _episode_ends(src: Connection, phase: AnyRow, time: Time) -> Callable[[int, 
     ends = {
         (worker, episode): time(ended or started)
         for worker, episode, started, ended in src.execute(
-            select(Episode.worker, Episode.episode, Episode.started_at, Episode.ended_at).where(
-                Episode.experiment_run_phase_id == phase.id
-            )
+            select(
+                t.episodes.c.worker,
+                t.episodes.c.episode,
+                t.episodes.c.started_at,
+                t.episodes.c.ended_at,
+            ).where(t.episodes.c.experiment_run_phase_id == phase.id)
         )
     }
     otherwise = time(phase.finished_at or phase.started_at)
@@ -207,9 +202,16 @@ def _agents(
     """Write the phase's agents; each one's name and target id by its id in palaestra."""
     found: dict[int, tuple[str, int]] = {}
     for agent in src.execute(
-        select(Agent.id, Agent.name, Agent.brain, Agent.muscle, Agent.objective, Agent.config)
-        .where(Agent.experiment_run_phase_id == phase.id)
-        .order_by(Agent.id)
+        select(
+            t.agents.c.id,
+            t.agents.c.name,
+            t.agents.c.brain,
+            t.agents.c.muscle,
+            t.agents.c.objective,
+            t.agents.c.config,
+        )
+        .where(t.agents.c.experiment_run_phase_id == phase.id)
+        .order_by(t.agents.c.id)
     ):
         found[agent.id] = (
             agent.name,
@@ -243,11 +245,18 @@ def _world_states(
     if not environments:
         return 0, set()
     statement = (
-        select(WorldState.environment_id, WorldState.worker, WorldState.episode, WorldState.step)
-        .add_columns(*_texts(WorldState.sensors, WorldState.setpoints), WorldState.done)
-        .add_columns(WorldState.simtime)
-        .where(WorldState.environment_id.in_(list(environments)))
-        .order_by(WorldState.id)
+        select(
+            t.world_states.c.environment_id,
+            t.world_states.c.worker,
+            t.world_states.c.episode,
+            t.world_states.c.step,
+        )
+        .add_columns(
+            *_texts(t.world_states.c.sensors, t.world_states.c.setpoints), t.world_states.c.done
+        )
+        .add_columns(t.world_states.c.simtime)
+        .where(t.world_states.c.environment_id.in_(list(environments)))
+        .order_by(t.world_states.c.id)
     )
     written, simtimed = 0, set()
     time, when = phase.time, phase.when
@@ -284,7 +293,7 @@ def _muscle_actions(
     (uid by palaestra's environment id) and the step's statistics; how many."""
     if not agents:
         return 0
-    action = MuscleAction
+    action = t.muscle_actions.c
     statement = (
         select(action.agent_id, action.worker, action.episode, action.step)
         .add_columns(*_texts(action.sensor_readings, action.actuator_setpoints, action.rewards))
@@ -333,23 +342,23 @@ def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any
     NULL column if it recorded none in the phase."""
     label = f"{source}_statistics"
     recorded = src.scalar(
-        select(Statistic.id)
-        .where(Statistic.agent_id.in_(agent_ids), Statistic.source == source)
+        select(t.statistics.c.id)
+        .where(t.statistics.c.agent_id.in_(agent_ids), t.statistics.c.source == source)
         .limit(1)
     )
     if recorded is None:
         return null().label(label)
-    action = MuscleAction
+    action = t.muscle_actions.c
     found = (
-        select(Statistic.statistics)
+        select(t.statistics.c.statistics)
         .where(
-            Statistic.agent_id == action.agent_id,
-            Statistic.source == source,
-            Statistic.worker == action.worker,
-            Statistic.episode == action.episode,
-            Statistic.step == action.step,
+            t.statistics.c.agent_id == action.agent_id,
+            t.statistics.c.source == source,
+            t.statistics.c.worker == action.worker,
+            t.statistics.c.episode == action.episode,
+            t.statistics.c.step == action.step,
         )
-        .order_by(Statistic.id)
+        .order_by(t.statistics.c.id)
         .limit(1)
         .scalar_subquery()
     )
@@ -359,16 +368,16 @@ def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any
 def _simtime_at(environment_id: int) -> Any:
     """The sim time of environment ``environment_id`` in the state a muscle action saw (its
     world state of the same worker, episode and step; none at an episode's first step)."""
-    action = MuscleAction
+    action = t.muscle_actions.c
     return (
-        select(WorldState.simtime)
+        select(t.world_states.c.simtime)
         .where(
-            WorldState.environment_id == environment_id,
-            WorldState.worker == action.worker,
-            WorldState.episode == action.episode,
-            WorldState.step == action.step,
+            t.world_states.c.environment_id == environment_id,
+            t.world_states.c.worker == action.worker,
+            t.world_states.c.episode == action.episode,
+            t.world_states.c.step == action.step,
         )
-        .order_by(WorldState.id)
+        .order_by(t.world_states.c.id)
         .limit(1)
         .scalar_subquery()
     )
@@ -379,9 +388,14 @@ def _brain_states(src: Connection, phase: _Phase, agents: dict[int, tuple[str, i
     if not agents:
         return 0
     statement = (
-        select(BrainState.agent_id, BrainState.tag, BrainState.dump, BrainState.created_at)
-        .where(BrainState.agent_id.in_(list(agents)))
-        .order_by(BrainState.id)
+        select(
+            t.brain_states.c.agent_id,
+            t.brain_states.c.tag,
+            t.brain_states.c.dump,
+            t.brain_states.c.created_at,
+        )
+        .where(t.brain_states.c.agent_id.in_(list(agents)))
+        .order_by(t.brain_states.c.id)
     )
     written = 0
     for part in _chunks(src, statement, DUMPS_CHUNK):

@@ -35,6 +35,13 @@ TABLES: dict[str, Table] = {name: METADATA.tables[name] for name in COLUMNS}
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
 
+def insert_one(connection: Connection, table: Table, **values: Any) -> int:
+    """Insert one row of ``values`` (by column) into ``table``; its id."""
+    key = connection.execute(table.insert().values(**values)).inserted_primary_key
+    assert key is not None  # (a single-row insert has one)
+    return int(key[0])
+
+
 def insert_rows(connection: Connection, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
     """Insert ``rows`` of ``table`` (each the values of its :data:`COLUMNS`, as a producer
     shaped them): the per-step tables' straight to the driver (:func:`insert_values`), the

@@ -20,15 +20,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, and_, func, select
 
-from palaestra.store.models import (
-    Agent,
-    Environment,
-    Episode,
-    ExperimentRunPhase,
-    MuscleAction,
-    RecordingGap,
-    WorldState,
-)
+from palaestra.store import tables as t
 
 Completed = set[tuple[int, int, int]]
 """(phase index, worker, episode) of each completed episode."""
@@ -39,10 +31,10 @@ def completed_episodes(connection: Connection, instance_id: int) -> Completed:
     rule)."""
     phases = connection.execute(
         select(
-            ExperimentRunPhase.id,
-            ExperimentRunPhase.index.label("number"),
-            ExperimentRunPhase.config,
-        ).where(ExperimentRunPhase.experiment_run_instance_id == instance_id)
+            t.experiment_run_phases.c.id,
+            t.experiment_run_phases.c.index.label("number"),
+            t.experiment_run_phases.c.config,
+        ).where(t.experiment_run_phases.c.experiment_run_instance_id == instance_id)
     ).all()
     done: Completed = set()
     for phase in phases:
@@ -61,16 +53,18 @@ _Episodes = list[tuple[int, int, int, int]]
 def _episodes(connection: Connection, phase_id: int) -> _Episodes:
     """The phase's ``episodes`` rows."""
     found = connection.execute(
-        select(Episode.id, Episode.worker, Episode.episode, Episode.steps).where(
-            Episode.experiment_run_phase_id == phase_id
-        )
+        select(
+            t.episodes.c.id, t.episodes.c.worker, t.episodes.c.episode, t.episodes.c.steps
+        ).where(t.episodes.c.experiment_run_phase_id == phase_id)
     ).all()
     return [(int(r.id), int(r.worker), int(r.episode), int(r.steps)) for r in found]
 
 
 def _has_gaps(connection: Connection, phase_id: int) -> bool:
     gap = connection.scalar(
-        select(RecordingGap.id).where(RecordingGap.experiment_run_phase_id == phase_id).limit(1)
+        select(t.recording_gaps.c.id)
+        .where(t.recording_gaps.c.experiment_run_phase_id == phase_id)
+        .limit(1)
     )
     return gap is not None
 
@@ -79,52 +73,56 @@ def _with_step_rows(connection: Connection, phase_id: int, episodes: _Episodes) 
     """Those of ``episodes`` whose last step's rows are all in."""
     environments = int(
         connection.scalar(
-            select(func.count(Environment.id)).where(
-                Environment.experiment_run_phase_id == phase_id
+            select(func.count(t.environments.c.id)).where(
+                t.environments.c.experiment_run_phase_id == phase_id
             )
         )
         or 0
     )
     agents = int(
         connection.scalar(
-            select(func.count(Agent.id)).where(Agent.experiment_run_phase_id == phase_id)
+            select(func.count(t.agents.c.id)).where(t.agents.c.experiment_run_phase_id == phase_id)
         )
         or 0
     )
     last_states: dict[int, int] = dict(
         connection.execute(
-            select(Episode.id, func.count(WorldState.id))
+            select(t.episodes.c.id, func.count(t.world_states.c.id))
             .join(
-                Environment, Environment.experiment_run_phase_id == Episode.experiment_run_phase_id
+                t.environments,
+                t.environments.c.experiment_run_phase_id == t.episodes.c.experiment_run_phase_id,
             )
             .join(
-                WorldState,
+                t.world_states,
                 and_(
-                    WorldState.environment_id == Environment.id,
-                    WorldState.worker == Episode.worker,
-                    WorldState.episode == Episode.episode,
-                    WorldState.step == Episode.steps,
+                    t.world_states.c.environment_id == t.environments.c.id,
+                    t.world_states.c.worker == t.episodes.c.worker,
+                    t.world_states.c.episode == t.episodes.c.episode,
+                    t.world_states.c.step == t.episodes.c.steps,
                 ),
             )
-            .where(Episode.experiment_run_phase_id == phase_id)
-            .group_by(Episode.id)
+            .where(t.episodes.c.experiment_run_phase_id == phase_id)
+            .group_by(t.episodes.c.id)
         ).all()
     )
     last_actions: dict[int, int] = dict(
         connection.execute(
-            select(Episode.id, func.count(func.distinct(MuscleAction.agent_id)))
-            .join(Agent, Agent.experiment_run_phase_id == Episode.experiment_run_phase_id)
+            select(t.episodes.c.id, func.count(func.distinct(t.muscle_actions.c.agent_id)))
             .join(
-                MuscleAction,
+                t.agents,
+                t.agents.c.experiment_run_phase_id == t.episodes.c.experiment_run_phase_id,
+            )
+            .join(
+                t.muscle_actions,
                 and_(
-                    MuscleAction.agent_id == Agent.id,
-                    MuscleAction.worker == Episode.worker,
-                    MuscleAction.episode == Episode.episode,
-                    MuscleAction.done.is_(True),
+                    t.muscle_actions.c.agent_id == t.agents.c.id,
+                    t.muscle_actions.c.worker == t.episodes.c.worker,
+                    t.muscle_actions.c.episode == t.episodes.c.episode,
+                    t.muscle_actions.c.done.is_(True),
                 ),
             )
-            .where(Episode.experiment_run_phase_id == phase_id)
-            .group_by(Episode.id)
+            .where(t.episodes.c.experiment_run_phase_id == phase_id)
+            .group_by(t.episodes.c.id)
         ).all()
     )
     return [

@@ -42,26 +42,11 @@ from palaestra.core.errors import (
     StoreError,
     did_you_mean,
 )
+from palaestra.store import tables as t
 from palaestra.store.completed import completed_episodes
 from palaestra.store.engine import make_engine, mask_uri
-from palaestra.store.models import (
-    Agent,
-    BrainState,
-    CodeReload,
-    Environment,
-    Episode,
-    Experiment,
-    ExperimentRun,
-    ExperimentRunInstance,
-    ExperimentRunPhase,
-    MuscleAction,
-    PluginRecord,
-    RecordingGap,
-    Statistic,
-    WorldState,
-    utcnow,
-)
 from palaestra.store.schema import require_readable
+from palaestra.store.tables import utcnow
 
 Row = dict[str, Any]
 StoreURI = str | Engine
@@ -78,8 +63,8 @@ EXPAND_PREFIXES = {
 }
 """The JSON columns :func:`expand` splits, and the prefix of the columns it makes."""
 
-_Instance = ExperimentRunInstance
-_Phase = ExperimentRunPhase
+_Instance = t.experiment_run_instances
+_Phase = t.experiment_run_phases
 
 
 @dataclass(frozen=True)
@@ -111,12 +96,12 @@ class Listing:
         chosen = select(*self.columns, *extra).select_from(self.model)
         owner = self.model
         if self.via is not None:
-            key = "agent_id" if self.via is Agent else "environment_id"
-            chosen = chosen.join(self.via, getattr(self.model, key) == self.via.id)
+            key = "agent_id" if self.via is t.agents else "environment_id"
+            chosen = chosen.join(self.via, self.model.c[key] == self.via.c.id)
             owner = self.via
         chosen = (
-            chosen.join(_Phase, owner.experiment_run_phase_id == _Phase.id)
-            .where(_Phase.experiment_run_instance_id == instance_id, *self.where)
+            chosen.join(_Phase, owner.c.experiment_run_phase_id == _Phase.c.id)
+            .where(_Phase.c.experiment_run_instance_id == instance_id, *self.where)
             .order_by(*self.order)
         )
         return _filtered(chosen, [(self.filters[name], value) for name, value in match.items()])
@@ -135,99 +120,107 @@ class Listing:
 
 def _of(model: Any, names: str) -> tuple[Any, ...]:
     """The columns of ``model`` named (space-separated)."""
-    return tuple(getattr(model, name) for name in names.split())
+    return tuple(model.c[name] for name in names.split())
 
 
-_PHASE: tuple[Any, ...] = (_Phase.index.label("phase"), _Phase.name.label("phase_name"))
-_PHASE_MODE: tuple[Any, ...] = (*_PHASE, _Phase.mode)
-_AGENT = Agent.name.label("agent")
-_ENVIRONMENT = Environment.uid.label("environment")
-_BY_PHASE = {"phase": _Phase, "mode": _Phase.mode}
+_PHASE: tuple[Any, ...] = (_Phase.c.index.label("phase"), _Phase.c.name.label("phase_name"))
+_PHASE_MODE: tuple[Any, ...] = (*_PHASE, _Phase.c.mode)
+_AGENT = t.agents.c.name.label("agent")
+_ENVIRONMENT = t.environments.c.uid.label("environment")
+_BY_PHASE = {"phase": _Phase, "mode": _Phase.c.mode}
 _STEP_FILTERS = ("source", "worker", "episode")
-_WHO = {"agent": Agent.name, "environment": Environment.uid}
+_WHO = {"agent": t.agents.c.name, "environment": t.environments.c.uid}
 
 AGENTS = Listing(
-    Agent,
-    (*_PHASE, _AGENT, *_of(Agent, "brain muscle objective config seeds loaded_from")),
-    order=(_Phase.index, Agent.id),
-    filters={"phase": _Phase, "agent": Agent.name},
+    t.agents,
+    (*_PHASE, _AGENT, *_of(t.agents, "brain muscle objective config seeds loaded_from")),
+    order=(_Phase.c.index, t.agents.c.id),
+    filters={"phase": _Phase, "agent": t.agents.c.name},
 )
 ENVIRONMENTS = Listing(
-    Environment,
-    (*_PHASE, _ENVIRONMENT, *_of(Environment, "name params seeds")),
-    order=(_Phase.index, Environment.id),
-    filters={"phase": _Phase, "environment": Environment.uid},
+    t.environments,
+    (*_PHASE, _ENVIRONMENT, *_of(t.environments, "name params seeds")),
+    order=(_Phase.c.index, t.environments.c.id),
+    filters={"phase": _Phase, "environment": t.environments.c.uid},
 )
 WORLD_STATES = Listing(
-    WorldState,
+    t.world_states,
     (
         *_PHASE_MODE,
         _ENVIRONMENT,
-        *_of(WorldState, "worker episode step sensors setpoints rewards done terminated"),
-        *_of(WorldState, "truncated late_by"),
+        *_of(t.world_states, "worker episode step sensors setpoints rewards done terminated"),
+        *_of(t.world_states, "truncated late_by"),
     ),
-    order=(_Phase.index, Environment.id, *_of(WorldState, "worker episode step id")),
-    filters=_BY_PHASE | _WHO | {"worker": WorldState.worker, "episode": WorldState.episode},
-    via=Environment,
+    order=(_Phase.c.index, t.environments.c.id, *_of(t.world_states, "worker episode step id")),
+    filters=_BY_PHASE
+    | _WHO
+    | {"worker": t.world_states.c.worker, "episode": t.world_states.c.episode},
+    via=t.environments,
 )
 LATENESS = Listing(
-    WorldState,
-    (*_PHASE_MODE, *_of(WorldState, "worker episode late_by")),
-    order=(_Phase.index,),
-    via=Environment,
-    where=(WorldState.late_by.is_not(None),),
+    t.world_states,
+    (*_PHASE_MODE, *_of(t.world_states, "worker episode late_by")),
+    order=(_Phase.c.index,),
+    via=t.environments,
+    where=(t.world_states.c.late_by.is_not(None),),
 )
 MUSCLE_ACTIONS = Listing(
-    MuscleAction,
+    t.muscle_actions,
     (
         *_PHASE_MODE,
         _AGENT,
-        *_of(MuscleAction, "worker episode step sensor_readings actuator_setpoints rewards"),
-        *_of(MuscleAction, "reward objective done terminated truncated stale_policy"),
+        *_of(t.muscle_actions, "worker episode step sensor_readings actuator_setpoints rewards"),
+        *_of(t.muscle_actions, "reward objective done terminated truncated stale_policy"),
     ),
-    order=(_Phase.index, Agent.id, *_of(MuscleAction, "worker episode step id")),
-    filters=_BY_PHASE | _WHO | {"worker": MuscleAction.worker, "episode": MuscleAction.episode},
-    via=Agent,
+    order=(_Phase.c.index, t.agents.c.id, *_of(t.muscle_actions, "worker episode step id")),
+    filters=_BY_PHASE
+    | _WHO
+    | {"worker": t.muscle_actions.c.worker, "episode": t.muscle_actions.c.episode},
+    via=t.agents,
 )
 EPISODES = Listing(
-    Episode,
+    t.episodes,
     (
         *_PHASE_MODE,
-        *_of(Episode, "worker episode started_at ended_at steps terminated truncated rewards"),
+        *_of(t.episodes, "worker episode started_at ended_at steps terminated truncated rewards"),
     ),
-    order=(Episode.started_at, _Phase.index, Episode.worker, Episode.episode),
-    filters=_BY_PHASE | {"worker": Episode.worker},
+    order=(t.episodes.c.started_at, _Phase.c.index, t.episodes.c.worker, t.episodes.c.episode),
+    filters=_BY_PHASE | {"worker": t.episodes.c.worker},
 )
 BRAIN_STATES = Listing(
-    BrainState,
-    (BrainState.id, *_PHASE, _AGENT, *_of(BrainState, "tag path created_at")),
-    order=(_Phase.index, Agent.id, BrainState.id),
-    filters={"phase": _Phase, "agent": Agent.name},
-    via=Agent,
+    t.brain_states,
+    (t.brain_states.c.id, *_PHASE, _AGENT, *_of(t.brain_states, "tag path created_at")),
+    order=(_Phase.c.index, t.agents.c.id, t.brain_states.c.id),
+    filters={"phase": _Phase, "agent": t.agents.c.name},
+    via=t.agents,
 )
 STATISTICS = Listing(
-    Statistic,
-    (*_PHASE_MODE, _AGENT, *_of(Statistic, "source worker episode step statistics")),
-    order=(_Phase.index, Agent.id, *_of(Statistic, "source worker episode step id")),
-    filters=_BY_PHASE | _WHO | {name: getattr(Statistic, name) for name in _STEP_FILTERS},
-    via=Agent,
+    t.statistics,
+    (*_PHASE_MODE, _AGENT, *_of(t.statistics, "source worker episode step statistics")),
+    order=(_Phase.c.index, t.agents.c.id, *_of(t.statistics, "source worker episode step id")),
+    filters=_BY_PHASE | _WHO | {name: t.statistics.c[name] for name in _STEP_FILTERS},
+    via=t.agents,
 )
 PLUGIN_RECORDS = Listing(
-    PluginRecord,
-    (*_PHASE_MODE, *_of(PluginRecord, "source worker episode step key value")),
-    order=(_Phase.index, *_of(PluginRecord, "source worker episode id")),
-    filters={"phase": _Phase} | {n: getattr(PluginRecord, n) for n in (*_STEP_FILTERS, "key")},
+    t.plugin_records,
+    (*_PHASE_MODE, *_of(t.plugin_records, "source worker episode step key value")),
+    order=(_Phase.c.index, *_of(t.plugin_records, "source worker episode id")),
+    filters={"phase": _Phase} | {n: t.plugin_records.c[n] for n in (*_STEP_FILTERS, "key")},
 )
 RECORDING_GAPS = Listing(
-    RecordingGap,
-    (*_PHASE_MODE, *_of(RecordingGap, "worker from_episode from_step to_episode to_step")),
-    order=(_Phase.index, RecordingGap.worker, RecordingGap.id),
+    t.recording_gaps,
+    (*_PHASE_MODE, *_of(t.recording_gaps, "worker from_episode from_step to_episode to_step")),
+    order=(_Phase.c.index, t.recording_gaps.c.worker, t.recording_gaps.c.id),
 )
 CODE_RELOADS = Listing(
-    CodeReload,
-    (*_PHASE_MODE, *_of(CodeReload, "source worker episode step module path ok error at")),
-    order=(_Phase.index, CodeReload.at, CodeReload.id),
-    filters={"phase": _Phase, "source": CodeReload.source, "worker": CodeReload.worker},
+    t.code_reloads,
+    (*_PHASE_MODE, *_of(t.code_reloads, "source worker episode step module path ok error at")),
+    order=(_Phase.c.index, t.code_reloads.c.at, t.code_reloads.c.id),
+    filters={
+        "phase": _Phase,
+        "source": t.code_reloads.c.source,
+        "worker": t.code_reloads.c.worker,
+    },
 )
 
 
@@ -282,16 +275,16 @@ def experiments(*, store_uri: StoreURI | None = None) -> Rows:
     """
     statement = (
         select(
-            Experiment.uid.label("experiment_uid"),
-            Experiment.created_at,
-            func.count(func.distinct(ExperimentRun.id)).label("runs"),
-            func.count(_Instance.id).label("instances"),
+            t.experiments.c.uid.label("experiment_uid"),
+            t.experiments.c.created_at,
+            func.count(func.distinct(t.experiment_runs.c.id)).label("runs"),
+            func.count(_Instance.c.id).label("instances"),
         )
-        .select_from(Experiment)
-        .outerjoin(ExperimentRun, ExperimentRun.experiment_id == Experiment.id)
-        .outerjoin(_Instance, _Instance.experiment_run_id == ExperimentRun.id)
-        .group_by(Experiment.id, Experiment.uid, Experiment.created_at)
-        .order_by(Experiment.id)
+        .select_from(t.experiments)
+        .outerjoin(t.experiment_runs, t.experiment_runs.c.experiment_id == t.experiments.c.id)
+        .outerjoin(_Instance, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
+        .group_by(t.experiments.c.id, t.experiments.c.uid, t.experiments.c.created_at)
+        .order_by(t.experiments.c.id)
     )
     with _connection(store_uri) as connection:
         return _rows(connection.execute(statement))
@@ -313,34 +306,36 @@ def runs(
         many started), ``episodes`` (the sum over those phases of episodes × workers),
         ``palaestra_version`` and ``code_revision``.
     """
-    of_instance = _Phase.experiment_run_instance_id == _Instance.id
-    phase_count = select(func.count(_Phase.id)).where(of_instance).scalar_subquery()
+    of_instance = _Phase.c.experiment_run_instance_id == _Instance.c.id
+    phase_count = select(func.count(_Phase.c.id)).where(of_instance).scalar_subquery()
     episode_sum = (
-        select(func.coalesce(func.sum(_Phase.episodes * _Phase.workers), 0))
+        select(func.coalesce(func.sum(_Phase.c.episodes * _Phase.c.workers), 0))
         .where(of_instance)
         .scalar_subquery()
     )
     statement = (
         select(
-            ExperimentRun.uid.label("run_uid"),
-            Experiment.uid.label("experiment_uid"),
-            _Instance.uid.label("instance_uid"),
-            _Instance.status,
-            _Instance.reason,
-            _Instance.started_at,
-            _Instance.finished_at,
+            t.experiment_runs.c.uid.label("run_uid"),
+            t.experiments.c.uid.label("experiment_uid"),
+            _Instance.c.uid.label("instance_uid"),
+            _Instance.c.status,
+            _Instance.c.reason,
+            _Instance.c.started_at,
+            _Instance.c.finished_at,
             phase_count.label("phases"),
             episode_sum.label("episodes"),
-            _Instance.palaestra_version,
-            _Instance.code_revision,
-            _Instance.heartbeat_at,
+            _Instance.c.palaestra_version,
+            _Instance.c.code_revision,
+            _Instance.c.heartbeat_at,
         )
         .select_from(_Instance)
-        .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
-        .join(Experiment, ExperimentRun.experiment_id == Experiment.id)
-        .order_by(_Instance.id)
+        .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
+        .join(t.experiments, t.experiment_runs.c.experiment_id == t.experiments.c.id)
+        .order_by(_Instance.c.id)
     )
-    statement = _filtered(statement, [(Experiment.uid, experiment), (ExperimentRun.uid, run)])
+    statement = _filtered(
+        statement, [(t.experiments.c.uid, experiment), (t.experiment_runs.c.uid, run)]
+    )
     with _connection(store_uri) as connection:
         found = _rows(connection.execute(statement))
     now = utcnow()
@@ -372,15 +367,15 @@ def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:
     """
     statement = (
         select(
-            ExperimentRun.uid.label("run_uid"),
-            Experiment.uid.label("experiment_uid"),
-            ExperimentRun.file,
-            ExperimentRun.seed,
-            ExperimentRun.overrides,
-            ExperimentRun.document,
+            t.experiment_runs.c.uid.label("run_uid"),
+            t.experiments.c.uid.label("experiment_uid"),
+            t.experiment_runs.c.file,
+            t.experiment_runs.c.seed,
+            t.experiment_runs.c.overrides,
+            t.experiment_runs.c.document,
         )
-        .join(Experiment, ExperimentRun.experiment_id == Experiment.id)
-        .where(ExperimentRun.uid == run)
+        .join(t.experiments, t.experiment_runs.c.experiment_id == t.experiments.c.id)
+        .where(t.experiment_runs.c.uid == run)
     )
     with _connection(store_uri) as connection:
         found = _rows(connection.execute(statement))
@@ -403,18 +398,18 @@ def phases(run: str, *, store_uri: StoreURI | None = None, instance: str | None 
     def statement(instance_id: int) -> Select[Any]:
         return (
             select(
-                _Phase.index.label("phase"),
-                _Phase.name,
-                _Phase.mode,
-                _Phase.workers,
-                _Phase.episodes,
-                _Phase.status,
-                _Phase.started_at,
-                _Phase.finished_at,
-                _Phase.config,
+                _Phase.c.index.label("phase"),
+                _Phase.c.name,
+                _Phase.c.mode,
+                _Phase.c.workers,
+                _Phase.c.episodes,
+                _Phase.c.status,
+                _Phase.c.started_at,
+                _Phase.c.finished_at,
+                _Phase.c.config,
             )
-            .where(_Phase.experiment_run_instance_id == instance_id)
-            .order_by(_Phase.index)
+            .where(_Phase.c.experiment_run_instance_id == instance_id)
+            .order_by(_Phase.c.index)
         )
 
     return _with_durations(_fetch_run(store_uri, run, instance, statement))
@@ -431,34 +426,36 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
         ``instance_uid``, ``phase`` (the index) and ``done``, for phases with any episode.
     """
     with_episodes = (
-        select(_Instance.uid.label("instance_uid"), _Phase.index.label("phase"))
-        .add_columns(func.count(Episode.id).label("done"))
-        .select_from(Episode)
-        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
+        select(_Instance.c.uid.label("instance_uid"), _Phase.c.index.label("phase"))
+        .add_columns(func.count(t.episodes.c.id).label("done"))
+        .select_from(t.episodes)
+        .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
     )
     acted = (
-        select(Agent.experiment_run_phase_id.label("phase_id"), MuscleAction.worker)
-        .add_columns(MuscleAction.episode)
-        .join(Agent, MuscleAction.agent_id == Agent.id)
-        .where(~Agent.experiment_run_phase_id.in_(select(Episode.experiment_run_phase_id)))
+        select(t.agents.c.experiment_run_phase_id.label("phase_id"), t.muscle_actions.c.worker)
+        .add_columns(t.muscle_actions.c.episode)
+        .join(t.agents, t.muscle_actions.c.agent_id == t.agents.c.id)
+        .where(
+            ~t.agents.c.experiment_run_phase_id.in_(select(t.episodes.c.experiment_run_phase_id))
+        )
         .distinct()
         .subquery()
     )
     with_actions = (
-        select(_Instance.uid.label("instance_uid"), _Phase.index.label("phase"))
+        select(_Instance.c.uid.label("instance_uid"), _Phase.c.index.label("phase"))
         .add_columns(func.count().label("done"))
         .select_from(acted)
-        .join(_Phase, acted.c.phase_id == _Phase.id)
+        .join(_Phase, acted.c.phase_id == _Phase.c.id)
     )
     found = Rows(columns=("instance_uid", "phase", "done"))
     with _connection(store_uri) as connection:
         for statement in (with_episodes, with_actions):
             statement = (
-                statement.join(_Instance, _Phase.experiment_run_instance_id == _Instance.id)
-                .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
-                .group_by(_Instance.uid, _Phase.index)
+                statement.join(_Instance, _Phase.c.experiment_run_instance_id == _Instance.c.id)
+                .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
+                .group_by(_Instance.c.uid, _Phase.c.index)
             )
-            statement = _filtered(statement, [(ExperimentRun.uid, run)])
+            statement = _filtered(statement, [(t.experiment_runs.c.uid, run)])
             found.extend(_rows(connection.execute(statement)))
     return found
 
@@ -669,7 +666,7 @@ def episode_rewards(
             summed: list[Row] = list(
                 _rows(
                     connection.execute(
-                        _summed_rewards(one, phase, agent, mode).where(_Phase.id.not_in(partial))
+                        _summed_rewards(one, phase, agent, mode).where(_Phase.c.id.not_in(partial))
                     )
                 )
             )
@@ -706,7 +703,7 @@ def _agent_ranks(found: list[Row]) -> list[Row]:
 
 
 def _finished(connection: Connection, instance_id: int) -> bool:
-    status = connection.scalar(select(_Instance.status).where(_Instance.id == instance_id))
+    status = connection.scalar(select(_Instance.c.status).where(_Instance.c.id == instance_id))
     return bool(status == "finished")
 
 
@@ -715,9 +712,9 @@ def _ended_episodes(connection: Connection, instance_id: int) -> set[tuple[int, 
     ``episodes`` row is in): what :func:`episodes_done` counts, in phases that have such
     rows."""
     found = connection.execute(
-        select(_Phase.index, Episode.worker, Episode.episode)
-        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
-        .where(_Phase.experiment_run_instance_id == instance_id)
+        select(_Phase.c.index, t.episodes.c.worker, t.episodes.c.episode)
+        .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id)
     )
     return {(index, worker, episode) for index, worker, episode in found}
 
@@ -725,7 +722,9 @@ def _ended_episodes(connection: Connection, instance_id: int) -> set[tuple[int, 
 def _partly_recorded(connection: Connection, instance_id: int) -> list[int]:
     """The ids of the instance's phases that did not record every step."""
     found = connection.execute(
-        select(_Phase.id, _Phase.config).where(_Phase.experiment_run_instance_id == instance_id)
+        select(_Phase.c.id, _Phase.c.config).where(
+            _Phase.c.experiment_run_instance_id == instance_id
+        )
     )
     return [row.id for row in found if (row.config or {}).get("record_every", 1) != 1]
 
@@ -737,29 +736,31 @@ def _summed_rewards(
         select(
             *_PHASE_MODE,
             _AGENT,
-            MuscleAction.worker,
-            MuscleAction.episode,
-            func.count(MuscleAction.id).label("steps"),
-            func.sum(MuscleAction.reward).label("reward"),
-            func.sum(MuscleAction.objective).label("objective"),
-            Agent.id.label("agent_order"),
+            t.muscle_actions.c.worker,
+            t.muscle_actions.c.episode,
+            func.count(t.muscle_actions.c.id).label("steps"),
+            func.sum(t.muscle_actions.c.reward).label("reward"),
+            func.sum(t.muscle_actions.c.objective).label("objective"),
+            t.agents.c.id.label("agent_order"),
         )
-        .select_from(MuscleAction)
-        .join(Agent, MuscleAction.agent_id == Agent.id)
-        .join(_Phase, Agent.experiment_run_phase_id == _Phase.id)
-        .where(_Phase.experiment_run_instance_id == instance_id)
+        .select_from(t.muscle_actions)
+        .join(t.agents, t.muscle_actions.c.agent_id == t.agents.c.id)
+        .join(_Phase, t.agents.c.experiment_run_phase_id == _Phase.c.id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id)
         .group_by(
-            _Phase.index,
-            _Phase.name,
-            _Phase.mode,
-            Agent.id,
-            Agent.name,
-            MuscleAction.worker,
-            MuscleAction.episode,
+            _Phase.c.index,
+            _Phase.c.name,
+            _Phase.c.mode,
+            t.agents.c.id,
+            t.agents.c.name,
+            t.muscle_actions.c.worker,
+            t.muscle_actions.c.episode,
         )
-        .order_by(_Phase.index, Agent.id, MuscleAction.worker, MuscleAction.episode)
+        .order_by(
+            _Phase.c.index, t.agents.c.id, t.muscle_actions.c.worker, t.muscle_actions.c.episode
+        )
     )
-    filters = [(_Phase, phase), (_Phase.mode, mode), (Agent.name, agent)]
+    filters = [(_Phase, phase), (_Phase.c.mode, mode), (t.agents.c.name, agent)]
     return _filtered(chosen, filters)
 
 
@@ -776,20 +777,20 @@ def _episode_reward_rows(
         select(
             *_PHASE_MODE,
             _AGENT,
-            Agent.id.label("agent_order"),
-            Episode.worker,
-            Episode.episode,
-            Episode.steps,
-            Episode.rewards,
+            t.agents.c.id.label("agent_order"),
+            t.episodes.c.worker,
+            t.episodes.c.episode,
+            t.episodes.c.steps,
+            t.episodes.c.rewards,
         )
-        .select_from(Episode)
-        .join(_Phase, Episode.experiment_run_phase_id == _Phase.id)
-        .join(Agent, Agent.experiment_run_phase_id == _Phase.id)
-        .where(_Phase.experiment_run_instance_id == instance_id, _Phase.id.in_(phase_ids))
+        .select_from(t.episodes)
+        .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
+        .join(t.agents, t.agents.c.experiment_run_phase_id == _Phase.c.id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id, _Phase.c.id.in_(phase_ids))
     )
     if not phase_ids:
         return []
-    filters = [(_Phase, phase), (_Phase.mode, mode), (Agent.name, agent)]
+    filters = [(_Phase, phase), (_Phase.c.mode, mode), (t.agents.c.name, agent)]
     found = _rows(connection.execute(_filtered(chosen, filters)))
     for row in found:
         row["reward"] = (row["rewards"] or {}).get(row["agent"])
@@ -816,7 +817,7 @@ def brain_states(
         ``tag``, ``path``, ``created_at`` and, with ``with_dump``, ``dump``.
     """
 
-    extra = (BrainState.dump,) if with_dump else ()
+    extra = (t.brain_states.c.dump,) if with_dump else ()
     return BRAIN_STATES.read(run, store_uri, instance, extra, phase=phase, agent=agent)
 
 
@@ -1065,16 +1066,16 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
         return {
             "run": run,
             "experiment": connection.scalar(
-                select(Experiment.uid).where(Experiment.id == experiment_id)
+                select(t.experiments.c.uid).where(t.experiments.c.id == experiment_id)
             ),
             "runs_of_experiment": connection.scalar(
-                select(func.count(ExperimentRun.id)).where(
-                    ExperimentRun.experiment_id == experiment_id
+                select(func.count(t.experiment_runs.c.id)).where(
+                    t.experiment_runs.c.experiment_id == experiment_id
                 )
             ),
             "running": connection.scalar(
-                select(func.count(_Instance.id)).where(
-                    _Instance.experiment_run_id == run_id, _Instance.status == "running"
+                select(func.count(_Instance.c.id)).where(
+                    _Instance.c.experiment_run_id == run_id, _Instance.c.status == "running"
                 )
             ),
             "still_running": still_running,
@@ -1108,12 +1109,14 @@ def delete_run(
             for table, model, condition in _run_parts(run_id)
         }
         deleted["experiment_runs"] = _deleted(
-            connection.execute(delete(ExperimentRun).where(ExperimentRun.id == run_id))
+            connection.execute(delete(t.experiment_runs).where(t.experiment_runs.c.id == run_id))
         )
-        others = select(ExperimentRun.id).where(ExperimentRun.experiment_id == experiment_id)
+        others = select(t.experiment_runs.c.id).where(
+            t.experiment_runs.c.experiment_id == experiment_id
+        )
         deleted["experiments"] = _deleted(
             connection.execute(
-                delete(Experiment).where(Experiment.id == experiment_id, ~others.exists())
+                delete(t.experiments).where(t.experiments.c.id == experiment_id, ~others.exists())
             )
         )
         return deleted
@@ -1121,25 +1124,33 @@ def delete_run(
 
 def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
     """Table name, model and the rows of the run, in an order that deletes children first."""
-    instances = select(_Instance.id).where(_Instance.experiment_run_id == run_id)
-    phase_ids = select(_Phase.id).where(_Phase.experiment_run_instance_id.in_(instances))
-    agent_ids = select(Agent.id).where(Agent.experiment_run_phase_id.in_(phase_ids))
-    environment_ids = select(Environment.id).where(
-        Environment.experiment_run_phase_id.in_(phase_ids)
+    instances = select(_Instance.c.id).where(_Instance.c.experiment_run_id == run_id)
+    phase_ids = select(_Phase.c.id).where(_Phase.c.experiment_run_instance_id.in_(instances))
+    agent_ids = select(t.agents.c.id).where(t.agents.c.experiment_run_phase_id.in_(phase_ids))
+    environment_ids = select(t.environments.c.id).where(
+        t.environments.c.experiment_run_phase_id.in_(phase_ids)
     )
     return [
-        ("brain_states", BrainState, BrainState.agent_id.in_(agent_ids)),
-        ("statistics", Statistic, Statistic.agent_id.in_(agent_ids)),
-        ("muscle_actions", MuscleAction, MuscleAction.agent_id.in_(agent_ids)),
-        ("episodes", Episode, Episode.experiment_run_phase_id.in_(phase_ids)),
-        ("plugin_records", PluginRecord, PluginRecord.experiment_run_phase_id.in_(phase_ids)),
-        ("recording_gaps", RecordingGap, RecordingGap.experiment_run_phase_id.in_(phase_ids)),
-        ("code_reloads", CodeReload, CodeReload.experiment_run_phase_id.in_(phase_ids)),
-        ("world_states", WorldState, WorldState.environment_id.in_(environment_ids)),
-        ("agents", Agent, Agent.experiment_run_phase_id.in_(phase_ids)),
-        ("environments", Environment, Environment.experiment_run_phase_id.in_(phase_ids)),
-        ("experiment_run_phases", _Phase, _Phase.experiment_run_instance_id.in_(instances)),
-        ("experiment_run_instances", _Instance, _Instance.experiment_run_id == run_id),
+        ("brain_states", t.brain_states, t.brain_states.c.agent_id.in_(agent_ids)),
+        ("statistics", t.statistics, t.statistics.c.agent_id.in_(agent_ids)),
+        ("muscle_actions", t.muscle_actions, t.muscle_actions.c.agent_id.in_(agent_ids)),
+        ("episodes", t.episodes, t.episodes.c.experiment_run_phase_id.in_(phase_ids)),
+        (
+            "plugin_records",
+            t.plugin_records,
+            t.plugin_records.c.experiment_run_phase_id.in_(phase_ids),
+        ),
+        (
+            "recording_gaps",
+            t.recording_gaps,
+            t.recording_gaps.c.experiment_run_phase_id.in_(phase_ids),
+        ),
+        ("code_reloads", t.code_reloads, t.code_reloads.c.experiment_run_phase_id.in_(phase_ids)),
+        ("world_states", t.world_states, t.world_states.c.environment_id.in_(environment_ids)),
+        ("agents", t.agents, t.agents.c.experiment_run_phase_id.in_(phase_ids)),
+        ("environments", t.environments, t.environments.c.experiment_run_phase_id.in_(phase_ids)),
+        ("experiment_run_phases", _Phase, _Phase.c.experiment_run_instance_id.in_(instances)),
+        ("experiment_run_instances", _Instance, _Instance.c.experiment_run_id == run_id),
     ]
 
 
@@ -1151,9 +1162,9 @@ def _still_running(connection: Connection, run: str, run_id: int) -> str | None:
     """Why ``run`` must not be deleted (its newest instance is running, where and since when),
     or None."""
     newest = connection.execute(
-        select(_Instance.uid, _Instance.status, _Instance.host, _Instance.started_at)
-        .where(_Instance.experiment_run_id == run_id)
-        .order_by(_Instance.id.desc())
+        select(_Instance.c.uid, _Instance.c.status, _Instance.c.host, _Instance.c.started_at)
+        .where(_Instance.c.experiment_run_id == run_id)
+        .order_by(_Instance.c.id.desc())
         .limit(1)
     ).first()
     if newest is None or newest.status != "running":
@@ -1169,7 +1180,9 @@ def _still_running(connection: Connection, run: str, run_id: int) -> str | None:
 
 def _run_ids(connection: Connection, run: str) -> tuple[int, int]:
     found = connection.execute(
-        select(ExperimentRun.id, ExperimentRun.experiment_id).where(ExperimentRun.uid == run)
+        select(t.experiment_runs.c.id, t.experiment_runs.c.experiment_id).where(
+            t.experiment_runs.c.uid == run
+        )
     ).first()
     if found is None:
         raise UnknownRunError(_unknown_run(connection, run))
@@ -1201,8 +1214,8 @@ def _phase_match(value: Match) -> ColumnElement[bool]:
     values = _values(value)
     indexes = [v for v in values if isinstance(v, int)]
     names = [v for v in values if isinstance(v, str)]
-    conditions = [_match(_Phase.index, indexes)] if indexes else []
-    conditions += [_match(_Phase.name, names)] if names else []
+    conditions = [_match(_Phase.c.index, indexes)] if indexes else []
+    conditions += [_match(_Phase.c.name, names)] if names else []
     return conditions[0] if len(conditions) == 1 else or_(*conditions)
 
 
@@ -1266,7 +1279,7 @@ def _chain(connection: Connection, instance_id: int) -> list[int]:
     chain = [instance_id]
     while True:
         earlier = connection.scalar(
-            select(_Instance.resumed_from_id).where(_Instance.id == chain[0])
+            select(_Instance.c.resumed_from_id).where(_Instance.c.id == chain[0])
         )
         if earlier is None or earlier in chain:
             return chain
@@ -1305,9 +1318,9 @@ def _chain_rows(
 def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]:
     """Where a resumed instance started: its first phase's index and first episode."""
     first = connection.execute(
-        select(_Phase.index.label("number"), _Phase.config)
-        .where(_Phase.experiment_run_instance_id == instance_id)
-        .order_by(_Phase.index)
+        select(_Phase.c.index.label("number"), _Phase.c.config)
+        .where(_Phase.c.experiment_run_instance_id == instance_id)
+        .order_by(_Phase.c.index)
         .limit(1)
     ).one_or_none()
     if first is None:  # it recorded no phase: it replaces nothing
@@ -1343,10 +1356,10 @@ def _instance_id(connection: Connection, run: str, instance: str | None) -> int:
         UnknownRunError: No such run, or the run has no such instance.
     """
     found = connection.execute(
-        select(_Instance.id, _Instance.uid)
-        .join(ExperimentRun, _Instance.experiment_run_id == ExperimentRun.id)
-        .where(ExperimentRun.uid == run)
-        .order_by(_Instance.id)
+        select(_Instance.c.id, _Instance.c.uid)
+        .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
+        .where(t.experiment_runs.c.uid == run)
+        .order_by(_Instance.c.id)
     ).all()
     if not found:
         raise UnknownRunError(_unknown_run(connection, run))
@@ -1362,7 +1375,9 @@ def _instance_id(connection: Connection, run: str, instance: str | None) -> int:
 def _unknown_run(connection: Connection, run: str) -> str:
     """A message naming the run asked for and a few the store has (newest first)."""
     store = connection.engine.url.render_as_string(hide_password=True)
-    known = list(connection.scalars(select(ExperimentRun.uid).order_by(ExperimentRun.id.desc())))
+    known = list(
+        connection.scalars(select(t.experiment_runs.c.uid).order_by(t.experiment_runs.c.id.desc()))
+    )
     if not known:
         return f"no run '{run}' in the store {store}: it has no runs"
     shown = ", ".join(known[:KNOWN_RUNS_SHOWN])

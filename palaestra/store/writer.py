@@ -33,7 +33,7 @@ from palaestra.core.supervision.hotloop import GC_THRESHOLDS
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import QUEUE_MESSAGES
 from palaestra.store import schema
-from palaestra.store.bulk import TABLES, insert_rows
+from palaestra.store.bulk import TABLES, insert_one, insert_rows
 from palaestra.store.direct import mark_run_end
 from palaestra.store.engine import make_engine, mask_uri
 from palaestra.store.recording_rows import mark_gap
@@ -395,7 +395,7 @@ class StoreWriter(Component):
             experiment_id = _experiment(connection, message.experiment_uid)
             run_id = _run(connection, experiment_id, message)
             now = utcnow()
-            instance_id = _insert(
+            instance_id = insert_one(
                 connection,
                 experiment_run_instances,
                 uid=message.instance_uid,
@@ -418,7 +418,7 @@ class StoreWriter(Component):
     def handle_phase_start(self, message: m.StorePhaseStart) -> m.StoreIds:
         """Record a running phase with its environments and agents."""
         with self._transaction("recording a phase") as connection:
-            phase_id = _insert(
+            phase_id = insert_one(
                 connection,
                 experiment_run_phases,
                 experiment_run_instance_id=message.instance_id,
@@ -433,7 +433,7 @@ class StoreWriter(Component):
             )
             ids = {"phase": phase_id}
             for env in message.environments:
-                ids[f"environment:{env.uid}"] = _insert(
+                ids[f"environment:{env.uid}"] = insert_one(
                     connection,
                     environments,
                     experiment_run_phase_id=phase_id,
@@ -443,7 +443,7 @@ class StoreWriter(Component):
                     seeds=list(env.seeds),
                 )
             for agent in message.agents:
-                ids[f"agent:{agent.name}"] = _insert(
+                ids[f"agent:{agent.name}"] = insert_one(
                     connection,
                     agents,
                     experiment_run_phase_id=phase_id,
@@ -581,18 +581,13 @@ def store_advice(cause: BaseException) -> str:
     return "See that the store works (its server, its disk), or give the run another store_uri."
 
 
-def _insert(connection: Connection, table: Table, **values: Any) -> int:
-    """Insert one row of ``values`` into ``table``; its id."""
-    key = connection.execute(table.insert().values(**values)).inserted_primary_key
-    assert key is not None  # (a single-row insert has one)
-    return int(key[0])
-
-
 def _experiment(connection: Connection, uid: str) -> int:
     """The id of the experiment ``uid``, created if it is new."""
     found = connection.scalar(select(experiments.c.id).where(experiments.c.uid == uid))
     return (
-        _insert(connection, experiments, uid=uid, created_at=utcnow()) if found is None else found
+        insert_one(connection, experiments, uid=uid, created_at=utcnow())
+        if found is None
+        else found
     )
 
 
@@ -602,7 +597,7 @@ def _run(connection: Connection, experiment_id: int, message: m.StoreRunStart) -
     runs = experiment_runs
     found = connection.scalar(select(runs.c.id).where(runs.c.uid == message.run_uid))
     if found is None:
-        return _insert(
+        return insert_one(
             connection,
             runs,
             uid=message.run_uid,

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from palaestra import __version__
 from palaestra.cli.main import cli
-from palaestra.store.models import Base
+from palaestra.store.tables import metadata as METADATA
 from tests.conftest import cli_runner
 
 REPO = Path(__file__).parents[2]
@@ -309,7 +309,7 @@ def test_database_create_makes_the_tables(tmp_path: Path) -> None:
     result = invoke(["database-create"], env={"PALAESTRA_STORE_URI": uri})
     assert result.exit_code == 0, result.output
     assert result.output == f"Store ready: {uri}\n"
-    expected = set(Base.metadata.tables)
+    expected = set(METADATA.tables)
     assert {"experiments", "experiment_runs", "world_states", "brain_states"} <= expected
     assert sqlite_tables(store) >= expected
     # again: the existing tables are kept
@@ -324,7 +324,7 @@ def test_database_create_with_the_store_from_a_config_file(tmp_path: Path) -> No
         Path("rt.yaml").write_text("store_uri: sqlite:///configured.db\n")
         result = r.invoke(cli, ["-c", "rt.yaml", "database-create"])
         assert result.exit_code == 0, result.output
-        assert sqlite_tables(Path(cwd) / "configured.db") >= set(Base.metadata.tables)
+        assert sqlite_tables(Path(cwd) / "configured.db") >= set(METADATA.tables)
 
 
 @pytest.mark.parametrize("command", ["experiment-list", "list"])

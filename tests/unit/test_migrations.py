@@ -22,7 +22,7 @@ from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
 from palaestra.core.wire import messages as m
 from palaestra.store import schema
 from palaestra.store.engine import make_engine
-from palaestra.store.models import Base
+from palaestra.store.tables import metadata as METADATA
 from palaestra.store.writer import StoreWriter
 
 OLD = "0001_initial"
@@ -77,7 +77,7 @@ def differences(engine: Engine) -> list[Any]:
         context = MigrationContext.configure(
             connection, opts={"version_table": schema.VERSION_TABLE}
         )
-        return compare_metadata(context, Base.metadata)
+        return compare_metadata(context, METADATA)
 
 
 def changes(engine: Engine) -> list[tuple[str, str, str]]:
@@ -547,7 +547,7 @@ def test_migrate_stamps_a_store_without_a_revision_made_by_the_models(
 ) -> None:
     """Stores created before revisions were recorded, but already with the current tables:
     stamped with the oldest revision of these columns (the newest: it adds a table)."""
-    Base.metadata.create_all(sqlite_engine)
+    METADATA.create_all(sqlite_engine)
 
     assert schema.migrate(sqlite_engine) == (schema.HEAD, schema.HEAD)
     assert schema.current_revision(sqlite_engine) == schema.HEAD

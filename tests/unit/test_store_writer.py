@@ -825,16 +825,28 @@ def test_sigterm_leaves_a_writer_recording_a_run_to_the_executor(writer: StoreWr
     assert writer.state is State.RUNNING
 
 
-def test_the_writer_imports_no_orm() -> None:
-    """Every run waits at its start for its writer's imports: SQLAlchemy's ORM and the models'
-    declarative classes (about 0.13 s) stay out of it (palaestra/store/tables.py)."""
+@pytest.mark.parametrize(
+    ("modules", "kept_out"),
+    [
+        ("palaestra.store.writer", ("sqlalchemy.orm", "palaestra.store.rows", "alembic")),
+        (
+            "palaestra.store.rows, palaestra.replay.copy, palaestra.experiment.resume, "
+            "palaestra.report.palaestrai_steps",
+            ("sqlalchemy.orm",),
+        ),
+    ],
+    ids=["writer", "readers"],
+)
+def test_the_store_is_used_without_the_orm(modules: str, kept_out: tuple[str, ...]) -> None:
+    """Every run waits at its start for its writer's imports, every reading command for its
+    reader's: SQLAlchemy's ORM (about 0.13 s with declarative classes) stays out of both (the
+    schema is palaestra/store/tables.py), and the readers and alembic out of the writer."""
     found = subprocess.run(
         [
             sys.executable,
             "-c",
-            "import sys, palaestra.store.writer; "
-            "print(sorted(m for m in sys.modules if m.startswith('sqlalchemy.orm') "
-            "or m in ('palaestra.store.models', 'palaestra.store.rows', 'alembic')))",
+            f"import sys, {modules}; "
+            f"print(sorted(m for m in sys.modules if m.startswith({kept_out!r})))",
         ],
         capture_output=True,
         text=True,
