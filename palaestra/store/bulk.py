@@ -56,7 +56,7 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[tuple[Any, 
 
 @functools.cache
 def _time_columns(name: str) -> frozenset[int]:
-    """Where in ``name``'s :data:`COLUMNS` the times are (the model's DateTime columns)."""
+    """Where in ``name``'s :data:`COLUMNS` the times are (the table's DateTime columns)."""
     table = TABLES[name]
     return frozenset(
         i

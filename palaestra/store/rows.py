@@ -72,7 +72,7 @@ class Listing:
     """How the rows of one table of a run are read: one description per table, one reader.
 
     Args:
-        model: The table's model.
+        model: The table.
         columns: What is selected, in the order of the rows' columns.
         order: The rows' order (phase, the agent or environment in the run's order, worker,
             episode, step).
@@ -1123,7 +1123,7 @@ def delete_run(
 
 
 def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
-    """Table name, model and the rows of the run, in an order that deletes children first."""
+    """Table name, table and the rows of the run, in an order that deletes children first."""
     instances = select(_Instance.c.id).where(_Instance.c.experiment_run_id == run_id)
     phase_ids = select(_Phase.c.id).where(_Phase.c.experiment_run_instance_id.in_(instances))
     agent_ids = select(t.agents.c.id).where(t.agents.c.experiment_run_phase_id.in_(phase_ids))

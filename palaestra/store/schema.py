@@ -2,7 +2,7 @@
 
 A store's schema revision is recorded by alembic in the table ``palaestra_alembic_version``;
 the revisions are the hand-written scripts in ``palaestra/store/migrations/versions``. A new
-store is created from the models at once and stamped with the head revision; an older store is
+store is created from the tables at once and stamped with the head revision; an older store is
 only ever changed by :func:`migrate` (``palaestra database-migrate``), never behind the user's
 back. Creating and migrating hold a lock on the store (SQLite: ``BEGIN IMMEDIATE``,
 PostgreSQL: a transaction-level advisory lock), so concurrent runs on a new store are safe.
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 HEAD = "0008_live_simulators"
-"""The schema revision of this palaestra's models."""
+"""The schema revision of this palaestra's tables (:mod:`palaestra.store.tables`)."""
 VERSION_TABLE = "palaestra_alembic_version"
 """The table in which alembic records the store's revision."""
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -101,7 +101,7 @@ def require_readable(engine: Engine) -> None:
 
 
 def create(engine: Engine) -> bool:
-    """Create the schema of an empty store from the models and stamp it with :data:`HEAD`.
+    """Create the schema of an empty store from the tables and stamp it with :data:`HEAD`.
 
     Returns:
         True if the schema was created, False if the store already was at :data:`HEAD`.
@@ -186,7 +186,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def _create_tables(connection: Connection) -> None:
-    """Create every table of the models at once (faster than running each revision)."""
+    """Create every table at once (faster than running each revision)."""
     METADATA.create_all(connection)
     _VERSIONS.create(connection)
     connection.execute(insert(_VERSIONS).values(version_num=HEAD))  # what `alembic stamp` does

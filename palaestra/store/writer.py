@@ -519,7 +519,7 @@ class StoreWriter(Component):
     @on(m.StoreFindReplay)
     def handle_find_replay(self, message: m.StoreFindReplay) -> m.StoreReplay:
         """The recorded steps an agent's ``replay`` names (see :mod:`.replay_source`; it reads
-        them as the store's readers do, through the ORM, imported here for a replay only)."""
+        them with the store's readers, imported here for a replay only)."""
         from palaestra.store.replay_source import find_replay
 
         self.flush()
@@ -595,7 +595,9 @@ def _run(connection: Connection, experiment_id: int, message: m.StoreRunStart) -
     """The id of the run ``message`` starts: created if it is new, else given its document and
     overrides."""
     runs = experiment_runs
-    found = connection.scalar(select(runs.c.id).where(runs.c.uid == message.run_uid))
+    found = connection.execute(
+        select(runs.c.id, runs.c.document, runs.c.overrides).where(runs.c.uid == message.run_uid)
+    ).first()
     if found is None:
         return insert_one(
             connection,
@@ -608,12 +610,13 @@ def _run(connection: Connection, experiment_id: int, message: m.StoreRunStart) -
             created_at=utcnow(),
             overrides=message.overrides,
         )
-    connection.execute(
-        update(runs)
-        .where(runs.c.id == found)
-        .values(document=message.document, overrides=message.overrides)
-    )
-    return int(found)
+    if (found.document, found.overrides) != (message.document, message.overrides):
+        connection.execute(  # (only then: an UPDATE locks the run's row on PostgreSQL)
+            update(runs)
+            .where(runs.c.id == found.id)
+            .values(document=message.document, overrides=message.overrides)
+        )
+    return int(found.id)
 
 
 def _newest_agent(run_uid: str, agent: str, phase: int) -> Select[Any]:

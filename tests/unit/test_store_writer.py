@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import zmq
 import zmq.asyncio
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from palaestra.core.description.name_rules import path_part
 from palaestra.core.errors import EXIT_STORE_UNUSABLE, StoreError
@@ -171,6 +171,25 @@ def test_run_start_again_keeps_run_and_updates_its_document(writer: StoreWriter)
     assert second["run"] == first["run"]
     assert second["instance"] != first["instance"]
     assert select_all(writer, "SELECT document, seed FROM experiment_runs") == [("new", 42)]
+
+
+def test_run_start_again_writes_the_run_only_when_it_changed(writer: StoreWriter) -> None:
+    """(An UPDATE locks the run's row on PostgreSQL: instances of one run starting together
+    would wait for each other.)"""
+    statements: list[str] = []
+
+    def seen(_c: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    run(writer.dispatch(run_start("i-1", document="same")))
+    assert writer.engine is not None
+    event.listen(writer.engine, "before_cursor_execute", seen)
+    run(writer.dispatch(run_start("i-2", document="same")))
+    assert not [s for s in statements if s.startswith("UPDATE experiment_runs")]
+    run(writer.dispatch(run_start("i-3", document="changed")))
+    assert [s for s in statements if s.startswith("UPDATE experiment_runs")]
+    event.remove(writer.engine, "before_cursor_execute", seen)
+    assert select_all(writer, "SELECT document FROM experiment_runs") == [("changed",)]
 
 
 def test_phase_start_records_environments_and_agents(writer: StoreWriter) -> None:
@@ -596,8 +615,6 @@ def test_a_failing_reader_fails_a_waiting_flush(writer: StoreWriter) -> None:
 
 def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_uri: str) -> None:
     """SQLite's ``max_page_count`` makes the file full (SQLITE_FULL, as a full disk does)."""
-    from sqlalchemy import event
-
     ids = start(writer)
     assert writer.engine is not None
     pages = select_all(writer, "PRAGMA page_count")[0][0]
