@@ -123,12 +123,7 @@ def plan_resume(
 def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None) -> Any:
     """The instance row (newest, or the one named)."""
     found = connection.execute(
-        select(
-            t.experiment_run_instances.c.id,
-            t.experiment_run_instances.c.uid,
-            t.experiment_run_instances.c.status,
-            t.experiment_run_instances.c.heartbeat_at,
-        )
+        select(*t.experiment_run_instances.c["id", "uid", "status", "heartbeat_at"])
         .where(t.experiment_run_instances.c.experiment_run_id == run_id)
         .order_by(t.experiment_run_instances.c.id)
     ).all()
@@ -150,10 +145,7 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
         select(
             t.experiment_run_phases.c.id,
             t.experiment_run_phases.c.index.label("number"),
-            t.experiment_run_phases.c.status,
-            t.experiment_run_phases.c.workers,
-            t.experiment_run_phases.c.episodes,
-            t.experiment_run_phases.c.config,
+            *t.experiment_run_phases.c["status", "workers", "episodes", "config"],
         )
         .where(t.experiment_run_phases.c.experiment_run_instance_id == instance_id)
         .order_by(t.experiment_run_phases.c.index.desc())

@@ -228,12 +228,7 @@ def _export_run(source: Engine, sink: Engine, shown: str, record: Record) -> Exp
             document_json=None if document is None else {"user": None, **document},
         )
         instances = src.execute(
-            select(
-                t.experiment_run_instances.c.id,
-                t.experiment_run_instances.c.uid,
-                t.experiment_run_instances.c.status,
-                t.experiment_run_instances.c.started_at,
-            )
+            select(*t.experiment_run_instances.c["id", "uid", "status", "started_at"])
             .join(
                 t.experiment_runs,
                 t.experiment_run_instances.c.experiment_run_id == t.experiment_runs.c.id,
@@ -342,14 +337,9 @@ def _export_instance(
     )
     phases = src.execute(
         select(
-            t.experiment_run_phases.c.id,
-            t.experiment_run_phases.c.index,
-            t.experiment_run_phases.c.name,
-            t.experiment_run_phases.c.mode,
-            t.experiment_run_phases.c.workers,
-            t.experiment_run_phases.c.config,
-            t.experiment_run_phases.c.started_at,
-            t.experiment_run_phases.c.finished_at,
+            *t.experiment_run_phases.c[
+                "id", "index", "name", "mode", "workers", "config", "started_at", "finished_at"
+            ]
         )
         .where(t.experiment_run_phases.c.experiment_run_instance_id == instance.id)
         .order_by(t.experiment_run_phases.c.index)

@@ -180,12 +180,9 @@ def _episode_ends(src: Connection, phase: AnyRow, time: Time) -> Callable[[int, 
     ends = {
         (worker, episode): time(ended or started)
         for worker, episode, started, ended in src.execute(
-            select(
-                t.episodes.c.worker,
-                t.episodes.c.episode,
-                t.episodes.c.started_at,
-                t.episodes.c.ended_at,
-            ).where(t.episodes.c.experiment_run_phase_id == phase.id)
+            select(*t.episodes.c["worker", "episode", "started_at", "ended_at"]).where(
+                t.episodes.c.experiment_run_phase_id == phase.id
+            )
         )
     }
     otherwise = time(phase.finished_at or phase.started_at)
@@ -202,14 +199,7 @@ def _agents(
     """Write the phase's agents; each one's name and target id by its id in palaestra."""
     found: dict[int, tuple[str, int]] = {}
     for agent in src.execute(
-        select(
-            t.agents.c.id,
-            t.agents.c.name,
-            t.agents.c.brain,
-            t.agents.c.muscle,
-            t.agents.c.objective,
-            t.agents.c.config,
-        )
+        select(*t.agents.c["id", "name", "brain", "muscle", "objective", "config"])
         .where(t.agents.c.experiment_run_phase_id == phase.id)
         .order_by(t.agents.c.id)
     ):
@@ -245,12 +235,7 @@ def _world_states(
     if not environments:
         return 0, set()
     statement = (
-        select(
-            t.world_states.c.environment_id,
-            t.world_states.c.worker,
-            t.world_states.c.episode,
-            t.world_states.c.step,
-        )
+        select(*t.world_states.c["environment_id", "worker", "episode", "step"])
         .add_columns(
             *_texts(t.world_states.c.sensors, t.world_states.c.setpoints), t.world_states.c.done
         )
@@ -388,12 +373,7 @@ def _brain_states(src: Connection, phase: _Phase, agents: dict[int, tuple[str, i
     if not agents:
         return 0
     statement = (
-        select(
-            t.brain_states.c.agent_id,
-            t.brain_states.c.tag,
-            t.brain_states.c.dump,
-            t.brain_states.c.created_at,
-        )
+        select(*t.brain_states.c["agent_id", "tag", "dump", "created_at"])
         .where(t.brain_states.c.agent_id.in_(list(agents)))
         .order_by(t.brain_states.c.id)
     )

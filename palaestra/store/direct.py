@@ -14,9 +14,10 @@ from palaestra.store.tables import utcnow
 
 def mark_run_end(
     connection: Connection, instance_id: int, status: str, reason: str, now: dt.datetime
-) -> None:
-    """Set the instance's status, reason and end (``now``), and end its running phases."""
-    connection.execute(
+) -> bool:
+    """Set the instance's status, reason and end (``now``), and end its running phases;
+    False if the store has no such instance."""
+    ended = connection.execute(
         update(instances)
         .where(instances.c.id == instance_id)
         .values(status=status, reason=reason, finished_at=now)
@@ -26,6 +27,7 @@ def mark_run_end(
         .where(phases.c.experiment_run_instance_id == instance_id, phases.c.status == "running")
         .values(status=status, finished_at=now)
     )
+    return bool(ended.rowcount)
 
 
 def record_run_end(store_uri: str, instance_uid: str, status: str, reason: str) -> bool:
@@ -36,9 +38,6 @@ def record_run_end(store_uri: str, instance_uid: str, status: str, reason: str) 
             found = connection.scalar(
                 select(instances.c.id).where(instances.c.uid == instance_uid)
             )
-            if found is None:
-                return False
-            mark_run_end(connection, found, status, reason, utcnow())
-        return True
+            return found is not None and mark_run_end(connection, found, status, reason, utcnow())
     finally:
         engine.dispose()

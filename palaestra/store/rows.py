@@ -369,10 +369,7 @@ def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:
         select(
             t.experiment_runs.c.uid.label("run_uid"),
             t.experiments.c.uid.label("experiment_uid"),
-            t.experiment_runs.c.file,
-            t.experiment_runs.c.seed,
-            t.experiment_runs.c.overrides,
-            t.experiment_runs.c.document,
+            *t.experiment_runs.c["file", "seed", "overrides", "document"],
         )
         .join(t.experiments, t.experiment_runs.c.experiment_id == t.experiments.c.id)
         .where(t.experiment_runs.c.uid == run)
@@ -778,10 +775,7 @@ def _episode_reward_rows(
             *_PHASE_MODE,
             _AGENT,
             t.agents.c.id.label("agent_order"),
-            t.episodes.c.worker,
-            t.episodes.c.episode,
-            t.episodes.c.steps,
-            t.episodes.c.rewards,
+            *t.episodes.c["worker", "episode", "steps", "rewards"],
         )
         .select_from(t.episodes)
         .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)

@@ -484,11 +484,11 @@ class StoreWriter(Component):
         self.flush()
         self.running_instances.discard(message.instance_id)
         with self._transaction("recording the end of the run") as connection:
-            instances = experiment_run_instances
-            known = select(instances.c.id).where(instances.c.id == message.instance_id)
-            if connection.scalar(known) is None:
+            ended = mark_run_end(
+                connection, message.instance_id, message.status, message.reason, utcnow()
+            )
+            if not ended:  # (nothing changed: the transaction ends with the error)
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
-            mark_run_end(connection, message.instance_id, message.status, message.reason, utcnow())
         return m.StoreAck()
 
     @on(m.StoreFindDump)

@@ -244,6 +244,17 @@ def test_run_end_marks_instance_and_its_running_phases(writer: StoreWriter) -> N
     assert phases == [(ids["phase"], "finished", 1), (running, "error", 1)]
 
 
+def test_the_end_of_an_unknown_phase_or_instance_is_refused(writer: StoreWriter) -> None:
+    ids = start(writer)
+    with pytest.raises(ValueError, match="no phase with id 99"):
+        run(writer.dispatch(m.StorePhaseEnd(phase_id=99, status="finished")))
+    with pytest.raises(ValueError, match="no run instance with id 99"):
+        run(writer.dispatch(m.StoreRunEnd(instance_id=99, status="error", reason="boom")))
+    assert select_all(writer, "SELECT status FROM experiment_run_instances") == [("running",)]
+    assert select_all(writer, "SELECT status FROM experiment_run_phases") == [("running",)]
+    assert ids["instance"] != 99
+
+
 def test_an_unknown_status_is_rejected(writer: StoreWriter) -> None:
     ids = start(writer)
     with pytest.raises(ValueError, match="done"):
