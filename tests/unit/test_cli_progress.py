@@ -8,7 +8,14 @@ import re
 import pytest
 
 from palaestra.cli.formatting import number, seconds
-from palaestra.cli.progress import LiveWatcher, PlainWatcher, _console, make_watcher, watching
+from palaestra.cli.progress import (
+    LiveWatcher,
+    PlainWatcher,
+    _console,
+    _print_summary,
+    make_watcher,
+    watching,
+)
 from palaestra.core.description.specs import PhaseConfig, PhaseSpec, RunSpec, SimulationSpec
 from palaestra.core.wire.messages import EpisodeEnded
 
@@ -87,6 +94,26 @@ def test_plain_lines_per_phase_and_a_tenth_of_its_episodes() -> None:
         ["1", "p1", "a", "3/3", "30", "2.00", "2.00", "2.00", "3.0", "s"],
         ["1", "p1", "b", "3/3", "30", "124,800", "124,800", "124,800", "3.0", "s"],
     ]
+
+
+def test_the_plain_summary_is_laid_out_as_rich_draws_it() -> None:
+    """The plain summary is written without rich; it is the text rich's table makes, wide
+    characters, a phase without agents and a phase without episodes included."""
+    out = io.StringIO()
+    watcher = PlainWatcher(run_spec((2, 1), (1, 1), (4, 2), (1, 1)), out)
+    watcher.start()
+    watcher(episode(0, 1, **{"agent_名前": 1.5, "b": -2.0}))
+    watcher(episode(0, 2, **{"agent_名前": 123456.0, "b": 0.25}))
+    watcher(episode(1, 1))  # no agent's reward: a row with "-"
+    for n in range(1, 3):
+        for worker in (0, 1):
+            watcher(episode(2, n, worker=worker, steps=1000, a=float(n)))
+    watcher.close()  # phase 3 had no episode: no row
+    plain = out.getvalue()
+    drawn = io.StringIO()
+    _print_summary(watcher.tally, _console(drawn, terminal=False))
+    assert plain[plain.index("Summary of run") :] == drawn.getvalue()
+    assert "agent_名前" in plain and "2 p2" in plain and "3 p3" not in plain
 
 
 def test_plain_lines_of_a_phase_that_ends_early_and_of_an_interrupted_run() -> None:
