@@ -354,7 +354,7 @@ SUMMARY_COLUMNS = ("phase", "agent", "episodes", "steps", "mean", "min", "max", 
 
 def summary_rows(tally: RunTally) -> list[tuple[str, ...]]:
     """Per phase and agent: episodes, steps, mean/min/max episode reward and duration."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for phase in tally.phases:
         if not phase.done:
             continue
