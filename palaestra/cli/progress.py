@@ -334,7 +334,11 @@ def _progress(console: Console) -> Progress:
         return Column(no_wrap=True)
 
     return PhaseProgress(
-        TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
+        TextColumn(
+            "{task.description}",
+            markup=False,  # (a phase's name as it is)
+            table_column=Column(no_wrap=True, overflow="ellipsis"),
+        ),
         BarColumn(bar_width=16),
         MofNCompleteColumn(table_column=fixed()),
         TextColumn("{task.fields[rate]}", table_column=fixed()),
@@ -375,21 +379,24 @@ def summary_rows(tally: RunTally) -> list[tuple[str, ...]]:
 
 
 def summary_table(tally: RunTally) -> Table:
-    """:func:`summary_rows` as a rich table (the live display's)."""
+    """:func:`summary_rows` as a rich table (the live display's); names are shown as they
+    are, never read as rich markup."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0)
     for k, name in enumerate(SUMMARY_COLUMNS):
         table.add_column(name, justify="left" if k < 2 else "right", no_wrap=True)
     for row in summary_rows(tally):
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))
     return table
 
 
 def plain_summary(tally: RunTally, stream: TextIO) -> None:
-    """The summary as plain text, laid out as :func:`summary_table` draws it (rich is not
-    imported for it: 30 ms at the end of every run that is not on a terminal)."""
+    """The summary as plain text, laid out as :func:`summary_table` draws it on a UTF-8
+    stream (rich is not imported for it: 30 ms at the end of every run that is not on a
+    terminal). Unlike a table, a line is never cut to a width: a long name makes it long."""
     rows = summary_rows(tally)
     if not rows:
         return
@@ -412,17 +419,20 @@ def plain_summary(tally: RunTally, stream: TextIO) -> None:
 
 
 def _cells(text: str) -> int:
-    """The terminal cells ``text`` takes (a wide character, CJK say, two)."""
+    """The terminal cells ``text`` takes (a wide character, CJK say, two; a combining mark
+    none): rich's measure, imported only for a name that is not ASCII."""
     if text.isascii():
         return len(text)
-    import unicodedata
+    from rich.cells import cell_len
 
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return cell_len(text)
 
 
 def _print_summary(tally: RunTally, console: Console) -> None:
     if any(phase.done for phase in tally.phases):
-        console.print(f"[bold]Summary of run '{tally.run_uid}'[/bold]")
+        from rich.text import Text
+
+        console.print(Text(f"Summary of run '{tally.run_uid}'", style="bold"))
         console.print(summary_table(tally))
 
 

@@ -4,7 +4,7 @@ Per phase it asks an environment conductor per environment and an agent conducto
 (see :mod:`palaestra.core.supervision.conductor`) to start their processes, and starts one
 simulation controller per worker; it wires them together (environments first, because agents are
 set up with the spaces the environments report), runs the episodes, shuts the phase down in order
-(controllers and Muscles, then Brains and environments), and waits until the store writer
+(controllers and Muscles, then Brains, then environments), and waits until the store writer
 holds everything the phase produced before the next phase may load its brain dumps.
 """
 
@@ -353,14 +353,16 @@ class ExperimentRun(Component):
         )
 
     async def _stop_phase(self, phase: _Phase) -> None:
-        """Stop in two steps, then wait until the writer holds every row its producers (the
-        conductors' children) sent: the controllers and the Muscles (the games are over), then
-        the Brains (their last experiences are in) and the environments, which no process
-        talks to any more. (One step each: a stop costs a round trip and an exit, about 5 ms.)"""
+        """Stop in order, then wait until the writer holds every row its producers (the
+        conductors' children) sent: the controllers and the Muscles together (the games are
+        over: both are idle), then the Brains, then the environments. (A step costs a stop
+        message and the exits, about 5 ms. The Brains' last dumps and the environments' own
+        stop, MIDAS's say, are not run side by side: on a loaded machine the environments then
+        ran out of their stop time.)"""
         muscles = [x for c in phase.agents for x in c.of_role("Muscle")]
         brains = [b for c in phase.agents for b in c.of_role("Brain")]
         environments = [e for c in phase.environments for e in c.children]
-        for group in ([*phase.controllers, *muscles], [*brains, *environments]):
+        for group in ([*phase.controllers, *muscles], brains, environments):
             late = await self.runtime.shutdown_children(group, "phase over", limits.STOP_TIMEOUT)
             if late:
                 raise timeout_error(late, "stop", limits.STOP_TIMEOUT)

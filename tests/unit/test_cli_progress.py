@@ -97,13 +97,15 @@ def test_plain_lines_per_phase_and_a_tenth_of_its_episodes() -> None:
 
 
 def test_the_plain_summary_is_laid_out_as_rich_draws_it() -> None:
-    """The plain summary is written without rich; it is the text rich's table makes, wide
-    characters, a phase without agents and a phase without episodes included."""
+    """The plain summary is written without rich; it is the text rich's table makes (on a
+    UTF-8 stream): wide characters, combining marks, names that look like rich markup (shown
+    as they are by both), a phase without agents and a phase without episodes included."""
     out = io.StringIO()
     watcher = PlainWatcher(run_spec((2, 1), (1, 1), (4, 2), (1, 1)), out)
     watcher.start()
-    watcher(episode(0, 1, **{"agent_名前": 1.5, "b": -2.0}))
-    watcher(episode(0, 2, **{"agent_名前": 123456.0, "b": 0.25}))
+    names = ("agent_名前", "b", "e\u0301galite\u0301", "\u1100\u1161x", "def[v2]", "t:smile:")
+    watcher(episode(0, 1, **dict.fromkeys(names, 1.5)))
+    watcher(episode(0, 2, **dict.fromkeys(names, 123456.0)))
     watcher(episode(1, 1))  # no agent's reward: a row with "-"
     for n in range(1, 3):
         for worker in (0, 1):
@@ -113,7 +115,8 @@ def test_the_plain_summary_is_laid_out_as_rich_draws_it() -> None:
     drawn = io.StringIO()
     _print_summary(watcher.tally, _console(drawn, terminal=False))
     assert plain[plain.index("Summary of run") :] == drawn.getvalue()
-    assert "agent_名前" in plain and "2 p2" in plain and "3 p3" not in plain
+    assert "2 p2" in plain and "3 p3" not in plain
+    assert all(name in plain for name in names)
 
 
 def test_plain_lines_of_a_phase_that_ends_early_and_of_an_interrupted_run() -> None:
