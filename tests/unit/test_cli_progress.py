@@ -176,7 +176,7 @@ def test_on_a_terminal_the_display_is_live_and_ends_with_the_summary() -> None:
     watcher.start()
     for n in range(1, 5):
         watcher(episode(0, n, steps=500, attacker=float(n), defender=124800.0))
-    watcher(episode(1, 1, attacker=0.5))
+    watcher(episode(1, 1, attacker=0.5, **{"def[v2]": 1.0}))  # (not rich markup)
     watcher.close()
     text = out.getvalue()
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # what the terminal shows
@@ -189,6 +189,7 @@ def test_on_a_terminal_the_display_is_live_and_ends_with_the_summary() -> None:
     assert "ETA" in shown
     assert "Summary of run 'watched'" in shown
     assert re.search(r"0 p0\s+attacker\s+4/4\s+2000\s+2.50\s+1.00\s+4.00\s+4.0 s", shown)
+    assert re.search(r"1 p1\s+def\[v2\]\s+1/2", shown)
 
 
 def test_off_a_terminal_the_lines_are_plain() -> None:
