@@ -411,7 +411,7 @@ def plain_summary(tally: RunTally, stream: TextIO) -> None:
 
     encoding = getattr(stream, "encoding", None) or "utf-8"  # (rich's default, for StringIO)
     rule = "\u2500" if encoding.lower().startswith("utf") else "-"
-    lines = [f"Summary of run '{tally.run_uid}'", line(SUMMARY_COLUMNS)]
+    lines = [_title(tally), line(SUMMARY_COLUMNS)]
     lines.append(rule * (sum(widths) + len(widths) - 1))
     lines += [line(row) for row in rows]
     stream.write("\n".join(lines) + "\n")
@@ -428,11 +428,15 @@ def _cells(text: str) -> int:
     return cell_len(text)
 
 
+def _title(tally: RunTally) -> str:
+    return f"Summary of run '{tally.run_uid}'"
+
+
 def _print_summary(tally: RunTally, console: Console) -> None:
     if any(phase.done for phase in tally.phases):
         from rich.text import Text
 
-        console.print(Text(f"Summary of run '{tally.run_uid}'", style="bold"))
+        console.print(Text(_title(tally), style="bold"))
         console.print(summary_table(tally))
 
 

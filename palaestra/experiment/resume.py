@@ -177,17 +177,14 @@ def _dumped_until(
     per_episode = [agent.name for agent in spec.agents if agent.dump is None]
     if first == 0 or spec.config.worker != 1 or not per_episode:
         return first
-    phase = connection.execute(
-        select(t.experiment_run_phases.c.id, t.experiment_run_phases.c.config).where(
-            t.experiment_run_phases.c.experiment_run_instance_id == instance_id,
-            t.experiment_run_phases.c.index == phase_index,
-        )
-    ).one()
-    since = int((phase.config or {}).get("first_episode", 0))
+    phase = _recorded_phase(connection, instance_id, phase_index)
+    if phase is None:
+        return first
+    phase_id, since = phase
     counts = connection.execute(
         select(func.count(t.brain_states.c.id))
         .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
-        .where(t.agents.c.experiment_run_phase_id == phase.id, t.agents.c.name.in_(per_episode))
+        .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name.in_(per_episode))
         .group_by(t.agents.c.id, t.brain_states.c.tag)
     ).all()
     return min([first, *(since + int(n) for (n,) in counts)])
@@ -199,22 +196,17 @@ def _dumps(
     """Per agent, the dumps its Brain starts from at episode ``first`` of the phase; None
     (look them up as a fresh phase does) at the phase's start."""
     spec = run.phases[phase_index]
-    phase = connection.execute(
-        select(t.experiment_run_phases.c.id, t.experiment_run_phases.c.config).where(
-            t.experiment_run_phases.c.experiment_run_instance_id == instance_id,
-            t.experiment_run_phases.c.index == phase_index,
-        )
-    ).one_or_none()
+    phase = _recorded_phase(connection, instance_id, phase_index)
     if phase is None or first == 0:
         return None
-    since = int((phase.config or {}).get("first_episode", 0))
+    phase_id, since = phase
     found: dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] = {}
     for agent in spec.agents:
         per_episode = agent.dump is None and spec.config.worker == 1
         rows = connection.execute(
             select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
             .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
-            .where(t.agents.c.experiment_run_phase_id == phase.id, t.agents.c.name == agent.name)
+            .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent.name)
             .order_by(t.brain_states.c.id)
         ).all()
         by_tag: dict[str, list[Any]] = {}
@@ -240,6 +232,22 @@ def _dumps(
         }
         found[agent.name] = (loaded, {dump_key(t): r.dump for t, r in chosen.items()}, where)
     return found
+
+
+def _recorded_phase(
+    connection: Connection, instance_id: int, phase_index: int
+) -> tuple[int, int] | None:
+    """The id of the instance's phase ``phase_index`` and the episode it began at (its
+    ``first_episode``: a resumed phase's), or None if the store has no such phase."""
+    phases = t.experiment_run_phases
+    phase = connection.execute(
+        select(phases.c.id, phases.c.config).where(
+            phases.c.experiment_run_instance_id == instance_id, phases.c.index == phase_index
+        )
+    ).one_or_none()
+    if phase is None:
+        return None
+    return int(phase.id), int((phase.config or {}).get("first_episode", 0))
 
 
 def _mark_stale(connection: Connection, instance_id: int) -> None:

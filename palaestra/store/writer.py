@@ -256,8 +256,7 @@ class StoreWriter(Component):
                 self._buffer(table, message.rows, size)
         elif isinstance(message, m.RecordingGapMark):
             self.flush()  # the rows before the gap first
-            doing = "writing a recording gap"
-            with self._store_errors(doing), self._engine().begin() as connection:
+            with self._transaction("writing a recording gap") as connection:
                 mark_gap(connection, message.phase_id, message)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
@@ -289,7 +288,7 @@ class StoreWriter(Component):
         doing = f"writing a brain dump of agent {message.agent_id}"
         if message.keep:
             doing += " and pruning older ones"
-        with self._store_errors(doing), self._engine().begin() as connection:
+        with self._transaction(doing) as connection:
             connection.execute(brain_states.insert(), [row])
             if message.keep:
                 dumps = brain_states.c
@@ -326,7 +325,7 @@ class StoreWriter(Component):
         doing = " and ".join(
             f"{len(rows)} rows into {t.name}" for t, rows in rows_by_table.items()
         )
-        with self._store_errors(f"writing {doing}"), self._engine().begin() as connection:
+        with self._transaction(f"writing {doing}") as connection:
             for table, rows in rows_by_table.items():
                 insert_rows(connection, table, rows)
 
