@@ -19,6 +19,7 @@ this one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import multiprocessing
@@ -35,7 +36,7 @@ from palaestra.core.description import limits
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.supervision import start_methods
+from palaestra.core.supervision import interrupts, start_methods
 from palaestra.core.supervision.processes import without_main
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.world import construct
@@ -124,10 +125,12 @@ class _Prober:
             assert spawned.pid is not None  # started
             pid = spawned.pid
         try:
-            os.setpgid(pid, pid)  # the child does it too: whichever comes first
-        except OSError:
-            pass
-        try:
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)  # the child does it too: whichever comes first
+            # A signal that came while this process forked had its exception raised in an
+            # at-fork callback, where Python drops it (only the record is left): without this
+            # the wait below would hold the command for up to probe_timeout.
+            interrupts.raise_if_received()
             return self._result(read, pid)
         finally:  # a timeout, an interrupt, or done: nothing of the probe survives it
             os.close(read)
