@@ -599,9 +599,7 @@ class ExperimentRun(Component):
     async def _record_end_directly(self, status: str, reason: str) -> None:
         """Write the end of the run into the store from here, retrying (a lock may pass) for
         up to ``RECORD_END_TIMEOUT`` seconds."""
-        from sqlalchemy.exc import SQLAlchemyError  # only here: the executor stays light
-
-        from palaestra.store.direct import record_run_end
+        from palaestra.store.direct import record_run_end  # (only here: its driver imports)
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limits.RECORD_END_TIMEOUT
@@ -615,7 +613,7 @@ class ExperimentRun(Component):
                     record_run_end, self.store_uri, self.instance_uid, status, reason
                 )
                 return
-            except (SQLAlchemyError, PalaestraError, OSError) as exc:
+            except (PalaestraError, OSError) as exc:
                 if loop.time() >= deadline:  # the exit code still tells
                     LOG.error("could not record the end of the run in the store: %s", exc)
                     return

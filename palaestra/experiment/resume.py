@@ -34,6 +34,7 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
+from palaestra.store.bulk import driver_store
 from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import shown_status
@@ -253,7 +254,7 @@ def _recorded_phase(
 def _mark_stale(connection: Connection, instance_id: int) -> None:
     """End a stale instance: its executor is gone."""
     reason = "its executor died (no heartbeat); continued by experiment-resume"
-    mark_run_end(connection, instance_id, "error", reason, utcnow())
+    mark_run_end(driver_store(connection), instance_id, "error", reason, utcnow())
 
 
 def load_plan(

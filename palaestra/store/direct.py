@@ -4,40 +4,44 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Connection, select, update
-
-from palaestra.store.engine import make_engine
-from palaestra.store.tables import experiment_run_instances as instances
-from palaestra.store.tables import experiment_run_phases as phases
-from palaestra.store.tables import utcnow
+from palaestra.core.errors import StoreError
+from palaestra.store.driver import Store, utcnow
 
 
 def mark_run_end(
-    connection: Connection, instance_id: int, status: str, reason: str, now: dt.datetime
+    store: Store, instance_id: int, status: str, reason: str, now: dt.datetime
 ) -> bool:
-    """Set the instance's status, reason and end (``now``), and end its running phases;
-    False if the store has no such instance."""
-    ended = connection.execute(
-        update(instances)
-        .where(instances.c.id == instance_id)
-        .values(status=status, reason=reason, finished_at=now)
+    """Set the instance's status, reason and end (``now``), and end its running phases; False
+    if the store has no such instance."""
+    now = store.time(now)
+    ended = store.execute(
+        "UPDATE experiment_run_instances SET status = ?, reason = ?, finished_at = ? WHERE id = ?",
+        (status, reason, now, instance_id),
     )
-    connection.execute(
-        update(phases)
-        .where(phases.c.experiment_run_instance_id == instance_id, phases.c.status == "running")
-        .values(status=status, finished_at=now)
+    store.execute(
+        "UPDATE experiment_run_phases SET status = ?, finished_at = ? "
+        "WHERE experiment_run_instance_id = ? AND status = 'running'",
+        (status, now, instance_id),
     )
     return bool(ended.rowcount)
 
 
 def record_run_end(store_uri: str, instance_uid: str, status: str, reason: str) -> bool:
-    """Mark the run instance ``instance_uid`` ended; False if the store does not know it."""
-    engine = make_engine(store_uri)
+    """Mark the run instance ``instance_uid`` ended; False if the store does not know it.
+
+    Raises:
+        StoreError: The store cannot be opened or written.
+    """
+    store = Store(store_uri)
     try:
-        with engine.begin() as connection:
-            found = connection.scalar(
-                select(instances.c.id).where(instances.c.uid == instance_uid)
+        with store.transaction():
+            found = store.scalar(
+                "SELECT id FROM experiment_run_instances WHERE uid = ?", (instance_uid,)
             )
-            return found is not None and mark_run_end(connection, found, status, reason, utcnow())
+            return found is not None and mark_run_end(store, found, status, reason, utcnow())
+    except store.errors.Error as exc:
+        raise StoreError(
+            f"store {store.shown}: recording the end of the run failed: {exc}"
+        ) from exc
     finally:
-        engine.dispose()
+        store.close()

@@ -9,15 +9,12 @@ refused one they cannot write, naming the file.
 from __future__ import annotations
 
 import os
-import random
 import sqlite3
-import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -27,9 +24,13 @@ from palaestra.core.description.config import (
 )
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
-from palaestra.core.nonfinite import from_strict_json, json_text
-
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+from palaestra.core.nonfinite import json_text
+from palaestra.store.driver import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    json_value,
+    require_writable,
+    write_ahead,
+)
 
 
 def mask_uri(uri: str) -> str:
@@ -68,10 +69,10 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
     if path is not None and read_only:
         options["creator"] = _read_only_connector(path)
     elif path is not None:
-        _require_writable(path, uri)
+        require_writable(path, uri)
     try:
         engine = create_engine(
-            url, json_serializer=_json_encode, json_deserializer=_json_decode, **options
+            url, json_serializer=_json_encode, json_deserializer=json_value, **options
         )
     except ArgumentError as exc:
         raise StoreError(f"store {mask_uri(uri)}: cannot create an engine: {exc}") from exc
@@ -88,15 +89,6 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
 _json_encode = json_text
 json_encode = json_text
 """The JSON text the store's engines write (for bulk inserts that bypass SQLAlchemy)."""
-
-
-def _json_decode(text: str | bytes | bytearray | memoryview) -> Any:
-    """Decoded JSON with the strings of non-finite floats read back as floats."""
-    value = msgspec.json.decode(text)
-    plain = text if isinstance(text, str) else bytes(text).decode()
-    if '"inf"' in plain or '"-inf"' in plain or '"nan"' in plain:
-        return from_strict_json(value)
-    return value
 
 
 def _parse(uri: str) -> URL:
@@ -129,66 +121,15 @@ def _read_only_connector(path: Path) -> Callable[[], sqlite3.Connection]:
     return connect
 
 
-def _require_writable(path: Path, uri: str) -> None:
-    """Make the directory of a SQLite store file; refuse a file or directory not writable.
-
-    Raises:
-        StoreError: Naming the file or directory that is read-only.
-    """
-    parent = path.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(
-            f"store {mask_uri(uri)}: cannot create the directory {parent}: {exc.strerror}"
-        ) from exc
-    if path.exists() and not os.access(path, os.W_OK):
-        what = f"the store file {path} is read-only"
-    elif not os.access(parent, os.W_OK):
-        what = f"the directory {parent} of the store is read-only"
-    else:
-        return
-    raise StoreError(
-        f"store {mask_uri(uri)}: cannot write: {what} (read-only media, or no write "
-        "permission). Reading works: experiment-list, experiment-show, results and "
-        "palaestra.store.query open the store read-only"
-    )
-
-
 def _tune_sqlite(dbapi_connection: Any, connection_record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        _write_ahead(cursor)
+        write_ahead(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
-
-
-def _write_ahead(cursor: Any) -> None:
-    """Put the store in WAL mode. SQLite refuses the switch at once, without waiting the busy
-    timeout, while another connection holds a lock on the file: two runs of a parallel sweep
-    that open a new store at the same moment. So it is tried again, for up to the busy
-    timeout.
-
-    Raises:
-        sqlite3.OperationalError: The store stayed locked, or another failure.
-    """
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    pause = 0.001
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-        _pause(pause * random.uniform(0.5, 1.5))  # (two openers do not keep meeting)
-        pause = min(2 * pause, 0.05)
-
-
-_pause = time.sleep
 
 
 def _tune_read_only(dbapi_connection: Any, connection_record: Any) -> None:

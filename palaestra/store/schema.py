@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
+    JSON,
     Column,
     Connection,
     Engine,
@@ -42,28 +44,35 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra.core.errors import StoreError
+from palaestra.store.driver import (
+    DDL_FILE,
+    PG_LOCK_KEY,
+    ddl,
+    newer,
+    not_current,
+)
+from palaestra.store.driver import (
+    HEAD as HEAD,
+)
+from palaestra.store.driver import (
+    VERSION_TABLE as VERSION_TABLE,
+)
+from palaestra.store.tables import UTCDateTime
 from palaestra.store.tables import metadata as METADATA
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-HEAD = "0008_live_simulators"
-"""The schema revision of this palaestra's tables (:mod:`palaestra.store.tables`)."""
-VERSION_TABLE = "palaestra_alembic_version"
-"""The table in which alembic records the store's revision."""
 MIGRATIONS = Path(__file__).parent / "migrations"
 """The alembic script directory shipped with the package."""
-PG_LOCK_KEY = 0x70616C6165737472  # "palaestr": the advisory lock of schema changes
 _VERSIONS = Table(  # the version table exactly as alembic makes it
     VERSION_TABLE,
     MetaData(),
     Column("version_num", String(32), nullable=False),
     PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"),
 )
-"""Key of the PostgreSQL advisory lock taken while the schema is created or migrated."""
 
 LOG = logging.getLogger(__name__)
-MIGRATE = "run `palaestra database-migrate`"
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,7 @@ def migrate(engine: Engine) -> tuple[str | None, str]:
             return None, HEAD
         start = state.revision or _stamp_unversioned(connection, _name(engine))
         if start not in _revisions():
-            raise _newer(start, _name(engine))
+            raise newer(start, _name(engine))
         if start != HEAD:
             LOG.info("migrating %s from %s to %s", _name(engine), start, HEAD)
             _alembic(connection, "upgrade", HEAD)
@@ -186,10 +195,45 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def _create_tables(connection: Connection) -> None:
-    """Create every table at once (faster than running each revision)."""
-    METADATA.create_all(connection)
-    _VERSIONS.create(connection)
+    """Create every table at once (faster than running each revision), with the DDL the store
+    writer runs too (:func:`palaestra.store.driver.ddl`)."""
+    for statement in ddl()[connection.dialect.name]:
+        connection.exec_driver_sql(statement)
     connection.execute(insert(_VERSIONS).values(version_num=HEAD))  # what `alembic stamp` does
+
+
+def rendered_ddl() -> dict[str, Any]:
+    """What ``ddl.json`` holds, rendered from the tables (:func:`write_ddl` writes it): per
+    dialect the statements that create them and the version table, as ``create_all`` orders
+    them; per table its JSON columns (True: None is SQL NULL) and its time columns."""
+    from sqlalchemy.dialects import postgresql, sqlite
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    out: dict[str, Any] = {}
+    dialects = (("sqlite", sqlite.dialect()), ("postgresql", postgresql.dialect()))  # type: ignore[no-untyped-call]
+    for name, dialect in dialects:
+        statements = []
+        for table in [*METADATA.sorted_tables, _VERSIONS]:
+            statements.append(str(CreateTable(table).compile(dialect=dialect)).strip())
+            for index in sorted(table.indexes, key=lambda index: str(index.name)):
+                statements.append(str(CreateIndex(index).compile(dialect=dialect)).strip())
+        out[name] = statements
+    out["json"] = {
+        table.name: {
+            c.name: bool(c.type.none_as_null) for c in table.c if isinstance(c.type, JSON)
+        }
+        for table in METADATA.sorted_tables
+    }
+    out["times"] = {
+        table.name: [c.name for c in table.c if isinstance(c.type, UTCDateTime)]
+        for table in METADATA.sorted_tables
+    }
+    return out
+
+
+def write_ddl() -> None:
+    """Write :func:`rendered_ddl` to ``ddl.json`` (after a change of the tables)."""
+    DDL_FILE.write_text(json.dumps(rendered_ddl(), indent=1) + "\n", encoding="utf-8")
 
 
 def _state(connection: Connection) -> _State:
@@ -215,26 +259,8 @@ def _read_revision(connection: Connection) -> str | None:
 
 def _check_current(state: _State, store: str) -> None:
     """Raise the StoreError that says why a non-empty store is not at :data:`HEAD`."""
-    if state.revision == HEAD:
-        return
-    if state.revision is None:
-        raise StoreError(
-            f"store {store} has palaestra tables but no recorded schema revision "
-            f"(this palaestra needs {HEAD}): {MIGRATE}"
-        )
-    if state.revision in _revisions():
-        raise StoreError(
-            f"store {store} is at schema revision {state.revision}, this palaestra needs "
-            f"{HEAD}: {MIGRATE}"
-        )
-    raise _newer(state.revision, store)
-
-
-def _newer(revision: str, store: str) -> StoreError:
-    return StoreError(
-        f"store {store} is at schema revision {revision}, unknown to this palaestra "
-        f"(which knows up to {HEAD}): it was written by a newer palaestra; upgrade palaestra"
-    )
+    if state.revision != HEAD:
+        raise not_current(state.revision, store)
 
 
 def _stamp_unversioned(connection: Connection, store: str) -> str:

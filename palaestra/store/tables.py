@@ -33,12 +33,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import DateTime, TypeDecorator
 
-RUN_STATUSES = ("running", "finished", "error", "cancelled")
-
-
-def utcnow() -> dt.datetime:
-    """The current time, timezone-aware UTC."""
-    return dt.datetime.now(dt.UTC)
+from palaestra.store.driver import RUN_STATUSES as RUN_STATUSES
+from palaestra.store.driver import utcnow as utcnow
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import gc
 import logging
 import time
@@ -20,9 +19,6 @@ from typing import Any
 
 import zmq
 import zmq.asyncio
-from sqlalchemy import Connection, Engine, Select, Table, delete, func, select, update
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, OperationalError
 
 from palaestra.core.description.limits import HEARTBEAT
 from palaestra.core.description.name_rules import dump_key
@@ -31,23 +27,10 @@ from palaestra.core.liveness import holding
 from palaestra.core.supervision.esm import Component, ComponentRuntime, on
 from palaestra.core.supervision.hotloop import GC_THRESHOLDS
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import QUEUE_MESSAGES
-from palaestra.store import schema
-from palaestra.store.bulk import TABLES, insert_one, insert_rows
+from palaestra.core.wire.records import COLUMNS, QUEUE_MESSAGES
 from palaestra.store.direct import mark_run_end
-from palaestra.store.engine import make_engine, mask_uri
+from palaestra.store.driver import RUN_STATUSES, Store, json_value, utcnow
 from palaestra.store.recording_rows import mark_gap
-from palaestra.store.tables import (
-    RUN_STATUSES,
-    agents,
-    brain_states,
-    environments,
-    experiment_run_instances,
-    experiment_run_phases,
-    experiment_runs,
-    experiments,
-    utcnow,
-)
 
 LOG = logging.getLogger(__name__)
 
@@ -81,10 +64,11 @@ Row = dict[str, Any]
 
 
 def prepare(store_uri: str) -> None:
-    """Import what the writer of ``store_uri`` needs besides this module: its SQLAlchemy
-    dialect and database driver (a writer forked before its run starts, see
-    :mod:`palaestra.core.supervision.prestart`). Opens nothing."""
-    make_url(store_uri).get_dialect().import_dbapi()
+    """Import what the writer of ``store_uri`` needs besides this module: its database driver
+    (a writer forked before its run starts, see :mod:`palaestra.core.supervision.prestart`).
+    Opens nothing."""
+    if store_uri.startswith("postgres"):
+        import psycopg  # noqa: F401
 
 
 class StoreWriter(Component):
@@ -92,8 +76,9 @@ class StoreWriter(Component):
 
     Args:
         name: The process name.
-        store_uri: SQLAlchemy URL of the store; an empty store gets the schema, an older one
-            is refused (see :func:`palaestra.store.schema.ensure_current`).
+        store_uri: URL of the store (``sqlite:///<file>``, ``postgresql+psycopg://...``); an
+            empty store gets the schema, an older one is refused (see
+            :meth:`palaestra.store.driver.Store.ensure_current`).
         batch_rows: Rows buffered per table before they are inserted.
         batch_bytes: Bytes of rows (as they arrived) buffered before they are inserted.
     """
@@ -106,9 +91,9 @@ class StoreWriter(Component):
         self.batch_rows = batch_rows
         self.batch_bytes = batch_bytes
         self.buffered_bytes = 0
-        self.engine: Engine | None = None
-        self.buffers: dict[Table, list[Any]] = {  # each row the values of its COLUMNS
-            table: [] for name, table in TABLES.items() if name not in IMMEDIATE
+        self.store: Store | None = None
+        self.buffers: dict[str, list[Any]] = {  # each row the values of its COLUMNS
+            table: [] for table in COLUMNS if table not in IMMEDIATE
         }
         self.closed_producers: set[str] = set()
         self._waiters: list[asyncio.Future[None]] = []
@@ -127,14 +112,14 @@ class StoreWriter(Component):
             StoreError: The store cannot be opened or created, or its schema is not this
                 palaestra's (older: it must be migrated first; newer).
         """
-        if self.engine is None:
-            engine = make_engine(self.store_uri)
+        if self.store is None:
+            store = Store(self.store_uri)
             try:
-                schema.ensure_current(engine)
+                store.ensure_current()
             except BaseException:
-                engine.dispose()
+                store.close()
                 raise
-            self.engine = engine
+            self.store = store
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
         """Open the store, bind the PULL socket for records and start reading it."""
@@ -170,7 +155,7 @@ class StoreWriter(Component):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
-        if self.engine is None:
+        if self.store is None:
             return
         try:
             self._drain_socket()
@@ -178,8 +163,8 @@ class StoreWriter(Component):
             try:
                 self.flush()
             finally:
-                self.engine.dispose()
-                self.engine = None
+                self.store.close()
+                self.store = None
 
     # --- records -------------------------------------------------------------------------
 
@@ -208,11 +193,12 @@ class StoreWriter(Component):
             return
         self._next_beat = now + HEARTBEAT
         try:
-            with self._transaction("recording the run's heartbeat") as connection:
-                connection.execute(
-                    update(experiment_run_instances)
-                    .where(experiment_run_instances.c.id.in_(self.running_instances))
-                    .values(heartbeat_at=utcnow())
+            with self._transaction("recording the run's heartbeat") as store:
+                ids = sorted(self.running_instances)
+                store.execute(
+                    "UPDATE experiment_run_instances SET heartbeat_at = ? "
+                    f"WHERE id IN ({', '.join('?' * len(ids))})",
+                    (store.time(utcnow()), *ids),
                 )
         except StoreError as exc:  # a busy store: the next beat tries again
             LOG.warning("%s: %s", self.name, exc)
@@ -247,17 +233,17 @@ class StoreWriter(Component):
             TypeError: ``message`` is not a record message (a bug of its sender).
         """
         if isinstance(message, m.Rows):
-            table = TABLES.get(message.table)
-            if table is None:
-                raise TypeError(f"{self.name}: rows of table {message.table!r}")
-            if message.table in IMMEDIATE:
+            table = message.table
+            if table not in COLUMNS:
+                raise TypeError(f"{self.name}: rows of table {table!r}")
+            if table in IMMEDIATE:
                 self._write({table: message.rows})
             else:
                 self._buffer(table, message.rows, size)
         elif isinstance(message, m.RecordingGapMark):
             self.flush()  # the rows before the gap first
-            with self._transaction("writing a recording gap") as connection:
-                mark_gap(connection, message.phase_id, message)
+            with self._transaction("writing a recording gap") as store:
+                mark_gap(store, message.phase_id, message)
         elif isinstance(message, m.BrainDump):
             self._write_brain_dump(message)
         elif isinstance(message, m.ProducerClosed):
@@ -265,7 +251,7 @@ class StoreWriter(Component):
         else:
             raise TypeError(f"{self.name}: {type(message).__name__} is not a store record")
 
-    def _buffer(self, table: Table, rows: Iterable[Any], size: int) -> None:
+    def _buffer(self, table: str, rows: Iterable[Any], size: int) -> None:
         buffer = self.buffers[table]
         buffer.extend(rows)
         self.buffered_bytes += size
@@ -278,24 +264,26 @@ class StoreWriter(Component):
     def _write_brain_dump(self, message: m.BrainDump) -> None:
         """Brain dumps are rare and can be large: they are inserted at once, not buffered. A
         periodic dump (``keep`` > 0) leaves the newest ``keep`` dumps of its agent and tag."""
-        row = {
-            "agent_id": message.agent_id,
-            "tag": message.tag,
-            "path": message.path,
-            "dump": message.dump,
-            "created_at": utcnow(),
-        }
         doing = f"writing a brain dump of agent {message.agent_id}"
         if message.keep:
             doing += " and pruning older ones"
-        with self._transaction(doing) as connection:
-            connection.execute(brain_states.insert(), [row])
+        agent, tag = message.agent_id, message.tag
+        with self._transaction(doing) as store:
+            store.insert(
+                "brain_states",
+                agent_id=agent,
+                tag=tag,
+                path=message.path,
+                dump=message.dump,
+                created_at=utcnow(),
+            )
             if message.keep:
-                dumps = brain_states.c
-                of_tag = (dumps.agent_id == message.agent_id, dumps.tag == message.tag)
-                newest = select(dumps.id).where(*of_tag).order_by(dumps.id.desc())
-                kept = newest.limit(message.keep)
-                connection.execute(delete(brain_states).where(*of_tag, dumps.id.not_in(kept)))
+                of_tag = "agent_id = ? AND tag = ?"
+                store.execute(
+                    f"DELETE FROM brain_states WHERE {of_tag} AND id NOT IN (SELECT id FROM "
+                    f"brain_states WHERE {of_tag} ORDER BY id DESC LIMIT ?)",
+                    (agent, tag, agent, tag, message.keep),
+                )
 
     def _producer_closed(self, producer: str) -> None:
         self.closed_producers.add(producer)
@@ -321,39 +309,22 @@ class StoreWriter(Component):
                 self.buffers[table] = []
             self._write(pending)
 
-    def _write(self, rows_by_table: dict[Table, list[Any]]) -> None:
-        doing = " and ".join(
-            f"{len(rows)} rows into {t.name}" for t, rows in rows_by_table.items()
-        )
-        with self._transaction(f"writing {doing}") as connection:
+    def _write(self, rows_by_table: dict[str, list[Any]]) -> None:
+        doing = " and ".join(f"{len(rows)} rows into {t}" for t, rows in rows_by_table.items())
+        with self._transaction(f"writing {doing}") as store:
             for table, rows in rows_by_table.items():
-                insert_rows(connection, table, rows)
+                store.add_rows(table, rows)
 
     @contextlib.contextmanager
-    def _store_errors(self, doing: str) -> Iterator[None]:
-        """Turn a failure of the store itself (disk full, I/O error, read-only, gone) into a
-        :class:`StoreError` naming the store: the run ends with exit code 3."""
-        try:
-            with holding():  # the loop cannot beat while the store works: up to store_timeout
-                yield
-        except (OperationalError, OSError) as exc:
-            cause = getattr(exc, "orig", None) or exc
-            raise StoreError(
-                f"store {mask_uri(self.store_uri)}: {doing} failed: "
-                f"{' '.join(str(cause).split())}. {store_advice(cause)}"
-            ) from exc
-
-    @contextlib.contextmanager
-    def _transaction(self, doing: str) -> Iterator[Connection]:
-        """A connection in one transaction, committed on leaving; store failures as
-        :meth:`_store_errors`."""
-        with self._store_errors(doing), self._engine().begin() as connection:
-            yield connection
-
-    def _engine(self) -> Engine:
-        if self.engine is None:
+    def _transaction(self, doing: str) -> Iterator[Store]:
+        """The store in one transaction, committed on leaving; a failure of the store itself
+        (disk full, I/O error, read-only, gone) is a :class:`StoreError` naming the store and
+        what to do (:meth:`Store.failing`): the run ends with exit code 3."""
+        if self.store is None:
             raise RuntimeError(f"{self.name}: the store is not open")
-        return self.engine
+        # (the loop cannot beat while the store works: up to store_timeout)
+        with holding(), self.store.failing(doing), self.store.transaction() as store:
+            yield store
 
     # --- requests of the executor --------------------------------------------------------
 
@@ -381,22 +352,22 @@ class StoreWriter(Component):
         SELECT and INSERT; the unique violation that follows rolls back and we try again,
         now finding them.
         """
+        assert self.store is not None
         for _ in range(RUN_START_ATTEMPTS - 1):
             try:
                 return self._record_run_start(message)
-            except IntegrityError:
+            except self.store.conflict:
                 LOG.debug("%s: run %s was started concurrently; again", self.name, message.run_uid)
         return self._record_run_start(message)
 
     def _record_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
         """One transaction of :meth:`handle_run_start`."""
-        with self._transaction("recording the start of the run") as connection:
-            experiment_id = _experiment(connection, message.experiment_uid)
-            run_id = _run(connection, experiment_id, message)
+        with self._transaction("recording the start of the run") as store:
+            experiment_id = _experiment(store, message.experiment_uid)
+            run_id = _run(store, experiment_id, message)
             now = utcnow()
-            instance_id = insert_one(
-                connection,
-                experiment_run_instances,
+            instance_id = store.insert(
+                "experiment_run_instances",
                 uid=message.instance_uid,
                 experiment_run_id=run_id,
                 status="running",
@@ -416,10 +387,9 @@ class StoreWriter(Component):
     @on(m.StorePhaseStart)
     def handle_phase_start(self, message: m.StorePhaseStart) -> m.StoreIds:
         """Record a running phase with its environments and agents."""
-        with self._transaction("recording a phase") as connection:
-            phase_id = insert_one(
-                connection,
-                experiment_run_phases,
+        with self._transaction("recording a phase") as store:
+            phase_id = store.insert(
+                "experiment_run_phases",
                 experiment_run_instance_id=message.instance_id,
                 index=message.index,
                 name=message.name,
@@ -432,9 +402,8 @@ class StoreWriter(Component):
             )
             ids = {"phase": phase_id}
             for env in message.environments:
-                ids[f"environment:{env.uid}"] = insert_one(
-                    connection,
-                    environments,
+                ids[f"environment:{env.uid}"] = store.insert(
+                    "environments",
                     experiment_run_phase_id=phase_id,
                     uid=env.uid,
                     name=env.name,
@@ -442,9 +411,8 @@ class StoreWriter(Component):
                     seeds=list(env.seeds),
                 )
             for agent in message.agents:
-                ids[f"agent:{agent.name}"] = insert_one(
-                    connection,
-                    agents,
+                ids[f"agent:{agent.name}"] = store.insert(
+                    "agents",
                     experiment_run_phase_id=phase_id,
                     name=agent.name,
                     brain=agent.brain,
@@ -462,12 +430,10 @@ class StoreWriter(Component):
         _check_status(message.status)
         self._drain_socket(quiet_ms=0 if message.status == "finished" else END_QUIET_MS)
         self.flush()
-        with self._transaction("recording the end of a phase") as connection:
-            phases = experiment_run_phases
-            ended = connection.execute(
-                update(phases)
-                .where(phases.c.id == message.phase_id)
-                .values(status=message.status, finished_at=utcnow())
+        with self._transaction("recording the end of a phase") as store:
+            ended = store.execute(
+                "UPDATE experiment_run_phases SET status = ?, finished_at = ? WHERE id = ?",
+                (message.status, store.time(utcnow()), message.phase_id),
             )
             if not ended.rowcount:
                 raise ValueError(f"{self.name}: no phase with id {message.phase_id}")
@@ -482,9 +448,9 @@ class StoreWriter(Component):
         self._drain_socket(quiet_ms=0 if message.status == "finished" else END_QUIET_MS)
         self.flush()
         self.running_instances.discard(message.instance_id)
-        with self._transaction("recording the end of the run") as connection:
+        with self._transaction("recording the end of the run") as store:
             ended = mark_run_end(
-                connection, message.instance_id, message.status, message.reason, utcnow()
+                store, message.instance_id, message.status, message.reason, utcnow()
             )
             if not ended:  # (nothing changed: the transaction ends with the error)
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
@@ -495,35 +461,35 @@ class StoreWriter(Component):
         """The newest dump of each tag of ``agent`` in phase ``phase`` of the run's newest
         instance that has that agent in that phase, by :func:`dump_key` of the tag."""
         self.flush()
-        dumps = brain_states.c
-        with self._engine().connect() as connection:
-            agent_id = connection.scalar(
-                _newest_agent(message.run_uid, message.agent, message.phase)
-            )
+        with self._transaction("finding a brain dump") as store:
+            agent_id = store.scalar(NEWEST_AGENT, (message.run_uid, message.phase, message.agent))
             if agent_id is None:
                 return m.StoreDump(brain_state_id=None, dumps={})
-            newest = select(func.max(dumps.id)).where(dumps.agent_id == agent_id)
-            found = connection.execute(
-                select(dumps.id, dumps.tag, dumps.dump).where(
-                    dumps.id.in_(newest.group_by(dumps.tag))
-                )
-            ).all()
+            found = store.execute(
+                "SELECT id, tag, dump FROM brain_states WHERE id IN (SELECT max(id) FROM "
+                "brain_states WHERE agent_id = ? GROUP BY tag)",
+                (agent_id,),
+            ).fetchall()
         if not found:
             return m.StoreDump(brain_state_id=None, dumps={})
         return m.StoreDump(
-            brain_state_id=max(row.id for row in found),
-            dumps={dump_key(row.tag): row.dump for row in found},
+            brain_state_id=max(row[0] for row in found),
+            dumps={dump_key(tag): bytes(dump) for _, tag, dump in found},
         )
 
     @on(m.StoreFindReplay)
     def handle_find_replay(self, message: m.StoreFindReplay) -> m.StoreReplay:
         """The recorded steps an agent's ``replay`` names (see :mod:`.replay_source`; it reads
         them with the store's readers, imported here for a replay only)."""
+        from palaestra.store.engine import make_engine
         from palaestra.store.replay_source import find_replay
 
         self.flush()
-        assert self.engine is not None
-        return find_replay(self.engine, message)
+        engine = make_engine(self.store_uri)
+        try:
+            return find_replay(engine, message)
+        finally:
+            engine.dispose()
 
 
 # --- rows and metadata -----------------------------------------------------------------------
@@ -534,73 +500,24 @@ def _check_status(status: str) -> None:
         raise ValueError(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
 
 
-_ADVICE = (
-    (
-        ("disk is full", "no space left on device", "could not extend file", "disk full"),
-        "Its disk is full: free space on it, or give the run another store_uri.",
-    ),
-    (
-        (
-            "connection is lost",
-            "server closed the connection",
-            "terminating connection",
-            "connection refused",
-            "consuming input failed",
-            "connection to server",
-            "connection reset",
-            "ssl syscall error",
-            "the database system is shutting down",
-            "the database system is starting up",
-        ),
-        "The connection to the database server was lost: the server went away, restarted or "
-        "closed it (an administrator, a pooler, an idle timeout). See that it runs and takes "
-        "connections, then continue the run with 'palaestra experiment-resume'.",
-    ),
-    (
-        ("readonly database", "read-only", "read only"),
-        "The store cannot be written (a read-only file, directory or database): give the run "
-        "a store it may write, or another store_uri.",
-    ),
-    (
-        ("database is locked", "lock timeout", "deadlock detected"),
-        "Another connection holds a lock on the store: let it finish, or give the run another "
-        "store_uri.",
-    ),
-)
-
-
-def store_advice(cause: BaseException) -> str:
-    """What to do about a failure of the store itself, by what its driver said."""
-    if isinstance(cause, OSError) and cause.errno == errno.ENOSPC:
-        return _ADVICE[0][1]
-    said = str(cause).lower()
-    for marks, advice in _ADVICE:
-        if any(mark in said for mark in marks):
-            return advice
-    return "See that the store works (its server, its disk), or give the run another store_uri."
-
-
-def _experiment(connection: Connection, uid: str) -> int:
+def _experiment(store: Store, uid: str) -> int:
     """The id of the experiment ``uid``, created if it is new."""
-    found = connection.scalar(select(experiments.c.id).where(experiments.c.uid == uid))
-    return (
-        insert_one(connection, experiments, uid=uid, created_at=utcnow())
-        if found is None
-        else found
-    )
+    found = store.scalar("SELECT id FROM experiments WHERE uid = ?", (uid,))
+    if found is None:
+        return store.insert("experiments", uid=uid, created_at=utcnow())
+    return int(found)
 
 
-def _run(connection: Connection, experiment_id: int, message: m.StoreRunStart) -> int:
+def _run(store: Store, experiment_id: int, message: m.StoreRunStart) -> int:
     """The id of the run ``message`` starts: created if it is new, else given its document and
     overrides."""
-    runs = experiment_runs
-    found = connection.execute(
-        select(runs.c.id, runs.c.document, runs.c.overrides).where(runs.c.uid == message.run_uid)
-    ).first()
+    found = store.execute(  # (the JSON as its text: SQLite's and psycopg's alike)
+        "SELECT id, document, CAST(overrides AS TEXT) FROM experiment_runs WHERE uid = ?",
+        (message.run_uid,),
+    ).fetchone()
     if found is None:
-        return insert_one(
-            connection,
-            runs,
+        return store.insert(
+            "experiment_runs",
             uid=message.run_uid,
             experiment_id=experiment_id,
             document=message.document,
@@ -609,24 +526,22 @@ def _run(connection: Connection, experiment_id: int, message: m.StoreRunStart) -
             created_at=utcnow(),
             overrides=message.overrides,
         )
-    if (found.document, found.overrides) != (message.document, message.overrides):
-        connection.execute(  # (only then: an UPDATE locks the run's row on PostgreSQL)
-            update(runs)
-            .where(runs.c.id == found.id)
-            .values(document=message.document, overrides=message.overrides)
+    run_id, document, overrides = found
+    new = (message.document, message.overrides)
+    if (document, None if overrides is None else json_value(overrides)) != new:
+        store.execute(  # (only then: an UPDATE locks the run's row on PostgreSQL)
+            "UPDATE experiment_runs SET document = ?, overrides = ? WHERE id = ?",
+            (*store.values("experiment_runs", ("document", "overrides"), new), run_id),
         )
-    return int(found.id)
+    return int(run_id)
 
 
-def _newest_agent(run_uid: str, agent: str, phase: int) -> Select[Any]:
-    """SELECT the id of ``agent`` in phase ``phase`` of the run's newest instance having it."""
-    phases, instances, runs = experiment_run_phases, experiment_run_instances, experiment_runs
-    return (
-        select(agents.c.id)
-        .join(phases, agents.c.experiment_run_phase_id == phases.c.id)
-        .join(instances, phases.c.experiment_run_instance_id == instances.c.id)
-        .join(runs, instances.c.experiment_run_id == runs.c.id)
-        .where(runs.c.uid == run_uid, phases.c.index == phase, agents.c.name == agent)
-        .order_by(instances.c.id.desc())
-        .limit(1)
-    )
+NEWEST_AGENT = """\
+SELECT agents.id FROM agents
+JOIN experiment_run_phases AS phases ON agents.experiment_run_phase_id = phases.id
+JOIN experiment_run_instances AS instances ON phases.experiment_run_instance_id = instances.id
+JOIN experiment_runs AS runs ON instances.experiment_run_id = runs.id
+WHERE runs.uid = ? AND phases."index" = ? AND agents.name = ?
+ORDER BY instances.id DESC LIMIT 1"""
+"""The id of an agent (its name) in a phase (its index) of a run's (its uid) newest instance
+that has it."""

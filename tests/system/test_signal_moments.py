@@ -61,14 +61,14 @@ def test_a_signal_while_the_command_line_is_imported(
 
 
 @pytest.mark.parametrize(("signum", "code", "said"), slow_after(SIGNALS))
-def test_a_signal_while_the_writer_forked_ahead_imports_sqlalchemy(
+def test_a_signal_while_the_writer_forked_ahead_imports_its_store_driver(
     workspace: Workspace, signum: int, code: int, said: str
 ) -> None:
-    """The command never imports SQLAlchemy (test_executor_imports.py): a report of its import
-    comes from the store writer that ``experiment-start`` forked before it read the run file
-    (palaestra/core/supervision/prestart.py). The signal comes then; that child ends with the
-    command, which waits for nothing."""
-    proc, err, said_lines = _signal_after_import(workspace, "sqlalchemy", signum)
+    """The command never imports the store writer's connection (palaestra/store/driver.py): a
+    report of its import comes from the writer that ``experiment-start`` forked before it read
+    the run file (palaestra/core/supervision/prestart.py). The signal comes then; that child
+    ends with the command, which waits for nothing."""
+    proc, err, said_lines = _signal_after_import(workspace, "palaestra.store.driver", signum)
     assert proc.returncode == code, err[-3000:]
     cancelled = f"Run 'dummy-run' interrupted by {signal.Signals(signum).name}; marked cancelled."
     assert said_lines[-1:] in ([said], [cancelled]), said_lines  # (before the run, or in it)

@@ -4,10 +4,13 @@ SQLite and PostgreSQL; and of run starts racing on one store."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -484,8 +487,8 @@ def test_migrate_from_0001_keeps_the_rows_and_fills_reward(engine: Engine) -> No
     try:
         ids = writer.handle_run_start(run_start("instance-2")).ids
     finally:
-        assert writer.engine is not None
-        writer.engine.dispose()
+        assert writer.store is not None
+        writer.store.close()
     assert ids["experiment"] == scalar(engine, "SELECT id FROM experiments")
     assert scalar(engine, "SELECT count(*) FROM experiment_run_instances") == 2
 
@@ -504,8 +507,8 @@ def test_migrate_from_0002_keeps_the_seeds_and_then_takes_64_bit_ones(engine: En
     try:
         writer.handle_run_start(run_start("instance-2", run_uid="big", seed=SEED_MAX))
     finally:
-        assert writer.engine is not None
-        writer.engine.dispose()
+        assert writer.store is not None
+        writer.store.close()
     assert scalar(engine, "SELECT seed FROM experiment_runs WHERE uid = 'big'") == SEED_MAX
 
 
@@ -609,8 +612,8 @@ def writers(store_uri: str) -> Iterator[tuple[StoreWriter, StoreWriter]]:
         writer.open()
     yield pair
     for writer in pair:
-        assert writer.engine is not None
-        writer.engine.dispose()
+        assert writer.store is not None
+        writer.store.close()
 
 
 @pytest.mark.parametrize("created", ["experiment", "run"])
@@ -620,31 +623,56 @@ def test_run_starts_racing_for_the_same_experiment_and_run(
     """B looks up the experiment and run, finds (one of) them missing, and just before it
     inserts, A starts the same run and commits: B's INSERT violates the unique uid."""
     a, b = writers
+    assert b.store is not None
+    if b.store.dialect == "sqlite":
+        pytest.skip("SQLite: a writer's transaction holds the write lock from its start")
     if created == "run":  # the experiment exists already, only the run is new
         a.handle_run_start(run_start("instance-0", run_uid="other-run"))
     a_ids: dict[str, int] = {}
+    insert = b.store.insert
 
-    def a_starts_first(_c: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.startswith("INSERT") and not a_ids:  # B's first: the one that collides
+    def a_starts_first(table: str, **values: Any) -> int:
+        if not a_ids:  # B's first INSERT: the one that collides
             a_ids.update(a.handle_run_start(run_start("instance-a")).ids)
+        return insert(table, **values)
 
-    assert b.engine is not None
-    sa.event.listen(b.engine, "before_cursor_execute", a_starts_first)
+    b.store.insert = a_starts_first  # type: ignore[method-assign]
     with caplog.at_level(logging.DEBUG, logger="palaestra.store.writer"):
         b_ids = b.handle_run_start(run_start("instance-b")).ids
-    sa.event.remove(b.engine, "before_cursor_execute", a_starts_first)
+    b.store.insert = insert  # type: ignore[method-assign]
 
     assert "started concurrently" in caplog.text  # B did collide, and tried again
     assert b_ids["experiment"] == a_ids["experiment"]
     assert b_ids["run"] == a_ids["run"]
     assert b_ids["instance"] != a_ids["instance"]
-    engine = a.engine
-    assert engine is not None
+    engine = make_engine(a.store_uri)
     assert scalar(engine, "SELECT count(*) FROM experiments") == 1
     assert scalar(engine, "SELECT count(*) FROM experiment_runs WHERE uid = 'run'") == 1
     assert scalar(engine, "SELECT count(*) FROM experiment_run_instances") == (
         3 if created == "run" else 2
     )
+    engine.dispose()
+
+
+def test_on_sqlite_a_writers_transaction_holds_the_write_lock_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """So another writer's commit never comes between what a transaction read and what it
+    writes (the race above cannot happen): a second writer waits for it, and then finds what
+    it wrote."""
+    writer = StoreWriter("store", f"sqlite:///{tmp_path}/store.db")
+    writer.open()
+    other = sqlite3.connect(tmp_path / "store.db", timeout=0, isolation_level=None)
+    try:
+        with writer._transaction("reading"):
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+        assert writer.store is not None
+        writer.store.close()
 
 
 def _json(value: Any) -> Any:
@@ -652,3 +680,34 @@ def _json(value: Any) -> Any:
     import json
 
     return json.loads(value) if isinstance(value, str) else value
+
+
+def test_the_ddl_the_writer_runs_is_that_of_the_tables() -> None:
+    """The store writer creates a new store from ``ddl.json`` (it does not import SQLAlchemy),
+    as ``database-create`` and ``database-migrate`` do: it must be the tables rendered."""
+    from palaestra.store.driver import DDL_FILE
+
+    assert json.loads(DDL_FILE.read_text()) == schema.rendered_ddl(), (
+        "palaestra/store/ddl.json is not palaestra/store/tables.py rendered: after a change of "
+        'the tables, run python -c "from palaestra.store import schema; schema.write_ddl()"'
+    )
+
+
+def test_a_store_the_ddl_made_is_one_create_all_makes() -> None:
+    """The same tables, columns, keys and indexes as SQLAlchemy's ``create_all`` on SQLite."""
+    made, created = sa.create_engine("sqlite://"), sa.create_engine("sqlite://")
+    with made.begin() as connection:
+        schema._create_tables(connection)
+    with created.begin() as connection:
+        METADATA.create_all(connection)
+        schema._VERSIONS.create(connection)
+    listed = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+    with made.connect() as a, created.connect() as b:
+        assert a.exec_driver_sql(listed).all() == b.exec_driver_sql(listed).all()
+
+
+def test_the_writer_knows_the_revisions_alembic_knows() -> None:
+    """It tells an older store from a newer one by its migrations' files, without alembic."""
+    from palaestra.store.driver import VERSIONS
+
+    assert {path.stem for path in VERSIONS.glob("[0-9]*.py")} == set(schema._revisions())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.store import engine
+from palaestra.store import driver, engine
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -25,13 +25,13 @@ def test_a_new_store_locked_by_another_connection_is_opened_once_the_lock_passes
     holder.execute("BEGIN IMMEDIATE")  # the other run's connection, mid-write
     holder.execute("INSERT INTO t VALUES (1)")
     refused = threading.Event()
-    pause = engine._pause
+    pause = driver._pause
 
     def noted(seconds: float) -> None:
         refused.set()  # the switch was refused: the lock is held
         pause(seconds)
 
-    monkeypatch.setattr(engine, "_pause", noted)
+    monkeypatch.setattr(driver, "_pause", noted)
     opened: list[str] = []
 
     def open_store() -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
+from palaestra.store.driver import VERSION_TABLE
 from palaestra.store.engine import make_engine
-from palaestra.store.schema import VERSION_TABLE
 from palaestra.store.tables import metadata
 
 
