@@ -34,7 +34,7 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
-from palaestra.store.bulk import driver_store
+from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
 from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import shown_status
@@ -254,7 +254,9 @@ def _recorded_phase(
 def _mark_stale(connection: Connection, instance_id: int) -> None:
     """End a stale instance: its executor is gone."""
     reason = "its executor died (no heartbeat); continued by experiment-resume"
-    mark_run_end(driver_store(connection), instance_id, "error", reason, utcnow())
+    store = driver_store(connection)
+    with as_sqlalchemy_errors(store, "experiment_run_instances"):  # (the caller's StoreError)
+        mark_run_end(store, instance_id, "error", reason, utcnow())
 
 
 def load_plan(

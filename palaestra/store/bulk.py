@@ -26,8 +26,18 @@ TABLES: dict[str, Table] = {name: METADATA.tables[name] for name in COLUMNS}
 """The tables of :data:`palaestra.core.wire.records.COLUMNS`, by name."""
 
 
+DRIVERS = ("pysqlite", "psycopg")
+"""The drivers :class:`Store` takes (sqlite3, psycopg 3)."""
+
+
 def driver_store(connection: Connection) -> Store:
-    """The :class:`Store` of ``connection``'s driver connection (in its transaction)."""
+    """The :class:`Store` of ``connection``'s driver connection (in its transaction).
+
+    Raises:
+        ValueError: Its driver is not one of :data:`DRIVERS`.
+    """
+    if connection.dialect.driver not in DRIVERS:
+        raise ValueError(f"driver {connection.dialect.driver}: palaestra takes {DRIVERS}")
     return Store.around(connection.connection.driver_connection, connection.dialect.name)
 
 
@@ -47,7 +57,7 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[tuple[Any, 
             SQLAlchemy gives the driver's error, as for its own statements).
     """
     store = driver_store(connection)
-    with _as_sqlalchemy(store, table.name):
+    with as_sqlalchemy_errors(store, table.name):
         store.add_rows(table.name, rows)
 
 
@@ -60,12 +70,19 @@ def insert_values(
     Raises:
         sqlalchemy.exc.DBAPIError: As :func:`insert_rows`.
     """
+    if connection.dialect.driver not in DRIVERS:  # (a palaestrAI export's own target)
+        marks = ", ".join(
+            ["%s" if connection.dialect.paramstyle != "qmark" else "?"] * len(columns)
+        )
+        statement = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        connection.exec_driver_sql(statement, list(rows))
+        return
     store = driver_store(connection)
-    with _as_sqlalchemy(store, table.name):
+    with as_sqlalchemy_errors(store, table.name):
         store.insert_many(table.name, columns, rows)
 
 
-class _as_sqlalchemy:
+class as_sqlalchemy_errors:
     """The driver's errors as SQLAlchemy's (``OperationalError`` for a full disk or a lost
     server), as the callers' own statements raise them."""
 

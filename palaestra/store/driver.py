@@ -84,7 +84,7 @@ class Store:
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self.shown = hide_password(uri)
-        scheme, _, rest = uri.partition("://")
+        scheme = uri.partition("://")[0]
         self.dialect = scheme.partition("+")[0]
         if scheme == "sqlite":
             self.errors: Any = sqlite3
@@ -101,15 +101,23 @@ class Store:
                 f"store {self.shown}: the store writer takes sqlite:///<file> or "
                 "postgresql+psycopg://<user>@<host>:<port>/<database> (psycopg 3)"
             )
+        self.connection: Any = self._connect()
+        self._errors()
+
+    def _connect(self) -> Any:
+        """A new connection to the store.
+
+        Raises:
+            StoreError: It cannot be opened.
+        """
+        rest = self.uri.partition("://")[2]
         try:
-            if scheme == "sqlite":
-                self.connection: Any = _sqlite(uri, rest)
-            else:
-                self.connection = self.errors.connect(f"postgresql://{rest}")
+            if self.dialect == "sqlite":
+                return _sqlite(self.uri, rest)
+            return self.errors.connect(f"postgresql://{rest}")
         except (self.errors.Error, OSError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             raise StoreError(f"store {self.shown}: cannot open the store: {reason}") from exc
-        self._errors()
 
     @classmethod
     def around(cls, connection: Any, dialect: str) -> Store:
@@ -147,22 +155,26 @@ class Store:
         return statement if self.dialect == "sqlite" else statement.replace("?", "%s")
 
     @contextlib.contextmanager
-    def transaction(self, lock: bool = False) -> Iterator[Store]:
-        """One transaction, committed on leaving (rolled back on an error). On SQLite it holds
-        the write lock from its start (``BEGIN IMMEDIATE``): the writers of a store take turns,
-        so a transaction that read a row never fails to write for another's commit between;
-        on PostgreSQL ``lock`` takes the schema's advisory lock."""
-        if self.dialect == "sqlite":
-            self.connection.execute("BEGIN IMMEDIATE")
-        elif lock:
-            self.execute("SELECT pg_advisory_xact_lock(?)", (PG_LOCK_KEY,))
+    def transaction(self, lock: bool = False, write: bool = True) -> Iterator[Store]:
+        """One transaction, committed on leaving (rolled back on any failure, the commit's
+        too). On SQLite a ``write`` transaction holds the write lock from its start (``BEGIN
+        IMMEDIATE``): the writers of a store take turns, so a transaction that read a row never
+        fails to write for another's commit between. On PostgreSQL ``lock`` takes the schema's
+        advisory lock, and a connection the server closed (a restart, an idle timeout) is
+        opened again first, as SQLAlchemy's pool did."""
+        if self.dialect != "sqlite" and self.connection.closed and self.uri:
+            self.connection = self._connect()
         try:
+            if self.dialect == "sqlite":
+                self.connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            elif lock:
+                self.execute("SELECT pg_advisory_xact_lock(?)", (PG_LOCK_KEY,))
             yield self
+            self.connection.commit()
         except BaseException:
             with contextlib.suppress(Exception):
                 self.connection.rollback()
             raise
-        self.connection.commit()
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """Run ``statement`` (``?`` marks); its cursor."""
@@ -177,8 +189,10 @@ class Store:
         names = list(values)
         row = self.values(table, names, tuple(values.values()))
         marks = ", ".join("?" * len(names))
-        statement = f"INSERT INTO {table} ({_names(names)}) VALUES ({marks}) RETURNING id"
-        return int(self.execute(statement, row).fetchone()[0])
+        statement = f"INSERT INTO {table} ({_names(names)}) VALUES ({marks})"
+        if self.dialect == "sqlite":  # (RETURNING needs SQLite 3.35)
+            return int(self.execute(statement, row).lastrowid)
+        return int(self.execute(f"{statement} RETURNING id", row).fetchone()[0])
 
     def insert_many(self, table: str, columns: Sequence[str], rows: Sequence[Any]) -> None:
         """Insert ``rows`` (each the values of ``columns``, as the driver takes them)."""
@@ -254,8 +268,11 @@ class Store:
                     self.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (HEAD,))
                     return
                 revision = self._revision()
-        except self.failures as exc:
-            raise StoreError(f"store {self.shown}: cannot create the schema: {exc}") from exc
+        except (self.errors.Error, OSError) as exc:
+            said = " ".join(str(exc).split())
+            raise StoreError(
+                f"store {self.shown}: cannot create the schema: {said}. {store_advice(exc)}"
+            ) from exc
         if revision != HEAD:
             raise not_current(revision, self.shown)
 
@@ -264,7 +281,9 @@ class Store:
             return None
         found = self.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
         if len(found) > 1:
-            raise StoreError(f"the store records several schema revisions: {sorted(found)}")
+            raise StoreError(
+                f"store {self.shown} records several schema revisions: {sorted(found)}"
+            )
         return found[0][0] if found else None
 
 
@@ -280,14 +299,14 @@ def _sqlite(uri: str, rest: str) -> sqlite3.Connection:
     Raises:
         StoreError: The URI has options (a query), or the file or its directory is read-only.
     """
-    path = rest.removeprefix("/")
+    path = rest[1:] if rest.startswith("/") else ""  # (sqlite://<host>: in memory, too)
     if "?" in path:
         raise StoreError(
             f"store {uri}: the store writer takes sqlite:///<file> without options (a query)"
         )
     target = ":memory:"
     if path not in ("", ":memory:"):
-        target = str(Path(urllib.parse.unquote(path)).expanduser().absolute())
+        target = str(Path(urllib.parse.unquote(path)).absolute())  # (no ~: as SQLAlchemy's)
         require_writable(Path(target), uri)
     connection = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
     connection.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")

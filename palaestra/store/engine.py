@@ -72,7 +72,7 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
         require_writable(path, uri)
     try:
         engine = create_engine(
-            url, json_serializer=_json_encode, json_deserializer=json_value, **options
+            url, json_serializer=json_text, json_deserializer=json_value, **options
         )
     except ArgumentError as exc:
         raise StoreError(f"store {mask_uri(uri)}: cannot create an engine: {exc}") from exc
@@ -84,11 +84,6 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
         event.listen(engine, "connect", _tune_read_only if read_only else _tune_sqlite)
     _check_connection(engine, uri)
     return engine
-
-
-_json_encode = json_text
-json_encode = json_text
-"""The JSON text the store's engines write (for bulk inserts that bypass SQLAlchemy)."""
 
 
 def _parse(uri: str) -> URL:

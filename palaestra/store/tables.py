@@ -33,7 +33,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import DateTime, TypeDecorator
 
-from palaestra.store.driver import RUN_STATUSES as RUN_STATUSES
 from palaestra.store.driver import utcnow as utcnow
 
 

@@ -60,8 +60,6 @@ RUN_START_ATTEMPTS = 3
 IMMEDIATE = frozenset(("code_reloads",))
 """Tables whose rows are rare and inserted as they come, not buffered."""
 
-Row = dict[str, Any]
-
 
 def prepare(store_uri: str) -> None:
     """Import what the writer of ``store_uri`` needs besides this module: its database driver
@@ -316,14 +314,14 @@ class StoreWriter(Component):
                 store.add_rows(table, rows)
 
     @contextlib.contextmanager
-    def _transaction(self, doing: str) -> Iterator[Store]:
+    def _transaction(self, doing: str, write: bool = True) -> Iterator[Store]:
         """The store in one transaction, committed on leaving; a failure of the store itself
         (disk full, I/O error, read-only, gone) is a :class:`StoreError` naming the store and
         what to do (:meth:`Store.failing`): the run ends with exit code 3."""
         if self.store is None:
             raise RuntimeError(f"{self.name}: the store is not open")
         # (the loop cannot beat while the store works: up to store_timeout)
-        with holding(), self.store.failing(doing), self.store.transaction() as store:
+        with holding(), self.store.failing(doing), self.store.transaction(write=write) as store:
             yield store
 
     # --- requests of the executor --------------------------------------------------------
@@ -461,7 +459,7 @@ class StoreWriter(Component):
         """The newest dump of each tag of ``agent`` in phase ``phase`` of the run's newest
         instance that has that agent in that phase, by :func:`dump_key` of the tag."""
         self.flush()
-        with self._transaction("finding a brain dump") as store:
+        with self._transaction("finding a brain dump", write=False) as store:
             agent_id = store.scalar(NEWEST_AGENT, (message.run_uid, message.phase, message.agent))
             if agent_id is None:
                 return m.StoreDump(brain_state_id=None, dumps={})

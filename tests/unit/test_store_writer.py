@@ -641,6 +641,11 @@ def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_ur
     assert store_uri.removeprefix("sqlite:///") in message
     assert "writing 99 rows into muscle_actions failed: database or disk is full" in message
     assert "Its disk is full: free space on it" in message
+    # space again: the failed transaction was rolled back, the next one writes
+    writer.store.connection.execute("PRAGMA max_page_count=1073741823")
+    writer.accept(action_rows(ids["agent:attacker"], range(3)))
+    writer.flush()
+    assert count(writer, "muscle_actions") == 3
 
 
 @pytest.mark.integration
@@ -807,6 +812,10 @@ def test_a_lost_postgresql_connection_says_so_and_what_to_do(pg_uri: str) -> Non
         assert f"store {url.render_as_string(hide_password=True)}" in message
         assert "The connection to the database server was lost" in message
         assert "experiment-resume" in message and "Free space" not in message
+        # the server is back: the next write opens a new connection (the heartbeat, say)
+        writer.accept(action_rows(ids["agent:attacker"], range(10, 13)))
+        writer.flush()
+        assert count(writer, "muscle_actions") == 3
     finally:
         run(writer.teardown())
 

@@ -98,7 +98,7 @@ COLUMNS = {
 of a row's values: one shape per table, made here, inserted by the writer as it comes."""
 BULK = frozenset(("world_states", "muscle_actions"))
 """The per-step tables: their JSON values arrive as JSON text and go to the driver as they are
-(:func:`palaestra.store.bulk.insert_values`). In the other tables' rows JSON values are plain
+(:meth:`palaestra.store.driver.Store.add_rows`). In the other tables' rows JSON values are plain
 values and times POSIX seconds, which the writer turns into the columns' types."""
 
 
