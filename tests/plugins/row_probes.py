@@ -1,6 +1,7 @@
 """Plug-ins for the tests of the rows on their way to the store (see tests/system/test_rows.py).
 
 :class:`FailAtStepMuscle` raises in ``propose_actions`` on its ``at``-th call;
+:class:`CountingMuscle` keeps the number of its ``propose_actions`` calls in a file;
 :class:`OpaqueSetpointMuscle` sets an actuator to a value with no JSON form on its ``at``-th
 call; :class:`OpaqueSensorEnvironment` reports a sensor value with no JSON form on its
 ``at``-th step; :class:`BigObservationEnvironment` reports a ``size``-byte sensor per step.
@@ -8,6 +9,7 @@ call; :class:`OpaqueSensorEnvironment` reports a sensor value with no JSON form 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,21 @@ class FailAtStepMuscle(DummyMuscle):
         self.calls += 1
         if self.calls >= self.at:
             raise RuntimeError(f"planned failure at call {self.calls}")
+        return super().propose_actions(sensors, actuators_available)
+
+
+class CountingMuscle(DummyMuscle):
+    """DummyMuscle that keeps the number of its ``propose_actions`` calls in the file
+    ``path`` (rewritten at each call): how far it got when the run stopped."""
+
+    def __init__(self, path: str = "", **params: Any) -> None:
+        super().__init__(**params)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self.calls = 0
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        self.calls += 1
+        os.pwrite(self.fd, f"{self.calls:>12}".encode(), 0)
         return super().propose_actions(sensors, actuators_available)
 
 
