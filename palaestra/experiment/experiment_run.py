@@ -35,7 +35,7 @@ from palaestra.core.wire import messages as m
 from palaestra.environment.conductor import EnvironmentConductor
 from palaestra.experiment.evaluation import evaluations
 from palaestra.experiment.offline import check_other_runs, recorded_steps
-from palaestra.experiment.provenance import code_revision, package_versions
+from palaestra.experiment.provenance import CodeRevision, package_versions
 from palaestra.experiment.store_client import (
     WRITER,
     NullStore,
@@ -170,9 +170,9 @@ class ExperimentRun(Component):
             writer = self.runtime.spawn(
                 WRITER, "StoreWriter", STORE_WRITER, WriterArgs(store_uri=self.store_uri)
             )
-        # what the run ran with, found while the writer starts (its imports take longer)
+        # what the run ran with, found while the writer starts (git's commands run meanwhile)
+        revision = CodeRevision(self.run.path) if self.run.path else None
         versions = package_versions()
-        revision = code_revision(self.run.path) if self.run.path else None
         if writer is not None:
             (endpoints,) = await self.runtime.wait_ready(
                 [writer], self.start_timeout, "start_timeout"
@@ -191,7 +191,7 @@ class ExperimentRun(Component):
                 palaestra_version=__version__,
                 host=socket.gethostname(),
                 package_versions=versions,
-                code_revision=revision,
+                code_revision=revision.result() if revision is not None else None,
                 overrides=self.run.overrides,
                 resumed_from_id=self.resume.instance_id if self.resume else None,
             )
