@@ -22,6 +22,22 @@ def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
     first of each on ``sys.path``, as ``importlib.metadata`` finds them (which is asked for a
     distribution installed without a ``<name>-<version>.dist-info`` directory)."""
     wanted = {_normal(name): name for name in (*PACKAGES, *extra)}
+    versions = _dist_info_versions(wanted)
+    missing = [name for name in wanted.values() if name not in versions]
+    if missing:  # (an egg-info, say: its version is in its files)
+        import importlib.metadata
+
+        for name in missing:
+            try:
+                versions[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return {name: versions[name] for name in wanted.values() if name in versions}
+
+
+def _dist_info_versions(wanted: dict[str, str]) -> dict[str, str]:
+    """The versions that the first ``<name>-<version>.dist-info`` of each wanted distribution
+    (by :func:`_normal` name) on ``sys.path`` names."""
     versions: dict[str, str] = {}
     for entry in sys.path:
         try:
@@ -35,16 +51,7 @@ def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
             found = wanted.get(_normal(name))
             if found is not None and found not in versions and version:
                 versions[found] = version
-    missing = [name for name in wanted.values() if name not in versions]
-    if missing:  # (an egg-info, say: its version is in its files)
-        import importlib.metadata
-
-        for name in missing:
-            try:
-                versions[name] = importlib.metadata.version(name)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-    return {name: versions[name] for name in wanted.values() if name in versions}
+    return versions
 
 
 def _normal(name: str) -> str:
