@@ -226,17 +226,21 @@ class Store:
             if column in json_columns:
                 value = None if value is None and json_columns[column] else json_text(value)
             elif column in times and value is not None:
-                if not isinstance(value, dt.datetime):
+                if not isinstance(value, dt.datetime):  # POSIX seconds
                     value = dt.datetime.fromtimestamp(value, dt.UTC)
-                elif value.tzinfo is None:
-                    raise ValueError(f"naive datetime {value!r}: the store takes aware UTC times")
-                value = sqlite_time(value) if self.dialect == "sqlite" else value
+                value = self.time(value)
             out.append(value)
         return tuple(out)
 
     def time(self, value: dt.datetime) -> Any:
-        """An aware time as the dialect's time columns take it."""
-        return self.values("experiments", ("created_at",), (value,))[0]
+        """An aware time as the dialect's time columns take it.
+
+        Raises:
+            ValueError: ``value`` is naive.
+        """
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the store takes aware UTC times")
+        return sqlite_time(value) if self.dialect == "sqlite" else value
 
     def table_names(self) -> set[str]:
         if self.dialect == "sqlite":
