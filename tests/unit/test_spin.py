@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from palaestra.core.wire import channel
-from palaestra.core.wire.channel import CONTENDED_WAITS, SPINS_JUDGED, Poller
+from palaestra.core.wire.channel import CHAIN_SPINS, CONTENDED_WAITS, SPINS_JUDGED, Poller
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -80,6 +80,48 @@ def test_a_long_wait_stops_the_spin_and_a_short_one_brings_it_back(
     monkeypatch.setattr(channel, "_clock", lambda: next(times))
     assert poller.wait() == [(b.fileno(), select.POLLIN)]
     assert poller.short and poller.spins == 1  # (it did not spin): spin again next time
+
+
+@pytest.mark.parametrize(("worked", "window"), [(0.5, CHAIN_SPINS), (2.0, 1)])
+def test_a_wait_after_brief_work_spins_longer(
+    pair: tuple[socket.socket, socket.socket],
+    monkeypatch: pytest.MonkeyPatch,
+    worked: float,
+    window: int,
+) -> None:
+    """A process that worked at most a spin's time since its last wait is a link of a chain
+    (one game's step: environment, Muscle, Brain, Muscle, environment, each brief, each waiting
+    for the others): its wait spins :data:`CHAIN_SPINS` times as long, and a wait that long
+    is short. After longer work, one spin's time. (The clock moves a tenth of a spin at each
+    reading.)"""
+    a, b = pair
+    spin = 1e-4
+    now = [1.0]
+
+    def clock() -> float:
+        now[0] += spin / 10
+        return now[0]
+
+    monkeypatch.setattr(channel, "_clock", clock)
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=spin)
+    poll = poller.poll
+
+    class Late:  # what is there is seen only by a wait that sleeps (a peer still at work)
+        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
+            return [] if timeout == 0 else poll.poll(timeout)
+
+    poller.poll = Late()  # type: ignore[assignment]
+    a.send(b"x")
+    poller.ended = now[0] - worked * spin
+    assert poller.wait() == [(b.fileno(), select.POLLIN)]  # spun its whole time, then slept
+    assert poller.budget == pytest.approx(window * spin)
+    assert poller.ended == now[0]  # (the next wait measures the work from here)
+    # a wait that sleeps at once (it did not spin) and took three spins' time
+    times = iter([now[0] + worked * spin, now[0] + (worked + 3) * spin])
+    monkeypatch.setattr(channel, "_clock", lambda: next(times))
+    poller.short = False
+    assert poller.wait() == [(b.fileno(), select.POLLIN)]
+    assert poller.short == (window == CHAIN_SPINS)  # within the chain's window: spin again
 
 
 def test_no_spin_sleeps_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
