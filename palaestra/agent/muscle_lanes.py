@@ -49,6 +49,7 @@ from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, PeerGone
 from palaestra.core.wire.records import (
+    column_texts,
     object_keys,
     object_text,
     recorded,
@@ -280,13 +281,9 @@ class MuscleLanes:
     def _complete_all(self, entries: list[_Entry]) -> list[m.Experience]:
         """Complete each game's transition (its memory, then the Objective's values of the
         round's memories in one call, its row): the experiences to tell the Brain; the round's
-        ``muscle_actions`` rows are shaped in one pass and buffered together."""
+        ``muscle_actions`` rows are shaped together (:meth:`_rows`)."""
         process = self.process
         every = process.out.every
-        uids = process.schema.sensor_uids
-        if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
-            self.keys_of, self.keys = uids, object_keys(uids)
-        keys = self.keys
         completed = [
             (game, last, step)
             for _, game, step, last, _ in entries
@@ -296,16 +293,13 @@ class MuscleLanes:
             self._remember(game, last, step)
         values = iter(objective_values(process.objective, [g.memory for g, _, _ in completed]))
         items: list[m.Experience] = []
-        shaped: list[tuple[Any, ...]] = []
-        size = 0
+        kept: list[tuple[_Game, Previous, m.AgentStep, m.Transition, int]] = []  # their rows
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
                 transition = self._complete(game, previous, step, next(values))
                 if recorded(previous.step, step.done, every) and not previous.paused:
-                    row = self._row(keys, uids, game, previous, step, transition, episode)
-                    shaped.append(row)
-                    size += len(row[4]) + len(row[5]) + len(row[6]) + 48
+                    kept.append((game, previous, step, transition, episode))
             items.append(
                 m.Experience(
                     worker=game.lane,
@@ -316,8 +310,31 @@ class MuscleLanes:
                     step=step.step,
                 )
             )
-        process.out.rows.add_shaped(shaped, size)
+        self._rows(kept)
         return items
+
+    def _rows(self, kept: list[tuple[_Game, Previous, m.AgentStep, m.Transition, int]]) -> None:
+        """Buffer the round's ``muscle_actions`` rows, their sensors encoded a column at a
+        time."""
+        if not kept:
+            return
+        uids = self.process.schema.sensor_uids
+        if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
+            self.keys_of, self.keys = uids, object_keys(uids)
+        keys = self.keys
+        columns = [[kept_row[1].sensor_values[i] for kept_row in kept] for i in range(len(uids))]
+        try:
+            texts: list[str] | None = column_texts(keys, uids, columns, len(kept))
+        except (TypeError, ValueError, OverflowError):
+            texts = None  # (each row's own: the value that cannot be encoded is named)
+        shaped: list[tuple[Any, ...]] = []
+        size = 0
+        for j, (game, previous, step, transition, episode) in enumerate(kept):
+            sensors = texts[j] if texts is not None else None
+            row = self._row(keys, uids, game, previous, step, transition, episode, sensors)
+            shaped.append(row)
+            size += len(row[4]) + len(row[5]) + len(row[6]) + 48
+        self.process.out.rows.add_shaped(shaped, size)
 
     def _row(
         self,
@@ -328,12 +345,15 @@ class MuscleLanes:
         step: m.AgentStep,
         transition: m.Transition,
         episode: int,
+        sensors: str | None = None,
     ) -> tuple[Any, ...]:
         """The game's ``muscle_actions`` row of the transition, ready to insert (the values of
-        :func:`~palaestra.core.wire.records.muscle_action_values`)."""
+        :func:`~palaestra.core.wire.records.muscle_action_values`); ``sensors``: their JSON
+        text, if made already."""
         rewards = step.rewards or []
         try:
-            sensors = object_text(keys, uids, previous.sensor_values)
+            if sensors is None:
+                sensors = object_text(keys, uids, previous.sensor_values)
             setpoints = self._setpoint_text(previous.setpoint_values)
             reward_text, total = self._reward_text(rewards)
         except (TypeError, ValueError, OverflowError) as exc:

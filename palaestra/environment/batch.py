@@ -23,7 +23,7 @@ from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.spaces import Box, Discrete, Space
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import object_keys, object_text, recorded
+from palaestra.core.wire.records import column_texts, object_keys, object_text, recorded
 from palaestra.environment.environment import BatchState, steps_in_batches
 from palaestra.environment.world import World
 
@@ -97,6 +97,11 @@ class Batch:
         rows: list[tuple[Any, ...]] = []
         size = 0
         states = []
+        # each game's sensors as JSON text, encoded a column at a time (when every step has
+        # its row; else the rows' own)
+        texts: list[str] | None = None
+        if storing and not paused and every == 1:
+            texts = column_texts(keys, uids, columns, len(games))
         for k, game in enumerate(games):
             values = [column[k] for column in columns]
             ends = _stopped(game, done[k], terminated[k], truncated[k])
@@ -107,7 +112,7 @@ class Batch:
                 out.rows.flush()
                 game.recording()
             if storing and not paused and recorded(game.step - 1, ends[0], every):
-                sensors = object_text(keys, uids, values)
+                sensors = texts[k] if texts is not None else object_text(keys, uids, values)
                 setpoints = self._setpoint_text(moves[k][1])
                 rows.append(
                     (

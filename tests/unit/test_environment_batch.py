@@ -15,7 +15,7 @@ from palaestra.core.information import ActuatorInformation, RewardInformation, S
 from palaestra.core.nonfinite import json_text
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import RowSink, object_keys, object_text
+from palaestra.core.wire.records import RowSink, column_texts, object_keys, object_text
 from palaestra.environment.cartpole import CartPole
 from palaestra.environment.dummy_environment import DummyEnvironment
 from palaestra.environment.environment import (
@@ -140,6 +140,39 @@ def test_object_text_is_json_text_of_the_dict(values: list[Any]) -> None:
     assert object_text(object_keys(uids), uids, values) == json_text(
         dict(zip(uids, values, strict=True))
     )
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        [[1, 2, 3]],
+        [[[1.5, 2.0], [3.0, 4.0]], [True, False]],
+        [[[], [1]]],
+        [[[1, 2]]],
+        [[5]],
+        [[None, 1]],
+        [[math.nan, 1.0], [[math.inf, 1.0], [2.0, 3.0]]],
+        [[[[1]], 2]],  # a nested list beside a number
+        [[[1], [[2]]]],
+        [[[[1], [2], [3]], 4, 5, 6]],
+        [[[1, "],["], [2]]],  # a string holding the separator
+        [["x,y", "z"]],
+        [[{"k": 1}, {"k": [1, 2]}]],
+        [[], []],  # no rows
+        [],  # no sensors
+    ],
+)
+def test_column_texts_are_each_rows_object_text(columns: list[list[Any]]) -> None:
+    """A column encoded at once and cut into its rows gives each row's text as
+    :func:`object_text` makes it, whatever the values (those it cannot cut are encoded one by
+    one)."""
+    uids = [f"env.s{k}" for k in range(len(columns))]
+    keys = object_keys(uids)
+    count = len(columns[0]) if columns else 3
+    rows = [[column[k] for column in columns] for k in range(count)]
+    assert column_texts(keys, uids, columns, count) == [
+        object_text(keys, uids, row) for row in rows
+    ]
 
 
 def test_shaped_rows_go_out_with_encoded_ones_in_one_batch() -> None:

@@ -190,6 +190,51 @@ def object_text(keys: list[str], uids: list[str], values: list[Any]) -> str:
     return text
 
 
+def column_texts(
+    keys: list[str], uids: list[str], columns: list[list[Any]], count: int
+) -> list[str]:
+    """:func:`object_text` of each of ``count`` rows whose values are ``columns`` (one list per
+    uid, a value per row): a column of numbers, or of flat lists of numbers, is encoded in one
+    call and cut into its rows; any other column value by value.
+
+    Raises:
+        TypeError: A value has no JSON form.
+    """
+    cut = [_row_texts(key, column, count) for key, column in zip(keys, columns, strict=True)]
+    if not cut:
+        return ["{}"] * count
+    if len(cut) == 1:
+        texts = ["{" + part + "}" for part in cut[0][0]]
+    else:
+        rows = zip(*[parts for parts, _ in cut], strict=True)
+        texts = ["{" + ",".join(row) + "}" for row in rows]
+    if any(null for _, null in cut):  # a None or a non-finite float: as json_text writes it
+        for k, text in enumerate(texts):
+            if "null" in text:
+                texts[k] = json_text({uid: c[k] for uid, c in zip(uids, columns, strict=True)})
+    return texts
+
+
+def _row_texts(key: str, column: list[Any], count: int) -> tuple[list[str], bool]:
+    """``key`` and the JSON text of each value of ``column``, and whether one may hold
+    ``null``: cut from the column's text where the only brackets in it are the column's and
+    its rows' (no string, no object), else value by value."""
+    text = _json(column).decode()
+    if '"' not in text and "{" not in text:
+        parts: list[str] = []
+        if text.count("[") == 1:  # numbers (true, false, null)
+            parts = [key + part for part in text[1:-1].split(",")]
+        elif text.startswith("[[") and text.count("[") == count + 1:
+            inner = text[2:-2]
+            flat = inner.replace("],[", "")
+            if "[" not in flat and "]" not in flat:  # flat lists
+                opened = key + "["
+                parts = [opened + part + "]" for part in inner.split("],[")]
+        if len(parts) == count:
+            return parts, "null" in text
+    return [key + _json(value).decode() for value in column], True
+
+
 def object_keys(uids: list[str]) -> list[str]:
     """The keys :func:`object_text` takes for ``uids``."""
     return [_json(uid).decode() + ":" for uid in uids]
