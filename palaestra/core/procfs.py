@@ -1,4 +1,5 @@
-"""Reading Linux's ``/proc``: the processes there, each one's ``stat`` fields and command line.
+"""Reading Linux's ``/proc``: the processes there, each one's ``stat`` fields and command line
+(and setting this process's: its title).
 
 One place for what the reaper, the undertaker, the liveness judge (and the tests and
 benchmarks that look for a run's processes) read about processes.
@@ -62,3 +63,10 @@ def in_session(session: int) -> list[tuple[int, str]]:
             continue
         found.append((pid, cmdline(pid)))
     return found
+
+
+def set_title(name: str) -> None:
+    """Show this process as ``palaestra[<name>]`` (its command line in ``ps`` and ``/proc``)."""
+    import setproctitle
+
+    setproctitle.setproctitle(f"palaestra[{name}]")

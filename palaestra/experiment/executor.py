@@ -13,10 +13,11 @@ from palaestra.compat import install as install_palaestrai_names
 from palaestra.core.description import names
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
+from palaestra.core.procfs import set_title
 from palaestra.core.supervision import interrupts, start_methods
 from palaestra.core.supervision.affinity import Affinity
 from palaestra.core.supervision.launch import Placement
-from palaestra.core.supervision.processes import preload, set_title
+from palaestra.core.supervision.processes import preload
 from palaestra.core.supervision.runtime import Runtime
 from palaestra.core.wire.channel import spinning
 from palaestra.core.wire.messages import EpisodeEnded

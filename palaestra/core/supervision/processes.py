@@ -524,12 +524,6 @@ def watch_parent(alive: multiprocessing.connection.Connection) -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
-def set_title(name: str) -> None:
-    import setproctitle
-
-    setproctitle.setproctitle(f"palaestra[{name}]")
-
-
 def configure_child_logging(name: str, level: int) -> None:
     """Log to the inherited stderr (the executor's console), tagged with the process title."""
     root = logging.getLogger()

@@ -25,6 +25,7 @@ from palaestra.core import liveness
 from palaestra.core.description import limits, names
 from palaestra.core.errors import PalaestraError
 from palaestra.core.plugin import PluginError
+from palaestra.core.procfs import set_title
 from palaestra.core.supervision import interrupts
 from palaestra.core.supervision.affinity import Affinity, pin
 from palaestra.core.supervision.esm import ChildExit, Component, State
@@ -36,7 +37,6 @@ from palaestra.core.supervision.processes import (
     Supervisor,
     check_args,
     configure_child_logging,
-    set_title,
     watch_parent,
 )
 from palaestra.core.supervision.start_methods import FORK

@@ -67,14 +67,13 @@ def _serve(command: int, armed: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
     os.write(armed, b"1")  # the command goes on: the title (an import) is not waited for
     os.close(armed)
-    from palaestra.core.supervision.processes import set_title
-
-    set_title("Undertaker")
+    procfs.set_title("Undertaker")  # (procfs: the supervision's imports would take 0.2 s)
     group = os.getpgid(command)
     since = _start_time(command) or 0
     noted: dict[int, int] = {}
+    seen: set[int] = set()
     while os.getppid() == command:  # the command lives
-        _note(command, noted)
+        _note(command, noted, seen)
         if signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY) is not None:
             break
     _bury(noted, group, since)
@@ -100,19 +99,40 @@ def _start_time(pid: int) -> int | None:
     return found[2] if found else None
 
 
-def _note(command: int, noted: dict[int, int]) -> None:
-    """Add the command's live descendants (pid: start time) to ``noted``."""
-    processes = _processes()
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _) in processes.items():
-        children.setdefault(parent, []).append(pid)
-    stack = list(children.get(command, ()))
+def _note(command: int, noted: dict[int, int], seen: set[int]) -> None:
+    """Add the command's live descendants (pid: start time) to ``noted``. ``seen`` holds
+    every pid of the last look (and then this one's): only the processes that appeared since,
+    and the noted ones still there, are read. A process seen before cannot have become a
+    descendant since (an orphan goes to init or to a subreaper above it, never into the
+    command's tree), so a look costs a few reads however many processes the machine runs."""
+    now = set(procfs.pids())
+    new = now - seen
+    seen.clear()
+    seen.update(now)
+    tree = {command}
+    for pid, started in noted.items():  # (a pid used again is another process)
+        if pid in now and pid not in new and _started(pid) == started:
+            tree.add(pid)
+    born: dict[int, tuple[int, int]] = {}  # the new processes: parent, start time
+    for pid in new:
+        fields = procfs.stat(pid)
+        if fields is not None and fields[procfs.STATE] != b"Z":
+            born[pid] = (int(fields[procfs.PPID]), int(fields[procfs.START_TIME]))
     me = os.getpid()
-    while stack:
-        pid = stack.pop()
-        if pid != me:
-            noted[pid] = processes[pid][2]
-        stack.extend(children.get(pid, ()))
+    grew = True
+    while grew:  # (a new process's parent may be new too)
+        grew = False
+        for pid, (parent, started) in born.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+                if pid != me:
+                    noted[pid] = started
+
+
+def _started(pid: int) -> int | None:
+    fields = procfs.stat(pid)
+    return None if fields is None else int(fields[procfs.START_TIME])
 
 
 def _bury(noted: dict[int, int], group: int, since: int) -> None:

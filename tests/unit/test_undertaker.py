@@ -1,0 +1,65 @@
+"""The undertaker's look at the command's descendants (palaestra.core.supervision.undertaker),
+in this process with real child processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from palaestra.core import procfs
+from palaestra.core.supervision import undertaker
+
+pytestmark = [
+    pytest.mark.timeout(30),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc"),
+]
+
+PARENT = (
+    "import subprocess, sys, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "print(child.pid, flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_a_look_notes_the_descendants_and_reads_only_the_processes_that_are_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first look notes this process's child and grandchild with their start times (and
+    nothing else: not init). A second look reads the ``stat`` of the noted processes and of
+    those that appeared since, none of the others: a look costs a few reads however many
+    processes the machine runs."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    grandchild = None
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        noted: dict[int, int] = {}
+        seen: set[int] = set()
+        undertaker._note(os.getpid(), noted, seen)
+        for pid in (parent.pid, grandchild):
+            fields = procfs.stat(pid)
+            assert fields is not None
+            assert noted[pid] == int(fields[procfs.START_TIME])
+        assert 1 not in noted and os.getpid() not in noted
+        before = set(seen)
+        read: list[int] = []
+        stat = procfs.stat
+
+        def counted(pid: int) -> list[bytes] | None:
+            read.append(pid)
+            return stat(pid)
+
+        monkeypatch.setattr(procfs, "stat", counted)
+        undertaker._note(os.getpid(), noted, seen)
+        assert {parent.pid, grandchild} <= set(read)
+        assert set(read) <= set(noted) | (seen - before)
+        assert len(before) > len(read)  # (this machine runs more than the noted processes)
+    finally:
+        if grandchild is not None:
+            os.kill(grandchild, 9)
+        parent.kill()
+        parent.wait()
