@@ -17,6 +17,7 @@ statistics see each game as a worker of its own.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -322,11 +323,11 @@ class MuscleLanes:
         if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
             self.keys_of, self.keys = uids, object_keys(uids)
         keys = self.keys
-        columns = [[kept_row[1].sensor_values[i] for kept_row in kept] for i in range(len(uids))]
-        try:
-            texts: list[str] | None = column_texts(keys, uids, columns, len(kept))
-        except (TypeError, ValueError, OverflowError):
-            texts = None  # (each row's own: the value that cannot be encoded is named)
+        texts: list[str] | None = None  # (else each row's own: a bad value is named)
+        if all(len(kept_row[1].sensor_values) == len(uids) for kept_row in kept):
+            columns = [[row[1].sensor_values[i] for row in kept] for i in range(len(uids))]
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                texts = column_texts(keys, uids, columns, len(kept))
         shaped: list[tuple[Any, ...]] = []
         size = 0
         for j, (game, previous, step, transition, episode) in enumerate(kept):

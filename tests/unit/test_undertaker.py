@@ -63,3 +63,26 @@ def test_a_look_notes_the_descendants_and_reads_only_the_processes_that_are_new(
             os.kill(grandchild, 9)
         parent.kill()
         parent.wait()
+
+
+def test_a_look_that_reads_every_process_notes_what_the_looks_between_missed() -> None:
+    """A descendant whose pid the last look had already seen (a pid used again, or a process
+    re-parented into the command's tree after it was read) is not read by a look between; the
+    next look that starts with nothing seen reads every process and notes it."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    grandchild = None
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        noted: dict[int, int] = {}
+        seen = set(procfs.pids())  # (as if the last look had seen them, and noted none)
+        undertaker._note(os.getpid(), noted, seen)
+        assert parent.pid not in noted and grandchild not in noted
+        seen.clear()  # (what the undertaker does every FULL_LOOK_EVERY looks)
+        undertaker._note(os.getpid(), noted, seen)
+        assert parent.pid in noted and grandchild in noted
+    finally:
+        if grandchild is not None:
+            os.kill(grandchild, 9)
+        parent.kill()
+        parent.wait()

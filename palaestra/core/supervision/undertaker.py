@@ -26,6 +26,12 @@ from palaestra.core import procfs
 
 SNAPSHOT_EVERY = 0.2
 """Seconds between two notes of the command's descendants."""
+FULL_LOOK_EVERY = 5
+"""Every this many looks, one reads every process; the looks between read only the processes
+that appeared since the last look (see :func:`_note`). What those miss is noted by the next
+full look, within a second: a process whose parent was gone when it was read, re-parented into
+the command's tree since (a daemon's double fork), or one whose pid another process had at the
+last look."""
 _ROUNDS = 16
 """Kill rounds at most: each takes the orphans the previous one made."""
 
@@ -72,8 +78,12 @@ def _serve(command: int, armed: int) -> None:
     since = _start_time(command) or 0
     noted: dict[int, int] = {}
     seen: set[int] = set()
+    looks = 0
     while os.getppid() == command:  # the command lives
+        if looks % FULL_LOOK_EVERY == 0:
+            seen.clear()  # (every process is new to this look: each one is read)
         _note(command, noted, seen)
+        looks += 1
         if signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY) is not None:
             break
     _bury(noted, group, since)
@@ -102,9 +112,10 @@ def _start_time(pid: int) -> int | None:
 def _note(command: int, noted: dict[int, int], seen: set[int]) -> None:
     """Add the command's live descendants (pid: start time) to ``noted``. ``seen`` holds
     every pid of the last look (and then this one's): only the processes that appeared since,
-    and the noted ones still there, are read. A process seen before cannot have become a
-    descendant since (an orphan goes to init or to a subreaper above it, never into the
-    command's tree), so a look costs a few reads however many processes the machine runs."""
+    and the noted ones still there, are read, so a look costs a few reads however many
+    processes the machine runs. A process seen before rarely became a descendant since (an
+    orphan goes to init or to a subreaper above it); those that did are found by a look with
+    ``seen`` empty, which reads every process (:data:`FULL_LOOK_EVERY`)."""
     now = set(procfs.pids())
     new = now - seen
     seen.clear()

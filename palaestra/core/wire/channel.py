@@ -88,6 +88,8 @@ CHAIN_SPINS = 5
 CONTENDED_WAITS = 256
 """Waits that sleep at once after spins that found the CPUs busy (see :class:`Poller`)."""
 _clock = time.perf_counter
+_ended = 0.0
+"""When this process's last wait on a link ended (any link's: see :class:`Poller`)."""
 _yield = os.sched_yield
 
 
@@ -298,17 +300,18 @@ class Poller:
     """A ``poll`` set whose :meth:`wait` polls, yielding the CPU in between, for up to
     ``spin`` seconds before it sleeps: a message that comes within it finds its receiver
     awake (see the module's docs). A wait that follows at most ``spin`` seconds of work since
-    the last one spins :data:`CHAIN_SPINS` times as long: its process is a link of a chain
-    whose links each work briefly and wait for the others (one game's step: environment,
-    Muscle, Brain and back), where each wait is the others' work and a wake-up would add to
-    every step; a process that works longer between its waits (many games a round) keeps the
-    CPU time others need. It spins while its last wait took no longer than its window.
+    the process's last wait (on any link) spins :data:`CHAIN_SPINS` times as long: its process
+    is a link of a chain whose links each work briefly and wait for the others (one game's
+    step: environment, Muscle, Brain and back), where each wait is the others' work and a
+    wake-up would add to every step; a process that works longer between its waits (many
+    games a round) keeps the CPU time others need. It spins while its last wait took no
+    longer than its window.
     Where its last :data:`SPINS_JUDGED` spins took more than twice their time on average (a
     spin that yields to a process that keeps the CPU for long ends late: the CPUs are busy with
     such work, and spinning takes from it), it sleeps at once for its next
     :data:`CONTENDED_WAITS` waits."""
 
-    __slots__ = ("poll", "spin", "short", "skip", "spins", "budget", "wall", "ended")
+    __slots__ = ("poll", "spin", "short", "skip", "spins", "budget", "wall")
 
     def __init__(self, items: list[tuple[int, int]], spin: float | None = None) -> None:
         self.poll = select.poll()
@@ -319,7 +322,6 @@ class Poller:
         self.skip = 0  # waits that sleep at once
         self.spins = 0  # since the last judgement, the time they had and the time they took
         self.budget = self.wall = 0.0
-        self.ended = 0.0  # when its last wait ended
 
     def add(self, fd: int, events: int) -> None:
         self.poll.register(fd, events)
@@ -330,6 +332,7 @@ class Poller:
     def wait(self, timeout: int | None = None) -> list[tuple[int, int]]:
         """The events, waited for up to ``timeout`` milliseconds (None or negative: until
         there are; 0: not at all)."""
+        global _ended
         poll = self.poll.poll
         if timeout == 0:
             return poll(0)
@@ -337,24 +340,24 @@ class Poller:
             timeout = None
         began = _clock()
         window = self.spin
-        if began - self.ended <= window:  # it worked briefly: a link of a chain of processes
+        if began - _ended <= window:  # it worked briefly: a link of a chain of processes
             window *= CHAIN_SPINS
         if self.skip:
             self.skip -= 1
         elif self.short:
             events = poll(0)
             if events:  # (there already: no spin, none counted)
-                self.ended = began
+                _ended = began
                 return events
             spin = window if timeout is None else min(window, timeout / 1000)
             events = self._spin(poll, began, spin)
             if events:
-                self.ended = _clock()
+                _ended = _clock()
                 return events
             if timeout is not None:  # (the time spun rounded up: the wait never runs over)
                 timeout = max(0, timeout - math.ceil((_clock() - began) * 1000))
         events = poll(timeout)
-        self.ended = ended = _clock()
+        _ended = ended = _clock()
         # short: something came within a spin's time (a wait that timed out is not short)
         self.short = bool(events) and self.spin > 0 and ended - began <= window
         return events
