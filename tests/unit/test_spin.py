@@ -28,6 +28,18 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
     b.close()
 
 
+def late(poller: Poller) -> None:
+    """Make what is there seen only by a wait of ``poller`` that sleeps (a peer still at
+    work): a spin finds nothing."""
+    poll = poller.poll
+
+    class Late:
+        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
+            return [] if timeout == 0 else poll.poll(timeout)
+
+    poller.poll = Late()  # type: ignore[assignment]
+
+
 def test_a_message_there_is_returned_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
     a, b = pair
     poller = Poller([(b.fileno(), select.POLLIN)], spin=10.0)  # (a spin would never end)
@@ -63,13 +75,7 @@ def test_a_long_wait_stops_the_spin_and_a_short_one_brings_it_back(
 ) -> None:
     a, b = pair
     poller = Poller([(b.fileno(), select.POLLIN)], spin=1e-4)
-    poll = poller.poll
-
-    class Late:  # what is there is seen only by a wait that sleeps (a peer still at work)
-        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
-            return [] if timeout == 0 else poll.poll(timeout)
-
-    poller.poll = Late()  # type: ignore[assignment]
+    late(poller)
     a.send(b"x")
     assert poller.wait() == [(b.fileno(), select.POLLIN)]  # spun its whole time, then slept
     assert not poller.short and poller.spins == 1  # longer than a spin: no spin next time
@@ -104,13 +110,7 @@ def test_a_wait_after_brief_work_spins_longer(
 
     monkeypatch.setattr(channel, "_clock", clock)
     poller = Poller([(b.fileno(), select.POLLIN)], spin=spin)
-    poll = poller.poll
-
-    class Late:  # what is there is seen only by a wait that sleeps (a peer still at work)
-        def poll(self, timeout: int | None = None) -> list[tuple[int, int]]:
-            return [] if timeout == 0 else poll.poll(timeout)
-
-    poller.poll = Late()  # type: ignore[assignment]
+    late(poller)
     a.send(b"x")
     monkeypatch.setattr(channel, "_ended", now[0] - worked * spin)
     assert poller.wait() == [(b.fileno(), select.POLLIN)]  # spun its whole time, then slept

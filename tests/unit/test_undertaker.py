@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,64 +26,62 @@ PARENT = (
 )
 
 
+@pytest.fixture
+def family() -> Iterator[tuple[int, int]]:
+    """A child of this process and its own child, running: their pids."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    grandchild = None
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        yield parent.pid, grandchild
+    finally:
+        if grandchild is not None:
+            os.kill(grandchild, 9)
+        parent.kill()
+        parent.wait()
+
+
 def test_a_look_notes_the_descendants_and_reads_only_the_processes_that_are_new(
-    monkeypatch: pytest.MonkeyPatch,
+    family: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first look notes this process's child and grandchild with their start times (and
     nothing else: not init). A second look reads the ``stat`` of the noted processes and of
     those that appeared since, none of the others: a look costs a few reads however many
     processes the machine runs."""
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
-    grandchild = None
-    try:
-        assert parent.stdout is not None
-        grandchild = int(parent.stdout.readline())
-        noted: dict[int, int] = {}
-        seen: set[int] = set()
-        undertaker._note(os.getpid(), noted, seen)
-        for pid in (parent.pid, grandchild):
-            fields = procfs.stat(pid)
-            assert fields is not None
-            assert noted[pid] == int(fields[procfs.START_TIME])
-        assert 1 not in noted and os.getpid() not in noted
-        before = set(seen)
-        read: list[int] = []
-        stat = procfs.stat
+    noted: dict[int, int] = {}
+    seen: set[int] = set()
+    undertaker._note(os.getpid(), noted, seen)
+    for pid in family:
+        fields = procfs.stat(pid)
+        assert fields is not None
+        assert noted[pid] == int(fields[procfs.START_TIME])
+    assert 1 not in noted and os.getpid() not in noted
+    before = set(seen)
+    read: list[int] = []
+    stat = procfs.stat
 
-        def counted(pid: int) -> list[bytes] | None:
-            read.append(pid)
-            return stat(pid)
+    def counted(pid: int) -> list[bytes] | None:
+        read.append(pid)
+        return stat(pid)
 
-        monkeypatch.setattr(procfs, "stat", counted)
-        undertaker._note(os.getpid(), noted, seen)
-        assert {parent.pid, grandchild} <= set(read)
-        assert set(read) <= set(noted) | (seen - before)
-        assert len(before) > len(read)  # (this machine runs more than the noted processes)
-    finally:
-        if grandchild is not None:
-            os.kill(grandchild, 9)
-        parent.kill()
-        parent.wait()
+    monkeypatch.setattr(procfs, "stat", counted)
+    undertaker._note(os.getpid(), noted, seen)
+    assert set(family) <= set(read)
+    assert set(read) <= set(noted) | (seen - before)
+    assert len(before) > len(read)  # (this machine runs more than the noted processes)
 
 
-def test_a_look_that_reads_every_process_notes_what_the_looks_between_missed() -> None:
+def test_a_look_that_reads_every_process_notes_what_the_looks_between_missed(
+    family: tuple[int, int],
+) -> None:
     """A descendant whose pid the last look had already seen (a pid used again, or a process
     re-parented into the command's tree after it was read) is not read by a look between; the
     next look that starts with nothing seen reads every process and notes it."""
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
-    grandchild = None
-    try:
-        assert parent.stdout is not None
-        grandchild = int(parent.stdout.readline())
-        noted: dict[int, int] = {}
-        seen = set(procfs.pids())  # (as if the last look had seen them, and noted none)
-        undertaker._note(os.getpid(), noted, seen)
-        assert parent.pid not in noted and grandchild not in noted
-        seen.clear()  # (what the undertaker does every FULL_LOOK_EVERY looks)
-        undertaker._note(os.getpid(), noted, seen)
-        assert parent.pid in noted and grandchild in noted
-    finally:
-        if grandchild is not None:
-            os.kill(grandchild, 9)
-        parent.kill()
-        parent.wait()
+    noted: dict[int, int] = {}
+    seen = set(procfs.pids())  # (as if the last look had seen them, and noted none)
+    undertaker._note(os.getpid(), noted, seen)
+    assert not set(family) & set(noted)
+    seen.clear()  # (what the undertaker does every FULL_LOOK_EVERY looks)
+    undertaker._note(os.getpid(), noted, seen)
+    assert set(family) <= set(noted)
