@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -24,6 +25,8 @@ PARENT = (
     "print(child.pid, flush=True)\n"
     "time.sleep(60)\n"
 )
+DEAD = ("Z", "X", "")
+"""A process's state once it ended (a zombie, dead, or gone)."""
 
 
 @pytest.fixture
@@ -40,6 +43,13 @@ def family() -> Iterator[tuple[int, int]]:
             os.kill(grandchild, 9)
         parent.kill()
         parent.wait()
+        assert parent.stdout is not None
+        parent.stdout.close()
+    if grandchild is not None:  # dead (a zombie until init reaps it), not running on
+        deadline = time.monotonic() + 10
+        while procfs.state(grandchild) not in DEAD and time.monotonic() < deadline:
+            os.sched_yield()
+        assert procfs.state(grandchild) in DEAD
 
 
 def test_a_look_notes_the_descendants_and_reads_only_the_processes_that_are_new(
