@@ -118,6 +118,9 @@ class _Game:
 
 _Entry = tuple[int, _Game, m.AgentStep, Previous | None, int]
 """An observation of a round: its position, game, the game's last action and episode."""
+_Kept = tuple[_Game, Previous, m.AgentStep, m.Transition, int]
+"""A completed transition that gets a ``muscle_actions`` row: its game, its action, the step
+that completes it, the transition and its episode."""
 
 
 class MuscleLanes:
@@ -245,7 +248,8 @@ class MuscleLanes:
             if process.brain.awaiting:
                 process.brain.answer()
             if ends:  # (its rows before the answer, the Brain told after)
-                items = self._complete_all(entries)
+                items, kept = self._complete_all(entries)
+                self._rows(kept)
                 later = partial(self._consult, items, False)
             else:
                 later = partial(self._learn, entries, False)
@@ -276,13 +280,15 @@ class MuscleLanes:
         return entries
 
     def _learn(self, entries: list[_Entry], all_done: bool) -> None:
-        """Complete each game's transition and tell the Brain."""
-        self._consult(self._complete_all(entries), all_done)
+        """Complete each game's transition and tell the Brain; the round's rows are shaped
+        while it thinks."""
+        items, kept = self._complete_all(entries)
+        self._consult(items, all_done, partial(self._rows, kept))
 
-    def _complete_all(self, entries: list[_Entry]) -> list[m.Experience]:
+    def _complete_all(self, entries: list[_Entry]) -> tuple[list[m.Experience], list[_Kept]]:
         """Complete each game's transition (its memory, then the Objective's values of the
-        round's memories in one call, its row): the experiences to tell the Brain; the round's
-        ``muscle_actions`` rows are shaped together (:meth:`_rows`)."""
+        round's memories in one call): the experiences to tell the Brain, and what the
+        round's ``muscle_actions`` rows are shaped from (together, :meth:`_rows`)."""
         process = self.process
         every = process.out.every
         completed = [
@@ -294,7 +300,7 @@ class MuscleLanes:
             self._remember(game, last, step)
         values = iter(objective_values(process.objective, [g.memory for g, _, _ in completed]))
         items: list[m.Experience] = []
-        kept: list[tuple[_Game, Previous, m.AgentStep, m.Transition, int]] = []  # their rows
+        kept: list[_Kept] = []  # their rows
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
@@ -311,10 +317,9 @@ class MuscleLanes:
                     step=step.step,
                 )
             )
-        self._rows(kept)
-        return items
+        return items, kept
 
-    def _rows(self, kept: list[tuple[_Game, Previous, m.AgentStep, m.Transition, int]]) -> None:
+    def _rows(self, kept: list[_Kept]) -> None:
         """Buffer the round's ``muscle_actions`` rows, their sensors encoded a column at a
         time."""
         if not kept:
@@ -460,20 +465,31 @@ class MuscleLanes:
             step.truncated,
         )
 
-    def _consult(self, items: list[m.Experience], all_done: bool) -> None:
-        """Send the round's experience to the Brain; apply its answer now (``update_lag`` 0,
-        the first round, the last) or before the next round (``update_lag`` 1)."""
+    def _consult(
+        self,
+        items: list[m.Experience],
+        all_done: bool,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> None:
+        """Send the round's experience to the Brain and do ``meanwhile`` (off the path of a
+        step: the Brain thinks); apply its answer now (``update_lag`` 0, the first round, the
+        last) or before the next round (``update_lag`` 1)."""
         process = self.process
-        if process.evaluation:
-            return
-        experiences = m.encode(m.Experiences(worker=process.worker, items=items))
         brain = process.brain
-        if brain.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
+        if process.evaluation:
+            pass
+        elif brain.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
+            experiences = m.encode(m.Experiences(worker=process.worker, items=items))
             self.stale = brain.send_async(experiences, all_done)
-            return
-        brain.tell(experiences)
-        if brain.update_lag == 0 or self.begins or all_done:
-            brain.answer()
+        else:
+            brain.tell(m.encode(m.Experiences(worker=process.worker, items=items)))
+            if meanwhile is not None:
+                meanwhile()
+                meanwhile = None
+            if brain.update_lag == 0 or self.begins or all_done:
+                brain.answer()
+        if meanwhile is not None:
+            meanwhile()
 
     def _act(
         self,

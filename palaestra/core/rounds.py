@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from palaestra.core.description.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
+from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
@@ -67,6 +68,10 @@ class Table(Protocol):
     def step(self, moves: list[Move], late_by: float | None) -> list[Stepped]:
         """Step each move's game (``late_by``: how late the round's step began, paced; None:
         lockstep); what each step gave."""
+
+    def sent(self) -> None:
+        """The observations of the games just stepped are out: what could wait for that (the
+        steps' rows) is done now, while the agents act."""
 
 
 class Players(Protocol):
@@ -217,11 +222,16 @@ def play_rounds(
         if current.has_work():
             play.send(current, False)
             pending.append(current)
-    while pending:
-        following = play.round(pending.popleft())
-        if following.has_work():
-            play.send(following, False)
-            pending.append(following)
+    try:
+        while pending:
+            following = play.round(pending.popleft())
+            if following.has_work():
+                play.send(following, False)
+                pending.append(following)
+            table.sent()
+    except Stopped:  # (an orderly stop keeps the rows of the steps taken)
+        table.sent()
+        raise
     last = _Round(play.index)
     play.send(last, True)
     play.answers(last, True)

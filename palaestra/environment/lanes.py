@@ -14,7 +14,7 @@ controller``), it plays the same rounds and asks each environment to step its ga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import zmq
@@ -52,6 +52,7 @@ class Worlds:
         self.games = games
         self.batch = batch  # (the process's: see step_worlds)
         self.acts_here = acts_here
+        self.held: list[Callable[[], None]] = []  # rows made once the round is sent
 
     def count(self) -> int:
         return len(self.games)
@@ -76,7 +77,7 @@ class Worlds:
                 stop = stop or stops
             local.append((index, merged, stop))
         games = self.games
-        states = step_worlds(games, self.batch, local, late_by)
+        states = step_worlds(games, self.batch, local, late_by, self.held)
         return [
             Stepped(
                 zip(games[move[0]].declared.full_sensor_uids, state.values, strict=True),
@@ -87,6 +88,14 @@ class Worlds:
             )
             for move, state in zip(local, states, strict=True)
         ]
+
+    def sent(self) -> None:
+        held = self.held
+        if held:
+            rows = held[:]
+            held.clear()
+            for row in rows:
+                row()
 
 
 def restart_worlds(worlds: list[World], games: Sequence[int]) -> None:
@@ -101,10 +110,12 @@ def step_worlds(
     batch: Batch | None,
     moves: Sequence[tuple[int, dict[str, Any], bool]],
     late_by: float | None,
+    held: list[Callable[[], None]] | None = None,
 ) -> list[m.EnvState]:
     """Step each move's world (its index, its set points by the environment's own ids,
     whether an agent asked the step to be the game's last) at once (``batch``, the class's
-    ``update_batch``) or one by one; each world's state."""
+    ``update_batch``) or one by one; each world's state. With ``held``, a world stepped alone
+    leaves its row to be made there (see :meth:`World.update`)."""
     if batch is not None and moves:
         for index, _, _ in moves:
             worlds[index].late_by = late_by
@@ -115,7 +126,7 @@ def step_worlds(
         world.late_by = late_by
         if stop:  # an agent reached its objective rule: the game's step is its last
             world.stop_requested = True
-        states.append(world.update(setpoints))
+        states.append(world.update(setpoints, held))
     return states
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from palaestra.core.description import names
@@ -248,8 +249,12 @@ class World:
             experiment_run_phase=context.phase_index if context is not None else 0,
         )
 
-    def update(self, setpoints: dict[str, Any]) -> m.EnvState:
-        """Apply set points (by the environment's own actuator ids) and step the world."""
+    def update(
+        self, setpoints: dict[str, Any], held: list[Callable[[], None]] | None = None
+    ) -> m.EnvState:
+        """Apply set points (by the environment's own actuator ids) and step the world; with
+        ``held``, the step's row is made when its caller calls what it appended there (after
+        sending the step's observations, so that the agents act meanwhile)."""
         actuators = []
         for template in self.declared.actuators:
             uid = str(template.uid)
@@ -283,9 +288,19 @@ class World:
         if self.recording() and recorded(self.step - 1, done, self.out.every):
             # (its steps count from 1)
             simtime = result.simtime if is_state else None
-            self._record_step(
-                values, setpoints, reward_descs, simtime, (done, terminated, truncated)
+            row = partial(
+                self._record_step,
+                (self.episode, self.step, self.late_by),
+                values,
+                setpoints,
+                reward_descs,
+                simtime,
+                (done, terminated, truncated),
             )
+            if held is None:
+                row()
+            else:
+                held.append(row)
         return m.EnvState(
             values=values,
             rewards=reward_descs,
@@ -296,18 +311,21 @@ class World:
 
     def _record_step(
         self,
+        when: tuple[int, int, float | None],
         values: list[Any],
         setpoints: dict[str, Any],
         rewards: list[m.InfoDesc],
         simtime: Any,
         ends: tuple[bool, bool | None, bool | None],
     ) -> None:
-        """Add the step's ``world_states`` row."""
+        """Add the ``world_states`` row of a step (``when``: its episode, its step and how late
+        it began)."""
+        episode, step, late_by = when
         done, terminated, truncated = ends
         self.out.rows.add(
             m.WorldStateRow(
-                self.episode,
-                self.step,
+                episode,
+                step,
                 dict(zip(self.declared.full_sensor_uids, values, strict=True)),
                 {self.declared.prefix + uid: value for uid, value in setpoints.items()},
                 {r.uid: r.value for r in rewards},
@@ -315,7 +333,7 @@ class World:
                 self._simtime(simtime) if simtime is not None else None,
                 terminated,
                 truncated,
-                self.late_by,
+                late_by,
             )
         )
 

@@ -62,6 +62,9 @@ class RemoteGames:
                 self.values[k][game] = values
                 self.episodes[game] = episode
 
+    def sent(self) -> None:
+        """(The environments record their steps' rows themselves.)"""
+
     def step(self, moves: list[Move], late_by: float | None) -> list[Stepped]:
         games = [index for index, _ in moves]
         setpoints, stop = self._split(moves)

@@ -200,6 +200,8 @@ def column_texts(
     Raises:
         TypeError: A value has no JSON form.
     """
+    if count == 1:  # (one row: as it is)
+        return [object_text(keys, uids, [column[0] for column in columns])]
     cut = [_row_texts(key, column, count) for key, column in zip(keys, columns, strict=True)]
     if not cut:
         return ["{}"] * count
