@@ -118,6 +118,10 @@ class _Game:
 
 _Entry = tuple[int, _Game, m.AgentStep, Previous | None, int]
 """An observation of a round: its position, game, the game's last action and episode."""
+_Acting = tuple[int, _Game, m.AgentStep]
+"""A game that acts in a round: its position in the round, the game, its observation."""
+_Inputs = tuple[list[list[SensorInformation]], list[list[ActuatorInformation]]]
+"""What the Muscle is given for the games that act: each one's sensors and actuators."""
 _Kept = tuple[_Game, Previous, m.AgentStep, m.Transition, int]
 """A completed transition that gets a ``muscle_actions`` row: its game, its action, the step
 that completes it, the transition and its episode."""
@@ -255,9 +259,14 @@ class MuscleLanes:
                 later = partial(self._learn, entries, False)
             each = self._act(acting, setpoints, stop)
             return self._answer(message, setpoints, stop, each), later
-        self._learn(entries, not acting)
-        each = bool(acting) and self._act(acting, setpoints, stop)
+        inputs: list[_Inputs] = []  # (made while the Brain thinks)
+        self._learn(entries, not acting, partial(self._prepare, acting, inputs))
+        each = bool(acting) and self._act(acting, setpoints, stop, inputs[0])
         return self._answer(message, setpoints, stop, each), None
+
+    def _prepare(self, acting: list[_Acting], inputs: list[_Inputs]) -> None:
+        if acting:
+            inputs.append(self._inputs(acting))
 
     def _entries(self, message: m.AgentSteps) -> list[_Entry]:
         """Each observation with its game, the game's last action (the one it completes) and
@@ -279,11 +288,22 @@ class MuscleLanes:
         self.begins = begun == len(entries)
         return entries
 
-    def _learn(self, entries: list[_Entry], all_done: bool) -> None:
+    def _learn(
+        self,
+        entries: list[_Entry],
+        all_done: bool,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> None:
         """Complete each game's transition and tell the Brain; the round's rows are shaped
-        while it thinks."""
+        (and ``meanwhile`` done) while it thinks."""
         items, kept = self._complete_all(entries)
-        self._consult(items, all_done, partial(self._rows, kept))
+
+        def rows() -> None:
+            self._rows(kept)
+            if meanwhile is not None:
+                meanwhile()
+
+        self._consult(items, all_done, rows)
 
     def _complete_all(self, entries: list[_Entry]) -> tuple[list[m.Experience], list[_Kept]]:
         """Complete each game's transition (its memory, then the Objective's values of the
@@ -491,23 +511,33 @@ class MuscleLanes:
         if meanwhile is not None:
             meanwhile()
 
-    def _act(
-        self,
-        acting: list[tuple[int, _Game, m.AgentStep]],
-        setpoints: list[dict[str, Any]],
-        stop: list[bool],
-    ) -> bool:
-        """Call the Muscle for the games that act (once, or once per game); fill in their set
-        points. Whether the calls were per game (each recorded its game's statistics)."""
-        process = self.process
-        schema = process.schema
-        uids, spaces = schema.sensor_uids, schema.sensor_spaces
+    def _inputs(self, acting: list[_Acting]) -> _Inputs:
+        """What the Muscle is given for the games that act: each game's sensors and the
+        actuators it sets (made while the Brain thinks, see :meth:`round`)."""
+        schema = self.process.schema
         actuators = list(zip(schema.actuator_uids, schema.actuator_spaces, strict=True))
-        sensors = _sensors(uids, spaces, [step.values for _, _, step in acting])
+        sensors = _sensors(
+            schema.sensor_uids, schema.sensor_spaces, [step.values for _, _, step in acting]
+        )
         # each game its own objects: a Muscle may set the values of those it is given
         availables = [
             [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
         ]
+        return sensors, availables
+
+    def _act(
+        self,
+        acting: list[_Acting],
+        setpoints: list[dict[str, Any]],
+        stop: list[bool],
+        inputs: _Inputs | None = None,
+    ) -> bool:
+        """Call the Muscle for the games that act (once, or once per game) with ``inputs``
+        (made now if not given); fill in their set points. Whether the calls were per game
+        (each recorded its game's statistics)."""
+        process = self.process
+        schema = process.schema
+        sensors, availables = inputs if inputs is not None else self._inputs(acting)
         seen_values: list[list[Any]]
         each = bool(process.filters) or not self.batched
         if each:  # one call per game, as with one game
@@ -541,7 +571,7 @@ class MuscleLanes:
 
     def _each(
         self,
-        acting: list[tuple[int, _Game, m.AgentStep]],
+        acting: list[_Acting],
         sensors: list[list[SensorInformation]],
         availables: list[list[ActuatorInformation]],
     ) -> tuple[list[Sequence[ActuatorInformation]], list[Any], list[list[Any]]]:
