@@ -106,6 +106,7 @@ class CpuSampler(threading.Thread):
         super().__init__(daemon=True)
         self.session = session
         self.last: dict[int, tuple[str, float]] = {}
+        self.others: set[str] = set()  # processes of other sessions (not read again)
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -114,14 +115,16 @@ class CpuSampler(threading.Thread):
 
     def sample(self) -> None:
         paths: dict[str, str] | None = None
+        others = self.others
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
+            if not entry.isdigit() or entry in others:
                 continue
             try:
                 stat = Path(f"/proc/{entry}/stat").read_text()
                 fields = stat.rsplit(")", 1)[1].split()
                 if int(fields[3]) != self.session:
-                    continue
+                    others.add(entry)  # (not read again: a process keeps its session, and
+                    continue  # a pid comes again only after the kernel's pid_max new ones)
                 title = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")[0].decode()
             except (OSError, IndexError, ValueError):
                 continue
