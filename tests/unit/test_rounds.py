@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.plugin import PluginContractError
+from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.testing import LocalRounds, RowRecorder, brain_link
@@ -260,3 +262,66 @@ def test_an_objective_takes_a_rounds_memories_in_one_call() -> None:
 def test_an_objective_answering_a_round_with_too_few_values_is_named() -> None:
     with pytest.raises(PluginContractError, match="internal_rewards.*one value per memory"):
         play(0, SEEDS, "AllAct", 1, agents=objective_agents("tests.plugins.games:ShortObjective"))
+
+
+def test_a_steps_rows_are_made_while_the_next_link_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off the chain of a step: the environment records a step after it sent the step's
+    observations, and the Muscle shapes the rows of a round's transitions after telling its
+    Brain about them (update_lag 0); every row is there in the end."""
+    events: list[tuple[str, int]] = []
+    answer, tell = MuscleLanes.answer, BrainLink.tell
+    add, add_shaped = RowRecorder.add, RowRecorder.add_shaped
+
+    def answered(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
+        events.extend(("observed", step.step) for step in message.steps)
+        return answer(lanes, message, send)
+
+    def told(link: BrainLink, data: bytes) -> None:
+        message = m.decode(data)
+        assert isinstance(message, m.Experiences)
+        events.extend(("told", item.step) for item in message.items if item.transition)
+        tell(link, data)
+
+    def world_row(sink: RowRecorder, row: Any) -> None:
+        events.append(("world row", row.step))
+        add(sink, row)
+
+    def muscle_rows(sink: RowRecorder, rows: list[tuple[Any, ...]], size: int) -> None:
+        events.extend(("muscle row", row[3]) for row in rows)
+        add_shaped(sink, rows, size)
+
+    monkeypatch.setattr(MuscleLanes, "answer", answered)
+    monkeypatch.setattr(BrainLink, "tell", told)
+    monkeypatch.setattr(RowRecorder, "add", world_row)
+    monkeypatch.setattr(RowRecorder, "add_shaped", muscle_rows)
+    play(0, SEEDS[:1], "AllAct", episodes=1, agents=AGENTS[:1])
+    order = {event: k for k, event in enumerate(events)}
+    steps = [step for kind, step in events if kind == "world row"]
+    assert len(steps) > 3 and steps == list(range(1, len(steps) + 1))
+    for step in steps:  # (the observation of step s follows its s-th world step)
+        assert order[("observed", step)] < order[("world row", step)], step
+    # (a transition's row has the step it acted on, the Brain is told the step completing it)
+    transitions = [step for kind, step in events if kind == "muscle row"]
+    assert transitions == [step - 1 for kind, step in events if kind == "told"]
+    for step in transitions:
+        assert order[("told", step + 1)] < order[("muscle row", step)], step
+
+
+def test_an_orderly_stop_keeps_the_rows_of_the_steps_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stop request that interrupts the rounds while a step's row is held (its
+    observations being sent) keeps that row."""
+    answer = MuscleLanes.answer
+
+    def stopped(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
+        if message.steps and message.steps[0].step == 5:
+            raise Stopped
+        return answer(lanes, message, send)
+
+    monkeypatch.setattr(MuscleLanes, "answer", stopped)
+    rows: list[Any] = []
+    monkeypatch.setattr(RowRecorder, "add", lambda sink, row: rows.append(row))
+    with pytest.raises(Stopped):
+        play(0, SEEDS[:1], "AllAct", episodes=1, agents=AGENTS[:1])
+    assert [row.step for row in rows] == [1, 2, 3, 4, 5]
