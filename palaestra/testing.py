@@ -359,7 +359,7 @@ class FakeLink(Channel):
         """Queue ``message`` for the next ``recv``."""
         self.inbox.append(m.encode(message))
 
-    def recv(self) -> bytes:
+    def recv(self, ready: bool = False) -> bytes:
         if not self.inbox:
             raise LookupError(f"nothing to receive from {self.peer}: a real link would block")
         return self.inbox.popleft()

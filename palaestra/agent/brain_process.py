@@ -201,7 +201,7 @@ class BrainProcess(Component):
 
     def _think(self, link: Channel, memory: Memory) -> m.Message:
         """Take one Muscle's experience, think, answer; the message it answered."""
-        return self._handle(link, m.decode(link.recv()), memory)
+        return self._handle(link, m.decode(link.recv(ready=True)), memory)
 
     def _reloading_think(self, link: Channel, memory: Memory) -> m.Message:
         """:meth:`_think`, a changed plug-in file looked for first (the new Brain thinks
@@ -277,7 +277,7 @@ class BrainProcess(Component):
         batch: list[tuple[Channel, str, list[tuple[str, m.Experience]]]] = []
         for link in ready:
             try:
-                message = m.decode(link.recv())
+                message = m.decode(link.recv(ready=True))
                 if isinstance(message, m.Experiences):  # a round of the Muscle's games
                     batch.append((link, *self._games(message)))
                 else:  # an evaluation: as alone
@@ -355,13 +355,26 @@ class BrainProcess(Component):
         the Muscle that plays them all gets the newest update."""
         muscle_id, batch = self._games(message)
         if self.batched and len(batch) > 1:
-            made = self._batch_of(memory, batch)
-        else:
-            made = [self._experience(memory, game_id, item) for game_id, item in batch]
-        link.send(self._round_answer(muscle_id, made))
+            link.send(self._round_answer(muscle_id, self._batch_of(memory, batch)))
+            return
+        # the statistics of the round's last thinking are stored after answering, unless its
+        # episode ended (they leave with the end, as the Muscle's rows do)
+        made = [
+            self._experience(memory, game_id, item, k < len(batch) - 1 or item.done)
+            for k, (game_id, item) in enumerate(batch)
+        ]
+        try:
+            link.send(self._round_answer(muscle_id, made))
+        finally:
+            last = batch[-1][1] if batch else None
+            if last is not None and not last.done:
+                self._record_statistics(last.worker, last.episode, last.step)
 
-    def _experience(self, memory: Memory, muscle_id: str, message: m.Experience) -> Any:
-        """Remember the experience's transition and think about it: the update, if any."""
+    def _experience(
+        self, memory: Memory, muscle_id: str, message: m.Experience, record: bool = True
+    ) -> Any:
+        """Remember the experience's transition and think about it: the update, if any; the
+        statistics of the thinking are stored (``record``) or left to the caller."""
         brain = self.brain
         data = self._remember(memory, muscle_id, message)
         if self.filters:
@@ -370,7 +383,8 @@ class BrainProcess(Component):
             update = call(brain.thinking, muscle_id, data)
         self.dumps.stored = False
         self._after_thinking(memory, message)
-        self._record_statistics(message.worker, message.episode, message.step)
+        if record:
+            self._record_statistics(message.worker, message.episode, message.step)
         if message.done:
             self.out.statistics.flush()
         return update

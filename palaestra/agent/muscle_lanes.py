@@ -258,11 +258,12 @@ class MuscleLanes:
             else:
                 later = partial(self._learn, entries, False)
             each = self._act(acting, setpoints, stop)
-            return self._answer(message, setpoints, stop, each), later
+            answer, stats = self._answer(message, setpoints, stop, each, ends)
+            return answer, later if stats is None else _then(stats, later)
         inputs: list[_Inputs] = []  # (made while the Brain thinks)
         self._learn(entries, not acting, partial(self._prepare, acting, inputs))
         each = bool(acting) and self._act(acting, setpoints, stop, inputs[0])
-        return self._answer(message, setpoints, stop, each), None
+        return self._answer(message, setpoints, stop, each, ends)
 
     def _prepare(self, acting: list[_Acting], inputs: list[_Inputs]) -> None:
         if acting:
@@ -431,18 +432,23 @@ class MuscleLanes:
         setpoints: list[dict[str, Any]],
         stop: list[bool],
         each: bool,
-    ) -> m.LaneActions:
-        """The answer to the round, after storing the Muscle's statistics and records of it
-        (under the round's first game) unless the Muscle was called for ``each`` game (each
-        call's are stored under its game)."""
+        ends: bool,
+    ) -> tuple[m.LaneActions, Callable[[], None] | None]:
+        """The answer to the round, and what stores the Muscle's statistics and records of it
+        (under the round's first game) after sending it; in a round that ``ends`` an episode
+        they are stored before (they leave with its end), and where the Muscle was called for
+        ``each`` game, each call's were stored under its game."""
         process = self.process
-        out = process.out
+        answer = m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
         if each:
-            return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
+            return answer, None
         first = message.steps[0]
         lane = self.games[message.lanes[0]]
-        out.add(process.muscle, lane.lane, lane.episode, first.step)
-        return m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
+        stats = partial(process.out.add, process.muscle, lane.lane, lane.episode, first.step)
+        if ends:
+            stats()
+            return answer, None
+        return answer, stats
 
     def _begin(self, game: _Game, episode: int) -> None:
         """A game begins an episode: the Muscle is reset before each but the game's first."""
@@ -663,6 +669,16 @@ def _sensors(
 
 
 _NONE_PICKLE = pickle.dumps(None)
+
+
+def _then(first: Callable[[], object], then: Callable[[], object]) -> Callable[[], None]:
+    """``first``, then ``then``."""
+
+    def both() -> None:
+        first()
+        then()
+
+    return both
 
 
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:

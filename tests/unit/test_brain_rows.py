@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import gc
 import pickle
+from typing import Any
 
 import msgspec
 import numpy as np
+import pytest
 
 from palaestra.agent.brain_process import BrainProcess
+from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.wire import messages as m
+from palaestra.testing import FakeLink, RowRecorder
 from tests.unit.test_step_path import agent_spec
 
 STATE = Box(-np.inf, np.inf, shape=(4,))
@@ -21,8 +26,9 @@ PUSH = Discrete(2)
 REWARD = Box(0.0, 1.0, shape=())
 
 
-def brain_process() -> BrainProcess:
+def brain_process(brain: str = "palaestra.agent:DummyBrain") -> BrainProcess:
     agent = agent_spec("player", ["pole.state"], ["pole.push"], "palaestra.agent:DummyMuscle")
+    agent = msgspec.structs.replace(agent, brain=ClassSpec(name=brain))
     setup = m.AgentSetup(
         agent=agent,
         agent_id=1,
@@ -129,3 +135,31 @@ def test_rows_of_other_rewards_read_back_with_their_own() -> None:
         ("pole.cost", REWARD, 0.5),
         ("pole.cost", other, 0.5),
     ]
+
+
+class CountingBrain(DummyBrain):
+    """Adds the number of its ``thinking`` calls as a statistic each time."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        update = super().thinking(muscle_id, data_from_muscle)
+        self.add_statistics("calls", self.thinking_calls)
+        return update
+
+
+@pytest.mark.parametrize("done", [False, True])
+def test_a_rounds_statistics_are_stored_after_its_answer_unless_its_episode_ended(
+    done: bool,
+) -> None:
+    """Off the chain of a step: the statistics of the thinking about a round are stored after
+    the Muscle has the Brain's answer; those of a round that ends an episode before it (they
+    leave with the end, as the Muscle's rows do)."""
+    process = brain_process("tests.unit.test_brain_rows:CountingBrain")
+    stored = RowRecorder("statistics")
+    process.out.statistics = stored
+    at_answer: list[int] = []
+    link = FakeLink("Muscle-player-0", lambda message: at_answer.append(len(stored.recorded)))
+    (item,) = round_of(1, 3).items
+    message = m.Experiences(worker=0, items=[msgspec.structs.replace(item, done=done)])
+    process._think_games(link, process.brain.memory, message)
+    assert at_answer == [1 if done else 0]
+    assert [row.step for row in stored.recorded] == [3]

@@ -165,9 +165,10 @@ class Channel:
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise PeerGone(self.peer) from exc
 
-    def recv(self) -> bytes:
-        """The next message; blocks (interruptibly) until it is there."""
-        part = self._recv_part()
+    def recv(self, ready: bool = False) -> bytes:
+        """The next message; blocks (interruptibly) until it is there. ``ready``: a wait (a
+        :class:`Selector`'s) just found it there, so it is read at once."""
+        part = self._recv_part(ready)
         if part[:1] == _LAST:
             return part[1:]
         parts = [part[1:]]
@@ -177,10 +178,11 @@ class Channel:
             if part[:1] == _LAST:
                 return b"".join(parts)
 
-    def _recv_part(self) -> bytes:
-        # wait first: the peer is usually still at work, and a failed read costs a system
-        # call and an exception
-        _wait(self._poll, self._stop_fd, self._check_stop)
+    def _recv_part(self, ready: bool = False) -> bytes:
+        # wait first (unless a wait just found it there): the peer is usually still at work,
+        # and a failed read costs a system call and an exception
+        if not ready:
+            _wait(self._poll, self._stop_fd, self._check_stop)
         while True:
             try:
                 part = self.sock.recv(CHUNK + 1)
