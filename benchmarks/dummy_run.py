@@ -26,12 +26,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def this_tree() -> dict[str, str]:
+    """The environment of a run of this tree's palaestra (not the one installed: a worktree
+    measures its own code)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def one_run(run_file: Path) -> float:
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-") as tmp:
         began = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)],
             cwd=tmp,
+            env=this_tree(),
             capture_output=True,
             text=True,
             timeout=300,

@@ -276,7 +276,10 @@ SETTINGS: dict[str, str] = {}
 def child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALAESTRA_")}
     env.update(SETTINGS)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH")]))
+    # (this tree's palaestra, not the one installed: a worktree measures its own code)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(BENCH), str(ROOT), env.get("PYTHONPATH")])
+    )
     return env
 
 
