@@ -115,16 +115,18 @@ class CpuSampler(threading.Thread):
 
     def sample(self) -> None:
         paths: dict[str, str] | None = None
+        listing = os.listdir("/proc")
         others = self.others
-        for entry in os.listdir("/proc"):
+        others &= set(listing)  # (a pid that ended may come again, as one of the run's)
+        for entry in listing:
             if not entry.isdigit() or entry in others:
                 continue
             try:
                 stat = Path(f"/proc/{entry}/stat").read_text()
                 fields = stat.rsplit(")", 1)[1].split()
                 if int(fields[3]) != self.session:
-                    others.add(entry)  # (not read again: a process keeps its session, and
-                    continue  # a pid comes again only after the kernel's pid_max new ones)
+                    others.add(entry)  # (not read again while it lives: it keeps its
+                    continue  # session)
                 title = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")[0].decode()
             except (OSError, IndexError, ValueError):
                 continue

@@ -9,6 +9,7 @@ dump directory; statistics to the store writer, in batches.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import reprlib
@@ -363,12 +364,16 @@ class BrainProcess(Component):
             self._experience(memory, game_id, item, k < len(batch) - 1 or item.done)
             for k, (game_id, item) in enumerate(batch)
         ]
+        last = batch[-1][1] if batch else None
         try:
             link.send(self._round_answer(muscle_id, made))
-        finally:
-            last = batch[-1][1] if batch else None
+        except BaseException:  # (kept for what a stop pushes; its own failure is not the news)
             if last is not None and not last.done:
-                self._record_statistics(last.worker, last.episode, last.step)
+                with contextlib.suppress(Exception):
+                    self._record_statistics(last.worker, last.episode, last.step)
+            raise
+        if last is not None and not last.done:
+            self._record_statistics(last.worker, last.episode, last.step)
 
     def _experience(
         self, memory: Memory, muscle_id: str, message: m.Experience, record: bool = True

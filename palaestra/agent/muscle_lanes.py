@@ -151,6 +151,7 @@ class MuscleLanes:
         self.keys_of: list[str] | None = None  # the sensor uids whose row keys are ``keys``
         self.keys: list[str] = []
         self.rewards = RewardRows(process.schema.spaces)  # a memory row's, built when read
+        self.stats: Callable[[], object] | None = None  # a round's statistics, stored once sent
 
     @property
     def batched(self) -> bool:
@@ -191,8 +192,17 @@ class MuscleLanes:
         answer, learn = self.round(message, ends)
         if ends:  # its rows are complete before the answer (see round)
             self._push()
-        if send is not None:
-            send(answer)
+        stats, self.stats = self.stats, None  # (stored after sending: see _answer)
+        try:
+            if send is not None:
+                send(answer)
+        except BaseException:  # (kept for what a stop pushes; its own failure is not the news)
+            if stats is not None:
+                with contextlib.suppress(Exception):
+                    stats()
+            raise
+        if stats is not None:
+            stats()
         if learn is not None:
             learn()
         return answer
@@ -258,12 +268,11 @@ class MuscleLanes:
             else:
                 later = partial(self._learn, entries, False)
             each = self._act(acting, setpoints, stop)
-            answer, stats = self._answer(message, setpoints, stop, each, ends)
-            return answer, later if stats is None else _then(stats, later)
+            return self._answer(message, setpoints, stop, each, ends), later
         inputs: list[_Inputs] = []  # (made while the Brain thinks)
         self._learn(entries, not acting, partial(self._prepare, acting, inputs))
         each = bool(acting) and self._act(acting, setpoints, stop, inputs[0])
-        return self._answer(message, setpoints, stop, each, ends)
+        return self._answer(message, setpoints, stop, each, ends), None
 
     def _prepare(self, acting: list[_Acting], inputs: list[_Inputs]) -> None:
         if acting:
@@ -433,22 +442,22 @@ class MuscleLanes:
         stop: list[bool],
         each: bool,
         ends: bool,
-    ) -> tuple[m.LaneActions, Callable[[], None] | None]:
-        """The answer to the round, and what stores the Muscle's statistics and records of it
-        (under the round's first game) after sending it; in a round that ``ends`` an episode
-        they are stored before (they leave with its end), and where the Muscle was called for
+    ) -> m.LaneActions:
+        """The answer to the round; the Muscle's statistics and records of its call are stored
+        (under the round's first game) once it is sent (:attr:`stats`), in a round that
+        ``ends`` an episode before (they leave with its end). Where the Muscle was called for
         ``each`` game, each call's were stored under its game."""
         process = self.process
         answer = m.LaneActions(setpoints=setpoints, stop=stop, end_phase=process.end_phase)
         if each:
-            return answer, None
+            return answer
         first = message.steps[0]
         lane = self.games[message.lanes[0]]
-        stats = partial(process.out.add, process.muscle, lane.lane, lane.episode, first.step)
+        self.stats = partial(process.out.add, process.muscle, lane.lane, lane.episode, first.step)
         if ends:
-            stats()
-            return answer, None
-        return answer, stats
+            self.stats()
+            self.stats = None
+        return answer
 
     def _begin(self, game: _Game, episode: int) -> None:
         """A game begins an episode: the Muscle is reset before each but the game's first."""
@@ -669,16 +678,6 @@ def _sensors(
 
 
 _NONE_PICKLE = pickle.dumps(None)
-
-
-def _then(first: Callable[[], object], then: Callable[[], object]) -> Callable[[], None]:
-    """``first``, then ``then``."""
-
-    def both() -> None:
-        first()
-        then()
-
-    return both
 
 
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:

@@ -23,6 +23,7 @@ reached through :class:`Players`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -231,6 +232,10 @@ def play_rounds(
             table.sent()
     except Stopped:  # (an orderly stop keeps the rows of the steps taken)
         table.sent()
+        raise
+    except BaseException:  # (a failure keeps them too, if it can: its own is the news)
+        with contextlib.suppress(Exception):
+            table.sent()
         raise
     last = _Round(play.index)
     play.send(last, True)

@@ -91,11 +91,8 @@ class Worlds:
 
     def sent(self) -> None:
         held = self.held
-        if held:
-            rows = held[:]
-            held.clear()
-            for row in rows:
-                row()
+        while held:  # (each taken before it runs: one that fails is not run again)
+            held.pop(0)()
 
 
 def restart_worlds(worlds: list[World], games: Sequence[int]) -> None:

@@ -307,21 +307,22 @@ def test_a_steps_rows_are_made_while_the_next_link_works(monkeypatch: pytest.Mon
         assert order[("told", step + 1)] < order[("muscle row", step)], step
 
 
-def test_an_orderly_stop_keeps_the_rows_of_the_steps_taken(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("stop", [Stopped, RuntimeError])
+def test_a_stop_or_a_failure_keeps_the_rows_of_the_steps_taken(
+    stop: type[BaseException], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stop request that interrupts the rounds while a step's row is held (its
-    observations being sent) keeps that row."""
+    """A stop request (or a failure) that interrupts the rounds while a step's row is held
+    (its observations being sent) keeps that row."""
     answer = MuscleLanes.answer
 
     def stopped(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
         if message.steps and message.steps[0].step == 5:
-            raise Stopped
+            raise stop
         return answer(lanes, message, send)
 
     monkeypatch.setattr(MuscleLanes, "answer", stopped)
     rows: list[Any] = []
     monkeypatch.setattr(RowRecorder, "add", lambda sink, row: rows.append(row))
-    with pytest.raises(Stopped):
+    with pytest.raises(stop):
         play(0, SEEDS[:1], "AllAct", episodes=1, agents=AGENTS[:1])
     assert [row.step for row in rows] == [1, 2, 3, 4, 5]
