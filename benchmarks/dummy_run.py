@@ -24,13 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-
-def this_tree() -> dict[str, str]:
-    """The environment of a run of this tree's palaestra (not the one installed: a worktree
-    measures its own code)."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path}
+from run import child_env  # noqa: E402
 
 
 def one_run(run_file: Path) -> float:
@@ -39,7 +35,7 @@ def one_run(run_file: Path) -> float:
         done = subprocess.run(
             [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)],
             cwd=tmp,
-            env=this_tree(),
+            env=child_env(),  # (this tree's palaestra)
             capture_output=True,
             text=True,
             timeout=300,

@@ -33,16 +33,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-
-def this_tree() -> dict[str, str]:
-    """The environment of a run of this tree's palaestra (not the one installed: a worktree
-    measures its own code)."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path}
-
-
-sys.path.insert(0, str(ROOT))
+from run import child_env  # noqa: E402
 
 from palaestra.core.supervision.esm import Component  # noqa: E402
 from palaestra.core.supervision.processes import preload  # noqa: E402
@@ -214,7 +207,7 @@ def run_seconds(run_file: Path, store_uri: str) -> float:
         done = subprocess.run(
             [sys.executable, "-m", "palaestra", "-c", str(config), "start", str(run_file)],
             cwd=tmp,
-            env=this_tree(),
+            env=child_env(),  # (this tree's palaestra)
             capture_output=True,
             text=True,
             timeout=600,

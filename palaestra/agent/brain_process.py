@@ -9,11 +9,11 @@ dump directory; statistics to the store writer, in batches.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import pickle
 import reprlib
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from palaestra.agent.brain import Brain
@@ -41,7 +41,7 @@ from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.channel import Channel, Listener, PeerGone
+from palaestra.core.wire.channel import Channel, Listener, PeerGone, send_then
 from palaestra.core.wire.codec import SpaceCache
 from palaestra.core.wire.records import connect_store
 from palaestra.core.wire.transport import announce, endpoint_for
@@ -364,16 +364,14 @@ class BrainProcess(Component):
             self._experience(memory, game_id, item, k < len(batch) - 1 or item.done)
             for k, (game_id, item) in enumerate(batch)
         ]
+        answer = partial(link.send, self._round_answer(muscle_id, made))
         last = batch[-1][1] if batch else None
-        try:
-            link.send(self._round_answer(muscle_id, made))
-        except BaseException:  # (kept for what a stop pushes; its own failure is not the news)
-            if last is not None and not last.done:
-                with contextlib.suppress(Exception):
-                    self._record_statistics(last.worker, last.episode, last.step)
-            raise
-        if last is not None and not last.done:
-            self._record_statistics(last.worker, last.episode, last.step)
+        if last is None or last.done:
+            answer()
+        else:
+            send_then(
+                answer, partial(self._record_statistics, last.worker, last.episode, last.step)
+            )
 
     def _experience(
         self, memory: Memory, muscle_id: str, message: m.Experience, record: bool = True

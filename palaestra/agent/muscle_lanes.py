@@ -48,7 +48,7 @@ from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.spaces import Box
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.channel import Channel, PeerGone
+from palaestra.core.wire.channel import Channel, PeerGone, send_then
 from palaestra.core.wire.records import (
     column_texts,
     object_keys,
@@ -193,16 +193,13 @@ class MuscleLanes:
         if ends:  # its rows are complete before the answer (see round)
             self._push()
         stats, self.stats = self.stats, None  # (stored after sending: see _answer)
-        try:
-            if send is not None:
-                send(answer)
-        except BaseException:  # (kept for what a stop pushes; its own failure is not the news)
+        if send is None:
             if stats is not None:
-                with contextlib.suppress(Exception):
-                    stats()
-            raise
-        if stats is not None:
-            stats()
+                stats()
+        elif stats is None:
+            send(answer)
+        else:
+            send_then(partial(send, answer), stats)
         if learn is not None:
             learn()
         return answer
@@ -230,7 +227,7 @@ class MuscleLanes:
 
     def round(
         self, message: m.AgentSteps, ends: bool
-    ) -> tuple[m.LaneActions, Callable[[], None] | None]:
+    ) -> tuple[m.LaneActions, Callable[[], object] | None]:
         """One step round (``ends``: it ends an episode of one of its games, or is the phase's
         last): complete the transitions, consult the Brain, act in every game that goes on;
         the answer, and what is left to do after sending it.
@@ -261,6 +258,7 @@ class MuscleLanes:
         if first_acts:
             if process.brain.awaiting:
                 process.brain.answer()
+            later: Callable[[], object]
             if ends:  # (its rows before the answer, the Brain told after)
                 items, kept = self._complete_all(entries)
                 self._rows(kept)
@@ -269,14 +267,9 @@ class MuscleLanes:
                 later = partial(self._learn, entries, False)
             each = self._act(acting, setpoints, stop)
             return self._answer(message, setpoints, stop, each, ends), later
-        inputs: list[_Inputs] = []  # (made while the Brain thinks)
-        self._learn(entries, not acting, partial(self._prepare, acting, inputs))
-        each = bool(acting) and self._act(acting, setpoints, stop, inputs[0])
+        inputs = self._learn(entries, not acting, acting)  # (made while the Brain thinks)
+        each = bool(acting) and self._act(acting, setpoints, stop, inputs)
         return self._answer(message, setpoints, stop, each, ends), None
-
-    def _prepare(self, acting: list[_Acting], inputs: list[_Inputs]) -> None:
-        if acting:
-            inputs.append(self._inputs(acting))
 
     def _entries(self, message: m.AgentSteps) -> list[_Entry]:
         """Each observation with its game, the game's last action (the one it completes) and
@@ -299,21 +292,22 @@ class MuscleLanes:
         return entries
 
     def _learn(
-        self,
-        entries: list[_Entry],
-        all_done: bool,
-        meanwhile: Callable[[], object] | None = None,
-    ) -> None:
-        """Complete each game's transition and tell the Brain; the round's rows are shaped
-        (and ``meanwhile`` done) while it thinks."""
+        self, entries: list[_Entry], all_done: bool, acting: Sequence[_Acting] = ()
+    ) -> _Inputs | None:
+        """Complete each game's transition and tell the Brain; while it thinks, shape the
+        round's rows and make what the Muscle is given for the games ``acting`` (returned;
+        None if none act)."""
         items, kept = self._complete_all(entries)
+        inputs: _Inputs | None = None
 
-        def rows() -> None:
+        def meanwhile() -> None:
+            nonlocal inputs
             self._rows(kept)
-            if meanwhile is not None:
-                meanwhile()
+            if acting:
+                inputs = self._inputs(acting)
 
-        self._consult(items, all_done, rows)
+        self._consult(items, all_done, meanwhile)
+        return inputs
 
     def _complete_all(self, entries: list[_Entry]) -> tuple[list[m.Experience], list[_Kept]]:
         """Complete each game's transition (its memory, then the Objective's values of the
@@ -511,22 +505,21 @@ class MuscleLanes:
         last) or before the next round (``update_lag`` 1)."""
         process = self.process
         brain = process.brain
-        if process.evaluation:
-            pass
-        elif brain.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
+        if not process.evaluation:
             experiences = m.encode(m.Experiences(worker=process.worker, items=items))
-            self.stale = brain.send_async(experiences, all_done)
-        else:
-            brain.tell(m.encode(m.Experiences(worker=process.worker, items=items)))
-            if meanwhile is not None:
-                meanwhile()
-                meanwhile = None
-            if brain.update_lag == 0 or self.begins or all_done:
-                brain.answer()
+            if brain.update_lag == UPDATE_LAG_ASYNC:  # settled when a round has no game going on
+                self.stale = brain.send_async(experiences, all_done)
+            else:
+                brain.tell(experiences)
+                if meanwhile is not None:
+                    meanwhile()
+                    meanwhile = None
+                if brain.update_lag == 0 or self.begins or all_done:
+                    brain.answer()
         if meanwhile is not None:
             meanwhile()
 
-    def _inputs(self, acting: list[_Acting]) -> _Inputs:
+    def _inputs(self, acting: Sequence[_Acting]) -> _Inputs:
         """What the Muscle is given for the games that act: each game's sensors and the
         actuators it sets (made while the Brain thinks, see :meth:`round`)."""
         schema = self.process.schema

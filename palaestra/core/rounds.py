@@ -23,7 +23,6 @@ reached through :class:`Players`.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -32,7 +31,6 @@ from typing import Any, Protocol
 from palaestra.core.description.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
-from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.termination import (
     PhaseEndsAfterEpisodes,
     TerminationCondition,
@@ -41,6 +39,7 @@ from palaestra.core.termination import (
 )
 from palaestra.core.turns import Game, Stepped, TurnPolicy
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.channel import send_then
 
 GROUPS = 2
 """Groups of a worker's games whose rounds overlap (see :func:`play_rounds`)."""
@@ -223,20 +222,16 @@ def play_rounds(
         if current.has_work():
             play.send(current, False)
             pending.append(current)
-    try:
+
+    def rounds() -> None:
         while pending:
             following = play.round(pending.popleft())
             if following.has_work():
                 play.send(following, False)
                 pending.append(following)
             table.sent()
-    except Stopped:  # (an orderly stop keeps the rows of the steps taken)
-        table.sent()
-        raise
-    except BaseException:  # (a failure keeps them too, if it can: its own is the news)
-        with contextlib.suppress(Exception):
-            table.sent()
-        raise
+
+    send_then(rounds, table.sent)  # (a stop or a failure keeps the rows of the steps taken)
     last = _Round(play.index)
     play.send(last, True)
     play.answers(last, True)

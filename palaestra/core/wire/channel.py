@@ -97,6 +97,20 @@ class PeerGone(Exception):
     """The peer closed its end (its process ended or stopped)."""
 
 
+def send_then(send: Callable[[], object], then: Callable[[], object]) -> None:
+    """``send``, then ``then`` (work that waited for the message to be out, such as storing
+    rows). If sending fails (a stop, a peer gone), ``then`` is still tried, so that what the
+    process pushes as it stops keeps it; its own failure then is not the news: the send's is
+    raised."""
+    try:
+        send()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            then()
+        raise
+    then()
+
+
 class Channel:
     """One end of a connection; ``peer`` is the name of the process at the other end."""
 
