@@ -398,15 +398,14 @@ class BrainProcess(Component):
         if transition is not None:
             if self.filters:
                 self._check_filtered(transition.sensors)
-            memory.append(
+            objective = transition.objective
+            memory.add_transition(
                 muscle_id,
-                sensor_readings=self._sensor_infos(transition.sensors),
-                actuator_setpoints=self._setpoint_infos(transition.setpoints),
-                rewards=self._reward_rows(transition.rewards),
-                done=transition.done,
-                objective=transition.objective,
-                terminated=transition.terminated,
-                truncated=transition.truncated,
+                self._sensor_infos(transition.sensors),
+                self._setpoint_infos(transition.setpoints),
+                self._reward_rows(transition.rewards),
+                (transition.done, transition.terminated, transition.truncated),
+                None if objective is None else float(objective),
             )
         return pickle.loads(message.data)
 

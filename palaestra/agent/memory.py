@@ -285,6 +285,23 @@ class Memory:
             row.additional_data = additional_data
         self._add(row)
 
+    def add_transition(
+        self,
+        muscle_uid: str,
+        sensors: Sequence[SensorInformation],
+        setpoints: Sequence[ActuatorInformation],
+        rewards: Sequence[RewardInformation],
+        ends: tuple[bool, bool | None, bool | None],
+        objective: float | None = None,
+    ) -> _Row:
+        """Add the row of a transition the engine completed (``ends``: its ``done``,
+        ``terminated`` and ``truncated``): :meth:`append` without sorting out its arguments.
+        The row, whose ``objective`` may be set once it is known."""
+        row = _Row(muscle_uid, sensors, setpoints, rewards, objective, ends[0])
+        row.terminated, row.truncated = ends[1], ends[2]
+        self._add(row)
+        return row
+
     def _set_objective(self, muscle_uid: str, objective: Any) -> None:
         last = self._muscles.get(muscle_uid)
         if objective is not None and last:

@@ -21,7 +21,7 @@ import contextlib
 import pickle
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -315,21 +315,42 @@ class MuscleLanes:
         round's ``muscle_actions`` rows are shaped from (together, :meth:`_rows`)."""
         process = self.process
         every = process.out.every
-        completed = [
-            (game, last, step)
-            for _, game, step, last, _ in entries
-            if last is not None and step.rewards is not None
-        ]
-        for game, last, step in completed:
-            self._remember(game, last, step)
-        values = iter(objective_values(process.objective, [g.memory for g, _, _ in completed]))
+        name = process.name
+        reward_rows = self.rewards
+        memories: list[Memory] = []
+        rows = []  # (each completed transition's memory row, its objective set below)
+        for _, game, step, last, _ in entries:
+            if last is not None and step.rewards is not None:
+                ends = (step.done, step.terminated, step.truncated)
+                memory = game.memory
+                rewards = reward_rows(step.rewards)
+                rows.append(
+                    memory.add_transition(name, last.sensors, last.setpoints, rewards, ends)
+                )
+                memories.append(memory)
+        values = iter(objective_values(process.objective, memories))
+        completed = iter(rows)
         items: list[m.Experience] = []
         kept: list[_Kept] = []  # their rows
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
-                transition = self._complete(game, previous, step, next(values))
-                if recorded(previous.step, step.done, every) and not previous.paused:
+                value = next(values)
+                next(completed).objective = value
+                if game.objective_stop is not None:
+                    game.stop = game.objective_stop.reached(value)
+                transition = m.Transition(
+                    previous.seen_values,
+                    previous.setpoint_values,
+                    step.rewards,
+                    value,
+                    step.done,
+                    step.terminated,
+                    step.truncated,
+                )
+                if (
+                    every == 1 or recorded(previous.step, step.done, every)
+                ) and not previous.paused:
                     kept.append((game, previous, step, transition, episode))
             items.append(
                 m.Experience(
@@ -359,60 +380,61 @@ class MuscleLanes:
                 texts = column_texts(keys, uids, columns, len(kept))
         shaped: list[tuple[Any, ...]] = []
         size = 0
+        agent_id = self.process.out.agent_id
+        setpoint_text, reward_text = self._setpoint_text, self._reward_text
         for j, (game, previous, step, transition, episode) in enumerate(kept):
-            sensors = texts[j] if texts is not None else None
-            row = self._row(keys, uids, game, previous, step, transition, episode, sensors)
-            shaped.append(row)
-            size += len(row[4]) + len(row[5]) + len(row[6]) + 48
+            rewards = step.rewards or []
+            try:
+                sensors = (
+                    texts[j]
+                    if texts is not None
+                    else object_text(keys, uids, previous.sensor_values)
+                )
+                setpoints = setpoint_text(previous.setpoint_values)
+                rewards_text, total = reward_text(rewards)
+            except (TypeError, ValueError, OverflowError) as exc:
+                self._unencodable(uids, previous, step, transition, episode, exc)
+            shaped.append(
+                (
+                    agent_id,
+                    game.lane,
+                    episode,
+                    previous.step,
+                    sensors,
+                    setpoints,
+                    rewards_text,
+                    total,
+                    transition.objective,
+                    step.done,
+                    step.terminated,
+                    step.truncated,
+                    previous.stale,
+                )
+            )
+            size += len(sensors) + len(setpoints) + len(rewards_text) + 48
         self.process.out.rows.add_shaped(shaped, size)
 
-    def _row(
+    def _unencodable(
         self,
-        keys: list[str],
         uids: list[str],
-        game: _Game,
         previous: Previous,
         step: m.AgentStep,
         transition: m.Transition,
         episode: int,
-        sensors: str | None = None,
-    ) -> tuple[Any, ...]:
-        """The game's ``muscle_actions`` row of the transition, ready to insert (the values of
-        :func:`~palaestra.core.wire.records.muscle_action_values`); ``sensors``: their JSON
-        text, if made already."""
-        rewards = step.rewards or []
-        try:
-            if sensors is None:
-                sensors = object_text(keys, uids, previous.sensor_values)
-            setpoints = self._setpoint_text(previous.setpoint_values)
-            reward_text, total = self._reward_text(rewards)
-        except (TypeError, ValueError, OverflowError) as exc:
-            self.process.out.rows.unencodable(
-                m.MuscleActionRow(
-                    episode,
-                    previous.step,
-                    dict(zip(uids, previous.sensor_values, strict=True)),
-                    previous.setpoint_values,
-                    {r.uid: r.value for r in rewards},
-                    transition.objective,
-                    step.done,
-                ),
-                exc,
-            )
-        return (
-            self.process.out.agent_id,
-            game.lane,
-            episode,
-            previous.step,
-            sensors,
-            setpoints,
-            reward_text,
-            total,
-            transition.objective,
-            step.done,
-            step.terminated,
-            step.truncated,
-            previous.stale,
+        exc: Exception,
+    ) -> NoReturn:
+        """Fail naming the value of a ``muscle_actions`` row that has no JSON text."""
+        self.process.out.rows.unencodable(
+            m.MuscleActionRow(
+                episode,
+                previous.step,
+                dict(zip(uids, previous.sensor_values, strict=True)),
+                previous.setpoint_values,
+                {r.uid: r.value for r in step.rewards or []},
+                transition.objective,
+                step.done,
+            ),
+            exc,
         )
 
     def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
@@ -462,37 +484,6 @@ class MuscleLanes:
         game.started = True
         game.episode = episode
         game.previous = None  # (its stop holds on: a rule that held at the end still does)
-
-    def _remember(self, game: _Game, previous: Previous, step: m.AgentStep) -> None:
-        """Add the game's transition from ``previous`` that ``step`` (with rewards) completes
-        to the game's own memory."""
-        process = self.process
-        game.memory.append(
-            process.name,
-            sensor_readings=previous.sensors,
-            actuator_setpoints=previous.setpoints,
-            rewards=self.rewards(step.rewards or []),
-            done=step.done,
-            terminated=step.terminated,
-            truncated=step.truncated,
-        )
-
-    def _complete(
-        self, game: _Game, previous: Previous, step: m.AgentStep, value: float
-    ) -> m.Transition:
-        """The game's transition (remembered) with the Objective's ``value`` of its memory."""
-        game.memory.append(self.process.name, objective=value)
-        if game.objective_stop is not None:
-            game.stop = game.objective_stop.reached(value)
-        return m.Transition(
-            previous.seen_values,
-            previous.setpoint_values,
-            step.rewards or [],
-            value,
-            step.done,
-            step.terminated,
-            step.truncated,
-        )
 
     def _consult(
         self,
