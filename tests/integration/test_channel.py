@@ -123,7 +123,8 @@ def test_a_blocked_receive_and_a_blocked_send_end_on_stop(endpoint: str) -> None
     stop = StopPipe()
     listener = Listener(endpoint)
     near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Environment-board-0")
-    far = listener.accept(stop.fd, stop.check)
+    quiet = StopPipe()  # (the reader's loop is not stopped)
+    far = listener.accept(quiet.fd, quiet.check)
     stop.trigger()  # pending before the waits: it must end them, though nothing else comes
     with pytest.raises(Stop):
         near.recv()
@@ -135,13 +136,8 @@ def test_a_blocked_receive_and_a_blocked_send_end_on_stop(endpoint: str) -> None
             assert sent < 100_000, "the sender was never held back"
     assert sent > 0
     received = 0
-    while True:  # everything that was sent arrives
-        try:
-            far.sock.setblocking(False)
-            data = far.sock.recv(CHUNK + 1)
-        except BlockingIOError:
-            break
-        assert data == b"\x00" + b"x" * 1000
+    while far.ready():  # everything that was sent arrives, whole
+        assert far.recv() == b"x" * 1000
         received += 1
     assert received == sent
     near.close()
@@ -182,3 +178,29 @@ def test_the_link_lives_in_the_private_run_directory(endpoint: str) -> None:
         assert listener.path.endswith(".link")
     finally:
         listener.close()
+
+
+def test_messages_read_together_are_taken_one_by_one_and_the_selector_sees_them(
+    endpoint: str,
+) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
+    far = listener.accept(stop.fd, stop.check)
+    selector = Selector(stop.fd, stop.check)
+    selector.add(far)
+    for word in (b"one", b"", b"three"):
+        near.send(word)
+    assert far.recv() == b"one"  # one read took all three from the pipe
+    assert far.pending()
+    assert selector.wait() == [far]  # (the pipe is empty now: a poll alone would block)
+    assert far.recv() == b""
+    assert far.ready()
+    assert far.recv() == b"three"
+    assert not far.pending()
+    assert selector.wait(0) == []
+    near.close()
+    with pytest.raises(PeerGone, match="Muscle-one-0"):
+        far.recv()
+    far.close()
+    listener.close()

@@ -30,6 +30,7 @@ import math
 import os
 import select
 import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,6 +41,9 @@ from palaestra.core.liveness import waited, waiting
 CHUNK = 1 << 16
 _LAST = b"\x00"
 _MORE = b"\x01"
+_HELLO = b"\x02"  # a local peer's first packet: its name, with the ends of two pipes
+_LENGTH = struct.Struct("<I")  # a message's length before it, on a pipe
+_READ = 1 << 16  # bytes a read from a pipe asks for (a pipe's default capacity)
 _IN = select.POLLIN
 LINK_SPIN_VAR = "PALAESTRA_LINK_SPIN_US"
 """The environment variable that carries the runtime config's ``spin_us`` to a run's processes
@@ -112,26 +116,58 @@ def send_then(send: Callable[[], object], then: Callable[[], object]) -> None:
 
 
 class Channel:
-    """One end of a connection; ``peer`` is the name of the process at the other end."""
+    """One end of a connection; ``peer`` is the name of the process at the other end.
 
-    __slots__ = ("sock", "peer", "_stop_fd", "_check_stop", "_poll", "_send_poll")
+    Between two processes of one host (:func:`connect` to a :class:`Listener`) the messages
+    travel on a pair of pipes, each a length and the message: a pipe costs the kernel less per
+    message than a socket does (see the module's docs). The socket carried the peer's name and
+    the pipes' ends and stays open beside them. A channel made on a socket alone (a relay's
+    socket pair, see :mod:`palaestra.core.wire.netlink`) sends framed packets on it."""
+
+    __slots__ = (
+        "sock",
+        "peer",
+        "_stop_fd",
+        "_check_stop",
+        "_poll",
+        "_send_poll",
+        "_r",
+        "_w",
+        "_buf",
+    )
 
     def __init__(
-        self, sock: socket.socket, peer: str, stop_fd: int, check_stop: Callable[[], object]
+        self,
+        sock: socket.socket,
+        peer: str,
+        stop_fd: int,
+        check_stop: Callable[[], object],
+        pipes: tuple[int, int] | None = None,
     ) -> None:
         sock.setblocking(False)
         self.sock = sock
         self.peer = peer
         self._stop_fd = stop_fd
         self._check_stop = check_stop
-        self._poll = Poller([(sock.fileno(), _IN), (stop_fd, _IN)])
-        self._send_poll = Poller([(sock.fileno(), select.POLLOUT), (stop_fd, _IN)])
+        self._r, self._w = pipes if pipes is not None else (-1, -1)
+        self._buf = b""  # read from the pipe, not yet taken: the start of the next message(s)
+        if pipes is not None:
+            os.set_blocking(self._r, False)
+            os.set_blocking(self._w, False)
+            reads, writes = self._r, self._w
+        else:
+            reads = writes = sock.fileno()
+        self._poll = Poller([(reads, _IN), (stop_fd, _IN)])
+        self._send_poll = Poller([(writes, select.POLLOUT), (stop_fd, _IN)])
 
     def fileno(self) -> int:
-        return self.sock.fileno()
+        return self._r if self._r >= 0 else self.sock.fileno()
 
     def send(self, data: bytes) -> None:
         """Send one message; blocks (interruptibly) while the peer's buffer is full."""
+        if self._w >= 0:
+            self._write(_LENGTH.pack(len(data)) + data)
+            return
         if len(data) <= CHUNK:  # the common case: one packet, one system call
             self._send_packet(_LAST + data)
             return
@@ -141,8 +177,19 @@ class Channel:
 
     def try_send(self, data: bytes) -> bool:
         """Send one message if the peer's buffer takes it now, else nothing: False. (Of a
-        message longer than :data:`CHUNK`, the first packet decides; the rest is then sent as
-        :meth:`send` sends it.)"""
+        message longer than the buffer takes at once, the first part decides; the rest is then
+        sent as :meth:`send` sends it.)"""
+        if self._w >= 0:
+            framed = _LENGTH.pack(len(data)) + data
+            try:
+                written = os.write(self._w, framed)
+            except BlockingIOError:
+                return False
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise PeerGone(self.peer) from exc
+            if written < len(framed):
+                self._write(framed, written)
+            return True
         first = _LAST + data if len(data) <= CHUNK else _MORE + data[:CHUNK]
         try:
             self.sock.send(first)
@@ -161,6 +208,8 @@ class Channel:
     def ready(self) -> bool:
         """Whether a message (or the peer's hang-up) is there: :meth:`recv` would not block
         for it. A stop request raises ``Stopped`` (through ``check_stop``)."""
+        if self._buf and self.pending():
+            return True
         ready = False
         for fd, _ in self._poll.wait(0):
             if fd == self._stop_fd:
@@ -168,6 +217,29 @@ class Channel:
             else:
                 ready = True
         return ready
+
+    def pending(self) -> bool:
+        """Whether a whole message was read from the pipe already (it is not in the pipe for a
+        poll to find)."""
+        buf = self._buf
+        return len(buf) >= 4 and len(buf) >= _LENGTH.unpack_from(buf)[0] + 4
+
+    def _write(self, framed: bytes, start: int = 0) -> None:
+        """Write ``framed`` from ``start`` to the pipe, waiting while it is full."""
+        end = len(framed)
+        view = memoryview(framed) if start or end > _READ else framed
+        while True:
+            try:
+                start += os.write(self._w, view[start:] if start else view)
+            except BlockingIOError:
+                _wait(self._send_poll, self._stop_fd, self._check_stop)
+                continue
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise PeerGone(self.peer) from exc
+            if start >= end:
+                return
+            if type(view) is bytes:
+                view = memoryview(view)
 
     def _send_packet(self, packet: bytes) -> None:
         while True:
@@ -182,6 +254,8 @@ class Channel:
     def recv(self, ready: bool = False) -> bytes:
         """The next message; blocks (interruptibly) until it is there. ``ready``: a wait (a
         :class:`Selector`'s) just found it there, so it is read at once."""
+        if self._r >= 0:
+            return self._recv_pipe(ready)
         part = self._recv_part(ready)
         if part[:1] == _LAST:
             return part[1:]
@@ -191,6 +265,51 @@ class Channel:
             parts.append(part[1:])
             if part[:1] == _LAST:
                 return b"".join(parts)
+
+    def _recv_pipe(self, ready: bool) -> bytes:
+        buf = self._buf
+        while True:
+            if len(buf) >= 4:
+                end = _LENGTH.unpack_from(buf)[0] + 4
+                if len(buf) >= end:
+                    self._buf = buf[end:]
+                    return buf[4:end]
+                if end - len(buf) > _READ:  # a long message: read into its own buffer
+                    return self._recv_long(buf, end)
+            # wait first (unless a wait just found it there): see _recv_part
+            if not ready:
+                _wait(self._poll, self._stop_fd, self._check_stop)
+            ready = False
+            try:
+                chunk = os.read(self._r, _READ)
+            except BlockingIOError:  # woken by a stop request that was not one
+                continue
+            if not chunk:
+                raise PeerGone(self.peer)
+            buf = self._buf = buf + chunk if buf else chunk
+
+    def _recv_long(self, start: bytes, end: int) -> bytes:
+        """The rest of a message ``end`` bytes long (its length included) that begins with
+        ``start``, read into one buffer."""
+        message = bytearray(end)
+        message[: len(start)] = start
+        view = memoryview(message)
+        have = len(start)
+        self._buf = b""
+        try:
+            while have < end:
+                _wait(self._poll, self._stop_fd, self._check_stop)
+                try:
+                    count = os.readv(self._r, [view[have:]])
+                except BlockingIOError:
+                    continue
+                if not count:
+                    raise PeerGone(self.peer)
+                have += count
+        except BaseException:
+            self._buf = bytes(message[:have])  # (what was read is kept for the next recv)
+            raise
+        return bytes(view[4:])
 
     def _recv_part(self, ready: bool = False) -> bytes:
         # wait first (unless a wait just found it there): the peer is usually still at work,
@@ -210,7 +329,17 @@ class Channel:
             return part
 
     def close(self) -> None:
+        for fd in (self._r, self._w):
+            if fd >= 0:
+                os.close(fd)
+        self._r = self._w = -1
         self.sock.close()
+
+    def __del__(self) -> None:
+        for fd in (getattr(self, "_r", -1), getattr(self, "_w", -1)):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 class Listener:
@@ -241,9 +370,7 @@ class Listener:
                 if not wait:
                     return None
                 _wait(poll, stop_fd, check_stop)
-        channel = Channel(sock, "?", stop_fd, check_stop)
-        channel.peer = channel.recv().decode()
-        return channel
+        return _greeted(sock, stop_fd, check_stop)
 
     def close(self) -> None:
         self.sock.close()
@@ -263,8 +390,49 @@ def connect(
     except OSError:
         sock.close()
         raise
-    channel = Channel(sock, peer, stop_fd, check_stop)
-    channel.send(name.encode())
+    to_peer = os.pipe()
+    from_peer = os.pipe()
+    try:  # (the peer reads the one, writes the other; ours are kept)
+        socket.send_fds(sock, [_HELLO + name.encode()], [to_peer[0], from_peer[1]])
+    except OSError:
+        for fd in (*to_peer, *from_peer):
+            os.close(fd)
+        sock.close()
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(to_peer[0])
+            os.close(from_peer[1])
+    return Channel(sock, peer, stop_fd, check_stop, pipes=(from_peer[0], to_peer[1]))
+
+
+def _greeted(sock: socket.socket, stop_fd: int, check_stop: Callable[[], object]) -> Channel:
+    """The channel of a connection just accepted, once its peer named itself: on the pipes it
+    sent (a local peer), else on the socket (a relay's)."""
+    sock.setblocking(False)
+    poll = Poller([(sock.fileno(), _IN), (stop_fd, _IN)])
+    while True:
+        _wait(poll, stop_fd, check_stop)
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, CHUNK + 1, 2)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError as exc:
+            sock.close()
+            raise PeerGone("?") from exc
+        break
+    if data[:1] == _HELLO and len(fds) == 2:
+        return Channel(sock, data[1:].decode(), stop_fd, check_stop, pipes=(fds[0], fds[1]))
+    for fd in fds:
+        os.close(fd)
+    if not data:
+        sock.close()
+        raise PeerGone("?")
+    channel = Channel(sock, "?", stop_fd, check_stop)
+    name = data[1:]
+    if data[:1] == _MORE:  # (a name longer than a packet)
+        name += channel.recv()
+    channel.peer = name.decode()
     return channel
 
 
@@ -276,16 +444,21 @@ class Selector:
         self._check_stop = check_stop
         self._poll = Poller([(stop_fd, _IN)])
         self._by_fd: dict[int, Any] = {}
+        self._channels: list[Channel] = []  # (whose read may have taken several messages)
 
     def add(self, item: Any) -> None:
         fd = item.fileno()
         self._by_fd[fd] = item
         self._poll.add(fd, _IN)
+        if isinstance(item, Channel):
+            self._channels.append(item)
 
     def discard(self, item: Any) -> None:
         fd = item.fileno()
         if self._by_fd.pop(fd, None) is not None:
             self._poll.discard(fd)
+            if isinstance(item, Channel):
+                self._channels.remove(item)
 
     def items(self) -> list[Any]:
         return list(self._by_fd.values())
@@ -293,7 +466,9 @@ class Selector:
     def wait(self, timeout: int | None = None) -> list[Any]:
         """The readable (or hung-up) items; raises ``Stopped`` through ``check_stop``. With a
         ``timeout`` (milliseconds; 0: do not block) it may return none."""
-        ready = []
+        ready = [c for c in self._channels if c._buf and c.pending()]
+        if ready:  # (messages read already: a poll would not find them)
+            timeout = 0
         if timeout == 0:
             events = self._poll.wait(0)
         else:
@@ -304,7 +479,9 @@ class Selector:
             if fd == self._stop_fd:
                 self._check_stop()
             else:
-                ready.append(self._by_fd[fd])
+                item = self._by_fd[fd]
+                if item not in ready:
+                    ready.append(item)
         return ready
 
 
