@@ -85,6 +85,7 @@ class Declared:
         "check_rewards",
         "reward_checks",
         "actuators",
+        "actuator_table",
         "warned_repeats",
     )
 
@@ -96,8 +97,9 @@ class Declared:
         self.sensor_index: dict[str, int] = {}
         self.value_checks: list[Check] | None = None
         self.check_rewards = True
-        self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward's position
+        self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward space's id
         self.actuators: list[ActuatorInformation] = []
+        self.actuator_table: list[tuple[str, Any, ActuatorInformation]] = []  # uid, space
         self.warned_repeats = False  # an actuator a start returned twice was named once
 
     def take(
@@ -112,6 +114,7 @@ class Declared:
         self.check_rewards = check_values
         self.reward_checks = {}
         self.actuators = actuators
+        self.actuator_table = [(str(a.uid), a.space, a) for a in actuators]
         self.sensor_uids = [str(s.uid) for s in sensors]
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
         self.full_sensor_uids = [self.prefix + uid for uid in self.sensor_uids]
@@ -256,14 +259,12 @@ class World:
         ``held``, the step's row is made when its caller calls what it appended there (after
         sending the step's observations, so that the agents act meanwhile)."""
         actuators = []
-        for template in self.declared.actuators:
-            uid = str(template.uid)
-            space = template.space
-            if uid in setpoints:
-                value = setpoints[uid]
-                value = space.from_json_value(value) if space is not None else value
-            else:
-                value = template.value
+        for uid, space, template in self.declared.actuator_table:
+            value = setpoints.get(uid, _UNSET)
+            if value is _UNSET:
+                value = template.value  # (the start's value: none was set)
+            elif space is not None:
+                value = space.from_json_value(value)
             actuators.append(ActuatorInformation(value, space, uid))
         self.stepping.begin()
         result: Any = self.awaiter(self.env, "update", call(self.env.update, actuators))
@@ -454,6 +455,9 @@ def same_world(first: World, game: World) -> None:
             f"{theirs.sensor_uids} and {[str(a.uid) for a in theirs.actuators]}: with "
             "envs_per_worker every instance must offer the same sensors and actuators",
         )
+
+
+_UNSET = object()
 
 
 def _flag(value: Any) -> bool | None:
