@@ -126,7 +126,7 @@ class Channel:
     Between two processes of one host (:func:`connect` to a :class:`Listener`) the messages
     travel on a pair of pipes, each a length and the message: a pipe costs the kernel less per
     message than a socket does (see the module's docs). The socket carried the peer's name and
-    the pipes' ends and stays open beside them. A channel made on a socket alone (a relay's
+    the pipes' ends and is closed then. A channel made on a socket alone (a relay's
     socket pair, see :mod:`palaestra.core.wire.netlink`) sends framed packets on it."""
 
     __slots__ = (
@@ -157,6 +157,7 @@ class Channel:
         self._r, self._w = pipes if pipes is not None else (-1, -1)
         self._buf = b""  # read from the pipe, not yet taken: the start of the next message(s)
         if pipes is not None:
+            sock.close()  # (it carried the pipes: a packet sent before it closed still arrives)
             os.set_blocking(self._r, False)
             os.set_blocking(self._w, False)
             reads, writes = self._r, self._w
