@@ -54,13 +54,15 @@ def _small_box(space: Box) -> Check:
     contains = space.contains
     shape = space.shape
     lows, highs = space.low.reshape(-1).tolist(), space.high.reshape(-1).tolist()
-    bounds = list(zip(lows, highs, strict=True))
 
     def small_box(x: Any) -> bool:
         if type(x) is not np.ndarray or x.shape != shape or x.dtype.kind not in "iuf":
             return x is None or contains(x)
-        flat = x.reshape(-1).tolist()
-        return all(low <= v <= high for (low, high), v in zip(bounds, flat, strict=True))
+        # (a loop: half the time of all() on a generator; NaN is outside)
+        for v, low, high in zip(x.ravel().tolist(), lows, highs, strict=True):
+            if not low <= v <= high:
+                return False
+        return True
 
     return small_box
 
