@@ -147,5 +147,7 @@ def send_records(
     recorder: PluginRecorder, sink: RowSink, source: str, worker: int, episode: int, step: int
 ) -> None:
     """Add what the plug-in recorded since the last time to ``sink`` as rows of this step."""
+    if not recorder.records:  # (most steps: nothing)
+        return
     for key, value in recorder.pop():
         sink.add(m.PluginRecordRow(source, worker, episode, step, key, value))

@@ -24,6 +24,7 @@ import concurrent.futures
 import inspect
 import threading
 from collections.abc import Awaitable, Coroutine
+from types import GeneratorType
 from typing import Any
 
 from palaestra.core.plugin import PluginError
@@ -163,6 +164,11 @@ def _unretrieved(task: asyncio.Task[Any]) -> bool:
     return bool(getattr(task, "_log_traceback", False))
 
 
+_SETTLED: set[type] = {tuple}
+"""Classes whose objects an environment returned and that are not awaitable (asked once: the
+check of an ABC costs a step as much as a reward's check)."""
+
+
 class Awaiter:
     """What an environment's methods return, settled: a coroutine (an ``async def`` method,
     or any awaitable) is awaited on the process's :class:`EnvironmentLoop`, made at the first
@@ -183,7 +189,12 @@ class Awaiter:
     ) -> Any:
         """``result`` settled (see :meth:`EnvironmentLoop.run` for ``timeout`` and
         ``closing``)."""
-        if result.__class__ is tuple or not inspect.isawaitable(result):
+        cls = result.__class__
+        if cls in _SETTLED:
+            return result
+        if not inspect.isawaitable(result):
+            if not issubclass(cls, GeneratorType):  # (a generator's is the object's own)
+                _SETTLED.add(cls)
             return result
         if self.loop is None:
             self.loop = EnvironmentLoop(self.owner)

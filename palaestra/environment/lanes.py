@@ -53,6 +53,7 @@ class Worlds:
         self.batch = batch  # (the process's: see step_worlds)
         self.acts_here = acts_here
         self.held: list[Callable[[], None]] = []  # rows made once the round is sent
+        self.own: dict[str, str] = {}  # the environment's own id of each full actuator uid
 
     def count(self) -> int:
         return len(self.games)
@@ -65,7 +66,7 @@ class Worlds:
         restart_worlds(self.games, games)
 
     def step(self, moves: list[Move], late_by: float | None) -> list[Stepped]:
-        acts_here = self.acts_here
+        acts_here, own = self.acts_here, self.own
         local = []
         for index, chosen in moves:
             merged: dict[str, Any] = {}
@@ -73,7 +74,10 @@ class Worlds:
             for agent, points, stops in chosen:
                 if acts_here[agent]:  # (by the environment's own ids)
                     for uid, value in points.items():
-                        merged[uid.partition(".")[2]] = value
+                        mine = own.get(uid)
+                        if mine is None:
+                            mine = own[uid] = uid.partition(".")[2]
+                        merged[mine] = value
                 stop = stop or stops
             local.append((index, merged, stop))
         games = self.games
