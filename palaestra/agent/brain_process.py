@@ -69,6 +69,7 @@ class BrainProcess(Component):
         self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
         self.batched = False  # thinking_batch for several experiences at once (see _batched)
         self.game_ids: dict[int, str] = {}  # the muscle id of each game (its lane) seen
+        self.round_ids: dict[int, str] = {}  # the id a worker's rounds are answered under
         self.newest = Newest()
         reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
@@ -321,7 +322,12 @@ class BrainProcess(Component):
             if game_id is None:  # (made once per game)
                 game_id = ids[item.worker] = f"{self.request.agent.name}-{item.worker}"
             items.append((game_id, item))
-        return f"{self.request.agent.name}-worker-{message.worker}", items
+        round_id = self.round_ids.get(message.worker)
+        if round_id is None:  # (made once per worker)
+            round_id = self.round_ids[message.worker] = (
+                f"{self.request.agent.name}-worker-{message.worker}"
+            )
+        return round_id, items
 
     def _batch_of(self, memory: Memory, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
         """Remember each experience's transition, call ``thinking_batch`` once for them all,
@@ -468,14 +474,19 @@ class BrainProcess(Component):
         call(self.brain.teardown)
 
 
+_PLAIN_UPDATES = (int, str, bytes)
+"""Updates whose pickle equal ones share (``0.0 == -0.0`` and ``1 == True``: not these)."""
+
+
 class Newest:
     """The newest update of a Brain, pickled once, and the Muscles that have it."""
 
-    __slots__ = ("latest", "updated")
+    __slots__ = ("latest", "updated", "plain")
 
     def __init__(self) -> None:
         self.latest: bytes | None = None  # the newest update, pickled
         self.updated: set[str] = set()  # the Muscles that have it
+        self.plain: Any = None  # the newest update, if an int, a str or bytes (pickled alike)
 
     def deliver(self, brain: Brain, muscle_id: str, update: Any) -> bytes | None:
         """The answer to ``muscle_id``, as palaestrAI's learner gives it: its own update if
@@ -483,18 +494,22 @@ class Newest:
         has not had it yet, else None. So with several workers every Muscle acts with the
         newest policy from its next step on, and each update is pickled once."""
         if update is not None:
-            try:
-                self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
-            except (pickle.PicklingError, TypeError, AttributeError) as exc:
-                raise PluginContractError(
-                    brain,
-                    "thinking",
-                    f"returned {type(update).__name__} {reprlib.repr(update)}, which cannot be "
-                    f"pickled ({exc}): it goes to the Muscle's update; return plain data, "
-                    "arrays or tensors (or None for no update)",
-                ) from None
-            self.updated = {muscle_id}
-            return self.latest
+            plain, latest = self.plain, self.latest
+            if latest is None or type(update) is not type(plain) or update != plain:
+                try:  # (an equal int, str or bytes as the last update: pickled already)
+                    latest = self.latest = pickle.dumps(update, pickle.HIGHEST_PROTOCOL)
+                except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                    raise PluginContractError(
+                        brain,
+                        "thinking",
+                        f"returned {type(update).__name__} {reprlib.repr(update)}, which cannot "
+                        f"be pickled ({exc}): it goes to the Muscle's update; return plain data, "
+                        "arrays or tensors (or None for no update)",
+                    ) from None
+                self.plain = update if type(update) in _PLAIN_UPDATES else None
+            if len(self.updated) != 1 or muscle_id not in self.updated:
+                self.updated = {muscle_id}
+            return latest
         if self.latest is None or muscle_id in self.updated:
             return None
         self.updated.add(muscle_id)

@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from palaestra.agent.brain_process import BrainProcess
+from palaestra.agent.brain_process import BrainProcess, Newest
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
@@ -163,3 +163,22 @@ def test_a_rounds_statistics_are_stored_after_its_answer_unless_its_episode_ende
     process._think_games(link, process.brain.memory, message)
     assert at_answer == [1 if done else 0]
     assert [row.step for row in stored.recorded] == [3]
+
+
+def test_the_newest_update_is_pickled_again_unless_it_equals_the_last_plain_one() -> None:
+    """An int, str or bytes update equal to the last one (of its type) sends the pickle kept;
+    any other update is pickled anew, and each Muscle gets the newest once."""
+    newest = Newest()
+    brain = DummyBrain()
+    first = newest.deliver(brain, "a", 0)
+    assert newest.deliver(brain, "a", 0) is first  # (the same int: the same pickle)
+    assert pickle.loads(newest.deliver(brain, "a", False)) is False  # (== 0, not an int)
+    assert pickle.loads(newest.deliver(brain, "a", 0)) == 0
+    array = np.zeros(3)
+    sent = newest.deliver(brain, "a", array)  # (no comparison of arrays: never kept as plain)
+    assert np.array_equal(pickle.loads(sent), array)
+    assert newest.deliver(brain, "a", array) is not sent
+    assert pickle.loads(newest.deliver(brain, "a", -0.0)) == 0.0
+    assert str(pickle.loads(newest.deliver(brain, "a", 0.0))) == "0.0"  # (not -0.0's pickle)
+    assert newest.deliver(brain, "b", None) is not None  # b has not had the newest
+    assert newest.deliver(brain, "b", None) is None  # now it has
