@@ -270,8 +270,19 @@ class Game(Generic[A]):
         return EpisodeResult(self.step, self.ends[0], self.ends[1], self.sums.totals)
 
     def _seen(self, agent: A, done: bool) -> m.AgentStep:
-        seen = observation(agent, self.step, self.values, self.rewards, done, self.ends)
-        self.sums.observed(agent.process, seen.rewards)
+        """What ``agent`` observes now: its sensors' values, the rewards it was last given and,
+        with ``done``, how the episode ended."""
+        values, ends, process = self.values, self.ends, agent.process
+        rewards = self.rewards[process]
+        seen = m.AgentStep(
+            step=self.step,
+            values=[values[uid] for uid in agent.sensors],
+            rewards=rewards,
+            done=done,
+            terminated=ends[0],
+            truncated=ends[1],
+        )
+        self.sums.observed(process, rewards)
         return seen
 
 
@@ -305,23 +316,3 @@ class RewardSums:
         total = self._last_total
         if total is not None:
             self.totals[process] = self.totals.get(process, 0.0) + total
-
-
-def observation(
-    agent: Actor,
-    step: int,
-    values: dict[str, Any],
-    rewards: dict[str, list[m.InfoDesc] | None],
-    done: bool,
-    ends: Ends = UNSAID,
-) -> m.AgentStep:
-    """What ``agent`` observes on ``step``: its sensors' values, its rewards and, with
-    ``done``, how the episode ended."""
-    return m.AgentStep(
-        step=step,
-        values=[values[uid] for uid in agent.sensors],
-        rewards=rewards[agent.process],
-        done=done,
-        terminated=ends[0],
-        truncated=ends[1],
-    )
