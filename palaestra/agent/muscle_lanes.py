@@ -348,9 +348,7 @@ class MuscleLanes:
                     step.terminated,
                     step.truncated,
                 )
-                if (
-                    every == 1 or recorded(previous.step, step.done, every)
-                ) and not previous.paused:
+                if recorded(previous.step, step.done, every) and not previous.paused:
                     kept.append((game, previous, step, transition, episode))
             items.append(
                 m.Experience(

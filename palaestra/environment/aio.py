@@ -164,6 +164,7 @@ def _unretrieved(task: asyncio.Task[Any]) -> bool:
     return bool(getattr(task, "_log_traceback", False))
 
 
+SETTLED_MOST = 64
 _SETTLED: set[type] = {tuple}
 """Classes whose objects an environment returned and that are not awaitable (asked once: the
 check of an ABC costs a step as much as a reward's check)."""
@@ -194,6 +195,8 @@ class Awaiter:
             return result
         if not inspect.isawaitable(result):
             if not issubclass(cls, GeneratorType):  # (a generator's is the object's own)
+                if len(_SETTLED) >= SETTLED_MOST:  # (classes made anew: not kept for ever)
+                    _SETTLED.clear()
                 _SETTLED.add(cls)
             return result
         if self.loop is None:

@@ -99,7 +99,7 @@ class Declared:
         self.check_rewards = True
         self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward space's id
         self.actuators: list[ActuatorInformation] = []
-        self.actuator_table: list[tuple[str, Any, ActuatorInformation]] = []  # uid, space
+        self.actuator_table: list[tuple[str, ActuatorInformation]] = []  # by uid
         self.warned_repeats = False  # an actuator a start returned twice was named once
 
     def take(
@@ -114,7 +114,7 @@ class Declared:
         self.check_rewards = check_values
         self.reward_checks = {}
         self.actuators = actuators
-        self.actuator_table = [(str(a.uid), a.space, a) for a in actuators]
+        self.actuator_table = [(str(a.uid), a) for a in actuators]
         self.sensor_uids = [str(s.uid) for s in sensors]
         self.sensor_index = {uid: i for i, uid in enumerate(self.sensor_uids)}
         self.full_sensor_uids = [self.prefix + uid for uid in self.sensor_uids]
@@ -259,7 +259,8 @@ class World:
         ``held``, the step's row is made when its caller calls what it appended there (after
         sending the step's observations, so that the agents act meanwhile)."""
         actuators = []
-        for uid, space, template in self.declared.actuator_table:
+        for uid, template in self.declared.actuator_table:
+            space = template.space  # (as the batch reads it: the start's object may change it)
             value = setpoints.get(uid, _UNSET)
             if value is _UNSET:
                 value = template.value  # (the start's value: none was set)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -202,5 +203,96 @@ def test_messages_read_together_are_taken_one_by_one_and_the_selector_sees_them(
     near.close()
     with pytest.raises(PeerGone, match="Muscle-one-0"):
         far.recv()
+    far.close()
+    listener.close()
+
+
+def test_try_send_sends_a_message_whole_or_not_at_all(endpoint: str) -> None:
+    """On a pipe a write longer than a page may be taken in part; ``try_send`` (update_lag
+    async) must neither block nor cut a message: it sends one that fits whole, else nothing."""
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
+    far = listener.accept(stop.fd, stop.check)
+    message = bytes(range(256)) * 40  # 10,240 bytes: more than a page
+    sent = 0
+    while near.try_send(message):  # nobody reads: it refuses once the pipe has no room
+        sent += 1
+        assert sent < 1000, "the link was never full"
+    assert sent > 0
+    assert not near.try_send(message)  # (still no room: nothing half sent meanwhile)
+    received = 0
+    while far.ready():  # every message whole
+        assert far.recv() == message
+        received += 1
+    assert received == sent
+    assert near.try_send(message)  # room again
+    assert far.recv() == message
+    long = bytes(range(200)) * 1000  # longer than the pipe: goes once the pipe is empty, the
+    got: list[bytes] = []  # rest as send sends it (while the peer reads)
+    reader = threading.Thread(target=lambda: got.append(far.recv()))
+    reader.start()
+    assert near.try_send(long) is True
+    reader.join(10)
+    assert got == [long]
+    near.close()
+    far.close()
+    listener.close()
+
+
+def test_a_long_message_tried_on_a_full_link_waits_for_room(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
+    far = listener.accept(stop.fd, stop.check)
+    assert near.try_send(b"x")
+    assert not near.try_send(bytes(200_000))  # longer than the pipe, which is not empty
+    assert far.recv() == b"x"
+    near.close()
+    far.close()
+    listener.close()
+
+
+def test_a_links_pipes_are_not_inherited_by_programs_it_starts(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
+    far = listener.accept(stop.fd, stop.check)
+    for link in (near, far):
+        assert not os.get_inheritable(link.fileno())
+    near.close()
+    far.close()
+    listener.close()
+
+
+def test_a_greeting_without_its_pipes_is_an_error_that_names_the_file_limit(
+    endpoint: str,
+) -> None:
+    import socket
+
+    from palaestra.core.wire.channel import path_of
+
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.connect(path_of(endpoint))
+    sock.send(b"\x02Muscle-one-0")  # (a greeting whose pipe ends the kernel dropped)
+    with pytest.raises(OSError, match="cannot open more files"):
+        listener.accept(stop.fd, stop.check)
+    sock.close()
+    listener.close()
+
+
+def test_many_messages_read_together_come_out_in_order(endpoint: str) -> None:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
+    far = listener.accept(stop.fd, stop.check)
+    words = [str(i).encode() * (i % 7) for i in range(3000)]  # (some empty)
+    for word in words:
+        near.send(word)
+    assert [far.recv() for _ in words] == words
+    assert not far.pending()
+    near.close()
     far.close()
     listener.close()

@@ -100,8 +100,12 @@ class HotLoop:
         stop = self.stop_fd
         # pyzmq reports what is not a ZMQ socket by its file descriptor
         by_fd = {s.fileno(): s for s in sockets if not isinstance(s, zmq.Socket)}
+        channels = [s for s in sockets if isinstance(s, Channel)]
 
         def wait() -> list[Any]:
+            held = [c for c in channels if c.pending()]
+            if held:  # (messages a read took together: no poll would find them)
+                return held
             working = waiting()
             ready = [s for s, _ in poller.poll()]
             waited(working)

@@ -31,11 +31,13 @@ yields the CPU between its polls, so a process on the same CPU runs on.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
 import os
 import select
 import socket
 import struct
+import termios
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -47,8 +49,10 @@ CHUNK = 1 << 16
 _LAST = b"\x00"
 _MORE = b"\x01"
 _HELLO = b"\x02"  # a local peer's first packet: its name, with the ends of two pipes
-_LENGTH = struct.Struct("<I")  # a message's length before it, on a pipe
+_LENGTH = struct.Struct("<Q")  # a message's length before it, on a pipe
 _READ = 1 << 16  # bytes a read from a pipe asks for (a pipe's default capacity)
+_PAGE = select.PIPE_BUF  # a pipe holds its bytes in pages of this size; a write up to it is whole
+_QUEUED = struct.Struct("i")  # what FIONREAD says: the bytes in a pipe
 _IN = select.POLLIN
 LINK_SPIN_VAR = "PALAESTRA_LINK_SPIN_US"
 """The environment variable that carries the runtime config's ``spin_us`` to a run's processes
@@ -127,7 +131,9 @@ class Channel:
     travel on a pair of pipes, each a length and the message: a pipe costs the kernel less per
     message than a socket does (see the module's docs). The socket carried the peer's name and
     the pipes' ends and is closed then. A channel made on a socket alone (a relay's
-    socket pair, see :mod:`palaestra.core.wire.netlink`) sends framed packets on it."""
+    socket pair, see :mod:`palaestra.core.wire.netlink`) sends framed packets on it. A stop
+    request (``Stopped``) may leave a message half written or half read: a channel is not used
+    after one."""
 
     __slots__ = (
         "sock",
@@ -139,6 +145,8 @@ class Channel:
         "_r",
         "_w",
         "_buf",
+        "_at",
+        "_pages",
     )
 
     def __init__(
@@ -155,11 +163,15 @@ class Channel:
         self._stop_fd = stop_fd
         self._check_stop = check_stop
         self._r, self._w = pipes if pipes is not None else (-1, -1)
-        self._buf = b""  # read from the pipe, not yet taken: the start of the next message(s)
+        self._buf = b""  # read from the pipe: from _at on, the next message(s), not yet taken
+        self._at = 0
+        self._pages = 0  # the pipe's capacity in pages (for try_send)
         if pipes is not None:
             sock.close()  # (it carried the pipes: a packet sent before it closed still arrives)
-            os.set_blocking(self._r, False)
-            os.set_blocking(self._w, False)
+            for fd in pipes:
+                os.set_blocking(fd, False)
+                os.set_inheritable(fd, False)  # (a program a plug-in starts does not hold them)
+            self._pages = fcntl.fcntl(self._w, fcntl.F_GETPIPE_SZ) // _PAGE
             reads, writes = self._r, self._w
         else:
             reads = writes = sock.fileno()
@@ -182,18 +194,20 @@ class Channel:
             self._send_packet((_MORE if start < last else _LAST) + data[start : start + CHUNK])
 
     def try_send(self, data: bytes) -> bool:
-        """Send one message if the peer's buffer takes it now, else nothing: False. (Of a
-        message longer than the buffer takes at once, the first part decides; the rest is then
-        sent as :meth:`send` sends it.)"""
+        """Send one message if the peer's buffer takes it whole now, else nothing: False. (A
+        message longer than the buffer can hold goes when the buffer is empty: its first part
+        decides, the rest is then sent as :meth:`send` sends it.)"""
         if self._w >= 0:
             framed = _LENGTH.pack(len(data)) + data
+            if len(framed) > _PAGE and not self._room_for(len(framed)):
+                return False  # (a write that the pipe would take in part)
             try:
                 written = os.write(self._w, framed)
             except BlockingIOError:
                 return False
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise PeerGone(self.peer) from exc
-            if written < len(framed):
+            if written < len(framed):  # (longer than the pipe: see above)
                 self._write(framed, written)
             return True
         first = _LAST + data if len(data) <= CHUNK else _MORE + data[:CHUNK]
@@ -214,7 +228,7 @@ class Channel:
     def ready(self) -> bool:
         """Whether a message (or the peer's hang-up) is there: :meth:`recv` would not block
         for it. A stop request raises ``Stopped`` (through ``check_stop``)."""
-        if self._buf and self.pending():
+        if self.pending():
             return True
         ready = False
         for fd, _ in self._poll.wait(0):
@@ -227,8 +241,18 @@ class Channel:
     def pending(self) -> bool:
         """Whether a whole message was read from the pipe already (it is not in the pipe for a
         poll to find)."""
-        buf = self._buf
-        return len(buf) >= 4 and len(buf) >= _LENGTH.unpack_from(buf)[0] + 4
+        buf, at = self._buf, self._at
+        left = len(buf) - at  # (none, mostly)
+        return left >= 8 and left >= _LENGTH.unpack_from(buf, at)[0] + 8
+
+    def _room_for(self, size: int) -> bool:
+        """Whether the pipe takes ``size`` bytes at once now (counted in its pages, the last of
+        what it holds maybe part full); a message longer than the pipe, when it is empty."""
+        queued: int = _QUEUED.unpack(fcntl.ioctl(self._w, termios.FIONREAD, b"\0\0\0\0"))[0]
+        need = -(-size // _PAGE)
+        if need >= self._pages:
+            return queued == 0
+        return -(-queued // _PAGE) + 1 + need <= self._pages
 
     def _write(self, framed: bytes, start: int = 0) -> None:
         """Write ``framed`` from ``start`` to the pipe, waiting while it is full."""
@@ -273,15 +297,18 @@ class Channel:
                 return b"".join(parts)
 
     def _recv_pipe(self, ready: bool) -> bytes:
-        buf = self._buf
+        buf, at = self._buf, self._at
         while True:
-            if len(buf) >= 4:
-                end = _LENGTH.unpack_from(buf)[0] + 4
+            if len(buf) - at >= 8:
+                end = at + _LENGTH.unpack_from(buf, at)[0] + 8
                 if len(buf) >= end:
-                    self._buf = buf[end:]
-                    return buf[4:end]
+                    if len(buf) == end:
+                        self._buf, self._at = b"", 0
+                    else:  # (the next message(s) stay: read on from end)
+                        self._at = end
+                    return buf[at + 8 : end]
                 if end - len(buf) > _READ:  # a long message: read into its own buffer
-                    return self._recv_long(buf, end)
+                    return self._recv_long(buf[at:], end - at)
             # wait first (unless a wait just found it there): see _recv_part
             if not ready:
                 _wait(self._poll, self._stop_fd, self._check_stop)
@@ -292,7 +319,8 @@ class Channel:
                 continue
             if not chunk:
                 raise PeerGone(self.peer)
-            buf = self._buf = buf + chunk if buf else chunk
+            buf = self._buf = buf[at:] + chunk if len(buf) > at else chunk
+            at = self._at = 0
 
     def _recv_long(self, start: bytes, end: int) -> bytes:
         """The rest of a message ``end`` bytes long (its length included) that begins with
@@ -301,7 +329,7 @@ class Channel:
         message[: len(start)] = start
         view = memoryview(message)
         have = len(start)
-        self._buf = b""
+        self._buf, self._at = b"", 0
         try:
             while have < end:
                 _wait(self._poll, self._stop_fd, self._check_stop)
@@ -315,7 +343,7 @@ class Channel:
         except BaseException:
             self._buf = bytes(message[:have])  # (what was read is kept for the next recv)
             raise
-        return bytes(view[4:])
+        return bytes(view[8:])
 
     def _recv_part(self, ready: bool = False) -> bytes:
         # wait first (unless a wait just found it there): the peer is usually still at work,
@@ -396,18 +424,19 @@ def connect(
     except OSError:
         sock.close()
         raise
-    to_peer, from_peer = os.pipe(), os.pipe()
-    theirs = [to_peer[0], from_peer[1]]  # (the peer reads the one, writes the other)
+    fds: list[int] = []
     try:
-        socket.send_fds(sock, [_HELLO + name.encode()], theirs)
-    except OSError:
-        os.close(to_peer[1])
-        os.close(from_peer[0])
+        fds.extend(os.pipe())  # (to the peer)
+        fds.extend(os.pipe())  # (from the peer)
+        socket.send_fds(sock, [_HELLO + name.encode()], [fds[0], fds[3]])  # (its ends)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
         sock.close()
         raise
-    finally:
-        for fd in theirs:  # (the peer has its own now)
-            os.close(fd)
+    to_peer, from_peer = (fds[0], fds[1]), (fds[2], fds[3])
+    os.close(to_peer[0])  # (the peer has its own now)
+    os.close(from_peer[1])
     return Channel(sock, peer, stop_fd, check_stop, pipes=(from_peer[0], to_peer[1]))
 
 
@@ -426,8 +455,23 @@ def _greeted(sock: socket.socket, stop_fd: int, check_stop: Callable[[], object]
             sock.close()
             raise PeerGone("?") from exc
         break
-    if data[:1] == _HELLO and len(fds) == 2:
-        return Channel(sock, data[1:].decode(), stop_fd, check_stop, pipes=(fds[0], fds[1]))
+    if data[:1] == _HELLO:
+        if len(fds) != 2:  # (the kernel drops what a process may not open: its file limit)
+            for fd in fds:
+                os.close(fd)
+            sock.close()
+            raise OSError(
+                f"a link's peer sent {len(fds)} of its 2 pipe ends: this process cannot open "
+                "more files (see ulimit -n)"
+            )
+        try:
+            peer = data[1:].decode()
+        except UnicodeDecodeError:
+            for fd in fds:
+                os.close(fd)
+            sock.close()
+            raise
+        return Channel(sock, peer, stop_fd, check_stop, pipes=(fds[0], fds[1]))
     for fd in fds:
         os.close(fd)
     if not data:
@@ -471,7 +515,7 @@ class Selector:
     def wait(self, timeout: int | None = None) -> list[Any]:
         """The readable (or hung-up) items; raises ``Stopped`` through ``check_stop``. With a
         ``timeout`` (milliseconds; 0: do not block) it may return none."""
-        ready = [c for c in self._channels if c._buf and c.pending()]
+        ready = [c for c in self._channels if c.pending()]
         if ready:  # (messages read already: a poll would not find them)
             timeout = 0
         if timeout == 0:
