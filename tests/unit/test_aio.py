@@ -124,3 +124,38 @@ def test_a_failure_the_environment_awaits_is_its_own_business(awaiter: Awaiter) 
     world = World()
     assert awaiter(world, "update", world.die_handled()) == "handled: world broke"
     assert awaiter(world, "update", asyncio.sleep(0, "again")) == "again"
+
+
+def test_a_class_found_not_awaitable_once_is_not_asked_again_but_coroutines_still_are(
+    awaiter: Awaiter,
+) -> None:
+    """The awaiter keeps the classes whose objects are not awaitable (the check of an ABC
+    costs a step); generators are asked each time (``types.coroutine`` makes some awaitable),
+    and the kept classes are bounded."""
+    import types
+
+    from palaestra.environment import aio
+
+    class State:
+        pass
+
+    state = State()
+    assert awaiter(object(), "update", state) is state
+    assert State in aio._SETTLED
+    assert awaiter(object(), "update", state) is state
+
+    def plain() -> Any:
+        yield 1
+
+    @types.coroutine
+    def awaitable() -> Any:
+        yield from ()
+        return "awaited"
+
+    generator = plain()
+    assert awaiter(object(), "update", generator) is generator
+    assert types.GeneratorType not in aio._SETTLED
+    assert awaiter(object(), "update", awaitable()) == "awaited"
+    for _ in range(aio.SETTLED_MOST + 1):
+        awaiter(object(), "update", type("Made", (), {})())
+    assert len(aio._SETTLED) <= aio.SETTLED_MOST

@@ -654,3 +654,48 @@ def test_bad_memory_limits_are_refused_naming_the_key(keys: str, says: str) -> N
     assert caught.value.exit_code == EXIT_INVALID_INPUT
     assert says in caught.value.format_message()
     assert "run.yml:" in caught.value.format_message()
+
+
+def test_a_transition_added_in_one_call_reads_back_as_one_appended() -> None:
+    """``add_transition`` (the engine's) makes the row palaestrAI's ``append`` makes, its
+    objective set on the row it returns."""
+    appended, added = Memory(), Memory()
+    for memory in (appended, added):
+        row(memory, "m0", reward=1.0)
+    appended.append(
+        "m1", sensors(4.0), setpoints(2), rewards(r=0.5), True, terminated=True, truncated=False
+    )
+    appended.append("m1", objective=0.25)
+    made = added.add_transition(
+        "m1", sensors(4.0), setpoints(2), rewards(r=0.5), (True, True, False)
+    )
+    made.objective = 0.25
+    shards = [(appended.tail(2), added.tail(2)), (appended.tail(1, "m1"), added.tail(1, "m1"))]
+    for one, other in shards:
+        for field in ("dones", "objective", "terminated", "truncated"):
+            mine, theirs = getattr(one, field), getattr(other, field)
+            assert (mine is None and theirs is None) or np.array_equal(
+                mine, theirs, equal_nan=mine.dtype.kind == "f"
+            ), field
+        for field in ("rewards", "sensor_readings", "actuator_setpoints"):
+            assert getattr(one, field).equals(getattr(other, field)), field
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1.0], [-0.0], [0.0], [float("nan")], [float("inf")], [2.5, -1.0], [1.0, float("nan")], []],
+)
+def test_dummy_objective_sums_as_fsum_does(values: list[float]) -> None:
+    import math
+
+    memory = Memory()
+    memory.append(
+        "m0",
+        sensors(1.0),
+        setpoints(1),
+        [RewardInformation(v, None, f"r{i}") for i, v in enumerate(values)] or rewards(none=None),
+        False,
+    )
+    found = DummyObjective().internal_reward(memory)
+    expected = math.fsum(r for r in memory.latest_rewards() if r == r)
+    assert found == expected and math.copysign(1, found) == math.copysign(1, expected)

@@ -326,3 +326,33 @@ def test_a_stop_or_a_failure_keeps_the_rows_of_the_steps_taken(
     with pytest.raises(stop):
         play(0, SEEDS[:1], "AllAct", episodes=1, agents=AGENTS[:1])
     assert [row.step for row in rows] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    "values", [[1.0], [-0.0], [float("nan")], [3], [True], [1.5, 2.5], [[1.0, 2.0]], ["x"]]
+)
+def test_an_episodes_reward_sum_is_the_sum_of_its_steps_reward_totals(values: list[Any]) -> None:
+    """The environment's episode sums (``RewardSums``) add what ``reward_total`` makes of each
+    step's rewards, also where one float reward is taken as its own total."""
+    import math
+
+    from palaestra.core.turns import RewardSums
+    from palaestra.core.wire.records import reward_total
+
+    sums = RewardSums()
+    sums.observed("Muscle-a-0", None)  # (its first observation: no transition yet)
+    expected = 0.0
+    for _ in range(3):
+        rewards = [m.InfoDesc(f"r{i}", None, v) for i, v in enumerate(values)]
+        sums.observed("Muscle-a-0", rewards)
+        total = reward_total({r.uid: r.value for r in rewards}.values())
+        if total is not None:
+            expected = expected + total
+    found = sums.totals.get("Muscle-a-0")
+    if reward_total(values) is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert (math.isnan(found) and math.isnan(expected)) or (
+            found == expected and math.copysign(1, found) == math.copysign(1, expected)
+        )
