@@ -10,7 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from palaestra.core.wire.channel import CHUNK, Listener, PeerGone, Selector, connect
+from palaestra.core.wire.channel import (
+    CHUNK,
+    Channel,
+    Listener,
+    PeerGone,
+    Selector,
+    connect,
+)
 from palaestra.core.wire.transport import endpoint_for, link_for, make_run_dir, remove_run_dir
 
 pytestmark = pytest.mark.timeout(30)
@@ -42,6 +49,24 @@ def endpoint() -> Iterator[str]:
         yield link_for(endpoint_for(run_dir, "Environment-board-0-env"))
     finally:
         remove_run_dir(run_dir)
+
+
+Link = tuple[StopPipe, Channel, Channel]
+"""A stop pipe and the two ends of a link: the one that connected and the one accepted."""
+
+
+@pytest.fixture
+def link(endpoint: str) -> Iterator[Link]:
+    stop = StopPipe()
+    listener = Listener(endpoint)
+    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
+    far = listener.accept(stop.fd, stop.check)
+    assert far is not None
+    try:
+        yield stop, near, far
+    finally:
+        for item in (near, far, listener):
+            item.close()
 
 
 def fork(body: object) -> int:
@@ -182,12 +207,9 @@ def test_the_link_lives_in_the_private_run_directory(endpoint: str) -> None:
 
 
 def test_messages_read_together_are_taken_one_by_one_and_the_selector_sees_them(
-    endpoint: str,
+    link: Link,
 ) -> None:
-    stop = StopPipe()
-    listener = Listener(endpoint)
-    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
-    far = listener.accept(stop.fd, stop.check)
+    stop, near, far = link
     selector = Selector(stop.fd, stop.check)
     selector.add(far)
     for word in (b"one", b"", b"three"):
@@ -203,17 +225,12 @@ def test_messages_read_together_are_taken_one_by_one_and_the_selector_sees_them(
     near.close()
     with pytest.raises(PeerGone, match="Muscle-one-0"):
         far.recv()
-    far.close()
-    listener.close()
 
 
-def test_try_send_sends_a_message_whole_or_not_at_all(endpoint: str) -> None:
+def test_try_send_sends_a_message_whole_or_not_at_all(link: Link) -> None:
     """On a pipe a write longer than a page may be taken in part; ``try_send`` (update_lag
     async) must neither block nor cut a message: it sends one that fits whole, else nothing."""
-    stop = StopPipe()
-    listener = Listener(endpoint)
-    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
-    far = listener.accept(stop.fd, stop.check)
+    _, near, far = link
     message = bytes(range(256)) * 40  # 10,240 bytes: more than a page
     sent = 0
     while near.try_send(message):  # nobody reads: it refuses once the pipe has no room
@@ -230,39 +247,24 @@ def test_try_send_sends_a_message_whole_or_not_at_all(endpoint: str) -> None:
     assert far.recv() == message
     long = bytes(range(200)) * 1000  # longer than the pipe: goes once the pipe is empty, the
     got: list[bytes] = []  # rest as send sends it (while the peer reads)
-    reader = threading.Thread(target=lambda: got.append(far.recv()))
+    reader = threading.Thread(target=lambda: got.append(far.recv()), daemon=True)
     reader.start()
     assert near.try_send(long) is True
     reader.join(10)
     assert got == [long]
-    near.close()
-    far.close()
-    listener.close()
 
 
-def test_a_long_message_tried_on_a_full_link_waits_for_room(endpoint: str) -> None:
-    stop = StopPipe()
-    listener = Listener(endpoint)
-    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
-    far = listener.accept(stop.fd, stop.check)
+def test_a_long_message_tried_on_a_full_link_waits_for_room(link: Link) -> None:
+    _, near, far = link
     assert near.try_send(b"x")
     assert not near.try_send(bytes(200_000))  # longer than the pipe, which is not empty
     assert far.recv() == b"x"
-    near.close()
-    far.close()
-    listener.close()
 
 
-def test_a_links_pipes_are_not_inherited_by_programs_it_starts(endpoint: str) -> None:
-    stop = StopPipe()
-    listener = Listener(endpoint)
-    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
-    far = listener.accept(stop.fd, stop.check)
-    for link in (near, far):
-        assert not os.get_inheritable(link.fileno())
-    near.close()
-    far.close()
-    listener.close()
+def test_a_links_pipes_are_not_inherited_by_programs_it_starts(link: Link) -> None:
+    _, near, far = link
+    for end in (near, far):
+        assert not os.get_inheritable(end.fileno())
 
 
 def test_a_greeting_without_its_pipes_is_an_error_that_names_the_file_limit(
@@ -283,16 +285,10 @@ def test_a_greeting_without_its_pipes_is_an_error_that_names_the_file_limit(
     listener.close()
 
 
-def test_many_messages_read_together_come_out_in_order(endpoint: str) -> None:
-    stop = StopPipe()
-    listener = Listener(endpoint)
-    near = connect(endpoint, "Muscle-one-0", stop.fd, stop.check, "Brain-one")
-    far = listener.accept(stop.fd, stop.check)
+def test_many_messages_read_together_come_out_in_order(link: Link) -> None:
+    _, near, far = link
     words = [str(i).encode() * (i % 7) for i in range(3000)]  # (some empty)
     for word in words:
         near.send(word)
     assert [far.recv() for _ in words] == words
     assert not far.pending()
-    near.close()
-    far.close()
-    listener.close()

@@ -256,20 +256,18 @@ class Channel:
 
     def _write(self, framed: bytes, start: int = 0) -> None:
         """Write ``framed`` from ``start`` to the pipe, waiting while it is full."""
-        end = len(framed)
-        view = memoryview(framed) if start or end > _READ else framed
+        rest: bytes | memoryview = memoryview(framed)[start:] if start else framed
         while True:
             try:
-                start += os.write(self._w, view[start:] if start else view)
+                written = os.write(self._w, rest)
             except BlockingIOError:
                 _wait(self._send_poll, self._stop_fd, self._check_stop)
                 continue
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise PeerGone(self.peer) from exc
-            if start >= end:
+            if written == len(rest):
                 return
-            if type(view) is bytes:
-                view = memoryview(view)
+            rest = memoryview(rest)[written:]  # (a view: the rest of a long message is not copied)
 
     def _send_packet(self, packet: bytes) -> None:
         while True:
@@ -456,17 +454,14 @@ def _greeted(sock: socket.socket, stop_fd: int, check_stop: Callable[[], object]
             raise PeerGone("?") from exc
         break
     if data[:1] == _HELLO:
-        if len(fds) != 2:  # (the kernel drops what a process may not open: its file limit)
-            for fd in fds:
-                os.close(fd)
-            sock.close()
-            raise OSError(
-                f"a link's peer sent {len(fds)} of its 2 pipe ends: this process cannot open "
-                "more files (see ulimit -n)"
-            )
         try:
+            if len(fds) != 2:  # (the kernel drops what a process may not open: its file limit)
+                raise OSError(
+                    f"a link's peer sent {len(fds)} of its 2 pipe ends: this process cannot "
+                    "open more files (see ulimit -n)"
+                )
             peer = data[1:].decode()
-        except UnicodeDecodeError:
+        except BaseException:
             for fd in fds:
                 os.close(fd)
             sock.close()
