@@ -434,7 +434,7 @@ def repeat_runs(
 
 def message_sizes() -> tuple[int, int]:
     """Encoded sizes of one step's AgentStep (5 sensors, 1 reward) and AgentActions (5)."""
-    space = Discrete(10_001).to_dict()
+    space = Discrete(10_001).to_text()
     step = m.AgentStep(
         step=4321,
         values=[4321] * 5,

@@ -184,7 +184,7 @@ class Batch:
             if first.declared.check_rewards:
                 _check(games, "reward", reward, space, values, value_check(space))
             desc = m.InfoDesc(
-                str(reward.uid), space.to_dict() if space is not None else None, None
+                str(reward.uid), space.to_text() if space is not None else None, None
             )
             described.append((desc, _json_column(values, space)))
         memo = self.rewards

@@ -40,8 +40,8 @@ def brain_process(brain: str = "palaestra.agent:DummyBrain") -> BrainProcess:
         workers=1,
         brain_seed=1,
         muscle_seeds=[2],
-        sensors=[m.InfoDesc("pole.state", STATE.to_dict(), [0.0] * 4)],
-        actuators=[m.InfoDesc("pole.push", PUSH.to_dict(), 0)],
+        sensors=[m.InfoDesc("pole.state", STATE.to_text(), [0.0] * 4)],
+        actuators=[m.InfoDesc("pole.push", PUSH.to_text(), 0)],
     )
     return BrainProcess("Brain-player", setup=setup, store_endpoint=None)
 
@@ -54,7 +54,7 @@ def round_of(games: int, step: int) -> m.Experiences:
             transition=m.Transition(
                 [[0.25 * game, 0.5, -0.5, float(step)]],
                 {"pole.push": game % 2},
-                [m.InfoDesc("pole.reward", REWARD.to_dict(), 1.0)],
+                [m.InfoDesc("pole.reward", REWARD.to_text(), 1.0)],
                 0.5,
                 False,
                 False,
@@ -124,7 +124,7 @@ def test_rows_of_other_rewards_read_back_with_their_own() -> None:
         (item,) = round_of(1, 0).items
         assert item.transition is not None
         transition = msgspec.structs.replace(
-            item.transition, rewards=[m.InfoDesc(uid, space.to_dict(), 0.5)]
+            item.transition, rewards=[m.InfoDesc(uid, space.to_text(), 0.5)]
         )
         process._remember(
             memory, "Muscle-player-0", msgspec.structs.replace(item, transition=transition)

@@ -31,7 +31,7 @@ REWARDS = [
 def described(space: Space | None, value: Any) -> m.InfoDesc:
     """A reward as a message carries it (its value as the environment process sends it)."""
     json = space.to_json_value(value) if space is not None else value
-    return m.InfoDesc("env.reward", space.to_dict() if space is not None else None, json)
+    return m.InfoDesc("env.reward", space.to_text() if space is not None else None, json)
 
 
 def remembered(rewards: Any) -> Memory:

@@ -115,6 +115,24 @@ def test_to_dict_round_trips_through_strict_json_and_msgpack(space: Space) -> No
 
 
 @given(any_spaces)
+def test_the_text_messages_carry_is_the_description_as_strict_json_and_reads_back(
+    space: Space,
+) -> None:
+    text = space.to_text()
+    assert json.loads(text) == space.to_dict()  # (strict: no NaN or Infinity in it)
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in {text}"))
+    again = Space.from_text(text)
+    assert again == space and again.dtype == space.dtype and again.to_text() == text
+    assert space.to_text() is text  # (made once)
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"type": "Nothing"}', "[1, 2]"])
+def test_a_text_that_describes_no_space_is_a_value_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        Space.from_text(text)
+
+
+@given(any_spaces)
 def test_to_string_round_trips_and_is_repr(space: Space) -> None:
     text = space.to_string()
     assert repr(space) == text

@@ -79,9 +79,9 @@ class Prestarted:
             return
         process, self._process = self._process, None
         atexit.unregister(self.close)
-        os.close(self._pipe)
-        process.kill()
+        process.kill()  # (before its pipe closes: else it may see the end and exit first)
         process.join()
+        os.close(self._pipe)
 
 
 class PrestartedChild:

@@ -18,7 +18,7 @@ def describe(info: Any, uid: str | None = None) -> InfoDesc:
     space = info.space
     return InfoDesc(
         uid if uid is not None else str(info.uid),
-        space.to_dict() if space is not None else None,
+        space.to_text() if space is not None else None,
         json_value(info),
     )
 
@@ -27,13 +27,13 @@ class SpaceCache:
     """Rebuilds :class:`Space` objects from descriptions once per uid, not once per step."""
 
     def __init__(self) -> None:
-        self._spaces: dict[str, tuple[dict[str, Any] | None, Space | None]] = {}
+        self._spaces: dict[str, tuple[str | None, Space | None]] = {}
 
-    def space(self, uid: str, description: dict[str, Any] | None) -> Space | None:
+    def space(self, uid: str, description: str | None) -> Space | None:
         cached = self._spaces.get(uid)
         if cached is not None and cached[0] == description:
             return cached[1]
-        space = Space.from_dict(description) if description is not None else None
+        space = Space.from_text(description) if description is not None else None
         self._spaces[uid] = (description, space)
         return space
 

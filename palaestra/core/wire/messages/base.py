@@ -22,10 +22,11 @@ class Msg(
 
 
 class InfoDesc(msgspec.Struct, frozen=True, array_like=True):
-    """A sensor, actuator or reward: uid, space description (``Space.to_dict()``), value."""
+    """A sensor, actuator or reward: uid, space description (``Space.to_text()``: JSON text,
+    which decodes in a third of the time of its dict), value."""
 
     uid: str
-    space: dict[str, Any] | None
+    space: str | None
     value: Any = None
 
 
