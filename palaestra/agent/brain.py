@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.evaluation_result import EvaluationResult
 from palaestra.agent.memory import Memory
-from palaestra.agent.statistics import add_statistic, pop_statistics
+from palaestra.agent.statistics import add_statistic, own_pop, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 
@@ -228,6 +228,7 @@ class Brain(ABC):
         """
         add_statistic(self, key, value, allow_overwrite)
 
+    @own_pop
     def pop_statistics(self) -> dict[str, Any]:
         """The statistics added since the last call, which starts a new, empty set."""
         return pop_statistics(self)

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from palaestra.agent.context import BrainDumps, MuscleContext
-from palaestra.agent.statistics import add_statistic, pop_statistics
+from palaestra.agent.statistics import add_statistic, own_pop, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import PluginContractError
@@ -187,6 +187,7 @@ class Muscle(ABC):
         """
         add_statistic(self, key, value, allow_overwrite)
 
+    @own_pop
     def pop_statistics(self) -> dict[str, Any]:
         """The statistics added since the last call, which starts a new, empty set."""
         return pop_statistics(self)

@@ -9,7 +9,8 @@ use, so code written for palaestrAI that reads it keeps working.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from palaestra.core.plugin import PluginError, call
 from palaestra.core.plugin_records import as_builtin
@@ -18,6 +19,18 @@ from palaestra.core.wire.records import RowSink
 
 ATTRIBUTE = "_statistics"
 INT64 = (-(1 << 63), (1 << 63) - 1)
+OWN_POP = "_pops_its_statistics"
+"""Marks the base classes' ``pop_statistics`` (:func:`own_pop`)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def own_pop(method: F) -> F:
+    """Mark a base class's ``pop_statistics`` that pops the set ``add_statistics`` fills (as
+    :func:`pop_statistics`): where a plug-in keeps it, :func:`record_statistics` sees an
+    empty set without calling it (the Brain is asked once per game of a round)."""
+    setattr(method, OWN_POP, True)
+    return method
 
 
 class StatisticsError(ValueError, AssertionError):
@@ -111,6 +124,10 @@ def record_statistics(
     """Pop what ``plugin`` (a Brain or a Muscle, ``source``) added with ``add_statistics`` since
     the last time and add it to ``sink`` as one row; nothing when it added nothing. A value the
     store cannot hold fails the plug-in's ``add_statistics``."""
+    if getattr(type(plugin).pop_statistics, OWN_POP, False):
+        added = plugin.__dict__.get(ATTRIBUTE)
+        if type(added) is dict and not added:  # (nothing since the last pop: it stays)
+            return
     values = call(plugin.pop_statistics)
     if not values:
         return

@@ -15,11 +15,12 @@ import pytest
 
 from palaestra.agent import Brain, BrainDumper, BrainDumps, Muscle
 from palaestra.agent.context import BrainContext, MuscleContext
-from palaestra.agent.statistics import StatisticsError, plain_statistics
+from palaestra.agent.statistics import StatisticsError, plain_statistics, record_statistics
 from palaestra.core.description.name_rules import dump_file_name, dump_key
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import statistics_values
 from palaestra.experiment.store_client import NullStore, dump_dir
+from palaestra.testing import RowRecorder
 
 
 class Plain(Brain):
@@ -230,6 +231,40 @@ def test_statistics_are_added_and_popped_as_in_palaestrai() -> None:
     assert plain.pop_statistics() == {"loss": 0.25, "steps": 3}
     assert plain.pop_statistics() == {}
     assert plain._statistics == {}  # palaestrAI's attribute, for code that reads it
+
+
+class Popping(Plain):
+    """A Brain with a ``pop_statistics`` of its own: asked each time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pops = 0
+
+    def pop_statistics(self) -> dict[str, Any]:
+        self.pops += 1
+        return {"pops": self.pops}
+
+
+@pytest.mark.parametrize("plugin", [Plain(), Acting()], ids=["brain", "muscle"])
+def test_a_plugin_that_added_nothing_since_the_last_pop_records_no_row(plugin: Any) -> None:
+    """(the base classes' set, when empty, is seen without popping it: the Brain is asked
+    once per game of a round)"""
+    rows = RowRecorder("statistics")
+    record_statistics(plugin, rows, "brain", 0, 0, 1)  # (no set yet: popped, one is made)
+    empty = plugin._statistics
+    record_statistics(plugin, rows, "brain", 0, 0, 2)
+    assert rows.recorded == [] and plugin._statistics is empty  # (kept: nothing to pop)
+    plugin.add_statistics("loss", 0.5)
+    record_statistics(plugin, rows, "brain", 0, 0, 3)
+    assert [(r.step, r.values) for r in rows.recorded] == [(3, {"loss": 0.5})]
+    assert plugin._statistics == {}
+
+
+def test_a_pop_statistics_of_a_plugins_own_is_called_each_time() -> None:
+    plugin, rows = Popping(), RowRecorder("statistics")
+    for step in range(3):
+        record_statistics(plugin, rows, "brain", 0, 0, step)
+    assert [r.values for r in rows.recorded] == [{"pops": 1}, {"pops": 2}, {"pops": 3}]
 
 
 @pytest.mark.parametrize("plugin", [Plain(), Acting()], ids=["brain", "muscle"])
