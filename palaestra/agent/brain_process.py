@@ -29,7 +29,7 @@ from palaestra.agent.hot_reload import (
     retire,
     watching,
 )
-from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
+from palaestra.agent.lazy_rows import TransitionRows
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
@@ -56,14 +56,8 @@ class BrainProcess(Component):
         super().__init__(name)
         self.request = setup
         self.store_endpoint = store_endpoint
-        self.spaces = SpaceCache()
-        self.sensors = self.spaces.build(SensorInformation, setup.sensors)
-        actuators = self.spaces.build(ActuatorInformation, setup.actuators)
-        self.actuator_spaces = {str(a.uid): a.space for a in actuators}
-        # what makes a memory row's information objects when the Brain first reads them
-        self._sensor_rows = SensorRow(self.sensors)
-        self._setpoint_rows = SetpointRow(self.actuator_spaces)
-        self._reward_rows = RewardRows(self.spaces)
+        spaces = SpaceCache()
+        self.rows = TransitionRows(spaces, setup)  # its memory's rows, built when read
         self.dumps = DumpKeeper(setup)
         # its statistics and records: the store's once running
         self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
@@ -81,8 +75,8 @@ class BrainProcess(Component):
                 phase_name=setup.phase_name,
                 mode=setup.mode,
                 seed=setup.brain_seed,
-                sensors=self.sensors,
-                actuators=actuators,
+                sensors=self.rows.sensors,
+                actuators=spaces.build(ActuatorInformation, setup.actuators),
                 dumps=BrainDumps(
                     loaded=setup.dumps,
                     write=self.dumps.write,
@@ -120,7 +114,7 @@ class BrainProcess(Component):
             )
         if self.filters:  # its memory gets the sensors the filters make, as the Brain sees
             self.filters.set_up(brain=self.brain)
-            self.sensors = list(self.brain.sensors)
+            self.rows.use_sensors(list(self.brain.sensors))
         call(self.brain.setup)
         if self.request.replay:  # palaestrAI's order: pre-trained after its setup
             self._pretrain()
@@ -133,8 +127,8 @@ class BrainProcess(Component):
     def _pretrain(self) -> None:
         """Feed the recorded steps of the agent's ``replay`` to the Brain's ``pretrain``."""
         setup = self.request
-        sensors = self.spaces.build(SensorInformation, setup.sensors)  # before any filter
-        rows = pretrain(self.brain, setup.replay, sensors, self.actuator_spaces)
+        sensors = self.rows.spaces.build(SensorInformation, setup.sensors)  # before any filter
+        rows = pretrain(self.brain, setup.replay, sensors, self.rows.actuator_spaces)
         LOG.info(
             "%s pre-trained on %d recorded steps of %s",
             self.name,
@@ -404,15 +398,7 @@ class BrainProcess(Component):
         if transition is not None:
             if self.filters:
                 self._check_filtered(transition.sensors)
-            objective = transition.objective
-            memory.add_transition(
-                muscle_id,
-                self._sensor_infos(transition.sensors),
-                self._setpoint_infos(transition.setpoints),
-                self._reward_rows(transition.rewards),
-                (transition.done, transition.terminated, transition.truncated),
-                None if objective is None else float(objective),
-            )
+            self.rows.add(memory, muscle_id, transition)
         return pickle.loads(message.data)
 
     def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
@@ -449,23 +435,15 @@ class BrainProcess(Component):
 
     def _check_filtered(self, values: list[Any]) -> None:
         """The filters gave the Muscle as many sensors as the Brain was told of."""
-        if len(values) != len(self.sensors):
+        sensors = self.rows.sensors
+        if len(values) != len(sensors):
             raise PluginContractError(
                 self.filters.filters[-1],
                 "setup_brain",
-                f"left the Brain {len(self.sensors)} sensors, but the agent's filters give its "
+                f"left the Brain {len(sensors)} sensors, but the agent's filters give its "
                 f"Muscle {len(values)}: a filter that changes the sensors sets "
                 "self.brain.sensors to match in setup_brain()",
             )
-
-    def _sensor_infos(self, values: list[Any]) -> Sequence[SensorInformation]:
-        make = self._sensor_rows
-        if make.sensors is not self.sensors:  # (the filters' sensors, once set up)
-            make = self._sensor_rows = SensorRow(self.sensors)
-        return Lazy(make, min(len(self.sensors), len(values)), values)
-
-    def _setpoint_infos(self, values: dict[str, Any]) -> Sequence[ActuatorInformation]:
-        return Lazy(self._setpoint_rows, len(values), values)
 
     async def close(self) -> None:
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
