@@ -42,7 +42,7 @@ from palaestra.core.information import (
     SensorInformation,
     json_value,
 )
-from palaestra.core.memo import Memo
+from palaestra.core.memo import Memo, text_key
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.spaces import Box
@@ -440,14 +440,15 @@ class MuscleLanes:
         memo = self.reward_texts
         if not memo.pays:
             return _reward_text(rewards)
-        return memo.get_or_make(tuple([(r.uid, r.value) for r in rewards]), _reward_text, rewards)
+        key = text_key([(r.uid, r.value) for r in rewards])
+        return memo.get_or_make(key, _reward_text, rewards)
 
     def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
         """The JSON text of a row's set points."""
         memo = self.setpoint_texts
         if not memo.pays:
             return json_text(setpoints)
-        return memo.get_or_make(tuple(setpoints.items()), json_text, setpoints)
+        return memo.get_or_make(text_key(setpoints.items()), json_text, setpoints)
 
     def _answer(
         self,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import math
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
@@ -50,3 +51,17 @@ class Memo(dict[Hashable, V], Generic[V]):
         if self._asked == TRIAL:
             self.pays = self._made * 4 < TRIAL * 3
         return hit
+
+
+def text_key(items: Iterable[tuple[Any, Any]]) -> tuple[Any, ...]:
+    """A memo key for ``items`` (name, value) whose JSON text is kept: each value stands in it
+    with its type, and a float zero with its sign, as the text tells them apart (``1``,
+    ``1.0`` and ``True`` are equal, and so are ``0.0`` and ``-0.0``; their texts are not).
+    A value that cannot be hashed (a list) leaves the key unhashable: made each time."""
+    key = []
+    for name, value in items:
+        kind: Any = type(value)
+        if kind is float and value == 0.0 and math.copysign(1.0, value) < 0:
+            kind = None  # (-0.0)
+        key.append((name, kind, value))
+    return tuple(key)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.core.memo import Memo
+from palaestra.core.memo import Memo, text_key
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.space_checks import Check, value_check
@@ -196,7 +196,8 @@ class Batch:
         rewards, texts = [], []
         for k in range(count):
             if memo.pays:
-                hit = memo.get_or_make(tuple([column[k] for _, column in described]), make, k)
+                key = text_key([(d.uid, column[k]) for d, column in described])
+                hit = memo.get_or_make(key, make, k)
             else:
                 hit = make(k)
             rewards.append(hit[0])  # (the same list for the same rewards: summed once)
@@ -208,7 +209,7 @@ class Batch:
         memo = self.setpoints
         if not memo.pays:
             return self._full_uids(setpoints)
-        return memo.get_or_make(tuple(setpoints.items()), self._full_uids, setpoints)
+        return memo.get_or_make(text_key(setpoints.items()), self._full_uids, setpoints)
 
     def _full_uids(self, setpoints: dict[str, Any]) -> str:
         prefix = self.first.declared.prefix

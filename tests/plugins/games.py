@@ -15,7 +15,11 @@ from palaestra.agent import DummyBrain
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
-from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+)
 from palaestra.core.mode import Mode
 from palaestra.core.turns import A, TurnPolicy
 from palaestra.environment.cartpole import CartPole
@@ -103,6 +107,35 @@ class PerGameCartPole(CartPole):
 
     def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
         return super().update(actuators)
+
+
+SIGNED_ZEROS = (0.0, -0.0, -0.0, 0.0)
+"""The rewards of :class:`SignedZeroCartPole`'s steps, in turn: equal, their texts not."""
+
+
+def signed_zero(step: int) -> float:
+    return SIGNED_ZEROS[step % len(SIGNED_ZEROS)]
+
+
+class SignedZeroCartPole(PerGameCartPole):
+    """A CartPole stepped game by game whose reward is 0.0 or -0.0 (:data:`SIGNED_ZEROS`)."""
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
+        state = super().update(actuators)
+        reward = RewardInformation(signed_zero(self.steps), self.reward_space, "reward")
+        state.rewards = [reward]
+        return state
+
+
+class SignedZeroBatchCartPole(CartPole):
+    """:class:`SignedZeroCartPole` stepped in one batch."""
+
+    @classmethod
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
+        state = super().update_batch(games, setpoints)
+        steps = [game.steps for game in games]  # type: ignore[attr-defined]
+        state.rewards[0].value = np.array([signed_zero(step) for step in steps])
+        return state
 
 
 class StrayCartPole(CartPole):

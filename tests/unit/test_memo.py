@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from palaestra.core.memo import TRIAL, Memo
+import pytest
+
+from palaestra.core.memo import TRIAL, Memo, text_key
+from palaestra.core.nonfinite import json_text
 
 
 def test_a_value_is_made_once_per_key_and_the_memo_empties_when_full() -> None:
@@ -48,3 +51,26 @@ def test_a_memo_whose_values_hardly_repeat_says_keeping_them_does_not_pay() -> N
         fresh.get_or_make(n, abs, n)  # every key new (a continuous reward)
     assert repeating.pays
     assert not fresh.pays
+
+
+@pytest.mark.parametrize(
+    "values",
+    [(1, 1.0, True), (0, 0.0, -0.0, False), (2, 2.0), (float("inf"), 1e308 * 10)],
+    ids=["one", "zero", "two", "inf"],
+)
+def test_text_keys_tell_apart_equal_values_whose_texts_differ(values: tuple[object, ...]) -> None:
+    """(1 == 1.0 == True and 0.0 == -0.0, but their JSON texts differ: a memo of texts by the
+    plain items would store a step's reward or set point as the text of an earlier one)"""
+    memo: Memo[str] = Memo()
+    for value in values:
+        items = {"reward": value}
+        assert memo.get_or_make(text_key(items.items()), json_text, items) == json_text(items)
+    texts = {json_text({"reward": value}) for value in values}
+    assert len(memo) == len(texts)
+
+
+def test_text_keys_are_equal_for_items_of_equal_texts_and_unhashable_for_lists() -> None:
+    assert text_key([("a", 1.5), ("b", -0.0)]) == text_key([("a", 1.5), ("b", -0.0)])
+    assert text_key([("a", 1)]) != text_key([("b", 1)])
+    with pytest.raises(TypeError):
+        hash(text_key([("a", [1, 2])]))  # (made each time: see the test above)

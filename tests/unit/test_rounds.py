@@ -15,6 +15,7 @@ from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
+from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError
 from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
@@ -58,12 +59,14 @@ def play(
     sink: type[RowRecorder] = RowRecorder,
     update_lag: int = 0,
     agents: list[AgentSpec] = AGENTS,
+    environment: str = CARTPOLE,
+    stored: bool = False,
 ) -> LocalRounds:
     """Play the worker's games (one per seed) to their end in this process (each Muscle's
     rows into a ``sink``)."""
     env = EnvironmentProcess(
         f"Environment-pole-{worker}",
-        environment=EnvironmentSpec(name=CARTPOLE, uid="pole", params={"max_steps": 15}),
+        environment=EnvironmentSpec(name=environment, uid="pole", params={"max_steps": 15}),
         environment_id=1,
         worker=worker,
         seed=seeds[0],
@@ -71,7 +74,9 @@ def play(
         lane_seeds=seeds if len(seeds) > 1 else (),
     )
     for game in env.games:
-        game.out.rows = RowRecorder()
+        game.out.rows = RowRecorder("world_states")
+        if stored:  # (a batch of games shapes its rows only for a store)
+            game.out.rows.socket = STORED  # type: ignore[assignment]
     rounds = LocalRounds(env)
     baseline = rounds.start()
     by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
@@ -94,6 +99,10 @@ def play(
     done = rounds.play(episodes, TURNS[policy])
     assert done.steps == sum(len(game.out.rows.recorded) for game in env.games)
     return rounds
+
+
+STORED = object()
+"""The socket of a game's row sink that stores (:class:`RowRecorder` sends nothing)."""
 
 
 def world(rounds: LocalRounds) -> dict[int, list[tuple[Any, ...]]]:
@@ -356,3 +365,36 @@ def test_an_episodes_reward_sum_is_the_sum_of_its_steps_reward_totals(values: li
         assert (math.isnan(found) and math.isnan(expected)) or (
             found == expected and math.copysign(1, found) == math.copysign(1, expected)
         )
+
+
+@pytest.mark.parametrize(
+    ("environment", "seeds"),
+    [
+        ("tests.plugins.games:SignedZeroCartPole", (11,)),
+        ("tests.plugins.games:SignedZeroCartPole", SEEDS),
+        ("tests.plugins.games:SignedZeroBatchCartPole", SEEDS),
+    ],
+    ids=["one game", "games", "batch"],
+)
+def test_rewards_of_equal_value_and_other_text_are_recorded_each_as_it_came(
+    environment: str, seeds: tuple[int, ...]
+) -> None:
+    """(0.0 and -0.0 are equal, their texts not: the texts the rows keep for the next same
+    rewards are kept by the values' text)"""
+    from tests.plugins.games import signed_zero
+
+    rounds = play(0, seeds, "AllAct", 1, agents=AGENTS[:1], environment=environment, stored=True)
+    texts = set()
+    for game in rounds.environment.games:
+        for row in game.out.rows.recorded:
+            if isinstance(row, dict):  # (shaped by a batch)
+                step, text = row["step"], row["rewards"]
+            else:
+                step, text = row.step, json_text(row.rewards)
+            assert text == json_text({"reward": signed_zero(step)})
+            texts.add(text)
+    assert texts == {'{"reward":0.0}', '{"reward":-0.0}'}
+    (muscle,) = rounds.muscles.values()
+    assert isinstance(muscle.out.rows, RowRecorder)
+    for row in muscle.out.rows.recorded:
+        assert row["rewards"] == json_text({"reward": signed_zero(row["step"] + 1)})
