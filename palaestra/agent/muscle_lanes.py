@@ -372,7 +372,7 @@ class MuscleLanes:
             self.keys_of, self.keys = uids, object_keys(uids)
         keys = self.keys
         texts: list[str] | None = None  # (else each row's own: a bad value is named)
-        if all(len(kept_row[1].sensor_values) == len(uids) for kept_row in kept):
+        if len(kept) > 1 and all(len(row[1].sensor_values) == len(uids) for row in kept):
             columns = [[row[1].sensor_values[i] for row in kept] for i in range(len(uids))]
             with contextlib.suppress(TypeError, ValueError, OverflowError):
                 texts = column_texts(keys, uids, columns, len(kept))
