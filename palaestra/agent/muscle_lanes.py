@@ -42,7 +42,6 @@ from palaestra.core.information import (
     SensorInformation,
     json_value,
 )
-from palaestra.core.memo import Memo, text_key
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.spaces import Box
@@ -145,9 +144,6 @@ class MuscleLanes:
         # first round): the Brain's answer is waited for, as for an episode's end
         self.begins = False
         self.stale = False  # update_lag async: the round is acted on before an answer came
-        # JSON text of the rows' rewards (and their total) and set points, by their items
-        self.reward_texts: Memo[tuple[str, float | None]] = Memo()
-        self.setpoint_texts: Memo[str] = Memo()
         self.keys_of: list[str] | None = None  # the sensor uids whose row keys are ``keys``
         self.keys: list[str] = []
         self.rewards = RewardRows(process.schema.spaces)  # a memory row's, built when read
@@ -379,7 +375,7 @@ class MuscleLanes:
         shaped: list[tuple[Any, ...]] = []
         size = 0
         agent_id = self.process.out.agent_id
-        setpoint_text, reward_text = self._setpoint_text, self._reward_text
+        reward_text = _reward_text
         for j, (game, previous, step, transition, episode) in enumerate(kept):
             rewards = step.rewards or []
             try:
@@ -388,7 +384,7 @@ class MuscleLanes:
                     if texts is not None
                     else object_text(keys, uids, previous.sensor_values)
                 )
-                setpoints = setpoint_text(previous.setpoint_values)
+                setpoints = json_text(previous.setpoint_values)
                 rewards_text, total = reward_text(rewards)
             except (TypeError, ValueError, OverflowError) as exc:
                 self._unencodable(uids, previous, step, transition, episode, exc)
@@ -434,21 +430,6 @@ class MuscleLanes:
             ),
             exc,
         )
-
-    def _reward_text(self, rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
-        """The JSON text of a row's rewards and their total."""
-        memo = self.reward_texts
-        if not memo.pays:
-            return _reward_text(rewards)
-        key = text_key([(r.uid, r.value) for r in rewards])
-        return memo.get_or_make(key, _reward_text, rewards)
-
-    def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
-        """The JSON text of a row's set points."""
-        memo = self.setpoint_texts
-        if not memo.pays:
-            return json_text(setpoints)
-        return memo.get_or_make(text_key(setpoints.items()), json_text, setpoints)
 
     def _answer(
         self,
@@ -664,5 +645,11 @@ _NONE_PICKLE = pickle.dumps(None)
 
 
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
+    """The JSON text of a row's rewards and their total (made each time: a small dict's text
+    costs less than a key to keep it by)."""
+    if len(rewards) == 1:
+        reward = rewards[0]
+        if type(reward.value) is float:  # (one float: its own total, as reward_total adds it)
+            return json_text({reward.uid: reward.value}), reward.value + 0.0
     values = {r.uid: r.value for r in rewards}
     return json_text(values), reward_total(values.values())

@@ -205,15 +205,27 @@ class Batch:
         return rewards, texts
 
     def _setpoint_text(self, setpoints: dict[str, Any]) -> str:
-        """The JSON text of a row's set points (by full uid: the games share the prefix)."""
+        """The JSON text of a row's set points (by full uid: the games share the prefix),
+        kept by their items where each value is an int or a str (equal ones are written
+        alike: not so 1, 1.0 and True)."""
+        items = tuple(setpoints.items())
+        for _, value in items:
+            if type(value) not in _EXACT:
+                return self._full_uids(setpoints)
         memo = self.setpoints
-        if not memo.pays:
-            return self._full_uids(setpoints)
-        return memo.get_or_make(text_key(setpoints.items()), self._full_uids, setpoints)
+        return (
+            memo.get_or_make(items, self._full_uids, setpoints)
+            if memo.pays
+            else self._full_uids(setpoints)
+        )
 
     def _full_uids(self, setpoints: dict[str, Any]) -> str:
         prefix = self.first.declared.prefix
         return json_text({prefix + uid: value for uid, value in setpoints.items()})
+
+
+_EXACT = (int, str)
+"""The types whose equal values have one JSON text."""
 
 
 def _stacked(values: list[Any], space: Space | None) -> Any:
