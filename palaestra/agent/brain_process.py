@@ -29,11 +29,11 @@ from palaestra.agent.hot_reload import (
     retire,
     watching,
 )
-from palaestra.agent.lazy_rows import TransitionRows
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
 from palaestra.agent.pretrain import pretrain
+from palaestra.agent.transition_rows import TransitionRows
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
 from palaestra.core.information import ActuatorInformation, SensorInformation

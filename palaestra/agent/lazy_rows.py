@@ -13,14 +13,11 @@ that learns from arrays, or not at all, never pays for them, and a row is a few 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import SpaceCache
-
-if TYPE_CHECKING:
-    from palaestra.agent.memory import Memory
 
 
 class Lazy(Sequence[Any]):
@@ -155,41 +152,3 @@ _PLAIN = (int, float)
 
 def _native(space: Any, value: Any) -> Any:
     return space.from_json_value(value) if space is not None else value
-
-
-class TransitionRows:
-    """A Brain process's memory rows from the transitions its Muscles send: the sensors,
-    set points and rewards of each a :class:`Lazy` of what the message carried, built with
-    the spaces of the agent's setup (``spaces``, the objects built from its descriptions)
-    when a plug-in first reads them."""
-
-    __slots__ = ("spaces", "sensors", "actuator_spaces", "sensor_row", "setpoint_row", "rewards")
-
-    def __init__(self, spaces: SpaceCache, setup: m.AgentSetup) -> None:
-        self.spaces = spaces
-        actuators = spaces.build(ActuatorInformation, setup.actuators)
-        self.actuator_spaces = {str(a.uid): a.space for a in actuators}
-        self.sensors: list[SensorInformation] = []
-        self.sensor_row = SensorRow([])
-        self.use_sensors(spaces.build(SensorInformation, setup.sensors))
-        self.setpoint_row = SetpointRow(self.actuator_spaces)
-        self.rewards = RewardRows(spaces)
-
-    def use_sensors(self, sensors: list[SensorInformation]) -> None:
-        """The Brain's sensors (those the agent's filters make, once they are set up): what a
-        row's sensor values are read as."""
-        self.sensors = sensors
-        self.sensor_row = SensorRow(sensors)
-
-    def add(self, memory: Memory, muscle_id: str, transition: m.Transition) -> None:
-        """Append ``transition`` (of the Muscle ``muscle_id``) to ``memory`` as a row."""
-        sensors, setpoints = transition.sensors, transition.setpoints
-        objective = transition.objective
-        memory.add_transition(
-            muscle_id,
-            Lazy(self.sensor_row, min(len(self.sensors), len(sensors)), sensors),
-            Lazy(self.setpoint_row, len(setpoints), setpoints),
-            self.rewards(transition.rewards),
-            (transition.done, transition.terminated, transition.truncated),
-            None if objective is None else float(objective),
-        )
