@@ -198,3 +198,20 @@ def test_shaped_rows_go_out_with_encoded_ones_in_one_batch() -> None:
     assert [list(map(list, s.rows)) for s in sent] == [
         [[0, 1, 0, 1], [0, 2, 0, 2], [0, 3, 0, 3], [0, 4, 0, 4]]
     ]
+
+
+def test_a_batchs_set_point_texts_are_kept_only_for_values_of_one_text() -> None:
+    """(1, 1.0 and True are equal, their JSON texts not: a set point text kept by the items
+    is kept only where each value is an int or a str)"""
+    from types import SimpleNamespace
+
+    from palaestra.core.memo import Memo
+    from palaestra.environment.batch import Batch
+
+    batch = Batch.__new__(Batch)  # (only its texts: no world to step)
+    batch.first = SimpleNamespace(declared=SimpleNamespace(prefix="pole."))  # type: ignore[assignment]
+    batch.setpoints = Memo()
+    values = [1, True, 1.0, 1, "a", 0.0, -0.0, False, 0, [1], None]
+    texts = [batch._setpoint_text({"push": value}) for value in values]
+    assert texts == [json_text({"pole.push": value}) for value in values]
+    assert set(batch.setpoints) == {(("push", 1),), (("push", "a"),), (("push", 0),)}
