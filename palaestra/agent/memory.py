@@ -308,15 +308,19 @@ class Memory:
             last[-1].objective = _scalar(objective)
 
     def _add(self, row: _Row) -> None:
-        self._rows.append(row)
-        own = self._muscles.get(row.muscle_uid)
+        rows, muscles = self._rows, self._muscles
+        rows.append(row)
+        own = muscles.get(row.muscle_uid)
         if own is None:
-            own = self._muscles[row.muscle_uid] = deque()
+            own = muscles[row.muscle_uid] = deque()
         own.append(row)
         if not self._appends % SIZE_SAMPLE_EVERY and self.byte_limit is not None:
             self._sample(row)
         self._appends += 1
-        if len(self._rows) > self._limit:
+        over = len(rows) - self._limit
+        if over == 1:  # (a full memory: its oldest row goes, also its muscle's oldest)
+            muscles[rows.popleft().muscle_uid].popleft()
+        elif over > 1:
             self._evict()
 
     def _evict(self, keep: int | None = None) -> None:
