@@ -244,6 +244,22 @@ def test_size_limit_keeps_the_newest_rows() -> None:
     assert shard.rewards["r"].tolist() == [4.0, 5.0, 6.0]
 
 
+def test_a_full_memory_drops_each_muscles_oldest_with_its_own() -> None:
+    """The oldest row leaves the memory and its muscle's rows together, one at a time as rows
+    come and at once when the limit is lowered."""
+    memory = Memory(size_limit=4)
+    for i in range(11):
+        row(memory, uid="a" if i % 3 else "b", r=float(i))
+    assert memory.tail(10).rewards["r"].tolist() == [7.0, 8.0, 9.0, 10.0]
+    assert memory.tail(10, include_only="a").rewards["r"].tolist() == [7.0, 8.0, 10.0]
+    assert memory.tail(10, include_only="b").rewards["r"].tolist() == [9.0]
+    memory.size_limit = 2
+    row(memory, uid="b", r=11.0)
+    assert memory.tail(10).rewards["r"].tolist() == [10.0, 11.0]
+    assert memory.tail(10, include_only="a").rewards["r"].tolist() == [10.0]
+    assert memory.tail(10, include_only="b").rewards["r"].tolist() == [11.0]
+
+
 def test_default_size_limit() -> None:
     assert Memory().size_limit == 1_000_000
 
