@@ -163,6 +163,7 @@ async def _execute(
         data_path=config.data_path,
         answer_timeout=config.answer_timeout,
         start_timeout=config.start_timeout,
+        stop_timeout=config.stop_timeout,
         store_timeout=config.store_timeout,
         on_episode=on_episode,
         resume=resume,

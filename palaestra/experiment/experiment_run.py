@@ -115,6 +115,7 @@ class ExperimentRun(Component):
         data_path: Where brain dumps are written as files.
         answer_timeout: Seconds a plug-in may take to answer one step.
         start_timeout: Seconds a phase's processes (and the writer) may take to start.
+        stop_timeout: Seconds each group of a phase's processes may take to stop.
         store_timeout: Seconds the store writer may take to answer one request.
         on_episode: Called in this (the executor's) process with each
             :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends (phase
@@ -132,6 +133,7 @@ class ExperimentRun(Component):
         data_path: str = "_outputs",
         answer_timeout: float = limits.ANSWER_TIMEOUT,
         start_timeout: float = limits.START_TIMEOUT,
+        stop_timeout: float = limits.STOP_TIMEOUT,
         store_timeout: float = limits.STORE_TIMEOUT,
         on_episode: Callable[[m.EpisodeEnded], None] | None = None,
         resume: ResumeAt | None = None,
@@ -141,6 +143,7 @@ class ExperimentRun(Component):
         self.on_episode = on_episode
         self.answer_timeout = answer_timeout
         self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
         self.store_timeout = store_timeout
         self.run = run
         self.store_uri = store_uri
@@ -363,9 +366,9 @@ class ExperimentRun(Component):
         brains = [b for c in phase.agents for b in c.of_role("Brain")]
         environments = [e for c in phase.environments for e in c.children]
         for group in ([*phase.controllers, *muscles], brains, environments):
-            late = await self.runtime.shutdown_children(group, "phase over", limits.STOP_TIMEOUT)
+            late = await self.runtime.shutdown_children(group, "phase over", self.stop_timeout)
             if late:
-                raise timeout_error(late, "stop", limits.STOP_TIMEOUT)
+                raise timeout_error(late, "stop", self.stop_timeout, "stop_timeout")
         producers = [child.name for c in phase.conductors for child in c.children]
         producers += [c.name for c in phase.controllers]  # their episodes
         await self._store(m.StoreFlush(producers=producers))

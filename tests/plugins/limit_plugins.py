@@ -1,4 +1,5 @@
-"""Plug-ins for the limit tests: a slow constructor, and an environment that waits for a gate."""
+"""Plug-ins for the limit tests: a slow constructor, a slow teardown, and an environment that
+waits for a gate."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ class SlowBrain(DummyBrain):
     def __init__(self, seconds: float = 1.0, **params: Any) -> None:
         time.sleep(float(seconds))  # the behaviour under test, not a synchronisation
         super().__init__(**params)
+
+
+class SlowTeardownBrain(DummyBrain):
+    """A DummyBrain whose ``teardown`` at the end of a phase takes ``seconds`` (a model being
+    saved, say): its process stops that much later."""
+
+    def __init__(self, seconds: float = 1.0, **params: Any) -> None:
+        super().__init__(**params)
+        self.seconds = float(seconds)
+
+    def teardown(self) -> None:
+        time.sleep(self.seconds)  # the behaviour under test, not a synchronisation
+        super().teardown()
 
 
 class GatedEnvironment(DummyEnvironment):

@@ -63,12 +63,34 @@ def test_a_slow_constructor_within_start_timeout_runs(workspace: Workspace) -> N
     assert workspace.instance_status()[0] == "finished"
 
 
+# --- stop_timeout ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_brain_that_stops_slower_than_stop_timeout_fails_naming_it_and_the_setting(
+    workspace: Workspace,
+) -> None:
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_BRAIN, "brain: {name: limit_plugins:SlowTeardownBrain, params: {seconds: 30}}"),
+    )
+    result = workspace.run("-c", config(workspace, "stop_timeout: 2\n"), "start", str(run_file))
+    assert result.returncode == 1, result.stderr
+    assert "Brain-defender did not stop within 2 s" in result.stderr
+    assert "stop_timeout" in result.stderr
+    assert result.seconds < 25  # not the 30 s the teardown would take
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert "Brain-defender did not stop within 2 s" in reason and "stop_timeout" in reason
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("start_timeout: 0\n", "start_timeout: expected a number of seconds > 0, got 0"),
         ("start_timeout: soon\n", "start_timeout: expected a number of seconds > 0, got 'soon'"),
         ("store_timeout: -1\n", "store_timeout: expected a number of seconds > 0, got -1"),
+        ("stop_timeout: 0\n", "stop_timeout: expected a number of seconds > 0, got 0"),
         ("start_timeot: 5\n", "unknown setting 'start_timeot'. Did you mean 'start_timeout'?"),
     ],
 )

@@ -88,6 +88,9 @@ class OnRay:
         address = cluster if isinstance(cluster, str) else cluster.address
         (ws.path / "runtime.yaml").write_text(
             f"store_uri: {store_uri}\nbackend: ray\nray_address: '{address}'\nstart_timeout: 120\n"
+            # (on a loaded machine a phase's processes on the cluster took more than the 10 s
+            # default to stop: the Ray runs here share two CPUs with another test's)
+            "stop_timeout: 60\n"
         )
 
     def env(self) -> dict[str, str]:

@@ -148,7 +148,8 @@ def test_runtime_config_show_default(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.output == (
         "store_uri: sqlite:///palaestra.db\ndata_path: ./_outputs\nlog_level: WARNING\n"
-        "answer_timeout: 300.0\nstart_timeout: 60.0\nstore_timeout: 60.0\nprobe_timeout: 30.0\n"
+        "answer_timeout: 300.0\nstart_timeout: 60.0\nstop_timeout: 10.0\nstore_timeout: 60.0\n"
+        "probe_timeout: 30.0\n"
         "start_method: auto\n"
         "backend: local\n"
         "ray_address: ''\n"
@@ -173,7 +174,8 @@ def test_runtime_config_show_effective_with_a_file(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.output == (
         "store_uri: sqlite:///from-file.db\ndata_path: ./_outputs\nlog_level: INFO\n"
-        "answer_timeout: 300.0\nstart_timeout: 60.0\nstore_timeout: 60.0\nprobe_timeout: 30.0\n"
+        "answer_timeout: 300.0\nstart_timeout: 60.0\nstop_timeout: 10.0\nstore_timeout: 60.0\n"
+        "probe_timeout: 30.0\n"
         "start_method: auto\n"
         "backend: local\n"
         "ray_address: ''\n"

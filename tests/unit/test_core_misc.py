@@ -356,7 +356,8 @@ def test_runtime_config_defaults(in_tmp: Path) -> None:
     assert RuntimeConfig() == DEFAULTS
     assert config.dump() == (
         "store_uri: sqlite:///palaestra.db\ndata_path: ./_outputs\nlog_level: WARNING\n"
-        "answer_timeout: 300.0\nstart_timeout: 60.0\nstore_timeout: 60.0\nprobe_timeout: 30.0\n"
+        "answer_timeout: 300.0\nstart_timeout: 60.0\nstop_timeout: 10.0\nstore_timeout: 60.0\n"
+        "probe_timeout: 30.0\n"
         "start_method: auto\n"
         "backend: local\n"
         "ray_address: ''\n"

@@ -35,6 +35,7 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
     [
         ("store_urj: sqlite:///x.db\n", "unknown setting 'store_urj'. Did you mean 'store_uri'?"),
         ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
+        ("stop_timeout: 0\n", "stop_timeout: expected a number of seconds > 0, got 0"),
         ("- store_uri\n", "expected a mapping of settings"),
         ("cpu_affinity: workers\n", "cpu_affinity: expected one of none, worker, got 'workers'"),
         ("spin_us: -1\n", "spin_us: expected a number of microseconds from 0 to 10,000, got -1"),
@@ -50,6 +51,14 @@ def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
     (in_tmp / "palaestra-runtime.yaml").write_text(text)
     with pytest.raises(RuntimeConfigError, match=f"palaestra-runtime.yaml: {expected}"):
         resolve_store_uri()
+
+
+def test_a_phases_stop_timeout_comes_from_the_file(in_tmp: Path) -> None:
+    from palaestra.core.description.config import load_runtime_config
+
+    assert load_runtime_config(environ={}).stop_timeout == 10.0
+    (in_tmp / "palaestra-runtime.yaml").write_text("stop_timeout: 60\n")
+    assert load_runtime_config(environ={}).stop_timeout == 60
 
 
 def test_cpu_affinity_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:

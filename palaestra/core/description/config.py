@@ -40,7 +40,7 @@ AFFINITIES = ("none", "worker")
 """The values of the runtime config's ``cpu_affinity``."""
 AFFINITY_VAR = "PALAESTRA_CPU_AFFINITY"
 """The environment variable that overrides the runtime config's ``cpu_affinity``."""
-SECONDS = ("answer_timeout", "start_timeout", "store_timeout", "probe_timeout")
+SECONDS = ("answer_timeout", "start_timeout", "stop_timeout", "store_timeout", "probe_timeout")
 """The settings that are a number of seconds > 0."""
 SPIN_KEY = "spin_us"
 """The setting that is a number of microseconds >= 0; every other one but :data:`SECONDS` is a
@@ -60,6 +60,10 @@ class RuntimeConfig:
     start_timeout: float = limits.START_TIMEOUT
     """Seconds a phase's processes (and the store writer) may take to start: to construct
     their plug-ins (a Brain loading a model, say)."""
+    stop_timeout: float = limits.STOP_TIMEOUT
+    """Seconds each group of a phase's processes may take to stop at its end (the Muscles
+    and controllers, then the Brains with their last dumps, then the environments), pushing
+    their last rows to the store writer."""
     store_timeout: float = limits.STORE_TIMEOUT
     """Seconds the store writer may take to answer one request of the run (record a phase,
     store what it produced) before the run fails, naming the writer and why."""

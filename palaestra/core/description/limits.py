@@ -19,7 +19,8 @@ PROBE_TIMEOUT = 30.0
 and shut down while a run file is checked."""
 
 STOP_TIMEOUT = 10.0
-"""A phase's processes stop (Brains dump), and the writer stores what they produced."""
+"""Default of ``stop_timeout``: a phase's processes stop (Brains dump), and the writer stores
+what they produced; also how long a failed process may take to hand over its last rows."""
 
 END_TIMEOUT = 3.0
 """An interrupted run: its processes stop within seconds (Brains may be dumping)."""
