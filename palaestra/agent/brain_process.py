@@ -57,7 +57,9 @@ class BrainProcess(Component):
         self.request = setup
         self.store_endpoint = store_endpoint
         spaces = SpaceCache()
-        self.rows = TransitionRows(spaces, setup)  # its memory's rows, built when read
+        actuators = spaces.build(ActuatorInformation, setup.actuators)
+        sensors = spaces.build(SensorInformation, setup.sensors)
+        self.rows = TransitionRows(spaces, sensors, actuators)  # its memory's, built when read
         self.dumps = DumpKeeper(setup)
         # its statistics and records: the store's once running
         self.out = PluginRows(name, "brain", setup.agent.name, setup.agent_id, setup.phase_id)
@@ -75,8 +77,8 @@ class BrainProcess(Component):
                 phase_name=setup.phase_name,
                 mode=setup.mode,
                 seed=setup.brain_seed,
-                sensors=self.rows.sensors,
-                actuators=spaces.build(ActuatorInformation, setup.actuators),
+                sensors=sensors,
+                actuators=actuators,
                 dumps=BrainDumps(
                     loaded=setup.dumps,
                     write=self.dumps.write,

@@ -647,9 +647,5 @@ _NONE_PICKLE = pickle.dumps(None)
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
     """The JSON text of a row's rewards and their total (made each time: a small dict's text
     costs less than a key to keep it by)."""
-    if len(rewards) == 1:
-        reward = rewards[0]
-        if type(reward.value) is float:  # (one float: its own total, as reward_total adds it)
-            return json_text({reward.uid: reward.value}), reward.value + 0.0
     values = {r.uid: r.value for r in rewards}
     return json_text(values), reward_total(values.values())

@@ -12,19 +12,22 @@ from palaestra.core.wire.codec import SpaceCache
 
 class TransitionRows:
     """A Brain process's memory rows from the transitions its Muscles send: the sensors,
-    set points and rewards of each a :class:`Lazy` of what the message carried, built with
-    the spaces of the agent's setup (``spaces``, the objects built from its descriptions)
-    when a plug-in first reads them."""
+    set points and rewards of each a :class:`Lazy` of what the message carried, built when a
+    plug-in first reads them with the agent's ``sensors`` and ``actuators`` (built from its
+    setup with ``spaces``, which builds the rewards' spaces too)."""
 
     __slots__ = ("spaces", "sensors", "actuator_spaces", "sensor_row", "setpoint_row", "rewards")
 
-    def __init__(self, spaces: SpaceCache, setup: m.AgentSetup) -> None:
+    def __init__(
+        self,
+        spaces: SpaceCache,
+        sensors: list[SensorInformation],
+        actuators: list[ActuatorInformation],
+    ) -> None:
         self.spaces = spaces
-        actuators = spaces.build(ActuatorInformation, setup.actuators)
+        self.sensors = sensors
+        self.sensor_row = SensorRow(sensors)
         self.actuator_spaces = {str(a.uid): a.space for a in actuators}
-        self.sensors: list[SensorInformation] = []
-        self.sensor_row = SensorRow([])
-        self.use_sensors(spaces.build(SensorInformation, setup.sensors))
         self.setpoint_row = SetpointRow(self.actuator_spaces)
         self.rewards = RewardRows(spaces)
 

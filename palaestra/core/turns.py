@@ -308,11 +308,7 @@ class RewardSums:
             return
         if rewards is not self._last:
             self._last = rewards
-            value = rewards[0].value if len(rewards) == 1 else None
-            if type(value) is float:  # (one reward, a float: its own total, as a sum)
-                self._last_total = value + 0.0
-            else:
-                self._last_total = reward_total({r.uid: r.value for r in rewards}.values())
+            self._last_total = reward_total({r.uid: r.value for r in rewards}.values())
         total = self._last_total
         if total is not None:
             self.totals[process] = self.totals.get(process, 0.0) + total

@@ -342,7 +342,7 @@ def test_a_stop_or_a_failure_keeps_the_rows_of_the_steps_taken(
 )
 def test_an_episodes_reward_sum_is_the_sum_of_its_steps_reward_totals(values: list[Any]) -> None:
     """The environment's episode sums (``RewardSums``) add what ``reward_total`` makes of each
-    step's rewards, also where one float reward is taken as its own total."""
+    step's rewards (made once for the same list of rewards)."""
     import math
 
     from palaestra.core.turns import RewardSums
@@ -398,3 +398,20 @@ def test_rewards_of_equal_value_and_other_text_are_recorded_each_as_it_came(
     assert isinstance(muscle.out.rows, RowRecorder)
     for row in muscle.out.rows.recorded:
         assert row["rewards"] == json_text({"reward": signed_zero(row["step"] + 1)})
+
+
+@pytest.mark.parametrize(
+    "value", [1.0, -0.0, 0.0, float("nan"), float("inf"), -float("inf"), 5e-324, -2.5]
+)
+def test_one_float_rewards_total_is_what_the_sum_of_several_makes(value: float) -> None:
+    """(one float is taken at once: the same float as the general sum, an empty list beside it
+    adding nothing, -0.0 made 0.0 as a sum from 0.0 makes it)"""
+    import math
+
+    from palaestra.core.wire.records import reward_total
+
+    alone, summed = reward_total([value]), reward_total([value, []])
+    assert alone is not None and summed is not None
+    assert (math.isnan(alone) and math.isnan(summed)) or (
+        alone == summed and math.copysign(1, alone) == math.copysign(1, summed)
+    )

@@ -427,9 +427,11 @@ def connect_store(hot: Any, endpoint: str | None) -> zmq.Socket[bytes] | None:
 def reward_total(rewards: Iterable[Any]) -> float | None:
     """The sum of a step's numeric reward values (nested lists summed too), None if none:
     ``muscle_actions.reward`` of a step, and what an episode's reward adds up."""
+    stack: list[Any] = list(rewards)
+    if len(stack) == 1 and type(stack[0]) is float:  # (one float: the sum below, at once)
+        return stack[0] + 0.0
     total = 0.0
     found = False
-    stack: list[Any] = list(rewards)
     while stack:
         value = stack.pop()
         if isinstance(value, list):
