@@ -130,6 +130,16 @@ def session_processes(sessions: set[int]) -> list[tuple[int, str]]:
     return [found for session in sessions for found in procfs.in_session(session)]
 
 
+def niceness(pids: list[int]) -> dict[int, int]:
+    """The niceness of each of ``pids`` that is still running, by pid."""
+    found = {}
+    for pid in pids:
+        fields = procfs.stat(pid)
+        if fields is not None:
+            found[pid] = int(fields[16])  # (the 19th field of /proc/<pid>/stat)
+    return found
+
+
 def wait_until_gone(sessions: set[int], timeout: float = 5.0) -> list[tuple[int, str]]:
     """Poll (bounded) until no process of ``sessions`` is left; returns the survivors."""
     deadline = time.monotonic() + timeout

@@ -75,6 +75,22 @@ _START_WAIT = 120.0
 """Seconds a :class:`ChildHost` waits for a child's start before it answers a call about it."""
 _NODE_DEATH_WAIT = 3.0
 """Seconds to let the cluster mark a node dead after one of its actors died."""
+UNNICED = {"RAY_worker_niceness": "0"}
+"""The environment of a Ray actor that runs a run's processes (:class:`ChildHost`, a sweep's
+run host): Ray's workers lower their own priority by 15 niceness steps as they start, and the
+run's processes, the actor's children, would inherit it, each getting a few per cent of a CPU
+on a node with other work (seen: a phase's processes took 30 to 60 s to exit beside two busy
+processes). They are the run's own work, not background work: the actor keeps the niceness
+of its node's Ray, as Ray's job supervisor does."""
+
+
+def _host_options() -> dict[str, Any]:
+    """What every :class:`ChildHost` actor is started with."""
+    return {
+        "max_concurrency": _HOST_CONCURRENCY,
+        "max_restarts": 0,
+        "runtime_env": {"env_vars": dict(UNNICED)},
+    }
 
 
 @dataclass(frozen=True)
@@ -419,8 +435,7 @@ class RayPlacement:
             self._actors[slot.name] = host.options(
                 num_cpus=slot.cpus,
                 num_gpus=slot.gpus,
-                max_concurrency=_HOST_CONCURRENCY,
-                max_restarts=0,
+                **_host_options(),
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
                     self._group, placement_group_bundle_index=index
                 ),
@@ -462,8 +477,7 @@ class RayPlacement:
             self.ray.remote(ChildHost)
             .options(
                 num_cpus=0,
-                max_concurrency=_HOST_CONCURRENCY,
-                max_restarts=0,
+                **_host_options(),
                 scheduling_strategy=PlacementGroupSchedulingStrategy(self._group),
             )
             .remote()

@@ -33,6 +33,7 @@ from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_RUN_FAILED, InvalidInputError
 from palaestra.core.supervision import interrupts
 from palaestra.experiment.executor import RunOutcome
+from palaestra.experiment.ray_placement import UNNICED
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 __all__ = ["OnEnd", "OnStart", "run_all_on_ray"]
@@ -161,7 +162,7 @@ class _RaySweep:
             num_cpus=1,
             max_concurrency=2,  # execute, and interrupt beside it
             max_restarts=0,
-            runtime_env={"env_vars": {"PYTHONPATH": _import_path()}},
+            runtime_env={"env_vars": {"PYTHONPATH": _import_path(), **UNNICED}},
         )
 
     def run(self) -> list[RunOutcome]:

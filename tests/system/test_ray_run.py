@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace, finish, needs, wait_for_mark
+from tests.conftest import EXPERIMENTS, Workspace, finish, needs, niceness, wait_for_mark
 
 pytestmark = needs("ray", "the palaestra[ray] extra is not installed")
 
@@ -29,10 +29,14 @@ PLACED = re.compile(r"placed (\S+) on (\S+) \(node (\w+)\)")
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """Head (1 CPU) and two nodes of 2 CPUs; started again once if a node's start times out
-    (Ray gives a raylet 30 s to register, which a loaded machine can exceed)."""
+    (Ray gives a raylet 30 s to register, which a loaded machine can exceed). Its processes
+    and theirs keep their environment readable under a process title (``SPT_NOENV``:
+    setproctitle otherwise writes the title over it, and the marks with it)."""
     from ray.cluster_utils import Cluster
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kept = os.environ.get("SPT_NOENV")
+    os.environ["SPT_NOENV"] = "1"
     for attempt in (1, 2):
         nodes = Cluster()
         try:
@@ -49,6 +53,10 @@ def cluster() -> Iterator[Any]:
         yield nodes
     finally:
         nodes.shutdown()
+        if kept is None:
+            del os.environ["SPT_NOENV"]
+        else:
+            os.environ["SPT_NOENV"] = kept
 
 
 def _marked(mark: str) -> list[int]:
@@ -88,9 +96,6 @@ class OnRay:
         address = cluster if isinstance(cluster, str) else cluster.address
         (ws.path / "runtime.yaml").write_text(
             f"store_uri: {store_uri}\nbackend: ray\nray_address: '{address}'\nstart_timeout: 120\n"
-            # (on a loaded machine a phase's processes on the cluster took more than the 10 s
-            # default to stop: the Ray runs here share two CPUs with another test's)
-            "stop_timeout: 60\n"
         )
 
     def env(self) -> dict[str, str]:
@@ -185,12 +190,15 @@ def _acting(
     ws: Workspace, cluster: Any, pg_uri: str
 ) -> tuple[OnRay, subprocess.Popen[str], list[int]]:
     """A long run on the cluster, once its Muscles act: its processes (at least the writer,
-    controller, environment and a Brain and Muscle) marked."""
+    controller, environment and a Brain and Muscle) marked, each at this process's niceness
+    (Ray's workers, their parents, run at 15 by default: starved on a loaded node)."""
     on_ray = OnRay(ws, cluster, pg_uri)
     proc = on_ray.start(_long_run(ws))
     wait_for_mark(ws.path / "acting", proc, 180)
     marked = _marked(on_ray.mark)
     assert len(marked) >= 5, marked
+    nice = niceness(marked)
+    assert nice == dict.fromkeys(nice, os.nice(0))
     return on_ray, proc, marked
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, Workspace, env_hiding
+from tests.conftest import EXPERIMENTS, Workspace, env_hiding, niceness
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -247,6 +247,10 @@ def test_ctrl_c_cancels_the_runs_on_the_cluster_and_leaves_nothing_running(
     while _statuses(pg_uri) != ["running", "running"]:  # both executors recording
         assert time.monotonic() < deadline, _statuses(pg_uri)
         time.sleep(0.1)
+    # the runs' executors and their processes at this process's niceness (Ray's workers,
+    # their parents, run at 15 by default: starved on a loaded node)
+    nice = niceness(_in(workspace.path))
+    assert len(nice) > 2 and nice == dict.fromkeys(nice, os.nice(0)), nice
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 130, err
