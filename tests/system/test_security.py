@@ -42,7 +42,7 @@ def socket_inodes(pid: int) -> set[str]:
 
 def ipc_dir_mode(name: str) -> int | None:
     """The permission bits of ``/tmp/name`` if it is a run's directory with a socket in it
-    (None if not, or if it went away meanwhile)."""
+    (None if not: another file of that name, or one that went away meanwhile)."""
     if not name.startswith("palaestra-"):
         return None
     path = os.path.join("/tmp", name)
@@ -50,7 +50,7 @@ def ipc_dir_mode(name: str) -> int | None:
         if not any(f.endswith(".sock") for f in os.listdir(path)):
             return None
         return stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
