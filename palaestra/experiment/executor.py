@@ -14,7 +14,7 @@ from palaestra.core.description import names
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
 from palaestra.core.procfs import set_title
-from palaestra.core.supervision import interrupts, start_methods
+from palaestra.core.supervision import interrupts, start_methods, undertaker
 from palaestra.core.supervision.affinity import Affinity
 from palaestra.core.supervision.launch import Placement
 from palaestra.core.supervision.processes import preload
@@ -155,6 +155,7 @@ async def _execute(
     network: Network | None = None,
 ) -> RunOutcome:
     run_dir = make_run_dir()
+    undertaker.leave(run_dir)  # (removed below; by the undertaker if this is killed)
     level = logging.getLevelName(config.log_level.upper())
     component = ExperimentRun(
         names.EXPERIMENT_RUN,

@@ -33,6 +33,7 @@ from typing import Any
 
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_RUN_FAILED
+from palaestra.core.supervision import undertaker
 from palaestra.core.supervision.affinity import pin
 from palaestra.core.supervision.start_methods import SPAWN, cuda_initialised
 from palaestra.experiment.executor import RunOutcome
@@ -71,6 +72,7 @@ class ExecutorProcess:
         self.run = run
         handle, self._result_path = tempfile.mkstemp(prefix="palaestra-outcome-")
         os.close(handle)
+        undertaker.leave(self._result_path)  # (removed by outcome(), unless this is killed)
         job = (run, config, self._result_path, os.getpid(), cpus)
         self._forked: multiprocessing.process.BaseProcess | None = None
         self._spawned: subprocess.Popen[bytes] | None = None

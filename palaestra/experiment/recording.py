@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path, flags_of
+from palaestra.core.supervision import undertaker
 
 # The store (SQLAlchemy) is imported by experiment-record's functions only: the executor imports
 # this module for recording_flag, and every process of a run is forked from the executor.
@@ -25,6 +26,7 @@ def recording_flag(run_uid: str) -> Iterator[RecordingSwitch]:
     :data:`ENV_VAR` for the processes forked from here; removed at the end."""
     switch = RecordingSwitch(flag_path(run_uid))
     switch.create()
+    undertaker.leave(str(switch.path))  # (removed below; by the undertaker if this is killed)
     before = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = str(switch.path)
     try:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -230,8 +234,15 @@ def test_a_child_killed_with_sigkill_fails_the_run_naming_it(
 def test_a_killed_executor_leaves_no_process_behind(
     request: pytest.FixtureRequest, workspace: Workspace
 ) -> None:
+    """Nor a file: the run's directory of sockets and its recording flag are removed (its
+    temporary directory here, with a short path: a socket's path has 107 bytes at most)."""
     run_file = workspace.variant("multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
-    proc = workspace.start("experiment-start", str(run_file))
+    temporary = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
+    env = workspace.env()
+    env["TMPDIR"] = str(temporary)
+    proc = workspace.spawn(
+        [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)], env
+    )
     assert poll(lambda: pid_of(workspace, "Muscle-learner-1"), 30, proc), "no Muscle started"
     assert poll(lambda: count(workspace, MUSCLE_ROWS), 30, proc), "no rows reached the store"
     assert pid_of(workspace, "Executor") == proc.pid
@@ -249,6 +260,9 @@ def test_a_killed_executor_leaves_no_process_behind(
     assert survivors == []
     assert seconds < 5
     assert count(workspace, MUSCLE_ROWS) >= muscle_rows
+    left = [str(p.relative_to(temporary)) for p in temporary.rglob("*") if not p.is_dir()]
+    shutil.rmtree(temporary)
+    assert left == []  # (the undertaker removes them after the processes: all gone here)
 
 
 # --- 3. SIGINT and SIGTERM to the executor ---------------------------------------------------

@@ -11,13 +11,17 @@ notes the command's descendants a few times a second; when the command has ended
 by ``PR_SET_PDEATHSIG``, however the command ended), it kills every one of them still alive
 (the same pid and start time, so a reused pid is never hit), and every orphan (parent: init)
 that appeared in the command's process group after the command started, round after round
-until none is left; then it exits. A command that ended normally left nothing: it then
-finds nothing to kill. Linux only (elsewhere none is started).
+until none is left; then it removes the temporary files and directories the command and its
+forks named with :func:`leave` (a run's directory of sockets, a sweep's outcome files), which
+they remove themselves when they end normally; then it exits. A command that ended normally
+left nothing: it then finds nothing to kill or remove. Linux only (elsewhere none is started).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import sys
 import time
@@ -35,38 +39,62 @@ last look."""
 _ROUNDS = 16
 """Kill rounds at most: each takes the orphans the previous one made."""
 
+_leaving: tuple[int, int] | None = None
+"""In the command and its forks: the pipe on which :func:`leave` names a path to the
+undertaker, and its inode (None: no undertaker)."""
+
 
 def start() -> int | None:
     """Fork the undertaker of this process; its pid (None where not supported). Returns once
     it watches (the command's death can no longer go unnoticed)."""
     if not sys.platform.startswith("linux"):
         return None
+    global _leaving
     command = os.getpid()
     ready, armed = os.pipe()
+    named, naming = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the undertaker; it exits by itself
         code = 0
         try:
             os.close(ready)
-            _serve(command, armed)
+            os.close(naming)
+            _serve(command, armed, named)
         except BaseException:  # noqa: BLE001 - never return into the command's code
             code = 1
         finally:
             os._exit(code)
     os.close(armed)
+    os.close(named)
+    _leaving = (naming, os.fstat(naming).st_ino)
     os.read(ready, 1)
     os.close(ready)
     return pid
 
 
-def _serve(command: int, armed: int) -> None:
+def leave(path: str) -> None:
+    """Have the undertaker remove ``path``, a temporary file or directory this process made
+    and removes when it ends normally, should the command be killed before (nothing where
+    there is no undertaker: a process started afresh, not forked from the command)."""
+    if _leaving is None:
+        return
+    fd, inode = _leaving
+    with contextlib.suppress(OSError):  # (an undertaker gone: nothing to tell)
+        if os.fstat(fd).st_ino == inode:  # (still the pipe: a fork may have closed it)
+            os.write(fd, os.fsencode(path) + b"\0")  # (shorter than PIPE_BUF: whole)
+
+
+def _serve(command: int, armed: int, named: int) -> None:
     import ctypes
 
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # it holds none of the command's pipes open
         os.dup2(null, fd)
-    os.closerange(3, armed)
-    os.closerange(armed + 1, 1 << 16)
+    low, high = sorted((armed, named))
+    os.closerange(3, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 16)
+    os.set_blocking(named, False)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # it ends after the command
         signal.signal(sig, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
@@ -78,15 +106,37 @@ def _serve(command: int, armed: int) -> None:
     since = _start_time(command) or 0
     noted: dict[int, int] = {}
     seen: set[int] = set()
+    paths = bytearray()  # the named paths, each ended by a NUL
     looks = 0
     while os.getppid() == command:  # the command lives
         if looks % FULL_LOOK_EVERY == 0:
             seen.clear()  # (every process is new to this look: each one is read)
         _note(command, noted, seen)
+        _read(named, paths)  # (read as they come: the pipe never fills)
         looks += 1
         if signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY) is not None:
             break
     _bury(noted, group, since)
+    _read(named, paths)
+    _remove(paths)
+
+
+def _read(named: int, paths: bytearray) -> None:
+    """Add what is waiting in the pipe of :func:`leave` to ``paths``."""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(named, 1 << 16):
+            paths += chunk
+
+
+def _remove(paths: bytearray) -> None:
+    """Remove each whole path named (those its maker removed are gone already)."""
+    for raw in bytes(paths).split(b"\0")[:-1]:
+        path = os.fsdecode(raw)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _processes() -> dict[int, tuple[int, int, int]]:
