@@ -223,7 +223,7 @@ class Game(Generic[A]):
         self._by_done = (
             type(policy).episode_over is TurnPolicy.episode_over
             and bool(deciding)
-            and all(type(c) is EpisodeEndsWithEnvironment for c in deciding)
+            and all(_ends_with_environment(c) for c in deciding)
         )
         self.begin(values)
 
@@ -284,6 +284,13 @@ class Game(Generic[A]):
         )
         self.sums.observed(process, rewards)
         return seen
+
+
+def _ends_with_environment(condition: TerminationCondition) -> bool:
+    """Whether ``condition`` ends an episode exactly when an environment is done: its
+    ``episode_done`` is :class:`EpisodeEndsWithEnvironment`'s (palaestrAI's
+    ``VanillaSimControllerTerminationCondition`` is one), so it need not be asked each step."""
+    return type(condition).episode_done is EpisodeEndsWithEnvironment.episode_done
 
 
 class RewardSums:

@@ -148,6 +148,29 @@ def test_the_conditions_end_the_episode_and_their_failure_names_them() -> None:
     assert caught.value.plugin.endswith("Broken.episode_done")
 
 
+@pytest.mark.parametrize("overridden", [False, True])
+def test_a_subclass_of_the_environment_condition_is_asked_where_it_overrides(
+    overridden: bool,
+) -> None:
+    """palaestrAI's default condition ends the episode when an environment is done (without
+    being asked each step); a subclass that decides otherwise is asked."""
+    from palaestra.simulation import VanillaSimControllerTerminationCondition
+
+    class AfterFive(VanillaSimControllerTerminationCondition):
+        calls = 0
+
+        def episode_done(self, environments_done: Sequence[bool]) -> bool:
+            self.calls += 1
+            return self.calls >= 5
+
+    class Vanilla(VanillaSimControllerTerminationCondition):
+        pass
+
+    condition = AfterFive() if overridden else Vanilla()
+    result = run_episode(AllAct(), ScriptedDriver(length=3), AGENTS, [condition], {"s": 0})
+    assert result.steps == (5 if overridden else 3)
+
+
 # --- an environment process's update ----------------------------------------------------------
 
 
