@@ -130,6 +130,21 @@ def session_processes(sessions: set[int]) -> list[tuple[int, str]]:
     return [found for session in sessions for found in procfs.in_session(session)]
 
 
+def own_tmpdir(env: dict[str, str]) -> Path:
+    """A temporary directory of its own for a command run with ``env`` (its ``TMPDIR``), with
+    a short path (a socket's path has 107 bytes at most)."""
+    path = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
+    env["TMPDIR"] = str(path)
+    return path
+
+
+def files_left(path: Path) -> list[str]:
+    """The files under ``path``, relative to it; ``path`` is then removed."""
+    left = sorted(str(p.relative_to(path)) for p in path.rglob("*") if not p.is_dir())
+    shutil.rmtree(path)
+    return left
+
+
 def niceness(pids: list[int]) -> dict[int, int]:
     """The niceness of each of ``pids`` that is still running, by pid."""
     found = {}

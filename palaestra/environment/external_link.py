@@ -26,6 +26,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from palaestra.core.errors import PalaestraError
+from palaestra.core.supervision import undertaker
 
 LOG = logging.getLogger(__name__)
 
@@ -252,6 +253,7 @@ class OfflineWorld:
     def __init__(self, where: str) -> None:
         self.where = where
         self.private_dir: str | None = tempfile.mkdtemp(prefix="palaestra-external-")
+        undertaker.leave(self.private_dir)  # (removed by stop(); if the run is killed, by it)
         self.address = f"ipc://{self.private_dir}/world.sock"
         command = [sys.executable, str(OFFLINE_WORLD), "--connect", self.address]
         try:

@@ -18,7 +18,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXPERIMENTS, PLUGINS, ROOT, Workspace, slow_after
+from tests.conftest import (
+    EXPERIMENTS,
+    PLUGINS,
+    ROOT,
+    Workspace,
+    files_left,
+    own_tmpdir,
+    slow_after,
+    wait_until_gone,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -338,13 +347,19 @@ def test_a_frozen_client_is_found_by_its_missing_heartbeats(
 
 @pytest.mark.slow
 def test_killing_the_executor_takes_the_offline_world_down(workspace: Workspace) -> None:
+    """Every process of the run, the world too, is gone, and no file is left: the run's
+    directory and the world's (where its socket is)."""
     path = run_file(workspace, {"offline": True, "world": {"steps": 200}}, episodes=50)
-    proc = workspace.start("experiment-start", str(path))
+    env = workspace.env()
+    temporary = own_tmpdir(env)
+    proc = workspace.spawn([sys.executable, "-m", "palaestra", "experiment-start", str(path)], env)
     _wait_for_steps(workspace)
     assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
+    assert any(p.name.startswith("palaestra-external-") for p in temporary.iterdir())
     proc.kill()
     proc.wait()
-    # the workspace fixture checks that every process of the run, the world too, is gone
+    assert wait_until_gone(workspace.sessions, 10) == []
+    assert files_left(temporary) == []
 
 
 @pytest.mark.parametrize("key", ["bind", "connect"])

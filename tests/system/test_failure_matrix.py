@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import Edit, Workspace, slow_after, wait_until_gone
+from tests.conftest import (
+    Edit,
+    Workspace,
+    files_left,
+    own_tmpdir,
+    slow_after,
+    wait_until_gone,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -237,9 +241,8 @@ def test_a_killed_executor_leaves_no_process_behind(
     """Nor a file: the run's directory of sockets and its recording flag are removed (its
     temporary directory here, with a short path: a socket's path has 107 bytes at most)."""
     run_file = workspace.variant("multiworker_run.yml", ("max_iter: 20", "max_iter: 1000000"))
-    temporary = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
     env = workspace.env()
-    env["TMPDIR"] = str(temporary)
+    temporary = own_tmpdir(env)
     proc = workspace.spawn(
         [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)], env
     )
@@ -260,9 +263,7 @@ def test_a_killed_executor_leaves_no_process_behind(
     assert survivors == []
     assert seconds < 5
     assert count(workspace, MUSCLE_ROWS) >= muscle_rows
-    left = [str(p.relative_to(temporary)) for p in temporary.rglob("*") if not p.is_dir()]
-    shutil.rmtree(temporary)
-    assert left == []  # (the undertaker removes them after the processes: all gone here)
+    assert files_left(temporary) == []  # (the undertaker removes them after the processes)
 
 
 # --- 3. SIGINT and SIGTERM to the executor ---------------------------------------------------
