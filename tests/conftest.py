@@ -151,7 +151,7 @@ def niceness(pids: list[int]) -> dict[int, int]:
     for pid in pids:
         fields = procfs.stat(pid)
         if fields is not None:
-            found[pid] = int(fields[16])  # (the 19th field of /proc/<pid>/stat)
+            found[pid] = int(fields[procfs.NICE])
     return found
 
 

@@ -25,8 +25,7 @@ class TransitionRows:
         actuators: list[ActuatorInformation],
     ) -> None:
         self.spaces = spaces
-        self.sensors = sensors
-        self.sensor_row = SensorRow(sensors)
+        self.use_sensors(sensors)
         self.actuator_spaces = {str(a.uid): a.space for a in actuators}
         self.setpoint_row = SetpointRow(self.actuator_spaces)
         self.rewards = RewardRows(spaces)

@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterator
 
 STATE, PPID, PGRP, SESSION = 0, 1, 2, 3
-START_TIME = 19
-"""Indices into :func:`stat`'s fields (``proc(5)``'s fields 3, 4, 5, 6 and 22)."""
+NICE, START_TIME = 16, 19
+"""Indices into :func:`stat`'s fields (``proc(5)``'s fields 3, 4, 5, 6, 19 and 22)."""
 
 
 def pids() -> Iterator[int]:

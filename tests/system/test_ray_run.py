@@ -198,7 +198,7 @@ def _acting(
     marked = _marked(on_ray.mark)
     assert len(marked) >= 5, marked
     nice = niceness(marked)
-    assert nice == dict.fromkeys(nice, os.nice(0))
+    assert len(nice) >= 5 and nice == dict.fromkeys(nice, os.nice(0)), nice
     return on_ray, proc, marked
 
 
