@@ -14,8 +14,15 @@ CartPole stepping at N games:
   *steady*: steps / (last episode's end - first episode's start), from the ``episodes`` table
   (start-up excluded); *wall*: steps / the command's whole wall time (start-up, shutdown and
   the writer's last commit included). The store is checked: one ``world_states`` and one
-  ``muscle_actions`` row per step, else the script exits 1. ``--cpu-affinity worker`` runs
-  it with the runtime config's ``cpu_affinity: worker`` (the worker's processes on one CPU).
+  ``muscle_actions`` row per step, else the script exits 1.
+* SQLite's floor: the CPU that SQLite itself takes for the run's rows, measured after each run
+  in this process: its ``world_states`` and ``muscle_actions`` rows inserted again through
+  palaestra's store driver (the writer's connection: WAL, ``synchronous=NORMAL``, foreign
+  keys; its ``executemany``), into a copy of the run's store emptied of them, both tables in
+  one transaction per 2,000 rows of each (the writer's batch). No messages and no buffers:
+  the part of the StoreWriter's CPU that no change to palaestra's processes removes.
+* ``--cpu-affinity worker`` runs palaestra with the runtime config's ``cpu_affinity: worker``
+  (the worker's processes on one CPU).
 * gymnasium SyncVectorEnv: ``gymnasium.vector.SyncVectorEnv`` of N ``CartPole-v1``
   (``gym.make``, its default wrappers), autoreset, the same policy on the batch of
   observations, the same number of steps; no store.
@@ -34,6 +41,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -239,16 +247,56 @@ def palaestra_rate(
             ).fetchone()
             worlds = conn.execute("select count(*) from world_states").fetchone()[0]
             actions = conn.execute("select count(*) from muscle_actions").fetchone()[0]
-    if count != games * episodes or worlds != total or actions != total:
-        print(
-            f"FAILED: {games} games: {count} episodes of {games * episodes}, {worlds} "
-            f"world_states and {actions} muscle_actions rows for {total} steps",
-            file=sys.stderr,
-        )
-        raise SystemExit(1)
+        if count != games * episodes or worlds != total or actions != total:
+            print(
+                f"FAILED: {games} games: {count} episodes of {games * episodes}, {worlds} "
+                f"world_states and {actions} muscle_actions rows for {total} steps",
+                file=sys.stderr,
+            )
+            raise SystemExit(1)
+        floor = 1e6 * sqlite_floor(Path(tmp) / "palaestra.db") / total
     seconds = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
     cpu = {role: 1e6 * spent / total for role, spent in sampler.by_role().items()}
-    return {"steps": total, "steady": total / seconds, "wall": total / wall, "cpu_us": cpu}
+    return {
+        "steps": total,
+        "steady": total / seconds,
+        "wall": total / wall,
+        "cpu_us": cpu,
+        "sqlite_floor_us": floor,
+    }
+
+
+STEP_TABLES = ("world_states", "muscle_actions")
+WRITER_BATCH = 2000
+"""Rows of a table the store writer buffers before it inserts them (``StoreWriter``'s
+``batch_rows``)."""
+
+
+def sqlite_floor(db: Path) -> float:
+    """CPU seconds SQLite takes to insert the rows of ``db``'s per-step tables again as the
+    store writer inserts them (see the module's docstring)."""
+    from palaestra.core.wire.records import COLUMNS
+    from palaestra.store.driver import Store
+
+    floor = db.with_name("floor.db")
+    shutil.copy(db, floor)  # (the run ended: its WAL is in the file)
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    with sqlite3.connect(floor, isolation_level=None) as conn:
+        for table in STEP_TABLES:
+            names = ", ".join(COLUMNS[table])
+            rows[table] = conn.execute(f"select {names} from {table} order by id").fetchall()
+            conn.execute(f"delete from {table}")
+        conn.execute("vacuum")
+    store = Store(f"sqlite:///{floor}")
+    longest = max(len(r) for r in rows.values())
+    began = time.process_time()
+    for start in range(0, longest, WRITER_BATCH):
+        with store.transaction() as inserting:
+            for table in STEP_TABLES:
+                inserting.add_rows(table, rows[table][start : start + WRITER_BATCH])
+    spent = time.process_time() - began
+    store.close()
+    return spent
 
 
 def gymnasium_rate(games: int, steps: int, vectorized: bool) -> tuple[float, float]:
@@ -300,6 +348,7 @@ def measure(
         "ratio_vectorized": steady / statistics.median(vector),
         "ratio_sync_per_round": [r["steady"] / s for r, s in zip(runs, sync, strict=True)],
         "cpu_us_per_step": cpu,
+        "sqlite_floor_us_per_step": statistics.median(r["sqlite_floor_us"] for r in runs),
         "sync_cpu_us_per_step": statistics.median(sync_cpu),
         "all": {"palaestra": runs, "sync": sync, "vectorized": vector},
     }
@@ -342,6 +391,13 @@ def main() -> None:
     for r in results:
         shares = ", ".join(f"{role} {us:.1f}" for role, us in r["cpu_us_per_step"].items())
         print(f"{r['games']:>4}: {shares}; SyncVectorEnv {r['sync_cpu_us_per_step']:.1f}")
+    print("\nSQLite's floor: CPU microseconds per step of its own inserts of the run's rows:")
+    for r in results:
+        writer = r["cpu_us_per_step"].get("StoreWriter", 0.0)
+        print(
+            f"{r['games']:>4}: {r['sqlite_floor_us_per_step']:.1f} (the StoreWriter's "
+            f"{writer:.1f})"
+        )
     out = BENCH / "results" / "vector_envs.json"
     out.parent.mkdir(exist_ok=True)
     meta = {
