@@ -28,7 +28,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PLUGINS, Workspace, finish, slow_after, wait_until_gone
+from tests.conftest import (
+    PLUGINS,
+    Workspace,
+    files_left,
+    finish,
+    own_tmpdir,
+    slow_after,
+    wait_until_gone,
+)
 from tests.plugins.start_record import read_records
 
 pytestmark = [
@@ -171,14 +179,17 @@ def test_a_failing_plugin_fails_the_run(workspace: Workspace, method: str) -> No
     assert "planned crash in thinking" in reason
 
 
-def _start_acting_run(ws: Workspace, method: str) -> subprocess.Popen[str]:
-    """Endless episodes; returns once agent one has acted 20 times."""
+def _start_acting_run(
+    ws: Workspace, method: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """Endless episodes (``env``: the command's, else the method's); returns once agent one
+    has acted 20 times."""
     run_file = ws.variant(
         "taking_turns_run.yml",
         (_TT_ENV_PARAMS, "params: {discrete: true, max_iter: 1000000, step_delay: 0.001}"),
         (_TT_MUSCLE, "muscle: {name: crash:MarkingMuscle, params: {mark: acting, after: 20}}"),
     )
-    proc = _start(ws, _env(ws, method), "experiment-start", str(run_file))
+    proc = _start(ws, env or _env(ws, method), "experiment-start", str(run_file))
     assert _poll(lambda: (ws.path / "acting").exists(), 30, proc), proc.communicate()[1][-3000:]
     return proc
 
@@ -198,14 +209,18 @@ def test_sigint_stops_the_run_cleanly(workspace: Workspace, method: str) -> None
 
 def test_sigkill_of_the_executor_leaves_nothing_behind(workspace: Workspace) -> None:
     """With forkserver: the children are the fork server's, not the executor's (spawn's are the
-    executor's own, as fork's, which ``test_failure_matrix.py`` kills)."""
-    proc = _start_acting_run(workspace, "forkserver")
+    executor's own, as fork's, which ``test_failure_matrix.py`` kills). Nor a file: the fork
+    server's socket (in multiprocessing's temporary directory) is removed with the run's."""
+    env = _env(workspace, "forkserver")
+    temporary = own_tmpdir(env)
+    proc = _start_acting_run(workspace, "forkserver", env)
     titled = [cmd for _, cmd in workspace.processes() if cmd.startswith("palaestra[")]
     assert len(titled) >= 5, titled  # writer, controller, environment, Brains, Muscles
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
 
     assert wait_until_gone(workspace.sessions, 5) == []
+    assert files_left(temporary) == []  # (the undertaker removes them after the processes)
 
 
 # --- auto: CUDA initialised in the executor -------------------------------------------------

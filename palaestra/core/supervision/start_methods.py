@@ -17,12 +17,14 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.context
+import multiprocessing.util
 import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from palaestra.core.description.config import AUTO, FORK, FORKSERVER, SPAWN
+from palaestra.core.supervision import undertaker
 
 __all__ = [
     "AUTO",
@@ -98,10 +100,13 @@ def use(method: str, preload: Sequence[str] = ()) -> None:
 
     For forkserver, ``preload`` names the modules the server imports once, so that each child
     forked from it has them: palaestra's own, never a plug-in's (one may touch CUDA). Only the
-    first call before the server starts counts.
+    first call before the server starts counts. The server's socket lies in
+    :mod:`multiprocessing`'s temporary directory of this process, which it removes as it exits:
+    the undertaker is told of it, for a process killed before.
     """
     if method == FORKSERVER:
         multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+        undertaker.leave(multiprocessing.util.get_temp_dir())
 
 
 Context = (
