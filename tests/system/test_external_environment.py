@@ -256,12 +256,12 @@ def test_a_client_whose_offline_world_dies_fails_the_run_saying_how(workspace: W
 
 def _wait_for_offline_world(ws: Workspace) -> int:
     """The pid of the offline world once it has run some steps."""
-    _wait_for_steps(ws)
+    wait_for_steps(ws)
     (world,) = [pid for pid, cmd in ws.processes() if str(WORLD) in cmd]
     return world
 
 
-def _wait_for_steps(ws: Workspace) -> None:
+def wait_for_steps(ws: Workspace) -> None:
     """Until the run has recorded some steps (polls the store, bounded)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -331,7 +331,7 @@ def test_a_frozen_client_is_found_by_its_missing_heartbeats(
     path = run_file(workspace, {**params, "world": {"steps": 200}}, episodes=50)
     proc = workspace.start("experiment-start", str(path))
     try:
-        _wait_for_steps(workspace)
+        wait_for_steps(workspace)
         os.kill(client.pid, signal.SIGSTOP)
         _, err = proc.communicate(timeout=20)
     finally:
@@ -353,7 +353,7 @@ def test_killing_the_executor_takes_the_offline_world_down(workspace: Workspace)
     env = workspace.env()
     temporary = own_tmpdir(env)
     proc = workspace.spawn([sys.executable, "-m", "palaestra", "experiment-start", str(path)], env)
-    _wait_for_steps(workspace)
+    wait_for_steps(workspace)
     assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
     assert any(p.name.startswith("palaestra-external-") for p in temporary.iterdir())
     proc.kill()

@@ -223,6 +223,29 @@ def test_sigkill_of_the_executor_leaves_nothing_behind(workspace: Workspace) -> 
     assert files_left(temporary) == []  # (the undertaker removes them after the processes)
 
 
+@pytest.mark.parametrize("method", slow_after(OTHER_METHODS, 1))
+def test_sigkill_leaves_no_file_of_a_process_started_afresh(
+    workspace: Workspace, method: str
+) -> None:
+    """An offline external world's directory (its socket) is made in the environment's
+    process, which forkserver and spawn start afresh: it names the directory to the
+    undertaker on the pipe it was handed, and the undertaker removes it."""
+    from tests.system.test_external_environment import WORLD, run_file, wait_for_steps
+
+    path = run_file(workspace, {"offline": True, "world": {"steps": 200}}, episodes=50)
+    env = _env(workspace, method)
+    temporary = own_tmpdir(env)
+    proc = _start(workspace, env, "experiment-start", str(path))
+    wait_for_steps(workspace)
+    assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
+    assert any(p.name.startswith("palaestra-external-") for p in temporary.iterdir())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+
+    assert wait_until_gone(workspace.sessions, 10) == []
+    assert files_left(temporary) == []
+
+
 # --- auto: CUDA initialised in the executor -------------------------------------------------
 
 

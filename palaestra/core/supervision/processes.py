@@ -40,6 +40,7 @@ import aiomultiprocess
 import msgspec
 from aiomultiprocess.types import Unit
 
+from palaestra.core.supervision import undertaker
 from palaestra.core.supervision.console import guard_console
 from palaestra.core.supervision.esm import ChildExit, Component
 from palaestra.core.supervision.mainthread import guard_signal_calls
@@ -226,7 +227,7 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
         else:  # nothing inherited but what is passed: no sibling's pipe to close
             bootstrap = _bootstrap_fresh
             parent = None if method == FORKSERVER else os.getpid()  # forked by the server
-            args = (target, pickle.dumps(spec), alive, parent, method)
+            args = (target, pickle.dumps(spec), alive, parent, method, undertaker.pipe())
         self.aio_process = context(method).Process(
             target=bootstrap, args=args, name=spec.name, daemon=False
         )
@@ -326,9 +327,12 @@ def _bootstrap_fresh(
     alive: multiprocessing.connection.Connection,
     parent: int | None,
     method: str,
+    leaving: undertaker.Pipe | None,
 ) -> None:
     """In a child started by forkserver or spawn: what :func:`_bootstrap_fork` does, for a
-    process that inherited nothing of its parent's loop, signals or pipes.
+    process that inherited nothing of its parent's loop, signals or pipes but the pipe to the
+    undertaker (``leaving``: the temporary files it names are removed should the command be
+    killed).
 
     Ctrl-C is ignored before ``spec`` is unpickled (which imports the plug-in modules);
     ``multiprocessing``'s default becomes ``method``, so that a plug-in's own processes do
@@ -341,6 +345,7 @@ def _bootstrap_fresh(
     guard_console()
     guard_signal_calls(name)
     multiprocessing.set_start_method(method, force=True)
+    undertaker.adopt(leaving)
     die_with_parent(parent)
     become_subreaper()
     unit = Unit(target=target, args=(pickle.loads(spec), alive), kwargs={}, namespace=None)

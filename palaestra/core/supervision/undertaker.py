@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import time
+from typing import Any
 
 from palaestra.core import procfs
 
@@ -40,8 +41,8 @@ _ROUNDS = 16
 """Kill rounds at most: each takes the orphans the previous one made."""
 
 _leaving: tuple[int, int] | None = None
-"""In the command and its forks: the pipe on which :func:`leave` names a path to the
-undertaker, and its inode (None: no undertaker)."""
+"""In the command, its forks and the children it starts afresh (:class:`Pipe`): the pipe on
+which :func:`leave` names a path to the undertaker, and its inode (None: no undertaker)."""
 
 
 def start() -> int | None:
@@ -75,13 +76,59 @@ def start() -> int | None:
 def leave(path: str) -> None:
     """Have the undertaker remove ``path``, a temporary file or directory this process made
     and removes when it ends normally, should the command be killed before (nothing where
-    there is no undertaker: a process started afresh, not forked from the command)."""
-    if _leaving is None:
-        return
-    fd, inode = _leaving
-    with contextlib.suppress(OSError):  # (an undertaker gone: nothing to tell)
-        if os.fstat(fd).st_ino == inode:  # (still the pipe: a fork may have closed it)
+    there is no undertaker: a process of a Ray node, say)."""
+    fd = _pipe()
+    if fd is not None:
+        with contextlib.suppress(OSError):  # (an undertaker gone: nothing to tell)
             os.write(fd, os.fsencode(path) + b"\0")  # (shorter than PIPE_BUF: whole)
+
+
+def _pipe() -> int | None:
+    """The pipe to the undertaker, while it is still the one noted (a fork may have closed
+    the descriptor, and another file may have its number now)."""
+    if _leaving is None:
+        return None
+    fd, inode = _leaving
+    try:
+        return fd if os.fstat(fd).st_ino == inode else None
+    except OSError:
+        return None
+
+
+class Pipe:
+    """The pipe to the undertaker, for a child started afresh (``spawn``, ``forkserver``),
+    which inherits none of its parent's descriptors: among the child's arguments it is passed
+    as :mod:`multiprocessing` passes a connection (the descriptor duplicated for the child),
+    and the child takes it up with :func:`adopt`."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        from multiprocessing import reduction
+
+        return _rebuilt, (reduction.DupFd(self.fd),)
+
+
+def _rebuilt(duplicate: Any) -> Pipe:
+    return Pipe(duplicate.detach())
+
+
+def pipe() -> Pipe | None:
+    """This process's pipe to the undertaker, to pass to a child started afresh (None: there
+    is no undertaker to tell)."""
+    fd = _pipe()
+    return None if fd is None else Pipe(fd)
+
+
+def adopt(pipe: Pipe | None) -> None:
+    """In a child started afresh: name paths to the undertaker on ``pipe`` (see
+    :func:`leave`)."""
+    global _leaving
+    if pipe is not None:
+        _leaving = (pipe.fd, os.fstat(pipe.fd).st_ino)
 
 
 def _serve(command: int, armed: int, named: int) -> None:
