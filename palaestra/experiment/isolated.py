@@ -162,21 +162,31 @@ _SPAWNED = "from palaestra.experiment.isolated import spawned_main; spawned_main
 
 def _spawn(job: tuple[Any, ...]) -> subprocess.Popen[bytes]:
     """A fresh interpreter, reading its job from stdin; unlike multiprocessing's spawn it does
-    not re-run the caller's ``__main__`` (a script without a ``__name__`` guard)."""
+    not re-run the caller's ``__main__`` (a script without a ``__name__`` guard). It is handed
+    the pipe to the undertaker, which removes the run's temporary files should the command be
+    killed."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
+    leaving = undertaker.pipe()
+    fd = None if leaving is None else leaving.fd
     child = subprocess.Popen(
-        [sys.executable, "-c", _SPAWNED], stdin=subprocess.PIPE, env=env, process_group=0
+        [sys.executable, "-c", _SPAWNED],
+        stdin=subprocess.PIPE,
+        env=env,
+        process_group=0,
+        pass_fds=() if fd is None else (fd,),
     )
     assert child.stdin is not None
     with child.stdin:
-        child.stdin.write(pickle.dumps(job))
+        child.stdin.write(pickle.dumps((job, fd)))
     return child
 
 
 def spawned_main() -> None:
-    """The entry of a spawned executor process: its job comes pickled on stdin."""
-    job = pickle.loads(sys.stdin.buffer.read())
+    """The entry of a spawned executor process: its job comes pickled on stdin, with the
+    pipe to the undertaker it was handed."""
+    job, leaving = pickle.loads(sys.stdin.buffer.read())
+    undertaker.adopt(leaving)
     _child_main(*job)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import (
+    EXPERIMENTS,
     PLUGINS,
     Workspace,
     files_left,
@@ -239,6 +240,45 @@ def test_sigkill_leaves_no_file_of_a_process_started_afresh(
     wait_for_steps(workspace)
     assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
     assert any(p.name.startswith("palaestra-external-") for p in temporary.iterdir())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+
+    assert wait_until_gone(workspace.sessions, 10) == []
+    assert files_left(temporary) == []
+
+
+def test_sigkill_of_a_sweep_of_spawned_runs_leaves_nothing_behind(workspace: Workspace) -> None:
+    """Under spawn a sweep's runs execute in interpreters of their own (not forked from the
+    command): each is handed the pipe to the undertaker, which removes their files (each run's
+    directory of sockets and its recording flag)."""
+    env = _env(workspace, "spawn")
+    temporary = own_tmpdir(env)
+    proc = _start(
+        workspace,
+        env,
+        "experiment-start",
+        str(EXPERIMENTS / "dummy_run.yml"),
+        "--set",
+        "schedule.1.phase_1.phase_config.episodes=1000,1001",  # (a minute each)
+        "--parallel",
+        "2",
+    )
+
+    def both_in_their_long_phase() -> bool:
+        if not workspace.store.exists():
+            return False
+        try:
+            with sqlite3.connect(workspace.store) as conn:
+                (running,) = conn.execute(
+                    "select count(*) from experiment_run_phases"
+                    " where \"index\" = 1 and status = 'running'"
+                ).fetchone()
+        except sqlite3.OperationalError:  # (its tables are not there yet)
+            return False
+        return bool(running == 2)
+
+    assert _poll(both_in_their_long_phase, 30, proc), proc.communicate()[1][-3000:]
+    assert any(p.name.startswith("palaestra-outcome-") for p in temporary.iterdir())
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
 

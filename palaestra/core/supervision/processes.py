@@ -327,7 +327,7 @@ def _bootstrap_fresh(
     alive: multiprocessing.connection.Connection,
     parent: int | None,
     method: str,
-    leaving: undertaker.Pipe | None,
+    leaving: int | None,
 ) -> None:
     """In a child started by forkserver or spawn: what :func:`_bootstrap_fork` does, for a
     process that inherited nothing of its parent's loop, signals or pipes but the pipe to the

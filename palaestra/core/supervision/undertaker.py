@@ -96,10 +96,11 @@ def _pipe() -> int | None:
 
 
 class Pipe:
-    """The pipe to the undertaker, for a child started afresh (``spawn``, ``forkserver``),
-    which inherits none of its parent's descriptors: among the child's arguments it is passed
-    as :mod:`multiprocessing` passes a connection (the descriptor duplicated for the child),
-    and the child takes it up with :func:`adopt`."""
+    """The pipe to the undertaker, for a child started afresh (``spawn``, the fork server),
+    which inherits none of its parent's descriptors: among the child's arguments to
+    :mod:`multiprocessing` it is passed as a connection is (its descriptor duplicated for the
+    child, where it arrives as that descriptor's number), and the child takes it up with
+    :func:`adopt`. A child of :mod:`subprocess` gets :attr:`fd` in its ``pass_fds``."""
 
     __slots__ = ("fd",)
 
@@ -109,26 +110,27 @@ class Pipe:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         from multiprocessing import reduction
 
-        return _rebuilt, (reduction.DupFd(self.fd),)
+        return _detached, (reduction.DupFd(self.fd),)
 
 
-def _rebuilt(duplicate: Any) -> Pipe:
-    return Pipe(duplicate.detach())
+def _detached(duplicate: Any) -> int:
+    fd: int = duplicate.detach()
+    return fd
 
 
 def pipe() -> Pipe | None:
-    """This process's pipe to the undertaker, to pass to a child started afresh (None: there
+    """This process's pipe to the undertaker, to hand to a child started afresh (None: there
     is no undertaker to tell)."""
     fd = _pipe()
     return None if fd is None else Pipe(fd)
 
 
-def adopt(pipe: Pipe | None) -> None:
-    """In a child started afresh: name paths to the undertaker on ``pipe`` (see
-    :func:`leave`)."""
+def adopt(fd: int | None) -> None:
+    """In a child started afresh: name paths to the undertaker on ``fd``, the pipe its parent
+    handed it (see :class:`Pipe`; None: none)."""
     global _leaving
-    if pipe is not None:
-        _leaving = (pipe.fd, os.fstat(pipe.fd).st_ino)
+    if fd is not None:
+        _leaving = (fd, os.fstat(fd).st_ino)
 
 
 def _serve(command: int, armed: int, named: int) -> None:
