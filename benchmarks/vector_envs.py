@@ -41,7 +41,6 @@ import json
 import math
 import os
 import platform
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -49,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -279,7 +279,8 @@ def sqlite_floor(db: Path) -> float:
     from palaestra.store.driver import Store
 
     floor = db.with_name("floor.db")
-    shutil.copy(db, floor)  # (the run ended: its WAL is in the file)
+    with closing(sqlite3.connect(db)) as source, closing(sqlite3.connect(floor)) as copy:
+        source.backup(copy)  # (with whatever a WAL still holds)
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with sqlite3.connect(floor, isolation_level=None) as conn:
         for table in STEP_TABLES:

@@ -167,8 +167,7 @@ def _spawn(job: tuple[Any, ...]) -> subprocess.Popen[bytes]:
     killed."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
-    leaving = undertaker.pipe()
-    fd = None if leaving is None else leaving.fd
+    fd = undertaker.descriptor()
     child = subprocess.Popen(
         [sys.executable, "-c", _SPAWNED],
         stdin=subprocess.PIPE,

@@ -349,16 +349,21 @@ def test_a_frozen_client_is_found_by_its_missing_heartbeats(
 def test_killing_the_executor_takes_the_offline_world_down(workspace: Workspace) -> None:
     """Every process of the run, the world too, is gone, and no file is left: the run's
     directory and the world's (where its socket is)."""
-    path = run_file(workspace, {"offline": True, "world": {"steps": 200}}, episodes=50)
-    env = workspace.env()
+    kill_mid_offline_run(workspace, workspace.env())
+
+
+def kill_mid_offline_run(ws: Workspace, env: dict[str, str]) -> None:
+    """A run of an offline world, SIGKILLed while it steps (its command run with ``env`` and a
+    ``TMPDIR`` of its own): no process of it and no file is left."""
+    path = run_file(ws, {"offline": True, "world": {"steps": 200}}, episodes=50)
     temporary = own_tmpdir(env)
-    proc = workspace.spawn([sys.executable, "-m", "palaestra", "experiment-start", str(path)], env)
-    wait_for_steps(workspace)
-    assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
+    proc = ws.spawn([sys.executable, "-m", "palaestra", "experiment-start", str(path)], env)
+    wait_for_steps(ws)
+    assert [cmd for _, cmd in ws.processes() if str(WORLD) in cmd]
     assert any(p.name.startswith("palaestra-external-") for p in temporary.iterdir())
     proc.kill()
-    proc.wait()
-    assert wait_until_gone(workspace.sessions, 10) == []
+    proc.communicate(timeout=10)
+    assert wait_until_gone(ws.sessions, 10) == []
     assert files_left(temporary) == []
 
 

@@ -231,26 +231,17 @@ def test_sigkill_leaves_no_file_of_a_process_started_afresh(
     """An offline external world's directory (its socket) is made in the environment's
     process, which forkserver and spawn start afresh: it names the directory to the
     undertaker on the pipe it was handed, and the undertaker removes it."""
-    from tests.system.test_external_environment import WORLD, run_file, wait_for_steps
+    from tests.system.test_external_environment import kill_mid_offline_run
 
-    path = run_file(workspace, {"offline": True, "world": {"steps": 200}}, episodes=50)
-    env = _env(workspace, method)
-    temporary = own_tmpdir(env)
-    proc = _start(workspace, env, "experiment-start", str(path))
-    wait_for_steps(workspace)
-    assert [cmd for _, cmd in workspace.processes() if str(WORLD) in cmd]
-    assert any(p.name.startswith("palaestra-external-") for p in temporary.iterdir())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=10)
-
-    assert wait_until_gone(workspace.sessions, 10) == []
-    assert files_left(temporary) == []
+    kill_mid_offline_run(workspace, _env(workspace, method))
 
 
 def test_sigkill_of_a_sweep_of_spawned_runs_leaves_nothing_behind(workspace: Workspace) -> None:
     """Under spawn a sweep's runs execute in interpreters of their own (not forked from the
     command): each is handed the pipe to the undertaker, which removes their files (each run's
     directory of sockets and its recording flag)."""
+    from tests.system.test_failure_matrix import count
+
     env = _env(workspace, "spawn")
     temporary = own_tmpdir(env)
     proc = _start(
@@ -263,21 +254,11 @@ def test_sigkill_of_a_sweep_of_spawned_runs_leaves_nothing_behind(workspace: Wor
         "--parallel",
         "2",
     )
-
-    def both_in_their_long_phase() -> bool:
-        if not workspace.store.exists():
-            return False
-        try:
-            with sqlite3.connect(workspace.store) as conn:
-                (running,) = conn.execute(
-                    "select count(*) from experiment_run_phases"
-                    " where \"index\" = 1 and status = 'running'"
-                ).fetchone()
-        except sqlite3.OperationalError:  # (its tables are not there yet)
-            return False
-        return bool(running == 2)
-
-    assert _poll(both_in_their_long_phase, 30, proc), proc.communicate()[1][-3000:]
+    long_phases = (
+        "select count(*) from experiment_run_phases where \"index\" = 1 and status = 'running'"
+    )
+    both_long = _poll(lambda: count(workspace, long_phases) == 2, 30, proc)
+    assert both_long, proc.communicate()[1][-3000:]
     assert any(p.name.startswith("palaestra-outcome-") for p in temporary.iterdir())
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)

@@ -11,9 +11,10 @@ notes the command's descendants a few times a second; when the command has ended
 by ``PR_SET_PDEATHSIG``, however the command ended), it kills every one of them still alive
 (the same pid and start time, so a reused pid is never hit), and every orphan (parent: init)
 that appeared in the command's process group after the command started, round after round
-until none is left; then it removes the temporary files and directories the command and its
-forks named with :func:`leave` (a run's directory of sockets, a sweep's outcome files), which
-they remove themselves when they end normally; then it exits. A command that ended normally
+until none is left; then it removes the temporary files and directories the command, its forks
+and the children it started afresh (:class:`Pipe`) named with :func:`leave` (a run's directory
+of sockets, a sweep's outcome files), which they remove themselves when they end normally; then
+it exits. A command that ended normally
 left nothing: it then finds nothing to kill or remove. Linux only (elsewhere none is started).
 """
 
@@ -77,15 +78,16 @@ def leave(path: str) -> None:
     """Have the undertaker remove ``path``, a temporary file or directory this process made
     and removes when it ends normally, should the command be killed before (nothing where
     there is no undertaker: a process of a Ray node, say)."""
-    fd = _pipe()
+    fd = descriptor()
     if fd is not None:
         with contextlib.suppress(OSError):  # (an undertaker gone: nothing to tell)
             os.write(fd, os.fsencode(path) + b"\0")  # (shorter than PIPE_BUF: whole)
 
 
-def _pipe() -> int | None:
-    """The pipe to the undertaker, while it is still the one noted (a fork may have closed
-    the descriptor, and another file may have its number now)."""
+def descriptor() -> int | None:
+    """This process's pipe to the undertaker (None: there is none), while it is still the one
+    noted (a fork may have closed the descriptor, and another file may have its number now):
+    what a child of :mod:`subprocess` is handed in its ``pass_fds``."""
     if _leaving is None:
         return None
     fd, inode = _leaving
@@ -100,7 +102,7 @@ class Pipe:
     which inherits none of its parent's descriptors: among the child's arguments to
     :mod:`multiprocessing` it is passed as a connection is (its descriptor duplicated for the
     child, where it arrives as that descriptor's number), and the child takes it up with
-    :func:`adopt`. A child of :mod:`subprocess` gets :attr:`fd` in its ``pass_fds``."""
+    :func:`adopt`."""
 
     __slots__ = ("fd",)
 
@@ -121,7 +123,7 @@ def _detached(duplicate: Any) -> int:
 def pipe() -> Pipe | None:
     """This process's pipe to the undertaker, to hand to a child started afresh (None: there
     is no undertaker to tell)."""
-    fd = _pipe()
+    fd = descriptor()
     return None if fd is None else Pipe(fd)
 
 
