@@ -3,6 +3,7 @@ in this process with real child processes."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -95,3 +96,72 @@ def test_a_look_that_reads_every_process_notes_what_the_looks_between_missed(
     seen.clear()  # (what the undertaker does every FULL_LOOK_EVERY looks)
     undertaker._note(os.getpid(), noted, seen)
     assert set(family) <= set(noted)
+
+
+COMMAND = (
+    "import subprocess, sys\n"
+    "from palaestra.core.supervision import undertaker\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "undertaker.SNAPSHOT_EVERY = 0.001\n"
+    "watcher = undertaker.start()\n"
+    "print(watcher, child.pid, flush=True)\n"
+    "sys.stdin.readline()\n"
+    "print(child.poll(), flush=True)\n"
+    "child.kill()\n"
+)
+"""A command with a child and an undertaker: prints their pids, and once a line comes on its
+stdin, whether the child has ended (``None``: it runs). The child is started first, so that
+the undertaker's first look, before its first wait, notes it; the undertaker waits 1 ms
+between looks, not 0.2 s, so that a stop often comes as a wait ends (where it breaks the
+wait)."""
+
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+WALL = 0x40000000
+"""``waitpid``'s ``__WALL``: a tracee that is not this process's child."""
+
+
+def _interrupt(pid: int, libc: ctypes.CDLL) -> None:
+    """Stop ``pid`` for a moment as a profiler or a debugger does (``py-spy record``
+    samples a process so, ``gdb -p`` attaches so), and let it go on."""
+    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
+        errno = ctypes.get_errno()
+        pytest.skip(f"ptrace is not permitted here ({os.strerror(errno)})")
+    try:
+        assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0
+        os.waitpid(pid, WALL)
+    finally:
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+
+def test_a_profiler_stopping_the_undertaker_does_not_make_it_bury_a_live_command() -> None:
+    """``py-spy record`` on the undertaker killed the run it watched: a tracer's stop ends
+    the undertaker's wait for the command's death with a "signal" nobody sent, which it
+    took as the command's death and buried the run's processes (the child, here, within a
+    few hundred stops). Stopped two thousand times, it leaves the child alone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    command = subprocess.Popen(
+        [sys.executable, "-c", COMMAND],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert command.stdin is not None and command.stdout is not None
+    try:
+        watcher, child = (int(pid) for pid in command.stdout.readline().split())
+        deadline = time.monotonic() + 20  # its title is set as it begins to watch
+        while procfs.cmdline(watcher) != "palaestra[Undertaker]":
+            assert time.monotonic() < deadline, procfs.cmdline(watcher)
+            time.sleep(0.01)
+        for _ in range(2000):
+            _interrupt(watcher, libc)
+        assert procfs.state(watcher) not in DEAD
+        command.stdin.write("\n")
+        command.stdin.flush()
+        assert command.stdout.readline().strip() == "None"  # the child still ran
+    finally:
+        command.kill()
+        command.wait()
+        command.stdin.close()
+        command.stdout.close()

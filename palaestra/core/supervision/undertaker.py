@@ -165,8 +165,10 @@ def _serve(command: int, armed: int, named: int) -> None:
         _note(command, noted, seen)
         _read(named, paths)  # (read as they come: the pipe never fills)
         looks += 1
-        if signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY) is not None:
-            break
+        # Woken at once when the command ends (PR_SET_PDEATHSIG), but what the wait returns
+        # is not taken as the news: a tracer's stop (py-spy, gdb) ends it with a "signal"
+        # nobody sent, and burying the run then would kill it. The loop's test decides.
+        signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY)
     _bury(noted, group, since)
     _read(named, paths)
     _remove(paths)
