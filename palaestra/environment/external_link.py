@@ -26,6 +26,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from palaestra.core.errors import PalaestraError
+from palaestra.core.files import socket_parent
 from palaestra.core.supervision import undertaker
 
 LOG = logging.getLogger(__name__)
@@ -252,9 +253,12 @@ class OfflineWorld:
 
     def __init__(self, where: str) -> None:
         self.where = where
-        self.private_dir: str | None = tempfile.mkdtemp(prefix="palaestra-external-")
+        prefix, socket = "palaestra-external-", "/world.sock"
+        self.private_dir: str | None = tempfile.mkdtemp(
+            prefix=prefix, dir=socket_parent(prefix, len(socket))
+        )
         undertaker.leave(self.private_dir)  # (removed by stop(); if the run is killed, by it)
-        self.address = f"ipc://{self.private_dir}/world.sock"
+        self.address = f"ipc://{self.private_dir}{socket}"
         command = [sys.executable, str(OFFLINE_WORLD), "--connect", self.address]
         try:
             self.child: subprocess.Popen[bytes] | None = subprocess.Popen(

@@ -363,6 +363,30 @@ def test_each_kind_of_run_under_each_start_method(
     assert ended == episodes
 
 
+@pytest.mark.parametrize("method", slow_after(METHODS, 2))
+def test_a_run_ends_well_where_the_temporary_directory_is_too_deep_for_sockets(
+    workspace: Workspace, method: str
+) -> None:
+    """A ``TMPDIR`` of 90 characters: the run's sockets, an offline external world's and
+    (forkserver) the fork server's would pass a socket's 107 bytes there, and every run failed
+    ("ipc path ... is longer than 107 characters", "AF_UNIX path too long"); their directories
+    are made in /tmp then. Nothing is left in the deep directory but the recording flags'."""
+    from tests.conftest import EXPERIMENTS
+
+    env = _env(workspace, method)
+    deep = own_tmpdir(env) / ("d" * 80)
+    deep.mkdir()
+    env["TMPDIR"] = str(deep)
+    assert len(str(deep)) >= 90
+    proc = _start(workspace, env, "experiment-start", str(EXPERIMENTS / "external_world.yml"))
+    code, err = _finish(proc)
+
+    assert code == 0, err[-3000:]
+    assert workspace.instance_status() == ("finished", "")
+    assert [p.name for p in deep.iterdir()] == ["palaestra-recording"]
+    assert files_left(deep.parent) == []
+
+
 @pytest.mark.parametrize("method", slow_after(OTHER_METHODS, 0))  # (fork: test_frozen.py)
 def test_a_stopped_muscle_is_named_under_each_start_method(
     workspace: Workspace, method: str

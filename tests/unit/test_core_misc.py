@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.core import files
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.seeds import derive_seed
 from palaestra.core.errors import (
@@ -221,6 +223,30 @@ def test_make_run_dir_is_new_each_time(run_dir: str) -> None:
     finally:
         remove_run_dir(other)
     assert not os.path.exists(other)
+
+
+def test_a_run_dir_goes_to_tmp_where_the_temporary_directory_is_too_deep_for_sockets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``TMPDIR`` whose sockets' paths would pass 107 bytes (a deep home or scratch
+    directory) failed every run ("ipc path ... is longer than 107 characters"): the run's
+    directory is then made in /tmp, where its longest socket path fits; a ``TMPDIR`` that fits
+    is kept, to the byte (a non-ASCII name counts its bytes)."""
+    deep = "/tmp/" + "d" * 40
+    monkeypatch.setattr(tempfile, "tempdir", deep)
+    path = make_run_dir()
+    try:
+        assert os.path.dirname(path) == "/tmp"
+        longest = os.path.join(path, "x" * 24 + "-" + "0" * 16 + ".marks")
+        assert len(os.fsencode(longest)) <= files.SOCKET_PATH_MAX
+    finally:
+        remove_run_dir(path)
+    below = 1 + len("palaestra-") + 8 + files.LONGEST_NAME
+    fits = "/tmp/" + "f" * (files.SOCKET_PATH_MAX - below - len("/tmp/"))
+    monkeypatch.setattr(tempfile, "tempdir", fits)
+    assert files.socket_parent("palaestra-", files.LONGEST_NAME) == fits
+    monkeypatch.setattr(tempfile, "tempdir", fits[:-1] + "\u00e9")  # (2 bytes: 1 too many)
+    assert files.socket_parent("palaestra-", files.LONGEST_NAME) == "/tmp"
 
 
 def test_remove_run_dir_removes_contents_and_tolerates_missing(tmp_path: Path) -> None:

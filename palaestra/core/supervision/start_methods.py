@@ -21,9 +21,11 @@ import multiprocessing.util
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 
 from palaestra.core.description.config import AUTO, FORK, FORKSERVER, SPAWN
+from palaestra.core.files import socket_parent
 from palaestra.core.supervision import undertaker
 
 __all__ = [
@@ -102,11 +104,28 @@ def use(method: str, preload: Sequence[str] = ()) -> None:
     forked from it has them: palaestra's own, never a plug-in's (one may touch CUDA). Only the
     first call before the server starts counts. The server's socket lies in
     :mod:`multiprocessing`'s temporary directory of this process, which it removes as it exits:
-    the undertaker is told of it, for a process killed before.
+    the undertaker is told of it, for a process killed before. That directory is made in
+    ``/tmp`` where the temporary directory is too deep for the socket's path (see
+    :func:`~palaestra.core.files.socket_parent`; Python 3.13's :mod:`multiprocessing` does
+    so itself).
     """
     if method == FORKSERVER:
         multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
-        undertaker.leave(multiprocessing.util.get_temp_dir())
+        undertaker.leave(_multiprocessing_temp_dir())
+
+
+def _multiprocessing_temp_dir() -> str:
+    """:mod:`multiprocessing`'s temporary directory of this process, made where its
+    listener's socket (``listener-`` and 8 characters) fits a socket's address."""
+    parent = socket_parent("pymp-", len("/listener-") + 8)
+    if parent == tempfile.gettempdir():
+        return multiprocessing.util.get_temp_dir()
+    saved = tempfile.tempdir  # (it makes the directory in tempfile's: set for this call, made
+    tempfile.tempdir = parent  # before the run's loop and its first child)
+    try:
+        return multiprocessing.util.get_temp_dir()
+    finally:
+        tempfile.tempdir = saved
 
 
 Context = (

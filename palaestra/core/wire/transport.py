@@ -16,12 +16,16 @@ import tempfile
 
 import msgspec
 
-from palaestra.core.files import file_for
+from palaestra.core.files import LONGEST_NAME, file_for, socket_parent
+
+RUN_DIR_PREFIX = "palaestra-"
 
 
 def make_run_dir() -> str:
-    """Create the private directory for one run's endpoints (mode 0700)."""
-    return tempfile.mkdtemp(prefix="palaestra-")
+    """Create the private directory for one run's endpoints (mode 0700), in the temporary
+    directory, or in ``/tmp`` where that is too deep for its sockets' paths
+    (:func:`~palaestra.core.files.socket_parent`)."""
+    return tempfile.mkdtemp(prefix=RUN_DIR_PREFIX, dir=socket_parent(RUN_DIR_PREFIX, LONGEST_NAME))
 
 
 def remove_run_dir(path: str) -> None:
