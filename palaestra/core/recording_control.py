@@ -14,8 +14,11 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
+
+from palaestra.core.errors import PalaestraError
 
 ENV_VAR = "PALAESTRA_RECORDING_FLAG"
 """The path of the running run's pause flag, for the processes the executor forks."""
@@ -55,7 +58,30 @@ def flags_of(run_uid: str) -> list[Path]:
 
 
 def _directory() -> Path:
-    return Path(tempfile.gettempdir()) / "palaestra-recording"
+    """This user's directory of flags on this host: one per user (mode 0700), as another
+    user's would be closed to its runs."""
+    return Path(tempfile.gettempdir()) / f"palaestra-recording-{os.getuid()}"
+
+
+def _made(directory: Path) -> None:
+    """Make ``directory`` (this user's, mode 0700) if it is not there yet, and check that the
+    one there is this user's: a directory of a shared temporary directory may have been made
+    by another user, who could then remove or replace the run's flags.
+
+    Raises:
+        PalaestraError: It is not a directory, or another user's.
+    """
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    found = directory.lstat()
+    if stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid():
+        if stat.S_IMODE(found.st_mode) != 0o700:  # (made by this user some other way)
+            directory.chmod(0o700)
+    else:
+        raise PalaestraError(
+            f"{directory}, the directory of the runs' recording flags, is not this user's "
+            f"own directory (owner uid {found.st_uid}, {stat.filemode(found.st_mode)}; this "
+            f"is uid {os.getuid()}): remove it, or set TMPDIR to a directory of your own"
+        )
 
 
 def _safe(run_uid: str) -> str:
@@ -96,7 +122,7 @@ class RecordingSwitch:
         still maps the old one keeps reading it, never a truncated file)."""
         if self.path is not None:
             path = Path(self.path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _made(path.parent)
             fresh = path.with_name(f".{path.name}.{os.getpid()}.new")
             fresh.write_bytes(b"\0")
             os.replace(fresh, path)

@@ -69,8 +69,8 @@ def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:
     if not flags:
         raise InvalidInputError(
             f"run {run_uid!r} is running but has no recording flag ({flag_path(run_uid, 0)}"
-            f" with its executor's pid for 0): it was started by a palaestra without "
-            "experiment-record"
+            f" with its executor's pid for 0): another user started it (each user's flags "
+            "are that user's own), or a palaestra without experiment-record"
         )
     for flag in flags:  # every instance of the run executing on this host
         RecordingSwitch(flag).set(paused)

@@ -383,7 +383,7 @@ def test_a_run_ends_well_where_the_temporary_directory_is_too_deep_for_sockets(
 
     assert code == 0, err[-3000:]
     assert workspace.instance_status() == ("finished", "")
-    assert [p.name for p in deep.iterdir()] == ["palaestra-recording"]
+    assert [p.name for p in deep.iterdir()] == [f"palaestra-recording-{os.getuid()}"]
     assert files_left(deep.parent) == []
 
 

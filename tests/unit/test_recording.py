@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from palaestra.agent.context import MuscleContext
+from palaestra.core.errors import PalaestraError
 from palaestra.core.plugin_records import PluginRecorder, PluginRecordError
 from palaestra.core.recording_control import ENV_VAR, RecordingSwitch, flag_path, flags_of
 from palaestra.experiment.recording import recording_flag
@@ -142,3 +145,44 @@ def test_a_flag_whose_executor_died_is_not_set_and_is_removed() -> None:
     RecordingSwitch(dead).create()
     assert flags_of("unit.dead") == []
     assert not dead.exists()
+
+
+def test_each_user_has_a_directory_of_flags_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On a shared host the flags lay in one directory, which the first user's run made (mode
+    0755): every other user's run failed with a traceback (PermissionError) as it made its
+    flag. Each user has a directory of their own now, which only they may enter."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    (tmp_path / "palaestra-recording").mkdir(mode=0o755)  # the shared one: not used
+    with recording_flag("unit.users") as switch:
+        assert switch.path is not None
+        directory = Path(switch.path).parent
+        assert directory == tmp_path / f"palaestra-recording-{os.getuid()}"
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    directory.chmod(0o755)  # (made so by this user some other way: closed again)
+    with recording_flag("unit.users"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a directory to another user: needs root")
+def test_a_directory_of_flags_made_by_another_user_stops_the_run_naming_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Another user who made this user's directory of flags in a shared temporary directory
+    could remove or replace a run's flags: the run does not start, and says what to do."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    taken = tmp_path / f"palaestra-recording-{os.getuid()}"
+    taken.mkdir(mode=0o700)
+    os.chown(taken, 65534, 65534)
+    with pytest.raises(PalaestraError) as raised, recording_flag("unit.taken"):
+        pass
+    assert str(raised.value) == (
+        f"{taken}, the directory of the runs' recording flags, is not this user's own "
+        f"directory (owner uid 65534, drwx------; this is uid {os.getuid()}): remove it, or "
+        "set TMPDIR to a directory of your own"
+    )
+    assert ENV_VAR not in os.environ
+    assert list(taken.iterdir()) == []
