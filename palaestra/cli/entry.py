@@ -1,6 +1,7 @@
 """The command's entry point, light on purpose: Ctrl-C or SIGTERM at any moment of its start
 (while Python imports the command line, the plug-in names, the undertaker) ends it with
-"Interrupted." (exit 130) or "Terminated." (exit 143), never a traceback from inside an import;
+"Interrupted." (exit 130), "Terminated." (exit 143) or "Hung up." (SIGHUP: exit 129), never a
+traceback from inside an import;
 one that Python dropped on the way (see :mod:`palaestra.core.supervision.interrupts`) ends it
 so as well. Its end is quick too: see :func:`leave`.
 """
@@ -26,8 +27,8 @@ def main() -> None:
         command()
     except KeyboardInterrupt:
         ended_by(signal.SIGINT)
-    except interrupts.Terminated:
-        ended_by(signal.SIGTERM)
+    except interrupts.Terminated:  # (SIGTERM, or SIGHUP)
+        ended_by(interrupts.received() or signal.SIGTERM)
     except SystemExit as done:
         leave(done.code)
     except BaseException as exc:  # (a signal came: the command ends as it says)

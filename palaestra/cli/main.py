@@ -1,7 +1,7 @@
 """The ``palaestra`` command line: thin commands over the library.
 
-Exit codes: 0 success, 1 run failed, 2 invalid input, 3 store unusable, 130/143 interrupted
-by SIGINT/SIGTERM.
+Exit codes: 0 success, 1 run failed, 2 invalid input, 3 store unusable, 130/143/129
+interrupted by SIGINT/SIGTERM/SIGHUP.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ Exit codes:
   1    a run failed (the message names the process and the error)
   2    invalid input (run file, runtime config, arguments)
   3    the store is unusable, or the Ray cluster cannot be reached
-  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM
+  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM, 129 by SIGHUP (the terminal closed)
 """
 
 ERROR = click.style("Error:", fg="red", bold=True)

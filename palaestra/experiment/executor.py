@@ -190,7 +190,9 @@ async def _execute(
         component.on_signal(signum)
 
     previous = {signum: signal.getsignal(signum) for signum in interrupts.SIGNALS}
-    interrupts.add_handler(loop, signal.SIGINT, interrupted)  # (the runtime takes SIGTERM)
+    for signum in interrupts.handled():  # (the runtime takes SIGTERM)
+        if signum != signal.SIGTERM:  # Ctrl-C; SIGHUP: the terminal closed
+            interrupts.add_handler(loop, signum, interrupted)
     try:
         interrupts.raise_if_received()  # one that came before and was dropped: no run starts
         with recording_flag(run.uid):  # experiment-record pause|resume (before the forks)

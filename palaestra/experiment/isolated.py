@@ -33,7 +33,7 @@ from typing import Any
 
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_RUN_FAILED
-from palaestra.core.supervision import undertaker
+from palaestra.core.supervision import interrupts, undertaker
 from palaestra.core.supervision.affinity import pin
 from palaestra.core.supervision.start_methods import SPAWN, cuda_initialised
 from palaestra.experiment.executor import RunOutcome
@@ -154,7 +154,7 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-_PASSED_ON = {signal.SIGINT, signal.SIGTERM}
+_PASSED_ON = set(interrupts.SIGNALS)
 """The signals a parent passes on to its executor processes (see :mod:`palaestra.experiment.
 sweep`)."""
 _SPAWNED = "from palaestra.experiment.isolated import spawned_main; spawned_main()"
@@ -201,6 +201,7 @@ def _child_main(
     guard_console()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _forget_running_loop()
     die_with_parent(parent)

@@ -226,7 +226,7 @@ def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - run
     code = 0
     try:
         os.setpgid(0, 0)  # killable as a group, out of reach of the terminal's Ctrl-C
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+        interrupts.leave_to_executor()  # Ctrl-C (a closed terminal) is the parent's to handle
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         from palaestra.core.supervision.processes import die_with_parent
         from palaestra.core.supervision.reaper import become_subreaper, take_down_strays

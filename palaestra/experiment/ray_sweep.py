@@ -26,7 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from signal import SIGINT, SIGTERM
+from signal import SIGTERM
 from typing import Any
 
 from palaestra.core.description.specs import RunSpec
@@ -197,7 +197,7 @@ class _RaySweep:
             interrupts.note(signum)  # the command ends as the signal says, whatever the runs did
             self.signals.append(signum)
 
-        return {signum: signal.signal(signum, caught) for signum in (SIGINT, SIGTERM)}
+        return {signum: signal.signal(signum, caught) for signum in interrupts.handled()}
 
     def _start_more(self) -> None:
         cwd = os.getcwd()

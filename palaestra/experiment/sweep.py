@@ -15,7 +15,6 @@ import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from signal import SIGINT, SIGTERM
 from typing import Any
 
 from palaestra.core.description.specs import RunSpec
@@ -112,7 +111,7 @@ class _Sweep:
             except BlockingIOError:  # a wake-up is pending already
                 pass
 
-        return {signum: signal.signal(signum, caught) for signum in (SIGINT, SIGTERM)}
+        return {signum: signal.signal(signum, caught) for signum in interrupts.handled()}
 
     def _start_more(self) -> None:
         while self.waiting and len(self.executing) < self.parallel and not self.stopping:

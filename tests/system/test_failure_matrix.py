@@ -328,6 +328,97 @@ def test_an_interrupted_run_flushes_dumps_and_is_cancelled(
     assert count(workspace, MUSCLE_ROWS) > rows_before  # the buffered rows were flushed
 
 
+def _in_a_terminal(ws: Workspace, nohup: bool = False) -> tuple[subprocess.Popen[str], int]:
+    """The run of :func:`_start_acting_run` in a terminal of its own (a pty: its controlling
+    terminal, its standard input and output; its standard error piped), started with SIGHUP
+    ignored if ``nohup``; returns once agent one acted, with the terminal's master end, which
+    the test reads meanwhile (a full terminal would stall the run) and closes to hang up."""
+    import fcntl
+    import pty
+    import termios
+
+    run_file = ws.variant(
+        "taking_turns_run.yml",
+        (_TT_ENV_PARAMS, "params: {discrete: true, max_iter: 1000000, step_delay: 0.001}"),
+        (_TT_MUSCLE, "muscle: {name: crash:MarkingMuscle, params: {mark: acting, after: 20}}"),
+    )
+    master, slave = pty.openpty()
+
+    def controlling() -> None:  # (after setsid: the pty becomes the session's terminal)
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        if nohup:
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)],
+        cwd=ws.path,
+        env=ws.env(),
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=controlling,
+    )
+    ws.sessions.add(proc.pid)
+    os.close(slave)
+    os.set_blocking(master, False)
+
+    def acted() -> bool:
+        try:
+            while os.read(master, 1 << 16):
+                pass
+        except BlockingIOError:
+            pass
+        return (ws.path / "acting").exists()
+
+    assert poll(acted, 30, proc), "agent one never acted"
+    return proc, master
+
+
+def test_a_closed_terminal_stops_the_run_cleanly(
+    request: pytest.FixtureRequest, workspace: Workspace
+) -> None:
+    """An ssh connection that drops: the terminal hangs up, SIGHUP reaches every process of
+    the run (the terminal's foreground process group) and each write to the terminal fails
+    (EIO). Every process was killed at once: exit -1, the run left ``running`` with its
+    Brains' dumps and the Muscles' buffered rows lost. Now it ends as Ctrl-C ends it: cancelled,
+    "interrupted by SIGHUP" (exit 129), every Brain dumped, the rows flushed, and
+    ``experiment-resume`` may continue it."""
+    proc, master = _in_a_terminal(workspace)
+    rows_before = count(workspace, MUSCLE_ROWS)
+
+    os.close(master)  # the terminal hangs up
+    code, err, seconds = finish(proc, time.monotonic())
+    record(request, "terminal closed", code, seconds)
+
+    assert code == 129, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert "Run 'taking-turns-run' interrupted by SIGHUP; marked cancelled." in err
+    _assert_cancelled(workspace, signal.SIGHUP)
+    with sqlite3.connect(workspace.store) as conn:
+        (dumped,) = conn.execute("select count(distinct agent_id) from brain_states").fetchone()
+    assert dumped == 2  # every Brain dumped
+    assert count(workspace, MUSCLE_ROWS) > rows_before  # the buffered rows were flushed
+
+
+def test_a_run_started_with_nohup_runs_on_when_the_terminal_closes(
+    workspace: Workspace,
+) -> None:
+    """SIGHUP ignored at the start (``nohup``): the run goes on after the terminal hung up,
+    its output to the gone terminal dropped; SIGINT still stops it."""
+    proc, master = _in_a_terminal(workspace, nohup=True)
+    os.close(master)
+    steps = count(workspace, MUSCLE_ROWS)
+    assert poll(lambda: count(workspace, MUSCLE_ROWS) > steps, 30, proc), "it stopped"
+    os.kill(proc.pid, signal.SIGINT)
+    code, err, _ = finish(proc, 30)
+
+    assert code == 130, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    _assert_cancelled(workspace, signal.SIGINT)
+
+
 def test_a_second_sigint_stops_at_once_without_orphans(
     request: pytest.FixtureRequest, workspace: Workspace
 ) -> None:

@@ -3,10 +3,11 @@
 ``palaestra experiment-start run.yml >&-`` starts with file descriptor 1 closed (Python then
 sets ``sys.stdout`` to None, and the next file or socket opened would take descriptor 1);
 ``palaestra experiment-start run.yml | head -1`` leaves a pipe whose reader is gone, so every
-write raises ``BrokenPipeError``. Neither may change the outcome of a run, which is told by the
-exit code and the store. :func:`guard_console` puts ``/dev/null`` on closed descriptors 0 to 2,
-and gives ``sys.stdout`` and ``sys.stderr`` a writer that, on a broken pipe, sends the rest of
-the output to ``/dev/null`` instead of raising. Children forked afterwards inherit both.
+write raises ``BrokenPipeError``; a terminal that hung up (an ssh connection dropped) answers
+every write with ``EIO``. None may change the outcome of a run, which is told by the exit code
+and the store. :func:`guard_console` puts ``/dev/null`` on closed descriptors 0 to 2, and gives
+``sys.stdout`` and ``sys.stderr`` a writer that, once its reader is gone, sends the rest of the
+output to ``/dev/null`` instead of raising. Children forked afterwards inherit both.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
+
+
+_GONE = (errno.EPIPE, errno.EBADF, errno.EIO)
+"""A write's errors that say the console's reader is gone: a pipe's, a closed descriptor's, a
+hung-up terminal's."""
 
 
 class _Tolerant(io.RawIOBase):
@@ -41,7 +47,7 @@ class _Tolerant(io.RawIOBase):
         try:
             return os.write(self._fd, data)
         except OSError as exc:
-            if exc.errno not in (errno.EPIPE, errno.EBADF):
+            if exc.errno not in _GONE:
                 raise
             _null_onto(self._fd)  # the console is gone: the run goes on without it
             return memoryview(data).nbytes

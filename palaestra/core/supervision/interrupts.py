@@ -1,4 +1,8 @@
-"""The command's record of SIGINT and SIGTERM: a signal is never lost.
+"""The command's record of SIGINT, SIGTERM and SIGHUP: a signal is never lost.
+
+SIGHUP (the terminal closed: an ssh connection dropped, say) ends a run as Ctrl-C does: it is
+stopped cleanly and marked cancelled, and ``experiment-resume`` continues it. A command started
+with SIGHUP ignored (``nohup``) runs on.
 
 Before a run's event loop runs, the command's handlers raise (``KeyboardInterrupt``, or
 :class:`Terminated`) so that whatever it is doing unwinds. Python does not always let such an
@@ -8,7 +12,7 @@ raised in a callback. And once the loop handles the signals, one whose wake-up b
 has not read when the run ends is never dispatched. So every handler also records the signal
 here, and the command looks at the record where it matters: before a run starts
 (:func:`raise_if_received`), and when it exits (``palaestra.cli.entry``), which turns what
-would have been exit 0 into 130 or 143.
+would have been exit 0 into 130, 143 or 129.
 
 The record belongs to the process that received the signal: a forked child starts without it.
 """
@@ -21,30 +25,56 @@ import signal
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, NoReturn
 
-from palaestra.core.errors import EXIT_SIGINT, EXIT_SIGTERM
+from palaestra.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 
 if TYPE_CHECKING:  # the command's entry imports this module first thing: no asyncio yet
     import asyncio
     from types import FrameType
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-LINES: dict[int, str] = {signal.SIGINT: "Interrupted.", signal.SIGTERM: "Terminated."}
+LINES: dict[int, str] = {
+    signal.SIGINT: "Interrupted.",
+    signal.SIGTERM: "Terminated.",
+    signal.SIGHUP: "Hung up.",
+}
 """What the command says when a signal ends it (its one line)."""
 
-EXIT_CODES: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
+EXIT_CODES: dict[int, int] = {
+    signal.SIGINT: EXIT_SIGINT,
+    signal.SIGTERM: EXIT_SIGTERM,
+    signal.SIGHUP: EXIT_SIGHUP,
+}
 """The command's exit code when a signal ends it."""
+
+TERMINAL = (signal.SIGINT, signal.SIGHUP)
+"""What a terminal sends to the whole foreground process group (Ctrl-C, its closing): a run's
+processes leave both to the executor, which stops the run in order."""
 
 _received: int | None = None
 
 
 class Terminated(BaseException):
-    """SIGTERM outside a run (a run handles its own): unwinds like Ctrl-C (through click,
-    which lets it pass), then exits 143."""
+    """SIGTERM or SIGHUP outside a run (a run handles its own): unwinds like Ctrl-C (through
+    click, which lets it pass), then exits 143 or 129."""
+
+
+def handled() -> tuple[int, ...]:
+    """The signals of :data:`SIGNALS` a run or a sweep stops on: not SIGHUP where the command
+    was started with it ignored (``nohup``: it runs on when the terminal closes)."""
+    ignored = signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    return tuple(s for s in SIGNALS if not (s == signal.SIGHUP and ignored))
+
+
+def leave_to_executor() -> None:
+    """In a process of a run: ignore :data:`TERMINAL` (the executor stops the run). A plug-in's
+    subprocess inherits it, as under ``nohup``."""
+    for signum in TERMINAL:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def received() -> int | None:
-    """The first SIGINT or SIGTERM this process received, or None."""
+    """The first of :data:`SIGNALS` this process received, or None."""
     return _received
 
 
@@ -71,7 +101,7 @@ def raising(signum: int, frame: FrameType | None) -> NoReturn:
 
 def raise_for(signum: int) -> NoReturn:
     """Raise what ``signum`` raises in the command: ``KeyboardInterrupt`` for SIGINT,
-    :class:`Terminated` for SIGTERM."""
+    :class:`Terminated` for SIGTERM and SIGHUP."""
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Terminated
@@ -89,9 +119,9 @@ def recording(signum: int, frame: FrameType | None) -> None:
 
 
 def install(handler: Callable[[int, FrameType | None], None] = raising) -> None:
-    """``handler`` for both signals: the command's, first thing, records and raises. A signal
-    the command was started with ignored (SIGINT of a shell script's background job) stays
-    so."""
+    """``handler`` for each of :data:`SIGNALS`: the command's, first thing, records and
+    raises. A signal the command was started with ignored (SIGINT of a shell script's
+    background job, SIGHUP under ``nohup``) stays so."""
     for signum in SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, handler)
@@ -99,7 +129,7 @@ def install(handler: Callable[[int, FrameType | None], None] = raising) -> None:
 
 @contextlib.contextmanager
 def _held() -> Iterator[None]:
-    """Both signals held back from this thread while their handlers change (one that comes
+    """The signals held back from this thread while their handlers change (one that comes
     meanwhile is delivered to the new handler after): between asyncio's calls and ours, a
     signal would find a handler that does not record it, or the default, which kills."""
     kept = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)

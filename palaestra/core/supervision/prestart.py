@@ -23,6 +23,8 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
+from palaestra.core.supervision import interrupts
+
 if TYPE_CHECKING:  # the child imports the runtime; this module forks it first thing
     from multiprocessing.process import BaseProcess
 
@@ -30,8 +32,8 @@ if TYPE_CHECKING:  # the child imports the runtime; this module forks it first t
 
 LOG = logging.getLogger(__name__)
 
-SIGNALS = {signal.SIGINT, signal.SIGTERM}
-"""Blocked while the child forks, so that neither reaches it before it handles them itself (the
+SIGNALS = set(interrupts.SIGNALS)
+"""Blocked while the child forks, so that none reaches it before it handles them itself (the
 command's handlers would raise in it)."""
 
 
@@ -142,7 +144,7 @@ def _wait_for_spec(
     read: int, write: int, parent: int, prepare: str, args: tuple[str, ...]
 ) -> None:
     """The forked child: prepare, then run the spec that comes down ``read``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    interrupts.leave_to_executor()  # Ctrl-C (a closed terminal) is the executor's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     os.close(write)

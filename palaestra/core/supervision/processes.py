@@ -40,7 +40,7 @@ import aiomultiprocess
 import msgspec
 from aiomultiprocess.types import Unit
 
-from palaestra.core.supervision import undertaker
+from palaestra.core.supervision import interrupts, undertaker
 from palaestra.core.supervision.console import guard_console
 from palaestra.core.supervision.esm import ChildExit, Component
 from palaestra.core.supervision.mainthread import guard_signal_calls
@@ -309,7 +309,7 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
     guard_signal_calls(multiprocessing.current_process().name)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    interrupts.leave_to_executor()
     asyncio.events._set_running_loop(None)
     for fd in close_fds:
         try:
@@ -339,7 +339,7 @@ def _bootstrap_fresh(
     not fork from a process that may use CUDA. ``parent`` is None where the fork server is the
     parent: the watchdog pipe alone ties the child to the process that asked for it.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    interrupts.leave_to_executor()  # Ctrl-C (a closed terminal) is the executor's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     name = multiprocessing.current_process().name
     guard_console()

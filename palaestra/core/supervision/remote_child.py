@@ -18,6 +18,7 @@ import sys
 
 from aiomultiprocess.types import Unit
 
+from palaestra.core.supervision import interrupts
 from palaestra.core.supervision.console import guard_console
 from palaestra.core.supervision.launch import HEADER
 from palaestra.core.supervision.mainthread import guard_signal_calls
@@ -40,7 +41,7 @@ def _read_exactly(fd: int, size: int) -> bytes:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    interrupts.leave_to_executor()  # Ctrl-C (a closed terminal) is the executor's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     serve(0)
 

@@ -435,7 +435,7 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
         liveness.begin(spec.run_dir, spec.name)  # the executor's judge reads them
     except OSError as exc:  # a run dir not on this host (a launched child): not judged
         LOG.debug("%s: no liveness marks: %s", spec.name, exc)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the executor's to handle
+    interrupts.leave_to_executor()  # Ctrl-C (a closed terminal) is the executor's to handle
     configure_child_logging(spec.name, spec.log_level)
     pin(spec.cpus)  # (every thread it has, and those it starts)
     try:
