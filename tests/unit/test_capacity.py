@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import resource
+import threading
+
 import pytest
 
 from palaestra.core.description.specs import (
@@ -90,3 +94,53 @@ def test_the_soft_descriptor_limit_is_raised_to_what_the_runs_need() -> None:
         assert resource.getrlimit(resource.RLIMIT_NOFILE) == (need, hard)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_too_few_threads_left_is_refused_naming_the_phase_the_limit_and_the_numbers() -> None:
+    """Under ``ulimit -u 12`` a run's processes could not start their threads: ZeroMQ
+    aborted one ("SimulationController-0 was killed by SIGABRT") among tracebacks of "can't
+    start new thread". The phase is refused before anything starts."""
+    limits = Limits(
+        fds_soft=2**20,
+        fds_hard=2**20,
+        memory_available=None,
+        tasks_room=20,
+        tasks_limit="ulimit -u (RLIMIT_NPROC) is 30 for uid 1001, which runs 10 tasks",
+    )
+    need = demand(phase(1, name="train"))
+    assert need.threads == capacity.THREADS_PER_PROCESS * need.processes == 28
+    with pytest.raises(CapacityError) as caught:
+        capacity.check(run(phase(1, name="train")), limits)
+    assert caught.value.format_message() == (
+        "r.yml: phase 'train' needs 7 processes (1 workers × (2 agents + 1 environments), 2 "
+        "Brains, 1 simulation controllers and the store writer) with at least 28 threads (4 "
+        "each), but only 20 more may start here: ulimit -u (RLIMIT_NPROC) is 30 for uid 1001, "
+        "which runs 10 tasks. Lower phase_config.worker, or raise the limit."
+    )
+    roomy = Limits(fds_soft=2**20, fds_hard=2**20, memory_available=None, tasks_room=28)
+    assert capacity.check(run(phase(1)), roomy) == demand(phase(1)).fds
+
+
+def test_the_room_for_threads_is_the_users_limit_less_the_tasks_it_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``RLIMIT_NPROC`` binds every user but root: below :data:`capacity.SCAN_BELOW` the
+    user's tasks are counted from /proc (the kernel counts threads) and the room is what is
+    left; root's limit is not looked at, nor one that no run comes near."""
+    assert capacity.user_tasks(os.getuid()) >= threading.active_count()
+    monkeypatch.setattr(capacity, "_cgroup_pids", lambda: None)  # (this machine's cgroup aside)
+    monkeypatch.setattr(capacity, "user_tasks", lambda uid: 123)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY and hard < capacity.SCAN_BELOW:
+        pytest.skip(f"this user's hard RLIMIT_NPROC ({hard}) is below the example's limits")
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (500, hard))
+        assert capacity.task_room(1001) == (
+            377,
+            "ulimit -u (RLIMIT_NPROC) is 500 for uid 1001, which runs 123 tasks",
+        )
+        assert capacity.task_room(0) == (None, "")  # root: not bound
+        resource.setrlimit(resource.RLIMIT_NPROC, (capacity.SCAN_BELOW, hard))
+        assert capacity.task_room(1001) == (None, "")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
