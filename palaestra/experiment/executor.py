@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from palaestra.compat import install as install_palaestrai_names
 from palaestra.core.description import names
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED
+from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED, RuntimeConfigError
 from palaestra.core.procfs import set_title
 from palaestra.core.supervision import interrupts, start_methods, undertaker
 from palaestra.core.supervision.affinity import Affinity
@@ -102,6 +103,8 @@ def _placed(
     host: Host | None,
 ) -> RunOutcome:
     """:func:`execute` once the run's processes spin as configured: where they run."""
+    if config.backend != "ray":  # (on Ray: the Brains' nodes')
+        writable_data_path(config.data_path)
     method = start_method(run, config.start_method)
     try:
         network = None if host is None else Network.for_run(host)
@@ -117,6 +120,27 @@ def _placed(
     finally:
         if method == start_methods.FORKSERVER:
             start_methods.stop_fork_server()  # the next run's starts with its environment
+
+
+def writable_data_path(data_path: str) -> None:
+    """Make ``data_path`` if it is not there, and make sure this process may write in it:
+    every Brain writes its dumps below it, the first at its first episode's end (which may be
+    hours into a run).
+
+    Raises:
+        RuntimeConfigError: It cannot be made, or written in.
+    """
+    try:
+        os.makedirs(data_path, exist_ok=True)
+        why = "" if os.access(data_path, os.W_OK | os.X_OK) else "no permission to write in it"
+    except OSError as exc:
+        why = f"it cannot be made ({exc.strerror or exc})"
+    if why:
+        raise RuntimeConfigError(
+            f"data_path {data_path!r} ({os.path.abspath(data_path)}), where the Brains write "
+            f"their dumps: {why}. Set data_path in the runtime config (or "
+            f"PALAESTRA_DATA_PATH) to a directory you may write in."
+        )
 
 
 def start_method(run: RunSpec, configured: str) -> str:
