@@ -403,6 +403,31 @@ def test_runtime_config_file_values(in_tmp: Path) -> None:
     assert config == RuntimeConfig("sqlite:////tmp/x.db", "./_outputs", "DEBUG")
 
 
+def test_a_home_directory_in_the_runtime_config_is_expanded(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``~`` in ``data_path`` or in a SQLite store's path (from the file, or from the
+    environment in quotes) made a directory named ``~`` in the working directory."""
+    monkeypatch.setenv("HOME", "/home/alice")
+    path = write(in_tmp / "rt.yaml", "store_uri: sqlite:///~/runs/x.db\ndata_path: ~/out\n")
+    config = load_runtime_config(path, environ={})
+    assert (config.store_uri, config.data_path) == (
+        "sqlite:////home/alice/runs/x.db",
+        "/home/alice/out",
+    )
+    environ = {
+        "PALAESTRA_STORE_URI": "sqlite+pysqlite:///~/y.db?timeout=5",
+        "PALAESTRA_DATA_PATH": "~",
+    }
+    config = load_runtime_config(path, environ=environ)
+    assert (config.store_uri, config.data_path) == (
+        "sqlite+pysqlite:////home/alice/y.db?timeout=5",
+        "/home/alice",
+    )
+    kept = "postgresql+psycopg://~user@host/db"  # (not a path)
+    assert load_runtime_config(path, environ={"PALAESTRA_STORE_URI": kept}).store_uri == kept
+
+
 def test_runtime_config_default_file_in_the_cwd(in_tmp: Path) -> None:
     write(in_tmp / "palaestra-runtime.yaml", "data_path: /data/out\n")
     assert load_runtime_config(environ={}).data_path == "/data/out"

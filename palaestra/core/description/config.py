@@ -127,7 +127,21 @@ def load_runtime_config(
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
-    return config
+    return replace(
+        config,
+        data_path=os.path.expanduser(config.data_path),
+        store_uri=_home_expanded(config.store_uri),
+    )
+
+
+def _home_expanded(store_uri: str) -> str:
+    """``store_uri`` with a SQLite file's leading ``~`` (or ``~user``) made the home
+    directory, as ``data_path``'s is: SQLite would make a directory named ``~`` in the working
+    directory (YAML, and a quoted shell word, leave it as it is)."""
+    scheme, sep, path = store_uri.partition(":///")
+    if sep and scheme.startswith("sqlite") and path.startswith("~"):
+        return f"{scheme}:///{os.path.expanduser(path)}"
+    return store_uri
 
 
 def _microseconds(where: str, value: object, text: bool = False) -> float:
