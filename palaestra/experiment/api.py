@@ -293,7 +293,8 @@ def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) 
 
 
 def absolute_store_uri(store_uri: str) -> str:
-    """A SQLite URI with a relative path made absolute (results read from anywhere)."""
+    """A SQLite URI with a relative path made absolute (results read from anywhere), and a
+    leading ``~`` the home directory."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -306,7 +307,8 @@ def absolute_store_uri(store_uri: str) -> str:
         return store_uri
     if database.startswith("file:") or os.path.isabs(database):
         return store_uri
-    return url.set(database=os.path.abspath(database)).render_as_string(hide_password=False)
+    path = os.path.abspath(os.path.expanduser(database))  # (~: the home directory)
+    return url.set(database=path).render_as_string(hide_password=False)
 
 
 def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:

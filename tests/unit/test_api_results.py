@@ -31,6 +31,8 @@ def test_a_relative_sqlite_store_is_made_absolute(
     monkeypatch.chdir(tmp_path)
     assert absolute_store_uri("sqlite:///runs.db") == f"sqlite:///{tmp_path / 'runs.db'}"
     assert absolute_store_uri("sqlite:///sub/runs.db") == f"sqlite:///{tmp_path}/sub/runs.db"
+    monkeypatch.setenv("HOME", "/home/alice")  # (palaestra.run(store_uri="sqlite:///~/..."))
+    assert absolute_store_uri("sqlite:///~/runs.db") == "sqlite:////home/alice/runs.db"
 
 
 @pytest.mark.parametrize(
