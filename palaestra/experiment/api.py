@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 from ruamel.yaml import YAML
 
+from palaestra.core.description.config import check_store_uri
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, InvalidInputError
@@ -285,6 +286,7 @@ def result_of(
 def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) -> RuntimeConfig:
     settings = config if config is not None else load_runtime_config()
     if store_uri is not None:
+        check_store_uri(store_uri)
         settings = dataclasses.replace(settings, store_uri=store_uri)
     settings = dataclasses.replace(settings, store_uri=absolute_store_uri(settings.store_uri))
     if quiet:

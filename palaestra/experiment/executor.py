@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from palaestra.compat import install as install_palaestrai_names
 from palaestra.core.description import names
+from palaestra.core.description.config import check_store_uri
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED, RuntimeConfigError
 from palaestra.core.procfs import set_title
@@ -103,6 +104,7 @@ def _placed(
     host: Host | None,
 ) -> RunOutcome:
     """:func:`execute` once the run's processes spin as configured: where they run."""
+    check_store_uri(config.store_uri)  # (one given to the Python API too)
     if config.backend != "ray":  # (on Ray: the Brains' nodes')
         writable_data_path(config.data_path)
     method = start_method(run, config.start_method)

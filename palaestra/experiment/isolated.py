@@ -32,7 +32,7 @@ import threading
 from typing import Any
 
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import EXIT_RUN_FAILED
+from palaestra.core.errors import EXIT_RUN_FAILED, PalaestraError
 from palaestra.core.supervision import interrupts, undertaker
 from palaestra.core.supervision.affinity import pin
 from palaestra.core.supervision.start_methods import SPAWN, cuda_initialised
@@ -54,6 +54,8 @@ def run_here(run: RunSpec, config: RuntimeConfig) -> RunOutcome:
     become_subreaper()
     try:
         return execute(run, config)
+    except PalaestraError as exc:  # (before the run started: an invalid config, say)
+        return RunOutcome(run.uid, "", exc.exit_code, exc.format_message())
     finally:
         take_down_strays("Executor")
 

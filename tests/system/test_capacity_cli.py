@@ -1,4 +1,5 @@
-"""A run the machine cannot hold is refused before any process starts."""
+"""A run the machine cannot hold, or whose store or data path cannot keep what it makes, is
+refused before any process starts."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from tests.conftest import EXPERIMENTS, Workspace, finish
 
 pytestmark = pytest.mark.timeout(120)
+
+DUMMY = str(EXPERIMENTS / "dummy_run.yml")
 
 
 def test_a_huge_worker_count_is_refused_before_anything_starts(workspace: Workspace) -> None:
@@ -34,16 +37,7 @@ def test_a_data_path_that_cannot_be_written_is_refused_before_anything_starts(
     (workspace.path / "palaestra-runtime.yaml").write_text("data_path: ./taken/dumps\n")
     env = workspace.env()
     env.pop("PALAESTRA_DATA_PATH", None)
-    proc = workspace.spawn(
-        [
-            sys.executable,
-            "-m",
-            "palaestra",
-            "experiment-start",
-            str(EXPERIMENTS / "dummy_run.yml"),
-        ],
-        env,
-    )
+    proc = workspace.spawn([sys.executable, "-m", "palaestra", "experiment-start", DUMMY], env)
     code, _, err = finish(proc, 60)
     assert code == 2, err
     assert err.splitlines()[-1] == (
@@ -52,3 +46,48 @@ def test_a_data_path_that_cannot_be_written_is_refused_before_anything_starts(
         "config (or PALAESTRA_DATA_PATH) to a directory you may write in."
     )
     assert not workspace.store.exists()  # nothing started, nothing recorded
+
+
+@pytest.mark.parametrize(
+    ("store_uri", "says"),
+    [
+        ("sqlite://palaestra.db", "a SQLite store's file follows three slashes"),
+        ("sqlite:///:memory:", "is a store in memory, the store writer's alone"),
+    ],
+)
+def test_a_store_that_would_lose_the_results_is_refused_before_anything_starts(
+    workspace: Workspace, store_uri: str, says: str
+) -> None:
+    """``sqlite://palaestra.db`` (one slash short: a host, not a path) was a store in the
+    writer's memory: the run finished, exit 0, "Results are in the store sqlite://palaestra.db",
+    and they were nowhere."""
+    env = workspace.env()
+    env["PALAESTRA_STORE_URI"] = store_uri
+    proc = workspace.spawn([sys.executable, "-m", "palaestra", "experiment-start", DUMMY], env)
+    code, out, err = finish(proc, 60)
+    assert code == 2, err
+    assert err.startswith(f"Error: store_uri {store_uri!r}")
+    assert says in err
+    assert "finished" not in out
+
+
+def test_a_sweep_run_refused_before_it_starts_says_why_without_a_traceback(
+    workspace: Workspace,
+) -> None:
+    """A sweep's run executes in a process of its own: what refused it before it started (a
+    data_path that cannot be written, here) ended that process with a traceback, reported as
+    "the executor process ... died (exit code 1)"."""
+    env = workspace.env()
+    env["PALAESTRA_DATA_PATH"] = "/proc/palaestra-cannot-be-made"
+    proc = workspace.spawn(
+        [sys.executable, "-m", "palaestra", "experiment-start", "--seeds", "1..2", DUMMY], env
+    )
+    code, out, err = finish(proc, 60)
+    assert code == 2, err
+    assert "Traceback" not in err + out
+    lines = [line for line in (err + out).splitlines() if line.startswith("[")]
+    assert [line.split(": error: ")[0] for line in lines] == [
+        "[1/2] dummy-run-seed1",
+        "[2/2] dummy-run-seed2",
+    ]
+    assert all("data_path '/proc/palaestra-cannot-be-made'" in line for line in lines)

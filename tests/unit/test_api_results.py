@@ -93,3 +93,16 @@ def test_a_sweep_that_cannot_start_raises_before_anything_runs(
     with pytest.raises(InvalidInputError) as caught:
         sweep("does-not-matter.yml", **kwargs)  # type: ignore[arg-type]
     assert str(caught.value) == message
+
+
+def test_the_python_api_refuses_a_store_that_would_lose_the_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``palaestra.run(..., store_uri="sqlite://x.db")`` raises before anything starts (the
+    run file is not even read)."""
+    import palaestra
+    from palaestra.core.errors import RuntimeConfigError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeConfigError, match="follows three slashes"):
+        palaestra.run("no-such-run.yml", store_uri="sqlite://x.db")

@@ -428,6 +428,29 @@ def test_a_home_directory_in_the_runtime_config_is_expanded(
     assert load_runtime_config(path, environ={"PALAESTRA_STORE_URI": kept}).store_uri == kept
 
 
+@pytest.mark.parametrize(
+    "store_uri",
+    ["sqlite://palaestra.db", "sqlite+pysqlite://runs.db", "sqlite://", "sqlite:///:memory:"],
+)
+def test_a_sqlite_store_that_is_not_a_file_is_refused(in_tmp: Path, store_uri: str) -> None:
+    with pytest.raises(RuntimeConfigError, match="store_uri"):
+        load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri})
+
+
+@pytest.mark.parametrize(
+    "store_uri",
+    [
+        "sqlite:///palaestra.db",
+        "sqlite:////abs/x.db",
+        "sqlite+pysqlite:///x.db?timeout=5",
+        "postgresql+psycopg://user@127.0.0.1:5432/test",
+        "none",
+    ],
+)
+def test_a_store_that_keeps_its_rows_is_taken(in_tmp: Path, store_uri: str) -> None:
+    assert load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri}).store_uri == store_uri
+
+
 def test_runtime_config_default_file_in_the_cwd(in_tmp: Path) -> None:
     write(in_tmp / "palaestra-runtime.yaml", "data_path: /data/out\n")
     assert load_runtime_config(environ={}).data_path == "/data/out"

@@ -127,11 +127,36 @@ def load_runtime_config(
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
-    return replace(
-        config,
-        data_path=os.path.expanduser(config.data_path),
-        store_uri=_home_expanded(config.store_uri),
-    )
+    store_uri = _home_expanded(config.store_uri)
+    check_store_uri(store_uri)
+    return replace(config, data_path=os.path.expanduser(config.data_path), store_uri=store_uri)
+
+
+def check_store_uri(store_uri: str) -> None:
+    """Refuse a SQLite store that is not a file: one in memory is the store writer's alone,
+    and ``sqlite://palaestra.db`` (two slashes: a host, not a path) is one too. A run with
+    either finished with exit 0 and its results nowhere.
+
+    Raises:
+        RuntimeConfigError: Naming the URI and what to write instead.
+    """
+    scheme, sep, rest = store_uri.strip().partition("://")
+    if not (sep and scheme.lower().partition("+")[0] == "sqlite"):
+        return
+    path = rest[1:] if rest.startswith("/") else None
+    if path is None and rest:
+        raise RuntimeConfigError(
+            f"store_uri {store_uri!r}: a SQLite store's file follows three slashes: "
+            f"{scheme}:///{rest} (from the working directory) or {scheme}:////<absolute path>; "
+            f"with two, the store would be kept in the store writer's memory and the results "
+            f"lost"
+        )
+    if not path or path.partition("?")[0] == ":memory:":
+        raise RuntimeConfigError(
+            f"store_uri {store_uri!r} is a store in memory, the store writer's alone: the "
+            f"results would be lost as the run ends. Name a file (sqlite:///palaestra.db), or "
+            f"set store_uri: none to record nothing"
+        )
 
 
 def _home_expanded(store_uri: str) -> str:
