@@ -449,6 +449,8 @@ def test_a_sqlite_store_that_is_not_a_file_is_refused(in_tmp: Path, store_uri: s
 )
 def test_a_store_that_keeps_its_rows_is_taken(in_tmp: Path, store_uri: str) -> None:
     assert load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri}).store_uri == store_uri
+    padded = {"PALAESTRA_STORE_URI": f" {store_uri}\t"}  # ("store_uri: ' sqlite:///x.db '")
+    assert load_runtime_config(environ=padded).store_uri == store_uri
 
 
 def test_runtime_config_default_file_in_the_cwd(in_tmp: Path) -> None:

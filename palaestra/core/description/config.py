@@ -127,7 +127,7 @@ def load_runtime_config(
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
-    store_uri = _home_expanded(config.store_uri)
+    store_uri = _home_expanded(config.store_uri.strip())  # (a YAML value's spaces aside)
     check_store_uri(store_uri)
     return replace(config, data_path=os.path.expanduser(config.data_path), store_uri=store_uri)
 
