@@ -110,28 +110,26 @@ def check(run: RunSpec, limits: Limits) -> int:
     needed = 0
     for phase in run.phases:
         need = demand(phase)
-        where = f"{run.path or run.uid}: phase '{phase.name}'"
+        needs = f"{run.path or run.uid}: phase '{phase.name}' needs {need.processes:,} processes"
+        needs += f" ({need.breakdown})"
         if need.fds > limits.fds_hard:
             raise CapacityError(
-                f"{where} needs {need.processes:,} processes ({need.breakdown}) and about "
-                f"{need.fds:,} open files, more than this machine allows: RLIMIT_NOFILE is "
-                f"{limits.fds_soft:,} (hard limit {limits.fds_hard:,}). Lower "
+                f"{needs} and about {need.fds:,} open files, more than this machine allows: "
+                f"RLIMIT_NOFILE is {limits.fds_soft:,} (hard limit {limits.fds_hard:,}). Lower "
                 f"phase_config.worker, or raise the hard limit (ulimit -Hn)."
             )
         available = limits.memory_available
         if available is not None and need.memory > available:
             raise CapacityError(
-                f"{where} needs {need.processes:,} processes ({need.breakdown}): at least "
-                f"{_gib(need.memory)} of memory at {_mib(MEMORY_PER_PROCESS)} each before "
-                f"the plug-ins allocate anything, but {_gib(available)} is available. "
-                f"Lower phase_config.worker."
+                f"{needs}: at least {_gib(need.memory)} of memory at "
+                f"{_mib(MEMORY_PER_PROCESS)} each before the plug-ins allocate anything, but "
+                f"{_gib(available)} is available. Lower phase_config.worker."
             )
         room = limits.tasks_room
         if room is not None and need.threads > room:
             raise CapacityError(
-                f"{where} needs {need.processes:,} processes ({need.breakdown}) with at "
-                f"least {need.threads:,} threads ({THREADS_PER_PROCESS} each), but only "
-                f"{room:,} more may start here: {limits.tasks_limit}. Lower "
+                f"{needs} with at least {need.threads:,} threads ({THREADS_PER_PROCESS} each), "
+                f"but only {room:,} more may start here: {limits.tasks_limit}. Lower "
                 f"phase_config.worker, or raise the limit."
             )
         needed = max(needed, need.fds)
