@@ -232,6 +232,7 @@ def experiment_start(
     from palaestra.core.supervision.processes import configure_child_logging
     from palaestra.core.supervision.reaper import become_subreaper
     from palaestra.experiment import capacity
+    from palaestra.experiment.executor import writable_data_path
 
     config = state.config
     failed: list[tuple[str, str]] = []  # (run file or run, why): what --keep-going lists
@@ -241,6 +242,8 @@ def experiment_start(
         if hot_reload:
             runs = [with_hot_reload(run) for run in runs]
         capacity.ensure(runs)  # before any process starts: refuse what this machine cannot hold
+        if config.backend != "ray":  # (and where the Brains cannot write their dumps)
+            writable_data_path(config.data_path)
         configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
         become_subreaper()  # orphans of the run's processes come to us: none may outlive it
         worst = _run_all(

@@ -39,6 +39,7 @@ def start_sweep(
     code."""
     from palaestra.experiment import capacity
     from palaestra.experiment.api import prepare_runs
+    from palaestra.experiment.executor import writable_data_path
     from palaestra.experiment.overrides import expand_grid, parse_seeds, parse_set
 
     grid = expand_grid(parse_seeds(seeds) if seeds else (), [parse_set(text) for text in sets])
@@ -52,6 +53,7 @@ def start_sweep(
         outcomes = _on_ray(state, specs, parallel)
     else:
         capacity.ensure(specs)  # this machine's: a run on Ray runs on a node of the cluster
+        writable_data_path(state.config.data_path)
         outcomes = _here(state, specs, parallel or 1)
     click.echo(_table([point for _, point in prepared], outcomes))
     return max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)

@@ -40,7 +40,7 @@ from palaestra.core.description.config import check_store_uri
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, InvalidInputError
-from palaestra.experiment.executor import RunOutcome
+from palaestra.experiment.executor import RunOutcome, writable_data_path
 from palaestra.experiment.overrides import Override, apply_overrides, derived_uids, expand_grid
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
@@ -289,6 +289,8 @@ def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) 
         check_store_uri(store_uri)
         settings = dataclasses.replace(settings, store_uri=store_uri)
     settings = dataclasses.replace(settings, store_uri=absolute_store_uri(settings.store_uri))
+    if settings.backend != "ray":  # (refused here, not in the run's own process)
+        writable_data_path(settings.data_path)
     if quiet:
         settings = dataclasses.replace(settings, log_level=_QUIET_LOG_LEVEL)
     return settings

@@ -71,12 +71,12 @@ def test_a_store_that_would_lose_the_results_is_refused_before_anything_starts(
     assert "finished" not in out
 
 
-def test_a_sweep_run_refused_before_it_starts_says_why_without_a_traceback(
+def test_a_sweep_that_cannot_write_its_dumps_is_refused_before_any_run_starts(
     workspace: Workspace,
 ) -> None:
-    """A sweep's run executes in a process of its own: what refused it before it started (a
-    data_path that cannot be written, here) ended that process with a traceback, reported as
-    "the executor process ... died (exit code 1)"."""
+    """Each of a sweep's runs executes in a process of its own: a ``data_path`` that cannot be
+    written ended each of those processes with a traceback, reported as "the executor process
+    ... died (exit code 1)". The sweep is refused before its first run."""
     env = workspace.env()
     env["PALAESTRA_DATA_PATH"] = "/proc/palaestra-cannot-be-made"
     proc = workspace.spawn(
@@ -85,9 +85,28 @@ def test_a_sweep_run_refused_before_it_starts_says_why_without_a_traceback(
     code, out, err = finish(proc, 60)
     assert code == 2, err
     assert "Traceback" not in err + out
-    lines = [line for line in (err + out).splitlines() if line.startswith("[")]
-    assert [line.split(": error: ")[0] for line in lines] == [
-        "[1/2] dummy-run-seed1",
-        "[2/2] dummy-run-seed2",
-    ]
-    assert all("data_path '/proc/palaestra-cannot-be-made'" in line for line in lines)
+    assert err.startswith("Error: data_path '/proc/palaestra-cannot-be-made'"), err
+    assert "dummy-run-seed1" not in out  # (no run began)
+
+
+RUN_HERE = """\
+import sys
+from palaestra.experiment.isolated import run_here
+from palaestra.experiment.runfile import load_run_file
+from palaestra.experiment.runtime_config import RuntimeConfig
+
+outcome = run_here(load_run_file(sys.argv[1]), RuntimeConfig(data_path=sys.argv[2]))
+print(outcome.exit_code, outcome.message)
+"""
+
+
+def test_a_run_refused_in_its_own_process_is_its_outcome(workspace: Workspace) -> None:
+    """In a run's own process (a sweep's, a Ray node's), a refusal raised before the run
+    starts is the run's outcome (exit 2 and why), not a traceback and "died (exit code 1)"."""
+    proc = workspace.spawn(
+        [sys.executable, "-c", RUN_HERE, DUMMY, "/proc/palaestra-cannot-be-made"],
+    )
+    code, out, err = finish(proc, 60)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert out.startswith("2 data_path '/proc/palaestra-cannot-be-made'"), out

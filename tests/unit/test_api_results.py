@@ -106,3 +106,18 @@ def test_the_python_api_refuses_a_store_that_would_lose_the_results(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(RuntimeConfigError, match="follows three slashes"):
         palaestra.run("no-such-run.yml", store_uri="sqlite://x.db")
+
+
+def test_the_python_api_refuses_a_data_path_it_cannot_write_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raised to the caller before anything starts, not a run's outcome after its process
+    started."""
+    import palaestra
+    from palaestra.core.errors import RuntimeConfigError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken").write_text("a file where the directory would go\n")
+    monkeypatch.setenv("PALAESTRA_DATA_PATH", str(tmp_path / "taken" / "dumps"))
+    with pytest.raises(RuntimeConfigError, match="where the Brains write their dumps"):
+        palaestra.run("no-such-run.yml")
