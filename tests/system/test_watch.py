@@ -104,10 +104,16 @@ class CwdMuscle(DummyMuscle):
 def test_plugins_beside_the_run_file_and_in_the_working_directory_need_no_pythonpath(
     workspace: Workspace,
 ) -> None:
+    """A plug-in module beside the run file, and one in the working directory, are found;
+    modules there named like the standard library's (a ``secrets.py``, a ``statistics.py``)
+    hide nothing: they went first on the import path, and the run died in a later import of
+    the real one (multiprocessing's of ``secrets``)."""
     experiment = workspace.path / "experiment"
     experiment.mkdir()
     (experiment / "local_brains.py").write_text(LOCAL_BRAIN)
     (workspace.path / "cwd_muscles.py").write_text(CWD_MUSCLE)
+    for where, name in ((experiment, "secrets"), (workspace.path, "statistics")):
+        (where / f"{name}.py").write_text(f"raise ImportError('the user\\'s {name}.py')\n")
     source = workspace.variant(
         "dummy_run.yml",
         ("palaestra.agent.dummy_brain:DummyBrain", "local_brains:LocalBrain"),
