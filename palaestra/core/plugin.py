@@ -51,11 +51,11 @@ def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
 
     Raises:
         PluginError: The call raised, or tried to end the process (``SystemExit``,
-            ``KeyboardInterrupt``); the original is the cause.
+            ``KeyboardInterrupt``, a stray ``GeneratorExit``); the original is the cause.
     """
     try:
         return function(*args, **kwargs)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
         raise _error_of(function) from exc
 
 

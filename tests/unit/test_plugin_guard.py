@@ -26,16 +26,24 @@ class Failing(DummyMuscle):
     def update(self, update: Any) -> None:
         raise RuntimeError(f"bad update {update}")
 
+    def propose_actions(self, sensors: Any, actuators: Any) -> Any:
+        raise GeneratorExit  # (a BaseException, as SystemExit is)
+
 
 def test_a_call_that_succeeds_returns_its_result() -> None:
     muscle = call(Failing, count_upwards=True)
     assert isinstance(muscle, Failing) and muscle.count_upwards
-    assert call(muscle.propose_actions, [], []) == ([], -1)
+    assert call(DummyMuscle.propose_actions, muscle, [], []) == ([], -1)
 
 
 @pytest.mark.parametrize(
     ("method", "args", "cause"),
-    [("update", (1,), RuntimeError), ("setup", (), SystemExit), ("reset", (), KeyboardInterrupt)],
+    [
+        ("update", (1,), RuntimeError),
+        ("setup", (), SystemExit),
+        ("reset", (), KeyboardInterrupt),
+        ("propose_actions", ([], []), GeneratorExit),
+    ],
 )
 def test_whatever_escapes_a_method_names_the_class_and_the_method(
     method: str, args: tuple[Any, ...], cause: type[BaseException]
