@@ -8,9 +8,9 @@ import re
 import tempfile
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_MAX_IPC_PATH = 100  # sockaddr_un allows 107 bytes; keep a margin
 SOCKET_PATH_MAX = 107
 """The longest path a Unix socket's address holds (``sockaddr_un``'s, less its NUL)."""
+_MAX_IPC_PATH = SOCKET_PATH_MAX - 7  # (a margin)
 LONGEST_NAME = 1 + 24 + 1 + 16 + len(".marks")
 """The longest name below a run's directory that :func:`file_for` makes, with its ``/``."""
 SHORT_TEMP_DIRS = ("/tmp", "/var/tmp")

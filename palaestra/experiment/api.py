@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 from ruamel.yaml import YAML
 
-from palaestra.core.description.config import check_store_uri
+from palaestra.core.description.config import taken
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, InvalidInputError
@@ -286,8 +286,8 @@ def result_of(
 def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) -> RuntimeConfig:
     settings = config if config is not None else load_runtime_config()
     if store_uri is not None:
-        check_store_uri(store_uri)
         settings = dataclasses.replace(settings, store_uri=store_uri)
+    settings = taken(settings)  # (a store_uri or a config given here: as a read one)
     settings = dataclasses.replace(settings, store_uri=absolute_store_uri(settings.store_uri))
     if settings.backend != "ray":  # (refused here, not in the run's own process)
         writable_data_path(settings.data_path)
@@ -297,8 +297,7 @@ def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) 
 
 
 def absolute_store_uri(store_uri: str) -> str:
-    """A SQLite URI with a relative path made absolute (results read from anywhere), and a
-    leading ``~`` the home directory."""
+    """A SQLite URI with a relative path made absolute (results read from anywhere)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -311,8 +310,7 @@ def absolute_store_uri(store_uri: str) -> str:
         return store_uri
     if database.startswith("file:") or os.path.isabs(database):
         return store_uri
-    path = os.path.abspath(os.path.expanduser(database))  # (~: the home directory)
-    return url.set(database=path).render_as_string(hide_password=False)
+    return url.set(database=os.path.abspath(database)).render_as_string(hide_password=False)
 
 
 def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:

@@ -31,8 +31,6 @@ def test_a_relative_sqlite_store_is_made_absolute(
     monkeypatch.chdir(tmp_path)
     assert absolute_store_uri("sqlite:///runs.db") == f"sqlite:///{tmp_path / 'runs.db'}"
     assert absolute_store_uri("sqlite:///sub/runs.db") == f"sqlite:///{tmp_path}/sub/runs.db"
-    monkeypatch.setenv("HOME", "/home/alice")  # (palaestra.run(store_uri="sqlite:///~/..."))
-    assert absolute_store_uri("sqlite:///~/runs.db") == "sqlite:////home/alice/runs.db"
 
 
 @pytest.mark.parametrize(
@@ -101,11 +99,31 @@ def test_the_python_api_refuses_a_store_that_would_lose_the_results(
     """``palaestra.run(..., store_uri="sqlite://x.db")`` raises before anything starts (the
     run file is not even read)."""
     import palaestra
+    from palaestra.core.description.config import RuntimeConfig
     from palaestra.core.errors import RuntimeConfigError
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(RuntimeConfigError, match="follows three slashes"):
         palaestra.run("no-such-run.yml", store_uri="sqlite://x.db")
+    with pytest.raises(RuntimeConfigError, match="is a store in memory"):  # (a config built)
+        palaestra.run("no-such-run.yml", config=RuntimeConfig(store_uri="sqlite://"))
+
+
+def test_the_python_api_takes_a_home_directory_as_a_read_config_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``palaestra.run(store_uri="sqlite:///~/runs.db")``, or a config built with ``~`` in
+    it: the home directory (the store was made below the working directory, in ``~``)."""
+    from palaestra.core.description.config import RuntimeConfig
+    from palaestra.experiment.api import _settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "alice"))
+    built = RuntimeConfig(data_path="~/out")
+    settings = _settings(built, "sqlite:///~/runs.db", quiet=True)
+    assert settings.store_uri == f"sqlite:///{tmp_path}/alice/runs.db"
+    assert settings.data_path == f"{tmp_path}/alice/out"
+    assert not (tmp_path / "~").exists()
 
 
 def test_the_python_api_refuses_a_data_path_it_cannot_write_in(

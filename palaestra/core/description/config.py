@@ -127,7 +127,22 @@ def load_runtime_config(
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
-    store_uri = _home_expanded(config.store_uri.strip())  # (a YAML value's spaces aside)
+    return taken(config)
+
+
+def taken(config: RuntimeConfig) -> RuntimeConfig:
+    """``config`` as a run takes it, however it was made (read, or built by a caller of the
+    Python API): ``~`` in ``data_path`` and in a SQLite store's path the home directory (SQLite
+    and ``os.makedirs`` would make a directory named ``~`` in the working directory), the
+    store URI without the spaces around it, and checked (:func:`check_store_uri`).
+
+    Raises:
+        RuntimeConfigError: The store would lose the run's results.
+    """
+    store_uri = config.store_uri.strip()
+    scheme, sep, path = store_uri.partition(":///")
+    if sep and scheme.startswith("sqlite") and path.startswith("~"):
+        store_uri = f"{scheme}:///{os.path.expanduser(path)}"
     check_store_uri(store_uri)
     return replace(config, data_path=os.path.expanduser(config.data_path), store_uri=store_uri)
 
@@ -140,7 +155,7 @@ def check_store_uri(store_uri: str) -> None:
     Raises:
         RuntimeConfigError: Naming the URI and what to write instead.
     """
-    scheme, sep, rest = store_uri.strip().partition("://")
+    scheme, sep, rest = store_uri.partition("://")
     if not (sep and scheme.lower().partition("+")[0] == "sqlite"):
         return
     path = rest[1:] if rest.startswith("/") else None
@@ -157,16 +172,6 @@ def check_store_uri(store_uri: str) -> None:
             f"results would be lost as the run ends. Name a file (sqlite:///palaestra.db), or "
             f"set store_uri: none to record nothing"
         )
-
-
-def _home_expanded(store_uri: str) -> str:
-    """``store_uri`` with a SQLite file's leading ``~`` (or ``~user``) made the home
-    directory, as ``data_path``'s is: SQLite would make a directory named ``~`` in the working
-    directory (YAML, and a quoted shell word, leave it as it is)."""
-    scheme, sep, path = store_uri.partition(":///")
-    if sep and scheme.startswith("sqlite") and path.startswith("~"):
-        return f"{scheme}:///{os.path.expanduser(path)}"
-    return store_uri
 
 
 def _microseconds(where: str, value: object, text: bool = False) -> float:
