@@ -44,6 +44,9 @@ from palaestra.core.files import file_for
 BEAT_SECONDS = 0.25
 """How often a process's control thread beats, and how often the judge looks."""
 
+PAUSE_SECONDS = 1.0
+"""A look that comes this much later than due: the looking process itself did not run."""
+
 _PID, _BEAT, _HELD, _STEP = range(4)
 _monotonic = time.monotonic
 _SIZE = 4 * 8  # four float64
@@ -137,6 +140,35 @@ def holding() -> Iterator[None]:
             marks[_BEAT] = time.monotonic()
 
 
+class Looks:
+    """The times of a process's regular looks at others (every ``every`` seconds) and when it
+    last went on after a pause of its own: a look later than due by more than
+    :data:`PAUSE_SECONDS` means that it did not run in between. Then, most likely, nobody did:
+    the whole run was stopped and continued (Ctrl-Z and ``fg``, a job scheduler's suspend and
+    resume, ``docker pause``, a paused virtual machine). What it did not see is nobody's
+    silence: a wait is counted from when it went on, if that is later (:meth:`since`). A
+    process frozen alone is still found, a pause later at most."""
+
+    __slots__ = ("every", "last", "resumed")
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.last = _monotonic()
+        self.resumed = 0.0
+
+    def look(self) -> float:
+        """The time of this look (``time.monotonic()``), noting a pause before it."""
+        now = _monotonic()
+        if now - self.last > self.every + PAUSE_SECONDS:
+            self.resumed = now
+        self.last = now
+        return now
+
+    def since(self, mark: float, now: float) -> float:
+        """The seconds from ``mark`` to ``now`` that this process saw go by."""
+        return now - max(mark, self.resumed)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Why a process is taken for frozen, in words for the run's reason."""
@@ -168,6 +200,7 @@ class Judge:
             self.writer_timeout = self.answer_timeout
             self.writer_limit = f"answer_timeout is {self.answer_timeout:g} s"
         self._open: dict[int, tuple[mmap.mmap, Marks]] = {}
+        self.looks = Looks(BEAT_SECONDS)
 
     def marks(self, name: str, pid: int) -> Marks:
         """The marks of process ``pid`` (None until it made its file, or where it has none)."""
@@ -195,7 +228,8 @@ class Judge:
             mapped.close()
 
     def verdict(self, name: str, pid: int, now: float | None = None) -> Verdict | None:
-        """Whether process ``name`` (``pid``) is frozen, and how, or None."""
+        """Whether process ``name`` (``pid``) is frozen, and how, or None (``now``: this look's
+        time, from :meth:`Looks.look`)."""
         marks = self.marks(name, pid)
         if marks is None:
             return None
@@ -204,9 +238,10 @@ class Judge:
             most, limit = self.writer_timeout, self.writer_limit
         else:
             most, limit = self.answer_timeout, f"answer_timeout is {self.answer_timeout:g} s"
-        silent = now - marks[_BEAT]
+        since = self.looks.since
+        silent = since(marks[_BEAT], now)
         held, step = marks[_HELD], marks[_STEP]
-        stuck = step and now - step > self.answer_timeout
+        stuck = step and since(step, now) > self.answer_timeout
         if silent <= most and not stuck:
             return None
         state = procfs.state(pid)
@@ -216,7 +251,7 @@ class Judge:
                 f"{name} (pid {pid}) has been stopped for {silent:.1f} s (SIGSTOP, a job "
                 f"scheduler or a debugger holds it; {limit})",
             )
-        if silent > most and not (held and now - held <= self.held_timeout):
+        if silent > most and not (held and since(held, now) <= self.held_timeout):
             return Verdict(
                 "Frozen",
                 f"{name} (pid {pid}) showed no sign of life for {silent:.1f} s: its control "
@@ -226,7 +261,7 @@ class Judge:
         if stuck:
             return Verdict(
                 "Stuck",
-                f"{name} (pid {pid}) has worked on one step for {now - step:.1f} s without "
+                f"{name} (pid {pid}) has worked on one step for {since(step, now):.1f} s without "
                 f"finishing it (a plug-in call that does not return; answer_timeout is "
                 f"{self.answer_timeout:g} s)",
             )

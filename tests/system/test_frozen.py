@@ -180,3 +180,26 @@ def test_a_plugin_stuck_in_a_step_is_named_after_answer_timeout(
     assert "answer_timeout is 2 s" in result.stderr
     status, reason = workspace.instance_status()
     assert status == "error" and reason.startswith(f"{silent}: {kind}: ")
+
+
+def test_a_run_stopped_and_continued_as_a_whole_goes_on(workspace: Workspace) -> None:
+    """Ctrl-Z and ``fg`` in a terminal, a job scheduler's suspend and resume (SLURM's
+    ``scontrol suspend``), ``docker pause``: every process of the run stops, for longer than
+    ``answer_timeout``, and all go on together. Nobody was frozen while the others waited, so
+    the run goes on (it failed: "Frozen ... showed no sign of life for 5.0 s"); SIGINT then
+    ends it as usual."""
+    proc = workspace.start("experiment-start", str(two_agents(workspace)))
+    assert poll(lambda: count(workspace, "select count(*) from muscle_actions"), 30, proc)
+
+    os.killpg(proc.pid, signal.SIGSTOP)  # (the command leads its own process group)
+    time.sleep(2.5 * ANSWER_TIMEOUT)  # (how long it stays stopped: nothing runs to wait on)
+    os.killpg(proc.pid, signal.SIGCONT)
+    rows = count(workspace, "select count(*) from muscle_actions")
+    assert poll(lambda: count(workspace, "select count(*) from muscle_actions") > rows, 30, proc)
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+
+    os.kill(proc.pid, signal.SIGINT)
+    code, err, _ = finish(proc, time.monotonic())
+    assert code == 130, err[-3000:]
+    assert "Traceback" not in err and "Frozen" not in err and "did not answer" not in err
+    assert workspace.instance_status() == ("cancelled", "interrupted by SIGINT")

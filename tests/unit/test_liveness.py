@@ -61,6 +61,32 @@ def test_a_loop_that_stops_beating_is_frozen_unless_it_is_in_a_store_call(
     assert marks.verdict("Muscle-a-0", pid) is None  # it beat on leaving the call
 
 
+def test_silence_while_the_judge_itself_did_not_run_is_nobodys(marks: liveness.Judge) -> None:
+    """A look far later than due: the judge's own process was stopped (Ctrl-Z, a job
+    scheduler's suspend: the whole run with it). What it did not see is not counted; silence
+    after it is, so a process frozen alone is still found."""
+    pid = _own_pid()
+    liveness.beat()
+    assert liveness._marks is not None
+    liveness._marks[liveness._BEAT] -= 30  # (its last beat, 30 s ago)
+    looks = marks.looks
+    assert marks.verdict("Muscle-a-0", pid, now=looks.look()) is not None  # (no pause seen)
+    looks.last -= 30  # the judge's last look was 30 s ago: it was stopped too
+    resumed = looks.look()
+    assert looks.resumed == resumed
+    assert marks.verdict("Muscle-a-0", pid, now=resumed) is None
+    assert marks.verdict("Muscle-a-0", pid, now=resumed + 1.9) is None
+    verdict = marks.verdict("Muscle-a-0", pid, now=resumed + 2.5)
+    assert verdict is not None and verdict.kind == "Frozen"
+    assert "showed no sign of life for 2.5 s" in verdict.message
+    liveness.step_begins()  # a step that began before the pause counts from the resume too
+    liveness._marks[liveness._STEP] -= 30
+    liveness._marks[liveness._BEAT] = resumed + 2.5
+    assert marks.verdict("Muscle-a-0", pid, now=resumed + 1.9) is None
+    verdict = marks.verdict("Muscle-a-0", pid, now=resumed + 2.5)
+    assert verdict is not None and verdict.kind == "Stuck"
+
+
 def test_a_stopped_process_is_named_stopped_also_in_a_store_call(tmp_path: Path) -> None:
     """A real child that made its marks, then stopped (SIGSTOP)."""
     code = (

@@ -370,6 +370,7 @@ class Runtime:
         judge = liveness.Judge(self.run_dir, answer_timeout, store_timeout)
         while True:
             await asyncio.sleep(liveness.BEAT_SECONDS)
+            now = judge.looks.look()
             for child in list(self.supervisor.children.values()):
                 pid = child.pid
                 if pid is None:  # elsewhere: its file is not here either
@@ -379,7 +380,7 @@ class Runtime:
                     continue
                 if child.stopping or not child.ready.done():
                     continue
-                verdict = judge.verdict(child.name, pid)
+                verdict = judge.verdict(child.name, pid, now)
                 if verdict is not None:
                     child.stopping = True  # its end is ours, not news
                     liveness.kill(pid)

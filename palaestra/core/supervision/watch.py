@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from palaestra.core.liveness import Looks
 from palaestra.core.supervision.runtime import ComponentFailed
 from palaestra.core.wire import messages as m
 
@@ -48,12 +49,16 @@ def no_answer(waiting: Waiting, seconds: float) -> ComponentFailed:
 async def watch(peers: list[Waiting]) -> None:
     """Fail (raise) when a peer has kept us waiting longer than its limit.
 
-    Checks ten times per (smallest) limit, at most once a second.
+    Checks ten times per (smallest) limit, at most once a second; a wait is counted from when
+    this process last went on after a pause of its own, if that is later (see
+    :class:`~palaestra.core.liveness.Looks`: the whole run was stopped and continued).
     """
+    looks = Looks(1.0)
     while True:
-        limits = [p.configured for p in peers] or [10.0]
-        await asyncio.sleep(min(1.0, min(limits) / 10))
-        now = time.monotonic()
+        limits = [p.configured for p in peers] or [10.0]  # (peers may join)
+        looks.every = min(1.0, min(limits) / 10)
+        await asyncio.sleep(looks.every)
+        now = looks.look()
         for peer in peers:
-            if peer.since and now - peer.since > peer.limit:
-                raise no_answer(peer, now - peer.since)
+            if peer.since and looks.since(peer.since, now) > peer.limit:
+                raise no_answer(peer, looks.since(peer.since, now))
