@@ -107,4 +107,19 @@ def leave(code: object) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say
             pass
-    os._exit(status)
+    os._exit(_unless_cut_short(status))
+
+
+def _unless_cut_short(status: int) -> int:
+    """``status``, unless it is 0 and the command's output was cut short by a full file
+    (``palaestra results run > rows.csv`` on a full disk): then 1, said."""
+    from palaestra.core.supervision.console import output_lost
+
+    lost = output_lost()
+    if status != 0 or lost is None:
+        return status
+    try:
+        os.write(2, f"Error: {lost}: the output is incomplete\n".encode())
+    except OSError:
+        pass
+    return 1

@@ -45,7 +45,8 @@ Shell completion (bash; zsh and fish alike), e.g. in ~/.bashrc:
 EXIT_CODES = """\b
 Exit codes:
   0    success
-  1    a run failed (the message names the process and the error)
+  1    a run failed (the message names the process and the error), or the output could not
+       be written (its file is full)
   2    invalid input (run file, runtime config, arguments)
   3    the store is unusable, or the Ray cluster cannot be reached
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM, 129 by SIGHUP (the terminal closed)
@@ -209,8 +210,10 @@ def experiment_start(
     of the values, each run with a derived uid (see docs/sweeps.md); with --backend
     ray they execute on a Ray cluster (see "Sweeps on Ray").
     """
+    from palaestra.core.supervision.console import output_is_a_log
     from palaestra.experiment import ray_cluster
 
+    output_is_a_log()
     if backend is not None:
         state.override(backend=backend)
     ray_cluster.check_backend(state.config)  # the extra and the store, before anything starts

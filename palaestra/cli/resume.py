@@ -47,11 +47,13 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     from palaestra.cli.common import where_to_look
     from palaestra.cli.progress import watching
     from palaestra.core.description.import_path import add_plugin_dirs
+    from palaestra.core.supervision.console import output_is_a_log
     from palaestra.core.supervision.processes import configure_child_logging
     from palaestra.core.supervision.reaper import become_subreaper, take_down_strays
     from palaestra.experiment.executor import execute
     from palaestra.experiment.resume import load_plan
 
+    output_is_a_log()
     config = state.config
     plan = load_plan(
         config.store_uri,

@@ -16,10 +16,12 @@ pytestmark = pytest.mark.timeout(120)
 
 def start(workspace: Workspace, stdout: str, stderr: str, *args: str) -> tuple[int, str]:
     """Run ``palaestra *args`` with stdout/stderr each ``pipe`` (read by the test),
-    ``closed`` (``>&-``) or ``broken`` (a pipe whose reader is gone, as in ``| true``);
-    returns the exit code and what came on a readable stderr."""
+    ``closed`` (``>&-``), ``broken`` (a pipe whose reader is gone, as in ``| true``) or
+    ``full`` (a file on a full disk: ``/dev/full``); returns the exit code and what came on a
+    readable stderr."""
     broken_r, broken_w = os.pipe()
     os.close(broken_r)
+    full = os.open("/dev/full", os.O_WRONLY)
     closed = [fd for fd, how in ((1, stdout), (2, stderr)) if how == "closed"]
 
     def close_fds() -> None:
@@ -27,7 +29,7 @@ def start(workspace: Workspace, stdout: str, stderr: str, *args: str) -> tuple[i
             os.close(fd)
 
     def where(how: str) -> int | None:
-        return {"pipe": subprocess.PIPE, "broken": broken_w, "closed": None}[how]
+        return {"pipe": subprocess.PIPE, "broken": broken_w, "full": full, "closed": None}[how]
 
     preexec: Callable[[], None] | None = close_fds if closed else None
     proc = subprocess.Popen(
@@ -42,6 +44,7 @@ def start(workspace: Workspace, stdout: str, stderr: str, *args: str) -> tuple[i
     )
     workspace.sessions.add(proc.pid)
     os.close(broken_w)
+    os.close(full)
     try:
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -54,17 +57,31 @@ def start(workspace: Workspace, stdout: str, stderr: str, *args: str) -> tuple[i
 @pytest.mark.parametrize(
     ("stdout", "stderr"),
     slow_after(
-        [("closed", "pipe"), ("broken", "pipe"), ("broken", "broken"), ("closed", "closed")]
+        [
+            ("closed", "pipe"),
+            ("full", "pipe"),
+            ("broken", "pipe"),
+            ("broken", "broken"),
+            ("closed", "closed"),
+            ("full", "full"),
+        ],
+        2,
     ),
 )
 def test_a_run_finishes_whatever_its_console(
     workspace: Workspace, stdout: str, stderr: str
 ) -> None:
+    """A full disk under ``run.yml > run.log`` ended the command at its first line: exit 120,
+    "OSError: No space left on device", and no run."""
     code, err = start(
         workspace, stdout, stderr, "-v", "experiment-start", str(EXPERIMENTS / "dummy_run.yml")
     )
     assert code == 0, err
     assert workspace.instance_status() == ("finished", "")
+    if stdout == "full" and stderr == "pipe":  # said once, where it can be read
+        notice = "palaestra: standard output: No space left on device; the rest is dropped\n"
+        assert err.count(notice) == 1, err
+        err = err.replace(notice, "")
     assert "Traceback" not in err and "Error" not in err and "Exception" not in err
 
 
@@ -82,3 +99,25 @@ def test_a_failed_run_still_fails_with_its_exit_code_on_a_broken_console(
     assert code == 1
     status, reason = workspace.instance_status()
     assert status == "error" and "muscle cannot act" in reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("results", "dummy-run", "--table", "world_states"), id="results"),
+        pytest.param(("experiment-list",), id="experiment-list"),
+    ],
+)
+def test_a_command_whose_output_is_its_product_fails_on_a_full_file(
+    workspace: Workspace, args: tuple[str, ...]
+) -> None:
+    """``palaestra results run > rows.csv`` on a full disk: the rows were lost and the command
+    ended with exit 0 and nothing said. A reader that stops early (``| head -1``) is no
+    failure."""
+    assert workspace.run("experiment-start", str(EXPERIMENTS / "dummy_run.yml")).returncode == 0
+
+    code, err = start(workspace, "full", "pipe", *args)
+    assert code == 1, err
+    assert err == "Error: standard output: No space left on device: the output is incomplete\n"
+    code, err = start(workspace, "broken", "pipe", *args)
+    assert (code, err) == (0, "")

@@ -4,10 +4,13 @@
 sets ``sys.stdout`` to None, and the next file or socket opened would take descriptor 1);
 ``palaestra experiment-start run.yml | head -1`` leaves a pipe whose reader is gone, so every
 write raises ``BrokenPipeError``; a terminal that hung up (an ssh connection dropped) answers
-every write with ``EIO``. None may change the outcome of a run, which is told by the exit code
-and the store. :func:`guard_console` puts ``/dev/null`` on closed descriptors 0 to 2, and gives
-``sys.stdout`` and ``sys.stderr`` a writer that, once its reader is gone, sends the rest of the
-output to ``/dev/null`` instead of raising. Children forked afterwards inherit both.
+every write with ``EIO``; output sent to a file on a full disk (or past a quota, or a file size
+limit) is refused with ``ENOSPC``, ``EDQUOT`` or ``EFBIG``. None may change the outcome of a
+run, which is told by the exit code and the store. :func:`guard_console` puts ``/dev/null`` on
+closed descriptors 0 to 2, and gives ``sys.stdout`` and ``sys.stderr`` a writer that, once its
+reader is gone or its file full, sends the rest of the output to ``/dev/null`` instead of
+raising. Children forked afterwards inherit both. Where the output is the command's product
+(not a run's log), a full file fails the command as it ends (:func:`output_lost`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ if TYPE_CHECKING:
 _GONE = (errno.EPIPE, errno.EBADF, errno.EIO)
 """A write's errors that say the console's reader is gone: a pipe's, a closed descriptor's, a
 hung-up terminal's."""
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+"""A write's errors that say the console's file is full: its disk, the user's quota, the size
+limit (``ulimit -f``)."""
 
 
 class _Tolerant(io.RawIOBase):
@@ -47,10 +54,34 @@ class _Tolerant(io.RawIOBase):
         try:
             return os.write(self._fd, data)
         except OSError as exc:
-            if exc.errno not in _GONE:
+            if exc.errno not in _GONE and exc.errno not in _FULL:
                 raise
             _null_onto(self._fd)  # the console is gone: the run goes on without it
+            if exc.errno in _FULL and self._fd == 1:
+                global _lost
+                _lost = _lost or f"standard output: {exc.strerror}"
+                if _a_log:  # (said where it may still be read)
+                    _tell(f"palaestra: {_lost}; the rest is dropped\n")
             return memoryview(data).nbytes
+
+
+_lost: str | None = None
+"""Why the rest of the standard output was dropped (its file is full), if it was."""
+_a_log = False
+"""Whether the standard output tells how a run goes, and is not the command's product."""
+
+
+def output_is_a_log() -> None:
+    """The command's standard output tells how a run goes (its progress, its summary); the
+    outcome is the exit code and the store, so a full file under it does not change them."""
+    global _a_log
+    _a_log = True
+
+
+def output_lost() -> str | None:
+    """Why the command's product, its standard output, was cut short (its file is full), or
+    None: then the command must not end as if it had written it."""
+    return None if _a_log else _lost
 
 
 def guard_console() -> None:
@@ -84,6 +115,14 @@ def _tolerant(stream: TextIO | None, fd: int, *, write_through: bool) -> TextIO:
         write_through=write_through,
     )
     return wrapped
+
+
+def _tell(text: str) -> None:
+    """Write ``text`` to standard error if it can be (it may be full, or gone, too)."""
+    try:
+        os.write(2, text.encode())
+    except OSError:
+        pass
 
 
 def _null_onto(fd: int) -> None:
