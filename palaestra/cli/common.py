@@ -7,9 +7,13 @@ from here, never from ``main``, so the command line's modules import each other 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shlex
+import stat
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
@@ -78,3 +82,29 @@ def _file_of(uri: str) -> str:
     if database in ("", ":memory:") or database.startswith("file:") or os.path.isabs(database):
         return ""
     return f" (the file {os.path.abspath(database)})"
+
+
+@contextlib.contextmanager
+def written_whole(output: Path) -> Iterator[Path]:
+    """The path to write ``output``'s contents to: a file beside it (with its suffix, which
+    may name the format) that becomes ``output`` once the block ends, and is removed if it
+    fails. A write that fails half-way (a full disk) leaves no truncated ``output``, and an
+    older ``output`` as it was. A link is followed; where ``output`` is no regular file (a
+    device such as ``/dev/stdout``, a named pipe), it is written itself."""
+    try:
+        found = os.stat(output)
+    except OSError:  # (none yet; or it cannot be seen, and opening it will say why)
+        target = output
+    else:
+        if not stat.S_ISREG(found.st_mode):
+            yield output
+            return
+        target = Path(os.path.realpath(output))
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial{target.suffix}")
+    try:
+        yield partial
+        os.replace(partial, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise

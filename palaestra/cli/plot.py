@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from palaestra.cli.common import State
+from palaestra.cli.common import State, written_whole
 from palaestra.core.errors import InvalidInputError
 
 
@@ -99,13 +101,14 @@ def plot(
     window = auto_window(series) if smoothing == "auto" else _window(smoothing)
     caption = title or ", ".join(dict.fromkeys(runs))
     try:
-        if aggregate or (aggregate is None and is_seed_sweep(overrides)):
-            bands = grouped_bands([smoothed(one, window) for one in series], overrides)
-            drawing.draw(output, bands=bands, x=x_axis, band=band, title=caption)
-            what = f"{len(bands)} means with a {band} band, of {len(overrides)} runs"
-        else:
-            drawing.draw(output, series=series, x=x_axis, window=window, title=caption)
-            what = f"{len(series)} line{'s' if len(series) != 1 else ''}"
+        with written_whole(Path(output)) as partial:
+            if aggregate or (aggregate is None and is_seed_sweep(overrides)):
+                bands = grouped_bands([smoothed(one, window) for one in series], overrides)
+                drawing.draw(partial, bands=bands, x=x_axis, band=band, title=caption)
+                what = f"{len(bands)} means with a {band} band, of {len(overrides)} runs"
+            else:
+                drawing.draw(partial, series=series, x=x_axis, window=window, title=caption)
+                what = f"{len(series)} line{'s' if len(series) != 1 else ''}"
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"-o {output}: cannot write the image: {exc}") from exc
     smoothed_over = f", smoothed over {window} episodes" if window > 1 else ""

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.common import State
+from palaestra.cli.common import State, written_whole
 from palaestra.cli.formatting import number, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
@@ -453,7 +453,8 @@ def _write_parquet(found: Rows, output: Path | None) -> None:
         if any(isinstance(value, dict | list) for value in frame[name]):
             frame[name] = [_json_text(value) for value in frame[name]]
     try:
-        frame.to_parquet(output, index=False)
+        with written_whole(output) as partial:
+            frame.to_parquet(partial, index=False)
     except OSError as exc:
         raise InvalidInputError(f"cannot write {output}: {exc.strerror or exc}") from exc
 
@@ -461,7 +462,10 @@ def _write_parquet(found: Rows, output: Path | None) -> None:
 def _write_file(found: Rows, fmt: str, output: Path) -> None:
     """Write CSV or JSON to ``output``; failing to is invalid input (a wrong path)."""
     try:
-        with output.open("w", encoding="utf-8", newline="") as stream:
+        with (
+            written_whole(output) as partial,
+            partial.open("w", encoding="utf-8", newline="") as stream,
+        ):
             _write_text(found, fmt, stream)
     except OSError as exc:
         raise InvalidInputError(f"cannot write {output}: {exc.strerror or exc}") from exc

@@ -503,3 +503,31 @@ def test_clean_of_an_unknown_run_is_exit_2_and_deletes_nothing(own_store: str) -
 
 def test_clean_needs_a_run(own_store: str) -> None:
     assert invoke(own_store, ["clean"]).exit_code == 2
+
+
+def test_a_file_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """``results -o`` and ``plot -o`` write through ``written_whole``: a disk that fills
+    half-way left a truncated file (and an older one was lost); now neither happens."""
+    import errno
+    import os
+
+    from palaestra.cli.common import written_whole
+
+    out = tmp_path / "rows.csv"
+    out.write_text("older\n")
+    with pytest.raises(OSError), written_whole(out) as partial:
+        assert partial.parent == tmp_path and partial.suffix == ".csv"  # (it names a format)
+        partial.write_text("half")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert out.read_text() == "older\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+
+    link = tmp_path / "link.csv"
+    link.symlink_to(out)
+    with written_whole(link) as partial:
+        partial.write_text("newer\n")
+    assert link.is_symlink() and out.read_text() == "newer\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "rows.csv"]
+
+    with written_whole(Path(os.devnull)) as partial:  # (no regular file: written itself)
+        assert partial == Path(os.devnull)
