@@ -14,6 +14,7 @@ and the run's plug-ins anew (~1 s more). The outcome comes back
 in a temporary file written as the child ends. The
 child is in a process group of its own: Ctrl-C reaches only this process, which passes it on
 (:meth:`ExecutorProcess.interrupt`), once; it dies with this process (``PR_SET_PDEATHSIG``).
+Where no command's undertaker watches it (the Python API), it starts its own.
 """
 
 from __future__ import annotations
@@ -207,6 +208,7 @@ def _child_main(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _forget_running_loop()
     die_with_parent(parent)
+    _watched()
     pin(cpus)
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _PASSED_ON)  # a pending one arrives here
@@ -215,6 +217,19 @@ def _child_main(
         outcome = RunOutcome(run.uid, "", 128 + signal.SIGINT, "interrupted before it started")
     with open(result_path, "wb") as file:
         pickle.dump(outcome, file)
+
+
+def _watched() -> None:
+    """Where no command's undertaker watches this run (a caller of the Python API: a script,
+    a notebook's kernel), its own: a killed kernel, or this executor killed (the OOM killer),
+    leaves no process behind, neither palaestra's own stuck in a plug-in's code nor one a
+    plug-in started (a simulator, a daemon)."""
+    from palaestra.core.supervision.reaper import spare
+
+    if undertaker.descriptor() is None:
+        watcher = undertaker.start()
+        if watcher is not None:
+            spare(watcher)
 
 
 def _forget_running_loop() -> None:

@@ -111,3 +111,46 @@ def test_an_orphan_comes_to_the_subreaper_which_kills_and_reaps_it(tmp_path: Pat
     assert out.startswith("ok ")
     assert err.count("Test: a process it started, pid") == 1, err  # not the zombie
     assert not survivors
+
+
+KERNEL = """\
+import palaestra
+
+print(palaestra.run("variant.yml").exit_code, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("killed", "how"),
+    slow_after([("the caller", "double-fork"), ("its executor", "fork")]),
+)
+def test_a_run_of_the_python_api_leaves_no_process_behind_when_killed(
+    workspace: Workspace, killed: str, how: str
+) -> None:
+    """A notebook's kernel that is killed (or restarted hard) while ``palaestra.run`` runs, or
+    the run's executor killed (the OOM killer): a process a plug-in started (here a daemon,
+    orphaned at once) ran on for good, and so did palaestra's own Environment process, stuck
+    in a plug-in's step. The executor now has an undertaker of its own where no command's
+    watches it, as ``experiment-start`` has."""
+    import os
+    import signal
+    import time
+
+    from tests.system.test_failure_matrix import pid_of, poll
+
+    workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, forking_env(how).replace("}", ", hang: true}")),
+    )
+    (workspace.path / "kernel.py").write_text(KERNEL)
+    kernel = workspace.spawn([sys.executable, "kernel.py"])
+    stray = workspace.path / "stray.pid"
+    assert poll(stray.exists, 30, kernel), "the plug-in never started its process"
+    executor = pid_of(workspace, "Executor")
+    assert executor is not None
+
+    os.kill(kernel.pid if killed == "the caller" else executor, signal.SIGKILL)
+    killed_at = time.monotonic()
+    survivors = wait_until_gone(workspace.sessions, 10)
+    kernel.communicate(timeout=10)
+    assert survivors == [], f"{time.monotonic() - killed_at:.1f} s after the kill"
