@@ -600,8 +600,9 @@ class ExperimentRun(Component):
         await self._record_end_directly(status, reason)
 
     async def _record_end_directly(self, status: str, reason: str) -> None:
-        """Write the end of the run into the store from here, retrying (a lock may pass) for
-        up to ``RECORD_END_TIMEOUT`` seconds."""
+        """Write the end of the run into the store from here, retrying while it is locked (a
+        lock may pass) for up to ``RECORD_END_TIMEOUT`` seconds; another failure (a store
+        without the run, a file replaced) does not pass by waiting."""
         from palaestra.store.direct import record_run_end  # (only here: its driver imports)
 
         loop = asyncio.get_running_loop()
@@ -617,7 +618,8 @@ class ExperimentRun(Component):
                 )
                 return
             except (PalaestraError, OSError) as exc:
-                if loop.time() >= deadline:  # the exit code still tells
+                locked = any(word in str(exc).lower() for word in ("locked", "busy"))
+                if not locked or loop.time() >= deadline:  # the exit code still tells
                     LOG.error("could not record the end of the run in the store: %s", exc)
                     return
                 LOG.warning("recording the end of the run failed (%s); trying again", exc)

@@ -101,6 +101,8 @@ class Store:
                 f"store {self.shown}: the store writer takes sqlite:///<file> or "
                 "postgresql+psycopg://<user>@<host>:<port>/<database> (psycopg 3)"
             )
+        self.file: str | None = None  # a SQLite store's file, and its identity on the disk
+        self.identity: tuple[int, int] | None = None
         self.connection: Any = self._connect()
         self._errors()
 
@@ -113,7 +115,10 @@ class Store:
         rest = self.uri.partition("://")[2]
         try:
             if self.dialect == "sqlite":
-                return _sqlite(self.uri, rest)
+                connection = _sqlite(self.uri, rest)
+                self.file = connection.execute("PRAGMA database_list").fetchone()[2] or None
+                self.identity = _identity(self.file) if self.file else None
+                return connection
             return self.errors.connect(f"postgresql://{rest}")
         except (self.errors.Error, OSError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
@@ -137,6 +142,43 @@ class Store:
 
     def close(self) -> None:
         self.connection.close()
+
+    def kept(self) -> str | None:
+        """Where a SQLite store's rows are, if its file was removed or replaced while this
+        connection wrote it (``git clean``, a clean-up script, ``rm``): its rows live on in the
+        file this connection still holds open, but nobody else could read them. They are
+        copied whole (SQLite's backup) to the file's path where it is free again, else beside
+        it (``<file>.recovered-<pid>``); writes go on there. None: the file is in place (or
+        the store is no SQLite file).
+
+        Raises:
+            StoreError: The copy cannot be written.
+        """
+        if self.file is None:
+            return None
+        try:
+            now: tuple[int, int] | None = _identity(self.file)
+        except FileNotFoundError:
+            now = None
+        if now == self.identity:
+            return None
+        target = self.file if now is None else f"{self.file}.recovered-{os.getpid()}"
+        try:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            copy = sqlite3.connect(target)
+            try:
+                self.connection.backup(copy)
+            finally:
+                copy.close()
+            self.connection.close()
+            self.connection = _sqlite(self.uri, "/" + urllib.parse.quote(target))
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(
+                f"store {self.shown}: its file {self.file} was removed or replaced while the "
+                f"run wrote it, and its rows could not be copied to {target}: {exc}"
+            ) from exc
+        self.file, self.identity = target, _identity(target)
+        return target
 
     @contextlib.contextmanager
     def failing(self, doing: str) -> Iterator[None]:
@@ -318,6 +360,12 @@ def _sqlite(uri: str, rest: str) -> sqlite3.Connection:
     connection.execute("PRAGMA synchronous=NORMAL")
     connection.execute("PRAGMA foreign_keys=ON")
     return connection
+
+
+def _identity(path: str) -> tuple[int, int]:
+    """A file's device and inode: which file its path names."""
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
 
 
 def require_writable(path: Path, uri: str) -> None:

@@ -160,6 +160,7 @@ class StoreWriter(Component):
         finally:
             try:
                 self.flush()
+                self._keep()
             finally:
                 self.store.close()
                 self.store = None
@@ -452,7 +453,33 @@ class StoreWriter(Component):
             )
             if not ended:  # (nothing changed: the transaction ends with the error)
                 raise ValueError(f"{self.name}: no run instance with id {message.instance_id}")
+        self._keep()
         return m.StoreAck()
+
+    def _keep(self) -> None:
+        """Put the rows where they can be read again if the store's file was removed or
+        replaced while the run wrote it (see :meth:`Store.kept`); a replaced file fails the
+        run, naming where its rows are.
+
+        Raises:
+            StoreError: The file was replaced, or the rows could not be copied.
+        """
+        assert self.store is not None
+        shown, file = self.store.shown, self.store.file
+        kept = self.store.kept()
+        if kept is None:
+            return
+        if kept != file:
+            raise StoreError(
+                f"store {shown}: its file {file} was replaced by another while the run wrote "
+                f"it; the run's rows, with those the store had before, are in {kept}"
+            )
+        LOG.warning(
+            "store %s: its file %s was removed while the run wrote it; it is written again, "
+            "whole, from the store writer's open copy",
+            shown,
+            file,
+        )
 
     @on(m.StoreFindDump)
     def handle_find_dump(self, message: m.StoreFindDump) -> m.StoreDump:

@@ -138,3 +138,45 @@ def test_the_query_api_returns_the_same_rows_from_postgresql_and_sqlite(
 
 def _without_dump_id(source: dict | None) -> dict | None:
     return None if source is None else {k: v for k, v in source.items() if k != "brain_state_id"}
+
+
+@pytest.mark.parametrize("then", ["removed", pytest.param("replaced", marks=pytest.mark.slow)])
+def test_a_store_file_removed_while_the_run_writes_it_keeps_the_run(
+    workspace: Workspace, then: str
+) -> None:
+    """``git clean -fdx``, a clean-up script or ``rm`` takes the SQLite file away while a run
+    writes it: the run went on into the file still open, finished with exit 0 and "Results are
+    in the store ...", and the file was gone with every row. The rows are copied whole to the
+    file's path again; where another file took that path, beside it, and the run fails
+    (exit 3) naming where they are."""
+    import sqlite3
+    import time
+
+    from tests.system.test_failure_matrix import count, finish, poll
+
+    run_file = workspace.variant("dummy_run.yml", ("max_iter: 10", "max_iter: 3000"))
+    proc = workspace.start("experiment-start", str(run_file))
+    assert poll(lambda: count(workspace, "select count(*) from world_states"), 30, proc)
+    for name in ("palaestra.db", "palaestra.db-wal", "palaestra.db-shm"):
+        (workspace.path / name).unlink(missing_ok=True)
+    if then == "replaced":
+        with sqlite3.connect(workspace.store) as other:
+            other.execute("create table other (x)")
+    code, err, _ = finish(proc, time.monotonic())
+
+    if then == "removed":
+        assert code == 0, err[-3000:]
+        assert f"its file {workspace.store} was removed while the run wrote it" in err
+        kept = workspace.store
+    else:
+        assert code == 3, err[-3000:]
+        (kept,) = workspace.path.glob("palaestra.db.recovered-*")
+        said = f"its file {workspace.store} was replaced by another while the run wrote it; "
+        assert f"{said}the run's rows, with those the store had before, are in {kept}" in err
+        with sqlite3.connect(workspace.store) as other:  # (the other file is left as it was)
+            assert other.execute("select name from sqlite_master").fetchall() == [("other",)]
+    with sqlite3.connect(kept) as conn:
+        statuses = conn.execute("select status from experiment_run_instances").fetchall()
+        (steps,) = conn.execute("select count(*) from world_states").fetchone()
+    assert statuses == [("finished",)]
+    assert steps == 2 * 3000  # (both phases, every step)

@@ -908,3 +908,36 @@ def test_a_store_uri_the_writer_cannot_open_is_refused_saying_what_it_takes(
     assert "secret" not in said
     assert "the store writer takes sqlite:///<file>" in said
     assert not list(tmp_path.iterdir())  # nothing made
+
+
+def test_a_store_file_removed_or_replaced_is_kept_whole(tmp_path: Path) -> None:
+    """The driver's connection outlives its file: what it wrote is copied to the path again
+    (removed), or beside it (replaced: the other file is left alone); writes go on there."""
+    import sqlite3
+
+    from palaestra.store.driver import Store
+
+    path = tmp_path / "runs.db"
+    store = Store(f"sqlite:///{path}")
+    try:
+        store.connection.execute("create table t (x)")
+        store.connection.execute("insert into t values (1)")
+        assert store.kept() is None  # (in place)
+        for name in ("runs.db", "runs.db-wal", "runs.db-shm"):
+            (tmp_path / name).unlink(missing_ok=True)
+        assert store.kept() == str(path)
+        store.connection.execute("insert into t values (2)")  # (into the file at the path)
+        with contextlib.closing(sqlite3.connect(path)) as reader:
+            assert reader.execute("select x from t").fetchall() == [(1,), (2,)]
+
+        path.unlink()
+        with contextlib.closing(sqlite3.connect(path)) as other:
+            other.execute("create table other (y)")
+        kept = store.kept()
+        assert kept is not None and kept.startswith(f"{path}.recovered-")
+        with contextlib.closing(sqlite3.connect(kept)) as reader:
+            assert reader.execute("select x from t").fetchall() == [(1,), (2,)]
+        with contextlib.closing(sqlite3.connect(path)) as other:
+            assert other.execute("select name from sqlite_master").fetchall() == [("other",)]
+    finally:
+        store.close()
