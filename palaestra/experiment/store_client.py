@@ -16,6 +16,7 @@ import os
 import sqlite3
 from typing import Any
 
+from palaestra.core.description.config import NO_STORE
 from palaestra.core.description.name_rules import check_inside, dump_file_name, path_part
 from palaestra.core.description.names import WRITER
 from palaestra.core.errors import EXIT_RUN_FAILED, EXIT_STORE_UNUSABLE
@@ -24,8 +25,6 @@ from palaestra.core.supervision.runtime import ComponentFailed, Runtime
 from palaestra.core.wire import messages as m
 
 __all__ = ["WRITER", "NullStore", "WriterClient", "dump_dir", "store_enabled", "writer_stuck"]
-
-NO_STORE = ("", "none", "off")
 
 
 def store_enabled(store_uri: str) -> bool:

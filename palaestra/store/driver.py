@@ -88,7 +88,7 @@ class Store:
         self.dialect = scheme.partition("+")[0]
         if scheme == "sqlite":
             self.errors: Any = sqlite3
-        elif scheme == "postgresql+psycopg":
+        elif scheme in ("postgresql+psycopg", "postgresql", "postgres"):  # (psycopg 3's)
             try:
                 import psycopg
             except ImportError as exc:

@@ -35,7 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from palaestra.core.description.config import load_runtime_config
+from palaestra.core.description.config import load_runtime_config, normal_store_uri
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import (
     InvalidInputError,
@@ -259,7 +259,9 @@ def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
     Raises:
         RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or invalid.
     """
-    if store_uri is not None:
+    if isinstance(store_uri, str):
+        return normal_store_uri(store_uri)
+    if store_uri is not None:  # (an engine)
         return store_uri
     return load_runtime_config().store_uri
 

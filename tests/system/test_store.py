@@ -87,6 +87,19 @@ def test_concurrent_runs_share_a_postgresql_store(workspace: Workspace, pg_uri: 
     run_concurrently(workspace, pg_uri)
 
 
+def test_a_postgresql_uri_as_libpq_writes_it_is_a_store(workspace: Workspace, pg_uri: str) -> None:
+    """``postgresql://`` without a driver: the run failed at its store writer, which took only
+    ``postgresql+psycopg://``."""
+    plain = pg_uri.replace("postgresql+psycopg://", "postgresql://", 1)
+    result = workspace.run(
+        "-c", config(workspace, plain), "start", str(EXPERIMENTS / "dummy_run.yml")
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert scalar_rows(pg_uri, "select status from experiment_run_instances") == [("finished",)]
+    shown = workspace.run("-c", config(workspace, plain), "experiment-show", "dummy-run")
+    assert shown.returncode == 0 and "finished" in shown.stdout, shown.stderr
+
+
 RUNS = {
     "dummy_run": "dummy-run",
     "taking_turns_run": "taking-turns-run",

@@ -533,3 +533,38 @@ def test_runtime_config_not_utf8(in_tmp: Path) -> None:
     path.write_bytes(b"store_uri: \xff\xfe\n")
     with pytest.raises(RuntimeConfigError):
         load_runtime_config(str(path), environ={})
+
+
+@pytest.mark.parametrize(
+    ("given", "taken"),
+    [
+        ("postgresql://user@127.0.0.1:5432/test", "postgresql+psycopg://user@127.0.0.1:5432/test"),
+        ("postgres://user@h/db", "postgresql+psycopg://user@h/db"),
+        ("PostgreSQL+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("SQLITE:///Runs.db", "sqlite:///Runs.db"),
+    ],
+)
+def test_a_store_uri_is_taken_as_its_scheme_means(in_tmp: Path, given: str, taken: str) -> None:
+    """``postgresql://`` (as libpq and most tools write it) started the run and failed it at
+    the store writer, which took only ``postgresql+psycopg://``; ``postgres://`` was no
+    database to SQLAlchemy; an upper-case scheme neither."""
+    assert load_runtime_config(environ={"PALAESTRA_STORE_URI": given}).store_uri == taken
+
+
+@pytest.mark.parametrize(
+    ("store_uri", "said"),
+    [
+        ("palaestra.db", "is no store URI (a file: sqlite:///palaestra.db); expected sqlite:///"),
+        ("sqlite:/x.db", "is no store URI; expected sqlite:///<file>"),
+        ("mysql://u@h/db", "palaestra has no store writer for 'mysql'; expected sqlite:///"),
+    ],
+)
+def test_a_store_uri_palaestra_cannot_write_is_refused_before_the_run(
+    in_tmp: Path, store_uri: str, said: str
+) -> None:
+    """These started the run and failed it at the store writer (or at SQLAlchemy's "Could not
+    parse SQLAlchemy URL")."""
+    with pytest.raises(RuntimeConfigError) as refused:
+        load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri})
+    assert said in str(refused.value)
+    assert "postgresql://<user>@<host>:<port>/<database>, or none" in str(refused.value)

@@ -134,12 +134,12 @@ def taken(config: RuntimeConfig) -> RuntimeConfig:
     """``config`` as a run takes it, however it was made (read, or built by a caller of the
     Python API): ``~`` in ``data_path`` and in a SQLite store's path the home directory (SQLite
     and ``os.makedirs`` would make a directory named ``~`` in the working directory), the
-    store URI without the spaces around it, and checked (:func:`check_store_uri`).
+    store URI as :func:`normal_store_uri` writes it, and checked (:func:`check_store_uri`).
 
     Raises:
         RuntimeConfigError: The store would lose the run's results.
     """
-    store_uri = config.store_uri.strip()
+    store_uri = normal_store_uri(config.store_uri)
     scheme, sep, path = store_uri.partition(":///")
     if sep and scheme.startswith("sqlite") and path.startswith("~"):
         store_uri = f"{scheme}:///{os.path.expanduser(path)}"
@@ -147,17 +147,56 @@ def taken(config: RuntimeConfig) -> RuntimeConfig:
     return replace(config, data_path=os.path.expanduser(config.data_path), store_uri=store_uri)
 
 
+NO_STORE = ("", "none", "off")
+"""The ``store_uri`` values that record nothing."""
+STORE_FORMS = (
+    "sqlite:///<file> (from the working directory), sqlite:////<absolute path>, "
+    "postgresql://<user>@<host>:<port>/<database>, or none to record nothing"
+)
+"""The store URIs palaestra takes, in words."""
+_POSTGRES = ("postgres", "postgresql")
+"""PostgreSQL's schemes without a driver, as libpq and most tools write them."""
+
+
+def normal_store_uri(store_uri: str) -> str:
+    """``store_uri`` without the spaces around it, its scheme in lower case (as a URI's is
+    read), and PostgreSQL's plain schemes (``postgresql://``, ``postgres://``) as the driver
+    palaestra uses, psycopg 3 (``postgresql+psycopg://``): the store writer took only that,
+    and SQLAlchemy reads ``postgres://`` as no database at all."""
+    uri = store_uri.strip()
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    scheme = scheme.lower()
+    return f"{'postgresql+psycopg' if scheme in _POSTGRES else scheme}://{rest}"
+
+
 def check_store_uri(store_uri: str) -> None:
-    """Refuse a SQLite store that is not a file: one in memory is the store writer's alone,
-    and ``sqlite://palaestra.db`` (two slashes: a host, not a path) is one too. A run with
-    either finished with exit 0 and its results nowhere.
+    """Refuse a store URI that palaestra cannot write: a text that is no URI, a database it
+    has no writer for, and a SQLite store that is not a file (one in memory is the store
+    writer's alone, and ``sqlite://palaestra.db``, two slashes: a host, not a path, is one
+    too; a run with either finished with exit 0 and its results nowhere).
 
     Raises:
         RuntimeConfigError: Naming the URI and what to write instead.
     """
     scheme, sep, rest = store_uri.partition("://")
-    if not (sep and scheme.lower().partition("+")[0] == "sqlite"):
+    if not sep:
+        if store_uri.strip().lower() in NO_STORE:
+            return
+        a_file = ":" not in store_uri and store_uri.endswith(".db")
+        suggestion = f" (a file: sqlite:///{store_uri})" if a_file else ""
+        raise RuntimeConfigError(
+            f"store_uri {store_uri!r} is no store URI{suggestion}; expected {STORE_FORMS}"
+        )
+    base = scheme.lower().partition("+")[0]
+    if base in _POSTGRES:
         return
+    if base != "sqlite":
+        raise RuntimeConfigError(
+            f"store_uri {store_uri!r}: palaestra has no store writer for {scheme!r}; "
+            f"expected {STORE_FORMS}"
+        )
     path = rest[1:] if rest.startswith("/") else None
     if path is None and rest:
         raise RuntimeConfigError(
