@@ -101,7 +101,11 @@ def plot(
     window = auto_window(series) if smoothing == "auto" else _window(smoothing)
     caption = title or ", ".join(dict.fromkeys(runs))
     try:
-        with written_whole(Path(output)) as partial:
+        image = Path(output)
+        if not image.suffix:  # (PNG, as matplotlib names it: the name says the format)
+            image = image.with_name(image.name + ".png")
+        output = str(image)
+        with written_whole(image) as partial:
             if aggregate or (aggregate is None and is_seed_sweep(overrides)):
                 bands = grouped_bands([smoothed(one, window) for one in series], overrides)
                 drawing.draw(partial, bands=bands, x=x_axis, band=band, title=caption)

@@ -103,6 +103,19 @@ def test_the_command_line_plots_against_steps(curves: Workspace) -> None:
     assert result.stdout == f"Wrote {out} (1 line).\n"
 
 
+def test_an_image_named_without_a_suffix_is_a_png_and_said_so(curves: Workspace) -> None:
+    """``-o curve``: matplotlib wrote ``curve.png`` while the command said "Wrote curve"; the
+    image is now written whole or not at all, under the name it has."""
+    out = curves.path / "curve"
+
+    result = curves.run("plot", "curve-a", "--agent", "learner", "-o", str(out))
+
+    assert result.returncode == 0, result.stderr
+    assert png_size(out.with_name("curve.png")) == (900, 500)
+    assert result.stdout == f"Wrote {out}.png (1 line).\n"
+    assert sorted(p.name for p in curves.path.glob("*curve.*")) == ["curve.png"]
+
+
 def test_reward_series_are_the_store_episodes_in_time_order(curves: Workspace) -> None:
     series = load_series("curve-a", store_uri=curves.store_uri)
 
