@@ -101,9 +101,7 @@ def plot(
     window = auto_window(series) if smoothing == "auto" else _window(smoothing)
     caption = title or ", ".join(dict.fromkeys(runs))
     try:
-        image = Path(output)
-        if not image.suffix:  # (PNG, as matplotlib names it: the name says the format)
-            image = image.with_name(image.name + ".png")
+        image = _image(output)
         output = str(image)
         with written_whole(image) as partial:
             if aggregate or (aggregate is None and is_seed_sweep(overrides)):
@@ -117,6 +115,13 @@ def plot(
         raise InvalidInputError(f"-o {output}: cannot write the image: {exc}") from exc
     smoothed_over = f", smoothed over {window} episodes" if window > 1 else ""
     click.echo(f"Wrote {output} ({what}{smoothed_over}).")
+
+
+def _image(output: str) -> Path:
+    """The image file of ``-o``: a name without a suffix is a PNG's, as matplotlib names it
+    (the name says the format)."""
+    image = Path(output)
+    return image if image.suffix else image.with_name(image.name + ".png")
 
 
 def _window(smoothing: str) -> int:

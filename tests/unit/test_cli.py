@@ -372,10 +372,12 @@ def test_experiment_list_on_a_store_without_tables_is_exit_3(tmp_path: Path) -> 
     assert "Traceback" not in result.output
 
 
-def test_invalid_store_uri_is_exit_3(tmp_path: Path) -> None:
+def test_invalid_store_uri_is_exit_2(tmp_path: Path) -> None:
+    """Invalid input, said as the runtime config is read (it was exit 3, "not a valid
+    database URL", from SQLAlchemy)."""
     result = invoke(["database-create"], env={"PALAESTRA_STORE_URI": "not a url"})
-    assert result.exit_code == 3
-    assert "not a valid database URL" in result.stderr
+    assert result.exit_code == 2
+    assert "store_uri 'not a url' is no store URI; expected sqlite:///<file>" in result.stderr
 
 
 def test_errors_are_red_on_a_terminal_only(tmp_path: Path) -> None:
