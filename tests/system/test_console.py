@@ -105,7 +105,7 @@ def test_a_failed_run_still_fails_with_its_exit_code_on_a_broken_console(
     "args",
     [
         pytest.param(("results", "dummy-run", "--table", "world_states"), id="results"),
-        pytest.param(("experiment-list",), id="experiment-list"),
+        pytest.param(("experiment-list",), id="experiment-list", marks=pytest.mark.slow),
     ],
 )
 def test_a_command_whose_output_is_its_product_fails_on_a_full_file(

@@ -87,6 +87,7 @@ def test_concurrent_runs_share_a_postgresql_store(workspace: Workspace, pg_uri: 
     run_concurrently(workspace, pg_uri)
 
 
+@pytest.mark.slow  # (the forms are tested in one process: test_core_misc.py)
 def test_a_postgresql_uri_as_libpq_writes_it_is_a_store(workspace: Workspace, pg_uri: str) -> None:
     """``postgresql://`` without a driver: the run failed at its store writer, which took only
     ``postgresql+psycopg://``."""
@@ -153,7 +154,8 @@ def _without_dump_id(source: dict | None) -> dict | None:
     return None if source is None else {k: v for k, v in source.items() if k != "brain_state_id"}
 
 
-@pytest.mark.parametrize("then", ["removed", pytest.param("replaced", marks=pytest.mark.slow)])
+@pytest.mark.slow  # (the driver's copy is tested in one process: test_store_writer.py)
+@pytest.mark.parametrize("then", ["removed", "replaced"])
 def test_a_store_file_removed_while_the_run_writes_it_keeps_the_run(
     workspace: Workspace, then: str
 ) -> None:
