@@ -385,12 +385,9 @@ def main() -> None:
     from palaestra.core.supervision.console import guard_console
 
     install_palaestrai_names()  # palaestrai.* maps onto palaestra before any plug-in is imported
-    from palaestra.core.supervision import undertaker
-    from palaestra.core.supervision.reaper import spare
+    from palaestra.core.supervision.reaper import start_undertaker
 
-    watcher = undertaker.start()  # even a SIGKILL of this command leaves no process behind
-    if watcher is not None:
-        spare(watcher)
+    start_undertaker()  # even a SIGKILL of this command leaves no process behind
 
     guard_console()  # a closed or broken console must not decide a run's outcome
     cli(prog_name="palaestra")

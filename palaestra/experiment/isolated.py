@@ -224,12 +224,10 @@ def _watched() -> None:
     a notebook's kernel), its own: a killed kernel, or this executor killed (the OOM killer),
     leaves no process behind, neither palaestra's own stuck in a plug-in's code nor one a
     plug-in started (a simulator, a daemon)."""
-    from palaestra.core.supervision.reaper import spare
+    from palaestra.core.supervision.reaper import start_undertaker
 
     if undertaker.descriptor() is None:
-        watcher = undertaker.start()
-        if watcher is not None:
-            spare(watcher)
+        start_undertaker()
 
 
 def _forget_running_loop() -> None:

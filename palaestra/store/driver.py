@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from palaestra.core.description.config import normal_store_uri
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import from_strict_json, json_text
@@ -82,13 +83,14 @@ class Store:
     """
 
     def __init__(self, uri: str) -> None:
+        uri = normal_store_uri(uri)  # (postgresql:// and postgres:// are psycopg 3's too)
         self.uri = uri
         self.shown = hide_password(uri)
         scheme = uri.partition("://")[0]
         self.dialect = scheme.partition("+")[0]
         if scheme == "sqlite":
             self.errors: Any = sqlite3
-        elif scheme in ("postgresql+psycopg", "postgresql", "postgres"):  # (psycopg 3's)
+        elif scheme == "postgresql+psycopg":
             try:
                 import psycopg
             except ImportError as exc:

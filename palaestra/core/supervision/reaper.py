@@ -25,6 +25,7 @@ import select
 import signal
 
 from palaestra.core import procfs
+from palaestra.core.supervision import undertaker
 from palaestra.core.supervision.start_methods import helper_pids
 
 LOG = logging.getLogger(__name__)
@@ -77,6 +78,14 @@ def describe(pid: int) -> str:
 
 _SPARED: set[int] = set()
 """Children of this process that are no strays (the undertaker: it ends after this one)."""
+
+
+def start_undertaker() -> None:
+    """Start this process's undertaker (:func:`~palaestra.core.supervision.undertaker.start`),
+    which :func:`take_down_strays` leaves to end by itself."""
+    watcher = undertaker.start()
+    if watcher is not None:
+        spare(watcher)
 
 
 def spare(pid: int) -> None:
