@@ -33,7 +33,7 @@ import mmap
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +167,44 @@ class Looks:
     def since(self, mark: float, now: float) -> float:
         """The seconds from ``mark`` to ``now`` that this process saw go by."""
         return now - max(mark, self.resumed)
+
+
+def seen_waits(seconds: float) -> Iterator[float]:
+    """The slices (at most :data:`BEAT_SECONDS` each) to wait in until this process saw
+    ``seconds`` go by: a blocking wait's timeout that a stop of the whole run does not use up
+    (see :class:`Looks`: from a pause on, the time is counted anew)."""
+    looks = Looks(BEAT_SECONDS)
+    began = looks.last
+    while True:
+        left = seconds - looks.since(began, looks.look())
+        if left < 1e-3:  # (a rest lost in rounding would never pass)
+            return
+        yield min(left, BEAT_SECONDS)
+
+
+@contextlib.asynccontextmanager
+async def seen_timeout(seconds: float) -> AsyncIterator[None]:
+    """``asyncio.timeout(seconds)`` counting only the time this process saw go by (see
+    :func:`seen_waits`): a run stopped as a whole (Ctrl-Z and ``fg``) while one of its
+    processes waits for another to start, answer or end is not late for it."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(None) as timeout:
+        slices = seen_waits(seconds)
+        handle: asyncio.Handle
+
+        def look() -> None:
+            nonlocal handle
+            wait = next(slices, None)
+            if wait is None:
+                timeout.reschedule(loop.time())  # (expires now)
+            else:
+                handle = loop.call_later(wait, look)
+
+        handle = loop.call_soon(look)
+        try:
+            yield
+        finally:
+            handle.cancel()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from palaestra.agent.conductor import AgentConductor
+from palaestra.core import liveness
 from palaestra.core.description import limits, names
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.seeds import derive_seed
@@ -584,7 +585,7 @@ class ExperimentRun(Component):
                     instance_id=self.instance_id or 0, status=status, reason=reason
                 )
                 try:
-                    async with asyncio.timeout(limits.STORE_END_TIMEOUT):
+                    async with liveness.seen_timeout(limits.STORE_END_TIMEOUT):
                         await self.runtime.request(WRITER, request)
                     return
                 except TimeoutError:

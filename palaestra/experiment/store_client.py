@@ -10,12 +10,12 @@ by another connection, or simply stuck).
 
 from __future__ import annotations
 
-import asyncio
 import glob
 import os
 import sqlite3
 from typing import Any
 
+from palaestra.core import liveness
 from palaestra.core.description.config import NO_STORE
 from palaestra.core.description.name_rules import check_inside, dump_file_name, path_part
 from palaestra.core.description.names import WRITER
@@ -68,7 +68,7 @@ class WriterClient:
 
     async def ask(self, request: m.Msg) -> Any:
         try:
-            async with asyncio.timeout(self.timeout):
+            async with liveness.seen_timeout(self.timeout):
                 return await self.runtime.request(WRITER, request)
         except TimeoutError:
             self.unresponsive = True

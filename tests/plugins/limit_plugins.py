@@ -1,11 +1,12 @@
-"""Plug-ins for the limit tests: a slow constructor, a slow teardown, and an environment that
-waits for a gate."""
+"""Plug-ins for the limit tests: a slow constructor, one that waits for a gate, a slow teardown,
+and an environment that waits for a gate."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from palaestra.agent import DummyBrain
@@ -18,6 +19,20 @@ class SlowBrain(DummyBrain):
 
     def __init__(self, seconds: float = 1.0, **params: Any) -> None:
         time.sleep(float(seconds))  # the behaviour under test, not a synchronisation
+        super().__init__(**params)
+
+
+class GatedBrain(DummyBrain):
+    """A DummyBrain whose constructor, once begun (it creates ``<folder>/starting``), waits
+    until the file ``<folder>/go`` exists (60 s at most; the folder: the working directory by
+    default): a test holds a phase's start there."""
+
+    def __init__(self, folder: str = ".", **params: Any) -> None:
+        gate = Path(folder)
+        (gate / "starting").touch()
+        deadline = time.monotonic() + 60.0
+        while not (gate / "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)  # (polls the file the test creates)
         super().__init__(**params)
 
 

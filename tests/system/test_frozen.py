@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import Workspace, slow_after
 from tests.system.test_failure_matrix import count, finish, pid_of, poll
+from tests.system.test_limits import DUMMY_BRAIN
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -203,3 +204,25 @@ def test_a_run_stopped_and_continued_as_a_whole_goes_on(workspace: Workspace) ->
     assert code == 130, err[-3000:]
     assert "Traceback" not in err and "Frozen" not in err and "did not answer" not in err
     assert workspace.instance_status() == ("cancelled", "interrupted by SIGINT")
+
+
+@pytest.mark.slow
+def test_a_run_stopped_as_a_whole_while_a_phase_starts_goes_on(workspace: Workspace) -> None:
+    """Ctrl-Z and ``fg`` while a phase's processes start (a Brain loading its model, say), the
+    stop longer than ``start_timeout``: nobody was late, so the run goes on and finishes (it
+    failed: "Brain-defender, Muscle-defender-0 did not start within 4 s")."""
+    (workspace.path / "palaestra-runtime.yaml").write_text("start_timeout: 4\n")
+    run_file = workspace.variant(
+        "dummy_run.yml", (DUMMY_BRAIN, "brain: {name: limit_plugins:GatedBrain, params: {}}")
+    )
+    proc = workspace.start("experiment-start", str(run_file))
+    assert poll(lambda: (workspace.path / "starting").exists(), 60, proc), proc.communicate()
+
+    os.killpg(proc.pid, signal.SIGSTOP)  # (the command leads its own process group)
+    time.sleep(6.0)  # (how long it stays stopped, past start_timeout: nothing runs to wait on)
+    os.killpg(proc.pid, signal.SIGCONT)
+    (workspace.path / "go").touch()
+    code, err, _ = finish(proc, time.monotonic())
+    assert code == 0, err[-3000:]
+    assert "did not start" not in err and "Traceback" not in err
+    assert workspace.instance_status()[0] == "finished"

@@ -3,6 +3,7 @@ process: the marks are written here, the judge reads them with a clock of its ow
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -85,6 +86,47 @@ def test_silence_while_the_judge_itself_did_not_run_is_nobodys(marks: liveness.J
     assert marks.verdict("Muscle-a-0", pid, now=resumed + 1.9) is None
     verdict = marks.verdict("Muscle-a-0", pid, now=resumed + 2.5)
     assert verdict is not None and verdict.kind == "Stuck"
+
+
+def test_a_wait_counts_only_the_time_its_process_saw_go_by(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A blocking wait's timeout in slices: a slice that ends far later than due means that
+    the waiting process did not run (the whole run was stopped and continued); the time is
+    then counted anew from when it went on."""
+    clock = [100.0]
+    monkeypatch.setattr(liveness, "_monotonic", lambda: clock[0])
+    waits = liveness.seen_waits(0.6)
+    assert next(waits) == liveness.BEAT_SECONDS
+    clock[0] += 0.25
+    assert next(waits) == liveness.BEAT_SECONDS
+    clock[0] += 30.0  # (stopped)
+    slices = []
+    for wait in waits:
+        slices.append(wait)
+        clock[0] += wait
+    assert slices == pytest.approx([0.25, 0.25, 0.1])  # 0.6 s from the resume, not 0.35
+
+
+def test_a_timeout_of_the_control_loop_counts_only_what_it_saw() -> None:
+    """``seen_timeout`` expires as ``asyncio.timeout`` does, except that time in which its
+    loop did not run (here blocked, as a stopped process's is) is nobody's delay."""
+
+    async def blocked_for_longer_than_the_timeout() -> None:
+        async with liveness.seen_timeout(0.5):
+            await asyncio.sleep(0.05)
+            time.sleep(liveness.PAUSE_SECONDS + 0.5)  # the behaviour under test: no loop
+            await asyncio.sleep(0.3)
+
+    async def waits_too_long() -> None:
+        async with liveness.seen_timeout(0.3):
+            await asyncio.sleep(30)
+
+    asyncio.run(blocked_for_longer_than_the_timeout())
+    began = time.monotonic()
+    with pytest.raises(TimeoutError):
+        asyncio.run(waits_too_long())
+    assert 0.3 <= time.monotonic() - began < 10
 
 
 def test_a_stopped_process_is_named_stopped_also_in_a_store_call(tmp_path: Path) -> None:

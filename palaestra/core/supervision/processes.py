@@ -40,6 +40,7 @@ import aiomultiprocess
 import msgspec
 from aiomultiprocess.types import Unit
 
+from palaestra.core import liveness
 from palaestra.core.supervision import interrupts, undertaker
 from palaestra.core.supervision.console import guard_console
 from palaestra.core.supervision.esm import ChildExit, Component
@@ -486,7 +487,8 @@ class Supervisor:
             return True
         gathered = asyncio.gather(*pending)
         try:
-            await asyncio.wait_for(gathered, timeout)
+            async with liveness.seen_timeout(timeout):  # (a whole run's stop: not late)
+                await gathered
         except TimeoutError:
             return False
         finally:  # a wait cancelled from outside (a failed run's teardown) leaves it unread

@@ -9,6 +9,7 @@ exit 0 when FINISHED, 1 with a :class:`~palaestra.core.wire.messages.Failed` sen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing.connection
 import signal
@@ -243,8 +244,10 @@ class Runtime:
         """The endpoints each child announced; raises if one ended, or is late: then the error
         names the late children and ``setting``, the runtime-config key of ``timeout``."""
         futures = [c.ready for c in children]
-        _, pending = await asyncio.wait(futures, timeout=timeout)
-        if pending:
+        with contextlib.suppress(TimeoutError):
+            async with liveness.seen_timeout(timeout):  # (a run stopped as a whole: not late)
+                await asyncio.wait(futures)
+        if not all(f.done() for f in futures):
             late = [c.name for c in children if not c.ready.done()]
             raise timeout_error(late, "start", timeout, setting)
         return [f.result() for f in futures]
@@ -358,7 +361,7 @@ class Runtime:
         stops as on a clean stop (pushing its last rows), within ``STOP_TIMEOUT``. Most
         failures are a peer's (it stopped answering), not this process's own."""
         try:
-            async with asyncio.timeout(limits.STOP_TIMEOUT):
+            async with liveness.seen_timeout(limits.STOP_TIMEOUT):
                 await self.component.close()
         except Exception as exc:  # noqa: BLE001 - best effort: the failure is reported already
             LOG.debug("%s: could not hand over its last rows: %r", self.name, exc)
@@ -401,7 +404,7 @@ class Runtime:
         assert self.parent is not None
         await self.parent.send(m.encode(m.Failed(error=error)))
         try:
-            async with asyncio.timeout(limits.ACK_TIMEOUT):
+            async with liveness.seen_timeout(limits.ACK_TIMEOUT):
                 await self.parent.recv()
         except TimeoutError:
             LOG.debug("%s: parent did not acknowledge the failure report", self.name)
@@ -469,7 +472,7 @@ class _FailedStart:
         links.connect(sock, self.spec.parent_endpoint)
         await sock.send(m.encode(m.Failed(error=error_info(self.spec.name, self.exc))))
         try:
-            async with asyncio.timeout(limits.ACK_TIMEOUT):
+            async with liveness.seen_timeout(limits.ACK_TIMEOUT):
                 await sock.recv()
         except TimeoutError:
             pass
