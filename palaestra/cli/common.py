@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import shlex
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
@@ -82,6 +84,19 @@ def _file_of(uri: str) -> str:
     if database in ("", ":memory:") or database.startswith("file:") or os.path.isabs(database):
         return ""
     return f" (the file {os.path.abspath(database)})"
+
+
+@contextlib.contextmanager
+def utf8_stdout() -> Iterator[TextIO]:
+    """Standard output as UTF-8 text, the encoding of the files the commands write, also where
+    the locale's is another (latin-1, ASCII): rows piped to a file are those ``-o`` writes."""
+    sys.stdout.flush()
+    stream = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="")
+    try:
+        yield stream
+    finally:
+        stream.flush()
+        stream.detach()  # (the buffer stays standard output's)
 
 
 @contextlib.contextmanager

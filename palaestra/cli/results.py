@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.common import State, written_whole
+from palaestra.cli.common import State, utf8_stdout, written_whole
 from palaestra.cli.formatting import number, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
@@ -308,6 +308,8 @@ def _loaded_from(loaded: dict[str, Any] | None) -> str:
 
 
 def _rewards_table(rewards: Rows, trends: Rows) -> Table:
+    from palaestra.report.trend import for_console
+
     sparklines = {(row["phase"], row["agent"]): row["sparkline"] for row in trends}
     table = _table("phase", "agent", "episodes", "mean", "min", "max", "trend")
     table.title = "Episode rewards"
@@ -317,7 +319,7 @@ def _rewards_table(rewards: Rows, trends: Rows) -> Table:
             row["agent"],
             str(row["episodes"]),
             *(number(row[name]) for name in ("mean", "min", "max")),
-            sparklines.get((row["phase"], row["agent"]), ""),  # palaestra.report.trend
+            for_console(sparklines.get((row["phase"], row["agent"]), ""), sys.stdout.encoding),
         )
     return table
 
@@ -386,7 +388,8 @@ def results(
     if fmt == "parquet":
         _write_parquet(found, output)
     elif output is None:
-        _write_text(found, fmt, sys.stdout)
+        with utf8_stdout() as stream:  # (the bytes -o writes, whatever the locale's encoding)
+            _write_text(found, fmt, stream)
     else:
         _write_file(found, fmt, output)
     if output is not None:

@@ -10,6 +10,8 @@ from palaestra.store.rows import Row, Rows, StoreURI
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 """The eight heights of a sparkline, lowest first."""
+_IN_ASCII = str.maketrans(BLOCKS, "_.-:=+*#")
+"""The heights in ASCII, for a console whose encoding lacks the blocks (latin-1, ASCII)."""
 WIDTH = 16
 """The width of a trend's sparkline unless asked (``experiment-show``'s)."""
 GAP = " "
@@ -62,6 +64,16 @@ def sparkline(values: Sequence[float], width: int) -> str:
         else:
             out.append(BLOCKS[round((value - low) / (high - low) * top)])
     return "".join(out)
+
+
+def for_console(line: str, encoding: str | None) -> str:
+    """A sparkline as a console of ``encoding`` can show it: in ASCII (``_.-:=+*#``) where
+    that lacks the blocks."""
+    try:
+        BLOCKS.encode(encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return line.translate(_IN_ASCII)
+    return line
 
 
 def reward_trend(

@@ -121,3 +121,47 @@ def test_a_command_whose_output_is_its_product_fails_on_a_full_file(
     assert err == "Error: standard output: No space left on device: the output is incomplete\n"
     code, err = start(workspace, "broken", "pipe", *args)
     assert (code, err) == (0, "")
+
+
+def ascii_console(workspace: Workspace, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``palaestra *args`` on a console whose encoding is ASCII (as a latin-1 locale lacks the
+    box drawing, ASCII lacks every accent)."""
+    env = workspace.env() | {"PYTHONIOENCODING": "ascii"}
+    return subprocess.run(
+        [sys.executable, "-m", "palaestra", *args],
+        cwd=workspace.path,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_names_a_console_cannot_encode_neither_fail_a_run_nor_change_its_rows(
+    workspace: Workspace,
+) -> None:
+    """A run and an agent named with an umlaut on an ASCII console: the run finished, and the
+    command failed at its summary with a UnicodeEncodeError traceback (exit 1); so did
+    ``experiment-list`` and ``experiment-show`` (its sparkline of blocks, whatever the names),
+    and ``results`` to standard output. The rows piped out are those ``-o`` writes, in
+    UTF-8."""
+    run_file = workspace.variant(
+        "dummy_run.yml", ("uid: dummy-run", "uid: dummy-rün"), ("name: defender", "name: abwehrö")
+    )
+    for args in (
+        ("experiment-start", str(run_file)),
+        ("experiment-list",),
+        ("experiment-show", "dummy-rün"),
+    ):
+        done = ascii_console(workspace, *args)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        assert b"Traceback" not in done.stderr + done.stdout
+    assert workspace.instance_status() == ("finished", "")
+    assert b"dummy-r\\xfcn" in done.stdout and b"abwehr\\xf6" in done.stdout
+    assert b"|:    " in done.stdout  # (the trend of one episode a phase, in ASCII)
+
+    piped = ascii_console(workspace, "results", "dummy-rün")
+    assert piped.returncode == 0, piped.stderr.decode()
+    assert ascii_console(workspace, "results", "dummy-rün", "-o", "rows.csv").returncode == 0
+    assert piped.stdout == (workspace.path / "rows.csv").read_bytes()
+    assert "abwehrö".encode() in piped.stdout

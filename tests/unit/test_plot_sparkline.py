@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from palaestra.report.trend import BLOCKS, binned, sparkline
+from palaestra.report.trend import BLOCKS, binned, for_console, sparkline
 
 
 def test_one_block_per_value_from_lowest_to_highest() -> None:
@@ -29,3 +29,9 @@ def test_gaps_flat_lines_and_nothing() -> None:
     assert sparkline([], 5) == ""
     with pytest.raises(ValueError, match="at least 1 character"):
         sparkline([1.0], 0)
+
+
+def test_a_sparkline_on_a_console_without_the_blocks_is_in_ascii() -> None:
+    line = sparkline([0, 1, 2, 3, 4, 5, 6, 7, math.nan], 9)
+    assert for_console(line, "utf-8") == line == BLOCKS + " "
+    assert for_console(line, "ascii") == for_console(line, "latin-1") == "_.-:=+*# "

@@ -5,12 +5,15 @@ sets ``sys.stdout`` to None, and the next file or socket opened would take descr
 ``palaestra experiment-start run.yml | head -1`` leaves a pipe whose reader is gone, so every
 write raises ``BrokenPipeError``; a terminal that hung up (an ssh connection dropped) answers
 every write with ``EIO``; output sent to a file on a full disk (or past a quota, or a file size
-limit) is refused with ``ENOSPC``, ``EDQUOT`` or ``EFBIG``. None may change the outcome of a
-run, which is told by the exit code and the store. :func:`guard_console` puts ``/dev/null`` on
-closed descriptors 0 to 2, and gives ``sys.stdout`` and ``sys.stderr`` a writer that, once its
-reader is gone or its file full, sends the rest of the output to ``/dev/null`` instead of
-raising. Children forked afterwards inherit both. Where the output is the command's product
-(not a run's log), a full file fails the command as it ends (:func:`output_lost`).
+limit) is refused with ``ENOSPC``, ``EDQUOT`` or ``EFBIG``; a character the console's encoding
+lacks (a run named ``dummy-rün`` on an ASCII console, a table's box drawing on a latin-1 one)
+raises ``UnicodeEncodeError``. None may change the outcome of a run, which is told by the exit
+code and the store. :func:`guard_console` puts ``/dev/null`` on closed descriptors 0 to 2, and
+gives ``sys.stdout`` and ``sys.stderr`` a writer that, once its reader is gone or its file
+full, sends the rest of the output to ``/dev/null`` instead of raising, and that writes a
+character its encoding lacks as its escape (``\\xfc``). Children forked afterwards inherit
+both. Where the output is the command's product (not a run's log), a full file fails the
+command as it ends (:func:`output_lost`).
 """
 
 from __future__ import annotations
@@ -110,11 +113,18 @@ def _tolerant(stream: TextIO | None, fd: int, *, write_through: bool) -> TextIO:
     wrapped = io.TextIOWrapper(
         io.BufferedWriter(_Tolerant(fd)),
         encoding=getattr(stream, "encoding", None) or "utf-8",
-        errors=getattr(stream, "errors", None) or "backslashreplace",
+        errors=_never_strict(getattr(stream, "errors", None)),
         line_buffering=bool(getattr(stream, "line_buffering", True)),
         write_through=write_through,
     )
     return wrapped
+
+
+def _never_strict(errors: str | None) -> str:
+    """A stream's error handler, except that a character its encoding lacks (a locale's
+    latin-1 or ASCII, ``PYTHONIOENCODING``) is written as its escape, ``\\xfc``, instead of
+    failing the command (with the run over, at its summary): as Python writes stderr."""
+    return "backslashreplace" if errors in (None, "strict") else errors
 
 
 def _tell(text: str) -> None:
