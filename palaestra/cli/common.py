@@ -33,6 +33,9 @@ class State:
         self.config_path = config_path
         self.verbosity = verbosity
         self._config: RuntimeConfig | None = None
+        # where relative paths (a SQLite store's) lead: the working directory may be removed
+        # while a run goes on (a temporary folder cleaned up); its store is kept there
+        self.started_in = os.getcwd()
 
     @property
     def config(self) -> RuntimeConfig:
@@ -63,7 +66,8 @@ def where_to_look(state: State, run_uid: str) -> str:
     run = shlex.quote(run_uid)
     return "\n".join(
         [
-            f"Results are in the store {hide_password(uri)}{_file_of(uri)}. Look at them with:",
+            f"Results are in the store {hide_password(uri)}{_file_of(uri, state.started_in)}. "
+            "Look at them with:",
             f"  {prefix} experiment-show {run}",
             f"  {prefix} results {run} --table episode_rewards -o rewards.csv",
             f"  {prefix} plot {run} -o curve.png",
@@ -71,8 +75,9 @@ def where_to_look(state: State, run_uid: str) -> str:
     )
 
 
-def _file_of(uri: str) -> str:
-    """`` (the file /abs/path)`` for an SQLite store given by a relative path; else empty.
+def _file_of(uri: str, cwd: str) -> str:
+    """`` (the file /abs/path)`` for an SQLite store given by a path relative to ``cwd``; else
+    empty.
 
     Parsed by hand (``sqlite[+driver]:///path[?query]``), not by SQLAlchemy, whose import
     would cost every run's end about 0.3 s.
@@ -83,7 +88,7 @@ def _file_of(uri: str) -> str:
     database = rest[1:].partition("?")[0]
     if database in ("", ":memory:") or database.startswith("file:") or os.path.isabs(database):
         return ""
-    return f" (the file {os.path.abspath(database)})"
+    return f" (the file {os.path.normpath(os.path.join(cwd, database))})"
 
 
 @contextlib.contextmanager

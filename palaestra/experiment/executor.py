@@ -124,6 +124,14 @@ def _placed(
             start_methods.stop_fork_server()  # the next run's starts with its environment
 
 
+def _where_it_began(config: RuntimeConfig) -> str:
+    """The run's ``data_path``, absolute where the run is local: its dumps go where it began,
+    also if its working directory is removed while it runs (a temporary folder cleaned up; the
+    store's file is kept at its path, see :meth:`palaestra.store.driver.Store.kept`). On Ray
+    a relative one is each Brain's node's."""
+    return config.data_path if config.backend == "ray" else os.path.abspath(config.data_path)
+
+
 def writable_data_path(data_path: str) -> None:
     """Make ``data_path`` if it is not there, and make sure this process may write in it:
     every Brain writes its dumps below it, the first at its first episode's end (which may be
@@ -187,7 +195,7 @@ async def _execute(
         names.EXPERIMENT_RUN,
         run=run,
         store_uri=config.store_uri,
-        data_path=config.data_path,
+        data_path=_where_it_began(config),
         answer_timeout=config.answer_timeout,
         start_timeout=config.start_timeout,
         stop_timeout=config.stop_timeout,

@@ -195,3 +195,41 @@ def test_a_store_file_removed_while_the_run_writes_it_keeps_the_run(
         (steps,) = conn.execute("select count(*) from world_states").fetchone()
     assert statuses == [("finished",)]
     assert steps == 2 * 3000  # (both phases, every step)
+
+
+@pytest.mark.slow
+def test_a_run_whose_working_directory_is_removed_keeps_its_store_and_dumps(
+    workspace: Workspace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A temporary folder cleaned up, or ``rm -rf`` of the experiment's folder, while a run in
+    it goes on: the run failed as its next phase began (``FileNotFoundError``, resolving the
+    folder of its dumps; exit 1) and its end with a traceback. The dumps and the store's file
+    go to the folder's path again, as the store's file alone did."""
+    import shutil
+    import sqlite3
+    import time
+
+    from tests.system.test_failure_matrix import finish, pid_of, poll
+    from tests.system.test_limits import DUMMY_ENV
+
+    gate = tmp_path_factory.mktemp("gate") / "gate"  # (outside the folder removed)
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, "name: limit_plugins:GatedEnvironment"),
+        ("max_iter: 10}", f"max_iter: 10, gate: '{gate}'}}"),
+    )
+    proc = workspace.start("experiment-start", str(run_file))
+    assert poll(lambda: pid_of(workspace, "Environment-myenv-0"), 30, proc)  # (at its gate)
+    shutil.rmtree(workspace.path)
+    gate.touch()
+    code, err, _ = finish(proc, time.monotonic())
+
+    assert code == 0, err[-3000:]
+    assert "Traceback" not in err
+    with sqlite3.connect(workspace.store) as conn:
+        statuses = conn.execute("select status from experiment_run_instances").fetchall()
+        (steps,) = conn.execute("select count(*) from world_states").fetchone()
+    assert statuses == [("finished",)]
+    assert steps == 2 * 10
+    dumps = sorted(p.parent.name for p in (workspace.path / "_outputs").rglob("*.bin"))
+    assert dumps == ["0-phase_0", "0-phase_0", "1-phase_1", "1-phase_1"]
