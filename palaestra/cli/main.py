@@ -298,8 +298,11 @@ def _run_all(
 
     worst = EXIT_INVALID_INPUT if failed else 0
     for run in runs:
-        with watching(run, sys.stdout, quiet=quiet) as on_episode:
-            outcome = execute(run, state.config, on_episode=on_episode, placement=early)
+        with watching(run, sys.stdout, quiet=quiet) as watcher:
+            on_phase = watcher.phase_begins if watcher is not None else None
+            outcome = execute(
+                run, state.config, on_episode=watcher, on_phase=on_phase, placement=early
+            )
         if early is not None:
             early.close()  # (if the run ended before it started its writer)
         take_down_strays("Executor")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
@@ -34,8 +34,6 @@ PLAIN_LINES = 10
 """About how many progress lines a phase prints when not on a terminal."""
 REFRESH_S = 0.1
 """The least time between two redraws of the live display."""
-
-OnEpisode = Callable[["EpisodeEnded"], None]
 
 
 @dataclass
@@ -154,36 +152,39 @@ class Watcher:
 
     def __init__(self, run: RunSpec) -> None:
         self.tally = RunTally(run)
-        self.current = -1  # the index of the phase shown as running
+        self.shown = -1  # the index of the last phase shown to begin
+        self.running = False  # it is shown as running
 
     def __call__(self, event: EpisodeEnded) -> None:
         phase = self.tally.add(event)
         if phase is None:
             return
-        while self.current < phase.index:  # phases that ended early or had no episode
-            self._advance()
+        self.phase_begins(phase.index)  # (where the executor did not tell it)
         self.episode_ended(phase)
-        if phase.complete and phase.index == self.current:
-            self._advance()
+        if phase.complete and phase.index == self.shown:
+            self._end_shown()
 
     def start(self) -> None:
-        """The run begins: its first phase starts."""
-        self._advance()
+        """The run begins (a phase is shown once it begins: :meth:`phase_begins`)."""
+
+    def phase_begins(self, index: int) -> None:
+        """Phase ``index`` begins (the executor starts its processes): the phase shown ends,
+        this one is shown. A run refused before it began shows no phase."""
+        if not self.shown < index < len(self.tally.phases):
+            return
+        self._end_shown()
+        self.shown, self.running = index, True
+        self.phase_started(self.tally.phases[index])
 
     def close(self) -> None:
         """The run is over (finished, failed or interrupted): end the phase shown, summarise."""
-        if 0 <= self.current < len(self.tally.phases):
-            self.phase_ended(self.tally.phases[self.current])
-        self.current = len(self.tally.phases)
+        self._end_shown()
         self.summarise()
 
-    def _advance(self) -> None:
-        phases = self.tally.phases
-        if 0 <= self.current < len(phases):
-            self.phase_ended(phases[self.current])
-        self.current += 1
-        if self.current < len(phases):
-            self.phase_started(phases[self.current])
+    def _end_shown(self) -> None:
+        if self.running:
+            self.running = False
+            self.phase_ended(self.tally.phases[self.shown])
 
     def phase_started(self, phase: PhaseTally) -> None:
         """Show that ``phase`` starts."""
@@ -462,9 +463,10 @@ def make_watcher(run: RunSpec, stream: TextIO, *, quiet: bool = False) -> Watche
 
 
 @contextmanager
-def watching(run: RunSpec, stream: TextIO, *, quiet: bool = False) -> Iterator[OnEpisode | None]:
-    """Watch ``run`` while the block runs: yields the ``on_episode`` callback (None if quiet);
-    the summary comes when the block ends, however it ends."""
+def watching(run: RunSpec, stream: TextIO, *, quiet: bool = False) -> Iterator[Watcher | None]:
+    """Watch ``run`` while the block runs: yields the watcher (None if quiet), the executor's
+    ``on_episode`` and (its :meth:`~Watcher.phase_begins`) ``on_phase``; the summary comes when
+    the block ends, however it ends."""
     watcher = make_watcher(run, stream, quiet=quiet)
     if watcher is None:
         yield None

@@ -70,8 +70,9 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     )
     configure_child_logging("Executor", logging.getLevelName(config.log_level.upper()))
     become_subreaper()
-    with watching(plan.run, sys.stdout, quiet=quiet) as on_episode:
-        outcome = execute(plan.run, config, on_episode=on_episode, resume=plan.at)
+    with watching(plan.run, sys.stdout, quiet=quiet) as watcher:
+        on_phase = watcher.phase_begins if watcher is not None else None
+        outcome = execute(plan.run, config, on_episode=watcher, on_phase=on_phase, resume=plan.at)
     take_down_strays("Executor")
     if outcome.exit_code == 0:
         click.echo(f"Run '{run}' finished (instance {outcome.instance_uid}).")

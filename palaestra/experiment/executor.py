@@ -54,6 +54,7 @@ def execute(
     config: RuntimeConfig,
     *,
     on_episode: Callable[[EpisodeEnded], None] | None = None,
+    on_phase: Callable[[int], None] | None = None,
     resume: ResumeAt | None = None,
     placement: Placement | None = None,
     host: Host | None = None,
@@ -71,6 +72,9 @@ def execute(
             not say) and ``rewards`` (each agent's episode reward by name). Keep it quick: the
             run's control messages wait while it runs. An exception it raises is logged, never
             fatal to the run.
+        on_phase: Called likewise with a phase's index as the phase begins (it is recorded,
+            its processes start); a run refused before (its store unusable, say) calls it
+            never.
         resume: Where the new instance continues an interrupted one (``experiment-resume``);
             None: from the start.
         placement: Where the run's processes run, process by process (see
@@ -92,13 +96,17 @@ def execute(
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     with spinning(config.spin_us):  # (before a fork server or a Ray actor takes the variable)
-        return _placed(run, config, on_episode, resume, placement, host)
+        return _placed(run, config, (on_episode, on_phase), resume, placement, host)
+
+
+Watch = tuple[Callable[[EpisodeEnded], None] | None, Callable[[int], None] | None]
+"""What the caller watches a run with: ``on_episode`` and ``on_phase`` (see :func:`execute`)."""
 
 
 def _placed(
     run: RunSpec,
     config: RuntimeConfig,
-    on_episode: Callable[[EpisodeEnded], None] | None,
+    watch: Watch,
     resume: ResumeAt | None,
     placement: Placement | None,
     host: Host | None,
@@ -115,10 +123,8 @@ def _placed(
 
             with ray_placement(run, config) as on_ray:  # exit 2 or 3 before anything starts
                 network = network or on_ray.network  # links across the nodes' hosts, if any
-                return asyncio.run(
-                    _execute(run, config, on_episode, resume, method, on_ray, network)
-                )
-        return asyncio.run(_execute(run, config, on_episode, resume, method, placement, network))
+                return asyncio.run(_execute(run, config, watch, resume, method, on_ray, network))
+        return asyncio.run(_execute(run, config, watch, resume, method, placement, network))
     finally:
         if method == start_methods.FORKSERVER:
             start_methods.stop_fork_server()  # the next run's starts with its environment
@@ -182,7 +188,7 @@ def plugin_modules(run: RunSpec) -> list[str]:
 async def _execute(
     run: RunSpec,
     config: RuntimeConfig,
-    on_episode: Callable[[EpisodeEnded], None] | None,
+    watch: Watch,
     resume: ResumeAt | None = None,
     method: str = start_methods.FORK,
     placement: Placement | None = None,
@@ -200,7 +206,8 @@ async def _execute(
         start_timeout=config.start_timeout,
         stop_timeout=config.stop_timeout,
         store_timeout=config.store_timeout,
-        on_episode=on_episode,
+        on_episode=watch[0],
+        on_phase=watch[1],
         resume=resume,
     )
     runtime = Runtime(

@@ -122,6 +122,7 @@ class ExperimentRun(Component):
             :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends (phase
             index, worker, episode, times, steps, how it ended, rewards by agent); an exception
             it raises is logged and the run goes on.
+        on_phase: Called likewise with a phase's index as the phase begins.
         resume: Where a resumed instance starts (None: at the beginning).
     """
 
@@ -137,11 +138,13 @@ class ExperimentRun(Component):
         stop_timeout: float = limits.STOP_TIMEOUT,
         store_timeout: float = limits.STORE_TIMEOUT,
         on_episode: Callable[[m.EpisodeEnded], None] | None = None,
+        on_phase: Callable[[int], None] | None = None,
         resume: ResumeAt | None = None,
     ) -> None:
         super().__init__(name)
         self.resume = resume
         self.on_episode = on_episode
+        self.on_phase = on_phase
         self.answer_timeout = answer_timeout
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -203,6 +206,7 @@ class ExperimentRun(Component):
         self.instance_id = ids.ids["instance"]
         for spec in self.run.phases[self.resume.phase if self.resume else 0 :]:
             LOG.info("phase %d (%s) begins", spec.index, spec.name)
+            self._phase_begins(spec.index)
             phase = await self._start_phase(spec)
             await self._play(phase)
             await self._stop_phase(phase)
@@ -211,6 +215,15 @@ class ExperimentRun(Component):
 
     async def _store(self, request: m.Msg) -> Any:
         return await self.store.ask(request)
+
+    def _phase_begins(self, index: int) -> None:
+        """Tell :attr:`on_phase` (its failure is only logged)."""
+        if self.on_phase is None:
+            return
+        try:
+            self.on_phase(index)
+        except Exception:  # a progress display must not fail the run
+            LOG.exception("on_phase failed for phase %d", index)
 
     @on(m.EpisodeRows)
     def handle_episodes_ended(self, message: m.EpisodeRows) -> None:

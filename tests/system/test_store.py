@@ -47,6 +47,7 @@ def test_an_unreachable_store_exits_3_naming_it(workspace: Workspace) -> None:
     assert result.returncode == 3
     assert "cannot open the store" in result.stderr and "127.0.0.1:1" in result.stderr
     assert "Traceback" not in result.stderr
+    assert "phase" not in result.stdout  # (it said the phase started and ended, with nothing)
 
 
 EXPECTED = {  # run uid -> (world_states, muscle_actions) rows

@@ -139,26 +139,59 @@ def test_plain_lines_of_a_phase_that_ends_early_and_of_an_interrupted_run() -> N
 
 def test_a_run_without_episodes_prints_no_summary() -> None:
     out = io.StringIO()
-    with watching(run_spec((2, 1)), out) as on_episode:
-        assert on_episode is not None
+    with watching(run_spec((2, 1)), out) as watcher:
+        assert watcher is not None
+        watcher.phase_begins(0)
     assert out.getvalue().splitlines() == [
         "phase 0 'p0' (train) started: 2 episodes (2 x 1 workers)",
         "phase 0 'p0' (train) ended: 0/2 episodes, 0 steps in - (- steps/s)",
     ]
 
 
+def test_a_run_refused_before_it_began_shows_no_phase() -> None:
+    """An unusable store (a PostgreSQL server down): "phase 0 ... started" and "ended: 0/1
+    episodes" came before the error, of a phase that never began."""
+    out = io.StringIO()
+    with watching(run_spec((2, 1)), out):
+        pass
+    assert out.getvalue() == ""
+
+
+def test_phases_are_shown_as_they_begin_also_a_resumed_run_s() -> None:
+    """A phase is shown when the executor begins it, not when the one before it had its last
+    episode; a resumed run (at phase 2) shows none of the phases before; a late episode of an
+    earlier phase counts there without showing it again."""
+    out = io.StringIO()
+    with watching(run_spec((1, 1), (1, 1), (2, 1), (1, 1)), out) as watcher:
+        assert watcher is not None
+        watcher.phase_begins(2)
+        watcher(episode(2, 1, a=1.0))
+        watcher(episode(1, 1, a=1.0))  # (late: of a phase that ended)
+        watcher(episode(2, 2, a=1.0))
+        assert out.getvalue().splitlines()[-1].startswith("phase 2 'p2' (test) ended: 2/2")
+        watcher.phase_begins(3)
+    lines = [line.split(":")[0] for line in out.getvalue().splitlines()]
+    assert [line for line in lines if line.endswith(("started", "ended"))] == [
+        "phase 2 'p2' (test) started",
+        "phase 2 'p2' (test) ended",
+        "phase 3 'p3' (test) started",
+        "phase 3 'p3' (test) ended",
+    ]
+
+
 def test_quiet_watches_nothing() -> None:
     out = io.StringIO()
-    with watching(run_spec((2, 1)), out, quiet=True) as on_episode:
-        assert on_episode is None
+    with watching(run_spec((2, 1)), out, quiet=True) as watcher:
+        assert watcher is None
     assert out.getvalue() == ""
 
 
 def test_events_of_unknown_phases_are_ignored() -> None:
     out = io.StringIO()
-    with watching(run_spec((2, 1)), out) as on_episode:
-        assert on_episode is not None
-        on_episode(episode(5, 1, a=1.0))
+    with watching(run_spec((2, 1)), out) as watcher:
+        assert watcher is not None
+        watcher.phase_begins(0)
+        watcher(episode(5, 1, a=1.0))
     assert "0/2 episodes" in out.getvalue()
 
 
