@@ -165,3 +165,20 @@ def test_a_profiler_stopping_the_undertaker_does_not_make_it_bury_a_live_command
         command.wait()
         command.stdin.close()
         command.stdout.close()
+
+
+def test_the_burial_takes_the_children_of_the_noted_that_no_look_noted(
+    family: tuple[int, int],
+) -> None:
+    """A plug-in's process started since the undertaker's last look, its parent noted: when
+    the command ended, that parent died at once (its parent-death signal), and the burial's
+    first round found it not yet an orphan (its parent dying still) and nothing else to kill,
+    so it ended the burial; the process ran on (under load, two times in five)."""
+    parent, grandchild = family
+    started = undertaker._start_time(parent)
+    assert started is not None
+    undertaker._bury({parent: started}, group=-1, since=0)  # (no group: only the noted)
+    deadline = time.monotonic() + 10
+    while procfs.state(grandchild) not in DEAD and time.monotonic() < deadline:
+        os.sched_yield()
+    assert procfs.state(grandchild) in DEAD

@@ -169,7 +169,7 @@ def _serve(command: int, armed: int, named: int) -> None:
         # is not taken as the news: a tracer's stop (py-spy, gdb) ends it with a "signal"
         # nobody sent, and burying the run then would kill it. The loop's test decides.
         signal.sigtimedwait({signal.SIGUSR1}, SNAPSHOT_EVERY)
-    _bury(noted, group, since)
+    _bury(noted | {command: since}, group, since)  # (its own children not noted yet too)
     _read(named, paths)
     _remove(paths)
 
@@ -249,8 +249,18 @@ def _started(pid: int) -> int | None:
     return None if fields is None else int(fields[procfs.START_TIME])
 
 
+def _noted(pid: int, noted: dict[int, int], processes: dict[int, tuple[int, int, int]]) -> bool:
+    """Whether ``pid`` is a noted process, alive or dying (gone from ``processes`` already; a
+    pid used again since is another process)."""
+    started = noted.get(pid)
+    return started is not None and processes.get(pid, (0, 0, started))[2] == started
+
+
 def _bury(noted: dict[int, int], group: int, since: int) -> None:
-    """Kill what is left of the command's processes, round after round."""
+    """Kill what is left of the command's processes, round after round: those noted, their
+    children not noted yet (a plug-in's, started since the last look: its parent may be dying
+    still, and it not yet an orphan) and the orphans that appeared in the command's process
+    group since it started."""
     me = os.getpid()
     for _ in range(_ROUNDS):
         processes = _processes()
@@ -258,7 +268,11 @@ def _bury(noted: dict[int, int], group: int, since: int) -> None:
             pid
             for pid, (parent, pgid, started) in processes.items()
             if pid != me
-            and (noted.get(pid) == started or (parent == 1 and pgid == group and started >= since))
+            and (
+                noted.get(pid) == started
+                or _noted(parent, noted, processes)
+                or (parent == 1 and pgid == group and started >= since)
+            )
         ]
         if not targets:
             return
