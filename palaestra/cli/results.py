@@ -340,7 +340,7 @@ def _rewards_table(rewards: Rows, trends: Rows) -> Table:
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
-    help="Output format [default: from the suffix of -o, else csv].",
+    help="Output format [default: from the suffix of -o (another than these fails), else csv].",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File.")
 @click.option("--phase", multiple=True, help="Phase index or name (repeatable).")
@@ -397,8 +397,15 @@ def results(
 
 
 def _format_of(output: Path | None) -> str:
+    """The format ``-o`` names by its suffix (none: CSV); a suffix of another format fails:
+    ``-o rows.xlsx`` wrote CSV under that name, which Excel then refused to open."""
     suffix = output.suffix.lstrip(".").lower() if output else ""
-    return suffix if suffix in FORMATS else "csv"
+    if suffix and suffix not in FORMATS:
+        raise InvalidInputError(
+            f"-o {output}: results writes {', '.join('.' + f for f in FORMATS)}, not "
+            f".{suffix}; name the file so, or say the format with --format"
+        )
+    return suffix or "csv"
 
 
 def _filters(table: str, given: dict[str, tuple[Any, ...]], expand: bool) -> dict[str, Any]:

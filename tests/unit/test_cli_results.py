@@ -406,6 +406,7 @@ def test_parquet_without_pyarrow_names_the_extra(
         (["--table", "brain_states", "--expand"], "--expand does not apply to --table"),
         (["--format", "parquet"], "--format parquet needs a file: -o FILE"),
         (["-o", "/nonexistent/dir/x.csv"], "cannot write /nonexistent/dir/x.csv"),
+        (["-o", "rows.xlsx"], "-o rows.xlsx: results writes .csv, .json, .parquet, not .xlsx"),
         (["--instance", "nope"], "run 'run-q' has no instance 'nope'"),
     ],
 )
