@@ -6,9 +6,11 @@ fails or breaks its contract."""
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +104,24 @@ def test_a_transformer_that_fails_is_named() -> None:
         process.update({"push": 1.0})
     assert caught.value.plugin == "builtin_plugins:Fails.__call__"
     assert str(caught.value.__cause__) == "the transformer failed"
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"max_iter": 0}, "params.max_iter: expected an integer >= 1, got 0"),
+        ({"max_iter": 2.5}, "params.max_iter: expected an integer >= 1, got 2.5"),
+        ({"max_iter": True}, "params.max_iter: expected an integer >= 1, got True"),
+        ({"step_delay": -1}, "params.step_delay: expected a number >= 0, got -1"),
+        ({"step_delay": "soon"}, "params.step_delay: expected a number >= 0, got 'soon'"),
+    ],
+)
+def test_the_dummy_environments_params_are_checked(params: dict[str, Any], message: str) -> None:
+    """``max_iter: 0`` failed the run at its first step (ZeroDivisionError in the plug-in); a
+    run file with it is refused now, naming the key."""
+    from palaestra.core.errors import InvalidInputError
+    from palaestra.environment import DummyEnvironment
+
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
+        DummyEnvironment(uid="world", **params)
+    assert DummyEnvironment(uid="world", max_iter="3", step_delay=0).max_iter == 3
