@@ -183,6 +183,7 @@ def test_a_plugin_stuck_in_a_step_is_named_after_answer_timeout(
     assert status == "error" and reason.startswith(f"{silent}: {kind}: ")
 
 
+@pytest.mark.slow  # (9 s; the pause rule: tests/unit/test_liveness.py)
 def test_a_run_stopped_and_continued_as_a_whole_goes_on(workspace: Workspace) -> None:
     """Ctrl-Z and ``fg`` in a terminal, a job scheduler's suspend and resume (SLURM's
     ``scontrol suspend``), ``docker pause``: every process of the run stops, for longer than

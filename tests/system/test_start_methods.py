@@ -236,6 +236,7 @@ def test_sigkill_leaves_no_file_of_a_process_started_afresh(
     kill_mid_offline_run(workspace, _env(workspace, method))
 
 
+@pytest.mark.slow  # (10 s; the undertaker's looks and burial: tests/unit/test_undertaker.py)
 def test_sigkill_of_a_sweep_of_spawned_runs_leaves_nothing_behind(workspace: Workspace) -> None:
     """Under spawn a sweep's runs execute in interpreters of their own (not forked from the
     command): each is handed the pipe to the undertaker, which removes their files (each run's
