@@ -33,9 +33,11 @@ class State:
         self.config_path = config_path
         self.verbosity = verbosity
         self._config: RuntimeConfig | None = None
+        self.started_in = ""
         # where relative paths (a SQLite store's) lead: the working directory may be removed
         # while a run goes on (a temporary folder cleaned up); its store is kept there
-        self.started_in = os.getcwd()
+        with contextlib.suppress(OSError):  # (removed already: they lead nowhere anyway)
+            self.started_in = os.getcwd()
 
     @property
     def config(self) -> RuntimeConfig:

@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box, Discrete
+from palaestra.environment import params
 from palaestra.environment.environment import Environment
 
 
@@ -32,8 +32,9 @@ class DummyEnvironment(Environment):
     ) -> None:
         super().__init__(uid, broker_uri, seed)
         self.discrete = discrete
-        self.max_iter = _number(uid, "max_iter", max_iter, int, 1)
-        self.step_delay = _number(uid, "step_delay", step_delay, float, 0)
+        where = f"environment '{uid or ''}' (DummyEnvironment)"
+        self.max_iter = params.count(where, "max_iter", max_iter)  # (0 failed at its first step)
+        self.step_delay = params.seconds(where, "step_delay", step_delay)
         self.iter = 0
         self.sensor_space = Discrete(self.max_iter + 1) if discrete else Box(0, 2, shape=())
         self.actuator_space = Discrete(100) if discrete else Box(0, 10, shape=())
@@ -62,20 +63,3 @@ class DummyEnvironment(Environment):
         else:
             value = float(self.rng.integers(0, 2))
         return [SensorInformation(value, self.sensor_space, str(i)) for i in range(10)]
-
-
-def _number(uid: str | None, key: str, value: Any, kind: type, least: float) -> Any:
-    """``value`` of params ``key`` as ``kind`` if it is one at least ``least``; else the run
-    file is refused, naming the key (``max_iter: 0`` failed the run at its first step with a
-    ZeroDivisionError)."""
-    try:
-        number = None if isinstance(value, bool) else kind(value)
-    except (TypeError, ValueError):
-        number = None
-    inexact = kind is int and isinstance(value, float) and number != value  # (2.5 is no int)
-    if number is None or inexact or number < least:
-        raise InvalidInputError(
-            f"environment '{uid or ''}' (DummyEnvironment): params.{key}: expected "
-            f"{'an integer' if kind is int else 'a number'} >= {least}, got {value!r}"
-        )
-    return number

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import secrets
 import threading
 import time
@@ -52,6 +51,7 @@ from palaestra.environment.external_link import (
     OfflineWorld,
     not_the_protocol,
 )
+from palaestra.environment.params import seconds
 from palaestra.environment.spaces_map import default_value
 
 __all__ = [
@@ -111,10 +111,10 @@ class ExternalEnvironment(Environment):
     ) -> None:
         super().__init__(uid, broker_uri, seed)
         self.where = f"environment '{uid or ''}' (ExternalEnvironment)"
-        self.timeout = _seconds(self.where, "timeout", timeout, positive=True)
-        self.connect_timeout = _seconds(self.where, "connect_timeout", connect_timeout, True)
-        self.reconnect_timeout = _seconds(self.where, "reconnect_timeout", reconnect_timeout)
-        self.heartbeat = _seconds(self.where, "heartbeat", heartbeat)
+        self.timeout = seconds(self.where, "timeout", timeout, positive=True)
+        self.connect_timeout = seconds(self.where, "connect_timeout", connect_timeout, True)
+        self.reconnect_timeout = seconds(self.where, "reconnect_timeout", reconnect_timeout)
+        self.heartbeat = seconds(self.where, "heartbeat", heartbeat)
         if encoding not in ENCODINGS:
             raise InvalidInputError(
                 f"{self.where}: params.encoding: expected one of {', '.join(ENCODINGS)}, "
@@ -467,15 +467,3 @@ def _address(where: str, connect: Any, bind: Any) -> tuple[str, bool]:
             f"got {address!r}"
         )
     return address, bind is not None
-
-
-def _seconds(where: str, key: str, value: Any, positive: bool = False) -> float:
-    """A param in seconds: a number >= 0 (> 0 when ``positive``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInputError(
-            f"{where}: params.{key}: expected a number of seconds, got {value!r}"
-        )
-    if value < 0 or (positive and value == 0):
-        sign = "> 0" if positive else ">= 0"
-        raise InvalidInputError(f"{where}: params.{key}: expected seconds {sign}, got {value!r}")
-    return float(value)

@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from palaestra.compat import install as install_palaestrai_names
 from palaestra.core.description import names
@@ -96,11 +97,14 @@ def execute(
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
     with spinning(config.spin_us):  # (before a fork server or a Ray actor takes the variable)
-        return _placed(run, config, (on_episode, on_phase), resume, placement, host)
+        return _placed(run, config, Watch(on_episode, on_phase), resume, placement, host)
 
 
-Watch = tuple[Callable[[EpisodeEnded], None] | None, Callable[[int], None] | None]
-"""What the caller watches a run with: ``on_episode`` and ``on_phase`` (see :func:`execute`)."""
+class Watch(NamedTuple):
+    """What the caller watches a run with (see :func:`execute`)."""
+
+    on_episode: Callable[[EpisodeEnded], None] | None
+    on_phase: Callable[[int], None] | None
 
 
 def _placed(
@@ -206,8 +210,8 @@ async def _execute(
         start_timeout=config.start_timeout,
         stop_timeout=config.stop_timeout,
         store_timeout=config.store_timeout,
-        on_episode=watch[0],
-        on_phase=watch[1],
+        on_episode=watch.on_episode,
+        on_phase=watch.on_phase,
         resume=resume,
     )
     runtime = Runtime(

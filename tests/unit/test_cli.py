@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -423,3 +425,20 @@ def test_each_command_found_elsewhere_is_one_of_its_modules_commands() -> None:
         for command in importlib.import_module(f"palaestra.cli.{module}").COMMANDS:
             declared[command.name] = module
     assert declared == ELSEWHERE
+
+
+def test_a_command_started_in_a_removed_directory_runs(tmp_path: Path) -> None:
+    """The directory a command starts in, removed already: every command ended with a
+    FileNotFoundError (noting the directory a relative store path leads from)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "$0" -m palaestra runtime-config-show-default'
+    done = subprocess.run(
+        ["sh", "-c", script, sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("store_uri: ")

@@ -112,8 +112,9 @@ def test_a_transformer_that_fails_is_named() -> None:
         ({"max_iter": 0}, "params.max_iter: expected an integer >= 1, got 0"),
         ({"max_iter": 2.5}, "params.max_iter: expected an integer >= 1, got 2.5"),
         ({"max_iter": True}, "params.max_iter: expected an integer >= 1, got True"),
-        ({"step_delay": -1}, "params.step_delay: expected a number >= 0, got -1"),
-        ({"step_delay": "soon"}, "params.step_delay: expected a number >= 0, got 'soon'"),
+        ({"max_iter": "3"}, "params.max_iter: expected an integer >= 1, got '3'"),
+        ({"step_delay": -1}, "params.step_delay: expected seconds >= 0, got -1"),
+        ({"step_delay": "soon"}, "params.step_delay: expected a number of seconds, got 'soon'"),
     ],
 )
 def test_the_dummy_environments_params_are_checked(params: dict[str, Any], message: str) -> None:
@@ -124,4 +125,4 @@ def test_the_dummy_environments_params_are_checked(params: dict[str, Any], messa
 
     with pytest.raises(InvalidInputError, match=re.escape(message)):
         DummyEnvironment(uid="world", **params)
-    assert DummyEnvironment(uid="world", max_iter="3", step_delay=0).max_iter == 3
+    assert DummyEnvironment(uid="world", max_iter=3, step_delay=0).max_iter == 3
