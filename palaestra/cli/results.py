@@ -66,6 +66,7 @@ STATUS_STYLES = {
     "failed": "bold red",
     "cancelled": "yellow",
     "stale": "magenta",
+    "stopped": "yellow",
 }
 """The colours of statuses on a terminal."""
 

@@ -65,6 +65,18 @@ def in_session(session: int) -> list[tuple[int, str]]:
     return found
 
 
+def titled(name: str) -> list[tuple[int, str]]:
+    """The live processes titled ``palaestra[<name>]`` (see :func:`set_title`), each with its
+    state letter (``T``: stopped)."""
+    title = f"palaestra[{name}]"
+    found = []
+    for pid in pids():
+        fields = stat(pid)
+        if fields is not None and fields[STATE] != b"Z" and cmdline(pid) == title:
+            found.append((pid, fields[STATE].decode()))
+    return found
+
+
 def set_title(name: str) -> None:
     """Show this process as ``palaestra[<name>]`` (its command line in ``ps`` and ``/proc``)."""
     import setproctitle

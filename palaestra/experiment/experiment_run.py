@@ -27,6 +27,7 @@ from palaestra.core.description.loading import load_class
 from palaestra.core.description.seeds import derive_seed
 from palaestra.core.description.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
 from palaestra.core.errors import PalaestraError, RunFileError
+from palaestra.core.procfs import set_title
 from palaestra.core.supervision.conductor import Conductor
 from palaestra.core.supervision.esm import Component, ComponentRuntime, State, on
 from palaestra.core.supervision.processes import Child, preload
@@ -163,6 +164,7 @@ class ExperimentRun(Component):
         if not isinstance(runtime, Runtime):  # it spawns and supervises: only the real one
             raise TypeError(f"{self.name} runs in the executor's Runtime, not {runtime!r}")
         self.runtime = runtime
+        set_title(names.executor(self.instance_uid))  # (before the instance is recorded)
         self._main = runtime.start_task(self._run())
         return {}
 

@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import Connection, func, select
 
+from palaestra.core import procfs
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import InvalidInputError
@@ -37,7 +38,7 @@ from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
 from palaestra.store.completed import completed_episodes
 from palaestra.store.direct import mark_run_end
-from palaestra.store.rows import shown_status
+from palaestra.store.rows import local_executor, shown_status
 from palaestra.store.tables import utcnow
 
 RESUMABLE = ("cancelled", "error", "stale")
@@ -88,12 +89,13 @@ def plan_resume(
     if record is None:
         raise NotResumableError(f"experiment-resume: the store has no run '{run_uid}'")
     instance = _instance(connection, run_uid, record.id, instance_uid)
-    status = shown_status(instance.status, instance.heartbeat_at, utcnow())
+    where = (instance.host, instance.uid)
+    status = shown_status(instance.status, instance.heartbeat_at, utcnow(), where)
     if status not in RESUMABLE:
         raise NotResumableError(
             f"experiment-resume: instance {instance.uid} of run '{run_uid}' is {status}; only "
             f"an instance that ended {', '.join(RESUMABLE[:2])} or is {RESUMABLE[2]} (its "
-            "executor is gone) can be resumed"
+            f"executor is gone) can be resumed{_stopped_hint(status, where)}"
         )
     if on_file is not None:
         on_file(record.file)
@@ -121,10 +123,25 @@ def plan_resume(
     )
 
 
+def _stopped_hint(status: str, where: tuple[str | None, str]) -> str:
+    """How to go on with an instance whose executor is stopped on this machine."""
+    found = local_executor(*where) if status == "stopped" else None
+    fields = procfs.stat(found[0]) if found is not None else None
+    if found is None or fields is None:
+        return ""
+    pid, group = found[0], int(fields[procfs.PGRP])
+    return (
+        f". Its executor, process {pid} on this machine, is stopped (Ctrl-Z, SIGSTOP) with "
+        f"its run's processes: continue them with 'fg' in the shell it was started from, or "
+        f"'kill -CONT -- -{group}'; to end the run, continue it and press Ctrl-C (or 'kill "
+        f"-INT {pid}'): it ends cancelled and can then be resumed"
+    )
+
+
 def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None) -> Any:
     """The instance row (newest, or the one named)."""
     found = connection.execute(
-        select(*t.experiment_run_instances.c["id", "uid", "status", "heartbeat_at"])
+        select(*t.experiment_run_instances.c["id", "uid", "status", "heartbeat_at", "host"])
         .where(t.experiment_run_instances.c.experiment_run_id == run_id)
         .order_by(t.experiment_run_instances.c.id)
     ).all()

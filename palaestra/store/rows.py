@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import socket
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,6 +36,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from palaestra.core import procfs
+from palaestra.core.description import names
 from palaestra.core.description.config import load_runtime_config, normal_store_uri
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import (
@@ -329,6 +332,7 @@ def runs(
             _Instance.c.palaestra_version,
             _Instance.c.code_revision,
             _Instance.c.heartbeat_at,
+            _Instance.c.host,
         )
         .select_from(_Instance)
         .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
@@ -342,18 +346,44 @@ def runs(
         found = _rows(connection.execute(statement))
     now = utcnow()
     for row in found:
-        row["status"] = shown_status(row["status"], row.pop("heartbeat_at"), now)
-    return _with_durations(Rows(found, found.columns[:-1]))
+        where = (row.pop("host"), row["instance_uid"])
+        row["status"] = shown_status(row["status"], row.pop("heartbeat_at"), now, where)
+    return _with_durations(Rows(found, found.columns[:-2]))
 
 
-def shown_status(status: str, heartbeat_at: dt.datetime | None, now: dt.datetime) -> str:
-    """``status``, or ``stale`` for a ``running`` instance whose heartbeat is older than
-    :data:`~palaestra.core.description.limits.STALE_AFTER` seconds: its executor is gone. An
-    instance without a heartbeat (recorded before store revision 0007) stays ``running``."""
+def shown_status(
+    status: str,
+    heartbeat_at: dt.datetime | None,
+    now: dt.datetime,
+    executor: tuple[str | None, str] | None = None,
+) -> str:
+    """``status``, or for a ``running`` instance whose heartbeat is older than
+    :data:`~palaestra.core.description.limits.STALE_AFTER` seconds: ``stale`` (its executor is
+    gone), or, where ``executor`` (the instance's host and uid) finds its executor on this
+    machine (:func:`local_executor`), ``stopped`` (Ctrl-Z, SIGSTOP: it goes on when continued)
+    or ``running`` (it runs: its heartbeat lags). An instance without a heartbeat (recorded
+    before store revision 0007) stays ``running``."""
     if status == "running" and heartbeat_at is not None:
         if (now - heartbeat_at).total_seconds() > STALE_AFTER:
-            return "stale"
+            found = local_executor(*executor) if executor is not None else None
+            if found is None:
+                return "stale"
+            return "stopped" if found[1] in STOPPED else "running"
     return status
+
+
+STOPPED = ("T", "t")
+"""The states of a stopped process (``proc(5)``: by a signal, by a debugger)."""
+
+
+def local_executor(host: str | None, instance_uid: str) -> tuple[int, str] | None:
+    """The executor of instance ``instance_uid`` where it lives on this machine (``host`` is
+    this machine's name): its pid and state letter; None where it is gone or elsewhere (or
+    ``/proc`` cannot tell: not Linux)."""
+    if host != socket.gethostname():
+        return None
+    found = procfs.titled(names.executor(instance_uid))
+    return found[0] if found else None
 
 
 def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:

@@ -208,3 +208,36 @@ def test_a_run_resumed_after_kill_9_keeps_its_completed_episodes_and_equals_the_
     assert resumed_from is not None
     again = workspace.run("experiment-resume", "resume-run")
     assert again.returncode == 2 and "is finished" in again.stderr, again.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_a_run_stopped_longer_than_its_heartbeat_is_stopped_not_stale_and_goes_on(
+    workspace: Workspace, uninterrupted: tuple[list[Any], ...]
+) -> None:
+    """Ctrl-Z (every process of the run stopped) for longer than ``STALE_AFTER``: the instance
+    is shown ``stopped``, not ``stale``, and ``experiment-resume`` refuses it (a second run
+    beside the stopped one would record the instance twice); continued, it finishes."""
+    proc = _start_and_wait(workspace)
+    group = os.getpgid(proc.pid)
+    os.killpg(group, signal.SIGSTOP)
+    os.waitpid(proc.pid, os.WUNTRACED)  # (the executor stopped; its writer with it)
+    try:
+        # nothing writes the heartbeat while stopped: age it as STALE_AFTER seconds would
+        with sqlite3.connect(workspace.store) as conn:
+            conn.execute(
+                "update experiment_run_instances set heartbeat_at = datetime(heartbeat_at, ?)",
+                (f"-{STALE_AFTER + 1} seconds",),
+            )
+        listed = list_status(workspace)
+        assert "stopped" in listed and "stale" not in listed, listed
+        refused = workspace.run("experiment-resume", "resume-run")
+        assert refused.returncode == 2, refused.stderr
+        assert "is stopped" in refused.stderr and f"kill -CONT -- -{group}" in refused.stderr
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-3000:]
+    assert workspace.instance_status()[0] == "finished"
+    for got, expected in zip(view(workspace), uninterrupted, strict=True):
+        assert got == expected, first_difference(got, expected)

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from palaestra.core.description import names
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import RunFileError
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import episode_values
 from palaestra.experiment.resume import NotResumableError, _start, load_plan
+from palaestra.store import rows
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes
 from palaestra.store.rows import _kept, shown_status, transaction
@@ -50,6 +58,68 @@ def test_a_running_instance_with_an_old_heartbeat_is_stale(
 ) -> None:
     beat = None if age is None else NOW - dt.timedelta(seconds=age)
     assert shown_status(status, beat, NOW) == shown
+
+
+@pytest.fixture
+def stopped_executor() -> Iterator[subprocess.Popen[str]]:
+    """A process titled as the executor of instance ``q2`` (of :func:`write_store`), stopped
+    (as Ctrl-Z stops a run's processes); killed after the test."""
+    title = f"palaestra[{names.executor('q2')}]"
+    code = "import setproctitle, sys; setproctitle.setproctitle(sys.argv[1]); print(flush=True)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code + "; sys.stdin.read()", title],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "\n"  # (titled)
+        os.kill(child.pid, signal.SIGSTOP)
+        os.waitpid(child.pid, os.WUNTRACED)  # (returns once it stopped)
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_an_old_heartbeat_of_an_executor_stopped_here_is_stopped_not_stale(
+    stopped_executor: subprocess.Popen[str],
+) -> None:
+    here, old = socket.gethostname(), NOW - dt.timedelta(seconds=STALE_AFTER + 60)
+    assert shown_status("running", old, NOW, (here, "q2")) == "stopped"
+    assert shown_status("running", old, NOW, ("elsewhere", "q2")) == "stale"  # (not seen)
+    assert shown_status("running", old, NOW, (here, "q1")) == "stale"  # another instance's
+    os.kill(stopped_executor.pid, signal.SIGCONT)
+    os.waitpid(stopped_executor.pid, os.WCONTINUED)
+    assert shown_status("running", old, NOW, (here, "q2")) == "running"  # (its beat lags)
+    stopped_executor.kill()
+    stopped_executor.wait()
+    assert shown_status("running", old, NOW, (here, "q2")) == "stale"
+
+
+def test_an_instance_whose_executor_is_stopped_here_is_refused_saying_how_to_go_on(
+    store: str, stopped_executor: subprocess.Popen[str]
+) -> None:
+    with sqlite3.connect(store.removeprefix("sqlite:///")) as conn:
+        conn.execute(
+            "update experiment_run_instances set host = ? where uid = 'q2'",
+            (socket.gethostname(),),
+        )
+    (listed,) = rows.runs(run="run-q2", store_uri=store)
+    assert listed["status"] == "stopped"
+    assert "host" not in listed and "heartbeat_at" not in listed
+    with pytest.raises(NotResumableError) as raised:
+        load_plan(store, "run-q2", None, 5.0)
+    said = str(raised.value)
+    assert "instance q2 of run 'run-q2' is stopped" in said, said
+    pid = stopped_executor.pid
+    assert f"process {pid} on this machine" in said
+    assert f"'kill -CONT -- -{os.getpgid(pid)}'" in said and f"'kill -INT {pid}'" in said
+    assert raised.value.exit_code == 2
+    stopped_executor.kill()
+    stopped_executor.wait()
+    with pytest.raises(RunFileError):  # gone: stale, and resumed (its run file is a stub)
+        load_plan(store, "run-q2", None, 5.0)
 
 
 def row(phase: int, episode: int | None, worker: int = 0) -> dict[str, object]:

@@ -12,6 +12,12 @@ EXPERIMENT_RUN = "ExperimentRun"
 WRITER = "StoreWriter"
 
 
+def executor(instance_uid: str) -> str:
+    """The executor while it runs instance ``instance_uid`` (its title: ``experiment-list``
+    and ``experiment-resume`` tell a stopped executor from one that is gone by it)."""
+    return f"{EXECUTOR}-{instance_uid}"
+
+
 def brain(agent: str) -> str:
     """The Brain of ``agent``."""
     return f"Brain-{agent}"
