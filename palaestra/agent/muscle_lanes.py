@@ -49,6 +49,7 @@ from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, PeerGone, send_then
 from palaestra.core.wire.records import (
+    FLAG,
     column_texts,
     object_keys,
     object_text,
@@ -376,6 +377,7 @@ class MuscleLanes:
         size = 0
         agent_id = self.process.out.agent_id
         reward_text = _reward_text
+        flag = FLAG
         for j, (game, previous, step, transition, episode) in enumerate(kept):
             rewards = step.rewards or []
             try:
@@ -399,10 +401,10 @@ class MuscleLanes:
                     rewards_text,
                     total,
                     transition.objective,
-                    step.done,
-                    step.terminated,
-                    step.truncated,
-                    previous.stale,
+                    flag[step.done],
+                    flag[step.terminated],
+                    flag[step.truncated],
+                    flag[previous.stale],
                 )
             )
             size += len(sensors) + len(setpoints) + len(rewards_text) + 48

@@ -23,7 +23,7 @@ from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.spaces import Box, Discrete, Space
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import column_texts, object_keys, object_text, recorded
+from palaestra.core.wire.records import FLAG, column_texts, object_keys, object_text, recorded
 from palaestra.environment.environment import BatchState, steps_in_batches
 from palaestra.environment.world import World
 
@@ -123,9 +123,9 @@ class Batch:
                         sensors,
                         setpoints,
                         reward_texts[k],
-                        ends[0],
-                        ends[1],
-                        ends[2],
+                        FLAG[ends[0]],
+                        FLAG[ends[1]],
+                        FLAG[ends[2]],
                         None,
                         game.late_by,
                     )

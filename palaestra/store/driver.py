@@ -21,6 +21,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,7 @@ class Store:
                 for row in rows:
                     copy.write_row(row)
             return
+        columns, rows = _without_nulls(columns, rows)
         marks = ", ".join("?" * len(columns))
         self.connection.executemany(
             f"INSERT INTO {table} ({_names(columns)}) VALUES ({marks})", rows
@@ -333,6 +335,26 @@ class Store:
                 f"store {self.shown} records several schema revisions: {sorted(found)}"
             )
         return found[0][0] if found else None
+
+
+def _without_nulls(
+    columns: Sequence[str], rows: Sequence[Any]
+) -> tuple[Sequence[str], Sequence[Any]]:
+    """``columns`` and ``rows`` without the columns that are NULL in every row: no column of
+    the store has a default, so each is NULL all the same (a lockstep phase's ``late_by``,
+    ``simtime`` where the environment has none, ``stale_policy``), and SQLite binds a None
+    through its adapter lookup, as it binds anything but an int, a float, a str or a
+    bytearray: the per-step tables' inserts take about a third less CPU without them."""
+    if not rows:
+        return columns, rows
+    width = len(columns)
+    null = [k for k in range(width) if all(row[k] is None for row in rows)]
+    if not null:
+        return columns, rows
+    kept = [k for k in range(width) if k not in null]
+    if len(kept) < 2:  # (itemgetter of one index gives the value, not a tuple)
+        return columns, rows
+    return [columns[k] for k in kept], list(map(itemgetter(*kept), rows))
 
 
 def _names(columns: Sequence[str]) -> str:

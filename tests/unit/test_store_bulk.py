@@ -152,6 +152,28 @@ def test_bulk_rows_equal_sqlalchemy_rows(tmp_path: Path) -> None:
     assert sensors[4].simtime is None
 
 
+def test_a_column_null_in_every_row_of_a_batch_is_null_as_inserted_and_a_required_one_fails(
+    tmp_path: Path,
+) -> None:
+    """SQLite takes a batch without the columns it has no value of (``late_by``,
+    ``stale_policy`` here): they are NULL all the same, and a required column missing in every
+    row of a batch still fails it, storing nothing of it."""
+    engine = _engine(tmp_path)
+    rows = _world(_rows(0)[0])
+    assert all(row[-1] is None for row in rows)  # late_by: none in a lockstep phase
+    with engine.begin() as connection:
+        _without_owners(connection)
+        insert_values(connection, WORLD_STATES, WORLD_STATE_COLUMNS, rows)
+    unowned = [(None, *row[1:]) for row in _world(_rows(10)[0])]  # environment_id: NOT NULL
+    with pytest.raises(IntegrityError, match="environment_id"), engine.begin() as connection:
+        _without_owners(connection)
+        insert_values(connection, WORLD_STATES, WORLD_STATE_COLUMNS, unowned)
+    engine.dispose()
+    with sqlite3.connect(tmp_path / "store.db") as conn:
+        found = conn.execute("select step, late_by, done, terminated from world_states").fetchall()
+    assert found == [(0, None, 0, None), (1, None, 0, 0), (2, None, 1, 1)]
+
+
 # --- PostgreSQL: COPY ------------------------------------------------------------------------
 
 

@@ -96,6 +96,10 @@ COLUMNS = {
 }
 """Every table producers send rows of (:class:`~palaestra.core.wire.messages.Rows`), and the order
 of a row's values: one shape per table, made here, inserted by the writer as it comes."""
+FLAG: dict[Any, int | None] = {False: 0, True: 1, None: None}
+"""A flag's value in a row (``FLAG[done]``): 0 or 1, as SQLite stores a bool, and as SQLite
+binds it without the adapter lookup it makes for a bool (a PostgreSQL boolean takes 0 and 1
+alike); None stays NULL."""
 BULK = frozenset(("world_states", "muscle_actions"))
 """The per-step tables: their JSON values arrive as JSON text and go to the driver as they are
 (:meth:`palaestra.store.driver.Store.add_rows`). In the other tables' rows JSON values are plain
@@ -145,9 +149,9 @@ def world_state_values(environment_id: int, worker: int, row: m.WorldStateRow) -
         json_text(row.sensors),
         json_text(row.setpoints),
         json_text(row.rewards),
-        row.done,
-        row.terminated,
-        row.truncated,
+        FLAG[row.done],
+        FLAG[row.terminated],
+        FLAG[row.truncated],
         None if simtime is None else json_text(simtime),
         row.late_by,
     )
@@ -169,10 +173,10 @@ def muscle_action_values(agent_id: int, worker: int, row: m.MuscleActionRow) -> 
         json_text(row.rewards),
         reward_total(row.rewards.values()),
         row.objective,
-        row.done,
-        row.terminated,
-        row.truncated,
-        row.stale_policy,
+        FLAG[row.done],
+        FLAG[row.terminated],
+        FLAG[row.truncated],
+        FLAG[row.stale_policy],
     )
 
 
