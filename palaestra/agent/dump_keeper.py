@@ -9,15 +9,32 @@ until it is sent to the store as a :class:`~palaestra.core.wire.messages.BrainDu
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
 import zmq
 
 from palaestra.core.description.name_rules import check_inside, dump_file_name
+from palaestra.core.errors import PalaestraError
 from palaestra.core.plugin import call
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import send
+
+
+class DumpWriteError(PalaestraError):
+    """A Brain's dump could not be written to its file (a full disk, a directory made
+    read-only): the run fails naming the file and the cause, not the Brain that asked
+    (:func:`~palaestra.core.supervision.runtime.error_info` reports palaestra's own error)."""
+
+    def __init__(self, agent: str, path: str, exc: OSError) -> None:
+        why = exc.strerror or str(exc)
+        super().__init__(
+            f"the dump of agent '{agent}' could not be written to {path}: {why} "
+            f"[errno {exc.errno}]. The dumps go below the runtime config's data_path (or "
+            "PALAESTRA_DATA_PATH): free space there, or set it to a directory with room that "
+            "you may write in"
+        )
 
 
 class DumpKeeper:
@@ -39,11 +56,16 @@ class DumpKeeper:
         setup = self.setup
         path = ""
         if setup.dump_dir:
-            os.makedirs(setup.dump_dir, exist_ok=True)
             name = dump_file_name(setup.agent.name, tag)
             path = check_inside(os.path.join(setup.dump_dir, name), setup.dump_dir)
-            with open(path, "wb") as f:
-                f.write(data)
+            try:
+                os.makedirs(setup.dump_dir, exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(data)
+            except OSError as exc:
+                with contextlib.suppress(OSError):  # (nothing half-written is left)
+                    os.remove(path)
+                raise DumpWriteError(setup.agent.name, path, exc) from None
         self.pending.append(
             m.BrainDump(agent_id=setup.agent_id, tag=tag, path=path, dump=data, keep=self.keep)
         )
