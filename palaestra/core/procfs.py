@@ -65,20 +65,26 @@ def in_session(session: int) -> list[tuple[int, str]]:
     return found
 
 
-def titled(name: str) -> list[tuple[int, str]]:
-    """The live processes titled ``palaestra[<name>]`` (see :func:`set_title`), each with its
+def title(name: str, detail: str = "") -> str:
+    """The command line :func:`set_title` gives: ``palaestra[<name>]``, then ``detail``."""
+    return f"palaestra[{name}] {detail}" if detail else f"palaestra[{name}]"
+
+
+def titled(name: str, detail: str = "") -> list[tuple[int, str]]:
+    """The live processes titled :func:`title` of ``name`` and ``detail``, each with its
     state letter (``T``: stopped)."""
-    title = f"palaestra[{name}]"
+    wanted = title(name, detail)
     found = []
     for pid in pids():
         fields = stat(pid)
-        if fields is not None and fields[STATE] != b"Z" and cmdline(pid) == title:
+        if fields is not None and fields[STATE] != b"Z" and cmdline(pid) == wanted:
             found.append((pid, fields[STATE].decode()))
     return found
 
 
-def set_title(name: str) -> None:
-    """Show this process as ``palaestra[<name>]`` (its command line in ``ps`` and ``/proc``)."""
+def set_title(name: str, detail: str = "") -> None:
+    """Show this process as ``palaestra[<name>]`` (its command line in ``ps`` and ``/proc``),
+    followed by ``detail`` if given (the executor: the instance it runs)."""
     import setproctitle
 
-    setproctitle.setproctitle(f"palaestra[{name}]")
+    setproctitle.setproctitle(title(name, detail))

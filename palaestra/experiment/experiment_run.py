@@ -164,7 +164,7 @@ class ExperimentRun(Component):
         if not isinstance(runtime, Runtime):  # it spawns and supervises: only the real one
             raise TypeError(f"{self.name} runs in the executor's Runtime, not {runtime!r}")
         self.runtime = runtime
-        set_title(names.executor(self.instance_uid))  # (before the instance is recorded)
+        set_title(names.EXECUTOR, self.instance_uid)  # (before the instance is recorded)
         self._main = runtime.start_task(self._run())
         return {}
 

@@ -382,7 +382,7 @@ def local_executor(host: str | None, instance_uid: str) -> tuple[int, str] | Non
     ``/proc`` cannot tell: not Linux)."""
     if host != socket.gethostname():
         return None
-    found = procfs.titled(names.executor(instance_uid))
+    found = procfs.titled(names.EXECUTOR, instance_uid)
     return found[0] if found else None
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from palaestra.core import procfs
 from palaestra.core.description import names
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import RunFileError
@@ -64,7 +65,7 @@ def test_a_running_instance_with_an_old_heartbeat_is_stale(
 def stopped_executor() -> Iterator[subprocess.Popen[str]]:
     """A process titled as the executor of instance ``q2`` (of :func:`write_store`), stopped
     (as Ctrl-Z stops a run's processes); killed after the test."""
-    title = f"palaestra[{names.executor('q2')}]"
+    title = procfs.title(names.EXECUTOR, "q2")
     code = "import setproctitle, sys; setproctitle.setproctitle(sys.argv[1]); print(flush=True)"
     child = subprocess.Popen(
         [sys.executable, "-c", code + "; sys.stdin.read()", title],

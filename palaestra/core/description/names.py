@@ -8,14 +8,11 @@ flush and the peers that wait on it must all agree, so every one of them asks he
 from __future__ import annotations
 
 EXECUTOR = "Executor"
+"""The executor's name; while it runs an instance its title is followed by the instance's uid
+(``palaestra[Executor] <uid>``: ``experiment-list`` and ``experiment-resume`` tell a stopped
+executor from one that is gone by it)."""
 EXPERIMENT_RUN = "ExperimentRun"
 WRITER = "StoreWriter"
-
-
-def executor(instance_uid: str) -> str:
-    """The executor while it runs instance ``instance_uid`` (its title: ``experiment-list``
-    and ``experiment-resume`` tell a stopped executor from one that is gone by it)."""
-    return f"{EXECUTOR}-{instance_uid}"
 
 
 def brain(agent: str) -> str:
