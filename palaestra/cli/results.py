@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -381,6 +381,18 @@ def results(
 
     fmt = fmt or _format_of(output)
     filters = _filters(table, given, expand)
+    if table in rows.STREAMED and not expand and fmt != "parquet":  # (memory stays flat)
+        with rows.each_row(
+            table, run, **filters, store_uri=state.config.store_uri, instance=instance
+        ) as (columns, each):
+            if output is None:
+                with utf8_stdout() as stream:
+                    count = _write_rows(columns, each, fmt, stream)
+            else:
+                count = _write_file(columns, each, fmt, output)
+        if output is not None:
+            click.echo(f"Wrote {count} rows of {table} to {output}.", err=True)
+        return
     found = getattr(rows, table)(
         run, **filters, store_uri=state.config.store_uri, instance=instance
     )
@@ -392,7 +404,7 @@ def results(
         with utf8_stdout() as stream:  # (the bytes -o writes, whatever the locale's encoding)
             _write_text(found, fmt, stream)
     else:
-        _write_file(found, fmt, output)
+        _write_file(found.columns, _values(found), fmt, output)
     if output is not None:
         click.echo(f"Wrote {len(found)} rows of {table} to {output}.", err=True)
 
@@ -426,20 +438,43 @@ def _filters(table: str, given: dict[str, tuple[Any, ...]], expand: bool) -> dic
 
 
 def _write_text(found: Rows, fmt: str, stream: IO[str]) -> None:
+    _write_rows(found.columns, _values(found), fmt, stream)
+
+
+def _values(found: Rows) -> Iterator[list[Any]]:
+    """Each row's values, in the order of its columns."""
+    columns = found.columns
+    return ([row[name] for name in columns] for row in found)
+
+
+def _write_rows(
+    columns: Sequence[str], each: Iterable[Sequence[Any]], fmt: str, stream: IO[str]
+) -> int:
+    """Write the rows as JSON or CSV, as they come; how many."""
     if fmt == "json":
-        write_json(found, stream)
-    else:
-        write_csv(found, stream)
+        return write_json_rows(columns, each, stream)
+    return write_csv_rows(columns, each, stream)
 
 
 def write_csv(found: Rows, stream: IO[str]) -> None:
-    """Rows as CSV with a header; JSON values as JSON text, timestamps ISO 8601, None empty.
+    """:func:`write_csv_rows` of a query's rows."""
+    write_csv_rows(found.columns, _values(found), stream)
+
+
+def write_csv_rows(columns: Sequence[str], each: Iterable[Sequence[Any]], stream: IO[str]) -> int:
+    """Rows as CSV with a header, written as they come; how many. JSON values as JSON text,
+    timestamps ISO 8601, None empty.
 
     Non-finite numbers are ``inf``, ``-inf`` and ``nan``, also in JSON text (as strings).
     """
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(found.columns)
-    writer.writerows([_csv_cell(row[name]) for name in found.columns] for row in found)
+    writer.writerow(columns)
+    count = 0
+    cell = _csv_cell
+    for row in each:
+        writer.writerow([cell(value) for value in row])
+        count += 1
+    return count
 
 
 def write_json(found: Iterable[Row], stream: IO[str]) -> None:
@@ -447,6 +482,19 @@ def write_json(found: Iterable[Row], stream: IO[str]) -> None:
     numbers as the strings ``"inf"``, ``"-inf"`` and ``"nan"``."""
     lines = [_json_dumps(row) for row in found]
     stream.write("[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n")
+
+
+def write_json_rows(columns: Sequence[str], each: Iterable[Sequence[Any]], stream: IO[str]) -> int:
+    """:func:`write_json` of rows given as values in the order of ``columns``, written as they
+    come; how many."""
+    count = 0
+    for row in each:
+        stream.write(
+            ("[\n" if not count else ",\n") + _json_dumps(dict(zip(columns, row, strict=True)))
+        )
+        count += 1
+    stream.write("\n]\n" if count else "[]\n")
+    return count
 
 
 def _write_parquet(found: Rows, output: Path | None) -> None:
@@ -470,14 +518,17 @@ def _write_parquet(found: Rows, output: Path | None) -> None:
         raise InvalidInputError(f"cannot write {output}: {exc.strerror or exc}") from exc
 
 
-def _write_file(found: Rows, fmt: str, output: Path) -> None:
-    """Write CSV or JSON to ``output``; failing to is invalid input (a wrong path)."""
+def _write_file(
+    columns: Sequence[str], each: Iterable[Sequence[Any]], fmt: str, output: Path
+) -> int:
+    """Write CSV or JSON to ``output`` (whole, or not at all); how many rows. Failing to is
+    invalid input (a wrong path)."""
     try:
         with (
             written_whole(output) as partial,
             partial.open("w", encoding="utf-8", newline="") as stream,
         ):
-            _write_text(found, fmt, stream)
+            return _write_rows(columns, each, fmt, stream)
     except OSError as exc:
         raise InvalidInputError(f"cannot write {output}: {exc.strerror or exc}") from exc
 

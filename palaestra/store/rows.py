@@ -1300,6 +1300,47 @@ def _fetch_run(
         return _chain_rows(connection, chain, statement)
 
 
+STREAMED = {"world_states": WORLD_STATES, "muscle_actions": MUSCLE_ACTIONS}
+"""The per-step tables, which :func:`each_row` reads as they come (a long run has millions of
+their rows)."""
+
+
+@contextmanager
+def each_row(
+    table: str,
+    run: str,
+    *,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+    **match: Match | None,
+) -> Iterator[tuple[tuple[str, ...], Iterator[Sequence[Any]]]]:
+    """The columns and the rows (values in their order) of per-step ``table`` of the run, as
+    :func:`world_states` and :func:`muscle_actions` give them (``match``: their filters), read
+    from the store while they are taken: memory stays flat however many there are. The view
+    of a resumed run (its instances' rows merged, see :func:`_chain_rows`) is read whole.
+
+    Raises:
+        UnknownRunError: No such run, or the run has no such instance.
+        StoreError: The store cannot be read.
+    """
+    listing = STREAMED[table]
+    with _connection(store_uri) as connection:
+        instance_id = _instance_id(connection, run, instance)
+        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        if len(chain) > 1:
+            found = _chain_rows(connection, chain, lambda at: listing.statement(at, (), **match))
+            yield found.columns, ([row[c] for c in found.columns] for row in found)
+            return
+        result = connection.execution_options(yield_per=STREAM_ROWS).execute(
+            listing.statement(instance_id, (), **match)
+        )
+        yield tuple(result.keys()), iter(result)
+
+
+STREAM_ROWS = 2000
+"""Rows :func:`each_row` fetches at a time (PostgreSQL: through a server-side cursor)."""
+
+
 def _chain(connection: Connection, instance_id: int) -> list[int]:
     """``instance_id`` and the instances it resumed (``resumed_from_id``), oldest first."""
     chain = [instance_id]

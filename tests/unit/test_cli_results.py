@@ -9,7 +9,9 @@ import datetime as dt
 import io
 import json
 import re
+import sqlite3
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from click.testing import Result
 from pandas.testing import assert_frame_equal
 
 from palaestra.cli.main import cli
+from palaestra.cli.results import write_csv
 from palaestra.core.wire import messages as m
 from palaestra.store import query, rows
 from palaestra.store.writer import StoreWriter
@@ -532,3 +535,41 @@ def test_a_file_written_whole_or_not_at_all(tmp_path: Path) -> None:
 
     with written_whole(Path(os.devnull)) as partial:  # (no regular file: written itself)
         assert partial == Path(os.devnull)
+
+
+def test_results_of_a_per_step_table_are_written_as_read_in_flat_memory(tmp_path: Path) -> None:
+    """A long run has millions of per-step rows: ``results`` writes them as it reads them
+    (the run's rows held whole took about 2 KB each), the same bytes as the query's rows."""
+    uri = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    with sqlite3.connect(tmp_path / "palaestra.db") as conn:
+        (agent_id,) = conn.execute(
+            "select a.id from agents a join experiment_run_phases p on "
+            "a.experiment_run_phase_id = p.id join experiment_run_instances i on "
+            "p.experiment_run_instance_id = i.id where i.uid = 'new' and p.\"index\" = 1 "
+            "and a.name = 'attacker'"
+        ).fetchone()
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        for worker in range(2, 6):  # 4 x 1,000 episodes of 3 steps
+            writer.accept(action_rows(agent_id, "attacker", worker, 1000))
+    finally:
+        asyncio.run(writer.teardown())
+    out = tmp_path / "actions.csv"
+    args = ["results", RUN, "--phase", "check", "--agent", "attacker", "-o", str(out)]
+    tracemalloc.start()
+    try:
+        result = invoke(uri, args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert result.exit_code == 0, result.output
+    assert "Wrote 12003 rows of muscle_actions" in result.stderr
+    assert peak < 4 * 2**20, f"{peak / 2**20:.1f} MiB for 12,003 rows"
+    expected = rows.muscle_actions(RUN, phase="check", agent="attacker", store_uri=uri)
+    again = io.StringIO()
+    write_csv(expected, again)
+    assert out.read_text() == again.getvalue()
+    piped = invoke(uri, [*args[:-2], "--format", "json"])
+    assert json.loads(piped.stdout) == plain(expected)
