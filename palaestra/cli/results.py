@@ -7,6 +7,7 @@ parquet`` needs pandas and pyarrow.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -549,7 +550,8 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     """Delete runs with all their instances, phases, agents, records and brain dumps.
 
     The brain dumps go from the store and from the disk: the dump files of every instance of
-    the run, in the data path's brain_dumps/RUN directory. An experiment left without runs is
+    the run in this store, in the data path's brain_dumps/RUN directory (another store's run of
+    the same uid keeps its own). An experiment left without runs is
     deleted too. Each run goes in one transaction. A run whose newest instance is still running
     is refused (exit 2; deleting it would fail it) unless --force is given.
     """
@@ -563,7 +565,8 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     if running and not force:
         raise rows.RunStillRunningError("\n       ".join(running))
     dumps = {
-        content["run"]: dump_files(state.config.data_path, content["run"]) for content in contents
+        content["run"]: dump_files(state.config.data_path, content["run"], content["instances"])
+        for content in contents
     }
     click.echo(f"This deletes from the store {mask_uri(uri)}:")
     click.echo("\n".join(_cleaned_lines(contents)))
@@ -577,21 +580,52 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
         directory, files = dumps[content["run"]]
         removed = f" and {_counted(len(files), 'dump file')}" if files else ""
         if files:
-            shutil.rmtree(directory)
+            _remove_dumps(directory, content["instances"])
         click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows{removed}).")
 
 
-def dump_files(data_path: str, run: str) -> tuple[str, list[str]]:
-    """The directory of the brain dump files of every instance of ``run`` below ``data_path``,
-    and the files in it (none if there is no such directory, or it is a symbolic link)."""
-    from palaestra.core.description.name_rules import check_inside, path_part
+def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, list[str]]:
+    """The directory of the brain dump files of ``run`` below ``data_path``, and the files in
+    it of ``instances`` (the run's instances in the store being cleaned: another store's run of
+    the same uid keeps its own; none if there is no such directory, or it is a symbolic
+    link)."""
+    from palaestra.core.description.name_rules import check_inside
 
-    directory = os.path.join(data_path, "brain_dumps", path_part(run))
+    directory = _dump_directory(data_path, run)
     if os.path.islink(directory) or not os.path.isdir(directory):
         return directory, []
     check_inside(directory, data_path)
-    files = [os.path.join(root, name) for root, _, names in os.walk(directory) for name in names]
+    files = [
+        os.path.join(root, name)
+        for place in _instance_directories(directory, instances)
+        for root, _, names in os.walk(place)
+        for name in names
+    ]
     return directory, sorted(files)
+
+
+def _dump_directory(data_path: str, run: str) -> str:
+    from palaestra.core.description.name_rules import path_part
+
+    return os.path.join(data_path, "brain_dumps", path_part(run))
+
+
+def _instance_directories(directory: str, instances: list[str]) -> list[str]:
+    """The dump directories of ``instances`` below the run's ``directory`` that are there
+    (not symbolic links)."""
+    from palaestra.core.description.name_rules import path_part
+
+    found = [os.path.join(directory, path_part(uid)) for uid in instances]
+    return [place for place in found if os.path.isdir(place) and not os.path.islink(place)]
+
+
+def _remove_dumps(directory: str, instances: list[str]) -> None:
+    """Remove the dump directories of ``instances``, and the run's ``directory`` if that
+    leaves it empty (another store's instances of the run keep theirs, and it)."""
+    for place in _instance_directories(directory, instances):
+        shutil.rmtree(place)
+    with contextlib.suppress(OSError):  # (not empty: other instances' dumps)
+        os.rmdir(directory)
 
 
 def _cleaned_lines(contents: list[Row]) -> list[str]:

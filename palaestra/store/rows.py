@@ -1076,8 +1076,8 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
         ``run``, ``experiment`` (its uid), ``runs_of_experiment`` (how many runs the experiment
         has, this one included), ``running`` (instances still marked running), ``still_running``
         (why the run cannot be deleted without ``force``: its newest instance is running; else
-        None) and the number of rows of each table (``experiment_run_instances``, ...,
-        ``brain_states``).
+        None), ``instances`` (the uids of its instances) and the number of rows of each table
+        (``experiment_run_instances``, ..., ``brain_states``).
 
     Raises:
         UnknownRunError: The store has no such run.
@@ -1105,6 +1105,13 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
                 )
             ),
             "still_running": still_running,
+            "instances": list(
+                connection.scalars(
+                    select(_Instance.c.uid)
+                    .where(_Instance.c.experiment_run_id == run_id)
+                    .order_by(_Instance.c.id)
+                )
+            ),
             **counts,
         }
 

@@ -39,12 +39,18 @@ from tests.unit.test_store_query import (
 JSON_COLUMNS = ("sensor_readings", "actuator_setpoints", "rewards", "sensors", "setpoints")
 
 
-def invoke(uri: str, args: list[str], input: str | None = None, tty: bool = False) -> Result:
-    """Run ``palaestra args`` on the store ``uri``, its output a pipe or (``tty``) a terminal
-    of 80 columns as rich sees it."""
+def invoke(
+    uri: str,
+    args: list[str],
+    input: str | None = None,
+    tty: bool = False,
+    data_path: Path | None = None,
+) -> Result:
+    """Run ``palaestra args`` on the store ``uri`` (and ``data_path``), its output a pipe or
+    (``tty``) a terminal of 80 columns as rich sees it."""
     env = {
         "PALAESTRA_STORE_URI": uri,
-        "PALAESTRA_DATA_PATH": None,
+        "PALAESTRA_DATA_PATH": None if data_path is None else str(data_path),
         "COLUMNS": "80",
         "TTY_COMPATIBLE": "1" if tty else "0",
         "FORCE_COLOR": None,
@@ -503,6 +509,33 @@ def test_clean_of_an_unknown_run_is_exit_2_and_deletes_nothing(own_store: str) -
     assert result.stderr.startswith("Error: no run 'run-x' in the store")
     assert "Traceback" not in result.output
     assert len(rows.runs(store_uri=own_store)) == 4
+
+
+def test_clean_removes_the_dump_files_of_its_stores_instances_only(
+    own_store: str, tmp_path: Path
+) -> None:
+    """Two stores (a trial SQLite file and the PostgreSQL one, say) with runs of the same uid
+    in one data path: cleaning the run in one store removes its instances' dump files, not
+    those of the other store's instances; the run's directory goes when it is left empty."""
+    data = tmp_path / "data"
+    run_dir = data / "brain_dumps" / RUN
+    for instance in ("old", "new", "elsewhere"):  # (elsewhere: the other store's instance)
+        phase = run_dir / instance / "0-learn"
+        phase.mkdir(parents=True)
+        (phase / "attacker.bin").write_bytes(b"dump")
+
+    result = invoke(own_store, ["clean", RUN, "--yes"], data_path=data)
+
+    assert result.exit_code == 0, result.output
+    assert f"and from the disk: 2 dump files in {run_dir}" in result.stdout
+    assert f"Deleted run '{RUN}' (" in result.stdout and "and 2 dump files)" in result.stdout
+    assert sorted(p.name for p in run_dir.iterdir()) == ["elsewhere"]
+    assert (run_dir / "elsewhere" / "0-learn" / "attacker.bin").read_bytes() == b"dump"
+    (run_dir.parent / "run-q2" / "q2").mkdir(parents=True)
+    (run_dir.parent / "run-q2" / "q2" / "b.bin").write_bytes(b"")
+    result = invoke(own_store, ["clean", "run-q2", "--yes", "--force"], data_path=data)
+    assert result.exit_code == 0, result.output
+    assert not (run_dir.parent / "run-q2").exists()  # (its last instance's: it goes)
 
 
 def test_clean_needs_a_run(own_store: str) -> None:
