@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
-import traceback
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -21,7 +20,7 @@ import msgspec
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from palaestra.core.description.loading import load_class
+from palaestra.core.description.loading import import_failure, load_class
 from palaestra.core.description.specs import (
     BRAIN_MEMORY,
     COUNT_MAX,
@@ -349,9 +348,10 @@ class _ClassChecker:
             except PluginLoadError as exc:
                 self._resolved[name] = exc
             except Exception as exc:  # noqa: BLE001 - a parent package of the module failed to import
-                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 module = name.partition(":")[0]
-                error = PluginLoadError(f"module '{module}' failed to import: {last}")
+                error = PluginLoadError(
+                    f"module '{module}' failed to import: {import_failure(exc)}"
+                )
                 self._resolved[name] = error
         return self._resolved[name]
 

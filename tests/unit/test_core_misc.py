@@ -130,7 +130,8 @@ def test_load_class_module_raising_import_error(plugin_dir: tuple[Path, str]) ->
         load_class(f"{prefix}_bad:Thing")
     assert str(info.value) == (
         f"module '{prefix}_bad' failed to import: ModuleNotFoundError: "
-        "No module named 'a_dependency_that_is_not_installed_xyz'"
+        "No module named 'a_dependency_that_is_not_installed_xyz' "
+        f"({path / f'{prefix}_bad.py'}, line 1: import a_dependency_that_is_not_installed_xyz)"
     )
     assert isinstance(info.value.__cause__, ModuleNotFoundError)
 
@@ -141,7 +142,22 @@ def test_load_class_module_raising_any_error(plugin_dir: tuple[Path, str]) -> No
     with pytest.raises(PluginLoadError) as info:
         load_class(f"{prefix}_boom:Thing")
     assert str(info.value) == (
-        f"module '{prefix}_boom' failed to import: RuntimeError: boom at import"
+        f"module '{prefix}_boom' failed to import: RuntimeError: boom at import "
+        f"({path / f'{prefix}_boom.py'}, line 1: raise RuntimeError('boom at import'))"
+    )
+
+
+def test_load_class_module_with_a_syntax_error_names_its_line(
+    plugin_dir: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, prefix = plugin_dir
+    (path / f"{prefix}_typo.py").write_text("x = 1\ndef f(:\n    pass\n")
+    monkeypatch.chdir(path)  # (below the working directory: shown relative to it)
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{prefix}_typo:Thing")
+    assert str(info.value) == (
+        f"module '{prefix}_typo' failed to import: SyntaxError: invalid syntax "
+        f"({prefix}_typo.py, line 2: def f(:)"
     )
 
 
@@ -154,7 +170,8 @@ def test_load_class_parent_package_whose_init_raises(plugin_dir: tuple[Path, str
     with pytest.raises(PluginLoadError) as info:
         load_class(f"{prefix}_pkg.mod:Thing")
     assert str(info.value) == (
-        f"cannot import module '{prefix}_pkg.mod': ValueError: broken package init"
+        f"cannot import module '{prefix}_pkg.mod': ValueError: broken package init "
+        f"({package / '__init__.py'}, line 1: raise ValueError('broken package init'))"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import os
 import traceback
 
 from palaestra.core.errors import PluginLoadError, did_you_mean
@@ -33,8 +34,9 @@ def load_class(name: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the user's module failed: show their error, not ours
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        raise PluginLoadError(f"module '{module_name}' failed to import: {last}") from exc
+        raise PluginLoadError(
+            f"module '{module_name}' failed to import: {import_failure(exc)}"
+        ) from exc
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         candidates = [n for n, v in vars(module).items() if isinstance(v, type)]
@@ -52,14 +54,45 @@ def _find_spec(module_name: str) -> importlib.machinery.ModuleSpec | None:
     except ModuleNotFoundError as exc:
         if exc.name is not None and not module_name.startswith(exc.name):
             # a parent package exists but needs something that is missing
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
+            raise PluginLoadError(
+                f"cannot import module '{module_name}': {import_failure(exc)}"
+            ) from exc
         if not _plain_not_found(exc):  # an import hook said why
             raise PluginLoadError(f"cannot import module '{module_name}': {exc}") from exc
         return None
     except Exception as exc:  # a parent package failed: show the user's error
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        raise PluginLoadError(f"cannot import module '{module_name}': {last}") from exc
+        raise PluginLoadError(
+            f"cannot import module '{module_name}': {import_failure(exc)}"
+        ) from exc
+
+
+def import_failure(exc: BaseException) -> str:
+    """What a module's import raised, as an error message shows it: the exception's last line
+    and, where it was raised (or an import of it failed) in a file rather than in Python's
+    import machinery, that file, line and code (of a syntax error: the line it is in)."""
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    if isinstance(exc, SyntaxError) and exc.filename:  # (where the code is wrong)
+        code = f": {exc.text.strip()}" if exc.text and exc.text.strip() else ""
+        return f"{last} ({_shown(exc.filename)}, line {exc.lineno}{code})"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<") and frame.filename != __file__
+    ]
+    if not frames:
+        return last
+    frame = frames[-1]
+    code = f": {frame.line}" if frame.line else ""
+    return f"{last} ({_shown(frame.filename)}, line {frame.lineno}{code})"
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working directory where it is below it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # (another drive)
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def _plain_not_found(exc: ModuleNotFoundError) -> bool:
