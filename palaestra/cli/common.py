@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+import click
+
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
 
@@ -54,6 +56,17 @@ class State:
         """Set runtime settings from the command line's options (``--backend``), over the
         file's and the environment's."""
         self._config = dataclasses.replace(self.config, **settings)
+
+
+def once_from_stdin(run_files: tuple[str, ...]) -> tuple[str, ...]:
+    """``run_files``, where ``-`` (the run file on standard input) is given once at most.
+
+    Raises:
+        click.UsageError: ``-`` is given twice (standard input holds one run file).
+    """
+    if run_files.count("-") > 1:
+        raise click.UsageError("'-' (the run file on standard input) can be given once")
+    return run_files
 
 
 def where_to_look(state: State, run_uid: str) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.common import State, where_to_look
+from palaestra.cli.common import State, once_from_stdin, where_to_look
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
@@ -217,7 +217,7 @@ def experiment_start(
     if backend is not None:
         state.override(backend=backend)
     ray_cluster.check_backend(state.config)  # the extra and the store, before anything starts
-    add_plugin_dirs(run_files)
+    add_plugin_dirs(once_from_stdin(run_files))
     if seeds is not None or sets or parallel is not None:
         from palaestra.cli.sweeps import start_sweep
 
@@ -360,7 +360,7 @@ def experiment_check_syntax(state: State, run_files: tuple[str, ...]) -> None:
     """Validate run files without running them (alias: check)."""
     from palaestra.experiment.runfile import load_run_file
 
-    add_plugin_dirs(run_files)
+    add_plugin_dirs(once_from_stdin(run_files))
     for path in run_files:
         config = state.config
         run = load_run_file(

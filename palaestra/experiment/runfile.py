@@ -10,8 +10,10 @@ key, ``environments`` and ``agents`` are replaced whole. Every error is a
 from __future__ import annotations
 
 import difflib
+import errno
 import inspect
 import os
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -191,8 +193,11 @@ def load_run_file(
     """
     shown = os.fsdecode(path)
     try:
-        with open(shown, encoding="utf-8-sig") as file:
-            text = file.read()
+        if shown == STDIN:
+            shown, text = STDIN_NAME, _standard_input()
+        else:
+            with open(shown, encoding="utf-8-sig") as file:
+                text = file.read()
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise RunFileError(f"cannot read the run file: {reason}.", path=shown) from exc
@@ -206,6 +211,23 @@ def load_run_file(
         probe_timeout=probe_timeout,
         start_method=start_method,
     )
+
+
+STDIN = "-"
+"""The run file name that reads the run file from standard input (``generate | palaestra
+experiment-start -``); its plug-in modules are found in the working directory."""
+STDIN_NAME = "<stdin>"
+"""The path such a run file has in messages and in the store."""
+
+
+def _standard_input() -> str:
+    """Standard input's text (to its end: ``-`` is one run file)."""
+    stream = sys.stdin
+    if stream is None:
+        raise OSError(errno.EBADF, "there is no standard input")
+    if stream.isatty():
+        print("Reading the run file from standard input (end it with Ctrl-D).", file=sys.stderr)
+    return stream.buffer.read().decode("utf-8-sig")
 
 
 def load_run_text(

@@ -274,6 +274,24 @@ def test_check_syntax_of_a_missing_run_file(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_a_run_file_on_standard_input_is_read_from_it(tmp_path: Path) -> None:
+    """``-`` is the run file on standard input (``generate | palaestra experiment-start -``):
+    checked as a file is, its errors named ``<stdin>`` with the line; once at most."""
+    text = DUMMY_RUN.read_text(encoding="utf-8")
+    result = runner().invoke(cli, ["check", "-"], input=text, prog_name="palaestra")
+    assert result.exit_code == 0, result.output
+    assert result.output == "-: OK ('dummy-run', 2 phases)\n"
+
+    bad = write_invalid_run_file(tmp_path).read_text(encoding="utf-8")
+    result = runner().invoke(cli, ["start", "-"], input=bad, prog_name="palaestra")
+    assert result.exit_code == 2
+    assert f"Error: <stdin>:{BAD_LINE}: {BAD_KEY}: unknown key 'colour'" in result.stderr
+
+    twice = runner().invoke(cli, ["check", "-", "-"], input=text, prog_name="palaestra")
+    assert twice.exit_code == 2
+    assert "'-' (the run file on standard input) can be given once" in twice.stderr
+
+
 def test_check_syntax_needs_a_file() -> None:
     result = invoke(["check"])
     assert result.exit_code == 2
