@@ -100,6 +100,13 @@ FLAG: dict[Any, int | None] = {False: 0, True: 1, None: None}
 """A flag's value in a row (``FLAG[done]``): 0 or 1, as SQLite stores a bool, and as SQLite
 binds it without the adapter lookup it makes for a bool (a PostgreSQL boolean takes 0 and 1
 alike); None stays NULL."""
+
+
+def flag(value: Any) -> int | None:
+    """:data:`FLAG` of any value that is true or false (numpy's too), None kept."""
+    return None if value is None else (1 if value else 0)
+
+
 BULK = frozenset(("world_states", "muscle_actions"))
 """The per-step tables: their JSON values arrive as JSON text and go to the driver as they are
 (:meth:`palaestra.store.driver.Store.add_rows`). In the other tables' rows JSON values are plain
@@ -149,9 +156,9 @@ def world_state_values(environment_id: int, worker: int, row: m.WorldStateRow) -
         json_text(row.sensors),
         json_text(row.setpoints),
         json_text(row.rewards),
-        FLAG[row.done],
-        FLAG[row.terminated],
-        FLAG[row.truncated],
+        flag(row.done),
+        flag(row.terminated),
+        flag(row.truncated),
         None if simtime is None else json_text(simtime),
         row.late_by,
     )
@@ -173,10 +180,10 @@ def muscle_action_values(agent_id: int, worker: int, row: m.MuscleActionRow) -> 
         json_text(row.rewards),
         reward_total(row.rewards.values()),
         row.objective,
-        FLAG[row.done],
-        FLAG[row.terminated],
-        FLAG[row.truncated],
-        FLAG[row.stale_policy],
+        flag(row.done),
+        flag(row.terminated),
+        flag(row.truncated),
+        flag(row.stale_policy),
     )
 
 
