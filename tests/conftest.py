@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -119,6 +120,24 @@ def sdist_fixtures(distribution: str, version: str, names: list[str], where: Pat
     missing = [name for name in names if not (where / name).exists()]
     assert not missing, f"the sdist of {distribution} {version} lacks {missing}"
     return where
+
+
+@contextlib.contextmanager
+def small_disk(directory: Path, size: str) -> Iterator[Path]:
+    """``directory`` as a real filesystem of ``size`` (a tmpfs: ``1m``, ``16k``), unmounted
+    after; the test is skipped where it cannot be mounted (it needs root)."""
+    directory.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs (needs root): {done.stderr.strip()}")
+    try:
+        yield directory
+    finally:
+        subprocess.run(["umount", "-l", str(directory)], check=False)
 
 
 def session_processes(sessions: set[int]) -> list[tuple[int, str]]:

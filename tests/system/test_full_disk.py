@@ -3,13 +3,13 @@ store, not with exit code 1 as if the run had failed."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Workspace
+from tests.conftest import small_disk as mounted
 from tests.system.test_rows import run_file
 
 pytestmark = pytest.mark.timeout(120)
@@ -18,19 +18,8 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A directory on a real 1 MiB filesystem (tmpfs); skipped where it cannot be mounted."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs (needs root): {done.stderr.strip()}")
-    try:
+    with mounted(tmp_path / "small-disk", "1m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.mark.slow

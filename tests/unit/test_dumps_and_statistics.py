@@ -8,11 +8,11 @@ import io
 import logging
 import math
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -22,14 +22,14 @@ from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.dump_keeper import DumpKeeper
 from palaestra.agent.statistics import StatisticsError, plain_statistics, record_statistics
 from palaestra.core.description.name_rules import dump_file_name, dump_key
-from palaestra.core.description.specs import AgentSpec, ClassSpec
-from palaestra.core.mode import Mode
 from palaestra.core.plugin import PluginError
 from palaestra.core.supervision.runtime import error_info
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import statistics_values
 from palaestra.experiment.store_client import NullStore, dump_dir
 from palaestra.testing import RowRecorder
+from tests.conftest import small_disk
+from tests.unit.test_brain_rows import brain_process
 
 
 class Plain(Brain):
@@ -235,21 +235,10 @@ def test_without_a_store_the_next_phase_finds_each_tag_among_the_files(tmp_path:
 def full_disk(tmp_path: Path) -> Iterator[Path]:
     """A directory on a real 16 KiB filesystem (tmpfs) that is full; skipped where it cannot
     be mounted (it needs root)."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs (needs root): {done.stderr.strip()}")
-    try:
+    with small_disk(tmp_path / "full", "16k") as mount:
         with open(mount / "filler", "wb") as f, contextlib.suppress(OSError):
             f.write(b"x" * 65536)  # (the disk fills: its write ends short)
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_dump_that_finds_the_disk_full_fails_naming_its_file_not_the_brain(
@@ -258,38 +247,16 @@ def test_a_dump_that_finds_the_disk_full_fails_naming_its_file_not_the_brain(
     """palaestra writes the dump a Brain hands it: a full disk is palaestra's failure to
     report (the file, the cause, what to do), not the Brain's, and leaves no half-written
     file."""
-    agent = AgentSpec(
-        name="defender",
-        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
-        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
-        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
-        sensors=(),
-        actuators=(),
-    )
-    setup = m.AgentSetup(
-        agent=agent,
-        agent_id=1,
-        phase_id=1,
-        run_uid="run",
-        phase_index=0,
-        phase_name="train",
-        mode=Mode.TRAIN,
-        workers=1,
-        brain_seed=1,
-        muscle_seeds=[2],
-        sensors=[],
-        actuators=[],
-        dump_dir=str(full_disk / "dumps"),
-    )
+    setup = msgspec.structs.replace(brain_process().request, dump_dir=str(full_disk / "dumps"))
     keeper = DumpKeeper(setup)
     brain = DummyBrain()
-    brain._dumpers = BrainDumps(write=keeper.write, owner="Brain-defender")
+    brain._dumpers = BrainDumps(write=keeper.write, owner="Brain-player")
     with pytest.raises(PluginError) as raised:
         keeper.store(brain)
-    report = error_info("Brain-defender", raised.value)
-    path = full_disk / "dumps" / dump_file_name("defender", "")
+    report = error_info("Brain-player", raised.value)
+    path = full_disk / "dumps" / dump_file_name("player", "")
     assert report.kind == "DumpWriteError" and not report.plugin and not report.traceback
-    assert f"the dump of agent 'defender' could not be written to {path}" in report.message
+    assert f"the dump of agent 'player' could not be written to {path}" in report.message
     assert "No space left on device" in report.message and "data_path" in report.message
     assert not path.exists() and keeper.pending == []
 
