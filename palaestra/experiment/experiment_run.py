@@ -263,7 +263,8 @@ class ExperimentRun(Component):
         else:
             dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         replays = {
-            a.name: await recorded_steps(self._store, self.run, spec, a) for a in spec.agents
+            a.name: await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
+            for a in spec.agents
         }
         phase = _Phase(spec, (await self._store(self._phase_start(spec, dumps))).ids, dumps)
         self._make_conductors(phase)
@@ -527,6 +528,8 @@ class ExperimentRun(Component):
         where = (
             f"agent '{source['agent']}' in phase {source['phase']} of run '{source['run_uid']}'"
         )
+        if source["run_uid"] == self.run.uid:  # (its own run: from this instance's phases)
+            source |= {"instance_id": self.instance_id, "instance_uid": self.instance_uid}
         found: m.StoreDump = await self._store(m.StoreFindDump(**source))
         if found.dumps:
             LOG.info(

@@ -26,11 +26,12 @@ Ask = Callable[[m.Msg], Awaitable[Any]]
 
 
 async def recorded_steps(
-    ask: Ask, run: RunSpec, phase: PhaseSpec, agent: AgentSpec
+    ask: Ask, run: RunSpec, phase: PhaseSpec, agent: AgentSpec, instance: str | None = None
 ) -> list[m.RecordedSteps]:
     """The recorded steps ``agent``'s Brain is pre-trained on in ``phase``: one item per
     source and recorded worker (none if it has no ``replay`` or the phase does not train,
-    as in palaestrAI, whose Brains pre-train in train phases only).
+    as in palaestrAI, whose Brains pre-train in train phases only). A source in this run
+    (no ``instance:``) is read from ``instance``, the one running (and those it continues).
 
     Raises:
         RunFileError: A source the store does not have (run, instance, phase, agent), one
@@ -50,7 +51,9 @@ async def recorded_steps(
         return []
     found: list[m.RecordedSteps] = []
     for index, source in enumerate(agent.replay):
-        answer, where = await _find(ask, run, phase, agent, source, first_episode=False)
+        answer, where = await _find(
+            ask, run, phase, agent, source, first_episode=False, own=instance
+        )
         rows = sum(len(s.rows) for s in answer.steps)
         LOG.info(
             "agent '%s' in phase %d is pre-trained on %d recorded steps of %s (%d workers)%s",
@@ -95,14 +98,19 @@ async def _find(
     source: ReplaySpec,
     *,
     first_episode: bool,
+    own: str | None = None,
 ) -> tuple[m.StoreReplay, str]:
-    """The store's answer for ``source`` (checked) and where it is, in words."""
+    """The store's answer for ``source`` (checked) and where it is, in words; a source in
+    this run without an instance of its own is read from ``own`` (the running instance)."""
+    run_uid = source.experiment_run or run.uid
+    continued = own is not None and run_uid == run.uid and source.instance is None
     request = m.StoreFindReplay(
-        run_uid=source.experiment_run or run.uid,
+        run_uid=run_uid,
         agent=source.agent or agent.name,
         phase=source.phase if source.phase is not None else phase.index - 1,
-        instance=source.instance,
+        instance=own if continued else source.instance,
         first_episode=first_episode,
+        continued=continued,
     )
     where = describe(request)
     answer = await ask(request)
@@ -117,6 +125,8 @@ async def _find(
 def describe(request: m.StoreFindReplay) -> str:
     """Where a replay source's steps come from, in words."""
     instance = f" (instance {request.instance})" if request.instance else ""
+    if request.continued:  # (the running instance's own steps)
+        instance = ""
     return f"agent '{request.agent}' in phase {request.phase} of run '{request.run_uid}'{instance}"
 
 

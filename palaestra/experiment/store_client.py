@@ -144,12 +144,13 @@ class NullStore:
         return m.StoreAck()
 
     def _find_dump(self, request: m.StoreFindDump) -> m.StoreDump:
-        """The agent's dump files in the phase's directory of the newest instance that has
-        any: the newest of each tag, by :func:`~palaestra.core.description.name_rules.dump_key`."""
+        """The agent's dump files in the phase's directory of the asking instance (its own
+        run), else of the newest instance that has any: the newest of each tag, by
+        :func:`~palaestra.core.description.name_rules.dump_key`."""
         phases = os.path.join(
             glob.escape(os.path.abspath(os.path.join(self.data_path, "brain_dumps"))),
             glob.escape(path_part(request.run_uid)),
-            "*",
+            glob.escape(path_part(request.instance_uid)) if request.instance_uid else "*",
             f"{request.phase}-*",
         )
         agent = path_part(request.agent)

@@ -20,8 +20,11 @@ def find_replay(engine: Engine, request: m.StoreFindReplay) -> m.StoreReplay:
     """The recorded steps ``request`` names, or a :class:`StoreReplay` whose ``problem`` says
     which of run, instance, phase and agent the store does not have."""
     run, phase, agent = request.run_uid, request.phase, request.agent
+    instance = request.instance
+    if instance is not None and request.continued:
+        instance = rows.Continued(instance)
     try:
-        agents = rows.agents(run, phase=phase, store_uri=engine, instance=request.instance)
+        agents = rows.agents(run, phase=phase, store_uri=engine, instance=instance)
     except rows.UnknownRunError as exc:
         return m.StoreReplay(problem=str(exc))
     found = [a for a in agents if a["agent"] == agent]
@@ -36,7 +39,7 @@ def find_replay(engine: Engine, request: m.StoreFindReplay) -> m.StoreReplay:
         agent=agent,
         episode=0 if request.first_episode else None,
         store_uri=engine,
-        instance=request.instance,
+        instance=instance,
     )
     if not steps:
         return m.StoreReplay(

@@ -689,7 +689,7 @@ def episode_rewards(
     merged: list[Row] = []
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
             summed: list[Row] = list(
@@ -973,7 +973,7 @@ def step_lateness(
     groups: dict[tuple[Any, ...], array[float]] = {}
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
         if len(chain) == 1:  # as the rows come, no dict per row
             found: Iterable[Any] = connection.execute(statement(instance_id))
         else:  # a resumed run: the rows of its view (see _chain_rows)
@@ -1301,7 +1301,7 @@ def _fetch_run(
     and the instances it resumed (see :func:`_chain_rows`)."""
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
         if len(chain) == 1:
             return _rows(connection.execute(statement(instance_id)))
         return _chain_rows(connection, chain, statement)
@@ -1333,7 +1333,7 @@ def each_row(
     listing = STREAMED[table]
     with _connection(store_uri) as connection:
         instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if instance is None else [instance_id]
+        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
         if len(chain) > 1:
             found = _chain_rows(connection, chain, lambda at: listing.statement(at, (), **match))
             yield found.columns, ([row[c] for c in found.columns] for row in found)
@@ -1346,6 +1346,19 @@ def each_row(
 
 STREAM_ROWS = 2000
 """Rows :func:`each_row` fetches at a time (PostgreSQL: through a server-side cursor)."""
+
+
+class Continued(str):
+    """An instance uid whose rows are read as the run's view reads its newest instance's:
+    with the rows of the instances it continues (``experiment-resume``), before its start
+    (what a resumed instance's replay of its own run reads: not another instance's of the
+    same run running at the same time)."""
+
+
+def _viewed(instance: str | None) -> bool:
+    """Whether ``instance`` is read with the instances it continues (the newest, or one
+    :class:`Continued`)."""
+    return instance is None or isinstance(instance, Continued)
 
 
 def _chain(connection: Connection, instance_id: int) -> list[int]:

@@ -487,7 +487,12 @@ class StoreWriter(Component):
         instance that has that agent in that phase, by :func:`dump_key` of the tag."""
         self.flush()
         with self._transaction("finding a brain dump", write=False) as store:
-            agent_id = store.scalar(NEWEST_AGENT, (message.run_uid, message.phase, message.agent))
+            if message.instance_id is not None:
+                agent_id = _agent_of_chain(store, message)
+            else:
+                agent_id = store.scalar(
+                    NEWEST_AGENT, (message.run_uid, message.phase, message.agent)
+                )
             if agent_id is None:
                 return m.StoreDump(brain_state_id=None, dumps={})
             found = store.execute(
@@ -561,6 +566,28 @@ def _run(store: Store, experiment_id: int, message: m.StoreRunStart) -> int:
     return int(run_id)
 
 
+def _agent_of_chain(store: Store, message: m.StoreFindDump) -> int | None:
+    """The id of the agent in the phase of the asking instance, or else of the instances it
+    continues (``resumed_from_id``: a resumed instance skips the phases they finished), the
+    nearest first; None if none of them has it."""
+    instance: int | None = message.instance_id
+    seen: set[int] = set()
+    while instance is not None and instance not in seen:
+        seen.add(instance)
+        found = store.scalar(INSTANCE_AGENT, (instance, message.phase, message.agent))
+        if found is not None:
+            return int(found)
+        instance = store.scalar(
+            "SELECT resumed_from_id FROM experiment_run_instances WHERE id = ?", (instance,)
+        )
+    return None
+
+
+INSTANCE_AGENT = """\
+SELECT agents.id FROM agents
+JOIN experiment_run_phases AS phases ON agents.experiment_run_phase_id = phases.id
+WHERE phases.experiment_run_instance_id = ? AND phases."index" = ? AND agents.name = ?"""
+"""The id of an agent (its name) in a phase (its index) of an instance (its id)."""
 NEWEST_AGENT = """\
 SELECT agents.id FROM agents
 JOIN experiment_run_phases AS phases ON agents.experiment_run_phase_id = phases.id

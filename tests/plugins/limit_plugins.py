@@ -67,3 +67,23 @@ class GatedEnvironment(DummyEnvironment):
             if not self.opened:
                 time.sleep(0.01)
         return super().update(actuators)
+
+
+class FirstComerEnvironment(GatedEnvironment):
+    """A :class:`GatedEnvironment` that waits only in the run that claims it first (it creates
+    the file ``claim`` at its first step): two instances of one run file, one held while the
+    other runs."""
+
+    def __init__(self, claim: str = "claim", **params: Any) -> None:
+        super().__init__(**params)
+        self.claim = claim
+
+    def update(
+        self, actuators: Sequence[ActuatorInformation]
+    ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:
+        if not self.opened:
+            try:
+                os.close(os.open(self.claim, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:  # another run claimed it: this one goes on at once
+                self.opened = True
+        return super().update(actuators)

@@ -226,6 +226,9 @@ def test_without_a_store_the_next_phase_finds_each_tag_among_the_files(tmp_path:
         NullStore(str(tmp_path)).ask(m.StoreFindDump(run_uid="run", agent="a", phase=1))
     )
     assert none == m.StoreDump(brain_state_id=None, dumps={})
+    own = m.StoreFindDump(run_uid="run", agent="a", phase=0, instance_uid="instance-1")
+    found = asyncio.run(NullStore(str(tmp_path)).ask(own))  # (not the newer instance-2's)
+    assert found == m.StoreDump(brain_state_id=None, dumps={"actor": b"old actor"})
 
 
 # --- statistics ------------------------------------------------------------------------------

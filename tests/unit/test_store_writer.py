@@ -13,6 +13,7 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import zmq
 import zmq.asyncio
@@ -30,6 +31,7 @@ from palaestra.core.wire.records import (
 )
 from palaestra.core.wire.transport import endpoint_for, make_run_dir, remove_run_dir
 from palaestra.store.engine import make_engine
+from palaestra.store.replay_source import find_replay
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message
 
@@ -415,6 +417,66 @@ def test_find_dump_returns_the_newest_dump_of_the_newest_instance(writer: StoreW
 
     newest_id = select_all(writer, "SELECT max(id) FROM brain_states")[0][0]
     assert found == m.StoreDump(brain_state_id=newest_id, dumps={"final": b"second"})
+
+
+def test_find_dump_of_its_own_run_comes_from_the_asking_instance(writer: StoreWriter) -> None:
+    """Two instances of one run at once: each phase loads its own instance's dumps, not the
+    newest instance's; a resumed instance, from the instance it continues where it skipped
+    the phase."""
+    old = start(writer, "instance-1")
+    writer.accept(dump(old["agent:attacker"], b"old"))
+    new = start(writer, "instance-2")
+    writer.accept(dump(new["agent:attacker"], b"new"))
+    resumed = run(
+        writer.dispatch(
+            msgspec.structs.replace(run_start("instance-3"), resumed_from_id=old["instance"])
+        )
+    ).ids["instance"]
+
+    def asked(instance: int, phase: int = 0) -> dict[str, bytes]:
+        message = m.StoreFindDump(run_uid=RUN_UID, agent="attacker", phase=phase)
+        found = run(writer.dispatch(msgspec.structs.replace(message, instance_id=instance)))
+        return found.dumps
+
+    assert asked(old["instance"]) == {"final": b"old"}
+    assert asked(new["instance"]) == {"final": b"new"}
+    assert asked(resumed) == {"final": b"old"}  # (it continues instance-1; skipped phase 0)
+    assert asked(old["instance"], phase=1) == {}
+    assert find(writer).dumps == {"final": b"new"}  # (another run's load: its newest)
+
+
+def test_replay_of_its_own_run_reads_the_asking_instance_and_those_it_continues(
+    writer: StoreWriter, store_uri: str
+) -> None:
+    """An agent's ``replay`` of its own run's earlier phase: the running instance's steps
+    (and, resumed, those of the instance it continues), not those of another instance of the
+    run that runs at the same time, the newest."""
+    old = start(writer, "instance-1")
+    writer.accept(action_rows(old["agent:attacker"], range(3)))
+    resumed = msgspec.structs.replace(run_start("instance-2"), resumed_from_id=old["instance"])
+    run(writer.dispatch(resumed))
+    new = start(writer, "instance-3")
+    writer.accept(action_rows(new["agent:attacker"], range(5)))
+    writer.flush()
+    engine = make_engine(store_uri)
+    try:
+
+        def steps(instance: str | None, continued: bool = True) -> int | str:
+            request = m.StoreFindReplay(
+                run_uid=RUN_UID, agent="attacker", phase=0, instance=instance, continued=continued
+            )
+            found = find_replay(engine, request)
+            return found.problem or sum(len(s.rows) for s in found.steps)
+
+        assert steps("instance-1") == 3
+        assert steps(None, continued=False) == 5  # (another run's replay: its newest)
+        # instance-2 continues instance-1, which played phase 0: its view has the agent there
+        # (and the steps of the episodes instance-1 completed: here none, no episode ended)
+        continuing = steps("instance-2")
+        assert continuing == "agent 'attacker' in phase 0 of run 'run-1' recorded no steps"
+        assert str(steps("instance-2", continued=False)).startswith("run 'run-1' has no phase 0")
+    finally:
+        engine.dispose()
 
 
 def test_find_dump_returns_the_newest_dump_of_each_tag(writer: StoreWriter) -> None:

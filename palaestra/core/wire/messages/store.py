@@ -98,6 +98,12 @@ class StoreFindDump(Msg, frozen=True, kw_only=True):
     run_uid: str
     agent: str
     phase: int
+    instance_id: int | None = None
+    """The asking instance, where ``run_uid`` is its own run: the dumps come from its phase
+    (or, for a phase it skipped as a resumed instance, from the instances it continues), never
+    from another instance of the run that runs at the same time."""
+    instance_uid: str = ""
+    """That instance's uid (where the dumps are files only: the run has no store)."""
 
 
 class StoreDump(Msg, frozen=True, kw_only=True):
@@ -131,6 +137,10 @@ class StoreFindReplay(Msg, frozen=True, kw_only=True):
     phase: int
     instance: str | None = None
     first_episode: bool = False
+    continued: bool = False
+    """``instance`` is the asking instance of its own run: its steps, and those of the
+    instances it continues (a resumed instance skips the phases they finished), never those of
+    another instance of the run running at the same time."""
 
 
 class StoreReplay(Msg, frozen=True, kw_only=True):
