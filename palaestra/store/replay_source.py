@@ -45,6 +45,15 @@ def find_replay(engine: Engine, request: m.StoreFindReplay) -> m.StoreReplay:
         return m.StoreReplay(
             problem=f"agent '{agent}' in phase {phase} of run '{run}' recorded no steps"
         )
+    return m.StoreReplay(
+        sensors=list(config.get("sensors", [])),
+        actuators=list(config.get("actuators", [])),
+        steps=_by_worker(steps),
+    )
+
+
+def _by_worker(steps: rows.Rows) -> list[m.RecordedSteps]:
+    """The ``muscle_actions`` rows found as each worker's recorded steps, by worker."""
     by_worker: dict[int, list[m.MuscleActionRow]] = {}
     for row in steps:
         by_worker.setdefault(int(row["worker"]), []).append(
@@ -58,14 +67,10 @@ def find_replay(engine: Engine, request: m.StoreFindReplay) -> m.StoreReplay:
                 bool(row["done"]),
             )
         )
-    return m.StoreReplay(
-        sensors=list(config.get("sensors", [])),
-        actuators=list(config.get("actuators", [])),
-        steps=[
-            m.RecordedSteps(source="", worker=worker, rows=found_rows)
-            for worker, found_rows in sorted(by_worker.items())
-        ],
-    )
+    return [
+        m.RecordedSteps(source="", worker=worker, rows=found_rows)
+        for worker, found_rows in sorted(by_worker.items())
+    ]
 
 
 def _missing_agent(engine: Engine, request: m.StoreFindReplay, agents: list[str]) -> str:
