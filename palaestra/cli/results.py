@@ -552,7 +552,7 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     The brain dumps go from the store and from the disk: the dump files of every instance of
     the run in this store, in the data path's brain_dumps/RUN directory (another store's run of
     the same uid keeps its own). An experiment left without runs is
-    deleted too. Each run goes in one transaction. A run whose newest instance is still running
+    deleted too. Each run goes in one transaction. A run an instance of which is still running
     is refused (exit 2; deleting it would fail it) unless --force is given.
     """
     from palaestra.store import rows

@@ -245,7 +245,7 @@ class UnknownRunError(InvalidInputError, LookupError):
 
 
 class RunStillRunningError(InvalidInputError):
-    """A run asked to be deleted is still running: its newest instance is marked ``running``."""
+    """A run asked to be deleted is still running: an instance of it is marked ``running``."""
 
 
 # --- the store -------------------------------------------------------------------------------
@@ -1075,7 +1075,7 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
     Returns:
         ``run``, ``experiment`` (its uid), ``runs_of_experiment`` (how many runs the experiment
         has, this one included), ``running`` (instances still marked running), ``still_running``
-        (why the run cannot be deleted without ``force``: its newest instance is running; else
+        (why the run cannot be deleted without ``force``: an instance of it is running; else
         None), ``instances`` (the uids of its instances) and the number of rows of each table
         (``experiment_run_instances``, ..., ``brain_states``).
 
@@ -1121,7 +1121,7 @@ def delete_run(
 ) -> dict[str, int]:
     """Delete a run with everything of it, in one transaction; its experiment too if empty.
 
-    A run whose newest instance is still ``running`` is refused (deleting it would fail that
+    A run an instance of which is still ``running`` is refused (deleting it would fail that
     run) unless ``force`` is given, for a run left ``running`` by a crash. The check is made in
     the deleting transaction.
 
@@ -1130,7 +1130,7 @@ def delete_run(
 
     Raises:
         UnknownRunError: The store has no such run.
-        RunStillRunningError: The run's newest instance is running and ``force`` is False.
+        RunStillRunningError: An instance of the run is running and ``force`` is False.
     """
     with transaction(store_uri) as connection:
         run_id, experiment_id = _run_ids(connection, run)
@@ -1192,15 +1192,15 @@ def _deleted(result: CursorResult[Any]) -> int:
 
 
 def _still_running(connection: Connection, run: str, run_id: int) -> str | None:
-    """Why ``run`` must not be deleted (its newest instance is running, where and since when),
-    or None."""
+    """Why ``run`` must not be deleted (an instance of it is running, where and since when:
+    also an older one, the run file started twice), or None."""
     newest = connection.execute(
         select(_Instance.c.uid, _Instance.c.status, _Instance.c.host, _Instance.c.started_at)
-        .where(_Instance.c.experiment_run_id == run_id)
+        .where(_Instance.c.experiment_run_id == run_id, _Instance.c.status == "running")
         .order_by(_Instance.c.id.desc())
         .limit(1)
     ).first()
-    if newest is None or newest.status != "running":
+    if newest is None:
         return None
     started = newest.started_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     return (

@@ -484,6 +484,18 @@ def test_clean_refuses_a_run_still_running_and_deletes_nothing(own_store: str) -
     assert len(rows.runs(store_uri=own_store)) == 4
 
 
+def test_clean_refuses_a_run_whose_older_instance_is_still_running(own_store: str) -> None:
+    """The run file started twice: the second instance finished, the first still runs;
+    deleting the run deleted the rows the first was writing, failing it (IntegrityError)."""
+    with sqlite3.connect(own_store.removeprefix("sqlite:///")) as conn:
+        conn.execute("update experiment_run_instances set status = 'running' where uid = 'old'")
+    result = invoke(own_store, ["clean", RUN, "--yes"])
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"Error: run '{RUN}' is still running (instance old, on")
+    assert len(rows.runs(store_uri=own_store)) == 4
+
+
 def test_clean_with_force_deletes_a_run_left_running(own_store: str) -> None:
     result = invoke(own_store, ["clean", "run-q2", "--force"], input="y\n")
 
