@@ -70,15 +70,19 @@ def title(name: str, detail: str = "") -> str:
     return f"palaestra[{name}] {detail}" if detail else f"palaestra[{name}]"
 
 
-def titled(name: str, detail: str = "") -> list[tuple[int, str]]:
-    """The live processes titled :func:`title` of ``name`` and ``detail``, each with its
-    state letter (``T``: stopped)."""
-    wanted = title(name, detail)
-    found = []
+def titled(name: str) -> dict[str, tuple[int, str]]:
+    """The live processes titled ``palaestra[<name>]`` (:func:`set_title`), by the detail that
+    follows (empty for none), each with its pid and state letter (``T``: stopped); one look
+    at ``/proc``."""
+    bare = title(name)
+    found: dict[str, tuple[int, str]] = {}
     for pid in pids():
         fields = stat(pid)
-        if fields is not None and fields[STATE] != b"Z" and cmdline(pid) == wanted:
-            found.append((pid, fields[STATE].decode()))
+        if fields is None or fields[STATE] == b"Z":
+            continue
+        command = cmdline(pid)
+        if command == bare or command.startswith(bare + " "):
+            found[command[len(bare) + 1 :]] = (pid, fields[STATE].decode())
     return found
 
 

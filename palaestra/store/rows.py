@@ -344,10 +344,11 @@ def runs(
     )
     with _connection(store_uri) as connection:
         found = _rows(connection.execute(statement))
-    now = utcnow()
+    now, executors = utcnow(), Executors()
     for row in found:
         where = (row.pop("host"), row["instance_uid"])
-        row["status"] = shown_status(row["status"], row.pop("heartbeat_at"), now, where)
+        beat = row.pop("heartbeat_at")
+        row["status"] = shown_status(row["status"], beat, now, where, executors)
     return _with_durations(Rows(found, found.columns[:-2]))
 
 
@@ -356,16 +357,17 @@ def shown_status(
     heartbeat_at: dt.datetime | None,
     now: dt.datetime,
     executor: tuple[str | None, str] | None = None,
+    executors: Executors | None = None,
 ) -> str:
     """``status``, or for a ``running`` instance whose heartbeat is older than
     :data:`~palaestra.core.description.limits.STALE_AFTER` seconds: ``stale`` (its executor is
     gone), or, where ``executor`` (the instance's host and uid) finds its executor on this
-    machine (:func:`local_executor`), ``stopped`` (Ctrl-Z, SIGSTOP: it goes on when continued)
-    or ``running`` (it runs: its heartbeat lags). An instance without a heartbeat (recorded
-    before store revision 0007) stays ``running``."""
+    machine (``executors``: those a listing looked up once), ``stopped`` (Ctrl-Z, SIGSTOP: it
+    goes on when continued) or ``running`` (it runs: its heartbeat lags). An instance without
+    a heartbeat (recorded before store revision 0007) stays ``running``."""
     if status == "running" and heartbeat_at is not None:
         if (now - heartbeat_at).total_seconds() > STALE_AFTER:
-            found = local_executor(*executor) if executor is not None else None
+            found = (executors or Executors()).of(*executor) if executor is not None else None
             if found is None:
                 return "stale"
             return "stopped" if found[1] in STOPPED else "running"
@@ -376,14 +378,28 @@ STOPPED = ("T", "t")
 """The states of a stopped process (``proc(5)``: by a signal, by a debugger)."""
 
 
+class Executors:
+    """The executors living on this machine (their titles name their instances: see
+    :data:`~palaestra.core.description.names.EXECUTOR`), looked up in ``/proc`` once, when
+    first asked."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, tuple[int, str]] | None = None
+
+    def of(self, host: str | None, instance_uid: str) -> tuple[int, str] | None:
+        """The pid and state letter of instance ``instance_uid``'s executor where it lives on
+        this machine (``host`` is this machine's name); None where it is gone or elsewhere (or
+        ``/proc`` cannot tell: not Linux)."""
+        if host != socket.gethostname():
+            return None
+        if self.found is None:
+            self.found = procfs.titled(names.EXECUTOR)
+        return self.found.get(instance_uid)
+
+
 def local_executor(host: str | None, instance_uid: str) -> tuple[int, str] | None:
-    """The executor of instance ``instance_uid`` where it lives on this machine (``host`` is
-    this machine's name): its pid and state letter; None where it is gone or elsewhere (or
-    ``/proc`` cannot tell: not Linux)."""
-    if host != socket.gethostname():
-        return None
-    found = procfs.titled(names.EXECUTOR, instance_uid)
-    return found[0] if found else None
+    """:meth:`Executors.of`, looked up now."""
+    return Executors().of(host, instance_uid)
 
 
 def run_record(run: str, *, store_uri: StoreURI | None = None) -> Row:
