@@ -539,10 +539,12 @@ def _experiment(store: Store, uid: str) -> int:
 
 
 def _run(store: Store, experiment_id: int, message: m.StoreRunStart) -> int:
-    """The id of the run ``message`` starts: created if it is new, else given its document and
-    overrides."""
+    """The id of the run ``message`` starts: created if it is new, else given its document,
+    overrides, seed and file (the run file edited and started again: what the run's record
+    says is what its newest instance ran)."""
     found = store.execute(  # (the JSON as its text: SQLite's and psycopg's alike)
-        "SELECT id, document, CAST(overrides AS TEXT) FROM experiment_runs WHERE uid = ?",
+        "SELECT id, document, CAST(overrides AS TEXT), seed, file FROM experiment_runs "
+        "WHERE uid = ?",
         (message.run_uid,),
     ).fetchone()
     if found is None:
@@ -556,12 +558,14 @@ def _run(store: Store, experiment_id: int, message: m.StoreRunStart) -> int:
             created_at=utcnow(),
             overrides=message.overrides,
         )
-    run_id, document, overrides = found
-    new = (message.document, message.overrides)
-    if (document, None if overrides is None else json_value(overrides)) != new:
+    run_id, document, overrides, seed, file = found
+    new = (message.document, message.overrides, message.seed, message.file)
+    if (document, None if overrides is None else json_value(overrides), seed, file) != new:
+        columns = ("document", "overrides", "seed", "file")
         store.execute(  # (only then: an UPDATE locks the run's row on PostgreSQL)
-            "UPDATE experiment_runs SET document = ?, overrides = ? WHERE id = ?",
-            (*store.values("experiment_runs", ("document", "overrides"), new), run_id),
+            "UPDATE experiment_runs SET document = ?, overrides = ?, seed = ?, file = ? "
+            "WHERE id = ?",
+            (*store.values("experiment_runs", columns, new), run_id),
         )
     return int(run_id)
 

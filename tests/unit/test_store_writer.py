@@ -179,6 +179,20 @@ def test_run_start_again_keeps_run_and_updates_its_document(writer: StoreWriter)
     assert select_all(writer, "SELECT document, seed FROM experiment_runs") == [("new", 42)]
 
 
+def test_run_start_again_with_another_seed_and_file_records_them(writer: StoreWriter) -> None:
+    """The run file edited (its seed) and started again from elsewhere: the run's record says
+    what its newest instance ran, not the document of one and the seed of another."""
+    run(writer.dispatch(run_start("i-1", document="uid: run-1\nseed: 42\n")))
+    edited = msgspec.structs.replace(
+        run_start("i-2", document="uid: run-1\nseed: 7\n"), seed=7, file="other/run.yml"
+    )
+    run(writer.dispatch(edited))
+
+    assert select_all(writer, "SELECT document, seed, file FROM experiment_runs") == [
+        ("uid: run-1\nseed: 7\n", 7, "other/run.yml")
+    ]
+
+
 def test_run_start_again_writes_the_run_only_when_it_changed(writer: StoreWriter) -> None:
     """(An UPDATE locks the run's row on PostgreSQL: instances of one run starting together
     would wait for each other.)"""
