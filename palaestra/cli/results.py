@@ -605,6 +605,7 @@ def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, lis
 
 
 def _dump_directory(data_path: str, run: str) -> str:
+    """The directory of ``run``'s dump files below ``data_path`` (an instance's each below)."""
     from palaestra.core.description.name_rules import path_part
 
     return os.path.join(data_path, "brain_dumps", path_part(run))
