@@ -19,13 +19,14 @@ Example:
 
 \b
 An instance left running by a killed executor shows as stale once its heartbeat is older
-than 30 s; a running (not stale) or finished instance is refused.
+than 30 s; a running (not stale), a stopped (its executor stopped with Ctrl-Z on this
+machine) or finished instance is refused.
 
 \b
 Exit codes:
   0    the resumed instance finished
   1    it failed
-  2    invalid input (no such run or instance; it is finished or still running)
+  2    invalid input (no such run or instance; it is finished, still running or stopped)
   3    the store is unusable
   130  interrupted (Ctrl-C); it can be resumed again
 """
