@@ -8,8 +8,8 @@ and starts the phase it stopped in at the first episode that not every worker co
 completed when its ``episodes`` row and its last step's rows are in the store:
 :mod:`palaestra.store.completed`, the rule the run's view follows too), numbered as the
 uninterrupted run numbers it. Its Brains start from the dump their Brain wrote at the end of the
-episode before (with the default ``dump`` policy, one dump per episode, and one worker); otherwise
-from the newest dump of that phase. Seeds are derived from the run's seed as always
+episode before (with the default ``dump`` policy, one dump per episode, and one worker playing
+one game); otherwise from the newest dump of that phase. Seeds are derived from the run's seed as always
 (:mod:`palaestra.core.description.seeds`), so each worker's environment and Muscle get the seeds of
 the uninterrupted run, seeded afresh at the first resumed episode.
 
@@ -30,7 +30,7 @@ from sqlalchemy import Connection, func, select
 
 from palaestra.core import procfs
 from palaestra.core.description.name_rules import dump_key
-from palaestra.core.description.specs import RunSpec
+from palaestra.core.description.specs import PhaseSpec, RunSpec
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
@@ -193,7 +193,7 @@ def _dumped_until(
     where the phase's Brains do not dump per episode."""
     spec = run.phases[phase_index]
     per_episode = [agent.name for agent in spec.agents if agent.dump is None]
-    if first == 0 or spec.config.worker != 1 or not per_episode:
+    if first == 0 or not _one_game(spec) or not per_episode:
         return first
     phase = _recorded_phase(connection, instance_id, phase_index)
     if phase is None:
@@ -220,7 +220,7 @@ def _dumps(
     phase_id, since = phase
     found: dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] = {}
     for agent in spec.agents:
-        per_episode = agent.dump is None and spec.config.worker == 1
+        per_episode = agent.dump is None and _one_game(spec)
         rows = connection.execute(
             select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
             .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
@@ -250,6 +250,13 @@ def _dumps(
         }
         found[agent.name] = (loaded, {dump_key(t): r.dump for t, r in chosen.items()}, where)
     return found
+
+
+def _one_game(spec: PhaseSpec) -> bool:
+    """Whether the phase plays one game at a time (one worker, one game per worker): only then
+    is a Brain's n-th per-episode dump the one of episode n. With several, the games' episodes
+    end in turn and each end dumps, so the phase's newest dump is taken, as the docs say."""
+    return spec.config.worker == 1 and spec.config.envs_per_worker == 1
 
 
 def _recorded_phase(

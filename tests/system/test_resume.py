@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -241,3 +242,40 @@ def test_a_run_stopped_longer_than_its_heartbeat_is_stopped_not_stale_and_goes_o
     assert workspace.instance_status()[0] == "finished"
     for got, expected in zip(view(workspace), uninterrupted, strict=True):
         assert got == expected, first_difference(got, expected)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_a_resumed_phase_of_several_games_starts_from_the_newest_dump(
+    workspace: Workspace,
+) -> None:
+    """With ``envs_per_worker`` 4 every game's episode end dumps the Brain, four dumps an
+    episode number: the resumed phase took the dump whose index was its first episode's (one
+    of about a quarter of the way), a Brain far behind where it stopped. It takes the phase's
+    newest, as for several workers (docs/replay-resume.md)."""
+    text = RUN_FILE.read_text().replace(
+        "        episodes: 400\n", "        episodes: 100\n        envs_per_worker: 4\n"
+    )
+    run_file = workspace.path / "games.yml"
+    run_file.write_text(text)
+    proc = workspace.start("experiment-start", "-q", str(run_file))
+    assert poll(lambda: count(workspace, EPISODES_DONE) >= 40, 30), "no episodes were stored"
+    os.kill(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert _resume(workspace).startswith("phase 0, episode ")
+
+    with sqlite3.connect(workspace.store) as conn:
+        newest = conn.execute(
+            "select max(b.id) from brain_states b join agents a on b.agent_id = a.id "
+            "join experiment_run_phases p on a.experiment_run_phase_id = p.id "
+            "join experiment_run_instances i on p.experiment_run_instance_id = i.id "
+            'where i.resumed_from_id is null and p."index" = 0'
+        ).fetchone()[0]
+        (loaded,) = conn.execute(
+            "select a.loaded_from from agents a "
+            "join experiment_run_phases p on a.experiment_run_phase_id = p.id "
+            "join experiment_run_instances i on p.experiment_run_instance_id = i.id "
+            'where i.resumed_from_id is not null and p."index" = 0'
+        ).fetchone()
+    assert json.loads(loaded)["brain_state_id"] == newest
