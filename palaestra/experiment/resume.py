@@ -9,8 +9,9 @@ completed when its ``episodes`` row and its last step's rows are in the store:
 :mod:`palaestra.store.completed`, the rule the run's view follows too), numbered as the
 uninterrupted run numbers it. Its Brains start from the dump their Brain wrote at the end of the
 episode before (with the default ``dump`` policy, one dump per episode, and one worker playing
-one game); otherwise from the newest dump of that phase. Seeds are derived from the run's seed as always
-(:mod:`palaestra.core.description.seeds`), so each worker's environment and Muscle get the seeds of
+one game); otherwise from the newest dump of that phase. Seeds are derived from the run's seed
+as always (:mod:`palaestra.core.description.seeds`), so each worker's environment and Muscle get
+the seeds of
 the uninterrupted run, seeded afresh at the first resumed episode.
 
 A resumed run therefore equals the uninterrupted one when the plug-ins are deterministic, the
