@@ -11,8 +11,7 @@ uninterrupted run numbers it. Its Brains start from the dump their Brain wrote a
 episode before (with the default ``dump`` policy, one dump per episode, and one worker playing
 one game); otherwise from the newest dump of that phase. Seeds are derived from the run's seed
 as always (:mod:`palaestra.core.description.seeds`), so each worker's environment and Muscle get
-the seeds of
-the uninterrupted run, seeded afresh at the first resumed episode.
+the seeds of the uninterrupted run, seeded afresh at the first resumed episode.
 
 A resumed run therefore equals the uninterrupted one when the plug-ins are deterministic, the
 Brain stores its full state in its dump, and the environment and Muscle carry nothing over
