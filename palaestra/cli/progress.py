@@ -71,7 +71,8 @@ class PhaseTally:
     name: str
     mode: str
     planned: int
-    workers: int
+    workers: int  # each game a worker (``envs_per_worker``)
+    games: int = 1  # games per worker
     done: int = 0
     steps: int = 0
     first_start: float | None = None
@@ -134,6 +135,7 @@ class RunTally:
                 phase.config.mode,
                 phase.config.episodes * phase.config.worker * phase.config.envs_per_worker,
                 phase.config.worker * phase.config.envs_per_worker,  # each game a worker
+                phase.config.envs_per_worker,
             )
             for phase in run.phases
         ]
@@ -219,10 +221,10 @@ class PlainWatcher(Watcher):
     def phase_started(self, phase: PhaseTally) -> None:
         per_worker = phase.planned // max(phase.workers, 1)
         self._next[phase.index] = _every(phase.planned)
-        self._line(
-            f"{phase.label} started: {phase.planned} episodes "
-            f"({per_worker} x {phase.workers} workers)"
-        )
+        shape = f"{per_worker} x {phase.workers} workers"
+        if phase.games > 1:  # (each game plays what a worker plays)
+            shape = f"{per_worker} x {phase.workers // phase.games} workers x {phase.games} games"
+        self._line(f"{phase.label} started: {phase.planned} episodes ({shape})")
 
     def episode_ended(self, phase: PhaseTally) -> None:
         due = self._next.get(phase.index, 1)

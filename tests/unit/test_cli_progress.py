@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 
+import msgspec
 import pytest
 
 from palaestra.cli.formatting import number, seconds
@@ -55,6 +56,22 @@ def episode(
         ended_at=t0 + n,
         steps=steps,
         rewards=rewards,
+    )
+
+
+def test_a_phase_of_several_games_per_worker_says_so() -> None:
+    """``envs_per_worker: 4`` with one worker: the 400 episodes planned are 100 of each game,
+    not of four workers the run file does not have."""
+    out = io.StringIO()
+    run = run_spec((100, 1))
+    config = msgspec.structs.replace(run.phases[0].config, envs_per_worker=4)
+    phases = (msgspec.structs.replace(run.phases[0], config=config),)
+    watcher = PlainWatcher(msgspec.structs.replace(run, phases=phases), out)
+    watcher.start()
+    watcher.phase_begins(0)
+
+    assert out.getvalue().splitlines()[0] == (
+        "phase 0 'p0' (train) started: 400 episodes (100 x 1 workers x 4 games)"
     )
 
 
