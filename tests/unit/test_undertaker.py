@@ -182,3 +182,26 @@ def test_the_burial_takes_the_children_of_the_noted_that_no_look_noted(
     while procfs.state(grandchild) not in DEAD and time.monotonic() < deadline:
         os.sched_yield()
     assert procfs.state(grandchild) in DEAD
+
+
+def test_the_burial_takes_a_process_of_the_group_whose_parent_is_dying(
+    family: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command killed within a look of its start (the Python API's executor forked a run
+    that started a plug-in's process in 0.2 s): nothing was noted; the command's child died
+    with it (its parent-death signal), and the burial's first round found that child's own
+    child neither noted nor an orphan yet (its parent dying, gone from ``/proc`` already), so
+    it ended the burial and the process ran on (under load, about one time in ten). A process
+    of the command's group, started since the command, whose parent is gone or dying is
+    taken."""
+    parent, grandchild = family
+    started = undertaker._start_time(grandchild)
+    assert started is not None
+    group = os.getpgid(grandchild)
+    looks = iter([{grandchild: (parent + 10_000_000, group, started)}])  # (its parent: gone)
+    monkeypatch.setattr(undertaker, "_processes", lambda: next(looks, {}))
+    undertaker._bury({}, group=group, since=started)
+    deadline = time.monotonic() + 10
+    while procfs.state(grandchild) not in DEAD and time.monotonic() < deadline:
+        os.sched_yield()
+    assert procfs.state(grandchild) in DEAD

@@ -259,8 +259,10 @@ def _noted(pid: int, noted: dict[int, int], processes: dict[int, tuple[int, int,
 def _bury(noted: dict[int, int], group: int, since: int) -> None:
     """Kill what is left of the command's processes, round after round: those noted, their
     children not noted yet (a plug-in's, started since the last look: its parent may be dying
-    still, and it not yet an orphan) and the orphans that appeared in the command's process
-    group since it started."""
+    still, and it not yet an orphan) and the processes that appeared in the command's process
+    group since it started and are orphans or about to be (their parent gone or dying: one of
+    the run's processes the undertaker had not noted yet, killed with the command, when the
+    command died within a look of its start)."""
     me = os.getpid()
     for _ in range(_ROUNDS):
         processes = _processes()
@@ -271,7 +273,9 @@ def _bury(noted: dict[int, int], group: int, since: int) -> None:
             and (
                 noted.get(pid) == started
                 or _noted(parent, noted, processes)
-                or (parent == 1 and pgid == group and started >= since)
+                or (
+                    pgid == group and started >= since and (parent == 1 or parent not in processes)
+                )
             )
         ]
         if not targets:
