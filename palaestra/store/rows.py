@@ -704,8 +704,7 @@ def episode_rewards(
     """
     merged: list[Row] = []
     with _connection(store_uri) as connection:
-        instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
+        chain = _instances(connection, run, instance)
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
             summed: list[Row] = list(
@@ -988,8 +987,8 @@ def step_lateness(
 
     groups: dict[tuple[Any, ...], array[float]] = {}
     with _connection(store_uri) as connection:
-        instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
+        chain = _instances(connection, run, instance)
+        instance_id = chain[-1]
         if len(chain) == 1:  # as the rows come, no dict per row
             found: Iterable[Any] = connection.execute(statement(instance_id))
         else:  # a resumed run: the rows of its view (see _chain_rows)
@@ -1211,7 +1210,7 @@ def _still_running(connection: Connection, run: str, run_id: int) -> str | None:
     """Why ``run`` must not be deleted (an instance of it is running, where and since when:
     also an older one, the run file started twice), or None."""
     newest = connection.execute(
-        select(_Instance.c.uid, _Instance.c.status, _Instance.c.host, _Instance.c.started_at)
+        select(_Instance.c.uid, _Instance.c.host, _Instance.c.started_at)
         .where(_Instance.c.experiment_run_id == run_id, _Instance.c.status == "running")
         .order_by(_Instance.c.id.desc())
         .limit(1)
@@ -1316,8 +1315,8 @@ def _fetch_run(
     """The rows of ``statement(instance_id)`` for the run's named instance, or for its newest
     and the instances it resumed (see :func:`_chain_rows`)."""
     with _connection(store_uri) as connection:
-        instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
+        chain = _instances(connection, run, instance)
+        instance_id = chain[-1]
         if len(chain) == 1:
             return _rows(connection.execute(statement(instance_id)))
         return _chain_rows(connection, chain, statement)
@@ -1348,8 +1347,8 @@ def each_row(
     """
     listing = STREAMED[table]
     with _connection(store_uri) as connection:
-        instance_id = _instance_id(connection, run, instance)
-        chain = _chain(connection, instance_id) if _viewed(instance) else [instance_id]
+        chain = _instances(connection, run, instance)
+        instance_id = chain[-1]
         if len(chain) > 1:
             found = _chain_rows(connection, chain, lambda at: listing.statement(at, (), **match))
             yield found.columns, ([row[c] for c in found.columns] for row in found)
@@ -1371,10 +1370,17 @@ class Continued(str):
     same run running at the same time)."""
 
 
-def _viewed(instance: str | None) -> bool:
-    """Whether ``instance`` is read with the instances it continues (the newest, or one
-    :class:`Continued`)."""
-    return instance is None or isinstance(instance, Continued)
+def _instances(connection: Connection, run: str, instance: str | None) -> list[int]:
+    """The ids of the run's instances a reading takes, oldest first: the one named; or the
+    newest (or a :class:`Continued` one) and the instances it continues, read as its view.
+
+    Raises:
+        UnknownRunError: No such run, or the run has no such instance.
+    """
+    instance_id = _instance_id(connection, run, instance)
+    if instance is None or isinstance(instance, Continued):
+        return _chain(connection, instance_id)
+    return [instance_id]
 
 
 def _chain(connection: Connection, instance_id: int) -> list[int]:
