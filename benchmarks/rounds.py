@@ -6,15 +6,17 @@ A worker's N CartPole games (``palaestra.environment.cartpole:CartPole``, steppe
 ``update_batch`` when N > 1) played in rounds by :class:`palaestra.testing.LocalRounds`: the
 environment's rounds (:mod:`palaestra.environment.lanes`), the Muscle's
 (:class:`~palaestra.agent.muscle_lanes.MuscleLanes`, the linear policy of
-``benchmarks/vector_plugins.py`` in one batched call per round, DummyObjective) and a Brain
-link that unpickles each experience for DummyBrain's ``thinking``, with the messages encoded
-and decoded between them as on the wire; the ``world_states`` and ``muscle_actions`` rows are
-shaped, encoded and batched by the processes' own sinks, each batch dropped where a run sends
-it to the writer. No process, socket or store. What it measures is the floor under
-``vector_envs.py``'s figures: the Python work per step that no transport change removes. Each
-round of the benchmark plays the games, then gymnasium's SyncVectorEnv of N ``CartPole-v1``
-with the same policy for as many steps right after it (interleaved: a busy machine slows both
-alike); medians of ``--repeat`` rounds, and their ratio. ``--profile`` prints where the
+``benchmarks/vector_plugins.py`` in one batched call per round, DummyObjective) and the
+Brain process's own path (:class:`~palaestra.agent.brain_process.BrainProcess`: its memory
+rows, DummyBrain's ``thinking`` per experience, its statistics and dumps, its answer), with
+the messages encoded and decoded between them as on the wire; the ``world_states`` and
+``muscle_actions`` rows are shaped, encoded and batched by the processes' own sinks, each
+batch dropped where a run sends it to the writer. No process, socket or store. What it
+measures is the floor under ``vector_envs.py``'s figures: the Python work per step that no
+transport change removes. Each round of the benchmark plays the games, then gymnasium's
+SyncVectorEnv of N ``CartPole-v1`` with the same policy for as many steps right after it
+(interleaved: a busy machine slows both alike); medians of ``--repeat`` rounds, and their
+ratio. ``--profile`` prints where the
 engine's time goes (cProfile, by own time) for the last N.
 """
 
@@ -35,13 +37,15 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
 from vector_envs import EPISODE_GUESS, gymnasium_rate  # noqa: E402
 
-from palaestra.agent.dummy_brain import DummyBrain  # noqa: E402
+from palaestra.agent.brain_process import BrainProcess  # noqa: E402
 from palaestra.agent.muscle_process import MuscleProcess  # noqa: E402
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec  # noqa: E402
+from palaestra.core.mode import Mode  # noqa: E402
 from palaestra.core.supervision.hotloop import GC_THRESHOLDS  # noqa: E402
+from palaestra.core.wire import messages as m  # noqa: E402
 from palaestra.core.wire.channel import Channel  # noqa: E402
 from palaestra.environment.environment_process import EnvironmentProcess  # noqa: E402
-from palaestra.testing import FakeLink, LocalRounds, brain_link  # noqa: E402
+from palaestra.testing import FakeLink, LocalRounds  # noqa: E402
 
 CARTPOLE = "palaestra.environment.cartpole:CartPole"
 
@@ -64,6 +68,46 @@ def unkept(link: Channel) -> Channel:
     return link
 
 
+class Answers:
+    """The Brain process's end of its link to the Muscle: what it sends is the Muscle's to
+    receive."""
+
+    def __init__(self, link: FakeLink) -> None:
+        self.link = link
+
+    def send(self, data: bytes) -> None:
+        self.link.inbox.append(data)
+
+
+def brain_of(agent: AgentSpec, baseline: m.EnvBaseline) -> FakeLink:
+    """The Muscle's link to a Brain process of ``agent`` in this process: each message is
+    handled by the process's own path, as in a run (no store: its rows go nowhere)."""
+    setup = m.AgentSetup(
+        agent=agent,
+        agent_id=1,
+        phase_id=1,
+        run_uid="rounds-bench",
+        phase_index=0,
+        phase_name="phase_0",
+        mode=Mode.TRAIN,
+        workers=1,
+        brain_seed=2,
+        muscle_seeds=[3],
+        sensors=list(baseline.sensors),
+        actuators=list(baseline.actuators),
+    )
+    brain = BrainProcess("Brain-player", setup=setup, store_endpoint=None)
+    memory = brain.brain.memory
+    link = FakeLink("Brain-player")
+    answers = Answers(link)
+
+    def handle(message: m.Message) -> None:
+        brain._handle(answers, message, memory)  # type: ignore[arg-type]
+
+    link.answer = handle
+    return link
+
+
 def rounds_of(games: int) -> LocalRounds:
     """A worker of ``games`` CartPoles and one agent, wired in this process."""
     env = EnvironmentProcess(
@@ -82,7 +126,7 @@ def rounds_of(games: int) -> LocalRounds:
     by_uid = {d.uid: d for d in [*baseline.sensors, *baseline.actuators]}
     agent = AgentSpec(
         name="player",
-        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        brain=ClassSpec(name="palaestra.agent.dummy_brain:DummyBrain"),
         muscle=ClassSpec(name="vector_plugins:LinearPolicy"),
         objective=ClassSpec(name="palaestra.agent:DummyObjective"),
         sensors=("pole.state",),
@@ -101,7 +145,7 @@ def rounds_of(games: int) -> LocalRounds:
         actuators=[by_uid["pole.push"]],
     )
     muscle.out.rows.socket = Dropped()  # type: ignore[assignment]
-    rounds.wire(muscle, unkept(brain_link(DummyBrain(), "player-0")))
+    rounds.wire(muscle, unkept(brain_of(agent, baseline)))
     for link in env.links.values():
         unkept(link)
     return rounds
