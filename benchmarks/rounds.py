@@ -40,7 +40,6 @@ from vector_envs import EPISODE_GUESS, gymnasium_rate  # noqa: E402
 from palaestra.agent.brain_process import BrainProcess  # noqa: E402
 from palaestra.agent.muscle_process import MuscleProcess  # noqa: E402
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec  # noqa: E402
-from palaestra.core.mode import Mode  # noqa: E402
 from palaestra.core.supervision.hotloop import GC_THRESHOLDS  # noqa: E402
 from palaestra.core.wire import messages as m  # noqa: E402
 from palaestra.core.wire.channel import Channel  # noqa: E402
@@ -89,7 +88,7 @@ def brain_of(agent: AgentSpec, baseline: m.EnvBaseline) -> FakeLink:
         run_uid="rounds-bench",
         phase_index=0,
         phase_name="phase_0",
-        mode=Mode.TRAIN,
+        mode="train",
         workers=1,
         brain_seed=2,
         muscle_seeds=[3],
