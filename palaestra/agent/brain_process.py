@@ -362,10 +362,7 @@ class BrainProcess(Component):
             return
         # the statistics of the round's last thinking are stored after answering, unless its
         # episode ended (they leave with the end, as the Muscle's rows do)
-        made = [
-            self._experience(memory, game_id, item, k < len(batch) - 1 or item.done)
-            for k, (game_id, item) in enumerate(batch)
-        ]
+        made = self._think_each(memory, batch)
         answer = partial(link.send, self._round_answer(muscle_id, made))
         last = batch[-1][1] if batch else None
         if last is None or last.done:
@@ -375,24 +372,34 @@ class BrainProcess(Component):
                 answer, partial(self._record_statistics, last.worker, last.episode, last.step)
             )
 
-    def _experience(
-        self, memory: Memory, muscle_id: str, message: m.Experience, record: bool = True
-    ) -> Any:
-        """Remember the experience's transition and think about it: the update, if any; the
-        statistics of the thinking are stored (``record``) or left to the caller."""
-        brain = self.brain
-        data = self._remember(memory, muscle_id, message)
-        if self.filters:
-            update = self.filters.think(brain.thinking, muscle_id, data)
-        else:
-            update = call(brain.thinking, muscle_id, data)
-        self.dumps.stored = False
-        self._after_thinking(memory, message)
-        if record:
-            self._record_statistics(message.worker, message.episode, message.step)
-        if message.done:
-            self.out.statistics.flush()
-        return update
+    def _think_each(self, memory: Memory, batch: list[tuple[str, m.Experience]]) -> list[Any]:
+        """Remember each experience's transition and think about it, one after the other (a
+        Brain reads its memory as it stands at the experience): the updates. The statistics of
+        each thinking are stored at its experience's step, those of the last one only if its
+        episode ended (else the caller stores them after answering)."""
+        brain, out, dumps = self.brain, self.out, self.dumps
+        rows, filters, thinking = self.rows, self.filters, brain.thinking
+        last = len(batch) - 1
+        made = []
+        for k, (muscle_id, message) in enumerate(batch):
+            transition = message.transition
+            if transition is not None:
+                if filters:
+                    self._check_filtered(transition.sensors)
+                rows.add(memory, muscle_id, transition)
+            data = pickle.loads(message.data)
+            if filters:
+                made.append(filters.think(thinking, muscle_id, data))
+            else:
+                made.append(call(thinking, muscle_id, data))
+            dumps.stored = False
+            if message.done:
+                self._after_thinking(memory, message)
+                out.add(brain, message.worker, message.episode, message.step)
+                out.statistics.flush()
+            elif k < last:
+                out.add(brain, message.worker, message.episode, message.step)
+        return made
 
     def _remember(self, memory: Memory, muscle_id: str, message: m.Experience) -> Any:
         """Append the experience's transition (if any) to ``memory``; what the Muscle sent."""

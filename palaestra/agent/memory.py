@@ -17,7 +17,7 @@ import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -63,6 +63,51 @@ class _Row:
         self.observations: Any = None
         self.actions: Any = None
         self.additional_data: Any = None
+
+
+class Parts(Protocol):
+    """What makes the sensors, set points and rewards of a :class:`MadeRow` from its source."""
+
+    def __call__(self, part: str, source: Any) -> Sequence[Any]:
+        """Row field ``part`` (``sensors``, ``setpoints`` or ``rewards``) of ``source``."""
+
+
+_MADE = frozenset(("sensors", "setpoints", "rewards"))
+
+
+class MadeRow(_Row):
+    """A row whose sensors, set points and rewards ``parts`` makes from ``source`` (what a
+    message carried) when one is first read: a row of a Brain that never reads them costs one
+    object. (An unset slot read raises AttributeError, which calls ``__getattr__``; the part
+    made is set, so the next read is a plain one.)"""
+
+    __slots__ = ("parts", "source")
+
+    def __init__(
+        self,
+        muscle_uid: str,
+        parts: Parts,
+        source: Any,
+        objective: float | None,
+        done: bool,
+        terminated: bool | None,
+        truncated: bool | None,
+    ) -> None:
+        self.muscle_uid = muscle_uid
+        self.parts = parts
+        self.source = source
+        self.objective = objective
+        self.done = done
+        self.terminated = terminated
+        self.truncated = truncated
+        self.observations = self.actions = self.additional_data = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _MADE:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        made = self.parts(name, self.source)
+        setattr(self, name, made)
+        return made
 
 
 class MuscleMemory:
@@ -301,6 +346,10 @@ class Memory:
         row.terminated, row.truncated = ends[1], ends[2]
         self._add(row)
         return row
+
+    def add_made(self, row: MadeRow) -> None:
+        """Add a row made from what a message carried (see :class:`MadeRow`)."""
+        self._add(row)
 
     def _set_objective(self, muscle_uid: str, objective: Any) -> None:
         last = self._muscles.get(muscle_uid)

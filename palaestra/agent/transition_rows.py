@@ -1,10 +1,12 @@
 """A Brain process's memory rows from the transitions its Muscles send (see
-:mod:`palaestra.agent.lazy_rows`: their information objects are built when first read)."""
+:mod:`palaestra.agent.lazy_rows`: their information objects are built when first read, and a
+row's sequences of them when one is first read: a row is one object,
+:class:`~palaestra.agent.memory.MadeRow`, until then)."""
 
 from __future__ import annotations
 
 from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
-from palaestra.agent.memory import Memory
+from palaestra.agent.memory import MadeRow, Memory
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import SpaceCache
@@ -16,7 +18,7 @@ class TransitionRows:
     plug-in first reads them with the agent's ``sensors`` and ``actuators`` (built from its
     setup with ``spaces``, which builds the rewards' spaces too)."""
 
-    __slots__ = ("spaces", "sensors", "actuator_spaces", "sensor_row", "setpoint_row", "rewards")
+    __slots__ = ("spaces", "sensors", "actuator_spaces", "setpoint_row", "rewards", "parts")
 
     def __init__(
         self,
@@ -25,26 +27,57 @@ class TransitionRows:
         actuators: list[ActuatorInformation],
     ) -> None:
         self.spaces = spaces
-        self.use_sensors(sensors)
         self.actuator_spaces = {str(a.uid): a.space for a in actuators}
         self.setpoint_row = SetpointRow(self.actuator_spaces)
         self.rewards = RewardRows(spaces)
+        self.use_sensors(sensors)
 
     def use_sensors(self, sensors: list[SensorInformation]) -> None:
         """The Brain's sensors (those the agent's filters make, once they are set up): what a
-        row's sensor values are read as."""
+        row's sensor values are read as (the rows added before keep those they had)."""
         self.sensors = sensors
-        self.sensor_row = SensorRow(sensors)
+        self.parts = _Parts(SensorRow(sensors), len(sensors), self.setpoint_row, self.rewards)
 
     def add(self, memory: Memory, muscle_id: str, transition: m.Transition) -> None:
         """Append ``transition`` (of the Muscle ``muscle_id``) to ``memory`` as a row."""
-        sensors, setpoints = transition.sensors, transition.setpoints
         objective = transition.objective
-        memory.add_transition(
-            muscle_id,
-            Lazy(self.sensor_row, min(len(self.sensors), len(sensors)), sensors),
-            Lazy(self.setpoint_row, len(setpoints), setpoints),
-            self.rewards(transition.rewards),
-            (transition.done, transition.terminated, transition.truncated),
-            None if objective is None else float(objective),
+        memory.add_made(
+            MadeRow(
+                muscle_id,
+                self.parts,
+                transition,
+                None if objective is None else float(objective),
+                transition.done,
+                transition.terminated,
+                transition.truncated,
+            )
         )
+
+
+class _Parts:
+    """Makes a row's sensors, set points and rewards from its transition (see
+    :class:`~palaestra.agent.memory.MadeRow`) with the makers of the sensors it was added
+    under."""
+
+    __slots__ = ("sensor_row", "sensor_count", "setpoint_row", "rewards")
+
+    def __init__(
+        self,
+        sensor_row: SensorRow,
+        sensor_count: int,
+        setpoint_row: SetpointRow,
+        rewards: RewardRows,
+    ) -> None:
+        self.sensor_row = sensor_row
+        self.sensor_count = sensor_count
+        self.setpoint_row = setpoint_row
+        self.rewards = rewards
+
+    def __call__(self, part: str, transition: m.Transition) -> Lazy:
+        if part == "sensors":
+            sensors = transition.sensors
+            return Lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors)
+        if part == "setpoints":
+            setpoints = transition.setpoints
+            return Lazy(self.setpoint_row, len(setpoints), setpoints)
+        return self.rewards(transition.rewards)

@@ -13,6 +13,7 @@ import pytest
 
 from palaestra.agent.brain_process import BrainProcess, Newest
 from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.memory import MadeRow
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
@@ -107,11 +108,48 @@ def test_a_kept_row_is_a_few_objects_for_the_garbage_collector() -> None:
     del experiences, item
     gc.collect()  # (what the rows do not hold is gone)
     per_row = (len(gc.get_objects()) - tracked) / len(memory)
-    # six: the row; its sensors (built when read), their values from the message (a list
-    # of a sensor's list); its set points (built when read: their dict of numbers is not
-    # tracked); its rewards (built when read: their values, a tuple of numbers, are not
-    # tracked once the collector has seen them)
-    assert len(memory) == 640 and per_row <= 6.5
+    # the row and what it is made from when read: the transition as it came (its sensor
+    # values, a list of a sensor's list, and its rewards' list); its set points' dict of
+    # numbers and its rewards' descriptions are not tracked (17 objects a row once, 6.5 with
+    # each part a Lazy of its own)
+    assert len(memory) == 640 and per_row <= 5.6
+
+
+def test_a_rows_parts_are_made_when_first_read_with_the_sensors_it_came_under() -> None:
+    """A row is one object until a part is read: then that part is made (and kept), with the
+    Brain's sensors of when the row came, even if its filters have set others since."""
+    process = brain_process()
+    memory = process.brain.memory
+    for step in (3, 4):  # (the first row is made at once: a memory sizes its rows by it)
+        (item,) = round_of(1, step).items
+        process._remember(memory, "Muscle-player-0", item)
+    rows = memory.muscle_memory("Muscle-player-0")
+    row = memory.tail(1)._rows[0]
+    assert isinstance(row, MadeRow) and _made(row) == []
+    process.rows.use_sensors([SensorInformation(None, Box(-1.0, 1.0, shape=(4,)), "f.state")])
+    assert row.done is False and row.objective == 0.5 and _made(row) == []
+    sensors = rows.sensor_readings[1]
+    assert _made(row) == ["sensors"]
+    assert [(s.uid, s.space) for s in sensors] == [("pole.state", STATE)]
+    assert rows.sensor_readings[1] is sensors  # (made once)
+    rows.actuator_setpoints[1] = []  # (set as any row's part)
+    assert list(row.setpoints) == [] and _made(row) == ["sensors", "setpoints"]
+    copied = pickle.loads(pickle.dumps(row))  # (a pickle makes the rest)
+    assert [(r.uid, float(r.value)) for r in copied.rewards] == [("pole.reward", 1.0)]
+    with pytest.raises(AttributeError, match="no attribute 'other'"):
+        row.other  # noqa: B018
+
+
+def _made(row: MadeRow) -> list[str]:
+    """The parts of ``row`` made so far (``object.__getattribute__`` does not make them)."""
+    made = []
+    for name in ("sensors", "setpoints", "rewards"):
+        try:
+            object.__getattribute__(row, name)
+        except AttributeError:
+            continue
+        made.append(name)
+    return made
 
 
 def test_rows_of_other_rewards_read_back_with_their_own() -> None:
