@@ -73,11 +73,11 @@ class _Parts:
         self.setpoint_row = setpoint_row
         self.rewards = rewards
 
-    def __call__(self, part: str, transition: m.Transition) -> Lazy:
+    def __call__(self, part: str, source: m.Transition) -> Lazy:
         if part == "sensors":
-            sensors = transition.sensors
+            sensors = source.sensors
             return Lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors)
         if part == "setpoints":
-            setpoints = transition.setpoints
+            setpoints = source.setpoints
             return Lazy(self.setpoint_row, len(setpoints), setpoints)
-        return self.rewards(transition.rewards)
+        return self.rewards(source.rewards)
