@@ -128,10 +128,14 @@ class RewardRows:
         self.make = RewardRow([], spaces)
 
     def __call__(self, rewards: list[m.InfoDesc]) -> Lazy:
+        return Lazy(self.maker(rewards), len(rewards), tuple([r.value for r in rewards]))
+
+    def maker(self, rewards: list[m.InfoDesc]) -> RewardRow:
+        """The maker of rewards described as ``rewards`` are (the last one, while it fits)."""
         make = self.make
         if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
             make = self.make = RewardRow(rewards, self.spaces)
-        return Lazy(make, len(rewards), tuple([r.value for r in rewards]))
+        return make
 
 
 def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | None:

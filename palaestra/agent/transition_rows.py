@@ -5,7 +5,9 @@ row's sequences of them when one is first read: a row is one object,
 
 from __future__ import annotations
 
-from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
+from typing import Any
+
+from palaestra.agent.lazy_rows import Lazy, RewardRow, RewardRows, SensorRow, SetpointRow
 from palaestra.agent.memory import MadeRow, Memory
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.wire import messages as m
@@ -40,12 +42,17 @@ class TransitionRows:
 
     def add(self, memory: Memory, muscle_id: str, transition: m.Transition) -> None:
         """Append ``transition`` (of the Muscle ``muscle_id``) to ``memory`` as a row."""
-        objective = transition.objective
+        objective, rewards = transition.objective, transition.rewards
         memory.add_made(
             MadeRow(
                 muscle_id,
                 self.parts,
-                transition,
+                (  # (what the parts are made of: not the rewards' descriptions, kept once)
+                    transition.sensors,
+                    transition.setpoints,
+                    self.rewards.maker(rewards),
+                    tuple([r.value for r in rewards]),
+                ),
                 None if objective is None else float(objective),
                 transition.done,
                 transition.terminated,
@@ -73,11 +80,15 @@ class _Parts:
         self.setpoint_row = setpoint_row
         self.rewards = rewards
 
-    def __call__(self, part: str, source: m.Transition) -> Lazy:
+    def __call__(self, part: str, source: _Source) -> Lazy:
+        sensors, setpoints, rewards, values = source
         if part == "sensors":
-            sensors = source.sensors
             return Lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors)
         if part == "setpoints":
-            setpoints = source.setpoints
             return Lazy(self.setpoint_row, len(setpoints), setpoints)
-        return self.rewards(source.rewards)
+        return Lazy(rewards, len(values), values)
+
+
+_Source = tuple[list[Any], dict[str, Any], RewardRow, tuple[Any, ...]]
+"""What a row's parts are made of: the transition's sensor values and set points, its rewards'
+maker (by their descriptions) and values."""
