@@ -37,14 +37,12 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
 from vector_envs import EPISODE_GUESS, gymnasium_rate  # noqa: E402
 
-from palaestra.agent.brain_process import BrainProcess  # noqa: E402
 from palaestra.agent.muscle_process import MuscleProcess  # noqa: E402
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec  # noqa: E402
 from palaestra.core.supervision.hotloop import GC_THRESHOLDS  # noqa: E402
-from palaestra.core.wire import messages as m  # noqa: E402
 from palaestra.core.wire.channel import Channel  # noqa: E402
 from palaestra.environment.environment_process import EnvironmentProcess  # noqa: E402
-from palaestra.testing import FakeLink, LocalRounds  # noqa: E402
+from palaestra.testing import FakeLink, LocalRounds, brain_link_of, brain_process  # noqa: E402
 
 CARTPOLE = "palaestra.environment.cartpole:CartPole"
 
@@ -64,46 +62,6 @@ def unkept(link: Channel) -> Channel:
     """``link`` (a :class:`FakeLink`) without its log of every message: a run's keeps none."""
     assert isinstance(link, FakeLink)
     link.sent = deque(maxlen=1)  # type: ignore[assignment]
-    return link
-
-
-class Answers:
-    """The Brain process's end of its link to the Muscle: what it sends is the Muscle's to
-    receive."""
-
-    def __init__(self, link: FakeLink) -> None:
-        self.link = link
-
-    def send(self, data: bytes) -> None:
-        self.link.inbox.append(data)
-
-
-def brain_of(agent: AgentSpec, baseline: m.EnvBaseline) -> FakeLink:
-    """The Muscle's link to a Brain process of ``agent`` in this process: each message is
-    handled by the process's own path, as in a run (no store: its rows go nowhere)."""
-    setup = m.AgentSetup(
-        agent=agent,
-        agent_id=1,
-        phase_id=1,
-        run_uid="rounds-bench",
-        phase_index=0,
-        phase_name="phase_0",
-        mode="train",
-        workers=1,
-        brain_seed=2,
-        muscle_seeds=[3],
-        sensors=list(baseline.sensors),
-        actuators=list(baseline.actuators),
-    )
-    brain = BrainProcess("Brain-player", setup=setup, store_endpoint=None)
-    memory = brain.brain.memory
-    link = FakeLink("Brain-player")
-    answers = Answers(link)
-
-    def handle(message: m.Message) -> None:
-        brain._handle(answers, message, memory)  # type: ignore[arg-type]
-
-    link.answer = handle
     return link
 
 
@@ -144,7 +102,8 @@ def rounds_of(games: int) -> LocalRounds:
         actuators=[by_uid["pole.push"]],
     )
     muscle.out.rows.socket = Dropped()  # type: ignore[assignment]
-    rounds.wire(muscle, unkept(brain_of(agent, baseline)))
+    brain = brain_process(agent, baseline.sensors, baseline.actuators, seed=2)
+    rounds.wire(muscle, unkept(brain_link_of(brain)))
     for link in env.links.values():
         unkept(link)
     return rounds

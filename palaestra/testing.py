@@ -23,18 +23,19 @@ import inspect
 import pickle
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from palaestra.agent.brain import Brain
+from palaestra.agent.brain_process import BrainProcess
 from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.name_rules import dump_key
-from palaestra.core.description.specs import ClassSpec, EnvironmentSpec
+from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.plugin import PluginContractError, PluginError
@@ -401,6 +402,62 @@ def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
         return m.BrainUpdate(update=None if update is None else pickle.dumps(update))
 
     return FakeLink(f"Brain-{muscle_id}", think)
+
+
+def brain_process(
+    agent: AgentSpec,
+    sensors: Sequence[m.InfoDesc],
+    actuators: Sequence[m.InfoDesc],
+    *,
+    mode: Literal["train", "test"] = "train",
+    seed: int = 1,
+) -> BrainProcess:
+    """A Brain process of ``agent`` in this process, as its conductor sets it up for worker 0
+    (its Brain constructed and attached; no store: its rows are only checked). Drive it with
+    :func:`brain_link_of`."""
+    setup = m.AgentSetup(
+        agent=agent,
+        agent_id=1,
+        phase_id=1,
+        run_uid="local",
+        phase_index=0,
+        phase_name="phase_0",
+        mode=mode,
+        workers=1,
+        brain_seed=seed,
+        muscle_seeds=[seed + 1],
+        sensors=list(sensors),
+        actuators=list(actuators),
+    )
+    return BrainProcess(f"Brain-{agent.name}", setup=setup, store_endpoint=None)
+
+
+def brain_link_of(brain: BrainProcess) -> FakeLink:
+    """A Muscle's link to ``brain`` (:func:`brain_process`): each message sent on it is
+    handled by the Brain process's own path (its memory rows, ``thinking``, statistics and
+    dumps), and its answer is the link's to receive."""
+    link = FakeLink(brain.name)
+    back = _Answers(link)
+
+    def handle(message: m.Message) -> None:
+        brain.handle(back, message)
+
+    link.answer = handle
+    return link
+
+
+class _Answers(FakeLink):
+    """A Brain process's end of :func:`brain_link_of`: what it sends is queued on the
+    Muscle's end as it is (not kept, not decoded)."""
+
+    __slots__ = ("muscle_end",)
+
+    def __init__(self, muscle_end: FakeLink) -> None:
+        super().__init__(muscle_end.peer)
+        self.muscle_end = muscle_end
+
+    def send(self, data: bytes) -> None:
+        self.muscle_end.inbox.append(data)
 
 
 def muscle_step(muscle: MuscleProcess, observation: m.AgentStep) -> m.AgentActions:

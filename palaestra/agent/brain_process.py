@@ -257,6 +257,12 @@ class BrainProcess(Component):
         self.out.swap(brain)
         retire(self.name, old)
 
+    def handle(self, link: Channel, message: m.Message) -> None:
+        """Think about ``message`` of the Muscle at the other end of ``link`` and answer it
+        there, as the process's hot loop does (a Brain process driven in another one's:
+        :func:`palaestra.testing.brain_link_of`)."""
+        self._handle(link, message, self.brain.memory)
+
     def _handle(self, link: Channel, message: m.Message, memory: Memory) -> m.Message:
         """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):

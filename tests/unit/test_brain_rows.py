@@ -11,12 +11,12 @@ import msgspec
 import numpy as np
 import pytest
 
+from palaestra import testing
 from palaestra.agent.brain_process import BrainProcess, Newest
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.memory import MadeRow
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.mode import Mode
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.wire import messages as m
 from palaestra.testing import FakeLink, RowRecorder
@@ -29,22 +29,11 @@ REWARD = Box(0.0, 1.0, shape=())
 
 def brain_process(brain: str = "palaestra.agent:DummyBrain") -> BrainProcess:
     agent = agent_spec("player", ["pole.state"], ["pole.push"], "palaestra.agent:DummyMuscle")
-    agent = msgspec.structs.replace(agent, brain=ClassSpec(name=brain))
-    setup = m.AgentSetup(
-        agent=agent,
-        agent_id=1,
-        phase_id=1,
-        run_uid="rows",
-        phase_index=0,
-        phase_name="phase_0",
-        mode=Mode.TRAIN,
-        workers=1,
-        brain_seed=1,
-        muscle_seeds=[2],
-        sensors=[m.InfoDesc("pole.state", STATE.to_text(), [0.0] * 4)],
-        actuators=[m.InfoDesc("pole.push", PUSH.to_text(), 0)],
+    return testing.brain_process(
+        msgspec.structs.replace(agent, brain=ClassSpec(name=brain)),
+        [m.InfoDesc("pole.state", STATE.to_text(), [0.0] * 4)],
+        [m.InfoDesc("pole.push", PUSH.to_text(), 0)],
     )
-    return BrainProcess("Brain-player", setup=setup, store_endpoint=None)
 
 
 def round_of(games: int, step: int) -> m.Experiences:
