@@ -164,6 +164,43 @@ def test_spins_that_ended_late_stop_for_a_while(
         assert poller.skip == skips - 1 and poller.spins == 0  # it slept at once
 
 
+@pytest.mark.parametrize(("yields", "skips"), [(3, CONTENDED_WAITS), (1, 0)])
+def test_spins_that_waited_longer_than_the_window_stop_for_a_while(
+    pair: tuple[socket.socket, socket.socket],
+    monkeypatch: pytest.MonkeyPatch,
+    yields: int,
+    skips: int,
+) -> None:
+    """Spins of a chain's longer window whose message came, but after more than the process's
+    own window on average (the Brain's next round while the Muscle plays 32 games: hundreds
+    of µs), stop spinning for the next waits: a wake-up costs less. Spins whose message came
+    within the window go on (one game's chain). Each yield moves the clock 0.6 windows on;
+    the message comes at yield ``yields``."""
+    a, b = pair
+    spin = 1e-4
+    now = [0.0]
+    count = [0]
+
+    def yielded() -> None:
+        now[0] += 0.6 * spin
+        count[0] += 1
+        if count[0] == yields:
+            a.send(b"x")
+
+    monkeypatch.setattr(channel, "_clock", lambda: now[0])
+    monkeypatch.setattr(channel, "_yield", yielded)
+    monkeypatch.setattr(channel, "_ended", 0.0)  # (each wait follows brief work: a chain's)
+    poller = Poller([(b.fileno(), select.POLLIN)], spin=spin)
+    for _ in range(SPINS_JUDGED):
+        count[0] = 0
+        poller.short = True  # (each wait spins)
+        assert poller.wait() != []
+        b.recv(1)
+        channel._ended = now[0]
+    assert poller.skip == skips
+    assert poller.spins == 0  # judged, and counted anew
+
+
 def test_spinning_reaches_this_process_and_those_it_starts_while_it_lasts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

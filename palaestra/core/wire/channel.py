@@ -545,10 +545,12 @@ class Poller:
     longer than its window.
     Where its last :data:`SPINS_JUDGED` spins took more than twice their time on average (a
     spin that yields to a process that keeps the CPU for long ends late: the CPUs are busy with
-    such work, and spinning takes from it), it sleeps at once for its next
-    :data:`CONTENDED_WAITS` waits."""
+    such work, and spinning takes from it), or those that found their event took longer than
+    ``spin`` on average (a chain's longer window let them wait out the others' long work: a
+    round of many games, where a wake-up costs less than such a spin), it sleeps at once for
+    its next :data:`CONTENDED_WAITS` waits."""
 
-    __slots__ = ("poll", "spin", "short", "skip", "spins", "budget", "wall")
+    __slots__ = ("poll", "spin", "short", "skip", "spins", "budget", "wall", "found", "found_wall")
 
     def __init__(self, items: list[tuple[int, int]], spin: float | None = None) -> None:
         self.poll = select.poll()
@@ -559,6 +561,8 @@ class Poller:
         self.skip = 0  # waits that sleep at once
         self.spins = 0  # since the last judgement, the time they had and the time they took
         self.budget = self.wall = 0.0
+        self.found = 0  # of them, those that found their event, and the time these took
+        self.found_wall = 0.0
 
     def add(self, fd: int, events: int) -> None:
         self.poll.register(fd, events)
@@ -610,13 +614,19 @@ class Poller:
             events = poll(0)
             if events:
                 break
+        took = _clock() - began
         self.budget += spin
-        self.wall += _clock() - began
+        self.wall += took
+        if events:
+            self.found += 1
+            self.found_wall += took
         self.spins += 1
         if self.spins == SPINS_JUDGED:
-            if self.wall > 2 * self.budget:  # it lost its CPU to long work while it spun
+            # it lost its CPU to long work while it spun, or what it found came after the
+            # others' long work
+            if self.wall > 2 * self.budget or self.found_wall > self.found * self.spin:
                 self.skip = CONTENDED_WAITS
-            self.spins, self.budget, self.wall = 0, 0.0, 0.0
+            self.spins, self.budget, self.wall, self.found, self.found_wall = 0, 0.0, 0.0, 0, 0.0
         return events
 
 
