@@ -12,7 +12,9 @@ naming the method and what is wrong::
 :class:`RowRecorder` (a row sink that keeps the rows) and :class:`LocalRounds` (plays a
 worker's games, one or many, in rounds: the environment's and the Muscles' round path, with
 their plug-ins, in this process) test the step path without processes or sockets;
-:func:`muscle_step` plays one observation through a Muscle process's round path.
+:func:`muscle_step` plays one observation through a Muscle process's round path;
+:func:`brain_process` sets up a Brain process in this process and :func:`brain_link_of` is a
+Muscle's link to it (each message through the Brain process's own path).
 """
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ class TransitionRows:
 
 
 class _Parts:
-    """Makes a row's sensors, set points and rewards from its transition (see
-    :class:`~palaestra.agent.memory.MadeRow`) with the makers of the sensors it was added
+    """Makes a row's sensors, set points and rewards from what its transition carried (see
+    :class:`~palaestra.agent.memory.MadeRow`), with the makers of the sensors it was added
     under."""
 
     __slots__ = ("sensor_row", "sensor_count", "setpoint_row", "rewards")
