@@ -383,18 +383,13 @@ class BrainProcess(Component):
         Brain reads its memory as it stands at the experience): the updates. The statistics of
         each thinking are stored at its experience's step, those of the last one only if its
         episode ended (else the caller stores them after answering)."""
-        brain, out, dumps = self.brain, self.out, self.dumps
-        rows, filters, thinking = self.rows, self.filters, brain.thinking
+        brain, out, dumps, thinking = self.brain, self.out, self.dumps, self.brain.thinking
+        filters = self.filters if self.filters else None  # (asked once: fixed for a round)
         last = len(batch) - 1
         made = []
         for k, (muscle_id, message) in enumerate(batch):
-            transition = message.transition
-            if transition is not None:
-                if filters:
-                    self._check_filtered(transition.sensors)
-                rows.add(memory, muscle_id, transition)
-            data = pickle.loads(message.data)
-            if filters:
+            data = self._remember(memory, muscle_id, message)
+            if filters is not None:
                 made.append(filters.think(thinking, muscle_id, data))
             else:
                 made.append(call(thinking, muscle_id, data))

@@ -124,9 +124,8 @@ async def _find(
 
 def describe(request: m.StoreFindReplay) -> str:
     """Where a replay source's steps come from, in words."""
-    instance = f" (instance {request.instance})" if request.instance else ""
-    if request.continued:  # (the running instance's own steps)
-        instance = ""
+    named = request.instance and not request.continued  # (not the running instance's own)
+    instance = f" (instance {request.instance})" if named else ""
     return f"agent '{request.agent}' in phase {request.phase} of run '{request.run_uid}'{instance}"
 
 
