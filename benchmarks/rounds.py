@@ -1,6 +1,7 @@
 """The per-round path in one process: CPU per step of the engine's own work, without processes.
 
     python benchmarks/rounds.py [--games 1 64] [--steps 20000] [--repeat 3] [--profile]
+                                [--instructions]
 
 A worker's N CartPole games (``palaestra.environment.cartpole:CartPole``, stepped in one
 ``update_batch`` when N > 1) played in rounds by :class:`palaestra.testing.LocalRounds`: the
@@ -18,6 +19,17 @@ SyncVectorEnv of N ``CartPole-v1`` with the same policy for as many steps right 
 (interleaved: a busy machine slows both alike); medians of ``--repeat`` rounds, and their
 ratio. ``--profile`` prints where the
 engine's time goes (cProfile, by own time) for the last N.
+
+``--instructions`` counts instead of timing: the machine instructions the engine executes per
+step, under valgrind's callgrind (which must be installed). Each N is played twice in a process
+of its own, for ``E`` and ``2E`` episodes of each game (``E`` = 2 at N = 1, else 1), with
+``PYTHONHASHSEED=0``; the figure is the difference of the two counts over the difference of
+their steps, so start-up and imports cancel out. The count is the same from run to run (to
+within 0.1 %) where CPU time on a shared virtual machine varies by half: it tells whether a
+change to the engine's code is cheaper, which a timing on such a machine tells only after many
+alternating runs. It is not a time: a cache miss and a numpy call of one instruction count
+alike. The two plays of each N run side by side (about 40 s at N = 1 and 2 minutes at N = 64
+on the 2-core machine).
 """
 
 from __future__ import annotations
@@ -25,8 +37,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import os
 import pstats
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections import deque
@@ -127,13 +143,80 @@ def engine_cpu(
     return done.steps, 1e6 * (time.process_time() - began) / done.steps
 
 
+def played(kind: str, games: int, amount: int) -> None:
+    """Play and print the steps (a process that ``--instructions`` counts): ``engine``,
+    ``amount`` episodes of each of ``games`` games; ``sync``, gymnasium's SyncVectorEnv of
+    ``games`` CartPoles with the same policy for at least ``amount`` steps."""
+    if kind == "sync":
+        gymnasium_rate(games, amount, vectorized=False)
+        print("steps", games * -(-amount // games), flush=True)  # (whole rounds of N)
+        return
+    rounds = rounds_of(games)
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    print("steps", rounds.play(amount).steps, flush=True)
+
+
+def counted(kind: str, games: int, amount: int) -> subprocess.Popen[str]:
+    """A process of :func:`played` under callgrind."""
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={os.devnull}"]
+    command += [sys.executable, __file__, "--play", kind, str(games), str(amount)]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def count_of(process: subprocess.Popen[str]) -> tuple[int, int]:
+    """The steps played and the instructions executed by a process of :func:`counted`."""
+    out, err = process.communicate(timeout=1800)
+    steps = re.search(r"^steps (\d+)$", out, re.M)
+    executed = re.search(r"Collected : (\d+)", err)
+    if process.returncode != 0 or steps is None or executed is None:
+        raise SystemExit(f"the counted play failed ({process.returncode}):\n{err[-3000:]}")
+    return int(steps.group(1)), int(executed.group(1))
+
+
+def per_step(kind: str, games: int, short: int, long: int) -> tuple[int, float]:
+    """Steps of the longer of two plays (of ``short`` and ``long``: see :func:`played`), run
+    side by side, and the instructions per step between them."""
+    plays = counted(kind, games, short), counted(kind, games, long)
+    (steps_short, short_count), (steps_long, long_count) = (count_of(p) for p in plays)
+    return steps_long, (long_count - short_count) / (steps_long - steps_short)
+
+
+def instructions(games: int) -> tuple[int, float, float]:
+    """Steps of the engine's longer play, and the instructions per step of the engine and of
+    SyncVectorEnv at ``games`` games (see the module's description)."""
+    episodes = 2 if games == 1 else 1
+    steps, engine = per_step("engine", games, episodes, 2 * episodes)
+    half = steps // 2
+    return steps, engine, per_step("sync", games, half, steps)[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, nargs="+", default=[1, 64])
     parser.add_argument("--steps", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--play", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.play:
+        played(args.play[0], int(args.play[1]), int(args.play[2]))
+        return
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+        print(
+            f"{'N':>4} {'steps':>7} {'engine instr/step':>18} {'SyncVectorEnv':>14} {'ratio':>6}"
+        )
+        for games in args.games:
+            steps, ours, theirs = instructions(games)
+            print(f"{games:>4} {steps:>7} {ours:>18,.0f} {theirs:>14,.0f} {ours / theirs:>6.1f}")
+        return
     columns = ("N", 4), ("steps", 7), ("engine µs/step", 15), ("SyncVectorEnv µs/step", 22)
     print(" ".join(f"{name:>{width}}" for name, width in columns), f"{'ratio':>6}")
     for games in args.games:
