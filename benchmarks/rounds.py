@@ -22,14 +22,17 @@ engine's time goes (cProfile, by own time) for the last N.
 
 ``--instructions`` counts instead of timing: the machine instructions the engine executes per
 step, under valgrind's callgrind (which must be installed). Each N is played twice in a process
-of its own, for ``E`` and ``2E`` episodes of each game (``E`` = 2 at N = 1, else 1), with
+of its own, for ``E`` and ``2E`` episodes of each game (``E`` = 4 // N, at least 1), with
 ``PYTHONHASHSEED=0``; the figure is the difference of the two counts over the difference of
-their steps, so start-up and imports cancel out. The count is the same from run to run (to
-within 0.1 %) where CPU time on a shared virtual machine varies by half: it tells whether a
-change to the engine's code is cheaper, which a timing on such a machine tells only after many
-alternating runs. It is not a time: a cache miss and a numpy call of one instruction count
-alike. The two plays of each N run side by side (about 40 s at N = 1 and 2 minutes at N = 64
-on the 2-core machine).
+their steps, so start-up and imports cancel out. SyncVectorEnv's instructions per step with the
+same policy are counted the same way, for as many steps. Two counts of one tree came 0.1 %
+apart at N = 64 and 0.5 % at N = 1, where CPU time on a shared virtual machine varies by half
+between runs: it tells whether a change to the engine's code made a step cheaper, which a
+timing on such a machine tells only after many alternating runs. It is not a time: a cache miss
+and a numpy call of one instruction count alike, and SyncVectorEnv's code does more
+instructions per microsecond than the engine's (at N = 1 about 8,500 against 5,600), so the
+ratio of the counts is not the ratio of the times. The plays of each N run two at a time (about
+4 minutes at N = 1 and 8 at N = 64 on the 2-core machine).
 """
 
 from __future__ import annotations
@@ -148,6 +151,7 @@ def played(kind: str, games: int, amount: int) -> None:
     ``amount`` episodes of each of ``games`` games; ``sync``, gymnasium's SyncVectorEnv of
     ``games`` CartPoles with the same policy for at least ``amount`` steps."""
     if kind == "sync":
+        gc.collect()  # (the collector's counts from here: as the engine's play starts)
         gymnasium_rate(games, amount, vectorized=False)
         print("steps", games * -(-amount // games), flush=True)  # (whole rounds of N)
         return
@@ -189,7 +193,7 @@ def per_step(kind: str, games: int, short: int, long: int) -> tuple[int, float]:
 def instructions(games: int) -> tuple[int, float, float]:
     """Steps of the engine's longer play, and the instructions per step of the engine and of
     SyncVectorEnv at ``games`` games (see the module's description)."""
-    episodes = 2 if games == 1 else 1
+    episodes = max(1, 4 // games)
     steps, engine = per_step("engine", games, episodes, 2 * episodes)
     half = steps // 2
     return steps, engine, per_step("sync", games, half, steps)[1]
