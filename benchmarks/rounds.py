@@ -128,15 +128,21 @@ def rounds_of(games: int) -> LocalRounds:
     return rounds
 
 
+def collector_as_in_a_run() -> None:
+    """The garbage collector as each process's hot loop sets it (see
+    ``supervision.hotloop.GC_THRESHOLDS``): what is alive now frozen, the run's thresholds."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def engine_cpu(
     games: int, steps: int, profile: cProfile.Profile | None = None
 ) -> tuple[int, float]:
     """Steps played and CPU microseconds per step of about ``steps`` steps at ``games``."""
     rounds = rounds_of(games)
     episodes = max(1, round(steps / (EPISODE_GUESS * games)))
-    gc.collect()
-    gc.freeze()  # as each process's hot loop does (see supervision.hotloop.GC_THRESHOLDS)
-    gc.set_threshold(*GC_THRESHOLDS)
+    collector_as_in_a_run()
     began = time.process_time()
     if profile is not None:
         profile.enable()
@@ -156,9 +162,7 @@ def played(kind: str, games: int, amount: int) -> None:
         print("steps", games * -(-amount // games), flush=True)  # (whole rounds of N)
         return
     rounds = rounds_of(games)
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    collector_as_in_a_run()
     print("steps", rounds.play(amount).steps, flush=True)
 
 
@@ -186,7 +190,13 @@ def per_step(kind: str, games: int, short: int, long: int) -> tuple[int, float]:
     """Steps of the longer of two plays (of ``short`` and ``long``: see :func:`played`), run
     side by side, and the instructions per step between them."""
     plays = counted(kind, games, short), counted(kind, games, long)
-    (steps_short, short_count), (steps_long, long_count) = (count_of(p) for p in plays)
+    try:
+        (steps_short, short_count), (steps_long, long_count) = (count_of(p) for p in plays)
+    finally:
+        for play in plays:  # (the other of a play that failed is not left running)
+            if play.poll() is None:
+                play.kill()
+                play.wait()
     return steps_long, (long_count - short_count) / (steps_long - steps_short)
 
 
