@@ -56,6 +56,7 @@ from palaestra.core.wire.records import (
     recorded,
     reward_total,
     unencodable_key,
+    uniform,
 )
 
 
@@ -360,19 +361,15 @@ class MuscleLanes:
         return items, kept
 
     def _rows(self, kept: list[_Kept]) -> None:
-        """Buffer the round's ``muscle_actions`` rows, their sensors encoded a column at a
-        time."""
+        """Buffer the round's ``muscle_actions`` rows, their sensors and rewards encoded for
+        the round at once where they can be (see :meth:`_texts`)."""
         if not kept:
             return
         uids = self.process.schema.sensor_uids
         if uids is not self.keys_of:  # (the sensors of the episode: their keys made once)
             self.keys_of, self.keys = uids, object_keys(uids)
         keys = self.keys
-        texts: list[str] | None = None  # (else each row's own: a bad value is named)
-        if len(kept) > 1 and all(len(row[1].sensor_values) == len(uids) for row in kept):
-            columns = [[row[1].sensor_values[i] for row in kept] for i in range(len(uids))]
-            with contextlib.suppress(TypeError, ValueError, OverflowError):
-                texts = column_texts(keys, uids, columns, len(kept))
+        texts, reward_texts = self._texts(kept, keys, uids)
         shaped: list[tuple[Any, ...]] = []
         size = 0
         agent_id = self.process.out.agent_id
@@ -386,8 +383,10 @@ class MuscleLanes:
                     if texts is not None
                     else object_text(keys, uids, previous.sensor_values)
                 )
-                setpoints = json_text(previous.setpoint_values)
-                rewards_text, total = reward_text(rewards)
+                setpoints = json_text(previous.setpoint_values)  # (as fast as a column's)
+                rewards_text, total = (
+                    reward_texts[j] if reward_texts is not None else reward_text(rewards)
+                )
             except (TypeError, ValueError, OverflowError) as exc:
                 self._unencodable(uids, previous, step, transition, episode, exc)
             shaped.append(
@@ -409,6 +408,20 @@ class MuscleLanes:
             )
             size += len(sensors) + len(setpoints) + len(rewards_text) + 48
         self.process.out.rows.add_shaped(shaped, size)
+
+    @staticmethod
+    def _texts(
+        kept: list[_Kept], keys: list[str], uids: list[str]
+    ) -> tuple[list[str] | None, list[tuple[str, float | None]] | None]:
+        """The JSON text of the round's rows' sensors (encoded a column at a time) and rewards
+        with their totals (see :func:`_reward_texts`); None for those each row makes alone
+        (where one cannot be made, it is named)."""
+        texts: list[str] | None = None
+        if len(kept) > 1 and all(len(row[1].sensor_values) == len(uids) for row in kept):
+            columns = [[row[1].sensor_values[i] for row in kept] for i in range(len(uids))]
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                texts = column_texts(keys, uids, columns, len(kept))
+        return texts, _reward_texts([row[2].rewards or [] for row in kept])
 
     def _unencodable(
         self,
@@ -644,6 +657,23 @@ def _sensors(
 
 
 _NONE_PICKLE = pickle.dumps(None)
+
+
+def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | None]] | None:
+    """:func:`_reward_text` of each row's ``rewards``, made once where there are several rows
+    and each has the first one's uids and values (see :func:`uniform`); else None (each row's
+    is made alone, which names a value that has no text)."""
+    first = rewards[0]
+    if len(rewards) < 2 or not first or any(len(row) != len(first) for row in rewards):
+        return None
+    for i, desc in enumerate(first):
+        column = [row[i] for row in rewards]
+        if any(d.uid != desc.uid for d in column) or not uniform([d.value for d in column]):
+            return None
+    try:
+        return [_reward_text(first)] * len(rewards)
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import zmq
 
-from palaestra.agent.statistics import record_statistics
+from palaestra.agent.statistics import none_added, record_statistics
 from palaestra.core.plugin_records import recorder_for, send_records
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import (
@@ -69,6 +69,8 @@ class PluginRows:
     def add(self, plugin: Any, worker: int, episode: int, step: int) -> None:
         """Add what ``plugin`` added with ``add_statistics`` and ``context.record`` since the
         last time as rows of this step."""
+        if not self.recorder.records and none_added(plugin):  # (most steps: nothing)
+            return
         record_statistics(plugin, self.statistics, self.kind, worker, episode, step)
         send_records(self.recorder, self.records, self.source, worker, episode, step)
 

@@ -118,16 +118,23 @@ def _key(key: Any, where: str) -> str | int | float | bool:
     )
 
 
+def none_added(plugin: Any) -> bool:
+    """Whether ``plugin`` is known to have added no statistics since the last pop (its class
+    pops them as palaestra's base does, and none are there); False where it cannot tell."""
+    if getattr(type(plugin).pop_statistics, OWN_POP, False):
+        added = plugin.__dict__.get(ATTRIBUTE)
+        return type(added) is dict and not added  # (nothing since the last pop: it stays)
+    return False
+
+
 def record_statistics(
     plugin: Any, sink: RowSink, source: str, worker: int, episode: int, step: int
 ) -> None:
     """Pop what ``plugin`` (a Brain or a Muscle, ``source``) added with ``add_statistics`` since
     the last time and add it to ``sink`` as one row; nothing when it added nothing. A value the
     store cannot hold fails the plug-in's ``add_statistics``."""
-    if getattr(type(plugin).pop_statistics, OWN_POP, False):
-        added = plugin.__dict__.get(ATTRIBUTE)
-        if type(added) is dict and not added:  # (nothing since the last pop: it stays)
-            return
+    if none_added(plugin):
+        return
     values = call(plugin.pop_statistics)
     if not values:
         return

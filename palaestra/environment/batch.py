@@ -23,7 +23,15 @@ from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.space_checks import Check, value_check
 from palaestra.core.spaces import Box, Discrete, Space
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import FLAG, column_texts, object_keys, object_text, recorded
+from palaestra.core.wire.records import (
+    FLAG,
+    column_texts,
+    dict_texts,
+    object_keys,
+    object_text,
+    recorded,
+    uniform,
+)
 from palaestra.environment.environment import BatchState, steps_in_batches
 from palaestra.environment.world import World
 
@@ -97,23 +105,33 @@ class Batch:
         rows: list[tuple[Any, ...]] = []
         size = 0
         states = []
-        # each game's sensors as JSON text, encoded a column at a time (when every step has
-        # its row; else the rows' own)
-        texts: list[str] | None = None
-        if storing and not paused and every == 1:
-            texts = column_texts(keys, uids, columns, len(games))
-        for k, game in enumerate(games):
-            values = [column[k] for column in columns]
-            ends = _stopped(game, done[k], terminated[k], truncated[k])
+        # each game's sensors and set points as JSON text, encoded a column at a time (when
+        # every step has its row; else the rows' own)
+        texts, setpoint_texts = (
+            self._texts(keys, uids, columns, moves)
+            if storing and not paused and every == 1
+            else (None, None)
+        )
+        each = list(map(list, zip(*columns, strict=True))) if columns else [[] for _ in games]
+        for k, (game, values) in enumerate(zip(games, each, strict=True)):
+            ends = (
+                _stopped(game, done[k], terminated[k], truncated[k])
+                if game.stop_requested
+                else (done[k], terminated[k], truncated[k])
+            )
             game.advanced(values)
             if game.out.paused != paused:  # (told to the store in order with the rows)
                 out.rows.add_shaped(rows, size)
                 rows, size = [], 0
                 out.rows.flush()
                 game.recording()
-            if storing and not paused and recorded(game.step - 1, ends[0], every):
+            if storing and not paused and (every == 1 or recorded(game.step - 1, ends[0], every)):
                 sensors = texts[k] if texts is not None else object_text(keys, uids, values)
-                setpoints = self._setpoint_text(moves[k][1])
+                setpoints = (
+                    setpoint_texts[k]
+                    if setpoint_texts is not None
+                    else self._setpoint_text(moves[k][1])
+                )
                 rows.append(
                     (
                         environment_id,
@@ -142,6 +160,18 @@ class Batch:
             )
         out.rows.add_shaped(rows, size)
         return states
+
+    def _texts(
+        self,
+        keys: list[str],
+        uids: list[str],
+        columns: list[list[Any]],
+        moves: Sequence[tuple[World, dict[str, Any], bool]],
+    ) -> tuple[list[str], list[str] | None]:
+        """Each game's sensors and (where they can be, see :func:`dict_texts`) set points as
+        JSON text, a column at a time."""
+        texts = column_texts(keys, uids, columns, len(moves))
+        return texts, dict_texts([points for _, points, _ in moves], self.first.declared.prefix)
 
     def _sensors(self, games: list[World], batch: Any, count: int) -> list[list[Any]]:
         """Each declared sensor's values (JSON), a column of one per game; checked."""
@@ -193,6 +223,10 @@ class Batch:
             descs = [m.InfoDesc(d.uid, d.space, column[k]) for d, column in described]
             return descs, json_text({d.uid: d.value for d in descs})
 
+        if all(uniform(column) for _, column in described):  # (every game's the same)
+            key = text_key([(d.uid, column[0]) for d, column in described])
+            descs, text = memo.get_or_make(key, make, 0) if memo.pays else make(0)
+            return [descs] * count, [text] * count
         rewards, texts = [], []
         for k in range(count):
             if memo.pays:
@@ -286,9 +320,9 @@ def _inside(space: Space, values: Any) -> bool:
     """Whether every row of ``values`` is in ``space`` (False: unsure; each row is checked)."""
     kind = values.dtype.kind
     if isinstance(space, Box) and kind in "iuf" and (space.dtype.kind == "f" or kind in "iu"):
-        return bool(np.all((values >= space.low) & (values <= space.high)))
+        return bool(((values >= space.low) & (values <= space.high)).all())
     if isinstance(space, Discrete) and kind in "iu":
-        return bool(np.all((values >= space.start) & (values < space.start + space.n)))
+        return bool(((values >= space.start) & (values < space.start + space.n)).all())
     return False
 
 

@@ -198,7 +198,9 @@ class World:
         self.last_values = values
         self.step += 1
         self.first_step = False
-        self.out.send_records(self.episode, self.step)
+        out = self.out
+        if out.recorder.records:  # (most steps: nothing)
+            out.send_records(self.episode, self.step)
 
     def recording(self) -> bool:
         """Whether this step's row is written (see :meth:`WorldRows.recording`)."""

@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.memo import Memo
 from palaestra.core.nonfinite import json_text
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import RowSink, column_texts, object_keys, object_text
+from palaestra.core.wire.records import (
+    RowSink,
+    column_texts,
+    object_keys,
+    object_text,
+    uniform,
+)
 from palaestra.environment.cartpole import CartPole
 from palaestra.environment.dummy_environment import DummyEnvironment
 from palaestra.environment.environment import (
@@ -203,9 +211,6 @@ def test_shaped_rows_go_out_with_encoded_ones_in_one_batch() -> None:
 def test_a_batchs_set_point_texts_are_kept_only_for_values_of_one_text() -> None:
     """(1, 1.0 and True are equal, their JSON texts not: a set point text kept by the items
     is kept only where each value is an int or a str)"""
-    from types import SimpleNamespace
-
-    from palaestra.core.memo import Memo
     from palaestra.environment.batch import Batch
 
     batch = Batch.__new__(Batch)  # (only its texts: no world to step)
@@ -215,3 +220,105 @@ def test_a_batchs_set_point_texts_are_kept_only_for_values_of_one_text() -> None
     texts = [batch._setpoint_text({"push": value}) for value in values]
     assert texts == [json_text({"pole.push": value}) for value in values]
     assert set(batch.setpoints) == {(("push", 1),), (("push", "a"),), (("push", 0),)}
+
+
+@pytest.mark.parametrize(
+    "setpoints",
+    [
+        [{"push": 1}, {"push": 0}, {"push": 1}],
+        [{"push": 1.5, "turn": -0.0}, {"push": math.nan, "turn": 0.0}],
+        [{"push": [1, 2]}, {"push": [math.inf, 3]}, {"push": None}],
+        [{"push": "left"}, {"push": True}, {"push": 1}],
+    ],
+)
+def test_set_point_texts_made_a_column_at_a_time_are_each_rows_own(
+    setpoints: list[dict[str, Any]],
+) -> None:
+    """A round's set points as JSON text a column at a time (the environment's rows, with its
+    uid before each key): each game's own text, as the game's own makes it."""
+    from palaestra.core.wire.records import dict_texts
+    from palaestra.environment.batch import Batch
+
+    batch = Batch.__new__(Batch)  # (only its texts: no world to step)
+    batch.first = SimpleNamespace(declared=SimpleNamespace(prefix="pole."))  # type: ignore[assignment]
+    batch.setpoints = Memo()
+    assert dict_texts(setpoints, "pole.") == [batch._setpoint_text(p) for p in setpoints]
+    assert dict_texts(setpoints) == [json_text(p) for p in setpoints]
+
+
+@pytest.mark.parametrize(
+    "setpoints",
+    [
+        [{"push": 1, "turn": 0}, {"turn": 0, "push": 1}],  # another order: another text
+        [{"push": 1}, {"turn": 0}],
+        [{"push": 1}],  # one game: its own
+        [{}, {}],
+        [{"push": 1j}, {"push": 1}],  # no JSON form: named where the game's is made
+    ],
+)
+def test_set_point_texts_are_each_rows_own_where_their_keys_differ(
+    setpoints: list[dict[str, Any]],
+) -> None:
+    from palaestra.core.wire.records import dict_texts
+
+    assert dict_texts(setpoints, "pole.") is None
+
+
+@pytest.mark.parametrize(
+    ("column", "shared"),
+    [
+        ([1.0, 1.0, 1.0], True),
+        (["a", "a"], True),
+        ([2, 2], True),
+        ([1.0, 1.0, 0.5], False),
+        ([1, 1.0], False),  # equal, with other texts
+        ([True, 1], False),
+        ([0.0, 0.0], False),  # a float zero: its sign told apart value by value
+        ([0.0, -0.0], False),
+        ([math.nan, math.nan], True),  # one NaN object: one text
+        ([float("nan"), float("nan")], False),  # (not equal)
+        ([[1.0], [1.0]], False),  # lists: each its own
+        ([None, None], False),
+    ],
+)
+def test_a_rounds_rows_share_a_text_only_where_every_value_has_the_same(
+    column: list[Any], shared: bool
+) -> None:
+    """(A round's rewards are made once where every game's are the same: ``uniform``.)"""
+    assert uniform(column) is shared
+    if shared:
+        assert len({json_text(v) for v in column}) == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "shared"),
+    [
+        ([[1.0], [1.0], [1.0]], True),
+        ([[1.0, 2], [1.0, 2]], True),
+        ([[math.inf], [math.inf]], True),
+        ([[1.0], [0.5]], False),
+        ([[0.0], [-0.0]], False),
+        ([[1], [1.0]], False),
+        ([[[1.0, 2.0]], [[1.0, 2.0]]], False),
+        ([[1.0], []], False),
+        ([[], []], False),
+        ([[1.0]], False),  # one row: its own
+    ],
+)
+def test_a_muscles_reward_texts_made_once_for_a_round_are_each_rows_own(
+    values: list[list[Any]], shared: bool
+) -> None:
+    from palaestra.agent.muscle_lanes import _reward_text, _reward_texts
+
+    rows = [[m.InfoDesc(f"r{i}", None, v) for i, v in enumerate(row)] for row in values]
+    made = _reward_texts(rows)
+    assert (made is not None) is shared
+    if made is not None:
+        assert made == [_reward_text(row) for row in rows]
+
+
+def test_a_muscles_reward_texts_are_each_rows_own_where_the_uids_differ() -> None:
+    from palaestra.agent.muscle_lanes import _reward_texts
+
+    rows = [[m.InfoDesc("a", None, 1.0)], [m.InfoDesc("b", None, 1.0)]]
+    assert _reward_texts(rows) is None

@@ -11,7 +11,7 @@ the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES` batch
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import msgspec
@@ -226,6 +226,39 @@ def column_texts(
             if "null" in text:
                 texts[k] = json_text({uid: c[k] for uid, c in zip(uids, columns, strict=True)})
     return texts
+
+
+def dict_texts(dicts: Sequence[Mapping[str, Any]], prefix: str = "") -> list[str] | None:
+    """:func:`json_text` of each of ``dicts`` (a row's set points, say) with ``prefix`` before
+    each key, encoded a column at a time (see :func:`column_texts`) where there are several
+    and each has the same keys in the same order; else None, as where a value has no JSON
+    form (each is then made alone, which names it)."""
+    if len(dicts) < 2:
+        return None
+    order = tuple(dicts[0])
+    if not order or any(tuple(d) != order for d in dicts):
+        return None
+    uids = [prefix + key for key in order]
+    columns = [[d[key] for d in dicts] for key in order]
+    try:
+        return column_texts(object_keys(uids), uids, columns, len(dicts))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def uniform(column: list[Any]) -> bool:
+    """Whether each value of ``column`` has the first one's JSON text (so a round's rows can
+    share it): a number, a bool or a str, equal to it and of its type, and not a float zero
+    (``0.0`` and ``-0.0`` are equal; their texts are not). Lists are not (``[1, 1.0] ==
+    [1.0, 1]``)."""
+    first = column[0]
+    kind = type(first)
+    if kind not in _SCALARS or (kind is float and first == 0.0):
+        return False
+    return column.count(first) == len(column) and len(set(map(type, column))) == 1
+
+
+_SCALARS = (int, float, bool, str)
 
 
 def _row_texts(key: str, column: list[Any], count: int) -> tuple[list[str], bool]:
