@@ -47,6 +47,21 @@ class _Deprecated:
         setattr(info, self.attr, value)
 
 
+class _Alias:
+    """Another name of an information slot, without a warning (see :class:`Information`)."""
+
+    __slots__ = ("attr",)
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+    def __get__(self, info: Any, owner: type | None = None) -> Any:
+        return self if info is None else getattr(info, self.attr)
+
+    def __set__(self, info: Any, value: Any) -> None:
+        setattr(info, self.attr, value)
+
+
 def _deprecated(info: Any, name: str, instead: str) -> None:
     warnings.warn(
         f"{type(info).__name__}.{name} is deprecated (as in palaestrAI): use {instead}",
@@ -69,58 +84,37 @@ class Information:
         uid: The id of the sensor, actuator or reward, like ``"env.0"``.
     """
 
-    __slots__ = ("_value", "_space", "_uid", "_value_ids")
+    __slots__ = ("value", "space", "uid", "value_ids")
+
+    value: Any
+    """The current value."""
+    space: Space | None
+    """The space of the value, or None if unknown."""
+    uid: str | None
+    """The id of the sensor, actuator or reward."""
+    value_ids: Any
+    """Names of the elements of a value of several (palaestrAI's ``value_ids``), or None."""
 
     def __init__(
         self, value: Any = None, space: Space | None = None, uid: str | None = None
     ) -> None:
-        self._value = value
-        self._space = space
-        self._uid = uid
-        self._value_ids: Any = None
+        self.value = value
+        self.space = space
+        self.uid = uid
+        self.value_ids: Any = None
 
-    @property
-    def value(self) -> Any:
-        """The current value."""
-        return self._value
+    # (plain slots: read on every step, where properties cost a call each; the names the
+    # slots had before, through which an object pickled then is read back)
+    _value = _Alias("value")
+    _space = _Alias("space")
+    _uid = _Alias("uid")
+    _value_ids = _Alias("value_ids")
 
-    @value.setter
-    def value(self, value: Any) -> None:
-        self._value = value
-
-    @property
-    def space(self) -> Space | None:
-        """The space of the value, or None if unknown."""
-        return self._space
-
-    @space.setter
-    def space(self, space: Space | None) -> None:
-        self._space = space
-
-    @property
-    def uid(self) -> str | None:
-        """The id of the sensor, actuator or reward."""
-        return self._uid
-
-    @uid.setter
-    def uid(self, uid: str | None) -> None:
-        self._uid = uid
-
-    @property
-    def value_ids(self) -> Any:
-        """Names of the elements of a value of several (palaestrAI's ``value_ids``), or
-        None."""
-        return self._value_ids
-
-    @value_ids.setter
-    def value_ids(self, value_ids: Any) -> None:
-        self._value_ids = value_ids
-
-    id = _Deprecated("_uid", "uid")
+    id = _Deprecated("uid", "uid")
 
     def contains(self) -> bool:
         """Return whether the value is in the space; False if no space is known."""
-        return self._space is not None and self._space.contains(self._value)
+        return self.space is not None and self.space.contains(self.value)
 
     def copy(self) -> Self:
         """Return a new object with the same space and uid and a copy of the value.
@@ -128,13 +122,13 @@ class Information:
         Numpy arrays, lists, tuples and dicts in the value are copied (recursively); the
         space is shared, as spaces are not changed after construction.
         """
-        other = type(self)(_copy_value(self._value), self._space, self._uid)
-        other._value_ids = _copy_value(self._value_ids)
+        other = type(self)(_copy_value(self.value), self.space, self.uid)
+        other.value_ids = _copy_value(self.value_ids)
         return other
 
     def __len__(self) -> int:
         """The length of the space (palaestrAI's: ``len(space)``), or 1 without a space."""
-        return 1 if self._space is None else len(self._space)
+        return 1 if self.space is None else len(self.space)
 
     def __bool__(self) -> bool:
         return True
@@ -144,16 +138,15 @@ class Information:
             return NotImplemented
         return (
             type(self) is type(other)
-            and self._uid == other._uid
-            and self._space == other._space
-            and _values_equal(self._value, other._value)
-            and _values_equal(self._value_ids, other._value_ids)
+            and self.uid == other.uid
+            and self.space == other.space
+            and _values_equal(self.value, other.value)
+            and _values_equal(self.value_ids, other.value_ids)
         )
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(value={self._value!r}, space={self._space!r}, "
-            f"uid={self._uid!r})"
+            f"{type(self).__name__}(value={self.value!r}, space={self.space!r}, uid={self.uid!r})"
         )
 
 
@@ -177,19 +170,19 @@ class SensorInformation(Information):
         observation_space: Space | None = None,
         sensor_id: str | None = None,
     ) -> None:
-        self._value = value if value is not None else sensor_value
-        self._space = space if space is not None else observation_space
-        self._uid = uid if uid is not None else sensor_id
-        self._value_ids = value_ids
+        self.value = value if value is not None else sensor_value
+        self.space = space if space is not None else observation_space
+        self.uid = uid if uid is not None else sensor_id
+        self.value_ids = value_ids
 
     def __call__(self, **kwargs: Any) -> Any:
-        return self._value
+        return self.value
 
-    sensor_value = _Deprecated("_value", "value")
+    sensor_value = _Deprecated("value", "value")
 
-    sensor_id = _Deprecated("_uid", "uid")
+    sensor_id = _Deprecated("uid", "uid")
 
-    observation_space = _Deprecated("_space", "space")
+    observation_space = _Deprecated("space", "space")
 
 
 class ActuatorInformation(Information):
@@ -212,19 +205,19 @@ class ActuatorInformation(Information):
         action_space: Space | None = None,
         actuator_id: str | None = None,
     ) -> None:
-        self._value = value if value is not None else setpoint
-        self._space = space if space is not None else action_space
-        self._uid = uid if uid is not None else actuator_id
-        self._value_ids = value_ids
+        self.value = value if value is not None else setpoint
+        self.space = space if space is not None else action_space
+        self.uid = uid if uid is not None else actuator_id
+        self.value_ids = value_ids
 
     def __call__(self, setpoint: Any) -> None:
-        self._value = setpoint
+        self.value = setpoint
 
-    setpoint = _Deprecated("_value", "value")
+    setpoint = _Deprecated("value", "value")
 
-    actuator_id = _Deprecated("_uid", "uid")
+    actuator_id = _Deprecated("uid", "uid")
 
-    action_space = _Deprecated("_space", "space")
+    action_space = _Deprecated("space", "space")
 
 
 class RewardInformation(Information):
@@ -246,22 +239,22 @@ class RewardInformation(Information):
         observation_space: Space | None = None,
         reward_id: str | None = None,
     ) -> None:
-        self._value = value if value is not None else reward_value
-        self._space = space if space is not None else observation_space
-        self._uid = uid if uid is not None else reward_id
-        self._value_ids = None
+        self.value = value if value is not None else reward_value
+        self.space = space if space is not None else observation_space
+        self.uid = uid if uid is not None else reward_id
+        self.value_ids = None
 
     def __call__(self) -> Any:
-        return self._value
+        return self.value
 
     def __add__(self, other: Any) -> Any:
-        return self._value + other
+        return self.value + other
 
-    reward_value = _Deprecated("_value", "value")
+    reward_value = _Deprecated("value", "value")
 
-    reward_id = _Deprecated("_uid", "uid")
+    reward_id = _Deprecated("uid", "uid")
 
-    observation_space = _Deprecated("_space", "space")
+    observation_space = _Deprecated("space", "space")
 
 
 def json_value(info: Information) -> Any:

@@ -204,3 +204,18 @@ def test_json_value_without_space_converts_numpy() -> None:
     assert nested == [1, [[1.5]], {"k": 2}]
     assert json_value(SensorInformation("text")) == "text"
     assert json_value(SensorInformation(None)) is None
+
+
+def test_an_object_pickled_before_its_slots_were_plain_attributes_reads_back() -> None:
+    """Until 2026-11-30 the value, space and uid were properties over slots named ``_value``,
+    ``_space`` and ``_uid`` (a call on every read); a Brain's dump pickled then still loads."""
+    old = (  # pickle.dumps(SensorInformation(1.5, None, "env.s") with value_ids ["a"]), then
+        b"\x80\x04\x95~\x00\x00\x00\x00\x00\x00\x00\x8c\x1apalaestra.core.information\x94\x8c"
+        b"\x11SensorInformation\x94\x93\x94)\x81\x94N}\x94(\x8c\x06_value\x94G?\xf8\x00\x00"
+        b"\x00\x00\x00\x00\x8c\x06_space\x94N\x8c\x04_uid\x94\x8c\x05env.s\x94\x8c\n_value_ids"
+        b"\x94]\x94\x8c\x01a\x94au\x86\x94b."
+    )
+    info = pickle.loads(old)
+    assert info == SensorInformation(1.5, None, "env.s", ["a"])
+    assert (info.value, info.space, info.uid, info.value_ids) == (1.5, None, "env.s", ["a"])
+    assert pickle.loads(pickle.dumps(info)) == info
