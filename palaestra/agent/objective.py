@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from palaestra.agent.memory import Memory
-from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin import PluginContractError, call, call_each
 
 
 class Objective(ABC):
@@ -41,7 +41,8 @@ def objective_values(objective: Any, memories: list[Memory]) -> list[float]:
         return []
     batch = getattr(type(objective), "internal_rewards", Objective.internal_rewards)
     if batch is Objective.internal_rewards:  # (per game; also an Objective of no base class)
-        return [objective_value(objective, call(objective.internal_reward, m)) for m in memories]
+        each = call_each(objective.internal_reward, memories)
+        return [v if type(v) is float else objective_value(objective, v) for v in each]
     found: Any = call(objective.internal_rewards, memories)
     try:
         values = list(found)

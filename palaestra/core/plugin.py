@@ -8,13 +8,14 @@ user's exception as its cause. The happy path costs one extra function call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import ParamSpec, TypeVar
 
 from palaestra.core.errors import PalaestraError
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class PluginError(Exception):
@@ -55,6 +56,15 @@ def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
     """
     try:
         return function(*args, **kwargs)
+    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        raise _error_of(function) from exc
+
+
+def call_each(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """:func:`call` of ``function`` with each of ``items`` (a round's games, say), in order:
+    what each call returned; a call that raises is reported as :func:`call` reports it."""
+    try:
+        return [function(item) for item in items]
     except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
         raise _error_of(function) from exc
 

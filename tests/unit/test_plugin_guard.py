@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from palaestra.agent import DummyMuscle
-from palaestra.core.plugin import PluginError, call
+from palaestra.core.plugin import PluginError, call, call_each
 
 
 class Failing(DummyMuscle):
@@ -66,3 +66,26 @@ def test_plugin_error_stays_importable_from_the_runtime() -> None:
     from palaestra.core.supervision import runtime
 
     assert runtime.PluginError is PluginError
+
+
+def test_a_call_for_each_of_a_rounds_games_names_the_method_where_one_fails() -> None:
+    """(``call_each``: an Objective's ``internal_reward`` for each game of a round.)"""
+    from palaestra.agent.objective import Objective, objective_values
+
+    class Third(Objective):
+        def internal_reward(self, memory: Any, **kwargs: Any) -> Any:
+            if memory == 3:
+                raise ZeroDivisionError("third game")
+            return memory if memory != 2 else None
+
+    assert call_each(Failing().update, []) == []
+    first, second = objective_values(Third(), [1, 2])  # type: ignore[list-item]
+    assert first == 1.0 and type(first) is float and second != second  # (None: NaN)
+    with pytest.raises(PluginError) as caught:
+        objective_values(Third(), [1, 2, 3])  # type: ignore[list-item]
+    assert caught.value.plugin.endswith(".Third.internal_reward")
+    assert str(caught.value.__cause__) == "third game"
+    with pytest.raises(PluginError) as caught:
+        call_each(Failing().update, [7])
+    assert caught.value.plugin == f"{__name__}:Failing.update"
+    assert str(caught.value.__cause__) == "bad update 7"

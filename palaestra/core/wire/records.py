@@ -213,12 +213,13 @@ def column_texts(
     """
     if count == 1:  # (one row: as it is)
         return [object_text(keys, uids, [column[0] for column in columns])]
-    cut = [_row_texts(key, column, count) for key, column in zip(keys, columns, strict=True)]
-    if not cut:
+    if not columns:
         return ["{}"] * count
-    if len(cut) == 1:
-        texts = ["{" + part + "}" for part in cut[0][0]]
+    if len(columns) == 1:  # (its parts made whole at once)
+        cut = [_row_texts("{" + keys[0], columns[0], count, "}")]
+        texts = cut[0][0]
     else:
+        cut = [_row_texts(key, column, count) for key, column in zip(keys, columns, strict=True)]
         rows = zip(*[parts for parts, _ in cut], strict=True)
         texts = ["{" + ",".join(row) + "}" for row in rows]
     if any(null for _, null in cut):  # a None or a non-finite float: as json_text writes it
@@ -261,24 +262,24 @@ def uniform(column: list[Any]) -> bool:
 _SCALARS = (int, float, bool, str)
 
 
-def _row_texts(key: str, column: list[Any], count: int) -> tuple[list[str], bool]:
-    """``key`` and the JSON text of each value of ``column``, and whether one may hold
-    ``null``: cut from the column's text where the only brackets in it are the column's and
-    its rows' (no string, no object), else value by value."""
+def _row_texts(key: str, column: list[Any], count: int, end: str = "") -> tuple[list[str], bool]:
+    """``key``, the JSON text of each value of ``column`` and ``end``, and whether one may
+    hold ``null``: cut from the column's text where the only brackets in it are the column's
+    and its rows' (no string, no object), else value by value."""
     text = _json(column).decode()
     if '"' not in text and "{" not in text:
         parts: list[str] = []
         if text.count("[") == 1:  # numbers (true, false, null)
-            parts = [key + part for part in text[1:-1].split(",")]
+            parts = [key + part + end for part in text[1:-1].split(",")]
         elif text.startswith("[[") and text.count("[") == count + 1:
             inner = text[2:-2]
             flat = inner.replace("],[", "")
             if "[" not in flat and "]" not in flat:  # flat lists
-                opened = key + "["
-                parts = [opened + part + "]" for part in inner.split("],[")]
+                opened, closed = key + "[", "]" + end
+                parts = [opened + part + closed for part in inner.split("],[")]
         if len(parts) == count:
             return parts, "null" in text
-    return [key + _json(value).decode() for value in column], True
+    return [key + _json(value).decode() + end for value in column], True
 
 
 def object_keys(uids: list[str]) -> list[str]:
