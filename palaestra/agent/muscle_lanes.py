@@ -243,7 +243,7 @@ class MuscleLanes:
         if not count:  # no game played at all
             return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase), None
         entries = self._entries(message)
-        acting = [(k, game, step) for k, game, step, *_ in entries if not step.done]
+        acting = [entry[:3] for entry in entries if not entry[2].done]
         setpoints: list[dict[str, Any]] = [{}] * count
         stop = [False] * count
         first_acts = (
@@ -346,7 +346,9 @@ class MuscleLanes:
                     step.terminated,
                     step.truncated,
                 )
-                if recorded(previous.step, step.done, every) and not previous.paused:
+                if (
+                    every == 1 or recorded(previous.step, step.done, every)
+                ) and not previous.paused:
                     kept.append((game, previous, step, transition, episode))
             items.append(
                 m.Experience(
