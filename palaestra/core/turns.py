@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+import msgspec
+
 from palaestra.core.plugin import call
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
@@ -94,10 +96,11 @@ def class_name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-class Stepped(NamedTuple):
+class Stepped(msgspec.Struct, frozen=True, gc=False):
     """What one step of the world gave: new sensor values by uid, the rewards, and each
     environment's ``done``, ``terminated`` and ``truncated`` (None where an environment does
-    not say; empty: none says)."""
+    not say; empty: none says). (A struct: made for each game each step, in a third of a
+    named tuple's time; it holds plain values, no cycle, so the collector need not track it.)"""
 
     values: Iterable[tuple[str, Any]]
     rewards: list[m.InfoDesc]

@@ -24,6 +24,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 
+import msgspec
 from sqlalchemy import Connection, select
 
 from palaestra.core.termination import EpisodeEndsWithEnvironment
@@ -57,7 +58,7 @@ class _Tape:
     def step(self, acting: Sequence[RecordedAgent]) -> Stepped:
         stepped = self.taken[self.next]
         self.next += 1
-        return stepped._replace(done=[self.next == len(self.taken)])
+        return msgspec.structs.replace(stepped, done=[self.next == len(self.taken)])
 
     def finish(self, agents: Sequence[RecordedAgent]) -> None:
         """Nothing to wait for."""

@@ -370,7 +370,8 @@ class EndingDriver(ScriptedDriver):
         )
 
     def step(self, acting: Sequence[Agent]) -> Stepped:
-        values, rewards, done = super().step(acting)[:3]
+        stepped = super().step(acting)
+        values, rewards, done = stepped.values, stepped.rewards, stepped.done
         last = self.steps >= self.length
         flags = [
             ends if last else tuple(e if e is None else False for e in ends) for ends in self.ends
