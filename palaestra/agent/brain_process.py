@@ -410,7 +410,7 @@ class BrainProcess(Component):
                 self._check_filtered(transition.sensors)
             self.rows.add(memory, muscle_id, transition)
         data = message.data
-        return None if data == _NONE_PICKLE else pickle.loads(data)  # (what most Muscles send)
+        return None if data == m.NO_DATA else pickle.loads(data)  # (what most Muscles send)
 
     def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
         """At the end of a Muscle's episode: a dump if one is due; the phase's stop rules
@@ -462,8 +462,6 @@ class BrainProcess(Component):
     async def teardown(self) -> None:
         call(self.brain.teardown)
 
-
-_NONE_PICKLE = pickle.dumps(None)
 
 _PLAIN_UPDATES = (int, str, bytes)
 """Updates whose pickle equal ones share (``0.0 == -0.0`` and ``1 == True``: not these)."""

@@ -346,15 +346,13 @@ class MuscleLanes:
                     step.terminated,
                     step.truncated,
                 )
-                if (
-                    every == 1 or recorded(previous.step, step.done, every)
-                ) and not previous.paused:
+                if recorded(previous.step, step.done, every) and not previous.paused:
                     kept.append((game, previous, step, transition, episode))
             items.append(
                 m.Experience(
                     worker=game.lane,
                     transition=transition,
-                    data=previous.data if previous is not None else _NONE_PICKLE,
+                    data=previous.data if previous is not None else m.NO_DATA,
                     done=step.done,
                     episode=episode,
                     step=step.step,
@@ -556,7 +554,7 @@ class MuscleLanes:
                 list(game_setpoints),
                 step.values,
                 values,
-                _NONE_PICKLE
+                m.NO_DATA
                 if game_data is None  # (what a stateless model sends, pickled once)
                 else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
                 game_seen,
@@ -656,9 +654,6 @@ def _sensors(
         ]
         for k in range(count)
     ]
-
-
-_NONE_PICKLE = pickle.dumps(None)
 
 
 def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | None]] | None:

@@ -125,7 +125,7 @@ class Batch:
                 rows, size = [], 0
                 out.rows.flush()
                 game.recording()
-            if storing and not paused and (every == 1 or recorded(game.step - 1, ends[0], every)):
+            if storing and not paused and recorded(game.step - 1, ends[0], every):
                 sensors = texts[k] if texts is not None else object_text(keys, uids, values)
                 setpoints = (
                     setpoint_texts[k]

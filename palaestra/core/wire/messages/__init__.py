@@ -50,6 +50,7 @@ from palaestra.core.wire.messages.rows import (
     WorldStateRow,
 )
 from palaestra.core.wire.messages.step import (
+    NO_DATA,
     AgentActions,
     AgentEpisode,
     AgentEvaluate,
@@ -122,6 +123,7 @@ __all__ = [
     "InfoDesc",
     "LaneActions",
     "LaneEpisodeDone",
+    "NO_DATA",
     "Message",
     "Msg",
     "MuscleActionRow",

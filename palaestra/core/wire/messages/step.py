@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import msgspec
@@ -206,6 +207,11 @@ class Transition(msgspec.Struct, frozen=True, array_like=True):
     done: bool
     terminated: bool | None = None
     truncated: bool | None = None
+
+
+NO_DATA = pickle.dumps(None)
+"""An :class:`Experience`'s ``data`` where its Muscle sends its Brain nothing (None, pickled
+once: what most Muscles send, which the Brain need not unpickle)."""
 
 
 class Experience(Msg, frozen=True, kw_only=True):
