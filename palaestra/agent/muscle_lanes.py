@@ -41,6 +41,7 @@ from palaestra.core.information import (
     ActuatorInformation,
     SensorInformation,
     json_value,
+    rows_of,
 )
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
@@ -242,8 +243,7 @@ class MuscleLanes:
         count = len(message.steps)
         if not count:  # no game played at all
             return m.LaneActions(setpoints=[], stop=[], end_phase=process.end_phase), None
-        entries = self._entries(message)
-        acting = [entry[:3] for entry in entries if not entry[2].done]
+        entries, acting = self._entries(message)
         setpoints: list[dict[str, Any]] = [{}] * count
         stop = [False] * count
         first_acts = (
@@ -269,12 +269,13 @@ class MuscleLanes:
         each = bool(acting) and self._act(acting, setpoints, stop, inputs)
         return self._answer(message, setpoints, stop, each, ends), None
 
-    def _entries(self, message: m.AgentSteps) -> list[_Entry]:
+    def _entries(self, message: m.AgentSteps) -> tuple[list[_Entry], list[_Acting]]:
         """Each observation with its game, the game's last action (the one it completes) and
-        episode; a game that begins an episode is reset, one whose episode ended forgets its
-        action."""
+        episode; and the games that act. A game that begins an episode is reset, one whose
+        episode ended forgets its action."""
         games = self.games
         entries = []
+        acting = []
         begun = 0
         for k, (index, episode, step) in enumerate(
             zip(message.lanes, message.episodes, message.steps, strict=True)
@@ -286,8 +287,10 @@ class MuscleLanes:
             entries.append((k, game, step, game.previous, game.episode))
             if step.done:
                 game.previous = None
+            else:
+                acting.append((k, game, step))
         self.begins = begun == len(entries)
-        return entries
+        return entries, acting
 
     def _learn(
         self, entries: list[_Entry], all_done: bool, acting: Sequence[_Acting] = ()
@@ -509,14 +512,13 @@ class MuscleLanes:
         """What the Muscle is given for the games that act: each game's sensors and the
         actuators it sets (made while the Brain thinks, see :meth:`round`)."""
         schema = self.process.schema
-        actuators = list(zip(schema.actuator_uids, schema.actuator_spaces, strict=True))
         sensors = _sensors(
             schema.sensor_uids, schema.sensor_spaces, [step.values for _, _, step in acting]
         )
         # each game its own objects: a Muscle may set the values of those it is given
-        availables = [
-            [ActuatorInformation(None, space, uid) for uid, space in actuators] for _ in acting
-        ]
+        availables = rows_of(
+            ActuatorInformation, schema.actuator_uids, schema.actuator_spaces, None, len(acting)
+        )
         return sensors, availables
 
     def _act(
@@ -647,13 +649,7 @@ def _sensors(
         elif space is not None:
             column = [space.from_json_value(v) for v in column]
         columns.append(column)
-    return [
-        [
-            SensorInformation(column[k], space, uid)
-            for uid, space, column in zip(uids, spaces, columns, strict=True)
-        ]
-        for k in range(count)
-    ]
+    return rows_of(SensorInformation, uids, spaces, columns, count)
 
 
 def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | None]] | None:

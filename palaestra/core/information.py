@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy as _copy
 import warnings
-from typing import Any, Self
+from collections.abc import Sequence
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
@@ -272,6 +273,36 @@ def json_value(info: Information) -> Any:
     if info.space is not None:
         return info.space.to_json_value(info.value)
     return _plain(info.value)
+
+
+_I = TypeVar("_I", bound=Information)
+
+
+def rows_of(
+    kind: type[_I],
+    uids: Sequence[str],
+    spaces: Sequence[Space | None],
+    columns: Sequence[Sequence[Any]] | None,
+    count: int,
+) -> list[list[_I]]:
+    """For each of ``count`` games, a list of new ``kind`` objects, one per uid: with its space
+    and the game's value in its column (None without ``columns``). The same objects as
+    ``kind(value, space, uid)``, made without a call of ``__init__`` each (a round makes one
+    per game and sensor or actuator: this takes half the time)."""
+    new = object.__new__
+    pairs = list(zip(uids, spaces, strict=True))
+    rows = []
+    for k in range(count):
+        row = []
+        for i, (uid, space) in enumerate(pairs):
+            made = new(kind)
+            made.value = None if columns is None else columns[i][k]
+            made.space = space
+            made.uid = uid
+            made.value_ids = None
+            row.append(made)
+        rows.append(row)
+    return rows
 
 
 def _plain(value: Any) -> Any:

@@ -104,7 +104,7 @@ class Stepped(msgspec.Struct, frozen=True, gc=False):
 
     values: Iterable[tuple[str, Any]]
     rewards: list[m.InfoDesc]
-    done: list[bool]
+    done: Sequence[bool]
     terminated: Sequence[bool | None] = ()
     truncated: Sequence[bool | None] = ()
 

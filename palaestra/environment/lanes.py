@@ -82,13 +82,14 @@ class Worlds:
             local.append((index, merged, stop))
         games = self.games
         states = step_worlds(games, self.batch, local, late_by, self.held)
+        one = _ONE
         return [
             Stepped(
                 zip(games[move[0]].declared.full_sensor_uids, state.values, strict=True),
                 state.rewards,
-                [state.done],
-                [state.terminated],
-                [state.truncated],
+                one.get(state.done) or [state.done],
+                one.get(state.terminated) or [state.terminated],
+                one.get(state.truncated) or [state.truncated],
             )
             for move, state in zip(local, states, strict=True)
         ]
@@ -97,6 +98,11 @@ class Worlds:
         held = self.held
         while held:  # (each taken before it runs: one that fails is not run again)
             held.pop(0)()
+
+
+_ONE: dict[bool | None, tuple[Any]] = {True: (True,), False: (False,), None: (None,)}
+"""A game's one environment's ``done``, ``terminated`` or ``truncated`` as a :class:`Stepped`
+holds them (the same tuple each step: not a new list a game)."""
 
 
 def restart_worlds(worlds: list[World], games: Sequence[int]) -> None:

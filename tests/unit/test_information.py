@@ -17,6 +17,7 @@ from palaestra.core.information import (
     RewardInformation,
     SensorInformation,
     json_value,
+    rows_of,
 )
 from palaestra.core.spaces import Box, Discrete, MultiBinary, MultiDiscrete, Space, Tuple
 
@@ -219,3 +220,25 @@ def test_an_object_pickled_before_its_slots_were_plain_attributes_reads_back() -
     assert info == SensorInformation(1.5, None, "env.s", ["a"])
     assert (info.value, info.space, info.uid, info.value_ids) == (1.5, None, "env.s", ["a"])
     assert pickle.loads(pickle.dumps(info)) == info
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_rows_of_makes_what_the_constructor_makes_a_new_object_each(
+    cls: type[Information],
+) -> None:
+    uids, spaces_ = ["env.a", "env.b"], [Discrete(3), None]
+    columns = [[0, 1, 2], [[1.5], None, "x"]]
+    rows = rows_of(cls, uids, spaces_, columns, 3)
+    expected = [
+        [
+            cls(column[k], space, uid)
+            for uid, space, column in zip(uids, spaces_, columns, strict=True)
+        ]
+        for k in range(3)
+    ]
+    assert rows == expected
+    assert all(type(info) is cls and info.value_ids is None for row in rows for info in row)
+    blank = rows_of(cls, uids, spaces_, None, 2)
+    assert blank == [[cls(None, space, uid) for uid, space in zip(uids, spaces_, strict=True)]] * 2
+    assert blank[0][0] is not blank[1][0]  # (each game its own: a Muscle may set them)
+    assert rows_of(cls, uids, spaces_, None, 0) == []
