@@ -399,7 +399,8 @@ def brain_link(brain: Any, muscle_id: str = "checked-0") -> FakeLink:
             raise TypeError(f"a Brain cannot handle {type(message).__name__}")
         update = None
         for item in message.items:  # (the newest update of the round)
-            made = brain.thinking(muscle_id, pickle.loads(item.data))
+            data = None if item.data is None else pickle.loads(item.data)
+            made = brain.thinking(muscle_id, data)
             update = update if made is None else made
         return m.BrainUpdate(update=None if update is None else pickle.dumps(update))
 

@@ -410,7 +410,7 @@ class BrainProcess(Component):
                 self._check_filtered(transition.sensors)
             self.rows.add(memory, muscle_id, transition)
         data = message.data
-        return None if data == m.NO_DATA else pickle.loads(data)  # (what most Muscles send)
+        return None if data is None else pickle.loads(data)  # (None: what most Muscles send)
 
     def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
         """At the end of a Muscle's episode: a dump if one is due; the phase's stop rules

@@ -355,7 +355,7 @@ class MuscleLanes:
                 m.Experience(
                     worker=game.lane,
                     transition=transition,
-                    data=previous.data if previous is not None else m.NO_DATA,
+                    data=previous.data if previous is not None else None,
                     done=step.done,
                     episode=episode,
                     step=step.step,
@@ -556,8 +556,8 @@ class MuscleLanes:
                 list(game_setpoints),
                 step.values,
                 values,
-                m.NO_DATA
-                if game_data is None  # (what a stateless model sends, pickled once)
+                None
+                if game_data is None  # (what a stateless model sends: not pickled)
                 else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
                 game_seen,
                 stale,

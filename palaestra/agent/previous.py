@@ -19,7 +19,7 @@ class Previous(msgspec.Struct, frozen=True):
     setpoints: list[ActuatorInformation]
     sensor_values: list[Any]
     setpoint_values: dict[str, Any]
-    data: bytes
+    data: bytes | None  # what it sent its Brain, pickled (None: None)
     seen_values: list[Any]  # the sensor values the Muscle saw (its filters')
     stale: bool | None = None  # update_lag async: acted before an earlier step's answer came
     paused: bool = False  # recording was paused when it acted: the transition has no row

@@ -209,3 +209,16 @@ def test_the_newest_update_is_pickled_again_unless_it_equals_the_last_plain_one(
     assert str(pickle.loads(newest.deliver(brain, "a", 0.0))) == "0.0"  # (not -0.0's pickle)
     assert newest.deliver(brain, "b", None) is not None  # b has not had the newest
     assert newest.deliver(brain, "b", None) is None  # now it has
+
+
+def test_what_a_muscle_sent_reaches_thinking_as_it_sent_it() -> None:
+    """A Muscle's None travels as None (no pickle to make or load), anything else pickled."""
+    process = brain_process()
+    memory = process.brain.memory
+    (item,) = round_of(1, 3).items
+    for data, expected in ((None, None), (pickle.dumps({"q": [1.5]}), {"q": [1.5]})):
+        sent = m.decode(
+            m.encode(m.Experiences(worker=0, items=[msgspec.structs.replace(item, data=data)]))
+        )
+        assert isinstance(sent, m.Experiences)
+        assert process._remember(memory, "Muscle-player-0", sent.items[0]) == expected

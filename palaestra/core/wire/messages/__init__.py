@@ -50,7 +50,6 @@ from palaestra.core.wire.messages.rows import (
     WorldStateRow,
 )
 from palaestra.core.wire.messages.step import (
-    NO_DATA,
     AgentActions,
     AgentEpisode,
     AgentEvaluate,
@@ -123,7 +122,6 @@ __all__ = [
     "InfoDesc",
     "LaneActions",
     "LaneEpisodeDone",
-    "NO_DATA",
     "Message",
     "Msg",
     "MuscleActionRow",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 import msgspec
@@ -209,18 +208,14 @@ class Transition(msgspec.Struct, frozen=True, array_like=True):
     truncated: bool | None = None
 
 
-NO_DATA = pickle.dumps(None)
-"""An :class:`Experience`'s ``data`` where its Muscle sends its Brain nothing (None, pickled
-once: what most Muscles send, which the Brain need not unpickle)."""
-
-
 class Experience(Msg, frozen=True, kw_only=True):
-    """A Muscle's completed transition (if any) and its pickled ``data_for_brain``, sent at
-    step ``step`` of episode ``episode`` (where the Brain's statistics are recorded)."""
+    """A Muscle's completed transition (if any) and its pickled ``data_for_brain`` (None for
+    None: what most Muscles send, which needs no pickle), sent at step ``step`` of episode
+    ``episode`` (where the Brain's statistics are recorded)."""
 
     worker: int
     transition: Transition | None
-    data: bytes
+    data: bytes | None
     done: bool
     episode: int = 0
     step: int = 0
