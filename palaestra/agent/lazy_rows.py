@@ -147,7 +147,10 @@ def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | Non
     if rewards._built is not None:
         return None
     values: tuple[Any, ...] = rewards.source
-    return values if all(type(v) in _PLAIN for v in values) else None
+    for value in values:  # (a loop: a round asks it of each game's row)
+        if type(value) not in _PLAIN:
+            return None
+    return values
 
 
 _PLAIN = (int, float)
