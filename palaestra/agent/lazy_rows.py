@@ -105,6 +105,9 @@ class RewardRow:
         uids, descriptions = self.uids, self.descriptions
         if len(rewards) != len(uids):
             return False
+        if len(uids) == 1:  # (one reward: what most environments give)
+            reward = rewards[0]
+            return reward.uid == uids[0] and reward.space == descriptions[0]
         for k, reward in enumerate(rewards):
             if reward.uid != uids[k] or reward.space != descriptions[k]:
                 return False
