@@ -131,7 +131,7 @@ class RewardRows:
         self.make = RewardRow([], spaces)
 
     def __call__(self, rewards: list[m.InfoDesc]) -> Lazy:
-        return Lazy(self.maker(rewards), len(rewards), tuple([r.value for r in rewards]))
+        return Lazy(self.maker(rewards), len(rewards), reward_tuple(rewards))
 
     def maker(self, rewards: list[m.InfoDesc]) -> RewardRow:
         """The maker of rewards described as ``rewards`` are (the last one, while it fits)."""
@@ -139,6 +139,13 @@ class RewardRows:
         if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
             make = self.make = RewardRow(rewards, self.spaces)
         return make
+
+
+def reward_tuple(rewards: list[m.InfoDesc]) -> tuple[Any, ...]:
+    """The values of ``rewards``, as a row keeps them."""
+    if len(rewards) == 1:  # (one reward: what most environments give)
+        return (rewards[0].value,)
+    return tuple([r.value for r in rewards])
 
 
 def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | None:

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from palaestra.agent.lazy_rows import Lazy, RewardRow, RewardRows, SensorRow, SetpointRow
+from palaestra.agent.lazy_rows import (
+    Lazy,
+    RewardRow,
+    RewardRows,
+    SensorRow,
+    SetpointRow,
+    reward_tuple,
+)
 from palaestra.agent.memory import MadeRow, Memory
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.wire import messages as m
@@ -51,7 +58,7 @@ class TransitionRows:
                     transition.sensors,
                     transition.setpoints,
                     self.rewards.maker(rewards),
-                    tuple([r.value for r in rewards]),
+                    reward_tuple(rewards),
                 ),
                 None if objective is None else float(objective),
                 transition.done,
