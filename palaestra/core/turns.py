@@ -243,6 +243,9 @@ class Game(Generic[A]):
         """The observations of the agents that act on this step (they become
         :attr:`acting`)."""
         self.acting = acting = self.policy.acting(self.step, self.agents)
+        if len(acting) == 1:  # (one agent: a game of one player, or its turn)
+            agent = acting[0]
+            return [(agent, self._seen(agent, False))]
         return [(agent, self._seen(agent, False)) for agent in acting]
 
     def stepped(self, stepped: Stepped) -> bool:
@@ -275,11 +278,13 @@ class Game(Generic[A]):
     def _seen(self, agent: A, done: bool) -> m.AgentStep:
         """What ``agent`` observes now: its sensors' values, the rewards it was last given and,
         with ``done``, how the episode ended."""
-        values, ends, process = self.values, self.ends, agent.process
+        values, ends, process, sensors = self.values, self.ends, agent.process, agent.sensors
         rewards = self.rewards[process]
         seen = m.AgentStep(
             step=self.step,
-            values=[values[uid] for uid in agent.sensors],
+            values=[values[sensors[0]]]
+            if len(sensors) == 1  # (one sensor: no loop)
+            else [values[uid] for uid in sensors],
             rewards=rewards,
             done=done,
             terminated=ends[0],
