@@ -347,10 +347,6 @@ class Memory:
         self._add(row)
         return row
 
-    def add_made(self, row: MadeRow) -> None:
-        """Add a row made from what a message carried (see :class:`MadeRow`)."""
-        self._add(row)
-
     def _set_objective(self, muscle_uid: str, objective: Any) -> None:
         last = self._muscles.get(muscle_uid)
         if objective is not None and last:
@@ -391,6 +387,10 @@ class Memory:
         if self.byte_limit is not None and self._row_bytes:
             limit = min(limit, max(1, int(self.byte_limit // self._row_bytes)))
         self._limit = limit
+
+    add_made = _add
+    """Add a row made from what a message carried (see :class:`MadeRow`): :meth:`_add` itself,
+    not a call of it (a Brain adds a row for each game each step)."""
 
     def tail(self, n: int = 1, include_only: Iterable[str] | None = None) -> MemoryShard:
         """The last ``n`` rows, oldest first (fewer if the memory holds fewer); with
