@@ -339,7 +339,11 @@ class BrainProcess(Component):
         Raises:
             PluginContractError: ``thinking_batch`` did not return one update per experience.
         """
-        items = [(muscle_id, self._remember(memory, muscle_id, msg)) for muscle_id, msg in batch]
+        filtered = bool(self.filters)
+        items = [
+            (muscle_id, self._remember(memory, muscle_id, msg, filtered))
+            for muscle_id, msg in batch
+        ]
         updates = call(self.brain.thinking_batch, items)
         if not isinstance(updates, Sequence) or len(updates) != len(items):
             raise PluginContractError(
@@ -388,7 +392,7 @@ class BrainProcess(Component):
         last = len(batch) - 1
         made = []
         for k, (muscle_id, message) in enumerate(batch):
-            data = self._remember(memory, muscle_id, message)
+            data = self._remember(memory, muscle_id, message, filters is not None)
             if filters is not None:
                 made.append(filters.think(thinking, muscle_id, data))
             else:
@@ -402,11 +406,14 @@ class BrainProcess(Component):
                 out.add(brain, message.worker, message.episode, message.step)
         return made
 
-    def _remember(self, memory: Memory, muscle_id: str, message: m.Experience) -> Any:
-        """Append the experience's transition (if any) to ``memory``; what the Muscle sent."""
+    def _remember(
+        self, memory: Memory, muscle_id: str, message: m.Experience, filtered: bool
+    ) -> Any:
+        """Append the experience's transition (if any) to ``memory`` (``filtered``: the Brain
+        has filters, asked once a round); what the Muscle sent."""
         transition = message.transition
         if transition is not None:
-            if self.filters:
+            if filtered:
                 self._check_filtered(transition.sensors)
             self.rows.add(memory, muscle_id, transition)
         data = message.data

@@ -105,9 +105,6 @@ class RewardRow:
         uids, descriptions = self.uids, self.descriptions
         if len(rewards) != len(uids):
             return False
-        if len(uids) == 1:  # (one reward: what most environments give)
-            reward = rewards[0]
-            return reward.uid == uids[0] and reward.space == descriptions[0]
         for k, reward in enumerate(rewards):
             if reward.uid != uids[k] or reward.space != descriptions[k]:
                 return False
@@ -136,8 +133,14 @@ class RewardRows:
     def maker(self, rewards: list[m.InfoDesc]) -> RewardRow:
         """The maker of rewards described as ``rewards`` are (the last one, while it fits)."""
         make = self.make
-        if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
-            make = self.make = RewardRow(rewards, self.spaces)
+        uids, descriptions = make.uids, make.descriptions
+        if len(rewards) == len(uids) == 1:  # (one reward, what most environments give)
+            reward = rewards[0]
+            if reward.uid == uids[0] and reward.space == descriptions[0]:
+                return make
+        elif make.fits(rewards):
+            return make
+        make = self.make = RewardRow(rewards, self.spaces)  # (other uids or spaces)
         return make
 
 

@@ -414,7 +414,7 @@ class Memory:
         rewards = self._rows[-1].rewards
         values = reward_values(rewards)  # (numbers as they came: their objects not built)
         if values is not None:
-            return [float(v) for v in values]
+            return [float(values[0])] if len(values) == 1 else [float(v) for v in values]
         return [_float(reward.value) for reward in rewards]
 
     def truncate(self, n: int) -> None:

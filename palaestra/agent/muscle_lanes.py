@@ -187,7 +187,7 @@ class MuscleLanes:
         round (``update_lag`` 1) after sending, while the games step. The rows and statistics
         of an episode that ended leave the Muscle with its end (a run killed later keeps
         them)."""
-        ends = message.last or any(step.done for step in message.steps)
+        ends = message.last or any([step.done for step in message.steps])
         answer, learn = self.round(message, ends)
         if ends:  # its rows are complete before the answer (see round)
             self._push()
@@ -329,15 +329,17 @@ class MuscleLanes:
                     memory.add_transition(name, last.sensors, last.setpoints, rewards, ends)
                 )
                 memories.append(memory)
-        values = iter(objective_values(process.objective, memories))
-        completed = iter(rows)
+        values = objective_values(process.objective, memories)
+        for row, value in zip(rows, values, strict=True):
+            row.objective = value
+        at = 0  # (the next completed transition's)
         items: list[m.Experience] = []
         kept: list[_Kept] = []  # their rows
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
-                value = next(values)
-                next(completed).objective = value
+                value = values[at]
+                at += 1
                 if game.objective_stop is not None:
                     game.stop = game.objective_stop.reached(value)
                 transition = m.Transition(
@@ -420,7 +422,7 @@ class MuscleLanes:
         with their totals (see :func:`_reward_texts`); None for those each row makes alone
         (where one cannot be made, it is named)."""
         texts: list[str] | None = None
-        if len(kept) > 1 and all(len(row[1].sensor_values) == len(uids) for row in kept):
+        if len(kept) > 1 and all([len(row[1].sensor_values) == len(uids) for row in kept]):
             columns = [[row[1].sensor_values[i] for row in kept] for i in range(len(uids))]
             with contextlib.suppress(TypeError, ValueError, OverflowError):
                 texts = column_texts(keys, uids, columns, len(kept))
@@ -657,11 +659,11 @@ def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | No
     and each has the first one's uids and values (see :func:`uniform`); else None (each row's
     is made alone, which names a value that has no text)."""
     first = rewards[0]
-    if len(rewards) < 2 or not first or any(len(row) != len(first) for row in rewards):
+    if len(rewards) < 2 or not first or any([len(row) != len(first) for row in rewards]):
         return None
     for i, desc in enumerate(first):
         column = [row[i] for row in rewards]
-        if any(d.uid != desc.uid for d in column) or not uniform([d.value for d in column]):
+        if any([d.uid != desc.uid for d in column]) or not uniform([d.value for d in column]):
             return None
     try:
         return [_reward_text(first)] * len(rewards)

@@ -265,7 +265,7 @@ _EXACT = (int, str)
 def _stacked(values: list[Any], space: Space | None) -> Any:
     """The set points of the games as one array of the space's dtype (an object array where
     one is missing or there is no space)."""
-    if space is not None and all(v is not None for v in values):
+    if space is not None and all([v is not None for v in values]):
         shape = getattr(space, "shape", None)
         dtype = getattr(space, "dtype", None)
         if shape is not None and dtype is not None:

@@ -66,7 +66,7 @@ def test_a_kept_row_reads_back_as_the_transition_it_was_made_of() -> None:
     process = brain_process()
     memory = process.brain.memory
     for item in round_of(3, 7).items:
-        process._remember(memory, f"Muscle-player-{item.worker}", item)
+        process._remember(memory, f"Muscle-player-{item.worker}", item, False)
     row = memory.tail(1)
     assert len(memory) == 3
     (sensor,) = row.sensor_information[0]
@@ -93,7 +93,7 @@ def test_a_kept_row_is_a_few_objects_for_the_garbage_collector() -> None:
         experiences = m.decode(data)
         assert isinstance(experiences, m.Experiences)
         for item in experiences.items:
-            process._remember(memory, f"Muscle-player-{item.worker}", item)
+            process._remember(memory, f"Muscle-player-{item.worker}", item, False)
     del experiences, item
     gc.collect()  # (what the rows do not hold is gone)
     per_row = (len(gc.get_objects()) - tracked) / len(memory)
@@ -111,7 +111,7 @@ def test_a_rows_parts_are_made_when_first_read_with_the_sensors_it_came_under() 
     memory = process.brain.memory
     for step in (3, 4):  # (the first row is made at once: a memory sizes its rows by it)
         (item,) = round_of(1, step).items
-        process._remember(memory, "Muscle-player-0", item)
+        process._remember(memory, "Muscle-player-0", item, False)
     rows = memory.muscle_memory("Muscle-player-0")
     row = memory.tail(1)._rows[0]
     assert isinstance(row, MadeRow) and _made(row) == []
@@ -154,7 +154,7 @@ def test_rows_of_other_rewards_read_back_with_their_own() -> None:
             item.transition, rewards=[m.InfoDesc(uid, space.to_text(), 0.5)]
         )
         process._remember(
-            memory, "Muscle-player-0", msgspec.structs.replace(item, transition=transition)
+            memory, "Muscle-player-0", msgspec.structs.replace(item, transition=transition), False
         )
     rows = [rewards[0] for rewards in memory.tail(3).reward_information]
     assert [(r.uid, r.space, float(r.value)) for r in rows] == [
@@ -221,4 +221,4 @@ def test_what_a_muscle_sent_reaches_thinking_as_it_sent_it() -> None:
             m.encode(m.Experiences(worker=0, items=[msgspec.structs.replace(item, data=data)]))
         )
         assert isinstance(sent, m.Experiences)
-        assert process._remember(memory, "Muscle-player-0", sent.items[0]) == expected
+        assert process._remember(memory, "Muscle-player-0", sent.items[0], False) == expected

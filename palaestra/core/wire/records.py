@@ -237,7 +237,7 @@ def dict_texts(dicts: Sequence[Mapping[str, Any]], prefix: str = "") -> list[str
     if len(dicts) < 2:
         return None
     order = tuple(dicts[0])
-    if not order or any(tuple(d) != order for d in dicts):
+    if not order or any([tuple(d) != order for d in dicts]):
         return None
     uids = [prefix + key for key in order]
     columns = [[d[key] for d in dicts] for key in order]
