@@ -209,6 +209,8 @@ class Game(Generic[A]):
         "values",
         "acting",
         "_by_done",
+        "_all_act",
+        "_acting_rewarded",
     )
 
     def __init__(
@@ -228,6 +230,9 @@ class Game(Generic[A]):
             and bool(deciding)
             and all(_ends_with_environment(c) for c in deciding)
         )
+        # the built-in answers, without a call each step: every agent acts, and is rewarded
+        self._all_act = type(policy).acting is AllAct.acting
+        self._acting_rewarded = type(policy).rewarded is TurnPolicy.rewarded
         self.begin(values)
 
     def begin(self, values: dict[str, Any]) -> None:
@@ -242,7 +247,9 @@ class Game(Generic[A]):
     def observations(self) -> list[tuple[A, m.AgentStep]]:
         """The observations of the agents that act on this step (they become
         :attr:`acting`)."""
-        self.acting = acting = self.policy.acting(self.step, self.agents)
+        self.acting = acting = (
+            self.agents if self._all_act else self.policy.acting(self.step, self.agents)
+        )
         if len(acting) == 1:  # (one agent: a game of one player, or its turn)
             agent = acting[0]
             return [(agent, self._seen(agent, False))]
@@ -254,7 +261,12 @@ class Game(Generic[A]):
         step = self.step
         self.values.update(stepped.values)
         rewards = self.rewards
-        for agent in self.policy.rewarded(step, self.acting, self.agents):
+        rewarded = (
+            self.acting
+            if self._acting_rewarded
+            else self.policy.rewarded(step, self.acting, self.agents)
+        )
+        for agent in rewarded:
             rewards[agent.process] = stepped.rewards
         self.step = step + 1
         if self._by_done:
