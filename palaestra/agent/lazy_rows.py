@@ -19,6 +19,8 @@ from palaestra.core.information import ActuatorInformation, RewardInformation, S
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import SpaceCache
 
+_new = object.__new__
+
 
 class Lazy(Sequence[Any]):
     """The information objects ``make`` builds from ``source`` (a row's values), built when
@@ -128,7 +130,12 @@ class RewardRows:
         self.make = RewardRow([], spaces)
 
     def __call__(self, rewards: list[m.InfoDesc]) -> Lazy:
-        return Lazy(self.maker(rewards), len(rewards), reward_tuple(rewards))
+        lazy = _new(Lazy)  # (its slots set here, without a call of __init__: a row a game a step)
+        lazy.make = self.maker(rewards)
+        lazy._size = len(rewards)
+        lazy.source = reward_tuple(rewards)
+        lazy._built = None
+        return lazy
 
     def maker(self, rewards: list[m.InfoDesc]) -> RewardRow:
         """The maker of rewards described as ``rewards`` are (the last one, while it fits)."""

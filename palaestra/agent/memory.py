@@ -28,6 +28,9 @@ from palaestra.core.information import ActuatorInformation, RewardInformation, S
 __all__ = ["PANDAS_MISSING", "Memory", "MemoryShard", "MuscleMemory"]
 
 
+_new = object.__new__
+
+
 class _Row:
     __slots__ = (
         "muscle_uid",
@@ -342,8 +345,16 @@ class Memory:
         """Add the row of a transition the engine completed (``ends``: its ``done``,
         ``terminated`` and ``truncated``): :meth:`append` without sorting out its arguments.
         The row, whose ``objective`` may be set once it is known."""
-        row = _Row(muscle_uid, sensors, setpoints, rewards, objective, ends[0])
-        row.terminated, row.truncated = ends[1], ends[2]
+        row = _new(_Row)  # (its slots set here, without a call of __init__: a row a game a step)
+        row.muscle_uid = muscle_uid
+        row.sensors = sensors
+        row.setpoints = setpoints
+        row.rewards = rewards
+        row.objective = objective
+        row.done = ends[0]
+        row.terminated = ends[1]
+        row.truncated = ends[2]
+        row.observations = row.actions = row.additional_data = None
         self._add(row)
         return row
 

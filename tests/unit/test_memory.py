@@ -19,11 +19,14 @@ from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.dummy_objective import DummyObjective
+from palaestra.agent.lazy_rows import RewardRows
 from palaestra.agent.memory import Memory, MemoryShard
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box, Discrete, MultiBinary
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.codec import SpaceCache
 
 # --- helpers ----------------------------------------------------------------------------------
 
@@ -715,3 +718,21 @@ def test_dummy_objective_sums_as_fsum_does(values: list[float]) -> None:
     found = DummyObjective().internal_reward(memory)
     expected = math.fsum(r for r in memory.latest_rewards() if r == r)
     assert found == expected and math.copysign(1, found) == math.copysign(1, expected)
+
+
+def test_a_completed_transitions_row_is_the_row_append_makes() -> None:
+    """``add_transition`` sets a row's slots itself (no ``__init__`` call each game and step):
+    every slot is set, as ``append`` sets it; its rewards read as the values they came as."""
+    sensors = [SensorInformation(1.0, None, "s")]
+    setpoints = [ActuatorInformation(1, Discrete(2), "a")]
+    rewards = RewardRows(SpaceCache())([m.InfoDesc("r", None, 2.5)])
+    made, appended = Memory(), Memory()
+    made.add_transition("m", sensors, setpoints, rewards, (True, False, True), 0.5)
+    appended.append(
+        "m", sensors, setpoints, rewards, True, objective=0.5, terminated=False, truncated=True
+    )
+    row, expected = made._rows[0], appended._rows[0]
+    slots = type(row).__slots__
+    assert [getattr(row, s) for s in slots] == [getattr(expected, s) for s in slots]
+    assert list(rewards) == [RewardInformation(2.5, None, "r")] and len(rewards) == 1
+    assert made.latest_rewards() == [2.5]
