@@ -346,16 +346,17 @@ class _Play:
                 chosen.append((agent, answer.setpoints[position], answer.stop[position]))
             moves.append((lane.index, chosen))
         states = self.table.step(moves, late_by)
+        self.steps += len(states)
+        index = self.index
         for (lane, _), stepped in zip(current.acting, states, strict=True):
-            self._stepped(lane, stepped, following)
+            if lane.game.stepped(stepped):
+                self._episode_ended(lane, following)
+            else:  # (its next observations)
+                following.add(lane, index, False)
 
-    def _stepped(self, lane: Lane, stepped: Stepped, following: _Round) -> None:
-        """A game stepped: add its next observations (its episode's end, maybe the next
-        episode's start) to ``following``."""
-        self.steps += 1
-        if not lane.game.stepped(stepped):
-            following.add(lane, self.index, False)
-            return
+    def _episode_ended(self, lane: Lane, following: _Round) -> None:
+        """A game's episode ended: add its end (and maybe the next episode's start) to
+        ``following``."""
         following.add(lane, self.index, True)
         lane.done += 1
         following.ends.append(_ended(lane))
