@@ -131,31 +131,22 @@ class RewardRows:
 
     def __call__(self, rewards: list[m.InfoDesc]) -> Lazy:
         lazy = _new(Lazy)  # (its slots set here, without a call of __init__: a row a game a step)
-        lazy.make = self.maker(rewards)
+        lazy.make, lazy.source = self.made(rewards)
         lazy._size = len(rewards)
-        lazy.source = reward_tuple(rewards)
         lazy._built = None
         return lazy
 
-    def maker(self, rewards: list[m.InfoDesc]) -> RewardRow:
-        """The maker of rewards described as ``rewards`` are (the last one, while it fits)."""
+    def made(self, rewards: list[m.InfoDesc]) -> tuple[RewardRow, tuple[Any, ...]]:
+        """The maker of rewards described as ``rewards`` are (the last one, while it fits),
+        and their values, as a row keeps them."""
         make = self.make
-        uids, descriptions = make.uids, make.descriptions
-        if len(rewards) == len(uids) == 1:  # (one reward, what most environments give)
+        if len(rewards) == 1 and len(make.uids) == 1:  # (one reward: what most environments give)
             reward = rewards[0]
-            if reward.uid == uids[0] and reward.space == descriptions[0]:
-                return make
-        elif make.fits(rewards):
-            return make
-        make = self.make = RewardRow(rewards, self.spaces)  # (other uids or spaces)
-        return make
-
-
-def reward_tuple(rewards: list[m.InfoDesc]) -> tuple[Any, ...]:
-    """The values of ``rewards``, as a row keeps them."""
-    if len(rewards) == 1:  # (one reward: what most environments give)
-        return (rewards[0].value,)
-    return tuple([r.value for r in rewards])
+            if reward.uid == make.uids[0] and reward.space == make.descriptions[0]:
+                return make, (reward.value,)
+        if not make.fits(rewards):  # (other rewards, or other spaces, than the last row's)
+            make = self.make = RewardRow(rewards, self.spaces)
+        return make, tuple([r.value for r in rewards])
 
 
 def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | None:

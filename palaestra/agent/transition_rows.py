@@ -7,14 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from palaestra.agent.lazy_rows import (
-    Lazy,
-    RewardRow,
-    RewardRows,
-    SensorRow,
-    SetpointRow,
-    reward_tuple,
-)
+from palaestra.agent.lazy_rows import Lazy, RewardRow, RewardRows, SensorRow, SetpointRow
 from palaestra.agent.memory import MadeRow, Memory
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.wire import messages as m
@@ -49,17 +42,14 @@ class TransitionRows:
 
     def add(self, memory: Memory, muscle_id: str, transition: m.Transition) -> None:
         """Append ``transition`` (of the Muscle ``muscle_id``) to ``memory`` as a row."""
-        objective, rewards = transition.objective, transition.rewards
+        objective = transition.objective
+        maker, values = self.rewards.made(transition.rewards)
         memory.add_made(
             MadeRow(
                 muscle_id,
                 self.parts,
-                (  # (what the parts are made of: not the rewards' descriptions, kept once)
-                    transition.sensors,
-                    transition.setpoints,
-                    self.rewards.maker(rewards),
-                    reward_tuple(rewards),
-                ),
+                # (what the parts are made of: not the rewards' descriptions, kept once)
+                (transition.sensors, transition.setpoints, maker, values),
                 None if objective is None else float(objective),
                 transition.done,
                 transition.terminated,
