@@ -330,15 +330,13 @@ class MuscleLanes:
                 )
                 memories.append(memory)
         values = objective_values(process.objective, memories)
-        for row, value in zip(rows, values, strict=True):
-            row.objective = value
-        at = 0  # (the next completed transition's)
+        at = 0  # (the next completed transition's row and value)
         items: list[m.Experience] = []
         kept: list[_Kept] = []  # their rows
         for _, game, step, previous, episode in entries:
             transition = None
             if previous is not None and step.rewards is not None:
-                value = values[at]
+                value = rows[at].objective = values[at]
                 at += 1
                 if game.objective_stop is not None:
                     game.stop = game.objective_stop.reached(value)

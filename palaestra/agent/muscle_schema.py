@@ -88,8 +88,7 @@ class Schema:
                 foreign = True
             elif not check(value):
                 raise self._outside(muscle, uid, value, step, episode)
-            space = actuator.space  # (json_value, without a call for each set point)
-            values[uid] = space.to_json_value(value) if space is not None else json_value(actuator)
+            values[uid] = json_value(actuator)
         if foreign:
             raise self._foreign(muscle, values)
         return values
