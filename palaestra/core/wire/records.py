@@ -269,14 +269,14 @@ def _row_texts(key: str, column: list[Any], count: int, end: str = "") -> tuple[
     text = _json(column).decode()
     if '"' not in text and "{" not in text:
         parts: list[str] = []
-        if text.count("[") == 1:  # numbers (true, false, null)
-            parts = [key + part + end for part in text[1:-1].split(",")]
-        elif text.startswith("[[") and text.count("[") == count + 1:
+        if text.startswith("[["):  # lists: flat ones if no other bracket is left
             inner = text[2:-2]
             flat = inner.replace("],[", "")
-            if "[" not in flat and "]" not in flat:  # flat lists
+            if "[" not in flat and "]" not in flat:
                 opened, closed = key + "[", "]" + end
                 parts = [opened + part + closed for part in inner.split("],[")]
+        elif text.count("[") == 1:  # numbers (true, false, null)
+            parts = [key + part + end for part in text[1:-1].split(",")]
         if len(parts) == count:
             return parts, "null" in text
     return [key + _json(value).decode() + end for value in column], True
