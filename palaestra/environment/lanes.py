@@ -83,9 +83,9 @@ class Worlds:
         games = self.games
         states = step_worlds(games, self.batch, local, late_by, self.held)
         one = _ONE
-        return [
+        return [  # (a state has a value for each sensor uid, in their order: zip, not strict)
             Stepped(
-                zip(games[move[0]].declared.full_sensor_uids, state.values, strict=True),
+                zip(games[move[0]].declared.full_sensor_uids, state.values),  # noqa: B905
                 state.rewards,
                 one.get(state.done) or [state.done],
                 one.get(state.terminated) or [state.terminated],
