@@ -7,7 +7,8 @@ A worker's N CartPole games (``palaestra.environment.cartpole:CartPole``, steppe
 ``update_batch`` when N > 1) played in rounds by :class:`palaestra.testing.LocalRounds`: the
 environment's rounds (:mod:`palaestra.environment.lanes`), the Muscle's
 (:class:`~palaestra.agent.muscle_lanes.MuscleLanes`, the linear policy of
-``benchmarks/vector_plugins.py`` in one batched call per round, DummyObjective) and the
+``benchmarks/vector_plugins.py`` in one call per round on the round's columns,
+``propose_actions_columns``, DummyObjective) and the
 Brain process's own path (:class:`~palaestra.agent.brain_process.BrainProcess`: its memory
 rows, DummyBrain's ``thinking`` per experience, its statistics and dumps, its answer), with
 the messages encoded and decoded between them as on the wire; the ``world_states`` and

@@ -8,7 +8,8 @@ CartPole stepping at N games:
 * palaestra: ``palaestra experiment-start`` of a one-phase run with one worker,
   ``phase_config.envs_per_worker: N``, the built-in numpy CartPole
   (``palaestra.environment.cartpole:CartPole``, gymnasium's CartPole-v1 dynamics), the fixed
-  linear policy of ``benchmarks/vector_plugins.py`` as the Muscle (one batched call per round),
+  linear policy of ``benchmarks/vector_plugins.py`` as the Muscle (one call per round, on the
+  round's columns: ``propose_actions_columns``),
   DummyBrain, and the store ON (SQLite, every step recorded: ``world_states`` and
   ``muscle_actions``). Each game plays enough episodes for about ``--steps`` steps in all.
   *steady*: steps / (last episode's end - first episode's start), from the ``episodes`` table

@@ -2,14 +2,16 @@
 
 ``LinearPolicy`` pushes right when ``state @ WEIGHTS > 0`` (pole angle plus angular velocity),
 the rule the gymnasium loops of the benchmark apply to their observations. It acts on all games
-of a round in one numpy product (:meth:`propose_actions_batch`). Load it as
+of a round in one numpy product, on the round's column of states
+(:meth:`propose_actions_columns`; :meth:`propose_actions_batch` does the same on each game's
+objects). Load it as
 ``vector_plugins:LinearPolicy`` with ``benchmarks/`` on ``PYTHONPATH``. ``PerGameCartPole``
 is CartPole stepped game by game (without its ``update_batch``), for comparison.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,11 @@ class LinearPolicy(Muscle):
         actuator = actuators_available[0]
         push = int(act([sensors[0].value])[0])
         return [ActuatorInformation(push, actuator.space, actuator.uid)], None
+
+    def propose_actions_columns(
+        self, sensors: Mapping[str, Any], actuators: Sequence[ActuatorInformation], games: int
+    ) -> tuple[Mapping[str, Any], Sequence[Any] | None]:
+        return {actuators[0].uid: act(sensors["pole.state"])}, None
 
     def propose_actions_batch(
         self,

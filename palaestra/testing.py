@@ -24,7 +24,7 @@ import dataclasses
 import inspect
 import pickle
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -33,13 +33,18 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.brain_process import BrainProcess
 from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.muscle import Muscle, proposal
-from palaestra.agent.muscle_lanes import MuscleLanes
+from palaestra.agent.muscle_lanes import MuscleLanes, sensor_columns
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.errors import InvalidInputError
-from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.information import (
+    ActuatorInformation,
+    RewardInformation,
+    SensorInformation,
+    json_value,
+)
 from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.space_checks import value_check
 from palaestra.core.supervision.hotloop import HotLoop
@@ -110,7 +115,8 @@ def check_muscle(
 ) -> None:
     """Set up a Muscle, let it act on ``sensors`` and check its set points and brain data;
     a Muscle that overrides ``propose_actions_batch`` also acts in ``games`` games at once
-    (as with ``envs_per_worker``), each answer checked the same way."""
+    (as with ``envs_per_worker``), each answer checked the same way, and so does one that
+    overrides ``propose_actions_columns`` (on each sensor's column)."""
     instance = _construct(muscle, params)
     if not isinstance(instance, Muscle):
         raise PluginCheckError(f"{_name(type(instance))} is not a palaestra Muscle")
@@ -129,6 +135,7 @@ def check_muscle(
     _call(instance, "setup")
     spaces = {str(a.uid): a.space for a in actuators}  # declared: what a run checks against
     batched = type(instance).propose_actions_batch is not Muscle.propose_actions_batch
+    on_columns = type(instance).propose_actions_columns is not Muscle.propose_actions_columns
     for _ in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
         answer = _call(instance, "propose_actions", list(sensors), available)
@@ -139,9 +146,15 @@ def check_muscle(
         _check_setpoints(instance, "propose_actions", setpoints, data, spaces)
         if batched:
             _check_batch(instance, sensors, actuators, games, spaces)
+        if on_columns:
+            _check_columns(instance, (sensors, actuators), games, spaces)
         _call(instance, "update", None)
     _call(instance, "reset")
     _call(instance, "teardown")
+
+
+_Given = tuple[Sequence[SensorInformation], Sequence[ActuatorInformation]]
+"""The sensors and actuators a Muscle is checked with."""
 
 
 def _check_batch(
@@ -170,6 +183,46 @@ def _check_batch(
         )
     for game_setpoints, game_data in zip(setpoints, data, strict=True):
         _check_setpoints(instance, method, game_setpoints, game_data, spaces)
+
+
+def _check_columns(instance: Muscle, given: _Given, games: int, spaces: dict[str, Any]) -> None:
+    """``propose_actions_columns`` for ``games`` games (each sensor's column as a run makes it
+    from the ``given`` sensors) gives a column of ``games`` values in its space for each
+    actuator it sets, and the data of each game (or None)."""
+    method = "propose_actions_columns"
+    sensors, actuators = given
+    columns = sensor_columns(
+        [str(s.uid) for s in sensors],
+        [s.space for s in sensors],
+        [[json_value(s) for s in sensors] for _ in range(games)],
+    )
+    available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
+    answer = _call(instance, method, columns, available, games)
+    if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], Mapping)):
+        _fail(instance, method, "must return (set point columns by actuator uid, data or None)")
+    chosen, data = answer
+    for uid, column in chosen.items():
+        _check_column(instance, method, uid, column, games, spaces)
+    if data is not None:
+        items = list(data)
+        if len(items) != games:
+            _fail(instance, method, f"returned {len(items)} data items for {games} games")
+        _picklable(instance, method, items)
+
+
+def _check_column(
+    instance: Muscle, method: str, uid: Any, column: Any, games: int, spaces: dict[str, Any]
+) -> None:
+    """A column of set points of a known actuator, ``games`` values in its declared space."""
+    if uid not in spaces:
+        _fail(instance, method, f"set point column for unknown actuator {uid}")
+    values = list(column) if isinstance(column, Sequence | np.ndarray) else None
+    if values is None or len(values) != games:
+        _fail(instance, method, f"column of {uid} must hold {games} values, one per game")
+    check = value_check(spaces[uid])
+    for value in values or ():
+        if not check(value):
+            _fail(instance, method, f"value {value!r} of {uid} is not in {spaces[uid]}")
 
 
 def _check_setpoints(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import reprlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -130,6 +130,29 @@ class Muscle(ABC):
             setpoints.append(game_setpoints)
             data.append(game_data)
         return setpoints, data
+
+    def propose_actions_columns(
+        self, sensors: Mapping[str, Any], actuators: Sequence[ActuatorInformation], games: int
+    ) -> tuple[Mapping[str, Any], Sequence[Any] | None]:
+        """Act in the ``games`` games of a round at once, a column per sensor and actuator.
+
+        ``sensors`` holds each sensor's values in those games, by uid: a numpy array of shape
+        ``(games, *shape)`` and the space's dtype for a box-like space, else a list with each
+        game's value as its space's ``from_json_value`` reads it. ``actuators`` are the agent's
+        actuators (their uid and space; no value). Return each actuator's column by uid (an
+        array of shape ``(games, *shape)``, or a sequence of ``games`` values; an actuator
+        left out is not set in any game) and the ``data_for_brain`` of each game (a sequence
+        of ``games``), or None for None in every game.
+
+        palaestra calls it in place of :meth:`propose_actions_batch` where the class overrides
+        it and the agent has no filters: no information object is made for the games that
+        act, and the set points are checked a column at a time. The Muscle's memory rows
+        make their sensor and set point objects when first read. Statistics and records are
+        stored as :meth:`propose_actions_batch`'s. Not overridden, it is never called.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not act on columns: override propose_actions_columns"
+        )
 
     def update(self, update: Any) -> None:
         """Apply an update from the Brain; the default ignores it."""

@@ -28,7 +28,7 @@ import numpy as np
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import HotReload
-from palaestra.agent.lazy_rows import RewardRows
+from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_records import MuscleRecords
@@ -45,6 +45,7 @@ from palaestra.core.information import (
 )
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.space_checks import column_inside
 from palaestra.core.spaces import Box
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
@@ -124,6 +125,11 @@ _Acting = tuple[int, _Game, m.AgentStep]
 """A game that acts in a round: its position in the round, the game, its observation."""
 _Inputs = tuple[list[list[SensorInformation]], list[list[ActuatorInformation]]]
 """What the Muscle is given for the games that act: each one's sensors and actuators."""
+_Columns = dict[str, Any]
+"""What a Muscle that acts on columns is given: each sensor's values in the games that act."""
+COLUMN_CHECK = 8
+"""Games from which an array of set points is checked against its space in one comparison
+(for fewer, each value's own check costs less than numpy's calls)."""
 _Kept = tuple[_Game, Previous, m.AgentStep, m.Transition, int]
 """A completed transition that gets a ``muscle_actions`` row: its game, its action, the step
 that completes it, the transition and its episode."""
@@ -150,7 +156,22 @@ class MuscleLanes:
         self.keys_of: list[str] | None = None  # the sensor uids whose row keys are ``keys``
         self.keys: list[str] = []
         self.rewards = RewardRows(process.schema.spaces)  # a memory row's, built when read
+        # (a Muscle on columns: its memory rows' sensors and set points, built when read)
+        self.rows_of: list[str] | None = None  # the sensor uids the makers are for
+        self.actuators: list[ActuatorInformation] = []  # (no value: what it may set)
+        self.sensor_row = SensorRow([])
+        self.setpoint_row = SetpointRow({})
         self.stats: Callable[[], object] | None = None  # a round's statistics, stored once sent
+
+    @property
+    def by_columns(self) -> bool:
+        """Whether the Muscle acts on a round's columns (it overrides
+        ``propose_actions_columns``, and the agent has no filters; asked each round)."""
+        process = self.process
+        overrides = (
+            type(process.muscle).propose_actions_columns is not Muscle.propose_actions_columns
+        )
+        return overrides and not process.filters
 
     @property
     def batched(self) -> bool:
@@ -294,12 +315,12 @@ class MuscleLanes:
 
     def _learn(
         self, entries: list[_Entry], all_done: bool, acting: Sequence[_Acting] = ()
-    ) -> _Inputs | None:
+    ) -> _Inputs | _Columns | None:
         """Complete each game's transition and tell the Brain; while it thinks, shape the
         round's rows and make what the Muscle is given for the games ``acting`` (returned;
         None if none act)."""
         items, kept = self._complete_all(entries)
-        inputs: _Inputs | None = None
+        inputs: _Inputs | _Columns | None = None
 
         def meanwhile() -> None:
             nonlocal inputs
@@ -508,13 +529,15 @@ class MuscleLanes:
         if meanwhile is not None:
             meanwhile()
 
-    def _inputs(self, acting: Sequence[_Acting]) -> _Inputs:
+    def _inputs(self, acting: Sequence[_Acting]) -> _Inputs | _Columns:
         """What the Muscle is given for the games that act: each game's sensors and the
-        actuators it sets (made while the Brain thinks, see :meth:`round`)."""
+        actuators it sets, or (:attr:`by_columns`) each sensor's column (made while the Brain
+        thinks, see :meth:`round`)."""
         schema = self.process.schema
-        sensors = _sensors(
-            schema.sensor_uids, schema.sensor_spaces, [step.values for _, _, step in acting]
-        )
+        values = [step.values for _, _, step in acting]
+        if self.by_columns:
+            return sensor_columns(schema.sensor_uids, schema.sensor_spaces, values)
+        sensors = _sensors(schema.sensor_uids, schema.sensor_spaces, values)
         # each game its own objects: a Muscle may set the values of those it is given
         availables = rows_of(
             ActuatorInformation, schema.actuator_uids, schema.actuator_spaces, None, len(acting)
@@ -526,14 +549,19 @@ class MuscleLanes:
         acting: list[_Acting],
         setpoints: list[dict[str, Any]],
         stop: list[bool],
-        inputs: _Inputs | None = None,
+        inputs: _Inputs | _Columns | None = None,
     ) -> bool:
         """Call the Muscle for the games that act (once, or once per game) with ``inputs``
         (made now if not given); fill in their set points. Whether the calls were per game
         (each recorded its game's statistics)."""
         process = self.process
         schema = process.schema
-        sensors, availables = inputs if inputs is not None else self._inputs(acting)
+        if inputs is None:
+            inputs = self._inputs(acting)
+        if isinstance(inputs, dict):
+            self._act_columns(acting, setpoints, stop, inputs)
+            return False
+        sensors, availables = inputs
         seen_values: list[list[Any]]
         each = bool(process.filters) or not self.batched
         if each:  # one call per game, as with one game
@@ -564,6 +592,65 @@ class MuscleLanes:
                 paused,
             )
         return each
+
+    def _act_columns(
+        self,
+        acting: list[_Acting],
+        setpoints: list[dict[str, Any]],
+        stop: list[bool],
+        columns: _Columns,
+    ) -> None:
+        """The Muscle's ``propose_actions_columns`` for the games that act, its set points
+        checked a column at a time; each game's set points and last action (its sensor and
+        set point objects made when a memory row is first read)."""
+        process = self.process
+        schema = process.schema
+        muscle = process.muscle
+        count = len(acting)
+        if schema.sensor_uids is not self.rows_of:  # (the episode's sensors: made once)
+            self.rows_of = schema.sensor_uids
+            self.actuators = [
+                ActuatorInformation(None, space, uid)
+                for uid, space in zip(schema.actuator_uids, schema.actuator_spaces, strict=True)
+            ]
+            self.sensor_row = SensorRow(
+                [
+                    SensorInformation(None, space, uid)
+                    for uid, space in zip(schema.sensor_uids, schema.sensor_spaces, strict=True)
+                ]
+            )
+            self.setpoint_row = SetpointRow(
+                dict(zip(schema.actuator_uids, schema.actuator_spaces, strict=True))
+            )
+        chosen, data = _proposed_columns(
+            muscle, call(muscle.propose_actions_columns, columns, self.actuators, count), count
+        )
+        values = [
+            (uid, _setpoint_column(muscle, schema, uid, column, count, acting))
+            for uid, column in chosen.items()
+        ]
+        sensor_row, setpoint_row = self.sensor_row, self.setpoint_row
+        size = len(schema.sensor_uids)
+        paused = process.out.switch.paused()
+        stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
+        for j, (k, game, step) in enumerate(acting):
+            game_setpoints = {uid: column[j] for uid, column in values}
+            setpoints[k] = game_setpoints
+            stop[k] = game.stop
+            game_data = None if data is None else data[j]
+            game.previous = Previous(
+                step.step,
+                Lazy(sensor_row, size, step.values),
+                Lazy(setpoint_row, len(game_setpoints), game_setpoints),
+                step.values,
+                game_setpoints,
+                None
+                if game_data is None
+                else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
+                step.values,
+                stale,
+                paused,
+            )
 
     def _each(
         self,
@@ -636,20 +723,100 @@ def _sensors(
                 for uid, space, v in zip(uids, spaces, values[0], strict=True)
             ]
         ]
-    columns: list[list[Any]] = []
-    for i, space in enumerate(spaces):
-        column = [game[i] for game in values]
+    columns = [list(column) for column in sensor_columns(uids, spaces, values).values()]
+    return rows_of(SensorInformation, uids, spaces, columns, count)
+
+
+def sensor_columns(uids: list[str], spaces: list[Any], values: list[list[Any]]) -> _Columns:
+    """Each sensor's values in the games, decoded by its space: an array of ``(games,
+    *shape)`` for a box-like space (a row per game: the array ``from_json_value`` gives),
+    else a list of each game's value."""
+    count = len(values)
+    columns: _Columns = {}
+    for i, (uid, space) in enumerate(zip(uids, spaces, strict=True)):
+        column: Any = [game[i] for game in values]
         if space is not None and type(space).from_json_value is Box.from_json_value:
             try:
-                stacked = np.asarray(column, dtype=space.dtype).reshape(count, *space.shape)
+                column = np.asarray(column, dtype=space.dtype).reshape(count, *space.shape)
             except (TypeError, ValueError):  # (each alone, as one game would)
                 column = [space.from_json_value(v) for v in column]
-            else:
-                column = list(stacked)
         elif space is not None:
             column = [space.from_json_value(v) for v in column]
-        columns.append(column)
-    return rows_of(SensorInformation, uids, spaces, columns, count)
+        columns[uid] = column
+    return columns
+
+
+def _proposed_columns(
+    muscle: Muscle, result: Any, count: int
+) -> tuple[dict[str, Any], Sequence[Any] | None]:
+    """What ``propose_actions_columns`` returned, as (columns by actuator uid, data for the
+    Brain of each game or None).
+
+    Raises:
+        PluginContractError: Not a pair of a mapping and a sequence of ``count`` (or None).
+    """
+    try:
+        chosen, data = result
+        chosen = dict(chosen)
+        if data is not None:
+            data = list(data)
+    except (TypeError, ValueError):
+        chosen = None
+    if chosen is None or (data is not None and len(data) != count):
+        raise PluginContractError(
+            muscle,
+            "propose_actions_columns",
+            f"returned {type(result).__name__}: expected a pair of the set points (a column "
+            f"of {count} values by actuator uid) and the data for the Brain ({count} items, "
+            "one per game, or None)",
+        )
+    return chosen, data
+
+
+def _setpoint_column(
+    muscle: Muscle, schema: Schema, uid: Any, column: Any, count: int, acting: list[_Acting]
+) -> list[Any]:
+    """An actuator's column of set points as each game's JSON value, checked against its
+    space: at once where it is an array of numbers of the space's shape, else value by value.
+
+    Raises:
+        PluginContractError: An actuator the agent was not given, a column of another length
+            than the games', or a value outside the space (naming its game's step).
+    """
+    if uid not in schema.checks:
+        raise PluginContractError(
+            muscle,
+            "propose_actions_columns",
+            f"set actuator {uid!r}, which agent's actuators {schema.actuator_uids} do not hold",
+        )
+    space = schema.actuator_spaces[schema.actuator_uids.index(uid)]
+    values: list[Any] = []
+    if type(column) is np.ndarray and space is not None and column.shape == (count, *space.shape):
+        if count >= COLUMN_CHECK and column_inside(space, column):
+            return list(np.asarray(column, dtype=space.dtype).tolist())  # (a row per game)
+        values = column.tolist() if column.ndim == 1 else list(column)  # (checked below)
+    else:
+        with contextlib.suppress(TypeError):
+            values = list(column)
+    if len(values) != count:
+        raise PluginContractError(
+            muscle,
+            "propose_actions_columns",
+            f"returned a column of {type(column).__name__} for actuator {uid!r}: expected "
+            f"{count} values, one per game",
+        )
+    check = schema.checks[uid]
+    for j, value in enumerate(values):
+        if not check(value):
+            _, game, step = acting[j]
+            shown = value.item() if isinstance(value, np.generic) else value
+            raise PluginContractError(
+                muscle,
+                "propose_actions_columns",
+                f"set actuator {uid!r} to {shown!r} in game {game.lane} at step {step.step} "
+                f"of episode {game.episode}, which is not in its space {space}",
+            )
+    return [json_value(ActuatorInformation(v, space, uid)) for v in values]
 
 
 def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | None]] | None:

@@ -3,6 +3,7 @@ Brain, kept until the game's next step brings the rewards that complete the tran
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -15,8 +16,8 @@ class Previous(msgspec.Struct, frozen=True):
     struct: one is made for each game each step, in a fraction of a class's time.)"""
 
     step: int
-    sensors: list[SensorInformation]
-    setpoints: list[ActuatorInformation]
+    sensors: Sequence[SensorInformation]  # (a Muscle on columns: made when first read)
+    setpoints: Sequence[ActuatorInformation]
     sensor_values: list[Any]
     setpoint_values: dict[str, Any]
     data: bytes | None  # what it sent its Brain, pickled (None: None)

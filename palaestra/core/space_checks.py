@@ -69,3 +69,15 @@ def _small_box(space: Box) -> Check:
 
 def _anything(x: Any) -> bool:
     return True
+
+
+def column_inside(space: Space, values: Any) -> bool:
+    """Whether every row of the array ``values`` (a value per game, along its first axis) is
+    in ``space``: for a box or a discrete space and numbers of a fitting kind, in one
+    comparison (False: unsure, or outside; then each row is checked alone)."""
+    kind = values.dtype.kind
+    if isinstance(space, Box) and kind in "iuf" and (space.dtype.kind == "f" or kind in "iu"):
+        return bool(((values >= space.low) & (values <= space.high)).all())
+    if isinstance(space, Discrete) and kind in "iu":
+        return bool(((values >= space.start) & (values < space.start + space.n)).all())
+    return False

@@ -20,8 +20,8 @@ import numpy as np
 from palaestra.core.memo import Memo, text_key
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.space_checks import Check, value_check
-from palaestra.core.spaces import Box, Discrete, Space
+from palaestra.core.space_checks import Check, column_inside, value_check
+from palaestra.core.spaces import Space
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import (
     FLAG,
@@ -304,7 +304,7 @@ def _check(
     check: Check,
 ) -> None:
     """Fail, naming the first game whose value is outside ``space``."""
-    if space is None or _inside(space, values):
+    if space is None or column_inside(space, values):
         return
     for k, value in enumerate(values):
         if not check(value):
@@ -314,16 +314,6 @@ def _check(
                 f"returned {kind} '{info.uid}' = {_short(value)} for game {games[k].worker} "
                 f"(row {k} of the batch), which is not in its declared space {space}",
             )
-
-
-def _inside(space: Space, values: Any) -> bool:
-    """Whether every row of ``values`` is in ``space`` (False: unsure; each row is checked)."""
-    kind = values.dtype.kind
-    if isinstance(space, Box) and kind in "iuf" and (space.dtype.kind == "f" or kind in "iu"):
-        return bool(((values >= space.low) & (values <= space.high)).all())
-    if isinstance(space, Discrete) and kind in "iu":
-        return bool(((values >= space.start) & (values < space.start + space.n)).all())
-    return False
 
 
 def _json_column(values: Any, space: Space | None) -> list[Any]:

@@ -1,12 +1,13 @@
 """Plug-ins for several games per worker (``envs_per_worker``): a deterministic linear CartPole
-policy that acts on all games in one batch and records each batch's size, a CartPole whose
+policy that acts on all games in one batch and records each batch's size (and one that acts
+on a round's columns, and one whose columns break the contract), a CartPole whose
 game ``fail_game`` fails at step 3, a CartPole stepped game by game (without its
 ``update_batch``), one whose batch reports a value outside its space, and Objectives that
 take a round's memories at once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -54,6 +55,49 @@ class LinearMuscle(Muscle):
             [ActuatorInformation(push, game[0].space, game[0].uid)]
             for push, game in zip(pushes, actuators_available, strict=True)
         ], [None] * len(sensors)
+
+
+class ColumnMuscle(LinearMuscle):
+    """:class:`LinearMuscle` on a round's columns (``propose_actions_columns``): each game's
+    push from its state as ``propose_actions`` makes it, a column (an array, or a list with
+    ``as_list``)."""
+
+    rounds: ClassVar[list[int]] = []  # the games of each call
+
+    def __init__(self, weights: Sequence[float] = WEIGHTS, as_list: bool = False) -> None:
+        super().__init__(weights)
+        self.as_list = as_list
+
+    def propose_actions_columns(
+        self, sensors: Mapping[str, Any], actuators: Sequence[ActuatorInformation], games: int
+    ) -> tuple[Mapping[str, Any], Sequence[Any] | None]:
+        states = sensors["pole.state"]
+        assert isinstance(states, np.ndarray) and states.shape == (games, 4)
+        pushes = [int(float(np.dot(state, self.weights)) > 0) for state in states]
+        self.context.record("games", games)
+        ColumnMuscle.rounds.append(games)
+        column = pushes if self.as_list else np.asarray(pushes, dtype=np.int64)
+        return {actuators[0].uid: column}, None
+
+
+class BadColumns(LinearMuscle):
+    """Columns that break ``propose_actions_columns``'s contract, as ``how`` says."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def propose_actions_columns(
+        self, sensors: Mapping[str, Any], actuators: Sequence[ActuatorInformation], games: int
+    ) -> Any:
+        uid = actuators[0].uid
+        if self.how == "short":
+            return {uid: np.zeros(games - 1, dtype=np.int64)}, None
+        if self.how == "foreign":
+            return {"pole.kick": [1] * games}, None
+        if self.how == "outside":
+            return {uid: np.full(games, 2, dtype=np.int64)}, None
+        return [1] * games  # not a pair
 
 
 class FailingCartPole(CartPole):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from palaestra.agent import DummyBrain, DummyMuscle
@@ -82,7 +83,6 @@ def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:
     """The per-step check of small float boxes compares in Python: the same answers as
     ``Box.contains`` for values inside, on and outside the bounds, NaN, infinities, integer
     arrays, other shapes and dtypes, and non-arrays."""
-    import numpy as np
 
     from palaestra.core.space_checks import value_check
     from palaestra.core.spaces import Box
@@ -136,3 +136,31 @@ def test_check_muscle_calls_a_batched_hook_for_several_games() -> None:
         "BatchMuscle.propose_actions_batch: returned 2 set point lists and 2 data items for 3 "
         "games: expected one of each per game"
     )
+
+
+class ColumnsMuscle(DummyMuscle):
+    """Acts on a round's columns: each actuator's first value in its space's range, for every
+    game; with ``outside``, one past it."""
+
+    def __init__(self, outside: bool = False, **params: Any) -> None:
+        super().__init__(**params)
+        self.outside = outside
+
+    def propose_actions_columns(self, sensors: Any, actuators: Any, games: int) -> Any:
+        assert all(len(column) == games for column in sensors.values())
+        chosen = {}
+        for actuator in actuators:
+            value = actuator.space.sample()
+            if self.outside:
+                value = np.asarray(actuator.space.high) + 1
+            chosen[actuator.uid] = [value] * games
+        return chosen, [None] * games
+
+
+def test_check_muscle_calls_a_columns_hook_for_several_games() -> None:
+    sensors, actuators = check_environment(DummyEnvironment, {"discrete": False})
+    check_muscle(ColumnsMuscle, sensors=sensors, actuators=actuators, games=4)
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(ColumnsMuscle, {"outside": True}, sensors=sensors, actuators=actuators)
+    assert "ColumnsMuscle.propose_actions_columns: value" in str(caught.value)
+    assert "is not in Box" in str(caught.value)

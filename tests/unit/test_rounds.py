@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+import numpy as np
 import pytest
 
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.dummy_brain import DummyBrain
-from palaestra.agent.muscle_lanes import MuscleLanes
+from palaestra.agent.muscle_lanes import COLUMN_CHECK, MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.nonfinite import json_text
@@ -21,7 +23,7 @@ from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.testing import LocalRounds, RowRecorder, brain_link
-from tests.plugins.games import RoundObjective
+from tests.plugins.games import ColumnMuscle, RoundObjective
 
 CARTPOLE = "tests.plugins.games:PerGameCartPole"  # (stepped game by game)
 ROUND_OBJECTIVE = "tests.plugins.games:RoundObjective"
@@ -415,3 +417,74 @@ def test_one_float_rewards_total_is_what_the_sum_of_several_makes(value: float) 
     assert (math.isnan(alone) and math.isnan(summed)) or (
         alone == summed and math.copysign(1, alone) == math.copysign(1, summed)
     )
+
+
+def column_agents(**params: Any) -> list[AgentSpec]:
+    muscle = ClassSpec(name="tests.plugins.games:ColumnMuscle", params=params)
+    return [msgspec.structs.replace(spec, muscle=muscle) for spec in AGENTS[:1]]
+
+
+def memory_of(rounds: LocalRounds) -> list[list[tuple[Any, ...]]]:
+    """Each game's Muscle memory rows: the sensor values and set points as objects read them."""
+    (muscle,) = rounds.muscles.values()
+    assert muscle.games is not None
+    found = []
+    for game in muscle.games.games:
+        rows = game.memory.muscle_memory(muscle.name)
+        found.append(
+            [
+                (
+                    [np.asarray(s.value).tolist() for s in sensors],
+                    [(a.uid, a.value, type(a.value)) for a in setpoints],
+                )
+                for sensors, setpoints in zip(
+                    rows.sensor_readings, rows.actuator_setpoints, strict=True
+                )
+            ]
+        )
+    return found
+
+
+MANY = tuple(range(21, 21 + 2 * COLUMN_CHECK))
+"""Seeds of games enough for a column of set points to be checked in one comparison (they
+play in two groups)."""
+
+
+@pytest.mark.parametrize(("as_list", "seeds"), [(False, SEEDS), (True, SEEDS), (False, MANY)])
+def test_a_muscle_on_columns_writes_and_remembers_what_one_on_objects_does(
+    as_list: bool, seeds: tuple[int, ...]
+) -> None:
+    """A Muscle that acts on a round's columns (an array, or a list, per actuator) gets each
+    sensor as one array and writes the rows, and keeps the memory rows, of the same policy on
+    per-game objects (``propose_actions_batch``), its statistics once a round."""
+    ColumnMuscle.rounds.clear()
+    columns = play(0, seeds, "AllAct", 2, agents=column_agents(as_list=as_list), stored=True)
+    # (called once a round, for its games: all of them, or a group's)
+    assert max(ColumnMuscle.rounds) == (len(seeds) if seeds is SEEDS else COLUMN_CHECK)
+    objects = play(0, seeds, "AllAct", 2, agents=AGENTS[:1], stored=True)
+    assert world(columns) == world(objects)
+    assert actions(columns) == actions(objects)
+    assert memory_of(columns) == memory_of(objects)
+    assert len(memory_of(columns)[0]) > 20
+    alone = play(0, SEEDS[:1], "AllAct", 1, agents=column_agents(as_list=as_list), stored=True)
+    assert actions(alone) == actions(play(0, SEEDS[:1], "AllAct", 1, agents=AGENTS[:1]))
+
+
+@pytest.mark.parametrize(
+    ("how", "problem"),
+    [
+        ("short", "column of ndarray for actuator 'pole.push': expected"),
+        ("foreign", "set actuator 'pole.kick'"),
+        ("outside", "set actuator 'pole.push' to 2 in game 0 at step 0"),
+        ("unpaired", "expected a pair of the set points"),
+    ],
+)
+@pytest.mark.parametrize("seeds", [SEEDS, MANY])
+def test_columns_that_break_the_contract_name_the_muscle_and_the_method(
+    how: str, problem: str, seeds: tuple[int, ...]
+) -> None:
+    muscle = ClassSpec(name="tests.plugins.games:BadColumns", params={"how": how})
+    agents = [msgspec.structs.replace(AGENTS[0], muscle=muscle)]
+    with pytest.raises(PluginContractError, match="propose_actions_columns") as failed:
+        play(0, seeds, "AllAct", 1, agents=agents)
+    assert "BadColumns" in str(failed.value) and problem in str(failed.value)
