@@ -419,9 +419,17 @@ def test_one_float_rewards_total_is_what_the_sum_of_several_makes(value: float) 
     )
 
 
-def column_agents(**params: Any) -> list[AgentSpec]:
-    muscle = ClassSpec(name="tests.plugins.games:ColumnMuscle", params=params)
-    return [msgspec.structs.replace(spec, muscle=muscle) for spec in AGENTS[:1]]
+def column_agents(agents: list[AgentSpec] = AGENTS[:1], **params: Any) -> list[AgentSpec]:
+    """``agents`` with their linear Muscle on columns (the same weights)."""
+    return [
+        msgspec.structs.replace(
+            spec,
+            muscle=ClassSpec(
+                name="tests.plugins.games:ColumnMuscle", params={**spec.muscle.params, **params}
+            ),
+        )
+        for spec in agents
+    ]
 
 
 def memory_of(rounds: LocalRounds) -> list[list[tuple[Any, ...]]]:
@@ -468,6 +476,22 @@ def test_a_muscle_on_columns_writes_and_remembers_what_one_on_objects_does(
     assert len(memory_of(columns)[0]) > 20
     alone = play(0, SEEDS[:1], "AllAct", 1, agents=column_agents(as_list=as_list), stored=True)
     assert actions(alone) == actions(play(0, SEEDS[:1], "AllAct", 1, agents=AGENTS[:1]))
+
+
+@pytest.mark.parametrize(
+    ("policy", "update_lag"), [("RoundRobin", 0), ("custom", 0), ("AllAct", 1), ("custom", 1)]
+)
+def test_muscles_on_columns_take_their_turns_and_lag_as_muscles_on_objects(
+    policy: str, update_lag: int
+) -> None:
+    """Two agents on columns, taking turns in each game (a round asks each about the games it
+    acts in), or acting before the Brain's answer (``update_lag`` 1): the rows of the same
+    agents on objects."""
+    agents = column_agents(AGENTS)
+    columns = play(0, SEEDS, policy, 2, update_lag=update_lag, agents=agents, stored=True)
+    objects = play(0, SEEDS, policy, 2, update_lag=update_lag, stored=True)
+    assert world(columns) == world(objects)
+    assert actions(columns) == actions(objects)
 
 
 @pytest.mark.parametrize(
