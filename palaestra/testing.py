@@ -24,7 +24,7 @@ import dataclasses
 import inspect
 import pickle
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -33,8 +33,9 @@ from palaestra.agent.brain import Brain
 from palaestra.agent.brain_process import BrainProcess
 from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.muscle import Muscle, proposal
-from palaestra.agent.muscle_lanes import MuscleLanes, sensor_columns
+from palaestra.agent.muscle_lanes import MuscleLanes, proposed_columns, sensor_columns
 from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.agent.muscle_schema import Schema
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
@@ -50,6 +51,7 @@ from palaestra.core.space_checks import value_check
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel
+from palaestra.core.wire.codec import describe
 from palaestra.core.wire.records import COLUMNS, RowSink
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
@@ -147,7 +149,7 @@ def check_muscle(
         if batched:
             _check_batch(instance, sensors, actuators, games, spaces)
         if on_columns:
-            _check_columns(instance, (sensors, actuators), games, spaces)
+            _check_columns(instance, (sensors, actuators), games)
         _call(instance, "update", None)
     _call(instance, "reset")
     _call(instance, "teardown")
@@ -185,44 +187,24 @@ def _check_batch(
         _check_setpoints(instance, method, game_setpoints, game_data, spaces)
 
 
-def _check_columns(instance: Muscle, given: _Given, games: int, spaces: dict[str, Any]) -> None:
+def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
     """``propose_actions_columns`` for ``games`` games (each sensor's column as a run makes it
-    from the ``given`` sensors) gives a column of ``games`` values in its space for each
-    actuator it sets, and the data of each game (or None)."""
+    from the ``given`` sensors), its answer checked as a run checks it."""
     method = "propose_actions_columns"
     sensors, actuators = given
+    schema = Schema("checked", 0)
+    schema.set([describe(s) for s in sensors], [describe(a) for a in actuators])
     columns = sensor_columns(
-        [str(s.uid) for s in sensors],
-        [s.space for s in sensors],
-        [[json_value(s) for s in sensors] for _ in range(games)],
+        schema.sensor_uids, schema.sensor_spaces, [[json_value(s) for s in sensors]] * games
     )
-    available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
-    answer = _call(instance, method, columns, available, games)
-    if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], Mapping)):
-        _fail(instance, method, "must return (set point columns by actuator uid, data or None)")
-    chosen, data = answer
-    for uid, column in chosen.items():
-        _check_column(instance, method, uid, column, games, spaces)
-    if data is not None:
-        items = list(data)
-        if len(items) != games:
-            _fail(instance, method, f"returned {len(items)} data items for {games} games")
-        _picklable(instance, method, items)
-
-
-def _check_column(
-    instance: Muscle, method: str, uid: Any, column: Any, games: int, spaces: dict[str, Any]
-) -> None:
-    """A column of set points of a known actuator, ``games`` values in its declared space."""
-    if uid not in spaces:
-        _fail(instance, method, f"set point column for unknown actuator {uid}")
-    values = list(column) if isinstance(column, Sequence | np.ndarray) else None
-    if values is None or len(values) != games:
-        _fail(instance, method, f"column of {uid} must hold {games} values, one per game")
-    check = value_check(spaces[uid])
-    for value in values or ():
-        if not check(value):
-            _fail(instance, method, f"value {value!r} of {uid} is not in {spaces[uid]}")
+    answer = _call(instance, method, columns, schema.actuators(), games)
+    try:
+        chosen, data = proposed_columns(instance, answer, games)
+        for uid, column in chosen.items():
+            schema.setpoint_column(instance, uid, column, games, lambda j: f"in game {j}")
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
+    _picklable(instance, method, data)
 
 
 def _check_setpoints(

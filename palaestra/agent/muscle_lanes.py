@@ -28,7 +28,7 @@ import numpy as np
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import HotReload
-from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
+from palaestra.agent.lazy_rows import Lazy, RewardRows
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_records import MuscleRecords
@@ -45,7 +45,6 @@ from palaestra.core.information import (
 )
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
-from palaestra.core.space_checks import column_inside
 from palaestra.core.spaces import Box
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
@@ -127,9 +126,6 @@ _Inputs = tuple[list[list[SensorInformation]], list[list[ActuatorInformation]]]
 """What the Muscle is given for the games that act: each one's sensors and actuators."""
 _Columns = dict[str, Any]
 """What a Muscle that acts on columns is given: each sensor's values in the games that act."""
-COLUMN_CHECK = 8
-"""Games from which an array of set points is checked against its space in one comparison
-(for fewer, each value's own check costs less than numpy's calls)."""
 _Kept = tuple[_Game, Previous, m.AgentStep, m.Transition, int]
 """A completed transition that gets a ``muscle_actions`` row: its game, its action, the step
 that completes it, the transition and its episode."""
@@ -156,11 +152,6 @@ class MuscleLanes:
         self.keys_of: list[str] | None = None  # the sensor uids whose row keys are ``keys``
         self.keys: list[str] = []
         self.rewards = RewardRows(process.schema.spaces)  # a memory row's, built when read
-        # (a Muscle on columns: its memory rows' sensors and set points, built when read)
-        self.rows_of: list[str] | None = None  # the sensor uids the makers are for
-        self.actuators: list[ActuatorInformation] = []  # (no value: what it may set)
-        self.sensor_row = SensorRow([])
-        self.setpoint_row = SetpointRow({})
         self.stats: Callable[[], object] | None = None  # a round's statistics, stored once sent
 
     @property
@@ -578,15 +569,12 @@ class MuscleLanes:
             values = schema.setpoint_values(muscle, game_setpoints, step.step, game.episode)
             setpoints[k] = values
             stop[k] = game.stop
-            game.previous = Previous(
-                step.step,
+            game.previous = _previous(
+                step,
                 game_sensors,
                 list(game_setpoints),
-                step.values,
                 values,
-                None
-                if game_data is None  # (what a stateless model sends: not pickled)
-                else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
+                game_data,
                 game_seen,
                 stale,
                 paused,
@@ -607,29 +595,19 @@ class MuscleLanes:
         schema = process.schema
         muscle = process.muscle
         count = len(acting)
-        if schema.sensor_uids is not self.rows_of:  # (the episode's sensors: made once)
-            self.rows_of = schema.sensor_uids
-            self.actuators = [
-                ActuatorInformation(None, space, uid)
-                for uid, space in zip(schema.actuator_uids, schema.actuator_spaces, strict=True)
-            ]
-            self.sensor_row = SensorRow(
-                [
-                    SensorInformation(None, space, uid)
-                    for uid, space in zip(schema.sensor_uids, schema.sensor_spaces, strict=True)
-                ]
-            )
-            self.setpoint_row = SetpointRow(
-                dict(zip(schema.actuator_uids, schema.actuator_spaces, strict=True))
-            )
-        chosen, data = _proposed_columns(
-            muscle, call(muscle.propose_actions_columns, columns, self.actuators, count), count
+        chosen, data = proposed_columns(
+            muscle, call(muscle.propose_actions_columns, columns, schema.actuators(), count), count
         )
+
+        def where(j: int) -> str:
+            _, game, step = acting[j]
+            return f"in game {game.lane} at step {step.step} of episode {game.episode}"
+
         values = [
-            (uid, _setpoint_column(muscle, schema, uid, column, count, acting))
+            (uid, schema.setpoint_column(muscle, uid, column, count, where))
             for uid, column in chosen.items()
         ]
-        sensor_row, setpoint_row = self.sensor_row, self.setpoint_row
+        sensor_row, setpoint_row = schema.sensor_row, schema.setpoint_row
         size = len(schema.sensor_uids)
         paused = process.out.switch.paused()
         stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
@@ -637,16 +615,12 @@ class MuscleLanes:
             game_setpoints = {uid: column[j] for uid, column in values}
             setpoints[k] = game_setpoints
             stop[k] = game.stop
-            game_data = None if data is None else data[j]
-            game.previous = Previous(
-                step.step,
+            game.previous = _previous(
+                step,
                 Lazy(sensor_row, size, step.values),
                 Lazy(setpoint_row, len(game_setpoints), game_setpoints),
-                step.values,
                 game_setpoints,
-                None
-                if game_data is None
-                else pickle.dumps(game_data, protocol=pickle.HIGHEST_PROTOCOL),
+                None if data is None else data[j],
                 step.values,
                 stale,
                 paused,
@@ -723,7 +697,10 @@ def _sensors(
                 for uid, space, v in zip(uids, spaces, values[0], strict=True)
             ]
         ]
-    columns = [list(column) for column in sensor_columns(uids, spaces, values).values()]
+    columns = [  # (an array's rows: each game's value)
+        list(column) if type(column) is np.ndarray else column
+        for column in sensor_columns(uids, spaces, values).values()
+    ]
     return rows_of(SensorInformation, uids, spaces, columns, count)
 
 
@@ -746,7 +723,33 @@ def sensor_columns(uids: list[str], spaces: list[Any], values: list[list[Any]]) 
     return columns
 
 
-def _proposed_columns(
+def _previous(
+    step: m.AgentStep,
+    sensors: Sequence[SensorInformation],
+    setpoints: Sequence[ActuatorInformation],
+    values: dict[str, Any],
+    data: Any,
+    seen: list[Any],
+    stale: bool | None,
+    paused: bool,
+) -> Previous:
+    """A game's last action: what it acted on (``step``, ``sensors``, its ``seen`` values),
+    its ``setpoints`` (their ``values``) and the ``data`` for its Brain, pickled (None: a
+    stateless model's, not pickled)."""
+    return Previous(
+        step.step,
+        sensors,
+        setpoints,
+        step.values,
+        values,
+        None if data is None else pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL),
+        seen,
+        stale,
+        paused,
+    )
+
+
+def proposed_columns(
     muscle: Muscle, result: Any, count: int
 ) -> tuple[dict[str, Any], Sequence[Any] | None]:
     """What ``propose_actions_columns`` returned, as (columns by actuator uid, data for the
@@ -771,52 +774,6 @@ def _proposed_columns(
             "one per game, or None)",
         )
     return chosen, data
-
-
-def _setpoint_column(
-    muscle: Muscle, schema: Schema, uid: Any, column: Any, count: int, acting: list[_Acting]
-) -> list[Any]:
-    """An actuator's column of set points as each game's JSON value, checked against its
-    space: at once where it is an array of numbers of the space's shape, else value by value.
-
-    Raises:
-        PluginContractError: An actuator the agent was not given, a column of another length
-            than the games', or a value outside the space (naming its game's step).
-    """
-    if uid not in schema.checks:
-        raise PluginContractError(
-            muscle,
-            "propose_actions_columns",
-            f"set actuator {uid!r}, which agent's actuators {schema.actuator_uids} do not hold",
-        )
-    space = schema.actuator_spaces[schema.actuator_uids.index(uid)]
-    values: list[Any] = []
-    if type(column) is np.ndarray and space is not None and column.shape == (count, *space.shape):
-        if count >= COLUMN_CHECK and column_inside(space, column):
-            return list(np.asarray(column, dtype=space.dtype).tolist())  # (a row per game)
-        values = column.tolist() if column.ndim == 1 else list(column)  # (checked below)
-    else:
-        with contextlib.suppress(TypeError):
-            values = list(column)
-    if len(values) != count:
-        raise PluginContractError(
-            muscle,
-            "propose_actions_columns",
-            f"returned a column of {type(column).__name__} for actuator {uid!r}: expected "
-            f"{count} values, one per game",
-        )
-    check = schema.checks[uid]
-    for j, value in enumerate(values):
-        if not check(value):
-            _, game, step = acting[j]
-            shown = value.item() if isinstance(value, np.generic) else value
-            raise PluginContractError(
-                muscle,
-                "propose_actions_columns",
-                f"set actuator {uid!r} to {shown!r} in game {game.lane} at step {step.step} "
-                f"of episode {game.episode}, which is not in its space {space}",
-            )
-    return [json_value(ActuatorInformation(v, space, uid)) for v in values]
 
 
 def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | None]] | None:

@@ -4,16 +4,24 @@ Muscle chooses before anything is sent."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from palaestra.agent.lazy_rows import SensorRow, SetpointRow
 from palaestra.agent.muscle import PROPOSAL, Muscle
 from palaestra.core.description.seeds import derive_seed
-from palaestra.core.information import json_value
+from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.space_checks import Check, value_check
+from palaestra.core.space_checks import Check, column_inside, value_check
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import SpaceCache
 from palaestra.core.wire.records import UnencodableValue, unencodable_key
+
+COLUMN_CHECK = 8
+"""Games from which an array of set points is checked against its space in one comparison
+(for fewer, each value's own check costs less than numpy's calls)."""
 
 
 class Schema:
@@ -29,6 +37,8 @@ class Schema:
         "actuator_uids",
         "actuator_spaces",
         "checks",
+        "sensor_row",
+        "setpoint_row",
     )
 
     def __init__(self, agent: str, seed: int) -> None:
@@ -40,6 +50,9 @@ class Schema:
         self.actuator_uids: list[str] = []
         self.actuator_spaces: list[Any] = []
         self.checks: dict[str, Check] = {}
+        # a memory row's sensor and set point objects from its values, built when read
+        self.sensor_row = SensorRow([])
+        self.setpoint_row = SetpointRow({})
 
     def set(self, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]) -> None:
         """Take the episode's descriptions of the agent's sensors and actuators, in their
@@ -53,7 +66,23 @@ class Schema:
             uid: value_check(space)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         }
+        self.sensor_row = SensorRow(
+            [
+                SensorInformation(None, space, uid)
+                for uid, space in zip(self.sensor_uids, self.sensor_spaces, strict=True)
+            ]
+        )
+        self.setpoint_row = SetpointRow(
+            dict(zip(self.actuator_uids, self.actuator_spaces, strict=True))
+        )
         self.seed_actuators()
+
+    def actuators(self) -> list[ActuatorInformation]:
+        """The agent's actuators without a value (new objects: a Muscle may set them)."""
+        return [
+            ActuatorInformation(None, space, uid)
+            for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
+        ]
 
     def seed_actuators(self) -> None:
         """Seed each actuator space (for ``sample()``) from the worker's seed: at every
@@ -87,31 +116,70 @@ class Schema:
             if check is None:
                 foreign = True
             elif not check(value):
-                raise self._outside(muscle, uid, value, step, episode)
+                raise self._outside(muscle, uid, value, f"at step {step} of episode {episode}")
             values[uid] = json_value(actuator)
         if foreign:
             raise self._foreign(muscle, values)
         return values
 
+    def setpoint_column(
+        self, muscle: Muscle, uid: Any, column: Any, count: int, where: Callable[[int], str]
+    ) -> list[Any]:
+        """The column of set points ``propose_actions_columns`` chose for actuator ``uid`` in
+        ``count`` games, as each game's value, checked as :meth:`setpoint_values` checks one:
+        an array of numbers of the space's shape at once (from :data:`COLUMN_CHECK` games on),
+        anything else value by value (``where``: the game and step of row ``j``, in errors)."""
+        method = "propose_actions_columns"
+        check = self.checks.get(uid)
+        if check is None:
+            raise self._foreign(muscle, {uid: None}, method)
+        space = self.actuator_spaces[self.actuator_uids.index(uid)]
+        values: list[Any] = []
+        if type(column) is np.ndarray and space is not None and column.shape[:1] == (count,):
+            if count >= COLUMN_CHECK and column.shape[1:] == space.shape:
+                if column_inside(space, column):
+                    rows: list[Any] = np.asarray(column, dtype=space.dtype).tolist()
+                    return rows  # (a value per game)
+            values = column.tolist() if column.ndim == 1 else list(column)  # (checked below)
+        elif not isinstance(column, str | bytes):
+            try:
+                values = list(column)
+            except TypeError:
+                pass
+        if len(values) != count:
+            raise PluginContractError(
+                muscle,
+                method,
+                f"returned a column of {type(column).__name__} for actuator {uid!r}: expected "
+                f"{count} values, one per game",
+            )
+        for j, value in enumerate(values):
+            if not check(value):
+                raise self._outside(muscle, uid, value, where(j), method)
+        return [json_value(ActuatorInformation(v, space, uid)) for v in values]
+
     def _outside(
-        self, muscle: Muscle, uid: str, value: Any, step: int, episode: int
+        self, muscle: Muscle, uid: str, value: Any, where: str, method: str = "propose_actions"
     ) -> PluginContractError:
         space = self.actuator_spaces[self.actuator_uids.index(uid)]
+        shown = value.item() if isinstance(value, np.generic) else value
         return PluginContractError(
             muscle,
-            "propose_actions",
-            f"set actuator '{uid}' to {value!r} at step {step} of episode {episode}, which is "
-            f"not in its declared space {space}; nothing was applied",
+            method,
+            f"set actuator '{uid}' to {shown!r} {where}, which is not in its declared space "
+            f"{space}; nothing was applied",
         )
 
-    def _foreign(self, muscle: Muscle, values: dict[str, Any]) -> PluginContractError:
+    def _foreign(
+        self, muscle: Muscle, values: dict[str, Any], method: str = "propose_actions"
+    ) -> PluginContractError:
         """The error for set points of actuators this agent was not given."""
-        foreign = sorted(uid for uid in values if uid not in self.checks)
+        foreign = sorted(str(uid) for uid in values if uid not in self.checks)
         given = ", ".join(self.actuator_uids[:10])
         more = f" and {len(self.actuator_uids) - 10} more" if len(self.actuator_uids) > 10 else ""
         return PluginContractError(
             muscle,
-            "propose_actions",
+            method,
             f"set actuator {', '.join(map(repr, foreign))}, which agent '{self.agent}' "
             f"was not given (its actuators: {given or 'none'}{more}); nothing was applied",
         )

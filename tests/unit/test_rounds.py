@@ -14,8 +14,9 @@ import pytest
 
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.dummy_brain import DummyBrain
-from palaestra.agent.muscle_lanes import COLUMN_CHECK, MuscleLanes
+from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.agent.muscle_schema import COLUMN_CHECK
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError
