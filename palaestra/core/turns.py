@@ -109,6 +109,11 @@ class Stepped(msgspec.Struct, frozen=True, gc=False):
     truncated: Sequence[bool | None] = ()
 
 
+ONE: dict[bool | None, tuple[Any]] = {True: (True,), False: (False,), None: (None,)}
+"""A game's one environment's ``done``, ``terminated`` or ``truncated`` as a :class:`Stepped`
+holds them (the same tuple each step: not a new list a game)."""
+
+
 Ends = tuple[bool | None, bool | None]
 """``(terminated, truncated)`` of an episode or a step; ``(None, None)``: not said."""
 UNSAID: Ends = (None, None)

@@ -22,6 +22,7 @@ from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.space_checks import Check, column_inside, value_check
 from palaestra.core.spaces import Space
+from palaestra.core.turns import ONE, Stepped
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import (
     FLAG,
@@ -61,6 +62,16 @@ class Batch:
     def step(self, moves: Sequence[tuple[World, dict[str, Any], bool]]) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
         it to stop) at once; each game's state, its row added to the store's rows."""
+        states: list[m.EnvState] = self._step(moves, False)
+        return states
+
+    def stepped(self, moves: Sequence[tuple[World, dict[str, Any], bool]]) -> list[Stepped]:
+        """:meth:`step`, each game's state made as the rounds this process plays take it."""
+        states: list[Stepped] = self._step(moves, True)
+        return states
+
+    def _step(self, moves: Sequence[tuple[World, dict[str, Any], bool]], made: bool) -> Any:
+        """:meth:`step` (``made``: each state a :class:`Stepped`, else an ``EnvState``)."""
         games = [game for game, _, _ in moves]
         first = games[0]
         count = len(games)
@@ -79,7 +90,7 @@ class Batch:
         rewards, reward_texts = self._rewards(games, batch, count)
         done, terminated, truncated = _ends(first, batch, count)
         return self._states(
-            games, moves, columns, rewards, reward_texts, done, terminated, truncated
+            games, moves, columns, rewards, reward_texts, (done, terminated, truncated), made
         )
 
     def _states(
@@ -89,11 +100,12 @@ class Batch:
         columns: list[list[Any]],
         rewards: list[list[m.InfoDesc]],
         reward_texts: list[str],
-        done: list[bool],
-        terminated: list[bool | None],
-        truncated: list[bool | None],
-    ) -> list[m.EnvState]:
-        """Each game's state and (if recorded) its ``world_states`` row, in one pass."""
+        flags: tuple[list[bool], list[bool | None], list[bool | None]],
+        made: bool,
+    ) -> list[Any]:
+        """Each game's state (``made``: a :class:`Stepped`) and (if recorded) its
+        ``world_states`` row, in one pass."""
+        done, terminated, truncated = flags
         first = self.first
         uids = first.declared.full_sensor_uids
         keys = object_keys(uids)
@@ -104,7 +116,7 @@ class Batch:
         environment_id = out.environment_id
         rows: list[tuple[Any, ...]] = []
         size = 0
-        states = []
+        states: list[Any] = []
         # each game's sensors and set points as JSON text, encoded a column at a time (when
         # every step has its row; else the rows' own)
         texts, setpoint_texts = (
@@ -113,6 +125,7 @@ class Batch:
             else (None, None)
         )
         each = list(map(list, zip(*columns, strict=True))) if columns else [[] for _ in games]
+        one = ONE
         for k, (game, values) in enumerate(zip(games, each, strict=True)):
             ends = (
                 _stopped(game, done[k], terminated[k], truncated[k])
@@ -149,15 +162,26 @@ class Batch:
                     )
                 )
                 size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
-            states.append(
-                m.EnvState(
-                    values=values,
-                    rewards=rewards[k],
-                    done=ends[0],
-                    terminated=ends[1],
-                    truncated=ends[2],
+            if made:  # (a state has a value for each sensor uid, in their order)
+                states.append(
+                    Stepped(
+                        zip(uids, values),  # noqa: B905
+                        rewards[k],
+                        one[ends[0]],
+                        one[ends[1]],
+                        one[ends[2]],
+                    )
                 )
-            )
+            else:
+                states.append(
+                    m.EnvState(
+                        values=values,
+                        rewards=rewards[k],
+                        done=ends[0],
+                        terminated=ends[1],
+                        truncated=ends[2],
+                    )
+                )
         out.rows.add_shaped(rows, size)
         return states
 

@@ -22,7 +22,7 @@ import zmq
 from palaestra.core.rounds import Kept, Move, play_rounds
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.supervision.watch import Waiting
-from palaestra.core.turns import Stepped
+from palaestra.core.turns import ONE, Stepped
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, PeerGone, Selector
 from palaestra.environment.batch import Batch
@@ -81,8 +81,10 @@ class Worlds:
                 stop = stop or stops
             local.append((index, merged, stop))
         games = self.games
-        states = step_worlds(games, self.batch, local, late_by, self.held)
-        one = _ONE
+        if self.batch is not None and local:  # (made as the rounds take them: no EnvState)
+            return self.batch.stepped(_batched(games, local, late_by))
+        states = step_worlds(games, None, local, late_by, self.held)
+        one = ONE
         return [  # (a state has a value for each sensor uid, in their order: zip, not strict)
             Stepped(
                 zip(games[move[0]].declared.full_sensor_uids, state.values),  # noqa: B905
@@ -98,11 +100,6 @@ class Worlds:
         held = self.held
         while held:  # (each taken before it runs: one that fails is not run again)
             held.pop(0)()
-
-
-_ONE: dict[bool | None, tuple[Any]] = {True: (True,), False: (False,), None: (None,)}
-"""A game's one environment's ``done``, ``terminated`` or ``truncated`` as a :class:`Stepped`
-holds them (the same tuple each step: not a new list a game)."""
 
 
 def restart_worlds(worlds: list[World], games: Sequence[int]) -> None:
@@ -124,9 +121,7 @@ def step_worlds(
     ``update_batch``) or one by one; each world's state. With ``held``, a world stepped alone
     leaves its row to be made there (see :meth:`World.update`)."""
     if batch is not None and moves:
-        for index, _, _ in moves:
-            worlds[index].late_by = late_by
-        return batch.step([(worlds[index], points, stop) for index, points, stop in moves])
+        return batch.step(_batched(worlds, moves, late_by))
     states = []
     for index, setpoints, stop in moves:
         world = worlds[index]
@@ -135,6 +130,15 @@ def step_worlds(
             world.stop_requested = True
         states.append(world.update(setpoints, held))
     return states
+
+
+def _batched(
+    worlds: list[World], moves: Sequence[tuple[int, dict[str, Any], bool]], late_by: float | None
+) -> list[tuple[World, dict[str, Any], bool]]:
+    """The moves of a round stepped in one batch, by world (each told how late it steps)."""
+    for index, _, _ in moves:
+        worlds[index].late_by = late_by
+    return [(worlds[index], points, stop) for index, points, stop in moves]
 
 
 class _Links:
