@@ -91,6 +91,17 @@ class SetpointRow:
         ]
 
 
+def lazy(make: Callable[[Any], list[Any]], size: int, source: Any) -> Lazy:
+    """``Lazy(make, size, source)``, made without a call of ``__init__`` (a Muscle on columns
+    makes two a game a step)."""
+    made = _new(Lazy)
+    made.make = make
+    made._size = size
+    made.source = source
+    made._built = None
+    return made
+
+
 class RewardRow:
     """A row's reward objects from its values (a tuple), for rewards of these uids and spaces
     (as their message described them)."""

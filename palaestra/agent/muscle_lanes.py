@@ -28,7 +28,7 @@ import numpy as np
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import HotReload
-from palaestra.agent.lazy_rows import Lazy, RewardRows
+from palaestra.agent.lazy_rows import RewardRows, lazy
 from palaestra.agent.memory import Memory
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_records import MuscleRecords
@@ -611,17 +611,24 @@ class MuscleLanes:
         size = len(schema.sensor_uids)
         paused = process.out.switch.paused()
         stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
+        pickled = None if data is None else [_pickled(item) for item in data]
+        only = values[0] if len(values) == 1 else None  # (one actuator: a dict, no loop)
         for j, (k, game, step) in enumerate(acting):
-            game_setpoints = {uid: column[j] for uid, column in values}
+            if only is not None:
+                game_setpoints = {only[0]: only[1][j]}
+            else:
+                game_setpoints = {uid: column[j] for uid, column in values}
             setpoints[k] = game_setpoints
             stop[k] = game.stop
-            game.previous = _previous(
-                step,
-                Lazy(sensor_row, size, step.values),
-                Lazy(setpoint_row, len(game_setpoints), game_setpoints),
+            seen = step.values
+            game.previous = Previous(  # (see _previous: made here, a game a round)
+                step.step,
+                lazy(sensor_row, size, seen),
+                lazy(setpoint_row, len(game_setpoints), game_setpoints),
+                seen,
                 game_setpoints,
-                None if data is None else data[j],
-                step.values,
+                None if pickled is None else pickled[j],
+                seen,
                 stale,
                 paused,
             )
@@ -737,16 +744,13 @@ def _previous(
     its ``setpoints`` (their ``values``) and the ``data`` for its Brain, pickled (None: a
     stateless model's, not pickled)."""
     return Previous(
-        step.step,
-        sensors,
-        setpoints,
-        step.values,
-        values,
-        None if data is None else pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL),
-        seen,
-        stale,
-        paused,
+        step.step, sensors, setpoints, step.values, values, _pickled(data), seen, stale, paused
     )
+
+
+def _pickled(data: Any) -> bytes | None:
+    """The data for a Brain as it travels: pickled (None: a stateless model's, not pickled)."""
+    return None if data is None else pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def proposed_columns(
