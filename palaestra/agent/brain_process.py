@@ -33,6 +33,7 @@ from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
 from palaestra.agent.pretrain import pretrain
+from palaestra.agent.statistics import ATTRIBUTE, holder
 from palaestra.agent.transition_rows import TransitionRows
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
@@ -390,6 +391,8 @@ class BrainProcess(Component):
         brain, out, dumps, thinking = self.brain, self.out, self.dumps, self.brain.thinking
         filters = self.filters if self.filters else None  # (asked once: fixed for a round)
         last = len(batch) - 1
+        # what the Brain adds, looked at without a call a game (None: out.add tells)
+        namespace, recorder = holder(brain), out.recorder
         made = []
         for k, (muscle_id, message) in enumerate(batch):
             data = self._remember(memory, muscle_id, message, filters is not None)
@@ -402,7 +405,7 @@ class BrainProcess(Component):
                 self._after_thinking(memory, message)
                 out.add(brain, message.worker, message.episode, message.step)
                 out.statistics.flush()
-            elif k < last:
+            elif k < last and (namespace is None or namespace.get(ATTRIBUTE) or recorder.records):
                 out.add(brain, message.worker, message.episode, message.step)
         return made
 

@@ -118,6 +118,16 @@ def _key(key: Any, where: str) -> str | int | float | bool:
     )
 
 
+def holder(plugin: Any) -> dict[str, Any] | None:
+    """Where ``plugin`` keeps what it added since the last pop, under :data:`ATTRIBUTE` (its
+    ``__dict__``: nothing there, or an empty dict, is nothing added), where its class pops
+    them as palaestra's base does; else None (it cannot be told)."""
+    if getattr(type(plugin).pop_statistics, OWN_POP, False):
+        namespace: dict[str, Any] = plugin.__dict__
+        return namespace
+    return None
+
+
 def none_added(plugin: Any) -> bool:
     """Whether ``plugin`` is known to have added no statistics since the last pop (its class
     pops them as palaestra's base does, and none are there); False where it cannot tell."""

@@ -192,6 +192,31 @@ def test_a_rounds_statistics_are_stored_after_its_answer_unless_its_episode_ende
     assert [row.step for row in stored.recorded] == [3]
 
 
+class NowAndThenBrain(DummyBrain):
+    """Adds a statistic when thinking about game 1's experience, records a value at game 2's,
+    and adds nothing else."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if muscle_id.endswith("-1"):
+            self.add_statistics("seen", 1)
+        elif muscle_id.endswith("-2"):
+            self.context.record("note", "two")
+        return super().thinking(muscle_id, data_from_muscle)
+
+
+def test_what_a_brain_adds_in_a_round_is_stored_under_the_game_it_thought_about() -> None:
+    """A round's thinking stores a game's statistics and records under that game, whichever
+    games of the round add them (those of the others add nothing)."""
+    process = brain_process("tests.unit.test_brain_rows:NowAndThenBrain")
+    statistics, records = RowRecorder("statistics"), RowRecorder("plugin_records")
+    process.out.statistics, process.out.records = statistics, records
+    link = FakeLink("Muscle-player-0", lambda message: None)
+    for _ in range(2):
+        process._think_games(link, process.brain.memory, round_of(4, 5))
+    assert [(row.worker, row.values) for row in statistics.recorded] == [(1, {"seen": 1})] * 2
+    assert [row.worker for row in records.recorded] == [2, 2]
+
+
 def test_the_newest_update_is_pickled_again_unless_it_equals_the_last_plain_one() -> None:
     """An int, str or bytes update equal to the last one (of its type) sends the pickle kept;
     any other update is pickled anew, and each Muscle gets the newest once."""
