@@ -328,6 +328,7 @@ class MuscleLanes:
         round's ``muscle_actions`` rows are shaped from (together, :meth:`_rows`)."""
         process = self.process
         every = process.out.every
+        each_step = every == 1  # (every step's row: no call a game)
         name = process.name
         reward_rows = self.rewards
         memories: list[Memory] = []
@@ -361,7 +362,8 @@ class MuscleLanes:
                     step.terminated,
                     step.truncated,
                 )
-                if recorded(previous.step, step.done, every) and not previous.paused:
+                kept_row = each_step or recorded(previous.step, step.done, every)
+                if kept_row and not previous.paused:
                     kept.append((game, previous, step, transition, episode))
             items.append(
                 m.Experience(

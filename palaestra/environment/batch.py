@@ -124,7 +124,7 @@ class Batch:
             if storing and not paused and every == 1
             else (None, None)
         )
-        each = list(map(list, zip(*columns, strict=True))) if columns else [[] for _ in games]
+        each = _game_values(columns, len(games))
         one = ONE
         for k, (game, values) in enumerate(zip(games, each, strict=True)):
             ends = (
@@ -138,7 +138,8 @@ class Batch:
                 rows, size = [], 0
                 out.rows.flush()
                 game.recording()
-            if storing and not paused and recorded(game.step - 1, ends[0], every):
+            # (every step's row: no call a game)
+            if storing and not paused and (every == 1 or recorded(game.step - 1, ends[0], every)):
                 sensors = texts[k] if texts is not None else object_text(keys, uids, values)
                 setpoints = (
                     setpoint_texts[k]
@@ -284,6 +285,11 @@ class Batch:
 
 _EXACT = (int, str)
 """The types whose equal values have one JSON text."""
+
+
+def _game_values(columns: list[list[Any]], count: int) -> list[list[Any]]:
+    """Each of ``count`` games' sensor values, from a column per sensor."""
+    return list(map(list, zip(*columns, strict=True))) if columns else [[] for _ in range(count)]
 
 
 def _stacked(values: list[Any], space: Space | None) -> Any:
