@@ -55,7 +55,10 @@ def objective_values(objective: Any, memories: list[Memory]) -> list[float]:
             f"returned {type(found).__name__} {reprlib.repr(found)}: expected one value per "
             f"memory ({len(memories)}), each a number or None",
         )
-    return [objective_value(objective, v, "internal_rewards") for v in values]
+    return [
+        v if type(v) is float else objective_value(objective, v, "internal_rewards")
+        for v in values
+    ]
 
 
 def objective_value(objective: object, value: Any, method: str = "internal_reward") -> float:

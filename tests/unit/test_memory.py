@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -309,6 +310,30 @@ def test_dummy_objective_on_empty_memory_or_no_rewards_is_zero() -> None:
     assert DummyObjective().internal_reward(memory) == 0.0
     memory.append("m", sensors(1.0), setpoints(1), [], False)
     assert DummyObjective().internal_reward(memory) == 0.0
+
+
+def test_dummy_objective_takes_a_rounds_memories_at_once_as_it_takes_each() -> None:
+    """``internal_rewards`` of a round's memories equals ``internal_reward`` of each: one
+    reward, several, none, NaN (left out), -0.0 (0.0), an int, an empty memory; a subclass's
+    own ``internal_reward`` is called. (Rows of rewards as a message carried them: the round
+    tests, ``test_rounds``.)"""
+    memories = [Memory() for _ in range(7)]
+    for memory, given in zip(
+        memories[:6],
+        [dict(a=2.5), dict(a=1.5, b=2.0), {}, dict(a=math.nan), dict(a=-0.0), dict(a=3)],
+        strict=True,
+    ):
+        memory.append("m", [], [], rewards(**given), False)
+    objective = DummyObjective()
+    each = [objective.internal_reward(memory) for memory in memories]
+    assert objective.internal_rewards(memories) == each == [2.5, 3.5, 0.0, 0.0, 0.0, 3.0, 0.0]
+    assert all(type(value) is float for value in objective.internal_rewards(memories))
+
+    class Doubled(DummyObjective):
+        def internal_reward(self, memory: Memory, **kwargs: Any) -> float:
+            return 2 * super().internal_reward(memory)
+
+    assert Doubled().internal_rewards(memories[:2]) == [5.0, 7.0]
 
 
 def test_objective_params_from_keywords() -> None:
