@@ -38,7 +38,7 @@ from palaestra.agent.transition_rows import TransitionRows
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin import FAILURES, PluginContractError, call, error_of
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, Stopped, run_hot
 from palaestra.core.wire import messages as m
@@ -399,7 +399,10 @@ class BrainProcess(Component):
             if filters is not None:
                 made.append(filters.think(thinking, muscle_id, data))
             else:
-                made.append(call(thinking, muscle_id, data))
+                try:  # (as call reports a failure, without a call a game)
+                    made.append(thinking(muscle_id, data))
+                except FAILURES as exc:
+                    raise error_of(thinking) from exc
             dumps.stored = False
             if message.done:
                 self._after_thinking(memory, message)

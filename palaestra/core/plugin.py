@@ -47,6 +47,11 @@ class PluginContractError(PalaestraError):
         super().__init__(f"{self.plugin} {problem} (see {CONTRACTS})")
 
 
+FAILURES = (Exception, SystemExit, KeyboardInterrupt, GeneratorExit)
+"""What a plug-in's call may raise that :func:`call` reports as the plug-in's failure (a loop
+that calls a plug-in once a game catches them itself, reporting :func:`error_of`)."""
+
+
 def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
     """Call a plug-in's bound method (or construct a plug-in class) on the plug-in's behalf.
 
@@ -56,8 +61,8 @@ def call(function: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
     """
     try:
         return function(*args, **kwargs)
-    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
-        raise _error_of(function) from exc
+    except FAILURES as exc:
+        raise error_of(function) from exc
 
 
 def call_each(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
@@ -65,11 +70,12 @@ def call_each(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
     what each call returned; a call that raises is reported as :func:`call` reports it."""
     try:
         return [function(item) for item in items]
-    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
-        raise _error_of(function) from exc
+    except FAILURES as exc:
+        raise error_of(function) from exc
 
 
-def _error_of(function: Callable[..., object]) -> PluginError:
+def error_of(function: Callable[..., object]) -> PluginError:
+    """The error :func:`call` raises for a call of ``function`` that failed."""
     if isinstance(function, type):
         return PluginError(function, "__init__")
     owner = getattr(function, "__self__", None)

@@ -17,6 +17,7 @@ from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.memory import MadeRow
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
+from palaestra.core.plugin import PluginError
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.wire import messages as m
 from palaestra.testing import FakeLink, RowRecorder
@@ -215,6 +216,24 @@ def test_what_a_brain_adds_in_a_round_is_stored_under_the_game_it_thought_about(
         process._think_games(link, process.brain.memory, round_of(4, 5))
     assert [(row.worker, row.values) for row in statistics.recorded] == [(1, {"seen": 1})] * 2
     assert [row.worker for row in records.recorded] == [2, 2]
+
+
+class FailingBrain(DummyBrain):
+    """Fails when thinking about game 2's experience."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if muscle_id.endswith("-2"):
+            raise ZeroDivisionError("no room to think")
+        return super().thinking(muscle_id, data_from_muscle)
+
+
+def test_a_brain_failing_in_a_round_is_named_with_its_method() -> None:
+    process = brain_process("tests.unit.test_brain_rows:FailingBrain")
+    link = FakeLink("Muscle-player-0", lambda message: None)
+    with pytest.raises(PluginError, match=r"FailingBrain\.thinking") as failed:
+        process._think_games(link, process.brain.memory, round_of(4, 5))
+    assert isinstance(failed.value.__cause__, ZeroDivisionError)
+    assert process.brain.thinking_calls == 2  # (games 0 and 1 thought about)
 
 
 def test_the_newest_update_is_pickled_again_unless_it_equals_the_last_plain_one() -> None:
