@@ -39,8 +39,7 @@ def objective_values(objective: Any, memories: list[Memory]) -> list[float]:
     checked as :func:`objective_value` checks one."""
     if not memories:
         return []
-    batch = getattr(type(objective), "internal_rewards", Objective.internal_rewards)
-    if batch is Objective.internal_rewards:  # (per game; also an Objective of no base class)
+    if per_row(type(objective)):
         each = call_each(objective.internal_reward, memories)
         return [v if type(v) is float else objective_value(objective, v) for v in each]
     found: Any = call(objective.internal_rewards, memories)
@@ -59,6 +58,21 @@ def objective_values(objective: Any, memories: list[Memory]) -> list[float]:
         v if type(v) is float else objective_value(objective, v, "internal_rewards")
         for v in values
     ]
+
+
+def per_row(cls: type) -> bool:
+    """Whether an Objective class answers a round row by row (``internal_reward`` for each
+    memory): its ``internal_rewards`` is the base's (or it has none), or a subclass overrides
+    ``internal_reward`` below the class that gave ``internal_rewards`` (a subclass of
+    ``DummyObjective`` with its own ``internal_reward``: its method answers, and a failure
+    names it)."""
+    for klass in cls.__mro__:
+        names = vars(klass)
+        if "internal_rewards" in names:
+            return klass is Objective
+        if "internal_reward" in names:
+            return True
+    return True
 
 
 def objective_value(objective: object, value: Any, method: str = "internal_reward") -> float:

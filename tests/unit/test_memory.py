@@ -8,6 +8,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ from palaestra.agent.dummy_objective import DummyObjective
 from palaestra.agent.lazy_rows import RewardRows
 from palaestra.agent.memory import Memory, MemoryShard
 from palaestra.agent.muscle import Muscle
-from palaestra.agent.objective import Objective
+from palaestra.agent.objective import Objective, objective_values, per_row
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.plugin import PluginError
 from palaestra.core.spaces import Box, Discrete, MultiBinary
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import SpaceCache
@@ -334,6 +336,30 @@ def test_dummy_objective_takes_a_rounds_memories_at_once_as_it_takes_each() -> N
             return 2 * super().internal_reward(memory)
 
     assert Doubled().internal_rewards(memories[:2]) == [5.0, 7.0]
+
+
+def test_a_round_is_answered_row_by_row_where_a_subclass_has_its_own_internal_reward() -> None:
+    """A subclass of an Objective that takes a round at once (``DummyObjective``) with its own
+    ``internal_reward`` is asked row by row, and a failure there names that method."""
+
+    class Broken(DummyObjective):
+        def internal_reward(self, memory: Memory, **kwargs: Any) -> float:
+            raise RuntimeError("no objective today")
+
+    class Batched(Objective):
+        def internal_reward(self, memory: Memory, **kwargs: Any) -> float:
+            return 1.0
+
+        def internal_rewards(self, memories: Sequence[Memory]) -> Sequence[float | None]:
+            return [2.0] * len(memories)
+
+    assert [per_row(c) for c in (Broken, Batched, DummyObjective)] == [True, False, False]
+    memory = Memory()
+    memory.append("m", [], [], rewards(a=1.0), False)
+    assert objective_values(Batched(), [memory]) == [2.0]
+    with pytest.raises(PluginError, match=r"Broken\.internal_reward\b") as failed:
+        objective_values(Broken(), [memory, memory])
+    assert "internal_rewards" not in str(failed.value)
 
 
 def test_objective_params_from_keywords() -> None:
