@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from palaestra.agent.memory import Memory
-from palaestra.agent.objective import Objective
+from palaestra.agent.objective import Objective, per_row
 
 
 class DummyObjective(Objective):
@@ -19,16 +19,9 @@ class DummyObjective(Objective):
     def internal_rewards(self, memories: Sequence[Memory]) -> Sequence[float | None]:
         """:meth:`internal_reward` of each of a round's memories, in one call (a subclass's
         own ``internal_reward`` is called for each)."""
-        if type(self).internal_reward is not DummyObjective.internal_reward:
+        if per_row(type(self)):  # (a subclass's own internal_reward)
             return super().internal_rewards(memories)
-        totals = []
-        for rewards in Memory.latest_rewards_of(memories):
-            reward = rewards[0] if len(rewards) == 1 else None
-            if reward is not None and reward == reward:  # (one, a number: no call)
-                totals.append(reward + 0.0)
-            else:
-                totals.append(_total(rewards))
-        return totals
+        return [_total(memory.latest_rewards()) for memory in memories]
 
 
 def _total(rewards: list[float]) -> float:

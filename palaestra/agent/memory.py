@@ -428,23 +428,6 @@ class Memory:
             return [float(values[0])] if len(values) == 1 else [float(v) for v in values]
         return [_float(reward.value) for reward in rewards]
 
-    @staticmethod
-    def latest_rewards_of(memories: Sequence[Memory]) -> list[list[float]]:
-        """:meth:`latest_rewards` of each of ``memories`` (a round's games', in one call)."""
-        latest: list[list[float]] = []
-        for memory in memories:
-            rows = memory._rows
-            if not rows:
-                latest.append([])
-                continue
-            rewards = rows[-1].rewards
-            values = reward_values(rewards)  # (numbers as they came: their objects not built)
-            if values is not None and len(values) == 1:
-                latest.append([float(values[0])])
-            else:
-                latest.append(memory.latest_rewards())
-        return latest
-
     def truncate(self, n: int) -> None:
         """Keep only the last ``n`` rows (a negative ``n`` counts as ``-n``, as palaestrAI's)."""
         self._evict(abs(n))
