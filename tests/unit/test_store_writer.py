@@ -709,13 +709,13 @@ def test_a_full_store_raises_store_error_naming_it(writer: StoreWriter, store_ur
     assert writer.store is not None
     pages = select_all(writer, "PRAGMA page_count")[0][0]
     writer.store.connection.execute(f"PRAGMA max_page_count={pages}")
-    writer.accept(action_rows(ids["agent:attacker"], range(99)))
-    with pytest.raises(StoreError) as caught:
+    with pytest.raises(StoreError) as caught:  # (more rows than the pages' free space holds)
+        writer.accept(action_rows(ids["agent:attacker"], range(999)))
         writer.flush()
     message = caught.value.format_message()
     assert caught.value.exit_code == EXIT_STORE_UNUSABLE
     assert store_uri.removeprefix("sqlite:///") in message
-    assert "writing 99 rows into muscle_actions failed: database or disk is full" in message
+    assert "writing 999 rows into muscle_actions failed: database or disk is full" in message
     assert "Its disk is full: free space on it" in message
     # space again: the failed transaction was rolled back, the next one writes
     writer.store.connection.execute("PRAGMA max_page_count=1073741823")
