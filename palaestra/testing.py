@@ -365,19 +365,23 @@ class FakeLink(Channel):
     queued it raises ``LookupError``, where a real link would block for ever.
     """
 
-    __slots__ = ("inbox", "sent", "answer")
+    __slots__ = ("inbox", "sent", "answer", "decode")
 
     def __init__(
-        self, peer: str, answer: Callable[[m.Message], m.Msg | None] | None = None
+        self,
+        peer: str,
+        answer: Callable[[Any], m.Msg | None] | None = None,
+        decode: Callable[[bytes], Any] = m.decode,
     ) -> None:
         # no socket, so no Channel.__init__
         self.peer = peer
         self.inbox: deque[bytes] = deque()
-        self.sent: list[m.Message] = []
+        self.sent: list[Any] = []
         self.answer = answer
+        self.decode = decode  # (as the process at the other end decodes)
 
     def send(self, data: bytes) -> None:
-        message = m.decode(data)
+        message = self.decode(data)
         self.sent.append(message)
         if self.answer is not None:
             reply = self.answer(message)
@@ -474,10 +478,10 @@ def brain_link_of(brain: BrainProcess) -> FakeLink:
     """A Muscle's link to ``brain`` (:func:`brain_process`): each message sent on it is
     handled by the Brain process's own path (its memory rows, ``thinking``, statistics and
     dumps), and its answer is the link's to receive."""
-    link = FakeLink(brain.name)
+    link = FakeLink(brain.name, decode=m.decode_kept)
     back = _Answers(link)
 
-    def handle(message: m.Message) -> None:
+    def handle(message: m.KeptMessage) -> None:
         brain.handle(back, message)
 
     link.answer = handle

@@ -198,15 +198,15 @@ class BrainProcess(Component):
         own = type(self.brain).thinking_batch is not Brain.thinking_batch
         return own and not self.filters
 
-    def _think(self, link: Channel, memory: Memory) -> m.Message:
+    def _think(self, link: Channel, memory: Memory) -> m.KeptMessage:
         """Take one Muscle's experience, think, answer; the message it answered."""
-        return self._handle(link, m.decode(link.recv(ready=True)), memory)
+        return self._handle(link, m.decode_kept(link.recv(ready=True)), memory)
 
-    def _reloading_think(self, link: Channel, memory: Memory) -> m.Message:
+    def _reloading_think(self, link: Channel, memory: Memory) -> m.KeptMessage:
         """:meth:`_think`, a changed plug-in file looked for first (the new Brain thinks
         about the experience); the reload's rows name it."""
         reloaded = self._reload_due()
-        message: m.Message | None = None
+        message: m.KeptMessage | None = None
         try:
             message = self._think(link, memory)
             return message
@@ -236,14 +236,14 @@ class BrainProcess(Component):
             return []
         return self.reload.check()
 
-    def _send_reloads(self, outcomes: list[Outcome], message: m.Message | None) -> None:
+    def _send_reloads(self, outcomes: list[Outcome], message: m.KeptMessage | None) -> None:
         """A reload's rows, at the experience thought about first after it (-1: unknown)."""
         if not outcomes or self.reload is None:
             return
         where = (-1, -1, -1)
-        if isinstance(message, m.Experiences) and message.items:  # (its first game's)
+        if isinstance(message, m.KeptExperiences) and message.items:  # (its first game's)
             message = message.items[0]
-        if isinstance(message, m.Experience):
+        if isinstance(message, m.KeptExperience):
             where = (message.worker, message.episode, message.step)
         self.out.code_reloads(self.reload.rows(outcomes, *where))
 
@@ -258,18 +258,18 @@ class BrainProcess(Component):
         self.out.swap(brain)
         retire(self.name, old)
 
-    def handle(self, link: Channel, message: m.Message) -> None:
+    def handle(self, link: Channel, message: m.KeptMessage) -> None:
         """Think about ``message`` of the Muscle at the other end of ``link`` and answer it
         there, as the process's hot loop does (a Brain process driven in another one's:
         :func:`palaestra.testing.brain_link_of`)."""
         self._handle(link, message, self.brain.memory)
 
-    def _handle(self, link: Channel, message: m.Message, memory: Memory) -> m.Message:
+    def _handle(self, link: Channel, message: m.KeptMessage, memory: Memory) -> m.KeptMessage:
         """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
             return message
-        if not isinstance(message, m.Experiences):
+        if not isinstance(message, m.KeptExperiences):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
         self._think_games(link, memory, message)  # a round of the Muscle's games
         return message
@@ -279,11 +279,11 @@ class BrainProcess(Component):
         ``thinking_batch`` once for their experiences, answer each; the links gone."""
         gone: list[Channel] = []
         # each Muscle's link, the id its answer is kept under, its experiences by muscle id
-        batch: list[tuple[Channel, str, list[tuple[str, m.Experience]]]] = []
+        batch: list[tuple[Channel, str, list[tuple[str, m.KeptExperience]]]] = []
         for link in ready:
             try:
-                message = m.decode(link.recv(ready=True))
-                if isinstance(message, m.Experiences):  # a round of the Muscle's games
+                message = m.decode_kept(link.recv(ready=True))
+                if isinstance(message, m.KeptExperiences):  # a round of the Muscle's games
                     batch.append((link, *self._games(message)))
                 else:  # an evaluation: as alone
                     self._handle(link, message, memory)
@@ -315,7 +315,7 @@ class BrainProcess(Component):
             )
         )
 
-    def _games(self, message: m.Experiences) -> tuple[str, list[tuple[str, m.Experience]]]:
+    def _games(self, message: m.KeptExperiences) -> tuple[str, list[tuple[str, m.KeptExperience]]]:
         """The id the answer to a round of a Muscle's games is kept under, and each game's
         experience by its muscle id (its lane is the id's worker)."""
         ids = self.game_ids
@@ -332,7 +332,9 @@ class BrainProcess(Component):
             )
         return round_id, items
 
-    def _batch_of(self, memory: Memory, batch: list[tuple[str, m.Experience]]) -> Sequence[Any]:
+    def _batch_of(
+        self, memory: Memory, batch: list[tuple[str, m.KeptExperience]]
+    ) -> Sequence[Any]:
         """Remember each experience's transition, call ``thinking_batch`` once for them all,
         then what follows thinking (dumps, stop rules, the statistics at the last message's
         step); an update (or None) per experience.
@@ -363,7 +365,7 @@ class BrainProcess(Component):
             self.out.statistics.flush()
         return updates
 
-    def _think_games(self, link: Channel, memory: Memory, message: m.Experiences) -> None:
+    def _think_games(self, link: Channel, memory: Memory, message: m.KeptExperiences) -> None:
         """Think about each game's experience (its lane is its Muscle id's worker), all at once
         with ``thinking_batch`` where the Brain has its own (see :meth:`_batched`); answer once:
         the Muscle that plays them all gets the newest update."""
@@ -383,7 +385,7 @@ class BrainProcess(Component):
                 answer, partial(self._record_statistics, last.worker, last.episode, last.step)
             )
 
-    def _think_each(self, memory: Memory, batch: list[tuple[str, m.Experience]]) -> list[Any]:
+    def _think_each(self, memory: Memory, batch: list[tuple[str, m.KeptExperience]]) -> list[Any]:
         """Remember each experience's transition and think about it, one after the other (a
         Brain reads its memory as it stands at the experience): the updates. The statistics of
         each thinking are stored at its experience's step, those of the last one only if its
@@ -413,19 +415,18 @@ class BrainProcess(Component):
         return made
 
     def _remember(
-        self, memory: Memory, muscle_id: str, message: m.Experience, filtered: bool
+        self, memory: Memory, muscle_id: str, message: m.KeptExperience, filtered: bool
     ) -> Any:
         """Append the experience's transition (if any) to ``memory`` (``filtered``: the Brain
         has filters, asked once a round); what the Muscle sent."""
-        transition = message.transition
-        if transition is not None:
+        if message.completed:
             if filtered:
-                self._check_filtered(transition.sensors)
-            self.rows.add(memory, muscle_id, transition)
+                self._check_filtered(m.transition_of(message.transition).sensors)
+            self.rows.add(memory, muscle_id, message)
         data = message.data
         return None if data is None else pickle.loads(data)  # (None: what most Muscles send)
 
-    def _after_thinking(self, memory: Memory, message: m.Experience) -> None:
+    def _after_thinking(self, memory: Memory, message: m.KeptExperience) -> None:
         """At the end of a Muscle's episode: a dump if one is due; the phase's stop rules
         (after every episode, whichever the dumps follow)."""
         if not message.done:

@@ -71,8 +71,8 @@ class _Row:
 class Parts(Protocol):
     """What makes the sensors, set points and rewards of a :class:`MadeRow` from its source."""
 
-    def __call__(self, part: str, source: Any) -> Sequence[Any]:
-        """Row field ``part`` (``sensors``, ``setpoints`` or ``rewards``) of ``source``."""
+    def __call__(self, source: Any) -> tuple[Sequence[Any], Sequence[Any], Sequence[Any]]:
+        """The row's sensors, set points and rewards, made of ``source``."""
 
 
 _MADE = frozenset(("sensors", "setpoints", "rewards"))
@@ -80,9 +80,10 @@ _MADE = frozenset(("sensors", "setpoints", "rewards"))
 
 class MadeRow(_Row):
     """A row whose sensors, set points and rewards ``parts`` makes from ``source`` (what a
-    message carried) when one is first read: a row of a Brain that never reads them costs one
-    object. (An unset slot read raises AttributeError, which calls ``__getattr__``; the part
-    made is set, so the next read is a plain one.)"""
+    message carried: its encoded transition) when one of them is first read: a row of a
+    Brain that never reads them costs one object and a view of its message. (An unset slot
+    read raises AttributeError, which calls ``__getattr__``; the parts made are set, so the
+    next read is a plain one.)"""
 
     __slots__ = ("parts", "source")
 
@@ -108,9 +109,17 @@ class MadeRow(_Row):
     def __getattr__(self, name: str) -> Any:
         if name not in _MADE:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        made = self.parts(name, self.source)
-        setattr(self, name, made)
-        return made
+        self.sensors, self.setpoints, self.rewards = self.parts(self.source)
+        return getattr(self, name)
+
+    @property
+    def unread(self) -> bool:
+        """Whether no part has been made yet (the row is its source)."""
+        try:
+            object.__getattribute__(self, "rewards")
+        except AttributeError:
+            return True
+        return False
 
 
 class MuscleMemory:
@@ -388,8 +397,11 @@ class Memory:
 
     def _sample(self, row: _Row) -> None:
         """Update the estimate of a row's size with ``row`` (a moving average)."""
-        parts = (row.sensors, row.setpoints, row.rewards, row.observations, row.actions)
-        size = ROW_OVERHEAD + sum(_size(part) for part in parts)
+        if type(row) is MadeRow and row.unread:  # (sized as it is: not made to be)
+            size = ROW_OVERHEAD + sys.getsizeof(row.source) + len(row.source)
+        else:
+            parts = (row.sensors, row.setpoints, row.rewards, row.observations, row.actions)
+            size = ROW_OVERHEAD + sum(_size(part) for part in parts)
         self._row_bytes = size if not self._row_bytes else 0.75 * self._row_bytes + 0.25 * size
         self._update_limit()
 

@@ -126,9 +126,9 @@ _Inputs = tuple[list[list[SensorInformation]], list[list[ActuatorInformation]]]
 """What the Muscle is given for the games that act: each one's sensors and actuators."""
 _Columns = dict[str, Any]
 """What a Muscle that acts on columns is given: each sensor's values in the games that act."""
-_Kept = tuple[_Game, Previous, m.AgentStep, m.Transition, int]
+_Kept = tuple[_Game, Previous, m.AgentStep, float, int]
 """A completed transition that gets a ``muscle_actions`` row: its game, its action, the step
-that completes it, the transition and its episode."""
+that completes it, its objective value and its episode."""
 
 
 class MuscleLanes:
@@ -347,34 +347,40 @@ class MuscleLanes:
         items: list[m.Experience] = []
         kept: list[_Kept] = []  # their rows
         for _, game, step, previous, episode in entries:
-            transition = None
             if previous is not None and step.rewards is not None:
                 value = rows[at].objective = values[at]
                 at += 1
                 if game.objective_stop is not None:
                     game.stop = game.objective_stop.reached(value)
-                transition = m.Transition(
-                    previous.seen_values,
-                    previous.setpoint_values,
-                    step.rewards,
-                    value,
-                    step.done,
-                    step.terminated,
-                    step.truncated,
-                )
                 kept_row = each_step or recorded(previous.step, step.done, every)
                 if kept_row and not previous.paused:
-                    kept.append((game, previous, step, transition, episode))
-            items.append(
-                m.Experience(
-                    worker=game.lane,
-                    transition=transition,
-                    data=previous.data if previous is not None else None,
-                    done=step.done,
-                    episode=episode,
-                    step=step.step,
+                    kept.append((game, previous, step, value, episode))
+                items.append(
+                    m.Experience(
+                        worker=game.lane,
+                        transition=m.Transition(
+                            previous.seen_values, previous.setpoint_values, step.rewards
+                        ),
+                        data=previous.data,
+                        done=step.done,
+                        episode=episode,
+                        step=step.step,
+                        objective=value,
+                        terminated=step.terminated,
+                        truncated=step.truncated,
+                    )
                 )
-            )
+            else:
+                items.append(
+                    m.Experience(
+                        worker=game.lane,
+                        transition=None,
+                        data=previous.data if previous is not None else None,
+                        done=step.done,
+                        episode=episode,
+                        step=step.step,
+                    )
+                )
         return items, kept
 
     def _rows(self, kept: list[_Kept]) -> None:
@@ -392,7 +398,7 @@ class MuscleLanes:
         agent_id = self.process.out.agent_id
         reward_text = _reward_text
         flag = FLAG
-        for j, (game, previous, step, transition, episode) in enumerate(kept):
+        for j, (game, previous, step, value, episode) in enumerate(kept):
             rewards = step.rewards or []
             try:
                 sensors = (
@@ -405,7 +411,7 @@ class MuscleLanes:
                     reward_texts[j] if reward_texts is not None else reward_text(rewards)
                 )
             except (TypeError, ValueError, OverflowError) as exc:
-                self._unencodable(uids, previous, step, transition, episode, exc)
+                self._unencodable(uids, previous, step, value, episode, exc)
             shaped.append(
                 (
                     agent_id,
@@ -416,7 +422,7 @@ class MuscleLanes:
                     setpoints,
                     rewards_text,
                     total,
-                    transition.objective,
+                    value,
                     flag[step.done],
                     flag[step.terminated],
                     flag[step.truncated],
@@ -445,7 +451,7 @@ class MuscleLanes:
         uids: list[str],
         previous: Previous,
         step: m.AgentStep,
-        transition: m.Transition,
+        value: float,
         episode: int,
         exc: Exception,
     ) -> NoReturn:
@@ -457,7 +463,7 @@ class MuscleLanes:
                 dict(zip(uids, previous.sensor_values, strict=True)),
                 previous.setpoint_values,
                 {r.uid: r.value for r in step.rewards or []},
-                transition.objective,
+                value,
                 step.done,
             ),
             exc,

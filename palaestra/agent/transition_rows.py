@@ -1,13 +1,14 @@
-"""A Brain process's memory rows from the transitions its Muscles send (see
-:mod:`palaestra.agent.lazy_rows`: their information objects are built when first read, and a
-row's sequences of them when one is first read: a row is one object,
-:class:`~palaestra.agent.memory.MadeRow`, until then)."""
+"""A Brain process's memory rows from the transitions its Muscles send: a row is one object,
+:class:`~palaestra.agent.memory.MadeRow`, and its transition as it came (encoded, a view of
+the message: :class:`~palaestra.core.wire.messages.KeptExperience`) until a plug-in first
+reads one of its parts; then the transition is decoded and the parts made (see
+:mod:`palaestra.agent.lazy_rows`: their information objects are built when first read)."""
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
 
-from palaestra.agent.lazy_rows import Lazy, RewardRow, RewardRows, SensorRow, SetpointRow
+from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
 from palaestra.agent.memory import MadeRow, Memory
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.wire import messages as m
@@ -40,27 +41,26 @@ class TransitionRows:
         self.sensors = sensors
         self.parts = _Parts(SensorRow(sensors), len(sensors), self.setpoint_row, self.rewards)
 
-    def add(self, memory: Memory, muscle_id: str, transition: m.Transition) -> None:
-        """Append ``transition`` (of the Muscle ``muscle_id``) to ``memory`` as a row."""
-        objective = transition.objective
-        maker, values = self.rewards.made(transition.rewards)
+    def add(self, memory: Memory, muscle_id: str, experience: m.KeptExperience) -> None:
+        """Append the transition ``experience`` carries (of the Muscle ``muscle_id``) to
+        ``memory`` as a row: its values left as they came (encoded) until a plug-in reads
+        them."""
         memory.add_made(
             MadeRow(
                 muscle_id,
                 self.parts,
-                # (what the parts are made of: not the rewards' descriptions, kept once)
-                (transition.sensors, transition.setpoints, maker, values),
-                None if objective is None else float(objective),
-                transition.done,
-                transition.terminated,
-                transition.truncated,
+                experience.transition,
+                experience.objective,
+                experience.done,
+                experience.terminated,
+                experience.truncated,
             )
         )
 
 
 class _Parts:
-    """Makes a row's sensors, set points and rewards from what its transition carried (see
-    :class:`~palaestra.agent.memory.MadeRow`), with the makers of the sensors it was added
+    """Makes a row's sensors, set points and rewards from the transition it came as (encoded:
+    see :class:`~palaestra.agent.memory.MadeRow`), with the makers of the sensors it was added
     under."""
 
     __slots__ = ("sensor_row", "sensor_count", "setpoint_row", "rewards")
@@ -77,15 +77,12 @@ class _Parts:
         self.setpoint_row = setpoint_row
         self.rewards = rewards
 
-    def __call__(self, part: str, source: _Source) -> Lazy:
-        sensors, setpoints, rewards, values = source
-        if part == "sensors":
-            return Lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors)
-        if part == "setpoints":
-            return Lazy(self.setpoint_row, len(setpoints), setpoints)
-        return Lazy(rewards, len(values), values)
-
-
-_Source = tuple[list[Any], dict[str, Any], RewardRow, tuple[Any, ...]]
-"""What a row's parts are made of: the transition's sensor values and set points, its rewards'
-maker (by their descriptions) and values."""
+    def __call__(self, source: msgspec.Raw) -> tuple[Lazy, Lazy, Lazy]:
+        transition = m.transition_of(source)
+        sensors, setpoints = transition.sensors, transition.setpoints
+        maker, values = self.rewards.made(transition.rewards)
+        return (
+            Lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors),
+            Lazy(self.setpoint_row, len(setpoints), setpoints),
+            Lazy(maker, len(values), values),
+        )

@@ -37,30 +37,38 @@ def brain_process(brain: str = "palaestra.agent:DummyBrain") -> BrainProcess:
     )
 
 
-def round_of(games: int, step: int) -> m.Experiences:
-    """A round's experiences as they come over the wire (encoded and decoded)."""
-    items = [
+def experiences(games: int, step: int, reward: m.InfoDesc | None = None) -> list[m.Experience]:
+    """A round's experiences as a Muscle sends them."""
+    return [
         m.Experience(
             worker=game,
             transition=m.Transition(
                 [[0.25 * game, 0.5, -0.5, float(step)]],
                 {"pole.push": game % 2},
-                [m.InfoDesc("pole.reward", REWARD.to_text(), 1.0)],
-                0.5,
-                False,
-                False,
-                False,
+                [reward or m.InfoDesc("pole.reward", REWARD.to_text(), 1.0)],
             ),
             data=pickle.dumps(None),
             done=False,
             episode=0,
             step=step,
+            objective=0.5,
+            terminated=False,
+            truncated=False,
         )
         for game in range(games)
     ]
-    decoded = m.decode(m.encode(m.Experiences(worker=0, items=items)))
-    assert isinstance(decoded, m.Experiences)
+
+
+def kept(items: list[m.Experience]) -> m.KeptExperiences:
+    """``items`` as a Brain takes them from the wire (encoded, and decoded as it keeps them)."""
+    decoded = m.decode_kept(m.encode(m.Experiences(worker=0, items=items)))
+    assert isinstance(decoded, m.KeptExperiences)
     return decoded
+
+
+def round_of(games: int, step: int) -> m.KeptExperiences:
+    """A round's experiences as they come over the wire (encoded and decoded)."""
+    return kept(experiences(games, step))
 
 
 def test_a_kept_row_reads_back_as_the_transition_it_was_made_of() -> None:
@@ -87,45 +95,47 @@ def test_a_kept_row_is_a_few_objects_for_the_garbage_collector() -> None:
     µs a step at 64 games a worker, ``benchmarks/vector_envs.py``)."""
     process = brain_process()
     memory = process.brain.memory
-    rounds = [m.encode(round_of(64, step)) for step in range(10)]
+    rounds = [m.encode(m.Experiences(worker=0, items=experiences(64, step))) for step in range(10)]
     gc.collect()
     tracked = len(gc.get_objects())
     for data in rounds:
-        experiences = m.decode(data)
-        assert isinstance(experiences, m.Experiences)
-        for item in experiences.items:
+        message = m.decode_kept(data)
+        assert isinstance(message, m.KeptExperiences)
+        for item in message.items:
             process._remember(memory, f"Muscle-player-{item.worker}", item, False)
-    del experiences, item
+    del message, item
     gc.collect()  # (what the rows do not hold is gone)
     per_row = (len(gc.get_objects()) - tracked) / len(memory)
-    # four: the row, what its parts are made from when read (a tuple), the transition's
-    # sensor values (a list of a sensor's list); its set points' dict of numbers and its
-    # rewards' values, a tuple of numbers, are not tracked once the collector has seen them
-    # (17 objects a row once, 6.5 with each part a Lazy of its own)
-    assert len(memory) == 640 and per_row <= 4.2
+    # one: the row (its transition, encoded, is a view of its message: neither is tracked)
+    # (17 objects a row once, 6.5 with each part a Lazy of its own, 4 with its decoded
+    # values)
+    assert len(memory) == 640 and per_row <= 1.2
 
 
 def test_a_rows_parts_are_made_when_first_read_with_the_sensors_it_came_under() -> None:
-    """A row is one object until a part is read: then that part is made (and kept), with the
-    Brain's sensors of when the row came, even if its filters have set others since."""
+    """A row is one object and its encoded transition until a part is read: then its parts
+    are made (and kept), with the Brain's sensors of when the row came, even if its filters
+    have set others since."""
     process = brain_process()
     memory = process.brain.memory
-    for step in (3, 4):  # (the first row is made at once: a memory sizes its rows by it)
+    for step in (3, 4):  # (a memory sizes the first row as it is: not made)
         (item,) = round_of(1, step).items
         process._remember(memory, "Muscle-player-0", item, False)
     rows = memory.muscle_memory("Muscle-player-0")
-    row = memory.tail(1)._rows[0]
-    assert isinstance(row, MadeRow) and _made(row) == []
+    first, row = memory.tail(2)._rows
+    assert isinstance(row, MadeRow) and _made(row) == [] and _made(first) == []
     process.rows.use_sensors([SensorInformation(None, Box(-1.0, 1.0, shape=(4,)), "f.state")])
     assert row.done is False and row.objective == 0.5 and _made(row) == []
     sensors = rows.sensor_readings[1]
-    assert _made(row) == ["sensors"]
+    assert _made(row) == ["sensors", "setpoints", "rewards"] and _made(first) == []
     assert [(s.uid, s.space) for s in sensors] == [("pole.state", STATE)]
+    assert [float(v) for v in sensors[0].value] == [0.0, 0.5, -0.5, 4.0]
     assert rows.sensor_readings[1] is sensors  # (made once)
     rows.actuator_setpoints[1] = []  # (set as any row's part)
-    assert list(row.setpoints) == [] and _made(row) == ["sensors", "setpoints"]
-    copied = pickle.loads(pickle.dumps(row))  # (a pickle makes the rest)
+    assert list(row.setpoints) == [] and rows.sensor_readings[1] is sensors
+    copied = pickle.loads(pickle.dumps(first))  # (a pickle makes the parts)
     assert [(r.uid, float(r.value)) for r in copied.rewards] == [("pole.reward", 1.0)]
+    assert [a.value for a in copied.setpoints] == [0]
     with pytest.raises(AttributeError, match="no attribute 'other'"):
         row.other  # noqa: B018
 
@@ -149,14 +159,8 @@ def test_rows_of_other_rewards_read_back_with_their_own() -> None:
     memory = process.brain.memory
     other = Box(-5.0, 5.0, shape=())
     for uid, space in (("pole.reward", REWARD), ("pole.cost", REWARD), ("pole.cost", other)):
-        (item,) = round_of(1, 0).items
-        assert item.transition is not None
-        transition = msgspec.structs.replace(
-            item.transition, rewards=[m.InfoDesc(uid, space.to_text(), 0.5)]
-        )
-        process._remember(
-            memory, "Muscle-player-0", msgspec.structs.replace(item, transition=transition), False
-        )
+        (item,) = kept(experiences(1, 0, m.InfoDesc(uid, space.to_text(), 0.5))).items
+        process._remember(memory, "Muscle-player-0", item, False)
     rows = [rewards[0] for rewards in memory.tail(3).reward_information]
     assert [(r.uid, r.space, float(r.value)) for r in rows] == [
         ("pole.reward", REWARD, 0.5),
@@ -187,7 +191,7 @@ def test_a_rounds_statistics_are_stored_after_its_answer_unless_its_episode_ende
     at_answer: list[int] = []
     link = FakeLink("Muscle-player-0", lambda message: at_answer.append(len(stored.recorded)))
     (item,) = round_of(1, 3).items
-    message = m.Experiences(worker=0, items=[msgspec.structs.replace(item, done=done)])
+    message = m.KeptExperiences(worker=0, items=[msgspec.structs.replace(item, done=done)])
     process._think_games(link, process.brain.memory, message)
     assert at_answer == [1 if done else 0]
     assert [row.step for row in stored.recorded] == [3]
@@ -259,10 +263,7 @@ def test_what_a_muscle_sent_reaches_thinking_as_it_sent_it() -> None:
     """A Muscle's None travels as None (no pickle to make or load), anything else pickled."""
     process = brain_process()
     memory = process.brain.memory
-    (item,) = round_of(1, 3).items
+    (item,) = experiences(1, 3)
     for data, expected in ((None, None), (pickle.dumps({"q": [1.5]}), {"q": [1.5]})):
-        sent = m.decode(
-            m.encode(m.Experiences(worker=0, items=[msgspec.structs.replace(item, data=data)]))
-        )
-        assert isinstance(sent, m.Experiences)
+        sent = kept([msgspec.structs.replace(item, data=data)])
         assert process._remember(memory, "Muscle-player-0", sent.items[0], False) == expected

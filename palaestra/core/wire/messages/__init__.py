@@ -13,6 +13,8 @@ the same form the store writes.
 
 from __future__ import annotations
 
+from typing import Union, get_args
+
 import msgspec
 
 from palaestra.core.wire.messages.base import (
@@ -67,6 +69,8 @@ from palaestra.core.wire.messages.step import (
     EnvState,
     Experience,
     Experiences,
+    KeptExperience,
+    KeptExperiences,
     LaneActions,
     LaneEpisodeDone,
     Transition,
@@ -118,6 +122,8 @@ __all__ = [
     "ErrorInfo",
     "Experience",
     "Experiences",
+    "KeptExperience",
+    "KeptExperiences",
     "Failed",
     "InfoDesc",
     "LaneActions",
@@ -153,6 +159,8 @@ __all__ = [
     "Transition",
     "WorldStateRow",
     "decode",
+    "decode_kept",
+    "transition_of",
     "encode",
 ]
 
@@ -220,3 +228,33 @@ def decode(data: bytes) -> Message:
         return _decoder.decode(data)
     except UnicodeDecodeError as exc:
         raise msgspec.DecodeError(f"invalid UTF-8 in a message: {exc}") from exc
+
+
+KeptMessage = Message | KeptExperience | KeptExperiences
+"""What a Brain decodes from its Muscles' links (:func:`decode_kept`)."""
+
+_kept_decoder: msgspec.msgpack.Decoder[KeptMessage] = msgspec.msgpack.Decoder(
+    Union[  # noqa: UP007 (a union made of a tuple)
+        tuple(t for t in get_args(Message) if t not in (Experience, Experiences))
+        + (KeptExperience, KeptExperiences)
+    ]
+)
+
+
+def decode_kept(data: bytes) -> KeptMessage:
+    """:func:`decode` as a Brain decodes its Muscles' messages: experiences as
+    :class:`KeptExperience` s (their transitions left encoded, views of ``data``), every other
+    message as :func:`decode` does."""
+    try:
+        return _kept_decoder.decode(data)
+    except UnicodeDecodeError as exc:
+        raise msgspec.DecodeError(f"invalid UTF-8 in a message: {exc}") from exc
+
+
+_transition_decoder = msgspec.msgpack.Decoder(Transition)
+
+
+def transition_of(encoded: msgspec.Raw) -> Transition:
+    """A :class:`KeptExperience`'s transition, decoded (it must carry one:
+    :attr:`KeptExperience.completed`)."""
+    return _transition_decoder.decode(encoded)

@@ -197,21 +197,19 @@ class EnvRestart(Msg, frozen=True, kw_only=True):
 
 
 class Transition(msgspec.Struct, frozen=True, array_like=True):
-    """Sensor values in the agent's order, set points by actuator uid, and what followed."""
+    """A completed transition's sensor values (the agent's order), set points by actuator uid
+    and rewards: what a Brain's memory row is made of when it is read."""
 
     sensors: list[Any]
     setpoints: dict[str, Any]
     rewards: list[InfoDesc]
-    objective: float
-    done: bool
-    terminated: bool | None = None
-    truncated: bool | None = None
 
 
 class Experience(Msg, frozen=True, kw_only=True):
-    """A Muscle's completed transition (if any) and its pickled ``data_for_brain`` (None for
-    None: what most Muscles send, which needs no pickle), sent at step ``step`` of episode
-    ``episode`` (where the Brain's statistics are recorded)."""
+    """A Muscle's completed transition (if any: its ``objective`` value and how its episode
+    ended with it) and its pickled ``data_for_brain`` (None for None: what most Muscles send,
+    which needs no pickle), sent at step ``step`` of episode ``episode`` (where the Brain's
+    statistics are recorded)."""
 
     worker: int
     transition: Transition | None
@@ -219,6 +217,31 @@ class Experience(Msg, frozen=True, kw_only=True):
     done: bool
     episode: int = 0
     step: int = 0
+    objective: float = 0.0
+    terminated: bool | None = None
+    truncated: bool | None = None
+
+
+class KeptExperience(Msg, frozen=True, kw_only=True, tag="Experience"):
+    """An :class:`Experience` as a Brain decodes it (``messages.decode_kept``): its transition
+    left encoded (``msgspec.Raw``: nil where there is none), a view of the message it came
+    in. A memory row keeps it and decodes it when a plug-in first reads the row: a Brain that
+    never reads its rows never builds their values, and a row holds one object for them."""
+
+    worker: int
+    transition: msgspec.Raw
+    data: bytes | None
+    done: bool
+    episode: int = 0
+    step: int = 0
+    objective: float = 0.0
+    terminated: bool | None = None
+    truncated: bool | None = None
+
+    @property
+    def completed(self) -> bool:
+        """Whether it carries a transition (the encoded nil is one byte; a transition more)."""
+        return len(self.transition) > 1
 
 
 class Experiences(Msg, frozen=True, kw_only=True):
@@ -228,6 +251,13 @@ class Experiences(Msg, frozen=True, kw_only=True):
 
     worker: int
     items: list[Experience]
+
+
+class KeptExperiences(Msg, frozen=True, kw_only=True, tag="Experiences"):
+    """:class:`Experiences` as a Brain decodes them: each a :class:`KeptExperience`."""
+
+    worker: int
+    items: list[KeptExperience]
 
 
 class AgentEvaluate(Msg, frozen=True, kw_only=True):
