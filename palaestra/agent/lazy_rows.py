@@ -168,11 +168,60 @@ def reward_values(rewards: Sequence[RewardInformation]) -> tuple[Any, ...] | Non
         return None
     if rewards._built is not None:
         return None
-    values: tuple[Any, ...] = rewards.source
+    return plain(rewards.source)
+
+
+def plain(values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``values`` if each is a plain number (an int or a float), else None."""
     for value in values:  # (a loop: a round asks it of each game's row)
         if type(value) not in _PLAIN:
             return None
     return values
+
+
+class ValueParts:
+    """Makes the sensors, set points and rewards of a row kept as the values its transition
+    carried (a :class:`~palaestra.agent.memory.MadeRow` whose source is its sensor values,
+    its set points by actuator uid, its rewards' maker and their values), each a :class:`Lazy`
+    with the makers of when the row came."""
+
+    __slots__ = ("sensor_row", "sensor_count", "setpoint_row")
+
+    def __init__(
+        self, sensor_row: SensorRow, sensor_count: int, setpoint_row: SetpointRow
+    ) -> None:
+        self.sensor_row = sensor_row
+        self.sensor_count = sensor_count
+        self.setpoint_row = setpoint_row
+
+    def __call__(self, source: Values) -> tuple[Lazy, Lazy, Lazy]:
+        return self.made(*source)
+
+    def made(
+        self,
+        sensors: list[Any],
+        setpoints: dict[str, Any],
+        rewards: RewardRow,
+        values: tuple[Any, ...],
+    ) -> tuple[Lazy, Lazy, Lazy]:
+        """The parts of a row of these values."""
+        return (
+            lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors),
+            lazy(self.setpoint_row, len(setpoints), setpoints),
+            lazy(rewards, len(values), values),
+        )
+
+    def reward_values(self, source: Values) -> tuple[Any, ...] | None:
+        """The row's reward values while they are plain numbers (see :func:`reward_values`)."""
+        return plain(source[3])
+
+    def size(self, source: Values) -> int | None:
+        """None: the memory sizes the row by its values."""
+        return None
+
+
+Values = tuple[list[Any], dict[str, Any], RewardRow, tuple[Any, ...]]
+"""What a row kept as its values is made of (see :class:`ValueParts`)."""
 
 
 _PLAIN = (int, float)

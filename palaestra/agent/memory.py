@@ -31,7 +31,9 @@ __all__ = ["PANDAS_MISSING", "Memory", "MemoryShard", "MuscleMemory"]
 _new = object.__new__
 
 
-class _Row:
+class Row:
+    """A memory row: a transition of one muscle (palaestrAI's per-row fields)."""
+
     __slots__ = (
         "muscle_uid",
         "sensors",
@@ -74,18 +76,25 @@ class Parts(Protocol):
     def __call__(self, source: Any) -> tuple[Sequence[Any], Sequence[Any], Sequence[Any]]:
         """The row's sensors, set points and rewards, made of ``source``."""
 
+    def reward_values(self, source: Any) -> tuple[Any, ...] | None:
+        """The row's reward values while they are plain numbers, without making its parts
+        (None: they must be made to be read)."""
+
+    def size(self, source: Any) -> int | None:
+        """The bytes ``source`` takes (None: the memory sizes it as values)."""
+
 
 _MADE = frozenset(("sensors", "setpoints", "rewards"))
 
 
-class MadeRow(_Row):
-    """A row whose sensors, set points and rewards ``parts`` makes from ``source`` (what a
-    message carried: its encoded transition) when one of them is first read: a row of a
-    Brain that never reads them costs one object and a view of its message. (An unset slot
-    read raises AttributeError, which calls ``__getattr__``; the parts made are set, so the
-    next read is a plain one.)"""
+class MadeRow(Row):
+    """A row whose sensors, set points and rewards ``parts`` makes from ``source`` (what its
+    transition carried: its encoded form in a Brain, its values in a Muscle) when one of
+    them is first read (:attr:`made` from then on): a row whose parts are never read costs
+    one object and its source. (An unset slot read raises AttributeError, which calls
+    ``__getattr__``; the parts made are set, so the next read is a plain one.)"""
 
-    __slots__ = ("parts", "source")
+    __slots__ = ("parts", "source", "made")
 
     def __init__(
         self,
@@ -105,21 +114,14 @@ class MadeRow(_Row):
         self.terminated = terminated
         self.truncated = truncated
         self.observations = self.actions = self.additional_data = None
+        self.made = False
 
     def __getattr__(self, name: str) -> Any:
         if name not in _MADE:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         self.sensors, self.setpoints, self.rewards = self.parts(self.source)
+        self.made = True
         return getattr(self, name)
-
-    @property
-    def unread(self) -> bool:
-        """Whether no part has been made yet (the row is its source)."""
-        try:
-            object.__getattribute__(self, "rewards")
-        except AttributeError:
-            return True
-        return False
 
 
 class MuscleMemory:
@@ -129,7 +131,7 @@ class MuscleMemory:
 
     __slots__ = ("_rows",)
 
-    def __init__(self, rows: deque[_Row]) -> None:
+    def __init__(self, rows: deque[Row]) -> None:
         self._rows = rows
 
     def __len__(self) -> int:
@@ -181,7 +183,7 @@ class _Column(Sequence[Any]):
 
     __slots__ = ("_rows", "_field")
 
-    def __init__(self, rows: deque[_Row], field: str) -> None:
+    def __init__(self, rows: deque[Row], field: str) -> None:
         self._rows = rows
         self._field = field
 
@@ -207,7 +209,7 @@ class _Column(Sequence[Any]):
     def __iter__(self) -> Iterator[Any]:
         return (self._read(row) for row in self._rows)
 
-    def _read(self, row: _Row) -> Any:
+    def _read(self, row: Row) -> Any:
         value = getattr(row, self._field)
         if self._field == "objective" and value is None:
             return np.nan
@@ -222,7 +224,7 @@ class _MuscleMemories(Mapping[str, MuscleMemory]):
 
     __slots__ = ("_muscles",)
 
-    def __init__(self, muscles: dict[str, deque[_Row]]) -> None:
+    def __init__(self, muscles: dict[str, deque[Row]]) -> None:
         self._muscles = muscles
 
     def __getitem__(self, muscle_uid: str) -> MuscleMemory:
@@ -254,8 +256,8 @@ class Memory:
     def __init__(self, size_limit: int = 1_000_000, byte_limit: int | None = None) -> None:
         self._size_limit = size_limit
         self.byte_limit = byte_limit
-        self._rows: deque[_Row] = deque()
-        self._muscles: dict[str, deque[_Row]] = {}
+        self._rows: deque[Row] = deque()
+        self._muscles: dict[str, deque[Row]] = {}
         self._limit = size_limit
         self._appends = 0
         self._row_bytes = 0.0
@@ -327,7 +329,7 @@ class Memory:
         if sensor_readings is None and actuator_setpoints is None and rewards is None:
             self._set_objective(muscle_uid, objective)
             return
-        row = _Row(
+        row = Row(
             muscle_uid,
             sensor_readings or (),
             actuator_setpoints or (),
@@ -342,6 +344,31 @@ class Memory:
             row.additional_data = additional_data
         self._add(row)
 
+    def add_values(
+        self,
+        muscle_uid: str,
+        parts: Parts,
+        source: Any,
+        ends: tuple[bool, bool | None, bool | None],
+    ) -> MadeRow:
+        """Add the row of a transition the engine completed as what its parts are made of when
+        first read (``source``, by ``parts``; ``ends``: its ``done``, ``terminated`` and
+        ``truncated``). The row, whose ``objective`` may be set once it is known."""
+        row = _new(
+            MadeRow
+        )  # (its slots set here, without a call of __init__: a row a game a step)
+        row.muscle_uid = muscle_uid
+        row.parts = parts
+        row.source = source
+        row.made = False
+        row.objective = None
+        row.done = ends[0]
+        row.terminated = ends[1]
+        row.truncated = ends[2]
+        row.observations = row.actions = row.additional_data = None
+        self._add(row)
+        return row
+
     def add_transition(
         self,
         muscle_uid: str,
@@ -350,11 +377,11 @@ class Memory:
         rewards: Sequence[RewardInformation],
         ends: tuple[bool, bool | None, bool | None],
         objective: float | None = None,
-    ) -> _Row:
+    ) -> Row:
         """Add the row of a transition the engine completed (``ends``: its ``done``,
         ``terminated`` and ``truncated``): :meth:`append` without sorting out its arguments.
         The row, whose ``objective`` may be set once it is known."""
-        row = _new(_Row)  # (its slots set here, without a call of __init__: a row a game a step)
+        row = _new(Row)  # (its slots set here, without a call of __init__: a row a game a step)
         row.muscle_uid = muscle_uid
         row.sensors = sensors
         row.setpoints = setpoints
@@ -372,7 +399,7 @@ class Memory:
         if objective is not None and last:
             last[-1].objective = _scalar(objective)
 
-    def _add(self, row: _Row) -> None:
+    def _add(self, row: Row) -> None:
         rows, muscles = self._rows, self._muscles
         rows.append(row)
         own = muscles.get(row.muscle_uid)
@@ -395,10 +422,11 @@ class Memory:
         while len(rows) > keep:
             muscles[rows.popleft().muscle_uid].popleft()  # also the muscle's oldest
 
-    def _sample(self, row: _Row) -> None:
+    def _sample(self, row: Row) -> None:
         """Update the estimate of a row's size with ``row`` (a moving average)."""
-        if type(row) is MadeRow and row.unread:  # (sized as it is: not made to be)
-            size = ROW_OVERHEAD + sys.getsizeof(row.source) + len(row.source)
+        if type(row) is MadeRow and not row.made:  # (sized as it is: not made to be)
+            size = row.parts.size(row.source)
+            size = ROW_OVERHEAD + (_size(row.source) if size is None else size)
         else:
             parts = (row.sensors, row.setpoints, row.rewards, row.observations, row.actions)
             size = ROW_OVERHEAD + sum(_size(part) for part in parts)
@@ -434,11 +462,15 @@ class Memory:
         building a :class:`MemoryShard`; empty if the memory is empty."""
         if not self._rows:
             return []
-        rewards = self._rows[-1].rewards
-        values = reward_values(rewards)  # (numbers as they came: their objects not built)
+        row = self._rows[-1]
+        # (numbers as they came: their objects, and a made row's parts, not built)
+        if type(row) is MadeRow and not row.made:
+            values = row.parts.reward_values(row.source)
+        else:
+            values = reward_values(row.rewards)
         if values is not None:
             return [float(values[0])] if len(values) == 1 else [float(v) for v in values]
-        return [_float(reward.value) for reward in rewards]
+        return [_float(reward.value) for reward in row.rewards]
 
     def truncate(self, n: int) -> None:
         """Keep only the last ``n`` rows (a negative ``n`` counts as ``-n``, as palaestrAI's)."""

@@ -28,8 +28,8 @@ import numpy as np
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.filter import FilterChain
 from palaestra.agent.hot_reload import HotReload
-from palaestra.agent.lazy_rows import RewardRows, lazy
-from palaestra.agent.memory import Memory
+from palaestra.agent.lazy_rows import RewardRows
+from palaestra.agent.memory import Memory, Row
 from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_records import MuscleRecords
 from palaestra.agent.muscle_schema import Schema, unsendable
@@ -332,15 +332,21 @@ class MuscleLanes:
         name = process.name
         reward_rows = self.rewards
         memories: list[Memory] = []
-        rows = []  # (each completed transition's memory row, its objective set below)
+        rows: list[Row] = []  # (each completed transition's memory row, its objective set below)
         for _, game, step, last, _ in entries:
             if last is not None and step.rewards is not None:
                 ends = (step.done, step.terminated, step.truncated)
                 memory = game.memory
-                rewards = reward_rows(step.rewards)
-                rows.append(
-                    memory.add_transition(name, last.sensors, last.setpoints, rewards, ends)
-                )
+                parts = last.parts
+                if parts is not None:  # (a row of its values: its objects made when read)
+                    maker, rewards = reward_rows.made(step.rewards)
+                    source = (last.sensor_values, last.setpoint_values, maker, rewards)
+                    rows.append(memory.add_values(name, parts, source, ends))
+                else:
+                    row = reward_rows(step.rewards)
+                    rows.append(
+                        memory.add_transition(name, last.sensors, last.setpoints, row, ends)
+                    )
                 memories.append(memory)
         values = objective_values(process.objective, memories)
         at = 0  # (the next completed transition's row and value)
@@ -615,8 +621,7 @@ class MuscleLanes:
             (uid, schema.setpoint_column(muscle, uid, column, count, where))
             for uid, column in chosen.items()
         ]
-        sensor_row, setpoint_row = schema.sensor_row, schema.setpoint_row
-        size = len(schema.sensor_uids)
+        parts = schema.parts
         paused = process.out.switch.paused()
         stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
         pickled = None if data is None else [_pickled(item) for item in data]
@@ -631,14 +636,15 @@ class MuscleLanes:
             seen = step.values
             game.previous = Previous(  # (see _previous: made here, a game a round)
                 step.step,
-                lazy(sensor_row, size, seen),
-                lazy(setpoint_row, len(game_setpoints), game_setpoints),
+                (),  # (its memory row's objects: made of its values when read, by parts)
+                (),
                 seen,
                 game_setpoints,
                 None if pickled is None else pickled[j],
                 seen,
                 stale,
                 paused,
+                parts,
             )
 
     def _each(

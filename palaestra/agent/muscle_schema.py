@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.agent.lazy_rows import SensorRow, SetpointRow
+from palaestra.agent.lazy_rows import SensorRow, SetpointRow, ValueParts
 from palaestra.agent.muscle import PROPOSAL, Muscle
 from palaestra.core.description.seeds import derive_seed
 from palaestra.core.information import ActuatorInformation, SensorInformation, json_value
@@ -39,6 +39,7 @@ class Schema:
         "checks",
         "sensor_row",
         "setpoint_row",
+        "parts",
     )
 
     def __init__(self, agent: str, seed: int) -> None:
@@ -53,6 +54,7 @@ class Schema:
         # a memory row's sensor and set point objects from its values, built when read
         self.sensor_row = SensorRow([])
         self.setpoint_row = SetpointRow({})
+        self.parts = ValueParts(self.sensor_row, 0, self.setpoint_row)  # (a row of values')
 
     def set(self, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]) -> None:
         """Take the episode's descriptions of the agent's sensors and actuators, in their
@@ -75,6 +77,7 @@ class Schema:
         self.setpoint_row = SetpointRow(
             dict(zip(self.actuator_uids, self.actuator_spaces, strict=True))
         )
+        self.parts = ValueParts(self.sensor_row, len(self.sensor_uids), self.setpoint_row)
         self.seed_actuators()
 
     def actuators(self) -> list[ActuatorInformation]:

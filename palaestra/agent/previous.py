@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from palaestra.agent.lazy_rows import ValueParts
 from palaestra.core.information import ActuatorInformation, SensorInformation
 
 
@@ -16,7 +17,7 @@ class Previous(msgspec.Struct, frozen=True):
     struct: one is made for each game each step, in a fraction of a class's time.)"""
 
     step: int
-    sensors: Sequence[SensorInformation]  # (a Muscle on columns: made when first read)
+    sensors: Sequence[SensorInformation]  # (a Muscle on columns: none, see parts)
     setpoints: Sequence[ActuatorInformation]
     sensor_values: list[Any]
     setpoint_values: dict[str, Any]
@@ -24,3 +25,6 @@ class Previous(msgspec.Struct, frozen=True):
     seen_values: list[Any]  # the sensor values the Muscle saw (its filters')
     stale: bool | None = None  # update_lag async: acted before an earlier step's answer came
     paused: bool = False  # recording was paused when it acted: the transition has no row
+    # a Muscle on columns: what makes the sensor and set point objects of the transition's
+    # memory row from its values, when the row is first read (None: the objects above)
+    parts: ValueParts | None = None

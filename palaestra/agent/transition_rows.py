@@ -6,9 +6,11 @@ reads one of its parts; then the transition is decoded and the parts made (see
 
 from __future__ import annotations
 
+import sys
+
 import msgspec
 
-from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow
+from palaestra.agent.lazy_rows import Lazy, RewardRows, SensorRow, SetpointRow, ValueParts
 from palaestra.agent.memory import MadeRow, Memory
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.wire import messages as m
@@ -58,12 +60,12 @@ class TransitionRows:
         )
 
 
-class _Parts:
+class _Parts(ValueParts):
     """Makes a row's sensors, set points and rewards from the transition it came as (encoded:
     see :class:`~palaestra.agent.memory.MadeRow`), with the makers of the sensors it was added
     under."""
 
-    __slots__ = ("sensor_row", "sensor_count", "setpoint_row", "rewards")
+    __slots__ = ("rewards",)
 
     def __init__(
         self,
@@ -72,17 +74,19 @@ class _Parts:
         setpoint_row: SetpointRow,
         rewards: RewardRows,
     ) -> None:
-        self.sensor_row = sensor_row
-        self.sensor_count = sensor_count
-        self.setpoint_row = setpoint_row
+        super().__init__(sensor_row, sensor_count, setpoint_row)
         self.rewards = rewards
 
-    def __call__(self, source: msgspec.Raw) -> tuple[Lazy, Lazy, Lazy]:
+    def __call__(self, source: msgspec.Raw) -> tuple[Lazy, Lazy, Lazy]:  # type: ignore[override]
         transition = m.transition_of(source)
-        sensors, setpoints = transition.sensors, transition.setpoints
-        maker, values = self.rewards.made(transition.rewards)
-        return (
-            Lazy(self.sensor_row, min(self.sensor_count, len(sensors)), sensors),
-            Lazy(self.setpoint_row, len(setpoints), setpoints),
-            Lazy(maker, len(values), values),
+        return self.made(
+            transition.sensors, transition.setpoints, *self.rewards.made(transition.rewards)
         )
+
+    def reward_values(self, source: msgspec.Raw) -> None:  # type: ignore[override]
+        """None: a row's rewards are read once its transition is decoded."""
+        return None
+
+    def size(self, source: msgspec.Raw) -> int:  # type: ignore[override]
+        """The encoded transition: its view and the bytes it views."""
+        return sys.getsizeof(source) + len(source)

@@ -14,6 +14,7 @@ import pytest
 
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.memory import MadeRow
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.agent.muscle_schema import COLUMN_CHECK
@@ -434,7 +435,8 @@ def column_agents(agents: list[AgentSpec] = AGENTS[:1], **params: Any) -> list[A
 
 
 def memory_of(rounds: LocalRounds) -> list[list[tuple[Any, ...]]]:
-    """Each game's Muscle memory rows: the sensor values and set points as objects read them."""
+    """Each game's Muscle memory rows: the sensor values, set points and rewards as objects
+    read them, and the objective."""
     (muscle,) = rounds.muscles.values()
     assert muscle.games is not None
     found = []
@@ -445,13 +447,28 @@ def memory_of(rounds: LocalRounds) -> list[list[tuple[Any, ...]]]:
                 (
                     [np.asarray(s.value).tolist() for s in sensors],
                     [(a.uid, a.value, type(a.value)) for a in setpoints],
+                    [(r.uid, r.value, r.space) for r in rewards],
+                    objective,
                 )
-                for sensors, setpoints in zip(
-                    rows.sensor_readings, rows.actuator_setpoints, strict=True
+                for sensors, setpoints, rewards, objective in zip(
+                    rows.sensor_readings,
+                    rows.actuator_setpoints,
+                    rows.rewards,
+                    rows.objective,
+                    strict=True,
                 )
             ]
         )
     return found
+
+
+def unread(rounds: LocalRounds) -> bool:
+    """Whether every memory row of the Muscle is still the values it was made of (a
+    :class:`MadeRow` whose objects no one, the Objective included, has read)."""
+    (muscle,) = rounds.muscles.values()
+    assert muscle.games is not None
+    rows = [row for game in muscle.games.games for row in game.memory.tail(10**6)._rows]
+    return bool(rows) and all(type(row) is MadeRow and not row.made for row in rows)
 
 
 MANY = tuple(range(21, 21 + 2 * COLUMN_CHECK))
@@ -473,6 +490,7 @@ def test_a_muscle_on_columns_writes_and_remembers_what_one_on_objects_does(
     objects = play(0, seeds, "AllAct", 2, agents=AGENTS[:1], stored=True)
     assert world(columns) == world(objects)
     assert actions(columns) == actions(objects)
+    assert unread(columns)  # (DummyObjective read the rewards as they came)
     assert memory_of(columns) == memory_of(objects)
     assert len(memory_of(columns)[0]) > 20
     alone = play(0, SEEDS[:1], "AllAct", 1, agents=column_agents(as_list=as_list), stored=True)
