@@ -23,11 +23,13 @@ reached through :class:`Players`.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from palaestra.core.description.config import AUTO, GROUPS_VAR
 from palaestra.core.description.loading import load_class
 from palaestra.core.pacing import Pacer
 from palaestra.core.plugin import call
@@ -42,7 +44,14 @@ from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import send_then
 
 GROUPS = 2
-"""Groups of a worker's games whose rounds overlap (see :func:`play_rounds`)."""
+"""Groups of a worker's games whose rounds overlap where the environment's process may use
+:data:`GROUPS_CPUS` CPUs or more (the runtime config's ``round_groups: auto``; see
+:func:`groups_of`)."""
+GROUPS_CPUS = 4
+"""CPUs from which ``round_groups: auto`` plays a worker's games in :data:`GROUPS` groups: on
+2 CPUs, with the store writer, the Muscle and the Brain beside the environment, one group of 64
+CartPoles took 15 % less CPU a step than two and played 4 % more steps a second (16 games:
+22 % less CPU, 1 % fewer steps; ``benchmarks/vector_envs.py``, 2026-12-01)."""
 GROUP_MIN = 4
 """Games per group at least: fewer games play in one group (one round at a time)."""
 
@@ -200,18 +209,18 @@ def play_rounds(
     (their last rows of the episode are pushed by then: a run killed between the two stores no
     episode without its agents' rows). Returns how the games stopped.
 
-    The games are played in :data:`GROUPS` groups (of :data:`GROUP_MIN` games at least)
-    whose rounds overlap: while the Muscles act in one group's games, the other group's games
-    step; each game still steps once per answer to its own observation, so what each game
-    does is the same. (On two cores this plays 64 games about 1.5 times as fast as one
-    group.) An agent with no observation in a round is not asked. The last message goes to
+    The games are played in groups (:func:`groups_of`: the runtime config's
+    ``round_groups``; of :data:`GROUP_MIN` games at least) whose rounds overlap: while the
+    Muscles act in one group's games, the other group's games step; each game still steps once
+    per answer to its own observation, so what each game does is the same. An agent with no
+    observation in a round is not asked. The last message goes to
     every agent, has no game and ``last`` set. ``sleep`` is what a paced round waits with.
     """
     play = _Play(table, players, plan, kept, tell)
     if plan.step_rate > 0:  # one group: each round is a step of each of its games
         play.pacer = kept.pacer = kept.pacer or Pacer(plan.step_rate, sleep)
         play.pacer.begin()
-    groups = 1 if play.pacer else max(1, min(GROUPS, len(play.lanes) // GROUP_MIN))
+    groups = 1 if play.pacer else groups_of(len(play.lanes))
     size = -(-len(play.lanes) // groups)  # (rounded up)
     pending: deque[_Round] = deque()
     for first in range(0, len(play.lanes), size):
@@ -387,6 +396,27 @@ class _Play:
                 raise TypeError(f"{players.name}: {type(answer).__name__} from {agent.process}")
             answers.append(answer)
         return answers
+
+
+def groups_of(games: int) -> int:
+    """The groups ``games`` play in (see :func:`play_rounds`): as the runtime config's
+    ``round_groups`` says (passed to the run's processes in :data:`GROUPS_VAR`), with
+    :data:`GROUP_MIN` games in a group at least; ``auto``: :data:`GROUPS` where this process
+    may use :data:`GROUPS_CPUS` CPUs or more (``cpu_affinity: worker`` gives it one), else
+    one."""
+    setting = os.environ.get(GROUPS_VAR, AUTO)
+    if setting.isdigit():
+        wanted = int(setting)
+    else:
+        wanted = GROUPS if _cpus() >= GROUPS_CPUS else 1
+    return max(1, min(wanted, games // GROUP_MIN))
+
+
+def _cpus() -> int:
+    """The CPUs this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1  # (macOS: no affinity)
 
 
 def _ended(lane: Lane) -> m.LaneEpisodeDone:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from palaestra.compat import install as install_palaestrai_names
 from palaestra.core.description import names
-from palaestra.core.description.config import check_store_uri
+from palaestra.core.description.config import GROUPS_VAR, check_store_uri
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, EXIT_RUN_FAILED, RuntimeConfigError
 from palaestra.core.procfs import set_title
@@ -96,8 +97,24 @@ def execute(
     set_title(names.EXECUTOR)
     install_palaestrai_names()  # before the plug-ins' imports here and in every forked child
     preload(PRELOAD)  # imported once here; every child is forked from this process
-    with spinning(config.spin_us):  # (before a fork server or a Ray actor takes the variable)
+    # (before a fork server or a Ray actor takes the variables)
+    with spinning(config.spin_us), exported(GROUPS_VAR, config.round_groups):
         return _placed(run, config, Watch(on_episode, on_phase), resume, placement, host)
+
+
+@contextlib.contextmanager
+def exported(variable: str, value: str) -> Iterator[None]:
+    """While it lasts, this process's environment (which the processes it starts take) has
+    ``variable`` set to ``value``; then as before."""
+    before = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = before
 
 
 class Watch(NamedTuple):

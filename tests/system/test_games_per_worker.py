@@ -174,10 +174,13 @@ def test_four_games_per_worker_match_four_workers_of_one_game(
 
 
 @pytest.mark.slow
-def test_games_played_in_two_overlapping_groups_do_what_one_group_does(tmp_path: Path) -> None:
-    """8 games of one worker play in two groups of 4 whose rounds overlap: lane by lane the
-    rows of 2 workers of 4 games (one group each); the batched hook is called for each group
-    in turn."""
+def test_games_played_in_two_overlapping_groups_do_what_one_group_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 games of one worker play in two groups of 4 whose rounds overlap (``round_groups:
+    2``): lane by lane the rows of 2 workers of 4 games (one group each); the batched hook is
+    called for each group in turn."""
+    monkeypatch.setenv("PALAESTRA_ROUND_GROUPS", "2")  # (whatever the CPUs)
     found = {}
     for games, workers in ((8, 1), (4, 2)):
         ws = Workspace(tmp_path / f"games{games}")

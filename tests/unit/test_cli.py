@@ -157,6 +157,7 @@ def test_runtime_config_show_default(tmp_path: Path) -> None:
         "ray_address: ''\n"
         "cpu_affinity: none\n"
         "spin_us: 200.0\n"
+        "round_groups: auto\n"
     )
 
 
@@ -183,6 +184,7 @@ def test_runtime_config_show_effective_with_a_file(tmp_path: Path) -> None:
         "ray_address: ''\n"
         "cpu_affinity: none\n"
         "spin_us: 200.0\n"
+        "round_groups: auto\n"
     )
 
 

@@ -406,6 +406,7 @@ def test_runtime_config_defaults(in_tmp: Path) -> None:
         "ray_address: ''\n"
         "cpu_affinity: none\n"
         "spin_us: 200.0\n"
+        "round_groups: auto\n"
     )
 
 

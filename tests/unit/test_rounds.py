@@ -6,6 +6,7 @@ agent, what N workers of one game write, under every order of turns."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import msgspec
@@ -18,9 +19,11 @@ from palaestra.agent.memory import MadeRow
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.agent.muscle_schema import COLUMN_CHECK
+from palaestra.core.description.config import GROUPS_VAR
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError
+from palaestra.core.rounds import groups_of
 from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
@@ -476,13 +479,39 @@ MANY = tuple(range(21, 21 + 2 * COLUMN_CHECK))
 play in two groups)."""
 
 
+@pytest.mark.parametrize(
+    ("cpus", "setting", "games", "groups"),
+    [
+        (2, None, 64, 1),
+        (4, None, 64, 2),
+        (16, "auto", 64, 2),
+        (16, None, 7, 1),  # (fewer than GROUP_MIN a group: one)
+        (2, "2", 64, 2),
+        (16, "1", 64, 1),
+        (2, "4", 12, 3),
+    ],
+)
+def test_a_workers_games_play_in_the_groups_the_runtime_config_and_the_cpus_say(
+    cpus: int, setting: str | None, games: int, groups: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``round_groups: auto`` (or unset): two groups where the process may use 4 CPUs or
+    more, else one; a number: that many; at least 4 games a group."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    if setting is None:
+        monkeypatch.delenv(GROUPS_VAR, raising=False)
+    else:
+        monkeypatch.setenv(GROUPS_VAR, setting)
+    assert groups_of(games) == groups
+
+
 @pytest.mark.parametrize(("as_list", "seeds"), [(False, SEEDS), (True, SEEDS), (False, MANY)])
 def test_a_muscle_on_columns_writes_and_remembers_what_one_on_objects_does(
-    as_list: bool, seeds: tuple[int, ...]
+    as_list: bool, seeds: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Muscle that acts on a round's columns (an array, or a list, per actuator) gets each
     sensor as one array and writes the rows, and keeps the memory rows, of the same policy on
     per-game objects (``propose_actions_batch``), its statistics once a round."""
+    monkeypatch.setenv(GROUPS_VAR, "2")  # (whatever the CPUs)
     ColumnMuscle.rounds.clear()
     columns = play(0, seeds, "AllAct", 2, agents=column_agents(as_list=as_list), stored=True)
     # (called once a round, for its games: all of them, or a group's)

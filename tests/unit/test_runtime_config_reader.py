@@ -43,6 +43,10 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("spin_us: true\n", "spin_us: expected a number of microseconds from 0 to 10,000, got"),
         ('spin_us: "50"\n', "spin_us: expected a number of microseconds from 0 to 10,000, got"),
         ("spin_us: 1e9\n", "spin_us: expected a number of microseconds from 0 to 10,000, got"),
+        ("round_groups: 0\n", "round_groups: expected one of auto, 1, 2, 3, 4, got '0'"),
+        ("round_groups: two\n", "round_groups: expected one of auto, 1, 2, 3, 4, got 'two'"),
+        ("round_groups: true\n", "round_groups: expected auto or 1 to 4, got True"),
+        ("round_groups: 1.5\n", "round_groups: expected auto or 1 to 4, got 1.5"),
     ],
 )
 def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
@@ -84,3 +88,14 @@ def test_spin_us_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
     for text in ("nan", "inf", "-1", "20000", "fast"):
         with pytest.raises(RuntimeConfigError, match="PALAESTRA_SPIN_US: expected a number of"):
             load_runtime_config(environ={"PALAESTRA_SPIN_US": text})
+
+
+def test_round_groups_come_from_the_file_and_the_environment(in_tmp: Path) -> None:
+    from palaestra.core.description.config import load_runtime_config
+
+    assert load_runtime_config(environ={}).round_groups == "auto"
+    (in_tmp / "palaestra-runtime.yaml").write_text("round_groups: 2\n")
+    assert load_runtime_config(environ={}).round_groups == "2"  # (a number: its text)
+    assert load_runtime_config(environ={"PALAESTRA_ROUND_GROUPS": "auto"}).round_groups == "auto"
+    with pytest.raises(RuntimeConfigError, match="PALAESTRA_ROUND_GROUPS: expected one of"):
+        load_runtime_config(environ={"PALAESTRA_ROUND_GROUPS": "8"})

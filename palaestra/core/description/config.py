@@ -47,6 +47,12 @@ SPIN_KEY = "spin_us"
 string."""
 SPIN_VAR = "PALAESTRA_SPIN_US"
 """The environment variable that overrides the runtime config's ``spin_us``."""
+GROUPS_KEY = "round_groups"
+GROUPS_VAR = "PALAESTRA_ROUND_GROUPS"
+"""The environment variable that overrides the runtime config's ``round_groups`` (and that
+carries it to the run's processes)."""
+ROUND_GROUPS = (AUTO, "1", "2", "3", "4")
+"""The values of ``round_groups`` (a number in the file is taken as its text)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,12 @@ class RuntimeConfig:
     sleeps (0: it sleeps at once): a message that comes within them costs neither side a
     wake-up of another CPU. It spins only while its waits are that short and the CPUs are not
     busy (see :mod:`palaestra.core.wire.channel`)."""
+    round_groups: str = AUTO
+    """In how many groups a worker's games (``envs_per_worker`` of 8 or more) play, whose
+    rounds overlap: while the agents think about one group's games, the next group's step
+    (see :func:`palaestra.core.rounds.play_rounds`). ``auto``: two where the environment's
+    process may use 4 CPUs or more, else one (on fewer CPUs the overlap costs more CPU than
+    it saves time)."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -111,6 +123,8 @@ def load_runtime_config(
         values = _read(path)
         if SPIN_KEY in values:  # (an int in the file: the config's float)
             values[SPIN_KEY] = float(values[SPIN_KEY])
+        if GROUPS_KEY in values:  # (a number in the file: its text)
+            values[GROUPS_KEY] = str(values[GROUPS_KEY])
         config = replace(config, **values)
     if environ.get("PALAESTRA_STORE_URI"):
         config = replace(config, store_uri=environ["PALAESTRA_STORE_URI"])
@@ -127,6 +141,9 @@ def load_runtime_config(
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
+    if environ.get(GROUPS_VAR):
+        _check_one_of(f"the environment variable {GROUPS_VAR}", environ[GROUPS_VAR], ROUND_GROUPS)
+        config = replace(config, round_groups=environ[GROUPS_VAR])
     return taken(config)
 
 
@@ -263,6 +280,10 @@ def _check(path: str, key: object, value: object) -> None:
         )
     if key == SPIN_KEY:
         _microseconds(f"{path}: {key}", value)
+    elif key == GROUPS_KEY:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise RuntimeConfigError(f"{path}: {key}: expected auto or 1 to 4, got {value!r}")
+        _check_one_of(f"{path}: {key}", str(value), ROUND_GROUPS)
     elif key in SECONDS:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise RuntimeConfigError(
