@@ -84,7 +84,8 @@ class Parts(Protocol):
         """The bytes ``source`` takes (None: the memory sizes it as values)."""
 
 
-_MADE = frozenset(("sensors", "setpoints", "rewards"))
+_PARTS = ("sensors", "setpoints", "rewards")
+_MADE = frozenset(_PARTS)
 
 
 class MadeRow(Row):
@@ -119,9 +120,17 @@ class MadeRow(Row):
     def __getattr__(self, name: str) -> Any:
         if name not in _MADE:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.sensors, self.setpoints, self.rewards = self.parts(self.source)
-        self.made = True
+        self.make()
         return getattr(self, name)
+
+    def make(self) -> None:
+        """Make the parts (one set before, by :class:`MuscleMemory`'s columns, is kept)."""
+        for name, part in zip(_PARTS, self.parts(self.source), strict=True):
+            try:
+                object.__getattribute__(self, name)
+            except AttributeError:  # (not set yet)
+                setattr(self, name, part)
+        self.made = True
 
 
 class MuscleMemory:
@@ -202,9 +211,12 @@ class _Column(Sequence[Any]):
         return self._read(self._rows[index])
 
     def __setitem__(self, index: int, value: Any) -> None:
+        row = self._rows[index]
         if self._field == "objective":
             value = None if value is None else _scalar(value)
-        setattr(self._rows[index], self._field, value)
+        elif type(row) is MadeRow and not row.made:  # (its other parts as they came)
+            row.make()
+        setattr(row, self._field, value)
 
     def __iter__(self) -> Iterator[Any]:
         return (self._read(row) for row in self._rows)
@@ -354,9 +366,8 @@ class Memory:
         """Add the row of a transition the engine completed as what its parts are made of when
         first read (``source``, by ``parts``; ``ends``: its ``done``, ``terminated`` and
         ``truncated``). The row, whose ``objective`` may be set once it is known."""
-        row = _new(
-            MadeRow
-        )  # (its slots set here, without a call of __init__: a row a game a step)
+        # (its slots set here, without a call of __init__: a row a game a step)
+        row = _new(MadeRow)
         row.muscle_uid = muscle_uid
         row.parts = parts
         row.source = source

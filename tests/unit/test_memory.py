@@ -21,8 +21,8 @@ from palaestra.agent.context import BrainContext, BrainDumps, MuscleContext
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.dummy_objective import DummyObjective
-from palaestra.agent.lazy_rows import RewardRows
-from palaestra.agent.memory import Memory, MemoryShard
+from palaestra.agent.lazy_rows import RewardRows, SensorRow, SetpointRow, ValueParts
+from palaestra.agent.memory import MadeRow, Memory, MemoryShard
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.objective import Objective, objective_values, per_row
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
@@ -787,3 +787,34 @@ def test_a_completed_transitions_row_is_the_row_append_makes() -> None:
     assert [getattr(row, s) for s in slots] == [getattr(expected, s) for s in slots]
     assert list(rewards) == [RewardInformation(2.5, None, "r")] and len(rewards) == 1
     assert made.latest_rewards() == [2.5]
+
+
+def test_a_row_kept_as_its_values_reads_back_as_the_objects_and_keeps_a_part_set() -> None:
+    """``add_values`` keeps a row as what it is made of: its newest rewards read without
+    making it; its parts are made when one is read, and a part set through the muscle's
+    columns before stays set (the others are made, and its rewards are read from it)."""
+    space = Box(-1.0, 1.0, shape=(2,))
+    parts = ValueParts(
+        SensorRow([SensorInformation(None, space, "s")]), 1, SetpointRow({"a": Discrete(2)})
+    )
+    maker, values = RewardRows(SpaceCache()).made([m.InfoDesc("r", None, 2.5)])
+    memory = Memory()
+    for k in range(2):
+        source = ([[0.5, -0.5 * k]], {"a": k}, maker, values)
+        row = memory.add_values("m", parts, source, (k == 1, False, k == 1))
+        row.objective = 0.25 * k
+    first, last = memory._rows
+    assert isinstance(last, MadeRow) and not first.made and not last.made
+    assert memory.latest_rewards() == [2.5] and not last.made
+    columns = memory.muscle_memory("m")
+    assert [s.value.tolist() for s in columns.sensor_readings[0]] == [[0.5, 0.0]]
+    assert first.made and not last.made
+    assert [(a.uid, a.value, a.space) for a in columns.actuator_setpoints[0]] == [
+        ("a", 0, Discrete(2))
+    ]
+    assert [(r.uid, r.value) for r in columns.rewards[0]] == [("r", 2.5)]
+    assert list(columns.dones) == [False, True] and list(columns.objective) == [0.0, 0.25]
+    columns.rewards[1] = [RewardInformation(-1.0, None, "r")]  # (before the row was read)
+    assert last.made and memory.latest_rewards() == [-1.0]
+    assert [s.value.tolist() for s in columns.sensor_readings[1]] == [[0.5, -0.5]]
+    assert [a.value for a in columns.actuator_setpoints[1]] == [1]
