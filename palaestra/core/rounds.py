@@ -44,14 +44,18 @@ from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import send_then
 
 GROUPS = 2
-"""Groups of a worker's games whose rounds overlap where the environment's process may use
-:data:`GROUPS_CPUS` CPUs or more (the runtime config's ``round_groups: auto``; see
-:func:`groups_of`)."""
+"""Groups of a worker's games whose rounds overlap where the runtime config's ``round_groups``
+is ``auto`` and the worker has :data:`GROUPS_GAMES` games or more, or its environment's
+process may use :data:`GROUPS_CPUS` CPUs or more (see :func:`groups_of`)."""
 GROUPS_CPUS = 4
-"""CPUs from which ``round_groups: auto`` plays a worker's games in :data:`GROUPS` groups: on
-2 CPUs, with the store writer, the Muscle and the Brain beside the environment, one group of 64
-CartPoles took 15 % less CPU a step than two and played 4 % more steps a second (16 games:
-22 % less CPU, 1 % fewer steps; ``benchmarks/vector_envs.py``, 2026-12-01)."""
+"""CPUs from which ``round_groups: auto`` plays a worker's games in :data:`GROUPS` groups."""
+GROUPS_GAMES = 192
+"""Games of a worker from which ``round_groups: auto`` plays them in :data:`GROUPS` groups
+whatever the CPUs. On 2 CPUs (``benchmarks/vector_envs.py``, the store writer, the Muscle and
+the Brain beside the environment, 2026-12-01), one group of 64 CartPoles took 15 % less CPU a
+step than two and played 4 % more steps a second (with ``update_lag`` 1 18 % more); 128: 13 %
+less CPU, 2 % fewer steps a second; 192 and 256: two groups played 5 % more steps a second
+for 7 and 9 % more CPU a step."""
 GROUP_MIN = 4
 """Games per group at least: fewer games play in one group (one round at a time)."""
 
@@ -401,14 +405,14 @@ class _Play:
 def groups_of(games: int) -> int:
     """The groups ``games`` play in (see :func:`play_rounds`): as the runtime config's
     ``round_groups`` says (passed to the run's processes in :data:`GROUPS_VAR`), with
-    :data:`GROUP_MIN` games in a group at least; ``auto``: :data:`GROUPS` where this process
-    may use :data:`GROUPS_CPUS` CPUs or more (``cpu_affinity: worker`` gives it one), else
-    one."""
+    :data:`GROUP_MIN` games in a group at least; ``auto``: :data:`GROUPS` from
+    :data:`GROUPS_GAMES` games on, or where this process may use :data:`GROUPS_CPUS` CPUs or
+    more (``cpu_affinity: worker`` gives it one), else one."""
     setting = os.environ.get(GROUPS_VAR, AUTO)
     if setting.isdigit():
         wanted = int(setting)
     else:
-        wanted = GROUPS if _cpus() >= GROUPS_CPUS else 1
+        wanted = GROUPS if games >= GROUPS_GAMES or _cpus() >= GROUPS_CPUS else 1
     return max(1, min(wanted, games // GROUP_MIN))
 
 

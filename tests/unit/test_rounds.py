@@ -486,6 +486,8 @@ play in two groups)."""
         (4, None, 64, 2),
         (16, "auto", 64, 2),
         (16, None, 7, 1),  # (fewer than GROUP_MIN a group: one)
+        (2, None, 128, 1),
+        (1, "auto", 192, 2),  # (from GROUPS_GAMES games: two, whatever the CPUs)
         (2, "2", 64, 2),
         (16, "1", 64, 1),
         (2, "4", 12, 3),
@@ -494,8 +496,8 @@ play in two groups)."""
 def test_a_workers_games_play_in_the_groups_the_runtime_config_and_the_cpus_say(
     cpus: int, setting: str | None, games: int, groups: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``round_groups: auto`` (or unset): two groups where the process may use 4 CPUs or
-    more, else one; a number: that many; at least 4 games a group."""
+    """``round_groups: auto`` (or unset): two groups from 192 games on or where the process
+    may use 4 CPUs or more, else one; a number: that many; at least 4 games a group."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     if setting is None:
         monkeypatch.delenv(GROUPS_VAR, raising=False)

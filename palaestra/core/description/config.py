@@ -103,9 +103,9 @@ class RuntimeConfig:
     round_groups: str = AUTO
     """In how many groups a worker's games (``envs_per_worker`` of 8 or more) play, whose
     rounds overlap: while the agents think about one group's games, the next group's step
-    (see :func:`palaestra.core.rounds.play_rounds`). ``auto``: two where the environment's
-    process may use 4 CPUs or more, else one (on fewer CPUs the overlap costs more CPU than
-    it saves time)."""
+    (see :func:`palaestra.core.rounds.play_rounds`). ``auto``: two from 192 games on, or where
+    the environment's process may use 4 CPUs or more, else one (there, the overlap costs more
+    CPU than it saves time)."""
 
     def dump(self) -> str:
         out = io.StringIO()
