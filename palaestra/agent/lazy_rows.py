@@ -141,11 +141,8 @@ class RewardRows:
         self.make = RewardRow([], spaces)
 
     def __call__(self, rewards: list[m.InfoDesc]) -> Lazy:
-        lazy = _new(Lazy)  # (its slots set here, without a call of __init__: a row a game a step)
-        lazy.make, lazy.source = self.made(rewards)
-        lazy._size = len(rewards)
-        lazy._built = None
-        return lazy
+        make, values = self.made(rewards)
+        return lazy(make, len(rewards), values)
 
     def made(self, rewards: list[m.InfoDesc]) -> tuple[RewardRow, tuple[Any, ...]]:
         """The maker of rewards described as ``rewards`` are (the last one, while it fits),

@@ -339,14 +339,13 @@ class MuscleLanes:
                 memory = game.memory
                 parts = last.parts
                 if parts is not None:  # (a row of its values: its objects made when read)
-                    maker, rewards = reward_rows.made(step.rewards)
-                    source = (last.sensor_values, last.setpoint_values, maker, rewards)
+                    maker, amounts = reward_rows.made(step.rewards)
+                    source = (last.sensor_values, last.setpoint_values, maker, amounts)
                     rows.append(memory.add_values(name, parts, source, ends))
                 else:
-                    row = reward_rows(step.rewards)
-                    rows.append(
-                        memory.add_transition(name, last.sensors, last.setpoints, row, ends)
-                    )
+                    rewards = reward_rows(step.rewards)
+                    row = memory.add_transition(name, last.sensors, last.setpoints, rewards, ends)
+                    rows.append(row)
                 memories.append(memory)
         values = objective_values(process.objective, memories)
         at = 0  # (the next completed transition's row and value)
