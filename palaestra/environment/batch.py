@@ -12,7 +12,8 @@ with :meth:`~palaestra.environment.environment.Environment.update`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -59,18 +60,33 @@ class Batch:
         self.rewards: Memo[tuple[list[m.InfoDesc], str]] = Memo()  # by the values
         self.setpoints: Memo[str] = Memo()  # set point JSON text by the items
 
-    def step(self, moves: Sequence[tuple[World, dict[str, Any], bool]]) -> list[m.EnvState]:
+    def step(
+        self,
+        moves: Sequence[tuple[World, dict[str, Any], bool]],
+        held: list[Callable[[], None]] | None = None,
+    ) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
-        it to stop) at once; each game's state, its row added to the store's rows."""
-        states: list[m.EnvState] = self._step(moves, False)
+        it to stop) at once; each game's state. Their ``world_states`` rows are made now or,
+        with ``held``, when its caller calls what it appended there (after sending the
+        observations, so that the agents act meanwhile)."""
+        states: list[m.EnvState] = self._step(moves, False, held)
         return states
 
-    def stepped(self, moves: Sequence[tuple[World, dict[str, Any], bool]]) -> list[Stepped]:
+    def stepped(
+        self,
+        moves: Sequence[tuple[World, dict[str, Any], bool]],
+        held: list[Callable[[], None]] | None = None,
+    ) -> list[Stepped]:
         """:meth:`step`, each game's state made as the rounds this process plays take it."""
-        states: list[Stepped] = self._step(moves, True)
+        states: list[Stepped] = self._step(moves, True, held)
         return states
 
-    def _step(self, moves: Sequence[tuple[World, dict[str, Any], bool]], made: bool) -> Any:
+    def _step(
+        self,
+        moves: Sequence[tuple[World, dict[str, Any], bool]],
+        made: bool,
+        held: list[Callable[[], None]] | None,
+    ) -> Any:
         """:meth:`step` (``made``: each state a :class:`Stepped`, else an ``EnvState``)."""
         games = [game for game, _, _ in moves]
         first = games[0]
@@ -88,81 +104,49 @@ class Batch:
         first.stepping.end()
         columns = self._sensors(games, batch, count)
         rewards, reward_texts = self._rewards(games, batch, count)
-        done, terminated, truncated = _ends(first, batch, count)
-        return self._states(
-            games, moves, columns, rewards, reward_texts, (done, terminated, truncated), made
+        flags = _ends(first, batch, count)
+        states, ends = self._states(games, columns, rewards, flags, made)
+        # (what the rows read of the games now: their episodes, steps and lateness)
+        rows = partial(
+            self._rows,
+            games,
+            [(game.episode, game.step, game.late_by) for game in games],
+            moves,
+            columns,
+            reward_texts,
+            ends,
         )
+        if held is None:
+            rows()
+        else:
+            held.append(rows)
+        return states
 
     def _states(
         self,
         games: list[World],
-        moves: Sequence[tuple[World, dict[str, Any], bool]],
         columns: list[list[Any]],
         rewards: list[list[m.InfoDesc]],
-        reward_texts: list[str],
         flags: tuple[list[bool], list[bool | None], list[bool | None]],
         made: bool,
-    ) -> list[Any]:
-        """Each game's state (``made``: a :class:`Stepped`) and (if recorded) its
-        ``world_states`` row, in one pass."""
+    ) -> tuple[list[Any], list[tuple[bool, bool | None, bool | None]]]:
+        """Each game's state (``made``: a :class:`Stepped`) and its ends; each game has taken
+        its step."""
         done, terminated, truncated = flags
-        first = self.first
-        uids = first.declared.full_sensor_uids
-        keys = object_keys(uids)
-        out = first.out  # (the round's rows go to the first game's sink)
-        paused = out.switch.paused()
-        every = out.every
-        storing = out.rows.socket is not None  # (its values need no check: ours)
-        environment_id = out.environment_id
-        rows: list[tuple[Any, ...]] = []
-        size = 0
+        uids = self.first.declared.full_sensor_uids
         states: list[Any] = []
-        # each game's sensors and set points as JSON text, encoded a column at a time (when
-        # every step has its row; else the rows' own)
-        texts, setpoint_texts = (
-            self._texts(keys, uids, columns, moves)
-            if storing and not paused and every == 1
-            else (None, None)
-        )
-        each = _game_values(columns, len(games))
+        ends_of = []
         one = ONE
-        for k, (game, values) in enumerate(zip(games, each, strict=True)):
+        for k, (game, values) in enumerate(
+            zip(games, _game_values(columns, len(games)), strict=True)
+        ):
             ends = (
                 _stopped(game, done[k], terminated[k], truncated[k])
                 if game.stop_requested
                 else (done[k], terminated[k], truncated[k])
             )
+            ends_of.append(ends)
             game.advanced(values)
-            if game.out.paused != paused:  # (told to the store in order with the rows)
-                out.rows.add_shaped(rows, size)
-                rows, size = [], 0
-                out.rows.flush()
-                game.recording()
-            # (every step's row: no call a game)
-            if storing and not paused and (every == 1 or recorded(game.step - 1, ends[0], every)):
-                sensors = texts[k] if texts is not None else object_text(keys, uids, values)
-                setpoints = (
-                    setpoint_texts[k]
-                    if setpoint_texts is not None
-                    else self._setpoint_text(moves[k][1])
-                )
-                rows.append(
-                    (
-                        environment_id,
-                        game.worker,
-                        game.episode,
-                        game.step,
-                        sensors,
-                        setpoints,
-                        reward_texts[k],
-                        FLAG[ends[0]],
-                        FLAG[ends[1]],
-                        FLAG[ends[2]],
-                        None,
-                        game.late_by,
-                    )
-                )
-                size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
             if made:  # (a state has a value for each sensor uid, in their order)
                 states.append(
                     Stepped(
@@ -183,8 +167,73 @@ class Batch:
                         truncated=ends[2],
                     )
                 )
+        return states, ends_of
+
+    def _rows(
+        self,
+        games: list[World],
+        steps: list[tuple[int, int, float | None]],
+        moves: Sequence[tuple[World, dict[str, Any], bool]],
+        columns: list[list[Any]],
+        reward_texts: list[str],
+        ends_of: list[tuple[bool, bool | None, bool | None]],
+    ) -> None:
+        """The ``world_states`` rows of the games' steps (``steps``: each game's episode, step
+        and how late it began), shaped for the round in one pass."""
+        first = self.first
+        uids = first.declared.full_sensor_uids
+        keys = object_keys(uids)
+        out = first.out  # (the round's rows go to the first game's sink)
+        paused = out.switch.paused()
+        every = out.every
+        storing = out.rows.socket is not None  # (its values need no check: ours)
+        environment_id = out.environment_id
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        # each game's sensors and set points as JSON text, encoded a column at a time (when
+        # every step has its row; else the rows' own)
+        texts, setpoint_texts = (
+            self._texts(keys, uids, columns, moves)
+            if storing and not paused and every == 1
+            else (None, None)
+        )
+        for k, (game, (episode, step, late_by)) in enumerate(zip(games, steps, strict=True)):
+            ends = ends_of[k]
+            if game.out.paused != paused:  # (told to the store in order with the rows)
+                out.rows.add_shaped(rows, size)
+                rows, size = [], 0
+                out.rows.flush()
+                game.recording()
+            # (every step's row: no call a game)
+            if storing and not paused and (every == 1 or recorded(step - 1, ends[0], every)):
+                sensors = (
+                    texts[k]
+                    if texts is not None
+                    else object_text(keys, uids, [column[k] for column in columns])
+                )
+                setpoints = (
+                    setpoint_texts[k]
+                    if setpoint_texts is not None
+                    else self._setpoint_text(moves[k][1])
+                )
+                rows.append(
+                    (
+                        environment_id,
+                        game.worker,
+                        episode,
+                        step,
+                        sensors,
+                        setpoints,
+                        reward_texts[k],
+                        FLAG[ends[0]],
+                        FLAG[ends[1]],
+                        FLAG[ends[2]],
+                        None,
+                        late_by,
+                    )
+                )
+                size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
         out.rows.add_shaped(rows, size)
-        return states
 
     def _texts(
         self,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import zmq
@@ -24,12 +25,12 @@ from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.supervision.watch import Waiting, watch
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.channel import Channel, Listener, PeerGone
+from palaestra.core.wire.channel import Channel, Listener, PeerGone, send_then
 from palaestra.core.wire.records import RowSink, connect_store
 from palaestra.core.wire.transport import endpoint_for, link_for, with_link
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.batch import Batch, stepped_in_batches
-from palaestra.environment.lanes import play_lanes, restart_worlds, step_worlds
+from palaestra.environment.lanes import made, play_lanes, restart_worlds, step_worlds
 from palaestra.environment.world import World, same_world
 
 LOG = logging.getLogger(__name__)
@@ -191,12 +192,14 @@ class EnvironmentProcess(Component):
         except PeerGone:
             self.selector.discard(link)
             return
+        held: list[Callable[[], None]] = []  # the step's rows, made once the answer is out
         if isinstance(message, m.EnvRound):
             states = step_worlds(
                 self.games,
                 self.batch,
                 list(zip(message.games, message.setpoints, message.stop, strict=True)),
                 message.late_by,
+                held,
             )
             answer: m.Msg = m.EnvRoundDone(states=states)
         elif isinstance(message, m.EnvRestart):
@@ -204,8 +207,11 @@ class EnvironmentProcess(Component):
             answer = self._games(message.games)
         else:
             raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
+        send_then(partial(self._answer, link, m.encode(answer)), partial(made, held))
+
+    def _answer(self, link: Channel, data: bytes) -> None:
         try:
-            link.send(m.encode(answer))
+            link.send(data)
         except PeerGone:  # its parent reports why
             self.selector.discard(link)
 

@@ -82,7 +82,7 @@ class Worlds:
             local.append((index, merged, stop))
         games = self.games
         if self.batch is not None and local:  # (made as the rounds take them: no EnvState)
-            return self.batch.stepped(_batched(games, local, late_by))
+            return self.batch.stepped(_batched(games, local, late_by), self.held)
         states = step_worlds(games, None, local, late_by, self.held)
         one = ONE
         return [  # (a state has a value for each sensor uid, in their order: zip, not strict)
@@ -97,9 +97,13 @@ class Worlds:
         ]
 
     def sent(self) -> None:
-        held = self.held
-        while held:  # (each taken before it runs: one that fails is not run again)
-            held.pop(0)()
+        made(self.held)
+
+
+def made(held: list[Callable[[], None]]) -> None:
+    """Make what waited for a round's observations to be out (its rows), in order."""
+    while held:  # (each taken before it runs: one that fails is not run again)
+        held.pop(0)()
 
 
 def restart_worlds(worlds: list[World], games: Sequence[int]) -> None:
@@ -121,7 +125,7 @@ def step_worlds(
     ``update_batch``) or one by one; each world's state. With ``held``, a world stepped alone
     leaves its row to be made there (see :meth:`World.update`)."""
     if batch is not None and moves:
-        return batch.step(_batched(worlds, moves, late_by))
+        return batch.step(_batched(worlds, moves, late_by), held)
     states = []
     for index, setpoints, stop in moves:
         world = worlds[index]
