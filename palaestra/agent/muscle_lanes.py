@@ -153,6 +153,7 @@ class MuscleLanes:
         self.keys: list[str] = []
         self.rewards = RewardRows(process.schema.spaces)  # a memory row's, built when read
         self.stats: Callable[[], object] | None = None  # a round's statistics, stored once sent
+        self.rows: Callable[[], object] | None = None  # its muscle_actions rows, made once sent
 
     @property
     def by_columns(self) -> bool:
@@ -200,17 +201,26 @@ class MuscleLanes:
         of an episode that ended leave the Muscle with its end (a run killed later keeps
         them)."""
         ends = message.last or any([step.done for step in message.steps])
-        answer, learn = self.round(message, ends)
+        try:
+            answer, learn = self.round(message, ends)
+        except BaseException:  # (a Muscle that fails to act keeps the transitions' rows)
+            rows, self.rows = self.rows, None
+            if rows is not None:
+                with contextlib.suppress(Exception):
+                    rows()
+            raise
         if ends:  # its rows are complete before the answer (see round)
             self._push()
         stats, self.stats = self.stats, None  # (stored after sending: see _answer)
+        rows, self.rows = self.rows, None  # (made after sending: see round)
+        after = stats if rows is None else rows if stats is None else partial(_both, rows, stats)
         if send is None:
-            if stats is not None:
-                stats()
-        elif stats is None:
+            if after is not None:
+                after()
+        elif after is None:
             send(answer)
-        else:
-            send_then(partial(send, answer), stats)
+        else:  # (also if sending fails: what a stop pushes keeps them)
+            send_then(partial(send, answer), after)
         if learn is not None:
             learn()
         return answer
@@ -277,7 +287,9 @@ class MuscleLanes:
                 later = partial(self._learn, entries, False)
             each = self._act(acting, setpoints, stop)
             return self._answer(message, setpoints, stop, each, ends), later
-        inputs = self._learn(entries, not acting, acting)  # (made while the Brain thinks)
+        # (what the Muscle is given made while the Brain thinks; the round's rows once its
+        # answer is sent, while the games step, unless it ends an episode)
+        inputs = self._learn(entries, not acting, acting, later_rows=not ends)
         each = bool(acting) and self._act(acting, setpoints, stop, inputs)
         return self._answer(message, setpoints, stop, each, ends), None
 
@@ -305,17 +317,24 @@ class MuscleLanes:
         return entries, acting
 
     def _learn(
-        self, entries: list[_Entry], all_done: bool, acting: Sequence[_Acting] = ()
+        self,
+        entries: list[_Entry],
+        all_done: bool,
+        acting: Sequence[_Acting] = (),
+        later_rows: bool = False,
     ) -> _Inputs | _Columns | None:
         """Complete each game's transition and tell the Brain; while it thinks, shape the
-        round's rows and make what the Muscle is given for the games ``acting`` (returned;
-        None if none act)."""
+        round's rows (``later_rows``: once the answer is sent, :attr:`rows`) and make what the
+        Muscle is given for the games ``acting`` (returned; None if none act)."""
         items, kept = self._complete_all(entries)
         inputs: _Inputs | _Columns | None = None
+        if later_rows and kept:
+            self.rows = partial(self._rows, kept)
 
         def meanwhile() -> None:
             nonlocal inputs
-            self._rows(kept)
+            if not later_rows:
+                self._rows(kept)
             if acting:
                 inputs = self._inputs(acting)
 
@@ -815,3 +834,11 @@ def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
     costs less than a key to keep it by)."""
     values = {r.uid: r.value for r in rewards}
     return json_text(values), reward_total(values.values())
+
+
+def _both(first: Callable[[], object], then: Callable[[], object]) -> None:
+    """``first``, then ``then`` (also if ``first`` failed: its error is raised)."""
+    try:
+        first()
+    finally:
+        then()

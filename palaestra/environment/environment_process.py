@@ -193,6 +193,11 @@ class EnvironmentProcess(Component):
             self.selector.discard(link)
             return
         held: list[Callable[[], None]] = []  # the step's rows, made once the answer is out
+        send_then(partial(self._answer, link, message, held), partial(made, held))
+
+    def _answer(self, link: Channel, message: m.Message, held: list[Callable[[], None]]) -> None:
+        """Answer the controller's ``message`` on ``link``; the rows of the games stepped go
+        to ``held`` (a failure on the way keeps those of the games stepped before it)."""
         if isinstance(message, m.EnvRound):
             states = step_worlds(
                 self.games,
@@ -207,11 +212,8 @@ class EnvironmentProcess(Component):
             answer = self._games(message.games)
         else:
             raise TypeError(f"{self.name}: {type(message).__name__} from {link.peer}")
-        send_then(partial(self._answer, link, m.encode(answer)), partial(made, held))
-
-    def _answer(self, link: Channel, data: bytes) -> None:
         try:
-            link.send(data)
+            link.send(m.encode(answer))
         except PeerGone:  # its parent reports why
             self.selector.discard(link)
 

@@ -5,6 +5,7 @@ agent, what N workers of one game write, under every order of turns."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -22,7 +23,7 @@ from palaestra.agent.muscle_schema import COLUMN_CHECK
 from palaestra.core.description.config import GROUPS_VAR
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
 from palaestra.core.nonfinite import json_text
-from palaestra.core.plugin import PluginContractError
+from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.rounds import groups_of
 from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
@@ -321,6 +322,99 @@ def test_a_steps_rows_are_made_while_the_next_link_works(monkeypatch: pytest.Mon
     assert transitions == [step - 1 for kind, step in events if kind == "told"]
     for step in transitions:
         assert order[("told", step + 1)] < order[("muscle row", step)], step
+
+
+@pytest.mark.parametrize("seeds", [SEEDS[:1], SEEDS])
+def test_a_rounds_rows_are_made_once_its_message_is_out(
+    seeds: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment makes a round's world_states rows (a batch of games too) once the
+    round's observations are sent, and a Muscle its muscle_actions rows once its answer is
+    sent (update_lag 0), while the other side works; but in a round that ends an episode the
+    Muscle makes them before it answers (they leave with the end)."""
+    events: list[tuple[Any, ...]] = []
+    answer, add, add_shaped = MuscleLanes.answer, RowRecorder.add, RowRecorder.add_shaped
+
+    def answered(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
+        events.extend(
+            ("observed", lane, step.step)
+            for lane, step in zip(message.lanes, message.steps, strict=True)
+        )
+        events.append(("round", any(step.done for step in message.steps)))
+
+        def sent(reply: m.LaneActions) -> None:
+            events.append(("answered",))
+            if send is not None:
+                send(reply)
+
+        return answer(lanes, message, sent)
+
+    def world_row(sink: RowRecorder, row: Any) -> None:
+        events.append(("world row", row.step))
+        add(sink, row)
+
+    def shaped(sink: RowRecorder, rows: list[tuple[Any, ...]], size: int) -> None:
+        if sink.table == "muscle_actions":
+            events.append(("muscle rows",))
+        else:  # (a batch's, by lane)
+            events.extend(("world row", row[1], row[3]) for row in rows)
+        add_shaped(sink, rows, size)
+
+    monkeypatch.setattr(MuscleLanes, "answer", answered)
+    monkeypatch.setattr(RowRecorder, "add", world_row)
+    monkeypatch.setattr(RowRecorder, "add_shaped", shaped)
+    environment = "palaestra.environment.cartpole:CartPole"  # (several: one batch)
+    rounds = play(0, seeds, "AllAct", 2, agents=AGENTS[:1], environment=environment, stored=True)
+    assert (rounds.environment.batch is not None) == (len(seeds) > 1)
+    order = {event: k for k, event in enumerate(events)}
+    rows = [event for event in events if event[0] == "world row"]
+    assert len(rows) == sum(len(game.out.rows.recorded) for game in rounds.environment.games)
+    for row in rows:  # (game of lane l observes its step s after its s-th world step)
+        observed = ("observed", *row[1:]) if len(row) == 3 else ("observed", 0, row[1])
+        assert order[observed] < order[row], row
+    rounds_at = [k for k, event in enumerate(events) if event[0] == "round"] + [len(events)]
+    seen = set()
+    for start, end in itertools.pairwise(rounds_at):
+        kinds = [event[0] for event in events[start:end]]
+        if "muscle rows" in kinds:
+            ends = events[start][1]
+            made_first = kinds.index("muscle rows") < kinds.index("answered")
+            assert made_first == ends, (start, kinds)
+            seen.add(ends)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize(
+    ("seeds", "completed"),
+    [(SEEDS[:1], [(0, 0), (0, 1), (0, 2), (0, 3)]), (SEEDS, [(0, 0), (1, 0), (2, 0)])],
+)
+def test_a_muscle_that_fails_to_act_keeps_the_rows_of_the_transitions_it_completed(
+    seeds: tuple[int, ...], completed: list[tuple[int, int]]
+) -> None:
+    """A Muscle makes a round's rows once its answer is out; one whose ``propose_actions``
+    (called for each game) fails on its fifth call completed the transitions of the steps it
+    acted on before (the round's observations complete them before it acts): their rows are
+    kept. One game: four steps acted on; three: the first step of each."""
+    failing = AgentSpec(
+        name="one",
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name="tests.plugins.row_probes:FailAtStepMuscle", params={"at": 5}),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=("pole.state",),
+        actuators=("pole.push",),
+    )
+    rows: list[Any] = []
+    with pytest.raises(PluginError, match="FailAtStepMuscle.propose_actions"):
+        play(0, seeds, "AllAct", 1, agents=[failing], sink=lambda table: Kept(table, rows))
+    assert sorted((row["worker"], row["step"]) for row in rows) == completed
+
+
+class Kept(RowRecorder):
+    """A row recorder whose rows outlive a play that failed (in ``rows``)."""
+
+    def __init__(self, table: str, rows: list[Any]) -> None:
+        super().__init__(table)
+        self.recorded = rows
 
 
 @pytest.mark.parametrize("stop", [Stopped, RuntimeError])
