@@ -196,24 +196,24 @@ class MuscleLanes:
     def answer(
         self, message: m.AgentSteps, send: Callable[[m.LaneActions], object] | None = None
     ) -> m.LaneActions:
-        """Play the round, ``send`` its answer (if given) and return it; what is left of the
-        round (``update_lag`` 1) after sending, while the games step. The rows and statistics
-        of an episode that ended leave the Muscle with its end (a run killed later keeps
-        them)."""
+        """Play the round, ``send`` its answer (if given) and return it. What waits for the
+        answer to be out is done after sending, while the games step: the round's rows and
+        statistics (see :meth:`round`), and with ``update_lag`` 1 what is left of the round.
+        The rows and statistics of an episode that ended leave the Muscle with its end (a run
+        killed later keeps them); a Muscle that fails to act keeps the rows of the transitions
+        it completed."""
         ends = message.last or any([step.done for step in message.steps])
         try:
             answer, learn = self.round(message, ends)
-        except BaseException:  # (a Muscle that fails to act keeps the transitions' rows)
-            rows, self.rows = self.rows, None
-            if rows is not None:
+        except BaseException:
+            held = self._held()
+            if held is not None:
                 with contextlib.suppress(Exception):
-                    rows()
+                    held()
             raise
         if ends:  # its rows are complete before the answer (see round)
             self._push()
-        stats, self.stats = self.stats, None  # (stored after sending: see _answer)
-        rows, self.rows = self.rows, None  # (made after sending: see round)
-        after = stats if rows is None else rows if stats is None else partial(_both, rows, stats)
+        after = self._held()
         if send is None:
             if after is not None:
                 after()
@@ -227,6 +227,15 @@ class MuscleLanes:
 
     def _push(self) -> None:
         self.process.out.push()
+
+    def _held(self) -> Callable[[], object] | None:
+        """What waits for the round's answer to be out (each taken: done once): its rows, then
+        its statistics (also if the rows fail, whose error is raised)."""
+        rows, self.rows = self.rows, None
+        stats, self.stats = self.stats, None
+        if rows is None or stats is None:
+            return rows or stats
+        return partial(send_then, rows, stats)
 
     def _encoded(self, message: m.AgentSteps, answer: m.LaneActions) -> bytes:
         """The answer to send; set points that cannot be sent fail the round naming the
@@ -259,7 +268,10 @@ class MuscleLanes:
         transitions and tells the Brain after answering: while the games step. In a round
         that ends an episode the transitions (their rows) are completed before the answer:
         the environment tells of the end once its agents answered, and by then its rows must
-        be the Muscle's to push; only the Brain is told after answering.
+        be the Muscle's to push; only the Brain is told after answering. Otherwise the Muscle
+        completes the transitions and tells its Brain before it acts, and shapes the round's
+        ``muscle_actions`` rows once its answer is sent (:attr:`rows`), unless the round ends
+        an episode (then while the Brain thinks).
         """
         process = self.process
         count = len(message.steps)
@@ -834,11 +846,3 @@ def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
     costs less than a key to keep it by)."""
     values = {r.uid: r.value for r in rewards}
     return json_text(values), reward_total(values.values())
-
-
-def _both(first: Callable[[], object], then: Callable[[], object]) -> None:
-    """``first``, then ``then`` (also if ``first`` failed: its error is raised)."""
-    try:
-        first()
-    finally:
-        then()

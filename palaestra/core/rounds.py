@@ -84,7 +84,8 @@ class Table(Protocol):
 
     def sent(self) -> None:
         """The observations of the games just stepped are out: what could wait for that (the
-        steps' rows) is done now, while the agents act."""
+        steps' rows) is done now, while the agents act, and before any game steps or restarts
+        again (the rounds call it after each round's send, and after a failure)."""
 
 
 class Players(Protocol):

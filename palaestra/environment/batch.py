@@ -67,8 +67,9 @@ class Batch:
     ) -> list[m.EnvState]:
         """Step the games of ``moves`` (game, its merged set points, whether an agent asked
         it to stop) at once; each game's state. Their ``world_states`` rows are made now or,
-        with ``held``, when its caller calls what it appended there (after sending the
-        observations, so that the agents act meanwhile)."""
+        with ``held``, when its caller calls what it appended there: after sending the
+        observations, so that the agents act meanwhile, and before any of these games steps
+        or restarts again (the rows are those of this step, whatever the games read then)."""
         states: list[m.EnvState] = self._step(moves, False, held)
         return states
 
@@ -105,14 +106,17 @@ class Batch:
         columns = self._sensors(games, batch, count)
         rewards, reward_texts = self._rewards(games, batch, count)
         flags = _ends(first, batch, count)
-        states, ends = self._states(games, columns, rewards, flags, made)
-        # (what the rows read of the games now: their episodes, steps and lateness)
+        states, each, ends = self._states(games, columns, rewards, flags, made)
+        # (what the rows are of, as it stands now: each game's episode, step and lateness, the
+        # sensors, whether recording is paused)
+        taken = (first.declared.full_sensor_uids, first.out.switch.paused())
         rows = partial(
             self._rows,
             games,
             [(game.episode, game.step, game.late_by) for game in games],
+            taken,
             moves,
-            columns,
+            (columns, each),
             reward_texts,
             ends,
         )
@@ -129,17 +133,16 @@ class Batch:
         rewards: list[list[m.InfoDesc]],
         flags: tuple[list[bool], list[bool | None], list[bool | None]],
         made: bool,
-    ) -> tuple[list[Any], list[tuple[bool, bool | None, bool | None]]]:
-        """Each game's state (``made``: a :class:`Stepped`) and its ends; each game has taken
-        its step."""
+    ) -> tuple[list[Any], list[list[Any]], list[tuple[bool, bool | None, bool | None]]]:
+        """Each game's state (``made``: a :class:`Stepped`), sensor values and ends; each game
+        has taken its step."""
         done, terminated, truncated = flags
         uids = self.first.declared.full_sensor_uids
         states: list[Any] = []
         ends_of = []
         one = ONE
-        for k, (game, values) in enumerate(
-            zip(games, _game_values(columns, len(games)), strict=True)
-        ):
+        each = _game_values(columns, len(games))
+        for k, (game, values) in enumerate(zip(games, each, strict=True)):
             ends = (
                 _stopped(game, done[k], terminated[k], truncated[k])
                 if game.stop_requested
@@ -167,24 +170,26 @@ class Batch:
                         truncated=ends[2],
                     )
                 )
-        return states, ends_of
+        return states, each, ends_of
 
     def _rows(
         self,
         games: list[World],
         steps: list[tuple[int, int, float | None]],
+        taken: tuple[list[str], bool],
         moves: Sequence[tuple[World, dict[str, Any], bool]],
-        columns: list[list[Any]],
+        values: tuple[list[list[Any]], list[list[Any]]],
         reward_texts: list[str],
         ends_of: list[tuple[bool, bool | None, bool | None]],
     ) -> None:
         """The ``world_states`` rows of the games' steps (``steps``: each game's episode, step
-        and how late it began), shaped for the round in one pass."""
-        first = self.first
-        uids = first.declared.full_sensor_uids
+        and how late it began; ``taken``: the sensors' full uids and whether recording was
+        paused at the step; ``values``: the sensors' columns and each game's values), shaped
+        for the round in one pass."""
+        uids, paused = taken
+        columns, each = values
         keys = object_keys(uids)
-        out = first.out  # (the round's rows go to the first game's sink)
-        paused = out.switch.paused()
+        out = self.first.out  # (the round's rows go to the first game's sink)
         every = out.every
         storing = out.rows.socket is not None  # (its values need no check: ours)
         environment_id = out.environment_id
@@ -203,14 +208,10 @@ class Batch:
                 out.rows.add_shaped(rows, size)
                 rows, size = [], 0
                 out.rows.flush()
-                game.recording()
+                game.out.recording(episode, step)
             # (every step's row: no call a game)
             if storing and not paused and (every == 1 or recorded(step - 1, ends[0], every)):
-                sensors = (
-                    texts[k]
-                    if texts is not None
-                    else object_text(keys, uids, [column[k] for column in columns])
-                )
+                sensors = texts[k] if texts is not None else object_text(keys, uids, each[k])
                 setpoints = (
                     setpoint_texts[k]
                     if setpoint_texts is not None

@@ -66,6 +66,8 @@ class Worlds:
         restart_worlds(self.games, games)
 
     def step(self, moves: list[Move], late_by: float | None) -> list[Stepped]:
+        # (the rows of the last step are made, by sent, before a game steps again)
+        assert not self.held, "a round's rows are made before its games step again"
         acts_here, own = self.acts_here, self.own
         local = []
         for index, chosen in moves:
@@ -122,8 +124,9 @@ def step_worlds(
 ) -> list[m.EnvState]:
     """Step each move's world (its index, its set points by the environment's own ids,
     whether an agent asked the step to be the game's last) at once (``batch``, the class's
-    ``update_batch``) or one by one; each world's state. With ``held``, a world stepped alone
-    leaves its row to be made there (see :meth:`World.update`)."""
+    ``update_batch``) or one by one; each world's state. With ``held``, the steps' rows are
+    left there to be made once the states are sent, before the worlds step or restart again
+    (see :meth:`World.update` and :meth:`Batch.step`)."""
     if batch is not None and moves:
         return batch.step(_batched(worlds, moves, late_by), held)
     states = []

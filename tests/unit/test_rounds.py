@@ -28,7 +28,7 @@ from palaestra.core.rounds import groups_of
 from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
-from palaestra.testing import LocalRounds, RowRecorder, brain_link
+from palaestra.testing import FakeLink, LocalRounds, RowRecorder, brain_link
 from tests.plugins.games import ColumnMuscle, RoundObjective
 
 CARTPOLE = "tests.plugins.games:PerGameCartPole"  # (stepped game by game)
@@ -324,21 +324,25 @@ def test_a_steps_rows_are_made_while_the_next_link_works(monkeypatch: pytest.Mon
         assert order[("told", step + 1)] < order[("muscle row", step)], step
 
 
-@pytest.mark.parametrize("seeds", [SEEDS[:1], SEEDS])
+@pytest.mark.parametrize(("games", "groups"), [(1, "1"), (3, "1"), (8, "2")])
 def test_a_rounds_rows_are_made_once_its_message_is_out(
-    seeds: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+    games: int, groups: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The environment makes a round's world_states rows (a batch of games too) once the
-    round's observations are sent, and a Muscle its muscle_actions rows once its answer is
-    sent (update_lag 0), while the other side works; but in a round that ends an episode the
-    Muscle makes them before it answers (they leave with the end)."""
+    """The environment makes a round's world_states rows (a batch of games too, in one group
+    or two) once the round's observations are sent and before its games step again, and a
+    Muscle its muscle_actions rows once its answer is sent (update_lag 0), while the other
+    side works; but in a round that ends an episode the Muscle makes them before it answers
+    (they leave with the end)."""
+    monkeypatch.setenv(GROUPS_VAR, groups)
     events: list[tuple[Any, ...]] = []
     answer, add, add_shaped = MuscleLanes.answer, RowRecorder.add, RowRecorder.add_shaped
 
     def answered(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
         events.extend(
-            ("observed", lane, step.step)
-            for lane, step in zip(message.lanes, message.steps, strict=True)
+            ("observed", lane, episode, step.step)
+            for lane, episode, step in zip(
+                message.lanes, message.episodes, message.steps, strict=True
+            )
         )
         events.append(("round", any(step.done for step in message.steps)))
 
@@ -350,28 +354,35 @@ def test_a_rounds_rows_are_made_once_its_message_is_out(
         return answer(lanes, message, sent)
 
     def world_row(sink: RowRecorder, row: Any) -> None:
-        events.append(("world row", row.step))
+        events.append(("world row", 0, row.episode, row.step))
         add(sink, row)
 
     def shaped(sink: RowRecorder, rows: list[tuple[Any, ...]], size: int) -> None:
         if sink.table == "muscle_actions":
             events.append(("muscle rows",))
         else:  # (a batch's, by lane)
-            events.extend(("world row", row[1], row[3]) for row in rows)
+            events.extend(("world row", row[1], row[2], row[3]) for row in rows)
         add_shaped(sink, rows, size)
 
     monkeypatch.setattr(MuscleLanes, "answer", answered)
     monkeypatch.setattr(RowRecorder, "add", world_row)
     monkeypatch.setattr(RowRecorder, "add_shaped", shaped)
+    seeds = tuple(range(11, 11 + games))
     environment = "palaestra.environment.cartpole:CartPole"  # (several: one batch)
     rounds = play(0, seeds, "AllAct", 2, agents=AGENTS[:1], environment=environment, stored=True)
-    assert (rounds.environment.batch is not None) == (len(seeds) > 1)
+    assert (rounds.environment.batch is not None) == (games > 1)
     order = {event: k for k, event in enumerate(events)}
+    noted = [event for event in events if event[0] in ("observed", "world row")]
+    assert len(set(noted)) == len(noted)  # (each observation and row once)
     rows = [event for event in events if event[0] == "world row"]
-    assert len(rows) == sum(len(game.out.rows.recorded) for game in rounds.environment.games)
-    for row in rows:  # (game of lane l observes its step s after its s-th world step)
-        observed = ("observed", *row[1:]) if len(row) == 3 else ("observed", 0, row[1])
-        assert order[observed] < order[row], row
+    assert {(lane, episode) for _, lane, episode, _ in rows} == {
+        (lane, episode) for lane in range(games) for episode in range(2)
+    }
+    for _, lane, episode, step in rows:  # (step s of a game is its observation s)
+        row = order[("world row", lane, episode, step)]
+        assert order[("observed", lane, episode, step)] < row, (lane, episode, step)
+        following = order.get(("observed", lane, episode, step + 1))  # (its next step's)
+        assert following is None or row < following, (lane, episode, step)
     rounds_at = [k for k, event in enumerate(events) if event[0] == "round"] + [len(events)]
     seen = set()
     for start, end in itertools.pairwise(rounds_at):
@@ -382,6 +393,72 @@ def test_a_rounds_rows_are_made_once_its_message_is_out(
             assert made_first == ends, (start, kinds)
             seen.add(ends)
     assert seen == {True, False}
+
+
+@pytest.mark.parametrize("environment", [CARTPOLE, "palaestra.environment.cartpole:CartPole"])
+def test_an_environment_the_controller_steps_makes_the_rows_once_its_answer_is_out(
+    environment: str,
+) -> None:
+    """Stepped by the simulation controller (one ``EnvRound`` a round), the environment makes
+    the round's world_states rows after it sent ``EnvRoundDone`` (game by game, or a batch);
+    an answer that cannot be sent keeps them."""
+    env = EnvironmentProcess(
+        "Environment-pole-0",
+        environment=EnvironmentSpec(name=environment, uid="pole", params={"max_steps": 15}),
+        environment_id=1,
+        worker=0,
+        seed=SEEDS[0],
+        store_endpoint=None,
+        lane_seeds=SEEDS,
+    )
+    events: list[str] = []
+    for game in env.games:
+        game.out.rows = Noted("world_states", events)
+        game.out.rows.socket = STORED  # type: ignore[assignment]
+    LocalRounds(env).start()
+    assert (env.batch is not None) == (environment != CARTPOLE)
+    link = Answers("SimulationController-0", events)
+    round_of = m.EnvRound(games=[0, 1, 2], setpoints=[{"push": 1}] * 3, stop=[False] * 3)
+    link.put(round_of)
+    env._from_link(link)
+    assert events == ["answered", "row", "row", "row"]
+    assert isinstance(link.sent[-1], m.EnvRoundDone) and len(link.sent[-1].states) == 3
+    link.fails = True
+    link.put(round_of)
+    with pytest.raises(RuntimeError, match="the link broke"):
+        env._from_link(link)
+    assert events[4:] == ["row", "row", "row"]
+
+
+class Noted(RowRecorder):
+    """A row recorder that notes each row it takes (``row``) in ``events``."""
+
+    def __init__(self, table: str, events: list[str]) -> None:
+        super().__init__(table)
+        self.events = events
+
+    def add(self, row: Any) -> None:
+        self.events.append("row")
+        super().add(row)
+
+    def add_shaped(self, rows: list[tuple[Any, ...]], size: int) -> None:
+        self.events.extend("row" for _ in rows)
+        super().add_shaped(rows, size)
+
+
+class Answers(FakeLink):
+    """The controller's link: notes each answer sent (``answered``), or (``fails``) breaks."""
+
+    def __init__(self, peer: str, events: list[str]) -> None:
+        super().__init__(peer)
+        self.events = events
+        self.fails = False
+
+    def send(self, data: bytes) -> None:
+        if self.fails:
+            raise RuntimeError("the link broke")
+        self.events.append("answered")
+        super().send(data)
 
 
 @pytest.mark.parametrize(
@@ -417,12 +494,13 @@ class Kept(RowRecorder):
         self.recorded = rows
 
 
+@pytest.mark.parametrize("games", [1, 3])
 @pytest.mark.parametrize("stop", [Stopped, RuntimeError])
 def test_a_stop_or_a_failure_keeps_the_rows_of_the_steps_taken(
-    stop: type[BaseException], monkeypatch: pytest.MonkeyPatch
+    stop: type[BaseException], games: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stop request (or a failure) that interrupts the rounds while a step's row is held
-    (its observations being sent) keeps that row."""
+    """A stop request (or a failure) that interrupts the rounds while a step's rows are held
+    (its observations being sent) keeps those rows: a game's, or a batch's."""
     answer = MuscleLanes.answer
 
     def stopped(lanes: MuscleLanes, message: m.AgentSteps, send: Any = None) -> m.LaneActions:
@@ -431,11 +509,22 @@ def test_a_stop_or_a_failure_keeps_the_rows_of_the_steps_taken(
         return answer(lanes, message, send)
 
     monkeypatch.setattr(MuscleLanes, "answer", stopped)
-    rows: list[Any] = []
-    monkeypatch.setattr(RowRecorder, "add", lambda sink, row: rows.append(row))
+    steps: list[tuple[int, int]] = []
+    monkeypatch.setattr(RowRecorder, "add", lambda sink, row: steps.append((0, row.step)))
+    shaped = RowRecorder.add_shaped
+
+    def batch_rows(sink: RowRecorder, rows: list[tuple[Any, ...]], size: int) -> None:
+        if sink.table == "world_states":
+            steps.extend((row[1], row[3]) for row in rows)
+        shaped(sink, rows, size)
+
+    monkeypatch.setattr(RowRecorder, "add_shaped", batch_rows)
+    environment = "palaestra.environment.cartpole:CartPole"  # (several: one batch)
     with pytest.raises(stop):
-        play(0, SEEDS[:1], "AllAct", episodes=1, agents=AGENTS[:1])
-    assert [row.step for row in rows] == [1, 2, 3, 4, 5]
+        play(
+            0, SEEDS[:games], "AllAct", 1, agents=AGENTS[:1], environment=environment, stored=True
+        )
+    assert sorted(steps) == [(lane, step) for lane in range(games) for step in range(1, 6)]
 
 
 @pytest.mark.parametrize(
