@@ -69,7 +69,7 @@ class Batch:
         it to stop) at once; each game's state. Their ``world_states`` rows are made now or,
         with ``held``, when its caller calls what it appended there: after sending the
         observations, so that the agents act meanwhile, and before any of these games steps
-        or restarts again (the rows are those of this step, whatever the games read then)."""
+        or restarts again (the rows read each game's episode, step and lateness then)."""
         states: list[m.EnvState] = self._step(moves, False, held)
         return states
 
@@ -107,13 +107,12 @@ class Batch:
         rewards, reward_texts = self._rewards(games, batch, count)
         flags = _ends(first, batch, count)
         states, each, ends = self._states(games, columns, rewards, flags, made)
-        # (what the rows are of, as it stands now: each game's episode, step and lateness, the
-        # sensors, whether recording is paused)
+        # (the sensors and whether recording is paused, as at the step; each game's episode,
+        # step and lateness are read when the rows are made, before the game steps again)
         taken = (first.declared.full_sensor_uids, first.out.switch.paused())
         rows = partial(
             self._rows,
             games,
-            [(game.episode, game.step, game.late_by) for game in games],
             taken,
             moves,
             (columns, each),
@@ -175,17 +174,15 @@ class Batch:
     def _rows(
         self,
         games: list[World],
-        steps: list[tuple[int, int, float | None]],
         taken: tuple[list[str], bool],
         moves: Sequence[tuple[World, dict[str, Any], bool]],
         values: tuple[list[list[Any]], list[list[Any]]],
         reward_texts: list[str],
         ends_of: list[tuple[bool, bool | None, bool | None]],
     ) -> None:
-        """The ``world_states`` rows of the games' steps (``steps``: each game's episode, step
-        and how late it began; ``taken``: the sensors' full uids and whether recording was
-        paused at the step; ``values``: the sensors' columns and each game's values), shaped
-        for the round in one pass."""
+        """The ``world_states`` rows of the games' last steps (``taken``: the sensors' full uids
+        and whether recording was paused at the step; ``values``: the sensors' columns and each
+        game's values), shaped for the round in one pass."""
         uids, paused = taken
         columns, each = values
         keys = object_keys(uids)
@@ -202,13 +199,14 @@ class Batch:
             if storing and not paused and every == 1
             else (None, None)
         )
-        for k, (game, (episode, step, late_by)) in enumerate(zip(games, steps, strict=True)):
+        for k, game in enumerate(games):
             ends = ends_of[k]
+            step = game.step
             if game.out.paused != paused:  # (told to the store in order with the rows)
                 out.rows.add_shaped(rows, size)
                 rows, size = [], 0
                 out.rows.flush()
-                game.out.recording(episode, step)
+                game.recording()
             # (every step's row: no call a game)
             if storing and not paused and (every == 1 or recorded(step - 1, ends[0], every)):
                 sensors = texts[k] if texts is not None else object_text(keys, uids, each[k])
@@ -221,7 +219,7 @@ class Batch:
                     (
                         environment_id,
                         game.worker,
-                        episode,
+                        game.episode,
                         step,
                         sensors,
                         setpoints,
@@ -230,7 +228,7 @@ class Batch:
                         FLAG[ends[1]],
                         FLAG[ends[2]],
                         None,
-                        late_by,
+                        game.late_by,
                     )
                 )
                 size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
