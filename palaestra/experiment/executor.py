@@ -227,6 +227,8 @@ async def _execute(
         start_timeout=config.start_timeout,
         stop_timeout=config.stop_timeout,
         store_timeout=config.store_timeout,
+        # (a Ray actor's threads are Ray's too: the writer keeps its priority there)
+        writer_priority="normal" if config.backend == "ray" else config.writer_priority,
         on_episode=watch.on_episode,
         on_phase=watch.on_phase,
         resume=resume,

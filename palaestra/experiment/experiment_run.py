@@ -119,6 +119,9 @@ class ExperimentRun(Component):
         start_timeout: Seconds a phase's processes (and the writer) may take to start.
         stop_timeout: Seconds each group of a phase's processes may take to stop.
         store_timeout: Seconds the store writer may take to answer one request.
+        writer_priority: The store writer's: ``background`` (the runtime config's
+            ``writer_priority``, see :func:`palaestra.core.supervision.affinity.to_background`)
+            or ``normal``.
         on_episode: Called in this (the executor's) process with each
             :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends (phase
             index, worker, episode, times, steps, how it ended, rewards by agent); an exception
@@ -138,6 +141,7 @@ class ExperimentRun(Component):
         start_timeout: float = limits.START_TIMEOUT,
         stop_timeout: float = limits.STOP_TIMEOUT,
         store_timeout: float = limits.STORE_TIMEOUT,
+        writer_priority: str = "normal",
         on_episode: Callable[[m.EpisodeEnded], None] | None = None,
         on_phase: Callable[[int], None] | None = None,
         resume: ResumeAt | None = None,
@@ -150,6 +154,7 @@ class ExperimentRun(Component):
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.store_timeout = store_timeout
+        self.writer_priority = writer_priority
         self.run = run
         self.store_uri = store_uri
         self.data_path = data_path
@@ -177,7 +182,10 @@ class ExperimentRun(Component):
         writer = None
         if store_enabled(self.store_uri):
             writer = self.runtime.spawn(
-                WRITER, "StoreWriter", STORE_WRITER, WriterArgs(store_uri=self.store_uri)
+                WRITER,
+                "StoreWriter",
+                STORE_WRITER,
+                WriterArgs(store_uri=self.store_uri, priority=self.writer_priority),
             )
         # what the run ran with, found while the writer starts (git's commands run meanwhile)
         revision = CodeRevision(self.run.path) if self.run.path else None

@@ -24,6 +24,7 @@ from palaestra.core.description.limits import HEARTBEAT
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.errors import StoreError
 from palaestra.core.liveness import holding
+from palaestra.core.supervision.affinity import to_background
 from palaestra.core.supervision.esm import Component, ComponentRuntime, on
 from palaestra.core.supervision.hotloop import GC_THRESHOLDS
 from palaestra.core.wire import messages as m
@@ -79,13 +80,22 @@ class StoreWriter(Component):
             :meth:`palaestra.store.driver.Store.ensure_current`).
         batch_rows: Rows buffered per table before they are inserted.
         batch_bytes: Bytes of rows (as they arrived) buffered before they are inserted.
+        priority: ``background``: the process takes a CPU that no other process wants
+            (:func:`~palaestra.core.supervision.affinity.to_background`, the runtime config's
+            ``writer_priority``); ``normal``: as it was started.
     """
 
     def __init__(
-        self, name: str, store_uri: str, batch_rows: int = 2000, batch_bytes: int = BATCH_BYTES
+        self,
+        name: str,
+        store_uri: str,
+        batch_rows: int = 2000,
+        batch_bytes: int = BATCH_BYTES,
+        priority: str = "normal",
     ) -> None:
         super().__init__(name)
         self.store_uri = store_uri
+        self.priority = priority
         self.batch_rows = batch_rows
         self.batch_bytes = batch_bytes
         self.buffered_bytes = 0
@@ -128,6 +138,8 @@ class StoreWriter(Component):
         sock.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self._socket = sock
         self._reader = runtime.start_task(self.read(sock))
+        if self.priority == "background":  # (the store is open: the run's start waited for it)
+            to_background()
         return {"store": endpoint}
 
     async def dispatch(self, message: object, **routing: Any) -> Any:

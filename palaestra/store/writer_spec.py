@@ -19,3 +19,6 @@ class WriterArgs(msgspec.Struct, frozen=True, kw_only=True):
     """The arguments of :class:`palaestra.store.writer.StoreWriter`, besides its name."""
 
     store_uri: str
+    priority: str = "normal"
+    """The runtime config's ``writer_priority`` (``background``: see
+    :func:`palaestra.core.supervision.affinity.to_background`)."""

@@ -1,7 +1,9 @@
 """``cpu_affinity: worker``: each rollout worker's processes run on one CPU (worker ``w`` on the
 ``w``-th the executor may use), the Brains too with a single worker; ``none`` (the default)
 leaves them where the operating system puts them. ``spin_us`` reaches every process of the run.
-The plug-ins record the CPUs their own process may use and how long its links spin
+``writer_priority``: the store writer in Linux's SCHED_IDLE class (``background``, the default)
+or as it was started (``normal``). The plug-ins record the CPUs their own process may use and
+how long its links spin, the environment also the writer's policy
 (tests/plugins/affinity_plugins.py)."""
 
 from __future__ import annotations
@@ -137,3 +139,14 @@ def test_every_process_spins_as_the_runtime_config_says(
     # (the JSON value 35.0 comes back as SQLite keeps it: the number 35)
     found = sorted({(source, float(value)) for source, _, value in rows})
     assert found == [("brain:pinned", 35.0), ("env:myenv", 35.0), ("muscle:pinned", 35.0)]
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's SCHED_IDLE")
+@pytest.mark.parametrize(
+    ("runtime", "policy"), [("", "idle"), ("writer_priority: normal\n", "other")]
+)
+def test_the_store_writer_runs_in_the_background_unless_told_otherwise(
+    workspace: Workspace, runtime: str, policy: str
+) -> None:
+    rows = recorded(workspace, runtime, "writer", workers=1)
+    assert [value for _, _, value in rows] == [json.dumps(policy)]

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import threading
+from collections.abc import Callable
 
 import pytest
 
-from palaestra.core.supervision.affinity import Affinity, pin, share
+from palaestra.core.supervision.affinity import Affinity, pin, share, to_background
 
 
 def test_workers_go_round_the_cpus_in_order() -> None:
@@ -21,28 +23,25 @@ def test_no_cpu_is_refused() -> None:
         Affinity([])
 
 
-def test_a_process_is_pinned_with_its_threads() -> None:
-    """pin() moves every thread of the process, and those started after inherit it (run in a
-    forked child, so the test process keeps its CPUs)."""
-    cpus = sorted(os.sched_getaffinity(0))
+def in_a_child(change: Callable[[], None], look: Callable[[], object]) -> list[object]:
+    """What ``look`` sees in a forked child (so the test process keeps its CPUs and its
+    priority) after ``change``: in the child's main thread, in a thread started before the
+    change and in one started after, in that order."""
     read, write = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - the child reports through the pipe
         try:
             os.close(read)
             ready, seen = threading.Event(), []
-            older = threading.Thread(
-                target=lambda: (ready.wait(), seen.append(os.sched_getaffinity(0)))
-            )
+            older = threading.Thread(target=lambda: (ready.wait(), seen.append(look())))
             older.start()
-            pin((cpus[-1],))
+            change()
             ready.set()
             older.join()
-            newer = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+            newer = threading.Thread(target=lambda: seen.append(look()))
             newer.start()
             newer.join()
-            report = [sorted(os.sched_getaffinity(0)), *(sorted(s) for s in seen)]
-            os.write(write, repr(report).encode())
+            os.write(write, repr([look(), *seen]).encode())
         finally:
             os._exit(0)  # (never back into the test session)
     os.close(write)
@@ -50,7 +49,24 @@ def test_a_process_is_pinned_with_its_threads() -> None:
         report = pipe.read()
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert report == repr([[cpus[-1]]] * 3)
+    found: list[object] = ast.literal_eval(report)
+    return found
+
+
+def test_a_process_is_pinned_with_its_threads() -> None:
+    """pin() moves every thread of the process, and those started after inherit it."""
+    cpus = sorted(os.sched_getaffinity(0))
+    found = in_a_child(lambda: pin((cpus[-1],)), lambda: sorted(os.sched_getaffinity(0)))
+    assert found == [[cpus[-1]]] * 3
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's SCHED_IDLE")
+def test_a_process_in_the_background_takes_only_a_cpu_no_other_wants() -> None:
+    """to_background() (``writer_priority: background``) puts every thread of the process in
+    Linux's SCHED_IDLE class, and those started after inherit it."""
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    found = in_a_child(to_background, lambda: os.sched_getscheduler(0))
+    assert found == [os.SCHED_IDLE] * 3
 
 
 def test_nothing_to_pin_leaves_the_process_where_it_is() -> None:

@@ -40,6 +40,10 @@ AFFINITIES = ("none", "worker")
 """The values of the runtime config's ``cpu_affinity``."""
 AFFINITY_VAR = "PALAESTRA_CPU_AFFINITY"
 """The environment variable that overrides the runtime config's ``cpu_affinity``."""
+WRITER_PRIORITIES = ("background", "normal")
+"""The values of the runtime config's ``writer_priority``."""
+WRITER_PRIORITY_VAR = "PALAESTRA_WRITER_PRIORITY"
+"""The environment variable that overrides the runtime config's ``writer_priority``."""
 SECONDS = ("answer_timeout", "start_timeout", "stop_timeout", "store_timeout", "probe_timeout")
 """The settings that are a number of seconds > 0."""
 SPIN_KEY = "spin_us"
@@ -106,6 +110,16 @@ class RuntimeConfig:
     (see :func:`palaestra.core.rounds.play_rounds`). ``auto``: two from 192 games on, or where
     the environment's process may use 4 CPUs or more, else one (there, the overlap costs more
     CPU than it saves time)."""
+    writer_priority: str = "background"
+    """``background``: the store writer takes a CPU that no other process wants (Linux's
+    ``SCHED_IDLE``: a minimal share otherwise; elsewhere the lowest priority), so that a
+    process of a worker that a step wakes takes its CPU at once instead of waiting for the
+    writer's inserts; the writer's rows catch up between steps, and a producer whose rows the
+    writer has not taken waits for it (its queue is bounded). ``normal``: the writer shares
+    the CPUs like the run's other processes, as on a machine whose CPUs other work keeps busy,
+    where a background writer would get little time (see
+    :func:`palaestra.core.supervision.affinity.to_background`).
+    With ``backend: ray`` the writer keeps its priority."""
 
     def dump(self) -> str:
         out = io.StringIO()
@@ -141,6 +155,10 @@ def load_runtime_config(
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
+    if environ.get(WRITER_PRIORITY_VAR):
+        where = f"the environment variable {WRITER_PRIORITY_VAR}"
+        _check_one_of(where, environ[WRITER_PRIORITY_VAR], WRITER_PRIORITIES)
+        config = replace(config, writer_priority=environ[WRITER_PRIORITY_VAR])
     if environ.get(GROUPS_VAR):
         _check_one_of(f"the environment variable {GROUPS_VAR}", environ[GROUPS_VAR], ROUND_GROUPS)
         config = replace(config, round_groups=environ[GROUPS_VAR])
@@ -305,5 +323,10 @@ def _check_one_of(where: str, value: str, choices: tuple[str, ...]) -> None:
 
 
 KNOWN = frozenset(f.name for f in fields(RuntimeConfig))
-CHOICES = {"start_method": START_METHODS, "cpu_affinity": AFFINITIES, "backend": BACKENDS}
+CHOICES = {
+    "start_method": START_METHODS,
+    "cpu_affinity": AFFINITIES,
+    "backend": BACKENDS,
+    "writer_priority": WRITER_PRIORITIES,
+}
 """The settings that take one of a few values, and those values."""
