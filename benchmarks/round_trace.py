@@ -8,7 +8,8 @@ linear policy, DummyBrain, the store on), with every message of the per-step lin
 process that sends or receives it (``benchmarks/round_trace_hook/sitecustomize.py``: the time,
 the thread's CPU time, the peer, the size). A round at ``update_lag`` 0 goes environment ->
 Muscle -> Brain -> Muscle -> environment; from the notes of the rounds in the middle of the run
-(the first and last fifth left out), each part's median and mean in microseconds:
+(the first and last fifth left out), each part's median, mean and 90th percentile in
+microseconds:
 
 * the environment's work: from the Muscle's answer to the next round's observations (it steps
   the games and makes their observations; its rows are made after the send, while it waits);
@@ -168,6 +169,7 @@ def traced_run(games: int, steps: int) -> dict[str, object]:
         figures[part] = {
             "median": statistics.median(walls),
             "mean": statistics.fmean(walls),
+            "p90": statistics.quantiles(walls, n=10)[-1],
             "cpu_median": statistics.median(cpus),
             "cpu_mean": statistics.fmean(cpus),
         }
@@ -190,11 +192,11 @@ def main() -> None:
         for part in PARTS:
             summary[part] = {
                 key: statistics.median(r[part][key] for r in runs)  # type: ignore[index]
-                for key in ("median", "mean", "cpu_median", "cpu_mean")
+                for key in ("median", "mean", "p90", "cpu_median", "cpu_mean")
             }
         results.append(summary)
         print(f"\nN = {games}: {summary['steady']:,.0f} steps/s steady (traced), µs a round")
-        print(f"  {'part':26} {'median':>8} {'mean':>8} {'CPU med':>8} {'CPU mean':>9}")
+        print(f"  {'part':26} {'median':>8} {'mean':>8} {'p90':>8} {'CPU med':>8} {'CPU mean':>9}")
         for part in PARTS:
             f = summary[part]
             cpu = (
@@ -202,7 +204,8 @@ def main() -> None:
                 if part in WORK
                 else f"{'':8} {'':9}"
             )
-            print(f"  {part:26} {f['median']:8.1f} {f['mean']:8.1f} {cpu}")  # type: ignore[index]
+            walls = f"{f['median']:8.1f} {f['mean']:8.1f} {f['p90']:8.1f}"  # type: ignore[index]
+            print(f"  {part:26} {walls} {cpu}")
         hand = sum(summary[p]["mean"] for p in PARTS if "->" in p)  # type: ignore[index]
         work = sum(summary[p]["mean"] for p in WORK)  # type: ignore[index]
         round_mean = summary["round"]["mean"]  # type: ignore[index]
