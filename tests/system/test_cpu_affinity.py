@@ -1,8 +1,8 @@
 """``cpu_affinity: worker``: each rollout worker's processes run on one CPU (worker ``w`` on the
 ``w``-th the executor may use), the Brains too with a single worker; ``none`` (the default)
 leaves them where the operating system puts them. ``spin_us`` reaches every process of the run.
-``writer_priority``: the store writer in Linux's SCHED_IDLE class (``background``, the default)
-or as it was started (``normal``). The plug-ins record the CPUs their own process may use and
+``writer_priority``: the store writer as it was started (``normal``, the default) or in Linux's
+SCHED_IDLE class (``background``). The plug-ins record the CPUs their own process may use and
 how long its links spin, the environment also the writer's policy
 (tests/plugins/affinity_plugins.py)."""
 
@@ -143,9 +143,9 @@ def test_every_process_spins_as_the_runtime_config_says(
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's SCHED_IDLE")
 @pytest.mark.parametrize(
-    ("runtime", "policy"), [("", "idle"), ("writer_priority: normal\n", "other")]
+    ("runtime", "policy"), [("", "other"), ("writer_priority: background\n", "idle")]
 )
-def test_the_store_writer_runs_in_the_background_unless_told_otherwise(
+def test_the_store_writer_runs_in_the_background_where_told_so(
     workspace: Workspace, runtime: str, policy: str
 ) -> None:
     rows = recorded(workspace, runtime, "writer", workers=1)

@@ -158,7 +158,7 @@ def test_runtime_config_show_default(tmp_path: Path) -> None:
         "cpu_affinity: none\n"
         "spin_us: 200.0\n"
         "round_groups: auto\n"
-        "writer_priority: background\n"
+        "writer_priority: normal\n"
     )
 
 
@@ -186,7 +186,7 @@ def test_runtime_config_show_effective_with_a_file(tmp_path: Path) -> None:
         "cpu_affinity: none\n"
         "spin_us: 200.0\n"
         "round_groups: auto\n"
-        "writer_priority: background\n"
+        "writer_priority: normal\n"
     )
 
 

@@ -407,7 +407,7 @@ def test_runtime_config_defaults(in_tmp: Path) -> None:
         "cpu_affinity: none\n"
         "spin_us: 200.0\n"
         "round_groups: auto\n"
-        "writer_priority: background\n"
+        "writer_priority: normal\n"
     )
 
 

@@ -80,11 +80,11 @@ def test_cpu_affinity_comes_from_the_file_and_the_environment(in_tmp: Path) -> N
 def test_writer_priority_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
     from palaestra.core.description.config import load_runtime_config
 
-    assert load_runtime_config(environ={}).writer_priority == "background"
-    (in_tmp / "palaestra-runtime.yaml").write_text("writer_priority: normal\n")
     assert load_runtime_config(environ={}).writer_priority == "normal"
-    environ = {"PALAESTRA_WRITER_PRIORITY": "background"}
-    assert load_runtime_config(environ=environ).writer_priority == "background"
+    (in_tmp / "palaestra-runtime.yaml").write_text("writer_priority: background\n")
+    assert load_runtime_config(environ={}).writer_priority == "background"
+    environ = {"PALAESTRA_WRITER_PRIORITY": "normal"}
+    assert load_runtime_config(environ=environ).writer_priority == "normal"
     with pytest.raises(RuntimeConfigError, match="PALAESTRA_WRITER_PRIORITY: expected one of"):
         load_runtime_config(environ={"PALAESTRA_WRITER_PRIORITY": "low"})
     (in_tmp / "palaestra-runtime.yaml").write_text("writer_priority: idle\n")

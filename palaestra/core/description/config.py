@@ -40,7 +40,7 @@ AFFINITIES = ("none", "worker")
 """The values of the runtime config's ``cpu_affinity``."""
 AFFINITY_VAR = "PALAESTRA_CPU_AFFINITY"
 """The environment variable that overrides the runtime config's ``cpu_affinity``."""
-WRITER_PRIORITIES = ("background", "normal")
+WRITER_PRIORITIES = ("normal", "background")
 """The values of the runtime config's ``writer_priority``."""
 WRITER_PRIORITY_VAR = "PALAESTRA_WRITER_PRIORITY"
 """The environment variable that overrides the runtime config's ``writer_priority``."""
@@ -110,14 +110,15 @@ class RuntimeConfig:
     (see :func:`palaestra.core.rounds.play_rounds`). ``auto``: two from 192 games on, or where
     the environment's process may use 4 CPUs or more, else one (there, the overlap costs more
     CPU than it saves time)."""
-    writer_priority: str = "background"
-    """``background``: the store writer takes a CPU that no other process wants (Linux's
-    ``SCHED_IDLE``: a minimal share otherwise; elsewhere the lowest priority), so that a
-    process of a worker that a step wakes takes its CPU at once instead of waiting for the
-    writer's inserts; the writer's rows catch up between steps, and a producer whose rows the
-    writer has not taken waits for it (its queue is bounded). ``normal``: the writer shares
-    the CPUs like the run's other processes, as on a machine whose CPUs other work keeps busy,
-    where a background writer would get little time (see
+    writer_priority: str = "normal"
+    """``normal``: the store writer shares the CPUs like the run's other processes.
+    ``background``: it takes a CPU that no other process wants (Linux's ``SCHED_IDLE``: a
+    minimal share otherwise; elsewhere the lowest priority), so that a process of a worker
+    that a step wakes takes its CPU at once instead of waiting for the writer's inserts; the
+    writer's rows catch up between steps, and a producer whose rows the writer has not taken
+    waits for it (its queue is bounded). Not the default: where other work keeps every CPU
+    busy, a background writer gets almost no time, and every request of the run to it (a
+    phase's start and end) waits for that (see
     :func:`palaestra.core.supervision.affinity.to_background`).
     With ``backend: ray`` the writer keeps its priority."""
 
