@@ -30,9 +30,10 @@ from palaestra.core.wire.records import (
     world_state_values,
 )
 from palaestra.core.wire.transport import endpoint_for, make_run_dir, remove_run_dir
+from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine
 from palaestra.store.replay_source import find_replay
-from palaestra.store.writer import StoreWriter
+from palaestra.store.writer import YIELD_ROWS, StoreWriter
 from tests.conftest import actions_message, world_message
 
 RUN_UID = "run-1"
@@ -347,6 +348,34 @@ def test_a_full_buffer_is_written_without_a_flush(writer: StoreWriter) -> None:
 
     assert count(writer, "muscle_actions") == 101
     assert writer.buffers == {table: [] for table in writer.buffers}
+
+
+def test_a_batch_written_while_the_run_steps_yields_the_cpu_between_its_parts(
+    writer: StoreWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full buffer's rows go in in parts of YIELD_ROWS, the CPU yielded between them (to a
+    process of the run that a step woke), in one transaction; a flush a phase's end waits for
+    does not yield."""
+    agent = start(writer)["agent:attacker"]
+    store = writer.store
+    assert store is not None
+    inserted: list[int] = []  # (the rows in the writer's own transaction at each yield)
+
+    def yielded() -> None:
+        inserted.append(store.execute("SELECT count(*) FROM muscle_actions").fetchone()[0])
+
+    monkeypatch.setattr(writer_module, "_yield", yielded)
+    writer.accept(action_rows(agent, range(YIELD_ROWS * 2 + 7)))  # (batch_rows: 100)
+
+    assert inserted == [YIELD_ROWS, YIELD_ROWS * 2]
+    assert count(writer, "muscle_actions") == YIELD_ROWS * 2 + 7  # (committed)
+    steps = select_all(writer, "SELECT step FROM muscle_actions ORDER BY id")
+    assert [step for (step,) in steps] == list(range(YIELD_ROWS * 2 + 7))
+
+    writer.accept(action_rows(agent, range(300, 300 + YIELD_ROWS + 1)))  # (buffered)
+    assert isinstance(run(writer.dispatch(m.StoreFlush(producers=[]))), m.StoreAck)
+    assert inserted == [YIELD_ROWS, YIELD_ROWS * 2]  # (not again)
+    assert count(writer, "muscle_actions") == YIELD_ROWS * 3 + 8
 
 
 def test_teardown_writes_what_is_buffered(store_uri: str) -> None:
