@@ -62,10 +62,11 @@ its CPU (``os.sched_yield``) to a process that waits for one: an insert of a 2,0
 takes about 5 ms of CPU, and a worker's process that a step wakes on that CPU would wait for
 it (the scheduler lets a task that runs keep its CPU for a slice, about 3 ms, before a woken
 one of the same priority takes it). With 64 CartPole games a worker on 2 CPUs
-(``benchmarks/vector_envs.py``'s run) a run played 1.17 times as many steps a second for 5 %
-less CPU (8 alternating pairs); 25 rows gave 1.07, 200 rows 1.02. A flush someone waits for (a
-phase's end, the writer's own end) does not yield: the rows' CPU time is all that remains of
-it. PostgreSQL's inserts are the server's work (one ``COPY`` a batch): not split."""
+(``benchmarks/vector_envs.py``'s run) a run played 1.17 and 1.15 times as many steps a second
+(8 and 10 alternating pairs), for 5 % less CPU; 25 rows gave 1.07, 200 rows 1.02. A flush
+someone waits for (a phase's end, the writer's own end) does not yield: the rows' CPU time is
+all that remains of it. PostgreSQL's inserts are the server's work (one ``COPY`` a batch): not
+split."""
 DRAIN_LIMIT = 500
 """Messages taken from the socket before yielding to the event loop."""
 RUN_START_ATTEMPTS = 3
