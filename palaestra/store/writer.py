@@ -110,6 +110,7 @@ class StoreWriter(Component):
         super().__init__(name)
         self.store_uri = store_uri
         self.priority = priority
+        self._stepping = True  # (False while a request waits for the rows: no yields)
         self.batch_rows = batch_rows
         self.batch_bytes = batch_bytes
         self.buffered_bytes = 0
@@ -185,7 +186,7 @@ class StoreWriter(Component):
             self._drain_socket()
         finally:
             try:
-                self.flush(yielding=False)
+                self.flush()
                 self._keep()
             finally:
                 self.store.close()
@@ -201,10 +202,10 @@ class StoreWriter(Component):
                 if await sock.poll(IDLE_FLUSH_MS):  # POLLIN by default
                     self._drain(receiver, limit=DRAIN_LIMIT)
                     if time.monotonic() >= self._next_flush:
-                        self.flush()
+                        self.flush(yielding=True)
                     await asyncio.sleep(0)  # let handlers waiting on ProducerClosed run
                 else:
-                    self.flush()
+                    self.flush(yielding=True)
                 self._heartbeat()
         except Exception as exc:  # the reader's end: a waiting StoreFlush must not hang
             self._wake_waiters(RuntimeError(f"{self.name}: the record reader failed: {exc}"))
@@ -235,10 +236,14 @@ class StoreWriter(Component):
         if self._socket is None or self._socket.closed:
             return
         receiver: zmq.Socket[bytes] = zmq.Socket.shadow(self._socket.underlying)
-        self._drain(receiver, limit=None)
-        deadline = time.monotonic() + END_DRAIN_SECONDS
-        while quiet_ms and time.monotonic() < deadline and receiver.poll(quiet_ms):
+        self._stepping = False  # (someone waits: a full buffer's rows go in without yields)
+        try:
             self._drain(receiver, limit=None)
+            deadline = time.monotonic() + END_DRAIN_SECONDS
+            while quiet_ms and time.monotonic() < deadline and receiver.poll(quiet_ms):
+                self._drain(receiver, limit=None)
+        finally:
+            self._stepping = True
 
     def _drain(self, receiver: zmq.Socket[bytes], limit: int | None) -> None:
         count = 0
@@ -266,7 +271,7 @@ class StoreWriter(Component):
             else:
                 self._buffer(table, message.rows, size)
         elif isinstance(message, m.RecordingGapMark):
-            self.flush()  # the rows before the gap first
+            self.flush(self._stepping)  # the rows before the gap first
             with self._transaction("writing a recording gap") as store:
                 mark_gap(store, message.phase_id, message)
         elif isinstance(message, m.BrainDump):
@@ -281,10 +286,10 @@ class StoreWriter(Component):
         buffer.extend(rows)
         self.buffered_bytes += size
         if self.buffered_bytes >= self.batch_bytes:
-            self.flush()
+            self.flush(self._stepping)
         elif len(buffer) >= self.batch_rows:
             self.buffers[table] = []
-            self._write({table: buffer})
+            self._write({table: buffer}, self._stepping)
 
     def _write_brain_dump(self, message: m.BrainDump) -> None:
         """Brain dumps are rare and can be large: they are inserted at once, not buffered. A
@@ -324,9 +329,9 @@ class StoreWriter(Component):
             else:
                 waiter.set_exception(error)
 
-    def flush(self, yielding: bool = True) -> None:
+    def flush(self, yielding: bool = False) -> None:
         """Insert every buffered row, all tables in one transaction (``yielding``: while the
-        run's processes step, see :data:`YIELD_ROWS`)."""
+        run's processes step and no one waits for it, see :data:`YIELD_ROWS`)."""
         pending = {table: rows for table, rows in self.buffers.items() if rows}
         self.buffered_bytes = 0
         self._next_flush = time.monotonic() + BUSY_FLUSH_SECONDS
@@ -335,7 +340,7 @@ class StoreWriter(Component):
                 self.buffers[table] = []
             self._write(pending, yielding)
 
-    def _write(self, rows_by_table: dict[str, list[Any]], yielding: bool = True) -> None:
+    def _write(self, rows_by_table: dict[str, list[Any]], yielding: bool = False) -> None:
         doing = " and ".join(f"{len(rows)} rows into {t}" for t, rows in rows_by_table.items())
         with self._transaction(f"writing {doing}") as store:
             chunk = YIELD_ROWS if yielding and store.dialect == "sqlite" else 0
@@ -376,7 +381,7 @@ class StoreWriter(Component):
             self._waiters.append(waiter)
             await waiter
         self.closed_producers -= wanted
-        self.flush(yielding=False)  # (the phase's end waits for it)
+        self.flush()  # (the phase's end waits for it)
         return m.StoreAck()
 
     @on(m.StoreRunStart)

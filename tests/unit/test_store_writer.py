@@ -354,9 +354,10 @@ def test_a_batch_written_while_the_run_steps_yields_the_cpu_between_its_parts(
     writer: StoreWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full buffer's rows go in in parts of YIELD_ROWS, the CPU yielded between them (to a
-    process of the run that a step woke), in one transaction; a flush a phase's end waits for
-    does not yield."""
-    agent = start(writer)["agent:attacker"]
+    process of the run that a step woke), in one transaction; a flush that a request waits for
+    (StoreFlush, a phase's end) does not yield."""
+    ids = start(writer)
+    agent = ids["agent:attacker"]
     store = writer.store
     assert store is not None
     inserted: list[int] = []  # (the rows in the writer's own transaction at each yield)
@@ -376,6 +377,12 @@ def test_a_batch_written_while_the_run_steps_yields_the_cpu_between_its_parts(
     assert isinstance(run(writer.dispatch(m.StoreFlush(producers=[]))), m.StoreAck)
     assert inserted == [YIELD_ROWS, YIELD_ROWS * 2]  # (not again)
     assert count(writer, "muscle_actions") == YIELD_ROWS * 3 + 8
+
+    writer.accept(action_rows(agent, range(400, 400 + YIELD_ROWS + 1)))
+    ended = m.StorePhaseEnd(phase_id=ids["phase"], status="finished")
+    assert isinstance(run(writer.dispatch(ended)), m.StoreAck)
+    assert inserted == [YIELD_ROWS, YIELD_ROWS * 2]  # (nor for a phase's end)
+    assert count(writer, "muscle_actions") == YIELD_ROWS * 4 + 9
 
 
 def test_teardown_writes_what_is_buffered(store_uri: str) -> None:
@@ -683,8 +690,8 @@ def test_buffered_rows_are_committed_when_the_socket_idles(
     flushed = asyncio.Event()
     flush = writer.flush
 
-    def flush_and_tell() -> None:
-        flush()
+    def flush_and_tell(yielding: bool = False) -> None:
+        flush(yielding)
         flushed.set()
 
     monkeypatch.setattr(writer, "flush", flush_and_tell)
