@@ -65,30 +65,28 @@ def test_a_phases_stop_timeout_comes_from_the_file(in_tmp: Path) -> None:
     assert load_runtime_config(environ={}).stop_timeout == 60
 
 
-def test_cpu_affinity_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
+@pytest.mark.parametrize(
+    ("key", "variable", "default", "other", "bad"),
+    [
+        ("cpu_affinity", "PALAESTRA_CPU_AFFINITY", "none", "worker", "core"),
+        ("writer_priority", "PALAESTRA_WRITER_PRIORITY", "normal", "background", "idle"),
+    ],
+)
+def test_a_setting_of_a_few_values_comes_from_the_file_and_the_environment(
+    in_tmp: Path, key: str, variable: str, default: str, other: str, bad: str
+) -> None:
+    """The file's value over the default, the variable's over the file's; a value that is
+    none of the setting's is refused naming where it came from."""
     from palaestra.core.description.config import load_runtime_config
 
-    assert load_runtime_config(environ={}).cpu_affinity == "none"
-    (in_tmp / "palaestra-runtime.yaml").write_text("cpu_affinity: worker\n")
-    assert load_runtime_config(environ={}).cpu_affinity == "worker"
-    environ = {"PALAESTRA_CPU_AFFINITY": "none"}
-    assert load_runtime_config(environ=environ).cpu_affinity == "none"
-    with pytest.raises(RuntimeConfigError, match="PALAESTRA_CPU_AFFINITY: expected one of"):
-        load_runtime_config(environ={"PALAESTRA_CPU_AFFINITY": "core"})
-
-
-def test_writer_priority_comes_from_the_file_and_the_environment(in_tmp: Path) -> None:
-    from palaestra.core.description.config import load_runtime_config
-
-    assert load_runtime_config(environ={}).writer_priority == "normal"
-    (in_tmp / "palaestra-runtime.yaml").write_text("writer_priority: background\n")
-    assert load_runtime_config(environ={}).writer_priority == "background"
-    environ = {"PALAESTRA_WRITER_PRIORITY": "normal"}
-    assert load_runtime_config(environ=environ).writer_priority == "normal"
-    with pytest.raises(RuntimeConfigError, match="PALAESTRA_WRITER_PRIORITY: expected one of"):
-        load_runtime_config(environ={"PALAESTRA_WRITER_PRIORITY": "low"})
-    (in_tmp / "palaestra-runtime.yaml").write_text("writer_priority: idle\n")
-    with pytest.raises(RuntimeConfigError, match="writer_priority: expected one of"):
+    assert getattr(load_runtime_config(environ={}), key) == default
+    (in_tmp / "palaestra-runtime.yaml").write_text(f"{key}: {other}\n")
+    assert getattr(load_runtime_config(environ={}), key) == other
+    assert getattr(load_runtime_config(environ={variable: default}), key) == default
+    with pytest.raises(RuntimeConfigError, match=f"{variable}: expected one of"):
+        load_runtime_config(environ={variable: bad})
+    (in_tmp / "palaestra-runtime.yaml").write_text(f"{key}: {bad}\n")
+    with pytest.raises(RuntimeConfigError, match=f"{key}: expected one of"):
         load_runtime_config(environ={})
 
 

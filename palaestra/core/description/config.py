@@ -57,6 +57,14 @@ GROUPS_VAR = "PALAESTRA_ROUND_GROUPS"
 carries it to the run's processes)."""
 ROUND_GROUPS = (AUTO, "1", "2", "3", "4")
 """The values of ``round_groups`` (a number in the file is taken as its text)."""
+CHOICE_VARS = (
+    (ENV_VAR, "start_method", START_METHODS),
+    (AFFINITY_VAR, "cpu_affinity", AFFINITIES),
+    (GROUPS_VAR, GROUPS_KEY, ROUND_GROUPS),
+    (WRITER_PRIORITY_VAR, "writer_priority", WRITER_PRIORITIES),
+)
+"""The environment variables that override a setting of a few values: each variable, its
+setting and the values."""
 
 
 @dataclass(frozen=True)
@@ -145,24 +153,14 @@ def load_runtime_config(
         config = replace(config, store_uri=environ["PALAESTRA_STORE_URI"])
     if environ.get("PALAESTRA_DATA_PATH"):
         config = replace(config, data_path=environ["PALAESTRA_DATA_PATH"])
-    if environ.get(ENV_VAR):
-        _check_one_of(f"the environment variable {ENV_VAR}", environ[ENV_VAR], START_METHODS)
-        config = replace(config, start_method=environ[ENV_VAR])
-    if environ.get(AFFINITY_VAR):
-        _check_one_of(
-            f"the environment variable {AFFINITY_VAR}", environ[AFFINITY_VAR], AFFINITIES
-        )
-        config = replace(config, cpu_affinity=environ[AFFINITY_VAR])
+    for variable, key, choices in CHOICE_VARS:
+        if environ.get(variable):
+            _check_one_of(f"the environment variable {variable}", environ[variable], choices)
+            changed: dict[str, Any] = {key: environ[variable]}
+            config = replace(config, **changed)
     if environ.get(SPIN_VAR):
         where = f"the environment variable {SPIN_VAR}"
         config = replace(config, spin_us=_microseconds(where, environ[SPIN_VAR], text=True))
-    if environ.get(WRITER_PRIORITY_VAR):
-        where = f"the environment variable {WRITER_PRIORITY_VAR}"
-        _check_one_of(where, environ[WRITER_PRIORITY_VAR], WRITER_PRIORITIES)
-        config = replace(config, writer_priority=environ[WRITER_PRIORITY_VAR])
-    if environ.get(GROUPS_VAR):
-        _check_one_of(f"the environment variable {GROUPS_VAR}", environ[GROUPS_VAR], ROUND_GROUPS)
-        config = replace(config, round_groups=environ[GROUPS_VAR])
     return taken(config)
 
 
