@@ -3,8 +3,9 @@
 For each :class:`~palaestra.core.wire.messages.Experience` it appends the transition to the Brain's
 memory, calls ``thinking``, stores a dump when an episode ended, records the Brain's
 statistics, and answers with the update (or, as palaestrAI's learner, with the newest update
-to a Muscle that has not had it). Dumps go to the store writer and to a file under the run's
-dump directory; statistics to the store writer, in batches.
+to a Muscle that has not had it). Dumps go to a file under the run's dump directory and to the
+store writer once the round that made them is answered; statistics to the store writer, in
+batches.
 """
 
 from __future__ import annotations
@@ -272,6 +273,7 @@ class BrainProcess(Component):
         if not isinstance(message, m.KeptExperiences):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
         self._think_games(link, memory, message)  # a round of the Muscle's games
+        self.dumps.send(self.out.store)  # (answered: the Muscle goes on meanwhile)
         return message
 
     def _think_batch(self, ready: list[Channel], memory: Memory) -> list[Channel]:
@@ -298,6 +300,7 @@ class BrainProcess(Component):
                 link.send(answer)
             except PeerGone:
                 gone.append(link)
+        self.dumps.send(self.out.store)
         return gone
 
     def _round_answer(self, muscle_id: str, made: Sequence[Any]) -> bytes:
@@ -427,13 +430,13 @@ class BrainProcess(Component):
         return None if data is None else pickle.loads(data)  # (None: what most Muscles send)
 
     def _after_thinking(self, memory: Memory, message: m.KeptExperience) -> None:
-        """At the end of a Muscle's episode: a dump if one is due; the phase's stop rules
-        (after every episode, whichever the dumps follow)."""
+        """At the end of a Muscle's episode: a dump if one is due (kept: written and sent once
+        the round is answered); the phase's stop rules (after every episode, whichever the
+        dumps follow)."""
         if not message.done:
             return
         if self.dumps.due():
             self.dumps.store(self.brain, periodic=True)
-            self.dumps.send(self.out.store)
         if self.phase_stop is not None:
             self.phase_stop.episode_ended(message.worker, memory)
 

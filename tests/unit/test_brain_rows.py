@@ -4,7 +4,9 @@ reads back, and how little of them the garbage collector has to scan."""
 from __future__ import annotations
 
 import gc
+import json
 import pickle
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -12,9 +14,11 @@ import numpy as np
 import pytest
 
 from palaestra import testing
+from palaestra.agent import dump_keeper
 from palaestra.agent.brain_process import BrainProcess, Newest
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.memory import MadeRow
+from palaestra.core.description.name_rules import dump_file_name
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.plugin import PluginError
@@ -195,6 +199,29 @@ def test_a_rounds_statistics_are_stored_after_its_answer_unless_its_episode_ende
     process._think_games(link, process.brain.memory, message)
     assert at_answer == [1 if done else 0]
     assert [row.step for row in stored.recorded] == [3]
+
+
+def test_a_round_that_ends_episodes_is_answered_before_its_dumps_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dumps a round's episode ends made are written and sent once the Muscle has its
+    answer (the file's system calls are no wait of the Muscle's); the store gets each, the file
+    (one name for the games' dumps) the newest, written before any leaves for the store."""
+    process = brain_process()
+    process.dumps.setup = msgspec.structs.replace(process.request, dump_dir=str(tmp_path))
+    path = tmp_path / dump_file_name("player", "")
+    sent: list[tuple[m.BrainDump, bytes]] = []
+    monkeypatch.setattr(
+        dump_keeper, "send", lambda store, dump, block: sent.append((dump, path.read_bytes()))
+    )
+    at_answer: list[bool] = []
+    link = FakeLink("Muscle-player-0", lambda message: at_answer.append(path.exists()))
+    items = [msgspec.structs.replace(item, done=item.worker != 1) for item in round_of(3, 9).items]
+    process.handle(link, m.KeptExperiences(worker=0, items=items))
+    assert at_answer == [False]
+    assert [json.loads(dump.dump)["thinking_calls"] for dump, _ in sent] == [1, 3]
+    assert [file for _, file in sent] == [sent[-1][0].dump] * 2
+    assert {dump.path for dump, _ in sent} == {str(path)}
 
 
 class NowAndThenBrain(DummyBrain):

@@ -19,10 +19,9 @@ import pytest
 from palaestra.agent import Brain, BrainDumper, BrainDumps, Muscle
 from palaestra.agent.context import BrainContext, MuscleContext
 from palaestra.agent.dummy_brain import DummyBrain
-from palaestra.agent.dump_keeper import DumpKeeper
+from palaestra.agent.dump_keeper import DumpKeeper, DumpWriteError
 from palaestra.agent.statistics import StatisticsError, plain_statistics, record_statistics
 from palaestra.core.description.name_rules import dump_file_name, dump_key
-from palaestra.core.plugin import PluginError
 from palaestra.core.supervision.runtime import error_info
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import statistics_values
@@ -247,15 +246,16 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_dump_that_finds_the_disk_full_fails_naming_its_file_not_the_brain(
     full_disk: Path,
 ) -> None:
-    """palaestra writes the dump a Brain hands it: a full disk is palaestra's failure to
-    report (the file, the cause, what to do), not the Brain's, and leaves no half-written
-    file."""
+    """palaestra writes the dump a Brain hands it (once the round is answered): a full disk
+    is palaestra's failure to report (the file, the cause, what to do), not the Brain's, and
+    leaves no half-written file and no row."""
     setup = msgspec.structs.replace(brain_process().request, dump_dir=str(full_disk / "dumps"))
     keeper = DumpKeeper(setup)
     brain = DummyBrain()
     brain._dumpers = BrainDumps(write=keeper.write, owner="Brain-player")
-    with pytest.raises(PluginError) as raised:
-        keeper.store(brain)
+    keeper.store(brain)
+    with pytest.raises(DumpWriteError) as raised:
+        keeper.send(None)
     report = error_info("Brain-player", raised.value)
     path = full_disk / "dumps" / dump_file_name("player", "")
     assert report.kind == "DumpWriteError" and not report.plugin and not report.traceback
