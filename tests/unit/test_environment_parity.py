@@ -149,6 +149,19 @@ def test_an_environment_that_assigns_nothing_gets_the_runs_seed_and_rng() -> Non
     assert env.sensors == [] and env.actuators == [] and env.reward is None
 
 
+def test_an_environments_rng_is_made_once_not_at_each_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An environment reads ``self.rng`` in each step: the generator is made once (a new one
+    made for each read and thrown away cost 8 µs a read, where a read costs 0.1)."""
+    env = DummyEnvironment(uid="e", seed=5)
+    env.attach(EnvironmentContext(uid="e", worker=0, seed=99))
+    made: list[Any] = []
+    monkeypatch.setattr(np.random, "default_rng", lambda seed=None: made.append(seed))
+    first = env.rng
+    assert all(env.rng is first for _ in range(3)) and made == []
+
+
 # --- the environment process: both return forms, sim time in the row ---------------------------
 
 

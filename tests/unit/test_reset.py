@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import pytest
@@ -75,6 +76,29 @@ def test_palaestrais_reset_gets_the_request_and_its_response_starts_the_episode(
     assert isinstance(baseline, EnvironmentBaseline)
     assert [s.uid for s in baseline.sensors_available] == ["s"]
     assert baseline.simtime.simtime_ticks == 7
+
+
+def test_whether_a_reset_takes_the_request_is_read_once_per_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A world asks at each reset: the signature is read once for each class's ``reset`` (a
+    class made again, as a hot reload makes it, is asked again)."""
+    read: list[Any] = []
+    signature = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda f: read.append(f) or signature(f))
+
+    def made() -> tuple[type[Plain], type[Plain]]:  # (classes of their own: asked afresh)
+        return (
+            type("Own", (Plain,), {"reset": lambda self: None}),
+            type("Asks", (Plain,), {"reset": lambda self, request: None}),
+        )
+
+    own, asks = made()
+    answers = [takes_request(kind().reset) for kind in (own, asks, own, asks)]
+    assert answers == [False, True, False, True] and len(read) == 2
+    own, asks = made()
+    assert [takes_request(own().reset), takes_request(asks().reset)] == [False, True]
+    assert len(read) == 4
 
 
 def test_the_default_answers_a_request_with_palaestrais_response() -> None:
