@@ -31,6 +31,7 @@ class Schema:
     __slots__ = (
         "agent",
         "seed",
+        "actuator_seeds",
         "spaces",
         "sensor_uids",
         "sensor_spaces",
@@ -45,6 +46,7 @@ class Schema:
     def __init__(self, agent: str, seed: int) -> None:
         self.agent = agent
         self.seed = seed
+        self.actuator_seeds: dict[str, int] = {}  # each actuator's, from ``seed``
         self.spaces = SpaceCache()  # decoded once, by uid and description
         self.sensor_uids: list[str] = []
         self.sensor_spaces: list[Any] = []
@@ -90,9 +92,13 @@ class Schema:
     def seed_actuators(self) -> None:
         """Seed each actuator space (for ``sample()``) from the worker's seed: at every
         episode's start, so a seeded random Muscle repeats its episodes' draws."""
+        seeds = self.actuator_seeds
         for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True):
             if space is not None:
-                space.seed(derive_seed(self.seed, "actuator", uid))
+                seed = seeds.get(uid)
+                if seed is None:  # (derived once: the same each episode)
+                    seed = seeds[uid] = derive_seed(self.seed, "actuator", uid)
+                space.seed(seed)
 
     def setpoint_values(
         self, muscle: Muscle, setpoints: Any, step: int, episode: int

@@ -50,16 +50,22 @@ class Space(ABC):
         self._description: dict[str, Any] | None = None
         self._text: str | None = None
 
+    _seed: int | None = None  # (the seed of the generator :attr:`np_random` makes next)
+
     @property
     def np_random(self) -> np.random.Generator:
-        """The space's own generator, made unseeded on first use unless ``seed`` was called."""
+        """The space's own generator, made on first use: seeded with the last ``seed``, else
+        unseeded."""
         if self._np_random is None:
-            self._np_random = np.random.default_rng()
+            self._np_random = np.random.default_rng(self._seed)
         return self._np_random
 
     def seed(self, seed: int | None = None) -> None:
-        """Reset the generator: the same seed gives the same sequence of samples."""
-        self._np_random = np.random.default_rng(seed)
+        """Reset the generator: the same seed gives the same sequence of samples. It is made
+        when first drawn from (a Muscle's spaces are seeded at each episode's start, and
+        most Muscles never sample them: a generator takes 8 µs to make)."""
+        self._seed = seed
+        self._np_random = None
 
     @abstractmethod
     def sample(self) -> Any:

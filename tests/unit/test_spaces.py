@@ -164,6 +164,24 @@ def test_pickle_keeps_equality(space: Space) -> None:
     assert pickle.loads(pickle.dumps(space)) == space
 
 
+def test_a_seeded_space_makes_its_generator_when_first_drawn_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Muscle's actuator spaces are seeded at each episode's start: the generator is made at
+    the first draw after a seed (most Muscles never draw), and draws as one seeded then."""
+    space = Discrete(1000)
+    made: list[int | None] = []
+    default_rng = np.random.default_rng
+    monkeypatch.setattr(
+        np.random, "default_rng", lambda seed=None: made.append(seed) or default_rng(seed)
+    )
+    for seed in (5, 6, 7):
+        space.seed(seed)
+    assert made == []
+    draws = [space.sample() for _ in range(5)]
+    assert made == [7] and draws == list(default_rng(7).integers(1000, size=5))
+
+
 def test_unseeded_generator_is_made_lazily_and_reseeding_resets_it() -> None:
     space = Discrete(1000)
     assert space._np_random is None
