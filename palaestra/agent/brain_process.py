@@ -273,7 +273,7 @@ class BrainProcess(Component):
         if not isinstance(message, m.KeptExperiences):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
         self._think_games(link, memory, message)  # a round of the Muscle's games
-        self.dumps.send(self.out.store)  # (answered: the Muscle goes on meanwhile)
+        self.dumps.send(self.out.store, last=False)  # (answered: the Muscle goes on)
         return message
 
     def _think_batch(self, ready: list[Channel], memory: Memory) -> list[Channel]:
@@ -300,7 +300,7 @@ class BrainProcess(Component):
                 link.send(answer)
             except PeerGone:
                 gone.append(link)
-        self.dumps.send(self.out.store)
+        self.dumps.send(self.out.store, last=False)
         return gone
 
     def _round_answer(self, muscle_id: str, made: Sequence[Any]) -> bytes:

@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from palaestra.agent import Brain, BrainDumper, BrainDumps, Muscle
+from palaestra.agent import Brain, BrainDumper, BrainDumps, Muscle, dump_keeper
 from palaestra.agent.context import BrainContext, MuscleContext
 from palaestra.agent.dummy_brain import DummyBrain
 from palaestra.agent.dump_keeper import DumpKeeper, DumpWriteError
@@ -262,6 +262,30 @@ def test_a_dump_that_finds_the_disk_full_fails_naming_its_file_not_the_brain(
     assert f"the dump of agent 'player' could not be written to {path}" in report.message
     assert "No space left on device" in report.message and "data_path" in report.message
     assert not path.exists() and keeper.pending == []
+
+
+def test_a_dump_file_is_written_at_most_once_a_second_while_the_phase_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each dump of a tag replaces its file: while the phase runs the file is written at most
+    once a ``FILE_SECONDS`` (with the newest dump), at the phase's end with whatever is newer;
+    the store gets every dump when it is sent."""
+    now = [100.0]
+    monkeypatch.setattr(dump_keeper, "_clock", lambda: now[0])
+    stored: list[bytes] = []
+    monkeypatch.setattr(dump_keeper, "send", lambda store, dump, block: stored.append(dump.dump))
+    keeper = DumpKeeper(msgspec.structs.replace(brain_process().request, dump_dir=str(tmp_path)))
+    path = tmp_path / dump_file_name("player", "")
+    files = []
+    for k, at in enumerate((100.0, 100.4, 100.9, 101.2, 101.5)):
+        now[0] = at
+        keeper.write(b"dump %d" % k, "")
+        keeper.send(None, last=False)  # (a round answered)
+        files.append(path.read_bytes())
+    assert files == [b"dump 0"] * 3 + [b"dump 3"] * 2
+    keeper.send(None)  # the phase's end
+    assert path.read_bytes() == b"dump 4"
+    assert stored == [b"dump %d" % k for k in range(5)]
 
 
 def test_statistics_are_added_and_popped_as_in_palaestrai() -> None:
