@@ -38,6 +38,7 @@ Prints a table and writes JSON to benchmarks/results/vector_envs.json.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -80,7 +81,7 @@ schedule:
       agents:
         - name: player
           brain: {{name: palaestra.agent.dummy_brain:DummyBrain, params: {{}}}}
-          muscle: {{name: vector_plugins:LinearPolicy, params: {{}}}}
+          muscle: {{name: {muscle}, params: {{}}}}
           objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
           sensors: [pole.state]
           actuators: [pole.push]
@@ -211,15 +212,29 @@ CARTPOLE = "palaestra.environment.cartpole:CartPole"
 PER_GAME = "vector_plugins:PerGameCartPole"
 
 
+LINEAR = "vector_plugins:LinearPolicy"
+
+
 def palaestra_rate(
-    games: int, steps: int, lag: int, environment: str, affinity: str = "none"
+    games: int,
+    steps: int,
+    lag: int,
+    environment: str,
+    affinity: str = "none",
+    muscle: str = LINEAR,
+    episodes: int | None = None,
 ) -> dict[str, Any]:
-    """One run: steps, steady and wall steps/s; the store checked for completeness."""
+    """One run (``episodes`` of each game, else enough for about ``steps`` in all): steps,
+    steady and wall steps/s, the median time between a game's episode's end and its next
+    one's start; the store checked for completeness."""
     with tempfile.TemporaryDirectory(prefix="palaestra-vector-") as tmp:
         run_file = Path(tmp) / "run.yml"
-        episodes = episodes_per_game(games, steps)
+        if episodes is None:
+            episodes = episodes_per_game(games, steps)
         run_file.write_text(
-            RUN.format(episodes=episodes, games=games, lag=lag, environment=environment)
+            RUN.format(
+                episodes=episodes, games=games, lag=lag, environment=environment, muscle=muscle
+            )
         )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(BENCH), str(ROOT), env.get("PYTHONPATH", "")])
@@ -248,6 +263,9 @@ def palaestra_rate(
             ).fetchone()
             worlds = conn.execute("select count(*) from world_states").fetchone()[0]
             actions = conn.execute("select count(*) from muscle_actions").fetchone()[0]
+            times = conn.execute(
+                "select worker, started_at, ended_at from episodes order by worker, episode"
+            ).fetchall()
         if count != games * episodes or worlds != total or actions != total:
             print(
                 f"FAILED: {games} games: {count} episodes of {games * episodes}, {worlds} "
@@ -264,7 +282,21 @@ def palaestra_rate(
         "wall": total / wall,
         "cpu_us": cpu,
         "sqlite_floor_us": floor,
+        "episode_steps": total / count,
+        "between_episodes_ms": between_episodes(times),
     }
+
+
+def between_episodes(times: list[tuple[int, str, str]]) -> float | None:
+    """The median milliseconds from a game's episode's end to its next episode's start
+    (``times``: each episode's game, start and end, a game's in order); None if no game
+    played two."""
+    gaps = [
+        1e3 * (datetime.fromisoformat(b[1]) - datetime.fromisoformat(a[2])).total_seconds()
+        for a, b in itertools.pairwise(times)
+        if a[0] == b[0]
+    ]
+    return statistics.median(gaps) if gaps else None
 
 
 STEP_TABLES = ("world_states", "muscle_actions")
