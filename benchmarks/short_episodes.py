@@ -24,9 +24,6 @@ JSON to benchmarks/results/short_episodes.json.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -36,7 +33,12 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-from vector_envs import CARTPOLE, palaestra_rate  # noqa: E402
+from vector_envs import (  # noqa: E402
+    CARTPOLE,
+    palaestra_rate,
+    print_round_ratios,
+    write_results,
+)
 
 RANDOM = "palaestra.agent:DummyMuscle"
 
@@ -98,19 +100,8 @@ def main() -> None:
             f"{r['palaestra_steady']:>17,.0f} {r['between_episodes_ms']:>14.2f} ms "
             f"{r['sync_vector_env']:>14,.0f} {r['ratio_sync']:>6.2f}"
         )
-    print("\nratio to SyncVectorEnv of each round (palaestra run, then gymnasium's):")
-    for r in results:
-        print(f"{r['games']:>4}: " + ", ".join(f"{x:.2f}" for x in r["ratio_sync_per_round"]))
-    out = BENCH / "results" / "short_episodes.json"
-    out.parent.mkdir(exist_ok=True)
-    meta = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load": os.getloadavg(),
-        "repeat": args.repeat,
-    }
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
-    print(f"written to {out}")
+    print_round_ratios(results)
+    write_results("short_episodes", results, repeat=args.repeat)
 
 
 if __name__ == "__main__":

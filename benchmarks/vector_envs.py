@@ -418,9 +418,7 @@ def main() -> None:
             f"{r['ratio_sync']:>6.2f} {r['cartpole_vector_env']:>18,.0f} "
             f"{r['ratio_vectorized']:>6.3f}"
         )
-    print("\nratio to SyncVectorEnv of each round (palaestra run, then gymnasium's):")
-    for r in results:
-        print(f"{r['games']:>4}: " + ", ".join(f"{x:.2f}" for x in r["ratio_sync_per_round"]))
+    print_round_ratios(results)
     print("\nCPU microseconds per step by process (whole run, start-up included):")
     for r in results:
         shares = ", ".join(f"{role} {us:.1f}" for role, us in r["cpu_us_per_step"].items())
@@ -432,16 +430,33 @@ def main() -> None:
             f"{r['games']:>4}: {r['sqlite_floor_us_per_step']:.1f} (the StoreWriter's "
             f"{writer:.1f})"
         )
-    out = BENCH / "results" / "vector_envs.json"
+    write_results(
+        "vector_envs",
+        results,
+        update_lag=args.update_lag,
+        cpu_affinity=args.cpu_affinity,
+        environment=environment,
+        repeat=args.repeat,
+    )
+
+
+def print_round_ratios(results: list[dict[str, Any]]) -> None:
+    """Each N's ratio to SyncVectorEnv, round by round."""
+    print("\nratio to SyncVectorEnv of each round (palaestra run, then gymnasium's):")
+    for r in results:
+        print(f"{r['games']:>4}: " + ", ".join(f"{x:.2f}" for x in r["ratio_sync_per_round"]))
+
+
+def write_results(name: str, results: list[dict[str, Any]], **settings: Any) -> None:
+    """``results`` and the machine's and the command's settings to
+    ``benchmarks/results/<name>.json``."""
+    out = BENCH / "results" / f"{name}.json"
     out.parent.mkdir(exist_ok=True)
     meta = {
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "load": os.getloadavg(),
-        "update_lag": args.update_lag,
-        "cpu_affinity": args.cpu_affinity,
-        "environment": environment,
-        "repeat": args.repeat,
+        **settings,
     }
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     print(f"written to {out}")
