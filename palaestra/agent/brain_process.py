@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+import zmq
+
 from palaestra.agent.brain import Brain
 from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.dump_keeper import DumpKeeper
@@ -149,18 +151,27 @@ class BrainProcess(Component):
         try:
             self._answer(hot, listener)
         except Stopped:
-            if self.dumps.last_due():  # the final dump
-                self.dumps.store(self.brain)
-            self._record_statistics(-1, -1, -1)  # what store (or load, if no step came) added
+            try:
+                if self.dumps.last_due():  # the final dump
+                    self.dumps.store(self.brain)
+                self._record_statistics(-1, -1, -1)  # what store (or load) added
+            except BaseException:
+                self._send_kept(store)
+                raise
             self.dumps.send(store)
             out.records.flush()
             out.statistics.close(self.name)
             raise
         except BaseException:
-            self.dumps.send(store, block=False)
-            out.records.flush(block=False)
-            out.statistics.flush(block=False)
+            self._send_kept(store)
             raise
+
+    def _send_kept(self, store: zmq.Socket[bytes] | None) -> None:
+        """What a failing Brain process still sends, without waiting: its dumps (and their
+        files), records and statistics."""
+        self.dumps.send(store, block=False)
+        self.out.records.flush(block=False)
+        self.out.statistics.flush(block=False)
 
     def _record_statistics(self, worker: int, episode: int, step: int) -> None:
         """Store what the Brain added with ``add_statistics`` (and ``context.record``) since
@@ -269,6 +280,7 @@ class BrainProcess(Component):
         """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):
             link.send(m.encode(self._evaluate(message.evaluation)))
+            self.dumps.send(self.out.store, last=False)  # (its rollouts' Brain may dump)
             return message
         if not isinstance(message, m.KeptExperiences):
             raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
@@ -478,6 +490,7 @@ class BrainProcess(Component):
 
     async def teardown(self) -> None:
         call(self.brain.teardown)
+        self.dumps.write_files()  # (one it made there: its producer is closed)
 
 
 _PLAIN_UPDATES = (int, str, bytes)

@@ -5,12 +5,15 @@ A Brain is dumped (its ``store``) after a Muscle's episode ends: every episode, 
 and once more at the phase's end where it learned since its last dump or the policy asks for
 it. Each dump is kept until it is sent to the store as a
 :class:`~palaestra.core.wire.messages.BrainDump`: the Brain process sends them once it has
-answered the round whose episode ends made them. The store holds every dump; the dump's file
-in the run's dump directory (one a tag: each dump of a tag replaces the last) holds the newest,
-written when the dumps are sent, at most once a :data:`FILE_SECONDS` while the phase runs, and
-at its end (or the process's failure) whatever is newer. Writing a file again costs 0.1 to
-0.5 ms (most of it the file system's flush of a file written again from its start): written at
-each episode's end, it took a fifth of the time of a run of 16-step episodes.
+answered the round (or the evaluation) whose episode ends made them. The store holds every
+dump; the dump's file in the run's dump directory (one a tag: each dump of a tag replaces the
+last) holds the newest, written when the dumps are sent, at most once a :data:`FILE_SECONDS`
+while the phase runs (a dump held meanwhile goes with a later send), and at its end or the
+process's failure whatever is newer; a dump made in the Brain's ``teardown`` reaches its file
+only. A file is written beside itself and renamed over itself: a write that fails (a full
+disk) leaves the dump before it whole. Writing a file again costs 0.1 to 0.5 ms (most of it the
+file system's flush of a file written again): written at each episode's end, it took a fifth
+of the time of a run of 16-step episodes.
 """
 
 from __future__ import annotations
@@ -90,12 +93,23 @@ class DumpKeeper:
             m.BrainDump(agent_id=setup.agent_id, tag=tag, path=path, dump=data, keep=self.keep)
         )
 
-    def _write_files(self) -> None:
-        """Write the newest unwritten dump of each file, each checked to resolve inside the
-        dump directory first.
+    def write_files(self) -> None:
+        """Write the files of the dumps kept, now (a Brain's ``teardown`` may dump after its
+        producer closed: its dumps reach their files, not the store).
 
         Raises:
-            DumpWriteError: A file could not be written (none of it is left).
+            DumpWriteError: A file, or the dump directory, could not be written.
+            UnsafePathError: A file would resolve outside the dump directory.
+        """
+        self.unwritten.update((dump.path, dump.dump) for dump in self.pending if dump.path)
+        self._write_files()
+
+    def _write_files(self) -> None:
+        """Write the newest unwritten dump of each file, each checked to resolve inside the
+        dump directory first; every file is tried, the first failure raised.
+
+        Raises:
+            DumpWriteError: A file, or the dump directory, could not be written.
             UnsafePathError: A file would resolve outside the dump directory.
         """
         newest, self.unwritten = self.unwritten, {}
@@ -103,16 +117,21 @@ class DumpKeeper:
         if not newest:
             return
         setup = self.setup
-        os.makedirs(setup.dump_dir, exist_ok=True)  # (before the check: it resolves it)
+        try:
+            os.makedirs(setup.dump_dir, exist_ok=True)  # (before the check: it resolves it)
+        except OSError as exc:
+            raise DumpWriteError(setup.agent.name, setup.dump_dir, exc) from None
+        failure: PalaestraError | None = None
         for path, data in newest.items():
-            check_inside(path, setup.dump_dir)
             try:
-                with open(path, "wb") as f:
-                    f.write(data)
+                check_inside(path, setup.dump_dir)
+                _replace(path, data)
             except OSError as exc:
-                with contextlib.suppress(OSError):  # (nothing half-written is left)
-                    os.remove(path)
-                raise DumpWriteError(setup.agent.name, path, exc) from None
+                failure = failure or DumpWriteError(setup.agent.name, path, exc)
+            except UnsafePathError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def due(self) -> bool:
         """Whether the episode a Muscle just ended is one to dump after."""
@@ -137,36 +156,50 @@ class DumpKeeper:
     def send(self, store: zmq.Socket[bytes] | None, block: bool = True, last: bool = True) -> None:
         """Send the dumps kept so far to the store (which holds each), their files written
         first: the newest dump of each, where ``last`` (the phase's end, a failure) or once
-        :data:`FILE_SECONDS` passed since they were last written (else it waits for the next
-        send). A file that cannot be written fails the Brain process (its dumps not yet sent
-        are not stored; the others are kept, for the failing process's last send), unless not
-        ``block``: what a failing process sends without waiting, where its own failure is the
-        one to report (the file's is logged).
+        :data:`FILE_SECONDS` passed since they were last written (else a later send writes
+        it). A file that cannot be written fails the Brain process once its dumps are sent,
+        unless not ``block``: what a failing process sends without waiting, where its own
+        failure is the one to report (a file's is logged).
 
         Raises:
-            DumpWriteError: A file could not be written.
-            UnsafePathError: A file would resolve outside the dump directory (no dump is
-                stored then).
+            DumpWriteError: A file, or the dump directory, could not be written.
+            UnsafePathError: A file would resolve outside the dump directory.
         """
         if self.pending:
             self.unwritten.update((dump.path, dump.dump) for dump in self.pending if dump.path)
         elif not self.unwritten:  # (most rounds: nothing to send or write)
             return
-        if not self.unwritten or (not last and _clock() - self.written_at < FILE_SECONDS):
-            self._send(store, block)
-            return
-        try:
-            self._write_files()
-        except (DumpWriteError, UnsafePathError) as exc:
-            # the dumps of a file not written are not stored (of an unsafe path: none is)
-            failed = exc.path if isinstance(exc, DumpWriteError) else None
-            self.pending = [d for d in self.pending if failed is not None and d.path != failed]
-            if block:
-                raise
-            LOG.warning("%s", exc)
+        failure: Exception | None = None
+        if self.unwritten and (last or _clock() - self.written_at >= FILE_SECONDS):
+            try:
+                self._write_files()
+            except Exception as exc:  # noqa: BLE001 - raised below, or logged by a failing process
+                if not block:
+                    LOG.warning("%s: %s", self.setup.agent.name, exc)
+                failure = exc
         self._send(store, block)
+        if failure is not None and block:
+            raise failure
 
     def _send(self, store: zmq.Socket[bytes] | None, block: bool) -> None:
         dumps, self.pending = self.pending, []
         for dump in dumps:
             send(store, dump, block)
+
+
+def _replace(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a new file beside it, renamed over it: a failure
+    (a full disk) leaves the old file whole and no half-written one, and a link planted at
+    either name is replaced, not followed."""
+    part = path + ".part"  # (not a dump's name: dumps end in .bin)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(part)  # (a killed process's)
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        with open(fd, "wb") as f:
+            f.write(data)
+        os.replace(part, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise

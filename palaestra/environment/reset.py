@@ -90,7 +90,10 @@ def takes_request(method: Callable[..., Any]) -> bool:
     without a default, as in ``reset(self, request)``); known once per function (a signature
     takes 8 µs to read, and a world asks at each reset)."""
     function = getattr(method, "__func__", None)
-    known = _TAKES_REQUEST.get(function) if function is not None else None
+    try:
+        known = _TAKES_REQUEST.get(function) if function is not None else None
+    except TypeError:  # (a callable bound as a method that cannot be weakly referenced)
+        function = known = None
     if known is not None:
         return known
     try:

@@ -7,6 +7,7 @@ import gc
 import json
 import pickle
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -23,6 +24,7 @@ from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.plugin import PluginError
 from palaestra.core.spaces import Box, Discrete
+from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
 from palaestra.testing import FakeLink, RowRecorder
 from tests.unit.test_step_path import agent_spec
@@ -222,6 +224,33 @@ def test_a_round_that_ends_episodes_is_answered_before_its_dumps_are_written(
     assert [json.loads(dump.dump)["thinking_calls"] for dump, _ in sent] == [1, 3]
     assert [file for _, file in sent] == [sent[-1][0].dump] * 2
     assert {dump.path for dump, _ in sent} == {str(path)}
+
+
+def test_a_brain_whose_last_dump_fails_at_the_phases_end_still_writes_the_file_it_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The phase's end dumps once more; where that fails, the dumps the Brain process kept
+    still go out: the file it held (within a second of the last write) is written."""
+    process = brain_process()
+    process.dumps.setup = msgspec.structs.replace(process.request, dump_dir=str(tmp_path))
+    path = tmp_path / dump_file_name("player", "")
+    for data in (b"written", b"held"):
+        process.dumps.write(data, "")
+        process.dumps.send(None, last=False)
+    assert path.read_bytes() == b"written"
+    process.dumps.stored = False  # (it learned since: a last dump is due)
+
+    def stopped(hot: Any, listener: Any) -> None:
+        raise Stopped
+
+    def failing_store() -> None:
+        raise RuntimeError("no last dump")
+
+    monkeypatch.setattr(process, "_answer", stopped)
+    monkeypatch.setattr(process.brain, "store", failing_store)
+    with pytest.raises(PluginError, match="store"):
+        process._serve(SimpleNamespace(own=lambda listener: None), None)  # type: ignore[arg-type]
+    assert path.read_bytes() == b"held"
 
 
 class NowAndThenBrain(DummyBrain):

@@ -248,7 +248,7 @@ def test_a_dump_that_finds_the_disk_full_fails_naming_its_file_not_the_brain(
 ) -> None:
     """palaestra writes the dump a Brain hands it (once the round is answered): a full disk
     is palaestra's failure to report (the file, the cause, what to do), not the Brain's, and
-    leaves no half-written file and no row."""
+    leaves no half-written file; the dump still goes to the store."""
     setup = msgspec.structs.replace(brain_process().request, dump_dir=str(full_disk / "dumps"))
     keeper = DumpKeeper(setup)
     brain = DummyBrain()
@@ -262,6 +262,48 @@ def test_a_dump_that_finds_the_disk_full_fails_naming_its_file_not_the_brain(
     assert f"the dump of agent 'player' could not be written to {path}" in report.message
     assert "No space left on device" in report.message and "data_path" in report.message
     assert not path.exists() and keeper.pending == []
+
+
+def test_a_dump_that_finds_the_disk_full_leaves_the_files_last_dump_whole(
+    tmp_path: Path,
+) -> None:
+    """A dump is written beside its file and renamed over it: one that fails (a full disk)
+    leaves the file with the dump before it, and nothing else in the directory."""
+    with small_disk(tmp_path / "small", "16k") as mount:
+        keeper = DumpKeeper(msgspec.structs.replace(brain_process().request, dump_dir=str(mount)))
+        keeper.write(b"the first dump", "")
+        keeper.send(None)
+        with open(mount / "filler", "wb") as f, contextlib.suppress(OSError):
+            f.write(b"x" * 65536)  # (the disk fills)
+        keeper.write(b"y" * 32768, "")
+        with pytest.raises(DumpWriteError):
+            keeper.send(None)
+        path = mount / dump_file_name("player", "")
+        assert path.read_bytes() == b"the first dump"
+        assert sorted(p.name for p in mount.iterdir()) == sorted([path.name, "filler"])
+
+
+def test_a_failing_brain_process_writes_the_dump_files_it_held_and_logs_a_failed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Brain process that fails sends what it kept without raising (its own failure is the
+    one to report): every held dump file is written, each tag's but one that cannot be,
+    which is logged; every dump goes to the store."""
+    stored: list[bytes] = []
+    monkeypatch.setattr(dump_keeper, "send", lambda store, dump, block: stored.append(dump.dump))
+    keeper = DumpKeeper(msgspec.structs.replace(brain_process().request, dump_dir=str(tmp_path)))
+    keeper.write(b"a0", "a")
+    keeper.send(None, last=False)  # written: the first
+    for data, tag in ((b"a1", "a"), (b"b1", "b"), (b"c1", "c")):
+        keeper.write(data, tag)
+    keeper.send(None, last=False)  # held: within the second
+    (tmp_path / dump_file_name("player", "b")).mkdir()  # (b's file cannot be written)
+    with caplog.at_level(logging.WARNING):
+        keeper.send(None, block=False)
+    assert (tmp_path / dump_file_name("player", "a")).read_bytes() == b"a1"
+    assert (tmp_path / dump_file_name("player", "c")).read_bytes() == b"c1"
+    assert "could not be written to" in caplog.text and "player-b" in caplog.text
+    assert stored == [b"a0", b"a1", b"b1", b"c1"]
 
 
 def test_a_dump_file_is_written_at_most_once_a_second_while_the_phase_runs(
