@@ -89,6 +89,7 @@ class DumpKeeper:
         if setup.dump_dir:
             name = dump_file_name(setup.agent.name, tag)
             path = os.path.abspath(os.path.join(setup.dump_dir, name))
+            self.unwritten[path] = data  # (the newest of its file)
         self.pending.append(
             m.BrainDump(agent_id=setup.agent_id, tag=tag, path=path, dump=data, keep=self.keep)
         )
@@ -101,7 +102,6 @@ class DumpKeeper:
             DumpWriteError: A file, or the dump directory, could not be written.
             UnsafePathError: A file would resolve outside the dump directory.
         """
-        self.unwritten.update((dump.path, dump.dump) for dump in self.pending if dump.path)
         self._write_files()
 
     def _write_files(self) -> None:
@@ -165,9 +165,7 @@ class DumpKeeper:
             DumpWriteError: A file, or the dump directory, could not be written.
             UnsafePathError: A file would resolve outside the dump directory.
         """
-        if self.pending:
-            self.unwritten.update((dump.path, dump.dump) for dump in self.pending if dump.path)
-        elif not self.unwritten:  # (most rounds: nothing to send or write)
+        if not self.pending and not self.unwritten:  # (most rounds: nothing to do)
             return
         failure: Exception | None = None
         if self.unwritten and (last or _clock() - self.written_at >= FILE_SECONDS):

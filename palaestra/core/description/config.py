@@ -57,14 +57,21 @@ GROUPS_VAR = "PALAESTRA_ROUND_GROUPS"
 carries it to the run's processes)."""
 ROUND_GROUPS = (AUTO, "1", "2", "3", "4")
 """The values of ``round_groups`` (a number in the file is taken as its text)."""
-CHOICE_VARS = (
-    (ENV_VAR, "start_method", START_METHODS),
-    (AFFINITY_VAR, "cpu_affinity", AFFINITIES),
-    (GROUPS_VAR, GROUPS_KEY, ROUND_GROUPS),
-    (WRITER_PRIORITY_VAR, "writer_priority", WRITER_PRIORITIES),
-)
-"""The environment variables that override a setting of a few values: each variable, its
-setting and the values."""
+CHOICES = {
+    "start_method": START_METHODS,
+    "cpu_affinity": AFFINITIES,
+    "backend": BACKENDS,
+    "writer_priority": WRITER_PRIORITIES,
+    GROUPS_KEY: ROUND_GROUPS,
+}
+"""The settings that take one of a few values, and those values."""
+CHOICE_VARS = {
+    ENV_VAR: "start_method",
+    AFFINITY_VAR: "cpu_affinity",
+    GROUPS_VAR: GROUPS_KEY,
+    WRITER_PRIORITY_VAR: "writer_priority",
+}
+"""The environment variables that override a setting of a few values, and the setting."""
 
 
 @dataclass(frozen=True)
@@ -153,9 +160,10 @@ def load_runtime_config(
         config = replace(config, store_uri=environ["PALAESTRA_STORE_URI"])
     if environ.get("PALAESTRA_DATA_PATH"):
         config = replace(config, data_path=environ["PALAESTRA_DATA_PATH"])
-    for variable, key, choices in CHOICE_VARS:
+    for variable, key in CHOICE_VARS.items():
         if environ.get(variable):
-            _check_one_of(f"the environment variable {variable}", environ[variable], choices)
+            where = f"the environment variable {variable}"
+            _check_one_of(where, environ[variable], CHOICES[key])
             changed: dict[str, Any] = {key: environ[variable]}
             config = replace(config, **changed)
     if environ.get(SPIN_VAR):
@@ -300,7 +308,7 @@ def _check(path: str, key: object, value: object) -> None:
     elif key == GROUPS_KEY:
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise RuntimeConfigError(f"{path}: {key}: expected auto or 1 to 4, got {value!r}")
-        _check_one_of(f"{path}: {key}", str(value), ROUND_GROUPS)
+        _check_one_of(f"{path}: {key}", str(value), CHOICES[key])
     elif key in SECONDS:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise RuntimeConfigError(
@@ -322,10 +330,3 @@ def _check_one_of(where: str, value: str, choices: tuple[str, ...]) -> None:
 
 
 KNOWN = frozenset(f.name for f in fields(RuntimeConfig))
-CHOICES = {
-    "start_method": START_METHODS,
-    "cpu_affinity": AFFINITIES,
-    "backend": BACKENDS,
-    "writer_priority": WRITER_PRIORITIES,
-}
-"""The settings that take one of a few values, and those values."""
