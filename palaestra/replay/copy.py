@@ -64,13 +64,6 @@ class _Tape:
         """Nothing to wait for."""
 
 
-def muscle_rows(
-    record: PhaseRecord, worker: int, replay: EpisodeReplay
-) -> dict[str, list[m.MuscleActionRow]]:
-    """Each agent's ``muscle_actions`` rows of the replayed episode, by agent name."""
-    return rebuild(record, worker, replay)[0]
-
-
 def rebuild(
     record: PhaseRecord, worker: int, replay: EpisodeReplay
 ) -> tuple[dict[str, list[m.MuscleActionRow]], EpisodeResult | None]:

@@ -13,16 +13,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, select
-
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import EnvironmentSpec, PhaseSpec
 from palaestra.core.errors import InvalidInputError, RunFileError, did_you_mean
 from palaestra.core.turns import AllAct, TurnPolicy
 from palaestra.experiment.runfile import load_run_text
 from palaestra.store import rows
-from palaestra.store import tables as t
-from palaestra.store.engine import make_engine
 from palaestra.store.rows import Row, StoreURI
 
 
@@ -220,29 +216,12 @@ def _recording(
 def _phase_spec(run: str, index: int, store_uri: StoreURI | None) -> PhaseSpec | None:
     """The phase as the stored run file says (None if the document is not a valid run file
     any more, e.g. an old record: the environments' table is then all there is)."""
-    document = _document(run, store_uri)
-    if document is None:
-        return None
+    document = rows.run_record(run, store_uri=store_uri)["document"]
     try:
         spec = load_run_text(document, path=f"run '{run}'", check_classes=False)
     except RunFileError:
         return None
     return spec.phases[index] if index < len(spec.phases) else None
-
-
-def _document(run: str, store_uri: StoreURI | None) -> str | None:
-    """The run file the store keeps for ``run`` (``experiment_runs.document``)."""
-    store = rows.resolve_store_uri(store_uri)
-    engine = store if isinstance(store, Engine) else make_engine(store, read_only=True)
-    try:
-        with engine.connect() as connection:
-            found = connection.scalar(
-                select(t.experiment_runs.c.document).where(t.experiment_runs.c.uid == run)
-            )
-    finally:
-        if not isinstance(store, Engine):
-            engine.dispose()
-    return found if isinstance(found, str) else None
 
 
 def _environment_spec(row: Row, phase: PhaseSpec | None) -> EnvironmentSpec:

@@ -725,7 +725,8 @@ def episode_rewards(
                 ]
             found = [*summed, *_episode_reward_rows(connection, one, partial, phase, agent, mode)]
             if at < len(chain) - 1:  # a resumed instance: see _chain_rows
-                start, done = _resume_start(connection, chain[at + 1]), _completed(connection, one)
+                start = _resume_start(connection, chain[at + 1])
+                done = completed_episodes(connection, one)
                 found = [row for row in found if _kept(row, start, done)]
             merged.extend(_agent_ranks(found))
     order = ("phase", "agent_order", "worker", "episode")
@@ -1409,7 +1410,7 @@ def _chain_rows(
         columns = rows.columns
         if at < len(chain) - 1:
             start = _resume_start(connection, chain[at + 1])
-            done = _completed(connection, instance_id)
+            done = completed_episodes(connection, instance_id)
             rows = Rows((r for r in rows if _kept(r, start, done)), columns)
         found.extend(rows)
     entity = next((c for c in ("environment", "agent") if c in columns), None)
@@ -1435,12 +1436,6 @@ def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]
     if first is None:  # it recorded no phase: it replaces nothing
         return float("inf"), 0
     return first.number, int((first.config or {}).get("first_episode", 0))
-
-
-def _completed(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:
-    """(phase index, worker, episode) of the episodes the instance completed (its ``episodes``
-    row and its last step's rows are in: see :mod:`palaestra.store.completed`)."""
-    return completed_episodes(connection, instance_id)
 
 
 def _kept(row: Row, start: tuple[float, int], done: set[tuple[int, int, int]]) -> bool:

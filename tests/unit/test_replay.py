@@ -13,7 +13,7 @@ from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.turns import AllAct, RoundRobin, TurnPolicy
 from palaestra.core.wire import messages as m
 from palaestra.replay.compare import Divergence, first_difference
-from palaestra.replay.copy import muscle_rows
+from palaestra.replay.copy import rebuild
 from palaestra.replay.live import LiveWorld
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.session import nondeterministic
@@ -196,7 +196,7 @@ def test_rebuilt_muscle_actions_follow_the_order_of_turns(
     replay = WorkerReplay(record, 0).episode(0)
     replay.run()
 
-    found = muscle_rows(record, 0, replay)
+    found = rebuild(record, 0, replay)[0]
 
     assert {name: [r.step for r in rows] for name, rows in found.items()} == acted
     a = found["a"]
