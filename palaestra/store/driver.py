@@ -385,11 +385,16 @@ def _sqlite(uri: str, rest: str) -> sqlite3.Connection:
         target = str(Path(urllib.parse.unquote(path)).absolute())  # (no ~: as SQLAlchemy's)
         require_writable(Path(target), uri)
     connection = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+    tune(connection)
+    return connection
+
+
+def tune(connection: Any) -> None:
+    """A busy timeout, WAL, ``synchronous=NORMAL`` and foreign keys on a SQLite connection."""
     connection.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     write_ahead(connection)
     connection.execute("PRAGMA synchronous=NORMAL")
     connection.execute("PRAGMA foreign_keys=ON")
-    return connection
 
 
 def _identity(path: str) -> tuple[int, int]:

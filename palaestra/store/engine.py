@@ -29,7 +29,7 @@ from palaestra.store.driver import (
     SQLITE_BUSY_TIMEOUT_MS,
     json_value,
     require_writable,
-    write_ahead,
+    tune,
 )
 
 
@@ -64,12 +64,12 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
             (without ``read_only``: a SQLite file or directory that cannot be written).
     """
     url = _parse(uri)
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     options: dict[str, Any] = {}
     if path is not None and read_only:
         options["creator"] = _read_only_connector(path)
     elif path is not None:
-        require_writable(path, uri)
+        require_writable(path.absolute(), uri)
     try:
         engine = create_engine(
             url, json_serializer=json_text, json_deserializer=json_value, **options
@@ -93,14 +93,15 @@ def _parse(uri: str) -> URL:
         raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {exc}") from exc
 
 
-def _sqlite_file(url: URL) -> Path | None:
-    """The file of a SQLite store URL; None for other stores, memory and ``file:`` URIs."""
+def sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite store URL (``~`` expanded, as given: maybe relative); None for other
+    stores, memory and ``file:`` URIs."""
     database = url.database or ""
     if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
         return None
     if database.startswith("file:"):
         return None
-    return Path(database).expanduser().absolute()
+    return Path(database).expanduser()
 
 
 def _read_only_connector(path: Path) -> Callable[[], sqlite3.Connection]:
@@ -108,7 +109,7 @@ def _read_only_connector(path: Path) -> Callable[[], sqlite3.Connection]:
     query = "mode=ro"
     if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
         query += "&immutable=1"
-    target = f"file:{urllib.parse.quote(str(path))}?{query}"
+    target = f"file:{urllib.parse.quote(str(path.absolute()))}?{query}"
 
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(target, uri=True, check_same_thread=False)
@@ -117,22 +118,11 @@ def _read_only_connector(path: Path) -> Callable[[], sqlite3.Connection]:
 
 
 def _tune_sqlite(dbapi_connection: Any, connection_record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        write_ahead(cursor)
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()
+    tune(dbapi_connection)
 
 
 def _tune_read_only(dbapi_connection: Any, connection_record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    finally:
-        cursor.close()
+    dbapi_connection.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
 
 
 def _check_connection(engine: Engine, uri: str) -> None:
@@ -141,9 +131,11 @@ def _check_connection(engine: Engine, uri: str) -> None:
             pass
     except SQLAlchemyError as exc:
         engine.dispose()
-        raise StoreError(f"store {mask_uri(uri)}: cannot open the store: {_reason(exc)}") from exc
+        raise StoreError(f"store {mask_uri(uri)}: cannot open the store: {reason(exc)}") from exc
 
 
-def _reason(exc: SQLAlchemyError) -> str:
+def reason(exc: BaseException) -> str:
+    """The first line of what the database driver said (SQLAlchemy's ``orig``), else of
+    ``exc``."""
     original = getattr(exc, "orig", None)
     return str(original if original is not None else exc).splitlines()[0]

@@ -47,7 +47,7 @@ from palaestra.core.errors import (
 )
 from palaestra.store import tables as t
 from palaestra.store.completed import completed_episodes
-from palaestra.store.engine import make_engine, mask_uri
+from palaestra.store.engine import make_engine, mask_uri, reason, sqlite_file
 from palaestra.store.schema import require_readable
 from palaestra.store.tables import utcnow
 
@@ -1515,8 +1515,7 @@ def transaction(store_uri: StoreURI | None) -> Iterator[Connection]:
 
 def _store_error(engine: Engine, what: str, exc: SQLAlchemyError) -> StoreError:
     uri = engine.url.render_as_string(hide_password=True)
-    reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-    return StoreError(f"store {uri}: {what}: {reason}")
+    return StoreError(f"store {uri}: {what}: {reason(exc)}")
 
 
 @contextmanager
@@ -1541,16 +1540,11 @@ def _require_existing_sqlite(uri: str) -> None:
         url = make_url(uri)
     except ArgumentError:
         return  # make_engine reports it
-    database = url.database or ""
-    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
-        return
-    if database.startswith("file:"):
-        return
-    path = Path(database).expanduser()
-    if not path.exists():
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
         where = "" if path.is_absolute() else f" (relative to the working directory {Path.cwd()})"
         raise StoreError(
-            f"store {mask_uri(uri)}: no such store file: {database}{where}. Run palaestra in "
+            f"store {mask_uri(uri)}: no such store file: {url.database}{where}. Run palaestra in "
             "the directory of the store, or point at it: PALAESTRA_STORE_URI=sqlite:////abs/"
             "path/palaestra.db, or store_uri in a runtime config file given with -c FILE"
         )

@@ -57,6 +57,7 @@ from palaestra.store.driver import (
 from palaestra.store.driver import (
     VERSION_TABLE as VERSION_TABLE,
 )
+from palaestra.store.engine import reason
 from palaestra.store.tables import UTCDateTime
 from palaestra.store.tables import metadata as METADATA
 
@@ -386,9 +387,7 @@ def _guard(engine: Engine, doing: str) -> Iterator[None]:
         with _quiet_alembic():
             yield
     except (SQLAlchemyError, _alembic_error()) as exc:
-        original = getattr(exc, "orig", None)
-        reason = str(original if original is not None else exc).splitlines()[0]
-        raise StoreError(f"store {_name(engine)}: cannot {doing}: {reason}") from exc
+        raise StoreError(f"store {_name(engine)}: cannot {doing}: {reason(exc)}") from exc
 
 
 def _alembic_error() -> type[Exception]:
