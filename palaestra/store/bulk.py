@@ -12,7 +12,8 @@ whole batch where an ``executemany`` pays a round of the protocol per row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -82,17 +83,12 @@ def insert_values(
         store.insert_many(table.name, columns, rows)
 
 
-class as_sqlalchemy_errors:
+@contextmanager
+def as_sqlalchemy_errors(store: Store, table: str) -> Iterator[None]:
     """The driver's errors as SQLAlchemy's (``OperationalError`` for a full disk or a lost
     server), as the callers' own statements raise them."""
-
-    def __init__(self, store: Store, table: str) -> None:
-        self.store, self.table = store, table
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        error = self.store.errors.Error
-        if exc is not None and isinstance(exc, error):
-            raise DBAPIError.instance(f"inserting into {self.table}", None, exc, error) from exc
+    try:
+        yield
+    except store.errors.Error as exc:
+        error = store.errors.Error
+        raise DBAPIError.instance(f"inserting into {table}", None, exc, error) from exc

@@ -71,19 +71,14 @@ def _has_gaps(connection: Connection, phase_id: int) -> bool:
 
 def _with_step_rows(connection: Connection, phase_id: int, episodes: _Episodes) -> _Episodes:
     """Those of ``episodes`` whose last step's rows are all in."""
-    environments = int(
-        connection.scalar(
-            select(func.count(t.environments.c.id)).where(
-                t.environments.c.experiment_run_phase_id == phase_id
+    environments, agents = (
+        int(
+            connection.scalar(
+                select(func.count(owner.c.id)).where(owner.c.experiment_run_phase_id == phase_id)
             )
+            or 0
         )
-        or 0
-    )
-    agents = int(
-        connection.scalar(
-            select(func.count(t.agents.c.id)).where(t.agents.c.experiment_run_phase_id == phase_id)
-        )
-        or 0
+        for owner in (t.environments, t.agents)
     )
     last_states: dict[int, int] = dict(
         connection.execute(

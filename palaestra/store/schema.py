@@ -95,7 +95,7 @@ def current_revision(engine: Engine) -> str | None:
         StoreError: The store cannot be read.
     """
     with _guard(engine, "read the schema revision"), engine.connect() as connection:
-        return _revision(connection)
+        return _state(connection).revision
 
 
 def require_readable(engine: Engine) -> None:
@@ -242,12 +242,6 @@ def _state(connection: Connection) -> _State:
     tables = names & set(METADATA.tables)
     revision = _read_revision(connection) if VERSION_TABLE in names else None
     return _State(revision, frozenset(tables))
-
-
-def _revision(connection: Connection) -> str | None:
-    if VERSION_TABLE not in inspect(connection).get_table_names():
-        return None
-    return _read_revision(connection)
 
 
 def _read_revision(connection: Connection) -> str | None:
