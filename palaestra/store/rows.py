@@ -323,16 +323,10 @@ def runs(
             t.experiment_runs.c.uid.label("run_uid"),
             t.experiments.c.uid.label("experiment_uid"),
             _Instance.c.uid.label("instance_uid"),
-            _Instance.c.status,
-            _Instance.c.reason,
-            _Instance.c.started_at,
-            _Instance.c.finished_at,
+            *_of(_Instance, "status reason started_at finished_at"),
             phase_count.label("phases"),
             episode_sum.label("episodes"),
-            _Instance.c.palaestra_version,
-            _Instance.c.code_revision,
-            _Instance.c.heartbeat_at,
-            _Instance.c.host,
+            *_of(_Instance, "palaestra_version code_revision heartbeat_at host"),
         )
         .select_from(_Instance)
         .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
@@ -444,14 +438,7 @@ def phases(run: str, *, store_uri: StoreURI | None = None, instance: str | None 
         return (
             select(
                 _Phase.c.index.label("phase"),
-                _Phase.c.name,
-                _Phase.c.mode,
-                _Phase.c.workers,
-                _Phase.c.episodes,
-                _Phase.c.status,
-                _Phase.c.started_at,
-                _Phase.c.finished_at,
-                _Phase.c.config,
+                *_of(_Phase, "name mode workers episodes status started_at finished_at config"),
             )
             .where(_Phase.c.experiment_run_instance_id == instance_id)
             .order_by(_Phase.c.index)
@@ -668,16 +655,8 @@ def episodes(
     return EPISODES.read(run, store_uri, instance, phase=phase, mode=mode, worker=worker)
 
 
-EPISODE_REWARD_COLUMNS = (
-    "phase",
-    "phase_name",
-    "mode",
-    "agent",
-    "worker",
-    "episode",
-    "steps",
-    "reward",
-    "objective",
+EPISODE_REWARD_COLUMNS = tuple(
+    "phase phase_name mode agent worker episode steps reward objective".split()
 )
 
 
@@ -703,17 +682,12 @@ def episode_rewards(
         ``reward`` and ``objective``.
     """
     merged: list[Row] = []
+    filters = [(_Phase, phase), (_Phase.c.mode, mode), (t.agents.c.name, agent)]
     with _connection(store_uri) as connection:
         chain = _instances(connection, run, instance)
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
-            summed: list[Row] = list(
-                _rows(
-                    connection.execute(
-                        _summed_rewards(one, phase, agent, mode).where(_Phase.c.id.not_in(partial))
-                    )
-                )
-            )
+            summed: list[Row] = _rows(connection.execute(_summed_rewards(one, partial, filters)))
             if not _finished(connection, one):  # an episode cut short is not one of them
                 ended = _ended_episodes(connection, one)
                 counted = {index for index, _, _ in ended}  # (older stores' phases have none)
@@ -723,7 +697,7 @@ def episode_rewards(
                     if r["phase"] not in counted
                     or (r["phase"], r["worker"], r["episode"]) in ended
                 ]
-            found = [*summed, *_episode_reward_rows(connection, one, partial, phase, agent, mode)]
+            found = [*summed, *_episode_reward_rows(connection, one, partial, filters)]
             if at < len(chain) - 1:  # a resumed instance: see _chain_rows
                 start = _resume_start(connection, chain[at + 1])
                 done = completed_episodes(connection, one)
@@ -774,15 +748,15 @@ def _partly_recorded(connection: Connection, instance_id: int) -> list[int]:
     return [row.id for row in found if (row.config or {}).get("record_every", 1) != 1]
 
 
-def _summed_rewards(
-    instance_id: int, phase: Match | None, agent: Match | None, mode: Match | None
-) -> Select[Any]:
+def _summed_rewards(instance_id: int, partial: list[int], filters: _Filters) -> Select[Any]:
+    """:func:`episode_rewards`' rows of the phases but ``partial``, summed from their
+    ``muscle_actions``."""
+    episode = _of(t.muscle_actions, "worker episode")
     chosen = (
         select(
             *_PHASE_MODE,
             _AGENT,
-            t.muscle_actions.c.worker,
-            t.muscle_actions.c.episode,
+            *episode,
             func.count(t.muscle_actions.c.id).label("steps"),
             func.sum(t.muscle_actions.c.reward).label("reward"),
             func.sum(t.muscle_actions.c.objective).label("objective"),
@@ -791,31 +765,17 @@ def _summed_rewards(
         .select_from(t.muscle_actions)
         .join(t.agents, t.muscle_actions.c.agent_id == t.agents.c.id)
         .join(_Phase, t.agents.c.experiment_run_phase_id == _Phase.c.id)
-        .where(_Phase.c.experiment_run_instance_id == instance_id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id, _Phase.c.id.not_in(partial))
         .group_by(
-            _Phase.c.index,
-            _Phase.c.name,
-            _Phase.c.mode,
-            t.agents.c.id,
-            t.agents.c.name,
-            t.muscle_actions.c.worker,
-            t.muscle_actions.c.episode,
+            _Phase.c.index, _Phase.c.name, _Phase.c.mode, t.agents.c.id, t.agents.c.name, *episode
         )
-        .order_by(
-            _Phase.c.index, t.agents.c.id, t.muscle_actions.c.worker, t.muscle_actions.c.episode
-        )
+        .order_by(_Phase.c.index, t.agents.c.id, *episode)
     )
-    filters = [(_Phase, phase), (_Phase.c.mode, mode), (t.agents.c.name, agent)]
     return _filtered(chosen, filters)
 
 
 def _episode_reward_rows(
-    connection: Connection,
-    instance_id: int,
-    phase_ids: list[int],
-    phase: Match | None,
-    agent: Match | None,
-    mode: Match | None,
+    connection: Connection, instance_id: int, phase_ids: list[int], filters: _Filters
 ) -> list[Row]:
     """:func:`episode_rewards`' rows of the phases ``phase_ids``, from their ``episodes``."""
     chosen = (
@@ -832,7 +792,6 @@ def _episode_reward_rows(
     )
     if not phase_ids:
         return []
-    filters = [(_Phase, phase), (_Phase.c.mode, mode), (t.agents.c.name, agent)]
     found = _rows(connection.execute(_filtered(chosen, filters)))
     for row in found:
         row["reward"] = (row["rewards"] or {}).get(row["agent"])
@@ -1241,7 +1200,11 @@ def _run_ids(connection: Connection, run: str) -> tuple[int, int]:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _filtered(statement: Select[Any], filters: Iterable[tuple[Any, Match | None]]) -> Select[Any]:
+_Filters = Iterable[tuple[Any, Match | None]]
+"""Filters of a statement: (column, or ``_Phase`` for a phase's index or name; value)."""
+
+
+def _filtered(statement: Select[Any], filters: _Filters) -> Select[Any]:
     """``statement`` with a WHERE condition per filter given (``_Phase``: index or name)."""
     for column, value in filters:
         if value is not None:
