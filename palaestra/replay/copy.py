@@ -215,12 +215,7 @@ class Copy:
             t.experiment_run_phases,
             experiment_run_instance_id=instance_id,
             index=record.index,
-            name=row["name"],
-            mode=row["mode"],
-            workers=row["workers"],
-            episodes=row["episodes"],
-            config=row["config"],
-            status=row["status"],
+            **{k: row[k] for k in ("name", "mode", "workers", "episodes", "config", "status")},
             started_at=utcnow(),
             finished_at=utcnow(),
         )
@@ -239,9 +234,7 @@ class Copy:
                 t.environments,
                 experiment_run_phase_id=phase_id,
                 uid=env["environment"],
-                name=env["name"],
-                params=env["params"],
-                seeds=env["seeds"],
+                **{k: env[k] for k in ("name", "params", "seeds")},
             )
             for env in record.environment_rows
         }
