@@ -20,6 +20,7 @@ from typing import Any
 
 import zmq
 import zmq.asyncio
+from msgspec.structs import asdict
 
 from palaestra.core.description.limits import HEARTBEAT
 from palaestra.core.description.name_rules import dump_key
@@ -441,26 +442,13 @@ class StoreWriter(Component):
                 started_at=utcnow(),
             )
             ids = {"phase": phase_id}
-            for env in message.environments:
+            for env in message.environments:  # (their fields are the tables' columns)
                 ids[f"environment:{env.uid}"] = store.insert(
-                    "environments",
-                    experiment_run_phase_id=phase_id,
-                    uid=env.uid,
-                    name=env.name,
-                    params=env.params,
-                    seeds=list(env.seeds),
+                    "environments", experiment_run_phase_id=phase_id, **asdict(env)
                 )
             for agent in message.agents:
                 ids[f"agent:{agent.name}"] = store.insert(
-                    "agents",
-                    experiment_run_phase_id=phase_id,
-                    name=agent.name,
-                    brain=agent.brain,
-                    muscle=agent.muscle,
-                    objective=agent.objective,
-                    config=agent.config,
-                    seeds=agent.seeds,
-                    loaded_from=agent.loaded_from,
+                    "agents", experiment_run_phase_id=phase_id, **asdict(agent)
                 )
         return m.StoreIds(ids=ids)
 
