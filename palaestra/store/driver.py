@@ -116,11 +116,7 @@ class Store:
         self._errors()
 
     def _connect(self) -> Any:
-        """A new connection to the store.
-
-        Raises:
-            StoreError: It cannot be opened.
-        """
+        """A new connection to the store (a :class:`StoreError` where it cannot be opened)."""
         rest = self.uri.partition("://")[2]
         try:
             if self.dialect == "sqlite":

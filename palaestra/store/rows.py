@@ -1232,11 +1232,8 @@ def _phase_match(value: Match) -> ColumnElement[bool]:
 
 
 def _values(value: Match) -> list[int | str]:
-    """A filter's values as plain ints and strs (numpy integers and arrays are welcome).
-
-    Raises:
-        TypeError: A value is neither an integer nor a string.
-    """
+    """A filter's values as plain ints and strs (numpy integers and arrays are welcome); a
+    :class:`TypeError` for any other value."""
     items = value if isinstance(value, Iterable) and not isinstance(value, str) else [value]
     values: list[int | str] = []
     for item in items:
@@ -1336,11 +1333,8 @@ class Continued(str):
 
 def _instances(connection: Connection, run: str, instance: str | None) -> list[int]:
     """The ids of the run's instances a reading takes, oldest first: the one named; or the
-    newest (or a :class:`Continued` one) and the instances it continues, read as its view.
-
-    Raises:
-        UnknownRunError: No such run, or the run has no such instance.
-    """
+    newest (or a :class:`Continued` one) and the instances it continues, read as its view
+    (:class:`UnknownRunError`: no such run or instance)."""
     instance_id = _instance_id(connection, run, instance)
     if instance is None or isinstance(instance, Continued):
         return _chain(connection, instance_id)
@@ -1417,11 +1411,8 @@ def _rows(result: CursorResult[Any]) -> Rows:
 
 
 def _instance_id(connection: Connection, run: str, instance: str | None) -> int:
-    """The id of the run's newest instance, or of the one named.
-
-    Raises:
-        UnknownRunError: No such run, or the run has no such instance.
-    """
+    """The id of the run's newest instance, or of the one named (:class:`UnknownRunError`: no
+    such run or instance)."""
     found = connection.execute(
         select(_Instance.c.id, _Instance.c.uid)
         .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)

@@ -334,12 +334,8 @@ def _quiet_alembic() -> Iterator[None]:
 @contextlib.contextmanager
 def _locked(engine: Engine, rebuild: bool = False) -> Iterator[Connection]:
     """A connection in a transaction holding the store's schema lock; committed on success.
-
-    Args:
-        engine: The store.
-        rebuild: SQLite only: tables may be rebuilt (batch migrations), so foreign keys are
-            off during the transaction and checked before it commits.
-    """
+    ``rebuild`` (SQLite only): tables may be rebuilt (batch migrations), so foreign keys are off
+    during the transaction and checked before it commits."""
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as connection:
         if rebuild and sqlite:
