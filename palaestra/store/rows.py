@@ -1064,6 +1064,11 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
             table: connection.scalar(select(func.count()).select_from(model).where(condition))
             for table, model, condition in _run_parts(run_id)
         }
+        instances = connection.execute(
+            select(_Instance.c.uid, _Instance.c.status)
+            .where(_Instance.c.experiment_run_id == run_id)
+            .order_by(_Instance.c.id)
+        ).all()
         return {
             "run": run,
             "experiment": connection.scalar(
@@ -1074,19 +1079,9 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
                     t.experiment_runs.c.experiment_id == experiment_id
                 )
             ),
-            "running": connection.scalar(
-                select(func.count(_Instance.c.id)).where(
-                    _Instance.c.experiment_run_id == run_id, _Instance.c.status == "running"
-                )
-            ),
+            "running": sum(row.status == "running" for row in instances),
             "still_running": still_running,
-            "instances": list(
-                connection.scalars(
-                    select(_Instance.c.uid)
-                    .where(_Instance.c.experiment_run_id == run_id)
-                    .order_by(_Instance.c.id)
-                )
-            ),
+            "instances": [row.uid for row in instances],
             **counts,
         }
 
@@ -1138,26 +1133,22 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
     environment_ids = select(t.environments.c.id).where(
         t.environments.c.experiment_run_phase_id.in_(phase_ids)
     )
+
+    def of(table: Any, key: str, ids: Any) -> tuple[str, Any, ColumnElement[bool]]:
+        return table.name, table, table.c[key].in_(ids)
+
     return [
-        ("brain_states", t.brain_states, t.brain_states.c.agent_id.in_(agent_ids)),
-        ("statistics", t.statistics, t.statistics.c.agent_id.in_(agent_ids)),
-        ("muscle_actions", t.muscle_actions, t.muscle_actions.c.agent_id.in_(agent_ids)),
-        ("episodes", t.episodes, t.episodes.c.experiment_run_phase_id.in_(phase_ids)),
-        (
-            "plugin_records",
-            t.plugin_records,
-            t.plugin_records.c.experiment_run_phase_id.in_(phase_ids),
-        ),
-        (
-            "recording_gaps",
-            t.recording_gaps,
-            t.recording_gaps.c.experiment_run_phase_id.in_(phase_ids),
-        ),
-        ("code_reloads", t.code_reloads, t.code_reloads.c.experiment_run_phase_id.in_(phase_ids)),
-        ("world_states", t.world_states, t.world_states.c.environment_id.in_(environment_ids)),
-        ("agents", t.agents, t.agents.c.experiment_run_phase_id.in_(phase_ids)),
-        ("environments", t.environments, t.environments.c.experiment_run_phase_id.in_(phase_ids)),
-        ("experiment_run_phases", _Phase, _Phase.c.experiment_run_instance_id.in_(instances)),
+        of(t.brain_states, "agent_id", agent_ids),
+        of(t.statistics, "agent_id", agent_ids),
+        of(t.muscle_actions, "agent_id", agent_ids),
+        of(t.episodes, "experiment_run_phase_id", phase_ids),
+        of(t.plugin_records, "experiment_run_phase_id", phase_ids),
+        of(t.recording_gaps, "experiment_run_phase_id", phase_ids),
+        of(t.code_reloads, "experiment_run_phase_id", phase_ids),
+        of(t.world_states, "environment_id", environment_ids),
+        of(t.agents, "experiment_run_phase_id", phase_ids),
+        of(t.environments, "experiment_run_phase_id", phase_ids),
+        of(_Phase, "experiment_run_instance_id", instances),
         ("experiment_run_instances", _Instance, _Instance.c.experiment_run_id == run_id),
     ]
 
