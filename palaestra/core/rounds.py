@@ -1,24 +1,19 @@
 """The one per-round path: a worker's games (one, or ``phase_config.envs_per_worker``) played in
 rounds, whoever hosts their worlds.
 
-Game ``i`` of worker ``w`` is recorded as worker ``w * N + i`` (its *lane*): its rows are those
-a worker of its own would write. :func:`play_rounds` plays the games in two groups (of 4 games
-at least; one group when paced) whose rounds overlap: a group's round sends each Muscle that
-acts in one of its games one :class:`~palaestra.core.wire.messages.AgentSteps` with its
-observations of those games (and of the episodes that ended), takes one
+Game ``i`` of worker ``w`` is recorded as worker ``w * N + i`` (its *lane*). :func:`play_rounds`
+plays the games in two groups (of 4 games at least; one group when paced) whose rounds overlap:
+a group's round sends each Muscle that acts in one of its games one
+:class:`~palaestra.core.wire.messages.AgentSteps`, takes one
 :class:`~palaestra.core.wire.messages.LaneActions` back from each, and steps each of those games
 once, while the Muscles act in the other group's games. A game whose episode ended resets once
-every agent answered the round that told it so (its rows are in) and plays on, as gymnasium's
-vector environments reset theirs, until it played ``episodes`` episodes of its own (or the
-phase's conditions end its phase, or an agent's Brain reached its phase rule): each game plays
-what a worker plays. Each game follows the phase's order of turns
-(:class:`~palaestra.core.turns.Game`).
+every agent answered the round that told it so and plays on (as gymnasium's vector environments
+do) until it played ``episodes`` episodes of its own, or its phase ends. Each game follows the
+phase's order of turns (:class:`~palaestra.core.turns.Game`).
 
 Who steps the worlds is a :class:`Table`: the environment process that hosts them
-(:mod:`palaestra.environment.lanes`: the phase's one environment drives its games over its
-links to the Muscles) or the simulation controller, which steps the games of every environment
-of the phase over its sockets (:mod:`palaestra.simulation.remote_games`). The Muscles are
-reached through :class:`Players`.
+(:mod:`palaestra.environment.lanes`) or the simulation controller
+(:mod:`palaestra.simulation.remote_games`). The Muscles are reached through :class:`Players`.
 """
 
 from __future__ import annotations

@@ -2,18 +2,10 @@
 
 A :class:`TurnPolicy` says who acts at step ``k``, who is rewarded with step ``k``'s rewards,
 and when the episode is over given the termination conditions. A :class:`Game` keeps one
-game's episode (its step, the agents' last rewards and reward sums, its sensor values, how it
-ends) and applies the policy and the conditions to it; every way an episode runs goes
-through it:
-
-* a live run plays the worker's games, one or many (``envs_per_worker``), in rounds
-  (:mod:`palaestra.core.rounds`), driven by the phase's one environment over its links to the
-  Muscles or by the simulation controller (any number of environments);
-* a replay (:mod:`palaestra.replay.copy`) runs one recorded episode through
-  :func:`run_episode` and a :class:`Driver` that plays back its steps.
-
-Real-time pacing is no driver of its own: each round waits on a
-:class:`~palaestra.core.pacing.Pacer`, whoever drives.
+game's episode and applies the policy and the conditions to it; every way an episode runs goes
+through it: a live run's rounds (:mod:`palaestra.core.rounds`), and a replay
+(:mod:`palaestra.replay.copy`) through :func:`run_episode` and a :class:`Driver` that plays back
+its steps. Real-time pacing is a :class:`~palaestra.core.pacing.Pacer` each round waits on.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
 """The per-step path of a component: a blocking loop on synchronous sockets, in its own thread.
 
-A round trip through ``zmq.asyncio`` costs about twice what the same round trip costs with
-blocking sockets (event-loop wake-ups, futures, callbacks), and the per-step path is nothing
-but round trips. So the processes on that path (environment, Muscle, Brain, simulation
-controller) run it in one thread with plain pyzmq sockets, while their asyncio thread keeps the
-state machine, the parent's messages, child exits, signals and watchdogs.
+A round trip through ``zmq.asyncio`` costs about twice what it costs with blocking sockets, and
+the per-step path is nothing but round trips. So the processes on that path (environment,
+Muscle, Brain, simulation controller) run it in one thread with plain pyzmq sockets, while their
+asyncio thread keeps the state machine, the parent's messages, child exits, signals and
+watchdogs.
 
 Rules: hot sockets are created, used and closed by the hot thread only; the hot thread talks to
 the component only through :meth:`HotLoop.call` (which runs a callable in the asyncio thread).
-A stop request (or a posted item) reaches the loop through a pipe, whose read end every wait
-of the loop watches (ZMQ sockets and :mod:`palaestra.core.wire.channel` links alike); an exception
-in the loop fails the component like any other.
+A stop request (or a posted item) reaches the loop through a pipe that every wait of the loop
+watches; an exception in the loop fails the component like any other.
 """
 
 from __future__ import annotations

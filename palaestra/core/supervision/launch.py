@@ -2,18 +2,16 @@
 on another host, by a cluster manager.
 
 A run's :class:`Placement` decides, child by child, where it runs: ``None`` from
-:meth:`Placement.launch` starts the child as usual (forked from its parent, or by the start
-method's server); a :class:`Launched` is a child started some other way, which the
-:class:`~palaestra.core.supervision.processes.Supervisor` then watches and stops like any other:
-its end is an fd that becomes readable (``sentinel``), its stop a signal it forwards.
+:meth:`Placement.launch` starts the child as usual; a :class:`Launched` is a child started some
+other way, which the :class:`~palaestra.core.supervision.processes.Supervisor` watches and stops
+like any other (its end is the fd ``sentinel``, its stop a signal it forwards).
 
-Every launched child runs ``python -m palaestra.core.supervision.remote_child``
-(:mod:`.remote_child`): the parent writes the child's
-:class:`~palaestra.core.supervision.processes.ChildSpec` (pickled: the pipe is a local one, never a
-socket) to its stdin and keeps that pipe open for as long as it lives; the child takes the pipe's
-end for its parent's death, as a forked child takes its liveness pipe's.
-:class:`SubprocessLauncher` is that, with an optional command prefix (``ip netns exec NS``, say); a
-cluster backend runs the same command on its node.
+Every launched child runs ``python -m palaestra.core.supervision.remote_child``: the parent
+writes the child's :class:`~palaestra.core.supervision.processes.ChildSpec` (pickled: the pipe is
+a local one, never a socket) to its stdin and keeps that pipe open for as long as it lives; the
+child takes the pipe's end for its parent's death. :class:`SubprocessLauncher` is that, with an
+optional command prefix (``ip netns exec NS``, say); a cluster backend runs the same command on
+its node.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """A child forked before its spec is known, so that its imports overlap its parent's work.
 
 ``experiment-start`` forks the run's store writer first thing: it imports SQLAlchemy and the
-store's modules (0.23 s on a quiet day, 0.5 s on a slow one) on the other CPU while the command
-imports the runtime and reads and checks the run file. When the run spawns its writer,
-:class:`Prestarted` (a :class:`~palaestra.core.supervision.launch.Placement`) hands that child
-over: the spec goes down its pipe, and from there on it is a launched child as :mod:`.launch`
-describes, the pipe being its liveness pipe. A child not handed over is killed
-(:meth:`Prestarted.close`, also at this process's exit), or exits on the pipe's end when its
-parent died.
-
-Nothing of the run exists when it forks: it prepares imports only, never opens the store, so a
-run file refused later leaves no trace.
+store's modules (0.23 to 0.5 s) on the other CPU while the command reads and checks the run
+file. When the run spawns its writer, :class:`Prestarted` (a
+:class:`~palaestra.core.supervision.launch.Placement`) hands that child its spec down its pipe,
+and from there on it is a launched child (:mod:`.launch`). A child not handed over is killed
+(:meth:`Prestarted.close`, also at this process's exit), or exits when its parent died. It
+never opens the store before, so a run file refused later leaves no trace.
 """
 
 from __future__ import annotations

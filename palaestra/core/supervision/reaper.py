@@ -1,19 +1,14 @@
 """Taking down what a process started: stray children, found, named, killed and reaped.
 
-A plug-in may start processes of its own (``multiprocessing.Process``, ``os.fork``) and leave
-them running. palaestra does not let them outlive the run or decide its outcome:
+A plug-in may start processes of its own and leave them running. palaestra does not let them
+outlive the run or decide its outcome: every palaestra process is a child subreaper (Linux
+``PR_SET_CHILD_SUBREAPER``), so an orphan is re-parented to the nearest palaestra process
+instead of to init; at its end, a palaestra process kills every child it still has, logs a
+warning naming each, and reaps it, until none is left (killing one re-parents its children).
 
-- every palaestra process is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), so a
-  process whose parent ended is re-parented to the nearest palaestra process instead of to
-  init, where it could linger unseen;
-- at its end, a palaestra process kills every child it still has (its own palaestra children
-  have ended by then), logs a warning naming each, and reaps it; killing one re-parents that
-  one's children to it in turn, so it repeats until none is left.
-
-A stray does not fail the run: the run's outcome is what its own processes did. The helpers
-:mod:`multiprocessing` starts for the forkserver and spawn start methods are no strays
-(:func:`palaestra.core.supervision.start_methods.helper_pids`): they end by themselves after this
-process.
+A stray does not fail the run. The helpers :mod:`multiprocessing` starts for the forkserver and
+spawn start methods are no strays
+(:func:`palaestra.core.supervision.start_methods.helper_pids`): they end by themselves.
 """
 
 from __future__ import annotations

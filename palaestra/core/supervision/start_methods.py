@@ -1,15 +1,13 @@
 """How child processes start: fork (the default), forkserver or spawn, and the ``auto`` rule.
 
-Fork is fast: a child is a copy of its parent, with every module the parent imported. It is
-also wrong for a parent that initialised CUDA: a forked child cannot use CUDA any more
+Fork is fast, but a child forked from a parent that initialised CUDA cannot use CUDA
 (``Cannot re-initialize CUDA in forked subprocess``). ``forkserver`` forks each child from a
-server process started as a fresh interpreter, which has imported palaestra's own modules
-(:func:`use`'s ``preload``) but never a plug-in's, so no CUDA; ``spawn`` starts each child as a
-fresh interpreter. Either way the child imports its plug-in modules itself.
+fresh interpreter that imported palaestra's own modules (:func:`use`'s ``preload``) but no
+plug-in; ``spawn`` starts each child as a fresh interpreter. Either way the child imports its
+plug-in modules itself.
 
-``auto`` (the runtime config's default) picks fork unless CUDA is initialised in this process
-once the plug-in modules are imported (a module that touches the GPU at import), and
-forkserver then, with a warning saying why: :func:`resolve`.
+``auto`` (the runtime config's default, :func:`resolve`) picks fork unless CUDA is initialised
+in this process once the plug-in modules are imported, and forkserver then, with a warning.
 """
 
 from __future__ import annotations
