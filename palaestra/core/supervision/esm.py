@@ -13,6 +13,7 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import zmq.asyncio
@@ -71,18 +72,16 @@ class ComponentRuntime(Protocol):
         ...
 
 
+@dataclass(slots=True, eq=False)
 class ChildExit:
     """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``;
     ``host`` says where a launched child ran (see :mod:`palaestra.core.supervision.launch`), "" for
     one forked here."""
 
-    __slots__ = ("name", "role", "exit_code", "host")
-
-    def __init__(self, name: str, role: str, exit_code: int, host: str = "") -> None:
-        self.name = name
-        self.role = role
-        self.exit_code = exit_code
-        self.host = host
+    name: str
+    role: str
+    exit_code: int
+    host: str = ""
 
     def describe(self) -> str:
         who = f"{self.name} on host {self.host}" if self.host else self.name

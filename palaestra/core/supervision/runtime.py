@@ -445,7 +445,7 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     try:
         component = spec.build()
     except Exception as exc:  # noqa: BLE001 - report construction errors like any other
-        return await _FailedStart(spec, exc).report()
+        return await _report_failed_start(spec, exc)
     runtime = Runtime(
         component,
         spec=spec,
@@ -456,26 +456,18 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     return await runtime.run()
 
 
-class _FailedStart:
-    """Reports a component that could not even be constructed."""
-
-    def __init__(self, spec: ChildSpec, exc: BaseException) -> None:
-        self.spec = spec
-        self.exc = exc
-
-    async def report(self) -> int:
-        ctx = zmq.asyncio.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.IDENTITY, self.spec.name.encode())
-        sock.setsockopt(zmq.LINGER, 1000)
-        links = Links(self.spec.network, zmq.Context.shadow(ctx.underlying))
-        links.connect(sock, self.spec.parent_endpoint)
-        await sock.send(m.encode(m.Failed(error=error_info(self.spec.name, self.exc))))
-        try:
-            async with liveness.seen_timeout(limits.ACK_TIMEOUT):
-                await sock.recv()
-        except TimeoutError:
-            pass
-        links.close()
-        ctx.destroy(linger=1000)
-        return 1
+async def _report_failed_start(spec: ChildSpec, exc: BaseException) -> int:
+    """Report a component that could not even be constructed; returns the exit code, 1."""
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.IDENTITY, spec.name.encode())
+    sock.setsockopt(zmq.LINGER, 1000)
+    links = Links(spec.network, zmq.Context.shadow(ctx.underlying))
+    links.connect(sock, spec.parent_endpoint)
+    await sock.send(m.encode(m.Failed(error=error_info(spec.name, exc))))
+    with contextlib.suppress(TimeoutError):
+        async with liveness.seen_timeout(limits.ACK_TIMEOUT):
+            await sock.recv()
+    links.close()
+    ctx.destroy(linger=1000)
+    return 1
