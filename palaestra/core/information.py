@@ -180,9 +180,7 @@ class SensorInformation(Information):
         return self.value
 
     sensor_value = _Deprecated("value", "value")
-
     sensor_id = _Deprecated("uid", "uid")
-
     observation_space = _Deprecated("space", "space")
 
 
@@ -215,9 +213,7 @@ class ActuatorInformation(Information):
         self.value = setpoint
 
     setpoint = _Deprecated("value", "value")
-
     actuator_id = _Deprecated("uid", "uid")
-
     action_space = _Deprecated("space", "space")
 
 
@@ -252,9 +248,7 @@ class RewardInformation(Information):
         return self.value + other
 
     reward_value = _Deprecated("value", "value")
-
     reward_id = _Deprecated("uid", "uid")
-
     observation_space = _Deprecated("space", "space")
 
 

@@ -209,12 +209,11 @@ def play_rounds(
     (their last rows of the episode are pushed by then: a run killed between the two stores no
     episode without its agents' rows). Returns how the games stopped.
 
-    The games are played in groups (:func:`groups_of`: the runtime config's
-    ``round_groups``; of :data:`GROUP_MIN` games at least) whose rounds overlap: while the
-    Muscles act in one group's games, the other group's games step; each game still steps once
-    per answer to its own observation, so what each game does is the same. An agent with no
-    observation in a round is not asked. The last message goes to
-    every agent, has no game and ``last`` set. ``sleep`` is what a paced round waits with.
+    The games are played in groups (:func:`groups_of`: the runtime config's ``round_groups``;
+    of :data:`GROUP_MIN` games at least) whose rounds overlap; each game still steps once per
+    answer to its own observation. An agent with no observation in a round is not asked. The
+    last message goes to every agent, has no game and ``last`` set. ``sleep`` is what a paced
+    round waits with.
     """
     play = _Play(table, players, plan, kept, tell)
     if plan.step_rate > 0:  # one group: each round is a step of each of its games

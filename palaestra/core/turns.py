@@ -181,18 +181,15 @@ def run_episode(
 
 class Game(Generic[A]):
     """One game's episode as every driver keeps it: its step, the agents' last rewards, their
-    reward sums, its sensor values, how it ends; the order of turns and the termination
-    conditions apply through it.
+    reward sums, its sensor values, how it ends.
 
-    A driver asks :meth:`observations` (the acting agents' observations of the step), steps
-    the world with :attr:`acting`'s set points and hands what it gave to :meth:`stepped`
-    until that says the episode is over; :meth:`last` then gives every agent's last
-    observation (with ``done``) and :meth:`result` the episode. Each agent's observation
-    carries the rewards it was last given by the policy (None before its first), and the
-    episode ends with every agent's last transition: an observation with ``done`` and the
-    episode's ``terminated``/``truncated`` (see :func:`episode_ends`; the observations before
-    it say ``False`` for both, or None where the environments do not say). :meth:`begin`
-    starts the game's next episode (several games per worker reset theirs and play on).
+    A driver asks :meth:`observations`, steps the world with :attr:`acting`'s set points and
+    hands what it gave to :meth:`stepped` until that says the episode is over; :meth:`last`
+    then gives every agent's last observation (with ``done`` and the episode's
+    ``terminated``/``truncated``, see :func:`episode_ends`; earlier ones say ``False`` for both,
+    or None where the environments do not say) and :meth:`result` the episode. An observation
+    carries the rewards its agent was last given (None before its first). :meth:`begin` starts
+    the game's next episode.
     """
 
     __slots__ = (

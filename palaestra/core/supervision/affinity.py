@@ -68,13 +68,10 @@ def pin(cpus: tuple[int, ...]) -> None:
 
 def to_background() -> None:
     """Run every thread of this process (and those it starts) only on a CPU that no other
-    process wants: Linux's ``SCHED_IDLE`` (a minimal share of a CPU that others keep busy, and a
-    process of normal priority that wakes takes the CPU from it at once); where the system
-    has no such policy, the lowest priority (niceness 19). The runtime config's
-    ``writer_priority: background`` runs the store writer so: on the 2-CPU machines of this
-    project a worker of 64 CartPole games then played 1.04 to 1.13 times as many steps a
-    second (``benchmarks/round_trace.py``: the hand-overs between the worker's processes
-    waited less for a CPU the writer held). A system that refuses is only logged."""
+    process wants: Linux's ``SCHED_IDLE`` (a process of normal priority that wakes takes the CPU
+    from it at once); where the system has no such policy, niceness 19. The runtime config's
+    ``writer_priority: background`` runs the store writer so (figures in
+    ``docs/performance.md``). A system that refuses is only logged."""
     idle = getattr(os, "SCHED_IDLE", None)
     try:
         if idle is None or not hasattr(os, "sched_setscheduler"):

@@ -92,11 +92,10 @@ def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
     """Kill (SIGKILL) and reap every child this process still has; returns their pids.
 
     Call it when the process's own palaestra children have ended: whatever is left is a
-    plug-in's (or an orphan of one), except :mod:`multiprocessing`'s helpers, which are spared
-    (with ``wait=False``, the process vanishing, they are killed too).
-
+    plug-in's (or an orphan of one), except :mod:`multiprocessing`'s helpers, which are spared.
     Each is logged as a warning naming ``owner`` (the process that ends) and the stray. With
-    ``wait=False`` (a process about to vanish, whose parent died) nothing is reaped or logged.
+    ``wait=False`` (a process about to vanish, whose parent died) the helpers are killed too,
+    and nothing is reaped or logged.
     """
     killed: list[int] = []
     spared = (helper_pids() if wait else set()) | _SPARED

@@ -98,14 +98,12 @@ def resolve_quietly(configured: str) -> str:
 def use(method: str, preload: Sequence[str] = ()) -> None:
     """Prepare ``method`` in this process before its first child starts.
 
-    For forkserver, ``preload`` names the modules the server imports once, so that each child
-    forked from it has them: palaestra's own, never a plug-in's (one may touch CUDA). Only the
-    first call before the server starts counts. The server's socket lies in
-    :mod:`multiprocessing`'s temporary directory of this process, which it removes as it exits:
-    the undertaker is told of it, for a process killed before. That directory is made in
-    ``/tmp`` where the temporary directory is too deep for the socket's path (see
-    :func:`~palaestra.core.files.socket_parent`; Python 3.13's :mod:`multiprocessing` does
-    so itself).
+    For forkserver, ``preload`` names the modules the server imports once: palaestra's own,
+    never a plug-in's (one may touch CUDA). Only the first call before the server starts counts.
+    The server's socket lies in :mod:`multiprocessing`'s temporary directory of this process
+    (made in ``/tmp`` where the temporary directory is too deep for a socket's path: see
+    :func:`~palaestra.core.files.socket_parent`), which the undertaker is told of, for a process
+    killed before it removes it.
     """
     if method == FORKSERVER:
         multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))

@@ -23,6 +23,7 @@ encrypted TCP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -242,10 +243,8 @@ class _Worker(threading.Thread):
         self.received = 0
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # ended and closed already
             os.write(self._stop_w, b"s")
-        except OSError:  # ended and closed already
-            pass
 
     def run(self) -> None:
         try:
