@@ -14,6 +14,7 @@ the command as it ends (:func:`output_lost`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -102,10 +103,8 @@ def _tolerant(stream: TextIO | None, fd: int, *, write_through: bool) -> TextIO:
     if isinstance(getattr(buffer, "raw", None), _Tolerant):
         return stream  # type: ignore[return-value]  # guarded already
     if stream is not None:
-        try:
+        with contextlib.suppress(OSError):
             stream.flush()
-        except OSError:
-            pass
     wrapped = io.TextIOWrapper(
         io.BufferedWriter(_Tolerant(fd)),
         encoding=getattr(stream, "encoding", None) or "utf-8",
@@ -125,10 +124,8 @@ def _never_strict(errors: str | None) -> str:
 
 def _tell(text: str) -> None:
     """Write ``text`` to standard error if it can be (it may be full, or gone, too)."""
-    try:
+    with contextlib.suppress(OSError):
         os.write(2, text.encode())
-    except OSError:
-        pass
 
 
 def _null_onto(fd: int) -> None:

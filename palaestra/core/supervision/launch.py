@@ -16,6 +16,7 @@ its node.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pickle
@@ -181,27 +182,21 @@ class SubprocessChild:
 
     def signal(self, signum: int) -> None:
         if self._popen is not None and self._popen.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self._popen.send_signal(signum)
-            except ProcessLookupError:
-                pass
 
     def join(self, timeout: float) -> None:
         if self._popen is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
 
     def close_sentinel(self) -> None:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
         if self._popen is not None and self._popen.stdin is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self._popen.stdin.close()
-            except BrokenPipeError:
-                pass
 
 
 __all__ = [

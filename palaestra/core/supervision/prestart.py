@@ -12,6 +12,7 @@ never opens the store before, so a run file refused later leaves no trace.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import logging
 import multiprocessing
@@ -122,10 +123,8 @@ class PrestartedChild:
 
     def signal(self, signum: int) -> None:
         if self._process.exitcode is None and self._process.pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self._process.pid, signum)
-            except ProcessLookupError:
-                pass
 
     def join(self, timeout: float) -> None:
         self._process.join(timeout)

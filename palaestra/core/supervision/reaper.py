@@ -13,6 +13,7 @@ spawn start methods are no strays
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -126,10 +127,8 @@ def _ended(pid: int) -> bool:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _reap(pid: int) -> None:

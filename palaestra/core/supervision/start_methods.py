@@ -12,6 +12,7 @@ in this process once the plug-in modules are imported, and forkserver then, with
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.context
@@ -144,10 +145,8 @@ def stop_fork_server() -> None:
     stop = getattr(server, "_stop", None)
     if pid is None or stop is None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     stop()  # closes its pipe, reaps it and removes its socket
 
 

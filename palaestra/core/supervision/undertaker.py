@@ -277,8 +277,6 @@ def _bury(noted: dict[int, int], group: int, since: int) -> None:
         if not targets:
             return
         for pid in targets:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.05)  # their children are re-parented before the next round looks
