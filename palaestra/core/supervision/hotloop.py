@@ -15,6 +15,7 @@ watches; an exception in the loop fails the component like any other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import queue
@@ -244,10 +245,8 @@ class HotLoop:
         """Ask the loop to stop and wait until it did (its sockets are then free to use)."""
         if self._thread is not None and not self._done.done():
             self.post(_STOP)
-            try:
+            with contextlib.suppress(Exception):  # the failure was reported through `done`
                 await asyncio.shield(self._done)
-            except Exception:  # noqa: BLE001 - the failure was reported through `done`
-                pass
 
 
 @contextmanager
