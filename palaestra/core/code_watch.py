@@ -13,6 +13,7 @@ compile or to execute leaves the old module as it was.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -51,10 +52,8 @@ def _never_watched() -> tuple[str, ...]:
         path = sysconfig.get_paths().get(key)
         if path:
             places.add(path)
-    try:
+    with contextlib.suppress(AttributeError):  # a virtualenv's old site module
         places.update(site.getsitepackages())
-    except AttributeError:  # a virtualenv's old site module
-        pass
     user = site.getusersitepackages()
     if isinstance(user, str):
         places.add(user)
