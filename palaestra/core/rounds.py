@@ -22,6 +22,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from palaestra.core.description.config import AUTO, GROUPS_VAR
@@ -46,11 +47,8 @@ GROUPS_CPUS = 4
 """CPUs from which ``round_groups: auto`` plays a worker's games in :data:`GROUPS` groups."""
 GROUPS_GAMES = 192
 """Games of a worker from which ``round_groups: auto`` plays them in :data:`GROUPS` groups
-whatever the CPUs. On 2 CPUs (``benchmarks/vector_envs.py``, the store writer, the Muscle and
-the Brain beside the environment, 2026-12-01), one group of 64 CartPoles took 15 % less CPU a
-step than two and played 4 % more steps a second (with ``update_lag`` 1 18 % more); 128: 13 %
-less CPU, 2 % fewer steps a second; 192 and 256: two groups played 5 % more steps a second
-for 7 and 9 % more CPU a step."""
+whatever the CPUs: below, on 2 CPUs, the overlap costs more CPU than it saves time (figures in
+``docs/performance.md``)."""
 GROUP_MIN = 4
 """Games per group at least: fewer games play in one group (one round at a time)."""
 
@@ -98,17 +96,15 @@ class Players(Protocol):
         """Whether its answer is in."""
 
 
+@dataclass(slots=True, eq=False)
 class Kept:
     """What a worker's rounds keep over the phase's plays (evaluations split a phase into
     several): the pacer of paced rounds, each game's episodes so far and its termination
     conditions (made once for the phase)."""
 
-    __slots__ = ("pacer", "played", "conditions")
-
-    def __init__(self) -> None:
-        self.pacer: Pacer | None = None
-        self.played: list[int] | None = None
-        self.conditions: list[list[TerminationCondition]] | None = None
+    pacer: Pacer | None = None
+    played: list[int] | None = None
+    conditions: list[list[TerminationCondition]] | None = None
 
 
 class Lane:
