@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NoReturn
 
 import msgspec
@@ -308,6 +309,7 @@ def unencodable_key(values: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass(eq=False)
 class RowSink:
     """Collects rows and pushes them in batches to the store writer.
 
@@ -325,24 +327,15 @@ class RowSink:
             per row but the insert. Without a ``socket`` the row is only checked, as it is.
     """
 
-    def __init__(
-        self,
-        socket: zmq.Socket[bytes] | None,
-        table: str,
-        batch: int = BATCH_ROWS,
-        *,
-        batch_bytes: int = BATCH_BYTES,
-        plugin: tuple[object, str] | None = None,
-        shape: Callable[[Any], tuple[Any, ...]] | None = None,
-    ) -> None:
-        self.socket = socket
-        self.table = table
-        self.batch = batch
-        self.batch_bytes = batch_bytes
-        self.plugin = plugin
-        self.shape = shape
-        self.rows: list[Any] = []  # encoded rows (msgspec.Raw), or shaped ones
-        self.size = 0
+    socket: zmq.Socket[bytes] | None
+    table: str
+    batch: int = BATCH_ROWS
+    _: KW_ONLY
+    batch_bytes: int = BATCH_BYTES
+    plugin: tuple[object, str] | None = None
+    shape: Callable[[Any], tuple[Any, ...]] | None = None
+    rows: list[Any] = field(default_factory=list, init=False)  # encoded (msgspec.Raw), or shaped
+    size: int = field(default=0, init=False)
 
     def add(self, row: Row) -> None:
         """Encode ``row`` and buffer it; push the batch when it is full (rows or bytes).
@@ -378,13 +371,13 @@ class RowSink:
     def unencodable(self, row: Row, exc: Exception) -> NoReturn:
         """Raise the error that names the value of ``row`` that cannot be encoded."""
         where = "a value"
-        for field, kind in (
+        for attr, kind in (
             ("sensors", "sensor"),
             ("setpoints", "set point"),
             ("rewards", "reward"),
             ("values", "statistic"),
         ):
-            values = getattr(row, field, {})
+            values = getattr(row, attr, {})
             uid = unencodable_key(values)
             if uid is not None:
                 where = f"the value of {kind} '{uid}' ({type(values[uid]).__name__})"
