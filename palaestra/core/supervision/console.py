@@ -105,14 +105,13 @@ def _tolerant(stream: TextIO | None, fd: int, *, write_through: bool) -> TextIO:
     if stream is not None:
         with contextlib.suppress(OSError):
             stream.flush()
-    wrapped = io.TextIOWrapper(
+    return io.TextIOWrapper(
         io.BufferedWriter(_Tolerant(fd)),
         encoding=getattr(stream, "encoding", None) or "utf-8",
         errors=_never_strict(getattr(stream, "errors", None)),
         line_buffering=bool(getattr(stream, "line_buffering", True)),
         write_through=write_through,
     )
-    return wrapped
 
 
 def _never_strict(errors: str | None) -> str:
