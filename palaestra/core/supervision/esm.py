@@ -48,11 +48,8 @@ class InvalidTransition(RuntimeError):
 
 
 class ComponentRuntime(Protocol):
-    """What a component may use of the process it runs in
-    (:class:`~palaestra.core.supervision.runtime. Runtime` is the one implementation): the run's
-    private directory, the ZMQ context, tasks whose failure fails the component, the parent's
-    socket, and sockets of its own, and its links to other hosts
-    (:mod:`palaestra.core.wire.netlink`)."""
+    """What a component may use of the process it runs in (implemented by
+    :class:`~palaestra.core.supervision.runtime.Runtime`)."""
 
     run_dir: str
     ctx: zmq.asyncio.Context
