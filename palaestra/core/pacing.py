@@ -24,10 +24,6 @@ ON_TIME = 1e-4
 0.0) and keeps the schedule."""
 
 
-def _sleep(seconds: float) -> None:
-    time.sleep(seconds)
-
-
 class Pacer:
     """Paces the steps of one episode after another at ``rate`` steps per second.
 
@@ -44,7 +40,7 @@ class Pacer:
 
     __slots__ = ("period", "due", "step_due", "began", "late_by", "_sleep")
 
-    def __init__(self, rate: float, sleep: Callable[[float], None] = _sleep) -> None:
+    def __init__(self, rate: float, sleep: Callable[[float], None] = time.sleep) -> None:
         if not rate > 0:
             raise ValueError(f"a step rate is a number of steps per second > 0, got {rate!r}")
         self.period = 1.0 / rate
