@@ -56,7 +56,8 @@ class HotLoop:
         self._aio = asyncio.get_running_loop()
         self.stop_fd, self._stop_writer = os.pipe()
         self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._done: asyncio.Future[None] = self._aio.create_future()
+        # resolves when the loop ended; carries the loop's exception if it failed
+        self.done: asyncio.Future[None] = self._aio.create_future()
         self._sockets: list[zmq.Socket[bytes]] = []
         self._closing: list[Channel | Listener] = []
         self._thread: threading.Thread | None = None
@@ -224,17 +225,12 @@ class HotLoop:
     def _finished(self, error: BaseException | None) -> None:
         os.close(self.stop_fd)
         os.close(self._stop_writer)
-        if self._done.done():
+        if self.done.done():
             return
         if error is not None:
-            self._done.set_exception(error)
+            self.done.set_exception(error)
         else:
-            self._done.set_result(None)
-
-    @property
-    def done(self) -> asyncio.Future[None]:
-        """Resolves when the loop ended; carries the loop's exception if it failed."""
-        return self._done
+            self.done.set_result(None)
 
     def post(self, item: Any) -> None:
         """Hand ``item`` to the hot thread (it receives it from :meth:`command`)."""
@@ -243,10 +239,10 @@ class HotLoop:
 
     async def stop(self) -> None:
         """Ask the loop to stop and wait until it did (its sockets are then free to use)."""
-        if self._thread is not None and not self._done.done():
+        if self._thread is not None and not self.done.done():
             self.post(_STOP)
             with contextlib.suppress(Exception):  # the failure was reported through `done`
-                await asyncio.shield(self._done)
+                await asyncio.shield(self.done)
 
 
 @contextmanager
