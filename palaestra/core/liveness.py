@@ -137,11 +137,10 @@ def holding() -> Iterator[None]:
 class Looks:
     """The times of a process's regular looks at others (every ``every`` seconds) and when it
     last went on after a pause of its own: a look later than due by more than
-    :data:`PAUSE_SECONDS` means that it did not run in between. Then, most likely, nobody did:
-    the whole run was stopped and continued (Ctrl-Z and ``fg``, a job scheduler's suspend and
-    resume, ``docker pause``, a paused virtual machine). What it did not see is nobody's
-    silence: a wait is counted from when it went on, if that is later (:meth:`since`). A
-    process frozen alone is still found, a pause later at most."""
+    :data:`PAUSE_SECONDS` means that it did not run in between, most likely because the whole
+    run was stopped and continued (Ctrl-Z and ``fg``, a suspended job or virtual machine). A
+    wait is then counted from when it went on (:meth:`since`); a process frozen alone is still
+    found, a pause later at most."""
 
     __slots__ = ("every", "last", "resumed")
 

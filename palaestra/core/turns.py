@@ -91,8 +91,8 @@ def class_name(cls: type) -> str:
 class Stepped(msgspec.Struct, frozen=True, gc=False):
     """What one step of the world gave: new sensor values by uid, the rewards, and each
     environment's ``done``, ``terminated`` and ``truncated`` (None where an environment does
-    not say; empty: none says). (A struct: made for each game each step, in a third of a
-    named tuple's time; it holds plain values, no cycle, so the collector need not track it.)"""
+    not say; empty: none says). A struct without gc: made for each game each step, in a third
+    of a named tuple's time."""
 
     values: Iterable[tuple[str, Any]]
     rewards: list[m.InfoDesc]
