@@ -77,13 +77,13 @@ class Runtime:
         log_level: Passed on to children.
         start_method: How children start (fork, forkserver or spawn; see
             :mod:`palaestra.core.supervision.start_methods`), passed on to them for theirs.
-        placement: Where this process's children run, child by child (None: all are its
-            own, started by ``start_method``; see :mod:`palaestra.core.supervision.launch`).
-        network: This process's host and the run's keys, for a run across hosts (a child
-            takes its spec's; see :mod:`palaestra.core.wire.netlink`); None: local links only.
-        affinity: The CPUs of the run's workers: a child spawned for a worker runs on its
-            worker's (see :mod:`palaestra.core.supervision.affinity`); None: where the system
-            puts it. Children placed elsewhere are not pinned.
+        placement: Where this process's children run, child by child (None: all started by
+            ``start_method``; see :mod:`palaestra.core.supervision.launch`).
+        network: This process's host and the run's keys, for a run across hosts (a child takes
+            its spec's; see :mod:`palaestra.core.wire.netlink`); None: local links only.
+        affinity: The CPUs of the run's workers, which a child spawned for a worker runs on
+            unless placed elsewhere (see :mod:`palaestra.core.supervision.affinity`); None:
+            where the system puts it.
     """
 
     def __init__(
@@ -100,7 +100,7 @@ class Runtime:
     ) -> None:
         self.component = component
         self.placement = placement
-        self.affinity = affinity  # the CPUs of the workers' children (None: the system's)
+        self.affinity = affinity
         self.spec = spec
         self.run_dir = run_dir
         self.log_level = log_level

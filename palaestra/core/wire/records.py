@@ -1,11 +1,10 @@
 """Batching result rows on their way to the store writer (PUSH, one way, never awaited).
 
-Producers push from their hot loop (see :mod:`palaestra.core.supervision.hotloop`) on a synchronous
-socket. Each row is encoded when it is added: a value that has no encoded form fails the step that
-made it (naming the plug-in, the step and the uid) instead of the batch it would have been pushed
-with, and the encoded size bounds a batch in bytes as well as in rows. A push blocks only when
-the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES` batches of at most
-:data:`BATCH_BYTES` each, on either side of the socket), nothing dropped.
+Producers push from their hot loop on a synchronous socket. Each row is encoded when it is
+added: a value that has no encoded form fails the step that made it (naming the plug-in, the
+step and the uid), and the encoded size bounds a batch in bytes as well as in rows. A push
+blocks only when the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES`
+batches of at most :data:`BATCH_BYTES` each, on either side of the socket), nothing dropped.
 """
 
 from __future__ import annotations
