@@ -169,11 +169,9 @@ class SubprocessChild:
         self._popen = popen
         self._pidfd = os.pidfd_open(popen.pid)
         assert popen.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):  # it ended at once; its exit code tells
             popen.stdin.write(encode_spec(self._spec))
             popen.stdin.flush()  # and kept open: its end is this process's death
-        except BrokenPipeError:  # it ended at once; its exit code tells
-            pass
 
     @property
     def sentinel(self) -> int:

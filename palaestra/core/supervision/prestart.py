@@ -150,8 +150,6 @@ def _wait_for_spec(
     die_with_parent(parent)
 
     module, _, function = prepare.partition(":")
-    try:
+    with contextlib.suppress(Exception):  # the real start imports it again and reports it
         getattr(importlib.import_module(module), function)(*args)
-    except Exception:  # noqa: BLE001, S110 - the real start imports it again and reports it
-        pass
     serve(read)

@@ -143,10 +143,8 @@ def _reap(pid: int) -> None:
             if process.exitcode is not None:
                 return
     _wait_gone(pid, REAP_TIMEOUT)
-    try:
+    with contextlib.suppress(ChildProcessError):  # reaped already
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:  # reaped already
-        pass
 
 
 def _wait_gone(pid: int, timeout: float) -> None:
