@@ -1,20 +1,19 @@
 """Watching the source files of plug-in modules, and loading a changed module afresh.
 
-Hot reload (``experiment-start --reload``, an agent's ``hot_reload: true``) needs two things
-from the module system: which file a plug-in class comes from (only the user's own files:
-palaestra's modules, the standard library and installed packages are never watched), and a
-new module object built from that file's current text without touching the running one. A
-module is compiled from its source here (never from a cached ``.pyc``, whose validation by
-mtime and size can miss an edit made within the same second), executed into a fresh module
-object, and only put into ``sys.modules`` by :func:`install` once everything built from it
-worked: a file that fails to compile or to execute leaves the old module as it was.
+Hot reload (``experiment-start --reload``, an agent's ``hot_reload: true``) watches only the
+user's own files (never palaestra's, the standard library's or installed packages'). A module
+is compiled from its source (never from a cached ``.pyc``, whose mtime check can miss an edit
+made within the same second), executed into a fresh module object, and only put into
+``sys.modules`` by :func:`install` once everything built from it worked: a file that fails to
+compile or to execute leaves the old module as it was.
 
-:class:`SourceWatch` is the cheap part that runs on a process's per-step path: a clock read per
-step, and one ``os.stat`` per watched file at most every :data:`CHECK_INTERVAL` seconds.
+:class:`SourceWatch` runs on a process's per-step path: a clock read per step, and one
+``os.stat`` per watched file at most every :data:`CHECK_INTERVAL` seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -53,10 +52,8 @@ def _never_watched() -> tuple[str, ...]:
         path = sysconfig.get_paths().get(key)
         if path:
             places.add(path)
-    try:
+    with contextlib.suppress(AttributeError):  # a virtualenv's old site module
         places.update(site.getsitepackages())
-    except AttributeError:  # a virtualenv's old site module
-        pass
     user = site.getusersitepackages()
     if isinstance(user, str):
         places.add(user)

@@ -180,9 +180,7 @@ class SensorInformation(Information):
         return self.value
 
     sensor_value = _Deprecated("value", "value")
-
     sensor_id = _Deprecated("uid", "uid")
-
     observation_space = _Deprecated("space", "space")
 
 
@@ -215,9 +213,7 @@ class ActuatorInformation(Information):
         self.value = setpoint
 
     setpoint = _Deprecated("value", "value")
-
     actuator_id = _Deprecated("uid", "uid")
-
     action_space = _Deprecated("space", "space")
 
 
@@ -252,9 +248,7 @@ class RewardInformation(Information):
         return self.value + other
 
     reward_value = _Deprecated("value", "value")
-
     reward_id = _Deprecated("uid", "uid")
-
     observation_space = _Deprecated("space", "space")
 
 
@@ -263,12 +257,9 @@ def json_value(info: Information) -> Any:
 
     With a space, this is ``info.space.to_json_value(info.value)``; without one, numpy arrays
     become (nested) lists and numpy scalars Python scalars, also inside lists, tuples and dicts
-    (tuples become lists). Other values are returned unchanged.
-
-    Infinities and NaN stay floats here: messages (msgpack) carry them as they are, and so the
-    step path pays nothing for them. Where the value becomes JSON text (the store's columns,
-    exports), :func:`to_strict_json` writes them as ``"inf"``, ``"-inf"`` and ``"nan"``; a
-    space's ``from_json_value`` reads those strings back as floats.
+    (tuples become lists). Other values are returned unchanged. Infinities and NaN stay floats
+    (msgpack carries them); where the value becomes JSON text, :func:`to_strict_json` writes
+    them as strings, which a space's ``from_json_value`` reads back as floats.
     """
     if info.space is not None:
         return info.space.to_json_value(info.value)

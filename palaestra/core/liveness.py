@@ -1,28 +1,22 @@
 """Noticing a frozen process: every process of a run keeps marks that the executor reads.
 
-A process that dies is noticed at once (its parent sees it end). One that is frozen is not:
-stopped (SIGSTOP, a job scheduler, a debugger), stuck in native code that holds the GIL, or
-stuck in a step that never returns. Its peers may be waiting for it, or nobody may be (an
-environment between a controller's requests), and a run would hang for ever. So each child of
-the executor maps a small file of its own in the run's private directory and keeps three marks
-there, all ``time.monotonic()`` seconds (one clock for every process of the host):
+A process that dies is noticed at once (its parent sees it end); one that is frozen (stopped,
+stuck in native code that holds the GIL, or in a step that never returns) is not, and a run
+would hang for ever. So each child of the executor maps a small file of its own in the run's
+private directory and keeps three marks there, all ``time.monotonic()`` seconds:
 
-- ``beat``: set by its control thread (its asyncio loop) every :data:`BEAT_SECONDS`. A loop
-  that cannot run (the process stopped, or the GIL held by native code) stops beating.
-- ``step``: since when its step thread (the hot loop) has worked on the current step, 0 while
-  it waits for a peer. Set around every wait of the hot loop, so it costs two stores per wait.
-- ``held``: since when its control thread has been inside a store call (the writer's inserts
-  and commits, which block its loop legitimately), 0 otherwise.
+- ``beat``: set by its control thread (its asyncio loop) every :data:`BEAT_SECONDS`; a loop
+  that cannot run stops beating.
+- ``step``: since when its hot loop has worked on the current step, 0 while it waits for a
+  peer (two stores per wait).
+- ``held``: since when its control thread has been inside a store call (which blocks its loop
+  legitimately), 0 otherwise.
 
-The executor's :class:`Judge` reads every running child's marks a few times a second and
-fails the run, naming the process, when its beat is older than ``answer_timeout`` (the store
-writer's: the shorter of it and ``store_timeout``, the limit a user sets for the writer; while
-it is inside a store call and not stopped, the longer of the two), or when its step is.
-The run then ends as for any failure: the frozen process is killed at once, the others stop
-and flush what they produced.
-
-A process whose file the executor cannot see (on another host) is not judged here; its peers'
-answer timeouts still are.
+The executor's :class:`Judge` reads every running child's marks a few times a second and fails
+the run, naming the process, when its beat or its step is older than ``answer_timeout`` (the
+store writer's: the shorter of it and ``store_timeout``; while inside a store call and not
+stopped, the longer). A process on another host is not judged here; its peers' answer timeouts
+still are.
 """
 
 from __future__ import annotations
@@ -143,11 +137,10 @@ def holding() -> Iterator[None]:
 class Looks:
     """The times of a process's regular looks at others (every ``every`` seconds) and when it
     last went on after a pause of its own: a look later than due by more than
-    :data:`PAUSE_SECONDS` means that it did not run in between. Then, most likely, nobody did:
-    the whole run was stopped and continued (Ctrl-Z and ``fg``, a job scheduler's suspend and
-    resume, ``docker pause``, a paused virtual machine). What it did not see is nobody's
-    silence: a wait is counted from when it went on, if that is later (:meth:`since`). A
-    process frozen alone is still found, a pause later at most."""
+    :data:`PAUSE_SECONDS` means that it did not run in between, most likely because the whole
+    run was stopped and continued (Ctrl-Z and ``fg``, a suspended job or virtual machine). A
+    wait is then counted from when it went on (:meth:`since`); a process frozen alone is still
+    found, a pause later at most."""
 
     __slots__ = ("every", "last", "resumed")
 

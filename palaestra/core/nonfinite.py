@@ -20,12 +20,10 @@ NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.
 
 
 def to_strict_json(value: Any) -> Any:
-    """Return ``value`` with every non-finite float replaced by its :data:`NON_FINITE` string.
-
-    Floats (numpy's too) that are infinite or NaN become ``"inf"``, ``"-inf"`` or ``"nan"``,
-    also inside lists, tuples (which become lists) and dict values; everything else is returned
-    unchanged, so the result encodes as strict JSON (no ``Infinity``, no ``NaN``, no ``null``
-    in their place) wherever ``value`` did.
+    """Return ``value`` with every non-finite float (numpy's too) replaced by its
+    :data:`NON_FINITE` string, also inside lists, tuples (which become lists) and dict values;
+    everything else is returned unchanged, so the result encodes as strict JSON wherever
+    ``value`` did.
     """
     if isinstance(value, float):
         return value if math.isfinite(value) else _name(value)
@@ -58,11 +56,9 @@ def json_text(value: Any) -> str:
 
 
 def from_strict_json(value: Any) -> Any:
-    """Return ``value`` (decoded JSON) with the :data:`NON_FINITE` strings read back as floats.
-
-    The inverse of :func:`to_strict_json` for JSON values: the strings ``"inf"``, ``"-inf"`` and
-    ``"nan"``, also inside lists and dict values, become floats. (A text value that is exactly
-    one of these strings therefore reads back as a float.)
+    """Return ``value`` (decoded JSON) with the :data:`NON_FINITE` strings, also inside lists
+    and dict values, read back as floats: the inverse of :func:`to_strict_json` (a text value
+    that is exactly one of these strings therefore reads back as a float).
     """
     if isinstance(value, str):
         return NON_FINITE.get(value, value)

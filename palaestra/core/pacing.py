@@ -1,17 +1,13 @@
 """Real-time pacing: environment steps at a fixed rate of wall-clock time, without backlog.
 
-With ``phase_config: {step_rate: HZ}`` the one who drives an episode (the simulation
-controller or the environment, see :mod:`palaestra.core.rounds`) asks a
-:class:`Pacer` before each step of the world. Step ``k`` of an episode is due at
-``t0 + k / HZ`` (``t0``: when its first step began). A step that begins after its due time is
-*late* by the difference, and the schedule moves: the next step is due one period after the
-late step began, never earlier, so a stall is not followed by a burst of steps catching up
-(RLBot's rule). A step that begins within :data:`ON_TIME` of its due time is on time and keeps
-the schedule, so the rate does not drift.
+With ``phase_config: {step_rate: HZ}`` whoever drives an episode asks a :class:`Pacer` before
+each step of the world. Step ``k`` is due at ``t0 + k / HZ``. A step that begins after its due
+time is *late* by the difference, and the next step is due one period after the late step
+began, so a stall is not followed by a burst catching up (RLBot's rule); a step that begins
+within :data:`ON_TIME` of its due time keeps the schedule, so the rate does not drift.
 
-The wait is precise: it sleeps (interruptibly, on the hot loop's stop pipe) until
-:data:`SPIN` before the due time, then spins on :func:`time.perf_counter`. On Linux
-``perf_counter`` and ``monotonic`` read the same clock, CLOCK_MONOTONIC.
+The wait sleeps (interruptibly, on the hot loop's stop pipe) until :data:`SPIN` before the due
+time, then spins on :func:`time.perf_counter` (on Linux the same clock as ``monotonic``).
 """
 
 from __future__ import annotations
@@ -26,10 +22,6 @@ machine), a spin does not."""
 ON_TIME = 1e-4
 """A step that begins at most this many seconds after its due time is on time (``late_by``
 0.0) and keeps the schedule."""
-
-
-def _sleep(seconds: float) -> None:
-    time.sleep(seconds)
 
 
 class Pacer:
@@ -48,7 +40,7 @@ class Pacer:
 
     __slots__ = ("period", "due", "step_due", "began", "late_by", "_sleep")
 
-    def __init__(self, rate: float, sleep: Callable[[float], None] = _sleep) -> None:
+    def __init__(self, rate: float, sleep: Callable[[float], None] = time.sleep) -> None:
         if not rate > 0:
             raise ValueError(f"a step rate is a number of steps per second > 0, got {rate!r}")
         self.period = 1.0 / rate

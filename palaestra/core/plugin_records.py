@@ -31,14 +31,13 @@ class PluginRecorder:
     Args:
         owner: Who records, for messages (``muscle 'a' of worker 0``).
         on_pause: Called with True (pause) or False (resume) when the plug-in asks to pause or
-            resume recording; None: the request is only noted (no run to control).
+            resume recording; None: the request is ignored (no run to control).
     """
 
     def __init__(self, owner: str = "a plug-in", on_pause: Callable[[bool], None] | None = None):
         self.owner = owner
         self.on_pause = on_pause
         self.records: list[tuple[str, Any]] = []
-        self.paused_requested: bool | None = None
 
     def record(self, key: str, value: Any) -> None:
         """Record ``value`` (JSON: numbers, strings, booleans, None, lists and dicts of them;
@@ -64,7 +63,6 @@ class PluginRecorder:
 
     def pause(self, paused: bool = True) -> None:
         """Ask palaestra to pause (or, with False, resume) recording the run's steps."""
-        self.paused_requested = paused
         if self.on_pause is not None:
             self.on_pause(paused)
 

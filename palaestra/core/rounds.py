@@ -1,24 +1,19 @@
 """The one per-round path: a worker's games (one, or ``phase_config.envs_per_worker``) played in
 rounds, whoever hosts their worlds.
 
-Game ``i`` of worker ``w`` is recorded as worker ``w * N + i`` (its *lane*): its rows are those
-a worker of its own would write. :func:`play_rounds` plays the games in two groups (of 4 games
-at least; one group when paced) whose rounds overlap: a group's round sends each Muscle that
-acts in one of its games one :class:`~palaestra.core.wire.messages.AgentSteps` with its
-observations of those games (and of the episodes that ended), takes one
+Game ``i`` of worker ``w`` is recorded as worker ``w * N + i`` (its *lane*). :func:`play_rounds`
+plays the games in two groups (of 4 games at least; one group when paced) whose rounds overlap:
+a group's round sends each Muscle that acts in one of its games one
+:class:`~palaestra.core.wire.messages.AgentSteps`, takes one
 :class:`~palaestra.core.wire.messages.LaneActions` back from each, and steps each of those games
 once, while the Muscles act in the other group's games. A game whose episode ended resets once
-every agent answered the round that told it so (its rows are in) and plays on, as gymnasium's
-vector environments reset theirs, until it played ``episodes`` episodes of its own (or the
-phase's conditions end its phase, or an agent's Brain reached its phase rule): each game plays
-what a worker plays. Each game follows the phase's order of turns
-(:class:`~palaestra.core.turns.Game`).
+every agent answered the round that told it so and plays on (as gymnasium's vector environments
+do) until it played ``episodes`` episodes of its own, or its phase ends. Each game follows the
+phase's order of turns (:class:`~palaestra.core.turns.Game`).
 
 Who steps the worlds is a :class:`Table`: the environment process that hosts them
-(:mod:`palaestra.environment.lanes`: the phase's one environment drives its games over its
-links to the Muscles) or the simulation controller, which steps the games of every environment
-of the phase over its sockets (:mod:`palaestra.simulation.remote_games`). The Muscles are
-reached through :class:`Players`.
+(:mod:`palaestra.environment.lanes`) or the simulation controller
+(:mod:`palaestra.simulation.remote_games`). The Muscles are reached through :class:`Players`.
 """
 
 from __future__ import annotations
@@ -27,6 +22,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from palaestra.core.description.config import AUTO, GROUPS_VAR
@@ -51,11 +47,8 @@ GROUPS_CPUS = 4
 """CPUs from which ``round_groups: auto`` plays a worker's games in :data:`GROUPS` groups."""
 GROUPS_GAMES = 192
 """Games of a worker from which ``round_groups: auto`` plays them in :data:`GROUPS` groups
-whatever the CPUs. On 2 CPUs (``benchmarks/vector_envs.py``, the store writer, the Muscle and
-the Brain beside the environment, 2026-12-01), one group of 64 CartPoles took 15 % less CPU a
-step than two and played 4 % more steps a second (with ``update_lag`` 1 18 % more); 128: 13 %
-less CPU, 2 % fewer steps a second; 192 and 256: two groups played 5 % more steps a second
-for 7 and 9 % more CPU a step."""
+whatever the CPUs: below, on 2 CPUs, the overlap costs more CPU than it saves time (figures in
+``docs/performance.md``)."""
 GROUP_MIN = 4
 """Games per group at least: fewer games play in one group (one round at a time)."""
 
@@ -103,17 +96,15 @@ class Players(Protocol):
         """Whether its answer is in."""
 
 
+@dataclass(slots=True, eq=False)
 class Kept:
     """What a worker's rounds keep over the phase's plays (evaluations split a phase into
     several): the pacer of paced rounds, each game's episodes so far and its termination
     conditions (made once for the phase)."""
 
-    __slots__ = ("pacer", "played", "conditions")
-
-    def __init__(self) -> None:
-        self.pacer: Pacer | None = None
-        self.played: list[int] | None = None
-        self.conditions: list[list[TerminationCondition]] | None = None
+    pacer: Pacer | None = None
+    played: list[int] | None = None
+    conditions: list[list[TerminationCondition]] | None = None
 
 
 class Lane:
@@ -214,12 +205,11 @@ def play_rounds(
     (their last rows of the episode are pushed by then: a run killed between the two stores no
     episode without its agents' rows). Returns how the games stopped.
 
-    The games are played in groups (:func:`groups_of`: the runtime config's
-    ``round_groups``; of :data:`GROUP_MIN` games at least) whose rounds overlap: while the
-    Muscles act in one group's games, the other group's games step; each game still steps once
-    per answer to its own observation, so what each game does is the same. An agent with no
-    observation in a round is not asked. The last message goes to
-    every agent, has no game and ``last`` set. ``sleep`` is what a paced round waits with.
+    The games are played in groups (:func:`groups_of`: the runtime config's ``round_groups``;
+    of :data:`GROUP_MIN` games at least) whose rounds overlap; each game still steps once per
+    answer to its own observation. An agent with no observation in a round is not asked. The
+    last message goes to every agent, has no game and ``last`` set. ``sleep`` is what a paced
+    round waits with.
     """
     play = _Play(table, players, plan, kept, tell)
     if plan.step_rate > 0:  # one group: each round is a step of each of its games

@@ -278,6 +278,13 @@ class _ShapedSpace(Space):
             return None
         return np.asarray(v, dtype=self.dtype).reshape(self.shape)
 
+    def __len__(self) -> int:
+        return self.flat_dim
+
+    def to_vector(self, data: Any, **kwargs: Any) -> Array:
+        """``data`` flattened (as it is: any shape is flattened)."""
+        return np.asarray(data).reshape(-1)
+
     def _array(self, x: Any, kinds: str) -> Array | None:
         """``x`` as an array of this shape with a dtype kind in ``kinds``, else None."""
         try:
@@ -474,13 +481,6 @@ class Box(_ShapedSpace):
         a = self._array(x, "iu" if self.dtype.kind in "iu" else "iuf")
         return a is not None and bool((a >= self.low).all() and (a <= self.high).all())
 
-    def __len__(self) -> int:
-        return self.flat_dim
-
-    def to_vector(self, data: Any, **kwargs: Any) -> Array:
-        """``data`` flattened (as it is: any shape is flattened)."""
-        return np.asarray(data).reshape(-1)
-
     def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
         """``value`` in the box's shape and dtype.
 
@@ -633,13 +633,6 @@ class MultiBinary(_ShapedSpace):
     def contains(self, x: Any) -> bool:
         a = self._array(x, "biu")
         return a is not None and bool(((a == 0) | (a == 1)).all())
-
-    def __len__(self) -> int:
-        return self.flat_dim
-
-    def to_vector(self, data: Any, **kwargs: Any) -> Array:
-        """``data`` flattened."""
-        return np.asarray(data).reshape(-1)
 
     def reshape_to_space(self, value: Any, **kwargs: Any) -> Array:
         """``value``'s entries as integers (``dtype``, default int) in the space's shape."""

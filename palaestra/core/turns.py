@@ -2,18 +2,10 @@
 
 A :class:`TurnPolicy` says who acts at step ``k``, who is rewarded with step ``k``'s rewards,
 and when the episode is over given the termination conditions. A :class:`Game` keeps one
-game's episode (its step, the agents' last rewards and reward sums, its sensor values, how it
-ends) and applies the policy and the conditions to it; every way an episode runs goes
-through it:
-
-* a live run plays the worker's games, one or many (``envs_per_worker``), in rounds
-  (:mod:`palaestra.core.rounds`), driven by the phase's one environment over its links to the
-  Muscles or by the simulation controller (any number of environments);
-* a replay (:mod:`palaestra.replay.copy`) runs one recorded episode through
-  :func:`run_episode` and a :class:`Driver` that plays back its steps.
-
-Real-time pacing is no driver of its own: each round waits on a
-:class:`~palaestra.core.pacing.Pacer`, whoever drives.
+game's episode and applies the policy and the conditions to it; every way an episode runs goes
+through it: a live run's rounds (:mod:`palaestra.core.rounds`), and a replay
+(:mod:`palaestra.replay.copy`) through :func:`run_episode` and a :class:`Driver` that plays back
+its steps. Real-time pacing is a :class:`~palaestra.core.pacing.Pacer` each round waits on.
 """
 
 from __future__ import annotations
@@ -99,8 +91,8 @@ def class_name(cls: type) -> str:
 class Stepped(msgspec.Struct, frozen=True, gc=False):
     """What one step of the world gave: new sensor values by uid, the rewards, and each
     environment's ``done``, ``terminated`` and ``truncated`` (None where an environment does
-    not say; empty: none says). (A struct: made for each game each step, in a third of a
-    named tuple's time; it holds plain values, no cycle, so the collector need not track it.)"""
+    not say; empty: none says). A struct without gc: made for each game each step, in a third
+    of a named tuple's time."""
 
     values: Iterable[tuple[str, Any]]
     rewards: list[m.InfoDesc]
@@ -189,18 +181,15 @@ def run_episode(
 
 class Game(Generic[A]):
     """One game's episode as every driver keeps it: its step, the agents' last rewards, their
-    reward sums, its sensor values, how it ends; the order of turns and the termination
-    conditions apply through it.
+    reward sums, its sensor values, how it ends.
 
-    A driver asks :meth:`observations` (the acting agents' observations of the step), steps
-    the world with :attr:`acting`'s set points and hands what it gave to :meth:`stepped`
-    until that says the episode is over; :meth:`last` then gives every agent's last
-    observation (with ``done``) and :meth:`result` the episode. Each agent's observation
-    carries the rewards it was last given by the policy (None before its first), and the
-    episode ends with every agent's last transition: an observation with ``done`` and the
-    episode's ``terminated``/``truncated`` (see :func:`episode_ends`; the observations before
-    it say ``False`` for both, or None where the environments do not say). :meth:`begin`
-    starts the game's next episode (several games per worker reset theirs and play on).
+    A driver asks :meth:`observations`, steps the world with :attr:`acting`'s set points and
+    hands what it gave to :meth:`stepped` until that says the episode is over; :meth:`last`
+    then gives every agent's last observation (with ``done`` and the episode's
+    ``terminated``/``truncated``, see :func:`episode_ends`; earlier ones say ``False`` for both,
+    or None where the environments do not say) and :meth:`result` the episode. An observation
+    carries the rewards its agent was last given (None before its first). :meth:`begin` starts
+    the game's next episode.
     """
 
     __slots__ = (

@@ -109,11 +109,9 @@ class RuntimeConfig:
     ``ray://host:port``); empty: palaestra starts a local Ray instance for the run."""
     cpu_affinity: str = "none"
     """``none``: the operating system places the run's processes. ``worker``: the processes
-    of a rollout worker (its environments, Muscles and simulation controller; with one worker
-    also the Brains) run on one CPU of those the executor may use, worker ``w`` on the
-    ``w``-th, round the CPUs: a worker whose processes hand each step to each other (one game
-    per worker, ``update_lag`` 0) then passes them without waking another CPU (see
-    :mod:`palaestra.core.supervision.affinity`)."""
+    of rollout worker ``w`` (with one worker also the Brains) run on the ``w``-th CPU the
+    executor may use, round the CPUs, so that they hand each step to each other without waking
+    another CPU (see :mod:`palaestra.core.supervision.affinity`)."""
     spin_us: float = limits.SPIN_US
     """Microseconds a process waiting for its peer on the per-step path polls before it
     sleeps (0: it sleeps at once): a message that comes within them costs neither side a
@@ -127,15 +125,12 @@ class RuntimeConfig:
     CPU than it saves time)."""
     writer_priority: str = "normal"
     """``normal``: the store writer shares the CPUs like the run's other processes.
-    ``background``: it takes a CPU that no other process wants (Linux's ``SCHED_IDLE``: a
-    minimal share otherwise; elsewhere the lowest priority), so that a process of a worker
-    that a step wakes takes its CPU at once instead of waiting for the writer's inserts; the
-    writer's rows catch up between steps, and a producer whose rows the writer has not taken
-    waits for it (its queue is bounded). Not the default: where other work keeps every CPU
-    busy, a background writer gets almost no time, and every request of the run to it (a
-    phase's start and end) waits for that (see
-    :func:`palaestra.core.supervision.affinity.to_background`).
-    With ``backend: ray`` the writer keeps its priority."""
+    ``background``: it takes only a CPU that no other process wants (see
+    :func:`palaestra.core.supervision.affinity.to_background`), so that a worker's process that a
+    step wakes takes its CPU at once; the writer catches up between steps, and a producer whose
+    bounded queue is full waits for it. Not the default: where other work keeps every CPU busy,
+    a background writer gets almost no time, and the run's requests to it (a phase's start and
+    end) wait for that. With ``backend: ray`` the writer keeps its priority."""
 
     def dump(self) -> str:
         out = io.StringIO()

@@ -1,15 +1,12 @@
 """Where plug-in modules are found: beside the run files and in the working directory.
 
-``palaestra experiment-start experiments/run.yml`` (and ``palaestra.run("experiments/run.yml")``
-in a script or a notebook) imports ``my_agents:QBrain`` from
-``experiments/my_agents.py`` or ``./my_agents.py`` without ``PYTHONPATH=.``: the directories
-of the run files given and the working directory go on ``sys.path``, in that order, before any
-run file is read: right after the standard library's directories, so before the installed
-packages (``./my_agents.py`` wins over an installed ``my_agents``), never before the standard
-library: a ``secrets.py`` or a ``statistics.py`` beside a run file would otherwise hide the
-module palaestra, numpy or multiprocessing import later, and the run would die in their
-imports. Every process of a run is forked from this one and inherits them (an interpreter a
-plug-in starts itself does not: it needs ``PYTHONPATH``).
+``palaestra experiment-start experiments/run.yml`` (and ``palaestra.run(...)``) imports
+``my_agents:QBrain`` from ``experiments/my_agents.py`` or ``./my_agents.py`` without
+``PYTHONPATH=.``: the run files' directories and the working directory go on ``sys.path``, in
+that order, right after the standard library's directories: before the installed packages,
+never before the standard library (a ``secrets.py`` beside a run file would otherwise hide the
+module palaestra or numpy import). Every process of a run is forked from this one and inherits
+them (an interpreter a plug-in starts itself does not: it needs ``PYTHONPATH``).
 """
 
 from __future__ import annotations

@@ -19,15 +19,12 @@ def load_class(name: str) -> type:
             not exist, a module that fails to import (the user's error shown), or a missing class
             (with a "did you mean").
     """
-    if not isinstance(name, str) or name.count(":") != 1:
+    parts = name.split(":") if isinstance(name, str) else []
+    if len(parts) != 2 or not all(parts):
         raise PluginLoadError(
             f"'{name}' is not a class name of the form 'package.module:ClassName'"
         )
-    module_name, class_name = name.split(":")
-    if not module_name or not class_name:
-        raise PluginLoadError(
-            f"'{name}' is not a class name of the form 'package.module:ClassName'"
-        )
+    module_name, class_name = parts
     spec = _find_spec(module_name)
     if spec is None:
         raise PluginLoadError(f"no module '{module_name}' (in '{name}')")

@@ -1,14 +1,11 @@
 """The rule for the names a run file gives, and the file-system paths built from them.
 
-Agent names, environment uids, phase names and the uids of the run and its experiment become
-parts of process titles (``palaestra[Muscle-<agent>-<worker>]``), ZMQ identities (at most 255
-bytes), socket and file names, and store columns (255 characters). :func:`name_problem` checks
-the rule that keeps every one of those working; the run-file loader applies it to every name.
-
-Names may still hold spaces, commas or parentheses (palaestrAI's run files use them), so no
-name is ever put into a path as it is: :func:`path_part` turns a name into one safe path
-component, and :func:`check_inside` refuses a path that resolves outside the directory it
-belongs to.
+Agent names, environment uids, phase names and the run's and experiment's uids become parts of
+process titles, ZMQ identities (at most 255 bytes), socket and file names, and store columns
+(255 characters). :func:`name_problem` checks the rule that keeps all of those working; the
+run-file loader applies it to every name. Names may still hold spaces, commas or parentheses,
+so no name goes into a path as it is: :func:`path_part` makes one safe path component, and
+:func:`check_inside` refuses a path that resolves outside its directory.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """Which CPU a run's process runs on, with the runtime config's ``cpu_affinity: worker``; and
 the store writer's priority (``writer_priority``, :func:`to_background`).
 
-The processes of a rollout worker hand each step to each other: the environment's state to
-the Muscles, a Muscle's experience to its Brain and the answers back. A process waiting for
-its peer sleeps; the peer's message wakes it, and where it sleeps on another CPU that costs an
-inter-processor interrupt, which on a virtual machine is a trip through the hypervisor. With
-one game per worker and ``update_lag`` 0 those hand-overs are most of a step: on the 2-CPU
-virtual machines of this project a message between two processes on different CPUs costs
-about 35 µs of CPU (both processes together) and 47 µs of time, on one CPU about 7.5 and 7
-(``python benchmarks/handover.py``).
-``cpu_affinity: worker`` therefore runs each worker's processes on one CPU, worker ``w`` on
-the ``w``-th CPU the executor may use (round the CPUs when there are more workers): its
-environments, its Muscles and its simulation controller, and with a single worker the Brains
-too (a Brain serves the Muscles of every worker). The executor and the store writer stay where
-the operating system puts them. Runs of a sweep that execute at once (``--parallel N``) each
-take every ``N``-th CPU (:func:`share`), so their workers do not pile onto the first ones.
+A rollout worker's processes hand each step to each other, and a message that wakes a process
+asleep on another CPU costs an inter-processor interrupt (on a virtual machine, a trip through
+the hypervisor): on this project's 2-CPU machines about 35 µs of CPU and 47 µs of time, against
+7.5 and 7 on one CPU (``python benchmarks/handover.py``). ``cpu_affinity: worker`` therefore
+runs worker ``w``'s processes (environments, Muscles, simulation controller, and with a single
+worker the Brains too) on the ``w``-th CPU the executor may use, round the CPUs. The executor
+and the store writer stay where the operating system puts them. Runs of a sweep that execute at
+once (``--parallel N``) each take every ``N``-th CPU (:func:`share`).
 
-It is not the default: a worker that plays many games per round (``envs_per_worker``) has its
-processes work at once, which one CPU serialises, and a Brain that learns with threads
-(PyTorch's) gets one CPU. See ``docs/performance.md`` for the figures of both.
+It is not the default: one CPU serialises a worker that plays many games per round, and a Brain
+that learns with threads gets one CPU. See ``docs/performance.md``.
 """
 
 from __future__ import annotations
@@ -75,13 +68,10 @@ def pin(cpus: tuple[int, ...]) -> None:
 
 def to_background() -> None:
     """Run every thread of this process (and those it starts) only on a CPU that no other
-    process wants: Linux's ``SCHED_IDLE`` (a minimal share of a CPU that others keep busy, and a
-    process of normal priority that wakes takes the CPU from it at once); where the system
-    has no such policy, the lowest priority (niceness 19). The runtime config's
-    ``writer_priority: background`` runs the store writer so: on the 2-CPU machines of this
-    project a worker of 64 CartPole games then played 1.04 to 1.13 times as many steps a
-    second (``benchmarks/round_trace.py``: the hand-overs between the worker's processes
-    waited less for a CPU the writer held). A system that refuses is only logged."""
+    process wants: Linux's ``SCHED_IDLE`` (a process of normal priority that wakes takes the CPU
+    from it at once); where the system has no such policy, niceness 19. The runtime config's
+    ``writer_priority: background`` runs the store writer so (figures in
+    ``docs/performance.md``). A system that refuses is only logged."""
     idle = getattr(os, "SCHED_IDLE", None)
     try:
         if idle is None or not hasattr(os, "sched_setscheduler"):

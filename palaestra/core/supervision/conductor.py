@@ -9,10 +9,13 @@ children report to the executor's runtime; the conductor knows which of them are
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass, field
+
 from palaestra.core.supervision.processes import Child
 from palaestra.core.supervision.runtime import Runtime
 
 
+@dataclass(eq=False)
 class Conductor:
     """Spawns children through ``runtime`` when its setup request arrives.
 
@@ -23,14 +26,12 @@ class Conductor:
         start_timeout: Seconds the children may take to start (construct their plug-ins).
     """
 
-    def __init__(
-        self, name: str, runtime: Runtime, *, store_endpoint: str | None, start_timeout: float
-    ) -> None:
-        self.name = name
-        self.runtime = runtime
-        self.store_endpoint = store_endpoint
-        self.start_timeout = start_timeout
-        self.children: list[Child] = []
+    name: str
+    runtime: Runtime
+    _: KW_ONLY
+    store_endpoint: str | None
+    start_timeout: float
+    children: list[Child] = field(default_factory=list, init=False)
 
     def of_role(self, role: str) -> list[Child]:
         """This conductor's children of ``role``."""

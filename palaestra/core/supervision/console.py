@@ -1,23 +1,20 @@
 """A console that cannot fail a run: closed or broken stdin, stdout and stderr are survived.
 
-``palaestra experiment-start run.yml >&-`` starts with file descriptor 1 closed (Python then
-sets ``sys.stdout`` to None, and the next file or socket opened would take descriptor 1);
-``palaestra experiment-start run.yml | head -1`` leaves a pipe whose reader is gone, so every
-write raises ``BrokenPipeError``; a terminal that hung up (an ssh connection dropped) answers
-every write with ``EIO``; output sent to a file on a full disk (or past a quota, or a file size
-limit) is refused with ``ENOSPC``, ``EDQUOT`` or ``EFBIG``; a character the console's encoding
-lacks (a run named ``dummy-rün`` on an ASCII console, a table's box drawing on a latin-1 one)
-raises ``UnicodeEncodeError``. None may change the outcome of a run, which is told by the exit
-code and the store. :func:`guard_console` puts ``/dev/null`` on closed descriptors 0 to 2, and
-gives ``sys.stdout`` and ``sys.stderr`` a writer that, once its reader is gone or its file
-full, sends the rest of the output to ``/dev/null`` instead of raising, and that writes a
-character its encoding lacks as its escape (``\\xfc``). Children forked afterwards inherit
-both. Where the output is the command's product (not a run's log), a full file fails the
-command as it ends (:func:`output_lost`).
+A closed descriptor 1 (``>&-``: ``sys.stdout`` is None and the next file opened would take
+descriptor 1), a pipe whose reader is gone (``| head -1``: ``BrokenPipeError``), a terminal that
+hung up (``EIO``), a full disk or quota (``ENOSPC``, ``EDQUOT``, ``EFBIG``) or a character the
+console's encoding lacks (``UnicodeEncodeError``) may not change the outcome of a run, which is
+told by the exit code and the store. :func:`guard_console` puts ``/dev/null`` on closed
+descriptors 0 to 2, and gives ``sys.stdout`` and ``sys.stderr`` a writer that, once its reader
+is gone or its file full, sends the rest of the output to ``/dev/null`` instead of raising, and
+writes a character its encoding lacks as its escape (``\\xfc``). Children forked afterwards
+inherit both. Where the output is the command's product (not a run's log), a full file fails
+the command as it ends (:func:`output_lost`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -106,18 +103,15 @@ def _tolerant(stream: TextIO | None, fd: int, *, write_through: bool) -> TextIO:
     if isinstance(getattr(buffer, "raw", None), _Tolerant):
         return stream  # type: ignore[return-value]  # guarded already
     if stream is not None:
-        try:
+        with contextlib.suppress(OSError):
             stream.flush()
-        except OSError:
-            pass
-    wrapped = io.TextIOWrapper(
+    return io.TextIOWrapper(
         io.BufferedWriter(_Tolerant(fd)),
         encoding=getattr(stream, "encoding", None) or "utf-8",
         errors=_never_strict(getattr(stream, "errors", None)),
         line_buffering=bool(getattr(stream, "line_buffering", True)),
         write_through=write_through,
     )
-    return wrapped
 
 
 def _never_strict(errors: str | None) -> str:
@@ -129,10 +123,8 @@ def _never_strict(errors: str | None) -> str:
 
 def _tell(text: str) -> None:
     """Write ``text`` to standard error if it can be (it may be full, or gone, too)."""
-    try:
+    with contextlib.suppress(OSError):
         os.write(2, text.encode())
-    except OSError:
-        pass
 
 
 def _null_onto(fd: int) -> None:

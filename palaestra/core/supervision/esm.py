@@ -13,6 +13,7 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import zmq.asyncio
@@ -47,11 +48,8 @@ class InvalidTransition(RuntimeError):
 
 
 class ComponentRuntime(Protocol):
-    """What a component may use of the process it runs in
-    (:class:`~palaestra.core.supervision.runtime. Runtime` is the one implementation): the run's
-    private directory, the ZMQ context, tasks whose failure fails the component, the parent's
-    socket, and sockets of its own, and its links to other hosts
-    (:mod:`palaestra.core.wire.netlink`)."""
+    """What a component may use of the process it runs in (implemented by
+    :class:`~palaestra.core.supervision.runtime.Runtime`)."""
 
     run_dir: str
     ctx: zmq.asyncio.Context
@@ -71,18 +69,16 @@ class ComponentRuntime(Protocol):
         ...
 
 
+@dataclass(slots=True, eq=False)
 class ChildExit:
     """Event: a child process ended. ``exit_code`` < 0 means killed by signal ``-exit_code``;
     ``host`` says where a launched child ran (see :mod:`palaestra.core.supervision.launch`), "" for
     one forked here."""
 
-    __slots__ = ("name", "role", "exit_code", "host")
-
-    def __init__(self, name: str, role: str, exit_code: int, host: str = "") -> None:
-        self.name = name
-        self.role = role
-        self.exit_code = exit_code
-        self.host = host
+    name: str
+    role: str
+    exit_code: int
+    host: str = ""
 
     def describe(self) -> str:
         who = f"{self.name} on host {self.host}" if self.host else self.name

@@ -1,21 +1,21 @@
 """The per-step path of a component: a blocking loop on synchronous sockets, in its own thread.
 
-A round trip through ``zmq.asyncio`` costs about twice what the same round trip costs with
-blocking sockets (event-loop wake-ups, futures, callbacks), and the per-step path is nothing
-but round trips. So the processes on that path (environment, Muscle, Brain, simulation
-controller) run it in one thread with plain pyzmq sockets, while their asyncio thread keeps the
-state machine, the parent's messages, child exits, signals and watchdogs.
+A round trip through ``zmq.asyncio`` costs about twice what it costs with blocking sockets, and
+the per-step path is nothing but round trips. So the processes on that path (environment,
+Muscle, Brain, simulation controller) run it in one thread with plain pyzmq sockets, while their
+asyncio thread keeps the state machine, the parent's messages, child exits, signals and
+watchdogs.
 
 Rules: hot sockets are created, used and closed by the hot thread only; the hot thread talks to
 the component only through :meth:`HotLoop.call` (which runs a callable in the asyncio thread).
-A stop request (or a posted item) reaches the loop through a pipe, whose read end every wait
-of the loop watches (ZMQ sockets and :mod:`palaestra.core.wire.channel` links alike); an exception
-in the loop fails the component like any other.
+A stop request (or a posted item) reaches the loop through a pipe that every wait of the loop
+watches; an exception in the loop fails the component like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import queue
@@ -56,7 +56,8 @@ class HotLoop:
         self._aio = asyncio.get_running_loop()
         self.stop_fd, self._stop_writer = os.pipe()
         self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._done: asyncio.Future[None] = self._aio.create_future()
+        # resolves when the loop ended; carries the loop's exception if it failed
+        self.done: asyncio.Future[None] = self._aio.create_future()
         self._sockets: list[zmq.Socket[bytes]] = []
         self._closing: list[Channel | Listener] = []
         self._thread: threading.Thread | None = None
@@ -224,17 +225,12 @@ class HotLoop:
     def _finished(self, error: BaseException | None) -> None:
         os.close(self.stop_fd)
         os.close(self._stop_writer)
-        if self._done.done():
+        if self.done.done():
             return
         if error is not None:
-            self._done.set_exception(error)
+            self.done.set_exception(error)
         else:
-            self._done.set_result(None)
-
-    @property
-    def done(self) -> asyncio.Future[None]:
-        """Resolves when the loop ended; carries the loop's exception if it failed."""
-        return self._done
+            self.done.set_result(None)
 
     def post(self, item: Any) -> None:
         """Hand ``item`` to the hot thread (it receives it from :meth:`command`)."""
@@ -243,12 +239,10 @@ class HotLoop:
 
     async def stop(self) -> None:
         """Ask the loop to stop and wait until it did (its sockets are then free to use)."""
-        if self._thread is not None and not self._done.done():
+        if self._thread is not None and not self.done.done():
             self.post(_STOP)
-            try:
-                await asyncio.shield(self._done)
-            except Exception:  # noqa: BLE001 - the failure was reported through `done`
-                pass
+            with contextlib.suppress(Exception):  # the failure was reported through `done`
+                await asyncio.shield(self.done)
 
 
 @contextmanager

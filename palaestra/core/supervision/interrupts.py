@@ -1,18 +1,16 @@
 """The command's record of SIGINT, SIGTERM and SIGHUP: a signal is never lost.
 
-SIGHUP (the terminal closed: an ssh connection dropped, say) ends a run as Ctrl-C does: it is
-stopped cleanly and marked cancelled, and ``experiment-resume`` continues it. A command started
-with SIGHUP ignored (``nohup``) runs on.
+SIGHUP (the terminal closed) ends a run as Ctrl-C does: it is stopped cleanly and marked
+cancelled, and ``experiment-resume`` continues it. A command started with SIGHUP ignored
+(``nohup``) runs on.
 
-Before a run's event loop runs, the command's handlers raise (``KeyboardInterrupt``, or
+Before a run's event loop runs, the handlers raise (``KeyboardInterrupt``, or
 :class:`Terminated`) so that whatever it is doing unwinds. Python does not always let such an
-exception through: it prints and drops one raised in a ``__del__`` or a weakref callback,
-wraps one raised in ``__set_name__`` in a ``RuntimeError``, and asyncio logs and drops one
-raised in a callback. And once the loop handles the signals, one whose wake-up byte the loop
-has not read when the run ends is never dispatched. So every handler also records the signal
-here, and the command looks at the record where it matters: before a run starts
-(:func:`raise_if_received`), and when it exits (``palaestra.cli.entry``), which turns what
-would have been exit 0 into 130, 143 or 129.
+exception through (it drops one raised in a ``__del__``, a weakref callback or an asyncio
+callback), and once the loop handles the signals, one whose wake-up byte is unread when the run
+ends is never dispatched. So every handler also records the signal here, and the command looks
+at the record before a run starts (:func:`raise_if_received`) and when it exits
+(``palaestra.cli.entry``), which turns what would have been exit 0 into 130, 143 or 129.
 
 The record belongs to the process that received the signal: a forked child starts without it.
 """

@@ -2,22 +2,21 @@
 on another host, by a cluster manager.
 
 A run's :class:`Placement` decides, child by child, where it runs: ``None`` from
-:meth:`Placement.launch` starts the child as usual (forked from its parent, or by the start
-method's server); a :class:`Launched` is a child started some other way, which the
-:class:`~palaestra.core.supervision.processes.Supervisor` then watches and stops like any other:
-its end is an fd that becomes readable (``sentinel``), its stop a signal it forwards.
+:meth:`Placement.launch` starts the child as usual; a :class:`Launched` is a child started some
+other way, which the :class:`~palaestra.core.supervision.processes.Supervisor` watches and stops
+like any other (its end is the fd ``sentinel``, its stop a signal it forwards).
 
-Every launched child runs ``python -m palaestra.core.supervision.remote_child``
-(:mod:`.remote_child`): the parent writes the child's
-:class:`~palaestra.core.supervision.processes.ChildSpec` (pickled: the pipe is a local one, never a
-socket) to its stdin and keeps that pipe open for as long as it lives; the child takes the pipe's
-end for its parent's death, as a forked child takes its liveness pipe's.
-:class:`SubprocessLauncher` is that, with an optional command prefix (``ip netns exec NS``, say); a
-cluster backend runs the same command on its node.
+Every launched child runs ``python -m palaestra.core.supervision.remote_child``: the parent
+writes the child's :class:`~palaestra.core.supervision.processes.ChildSpec` (pickled: the pipe is
+a local one, never a socket) to its stdin and keeps that pipe open for as long as it lives; the
+child takes the pipe's end for its parent's death. :class:`SubprocessLauncher` is that, with an
+optional command prefix (``ip netns exec NS``, say); a cluster backend runs the same command on
+its node.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pickle
@@ -170,11 +169,9 @@ class SubprocessChild:
         self._popen = popen
         self._pidfd = os.pidfd_open(popen.pid)
         assert popen.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):  # it ended at once; its exit code tells
             popen.stdin.write(encode_spec(self._spec))
             popen.stdin.flush()  # and kept open: its end is this process's death
-        except BrokenPipeError:  # it ended at once; its exit code tells
-            pass
 
     @property
     def sentinel(self) -> int:
@@ -183,27 +180,21 @@ class SubprocessChild:
 
     def signal(self, signum: int) -> None:
         if self._popen is not None and self._popen.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self._popen.send_signal(signum)
-            except ProcessLookupError:
-                pass
 
     def join(self, timeout: float) -> None:
         if self._popen is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
 
     def close_sentinel(self) -> None:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
         if self._popen is not None and self._popen.stdin is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self._popen.stdin.close()
-            except BrokenPipeError:
-                pass
 
 
 __all__ = [

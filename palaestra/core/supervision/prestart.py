@@ -1,21 +1,18 @@
 """A child forked before its spec is known, so that its imports overlap its parent's work.
 
 ``experiment-start`` forks the run's store writer first thing: it imports SQLAlchemy and the
-store's modules (0.23 s on a quiet day, 0.5 s on a slow one) on the other CPU while the command
-imports the runtime and reads and checks the run file. When the run spawns its writer,
-:class:`Prestarted` (a :class:`~palaestra.core.supervision.launch.Placement`) hands that child
-over: the spec goes down its pipe, and from there on it is a launched child as :mod:`.launch`
-describes, the pipe being its liveness pipe. A child not handed over is killed
-(:meth:`Prestarted.close`, also at this process's exit), or exits on the pipe's end when its
-parent died.
-
-Nothing of the run exists when it forks: it prepares imports only, never opens the store, so a
-run file refused later leaves no trace.
+store's modules (0.23 to 0.5 s) on the other CPU while the command reads and checks the run
+file. When the run spawns its writer, :class:`Prestarted` (a
+:class:`~palaestra.core.supervision.launch.Placement`) hands that child its spec down its pipe,
+and from there on it is a launched child (:mod:`.launch`). A child not handed over is killed
+(:meth:`Prestarted.close`, also at this process's exit), or exits when its parent died. It
+never opens the store before, so a run file refused later leaves no trace.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import logging
 import multiprocessing
@@ -126,10 +123,8 @@ class PrestartedChild:
 
     def signal(self, signum: int) -> None:
         if self._process.exitcode is None and self._process.pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self._process.pid, signum)
-            except ProcessLookupError:
-                pass
 
     def join(self, timeout: float) -> None:
         self._process.join(timeout)
@@ -155,8 +150,6 @@ def _wait_for_spec(
     die_with_parent(parent)
 
     module, _, function = prepare.partition(":")
-    try:
+    with contextlib.suppress(Exception):  # the real start imports it again and reports it
         getattr(importlib.import_module(module), function)(*args)
-    except Exception:  # noqa: BLE001, S110 - the real start imports it again and reports it
-        pass
     serve(read)

@@ -1,16 +1,13 @@
 """Starting, watching and stopping child processes: start methods, titles, parent-death watchdog.
 
-Children start through aiomultiprocess. By default they are forked straight from their parent
-after the parent imported what they need (numpy, pyzmq, msgspec, palaestra, and for a conductor
-the agent's or environment's plug-in modules): no child re-imports the world, no forkserver
-process stands between them, and a child is its parent's own child (SIGCHLD,
-PR_SET_PDEATHSIG). Where fork cannot be used (CUDA initialised in the parent: see
-:mod:`palaestra.core.supervision.start_methods`), they start by forkserver or spawn instead, from
-the same
-:class:`ChildSpec`, and import their plug-ins themselves. Each child also gets the read end of
-a pipe whose write end only its parent holds: when the parent dies, however it dies, the pipe
-reads EOF and a watchdog thread ends the child at once. Every child is a subreaper and kills
-what its plug-ins left running when it ends (:mod:`palaestra.core.supervision.reaper`).
+Children start through aiomultiprocess, by default forked straight from their parent after it
+imported what they need (no child re-imports the world; a child is its parent's own child, for
+SIGCHLD and PR_SET_PDEATHSIG). Where fork cannot be used (CUDA initialised in the parent: see
+:mod:`palaestra.core.supervision.start_methods`) they start by forkserver or spawn from the same
+:class:`ChildSpec` and import their plug-ins themselves. Each child gets the read end of a pipe
+whose write end only its parent holds: when the parent dies the pipe reads EOF and a watchdog
+thread ends the child. Every child is a subreaper and kills what its plug-ins left running when
+it ends (:mod:`palaestra.core.supervision.reaper`).
 
 A child's end is observed on a pidfd (or its process sentinel) and turned into a
 :class:`~palaestra.core.supervision.esm.ChildExit` event on the asyncio loop, with no polling.
@@ -125,13 +122,10 @@ class ChildSpec:
 
 @dataclass(frozen=True)
 class Deferred:
-    """A component class named by its import path (``"package.module:Class"``) and imported in
-    the child only.
-
-    For a component whose module is heavy and that no other process needs: the store writer
-    imports SQLAlchemy, and every process of a run is forked from the executor, so a writer
-    class imported there would put SQLAlchemy's pages (about 20 MiB) into every process and its
-    import time into every start. Its arguments are checked in the child, before it is built.
+    """A component class named by its import path (``"package.module:Class"``), imported in
+    the child only: for a heavy module no other process needs (the store writer's SQLAlchemy,
+    about 20 MiB, would otherwise be in every process forked from the executor). Its arguments
+    are checked in the child, before it is built.
     """
 
     path: str
@@ -201,14 +195,12 @@ class Child:
 
 
 class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped library
-    """An aiomultiprocess process without the Manager server it would start for results.
+    """An aiomultiprocess process without the Manager server it would start for results
+    (children report over ZMQ; their end is seen on the sentinel, not by a polling ``join``).
 
-    palaestra children report over ZMQ, so the result namespace (a whole extra server process
-    per parent) and the 5 ms polling ``join`` are not needed; we watch the sentinel instead.
-
-    ``method`` is the start method. A forked child runs ``target(spec, alive)`` at once; one
-    started by forkserver or spawn gets ``spec`` pickled and unpickles it only once its
-    signals are set, since that imports the plug-in modules (seconds, for torch).
+    A forked child runs ``target(spec, alive)`` at once; one started by forkserver or spawn
+    (``method``) unpickles ``spec`` only once its signals are set, since that imports the
+    plug-in modules (seconds, for torch).
     """
 
     def __init__(
@@ -275,10 +267,8 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
 
     def signal(self, signum: int) -> None:
         if self.pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signum)
-            except ProcessLookupError:
-                pass
 
 
 def bootstrap(unit: Unit) -> None:
@@ -298,13 +288,10 @@ def bootstrap(unit: Unit) -> None:
 
 
 def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
-    """In a freshly forked child: leave the parent's world behind, then run the child.
-
-    The fork happened inside the parent's event loop: forget that loop and its signal
-    wake-up pipe (a signal here must not wake the parent), drop the liveness pipes of the
-    siblings (only the parent may hold them), and die with the parent (PR_SET_PDEATHSIG, on
-    top of the pipe watchdog). The parent's ZMQ context is never touched: pyzmq ignores
-    contexts inherited across fork, and the child makes its own.
+    """In a freshly forked child: forget the parent's event loop and signal wake-up pipe (a
+    signal here must not wake the parent), close the siblings' liveness pipes, die with the
+    parent, then run the child. The parent's ZMQ context is never touched (pyzmq ignores
+    contexts inherited across fork).
     """
     guard_console()  # the executor's console may be closed or gone: never fail on it
     guard_signal_calls(multiprocessing.current_process().name)
@@ -313,10 +300,8 @@ def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:
     interrupts.leave_to_executor()
     asyncio.events._set_running_loop(None)
     for fd in close_fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     die_with_parent(parent)
     become_subreaper()  # a plug-in's orphaned processes come to us, not to init
     bootstrap(unit)
@@ -331,9 +316,7 @@ def _bootstrap_fresh(
     leaving: int | None,
 ) -> None:
     """In a child started by forkserver or spawn: what :func:`_bootstrap_fork` does, for a
-    process that inherited nothing of its parent's loop, signals or pipes but the pipe to the
-    undertaker (``leaving``: the temporary files it names are removed should the command be
-    killed).
+    process that inherited only the pipe to the undertaker (``leaving``).
 
     Ctrl-C is ignored before ``spec`` is unpickled (which imports the plug-in modules);
     ``multiprocessing``'s default becomes ``method``, so that a plug-in's own processes do

@@ -1,23 +1,19 @@
 """Taking down what a process started: stray children, found, named, killed and reaped.
 
-A plug-in may start processes of its own (``multiprocessing.Process``, ``os.fork``) and leave
-them running. palaestra does not let them outlive the run or decide its outcome:
+A plug-in may start processes of its own and leave them running. palaestra does not let them
+outlive the run or decide its outcome: every palaestra process is a child subreaper (Linux
+``PR_SET_CHILD_SUBREAPER``), so an orphan is re-parented to the nearest palaestra process
+instead of to init; at its end, a palaestra process kills every child it still has, logs a
+warning naming each, and reaps it, until none is left (killing one re-parents its children).
 
-- every palaestra process is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), so a
-  process whose parent ended is re-parented to the nearest palaestra process instead of to
-  init, where it could linger unseen;
-- at its end, a palaestra process kills every child it still has (its own palaestra children
-  have ended by then), logs a warning naming each, and reaps it; killing one re-parents that
-  one's children to it in turn, so it repeats until none is left.
-
-A stray does not fail the run: the run's outcome is what its own processes did. The helpers
-:mod:`multiprocessing` starts for the forkserver and spawn start methods are no strays
-(:func:`palaestra.core.supervision.start_methods.helper_pids`): they end by themselves after this
-process.
+A stray does not fail the run. The helpers :mod:`multiprocessing` starts for the forkserver and
+spawn start methods are no strays
+(:func:`palaestra.core.supervision.start_methods.helper_pids`): they end by themselves.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -97,11 +93,10 @@ def take_down_strays(owner: str, *, wait: bool = True) -> list[int]:
     """Kill (SIGKILL) and reap every child this process still has; returns their pids.
 
     Call it when the process's own palaestra children have ended: whatever is left is a
-    plug-in's (or an orphan of one), except :mod:`multiprocessing`'s helpers, which are spared
-    (with ``wait=False``, the process vanishing, they are killed too).
-
+    plug-in's (or an orphan of one), except :mod:`multiprocessing`'s helpers, which are spared.
     Each is logged as a warning naming ``owner`` (the process that ends) and the stray. With
-    ``wait=False`` (a process about to vanish, whose parent died) nothing is reaped or logged.
+    ``wait=False`` (a process about to vanish, whose parent died) the helpers are killed too,
+    and nothing is reaped or logged.
     """
     killed: list[int] = []
     spared = (helper_pids() if wait else set()) | _SPARED
@@ -132,10 +127,8 @@ def _ended(pid: int) -> bool:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _reap(pid: int) -> None:
@@ -150,10 +143,8 @@ def _reap(pid: int) -> None:
             if process.exitcode is not None:
                 return
     _wait_gone(pid, REAP_TIMEOUT)
-    try:
+    with contextlib.suppress(ChildProcessError):  # reaped already
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:  # reaped already
-        pass
 
 
 def _wait_gone(pid: int, timeout: float) -> None:

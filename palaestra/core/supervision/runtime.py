@@ -77,13 +77,13 @@ class Runtime:
         log_level: Passed on to children.
         start_method: How children start (fork, forkserver or spawn; see
             :mod:`palaestra.core.supervision.start_methods`), passed on to them for theirs.
-        placement: Where this process's children run, child by child (None: all are its
-            own, started by ``start_method``; see :mod:`palaestra.core.supervision.launch`).
-        network: This process's host and the run's keys, for a run across hosts (a child
-            takes its spec's; see :mod:`palaestra.core.wire.netlink`); None: local links only.
-        affinity: The CPUs of the run's workers: a child spawned for a worker runs on its
-            worker's (see :mod:`palaestra.core.supervision.affinity`); None: where the system
-            puts it. Children placed elsewhere are not pinned.
+        placement: Where this process's children run, child by child (None: all started by
+            ``start_method``; see :mod:`palaestra.core.supervision.launch`).
+        network: This process's host and the run's keys, for a run across hosts (a child takes
+            its spec's; see :mod:`palaestra.core.wire.netlink`); None: local links only.
+        affinity: The CPUs of the run's workers, which a child spawned for a worker runs on
+            unless placed elsewhere (see :mod:`palaestra.core.supervision.affinity`); None:
+            where the system puts it.
     """
 
     def __init__(
@@ -100,7 +100,7 @@ class Runtime:
     ) -> None:
         self.component = component
         self.placement = placement
-        self.affinity = affinity  # the CPUs of the workers' children (None: the system's)
+        self.affinity = affinity
         self.spec = spec
         self.run_dir = run_dir
         self.log_level = log_level
@@ -445,7 +445,7 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     try:
         component = spec.build()
     except Exception as exc:  # noqa: BLE001 - report construction errors like any other
-        return await _FailedStart(spec, exc).report()
+        return await _report_failed_start(spec, exc)
     runtime = Runtime(
         component,
         spec=spec,
@@ -456,26 +456,18 @@ async def child_main(spec: ChildSpec, alive: multiprocessing.connection.Connecti
     return await runtime.run()
 
 
-class _FailedStart:
-    """Reports a component that could not even be constructed."""
-
-    def __init__(self, spec: ChildSpec, exc: BaseException) -> None:
-        self.spec = spec
-        self.exc = exc
-
-    async def report(self) -> int:
-        ctx = zmq.asyncio.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.IDENTITY, self.spec.name.encode())
-        sock.setsockopt(zmq.LINGER, 1000)
-        links = Links(self.spec.network, zmq.Context.shadow(ctx.underlying))
-        links.connect(sock, self.spec.parent_endpoint)
-        await sock.send(m.encode(m.Failed(error=error_info(self.spec.name, self.exc))))
-        try:
-            async with liveness.seen_timeout(limits.ACK_TIMEOUT):
-                await sock.recv()
-        except TimeoutError:
-            pass
-        links.close()
-        ctx.destroy(linger=1000)
-        return 1
+async def _report_failed_start(spec: ChildSpec, exc: BaseException) -> int:
+    """Report a component that could not even be constructed; returns the exit code, 1."""
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.IDENTITY, spec.name.encode())
+    sock.setsockopt(zmq.LINGER, 1000)
+    links = Links(spec.network, zmq.Context.shadow(ctx.underlying))
+    links.connect(sock, spec.parent_endpoint)
+    await sock.send(m.encode(m.Failed(error=error_info(spec.name, exc))))
+    with contextlib.suppress(TimeoutError):
+        async with liveness.seen_timeout(limits.ACK_TIMEOUT):
+            await sock.recv()
+    links.close()
+    ctx.destroy(linger=1000)
+    return 1

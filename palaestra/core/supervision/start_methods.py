@@ -1,19 +1,18 @@
 """How child processes start: fork (the default), forkserver or spawn, and the ``auto`` rule.
 
-Fork is fast: a child is a copy of its parent, with every module the parent imported. It is
-also wrong for a parent that initialised CUDA: a forked child cannot use CUDA any more
+Fork is fast, but a child forked from a parent that initialised CUDA cannot use CUDA
 (``Cannot re-initialize CUDA in forked subprocess``). ``forkserver`` forks each child from a
-server process started as a fresh interpreter, which has imported palaestra's own modules
-(:func:`use`'s ``preload``) but never a plug-in's, so no CUDA; ``spawn`` starts each child as a
-fresh interpreter. Either way the child imports its plug-in modules itself.
+fresh interpreter that imported palaestra's own modules (:func:`use`'s ``preload``) but no
+plug-in; ``spawn`` starts each child as a fresh interpreter. Either way the child imports its
+plug-in modules itself.
 
-``auto`` (the runtime config's default) picks fork unless CUDA is initialised in this process
-once the plug-in modules are imported (a module that touches the GPU at import), and
-forkserver then, with a warning saying why: :func:`resolve`.
+``auto`` (the runtime config's default, :func:`resolve`) picks fork unless CUDA is initialised
+in this process once the plug-in modules are imported, and forkserver then, with a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.context
@@ -100,14 +99,12 @@ def resolve_quietly(configured: str) -> str:
 def use(method: str, preload: Sequence[str] = ()) -> None:
     """Prepare ``method`` in this process before its first child starts.
 
-    For forkserver, ``preload`` names the modules the server imports once, so that each child
-    forked from it has them: palaestra's own, never a plug-in's (one may touch CUDA). Only the
-    first call before the server starts counts. The server's socket lies in
-    :mod:`multiprocessing`'s temporary directory of this process, which it removes as it exits:
-    the undertaker is told of it, for a process killed before. That directory is made in
-    ``/tmp`` where the temporary directory is too deep for the socket's path (see
-    :func:`~palaestra.core.files.socket_parent`; Python 3.13's :mod:`multiprocessing` does
-    so itself).
+    For forkserver, ``preload`` names the modules the server imports once: palaestra's own,
+    never a plug-in's (one may touch CUDA). Only the first call before the server starts counts.
+    The server's socket lies in :mod:`multiprocessing`'s temporary directory of this process
+    (made in ``/tmp`` where the temporary directory is too deep for a socket's path: see
+    :func:`~palaestra.core.files.socket_parent`), which the undertaker is told of, for a process
+    killed before it removes it.
     """
     if method == FORKSERVER:
         multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
@@ -148,10 +145,8 @@ def stop_fork_server() -> None:
     stop = getattr(server, "_stop", None)
     if pid is None or stop is None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     stop()  # closes its pipe, reaps it and removes its socket
 
 

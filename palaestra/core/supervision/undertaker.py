@@ -1,21 +1,17 @@
 """The undertaker: nothing a run started outlives its executor, even a SIGKILLed one.
 
 palaestra's own processes die with the executor (``PR_SET_PDEATHSIG``) and, ending normally,
-take down what they started (:mod:`palaestra.core.supervision.reaper`). A SIGKILLed executor takes
-its children with it at once, before they can take down what they started: a plug-in's process
-(midas-store's writer, a simulator a co-simulation started, :mod:`multiprocessing`'s resource
-tracker) is orphaned and would run on.
+take down what they started (:mod:`palaestra.core.supervision.reaper`). A SIGKILLed executor
+takes its children with it before they can do so: a plug-in's process (a store's writer, a
+co-simulation's simulator, :mod:`multiprocessing`'s resource tracker) would run on.
 
 The undertaker is a small process the ``palaestra`` command forks before anything else. It
-notes the command's descendants a few times a second; when the command has ended (it is told
-by ``PR_SET_PDEATHSIG``, however the command ended), it kills every one of them still alive
-(the same pid and start time, so a reused pid is never hit), and every orphan (parent: init)
-that appeared in the command's process group after the command started, round after round
-until none is left; then it removes the temporary files and directories the command, its forks
-and the children it started afresh (:class:`Pipe`) named with :func:`leave` (a run's directory
-of sockets, a sweep's outcome files), which they remove themselves when they end normally; then
-it exits. A command that ended normally
-left nothing: it then finds nothing to kill or remove. Linux only (elsewhere none is started).
+notes the command's descendants a few times a second; when the command has ended (told by
+``PR_SET_PDEATHSIG``), it kills every one of them still alive (the same pid and start time, so a
+reused pid is never hit) and every orphan that appeared in the command's process group after
+the command started, round after round until none is left; then it removes the temporary files
+and directories named with :func:`leave` (by the command, its forks, and the children it started
+afresh: :class:`Pipe`), and exits. Linux only (elsewhere none is started).
 """
 
 from __future__ import annotations
@@ -281,8 +277,6 @@ def _bury(noted: dict[int, int], group: int, since: int) -> None:
         if not targets:
             return
         for pid in targets:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.05)  # their children are re-parented before the next round looks

@@ -1,31 +1,26 @@
 """Direct links for the per-step path: message-framed links between two processes, over
 pipes within a host.
 
-A ZMQ message between processes passes two I/O threads: the sender's thread hands it to its
-I/O thread, which writes it; the receiver's I/O thread reads it and wakes the receiving thread.
-On the per-step path (environment <-> Muscle, Muscle <-> Brain) that was a third of a step's
-CPU time. A :class:`Channel` is a direct link instead: one system call hands a message to the
-receiver, order is kept, and a full buffer blocks the sender (backpressure, nothing dropped).
-The control plane (setup, episodes, failures, the store's rows) stays on ZMQ.
+A ZMQ message passes two I/O threads, a third of a step's CPU time on the per-step path
+(environment <-> Muscle, Muscle <-> Brain). A :class:`Channel` is a direct link instead: one
+system call hands a message to the receiver, order is kept, and a full buffer blocks the sender
+(backpressure, nothing dropped). The control plane (setup, episodes, failures, the store's rows)
+stays on ZMQ.
 
 A :class:`Listener` binds an ``AF_UNIX``/``SOCK_SEQPACKET`` socket inside the run's private
-directory (mode 0700, see :mod:`palaestra.core.wire.transport`); a peer :func:`connect`-s,
-names itself in its first packet and hands over the ends of two pipes with it (``SCM_RIGHTS``),
-one for each direction. The messages then travel on the pipes, each as its length and its
-bytes: writing to a pipe and reading from it cost the kernel less than a socket's packets do (a
-chain of three processes that hand a message on four times a step, 30 µs of work each: 9 to 10
-µs less per step than on the sockets). A peer that names itself without pipes (a relay's socket
-pair, :mod:`palaestra.core.wire.netlink`) keeps the socket: messages longer than :data:`CHUNK`
-travel as several packets. Every wait also watches the hot loop's stop pipe, so a stop request
-interrupts it (see :mod:`palaestra.core.supervision.hotloop`). A peer that hangs up (its end of
-a pipe closes with its process) is not an error here: the process that ended is reported by its
-own parent, and whoever waited for it says whom it waited for when its watch expires.
+directory (see :mod:`palaestra.core.wire.transport`); a peer :func:`connect`-s, names itself in
+its first packet and hands over the ends of two pipes with it (``SCM_RIGHTS``), one for each
+direction. The messages then travel on the pipes, each as its length and its bytes (cheaper for
+the kernel than a socket's packets: 9 to 10 µs a step for a chain of three processes). A peer
+that names itself without pipes (a relay's socket pair, :mod:`palaestra.core.wire.netlink`)
+keeps the socket: messages longer than :data:`CHUNK` travel as several packets. Every wait also
+watches the hot loop's stop pipe (see :mod:`palaestra.core.supervision.hotloop`). A peer that
+hangs up is not an error here: the process that ended is reported by its own parent.
 
-A wait polls for a while before it sleeps (:class:`Poller`): on a machine where waking a
-process asleep on another CPU is dear (an inter-processor interrupt; on a virtual machine a
-trip through the hypervisor), a peer that answers within :data:`SPIN_SECONDS` is met awake,
-and its message costs neither side a wake-up. It spins only while its waits are that short, and
-yields the CPU between its polls, so a process on the same CPU runs on.
+A wait polls for a while before it sleeps (:class:`Poller`): where waking a process asleep on
+another CPU is dear (an inter-processor interrupt, a trip through a hypervisor), a peer that
+answers within :data:`SPIN_SECONDS` is met awake. It spins only while its waits are that short,
+and yields the CPU between its polls.
 """
 
 from __future__ import annotations
@@ -127,13 +122,10 @@ def send_then(send: Callable[[], object], then: Callable[[], object]) -> None:
 class Channel:
     """One end of a connection; ``peer`` is the name of the process at the other end.
 
-    Between two processes of one host (:func:`connect` to a :class:`Listener`) the messages
-    travel on a pair of pipes, each a length and the message: a pipe costs the kernel less per
-    message than a socket does (see the module's docs). The socket carried the peer's name and
-    the pipes' ends and is closed then. A channel made on a socket alone (a relay's
-    socket pair, see :mod:`palaestra.core.wire.netlink`) sends framed packets on it. A stop
-    request (``Stopped``) may leave a message half written or half read: a channel is not used
-    after one."""
+    Between two processes of one host the messages travel on a pair of pipes (the socket that
+    carried the peer's name and the pipes' ends is closed then); a channel made on a socket
+    alone (a relay's) sends framed packets on it. A stop request (``Stopped``) may leave a
+    message half written or half read: a channel is not used after one."""
 
     __slots__ = (
         "sock",
@@ -188,10 +180,8 @@ class Channel:
             return
         if len(data) <= CHUNK:  # the common case: one packet, one system call
             self._send_packet(_LAST + data)
-            return
-        last = len(data) - CHUNK
-        for start in range(0, len(data), CHUNK):
-            self._send_packet((_MORE if start < last else _LAST) + data[start : start + CHUNK])
+        else:
+            self._send_chunks(data)
 
     def try_send(self, data: bytes) -> bool:
         """Send one message if the peer's buffer takes it whole now, else nothing: False. (A
@@ -218,11 +208,7 @@ class Channel:
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise PeerGone(self.peer) from exc
         if len(data) > CHUNK:
-            rest = data[CHUNK:]
-            last = len(rest) - CHUNK
-            for start in range(0, len(rest), CHUNK):
-                more = _MORE if start < last else _LAST
-                self._send_packet(more + rest[start : start + CHUNK])
+            self._send_chunks(data[CHUNK:])
         return True
 
     def ready(self) -> bool:
@@ -268,6 +254,12 @@ class Channel:
             if written == len(rest):
                 return
             rest = memoryview(rest)[written:]  # (a view: the rest of a long message is not copied)
+
+    def _send_chunks(self, data: bytes) -> None:
+        """Send ``data`` as packets of up to :data:`CHUNK` bytes, the last marked so."""
+        last = len(data) - CHUNK
+        for start in range(0, len(data), CHUNK):
+            self._send_packet((_MORE if start < last else _LAST) + data[start : start + CHUNK])
 
     def _send_packet(self, packet: bytes) -> None:
         while True:
@@ -406,10 +398,8 @@ class Listener:
 
     def close(self) -> None:
         self.sock.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
 
 def connect(
@@ -535,20 +525,16 @@ def path_of(endpoint: str) -> str:
 
 class Poller:
     """A ``poll`` set whose :meth:`wait` polls, yielding the CPU in between, for up to
-    ``spin`` seconds before it sleeps: a message that comes within it finds its receiver
-    awake (see the module's docs). A wait that follows at most ``spin`` seconds of work since
-    the process's last wait (on any link) spins :data:`CHAIN_SPINS` times as long: its process
-    is a link of a chain whose links each work briefly and wait for the others (one game's
-    step: environment, Muscle, Brain and back), where each wait is the others' work and a
-    wake-up would add to every step; a process that works longer between its waits (many
-    games a round) keeps the CPU time others need. It spins while its last wait took no
-    longer than its window.
-    Where its last :data:`SPINS_JUDGED` spins took more than twice their time on average (a
-    spin that yields to a process that keeps the CPU for long ends late: the CPUs are busy with
-    such work, and spinning takes from it), or those that found their event took longer than
-    ``spin`` on average (a chain's longer window let them wait out the others' long work: a
-    round of many games, where a wake-up costs less than such a spin), it sleeps at once for
-    its next :data:`CONTENDED_WAITS` waits."""
+    ``spin`` seconds before it sleeps (see the module's docs). It spins while its last wait
+    took no longer than its window.
+
+    A wait that follows at most ``spin`` seconds of work since the process's last wait (on any
+    link) spins :data:`CHAIN_SPINS` times as long: its process is a link of a chain whose links
+    each work briefly and wait for the others (one game's step: environment, Muscle, Brain and
+    back). Where its last :data:`SPINS_JUDGED` spins took more than twice their time on average
+    (the CPUs are busy with long work, and spinning takes from it), or those that found their
+    event took longer than ``spin`` on average (they waited out the others' long work, where a
+    wake-up costs less), it sleeps at once for its next :data:`CONTENDED_WAITS` waits."""
 
     __slots__ = ("poll", "spin", "short", "skip", "spins", "budget", "wall", "found", "found_wall")
 

@@ -1,29 +1,29 @@
 """Links between hosts: ZMQ over TCP with CURVE keys made for the run, Unix links within a host.
 
 Without a :class:`Network` nothing here changes a run: every endpoint is a private ``ipc://``
-path (:mod:`palaestra.core.wire.transport`). With one (a run whose processes are placed on several
-hosts: see :mod:`palaestra.core.supervision.launch`), each process knows its host's name and the
-address it may bind on, and the run's keys:
+path (:mod:`palaestra.core.wire.transport`). With one (processes placed on several hosts: see
+:mod:`palaestra.core.supervision.launch`), each process knows its host's name, the address it
+may bind on, and the run's keys:
 
-- A server socket binds its ipc endpoint, then (as a CURVE server with the run's server key)
-  a ``tcp://<address>:*`` endpoint on the same socket, and announces both with its host's name
+- A server socket binds its ipc endpoint and, as a CURVE server, a ``tcp://<address>:*``
+  endpoint, and announces both with its host's name
   (:func:`~palaestra.core.wire.transport.announce`). A ZAP handler in each process admits only
-  clients that hold the run's client key, so a peer without the run's keys gets no answer.
-- A client picks the ipc alternative when the server is on its own host, else the tcp one,
-  as a CURVE client (:meth:`Links.connect`).
-- The per-step links (:mod:`palaestra.core.wire.channel`, Unix ``SOCK_SEQPACKET``) keep their code
-  path: beside a :class:`~palaestra.core.wire.channel.Listener` a :class:`Gateway` thread accepts
-  CURVE peers on a ROUTER and opens one local connection to the listener per peer; on the
-  connecting side a :class:`Relay` thread joins one end of a socket pair (the other end is the
-  :class:`~palaestra.core.wire.channel.Channel`) to a CURVE DEALER. Both relay the packets as they
-  are, so message framing and the peer's name work as locally; an empty packet is a hang-up.
+  clients that hold the run's client key.
+- A client picks the ipc alternative on its own host, else the tcp one (:meth:`Links.connect`).
+- The per-step links (:mod:`palaestra.core.wire.channel`) keep their code path: beside a
+  :class:`~palaestra.core.wire.channel.Listener` a :class:`Gateway` thread accepts CURVE peers on
+  a ROUTER and opens one local connection to the listener per peer; on the connecting side a
+  :class:`Relay` thread joins one end of a socket pair (the other end is the
+  :class:`~palaestra.core.wire.channel.Channel`) to a CURVE DEALER. Both relay the packets as
+  they are; an empty packet is a hang-up.
 
 Pickled user payloads (Muscle <-> Brain) thus cross hosts only on CURVE-authenticated,
-encrypted TCP, never in plaintext.
+encrypted TCP.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -243,10 +243,8 @@ class _Worker(threading.Thread):
         self.received = 0
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # ended and closed already
             os.write(self._stop_w, b"s")
-        except OSError:  # ended and closed already
-            pass
 
     def run(self) -> None:
         try:

@@ -1,17 +1,17 @@
 """Batching result rows on their way to the store writer (PUSH, one way, never awaited).
 
-Producers push from their hot loop (see :mod:`palaestra.core.supervision.hotloop`) on a synchronous
-socket. Each row is encoded when it is added: a value that has no encoded form fails the step that
-made it (naming the plug-in, the step and the uid) instead of the batch it would have been pushed
-with, and the encoded size bounds a batch in bytes as well as in rows. A push blocks only when
-the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES` batches of at most
-:data:`BATCH_BYTES` each, on either side of the socket), nothing dropped.
+Producers push from their hot loop on a synchronous socket. Each row is encoded when it is
+added: a value that has no encoded form fails the step that made it (naming the plug-in, the
+step and the uid), and the encoded size bounds a batch in bytes as well as in rows. A push
+blocks only when the writer's queue is full: bounded memory (at most :data:`QUEUE_MESSAGES`
+batches of at most :data:`BATCH_BYTES` each, on either side of the socket), nothing dropped.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NoReturn
 
 import msgspec
@@ -308,6 +308,7 @@ def unencodable_key(values: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass(eq=False)
 class RowSink:
     """Collects rows and pushes them in batches to the store writer.
 
@@ -325,24 +326,15 @@ class RowSink:
             per row but the insert. Without a ``socket`` the row is only checked, as it is.
     """
 
-    def __init__(
-        self,
-        socket: zmq.Socket[bytes] | None,
-        table: str,
-        batch: int = BATCH_ROWS,
-        *,
-        batch_bytes: int = BATCH_BYTES,
-        plugin: tuple[object, str] | None = None,
-        shape: Callable[[Any], tuple[Any, ...]] | None = None,
-    ) -> None:
-        self.socket = socket
-        self.table = table
-        self.batch = batch
-        self.batch_bytes = batch_bytes
-        self.plugin = plugin
-        self.shape = shape
-        self.rows: list[Any] = []  # encoded rows (msgspec.Raw), or shaped ones
-        self.size = 0
+    socket: zmq.Socket[bytes] | None
+    table: str
+    batch: int = BATCH_ROWS
+    _: KW_ONLY
+    batch_bytes: int = BATCH_BYTES
+    plugin: tuple[object, str] | None = None
+    shape: Callable[[Any], tuple[Any, ...]] | None = None
+    rows: list[Any] = field(default_factory=list, init=False)  # encoded (msgspec.Raw), or shaped
+    size: int = field(default=0, init=False)
 
     def add(self, row: Row) -> None:
         """Encode ``row`` and buffer it; push the batch when it is full (rows or bytes).
@@ -378,13 +370,13 @@ class RowSink:
     def unencodable(self, row: Row, exc: Exception) -> NoReturn:
         """Raise the error that names the value of ``row`` that cannot be encoded."""
         where = "a value"
-        for field, kind in (
+        for attr, kind in (
             ("sensors", "sensor"),
             ("setpoints", "set point"),
             ("rewards", "reward"),
             ("values", "statistic"),
         ):
-            values = getattr(row, field, {})
+            values = getattr(row, attr, {})
             uid = unencodable_key(values)
             if uid is not None:
                 where = f"the value of {kind} '{uid}' ({type(values[uid]).__name__})"

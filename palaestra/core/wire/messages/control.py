@@ -44,9 +44,9 @@ class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     run_uid: str = ""
     instance_uid: str = ""
     phase_index: int = 0
+    """The run, its execution and the phase: what palaestrAI's reset request tells."""
     data_path: str = ""
     """The runtime config's ``data_path`` (where an environment writes files, e.g. frames)."""
-    """The run, its execution and the phase: what palaestrAI's reset request tells."""
     record_every: int = 1
     """Which steps get a ``world_states`` row (see ``PhaseConfig.record_every``)."""
     envs_per_worker: int = 1
