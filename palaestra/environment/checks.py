@@ -89,11 +89,13 @@ def first_state(
     return sensors, rewards, bool(done)
 
 
-def outside(env: object, kind: str, info: Information, space: Space | None) -> PluginContractError:
+def outside(
+    env: object, kind: str, info: Information, space: Space | None, method: str = "update"
+) -> PluginContractError:
     """The error for a sensor value or reward that is not in its space."""
     return PluginContractError(
         env,
-        "update",
+        method,
         f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its declared "
         f"space {space}",
     )
@@ -114,10 +116,9 @@ def missing_sensors(env: object, missing: Sequence[str]) -> PluginContractError:
     )
 
 
-def state_parts(env: object, result: Any) -> tuple[Any, Any, Any]:
+def state_parts(env: object, result: Any) -> tuple[Any, ...]:
     """``(sensors, rewards, done)`` of what ``update`` returned, unchecked otherwise."""
-    sensors, rewards, done = _parts(env, "update", result, 3, "(sensors, rewards, done)")[:3]
-    return sensors, rewards, done
+    return _parts(env, "update", result, 3, "(sensors, rewards, done)")[:3]
 
 
 def _parts(env: object, method: str, result: Any, size: int, expected: str) -> tuple[Any, ...]:
@@ -190,12 +191,7 @@ def _contained(
     fixed: InfoT | None = fix(env, method, kind, info, space) if fix is not None else None
     if fixed is not None:
         return fixed
-    raise PluginContractError(
-        env,
-        method,
-        f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its "
-        f"declared space {space}",
-    )
+    raise outside(env, kind, info, space, method)
 
 
 def _show(value: Any) -> str:
@@ -242,11 +238,8 @@ def gym_value(env: Any, method: str, what: str, space: Any, value: Any) -> None:
     if problem is None and not env.dtype_warned:
         env.dtype_warned = _warn_dtype(env, what, space, value)
     if problem is not None:
-        raise PluginContractError(
-            env,
-            method,
-            f"{env.where}: {_when(env)} returned {what} {_show(value)}, {problem} "
-            f"(declared space {space!r})",
+        raise _gym_error(
+            env, method, f"{what} {_show(value)}", f"{problem} (declared space {space!r})"
         )
 
 
@@ -257,25 +250,21 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
     gym_reward(env, "reward", reward)
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if not isinstance(flag, bool | np.bool_):
-            raise PluginContractError(
-                env,
-                "update",
-                f"{env.where}: {_when(env)} returned {name} = {_show(flag)}, expected a bool",
-            )
+            raise _gym_error(env, "update", f"{name} = {_show(flag)}", "expected a bool")
 
 
 def gym_reward(env: Any, what: str, reward: Any) -> None:
     """Check a reward a gymnasium or PettingZoo environment returned: a finite number."""
     if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
-        raise PluginContractError(
-            env,
-            "update",
-            f"{env.where}: {_when(env)} returned {what} {_show(reward)}, expected a number",
-        )
+        raise _gym_error(env, "update", f"{what} {_show(reward)}", "expected a number")
     if not np.isfinite(reward):
-        raise PluginContractError(
-            env, "update", f"{env.where}: {_when(env)} returned {what} {_show(reward)}, not finite"
-        )
+        raise _gym_error(env, "update", f"{what} {_show(reward)}", "not finite")
+
+
+def _gym_error(env: Any, method: str, returned: str, problem: str) -> PluginContractError:
+    return PluginContractError(
+        env, method, f"{env.where}: {_when(env)} returned {returned}, {problem}"
+    )
 
 
 def _when(env: Any) -> str:
