@@ -51,7 +51,7 @@ from palaestra.environment.external_link import (
     OfflineWorld,
     not_the_protocol,
 )
-from palaestra.environment.params import seconds
+from palaestra.environment.params import choice, seconds
 from palaestra.environment.spaces_map import default_value
 
 __all__ = [
@@ -115,14 +115,9 @@ class ExternalEnvironment(Environment):
         self.connect_timeout = seconds(self.where, "connect_timeout", connect_timeout, True)
         self.reconnect_timeout = seconds(self.where, "reconnect_timeout", reconnect_timeout)
         self.heartbeat = seconds(self.where, "heartbeat", heartbeat)
-        if encoding not in ENCODINGS:
-            raise InvalidInputError(
-                f"{self.where}: params.encoding: expected one of {', '.join(ENCODINGS)}, "
-                f"got {encoding!r}"
-            )
+        self.encoding = choice(self.where, "encoding", encoding, ENCODINGS)
         if not isinstance(offline, bool):
             raise InvalidInputError(f"{self.where}: params.offline: expected true or false")
-        self.encoding = encoding
         try:
             self.config = msgspec.json.decode(msgspec.json.encode(world))
         except (TypeError, msgspec.EncodeError) as exc:

@@ -36,7 +36,7 @@ from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box
-from palaestra.environment import checks
+from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
 from palaestra.environment.frames import FrameRecorder, default_frames_dir, recorder_of
 from palaestra.environment.spaces_map import Leaf, default_value, join, leaves, split
@@ -84,11 +84,7 @@ class GymnasiumEnvironment(Environment):
         require("gymnasium", "the environment GymnasiumEnvironment")
         self.env_id = env_id
         self.where = f"environment '{uid or ''}' ({env_id or factory})"
-        if check not in CHECKS:
-            raise InvalidInputError(
-                f"{self.where}: params.check: expected one of {', '.join(CHECKS)}, got {check!r}"
-            )
-        self.check = check
+        self.check = params.choice(self.where, "check", check, CHECKS)
         self._record_setting = record_frames
         if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
             raise InvalidInputError(
@@ -150,7 +146,7 @@ class GymnasiumEnvironment(Environment):
             self.recorder.end()
         return EnvironmentState(
             self._sensors(observation),
-            [RewardInformation(_reward(reward), REWARD_SPACE, "reward")],
+            [RewardInformation(float(reward), REWARD_SPACE, "reward")],
             done,
             terminated=terminated,
             truncated=truncated,
@@ -206,7 +202,7 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
                 f"{where}: gymnasium.make({env_id!r}, **params.env_kwargs) refused: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-    env = _load_factory(str(factory), where)(**kwargs)
+    env = load_factory(str(factory), where)(**kwargs)
     if not isinstance(env, gym.Env):
         raise InvalidInputError(
             f"{where}: params.factory '{factory}' returned {type(env).__name__}, expected a "
@@ -222,25 +218,25 @@ def unknown_id(env_id: Any, known: list[str], where: str) -> InvalidInputError:
     return InvalidInputError(f"{where}: params.env_id: no gymnasium id {env_id!r}{hint}")
 
 
-def _load_factory(name: str, where: str) -> Any:
+def load_factory(name: str, where: str) -> Any:
+    """The callable the param ``factory`` (``module:callable``) names."""
     module_name, _, attr = name.partition(":")
     if not module_name or not attr:
         raise InvalidInputError(
             f"{where}: params.factory: expected 'module:callable', got {name!r}"
         )
+    return load_callable(module_name, attr, where, "params.factory: ")
+
+
+def load_callable(module_name: str, attr: str, where: str, key: str = "") -> Any:
+    """The callable ``attr`` of module ``module_name`` (``key``: the param the errors name)."""
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise InvalidInputError(
-            f"{where}: params.factory: cannot import module '{module_name}': {exc}"
+            f"{where}: {key}cannot import module '{module_name}': {exc}"
         ) from exc
     function = getattr(module, attr, None)
     if not callable(function):
-        raise InvalidInputError(
-            f"{where}: params.factory: module '{module_name}' has no callable '{attr}'"
-        )
+        raise InvalidInputError(f"{where}: {key}module '{module_name}' has no callable '{attr}'")
     return function
-
-
-def _reward(reward: Any) -> float:
-    return float(reward)

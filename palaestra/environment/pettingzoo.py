@@ -42,16 +42,15 @@ The first reset of the process passes palaestra's seed; ``check`` works as in
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
-from palaestra.environment import checks
+from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
-from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE
+from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE, load_callable, load_factory
 from palaestra.environment.spaces_map import Leaf, default_value, join, leaves, split
 
 APIS = ("aec", "parallel")
@@ -93,11 +92,7 @@ class PettingZooEnvironment(Environment):
             raise InvalidInputError(
                 f"{self.where}: params.api: expected aec or parallel, got {api!r}"
             )
-        if check not in CHECKS:
-            raise InvalidInputError(
-                f"{self.where}: params.check: expected one of {', '.join(CHECKS)}, got {check!r}"
-            )
-        self.api, self.check = api, check
+        self.api, self.check = api, params.choice(self.where, "check", check, CHECKS)
         self.env: Any = _make(env, factory, api, dict(env_kwargs or {}), self.where)
         self.players: list[str] = list(self.env.possible_agents)
         self.obs_leaves: dict[str, list[Leaf]] = {}
@@ -253,25 +248,17 @@ def _make(
             "pettingzoo.classic.tictactoe_v3) and factory ('module:callable')"
         )
     if env is not None:
-        module_name, attr = env, "env" if api == "aec" else "parallel_env"
+        attr = "env" if api == "aec" else "parallel_env"
+        name, make = f"{env}:{attr}", load_callable(env, attr, where)
     else:
-        module_name, _, attr = str(factory).partition(":")
-        if not module_name or not attr:
-            raise InvalidInputError(f"{where}: params.factory: expected 'module:callable'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InvalidInputError(f"{where}: cannot import module '{module_name}': {exc}") from exc
-    make = getattr(module, attr, None)
-    if not callable(make):
-        raise InvalidInputError(f"{where}: module '{module_name}' has no callable '{attr}'")
+        name, make = str(factory), load_factory(str(factory), where)
     made = make(**kwargs)
     wanted = "AECEnv" if api == "aec" else "ParallelEnv"
     from pettingzoo.utils import env as pz
 
     if not isinstance(made, getattr(pz, wanted)):
         raise InvalidInputError(
-            f"{where}: '{module_name}:{attr}' returned {type(made).__name__}, expected a "
+            f"{where}: '{name}' returned {type(made).__name__}, expected a "
             f"PettingZoo {wanted} for api: {api}"
         )
     return made
