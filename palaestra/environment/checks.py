@@ -85,7 +85,7 @@ def first_state(
         _typed(env, "update", "reward", reward, RewardInformation)
         rewards[i] = _contained(env, "update", "reward", reward, reward.space, fix)
     if not isinstance(done, bool | np.bool_):
-        raise PluginContractError(env, "update", f"returned done = {_show(done)}, expected a bool")
+        raise PluginContractError(env, "update", f"returned done = {show(done)}, expected a bool")
     return sensors, rewards, bool(done)
 
 
@@ -96,7 +96,7 @@ def outside(
     return PluginContractError(
         env,
         method,
-        f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its declared "
+        f"returned {kind} '{info.uid}' = {show(info.value)}, which is not in its declared "
         f"space {space}",
     )
 
@@ -129,21 +129,21 @@ def _parts(env: object, method: str, result: Any, size: int, expected: str) -> t
     except TypeError:
         parts = ()
     if len(parts) < size:
-        raise PluginContractError(env, method, f"returned {_show(result)}, expected {expected}")
+        raise PluginContractError(env, method, f"returned {show(result)}, expected {expected}")
     return parts
 
 
 def _typed(env: object, method: str, kind: str, info: Any, cls: type[Information]) -> str:
     if not isinstance(info, cls):
         raise PluginContractError(
-            env, method, f"returned {kind} {_show(info)}, expected a {cls.__name__}"
+            env, method, f"returned {kind} {show(info)}, expected a {cls.__name__}"
         )
     space = info.space
     if space is not None and not isinstance(space, Space):
         raise PluginContractError(
             env,
             method,
-            f"returned {kind} '{info.uid}' with space {_show(space)}, expected a "
+            f"returned {kind} '{info.uid}' with space {show(space)}, expected a "
             "palaestra.types space",
         )
     return str(info.uid)
@@ -194,7 +194,7 @@ def _contained(
     raise outside(env, kind, info, space, method)
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     """A short description of a value: its repr (cut), with shape and dtype for arrays."""
     text = repr(value)
     if len(text) > 80:
@@ -220,7 +220,7 @@ class GymnasiumStepError(RuntimeError):
     def __init__(self, env: Any, action: Any, error: BaseException) -> None:
         super().__init__(
             f"{env.where}: step {env.step} of episode {env.episode} raised "
-            f"{type(error).__name__}: {error} (action {_show(action)})"
+            f"{type(error).__name__}: {error} (action {show(action)})"
         )
 
 
@@ -239,7 +239,7 @@ def gym_value(env: Any, method: str, what: str, space: Any, value: Any) -> None:
         env.dtype_warned = _warn_dtype(env, what, space, value)
     if problem is not None:
         raise _gym_error(
-            env, method, f"{what} {_show(value)}", f"{problem} (declared space {space!r})"
+            env, method, f"{what} {show(value)}", f"{problem} (declared space {space!r})"
         )
 
 
@@ -250,15 +250,15 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
     gym_reward(env, "reward", reward)
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if not isinstance(flag, bool | np.bool_):
-            raise _gym_error(env, "update", f"{name} = {_show(flag)}", "expected a bool")
+            raise _gym_error(env, "update", f"{name} = {show(flag)}", "expected a bool")
 
 
 def gym_reward(env: Any, what: str, reward: Any) -> None:
     """Check a reward a gymnasium or PettingZoo environment returned: a finite number."""
     if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
-        raise _gym_error(env, "update", f"{what} {_show(reward)}", "expected a number")
+        raise _gym_error(env, "update", f"{what} {show(reward)}", "expected a number")
     if not np.isfinite(reward):
-        raise _gym_error(env, "update", f"{what} {_show(reward)}", "not finite")
+        raise _gym_error(env, "update", f"{what} {show(reward)}", "not finite")
 
 
 def _gym_error(env: Any, method: str, returned: str, problem: str) -> PluginContractError:

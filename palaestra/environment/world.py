@@ -349,9 +349,7 @@ class World:
         terminated = None if state is None else _flag(state.terminated)
         truncated = None if state is None else _flag(state.truncated)
         if self.stop_requested:
-            done, self.stop_requested = True, False
-            if terminated is not None or truncated is not None:
-                truncated = truncated or not terminated
+            return stopped(self, terminated, truncated)
         return done, terminated, truncated
 
     def _transform(self, result: Any) -> EnvironmentState:
@@ -458,6 +456,17 @@ def same_world(first: World, game: World) -> None:
             f"{theirs.sensor_uids} and {[str(a.uid) for a in theirs.actuators]}: with "
             "envs_per_worker every instance must offer the same sensors and actuators",
         )
+
+
+def stopped(
+    game: World, terminated: bool | None, truncated: bool | None
+) -> tuple[bool, bool | None, bool | None]:
+    """The ends of a step an agent asked to be the game's last (its objective rule): done, and
+    cut short where the environment says how its episodes end."""
+    game.stop_requested = False
+    if terminated is not None or truncated is not None:
+        truncated = truncated or not terminated
+    return True, terminated, truncated
 
 
 _UNSET = object()
