@@ -198,7 +198,7 @@ class ExternalEnvironment(Environment):
                     if not self.lost and link.peers > 0:
                         with contextlib.suppress(ExternalEnvironmentError):
                             command_id = self._next_id()
-                            what = f"close (command {command_id})"
+                            what = self._what("close", command_id)
                             link.request(command_id, "close", {}, min(self.timeout, 2.0), what)
                     link.close()
             finally:
@@ -258,7 +258,7 @@ class ExternalEnvironment(Environment):
         }
         command_id = self._next_id()
         left = max(0.0, deadline - time.monotonic())
-        answer = link.request(command_id, "hello", fields, left, f"hello (command {command_id})")
+        answer = link.request(command_id, "hello", fields, left, self._what("hello", command_id))
         if answer is None:
             raise link.error("the client hung up while it was greeted")
         version = answer.get("version")

@@ -95,15 +95,12 @@ class PettingZooEnvironment(Environment):
         self.api, self.check = api, params.choice(self.where, "check", check, CHECKS)
         self.env: Any = _make(env, factory, api, dict(env_kwargs or {}), self.where)
         self.players: list[str] = list(self.env.possible_agents)
-        self.obs_leaves: dict[str, list[Leaf]] = {}
-        self.action_leaves: dict[str, list[Leaf]] = {}
-        for player in self.players:
-            self.obs_leaves[player] = leaves(
-                self.env.observation_space(player), f"{player}.obs", self.where
-            )
-            self.action_leaves[player] = leaves(
-                self.env.action_space(player), f"{player}.action", self.where
-            )
+        self.obs_leaves: dict[str, list[Leaf]] = {
+            p: leaves(self.env.observation_space(p), f"{p}.obs", self.where) for p in self.players
+        }
+        self.action_leaves: dict[str, list[Leaf]] = {
+            p: leaves(self.env.action_space(p), f"{p}.action", self.where) for p in self.players
+        }
         self.last_obs: dict[str, Any] = {}
         self.seeded = False
         self.dtype_warned = False

@@ -225,9 +225,8 @@ class SimulationController(Component):
             return True
         if self.driver == "controller":
             return False
-        if games > 1:  # (it plays any order of turns in its rounds)
-            return len(self.environments) == 1
-        return len(self.environments) == 1 and type(self.turns) in BUILT_IN
+        # (with several games it plays any order of turns in its rounds)
+        return len(self.environments) == 1 and (games > 1 or type(self.turns) in BUILT_IN)
 
     def _judged(self, evaluation: int) -> bool:
         """Each agent's Brain judges evaluation ``evaluation``'s rollouts (through its
