@@ -16,6 +16,7 @@ import copy
 import inspect
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -70,37 +71,23 @@ def _renamed(sensor: SensorInformation, uid: str) -> SensorInformation:
     return renamed
 
 
+@dataclass(slots=True, eq=False)
 class Declared:
     """What a world's plug-in declared at its last start (or reset): its sensors (their uids,
     their uids with the environment's prefix, spaces and the checks of their values), its
     actuators, and whether (and against what) its rewards are checked."""
 
-    __slots__ = (
-        "prefix",
-        "spaces",
-        "sensor_uids",
-        "full_sensor_uids",
-        "sensor_index",
-        "value_checks",
-        "check_rewards",
-        "reward_checks",
-        "actuators",
-        "actuator_table",
-        "warned_repeats",
-    )
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix  # the environment's uid and a dot
-        self.spaces: dict[str, Any] = {}  # by the sensor's own uid
-        self.sensor_uids: list[str] = []
-        self.full_sensor_uids: list[str] = []
-        self.sensor_index: dict[str, int] = {}
-        self.value_checks: list[Check] | None = None
-        self.check_rewards = True
-        self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward space's id
-        self.actuators: list[ActuatorInformation] = []
-        self.actuator_table: list[tuple[str, ActuatorInformation]] = []  # by uid
-        self.warned_repeats = False  # an actuator a start returned twice was named once
+    prefix: str  # the environment's uid and a dot
+    spaces: dict[str, Any] = field(default_factory=dict)  # by the sensor's own uid
+    sensor_uids: list[str] = field(default_factory=list)
+    full_sensor_uids: list[str] = field(default_factory=list)
+    sensor_index: dict[str, int] = field(default_factory=dict)
+    value_checks: list[Check] | None = None
+    check_rewards: bool = True
+    reward_checks: dict[int, tuple[Any, Check]] = field(default_factory=dict)  # by space id
+    actuators: list[ActuatorInformation] = field(default_factory=list)
+    actuator_table: list[tuple[str, ActuatorInformation]] = field(default_factory=list)  # by uid
+    warned_repeats: bool = False  # an actuator a start returned twice was named once
 
     def take(
         self,
