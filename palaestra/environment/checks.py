@@ -12,7 +12,7 @@ the uid and the value: the environment is blamed, not the Muscle that would trip
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -280,31 +280,26 @@ def _gym_problem(space: Any, value: Any) -> str | None:
     from gymnasium import spaces as gs
 
     if isinstance(space, gs.Dict):
-        return _dict_problem(space, value)
+        if not isinstance(value, dict) or set(value) != set(space.spaces):
+            return f"expected a dict with keys {sorted(space.spaces)}"
+        return _first_problem((f"at key '{k}'", sub, value[k]) for k, sub in space.spaces.items())
     if isinstance(space, gs.Tuple):
-        return _tuple_problem(space, value)
+        if not isinstance(value, tuple) or len(value) != len(space.spaces):
+            return f"expected a tuple of {len(space.spaces)}"
+        return _first_problem(
+            (f"at index {i}", sub, value[i]) for i, sub in enumerate(space.spaces)
+        )
     if isinstance(space, gs.Box):
         return _box_problem(space, value)
     return None if space.contains(value) else "which is not in its declared space"
 
 
-def _dict_problem(space: Any, value: Any) -> str | None:
-    if not isinstance(value, dict) or set(value) != set(space.spaces):
-        return f"expected a dict with keys {sorted(space.spaces)}"
-    for key, sub in space.spaces.items():
-        problem = _gym_problem(sub, value[key])
+def _first_problem(parts: Iterable[tuple[str, Any, Any]]) -> str | None:
+    """The first problem of the parts (where, gymnasium space, value) of a Dict or Tuple."""
+    for where, space, value in parts:
+        problem = _gym_problem(space, value)
         if problem is not None:
-            return f"at key '{key}': {problem}"
-    return None
-
-
-def _tuple_problem(space: Any, value: Any) -> str | None:
-    if not isinstance(value, tuple) or len(value) != len(space.spaces):
-        return f"expected a tuple of {len(space.spaces)}"
-    for index, sub in enumerate(space.spaces):
-        problem = _gym_problem(sub, value[index])
-        if problem is not None:
-            return f"at index {index}: {problem}"
+            return f"{where}: {problem}"
     return None
 
 
