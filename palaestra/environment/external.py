@@ -124,7 +124,6 @@ class ExternalEnvironment(Environment):
             raise InvalidInputError(
                 f"{self.where}: params.world: expected JSON-able data, got {world!r} ({exc})"
             ) from None
-        self.offline = offline
         if not offline:
             self.address_template, self.binding = _address(self.where, connect, bind)
         elif connect is not None or bind is not None:
