@@ -39,7 +39,7 @@ from palaestra.core.spaces import Box
 from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
 from palaestra.environment.frames import FrameRecorder, default_frames_dir, recorder_of
-from palaestra.environment.spaces_map import Leaf, default_value, join, leaves, split
+from palaestra.environment.spaces_map import Leaf, informed, join, leaves, split
 
 REWARD_SPACE = Box(-np.inf, np.inf, shape=(), dtype=np.float64)
 """The space of the reward ``reward``: any finite or infinite float (NaN is refused)."""
@@ -120,11 +120,7 @@ class GymnasiumEnvironment(Environment):
         if self.recorder is not None:
             self.recorder.begin()
         return EnvironmentBaseline(
-            self._sensors(observation),
-            [
-                ActuatorInformation(default_value(leaf.space), leaf.space, leaf.uid)
-                for leaf in self.action_leaves
-            ],
+            self._sensors(observation), informed(ActuatorInformation, self.action_leaves)
         )
 
     def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
@@ -159,11 +155,7 @@ class GymnasiumEnvironment(Environment):
         return True
 
     def _sensors(self, observation: Any) -> list[SensorInformation]:
-        values = split(observation, self.obs_leaves)
-        return [
-            SensorInformation(value, leaf.space, leaf.uid)
-            for value, leaf in zip(values, self.obs_leaves, strict=True)
-        ]
+        return informed(SensorInformation, self.obs_leaves, split(observation, self.obs_leaves))
 
     def _start_recorder(self) -> None:
         """Record frames if asked to, in a run only (not while palaestra probes the ids)."""

@@ -51,7 +51,7 @@ from palaestra.core.information import ActuatorInformation, RewardInformation, S
 from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
 from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE, load_callable, load_factory
-from palaestra.environment.spaces_map import Leaf, default_value, join, leaves, split
+from palaestra.environment.spaces_map import Leaf, informed, join, leaves, split
 
 APIS = ("aec", "parallel")
 
@@ -125,9 +125,9 @@ class PettingZooEnvironment(Environment):
         self.last_obs = {}
         self._keep(observations, "reset")
         actuators = [
-            ActuatorInformation(default_value(leaf.space), leaf.space, leaf.uid)
+            actuator
             for player in self.players
-            for leaf in self.action_leaves[player]
+            for actuator in informed(ActuatorInformation, self.action_leaves[player])
         ]
         return EnvironmentBaseline(self._sensors(), actuators)
 
@@ -219,15 +219,9 @@ class PettingZooEnvironment(Environment):
         sensors: list[SensorInformation] = []
         for player in self.players:
             parts = self.obs_leaves[player]
-            observation = self.last_obs.get(player)
-            if observation is None:  # never observed: the space's default
-                values = [default_value(leaf.space) for leaf in parts]
-            else:
-                values = split(observation, parts)
-            sensors.extend(
-                SensorInformation(value, leaf.space, leaf.uid)
-                for value, leaf in zip(values, parts, strict=True)
-            )
+            observation = self.last_obs.get(player)  # None: never observed, the defaults
+            values = None if observation is None else split(observation, parts)
+            sensors.extend(informed(SensorInformation, parts, values))
         return sensors
 
     def shutdown(self) -> bool:
