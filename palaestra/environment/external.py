@@ -1,20 +1,7 @@
 """ExternalEnvironment: a world in another program, spoken to over ZMQ.
 
-Run file::
-
-    environments:
-      - environment:
-          name: palaestra.environment.external:ExternalEnvironment
-          uid: room
-          params:
-            connect: tcp://simulator:5555    # or bind: tcp://*:5555 (the client connects)
-            timeout: 10                       # seconds per answer
-            connect_timeout: 30               # seconds until a client is there and ready
-            reconnect_timeout: 10             # seconds a client that hung up has to return
-            world: {steps: 20}                # passed to the client in its hello
-            offline: false                    # true: start palaestra's own simulated world
-
-The protocol (version :data:`PROTOCOL_VERSION`) is in ``docs/external-environments.md``:
+Its run file and the protocol (version :data:`PROTOCOL_VERSION`) are in
+``docs/external-environments.md`` and ``docs/external-protocol.md``:
 palaestra's DEALER socket sends commands (``hello``, ``reset``, ``step``, ``close``), each with
 an ``id``, and the client's ROUTER socket answers each with ``status`` ``ok`` (and the
 command's results) or ``error`` (and the text). The client declares its sensors, actuators and

@@ -1,16 +1,5 @@
-"""GymnasiumEnvironment: any gymnasium environment as a palaestra environment.
-
-Run file::
-
-    environments:
-      - environment:
-          name: palaestra.environment.gymnasium:GymnasiumEnvironment
-          uid: lake
-          params:
-            env_id: FrozenLake-v1          # or factory: my_pkg.envs:make_env
-            env_kwargs: {is_slippery: true}
-            check: first                   # first | every_step | off
-            record_frames: {every: 100}    # optional; dir: PATH to choose where
+"""GymnasiumEnvironment: any gymnasium environment as a palaestra environment (its run file:
+``docs/gymnasium-pettingzoo.md``).
 
 Sensors and actuators (see :mod:`palaestra.environment.spaces_map`): the observation is the
 sensor ``obs`` (a Dict or Tuple observation splits into ``obs.<key>`` / ``obs.<index>``), the

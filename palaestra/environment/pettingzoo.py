@@ -1,19 +1,5 @@
-"""PettingZooEnvironment: a PettingZoo game, its players bound to palaestra agents by name.
-
-Run file (a turn-based AEC game, driven by ``palaestra.simulation:TakingTurns``)::
-
-    environments:
-      - environment:
-          name: palaestra.environment.pettingzoo:PettingZooEnvironment
-          uid: board
-          params: {env: pettingzoo.classic.tictactoe_v3}   # api: aec (the default)
-    agents:                        # in the order of the game's possible_agents
-      - name: crosses
-        sensors: [board.player_1.obs.observation, board.player_1.obs.action_mask]
-        actuators: [board.player_1.action]
-      - name: noughts
-        sensors: [board.player_2.obs.observation, board.player_2.obs.action_mask]
-        actuators: [board.player_2.action]
+"""PettingZooEnvironment: a PettingZoo game, its players bound to palaestra agents by name
+(a run file: ``experiments/tictactoe_turns.yml``; ``docs/gymnasium-pettingzoo.md``).
 
 ``env`` names a PettingZoo module (its ``env()`` for ``api: aec``, its ``parallel_env()`` for
 ``api: parallel``); ``factory: module:callable`` builds one instead; ``env_kwargs`` go to it.
