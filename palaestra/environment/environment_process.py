@@ -75,7 +75,6 @@ class EnvironmentProcess(Component):
         self.awaiter = Awaiter(name)
         self.store_endpoint = store_endpoint
         self.kept = Kept()  # what the rounds of the games it drives keep over the phase
-        # its games: with envs_per_worker N > 1, N worlds recorded as workers worker * N + i
         self.games = [
             World(
                 name,
