@@ -67,10 +67,8 @@ class EnvironmentLoop:
         round of the loop (an ``await`` of it, a gather), the environment lost it."""
         if task in self._calls:  # a call's outcome goes to its caller
             self._calls.discard(task)
-            return
-        if not _unretrieved(task):
-            return
-        self.loop.call_soon(self._check, task)
+        elif _unretrieved(task):
+            self.loop.call_soon(self._check, task)
 
     def _check(self, task: asyncio.Task[Any]) -> None:
         if not _unretrieved(task) or self._failed.done():

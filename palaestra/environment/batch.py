@@ -34,8 +34,9 @@ from palaestra.core.wire.records import (
     recorded,
     uniform,
 )
+from palaestra.environment.checks import show
 from palaestra.environment.environment import BatchState, steps_in_batches
-from palaestra.environment.world import World
+from palaestra.environment.world import World, stopped
 
 
 def stepped_in_batches(games: Sequence[World]) -> bool:
@@ -143,7 +144,7 @@ class Batch:
         each = _game_values(columns, len(games))
         for k, (game, values) in enumerate(zip(games, each, strict=True)):
             ends = (
-                _stopped(game, done[k], terminated[k], truncated[k])
+                stopped(game, terminated[k], truncated[k])
                 if game.stop_requested
                 else (done[k], terminated[k], truncated[k])
             )
@@ -194,11 +195,13 @@ class Batch:
         size = 0
         # each game's sensors and set points as JSON text, encoded a column at a time (when
         # every step has its row; else the rows' own)
-        texts, setpoint_texts = (
-            self._texts(keys, uids, columns, moves)
-            if storing and not paused and every == 1
-            else (None, None)
-        )
+        texts: list[str] | None = None
+        setpoint_texts: list[str] | None = None
+        if storing and not paused and every == 1:
+            texts = column_texts(keys, uids, columns, len(moves))
+            setpoint_texts = dict_texts(
+                [points for _, points, _ in moves], self.first.declared.prefix
+            )
         for k, game in enumerate(games):
             ends = ends_of[k]
             step = game.step
@@ -233,18 +236,6 @@ class Batch:
                 )
                 size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
         out.rows.add_shaped(rows, size)
-
-    def _texts(
-        self,
-        keys: list[str],
-        uids: list[str],
-        columns: list[list[Any]],
-        moves: Sequence[tuple[World, dict[str, Any], bool]],
-    ) -> tuple[list[str], list[str] | None]:
-        """Each game's sensors and (where they can be, see :func:`dict_texts`) set points as
-        JSON text, a column at a time."""
-        texts = column_texts(keys, uids, columns, len(moves))
-        return texts, dict_texts([points for _, points, _ in moves], self.first.declared.prefix)
 
     def _sensors(self, games: list[World], batch: Any, count: int) -> list[list[Any]]:
         """Each declared sensor's values (JSON), a column of one per game; checked."""
@@ -389,7 +380,7 @@ def _check(
             raise PluginContractError(
                 games[k].env,
                 "update_batch",
-                f"returned {kind} '{info.uid}' = {_short(value)} for game {games[k].worker} "
+                f"returned {kind} '{info.uid}' = {show(value)} for game {games[k].worker} "
                 f"(row {k} of the batch), which is not in its declared space {space}",
             )
 
@@ -429,20 +420,3 @@ def _flags(first: World, flags: Any, count: int) -> list[bool | None]:
         )
     flags_list: list[bool | None] = values.tolist()
     return flags_list
-
-
-def _stopped(
-    game: World, done: bool, terminated: bool | None, truncated: bool | None
-) -> tuple[bool, bool | None, bool | None]:
-    """The game's ends, as :meth:`World._ends` makes them (an agent's stop)."""
-    if game.stop_requested:
-        done, game.stop_requested = True, False
-        if terminated is not None or truncated is not None:
-            truncated = truncated or not terminated
-    return done, terminated, truncated
-
-
-def _short(value: Any) -> str:
-    """A value as an error shows it: its repr, cut."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

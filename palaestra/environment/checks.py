@@ -12,7 +12,7 @@ the uid and the value: the environment is blamed, not the Muscle that would trip
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -85,16 +85,18 @@ def first_state(
         _typed(env, "update", "reward", reward, RewardInformation)
         rewards[i] = _contained(env, "update", "reward", reward, reward.space, fix)
     if not isinstance(done, bool | np.bool_):
-        raise PluginContractError(env, "update", f"returned done = {_show(done)}, expected a bool")
+        raise PluginContractError(env, "update", f"returned done = {show(done)}, expected a bool")
     return sensors, rewards, bool(done)
 
 
-def outside(env: object, kind: str, info: Information, space: Space | None) -> PluginContractError:
+def outside(
+    env: object, kind: str, info: Information, space: Space | None, method: str = "update"
+) -> PluginContractError:
     """The error for a sensor value or reward that is not in its space."""
     return PluginContractError(
         env,
-        "update",
-        f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its declared "
+        method,
+        f"returned {kind} '{info.uid}' = {show(info.value)}, which is not in its declared "
         f"space {space}",
     )
 
@@ -114,10 +116,9 @@ def missing_sensors(env: object, missing: Sequence[str]) -> PluginContractError:
     )
 
 
-def state_parts(env: object, result: Any) -> tuple[Any, Any, Any]:
+def state_parts(env: object, result: Any) -> tuple[Any, ...]:
     """``(sensors, rewards, done)`` of what ``update`` returned, unchecked otherwise."""
-    sensors, rewards, done = _parts(env, "update", result, 3, "(sensors, rewards, done)")[:3]
-    return sensors, rewards, done
+    return _parts(env, "update", result, 3, "(sensors, rewards, done)")[:3]
 
 
 def _parts(env: object, method: str, result: Any, size: int, expected: str) -> tuple[Any, ...]:
@@ -128,21 +129,21 @@ def _parts(env: object, method: str, result: Any, size: int, expected: str) -> t
     except TypeError:
         parts = ()
     if len(parts) < size:
-        raise PluginContractError(env, method, f"returned {_show(result)}, expected {expected}")
+        raise PluginContractError(env, method, f"returned {show(result)}, expected {expected}")
     return parts
 
 
 def _typed(env: object, method: str, kind: str, info: Any, cls: type[Information]) -> str:
     if not isinstance(info, cls):
         raise PluginContractError(
-            env, method, f"returned {kind} {_show(info)}, expected a {cls.__name__}"
+            env, method, f"returned {kind} {show(info)}, expected a {cls.__name__}"
         )
     space = info.space
     if space is not None and not isinstance(space, Space):
         raise PluginContractError(
             env,
             method,
-            f"returned {kind} '{info.uid}' with space {_show(space)}, expected a "
+            f"returned {kind} '{info.uid}' with space {show(space)}, expected a "
             "palaestra.types space",
         )
     return str(info.uid)
@@ -190,15 +191,10 @@ def _contained(
     fixed: InfoT | None = fix(env, method, kind, info, space) if fix is not None else None
     if fixed is not None:
         return fixed
-    raise PluginContractError(
-        env,
-        method,
-        f"returned {kind} '{info.uid}' = {_show(info.value)}, which is not in its "
-        f"declared space {space}",
-    )
+    raise outside(env, kind, info, space, method)
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     """A short description of a value: its repr (cut), with shape and dtype for arrays."""
     text = repr(value)
     if len(text) > 80:
@@ -224,7 +220,7 @@ class GymnasiumStepError(RuntimeError):
     def __init__(self, env: Any, action: Any, error: BaseException) -> None:
         super().__init__(
             f"{env.where}: step {env.step} of episode {env.episode} raised "
-            f"{type(error).__name__}: {error} (action {_show(action)})"
+            f"{type(error).__name__}: {error} (action {show(action)})"
         )
 
 
@@ -242,11 +238,8 @@ def gym_value(env: Any, method: str, what: str, space: Any, value: Any) -> None:
     if problem is None and not env.dtype_warned:
         env.dtype_warned = _warn_dtype(env, what, space, value)
     if problem is not None:
-        raise PluginContractError(
-            env,
-            method,
-            f"{env.where}: {_when(env)} returned {what} {_show(value)}, {problem} "
-            f"(declared space {space!r})",
+        raise _gym_error(
+            env, method, f"{what} {show(value)}", f"{problem} (declared space {space!r})"
         )
 
 
@@ -257,25 +250,21 @@ def gym_step(env: Any, observation: Any, reward: Any, terminated: Any, truncated
     gym_reward(env, "reward", reward)
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if not isinstance(flag, bool | np.bool_):
-            raise PluginContractError(
-                env,
-                "update",
-                f"{env.where}: {_when(env)} returned {name} = {_show(flag)}, expected a bool",
-            )
+            raise _gym_error(env, "update", f"{name} = {show(flag)}", "expected a bool")
 
 
 def gym_reward(env: Any, what: str, reward: Any) -> None:
     """Check a reward a gymnasium or PettingZoo environment returned: a finite number."""
     if not isinstance(reward, int | float | np.integer | np.floating) or isinstance(reward, bool):
-        raise PluginContractError(
-            env,
-            "update",
-            f"{env.where}: {_when(env)} returned {what} {_show(reward)}, expected a number",
-        )
+        raise _gym_error(env, "update", f"{what} {show(reward)}", "expected a number")
     if not np.isfinite(reward):
-        raise PluginContractError(
-            env, "update", f"{env.where}: {_when(env)} returned {what} {_show(reward)}, not finite"
-        )
+        raise _gym_error(env, "update", f"{what} {show(reward)}", "not finite")
+
+
+def _gym_error(env: Any, method: str, returned: str, problem: str) -> PluginContractError:
+    return PluginContractError(
+        env, method, f"{env.where}: {_when(env)} returned {returned}, {problem}"
+    )
 
 
 def _when(env: Any) -> str:
@@ -291,31 +280,26 @@ def _gym_problem(space: Any, value: Any) -> str | None:
     from gymnasium import spaces as gs
 
     if isinstance(space, gs.Dict):
-        return _dict_problem(space, value)
+        if not isinstance(value, dict) or set(value) != set(space.spaces):
+            return f"expected a dict with keys {sorted(space.spaces)}"
+        return _first_problem((f"at key '{k}'", sub, value[k]) for k, sub in space.spaces.items())
     if isinstance(space, gs.Tuple):
-        return _tuple_problem(space, value)
+        if not isinstance(value, tuple) or len(value) != len(space.spaces):
+            return f"expected a tuple of {len(space.spaces)}"
+        return _first_problem(
+            (f"at index {i}", sub, value[i]) for i, sub in enumerate(space.spaces)
+        )
     if isinstance(space, gs.Box):
         return _box_problem(space, value)
     return None if space.contains(value) else "which is not in its declared space"
 
 
-def _dict_problem(space: Any, value: Any) -> str | None:
-    if not isinstance(value, dict) or set(value) != set(space.spaces):
-        return f"expected a dict with keys {sorted(space.spaces)}"
-    for key, sub in space.spaces.items():
-        problem = _gym_problem(sub, value[key])
+def _first_problem(parts: Iterable[tuple[str, Any, Any]]) -> str | None:
+    """The first problem of the parts (where, gymnasium space, value) of a Dict or Tuple."""
+    for where, space, value in parts:
+        problem = _gym_problem(space, value)
         if problem is not None:
-            return f"at key '{key}': {problem}"
-    return None
-
-
-def _tuple_problem(space: Any, value: Any) -> str | None:
-    if not isinstance(value, tuple) or len(value) != len(space.spaces):
-        return f"expected a tuple of {len(space.spaces)}"
-    for index, sub in enumerate(space.spaces):
-        problem = _gym_problem(sub, value[index])
-        if problem is not None:
-            return f"at index {index}: {problem}"
+            return f"{where}: {problem}"
     return None
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
+import msgspec
 import zmq
 
 from palaestra.core.description import names
@@ -74,7 +75,6 @@ class EnvironmentProcess(Component):
         self.awaiter = Awaiter(name)
         self.store_endpoint = store_endpoint
         self.kept = Kept()  # what the rounds of the games it drives keep over the phase
-        # its games: with envs_per_worker N > 1, N worlds recorded as workers worker * N + i
         self.games = [
             World(
                 name,
@@ -158,12 +158,10 @@ class EnvironmentProcess(Component):
         if message.episode is not None:  # a resumed worker's first episode
             for game in self.games:
                 game.episode = message.episode
-        games = self._games(range(len(self.games)))
-        return m.EnvBaseline(
-            sensors=baseline.sensors,
-            actuators=baseline.actuators,
-            episodes=games.episodes,
-            games=games.games,
+        return msgspec.structs.replace(
+            baseline,
+            episodes=[game.episode for game in self.games],
+            games=[game.last_values for game in self.games],
         )
 
     def _games(self, indices: Iterable[int]) -> m.EnvBaseline:

@@ -1,20 +1,7 @@
 """ExternalEnvironment: a world in another program, spoken to over ZMQ.
 
-Run file::
-
-    environments:
-      - environment:
-          name: palaestra.environment.external:ExternalEnvironment
-          uid: room
-          params:
-            connect: tcp://simulator:5555    # or bind: tcp://*:5555 (the client connects)
-            timeout: 10                       # seconds per answer
-            connect_timeout: 30               # seconds until a client is there and ready
-            reconnect_timeout: 10             # seconds a client that hung up has to return
-            world: {steps: 20}                # passed to the client in its hello
-            offline: false                    # true: start palaestra's own simulated world
-
-The protocol (version :data:`PROTOCOL_VERSION`) is in ``docs/external-environments.md``:
+Its run file and the protocol (version :data:`PROTOCOL_VERSION`) are in
+``docs/external-environments.md`` and ``docs/external-protocol.md``:
 palaestra's DEALER socket sends commands (``hello``, ``reset``, ``step``, ``close``), each with
 an ``id``, and the client's ROUTER socket answers each with ``status`` ``ok`` (and the
 command's results) or ``error`` (and the text). The client declares its sensors, actuators and
@@ -51,7 +38,7 @@ from palaestra.environment.external_link import (
     OfflineWorld,
     not_the_protocol,
 )
-from palaestra.environment.params import seconds
+from palaestra.environment.params import choice, seconds
 from palaestra.environment.spaces_map import default_value
 
 __all__ = [
@@ -115,21 +102,15 @@ class ExternalEnvironment(Environment):
         self.connect_timeout = seconds(self.where, "connect_timeout", connect_timeout, True)
         self.reconnect_timeout = seconds(self.where, "reconnect_timeout", reconnect_timeout)
         self.heartbeat = seconds(self.where, "heartbeat", heartbeat)
-        if encoding not in ENCODINGS:
-            raise InvalidInputError(
-                f"{self.where}: params.encoding: expected one of {', '.join(ENCODINGS)}, "
-                f"got {encoding!r}"
-            )
+        self.encoding = choice(self.where, "encoding", encoding, ENCODINGS)
         if not isinstance(offline, bool):
             raise InvalidInputError(f"{self.where}: params.offline: expected true or false")
-        self.encoding = encoding
         try:
             self.config = msgspec.json.decode(msgspec.json.encode(world))
         except (TypeError, msgspec.EncodeError) as exc:
             raise InvalidInputError(
                 f"{self.where}: params.world: expected JSON-able data, got {world!r} ({exc})"
             ) from None
-        self.offline = offline
         if not offline:
             self.address_template, self.binding = _address(self.where, connect, bind)
         elif connect is not None or bind is not None:
@@ -203,7 +184,7 @@ class ExternalEnvironment(Environment):
                     if not self.lost and link.peers > 0:
                         with contextlib.suppress(ExternalEnvironmentError):
                             command_id = self._next_id()
-                            what = f"close (command {command_id})"
+                            what = self._what("close", command_id)
                             link.request(command_id, "close", {}, min(self.timeout, 2.0), what)
                     link.close()
             finally:
@@ -263,7 +244,7 @@ class ExternalEnvironment(Environment):
         }
         command_id = self._next_id()
         left = max(0.0, deadline - time.monotonic())
-        answer = link.request(command_id, "hello", fields, left, f"hello (command {command_id})")
+        answer = link.request(command_id, "hello", fields, left, self._what("hello", command_id))
         if answer is None:
             raise link.error("the client hung up while it was greeted")
         version = answer.get("version")

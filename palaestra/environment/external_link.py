@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ class ExternalEnvironmentError(PalaestraError):
     what happened (exit code 1: the run failed)."""
 
 
+@dataclass(eq=False)
 class Link:
     """palaestra's end of the conversation with one client.
 
@@ -62,25 +64,17 @@ class Link:
         postscript: The end of every error message (what the offline world said, or "").
     """
 
-    def __init__(
-        self,
-        address: str,
-        *,
-        binding: bool,
-        encoding: str,
-        heartbeat: float,
-        routing_id: bytes,
-        describe: Callable[[], str],
-        postscript: Callable[[], str],
-    ) -> None:
-        self.address = address
-        self.binding = binding
-        self.encoding = encoding
-        self.heartbeat = heartbeat
-        self.routing_id = routing_id
-        self.describe = describe
-        self.postscript = postscript
-        self.generation = 0
+    address: str
+    _: KW_ONLY
+    binding: bool
+    encoding: str
+    heartbeat: float
+    routing_id: bytes
+    describe: Callable[[], str]
+    postscript: Callable[[], str]
+    generation: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
         self._open()
 
     def _open(self) -> None:

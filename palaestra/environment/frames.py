@@ -40,14 +40,12 @@ class FrameRecorder:
         self.render = render
         self.episode = -1
         self.frames: list[Any] = []
-        self.written: list[str] = []
 
     def begin(self) -> None:
         """A new episode started (writes the last one's frames if they were not yet)."""
         self.end()
         self.episode += 1
-        if self.episode % self.every == 0:
-            self.grab()
+        self.grab()
 
     def grab(self) -> None:
         """Keep the current frame, if this episode is recorded."""
@@ -63,7 +61,6 @@ class FrameRecorder:
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"episode-{self.episode:05d}.npz")
         np.savez_compressed(path, frames=np.stack(self.frames))
-        self.written.append(path)
         self.frames = []
 
 

@@ -1,16 +1,5 @@
-"""GymnasiumEnvironment: any gymnasium environment as a palaestra environment.
-
-Run file::
-
-    environments:
-      - environment:
-          name: palaestra.environment.gymnasium:GymnasiumEnvironment
-          uid: lake
-          params:
-            env_id: FrozenLake-v1          # or factory: my_pkg.envs:make_env
-            env_kwargs: {is_slippery: true}
-            check: first                   # first | every_step | off
-            record_frames: {every: 100}    # optional; dir: PATH to choose where
+"""GymnasiumEnvironment: any gymnasium environment as a palaestra environment (its run file:
+``docs/gymnasium-pettingzoo.md``).
 
 Sensors and actuators (see :mod:`palaestra.environment.spaces_map`): the observation is the
 sensor ``obs`` (a Dict or Tuple observation splits into ``obs.<key>`` / ``obs.<index>``), the
@@ -36,10 +25,10 @@ from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box
-from palaestra.environment import checks
+from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
 from palaestra.environment.frames import FrameRecorder, default_frames_dir, recorder_of
-from palaestra.environment.spaces_map import Leaf, default_value, join, leaves, split
+from palaestra.environment.spaces_map import Leaf, informed, join, leaves, split
 
 REWARD_SPACE = Box(-np.inf, np.inf, shape=(), dtype=np.float64)
 """The space of the reward ``reward``: any finite or infinite float (NaN is refused)."""
@@ -84,11 +73,7 @@ class GymnasiumEnvironment(Environment):
         require("gymnasium", "the environment GymnasiumEnvironment")
         self.env_id = env_id
         self.where = f"environment '{uid or ''}' ({env_id or factory})"
-        if check not in CHECKS:
-            raise InvalidInputError(
-                f"{self.where}: params.check: expected one of {', '.join(CHECKS)}, got {check!r}"
-            )
-        self.check = check
+        self.check = params.choice(self.where, "check", check, CHECKS)
         self._record_setting = record_frames
         if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
             raise InvalidInputError(
@@ -124,11 +109,7 @@ class GymnasiumEnvironment(Environment):
         if self.recorder is not None:
             self.recorder.begin()
         return EnvironmentBaseline(
-            self._sensors(observation),
-            [
-                ActuatorInformation(default_value(leaf.space), leaf.space, leaf.uid)
-                for leaf in self.action_leaves
-            ],
+            self._sensors(observation), informed(ActuatorInformation, self.action_leaves)
         )
 
     def update(self, actuators: Sequence[ActuatorInformation]) -> EnvironmentState:
@@ -150,7 +131,7 @@ class GymnasiumEnvironment(Environment):
             self.recorder.end()
         return EnvironmentState(
             self._sensors(observation),
-            [RewardInformation(_reward(reward), REWARD_SPACE, "reward")],
+            [RewardInformation(float(reward), REWARD_SPACE, "reward")],
             done,
             terminated=terminated,
             truncated=truncated,
@@ -163,11 +144,7 @@ class GymnasiumEnvironment(Environment):
         return True
 
     def _sensors(self, observation: Any) -> list[SensorInformation]:
-        values = split(observation, self.obs_leaves)
-        return [
-            SensorInformation(value, leaf.space, leaf.uid)
-            for value, leaf in zip(values, self.obs_leaves, strict=True)
-        ]
+        return informed(SensorInformation, self.obs_leaves, split(observation, self.obs_leaves))
 
     def _start_recorder(self) -> None:
         """Record frames if asked to, in a run only (not while palaestra probes the ids)."""
@@ -206,7 +183,7 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
                 f"{where}: gymnasium.make({env_id!r}, **params.env_kwargs) refused: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-    env = _load_factory(str(factory), where)(**kwargs)
+    env = load_factory(str(factory), where)(**kwargs)
     if not isinstance(env, gym.Env):
         raise InvalidInputError(
             f"{where}: params.factory '{factory}' returned {type(env).__name__}, expected a "
@@ -222,25 +199,25 @@ def unknown_id(env_id: Any, known: list[str], where: str) -> InvalidInputError:
     return InvalidInputError(f"{where}: params.env_id: no gymnasium id {env_id!r}{hint}")
 
 
-def _load_factory(name: str, where: str) -> Any:
+def load_factory(name: str, where: str) -> Any:
+    """The callable the param ``factory`` (``module:callable``) names."""
     module_name, _, attr = name.partition(":")
     if not module_name or not attr:
         raise InvalidInputError(
             f"{where}: params.factory: expected 'module:callable', got {name!r}"
         )
+    return load_callable(module_name, attr, where, "params.factory: ")
+
+
+def load_callable(module_name: str, attr: str, where: str, key: str = "") -> Any:
+    """The callable ``attr`` of module ``module_name`` (``key``: the param the errors name)."""
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise InvalidInputError(
-            f"{where}: params.factory: cannot import module '{module_name}': {exc}"
+            f"{where}: {key}cannot import module '{module_name}': {exc}"
         ) from exc
     function = getattr(module, attr, None)
     if not callable(function):
-        raise InvalidInputError(
-            f"{where}: params.factory: module '{module_name}' has no callable '{attr}'"
-        )
+        raise InvalidInputError(f"{where}: {key}module '{module_name}' has no callable '{attr}'")
     return function
-
-
-def _reward(reward: Any) -> float:
-    return float(reward)

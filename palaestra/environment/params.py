@@ -4,6 +4,7 @@ not fit is refused naming the environment and the key (exit 2), not found at a s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from palaestra.core.errors import InvalidInputError
@@ -19,6 +20,15 @@ def seconds(where: str, key: str, value: Any, positive: bool = False) -> float:
         sign = "> 0" if positive else ">= 0"
         raise InvalidInputError(f"{where}: params.{key}: expected seconds {sign}, got {value!r}")
     return float(value)
+
+
+def choice(where: str, key: str, value: Any, choices: Sequence[str]) -> str:
+    """A param that takes one of ``choices``."""
+    if value not in choices:
+        raise InvalidInputError(
+            f"{where}: params.{key}: expected one of {', '.join(choices)}, got {value!r}"
+        )
+    return str(value)
 
 
 def count(where: str, key: str, value: Any, least: int = 1) -> int:

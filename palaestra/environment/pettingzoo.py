@@ -1,19 +1,5 @@
-"""PettingZooEnvironment: a PettingZoo game, its players bound to palaestra agents by name.
-
-Run file (a turn-based AEC game, driven by ``palaestra.simulation:TakingTurns``)::
-
-    environments:
-      - environment:
-          name: palaestra.environment.pettingzoo:PettingZooEnvironment
-          uid: board
-          params: {env: pettingzoo.classic.tictactoe_v3}   # api: aec (the default)
-    agents:                        # in the order of the game's possible_agents
-      - name: crosses
-        sensors: [board.player_1.obs.observation, board.player_1.obs.action_mask]
-        actuators: [board.player_1.action]
-      - name: noughts
-        sensors: [board.player_2.obs.observation, board.player_2.obs.action_mask]
-        actuators: [board.player_2.action]
+"""PettingZooEnvironment: a PettingZoo game, its players bound to palaestra agents by name
+(a run file: ``experiments/tictactoe_turns.yml``; ``docs/gymnasium-pettingzoo.md``).
 
 ``env`` names a PettingZoo module (its ``env()`` for ``api: aec``, its ``parallel_env()`` for
 ``api: parallel``); ``factory: module:callable`` builds one instead; ``env_kwargs`` go to it.
@@ -42,17 +28,16 @@ The first reset of the process passes palaestra's seed; ``check`` works as in
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
-from palaestra.environment import checks
+from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
-from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE
-from palaestra.environment.spaces_map import Leaf, default_value, join, leaves, split
+from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE, load_callable, load_factory
+from palaestra.environment.spaces_map import Leaf, informed, join, leaves, split
 
 APIS = ("aec", "parallel")
 
@@ -93,22 +78,15 @@ class PettingZooEnvironment(Environment):
             raise InvalidInputError(
                 f"{self.where}: params.api: expected aec or parallel, got {api!r}"
             )
-        if check not in CHECKS:
-            raise InvalidInputError(
-                f"{self.where}: params.check: expected one of {', '.join(CHECKS)}, got {check!r}"
-            )
-        self.api, self.check = api, check
+        self.api, self.check = api, params.choice(self.where, "check", check, CHECKS)
         self.env: Any = _make(env, factory, api, dict(env_kwargs or {}), self.where)
         self.players: list[str] = list(self.env.possible_agents)
-        self.obs_leaves: dict[str, list[Leaf]] = {}
-        self.action_leaves: dict[str, list[Leaf]] = {}
-        for player in self.players:
-            self.obs_leaves[player] = leaves(
-                self.env.observation_space(player), f"{player}.obs", self.where
-            )
-            self.action_leaves[player] = leaves(
-                self.env.action_space(player), f"{player}.action", self.where
-            )
+        self.obs_leaves: dict[str, list[Leaf]] = {
+            p: leaves(self.env.observation_space(p), f"{p}.obs", self.where) for p in self.players
+        }
+        self.action_leaves: dict[str, list[Leaf]] = {
+            p: leaves(self.env.action_space(p), f"{p}.action", self.where) for p in self.players
+        }
         self.last_obs: dict[str, Any] = {}
         self.seeded = False
         self.dtype_warned = False
@@ -133,9 +111,9 @@ class PettingZooEnvironment(Environment):
         self.last_obs = {}
         self._keep(observations, "reset")
         actuators = [
-            ActuatorInformation(default_value(leaf.space), leaf.space, leaf.uid)
+            actuator
             for player in self.players
-            for leaf in self.action_leaves[player]
+            for actuator in informed(ActuatorInformation, self.action_leaves[player])
         ]
         return EnvironmentBaseline(self._sensors(), actuators)
 
@@ -227,15 +205,9 @@ class PettingZooEnvironment(Environment):
         sensors: list[SensorInformation] = []
         for player in self.players:
             parts = self.obs_leaves[player]
-            observation = self.last_obs.get(player)
-            if observation is None:  # never observed: the space's default
-                values = [default_value(leaf.space) for leaf in parts]
-            else:
-                values = split(observation, parts)
-            sensors.extend(
-                SensorInformation(value, leaf.space, leaf.uid)
-                for value, leaf in zip(values, parts, strict=True)
-            )
+            observation = self.last_obs.get(player)  # None: never observed, the defaults
+            values = None if observation is None else split(observation, parts)
+            sensors.extend(informed(SensorInformation, parts, values))
         return sensors
 
     def shutdown(self) -> bool:
@@ -253,25 +225,17 @@ def _make(
             "pettingzoo.classic.tictactoe_v3) and factory ('module:callable')"
         )
     if env is not None:
-        module_name, attr = env, "env" if api == "aec" else "parallel_env"
+        attr = "env" if api == "aec" else "parallel_env"
+        name, make = f"{env}:{attr}", load_callable(env, attr, where)
     else:
-        module_name, _, attr = str(factory).partition(":")
-        if not module_name or not attr:
-            raise InvalidInputError(f"{where}: params.factory: expected 'module:callable'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InvalidInputError(f"{where}: cannot import module '{module_name}': {exc}") from exc
-    make = getattr(module, attr, None)
-    if not callable(make):
-        raise InvalidInputError(f"{where}: module '{module_name}' has no callable '{attr}'")
+        name, make = str(factory), load_factory(str(factory), where)
     made = make(**kwargs)
     wanted = "AECEnv" if api == "aec" else "ParallelEnv"
     from pettingzoo.utils import env as pz
 
     if not isinstance(made, getattr(pz, wanted)):
         raise InvalidInputError(
-            f"{where}: '{module_name}:{attr}' returned {type(made).__name__}, expected a "
+            f"{where}: '{name}' returned {type(made).__name__}, expected a "
             f"PettingZoo {wanted} for api: {api}"
         )
     return made

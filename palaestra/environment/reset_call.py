@@ -38,9 +38,7 @@ def call_reset(env: Any, request: EnvironmentResetRequest, awaiter: Any = None) 
                 result = asyncio.run(_awaited(result))
             except Exception as exc:  # noqa: BLE001 - the plug-in's coroutine, named as its reset
                 raise PluginError(env, "reset") from exc
-    if isinstance(result, EnvironmentResetResponse) or (
-        hasattr(result, "sensors") and hasattr(result, "actuators")
-    ):
+    if hasattr(result, "sensors") and hasattr(result, "actuators"):  # (a response, or alike)
         simtime = getattr(result, "simtime", None)
         return EnvironmentBaseline(
             list(result.sensors),

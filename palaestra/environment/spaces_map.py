@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from palaestra.core.errors import InvalidInputError
+from palaestra.core.information import Information
 from palaestra.core.spaces import Box, Discrete, MultiBinary, MultiDiscrete, Space
+
+InfoT = TypeVar("InfoT", bound=Information)
 
 
 class UnmappableSpaceError(InvalidInputError):
@@ -116,6 +119,13 @@ def default_value(space: Space) -> Any:
         return np.clip(np.zeros(space.shape, dtype=space.dtype), space.low, space.high)
     shape = space.shape or ()
     return np.zeros(shape, dtype=space.dtype)
+
+
+def informed(cls: type[InfoT], parts: list[Leaf], values: list[Any] | None = None) -> list[InfoT]:
+    """The leaves as ``cls`` (sensors or actuators) with ``values``; None: each its default."""
+    if values is None:
+        values = [default_value(leaf.space) for leaf in parts]
+    return [cls(value, leaf.space, leaf.uid) for value, leaf in zip(values, parts, strict=True)]
 
 
 def split(value: Any, parts: list[Leaf]) -> list[Any]:

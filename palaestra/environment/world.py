@@ -16,6 +16,7 @@ import copy
 import inspect
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -70,37 +71,23 @@ def _renamed(sensor: SensorInformation, uid: str) -> SensorInformation:
     return renamed
 
 
+@dataclass(slots=True, eq=False)
 class Declared:
     """What a world's plug-in declared at its last start (or reset): its sensors (their uids,
     their uids with the environment's prefix, spaces and the checks of their values), its
     actuators, and whether (and against what) its rewards are checked."""
 
-    __slots__ = (
-        "prefix",
-        "spaces",
-        "sensor_uids",
-        "full_sensor_uids",
-        "sensor_index",
-        "value_checks",
-        "check_rewards",
-        "reward_checks",
-        "actuators",
-        "actuator_table",
-        "warned_repeats",
-    )
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix  # the environment's uid and a dot
-        self.spaces: dict[str, Any] = {}  # by the sensor's own uid
-        self.sensor_uids: list[str] = []
-        self.full_sensor_uids: list[str] = []
-        self.sensor_index: dict[str, int] = {}
-        self.value_checks: list[Check] | None = None
-        self.check_rewards = True
-        self.reward_checks: dict[int, tuple[Any, Check]] = {}  # by the reward space's id
-        self.actuators: list[ActuatorInformation] = []
-        self.actuator_table: list[tuple[str, ActuatorInformation]] = []  # by uid
-        self.warned_repeats = False  # an actuator a start returned twice was named once
+    prefix: str  # the environment's uid and a dot
+    spaces: dict[str, Any] = field(default_factory=dict)  # by the sensor's own uid
+    sensor_uids: list[str] = field(default_factory=list)
+    full_sensor_uids: list[str] = field(default_factory=list)
+    sensor_index: dict[str, int] = field(default_factory=dict)
+    value_checks: list[Check] | None = None
+    check_rewards: bool = True
+    reward_checks: dict[int, tuple[Any, Check]] = field(default_factory=dict)  # by space id
+    actuators: list[ActuatorInformation] = field(default_factory=list)
+    actuator_table: list[tuple[str, ActuatorInformation]] = field(default_factory=list)  # by uid
+    warned_repeats: bool = False  # an actuator a start returned twice was named once
 
     def take(
         self,
@@ -349,9 +336,7 @@ class World:
         terminated = None if state is None else _flag(state.terminated)
         truncated = None if state is None else _flag(state.truncated)
         if self.stop_requested:
-            done, self.stop_requested = True, False
-            if terminated is not None or truncated is not None:
-                truncated = truncated or not terminated
+            return stopped(self, terminated, truncated)
         return done, terminated, truncated
 
     def _transform(self, result: Any) -> EnvironmentState:
@@ -458,6 +443,17 @@ def same_world(first: World, game: World) -> None:
             f"{theirs.sensor_uids} and {[str(a.uid) for a in theirs.actuators]}: with "
             "envs_per_worker every instance must offer the same sensors and actuators",
         )
+
+
+def stopped(
+    game: World, terminated: bool | None, truncated: bool | None
+) -> tuple[bool, bool | None, bool | None]:
+    """The ends of a step an agent asked to be the game's last (its objective rule): done, and
+    cut short where the environment says how its episodes end."""
+    game.stop_requested = False
+    if terminated is not None or truncated is not None:
+        truncated = truncated or not terminated
+    return True, terminated, truncated
 
 
 _UNSET = object()

@@ -29,15 +29,8 @@ from palaestra.core.rounds import Kept, play_rounds
 from palaestra.core.supervision.esm import Component, ComponentRuntime, on
 from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
 from palaestra.core.supervision.watch import Waiting, watch
-from palaestra.core.termination import (
-    TerminationCondition,
-)
-from palaestra.core.turns import (
-    BUILT_IN,
-    EpisodeResult,
-    TurnPolicy,
-    class_name,
-)
+from palaestra.core.termination import TerminationCondition
+from palaestra.core.turns import BUILT_IN, TurnPolicy, class_name
 from palaestra.core.wire import messages as m
 from palaestra.simulation.episode_report import EpisodeReport
 from palaestra.simulation.peers import AgentPeer, Peer, ask_all
@@ -232,9 +225,8 @@ class SimulationController(Component):
             return True
         if self.driver == "controller":
             return False
-        if games > 1:  # (it plays any order of turns in its rounds)
-            return len(self.environments) == 1
-        return len(self.environments) == 1 and type(self.turns) in BUILT_IN
+        # (with several games it plays any order of turns in its rounds)
+        return len(self.environments) == 1 and (games > 1 or type(self.turns) in BUILT_IN)
 
     def _judged(self, evaluation: int) -> bool:
         """Each agent's Brain judges evaluation ``evaluation``'s rollouts (through its
@@ -244,38 +236,12 @@ class SimulationController(Component):
         )
         return any(call(c.evaluation_done, evaluation, results) for c in self.conditions)
 
-    def _ended(
-        self,
-        episode: int,
-        result: EpisodeResult,
-        started: float,
-        ended: float,
-        worker: int | None = None,
-    ) -> None:
-        """Tell the parent and the store that ``episode`` of ``worker`` (by default: this
-        controller's) ended (Unix times)."""
-        names = {a.process: a.name for a in self.agents}
-        message = m.EpisodeEnded(
-            phase=self.report.phase,
-            worker=self.worker if worker is None else worker,
-            episode=episode,
-            started_at=started,
-            ended_at=ended,
-            steps=result.steps,
-            terminated=result.terminated,
-            truncated=result.truncated,
-            rewards={names.get(p, p): total for p, total in result.rewards.items()},
-        )
-        self.report.ended(message)
-
     def _play_lanes(self, run: m.SimulationRun) -> int:
-        """Play the worker's games (``envs_per_worker``) in rounds (:mod:`palaestra.core.
-        rounds`), each its episodes from the run's first episode on, and tell each episode's
-        end as it happens; with ``evaluate_every``, every game plays
-        one evaluation rollout after each ``evaluate_every`` of its episodes and the Brains
-        judge them (once per worker). The phase's one environment plays the rounds, or this
-        controller (:mod:`palaestra.simulation.remote_games`). The number of episodes played
-        (of all games, rollouts included)."""
+        """Play the worker's games (``envs_per_worker``) in rounds, each its episodes from the
+        run's first episode on, and tell each episode's end as it happens; with
+        ``evaluate_every``, every game plays one evaluation rollout after each
+        ``evaluate_every`` of its episodes and the Brains judge them (once per worker). The
+        number of episodes played (of all games, rollouts included)."""
         lanes, episodes, first = run.envs_per_worker, run.episodes, run.first_episode
         evaluate_every, step_rate = run.evaluate_every, run.step_rate
         drives = self.environment_drives(lanes)
@@ -351,13 +317,23 @@ class SimulationController(Component):
             plan.first_episode, env.name if drives else "", plan.evaluation, lanes=lanes
         )
         played = 0
+        agent_names = {a.process: a.name for a in self.agents}
 
         def ended(answer: m.LaneEpisodeDone) -> None:
             nonlocal played
-            result = EpisodeResult(
-                answer.steps, answer.terminated, answer.truncated, answer.rewards
+            self.report.ended(  # to the parent and the store
+                m.EpisodeEnded(
+                    phase=self.report.phase,
+                    worker=answer.worker,
+                    episode=answer.episode,
+                    started_at=answer.started_at,
+                    ended_at=answer.ended_at,
+                    steps=answer.steps,
+                    terminated=answer.terminated,
+                    truncated=answer.truncated,
+                    rewards={agent_names.get(p, p): total for p, total in answer.rewards.items()},
+                )
             )
-            self._ended(answer.episode, result, answer.started_at, answer.ended_at, answer.worker)
             played += 1
 
         if not drives:

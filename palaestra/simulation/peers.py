@@ -46,7 +46,7 @@ class Peer:
         return m.decode(payload)
 
     def ask(self, message: m.Msg) -> Any:
-        self.socket.send(m.encode(message))
+        self.tell(message)
         return self.answer()
 
     def linked(self) -> Channel:
