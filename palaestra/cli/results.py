@@ -386,28 +386,20 @@ def results(
         with rows.each_row(
             table, run, **filters, store_uri=state.config.store_uri, instance=instance
         ) as (columns, each):
-            if output is None:
-                with utf8_stdout() as stream:
-                    count = _write_rows(columns, each, fmt, stream)
-            else:
-                count = _write_file(columns, each, fmt, output)
-        if output is not None:
-            click.echo(f"Wrote {count} rows of {table} to {output}.", err=True)
-        return
-    found = getattr(rows, table)(
-        run, **filters, store_uri=state.config.store_uri, instance=instance
-    )
-    if expand:
-        found = rows.expanded(found)
-    if fmt == "parquet":
-        _write_parquet(found, output)
-    elif output is None:
-        with utf8_stdout() as stream:  # (the bytes -o writes, whatever the locale's encoding)
-            _write_text(found, fmt, stream)
+            count = _write_file(columns, each, fmt, output)
     else:
-        _write_file(found.columns, _values(found), fmt, output)
+        found = getattr(rows, table)(
+            run, **filters, store_uri=state.config.store_uri, instance=instance
+        )
+        if expand:
+            found = rows.expanded(found)
+        if fmt == "parquet":
+            _write_parquet(found, output)
+        else:
+            _write_file(found.columns, _values(found), fmt, output)
+        count = len(found)
     if output is not None:
-        click.echo(f"Wrote {len(found)} rows of {table} to {output}.", err=True)
+        click.echo(f"Wrote {count} rows of {table} to {output}.", err=True)
 
 
 def _format_of(output: Path | None) -> str:
@@ -436,10 +428,6 @@ def _filters(table: str, given: dict[str, tuple[Any, ...]], expand: bool) -> dic
             values = tuple(int(v) if v.lstrip("-").isdigit() else v for v in values)
         filters[name] = values[0] if len(values) == 1 else list(values)
     return filters
-
-
-def _write_text(found: Rows, fmt: str, stream: IO[str]) -> None:
-    _write_rows(found.columns, _values(found), fmt, stream)
 
 
 def _values(found: Rows) -> Iterator[list[Any]]:
@@ -520,10 +508,13 @@ def _write_parquet(found: Rows, output: Path | None) -> None:
 
 
 def _write_file(
-    columns: Sequence[str], each: Iterable[Sequence[Any]], fmt: str, output: Path
+    columns: Sequence[str], each: Iterable[Sequence[Any]], fmt: str, output: Path | None
 ) -> int:
-    """Write CSV or JSON to ``output`` (whole, or not at all); how many rows. Failing to is
-    invalid input (a wrong path)."""
+    """Write CSV or JSON to ``output`` (whole, or not at all), or without it to standard
+    output; how many rows. Failing to write ``output`` is invalid input (a wrong path)."""
+    if output is None:
+        with utf8_stdout() as stream:  # (the bytes -o writes, whatever the locale's encoding)
+            return _write_rows(columns, each, fmt, stream)
     try:
         with (
             written_whole(output) as partial,
@@ -728,11 +719,9 @@ def _time(value: dt.datetime | None) -> str:
 def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
-    if isinstance(value, dict | list):
-        return _json_text(value)
     if isinstance(value, dt.datetime):
         return value.isoformat()
-    return value
+    return _json_text(value)
 
 
 def _json_text(value: Any) -> Any:
