@@ -259,13 +259,9 @@ def _lateness_table(lateness: Rows) -> Table:
             f"{row['phase']} {row['phase_name']}",
             str(row["steps"]),
             str(row["late"]),
-            *(_milliseconds(row[name]) for name in ("p50", "p99", "max")),
+            *(f"{row[name] * 1000:.2f} ms" for name in ("p50", "p99", "max")),
         )
     return table
-
-
-def _milliseconds(value: float) -> str:
-    return f"{value * 1000:.2f} ms"
 
 
 def _phases_table(phases: Rows) -> Table:
@@ -580,9 +576,9 @@ def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, lis
     it of ``instances`` (the run's instances in the store being cleaned: another store's run of
     the same uid keeps its own; none if there is no such directory, or it is a symbolic
     link)."""
-    from palaestra.core.description.name_rules import check_inside
+    from palaestra.core.description.name_rules import check_inside, path_part
 
-    directory = _dump_directory(data_path, run)
+    directory = os.path.join(data_path, "brain_dumps", path_part(run))
     if os.path.islink(directory) or not os.path.isdir(directory):
         return directory, []
     check_inside(directory, data_path)
@@ -593,13 +589,6 @@ def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, lis
         for name in names
     ]
     return directory, sorted(files)
-
-
-def _dump_directory(data_path: str, run: str) -> str:
-    """The directory of ``run``'s dump files below ``data_path`` (an instance's each below)."""
-    from palaestra.core.description.name_rules import path_part
-
-    return os.path.join(data_path, "brain_dumps", path_part(run))
 
 
 def _instance_directories(directory: str, instances: list[str]) -> list[str]:
