@@ -30,12 +30,8 @@ ERROR = click.style("Error:", fg="red", bold=True)
 
 
 class State:
-    """The options of the ``palaestra`` group, given to every command (``click.pass_obj``).
-
-    Args:
-        config_path: The runtime config file given with ``-c``, or None.
-        verbosity: How often ``-v`` was given.
-    """
+    """The options of the ``palaestra`` group (the runtime config file of ``-c``, or None; how
+    often ``-v`` was given), given to every command (``click.pass_obj``)."""
 
     def __init__(self, config_path: str | None, verbosity: int) -> None:
         self.config_path = config_path
