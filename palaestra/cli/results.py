@@ -399,8 +399,8 @@ def results(
 
 
 def _format_of(output: Path | None) -> str:
-    """The format ``-o`` names by its suffix (none: CSV); a suffix of another format fails:
-    ``-o rows.xlsx`` wrote CSV under that name, which Excel then refused to open."""
+    """The format ``-o`` names by its suffix (none: CSV); another suffix fails (CSV written to
+    ``rows.xlsx`` is a file Excel refuses to open)."""
     suffix = output.suffix.lstrip(".").lower() if output else ""
     if suffix and suffix not in FORMATS:
         raise InvalidInputError(
