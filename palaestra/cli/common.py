@@ -16,20 +16,22 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
+if TYPE_CHECKING:
+    from palaestra.experiment.executor import RunOutcome
+
+ERROR = click.style("Error:", fg="red", bold=True)
+"""How an error line starts: red on a terminal (click.echo drops the colour elsewhere)."""
+
 
 class State:
-    """The options of the ``palaestra`` group, given to every command (``click.pass_obj``).
-
-    Args:
-        config_path: The runtime config file given with ``-c``, or None.
-        verbosity: How often ``-v`` was given.
-    """
+    """The options of the ``palaestra`` group (the runtime config file of ``-c``, or None; how
+    often ``-v`` was given), given to every command (``click.pass_obj``)."""
 
     def __init__(self, config_path: str | None, verbosity: int) -> None:
         self.config_path = config_path
@@ -67,6 +69,21 @@ def once_from_stdin(run_files: tuple[str, ...]) -> tuple[str, ...]:
     if run_files.count("-") > 1:
         raise click.UsageError("'-' (the run file on standard input) can be given once")
     return run_files
+
+
+def say_outcome(state: State, run_uid: str, outcome: RunOutcome) -> bool:
+    """Say how a run ended and, unless its store was unusable, where its results are; whether
+    it failed (exit code 1, 2 or 3; an interrupted run is cancelled)."""
+    failed = outcome.exit_code in (1, 2, 3)
+    if outcome.exit_code == 0:
+        click.echo(f"Run '{run_uid}' finished (instance {outcome.instance_uid}).")
+    elif failed:
+        click.echo(f"{ERROR} run '{run_uid}' failed: {outcome.message}", err=True)
+    else:
+        click.echo(f"Run '{run_uid}' {outcome.message}; marked cancelled.", err=True)
+    if outcome.exit_code != 3:
+        click.echo(where_to_look(state, run_uid))
+    return failed
 
 
 def where_to_look(state: State, run_uid: str) -> str:

@@ -32,9 +32,9 @@ def main() -> None:
 
         command()
     except KeyboardInterrupt:
-        ended_by(signal.SIGINT)
+        leave(_said(signal.SIGINT))
     except interrupts.Terminated:  # (SIGTERM, or SIGHUP)
-        ended_by(interrupts.received() or signal.SIGTERM)
+        leave(_said(interrupts.received() or signal.SIGTERM))
     except SystemExit as done:
         leave(done.code)
     except BaseException as exc:  # (a signal came: the command ends as it says)
@@ -45,7 +45,7 @@ def main() -> None:
             import traceback
 
             traceback.print_exception(exc)
-        ended_by(signum)
+        leave(_said(signum))
     leave(0)
 
 
@@ -64,13 +64,8 @@ def quiet_blas(environ: MutableMapping[str, str]) -> None:
         environ[BLAS_WAIT[0]] = "4"
 
 
-def ended_by(signum: int) -> NoReturn:
-    """Say how the command was ended and exit with the signal's code."""
-    leave(_said(signum))
-
-
 def _said(signum: int) -> int:
-    """Say the signal's line; its exit code."""
+    """Say the signal's line (how the command was ended); its exit code."""
     sys.stderr.write(interrupts.LINES[signum] + "\n")
     return interrupts.EXIT_CODES[signum]
 

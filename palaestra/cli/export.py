@@ -29,10 +29,8 @@ def tensorboard(state: State, runs: tuple[str, ...], output: str) -> None:
 
     Needs tensorboard: pip install 'palaestra[tensorboard]'.
     """
-    from palaestra.core.description.extras import require
-    from palaestra.report.tensorboard import PURPOSE, export_tensorboard
+    from palaestra.report.tensorboard import export_tensorboard
 
-    require("tensorboard", PURPOSE)
     for run in dict.fromkeys(runs):
         done = export_tensorboard(run, output, store_uri=state.config.store_uri)
         click.echo(f"Run '{run}': {done.values} values under {done.tags} tags in {done.where}")
@@ -55,10 +53,8 @@ def mlflow(state: State, runs: tuple[str, ...], tracking_uri: str, experiment: s
 
     Needs mlflow-skinny: pip install 'palaestra[mlflow]'.
     """
-    from palaestra.core.description.extras import require
-    from palaestra.report.mlflow import PURPOSE, export_mlflow
+    from palaestra.report.mlflow import export_mlflow
 
-    require("mlflow", PURPOSE)
     for run in dict.fromkeys(runs):
         for done in export_mlflow(
             run, tracking_uri, experiment=experiment, store_uri=state.config.store_uri

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.common import State, once_from_stdin, where_to_look
+from palaestra.cli.common import ERROR, State, once_from_stdin, say_outcome
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
@@ -51,9 +51,6 @@ Exit codes:
   3    the store is unusable, or the Ray cluster cannot be reached
   130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM, 129 by SIGHUP (the terminal closed)
 """
-
-ERROR = click.style("Error:", fg="red", bold=True)
-"""How an error line starts: red on a terminal (click.echo drops the colour elsewhere)."""
 
 ALIAS_NOTE = re.compile(r" \(alias: [^)]*\)")
 """``(alias: start)`` in a command's help: the command list names aliases beside commands."""
@@ -306,15 +303,8 @@ def _run_all(
         if early is not None:
             early.close()  # (if the run ended before it started its writer)
         take_down_strays("Executor")
-        if outcome.exit_code == 0:
-            click.echo(f"Run '{run.uid}' finished (instance {outcome.instance_uid}).")
-        elif outcome.exit_code in (1, 2, 3):
-            click.echo(f"{ERROR} run '{run.uid}' failed: {outcome.message}", err=True)
+        if say_outcome(state, run.uid, outcome):
             failed.append((f"run '{run.uid}' ({run.path})", outcome.message))
-        else:
-            click.echo(f"Run '{run.uid}' {outcome.message}; marked cancelled.", err=True)
-        if outcome.exit_code != 3:
-            click.echo(where_to_look(state, run.uid))
         worst = max(worst, outcome.exit_code) if keep_going else worst or outcome.exit_code
         if outcome.exit_code > 1:  # store unusable or interrupted: the next runs would be too
             break

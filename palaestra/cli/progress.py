@@ -202,12 +202,7 @@ class Watcher:
 
 
 class PlainWatcher(Watcher):
-    """Plain lines without control characters: for logs, CI and pipes.
-
-    Args:
-        run: The run watched.
-        stream: Where the lines go.
-    """
+    """Plain lines without control characters to ``stream``: for logs, CI and pipes."""
 
     def __init__(self, run: RunSpec, stream: TextIO) -> None:
         super().__init__(run)
@@ -248,15 +243,12 @@ class PlainWatcher(Watcher):
 
 
 class LiveWatcher(Watcher):
-    """A live display with rich: one bar per phase, redrawn at most every :data:`REFRESH_S`.
+    """A live display with rich on ``console`` (a terminal's): one bar per phase, redrawn at
+    most every :data:`REFRESH_S`.
 
     No thread redraws it (the executor forks the run's processes; a thread holding the
     console's lock at a fork would stay locked in the child): each episode's end does, and
     the start and end of each phase.
-
-    Args:
-        run: The run watched.
-        console: The rich console to draw on (a terminal).
     """
 
     def __init__(self, run: RunSpec, console: Console) -> None:

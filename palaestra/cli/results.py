@@ -259,13 +259,9 @@ def _lateness_table(lateness: Rows) -> Table:
             f"{row['phase']} {row['phase_name']}",
             str(row["steps"]),
             str(row["late"]),
-            *(_milliseconds(row[name]) for name in ("p50", "p99", "max")),
+            *(f"{row[name] * 1000:.2f} ms" for name in ("p50", "p99", "max")),
         )
     return table
-
-
-def _milliseconds(value: float) -> str:
-    return f"{value * 1000:.2f} ms"
 
 
 def _phases_table(phases: Rows) -> Table:
@@ -386,33 +382,25 @@ def results(
         with rows.each_row(
             table, run, **filters, store_uri=state.config.store_uri, instance=instance
         ) as (columns, each):
-            if output is None:
-                with utf8_stdout() as stream:
-                    count = _write_rows(columns, each, fmt, stream)
-            else:
-                count = _write_file(columns, each, fmt, output)
-        if output is not None:
-            click.echo(f"Wrote {count} rows of {table} to {output}.", err=True)
-        return
-    found = getattr(rows, table)(
-        run, **filters, store_uri=state.config.store_uri, instance=instance
-    )
-    if expand:
-        found = rows.expanded(found)
-    if fmt == "parquet":
-        _write_parquet(found, output)
-    elif output is None:
-        with utf8_stdout() as stream:  # (the bytes -o writes, whatever the locale's encoding)
-            _write_text(found, fmt, stream)
+            count = _write_file(columns, each, fmt, output)
     else:
-        _write_file(found.columns, _values(found), fmt, output)
+        found = getattr(rows, table)(
+            run, **filters, store_uri=state.config.store_uri, instance=instance
+        )
+        if expand:
+            found = rows.expanded(found)
+        if fmt == "parquet":
+            _write_parquet(found, output)
+        else:
+            _write_file(found.columns, _values(found), fmt, output)
+        count = len(found)
     if output is not None:
-        click.echo(f"Wrote {len(found)} rows of {table} to {output}.", err=True)
+        click.echo(f"Wrote {count} rows of {table} to {output}.", err=True)
 
 
 def _format_of(output: Path | None) -> str:
-    """The format ``-o`` names by its suffix (none: CSV); a suffix of another format fails:
-    ``-o rows.xlsx`` wrote CSV under that name, which Excel then refused to open."""
+    """The format ``-o`` names by its suffix (none: CSV); another suffix fails (CSV written to
+    ``rows.xlsx`` is a file Excel refuses to open)."""
     suffix = output.suffix.lstrip(".").lower() if output else ""
     if suffix and suffix not in FORMATS:
         raise InvalidInputError(
@@ -436,10 +424,6 @@ def _filters(table: str, given: dict[str, tuple[Any, ...]], expand: bool) -> dic
             values = tuple(int(v) if v.lstrip("-").isdigit() else v for v in values)
         filters[name] = values[0] if len(values) == 1 else list(values)
     return filters
-
-
-def _write_text(found: Rows, fmt: str, stream: IO[str]) -> None:
-    _write_rows(found.columns, _values(found), fmt, stream)
 
 
 def _values(found: Rows) -> Iterator[list[Any]]:
@@ -520,10 +504,13 @@ def _write_parquet(found: Rows, output: Path | None) -> None:
 
 
 def _write_file(
-    columns: Sequence[str], each: Iterable[Sequence[Any]], fmt: str, output: Path
+    columns: Sequence[str], each: Iterable[Sequence[Any]], fmt: str, output: Path | None
 ) -> int:
-    """Write CSV or JSON to ``output`` (whole, or not at all); how many rows. Failing to is
-    invalid input (a wrong path)."""
+    """Write CSV or JSON to ``output`` (whole, or not at all), or without it to standard
+    output; how many rows. Failing to write ``output`` is invalid input (a wrong path)."""
+    if output is None:
+        with utf8_stdout() as stream:  # (the bytes -o writes, whatever the locale's encoding)
+            return _write_rows(columns, each, fmt, stream)
     try:
         with (
             written_whole(output) as partial,
@@ -589,9 +576,9 @@ def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, lis
     it of ``instances`` (the run's instances in the store being cleaned: another store's run of
     the same uid keeps its own; none if there is no such directory, or it is a symbolic
     link)."""
-    from palaestra.core.description.name_rules import check_inside
+    from palaestra.core.description.name_rules import check_inside, path_part
 
-    directory = _dump_directory(data_path, run)
+    directory = os.path.join(data_path, "brain_dumps", path_part(run))
     if os.path.islink(directory) or not os.path.isdir(directory):
         return directory, []
     check_inside(directory, data_path)
@@ -602,13 +589,6 @@ def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, lis
         for name in names
     ]
     return directory, sorted(files)
-
-
-def _dump_directory(data_path: str, run: str) -> str:
-    """The directory of ``run``'s dump files below ``data_path`` (an instance's each below)."""
-    from palaestra.core.description.name_rules import path_part
-
-    return os.path.join(data_path, "brain_dumps", path_part(run))
 
 
 def _instance_directories(directory: str, instances: list[str]) -> list[str]:
@@ -728,11 +708,9 @@ def _time(value: dt.datetime | None) -> str:
 def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
-    if isinstance(value, dict | list):
-        return _json_text(value)
     if isinstance(value, dt.datetime):
         return value.isoformat()
-    return value
+    return _json_text(value)
 
 
 def _json_text(value: Any) -> Any:

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from palaestra.cli.common import State
+from palaestra.cli.common import State, say_outcome
 
 RESUME_EPILOG = """\b
 Example:
@@ -45,7 +45,6 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     seeds the uninterrupted run uses there. The run's rows (results, experiment-show, the
     query functions) are then those of the completed episodes of its instances together.
     """
-    from palaestra.cli.common import where_to_look
     from palaestra.cli.progress import watching
     from palaestra.core.description.import_path import add_plugin_dirs
     from palaestra.core.supervision.console import output_is_a_log
@@ -75,14 +74,7 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
         on_phase = watcher.phase_begins if watcher is not None else None
         outcome = execute(plan.run, config, on_episode=watcher, on_phase=on_phase, resume=plan.at)
     take_down_strays("Executor")
-    if outcome.exit_code == 0:
-        click.echo(f"Run '{run}' finished (instance {outcome.instance_uid}).")
-    elif outcome.exit_code in (1, 2, 3):
-        click.echo(f"Error: run '{run}' failed: {outcome.message}", err=True)
-    else:
-        click.echo(f"Run '{run}' {outcome.message}; marked cancelled.", err=True)
-    if outcome.exit_code != 3:
-        click.echo(where_to_look(state, run))
+    say_outcome(state, run, outcome)
     sys.exit(outcome.exit_code)
 
 

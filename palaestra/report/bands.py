@@ -17,21 +17,11 @@ SEED = "seed"
 
 @dataclass(frozen=True, kw_only=True)
 class Band:
-    """The mean and spread of one agent's series over several runs, point by point.
+    """The mean and spread of one agent's series (``metric``) over several runs, point by point.
 
-    Points are aligned by episode index; each holds the runs that have that episode.
-
-    Attributes:
-        agent: The agent's name.
-        metric: ``"reward"`` or a statistic key.
-        runs: The runs combined.
-        episodes: The episode indexes.
-        steps: The mean of the runs' cumulative steps at each episode.
-        mean: The mean value.
-        low: The smallest value.
-        high: The largest value.
-        std: The standard deviation (population; 0 where one run has the episode).
-        count: How many runs have a value at each episode.
+    Points are aligned by episode index; each holds the runs that have that episode: ``steps``
+    is the mean of their cumulative steps, ``std`` the population standard deviation (0 where
+    one run has the episode), ``count`` how many runs have a value there.
     """
 
     agent: str

@@ -14,13 +14,12 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
-from palaestra.report.series import REWARD, Series, run_series
+from palaestra.report.series import Series, run_series
 from palaestra.store import rows
 from palaestra.store.rows import Row, StoreURI
 
@@ -48,8 +47,7 @@ class MlflowRun:
 
 def metric_key(one: Series) -> str:
     """The MLflow metric key of a series (characters MLflow refuses become ``_``)."""
-    key = f"reward/{one.agent}" if one.metric == REWARD else f"statistic/{one.metric}/{one.agent}"
-    return _UNSAFE.sub("_", key)
+    return _UNSAFE.sub("_", one.tag)
 
 
 def export_mlflow(
@@ -125,8 +123,9 @@ def _export_instance(
         client.log_batch(run_id, params=params[start : start + PARAMS_BATCH])
     now = time.time()
     metrics = [
-        Metric(key, value, int((when if math.isfinite(when) else now) * 1000), step)
-        for key, step, value, when in _points(run_series(run, store_uri=store_uri, instance=uid))
+        Metric(metric_key(one), value, int((when if math.isfinite(when) else now) * 1000), step)
+        for one in run_series(run, store_uri=store_uri, instance=uid)
+        for step, _, value, when in one.points()
     ]
     for start in range(0, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[start : start + BATCH])
@@ -141,16 +140,6 @@ def _finish(client: Any, run_id: str, instance: Row) -> None:
     finished = instance["finished_at"]
     end = int(finished.timestamp() * 1000) if finished else None
     client.set_terminated(run_id, status=status, end_time=end)
-
-
-def _points(series: Sequence[Series]) -> Iterator[tuple[str, int, float, float]]:
-    """Metric key, step, value and when (POSIX seconds; NaN if unknown) of every point."""
-    for one in series:
-        key = metric_key(one)
-        ended = one.ended or (math.nan,) * len(one.values)
-        yield from (
-            (key, e, v, t) for e, v, t in zip(one.episodes, one.values, ended, strict=True)
-        )
 
 
 def run_params(record: Row, run: str, instance: str, store_uri: StoreURI | None) -> dict[str, str]:

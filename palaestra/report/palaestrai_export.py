@@ -38,7 +38,6 @@ palaestra's store (PostgreSQL's JSONB has no other form for them).
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from collections import Counter
@@ -57,7 +56,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from palaestra.core.errors import InvalidInputError, StoreError
 from palaestra.core.nonfinite import json_text
 from palaestra.report import palaestrai_schema as P
-from palaestra.report.palaestrai_steps import export_phase, insert_row
+from palaestra.report.palaestrai_steps import export_phase, insert_row, naive_utc
 from palaestra.store import rows
 from palaestra.store import tables as t
 from palaestra.store.engine import make_engine, mask_uri
@@ -330,7 +329,7 @@ def _export_instance(
         out,
         P.experiment_run_instances,
         uid=instance.uid,
-        created_at=_naive_utc(instance.started_at),
+        created_at=naive_utc(instance.started_at),
         user=None,
         status=STATUS.get(instance.status, "error"),
         experiment_run_id=run_id,
@@ -346,10 +345,3 @@ def _export_instance(
     ).all()
     for phase in phases:
         counts.update(export_phase(src, out, instance_id, phase))
-
-
-def _naive_utc(value: dt.datetime | None) -> dt.datetime | None:
-    """``value`` in UTC without its zone (palaestrAI's columns without a time zone)."""
-    if value is None or value.tzinfo is None:
-        return value
-    return value.astimezone(dt.UTC).replace(tzinfo=None)

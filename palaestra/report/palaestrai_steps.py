@@ -39,6 +39,7 @@ DUMPS_CHUNK = 8
 SENSOR = "palaestrai.agent.sensor_information.SensorInformation"
 ACTUATOR = "palaestrai.agent.actuator_information.ActuatorInformation"
 REWARD = "palaestrai.agent.reward_information.RewardInformation"
+SIMTIME_KEYS = ("simtime_ticks", "simtime_timestamp")
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
 """How SQLAlchemy writes a datetime into SQLite (and reads it back)."""
 WORLD_COLUMNS = (
@@ -333,19 +334,11 @@ def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any
     )
     if recorded is None:
         return null().label(label)
-    action = t.muscle_actions.c
-    found = (
-        select(t.statistics.c.statistics)
-        .where(
-            t.statistics.c.agent_id == action.agent_id,
-            t.statistics.c.source == source,
-            t.statistics.c.worker == action.worker,
-            t.statistics.c.episode == action.episode,
-            t.statistics.c.step == action.step,
-        )
-        .order_by(t.statistics.c.id)
-        .limit(1)
-        .scalar_subquery()
+    found = _at_step(
+        t.statistics,
+        "statistics",
+        t.statistics.c.agent_id == t.muscle_actions.c.agent_id,
+        t.statistics.c.source == source,
     )
     return cast(found, Text).label(label)
 
@@ -353,16 +346,22 @@ def _statistics(src: Connection, agent_ids: list[int], source: str) -> Label[Any
 def _simtime_at(environment_id: int) -> Any:
     """The sim time of environment ``environment_id`` in the state a muscle action saw (its
     world state of the same worker, episode and step; none at an episode's first step)."""
+    return _at_step(t.world_states, "simtime", t.world_states.c.environment_id == environment_id)
+
+
+def _at_step(table: Table, column: str, *where: Any) -> Any:
+    """``column`` of ``table``'s first row (by id) of ``where`` at a muscle action's worker,
+    episode and step: a correlated scalar subquery."""
     action = t.muscle_actions.c
     return (
-        select(t.world_states.c.simtime)
+        select(table.c[column])
         .where(
-            t.world_states.c.environment_id == environment_id,
-            t.world_states.c.worker == action.worker,
-            t.world_states.c.episode == action.episode,
-            t.world_states.c.step == action.step,
+            *where,
+            table.c.worker == action.worker,
+            table.c.episode == action.episode,
+            table.c.step == action.step,
         )
-        .order_by(t.world_states.c.id)
+        .order_by(table.c.id)
         .limit(1)
         .scalar_subquery()
     )
@@ -477,9 +476,14 @@ def _simtime(value: Any) -> tuple[int | None, dt.datetime | None]:
         parsed = dt.datetime.fromisoformat(stamp)
     except ValueError:
         return ticks, None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
-    return ticks, parsed
+    return ticks, naive_utc(parsed)
+
+
+def naive_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """``value`` in UTC without its zone (palaestrAI's columns without a time zone)."""
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(dt.UTC).replace(tzinfo=None)
 
 
 def _simtimes(uids: list[str], values: list[Any]) -> dict[str, Any]:
@@ -487,12 +491,7 @@ def _simtimes(uids: list[str], values: list[Any]) -> dict[str, Any]:
     of the state the step saw; None where the store has none (an episode's first step: its
     start is not recorded), so that every row has the same environments."""
     return {
-        uid: {
-            "simtime_ticks": value.get("simtime_ticks") if isinstance(value, dict) else None,
-            "simtime_timestamp": value.get("simtime_timestamp")
-            if isinstance(value, dict)
-            else None,
-        }
+        uid: {key: value.get(key) if isinstance(value, dict) else None for key in SIMTIME_KEYS}
         for uid, value in zip(uids, values, strict=True)
     }
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from palaestra.core.description.extras import require
 from palaestra.report.bands import Band
-from palaestra.report.series import REWARD, Series, is_discrete, smoothed
+from palaestra.report.series import REWARD, Series, is_discrete, phase_pieces, smoothed
 
 X_AXES = ("episode", "steps")
 BANDS = ("minmax", "std")
@@ -96,18 +96,10 @@ def _segments(
     """Draw ``values`` of ``one`` as a line per phase (a test phase's first episode is not
     joined to training's last), in one colour, labelled once; a short segment gets a marker
     at each point. Returns the colour."""
-    starts = [index for index, _ in one.phases[1:]]
-    pieces: list[tuple[list[float], list[float]]] = [([], [])]
-    for position, (episode, value) in enumerate(zip(one.episodes, values, strict=True)):
-        if starts and episode >= starts[0]:
-            while starts and episode >= starts[0]:
-                starts.pop(0)
-            pieces.append(([], []))
-        pieces[-1][0].append(float(episode if x == "episode" else one.steps[position]))
-        pieces[-1][1].append(value)
-    for xs, ys in (piece for piece in pieces if piece[0]):
+    for piece in phase_pieces(one):
+        xs = [float(at) for at in _xs(one, x)[piece]]
         marker = "." if markers and len(xs) < MARKERS_BELOW else None
-        (line,) = axes.plot(xs, ys, marker=marker, **style)
+        (line,) = axes.plot(xs, list(values[piece]), marker=marker, **style)
         style = {**style, "color": line.get_color(), "label": None}
     return style.get("color")
 

@@ -7,12 +7,14 @@ combining runs is :mod:`palaestra.report.bands`'s.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from palaestra.core.errors import InvalidInputError, did_you_mean
 from palaestra.store import rows
@@ -72,6 +74,18 @@ class Series:
     def label(self) -> str:
         """``run: agent``."""
         return f"{self.run}: {self.agent}"
+
+    @property
+    def tag(self) -> str:
+        """The exporters' name of it: ``reward/<agent>`` or ``statistic/<key>/<agent>``."""
+        if self.metric == REWARD:
+            return f"reward/{self.agent}"
+        return f"statistic/{self.metric}/{self.agent}"
+
+    def points(self) -> Iterator[tuple[int, int, float, float]]:
+        """Each point's episode index, steps, value and end (:attr:`ended`, NaN where unknown)."""
+        ended = self.ended or (math.nan,) * len(self.values)
+        return zip(self.episodes, self.steps, self.values, ended, strict=True)
 
 
 # --- reading the store -----------------------------------------------------------------------
@@ -238,7 +252,7 @@ def reward_series(records: Sequence[EpisodeRecord], run: str) -> list[Series]:
     """
     out = []
     for agent, own in _by_agent(records).items():
-        steps = _cumulative(record.steps for record in own)
+        steps = tuple(itertools.accumulate(record.steps for record in own))
         values = tuple(math.nan if r.reward is None else r.reward for r in own)
         out.append(
             Series(
@@ -274,12 +288,12 @@ def statistic_series(
     values: dict[tuple[str, tuple[int, int, int]], list[float]] = {}
     for row in statistics:
         value = (row["statistics"] or {}).get(key)
-        if row["episode"] >= 0 and isinstance(value, int | float) and not isinstance(value, bool):
+        if row["episode"] >= 0 and is_number(value):
             where = (int(row["phase"]), int(row["worker"]), int(row["episode"]))
             values.setdefault((row["agent"], where), []).append(float(value))
     out = []
     for agent, own in _by_agent(records).items():
-        steps = _cumulative(record.steps for record in own)
+        steps = tuple(itertools.accumulate(record.steps for record in own))
         points = [
             (index, steps[index], sum(found) / len(found), _ended(record))
             for index, record in enumerate(own)
@@ -311,7 +325,7 @@ def numeric_keys(statistics: Iterable[Row]) -> list[str]:
     return list(keys)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[float]:
     """A real number (an int or a float, not a bool): what a curve can show."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -339,18 +353,20 @@ def smoothed(series: Series, window: int, settled: bool = False) -> Series:
     over a tenth of its episodes instead, and the points before a phase's window is full are
     NaN (not drawn): a mean over the first one or two episodes of a phase is noise, the spike
     a curve would show at every phase's start."""
-    starts = [index for index, _ in series.phases[1:]]
-    values: list[float] = []
-    segment: list[float] = []
-    for episode, value in zip(series.episodes, series.values, strict=True):
-        if starts and episode >= starts[0]:
-            while starts and episode >= starts[0]:
-                starts.pop(0)
-            values.extend(_smooth_phase(segment, window, settled))
-            segment = []
-        segment.append(value)
-    values.extend(_smooth_phase(segment, window, settled))
+    values = [
+        value
+        for piece in phase_pieces(series)
+        for value in _smooth_phase(series.values[piece], window, settled)
+    ]
     return dataclasses.replace(series, values=tuple(values))
+
+
+def phase_pieces(series: Series) -> list[slice]:
+    """The positions of ``series``' points in each phase it has points in, in order."""
+    starts = [index for index, _ in series.phases[1:]]
+    phase_of = [bisect.bisect_right(starts, episode) for episode in series.episodes]
+    cuts = [k for k in range(1, len(phase_of)) if phase_of[k] != phase_of[k - 1]]
+    return [slice(a, b) for a, b in itertools.pairwise([0, *cuts, len(phase_of)]) if a < b]
 
 
 def _smooth_phase(values: Sequence[float], window: int, settled: bool) -> tuple[float, ...]:
@@ -393,15 +409,6 @@ def _by_agent(records: Iterable[EpisodeRecord]) -> dict[str, list[EpisodeRecord]
 
 def _ended(record: EpisodeRecord) -> float:
     return math.nan if record.ended_at is None else record.ended_at.timestamp()
-
-
-def _cumulative(steps: Iterable[int]) -> tuple[int, ...]:
-    total = 0
-    out = []
-    for one in steps:
-        total += one
-        out.append(total)
-    return tuple(out)
 
 
 def _phase_starts(records: Sequence[EpisodeRecord]) -> tuple[tuple[int, str], ...]:

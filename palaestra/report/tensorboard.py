@@ -19,7 +19,7 @@ from typing import Any
 
 from palaestra.core.description.extras import require
 from palaestra.core.errors import InvalidInputError
-from palaestra.report.series import REWARD, Series, run_series
+from palaestra.report.series import Series, run_series
 from palaestra.store.rows import StoreURI
 
 PURPOSE = "palaestra export tensorboard"
@@ -32,13 +32,6 @@ class Exported:
     where: str
     tags: int
     values: int
-
-
-def tags(one: Series) -> tuple[str, str]:
-    """The tags of a series by episode and by steps."""
-    if one.metric == REWARD:
-        return f"reward/{one.agent}", f"reward_by_steps/{one.agent}"
-    return f"statistic/{one.metric}/{one.agent}", f"statistic_by_steps/{one.metric}/{one.agent}"
 
 
 def export_tensorboard(
@@ -85,11 +78,9 @@ def _events(series: list[Series], wall_time: float) -> Iterator[Any]:
     from tensorboard.compat.proto.summary_pb2 import Summary
 
     for one in series:
-        by_episode, by_steps = tags(one)
-        ended = one.ended or (math.nan,) * len(one.values)
-        points = zip(one.episodes, one.steps, one.values, ended, strict=True)
-        for episode, steps, value, when in points:
+        by_steps = one.tag.replace("/", "_by_steps/", 1)  # reward_by_steps/<agent>, ...
+        for episode, steps, value, when in one.points():
             at = when if math.isfinite(when) else wall_time
-            for tag, step in ((by_episode, episode), (by_steps, steps)):
+            for tag, step in ((one.tag, episode), (by_steps, steps)):
                 summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
                 yield Event(wall_time=at, step=step, summary=summary)
