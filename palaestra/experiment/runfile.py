@@ -14,7 +14,6 @@ import errno
 import inspect
 import os
 import sys
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -104,7 +103,6 @@ _AGENT_KEYS = (
     "resources",
 )
 _AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
-_AGENT_UNSUPPORTED: MappingProxyType[str, str] = MappingProxyType({})
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
@@ -124,8 +122,6 @@ _PHASE_CONFIG_KEYS = (
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
-_NOT_OFFERED: Mapping[str, str] = MappingProxyType({})
-"""palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
 _BASE_CLASSES = MappingProxyType(
     {
         "brain": "palaestra.agent.brain:Brain",
@@ -328,9 +324,6 @@ class _ClassChecker:
         if not self.enabled:
             return
         found = self._resolve(name)
-        not_offered = _NOT_OFFERED.get(name.rpartition(":")[2])
-        if isinstance(found, PluginLoadError) and not_offered:
-            node.fail(f"palaestra does not offer palaestrAI's '{name}' yet.", not_offered)
         if isinstance(found, PluginLoadError):
             message, _, own_hint = str(found).partition(" Did you mean ")
             hint = self._palaestra_hint(name) or (f"Did you mean {own_hint}" if own_hint else None)
@@ -476,7 +469,7 @@ class _RunBuilder:
         assert self._env_ids is not None
         known = {e.uid: self._env_ids.of(e) for e in environments}
         for agent in as_list(agents):
-            fields = as_mapping(agent, allowed=_AGENT_KEYS, unsupported=_AGENT_UNSUPPORTED)
+            fields = as_mapping(agent, allowed=_AGENT_KEYS)
             for key, kind in (("sensors", "sensor"), ("actuators", "actuator")):
                 for item in as_list(fields[key]):
                     value = _id_value(item)
@@ -534,9 +527,7 @@ class _RunBuilder:
         self, node: Node, phase: str, uids: list[str], index: int = 0
     ) -> tuple[AgentSpec, Node]:
         """Return an agent of phase ``index`` and the node of its name."""
-        fields = as_mapping(
-            node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED, unsupported=_AGENT_UNSUPPORTED
-        )
+        fields = as_mapping(node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED)
         spec = AgentSpec(
             name=as_name(fields["name"]),
             brain=self._class_spec(fields["brain"], role="brain"),
@@ -768,8 +759,7 @@ def _step_rate(node: Node) -> float:
     if value is None:
         return 0.0
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1e6:
-        if value == value:  # not NaN
-            return float(value)
+        return float(value)  # (NaN fails the comparison)
     node.fail(
         f"expected a number of steps per second from 0 to 1000000 (0: lockstep), "
         f"got {describe(value)}."
