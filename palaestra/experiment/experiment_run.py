@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import uuid
 from collections.abc import Callable, Coroutine, Iterable
@@ -420,7 +421,7 @@ class ExperimentRun(Component):
             episodes=spec.config.episodes,
             config={
                 "simulation": spec.simulation.name,
-                **_plain(spec.config),
+                **msgspec.to_builtins(spec.config),
                 **({"first_episode": first} if (first := self._first_episode(spec)) else {}),
             },
             environments=[
@@ -564,9 +565,7 @@ class ExperimentRun(Component):
     def on_signal(self, signum: int) -> None:
         if self.signal is None:
             self.signal = signum
-            import signal as _signal
-
-            self.stop(f"interrupted by {_signal.Signals(signum).name}")
+            self.stop(f"interrupted by {signal.Signals(signum).name}")
             if self._main is not None:
                 self._main.cancel()
             self.finish()
@@ -721,9 +720,3 @@ def _lanes(spec: PhaseSpec) -> int:
 
 def _module(class_name: str) -> str:
     return class_name.partition(":")[0]
-
-
-def _plain(config: Any) -> dict[str, Any]:
-    import msgspec
-
-    return msgspec.to_builtins(config)  # type: ignore[no-any-return]

@@ -32,7 +32,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -297,7 +298,6 @@ class RayChild:
         self.name = spec.name
         self.host = str(node)
         self.node = node
-        self.remote_pid: int | None = None
         self._placement = placement
         self._spec = spec
         self._actor = actor
@@ -333,7 +333,7 @@ class RayChild:
     def _watch(self, started: Any, ended: Any) -> None:
         ray = self._placement.ray
         try:
-            self.remote_pid = ray.get(started)
+            ray.get(started)
             code = ray.get(ended)
         except Exception as exc:  # noqa: BLE001 - the actor or its node died: the child too
             self.host = self._placement.describe_loss(self, exc)
@@ -410,7 +410,7 @@ class RayPlacement:
 
     def reserve(self, timeout: float) -> None:
         """Check the cluster can hold the run, reserve its group and start its actors (each
-        slot's, on its node) within ``timeout`` s; check every process is on this host."""
+        slot's, on its node) within ``timeout`` s; set up the run's network if they span hosts."""
         ray = self.ray
         from ray.util import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -446,7 +446,7 @@ class RayPlacement:
             LOG.info("placed %s on %s", name, self.nodes[name])
         executor = nodes.get(ray.get_runtime_context().get_node_id())
         LOG.info("placed the executor (Ray's driver) on %s", executor)
-        home = self.executor_ip(nodes)
+        home = executor.ip if executor else str(ray.util.get_node_ip_address())
         self.network = run_network([n.ip for n in self.nodes.values()], home)
         if self.network is not None:
             hosts = sorted({n.ip for n in self.nodes.values()} - {home})
@@ -455,11 +455,6 @@ class RayPlacement:
                 ", ".join(hosts),
                 home,
             )
-
-    def executor_ip(self, nodes: dict[str, Node]) -> str:
-        """The address of the node this executor (Ray's driver) is attached to."""
-        node = nodes.get(self.ray.get_runtime_context().get_node_id())
-        return node.ip if node else str(self.ray.util.get_node_ip_address())
 
     def launch(self, spec: ChildSpec) -> Launched | None:
         actor = self._actors.get(spec.name)
@@ -517,15 +512,12 @@ class RayPlacement:
             self._group = None
 
 
-def _wait_until(condition: Any, timeout: float = _NODE_DEATH_WAIT) -> bool:
-    event = threading.Event()
-    deadline = timeout
-    while deadline > 0:
+def _wait_until(condition: Callable[[], bool], timeout: float = _NODE_DEATH_WAIT) -> bool:
+    for _ in range(round(timeout / 0.2)):
         if condition():
             return True
-        event.wait(0.2)
-        deadline -= 0.2
-    return bool(condition())
+        time.sleep(0.2)
+    return condition()
 
 
 def _forwarded_environment() -> dict[str, str]:
