@@ -6,10 +6,10 @@ agent's Brain and Muscles from its ``resources``: see :mod:`.runfile_placement`)
 per process name, reserved for the whole run. In each bundle a :class:`ChildHost` actor runs
 the process as a subprocess on its node, the command a launched child runs (``python -m
 palaestra.core.supervision.remote_child``, see :mod:`palaestra.core.supervision.launch`): the
-executor's
-:class:`RayChild` passes the pickled spec through Ray's control plane, the actor writes it to
-the child's stdin and holds that pipe for as long as the actor lives, forwards signals and
-reports the child's end. A process of phase 1 reuses the actor of its namesake of phase 0.
+executor's :class:`RayChild` passes the pickled spec through Ray's control plane, the actor
+writes it to the child's stdin and holds that pipe for as long as the actor lives, forwards
+signals and reports the child's end. A process of phase 1 reuses the actor of its namesake of
+phase 0.
 
 Before any process starts, the cluster's nodes are compared with what the run asks (exit 2,
 saying what is missing), the group is reserved and its actors started. A node is a host by

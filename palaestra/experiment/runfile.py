@@ -314,13 +314,8 @@ class _ClassChecker:
         self._resolved: dict[str, type | PluginLoadError] = {}
 
     def check(self, node: Node, name: str, role: str | None) -> None:
-        """Check that ``name`` (at ``node``) resolves to a class fit for ``role``.
-
-        Args:
-            node: Where the name is written.
-            name: A syntactically valid ``module:Class`` name.
-            role: A key of the base class table (``"brain"``, ...), or None for no base check.
-        """
+        """Check that ``name`` (at ``node``) resolves to a class fit for ``role``, a key of
+        :data:`_BASE_CLASSES` (None: no base check)."""
         if not self.enabled:
             return
         found = self._resolve(name)
