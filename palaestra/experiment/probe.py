@@ -86,9 +86,7 @@ class EnvironmentIds:
         return self._known[key]
 
 
-def _probe(
-    spec: EnvironmentSpec, timeout: float, forked: bool = True
-) -> dict[str, set[str]] | None:
+def _probe(spec: EnvironmentSpec, timeout: float, forked: bool) -> dict[str, set[str]] | None:
     try:
         if not getattr(load_class(spec.name), "check_ids_by_starting", True):
             return None
@@ -109,7 +107,7 @@ class _Prober:
     """Runs one probe in a child (forked, or spawned); reads its progress and result from a
     pipe."""
 
-    def __init__(self, spec: EnvironmentSpec, timeout: float, forked: bool = True) -> None:
+    def __init__(self, spec: EnvironmentSpec, timeout: float, forked: bool) -> None:
         self.spec = spec
         self.timeout = timeout
         self.forked = forked

@@ -378,9 +378,7 @@ class _ClassChecker:
 class _RunBuilder:
     """Validates a located run file and builds its :class:`RunSpec`."""
 
-    def __init__(
-        self, classes: _ClassChecker, probe_timeout: float, start_method: str = AUTO
-    ) -> None:
+    def __init__(self, classes: _ClassChecker, probe_timeout: float, start_method: str) -> None:
         self._classes = classes
         self._env_ids = EnvironmentIds(probe_timeout, start_method) if classes.enabled else None
         self._uncapped: set[int] = set()  # phases whose phase_config sets no episodes
