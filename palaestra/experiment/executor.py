@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -28,7 +27,7 @@ from palaestra.core.wire.messages import EpisodeEnded
 from palaestra.core.wire.netlink import Host, Network
 from palaestra.core.wire.transport import make_run_dir, remove_run_dir
 from palaestra.experiment.experiment_run import ExperimentRun, ResumeAt
-from palaestra.experiment.recording import recording_flag
+from palaestra.experiment.recording import exported, recording_flag
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 LOG = logging.getLogger(__name__)
@@ -100,21 +99,6 @@ def execute(
     # (before a fork server or a Ray actor takes the variables)
     with spinning(config.spin_us), exported(GROUPS_VAR, config.round_groups):
         return _placed(run, config, Watch(on_episode, on_phase), resume, placement, host)
-
-
-@contextlib.contextmanager
-def exported(variable: str, value: str) -> Iterator[None]:
-    """While it lasts, this process's environment (which the processes it starts take) has
-    ``variable`` set to ``value``; then as before."""
-    before = os.environ.get(variable)
-    os.environ[variable] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = before
 
 
 class Watch(NamedTuple):
