@@ -48,7 +48,7 @@ from palaestra.core.supervision.launch import (
     on_host,
 )
 from palaestra.core.wire.netlink import Host, Network
-from palaestra.experiment.ray_cluster import CONNECT_TIMEOUT, check_backend, connect
+from palaestra.experiment.ray_cluster import session
 from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.experiment.store_client import store_enabled
 
@@ -548,12 +548,11 @@ def ray_placement(run: RunSpec, config: RuntimeConfig) -> Iterator[RayPlacement]
         ClusterUnreachableError: ``ray_address`` cannot be reached (exit 3).
         PlacementUnavailableError: The cluster did not grant the placement in time (exit 3).
     """
-    check_backend(config)
     cpus = None  # a cluster's own; a local instance's: this machine's, or what the run asks
     if not config.ray_address.strip():
         asked = math.ceil(sum(s.cpus for s in plan(run, config.store_uri)))
         cpus = max(os.cpu_count() or 1, asked)
-    with connect(config.ray_address, CONNECT_TIMEOUT, num_cpus=cpus) as ray:
+    with session(config, num_cpus=cpus) as ray:  # (the backend checked first)
         placement = RayPlacement(ray, run, config)
         try:
             placement.reserve(config.start_timeout)
