@@ -67,10 +67,7 @@ def execute(
         config: The runtime configuration (store, data path, time limits, log level).
         on_episode: Called in this process, from its event loop, with an
             :class:`~palaestra.core.wire.messages.EpisodeEnded` each time a worker's episode ends
-            (every phase, worker and episode once, in the order they end): ``phase`` (the
-            phase's index), ``worker``, ``episode``, ``started_at``/``ended_at`` (Unix
-            seconds), ``steps``, ``terminated``/``truncated`` (None where the environment does
-            not say) and ``rewards`` (each agent's episode reward by name). Keep it quick: the
+            (every phase, worker and episode once, in the order they end). Keep it quick: the
             run's control messages wait while it runs. An exception it raises is logged, never
             fatal to the run.
         on_phase: Called likewise with a phase's index as the phase begins (it is recorded,

@@ -124,9 +124,8 @@ class ExperimentRun(Component):
             ``writer_priority``, see :func:`palaestra.core.supervision.affinity.to_background`)
             or ``normal``.
         on_episode: Called in this (the executor's) process with each
-            :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends (phase
-            index, worker, episode, times, steps, how it ended, rewards by agent); an exception
-            it raises is logged and the run goes on.
+            :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends; an
+            exception it raises is logged and the run goes on.
         on_phase: Called likewise with a phase's index as the phase begins.
         resume: Where a resumed instance starts (None: at the beginning).
     """

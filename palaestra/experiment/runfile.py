@@ -173,16 +173,8 @@ def load_run_file(
     probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
     start_method: str = AUTO,
 ) -> RunSpec:
-    """Read and validate a run file.
-
-    Args:
-        path: The run file; kept as given in ``RunSpec.path`` and in error messages.
-        check_classes: Import every ``module:Class`` the file names and check it.
-        probe_timeout: Seconds each environment may take to start while its ids are checked.
-        start_method: The runtime config's ``start_method``: how those probes start.
-
-    Returns:
-        The validated run.
+    """Read and validate the run file ``path`` (:data:`STDIN`: standard input), kept as given
+    in ``RunSpec.path`` and in error messages; the other arguments are :func:`load_run_text`'s.
 
     Raises:
         RunFileError: The file cannot be read or is not a valid run file.
