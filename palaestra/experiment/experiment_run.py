@@ -265,10 +265,8 @@ class ExperimentRun(Component):
     async def _start_phase(self, spec: PhaseSpec) -> _Phase:
         """Record the phase, start its processes and wire them: environments first (agents
         are set up with the spaces they report), then the controllers, then the agents."""
-        resumed = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
-        if resumed is not None:
-            dumps = resumed
-        else:
+        dumps = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
+        if dumps is None:
             dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         replays = {
             a.name: await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
