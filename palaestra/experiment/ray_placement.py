@@ -250,11 +250,9 @@ class ChildHost:
             cwd=cwd if os.path.isdir(cwd) else None,
         )
         assert popen.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):  # it ended at once; its exit code tells
             popen.stdin.write(spec)
             popen.stdin.flush()  # and kept open: its end is this actor's death
-        except BrokenPipeError:  # it ended at once; its exit code tells
-            pass
         with self._changed:
             self._children[token] = popen
             self._changed.notify_all()
