@@ -78,11 +78,9 @@ _NODE_DEATH_WAIT = 3.0
 """Seconds to let the cluster mark a node dead after one of its actors died."""
 UNNICED = {"RAY_worker_niceness": "0"}
 """The environment of a Ray actor that runs a run's processes (:class:`ChildHost`, a sweep's
-run host): Ray's workers lower their own priority by 15 niceness steps as they start, and the
-run's processes, the actor's children, would inherit it, each getting a few per cent of a CPU
-on a node with other work (seen: a phase's processes took 30 to 60 s to exit beside two busy
-processes). They are the run's own work, not background work: the actor keeps the niceness
-of its node's Ray, as Ray's job supervisor does."""
+run host): Ray's workers lower their own priority by 15 niceness steps, which the actor's
+children would inherit (a few per cent of a CPU each on a busy node); the run's processes are
+not background work, so the actor keeps its node's Ray niceness, as Ray's job supervisor does."""
 
 
 def _host_options() -> dict[str, Any]:
