@@ -311,10 +311,9 @@ class ExperimentRun(Component):
         children started otherwise import them themselves."""
         spec, rt = phase.spec, self.runtime
         if rt.start_method == FORK:
-            preload([_module(e.name) for e in spec.environments])
-            preload(
-                [_module(c.name) for a in spec.agents for c in (a.brain, a.muscle, a.objective)]
-            )
+            plugins = [e.name for e in spec.environments]
+            plugins += [c.name for a in spec.agents for c in (a.brain, a.muscle, a.objective)]
+            preload([name.partition(":")[0] for name in plugins])
         store, start = self.store_endpoint, self.start_timeout
         phase.environments = [
             EnvironmentConductor(
@@ -713,7 +712,3 @@ def _lanes(spec: PhaseSpec) -> int:
     """The phase's workers as the store records them: with ``envs_per_worker`` N, N per
     worker (each game a lane)."""
     return spec.config.worker * spec.config.envs_per_worker
-
-
-def _module(class_name: str) -> str:
-    return class_name.partition(":")[0]
