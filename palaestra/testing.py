@@ -480,11 +480,7 @@ def brain_link_of(brain: BrainProcess) -> FakeLink:
     dumps), and its answer is the link's to receive."""
     link = FakeLink(brain.name, decode=m.decode_kept)
     back = _Answers(link)
-
-    def handle(message: m.KeptMessage) -> None:
-        brain.handle(back, message)
-
-    link.answer = handle
+    link.answer = lambda message: brain.handle(back, message)
     return link
 
 
