@@ -475,8 +475,7 @@ class _RunBuilder:
                 for key in ("reward", "state_transformer")
                 if optional(entry, key)
             }
-            if extras:
-                spec = msgspec.structs.replace(spec, **extras)
+            spec = msgspec.structs.replace(spec, **extras)
             _check_unique(seen, spec.uid, uid_node, "environment uid")
             specs.append(spec)
         return tuple(specs)
