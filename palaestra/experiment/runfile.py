@@ -86,13 +86,9 @@ _PHASE_KEYS = ("environments", "agents", "simulation", "phase_config")
 _MERGED_PHASE_KEYS = frozenset({"simulation", "phase_config"})
 _ENV_ITEM_KEYS = ("environment", "reward", "state_transformer")
 _ENV_KEYS = ("name", "uid", "params")
+_AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_KEYS = (
-    "name",
-    "brain",
-    "muscle",
-    "objective",
-    "sensors",
-    "actuators",
+    *_AGENT_REQUIRED,
     "load",
     "replay",
     "brain_memory",
@@ -102,7 +98,6 @@ _AGENT_KEYS = (
     "hot_reload",
     "resources",
 )
-_AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
