@@ -299,12 +299,9 @@ def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def _finite(key: str, value: Any) -> float:
-    number = (
-        float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    )
-    if number is None or not math.isfinite(number):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise RuleError(key, f"expected a finite number, got {value!r}")
-    return number
+    return float(value)
 
 
 def _positive(key: str, value: Any) -> int:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -28,7 +27,7 @@ from palaestra.core.wire.messages import EpisodeEnded
 from palaestra.core.wire.netlink import Host, Network
 from palaestra.core.wire.transport import make_run_dir, remove_run_dir
 from palaestra.experiment.experiment_run import ExperimentRun, ResumeAt
-from palaestra.experiment.recording import recording_flag
+from palaestra.experiment.recording import exported, recording_flag
 from palaestra.experiment.runtime_config import RuntimeConfig
 
 LOG = logging.getLogger(__name__)
@@ -68,10 +67,7 @@ def execute(
         config: The runtime configuration (store, data path, time limits, log level).
         on_episode: Called in this process, from its event loop, with an
             :class:`~palaestra.core.wire.messages.EpisodeEnded` each time a worker's episode ends
-            (every phase, worker and episode once, in the order they end): ``phase`` (the
-            phase's index), ``worker``, ``episode``, ``started_at``/``ended_at`` (Unix
-            seconds), ``steps``, ``terminated``/``truncated`` (None where the environment does
-            not say) and ``rewards`` (each agent's episode reward by name). Keep it quick: the
+            (every phase, worker and episode once, in the order they end). Keep it quick: the
             run's control messages wait while it runs. An exception it raises is logged, never
             fatal to the run.
         on_phase: Called likewise with a phase's index as the phase begins (it is recorded,
@@ -100,21 +96,6 @@ def execute(
     # (before a fork server or a Ray actor takes the variables)
     with spinning(config.spin_us), exported(GROUPS_VAR, config.round_groups):
         return _placed(run, config, Watch(on_episode, on_phase), resume, placement, host)
-
-
-@contextlib.contextmanager
-def exported(variable: str, value: str) -> Iterator[None]:
-    """While it lasts, this process's environment (which the processes it starts take) has
-    ``variable`` set to ``value``; then as before."""
-    before = os.environ.get(variable)
-    os.environ[variable] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = before
 
 
 class Watch(NamedTuple):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import uuid
 from collections.abc import Callable, Coroutine, Iterable
@@ -123,9 +124,8 @@ class ExperimentRun(Component):
             ``writer_priority``, see :func:`palaestra.core.supervision.affinity.to_background`)
             or ``normal``.
         on_episode: Called in this (the executor's) process with each
-            :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends (phase
-            index, worker, episode, times, steps, how it ended, rewards by agent); an exception
-            it raises is logged and the run goes on.
+            :class:`~palaestra.core.wire.messages.EpisodeEnded` as a worker's episode ends; an
+            exception it raises is logged and the run goes on.
         on_phase: Called likewise with a phase's index as the phase begins.
         resume: Where a resumed instance starts (None: at the beginning).
     """
@@ -265,10 +265,8 @@ class ExperimentRun(Component):
     async def _start_phase(self, spec: PhaseSpec) -> _Phase:
         """Record the phase, start its processes and wire them: environments first (agents
         are set up with the spaces they report), then the controllers, then the agents."""
-        resumed = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
-        if resumed is not None:
-            dumps = resumed
-        else:
+        dumps = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
+        if dumps is None:
             dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         replays = {
             a.name: await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
@@ -313,10 +311,9 @@ class ExperimentRun(Component):
         children started otherwise import them themselves."""
         spec, rt = phase.spec, self.runtime
         if rt.start_method == FORK:
-            preload([_module(e.name) for e in spec.environments])
-            preload(
-                [_module(c.name) for a in spec.agents for c in (a.brain, a.muscle, a.objective)]
-            )
+            plugins = [e.name for e in spec.environments]
+            plugins += [c.name for a in spec.agents for c in (a.brain, a.muscle, a.objective)]
+            preload([name.partition(":")[0] for name in plugins])
         store, start = self.store_endpoint, self.start_timeout
         phase.environments = [
             EnvironmentConductor(
@@ -420,7 +417,7 @@ class ExperimentRun(Component):
             episodes=spec.config.episodes,
             config={
                 "simulation": spec.simulation.name,
-                **_plain(spec.config),
+                **msgspec.to_builtins(spec.config),
                 **({"first_episode": first} if (first := self._first_episode(spec)) else {}),
             },
             environments=[
@@ -564,9 +561,7 @@ class ExperimentRun(Component):
     def on_signal(self, signum: int) -> None:
         if self.signal is None:
             self.signal = signum
-            import signal as _signal
-
-            self.stop(f"interrupted by {_signal.Signals(signum).name}")
+            self.stop(f"interrupted by {signal.Signals(signum).name}")
             if self._main is not None:
                 self._main.cancel()
             self.finish()
@@ -717,13 +712,3 @@ def _lanes(spec: PhaseSpec) -> int:
     """The phase's workers as the store records them: with ``envs_per_worker`` N, N per
     worker (each game a lane)."""
     return spec.config.worker * spec.config.envs_per_worker
-
-
-def _module(class_name: str) -> str:
-    return class_name.partition(":")[0]
-
-
-def _plain(config: Any) -> dict[str, Any]:
-    import msgspec
-
-    return msgspec.to_builtins(config)  # type: ignore[no-any-return]

@@ -10,16 +10,17 @@ nothing re-imported); where it has more (a Jupyter kernel, whose threads may hol
 fork), where the runtime config's ``start_method`` is spawn, or where this process initialised
 CUDA (a forked executor could not import a plug-in module that touches CUDA), it is spawned: a
 fresh interpreter with this process's ``sys.path`` and working directory, importing palaestra
-and the run's plug-ins anew (~1 s more). The outcome comes back
-in a temporary file written as the child ends. The
-child is in a process group of its own: Ctrl-C reaches only this process, which passes it on
-(:meth:`ExecutorProcess.interrupt`), once; it dies with this process (``PR_SET_PDEATHSIG``).
+and the run's plug-ins anew (~1 s more). The outcome comes back in a temporary file written as
+the child ends. The child is in a process group of its own: Ctrl-C reaches only this process,
+which passes it on (:meth:`ExecutorProcess.interrupt`), once; it dies with this process
+(``PR_SET_PDEATHSIG``).
 Where no command's undertaker watches it (the Python API), it starts its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.process
@@ -113,10 +114,8 @@ class ExecutorProcess:
 
     def interrupt(self, signum: int = signal.SIGINT) -> None:
         """Pass a signal on to the child: once stops the run cleanly, twice at once."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signum)
-        except ProcessLookupError:
-            pass
 
     def outcome(self) -> RunOutcome:
         """Wait for the child's end and return the run's outcome (an error if it died)."""

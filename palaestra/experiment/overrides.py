@@ -127,11 +127,8 @@ def expand_grid(
         shown = [_canonical(value) for value in axis.values]
         if len(set(shown)) != len(shown):
             raise OverrideError(f"'{axis.path}': a value is given twice ({', '.join(shown)}).")
-    return [dict(zip(paths, point, strict=True)) for point in itertools.product(*_values(axes))]
-
-
-def _values(axes: Sequence[Override]) -> list[tuple[Any, ...]]:
-    return [axis.values for axis in axes]
+    grid = itertools.product(*(axis.values for axis in axes))
+    return [dict(zip(paths, point, strict=True)) for point in grid]
 
 
 def derived_uid(uid: str, overrides: Mapping[str, Any]) -> str:

@@ -30,7 +30,7 @@ import select
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from palaestra.core.description import limits
 from palaestra.core.description.loading import load_class
@@ -42,6 +42,7 @@ from palaestra.environment.aio import Awaiter
 from palaestra.environment.world import construct
 
 LOG = logging.getLogger(__name__)
+_E = TypeVar("_E", bound=BaseException)
 
 DEFAULT_PROBE_TIMEOUT = limits.PROBE_TIMEOUT
 """Seconds an environment may take to be constructed, started and shut down while checking."""
@@ -85,9 +86,7 @@ class EnvironmentIds:
         return self._known[key]
 
 
-def _probe(
-    spec: EnvironmentSpec, timeout: float, forked: bool = True
-) -> dict[str, set[str]] | None:
+def _probe(spec: EnvironmentSpec, timeout: float, forked: bool) -> dict[str, set[str]] | None:
     try:
         if not getattr(load_class(spec.name), "check_ids_by_starting", True):
             return None
@@ -108,7 +107,7 @@ class _Prober:
     """Runs one probe in a child (forked, or spawned); reads its progress and result from a
     pipe."""
 
-    def __init__(self, spec: EnvironmentSpec, timeout: float, forked: bool = True) -> None:
+    def __init__(self, spec: EnvironmentSpec, timeout: float, forked: bool) -> None:
         self.spec = spec
         self.timeout = timeout
         self.forked = forked
@@ -237,8 +236,8 @@ def _child(spec: EnvironmentSpec, write: int) -> None:  # pragma: no cover - run
             _start_and_stop(spec, write)
             _report(write, "done", "")
         except Exception as exc:  # noqa: BLE001 - the user's environment: the run reports it
-            invalid = _invalid_input(exc)
-            missing = _missing_file(exc)
+            invalid = _in_chain(exc, InvalidInputError, context=False)
+            missing = _in_chain(exc, FileNotFoundError, context=True)
             if invalid is not None:
                 _report(write, "invalid", json.dumps(invalid.format_message()))
             elif missing is not None:  # a data file the environment needs is not there
@@ -274,14 +273,15 @@ def _start_and_stop(spec: EnvironmentSpec, write: int) -> None:
             awaiter.close()
 
 
-def _invalid_input(exc: BaseException) -> InvalidInputError | None:
-    """The :class:`InvalidInputError` that ``exc`` is or was caused by (a plug-in's own
-    exception arrives wrapped in a PluginError), or None."""
+def _in_chain(exc: BaseException, kind: type[_E], *, context: bool) -> _E | None:
+    """The ``kind`` error that ``exc`` is or was caused by (a plug-in's own exception arrives
+    wrapped in a PluginError), with ``context`` also one it was raised while handling (as
+    palaestrai-mosaik wraps MIDAS's FileNotFoundError); None if none in 16 links."""
     seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, InvalidInputError):
+    for _ in range(16):
+        if seen is None or isinstance(seen, kind):
             return seen
-        seen = seen.__cause__
+        seen = seen.__cause__ or (seen.__context__ if context else None)
     return None
 
 
@@ -289,27 +289,14 @@ MIDAS_DATA = "midas_data"
 """The folder MIDAS keeps its downloaded data sets in (``~/.config/midas/midas_data``)."""
 
 
-def _missing_file(exc: BaseException) -> FileNotFoundError | None:
-    """The :class:`FileNotFoundError` that ``exc`` was caused by or raised while handling
-    (an environment may wrap it, as palaestrai-mosaik wraps MIDAS's), or None."""
-    seen: BaseException | None = exc
-    for _ in range(16):
-        if seen is None:
-            return None
-        if isinstance(seen, FileNotFoundError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
 def _missing_message(spec: EnvironmentSpec, missing: FileNotFoundError) -> str:
     """What the check says of an environment that could not start for a missing file."""
-    what = str(missing) if missing.filename is None else f"{missing.filename}"
+    what = str(missing) if missing.filename is None else str(missing.filename)
     message = (
         f"environment '{spec.uid}' ({spec.name}) could not start: a file it needs is not "
         f"there: {what}."
     )
-    if MIDAS_DATA in str(what):
+    if MIDAS_DATA in what:
         message += (
             " It is one of MIDAS's data sets, which this scenario's modules read: download "
             "them once (midasctl download), or choose a scenario of MIDAS's store and "
@@ -324,7 +311,5 @@ def _report(write: int, kind: str, value: Any) -> None:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -6,10 +6,10 @@ agent's Brain and Muscles from its ``resources``: see :mod:`.runfile_placement`)
 per process name, reserved for the whole run. In each bundle a :class:`ChildHost` actor runs
 the process as a subprocess on its node, the command a launched child runs (``python -m
 palaestra.core.supervision.remote_child``, see :mod:`palaestra.core.supervision.launch`): the
-executor's
-:class:`RayChild` passes the pickled spec through Ray's control plane, the actor writes it to
-the child's stdin and holds that pipe for as long as the actor lives, forwards signals and
-reports the child's end. A process of phase 1 reuses the actor of its namesake of phase 0.
+executor's :class:`RayChild` passes the pickled spec through Ray's control plane, the actor
+writes it to the child's stdin and holds that pipe for as long as the actor lives, forwards
+signals and reports the child's end. A process of phase 1 reuses the actor of its namesake of
+phase 0.
 
 Before any process starts, the cluster's nodes are compared with what the run asks (exit 2,
 saying what is missing), the group is reserved and its actors started. A node is a host by
@@ -32,7 +32,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,7 @@ from palaestra.core.supervision.launch import (
     on_host,
 )
 from palaestra.core.wire.netlink import Host, Network
-from palaestra.experiment.ray_cluster import CONNECT_TIMEOUT, check_backend, connect
+from palaestra.experiment.ray_cluster import session
 from palaestra.experiment.runtime_config import RuntimeConfig
 from palaestra.experiment.store_client import store_enabled
 
@@ -77,11 +78,9 @@ _NODE_DEATH_WAIT = 3.0
 """Seconds to let the cluster mark a node dead after one of its actors died."""
 UNNICED = {"RAY_worker_niceness": "0"}
 """The environment of a Ray actor that runs a run's processes (:class:`ChildHost`, a sweep's
-run host): Ray's workers lower their own priority by 15 niceness steps as they start, and the
-run's processes, the actor's children, would inherit it, each getting a few per cent of a CPU
-on a node with other work (seen: a phase's processes took 30 to 60 s to exit beside two busy
-processes). They are the run's own work, not background work: the actor keeps the niceness
-of its node's Ray, as Ray's job supervisor does."""
+run host): Ray's workers lower their own priority by 15 niceness steps, which the actor's
+children would inherit (a few per cent of a CPU each on a busy node); the run's processes are
+not background work, so the actor keeps its node's Ray niceness, as Ray's job supervisor does."""
 
 
 def _host_options() -> dict[str, Any]:
@@ -249,11 +248,9 @@ class ChildHost:
             cwd=cwd if os.path.isdir(cwd) else None,
         )
         assert popen.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):  # it ended at once; its exit code tells
             popen.stdin.write(spec)
             popen.stdin.flush()  # and kept open: its end is this actor's death
-        except BrokenPipeError:  # it ended at once; its exit code tells
-            pass
         with self._changed:
             self._children[token] = popen
             self._changed.notify_all()
@@ -297,7 +294,6 @@ class RayChild:
         self.name = spec.name
         self.host = str(node)
         self.node = node
-        self.remote_pid: int | None = None
         self._placement = placement
         self._spec = spec
         self._actor = actor
@@ -333,7 +329,7 @@ class RayChild:
     def _watch(self, started: Any, ended: Any) -> None:
         ray = self._placement.ray
         try:
-            self.remote_pid = ray.get(started)
+            ray.get(started)
             code = ray.get(ended)
         except Exception as exc:  # noqa: BLE001 - the actor or its node died: the child too
             self.host = self._placement.describe_loss(self, exc)
@@ -410,7 +406,7 @@ class RayPlacement:
 
     def reserve(self, timeout: float) -> None:
         """Check the cluster can hold the run, reserve its group and start its actors (each
-        slot's, on its node) within ``timeout`` s; check every process is on this host."""
+        slot's, on its node) within ``timeout`` s; set up the run's network if they span hosts."""
         ray = self.ray
         from ray.util import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -446,7 +442,7 @@ class RayPlacement:
             LOG.info("placed %s on %s", name, self.nodes[name])
         executor = nodes.get(ray.get_runtime_context().get_node_id())
         LOG.info("placed the executor (Ray's driver) on %s", executor)
-        home = self.executor_ip(nodes)
+        home = executor.ip if executor else str(ray.util.get_node_ip_address())
         self.network = run_network([n.ip for n in self.nodes.values()], home)
         if self.network is not None:
             hosts = sorted({n.ip for n in self.nodes.values()} - {home})
@@ -455,11 +451,6 @@ class RayPlacement:
                 ", ".join(hosts),
                 home,
             )
-
-    def executor_ip(self, nodes: dict[str, Node]) -> str:
-        """The address of the node this executor (Ray's driver) is attached to."""
-        node = nodes.get(self.ray.get_runtime_context().get_node_id())
-        return node.ip if node else str(self.ray.util.get_node_ip_address())
 
     def launch(self, spec: ChildSpec) -> Launched | None:
         actor = self._actors.get(spec.name)
@@ -517,15 +508,12 @@ class RayPlacement:
             self._group = None
 
 
-def _wait_until(condition: Any, timeout: float = _NODE_DEATH_WAIT) -> bool:
-    event = threading.Event()
-    deadline = timeout
-    while deadline > 0:
+def _wait_until(condition: Callable[[], bool], timeout: float = _NODE_DEATH_WAIT) -> bool:
+    for _ in range(round(timeout / 0.2)):
         if condition():
             return True
-        event.wait(0.2)
-        deadline -= 0.2
-    return bool(condition())
+        time.sleep(0.2)
+    return condition()
 
 
 def _forwarded_environment() -> dict[str, str]:
@@ -556,12 +544,11 @@ def ray_placement(run: RunSpec, config: RuntimeConfig) -> Iterator[RayPlacement]
         ClusterUnreachableError: ``ray_address`` cannot be reached (exit 3).
         PlacementUnavailableError: The cluster did not grant the placement in time (exit 3).
     """
-    check_backend(config)
     cpus = None  # a cluster's own; a local instance's: this machine's, or what the run asks
     if not config.ray_address.strip():
         asked = math.ceil(sum(s.cpus for s in plan(run, config.store_uri)))
         cpus = max(os.cpu_count() or 1, asked)
-    with connect(config.ray_address, CONNECT_TIMEOUT, num_cpus=cpus) as ray:
+    with session(config, num_cpus=cpus) as ray:  # (the backend checked first)
         placement = RayPlacement(ray, run, config)
         try:
             placement.reserve(config.start_timeout)

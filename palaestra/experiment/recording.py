@@ -27,16 +27,26 @@ def recording_flag(run_uid: str) -> Iterator[RecordingSwitch]:
     switch = RecordingSwitch(flag_path(run_uid))
     switch.create()
     undertaker.leave(str(switch.path))  # (removed below; by the undertaker if this is killed)
-    before = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = str(switch.path)
     try:
-        yield switch
+        with exported(ENV_VAR, str(switch.path)):
+            yield switch
     finally:
         switch.remove()
+
+
+@contextmanager
+def exported(variable: str, value: str) -> Iterator[None]:
+    """While it lasts, this process's environment (which the processes it starts take) has
+    ``variable`` set to ``value``; then as before."""
+    before = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        yield
+    finally:
         if before is None:
-            os.environ.pop(ENV_VAR, None)
+            os.environ.pop(variable, None)
         else:
-            os.environ[ENV_VAR] = before
+            os.environ[variable] = before
 
 
 def set_recording(store_uri: str, run_uid: str, paused: bool) -> str:

@@ -14,7 +14,6 @@ import errno
 import inspect
 import os
 import sys
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -87,13 +86,9 @@ _PHASE_KEYS = ("environments", "agents", "simulation", "phase_config")
 _MERGED_PHASE_KEYS = frozenset({"simulation", "phase_config"})
 _ENV_ITEM_KEYS = ("environment", "reward", "state_transformer")
 _ENV_KEYS = ("name", "uid", "params")
+_AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
 _AGENT_KEYS = (
-    "name",
-    "brain",
-    "muscle",
-    "objective",
-    "sensors",
-    "actuators",
+    *_AGENT_REQUIRED,
     "load",
     "replay",
     "brain_memory",
@@ -103,8 +98,6 @@ _AGENT_KEYS = (
     "hot_reload",
     "resources",
 )
-_AGENT_REQUIRED = ("name", "brain", "muscle", "objective", "sensors", "actuators")
-_AGENT_UNSUPPORTED: MappingProxyType[str, str] = MappingProxyType({})
 _LOAD_KEYS = ("agent", "experiment_run", "phase", "strict")
 _LOAD_UNSUPPORTED = ("instance", "mode", "repeat", "sensors", "actuators")
 _CLASS_KEYS = ("name", "params")
@@ -124,8 +117,6 @@ _PHASE_CONFIG_KEYS = (
 _MODES: tuple[Mode, ...] = ("train", "test")
 _SEED_WHY = " (2^63 - 1, the largest integer the store keeps)"
 _DEFAULT_RUN_CONDITION = "palaestra.experiment:VanillaRunGovernorTerminationCondition"
-_NOT_OFFERED: Mapping[str, str] = MappingProxyType({})
-"""palaestrAI built-ins palaestra does not offer yet, by class name: why, and what to use."""
 _BASE_CLASSES = MappingProxyType(
     {
         "brain": "palaestra.agent.brain:Brain",
@@ -177,16 +168,8 @@ def load_run_file(
     probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
     start_method: str = AUTO,
 ) -> RunSpec:
-    """Read and validate a run file.
-
-    Args:
-        path: The run file; kept as given in ``RunSpec.path`` and in error messages.
-        check_classes: Import every ``module:Class`` the file names and check it.
-        probe_timeout: Seconds each environment may take to start while its ids are checked.
-        start_method: The runtime config's ``start_method``: how those probes start.
-
-    Returns:
-        The validated run.
+    """Read and validate the run file ``path`` (:data:`STDIN`: standard input), kept as given
+    in ``RunSpec.path`` and in error messages; the other arguments are :func:`load_run_text`'s.
 
     Raises:
         RunFileError: The file cannot be read or is not a valid run file.
@@ -318,19 +301,11 @@ class _ClassChecker:
         self._resolved: dict[str, type | PluginLoadError] = {}
 
     def check(self, node: Node, name: str, role: str | None) -> None:
-        """Check that ``name`` (at ``node``) resolves to a class fit for ``role``.
-
-        Args:
-            node: Where the name is written.
-            name: A syntactically valid ``module:Class`` name.
-            role: A key of the base class table (``"brain"``, ...), or None for no base check.
-        """
+        """Check that ``name`` (at ``node``) resolves to a class fit for ``role``, a key of
+        :data:`_BASE_CLASSES` (None: no base check)."""
         if not self.enabled:
             return
         found = self._resolve(name)
-        not_offered = _NOT_OFFERED.get(name.rpartition(":")[2])
-        if isinstance(found, PluginLoadError) and not_offered:
-            node.fail(f"palaestra does not offer palaestrAI's '{name}' yet.", not_offered)
         if isinstance(found, PluginLoadError):
             message, _, own_hint = str(found).partition(" Did you mean ")
             hint = self._palaestra_hint(name) or (f"Did you mean {own_hint}" if own_hint else None)
@@ -390,9 +365,7 @@ class _ClassChecker:
 class _RunBuilder:
     """Validates a located run file and builds its :class:`RunSpec`."""
 
-    def __init__(
-        self, classes: _ClassChecker, probe_timeout: float, start_method: str = AUTO
-    ) -> None:
+    def __init__(self, classes: _ClassChecker, probe_timeout: float, start_method: str) -> None:
         self._classes = classes
         self._env_ids = EnvironmentIds(probe_timeout, start_method) if classes.enabled else None
         self._uncapped: set[int] = set()  # phases whose phase_config sets no episodes
@@ -476,7 +449,7 @@ class _RunBuilder:
         assert self._env_ids is not None
         known = {e.uid: self._env_ids.of(e) for e in environments}
         for agent in as_list(agents):
-            fields = as_mapping(agent, allowed=_AGENT_KEYS, unsupported=_AGENT_UNSUPPORTED)
+            fields = as_mapping(agent, allowed=_AGENT_KEYS)
             for key, kind in (("sensors", "sensor"), ("actuators", "actuator")):
                 for item in as_list(fields[key]):
                     value = _id_value(item)
@@ -497,8 +470,7 @@ class _RunBuilder:
                 for key in ("reward", "state_transformer")
                 if optional(entry, key)
             }
-            if extras:
-                spec = msgspec.structs.replace(spec, **extras)
+            spec = msgspec.structs.replace(spec, **extras)
             _check_unique(seen, spec.uid, uid_node, "environment uid")
             specs.append(spec)
         return tuple(specs)
@@ -534,9 +506,7 @@ class _RunBuilder:
         self, node: Node, phase: str, uids: list[str], index: int = 0
     ) -> tuple[AgentSpec, Node]:
         """Return an agent of phase ``index`` and the node of its name."""
-        fields = as_mapping(
-            node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED, unsupported=_AGENT_UNSUPPORTED
-        )
+        fields = as_mapping(node, allowed=_AGENT_KEYS, required=_AGENT_REQUIRED)
         spec = AgentSpec(
             name=as_name(fields["name"]),
             brain=self._class_spec(fields["brain"], role="brain"),
@@ -768,8 +738,7 @@ def _step_rate(node: Node) -> float:
     if value is None:
         return 0.0
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1e6:
-        if value == value:  # not NaN
-            return float(value)
+        return float(value)  # (NaN fails the comparison)
     node.fail(
         f"expected a number of steps per second from 0 to 1000000 (0: lockstep), "
         f"got {describe(value)}."

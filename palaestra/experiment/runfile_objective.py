@@ -53,14 +53,7 @@ def with_objective_stops(agents: tuple[AgentSpec, ...], conditions: Node) -> tup
             continue
         for agent, node in as_mapping(params, allowed=names).items():
             rules.setdefault(agent, {}).update(_rules(node)[0])
-    if not rules:
-        return agents
-    return tuple(
-        msgspec.structs.replace(agent, objective_stop=rules[agent.name])
-        if agent.name in rules
-        else agent
-        for agent in agents
-    )
+    return _with_rules(agents, "objective_stop", rules)
 
 
 def phase_rules(condition: Node, names: list[str]) -> dict[str, dict[int, float]]:
@@ -89,19 +82,21 @@ def with_phase_stops(
     phases: tuple[PhaseSpec, ...], rules: dict[str, dict[int, float]]
 ) -> tuple[PhaseSpec, ...]:
     """``phases`` with each agent's phase rules (``phase_stop``)."""
-    if not rules:
-        return phases
     return tuple(
-        msgspec.structs.replace(
-            phase,
-            agents=tuple(
-                msgspec.structs.replace(agent, phase_stop=rules[agent.name])
-                if agent.name in rules
-                else agent
-                for agent in phase.agents
-            ),
-        )
+        msgspec.structs.replace(phase, agents=_with_rules(phase.agents, "phase_stop", rules))
         for phase in phases
+    )
+
+
+def _with_rules(
+    agents: tuple[AgentSpec, ...], field: str, rules: dict[str, dict[int, float]]
+) -> tuple[AgentSpec, ...]:
+    """``agents`` with ``rules[name]`` as ``field`` where they have rules."""
+    return tuple(
+        msgspec.structs.replace(agent, **{field: rules[agent.name]})
+        if agent.name in rules
+        else agent
+        for agent in agents
     )
 
 

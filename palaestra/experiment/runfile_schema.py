@@ -8,6 +8,7 @@ that node. The file path is not known here; :mod:`palaestra.experiment.runfile` 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
 from collections.abc import Collection, Mapping
@@ -193,10 +194,8 @@ def _key_position(data: dict[Any, Any], key: Any) -> tuple[int | None, Any]:
     maps: list[Any] = [data]  # ruamel's CommentedMap: line info in .lc
     while maps:
         current = maps.pop(0)
-        try:
+        with contextlib.suppress(AttributeError, KeyError, TypeError, IndexError):
             return current.lc.key(key)[0], current.lc.value(key)
-        except (AttributeError, KeyError, TypeError, IndexError):
-            pass
         for merged in getattr(current, "merge", None) or ():
             maps.append(merged[1] if isinstance(merged, tuple) else merged)
     return None, None

@@ -9,6 +9,7 @@ that raced another for the same experiment.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.connection
 import os
 import signal
@@ -106,10 +107,8 @@ class _Sweep:
         def caught(signum: int, frame: object) -> None:
             interrupts.note(signum)  # the command ends as the signal says, whatever the runs did
             self.signals.append(signum)
-            try:
+            with contextlib.suppress(BlockingIOError):  # a wake-up is pending already
                 os.write(self._wake_write, b"\0")
-            except BlockingIOError:  # a wake-up is pending already
-                pass
 
         return {signum: signal.signal(signum, caught) for signum in interrupts.handled()}
 

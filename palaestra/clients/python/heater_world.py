@@ -62,7 +62,7 @@ class HeaterWorld:
         self.over = True  # no episode yet, or it ended: reset first
 
     def describe(self) -> dict[str, Any]:
-        degrees = {"type": "Box", "low": -50.0, "high": 100.0, "shape": [1], "dtype": "float64"}
+        degrees = box(-50.0, 100.0, [1])
         return {
             "name": self.name,
             "sensors": [
@@ -70,31 +70,8 @@ class HeaterWorld:
                 {"uid": "outside", "space": degrees},
                 {"uid": "time", "space": {"type": "Discrete", "n": self.steps + 1, "start": 0}},
             ],
-            "actuators": [
-                {
-                    "uid": "power",
-                    "space": {
-                        "type": "Box",
-                        "low": 0.0,
-                        "high": 1.0,
-                        "shape": [1],
-                        "dtype": "float64",
-                    },
-                    "value": [0.0],
-                }
-            ],
-            "rewards": [
-                {
-                    "uid": "comfort",
-                    "space": {
-                        "type": "Box",
-                        "low": "-inf",
-                        "high": "inf",
-                        "shape": [],
-                        "dtype": "float64",
-                    },
-                }
-            ],
+            "actuators": [{"uid": "power", "space": box(0.0, 1.0, [1]), "value": [0.0]}],
+            "rewards": [{"uid": "comfort", "space": box("-inf", "inf", [])}],
         }
 
     def sensors(self) -> dict[str, Any]:
@@ -119,6 +96,11 @@ class HeaterWorld:
         truncated = self.time >= self.steps and not terminated
         self.over = terminated or truncated
         return self.sensors(), {"comfort": comfort}, terminated, truncated
+
+
+def box(low: float | str, high: float | str, shape: list[int]) -> dict[str, Any]:
+    """palaestra's JSON form of a float64 Box (``"inf"``: a non-finite bound)."""
+    return {"type": "Box", "low": low, "high": high, "shape": shape, "dtype": "float64"}
 
 
 def power_of(value: Any) -> float:

@@ -135,7 +135,7 @@ class Server:
             encoding, command = decode(payloads[0])
             answer = self.answer(peer, command, encoding)
         except ProtocolError as exc:
-            answer = {"id": None, "status": "error", "error": str(exc)}
+            answer = error(None, str(exc))
         self.socket.send_multipart([peer, encode(answer, encoding)])
         return not (self.exit_on_close and answer.get("closed") and not self.sessions)
 
@@ -200,7 +200,7 @@ class Server:
             if known == session_id:
                 del self.peers[other]
         self.peers[peer] = session_id
-        answer = {
+        return {
             "id": command_id,
             "status": "ok",
             "version": PROTOCOL_VERSION,
@@ -210,7 +210,6 @@ class Server:
             "step": session.step,
             **session.world.describe(),
         }
-        return answer
 
     def step(self, session: Session, command_id: int, command: dict[str, Any]) -> dict[str, Any]:
         setpoints = command.get("setpoints")
