@@ -61,17 +61,6 @@ def status_of(exit_code: int) -> str:
     return "error"
 
 
-def _bound(name: str, what: str) -> Callable[..., Any]:
-    """The query ``name`` of :mod:`palaestra.store.query` as a method of :class:`RunResult`."""
-
-    def query(self: RunResult, **filters: Any) -> Any:
-        return self._query(name, filters)
-
-    query.__name__, query.__qualname__ = name, f"RunResult.{name}"
-    query.__doc__ = f"{what} (see :func:`palaestra.store.query.{name}`)."
-    return query
-
-
 @dataclass(frozen=True)
 class RunResult:
     """How one run ended, and its records, read from the store it wrote to.
@@ -97,14 +86,38 @@ class RunResult:
         """True if the run finished."""
         return self.exit_code == EXIT_OK
 
-    phases = _bound("phases", "The run's phases")
-    agents = _bound("agents", "The agents of each phase")
-    environments = _bound("environments", "The environments of each phase")
-    world_states = _bound("world_states", "One row per environment step")
-    muscle_actions = _bound("muscle_actions", "One row per agent step")
-    episode_rewards = _bound("episode_rewards", "Rewards summed per episode")
-    brain_states = _bound("brain_states", "The brain dumps")
-    statistics = _bound("statistics", "What plug-ins recorded with ``add_statistics``")
+    def phases(self, **filters: Any) -> Any:
+        """The run's phases (see :func:`palaestra.store.query.phases`)."""
+        return self._query("phases", filters)
+
+    def agents(self, **filters: Any) -> Any:
+        """The agents of each phase (see :func:`palaestra.store.query.agents`)."""
+        return self._query("agents", filters)
+
+    def environments(self, **filters: Any) -> Any:
+        """The environments of each phase (see :func:`palaestra.store.query.environments`)."""
+        return self._query("environments", filters)
+
+    def world_states(self, **filters: Any) -> Any:
+        """One row per environment step (see :func:`palaestra.store.query.world_states`)."""
+        return self._query("world_states", filters)
+
+    def muscle_actions(self, **filters: Any) -> Any:
+        """One row per agent step (see :func:`palaestra.store.query.muscle_actions`)."""
+        return self._query("muscle_actions", filters)
+
+    def episode_rewards(self, **filters: Any) -> Any:
+        """Rewards summed per episode (see :func:`palaestra.store.query.episode_rewards`)."""
+        return self._query("episode_rewards", filters)
+
+    def brain_states(self, **filters: Any) -> Any:
+        """The brain dumps (see :func:`palaestra.store.query.brain_states`)."""
+        return self._query("brain_states", filters)
+
+    def statistics(self, **filters: Any) -> Any:
+        """What plug-ins recorded with ``add_statistics`` (see
+        :func:`palaestra.store.query.statistics`)."""
+        return self._query("statistics", filters)
 
     def _query(self, name: str, filters: dict[str, Any]) -> Any:
         if self.store_uri == "none":
