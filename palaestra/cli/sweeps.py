@@ -13,6 +13,7 @@ run's end.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -156,4 +157,4 @@ def _short_names(paths: Sequence[str]) -> dict[str, str]:
 
 
 def _value(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
+    return str(value) if isinstance(value, str | dt.date) else repr(value)

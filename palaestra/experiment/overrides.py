@@ -14,6 +14,7 @@ SHA-256 of the overrides as JSON) where that would not be a plain, short, unique
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import itertools
@@ -158,8 +159,8 @@ def _readable(uid: str, overrides: Mapping[str, Any]) -> str:
 
 
 def _compact(value: Any) -> str:
-    if isinstance(value, str):
-        return value
+    if isinstance(value, str | dt.date):  # (a YAML date: 2020-01-01 as written)
+        return str(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
