@@ -133,6 +133,16 @@ class MadeRow(Row):
         self.made = True
 
 
+class _Field:
+    """A :class:`MuscleMemory` attribute: the column of one field of its rows."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __get__(self, memory: MuscleMemory, owner: type[MuscleMemory]) -> _Column:
+        return _Column(memory._rows, self.field)
+
+
 class MuscleMemory:
     """The rows of one muscle, oldest first: each attribute is a sequence with one entry per
     row (palaestrAI's per-muscle memory, ``memory._data[muscle_uid]``). ``objective`` entries
@@ -146,45 +156,16 @@ class MuscleMemory:
     def __len__(self) -> int:
         return len(self._rows)
 
-    @property
-    def sensor_readings(self) -> _Column:
-        return _Column(self._rows, "sensors")
-
-    @property
-    def actuator_setpoints(self) -> _Column:
-        return _Column(self._rows, "setpoints")
-
-    @property
-    def rewards(self) -> _Column:
-        return _Column(self._rows, "rewards")
-
-    @property
-    def objective(self) -> _Column:
-        return _Column(self._rows, "objective")
-
-    @property
-    def dones(self) -> _Column:
-        return _Column(self._rows, "done")
-
-    @property
-    def terminated(self) -> _Column:
-        return _Column(self._rows, "terminated")
-
-    @property
-    def truncated(self) -> _Column:
-        return _Column(self._rows, "truncated")
-
-    @property
-    def observations(self) -> _Column:
-        return _Column(self._rows, "observations")
-
-    @property
-    def actions(self) -> _Column:
-        return _Column(self._rows, "actions")
-
-    @property
-    def additional_data(self) -> _Column:
-        return _Column(self._rows, "additional_data")
+    sensor_readings = _Field("sensors")
+    actuator_setpoints = _Field("setpoints")
+    rewards = _Field("rewards")
+    objective = _Field("objective")
+    dones = _Field("done")
+    terminated = _Field("terminated")
+    truncated = _Field("truncated")
+    observations = _Field("observations")
+    actions = _Field("actions")
+    additional_data = _Field("additional_data")
 
 
 class _Column(Sequence[Any]):
