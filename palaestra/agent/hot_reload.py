@@ -231,18 +231,12 @@ def _nothing_to_rebuild(classes: dict[str, type]) -> None:
 
 
 def watching(owner: str, reload: HotReload | None, agent: AgentSpec, brain: bool) -> bool:
-    """Whether ``reload`` has anything to watch (said once, for information); if not, say why
-    (see :func:`_unwatched`)."""
+    """Whether ``reload`` has anything to watch (said once, for information); if not, say so:
+    once per agent and phase as a warning (from the Brain process) if none of the agent's
+    plug-ins can be reloaded, else for information."""
     if reload:
         LOG.info("%s: hot reload watches %s", owner, reload.describe())
         return True
-    _unwatched(owner, agent, brain)
-    return False
-
-
-def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
-    """Say that the process watches nothing: once per agent and phase as a warning (from the
-    Brain process) if none of the agent's plug-ins can be reloaded, else for information."""
     names = (agent.brain.name, agent.muscle.name, agent.objective.name)
     none = all(source_of(load_class(name)) is None for name in names)
     LOG.log(
@@ -253,6 +247,7 @@ def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
         agent.name,
         "its plug-ins come" if none else "this process's plug-ins come",
     )
+    return False
 
 
 # --- the Muscle process ----------------------------------------------------------------------
