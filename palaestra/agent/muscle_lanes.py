@@ -212,7 +212,7 @@ class MuscleLanes:
                     held()
             raise
         if ends:  # its rows are complete before the answer (see round)
-            self._push()
+            self.process.out.push()
         after = self._held()
         if send is None:
             if after is not None:
@@ -224,9 +224,6 @@ class MuscleLanes:
         if learn is not None:
             learn()
         return answer
-
-    def _push(self) -> None:
-        self.process.out.push()
 
     def _held(self) -> Callable[[], object] | None:
         """What waits for the round's answer to be out (each taken: done once): its rows, then
