@@ -24,14 +24,7 @@ from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.dump_keeper import DumpKeeper
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import (
-    HotReload,
-    Outcome,
-    brain_reload,
-    rebuilt_brain,
-    retire,
-    watching,
-)
+from palaestra.agent.hot_reload import HotReload, Outcome, rebuilt_brain, retire, watching
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
@@ -71,7 +64,9 @@ class BrainProcess(Component):
         self.game_ids: dict[int, str] = {}  # the muscle id of each game (its lane) seen
         self.round_ids: dict[int, str] = {}  # the id a worker's rounds are answered under
         self.newest = Newest()
-        reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
+        reload = None  # made before the build (see HotReload)
+        if setup.agent.hot_reload:
+            reload = HotReload(name, setup.agent.name, {"brain": setup.agent.brain.name})
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(

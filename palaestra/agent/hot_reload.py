@@ -253,14 +253,6 @@ def watching(owner: str, reload: HotReload | None, agent: AgentSpec, brain: bool
 # --- the Muscle process ----------------------------------------------------------------------
 
 
-def muscle_reload(name: str, agent: AgentSpec) -> HotReload:
-    """The hot reload of a Muscle process (``name``) of ``agent``: made before its Muscle and
-    Objective are built (see :class:`HotReload`), then given to :func:`watch_muscle`."""
-    return HotReload(
-        name, agent.name, {"muscle": agent.muscle.name, "objective": agent.objective.name}
-    )
-
-
 def rebuilt_muscle(
     agent: AgentSpec,
     classes: dict[str, type],
@@ -293,12 +285,6 @@ def rebuilt_muscle(
 
 
 # --- the Brain process -----------------------------------------------------------------------
-
-
-def brain_reload(name: str, agent: AgentSpec) -> HotReload:
-    """The hot reload of the Brain process (``name``) of ``agent``: made before its Brain is
-    built (see :class:`HotReload`), then given to :func:`watch_brain`."""
-    return HotReload(name, agent.name, {"brain": agent.brain.name})
 
 
 def rebuilt_brain(cls: type, old: Brain, owner: str, params: Mapping[str, Any]) -> Brain:

@@ -22,13 +22,7 @@ import zmq
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import (
-    HotReload,
-    muscle_reload,
-    rebuilt_muscle,
-    retire,
-    watching,
-)
+from palaestra.agent.hot_reload import HotReload, rebuilt_muscle, retire, watching
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_links import MuscleLinks
@@ -39,10 +33,7 @@ from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import AgentSpec
-from palaestra.core.information import (
-    ActuatorInformation,
-    SensorInformation,
-)
+from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import call
 from palaestra.core.supervision.esm import Component, ComponentRuntime
@@ -50,9 +41,7 @@ from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_ho
 from palaestra.core.supervision.watch import watch
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, Listener, PeerGone
-from palaestra.core.wire.records import (
-    connect_store,
-)
+from palaestra.core.wire.records import connect_store
 from palaestra.core.wire.transport import endpoint_for, link_for, with_link
 
 LOG = logging.getLogger(__name__)
@@ -96,7 +85,10 @@ class MuscleProcess(Component):
         self.episode = 0
         # its rows, statistics and plug-in records (the store's once it serves)
         self.out = MuscleRecords(name, agent.name, agent_id, worker, phase_id, record_every)
-        reload = muscle_reload(name, agent) if agent.hot_reload else None  # before the build
+        reload = None  # made before the build (see HotReload)
+        if agent.hot_reload:
+            plugins = {"muscle": agent.muscle.name, "objective": agent.objective.name}
+            reload = HotReload(name, agent.name, plugins)
         dumps_of = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.muscle = self._construct(agent, sensors, actuators, dumps_of, seed)
         self.filters = FilterChain(agent.filters)
@@ -122,8 +114,7 @@ class MuscleProcess(Component):
         assert self.reload is not None
         outcomes = self.reload.check()
         if outcomes:
-            rows = self.reload.rows(outcomes, worker, episode, step)
-            self.out.code_reloads(rows)
+            self.out.code_reloads(self.reload.rows(outcomes, worker, episode, step))
 
     def _rebuild(self, classes: dict[str, type]) -> None:
         """New Muscle and Objective instances from reloaded classes, swapped in when both
@@ -215,10 +206,6 @@ class MuscleProcess(Component):
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
-    def _link(self, hot: HotLoop) -> None:
-        """Link to the Brain and the worker's environments (all are up once episodes begin)."""
-        self.wire(*self.peers.connect(hot, self.agent.name, self.worker))
-
     def wire(self, brain: Channel, environments: dict[str, Channel]) -> None:
         """Use these links to the Brain and to the worker's environments (by uid); a test
         wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
@@ -226,8 +213,8 @@ class MuscleProcess(Component):
         self.peers.environments = environments
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
-        if not self.brain.wired:
-            self._link(self.hot)
+        if not self.brain.wired:  # (the Brain and the worker's environments are up by now)
+            self.wire(*self.peers.connect(self.hot, self.agent.name, self.worker))
         self.evaluating.set(self.muscle, message.evaluation)
         self.episode = message.episode
         self.schema.set(message.sensors, message.actuators)
