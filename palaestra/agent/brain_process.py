@@ -149,7 +149,7 @@ class BrainProcess(Component):
             try:
                 if self.dumps.last_due():  # the final dump
                     self.dumps.store(self.brain)
-                self._record_statistics(-1, -1, -1)  # what store (or load) added
+                out.add(self.brain, -1, -1, -1)  # what store (or load) added
             except BaseException:
                 self._send_kept(store)
                 raise
@@ -167,11 +167,6 @@ class BrainProcess(Component):
         self.dumps.send(store, block=False)
         self.out.records.flush(block=False)
         self.out.statistics.flush(block=False)
-
-    def _record_statistics(self, worker: int, episode: int, step: int) -> None:
-        """Store what the Brain added with ``add_statistics`` (and ``context.record``) since
-        the last time."""
-        self.out.add(self.brain, worker, episode, step)
 
     def _answer(self, hot: HotLoop, listener: Listener) -> None:
         memory = self.brain.memory
@@ -370,7 +365,7 @@ class BrainProcess(Component):
         for _, message in batch:
             self._after_thinking(memory, message)
         last = batch[-1][1]
-        self._record_statistics(last.worker, last.episode, last.step)
+        self.out.add(self.brain, last.worker, last.episode, last.step)
         if any(message.done for _, message in batch):
             self.out.statistics.flush()
         return updates
@@ -392,7 +387,7 @@ class BrainProcess(Component):
             answer()
         else:
             send_then(
-                answer, partial(self._record_statistics, last.worker, last.episode, last.step)
+                answer, partial(self.out.add, self.brain, last.worker, last.episode, last.step)
             )
 
     def _think_each(self, memory: Memory, batch: list[tuple[str, m.KeptExperience]]) -> list[Any]:
@@ -465,7 +460,7 @@ class BrainProcess(Component):
                 f"returned {type(result).__name__}: expected an EvaluationResult "
                 "(palaestrai.agent.EvaluationResult) or None",
             )
-        self._record_statistics(-1, -1, -1)
+        self.out.add(self.brain, -1, -1, -1)  # what evaluate_rollouts added
         return evaluated(setup.agent.name, evaluation, result)
 
     def _check_filtered(self, values: list[Any]) -> None:
