@@ -190,7 +190,8 @@ class MuscleLanes:
         reload looks for changed files first."""
         process = self.process
         if process.reload is not None and message.steps and process.reload.due():
-            self._reload(process.reload_check, message)
+            lane = self.games[message.lanes[0]].lane  # (its rows name the round's first game)
+            process.reload_check(lane, message.episodes[0], message.steps[0].step)
         return self.answer(message, lambda answer: send(self._encoded(message, answer)))
 
     def answer(
@@ -246,11 +247,6 @@ class MuscleLanes:
                     muscle = self.process.muscle
                     raise unsendable(muscle, setpoints, step.step, episode, exc) from None
             raise
-
-    def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
-        """A hot reload's check before the round (its rows name the round's first game)."""
-        lane = self.games[message.lanes[0]].lane
-        check(lane, message.episodes[0], message.steps[0].step)
 
     def round(
         self, message: m.AgentSteps, ends: bool
