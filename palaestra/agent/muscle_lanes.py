@@ -606,12 +606,13 @@ class MuscleLanes:
             values = schema.setpoint_values(muscle, game_setpoints, step.step, game.episode)
             setpoints[k] = values
             stop[k] = game.stop
-            game.previous = _previous(
-                step,
+            game.previous = Previous(
+                step.step,
                 game_sensors,
                 list(game_setpoints),
+                step.values,
                 values,
-                game_data,
+                _pickled(game_data),
                 game_seen,
                 stale,
                 paused,
@@ -657,7 +658,7 @@ class MuscleLanes:
             setpoints[k] = game_setpoints
             stop[k] = game.stop
             seen = step.values
-            game.previous = Previous(  # (see _previous: made here, a game a round)
+            game.previous = Previous(
                 step.step,
                 (),  # (its memory row's objects: made of its values when read, by parts)
                 (),
@@ -765,24 +766,6 @@ def sensor_columns(uids: list[str], spaces: list[Any], values: list[list[Any]]) 
             column = [space.from_json_value(v) for v in column]
         columns[uid] = column
     return columns
-
-
-def _previous(
-    step: m.AgentStep,
-    sensors: Sequence[SensorInformation],
-    setpoints: Sequence[ActuatorInformation],
-    values: dict[str, Any],
-    data: Any,
-    seen: list[Any],
-    stale: bool | None,
-    paused: bool,
-) -> Previous:
-    """A game's last action: what it acted on (``step``, ``sensors``, its ``seen`` values),
-    its ``setpoints`` (their ``values``) and the ``data`` for its Brain, pickled (None: a
-    stateless model's, not pickled)."""
-    return Previous(
-        step.step, sensors, setpoints, step.values, values, _pickled(data), seen, stale, paused
-    )
 
 
 def _pickled(data: Any) -> bytes | None:
