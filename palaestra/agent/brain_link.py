@@ -134,7 +134,14 @@ class BrainLink:
         self.outstanding += 1
         self._send_outbox()
         if self.outbox_bytes > OUTBOX_BYTES:  # the Brain fell far behind: wait for it
-            self._warn_outbox()
+            if not self.outbox_warned:
+                self.outbox_warned = True
+                LOG.warning(
+                    "%s: its Brain is more than %d MiB of experience behind: the Muscle waits "
+                    "for it until it is below that (update_lag: async)",
+                    self.owner,
+                    OUTBOX_BYTES >> 20,
+                )
             while self.outbox_bytes > OUTBOX_BYTES:
                 self._take_async_answer()
                 self._send_outbox()
@@ -158,16 +165,6 @@ class BrainLink:
             self.outbox_bytes -= len(outbox.popleft())
             sent = True
         return sent
-
-    def _warn_outbox(self) -> None:
-        if not self.outbox_warned:
-            self.outbox_warned = True
-            LOG.warning(
-                "%s: its Brain is more than %d MiB of experience behind: the Muscle waits for "
-                "it until it is below that (update_lag: async)",
-                self.owner,
-                OUTBOX_BYTES >> 20,
-            )
 
     def _take_async_answer(self) -> None:
         self.answer()

@@ -167,14 +167,11 @@ class DumpKeeper:
                 if not block:
                     LOG.warning("%s: %s", self.setup.agent.name, exc)
                 failure = exc
-        self._send(store, block)
-        if failure is not None and block:
-            raise failure
-
-    def _send(self, store: zmq.Socket[bytes] | None, block: bool) -> None:
         dumps, self.pending = self.pending, []
         for dump in dumps:
             send(store, dump, block)
+        if failure is not None and block:
+            raise failure
 
 
 def _replace(path: str, data: bytes) -> None:
