@@ -102,15 +102,11 @@ class BrainLink:
         self.awaiting = True
 
     def answer(self) -> None:
-        """Take the Brain's answer and apply it."""
+        """Take the Brain's answer, keep what it says (its phase rule, its update), apply it."""
         answer = m.decode(self.receive())
         self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.owner}: unexpected {type(answer).__name__} from the brain")
-        self._take(answer)
-
-    def _take(self, answer: m.BrainUpdate) -> None:
-        """An answer of the Brain's: what it says is kept, its update applied."""
         if answer.end_phase:
             self.end_phase = True
         if answer.update is not None:

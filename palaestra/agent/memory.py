@@ -320,7 +320,9 @@ class Memory:
         """Add a row (palaestrAI's signature); a call with none of the readings, set points
         and rewards sets the objective (if given) of ``muscle_uid``'s last row instead."""
         if sensor_readings is None and actuator_setpoints is None and rewards is None:
-            self._set_objective(muscle_uid, objective)
+            last = self._muscles.get(muscle_uid)
+            if objective is not None and last:
+                last[-1].objective = _scalar(objective)
             return
         row = Row(
             muscle_uid,
@@ -385,11 +387,6 @@ class Memory:
         row.observations = row.actions = row.additional_data = None
         self._add(row)
         return row
-
-    def _set_objective(self, muscle_uid: str, objective: Any) -> None:
-        last = self._muscles.get(muscle_uid)
-        if objective is not None and last:
-            last[-1].objective = _scalar(objective)
 
     def _add(self, row: Row) -> None:
         rows, muscles = self._rows, self._muscles
