@@ -1,10 +1,7 @@
 """The rollout-worker process: runs one Muscle and its Objective for one worker.
 
-Per round of the worker's games (:mod:`palaestra.agent.muscle_lanes`) it receives the agent's
-sensor values (from the environment that drives the games, or from the simulation controller),
-completes the previous transitions (rewards, objective), sends them with ``data_for_brain`` to
-the Brain, applies the Brain's update, answers with the new set points, and records the
-Muscle's statistics. In a test phase the
+It plays the worker's games round by round (:mod:`palaestra.agent.muscle_lanes`: the
+transitions completed, the Brain consulted, the set points answered). In a test phase the
 Muscle loads the trained model (``prepare_model``, after ``setup``) from the agent's brain
 dumps before its first step. The Brain and the environments are reached over direct links
 (:mod:`palaestra.core.wire.channel`, no broker); the simulation controller over ZMQ.
@@ -163,10 +160,8 @@ class MuscleProcess(Component):
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
         self.filters.set_up(muscle=self.muscle)
         call(self.muscle.setup)
-        # The trained model, after setup and before the first step: a Muscle that builds its
-        # model in setup (harl's PipelineMuscle) loads into it. palaestrAI 3.5.18's rollout
-        # worker calls it before setup, but only if the Muscle's mode is TEST by then, which it
-        # never is (the mode is set with each step's request): it never calls it there.
+        # the trained model, after setup: a Muscle that builds its model there (harl's
+        # PipelineMuscle) loads into it (palaestrAI 3.5.18 never calls it: Muscle.prepare_model)
         if self.mode == "test":
             call(self.muscle.prepare_model)
         listener = self.peers.listener = Listener(link_for(endpoint))  # the controller's
