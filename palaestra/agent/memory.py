@@ -139,8 +139,14 @@ class _Field:
     def __init__(self, field: str) -> None:
         self.field = field
 
-    def __get__(self, memory: MuscleMemory, owner: type[MuscleMemory]) -> _Column:
-        return _Column(memory._rows, self.field)
+    @overload
+    def __get__(self, memory: None, owner: type[MuscleMemory]) -> _Field: ...
+
+    @overload
+    def __get__(self, memory: MuscleMemory, owner: type[MuscleMemory]) -> _Column: ...
+
+    def __get__(self, memory: MuscleMemory | None, owner: type[MuscleMemory]) -> Any:
+        return self if memory is None else _Column(memory._rows, self.field)
 
 
 class MuscleMemory:
