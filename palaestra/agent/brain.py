@@ -153,14 +153,13 @@ class Brain(ABC):
         """Digest the messages several Muscles sent at once; one update (or None) for each.
 
         ``experiences`` are ``(muscle_id, data_from_muscle)`` pairs, in the order they were
-        taken, their transitions already appended to :attr:`memory`. Override it to think about
-        them together (one forward pass of a network for all the Muscles waiting); a Brain
-        that does not is called :meth:`thinking` once per message, as before. palaestra calls
-        it only for a Brain that overrides it, when messages of more than one Muscle are
-        pending, or for a round of a Muscle that plays several games (``envs_per_worker``:
-        one experience per game, in lane order), the agent has no filters and no hot reload;
-        what :meth:`add_statistics` recorded during the call is stored at the step of the
-        batch's last message. The default calls :meth:`thinking` for each, in order.
+        taken, their transitions already appended to :attr:`memory`. palaestra calls it only
+        for a Brain that overrides it, of an agent without filters: for the messages of more
+        than one Muscle pending, or for a round of a Muscle that plays several games
+        (``envs_per_worker``: one experience per game, in lane order); what
+        :meth:`add_statistics` recorded during the call is stored at the step of the batch's
+        last message. Override it to think about them together (one forward pass of a network
+        for all the Muscles waiting); the default calls :meth:`thinking` for each, in order.
         """
         return [self.thinking(muscle_id, data) for muscle_id, data in experiences]
 

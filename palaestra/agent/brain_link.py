@@ -102,15 +102,11 @@ class BrainLink:
         self.awaiting = True
 
     def answer(self) -> None:
-        """Take the Brain's answer and apply it."""
+        """Take the Brain's answer, keep what it says (its phase rule, its update), apply it."""
         answer = m.decode(self.receive())
         self.awaiting = False
         if not isinstance(answer, m.BrainUpdate):
             raise TypeError(f"{self.owner}: unexpected {type(answer).__name__} from the brain")
-        self._take(answer)
-
-    def _take(self, answer: m.BrainUpdate) -> None:
-        """An answer of the Brain's: what it says is kept, its update applied."""
         if answer.end_phase:
             self.end_phase = True
         if answer.update is not None:
@@ -134,7 +130,14 @@ class BrainLink:
         self.outstanding += 1
         self._send_outbox()
         if self.outbox_bytes > OUTBOX_BYTES:  # the Brain fell far behind: wait for it
-            self._warn_outbox()
+            if not self.outbox_warned:
+                self.outbox_warned = True
+                LOG.warning(
+                    "%s: its Brain is more than %d MiB of experience behind: the Muscle waits "
+                    "for it until it is below that (update_lag: async)",
+                    self.owner,
+                    OUTBOX_BYTES >> 20,
+                )
             while self.outbox_bytes > OUTBOX_BYTES:
                 self._take_async_answer()
                 self._send_outbox()
@@ -158,16 +161,6 @@ class BrainLink:
             self.outbox_bytes -= len(outbox.popleft())
             sent = True
         return sent
-
-    def _warn_outbox(self) -> None:
-        if not self.outbox_warned:
-            self.outbox_warned = True
-            LOG.warning(
-                "%s: its Brain is more than %d MiB of experience behind: the Muscle waits for "
-                "it until it is below that (update_lag: async)",
-                self.owner,
-                OUTBOX_BYTES >> 20,
-            )
 
     def _take_async_answer(self) -> None:
         self.answer()

@@ -24,14 +24,7 @@ from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.dump_keeper import DumpKeeper
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import (
-    HotReload,
-    Outcome,
-    brain_reload,
-    rebuilt_brain,
-    retire,
-    watching,
-)
+from palaestra.agent.hot_reload import HotReload, Outcome, rebuilt_brain, retire, watching
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
@@ -71,7 +64,9 @@ class BrainProcess(Component):
         self.game_ids: dict[int, str] = {}  # the muscle id of each game (its lane) seen
         self.round_ids: dict[int, str] = {}  # the id a worker's rounds are answered under
         self.newest = Newest()
-        reload = brain_reload(name, setup.agent) if setup.agent.hot_reload else None
+        reload = None  # made before the build (see HotReload)
+        if setup.agent.hot_reload:
+            reload = HotReload(name, setup.agent.name, {"brain": setup.agent.brain.name})
         self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(
@@ -154,7 +149,7 @@ class BrainProcess(Component):
             try:
                 if self.dumps.last_due():  # the final dump
                     self.dumps.store(self.brain)
-                self._record_statistics(-1, -1, -1)  # what store (or load) added
+                out.add(self.brain, -1, -1, -1)  # what store (or load) added
             except BaseException:
                 self._send_kept(store)
                 raise
@@ -172,11 +167,6 @@ class BrainProcess(Component):
         self.dumps.send(store, block=False)
         self.out.records.flush(block=False)
         self.out.statistics.flush(block=False)
-
-    def _record_statistics(self, worker: int, episode: int, step: int) -> None:
-        """Store what the Brain added with ``add_statistics`` (and ``context.record``) since
-        the last time."""
-        self.out.add(self.brain, worker, episode, step)
 
     def _answer(self, hot: HotLoop, listener: Listener) -> None:
         memory = self.brain.memory
@@ -375,7 +365,7 @@ class BrainProcess(Component):
         for _, message in batch:
             self._after_thinking(memory, message)
         last = batch[-1][1]
-        self._record_statistics(last.worker, last.episode, last.step)
+        self.out.add(self.brain, last.worker, last.episode, last.step)
         if any(message.done for _, message in batch):
             self.out.statistics.flush()
         return updates
@@ -397,7 +387,7 @@ class BrainProcess(Component):
             answer()
         else:
             send_then(
-                answer, partial(self._record_statistics, last.worker, last.episode, last.step)
+                answer, partial(self.out.add, self.brain, last.worker, last.episode, last.step)
             )
 
     def _think_each(self, memory: Memory, batch: list[tuple[str, m.KeptExperience]]) -> list[Any]:
@@ -470,7 +460,7 @@ class BrainProcess(Component):
                 f"returned {type(result).__name__}: expected an EvaluationResult "
                 "(palaestrai.agent.EvaluationResult) or None",
             )
-        self._record_statistics(-1, -1, -1)
+        self.out.add(self.brain, -1, -1, -1)  # what evaluate_rollouts added
         return evaluated(setup.agent.name, evaluation, result)
 
     def _check_filtered(self, values: list[Any]) -> None:

@@ -95,18 +95,10 @@ class DumpKeeper:
         )
 
     def write_files(self) -> None:
-        """Write the files of the dumps kept, now (a Brain's ``teardown`` may dump after its
-        producer closed: its dumps reach their files, not the store).
-
-        Raises:
-            DumpWriteError: A file, or the dump directory, could not be written.
-            UnsafePathError: A file would resolve outside the dump directory.
-        """
-        self._write_files()
-
-    def _write_files(self) -> None:
-        """Write the newest unwritten dump of each file, each checked to resolve inside the
-        dump directory first; every file is tried, the first failure raised.
+        """Write the newest unwritten dump of each file now, each checked to resolve inside
+        the dump directory first; every file is tried, the first failure raised (a Brain's
+        ``teardown`` may dump after its producer closed: its dumps reach their files, not the
+        store).
 
         Raises:
             DumpWriteError: A file, or the dump directory, could not be written.
@@ -170,19 +162,16 @@ class DumpKeeper:
         failure: Exception | None = None
         if self.unwritten and (last or _clock() - self.written_at >= FILE_SECONDS):
             try:
-                self._write_files()
+                self.write_files()
             except Exception as exc:  # noqa: BLE001 - raised below, or logged by a failing process
                 if not block:
                     LOG.warning("%s: %s", self.setup.agent.name, exc)
                 failure = exc
-        self._send(store, block)
-        if failure is not None and block:
-            raise failure
-
-    def _send(self, store: zmq.Socket[bytes] | None, block: bool) -> None:
         dumps, self.pending = self.pending, []
         for dump in dumps:
             send(store, dump, block)
+        if failure is not None and block:
+            raise failure
 
 
 def _replace(path: str, data: bytes) -> None:

@@ -41,10 +41,9 @@ def _number(value: Any) -> float | None:
     if isinstance(value, str | bytes) or not hasattr(value, "__float__"):
         return None
     try:
-        number = float(value)
+        return float(value)  # NaN and infinities stay: a condition counts them as invalid
     except (TypeError, ValueError):
         return None
-    return number  # NaN and infinities stay: a condition counts them as invalid
 
 
 def _text(value: Any) -> str | None:

@@ -231,18 +231,12 @@ def _nothing_to_rebuild(classes: dict[str, type]) -> None:
 
 
 def watching(owner: str, reload: HotReload | None, agent: AgentSpec, brain: bool) -> bool:
-    """Whether ``reload`` has anything to watch (said once, for information); if not, say why
-    (see :func:`_unwatched`)."""
+    """Whether ``reload`` has anything to watch (said once, for information); if not, say so:
+    once per agent and phase as a warning (from the Brain process) if none of the agent's
+    plug-ins can be reloaded, else for information."""
     if reload:
         LOG.info("%s: hot reload watches %s", owner, reload.describe())
         return True
-    _unwatched(owner, agent, brain)
-    return False
-
-
-def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
-    """Say that the process watches nothing: once per agent and phase as a warning (from the
-    Brain process) if none of the agent's plug-ins can be reloaded, else for information."""
     names = (agent.brain.name, agent.muscle.name, agent.objective.name)
     none = all(source_of(load_class(name)) is None for name in names)
     LOG.log(
@@ -253,17 +247,10 @@ def _unwatched(owner: str, agent: AgentSpec, brain: bool) -> None:
         agent.name,
         "its plug-ins come" if none else "this process's plug-ins come",
     )
+    return False
 
 
 # --- the Muscle process ----------------------------------------------------------------------
-
-
-def muscle_reload(name: str, agent: AgentSpec) -> HotReload:
-    """The hot reload of a Muscle process (``name``) of ``agent``: made before its Muscle and
-    Objective are built (see :class:`HotReload`), then given to :func:`watch_muscle`."""
-    return HotReload(
-        name, agent.name, {"muscle": agent.muscle.name, "objective": agent.objective.name}
-    )
 
 
 def rebuilt_muscle(
@@ -298,12 +285,6 @@ def rebuilt_muscle(
 
 
 # --- the Brain process -----------------------------------------------------------------------
-
-
-def brain_reload(name: str, agent: AgentSpec) -> HotReload:
-    """The hot reload of the Brain process (``name``) of ``agent``: made before its Brain is
-    built (see :class:`HotReload`), then given to :func:`watch_brain`."""
-    return HotReload(name, agent.name, {"brain": agent.brain.name})
 
 
 def rebuilt_brain(cls: type, old: Brain, owner: str, params: Mapping[str, Any]) -> Brain:

@@ -70,7 +70,7 @@ class SensorRow:
 
     def __call__(self, values: list[Any]) -> list[SensorInformation]:
         return [
-            SensorInformation(_native(t.space, v), t.space, t.uid)
+            SensorInformation(native(t.space, v), t.space, t.uid)
             for t, v in zip(self.sensors, values, strict=False)
         ]
 
@@ -86,7 +86,7 @@ class SetpointRow:
     def __call__(self, values: dict[str, Any]) -> list[ActuatorInformation]:
         spaces = self.spaces
         return [
-            ActuatorInformation(_native(spaces.get(uid), v), spaces.get(uid), uid)
+            ActuatorInformation(native(spaces.get(uid), v), spaces.get(uid), uid)
             for uid, v in values.items()
         ]
 
@@ -125,7 +125,7 @@ class RewardRow:
 
     def __call__(self, values: tuple[Any, ...]) -> list[RewardInformation]:
         return [
-            RewardInformation(_native(space, v), space, uid)
+            RewardInformation(native(space, v), space, uid)
             for uid, space, v in zip(self.uids, self.spaces, values, strict=True)
         ]
 
@@ -225,5 +225,6 @@ _PLAIN = (int, float)
 """The types of values whose float is that of the object built from them (a bool is not one)."""
 
 
-def _native(space: Any, value: Any) -> Any:
+def native(space: Any, value: Any) -> Any:
+    """``value`` as its ``space`` reads a JSON value (as it is without a space)."""
     return space.from_json_value(value) if space is not None else value

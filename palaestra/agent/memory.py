@@ -133,6 +133,22 @@ class MadeRow(Row):
         self.made = True
 
 
+class _Field:
+    """A :class:`MuscleMemory` attribute: the column of one field of its rows."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    @overload
+    def __get__(self, memory: None, owner: type[MuscleMemory]) -> _Field: ...
+
+    @overload
+    def __get__(self, memory: MuscleMemory, owner: type[MuscleMemory]) -> _Column: ...
+
+    def __get__(self, memory: MuscleMemory | None, owner: type[MuscleMemory]) -> Any:
+        return self if memory is None else _Column(memory._rows, self.field)
+
+
 class MuscleMemory:
     """The rows of one muscle, oldest first: each attribute is a sequence with one entry per
     row (palaestrAI's per-muscle memory, ``memory._data[muscle_uid]``). ``objective`` entries
@@ -146,45 +162,16 @@ class MuscleMemory:
     def __len__(self) -> int:
         return len(self._rows)
 
-    @property
-    def sensor_readings(self) -> _Column:
-        return _Column(self._rows, "sensors")
-
-    @property
-    def actuator_setpoints(self) -> _Column:
-        return _Column(self._rows, "setpoints")
-
-    @property
-    def rewards(self) -> _Column:
-        return _Column(self._rows, "rewards")
-
-    @property
-    def objective(self) -> _Column:
-        return _Column(self._rows, "objective")
-
-    @property
-    def dones(self) -> _Column:
-        return _Column(self._rows, "done")
-
-    @property
-    def terminated(self) -> _Column:
-        return _Column(self._rows, "terminated")
-
-    @property
-    def truncated(self) -> _Column:
-        return _Column(self._rows, "truncated")
-
-    @property
-    def observations(self) -> _Column:
-        return _Column(self._rows, "observations")
-
-    @property
-    def actions(self) -> _Column:
-        return _Column(self._rows, "actions")
-
-    @property
-    def additional_data(self) -> _Column:
-        return _Column(self._rows, "additional_data")
+    sensor_readings = _Field("sensors")
+    actuator_setpoints = _Field("setpoints")
+    rewards = _Field("rewards")
+    objective = _Field("objective")
+    dones = _Field("done")
+    terminated = _Field("terminated")
+    truncated = _Field("truncated")
+    observations = _Field("observations")
+    actions = _Field("actions")
+    additional_data = _Field("additional_data")
 
 
 class _Column(Sequence[Any]):
@@ -339,7 +326,9 @@ class Memory:
         """Add a row (palaestrAI's signature); a call with none of the readings, set points
         and rewards sets the objective (if given) of ``muscle_uid``'s last row instead."""
         if sensor_readings is None and actuator_setpoints is None and rewards is None:
-            self._set_objective(muscle_uid, objective)
+            last = self._muscles.get(muscle_uid)
+            if objective is not None and last:
+                last[-1].objective = _scalar(objective)
             return
         row = Row(
             muscle_uid,
@@ -404,11 +393,6 @@ class Memory:
         row.observations = row.actions = row.additional_data = None
         self._add(row)
         return row
-
-    def _set_objective(self, muscle_uid: str, objective: Any) -> None:
-        last = self._muscles.get(muscle_uid)
-        if objective is not None and last:
-            last[-1].objective = _scalar(objective)
 
     def _add(self, row: Row) -> None:
         rows, muscles = self._rows, self._muscles

@@ -76,6 +76,8 @@ class MemoryShard:
         reward_information: The :class:`RewardInformation` objects of each row.
     """
 
+    decision_indices: np.ndarray | None = None  # (a shard of a memory's rows: none)
+
     def __init__(
         self,
         sensor_readings: Any,
@@ -148,10 +150,6 @@ class MemoryShard:
     @cached_property
     def truncated(self) -> np.ndarray | None:
         return _flags([row.truncated for row in self._rows])
-
-    @cached_property
-    def decision_indices(self) -> np.ndarray | None:
-        return None
 
     @cached_property
     def observations(self) -> np.ndarray:

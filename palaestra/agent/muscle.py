@@ -229,17 +229,13 @@ def proposal(muscle: object, result: Any) -> tuple[Sequence[ActuatorInformation]
     Raises:
         PluginContractError: Neither, naming the Muscle, what it returned and the contract.
     """
-    if isinstance(result, tuple):
-        if len(result) == 2:
-            setpoints, data = result
-        else:
-            raise PluginContractError(
-                muscle,
-                "propose_actions",
-                f"returned a tuple of {len(result)} items {reprlib.repr(result)}: {PROPOSAL}",
-            )
-    else:
-        setpoints, data = result, None
+    if isinstance(result, tuple) and len(result) != 2:
+        raise PluginContractError(
+            muscle,
+            "propose_actions",
+            f"returned a tuple of {len(result)} items {reprlib.repr(result)}: {PROPOSAL}",
+        )
+    setpoints, data = result if isinstance(result, tuple) else (result, None)
     if not isinstance(setpoints, list | tuple):
         raise PluginContractError(
             muscle,

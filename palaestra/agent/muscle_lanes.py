@@ -190,7 +190,8 @@ class MuscleLanes:
         reload looks for changed files first."""
         process = self.process
         if process.reload is not None and message.steps and process.reload.due():
-            self._reload(process.reload_check, message)
+            lane = self.games[message.lanes[0]].lane  # (its rows name the round's first game)
+            process.reload_check(lane, message.episodes[0], message.steps[0].step)
         return self.answer(message, lambda answer: send(self._encoded(message, answer)))
 
     def answer(
@@ -212,7 +213,7 @@ class MuscleLanes:
                     held()
             raise
         if ends:  # its rows are complete before the answer (see round)
-            self._push()
+            self.process.out.push()
         after = self._held()
         if send is None:
             if after is not None:
@@ -224,9 +225,6 @@ class MuscleLanes:
         if learn is not None:
             learn()
         return answer
-
-    def _push(self) -> None:
-        self.process.out.push()
 
     def _held(self) -> Callable[[], object] | None:
         """What waits for the round's answer to be out (each taken: done once): its rows, then
@@ -249,11 +247,6 @@ class MuscleLanes:
                     muscle = self.process.muscle
                     raise unsendable(muscle, setpoints, step.step, episode, exc) from None
             raise
-
-    def _reload(self, check: Callable[[int, int, int], None], message: m.AgentSteps) -> None:
-        """A hot reload's check before the round (its rows name the round's first game)."""
-        lane = self.games[message.lanes[0]].lane
-        check(lane, message.episodes[0], message.steps[0].step)
 
     def round(
         self, message: m.AgentSteps, ends: bool
@@ -613,12 +606,13 @@ class MuscleLanes:
             values = schema.setpoint_values(muscle, game_setpoints, step.step, game.episode)
             setpoints[k] = values
             stop[k] = game.stop
-            game.previous = _previous(
-                step,
+            game.previous = Previous(
+                step.step,
                 game_sensors,
                 list(game_setpoints),
+                step.values,
                 values,
-                game_data,
+                _pickled(game_data),
                 game_seen,
                 stale,
                 paused,
@@ -664,7 +658,7 @@ class MuscleLanes:
             setpoints[k] = game_setpoints
             stop[k] = game.stop
             seen = step.values
-            game.previous = Previous(  # (see _previous: made here, a game a round)
+            game.previous = Previous(
                 step.step,
                 (),  # (its memory row's objects: made of its values when read, by parts)
                 (),
@@ -772,24 +766,6 @@ def sensor_columns(uids: list[str], spaces: list[Any], values: list[list[Any]]) 
             column = [space.from_json_value(v) for v in column]
         columns[uid] = column
     return columns
-
-
-def _previous(
-    step: m.AgentStep,
-    sensors: Sequence[SensorInformation],
-    setpoints: Sequence[ActuatorInformation],
-    values: dict[str, Any],
-    data: Any,
-    seen: list[Any],
-    stale: bool | None,
-    paused: bool,
-) -> Previous:
-    """A game's last action: what it acted on (``step``, ``sensors``, its ``seen`` values),
-    its ``setpoints`` (their ``values``) and the ``data`` for its Brain, pickled (None: a
-    stateless model's, not pickled)."""
-    return Previous(
-        step.step, sensors, setpoints, step.values, values, _pickled(data), seen, stale, paused
-    )
 
 
 def _pickled(data: Any) -> bytes | None:

@@ -1,10 +1,7 @@
 """The rollout-worker process: runs one Muscle and its Objective for one worker.
 
-Per round of the worker's games (:mod:`palaestra.agent.muscle_lanes`) it receives the agent's
-sensor values (from the environment that drives the games, or from the simulation controller),
-completes the previous transitions (rewards, objective), sends them with ``data_for_brain`` to
-the Brain, applies the Brain's update, answers with the new set points, and records the
-Muscle's statistics. In a test phase the
+It plays the worker's games round by round (:mod:`palaestra.agent.muscle_lanes`: the
+transitions completed, the Brain consulted, the set points answered). In a test phase the
 Muscle loads the trained model (``prepare_model``, after ``setup``) from the agent's brain
 dumps before its first step. The Brain and the environments are reached over direct links
 (:mod:`palaestra.core.wire.channel`, no broker); the simulation controller over ZMQ.
@@ -22,13 +19,7 @@ import zmq
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import (
-    HotReload,
-    muscle_reload,
-    rebuilt_muscle,
-    retire,
-    watching,
-)
+from palaestra.agent.hot_reload import HotReload, rebuilt_muscle, retire, watching
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_links import MuscleLinks
@@ -39,10 +30,7 @@ from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import AgentSpec
-from palaestra.core.information import (
-    ActuatorInformation,
-    SensorInformation,
-)
+from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.plugin import call
 from palaestra.core.supervision.esm import Component, ComponentRuntime
@@ -50,9 +38,7 @@ from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_ho
 from palaestra.core.supervision.watch import watch
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, Listener, PeerGone
-from palaestra.core.wire.records import (
-    connect_store,
-)
+from palaestra.core.wire.records import connect_store
 from palaestra.core.wire.transport import endpoint_for, link_for, with_link
 
 LOG = logging.getLogger(__name__)
@@ -96,7 +82,10 @@ class MuscleProcess(Component):
         self.episode = 0
         # its rows, statistics and plug-in records (the store's once it serves)
         self.out = MuscleRecords(name, agent.name, agent_id, worker, phase_id, record_every)
-        reload = muscle_reload(name, agent) if agent.hot_reload else None  # before the build
+        reload = None  # made before the build (see HotReload)
+        if agent.hot_reload:
+            plugins = {"muscle": agent.muscle.name, "objective": agent.objective.name}
+            reload = HotReload(name, agent.name, plugins)
         dumps_of = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
         self.muscle = self._construct(agent, sensors, actuators, dumps_of, seed)
         self.filters = FilterChain(agent.filters)
@@ -122,8 +111,7 @@ class MuscleProcess(Component):
         assert self.reload is not None
         outcomes = self.reload.check()
         if outcomes:
-            rows = self.reload.rows(outcomes, worker, episode, step)
-            self.out.code_reloads(rows)
+            self.out.code_reloads(self.reload.rows(outcomes, worker, episode, step))
 
     def _rebuild(self, classes: dict[str, type]) -> None:
         """New Muscle and Objective instances from reloaded classes, swapped in when both
@@ -172,10 +160,8 @@ class MuscleProcess(Component):
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "muscle"))
         self.filters.set_up(muscle=self.muscle)
         call(self.muscle.setup)
-        # The trained model, after setup and before the first step: a Muscle that builds its
-        # model in setup (harl's PipelineMuscle) loads into it. palaestrAI 3.5.18's rollout
-        # worker calls it before setup, but only if the Muscle's mode is TEST by then, which it
-        # never is (the mode is set with each step's request): it never calls it there.
+        # the trained model, after setup: a Muscle that builds its model there (harl's
+        # PipelineMuscle) loads into it (palaestrAI 3.5.18 never calls it: Muscle.prepare_model)
         if self.mode == "test":
             call(self.muscle.prepare_model)
         listener = self.peers.listener = Listener(link_for(endpoint))  # the controller's
@@ -215,10 +201,6 @@ class MuscleProcess(Component):
                 else:
                     raise TypeError(f"{self.name} cannot handle {type(message).__name__}")
 
-    def _link(self, hot: HotLoop) -> None:
-        """Link to the Brain and the worker's environments (all are up once episodes begin)."""
-        self.wire(*self.peers.connect(hot, self.agent.name, self.worker))
-
     def wire(self, brain: Channel, environments: dict[str, Channel]) -> None:
         """Use these links to the Brain and to the worker's environments (by uid); a test
         wires in-memory links (:class:`palaestra.testing.FakeLink`)."""
@@ -226,8 +208,8 @@ class MuscleProcess(Component):
         self.peers.environments = environments
 
     def begin_episode(self, message: m.AgentEpisode) -> None:
-        if not self.brain.wired:
-            self._link(self.hot)
+        if not self.brain.wired:  # (the Brain and the worker's environments are up by now)
+            self.wire(*self.peers.connect(self.hot, self.agent.name, self.worker))
         self.evaluating.set(self.muscle, message.evaluation)
         self.episode = message.episode
         self.schema.set(message.sensors, message.actuators)

@@ -4,14 +4,13 @@ its Muscle's statistics and plug-in records and the rows of its hot reloads."""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import zmq
 
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.plugin_rows import PluginRows
 from palaestra.core.recording_control import RecordingSwitch
-from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import RowSink, muscle_action_values
 
 
@@ -28,12 +27,14 @@ class MuscleRecords(PluginRows):
         self.worker = worker
         self.every = every
         self.switch = RecordingSwitch()
-        self.rows = RowSink(None, "muscle_actions", shape=self._action)
+        self.rows = RowSink(
+            None, "muscle_actions", shape=partial(muscle_action_values, agent_id, worker)
+        )
 
     def connect(self, store: zmq.Socket[bytes] | None, plugin: Muscle) -> None:
         super().connect(store, plugin)
         self.rows = RowSink(
-            store, "muscle_actions", plugin=(plugin, "propose_actions"), shape=self._action
+            store, "muscle_actions", plugin=(plugin, "propose_actions"), shape=self.rows.shape
         )
 
     def sinks(self) -> tuple[RowSink, ...]:
@@ -43,6 +44,3 @@ class MuscleRecords(PluginRows):
         """Send the rows and statistics kept so far."""
         self.rows.flush()
         self.statistics.flush()
-
-    def _action(self, row: m.MuscleActionRow) -> tuple[Any, ...]:
-        return muscle_action_values(self.agent_id, self.worker, row)

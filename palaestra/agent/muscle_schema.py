@@ -48,28 +48,21 @@ class Schema:
         self.seed = seed
         self.actuator_seeds: dict[str, int] = {}  # each actuator's, from ``seed``
         self.spaces = SpaceCache()  # decoded once, by uid and description
-        self.sensor_uids: list[str] = []
-        self.sensor_spaces: list[Any] = []
-        self.actuator_uids: list[str] = []
-        self.actuator_spaces: list[Any] = []
-        self.checks: dict[str, Check] = {}
-        # a memory row's sensor and set point objects from its values, built when read
-        self.sensor_row = SensorRow([])
-        self.setpoint_row = SetpointRow({})
-        self.parts = ValueParts(self.sensor_row, 0, self.setpoint_row)  # (a row of values')
+        self.set([], [])  # (none until the first episode's)
 
     def set(self, sensors: list[m.InfoDesc], actuators: list[m.InfoDesc]) -> None:
         """Take the episode's descriptions of the agent's sensors and actuators, in their
         order (and seed the actuator spaces)."""
         spaces = self.spaces
-        self.sensor_uids = [d.uid for d in sensors]
-        self.sensor_spaces = [spaces.space(d.uid, d.space) for d in sensors]
-        self.actuator_uids = [d.uid for d in actuators]
-        self.actuator_spaces = [spaces.space(d.uid, d.space) for d in actuators]
-        self.checks = {
+        self.sensor_uids: list[str] = [d.uid for d in sensors]
+        self.sensor_spaces: list[Any] = [spaces.space(d.uid, d.space) for d in sensors]
+        self.actuator_uids: list[str] = [d.uid for d in actuators]
+        self.actuator_spaces: list[Any] = [spaces.space(d.uid, d.space) for d in actuators]
+        self.checks: dict[str, Check] = {
             uid: value_check(space)
             for uid, space in zip(self.actuator_uids, self.actuator_spaces, strict=True)
         }
+        # a memory row's sensor and set point objects from its values, built when read
         self.sensor_row = SensorRow(
             [
                 SensorInformation(None, space, uid)

@@ -18,10 +18,7 @@ class ObjectiveStop:
     def reached(self, objective: float) -> bool:
         values = self.values
         values.append(objective)
-        count = len(values)
-        for window, threshold in self.rules:
-            if window <= count:
-                tail = list(values)[count - window :]
-                if sum(tail) / window >= threshold:
-                    return True
+        for window, threshold in self.rules:  # (N >= 1: the run file's check)
+            if window <= len(values) and sum(list(values)[-window:]) / window >= threshold:
+                return True
         return False

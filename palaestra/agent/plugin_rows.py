@@ -4,6 +4,7 @@ the rows of its process's hot reloads."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import zmq
@@ -43,18 +44,20 @@ class PluginRows:
         self.source = f"{kind}:{agent}"  # of its plug-in records
         self.recorder = recorder_for(name)  # what its plug-in records with context.record
         self.store: zmq.Socket[bytes] | None = None  # the store's socket, once connected
-        self.statistics = RowSink(None, "statistics", shape=self._statistics)
-        self.records = RowSink(None, "plugin_records", shape=self._record)
+        self.statistics = RowSink(None, "statistics", shape=partial(statistics_values, agent_id))
+        self.records = RowSink(
+            None, "plugin_records", shape=partial(plugin_record_values, phase_id)
+        )
 
     def connect(self, store: zmq.Socket[bytes] | None, plugin: Any) -> None:
         """Send to the store's socket from now on (None: no store), naming ``plugin``'s
         methods in the errors of what it gave."""
         self.store = store
         self.statistics = RowSink(
-            store, "statistics", plugin=(plugin, "add_statistics"), shape=self._statistics
+            store, "statistics", plugin=(plugin, "add_statistics"), shape=self.statistics.shape
         )
         self.records = RowSink(
-            store, "plugin_records", plugin=(plugin, "record"), shape=self._record
+            store, "plugin_records", plugin=(plugin, "record"), shape=self.records.shape
         )
 
     def sinks(self) -> tuple[RowSink, ...]:
@@ -78,9 +81,3 @@ class PluginRows:
         """The rows of a hot reload's attempts, sent at once."""
         shaped = [code_reload_values(self.phase_id, row) for row in rows]
         send(self.records.socket, m.Rows(table="code_reloads", rows=shaped))
-
-    def _statistics(self, row: m.StatisticsRow) -> tuple[Any, ...]:
-        return statistics_values(self.agent_id, row)
-
-    def _record(self, row: m.PluginRecordRow) -> tuple[Any, ...]:
-        return plugin_record_values(self.phase_id, row)

@@ -16,14 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from palaestra.agent.brain import Brain
+from palaestra.agent.lazy_rows import SetpointRow, native
 from palaestra.agent.memory import Memory
-from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
+from palaestra.core.information import RewardInformation, SensorInformation
 from palaestra.core.plugin import call
-from palaestra.core.spaces import Space
 from palaestra.core.wire import messages as m
-
-MEMORY_KEY = "_palaestra_memory"
-"""Where :class:`Brain` keeps its memory (see :attr:`Brain.memory`)."""
 
 
 def pretrain(
@@ -44,6 +41,7 @@ def pretrain(
     """
     total = sum(len(s.rows) * s.repeat for s in steps)
     replayed = Memory(size_limit=max(total, 1))
+    setpoints = SetpointRow(actuator_spaces)
     for recorded in steps:
         for copy in range(recorded.repeat):
             for row in recorded.rows:
@@ -51,22 +49,17 @@ def pretrain(
                 replayed.append(
                     uid,
                     sensor_readings=_readings(sensors, row.sensors),
-                    actuator_setpoints=[
-                        ActuatorInformation(
-                            _native(actuator_spaces.get(a), v), actuator_spaces.get(a), a
-                        )
-                        for a, v in row.setpoints.items()
-                    ],
+                    actuator_setpoints=setpoints(row.setpoints),
                     rewards=[RewardInformation(v, None, r) for r, v in row.rewards.items()],
                     done=row.done,
                     objective=row.objective,
                 )
     own = brain.memory
-    brain.__dict__[MEMORY_KEY] = replayed
+    brain._memory = replayed
     try:
         call(brain.pretrain)
     finally:
-        brain.__dict__[MEMORY_KEY] = own
+        brain._memory = own
     return total
 
 
@@ -74,11 +67,7 @@ def _readings(
     sensors: Sequence[SensorInformation], values: dict[str, Any]
 ) -> list[SensorInformation]:
     return [
-        SensorInformation(_native(s.space, values[str(s.uid)]), s.space, s.uid)
+        SensorInformation(native(s.space, values[str(s.uid)]), s.space, s.uid)
         for s in sensors
         if str(s.uid) in values
     ]
-
-
-def _native(space: Space | None, value: Any) -> Any:
-    return space.from_json_value(value) if space is not None else value
