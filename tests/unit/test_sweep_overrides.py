@@ -131,13 +131,13 @@ def test_uids_that_would_not_be_plain_or_unique_are_hashed() -> None:
     assert derived_uid("run", {"a.name": "with space"}) == spaced[0]  # stable
 
 
-
 def test_a_yaml_date_names_its_run_as_written() -> None:
     """``--set start=2020-01-01`` is a date (YAML's): it raised TypeError (JSON) in the uid."""
     grid = expand_grid((), [parse_set("env.params.start=2020-01-01,2020-06-01 12:00:00")])
     uids = derived_uids("run", grid)
     assert uids[0] != uids[1] and all(uid.startswith("run-") for uid in uids)
     assert derived_uids("run", grid[:1]) == ["run-start2020-01-01"]
+
 
 # --- applied to a run file -------------------------------------------------------------------
 
