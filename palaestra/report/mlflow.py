@@ -30,8 +30,9 @@ PARAMS_BATCH = 100
 """The most params MLflow takes in one ``log_batch``."""
 RUN_TAG = "palaestra.run_uid"
 INSTANCE_TAG = "palaestra.instance_uid"
-STATUS = {"finished": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
-"""MLflow's run status for a palaestra instance's status (others stay RUNNING)."""
+STATUS = {"finished": "FINISHED", "error": "FAILED", "cancelled": "KILLED"}
+"""MLflow's run status for a palaestra instance's status (others, ``running`` and ``stale``,
+stay RUNNING)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 
