@@ -11,9 +11,12 @@ the time its episode ended.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import time
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +36,9 @@ INSTANCE_TAG = "palaestra.instance_uid"
 STATUS = {"finished": "FINISHED", "error": "FAILED", "cancelled": "KILLED"}
 """MLflow's run status for a palaestra instance's status (others, ``running`` and ``stale``,
 stay RUNNING)."""
-_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
+_UNSAFE = re.compile(r"[^\w\-. /]")
+"""What MLflow refuses in a key (its rule, less ``:``, which it refuses on Windows): letters
+and digits of any script are kept."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +54,22 @@ class MlflowRun:
 def metric_key(one: Series) -> str:
     """The MLflow metric key of a series (characters MLflow refuses become ``_``)."""
     return _UNSAFE.sub("_", one.tag)
+
+
+def distinct_keys(names: Iterable[str]) -> dict[str, str]:
+    """The MLflow key of each name: characters MLflow refuses become ``_``, and a changed name
+    whose key another name has too gets a hash of the name after it (``reward/a_b-<hash>``), so
+    two agents (``a(b`` and ``a[b``) never share a metric or param."""
+    keys = {name: _UNSAFE.sub("_", name) for name in dict.fromkeys(names)}
+    shared = Counter(keys.values())
+    return {
+        name: key if key == name or shared[key] == 1 else f"{key}-{_digest(name)}"
+        for name, key in keys.items()
+    }
+
+
+def _digest(name: str) -> str:
+    return hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
 
 
 def export_mlflow(
@@ -123,9 +144,11 @@ def _export_instance(
     for start in range(0, len(params), PARAMS_BATCH):
         client.log_batch(run_id, params=params[start : start + PARAMS_BATCH])
     now = time.time()
+    series = run_series(run, store_uri=store_uri, instance=uid)
+    keys = distinct_keys(one.tag for one in series)
     metrics = [
-        Metric(metric_key(one), value, int((when if math.isfinite(when) else now) * 1000), step)
-        for one in run_series(run, store_uri=store_uri, instance=uid)
+        Metric(keys[one.tag], value, int((when if math.isfinite(when) else now) * 1000), step)
+        for one in series
         for step, _, value, when in one.points()
     ]
     for start in range(0, len(metrics), BATCH):
@@ -156,4 +179,5 @@ def run_params(record: Row, run: str, instance: str, store_uri: StoreURI | None)
     for row in rows.agents(run, store_uri=store_uri, instance=instance):
         for field in ("brain", "muscle", "objective"):
             params.setdefault(f"agent.{row['agent']}.{field}", str(row[field]))
-    return {_UNSAFE.sub("_", key): value for key, value in params.items()}
+    keys = distinct_keys(params)
+    return {keys[key]: value for key, value in params.items()}

@@ -3,14 +3,26 @@ file-based MLflow tracking store (``MLFLOW_ALLOW_FILE_STORE``; no server, no mig
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from palaestra.report.mlflow import export_mlflow
-from tests.unit.test_store_query import RUN, write_store
+from palaestra.core.wire import messages as m
+from palaestra.report.mlflow import distinct_keys, export_mlflow
+from palaestra.store.writer import StoreWriter
+from tests.unit.test_store_query import (
+    RUN,
+    action_rows,
+    phase_agent,
+    phase_start,
+    request,
+    run_start,
+    write_store,
+)
 
 pytest.importorskip("mlflow")
 
@@ -43,3 +55,52 @@ def test_an_instance_that_ended_in_error_is_a_failed_mlflow_run(tmp_path: Path) 
     client = MlflowClient(tracking_uri=tracking)
     status = {one.instance: client.get_run(one.run_id).info.status for one in exported}
     assert status == {"old": "FAILED", "new": "FINISHED"}  # not RUNNING for ever
+
+
+def named_store(uri: str, agents: tuple[str, ...]) -> str:
+    """Run ``named`` (finished): one phase of ``agents``, one episode of 3 steps, the
+    rewards of the agents ``k``-th of ``agents`` ``k + 1`` a step."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("named", "i", "e")).ids["instance"]
+        start = phase_start(instance, 0, "learn", "train", 1, 1)
+        start = msgspec.structs.replace(start, agents=[phase_agent(name) for name in agents])
+        ids = request(writer, start).ids
+        for k, name in enumerate(agents):
+            writer.accept(action_rows(ids[f"agent:{name}"], name, 0, 1, {"r": k + 1.0}))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
+def test_agents_whose_names_differ_keep_metrics_and_params_of_their_own(
+    tmp_path: Path,
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    agents = ("α", "β", "a(b", "a[b")  # letters of any script are MLflow's too; ( and [ not
+    store = named_store(f"sqlite:///{tmp_path}/palaestra.db", agents)
+    tracking = (tmp_path / "mlruns").as_uri()
+
+    (exported,) = export_mlflow("named", tracking, store_uri=store)
+
+    data = MlflowClient(tracking_uri=tracking).get_run(exported.run_id).data
+    assert exported.metrics == 4
+    assert (data.metrics["reward/α"], data.metrics["reward/β"]) == (3.0, 6.0)  # 3 steps
+    assert (data.params["agent.α.brain"], data.params["agent.β.brain"]) == ("pkg:Brain",) * 2
+    told_apart = {k: v for k, v in data.metrics.items() if k.startswith("reward/a_b-")}
+    assert sorted(told_apart.values()) == [9.0, 12.0]
+    assert len([k for k in data.params if k.startswith("agent.")]) == 3 * len(agents)
+
+
+def test_distinct_keys_change_only_what_mlflow_refuses_or_would_share() -> None:
+    keys = distinct_keys(["reward/a b", "reward/a_b", "reward/a(b", "reward/日本", "x:y"])
+
+    assert keys["reward/a b"] == "reward/a b"
+    assert keys["reward/a_b"] == "reward/a_b"  # as it was: the changed one gets the hash
+    assert keys["reward/a(b"].startswith("reward/a_b-") and len(keys["reward/a(b"]) == 19
+    assert keys["reward/日本"] == "reward/日本"
+    assert keys["x:y"] == "x_y"
