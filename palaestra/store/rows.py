@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import math
 import socket
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -1018,7 +1019,7 @@ def reward_summary(episodes: Rows) -> Rows:
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``episodes``, ``mean``, ``min`` and
-        ``max`` (None where no episode has a reward).
+        ``max`` (None where no episode has a reward; NaN where one is NaN).
     """
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for row in episodes:
@@ -1038,7 +1039,10 @@ def _stats(rewards: list[float | None]) -> tuple[int, float | None, float | None
     known = [reward for reward in rewards if reward is not None]
     if not known:
         return len(rewards), None, None, None
-    return len(rewards), sum(known) / len(known), min(known), max(known)
+    mean = sum(known) / len(known)
+    if any(math.isnan(reward) for reward in known):  # (min and max would depend on the order)
+        return len(rewards), mean, math.nan, math.nan
+    return len(rewards), mean, min(known), max(known)
 
 
 # --- deleting runs ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -526,6 +527,20 @@ def test_reward_summary(store: str) -> None:
     assert [(r["phase"], r["agent"]) for r in summary] == list(expected.index)
     for row, (_, stats) in zip(summary, expected.iterrows(), strict=True):
         assert (row["episodes"], row["mean"], row["min"], row["max"]) == tuple(stats)
+
+
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_reward_summary_of_a_nan_episode_is_nan_wherever_it_is(at: int) -> None:
+    rewards = [1.0, 2.0]
+    rewards.insert(at, math.nan)
+    columns = ("phase", "phase_name", "mode", "agent", "reward")
+    found = [dict(zip(columns, (0, "learn", "train", "a", r), strict=True)) for r in rewards]
+    episodes = rows.Rows(found, columns)
+
+    (summary,) = rows.reward_summary(episodes)
+
+    assert summary["episodes"] == 3
+    assert all(math.isnan(summary[name]) for name in ("mean", "min", "max"))  # not 1.0, 2.0
 
 
 def test_store_uri_none_follows_the_runtime_config(
