@@ -49,8 +49,10 @@ class AgentTally:
     def add(self, reward: float) -> None:
         self.episodes += 1
         self.total += reward
-        self.low = min(self.low, reward)
-        self.high = max(self.high, reward)
+        # a NaN reward makes the extremes NaN, as it makes the mean (min and max would keep
+        # inf and -inf, or not, by the order of the episodes)
+        self.low = reward if math.isnan(reward) or reward < self.low else self.low
+        self.high = reward if math.isnan(reward) or reward > self.high else self.high
         self.recent.append(reward)
 
     @property

@@ -20,6 +20,7 @@ from palaestra.cli.progress import (
 from palaestra.core.description.specs import PhaseConfig, PhaseSpec, RunSpec, SimulationSpec
 from palaestra.core.wire.messages import EpisodeEnded
 
+NAN = float("nan")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # everything but tab and newline
 
 
@@ -111,6 +112,22 @@ def test_plain_lines_per_phase_and_a_tenth_of_its_episodes() -> None:
         ["1", "p1", "a", "3/3", "30", "2.00", "2.00", "2.00", "3.0", "s"],
         ["1", "p1", "b", "3/3", "30", "124,800", "124,800", "124,800", "3.0", "s"],
     ]
+
+
+@pytest.mark.parametrize("rewards", [(NAN, NAN), (NAN, 1.0, 2.0), (1.0, NAN, 2.0)])
+def test_a_nan_episode_reward_makes_min_and_max_nan_as_the_mean(
+    rewards: tuple[float, ...],
+) -> None:
+    out = io.StringIO()
+    watcher = PlainWatcher(run_spec((len(rewards), 1)), out)
+    watcher.start()
+    for n, reward in enumerate(rewards, 1):
+        watcher(episode(0, n, a=reward))
+    watcher.close()
+
+    summary = out.getvalue().split("Summary of run 'watched'\n", 1)[1]
+    row = summary.splitlines()[2].split()
+    assert row[5:8] == ["nan", "nan", "nan"]  # not inf and -inf, nor 1.00 and 2.00
 
 
 def test_the_plain_summary_is_laid_out_as_rich_draws_it() -> None:
