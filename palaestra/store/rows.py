@@ -30,6 +30,7 @@ from sqlalchemy import (
     Engine,
     Select,
     delete,
+    false,
     func,
     or_,
     select,
@@ -1217,13 +1218,14 @@ def _match(column: Any, value: Match) -> ColumnElement[bool]:
 
 
 def _phase_match(value: Match) -> ColumnElement[bool]:
-    """Phases by index (int) or name (str), or by several of either."""
+    """Phases by index (int) or name (str), or by several of either (none: no phase, as
+    :func:`_match` matches no row with none)."""
     values = _values(value)
     indexes = [v for v in values if isinstance(v, int)]
     names = [v for v in values if isinstance(v, str)]
     conditions = [_match(_Phase.c.index, indexes)] if indexes else []
     conditions += [_match(_Phase.c.name, names)] if names else []
-    return conditions[0] if len(conditions) == 1 else or_(*conditions)
+    return conditions[0] if len(conditions) == 1 else or_(false(), *conditions)
 
 
 def _values(value: Match) -> list[int | str]:

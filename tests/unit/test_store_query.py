@@ -389,6 +389,16 @@ def test_filters_take_numpy_values_and_reject_others(store: str) -> None:
         query.muscle_actions(RUN, episode=1.5, store_uri=store)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "filters",
+    [{"phase": []}, {"agent": []}, {"phase": [], "agent": "attacker"}],
+)
+def test_an_empty_list_of_values_matches_no_row(store: str, filters: dict[str, Any]) -> None:
+    assert rows.muscle_actions(RUN, **filters, store_uri=store) == []  # phase=[]: not every row
+    assert rows.episode_rewards(RUN, **filters, store_uri=store) == []
+    assert rows.agents(RUN, **filters, store_uri=store) == []
+
+
 def test_muscle_actions_of_an_older_instance(store: str) -> None:
     frame = query.muscle_actions(RUN, agent="attacker", store_uri=store, instance="old")
     assert frame[["phase", "worker", "episode", "step"]].values.tolist() == [
