@@ -1228,16 +1228,22 @@ def _phase_match(value: Match) -> ColumnElement[bool]:
     return conditions[0] if len(conditions) == 1 else or_(false(), *conditions)
 
 
+INTEGER_RANGE = range(-(2**63), 2**63)
+"""The integers a store's column holds (64 bits); a filter's integer outside matches no row."""
+
+
 def _values(value: Match) -> list[int | str]:
     """A filter's values as plain ints and strs (numpy integers and arrays are welcome); a
-    :class:`TypeError` for any other value."""
+    :class:`TypeError` for any other value. An integer no column holds (beyond 64 bits) is
+    left out: it matches no row, where the database would refuse it."""
     items = value if isinstance(value, Iterable) and not isinstance(value, str) else [value]
     values: list[int | str] = []
     for item in items:
         if isinstance(item, str):
             values.append(str(item))
         elif isinstance(item, Integral) and not isinstance(item, bool):
-            values.append(int(item))
+            if int(item) in INTEGER_RANGE:
+                values.append(int(item))
         else:
             raise TypeError(f"a filter takes integers or strings, got {item!r}")
     return values

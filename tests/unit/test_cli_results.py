@@ -325,6 +325,16 @@ def test_results_as_csv_file_reads_back_as_the_query_gives(store: str, tmp_path:
     assert_frame_equal(decoded(pd.read_csv(out)), expected.astype(unsaid))
 
 
+@pytest.mark.parametrize("option", ["--episode", "--phase", "--worker"])
+def test_results_filtered_by_an_integer_beyond_64_bits_is_no_row_not_a_traceback(
+    store: str, option: str
+) -> None:
+    result = invoke(store, ["results", RUN, option, str(2**70)])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("phase,") and len(result.stdout.splitlines()) == 1
+
+
 def test_results_as_csv_on_stdout_needs_no_pandas(
     store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -399,6 +399,18 @@ def test_an_empty_list_of_values_matches_no_row(store: str, filters: dict[str, A
     assert rows.agents(RUN, **filters, store_uri=store) == []
 
 
+@pytest.mark.parametrize("filters", [{"episode": 2**64}, {"phase": -(2**70)}, {"worker": [2**63]}])
+def test_an_integer_beyond_64_bits_matches_no_row(store: str, filters: dict[str, Any]) -> None:
+    assert rows.muscle_actions(RUN, **filters, store_uri=store) == []  # no OverflowError
+    with rows.each_row("world_states", RUN, **filters, store_uri=store) as (_, each):
+        assert list(each) == []
+
+
+def test_an_integer_beyond_64_bits_among_others_leaves_theirs(store: str) -> None:
+    assert len(rows.muscle_actions(RUN, phase=[0, 2**70], store_uri=store)) == 24
+    assert len(rows.muscle_actions(RUN, phase=[2**70, "check"], store_uri=store)) == 6
+
+
 def test_muscle_actions_of_an_older_instance(store: str) -> None:
     frame = query.muscle_actions(RUN, agent="attacker", store_uri=store, instance="old")
     assert frame[["phase", "worker", "episode", "step"]].values.tolist() == [
