@@ -163,8 +163,11 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         for row in rows.episodes_done(run=run, store_uri=uri)
         if row["instance_uid"] == (instance or instances[-1]["instance_uid"])
     }
+    # the run's view: a resumed run's episodes of the instances it continues too, as its
+    # rewards show them (episodes_done counts the instance's own)
+    viewed = Counter(row["phase"] for row in rows.episodes(run, store_uri=uri, instance=instance))
     for row in phases:
-        row["episodes_done"] = done.get(row["phase"], 0)
+        row["episodes_done"] = max(done.get(row["phase"], 0), viewed[row["phase"]])
     phases.columns = (*phases.columns, "episodes_done")
     shown = {
         "run": _instance_row(instances, instance),

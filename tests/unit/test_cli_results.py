@@ -24,9 +24,10 @@ from pandas.testing import assert_frame_equal
 from palaestra.cli.main import cli
 from palaestra.cli.results import write_csv
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import episode_values
 from palaestra.store import query, rows
 from palaestra.store.writer import StoreWriter
-from tests.conftest import cli_runner
+from tests.conftest import actions_message, cli_runner, world_message
 from tests.unit.test_store_query import (
     RUN,
     action_rows,
@@ -299,6 +300,64 @@ def test_show_on_a_narrow_terminal_keeps_class_names_whole_and_colours_the_statu
     assert LONG_BRAIN in out  # on one line
     assert all(len(line) <= 100 for line in out.splitlines())
     assert "an-earlier-run-with-a-long-uid attacker phase 1" not in out  # folded instead
+
+
+def played(writer: StoreWriter, ids: dict[str, int], episodes: range) -> None:
+    """``episodes`` of worker 0, 3 steps each, played whole: their step rows (the last done)
+    and their ``episodes`` rows, attacker's reward 1 a step."""
+    states = [m.WorldStateRow(e, s, {}, {}, {}, s == 3) for e in episodes for s in range(1, 4)]
+    writer.accept(world_message(ids["environment:myenv"], 0, states))
+    for agent in ("attacker", "defender"):
+        actions = [
+            m.MuscleActionRow(e, s, {}, {}, {}, 1.0, s == 2) for e in episodes for s in range(3)
+        ]
+        writer.accept(actions_message(ids[f"agent:{agent}"], 0, actions))
+    ended = [
+        m.EpisodeEnded(phase=0, worker=0, episode=e, started_at=1.0, ended_at=2.0, steps=3)
+        for e in episodes
+    ]
+    writer.accept(m.Rows(table="episodes", rows=[episode_values(ids["phase"], r) for r in ended]))
+
+
+@pytest.fixture
+def resumed_store(tmp_path: Path) -> str:
+    """``run-r``: instance ``r1`` played episode 0 of phase 0's 3 and was cancelled; ``r2``,
+    which resumed it, played episodes 1 and 2 and finished."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        first = request(writer, run_start("run-r", "r1", "e")).ids["instance"]
+        ids = request(writer, phase_start(first, 0, "learn", "train", 1, 3)).ids
+        played(writer, ids, range(1))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="cancelled"))
+        request(writer, m.StoreRunEnd(instance_id=first, status="cancelled", reason="SIGINT"))
+        start = msgspec.structs.replace(run_start("run-r", "r2", "e"), resumed_from_id=first)
+        second = request(writer, start).ids["instance"]
+        phase = phase_start(second, 0, "learn", "train", 1, 3)
+        phase = msgspec.structs.replace(phase, config=phase.config | {"first_episode": 1})
+        ids = request(writer, phase).ids
+        played(writer, ids, range(1, 3))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=second, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
+def test_show_of_a_resumed_run_counts_the_episodes_its_view_shows(resumed_store: str) -> None:
+    as_json = ["experiment-show", "run-r", "--format", "json"]
+    shown = json.loads(invoke(resumed_store, as_json).stdout)
+
+    assert [row["episodes"] for row in shown["rewards"]] == [3, 3]  # r1's episode 0 and r2's
+    assert shown["phases"][0]["episodes_done"] == 3  # not 2, r2's own, of 3 for a finished run
+    text = invoke(resumed_store, ["experiment-show", "run-r"]).stdout
+    assert text.split("Phases", 1)[1].splitlines()[3].split()[:6] == [
+        "0", "learn", "train", "1", "3/3", "finished",
+    ]  # fmt: skip
+    own = json.loads(invoke(resumed_store, [*as_json, "--instance", "r2"]).stdout)
+    assert own["phases"][0]["episodes_done"] == 2  # the instance named: its own episodes
+    assert [row["episodes"] for row in own["rewards"]] == [2, 2]
 
 
 # --- results ---------------------------------------------------------------------------------
