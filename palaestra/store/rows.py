@@ -453,8 +453,9 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
     """How many episodes each phase of each run instance has done (all workers together).
 
     An episode is done when the ``episodes`` table has its row (written as it ends). Phases
-    without such rows (stores older than revision 0005) count the worker episodes that have
-    muscle actions, an episode cut short by an interruption included.
+    without such rows of instances recorded before revision 0007 (perhaps before 0005, when
+    there were none) count the worker episodes that have muscle actions, an episode cut short
+    by an interruption included; a later instance's such phase has done none.
 
     Returns:
         ``instance_uid``, ``phase`` (the index) and ``done``, for phases with any episode.
@@ -480,6 +481,7 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
         .add_columns(func.count().label("done"))
         .select_from(acted)
         .join(_Phase, acted.c.phase_id == _Phase.c.id)
+        .where(_Instance.c.heartbeat_at.is_(None))  # (see _legacy: later ones ended none)
     )
     found = Rows(columns=("instance_uid", "phase", "done"))
     with _connection(store_uri) as connection:
@@ -692,12 +694,13 @@ def episode_rewards(
             summed: list[Row] = _rows(connection.execute(_summed_rewards(one, partial, filters)))
             if not _finished(connection, one):  # an episode cut short is not one of them
                 ended = _ended_episodes(connection, one)
-                counted = {index for index, _, _ in ended}  # (older stores' phases have none)
+                # (phases of a legacy instance without episodes rows: all it has)
+                counted = {index for index, _, _ in ended} if _legacy(connection, one) else None
                 summed = [
                     r
                     for r in summed
-                    if r["phase"] not in counted
-                    or (r["phase"], r["worker"], r["episode"]) in ended
+                    if (r["phase"], r["worker"], r["episode"]) in ended
+                    or (counted is not None and r["phase"] not in counted)
                 ]
             found = [*summed, *_episode_reward_rows(connection, one, partial, filters)]
             if at < len(chain) - 1:  # a resumed instance: see _chain_rows
@@ -726,6 +729,15 @@ def _agent_ranks(found: list[Row]) -> list[Row]:
 def _finished(connection: Connection, instance_id: int) -> bool:
     status = connection.scalar(select(_Instance.c.status).where(_Instance.c.id == instance_id))
     return bool(status == "finished")
+
+
+def _legacy(connection: Connection, instance_id: int) -> bool:
+    """Whether the instance was recorded before its episodes got ``episodes`` rows as they
+    ended (stores before revision 0005): it has no heartbeat (revision 0007 on, every instance
+    has one from its start). A later instance's phase without such rows ended no episode, so
+    the steps it has are of one cut short."""
+    beat = connection.scalar(select(_Instance.c.heartbeat_at).where(_Instance.c.id == instance_id))
+    return beat is None
 
 
 def _ended_episodes(connection: Connection, instance_id: int) -> set[tuple[int, int, int]]:

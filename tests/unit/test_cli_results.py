@@ -31,6 +31,7 @@ from tests.conftest import actions_message, cli_runner, world_message
 from tests.unit.test_store_query import (
     RUN,
     action_rows,
+    episode_rows,
     phase_start,
     request,
     run_start,
@@ -246,6 +247,7 @@ def interrupted_store(tmp_path: Path) -> str:
             writer.accept(
                 action_rows(ids["agent:attacker"], "attacker", worker, episodes, rewards)
             )
+            writer.accept(episode_rows(ids["phase"], worker, range(episodes)))
         request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="cancelled"))
         request(
             writer,
@@ -256,6 +258,42 @@ def interrupted_store(tmp_path: Path) -> str:
     finally:
         asyncio.run(writer.teardown())
     return uri
+
+
+def test_list_and_show_count_no_episode_cut_short(interrupted_store: str) -> None:
+    """Ctrl-C in worker 1's episode 2, whose steps are in but which did not end (no
+    ``episodes`` row), and in phase 1's first episode: neither is an episode done, nor has
+    a reward (they were counted as done and summed as whole episodes)."""
+    writer = StoreWriter("store", interrupted_store)
+    writer.open()
+    try:
+        ids = rows_ids(interrupted_store)
+        rewards = {"myenv.r": 41600.0}
+        cut = action_rows(ids["attacker"], "attacker", 1, 3, rewards)
+        writer.accept(msgspec.structs.replace(cut, rows=cut.rows[-3:-1]))  # episode 2's steps 0, 1
+        start = phase_start(ids["instance"], 1, "check", "test", 1, 1)
+        later = request(writer, start).ids
+        writer.accept(action_rows(later["agent:attacker"], "attacker", 0, 1, rewards))
+    finally:
+        asyncio.run(writer.teardown())
+
+    listed = json.loads(invoke(interrupted_store, ["list", "--format", "json"]).stdout)
+    assert (listed[0]["episodes_done"], listed[0]["episodes"]) == (5, 21)
+    shown = json.loads(
+        invoke(interrupted_store, ["experiment-show", "run-i", "--format", "json"]).stdout
+    )
+    assert [row["episodes_done"] for row in shown["phases"]] == [5, 0]
+    assert [(row["phase"], row["episodes"]) for row in shown["rewards"]] == [(0, 5)]
+    rewards_csv = invoke(interrupted_store, ["results", "run-i", "--table", "episode_rewards"])
+    assert len(rewards_csv.stdout.splitlines()) == 1 + 5
+
+
+def rows_ids(uri: str) -> dict[str, int]:
+    """The ids of ``run-i``'s instance and of its phase 0's attacker."""
+    with sqlite3.connect(uri.removeprefix("sqlite:///")) as conn:
+        (instance,) = conn.execute("select id from experiment_run_instances").fetchone()
+        (agent,) = conn.execute("select id from agents where name = 'attacker'").fetchone()
+    return {"instance": instance, "attacker": agent}
 
 
 LONG_BRAIN = "palaestra_examples.frozen_lake_tabular_q_learning:TabularQLearningBrain"

@@ -10,7 +10,7 @@ import asyncio
 import datetime as dt
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy import event
 
 from palaestra.core.errors import InvalidInputError, StoreError
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import episode_values
 from palaestra.store import query, rows
 from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine
@@ -143,6 +144,16 @@ def action_rows(
     )
 
 
+def episode_rows(phase_id: int, worker: int, episodes: Iterable[int]) -> m.Rows:
+    """The ``episodes`` rows of ``episodes`` of ``worker`` (3 steps each), as the simulation
+    controller sends them as they end."""
+    ended = [
+        m.EpisodeEnded(phase=0, worker=worker, episode=e, started_at=e, ended_at=e + 0.5, steps=3)
+        for e in episodes
+    ]
+    return m.Rows(table="episodes", rows=[episode_values(phase_id, row) for row in ended])
+
+
 def record_phase(
     writer: StoreWriter, instance_id: int, index: int, name: str, mode: str, shape: tuple[int, int]
 ) -> None:
@@ -154,6 +165,7 @@ def record_phase(
         writer.accept(world_rows(ids["environment:myenv"], worker, episodes, index))
         for agent in reversed(AGENTS):
             writer.accept(action_rows(ids[f"agent:{agent}"], agent, worker, episodes))
+        writer.accept(episode_rows(ids["phase"], worker, range(episodes)))
     if index == 0:
         checkpoint = m.BrainDump(
             agent_id=ids["agent:attacker"], tag="checkpoint", path="", dump=b"c"
