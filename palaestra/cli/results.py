@@ -675,9 +675,9 @@ def _natural_widths(table: Table) -> list[int]:
     from rich.cells import cell_len
 
     return [
-        max(cell_len(str(column.header)), *(cell_len(str(cell)) for cell in column.cells))
+        max([cell_len(str(column.header)), *(cell_len(str(cell)) for cell in column.cells)])
         for column in table.columns
-    ]
+    ]  # (a list: a table without rows has its headers' widths)
 
 
 def _print(table: Table, fit: dict[str, int] | None = None) -> None:

@@ -296,6 +296,29 @@ def rows_ids(uri: str) -> dict[str, int]:
     return {"instance": instance, "attacker": agent}
 
 
+@pytest.mark.parametrize("tty", [False, True])
+def test_show_of_a_run_without_episodes_prints_empty_tables(tmp_path: Path, tty: bool) -> None:
+    """A run that failed as its agents were set up: phases and agents but no episode (piped,
+    the rewards table without rows failed with a TypeError traceback)."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-f", "f1", "e")).ids["instance"]
+        ids = request(writer, phase_start(instance, 0, "learn", "train", 1, 3)).ids
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="error"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="error", reason="setup"))
+    finally:
+        asyncio.run(writer.teardown())
+
+    result = invoke(uri, ["experiment-show", "run-f"], tty=tty)
+
+    assert result.exit_code == 0, result.output
+    rewards = strip_ansi(result.stdout).split("Episode rewards", 1)[1].splitlines()
+    assert rewards[1].split() == ["phase", "agent", "episodes", "mean", "min", "max", "trend"]
+    assert not "".join(rewards[3:]).strip()  # no rows
+
+
 LONG_BRAIN = "palaestra_examples.frozen_lake_tabular_q_learning:TabularQLearningBrain"
 
 
