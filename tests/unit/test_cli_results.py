@@ -169,6 +169,16 @@ def test_list_of_an_empty_store_as_json(tmp_path: Path) -> None:
     assert invoke(uri, ["list"]).stdout == "No runs in the store.\n"
 
 
+@pytest.mark.parametrize("uri", ["none", "off"])
+@pytest.mark.parametrize("command", [["list"], ["experiment-show", RUN], ["results", RUN]])
+def test_reading_with_store_uri_none_says_it_records_nothing(uri: str, command: list[str]) -> None:
+    result = invoke(uri, command)
+
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"Error: store_uri is '{uri}', which records nothing")
+    assert "not a valid database URL" not in result.stderr  # (SQLAlchemy's parse of 'none')
+
+
 # --- experiment-show -------------------------------------------------------------------------
 
 
