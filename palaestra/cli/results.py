@@ -381,6 +381,8 @@ def results(
 
     fmt = fmt or _format_of(output)
     filters = _filters(table, given, expand)
+    if instance is not None:  # (the start of its uid, as a terminal's list shows it: as show)
+        instance = _instance_uid(rows.runs(run=run, store_uri=state.config.store_uri), instance)
     if table in rows.STREAMED and not expand and fmt != "parquet":  # (memory stays flat)
         with rows.each_row(
             table, run, **filters, store_uri=state.config.store_uri, instance=instance

@@ -465,6 +465,20 @@ def test_results_filtered_by_an_integer_beyond_64_bits_is_no_row_not_a_traceback
     assert result.stdout.startswith("phase,") and len(result.stdout.splitlines()) == 1
 
 
+def test_results_of_an_instance_named_by_the_start_of_its_uid(
+    interrupted_store: str,
+) -> None:
+    """``list`` on a terminal shows 8 characters of an instance's uid; ``experiment-show``
+    took them, ``results`` said the run had no such instance."""
+    args = ["results", "run-i", "--table", "episode_rewards", "--instance"]
+    result = invoke(interrupted_store, [*args, "0f1e2d3c"])
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == invoke(interrupted_store, args[:-1]).stdout
+    wrong = invoke(interrupted_store, [*args, "0f1e2d3d"])
+    assert wrong.exit_code == 2 and "has no instance '0f1e2d3d'" in wrong.stderr
+
+
 def test_results_as_csv_on_stdout_needs_no_pandas(
     store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
