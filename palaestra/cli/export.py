@@ -29,8 +29,12 @@ def tensorboard(state: State, runs: tuple[str, ...], output: str) -> None:
 
     Needs tensorboard: pip install 'palaestra[tensorboard]'.
     """
-    from palaestra.report.tensorboard import export_tensorboard
+    from palaestra.report.tensorboard import check_target, export_tensorboard
+    from palaestra.store.rows import run_record
 
+    for run in dict.fromkeys(runs):  # every run known and new to -o before any is written
+        run_record(run, store_uri=state.config.store_uri)
+        check_target(run, output)
     for run in dict.fromkeys(runs):
         done = export_tensorboard(run, output, store_uri=state.config.store_uri)
         click.echo(f"Run '{run}': {done.values} values under {done.tags} tags in {done.where}")

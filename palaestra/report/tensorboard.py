@@ -51,12 +51,7 @@ def export_tensorboard(
     require("tensorboard", PURPOSE)
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    target = Path(directory) / run
-    if target.is_dir() and any(target.glob("events.out.tfevents.*")):
-        raise InvalidInputError(
-            f"{target} already holds TensorBoard event files: remove it, or export to another "
-            "directory (-o), so the curves are not doubled"
-        )
+    target = check_target(run, directory)
     series = run_series(run, store_uri=store_uri, instance=instance)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -71,6 +66,21 @@ def export_tensorboard(
     finally:
         writer.close()
     return Exported(where=str(target), tags=2 * len(series), values=count)
+
+
+def check_target(run: str, directory: str | Path) -> Path:
+    """The run's directory in ``directory``.
+
+    Raises:
+        InvalidInputError: It already holds event files (the curves would be doubled).
+    """
+    target = Path(directory) / run
+    if target.is_dir() and any(target.glob("events.out.tfevents.*")):
+        raise InvalidInputError(
+            f"{target} already holds TensorBoard event files: remove it, or export to another "
+            "directory (-o), so the curves are not doubled"
+        )
+    return target
 
 
 def _events(series: list[Series], wall_time: float) -> Iterator[Any]:

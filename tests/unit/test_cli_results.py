@@ -179,6 +179,27 @@ def test_reading_with_store_uri_none_says_it_records_nothing(uri: str, command: 
     assert "not a valid database URL" not in result.stderr  # (SQLAlchemy's parse of 'none')
 
 
+@pytest.mark.parametrize("exported_before", [False, True])
+def test_export_tensorboard_writes_no_run_when_one_cannot_be(
+    store: str, tmp_path: Path, exported_before: bool
+) -> None:
+    """A run after one that could be written is unknown (a typo), or in -o already: the first
+    was written, and the same command, corrected, refused it as exported before."""
+    pytest.importorskip("tensorboard")
+    logs = tmp_path / "tb"
+    if exported_before:
+        (logs / RUN).mkdir(parents=True)
+        (logs / RUN / "events.out.tfevents.1.box").write_bytes(b"")
+    second = RUN if exported_before else "run-x"
+
+    result = invoke(store, ["export", "tensorboard", "run-other", second, "-o", str(logs)])
+
+    assert result.exit_code == 2, result.output
+    said = "already holds TensorBoard event files" if exported_before else "no run 'run-x'"
+    assert said in result.stderr
+    assert not list((logs / "run-other").glob("events.out.tfevents.*"))
+
+
 # --- experiment-show -------------------------------------------------------------------------
 
 
