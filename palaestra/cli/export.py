@@ -55,6 +55,7 @@ def tensorboard(state: State, runs: tuple[str, ...], output: str) -> None:
 def mlflow(state: State, runs: tuple[str, ...], tracking_uri: str, experiment: str | None) -> None:
     """Log each instance of RUNS as an MLflow run: params, rewards and statistics.
 
+    An instance exported before is skipped, one still running too (until it has ended).
     Needs mlflow-skinny: pip install 'palaestra[mlflow]'.
     """
     from palaestra.report.mlflow import export_mlflow
@@ -63,7 +64,12 @@ def mlflow(state: State, runs: tuple[str, ...], tracking_uri: str, experiment: s
         for done in export_mlflow(
             run, tracking_uri, experiment=experiment, store_uri=state.config.store_uri
         ):
-            if done.existed:
+            if done.running:
+                click.echo(
+                    f"Run '{run}' instance {done.instance}: still running, not exported "
+                    "(export it once it has ended)"
+                )
+            elif done.existed:
                 click.echo(
                     f"Run '{run}' instance {done.instance}: exported before ({done.run_id})"
                 )

@@ -1,7 +1,8 @@
 """Exporting runs to an MLflow tracking server or store (``palaestra[mlflow]``).
 
 Each instance of a palaestra run becomes one MLflow run, tagged with the palaestra run and
-instance uids (an instance exported before is not exported again). Params come from the run:
+instance uids (an instance exported before is not exported again, one still running not
+yet). Params come from the run:
 its seed, run file and sweep overrides, each phase's mode, workers and episodes, and each
 agent's Brain, Muscle and Objective classes. Metrics are the series of
 :func:`~palaestra.report.series.run_series`: ``reward/<agent>`` (step: the episode's index in
@@ -49,6 +50,9 @@ class MlflowRun:
     run_id: str
     metrics: int
     existed: bool
+    running: bool = False
+    """The instance is still running: not exported (an export of it would stay partial, and
+    the exports after it would skip it as exported before)."""
 
 
 def metric_key(one: Series) -> str:
@@ -122,6 +126,8 @@ def _export_instance(
     from mlflow.entities import Metric, Param
 
     run, uid = record["run_uid"], instance["instance_uid"]
+    if instance["status"] in ("running", "stopped"):  # (stopped: Ctrl-Z, it goes on)
+        return MlflowRun(instance=uid, run_id="", metrics=0, existed=False, running=True)
     before = client.search_runs(
         [experiment_id], filter_string=f"tags.`{INSTANCE_TAG}` = '{uid}'", max_results=1
     )

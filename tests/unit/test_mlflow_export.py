@@ -4,7 +4,9 @@ file-based MLflow tracking store (``MLFLOW_ALLOW_FILE_STORE``; no server, no mig
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,3 +106,31 @@ def test_distinct_keys_change_only_what_mlflow_refuses_or_would_share() -> None:
     assert keys["reward/a(b"].startswith("reward/a_b-") and len(keys["reward/a(b"]) == 19
     assert keys["reward/日本"] == "reward/日本"
     assert keys["x:y"] == "x_y"
+
+
+def test_an_instance_still_running_is_not_exported_until_it_has_ended(tmp_path: Path) -> None:
+    """Exported while it ran, it stayed a partial MLflow run, RUNNING, that every export
+    after the run's end skipped as exported before."""
+    from mlflow.tracking import MlflowClient
+
+    store = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    database = store.removeprefix("sqlite:///")
+    with sqlite3.connect(database) as conn:  # run-q2's q2: running, its heartbeat fresh
+        conn.execute(
+            "update experiment_run_instances set heartbeat_at = ? where uid = 'q2'",
+            (dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(sep=" "),),
+        )
+    tracking = (tmp_path / "mlruns").as_uri()
+
+    (running,) = export_mlflow("run-q2", tracking, store_uri=store)
+
+    assert running.running and not running.run_id
+    client = MlflowClient(tracking_uri=tracking)
+    assert client.search_runs([client.get_experiment_by_name("exp-q").experiment_id]) == []
+
+    with sqlite3.connect(database) as conn:
+        conn.execute("update experiment_run_instances set status = 'finished' where uid = 'q2'")
+    (ended,) = export_mlflow("run-q2", tracking, store_uri=store)
+
+    assert not ended.running and not ended.existed
+    assert client.get_run(ended.run_id).info.status == "FINISHED"
