@@ -319,6 +319,21 @@ def test_list_and_show_count_no_episode_cut_short(interrupted_store: str) -> Non
     assert len(rewards_csv.stdout.splitlines()) == 1 + 5
 
 
+def test_an_instance_recorded_before_episodes_rows_counts_its_episodes_with_actions(
+    interrupted_store: str,
+) -> None:
+    """A store before revision 0005 has no ``episodes`` rows, and its instances no heartbeat
+    (0007): their episodes are those with muscle actions."""
+    with sqlite3.connect(interrupted_store.removeprefix("sqlite:///")) as conn:
+        conn.execute("delete from episodes")
+        conn.execute("update experiment_run_instances set heartbeat_at = null")
+
+    listed = json.loads(invoke(interrupted_store, ["list", "--format", "json"]).stdout)
+    assert (listed[0]["episodes_done"], listed[0]["episodes"]) == (5, 20)
+    rewards = invoke(interrupted_store, ["results", "run-i", "--table", "episode_rewards"])
+    assert len(rewards.stdout.splitlines()) == 1 + 5
+
+
 def rows_ids(uri: str) -> dict[str, int]:
     """The ids of ``run-i``'s instance and of its phase 0's attacker."""
     with sqlite3.connect(uri.removeprefix("sqlite:///")) as conn:
