@@ -29,9 +29,11 @@ def tensorboard(state: State, runs: tuple[str, ...], output: str) -> None:
 
     Needs tensorboard: pip install 'palaestra[tensorboard]'.
     """
-    from palaestra.report.tensorboard import check_target, export_tensorboard
+    from palaestra.core.description.extras import require
+    from palaestra.report.tensorboard import PURPOSE, check_target, export_tensorboard
     from palaestra.store.rows import run_record
 
+    require("tensorboard", PURPOSE)  # before reading the store: fail fast
     for run in dict.fromkeys(runs):  # every run known and new to -o before any is written
         run_record(run, store_uri=state.config.store_uri)
         check_target(run, output)
