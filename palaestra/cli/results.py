@@ -687,13 +687,13 @@ def _print(table: Table, fit: dict[str, int] | None = None) -> None:
     first) and in colour; elsewhere (a pipe, a file) at full width, nothing cut or folded."""
     from rich.console import Console
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, markup=False)  # names as they are: def[v2], [red]p0
     if console.is_terminal:
         if fit:
             _fit(table, fit, console.width)
     else:
         natural = sum(_natural_widths(table)) + len(table.columns)
-        console = Console(highlight=False, width=max(natural, console.width))
+        console = Console(highlight=False, markup=False, width=max(natural, console.width))
     console.print(table)
 
 

@@ -259,6 +259,37 @@ def test_show_of_an_unknown_run_or_instance_is_exit_2(
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("tty", [False, True])
+def test_show_gives_names_as_they_are_never_as_rich_markup(tmp_path: Path, tty: bool) -> None:
+    """Names in square brackets were read as rich's markup: ``def[v2]`` showed as ``def``,
+    ``[bold]att`` as ``att`` (bold), the phase ``[red]p0`` as ``p0``."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-m", "m1", "[e]")).ids["instance"]
+        start = phase_start(instance, 0, "[red]p0", "train", 1, 1)
+        named = zip(start.agents, NAMES, strict=True)
+        agents = [msgspec.structs.replace(agent, name=name) for agent, name in named]
+        ids = request(writer, msgspec.structs.replace(start, agents=agents)).ids
+        played(writer, ids, range(1), NAMES)
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+
+    shown = strip_ansi(invoke(uri, ["experiment-show", "run-m"], tty=tty).stdout)
+    listed = strip_ansi(invoke(uri, ["list"], tty=tty).stdout)
+
+    rewards = shown.split("Episode rewards", 1)[1].splitlines()[3:5]
+    assert [line.split()[:3] for line in rewards] == [["0", "[red]p0", name] for name in NAMES]
+    assert "0 [red]p0 def[v2]" in shown.split("Agents", 1)[1]
+    assert listed.splitlines()[2].split()[:2] == ["run-m", "[e]"]
+
+
+NAMES = ("def[v2]", "[bold]att")
+
+
 @pytest.fixture
 def interrupted_store(tmp_path: Path) -> str:
     """``run-i``: phase 0 planned 2 workers x 10 episodes, stopped by Ctrl-C after 3 episodes
@@ -409,12 +440,17 @@ def test_show_on_a_narrow_terminal_keeps_class_names_whole_and_colours_the_statu
     assert "an-earlier-run-with-a-long-uid attacker phase 1" not in out  # folded instead
 
 
-def played(writer: StoreWriter, ids: dict[str, int], episodes: range) -> None:
+def played(
+    writer: StoreWriter,
+    ids: dict[str, int],
+    episodes: range,
+    agents: tuple[str, ...] = ("attacker", "defender"),
+) -> None:
     """``episodes`` of worker 0, 3 steps each, played whole: their step rows (the last done)
     and their ``episodes`` rows, attacker's reward 1 a step."""
     states = [m.WorldStateRow(e, s, {}, {}, {}, s == 3) for e in episodes for s in range(1, 4)]
     writer.accept(world_message(ids["environment:myenv"], 0, states))
-    for agent in ("attacker", "defender"):
+    for agent in agents:
         actions = [
             m.MuscleActionRow(e, s, {}, {}, {}, 1.0, s == 2) for e in episodes for s in range(3)
         ]
