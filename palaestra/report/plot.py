@@ -51,6 +51,21 @@ def draw(
     if x not in X_AXES or band not in BANDS:
         raise ValueError(f"x is one of {X_AXES} and band one of {BANDS}, got {x!r}, {band!r}")
     require("matplotlib", "palaestra plot")
+    from matplotlib import rc_context
+
+    with rc_context({"text.parse_math": False}):  # names as they are: $x^2$, not x²
+        _draw(path, series, bands, x, window, band, title)
+
+
+def _draw(
+    path: str | Path,
+    series: Sequence[Series],
+    bands: Sequence[Band],
+    x: str,
+    window: int,
+    band: str,
+    title: str | None,
+) -> None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 

@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import math
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -250,3 +251,29 @@ def test_grouped_bands_are_labelled_with_their_group() -> None:
 
     assert (first.label, first.runs, first.mean) == ("a (lr=1)", ("s1", "s2"), (2.0,))
     assert (second.label, second.runs, second.mean) == ("a", ("t",), (7.0,))
+
+
+@pytest.mark.parametrize("agent", ["$x^2$ agent", "$a^$ cost"])
+def test_names_with_dollar_signs_are_drawn_as_they_are(tmp_path: Path, agent: str) -> None:
+    """matplotlib read ``$...$`` in a name as math: ``$x^2$`` drew as x², and ``$a^$`` (no
+    math) failed the plot, blaming the image file."""
+    pytest.importorskip("matplotlib")
+    from matplotlib import rc_context
+
+    from palaestra.report.plot import draw
+
+    one = Series(
+        run="r$1$",
+        agent=agent,
+        metric="reward",
+        episodes=(0, 1),
+        steps=(1, 2),
+        values=(1.0, 2.0),
+        phases=((0, "$p$"),),
+    )
+    image = tmp_path / "curve.svg"
+    with rc_context({"svg.fonttype": "none"}):  # the texts as text, not as paths
+        draw(image, series=[one], title="$t$")
+
+    text = image.read_text()
+    assert f"r$1$: {agent}" in text and ">$t$<" in text
