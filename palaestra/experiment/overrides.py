@@ -75,7 +75,10 @@ def parse_set(text: str) -> Override:
     pieces = _split_values(right)
     if any(not piece.strip() for piece in pieces):
         raise OverrideError(f"--set '{text}': an empty value (between commas or at an end).")
-    return Override(path, tuple(_scalar(piece, text) for piece in pieces))
+    values = tuple(_scalar(piece, text) for piece in pieces)
+    for value in values:
+        _check_value(value, text, set())
+    return Override(path, values)
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -161,7 +164,7 @@ def _readable(uid: str, overrides: Mapping[str, Any]) -> str:
 def _compact(value: Any) -> str:
     if isinstance(value, str | dt.date):  # (a YAML date: 2020-01-01 as written)
         return str(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
 def _canonical(value: Any) -> str:
@@ -274,6 +277,34 @@ def _split_values(text: str) -> list[str]:
             start = at + 1
     pieces.append(text[start:])
     return pieces
+
+
+_PLAIN_KEYS = (str, int, float, bool, type(None))
+_PLAIN_VALUES = (*_PLAIN_KEYS, dt.date)
+
+
+def _check_value(value: Any, text: str, within: set[int]) -> None:
+    """Refuse what a run file cannot hold: a set, binary data, a mapping key that is a date
+    or a collection, a list that contains itself (``&a [*a]``)."""
+    if isinstance(value, _PLAIN_VALUES):
+        return
+    if not isinstance(value, list | dict):
+        raise OverrideError(
+            f"--set '{text}': a YAML value of type '{type(value).__name__}' is not supported; "
+            "give a scalar, a list or a mapping."
+        )
+    if id(value) in within:
+        raise OverrideError(f"--set '{text}': a YAML alias refers to itself.")
+    within.add(id(value))
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        if not isinstance(key, _PLAIN_KEYS):
+            got = f"the date {key}" if isinstance(key, dt.date) else "a list or mapping"
+            raise OverrideError(
+                f"--set '{text}': a mapping key must be a string, a number, true, false or "
+                f"null, got {got} (put a date in quotes)."
+            )
+        _check_value(item, text, within)
+    within.discard(id(value))
 
 
 def _scalar(piece: str, text: str) -> Any:

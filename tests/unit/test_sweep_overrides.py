@@ -139,6 +139,31 @@ def test_a_yaml_date_names_its_run_as_written() -> None:
     assert derived_uids("run", grid[:1]) == ["run-start2020-01-01"]
 
 
+def test_dates_inside_lists_and_mappings_name_their_runs() -> None:
+    """``--set x=[2020-01-01]`` (a date inside a collection) raised TypeError (JSON)."""
+    grid = expand_grid((), [parse_set("p.x=[2020-01-01],{a: 2020-06-01}")])
+    uids = derived_uids("run", grid)
+    assert len(set(uids)) == 2 and all(uid.startswith("run-") for uid in uids)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("{2020-01-01: 1}", "got the date 2020-01-01"),
+        ("!!set {a, b}", "type 'set' is not supported"),
+        ("!!binary aGVsbG8=", "type 'bytes' is not supported"),
+        ("&a [*a]", "a YAML alias refers to itself"),
+        ("[{[1]: 2}]", "got a list or mapping"),
+    ],
+)
+def test_values_a_run_file_cannot_hold_are_invalid_input(value: str, problem: str) -> None:
+    """Each of these ended the sweep with a bare TypeError or ValueError traceback (exit 1)."""
+    with pytest.raises(OverrideError) as caught:
+        parse_set(f"p.x={value}")
+    assert problem in str(caught.value)
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+
+
 # --- applied to a run file -------------------------------------------------------------------
 
 
