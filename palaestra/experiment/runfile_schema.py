@@ -218,6 +218,13 @@ def _plain_key(key: Any, parent: str, line: int | None) -> Any:
         return key
     if isinstance(key, str):
         return str(key)
+    if isinstance(key, datetime.date):
+        raise RunFileError(
+            f"a mapping key must be a string, a number, true, false or null, got the date {key}.",
+            line=line,
+            key=parent or None,
+            hint="Put the key in quotes.",
+        )
     raise RunFileError(
         "a mapping key must be a plain scalar, not a list or mapping.",
         line=line,

@@ -465,6 +465,17 @@ def test_names_with_spaces_punctuation_and_letters_of_any_script_are_accepted() 
     assert run.phases[0].agents[0].name == longest
 
 
+def test_a_date_as_a_phase_name_is_refused_as_a_date() -> None:
+    """A phase named 2024-05-01 (a YAML date key) was blamed as 'not a list or mapping'."""
+    text, line = variant("  - only_phase:\n", "  - 2024-05-01:\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0]")
+    assert error.message.endswith("got the date 2024-05-01.")
+    assert error.hint == "Put the key in quotes."
+    quoted, _ = variant("  - only_phase:\n", "  - '2024-05-01':\n")
+    assert load_run_text(quoted, check_classes=False).phases[0].name == "2024-05-01"
+
+
 @pytest.mark.parametrize("seed", [0, 2**31, 2**63 - 1])
 def test_every_seed_the_store_can_keep_is_accepted(seed: int) -> None:
     text, _ = variant("seed: 7\n", f"seed: {seed}\n")
