@@ -36,6 +36,9 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("store_urj: sqlite:///x.db\n", "unknown setting 'store_urj'. Did you mean 'store_uri'?"),
         ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
         ("stop_timeout: 0\n", "stop_timeout: expected a number of seconds > 0, got 0"),
+        # NaN is no number > 0: probe_timeout .nan failed with a bare ValueError traceback
+        ("probe_timeout: .nan\n", "probe_timeout: expected a number of seconds > 0, got nan"),
+        ("answer_timeout: .NaN\n", "answer_timeout: expected a number of seconds > 0, got nan"),
         ("- store_uri\n", "expected a mapping of settings"),
         ("cpu_affinity: workers\n", "cpu_affinity: expected one of none, worker, got 'workers'"),
         ("spin_us: -1\n", "spin_us: expected a number of microseconds from 0 to 10,000, got -1"),

@@ -306,7 +306,7 @@ def _check(path: str, key: object, value: object) -> None:
             raise RuntimeConfigError(f"{path}: {key}: expected auto or 1 to 4, got {value!r}")
         _check_one_of(f"{path}: {key}", str(value), CHOICES[key])
     elif key in SECONDS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise RuntimeConfigError(
                 f"{path}: {key}: expected a number of seconds > 0, got {value!r}"
             )
