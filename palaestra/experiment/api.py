@@ -39,9 +39,15 @@ from ruamel.yaml import YAML
 from palaestra.core.description.config import taken
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import EXIT_OK, InvalidInputError
+from palaestra.core.errors import EXIT_OK, InvalidInputError, RunFileError
 from palaestra.experiment.executor import RunOutcome, writable_data_path
-from palaestra.experiment.overrides import Override, apply_overrides, derived_uids, expand_grid
+from palaestra.experiment.overrides import (
+    Override,
+    apply_overrides,
+    derived_uids,
+    expand_grid,
+    in_original,
+)
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
 __all__ = ["RunResult", "prepare_runs", "result_of", "run", "status_of", "sweep"]
@@ -257,12 +263,15 @@ def prepare_runs(
             prepared.append((base, {}))
             continue
         derived = apply_overrides(text, point, uid=uid, source=path)
-        spec = load_run_text(
-            derived,
-            path=path,
-            probe_timeout=config.probe_timeout,
-            start_method=config.start_method,
-        )
+        try:
+            spec = load_run_text(
+                derived,
+                path=path,
+                probe_timeout=config.probe_timeout,
+                start_method=config.start_method,
+            )
+        except RunFileError as exc:
+            raise in_original(exc, text, point) from exc.__cause__
         prepared.append((msgspec.structs.replace(spec, overrides=dict(point)), dict(point)))
     return prepared
 

@@ -28,7 +28,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
-from palaestra.core.errors import InvalidInputError
+from palaestra.core.errors import InvalidInputError, RunFileError
+from palaestra.experiment.runfile_schema import Node, locate
 
 __all__ = [
     "Override",
@@ -36,6 +37,7 @@ __all__ = [
     "apply_overrides",
     "derived_uid",
     "expand_grid",
+    "in_original",
     "parse_seeds",
     "parse_set",
 ]
@@ -210,6 +212,41 @@ def apply_overrides(
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()
+
+
+def in_original(error: RunFileError, text: str, overrides: Mapping[str, Any]) -> RunFileError:
+    """``error`` of the run file ``text`` with ``overrides`` applied, as the user's file shows
+    it: at the line of the file where its key (or the nearest key above it) is written, the
+    derived document being laid out anew (its line numbers are not the file's), and naming
+    the overrides, whose values are not in the file."""
+    line = _line_of(text, error.key) if error.key else None
+    named = ", ".join(f"{path}={_compact(value)}" for path, value in overrides.items())
+    hint = f"This run sets {named} (--set, --seeds) over the file."
+    if error.hint:
+        hint = f"{hint}\n       {error.hint}"
+    return RunFileError(error.message, path=error.path, line=line, key=error.key, hint=hint)
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of ``text`` (a valid run file) holding ``key`` or, where the file does not
+    have it (a key an override adds), the nearest key above it."""
+    try:
+        nodes = [locate(YAML(typ="rt").load(text), text)]
+    except (YAMLError, RunFileError):
+        return None
+    lines: dict[str, int | None] = {}
+    while nodes:
+        node: Node = nodes.pop()
+        lines.setdefault(node.key, node.line)
+        if isinstance(node.value, dict):
+            nodes.extend(node.value.values())
+        elif isinstance(node.value, list):
+            nodes.extend(node.value)
+    while key:
+        if key in lines:
+            return lines[key]
+        key = key[: max(key.rfind("."), key.rfind("["), 0)]
+    return None
 
 
 def _insert(document: Any, key: str, value: Any) -> None:

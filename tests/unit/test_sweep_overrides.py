@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from palaestra.core.errors import EXIT_INVALID_INPUT
+from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
+from palaestra.experiment import probe
+from palaestra.experiment.api import prepare_runs
 from palaestra.experiment.overrides import (
     Override,
     OverrideError,
@@ -16,10 +18,12 @@ from palaestra.experiment.overrides import (
     derived_uid,
     derived_uids,
     expand_grid,
+    in_original,
     parse_seeds,
     parse_set,
 )
 from palaestra.experiment.runfile import load_run_text
+from palaestra.experiment.runtime_config import RuntimeConfig
 
 DUMMY = (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_text()
 MAX_ITER = "schedule.0.phase_0.environments.0.environment.params.max_iter"
@@ -215,3 +219,33 @@ def test_a_bad_path_names_itself_and_where_it_stopped(path: str, problem: str) -
     assert message.startswith(f"--set '{path}': dummy_run.yml ")
     assert problem in message
     assert caught.value.exit_code == EXIT_INVALID_INPUT
+
+
+def test_an_invalid_override_is_shown_at_the_files_line_naming_the_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--set ...episodes=0`` was reported at line 37 of the derived document, laid out anew
+    (the file's line 34 holds ``episodes: 1``), with no word of the override it came from."""
+    monkeypatch.setattr(probe, "_probe", lambda *args: None)  # (ids left to the run)
+    text = DUMMY.replace("experiment_uid: dummy-experiments\n", "")
+    (tmp_path / "run.yml").write_text(text)
+    path = "schedule.0.phase_0.phase_config.episodes"
+    with pytest.raises(RunFileError) as caught:
+        prepare_runs(tmp_path / "run.yml", [{path: 0}], RuntimeConfig())
+    error = caught.value
+    assert error.line == text.splitlines().index("        episodes: 1") + 1
+    assert error.key == "schedule[0].phase_0.phase_config.episodes"
+    assert error.hint is not None and f"This run sets {path}=0 (--set, --seeds)" in error.hint
+
+
+def test_an_error_at_a_key_an_override_adds_is_shown_at_the_nearest_key_above() -> None:
+    point = {"schedule.1.phase_1.phase_config.bogus": 1, "seed": 3}
+    derived = apply_overrides(DUMMY, point, uid="u", source="run.yml")
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(derived, path="run.yml", check_classes=False)
+    error = in_original(caught.value, DUMMY, point)
+    lines = DUMMY.splitlines()
+    assert error.line == len(lines) - lines[::-1].index("      phase_config:")  # phase_1's
+    assert error.hint is not None
+    assert error.hint.startswith("This run sets schedule.1.phase_1.phase_config.bogus=1, seed=3")
+    assert "The keys allowed here are" in error.hint  # (the error's own hint follows)
