@@ -43,7 +43,10 @@ def start_sweep(
     from palaestra.experiment.executor import writable_data_path
     from palaestra.experiment.overrides import expand_grid, parse_seeds, parse_set
 
-    grid = expand_grid(parse_seeds(seeds) if seeds else (), [parse_set(text) for text in sets])
+    # (--seeds '' is no seed: a sweep of the file's own seed would hide an empty variable)
+    grid = expand_grid(
+        parse_seeds(seeds) if seeds is not None else (), [parse_set(text) for text in sets]
+    )
     prepared = [item for path in run_files for item in prepare_runs(path, grid, state.config)]
     specs = [spec for spec, _ in prepared]
     if hot_reload:

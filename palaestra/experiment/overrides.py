@@ -97,7 +97,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
             if last < first or last - first >= _SEEDS_MAX:
                 raise OverrideError(f"--seeds '{text}': the range '{part.strip()}' is empty.")
             seeds.extend(range(first, last + 1))
-        elif part.strip().isdigit():
+        elif part.strip().isdecimal():  # (not isdigit: '²' is a digit that int() refuses)
             seeds.append(int(part))
         else:
             raise OverrideError(

@@ -82,6 +82,8 @@ def test_seeds_are_ranges_and_lists(text: str, seeds: tuple[int, ...]) -> None:
         ("-1", "expected seeds like '1..5'"),
         ("1,2,1", "a seed is named twice"),
         ("0..99999999", "is empty"),
+        ("\u00b2", "expected seeds like '1..5'"),  # '²': isdigit, and int() failed (traceback)
+        ("", "expected seeds like '1..5'"),
     ],
 )
 def test_bad_seeds_are_invalid_input(text: str, problem: str) -> None:
@@ -90,6 +92,19 @@ def test_bad_seeds_are_invalid_input(text: str, problem: str) -> None:
     with pytest.raises(OverrideError) as caught:
         parse_seeds(text)
     assert problem in str(caught.value)
+
+
+def test_an_empty_seeds_option_is_refused_before_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--seeds "$SEEDS"`` with the variable empty ran the file's own seed and exited 0."""
+    from palaestra.cli.common import State
+    from palaestra.cli.sweeps import start_sweep
+
+    def no_run(*args: object) -> None:
+        raise AssertionError("a run was prepared")
+
+    monkeypatch.setattr("palaestra.experiment.api.prepare_runs", no_run)
+    with pytest.raises(OverrideError, match="--seeds '': expected seeds like"):
+        start_sweep(State(None, 0), ["run.yml"], seeds="", sets=(), parallel=None)
 
 
 # --- the grid and derived uids ---------------------------------------------------------------
