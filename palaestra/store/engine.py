@@ -22,6 +22,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from palaestra.core.description.config import (
     DEFAULT_STORE_URI as DEFAULT_STORE_URI,  # the one default
 )
+from palaestra.core.description.config import NO_STORE
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import json_text
@@ -87,6 +88,12 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
 
 
 def _parse(uri: str) -> URL:
+    if uri.strip().lower() in NO_STORE:  # (a run with it records nothing: nothing to read)
+        raise StoreError(
+            f"store_uri is {uri!r}: no store, nothing is recorded there. Point at the store "
+            "of the runs: PALAESTRA_STORE_URI=sqlite:////abs/path/palaestra.db, or store_uri "
+            "in a runtime config file given with -c FILE"
+        )
     try:
         return make_url(uri)
     except ArgumentError as exc:
