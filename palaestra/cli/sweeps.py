@@ -19,9 +19,9 @@ from typing import Any
 
 import click
 
-from palaestra.cli.common import State
+from palaestra.cli.common import ERROR, State
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import EXIT_OK
+from palaestra.core.errors import EXIT_INVALID_INPUT, EXIT_OK, InvalidInputError
 from palaestra.experiment.executor import RunOutcome
 
 __all__ = ["start_sweep"]
@@ -35,9 +35,11 @@ def start_sweep(
     sets: Sequence[str],
     parallel: int | None,
     hot_reload: bool = False,
+    keep_going: bool = False,
 ) -> int:
     """Expand, check and execute the runs of ``run_files``; print the table; return the exit
-    code."""
+    code. With ``keep_going`` a run file that is invalid (itself, or with an override) is
+    reported and left out, listed at the end, and the exit code is at least 2."""
     from palaestra.experiment import capacity
     from palaestra.experiment.api import prepare_runs
     from palaestra.experiment.executor import writable_data_path
@@ -47,7 +49,19 @@ def start_sweep(
     grid = expand_grid(
         parse_seeds(seeds) if seeds is not None else (), [parse_set(text) for text in sets]
     )
-    prepared = [item for path in run_files for item in prepare_runs(path, grid, state.config)]
+    prepared: list[tuple[RunSpec, dict[str, Any]]] = []
+    failed: list[tuple[str, str]] = []  # (run file, why): what --keep-going lists
+    for path in run_files:
+        try:
+            prepared.extend(prepare_runs(path, grid, state.config))
+        except InvalidInputError as exc:
+            if not keep_going:
+                raise
+            click.echo(f"{ERROR} {exc.format_message()}", err=True)
+            failed.append((path, exc.format_message()))
+    if not prepared:  # (--keep-going, and every run file invalid)
+        _list_invalid(len(run_files), failed)
+        return EXIT_INVALID_INPUT
     specs = [spec for spec, _ in prepared]
     if hot_reload:
         from palaestra.core.description.specs import with_hot_reload
@@ -60,7 +74,19 @@ def start_sweep(
         writable_data_path(state.config.data_path)
         outcomes = _here(state, specs, parallel or 1)
     click.echo(_table([point for _, point in prepared], outcomes))
-    return max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
+    worst = max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
+    if failed:
+        _list_invalid(len(run_files), failed)
+        worst = max(worst, EXIT_INVALID_INPUT)
+    return worst
+
+
+def _list_invalid(files: int, failed: Sequence[tuple[str, str]]) -> None:
+    """The end of --keep-going: the run files left out, and why."""
+    click.echo(f"{files - len(failed)} of {files} run files swept.")
+    click.echo(f"{len(failed)} invalid, left out:", err=True)
+    for what, why in failed:
+        click.echo(f"  {what}: {why.splitlines()[0] if why else ''}", err=True)
 
 
 def _here(state: State, specs: Sequence[RunSpec], parallel: int) -> list[RunOutcome]:

@@ -264,3 +264,55 @@ def test_an_error_at_a_key_an_override_adds_is_shown_at_the_nearest_key_above() 
     assert error.hint is not None
     assert error.hint.startswith("This run sets schedule.1.phase_1.phase_config.bogus=1, seed=3")
     assert "The keys allowed here are" in error.hint  # (the error's own hint follows)
+
+
+# --- --keep-going in a sweep -----------------------------------------------------------------
+
+
+def _sweep_with(
+    monkeypatch: pytest.MonkeyPatch, keep_going: bool, run_files: list[str]
+) -> tuple[int, list[str]]:
+    """Sweep ``run_files`` where ``bad.yml`` is invalid and every run finishes (no process)."""
+    from palaestra.cli import sweeps
+    from palaestra.cli.common import State
+    from palaestra.experiment.executor import RunOutcome
+
+    def prepare(path: str, grid: object, config: object) -> list[tuple[object, dict]]:
+        if path == "bad.yml":
+            raise RunFileError("expected an integer >= 0, got -1.", path=path, key="seed")
+        return [(path, {"seed": 1})]
+
+    executed: list[str] = []
+
+    def here(state: object, specs: list[str], parallel: int) -> list[RunOutcome]:
+        executed.extend(specs)
+        return [RunOutcome(run_uid=spec, instance_uid="i", exit_code=0) for spec in specs]
+
+    monkeypatch.setattr("palaestra.experiment.api.prepare_runs", prepare)
+    monkeypatch.setattr("palaestra.experiment.capacity.ensure", lambda specs: None)
+    monkeypatch.setattr("palaestra.experiment.executor.writable_data_path", lambda path: None)
+    monkeypatch.setattr(sweeps, "_here", here)
+    code = sweeps.start_sweep(
+        State(None, 0), run_files, seeds="1", sets=(), parallel=None, keep_going=keep_going
+    )
+    return code, executed
+
+
+def test_keep_going_in_a_sweep_leaves_an_invalid_run_file_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--keep-going --seeds 1 good.yml bad.yml`` stopped at bad.yml (exit 2, nothing ran):
+    the sweep did not get the option."""
+    code, executed = _sweep_with(monkeypatch, True, ["good.yml", "bad.yml"])
+    assert (code, executed) == (EXIT_INVALID_INPUT, ["good.yml"])
+    out, err = capsys.readouterr()
+    assert "1 of 2 run files swept." in out
+    assert "bad.yml: bad.yml: seed: expected an integer >= 0, got -1." in err
+
+
+def test_without_keep_going_an_invalid_run_file_stops_the_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(RunFileError):
+        _sweep_with(monkeypatch, False, ["good.yml", "bad.yml"])
+    assert _sweep_with(monkeypatch, True, ["bad.yml"]) == (EXIT_INVALID_INPUT, [])
