@@ -43,6 +43,7 @@ from palaestra.core.errors import EXIT_OK, InvalidInputError, RunFileError
 from palaestra.experiment.executor import RunOutcome, writable_data_path
 from palaestra.experiment.overrides import (
     Override,
+    OverrideError,
     apply_overrides,
     derived_uids,
     expand_grid,
@@ -273,7 +274,32 @@ def prepare_runs(
         except RunFileError as exc:
             raise in_original(exc, text, point) from exc.__cause__
         prepared.append((msgspec.structs.replace(spec, overrides=dict(point)), dict(point)))
+    _refuse_shared_uids(prepared, path)
     return prepared
+
+
+def _refuse_shared_uids(prepared: Sequence[tuple[RunSpec, dict[str, Any]]], path: str) -> None:
+    """Refuse a grid whose runs would share a uid (``--set uid=x --seeds 1,2``: derived uids
+    differ, a uid set by an override is kept): the store holds one run per uid, whose record
+    the later run would overwrite, and the run's view shows its newest instance only.
+
+    Raises:
+        OverrideError: Naming the uid and the overrides of two runs that share it.
+    """
+    first: dict[str, dict[str, Any]] = {}
+    for spec, point in prepared:
+        if spec.uid in first:
+            raise OverrideError(
+                f"{path}: two runs of the sweep would have the uid {spec.uid!r} (overrides "
+                f"{_shown(first[spec.uid])} and {_shown(point)}); each run needs its own. "
+                "Set uid to as many values as the other overrides make runs, or leave it to "
+                "the sweep (a derived uid per run)."
+            )
+        first[spec.uid] = point
+
+
+def _shown(point: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in point.items()) or "none"
 
 
 def result_of(

@@ -316,3 +316,22 @@ def test_without_keep_going_an_invalid_run_file_stops_the_sweep(
     with pytest.raises(RunFileError):
         _sweep_with(monkeypatch, False, ["good.yml", "bad.yml"])
     assert _sweep_with(monkeypatch, True, ["bad.yml"]) == (EXIT_INVALID_INPUT, [])
+
+
+def test_runs_of_a_sweep_that_would_share_a_uid_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--set uid=x --seeds 1,2`` ran two runs named x: the store kept one run record (the
+    second's seed and overrides) and the run's view showed the second instance only."""
+    monkeypatch.setattr(probe, "_probe", lambda *args: None)  # (ids left to the run)
+    (tmp_path / "run.yml").write_text(DUMMY)
+    grid = expand_grid((1, 2), [parse_set("uid=x")])
+    with pytest.raises(OverrideError) as caught:
+        prepare_runs(tmp_path / "run.yml", grid, RuntimeConfig())
+    assert "two runs of the sweep would have the uid 'x' (overrides seed=1, uid=x and " in str(
+        caught.value
+    )
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+    grid = expand_grid((1,), [parse_set("uid=x,y")])
+    uids = [spec.uid for spec, _ in prepare_runs(tmp_path / "run.yml", grid, RuntimeConfig())]
+    assert uids == ["x", "y"]
