@@ -186,4 +186,15 @@ def _short_names(paths: Sequence[str]) -> dict[str, str]:
 
 
 def _value(value: Any) -> str:
-    return str(value) if isinstance(value, str | dt.date) else repr(value)
+    return str(value) if isinstance(value, str | dt.date) else _inner(value)
+
+
+def _inner(value: Any) -> str:
+    """A value inside a list or mapping as Python shows it, but a date as written."""
+    if isinstance(value, dt.date):
+        return str(value)
+    if isinstance(value, list):
+        return f"[{', '.join(_inner(item) for item in value)}]"
+    if isinstance(value, dict):
+        return f"{{{', '.join(f'{_inner(k)}: {_inner(v)}' for k, v in value.items())}}}"
+    return repr(value)

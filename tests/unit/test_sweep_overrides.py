@@ -335,3 +335,17 @@ def test_runs_of_a_sweep_that_would_share_a_uid_are_refused(
     grid = expand_grid((1,), [parse_set("uid=x,y")])
     uids = [spec.uid for spec, _ in prepare_runs(tmp_path / "run.yml", grid, RuntimeConfig())]
     assert uids == ["x", "y"]
+
+
+def test_the_sweep_table_shows_dates_inside_lists_and_mappings_as_written() -> None:
+    """``--set x=[2020-01-01]`` showed as ``x=[datetime.date(2020, 1, 1)]`` in the table."""
+    from palaestra.cli.sweeps import _table
+    from palaestra.experiment.executor import RunOutcome
+
+    points = [parse_set("p.x=[2020-01-01, a],{d: 2020-06-01, n: [1, 'b']}").values]
+    table = _table(
+        [{"p.x": value} for value in points[0]],
+        [RunOutcome(run_uid=f"r{i}", instance_uid="i", exit_code=0) for i in range(2)],
+    )
+    assert "x=[2020-01-01, 'a']" in table
+    assert "x={'d': 2020-06-01, 'n': [1, 'b']}" in table
