@@ -180,7 +180,7 @@ def run(
     from palaestra.experiment.sweep import run_all
 
     settings = _settings(config, store_uri, quiet)
-    ((spec, point),) = prepare_runs(run_file, [dict(overrides or {})], settings)
+    ((spec, point),) = prepare_runs(run_file, [_plain(dict(overrides or {}))], settings)
     (outcome,) = run_all([spec], settings)
     return result_of(outcome, spec, point, settings.store_uri)
 
@@ -219,7 +219,8 @@ def sweep(
 
     if parallel < 1:
         raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
-    for path, values in (grid or {}).items():
+    grid = _plain(dict(grid or {}))  # (numpy's values as Python's: YAML writes those only)
+    for path, values in grid.items():
         if isinstance(values, str | bytes) or not isinstance(values, Sequence):
             raise InvalidInputError(
                 f"grid['{path}']: expected a list of values, got {type(values).__name__}."
@@ -227,7 +228,7 @@ def sweep(
     settings = _settings(config, store_uri, quiet)
     check_backend(settings)  # backend: ray: the extra and a shared store, before anything
     axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]
-    prepared = prepare_runs(run_file, expand_grid(tuple(seeds), axes), settings)
+    prepared = prepare_runs(run_file, expand_grid(tuple(_plain(list(seeds))), axes), settings)
     specs = [spec for spec, _ in prepared]
     if settings.backend == "ray":
         from palaestra.experiment.ray_cluster import session
@@ -369,7 +370,11 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
 
 
 def _plain(value: Any) -> Any:
-    """Mappings and sequences as dicts and lists, which the safe dumper writes."""
+    """Mappings and sequences as dicts and lists, which the safe dumper writes, and numpy's
+    scalars and arrays (``np.float64(0.1)``, ``np.linspace(...)``) as Python's numbers and
+    lists, which it writes too (it failed on them with a bare ``RepresenterError``)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _plain(value.tolist())
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
