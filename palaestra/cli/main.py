@@ -226,6 +226,7 @@ def experiment_start(
                 sets=sets,
                 parallel=parallel,
                 hot_reload=hot_reload,
+                keep_going=keep_going,
             )
         )
     from palaestra.core.description.specs import with_hot_reload

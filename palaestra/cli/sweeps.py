@@ -19,9 +19,9 @@ from typing import Any
 
 import click
 
-from palaestra.cli.common import State
+from palaestra.cli.common import ERROR, State
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import EXIT_OK
+from palaestra.core.errors import EXIT_INVALID_INPUT, EXIT_OK, InvalidInputError
 from palaestra.experiment.executor import RunOutcome
 
 __all__ = ["start_sweep"]
@@ -35,16 +35,33 @@ def start_sweep(
     sets: Sequence[str],
     parallel: int | None,
     hot_reload: bool = False,
+    keep_going: bool = False,
 ) -> int:
     """Expand, check and execute the runs of ``run_files``; print the table; return the exit
-    code."""
+    code. With ``keep_going`` a run file that is invalid (itself, or with an override) is
+    reported and left out, listed at the end, and the exit code is at least 2."""
     from palaestra.experiment import capacity
     from palaestra.experiment.api import prepare_runs
     from palaestra.experiment.executor import writable_data_path
     from palaestra.experiment.overrides import expand_grid, parse_seeds, parse_set
 
-    grid = expand_grid(parse_seeds(seeds) if seeds else (), [parse_set(text) for text in sets])
-    prepared = [item for path in run_files for item in prepare_runs(path, grid, state.config)]
+    # (--seeds '' is no seed: a sweep of the file's own seed would hide an empty variable)
+    grid = expand_grid(
+        parse_seeds(seeds) if seeds is not None else (), [parse_set(text) for text in sets]
+    )
+    prepared: list[tuple[RunSpec, dict[str, Any]]] = []
+    failed: list[tuple[str, str]] = []  # (run file, why): what --keep-going lists
+    for path in run_files:
+        try:
+            prepared.extend(prepare_runs(path, grid, state.config))
+        except InvalidInputError as exc:
+            if not keep_going:
+                raise
+            click.echo(f"{ERROR} {exc.format_message()}", err=True)
+            failed.append((path, exc.format_message()))
+    if not prepared:  # (--keep-going, and every run file invalid)
+        _list_invalid(len(run_files), failed)
+        return EXIT_INVALID_INPUT
     specs = [spec for spec, _ in prepared]
     if hot_reload:
         from palaestra.core.description.specs import with_hot_reload
@@ -57,7 +74,19 @@ def start_sweep(
         writable_data_path(state.config.data_path)
         outcomes = _here(state, specs, parallel or 1)
     click.echo(_table([point for _, point in prepared], outcomes))
-    return max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
+    worst = max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
+    if failed:
+        _list_invalid(len(run_files), failed)
+        worst = max(worst, EXIT_INVALID_INPUT)
+    return worst
+
+
+def _list_invalid(files: int, failed: Sequence[tuple[str, str]]) -> None:
+    """The end of --keep-going: the run files left out, and why."""
+    click.echo(f"{files - len(failed)} of {files} run files swept.")
+    click.echo(f"{len(failed)} invalid, left out:", err=True)
+    for what, why in failed:
+        click.echo(f"  {what}: {why.splitlines()[0] if why else ''}", err=True)
 
 
 def _here(state: State, specs: Sequence[RunSpec], parallel: int) -> list[RunOutcome]:
@@ -157,4 +186,15 @@ def _short_names(paths: Sequence[str]) -> dict[str, str]:
 
 
 def _value(value: Any) -> str:
-    return str(value) if isinstance(value, str | dt.date) else repr(value)
+    return str(value) if isinstance(value, str | dt.date) else _inner(value)
+
+
+def _inner(value: Any) -> str:
+    """A value inside a list or mapping as Python shows it, but a date as written."""
+    if isinstance(value, dt.date):
+        return str(value)
+    if isinstance(value, list):
+        return f"[{', '.join(_inner(item) for item in value)}]"
+    if isinstance(value, dict):
+        return f"{{{', '.join(f'{_inner(k)}: {_inner(v)}' for k, v in value.items())}}}"
+    return repr(value)

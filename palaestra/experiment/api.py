@@ -39,9 +39,16 @@ from ruamel.yaml import YAML
 from palaestra.core.description.config import taken
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import EXIT_OK, InvalidInputError
+from palaestra.core.errors import EXIT_OK, InvalidInputError, RunFileError
 from palaestra.experiment.executor import RunOutcome, writable_data_path
-from palaestra.experiment.overrides import Override, apply_overrides, derived_uids, expand_grid
+from palaestra.experiment.overrides import (
+    Override,
+    OverrideError,
+    apply_overrides,
+    derived_uids,
+    expand_grid,
+    in_original,
+)
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
 __all__ = ["RunResult", "prepare_runs", "result_of", "run", "status_of", "sweep"]
@@ -173,7 +180,7 @@ def run(
     from palaestra.experiment.sweep import run_all
 
     settings = _settings(config, store_uri, quiet)
-    ((spec, point),) = prepare_runs(run_file, [dict(overrides or {})], settings)
+    ((spec, point),) = prepare_runs(run_file, [_plain(dict(overrides or {}))], settings)
     (outcome,) = run_all([spec], settings)
     return result_of(outcome, spec, point, settings.store_uri)
 
@@ -212,7 +219,8 @@ def sweep(
 
     if parallel < 1:
         raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
-    for path, values in (grid or {}).items():
+    grid = _plain(dict(grid or {}))  # (numpy's values as Python's: YAML writes those only)
+    for path, values in grid.items():
         if isinstance(values, str | bytes) or not isinstance(values, Sequence):
             raise InvalidInputError(
                 f"grid['{path}']: expected a list of values, got {type(values).__name__}."
@@ -220,7 +228,7 @@ def sweep(
     settings = _settings(config, store_uri, quiet)
     check_backend(settings)  # backend: ray: the extra and a shared store, before anything
     axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]
-    prepared = prepare_runs(run_file, expand_grid(tuple(seeds), axes), settings)
+    prepared = prepare_runs(run_file, expand_grid(tuple(_plain(list(seeds))), axes), settings)
     specs = [spec for spec, _ in prepared]
     if settings.backend == "ray":
         from palaestra.experiment.ray_cluster import session
@@ -257,14 +265,42 @@ def prepare_runs(
             prepared.append((base, {}))
             continue
         derived = apply_overrides(text, point, uid=uid, source=path)
-        spec = load_run_text(
-            derived,
-            path=path,
-            probe_timeout=config.probe_timeout,
-            start_method=config.start_method,
-        )
+        try:
+            spec = load_run_text(
+                derived,
+                path=path,
+                probe_timeout=config.probe_timeout,
+                start_method=config.start_method,
+            )
+        except RunFileError as exc:
+            raise in_original(exc, text, point) from exc.__cause__
         prepared.append((msgspec.structs.replace(spec, overrides=dict(point)), dict(point)))
+    _refuse_shared_uids(prepared, path)
     return prepared
+
+
+def _refuse_shared_uids(prepared: Sequence[tuple[RunSpec, dict[str, Any]]], path: str) -> None:
+    """Refuse a grid whose runs would share a uid (``--set uid=x --seeds 1,2``: derived uids
+    differ, a uid set by an override is kept): the store holds one run per uid, whose record
+    the later run would overwrite, and the run's view shows its newest instance only.
+
+    Raises:
+        OverrideError: Naming the uid and the overrides of two runs that share it.
+    """
+    first: dict[str, dict[str, Any]] = {}
+    for spec, point in prepared:
+        if spec.uid in first:
+            raise OverrideError(
+                f"{path}: two runs of the sweep would have the uid {spec.uid!r} (overrides "
+                f"{_shown(first[spec.uid])} and {_shown(point)}); each run needs its own. "
+                "Set uid to as many values as the other overrides make runs, or leave it to "
+                "the sweep (a derived uid per run)."
+            )
+        first[spec.uid] = point
+
+
+def _shown(point: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in point.items()) or "none"
 
 
 def result_of(
@@ -334,7 +370,11 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
 
 
 def _plain(value: Any) -> Any:
-    """Mappings and sequences as dicts and lists, which the safe dumper writes."""
+    """Mappings and sequences as dicts and lists, which the safe dumper writes, and numpy's
+    scalars and arrays (``np.float64(0.1)``, ``np.linspace(...)``) as Python's numbers and
+    lists, which it writes too (it failed on them with a bare ``RepresenterError``)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _plain(value.tolist())
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

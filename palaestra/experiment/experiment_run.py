@@ -160,6 +160,8 @@ class ExperimentRun(Component):
         self.data_path = data_path
         self.instance_uid = str(uuid.uuid4())
         self.instance_id: int | None = None
+        self.start_asked = False
+        """Whether the writer was asked to record the run's start: it may have, unanswered."""
         self.signal: int | None = None
         self.store_endpoint: str | None = None
         self.store: WriterClient | NullStore = NullStore(data_path)
@@ -197,6 +199,7 @@ class ExperimentRun(Component):
             self.store_endpoint = endpoints["store"]
             self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
         await check_other_runs(self._store, self.run)  # before anything is recorded
+        self.start_asked = True
         ids = await self._store(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,
@@ -587,8 +590,11 @@ class ExperimentRun(Component):
                 await rt.supervisor.stop_all(children=others, grace=1.0)
 
     def _ending(self) -> tuple[str, str] | None:
-        """The status and reason to record, unless the run finished (recorded) or never began."""
-        if self.instance_id is None or (self.state is State.FINISHED and self.signal is None):
+        """The status and reason to record, unless the run finished (recorded) or never began.
+
+        A run whose start the writer did not answer (``store_timeout``, an interrupt) may be
+        in the store all the same, as the writer commits it later: its end is recorded too."""
+        if not self.start_asked or (self.state is State.FINISHED and self.signal is None):
             return None
         if self.signal is not None:
             return "cancelled", self.stop_reason
@@ -601,7 +607,7 @@ class ExperimentRun(Component):
             return
         writer = self.runtime.supervisor.children.get(WRITER)
         if writer is not None and not writer.exited.is_set():
-            if not self.store.unresponsive:
+            if not self.store.unresponsive and self.instance_id is not None:
                 request = m.StoreRunEnd(
                     instance_id=self.instance_id or 0, status=status, reason=reason
                 )

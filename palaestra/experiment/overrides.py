@@ -28,7 +28,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
-from palaestra.core.errors import InvalidInputError
+from palaestra.core.errors import InvalidInputError, RunFileError
+from palaestra.experiment.runfile_schema import Node, locate
 
 __all__ = [
     "Override",
@@ -36,6 +37,7 @@ __all__ = [
     "apply_overrides",
     "derived_uid",
     "expand_grid",
+    "in_original",
     "parse_seeds",
     "parse_set",
 ]
@@ -75,7 +77,10 @@ def parse_set(text: str) -> Override:
     pieces = _split_values(right)
     if any(not piece.strip() for piece in pieces):
         raise OverrideError(f"--set '{text}': an empty value (between commas or at an end).")
-    return Override(path, tuple(_scalar(piece, text) for piece in pieces))
+    values = tuple(_scalar(piece, text) for piece in pieces)
+    for value in values:
+        _check_value(value, text, set())
+    return Override(path, values)
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -92,7 +97,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
             if last < first or last - first >= _SEEDS_MAX:
                 raise OverrideError(f"--seeds '{text}': the range '{part.strip()}' is empty.")
             seeds.extend(range(first, last + 1))
-        elif part.strip().isdigit():
+        elif part.strip().isdecimal():  # (not isdigit: '²' is a digit that int() refuses)
             seeds.append(int(part))
         else:
             raise OverrideError(
@@ -161,7 +166,7 @@ def _readable(uid: str, overrides: Mapping[str, Any]) -> str:
 def _compact(value: Any) -> str:
     if isinstance(value, str | dt.date):  # (a YAML date: 2020-01-01 as written)
         return str(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
 def _canonical(value: Any) -> str:
@@ -207,6 +212,41 @@ def apply_overrides(
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()
+
+
+def in_original(error: RunFileError, text: str, overrides: Mapping[str, Any]) -> RunFileError:
+    """``error`` of the run file ``text`` with ``overrides`` applied, as the user's file shows
+    it: at the line of the file where its key (or the nearest key above it) is written, the
+    derived document being laid out anew (its line numbers are not the file's), and naming
+    the overrides, whose values are not in the file."""
+    line = _line_of(text, error.key) if error.key else None
+    named = ", ".join(f"{path}={_compact(value)}" for path, value in overrides.items())
+    hint = f"This run sets {named} (--set, --seeds) over the file."
+    if error.hint:
+        hint = f"{hint}\n       {error.hint}"
+    return RunFileError(error.message, path=error.path, line=line, key=error.key, hint=hint)
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of ``text`` (a valid run file) holding ``key`` or, where the file does not
+    have it (a key an override adds), the nearest key above it."""
+    try:
+        nodes = [locate(YAML(typ="rt").load(text), text)]
+    except (YAMLError, RunFileError):
+        return None
+    lines: dict[str, int | None] = {}
+    while nodes:
+        node: Node = nodes.pop()
+        lines.setdefault(node.key, node.line)
+        if isinstance(node.value, dict):
+            nodes.extend(node.value.values())
+        elif isinstance(node.value, list):
+            nodes.extend(node.value)
+    while key:
+        if key in lines:
+            return lines[key]
+        key = key[: max(key.rfind("."), key.rfind("["), 0)]
+    return None
 
 
 def _insert(document: Any, key: str, value: Any) -> None:
@@ -274,6 +314,34 @@ def _split_values(text: str) -> list[str]:
             start = at + 1
     pieces.append(text[start:])
     return pieces
+
+
+_PLAIN_KEYS = (str, int, float, bool, type(None))
+_PLAIN_VALUES = (*_PLAIN_KEYS, dt.date)
+
+
+def _check_value(value: Any, text: str, within: set[int]) -> None:
+    """Refuse what a run file cannot hold: a set, binary data, a mapping key that is a date
+    or a collection, a list that contains itself (``&a [*a]``)."""
+    if isinstance(value, _PLAIN_VALUES):
+        return
+    if not isinstance(value, list | dict):
+        raise OverrideError(
+            f"--set '{text}': a YAML value of type '{type(value).__name__}' is not supported; "
+            "give a scalar, a list or a mapping."
+        )
+    if id(value) in within:
+        raise OverrideError(f"--set '{text}': a YAML alias refers to itself.")
+    within.add(id(value))
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        if not isinstance(key, _PLAIN_KEYS):
+            got = f"the date {key}" if isinstance(key, dt.date) else "a list or mapping"
+            raise OverrideError(
+                f"--set '{text}': a mapping key must be a string, a number, true, false or "
+                f"null, got {got} (put a date in quotes)."
+            )
+        _check_value(item, text, within)
+    within.discard(id(value))
 
 
 def _scalar(piece: str, text: str) -> Any:

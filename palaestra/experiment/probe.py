@@ -47,6 +47,10 @@ _E = TypeVar("_E", bound=BaseException)
 DEFAULT_PROBE_TIMEOUT = limits.PROBE_TIMEOUT
 """Seconds an environment may take to be constructed, started and shut down while checking."""
 
+_POLL_MAX_MS = 2**31 - 1
+"""The longest wait ``poll`` takes (a C int of milliseconds, 24.8 days): a longer
+``probe_timeout`` (``.inf``, ``1e9``) waits in parts of it."""
+
 _STAGES = {
     "construct": "its constructor",
     "start": "start_environment()",
@@ -158,9 +162,11 @@ class _Prober:
         found: dict[str, list[str]] | None = None  # known once started, before shutdown()
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not poller.poll(left * 1000):
+            if left <= 0:
                 self._timed_out(found is not None)
                 return found
+            if not poller.poll(min(left * 1000, _POLL_MAX_MS)):
+                continue  # (the deadline is looked at again)
             chunk = os.read(read, 65536)
             if not chunk:  # the child ended early: the run will report why
                 LOG.debug("probe of %s ended during %s", self.spec.uid, self.stage)

@@ -16,6 +16,7 @@ workers run no further episode once one holds (nor more than the phase's ``episo
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -117,7 +118,12 @@ def _rules(node: Node) -> tuple[dict[int, float], dict[int, float]]:
             )
         window = int(match.group(2))
         value = child.value
-        if window < 1 or isinstance(value, bool) or not isinstance(value, int | float):
+        if (
+            window < 1
+            or isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or math.isnan(value)  # (no mean reaches it: the rule would never end anything)
+        ):
             child.fail(f"expected a number and N >= 1, got {key}: {describe(value)}.")
         (rules if match.group(1) == "brain" else phase)[window] = float(value)
     return rules, phase

@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ruamel.yaml.comments import TaggedScalar
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from palaestra.core.description.name_rules import NAME_RULE, name_problem
@@ -27,6 +28,7 @@ _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _TOKEN = re.compile(r"[^\s,\[\]{}#]+")
 _OTHER_SCALARS = (str, bytes, datetime.date)
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,7 @@ class _Locator:
 
     def _scalar(self, value: Any, key: str, line: int | None, pos: Any) -> Node:
         """Return the node of a scalar, turned into a plain Python value."""
+        value = _untagged(value)
         if value is None or isinstance(value, bool):
             return Node(value, key, line)
         if isinstance(value, ScalarBoolean):
@@ -210,14 +213,30 @@ def _item_position(data: list[Any], index: int) -> Any:
         return None
 
 
+def _untagged(value: Any) -> Any:
+    """``value``, a scalar tagged ``!!str`` (YAML's core tag: ``!!str 2024-05-01``) as its
+    text; ruamel's round-trip loader keeps that tag, and no other core one."""
+    if isinstance(value, TaggedScalar) and str(value.tag.value) == _STR_TAG:
+        return str(value.value)
+    return value
+
+
 def _plain_key(key: Any, parent: str, line: int | None) -> Any:
     """Return a mapping key as a plain scalar; lists and mappings as keys are refused."""
+    key = _untagged(key)
     if isinstance(key, ScalarBoolean):
         return bool(key)
     if key is None or isinstance(key, bool | int | float):
         return key
     if isinstance(key, str):
         return str(key)
+    if isinstance(key, datetime.date):
+        raise RunFileError(
+            f"a mapping key must be a string, a number, true, false or null, got the date {key}.",
+            line=line,
+            key=parent or None,
+            hint="Put the key in quotes.",
+        )
     raise RunFileError(
         "a mapping key must be a plain scalar, not a list or mapping.",
         line=line,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import EXPERIMENTS, Workspace
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -150,6 +150,22 @@ def wait_for_instance(workspace: Workspace, proc: subprocess.Popen[str]) -> None
                 pass
         time.sleep(0.05)
     pytest.fail("the run did not record its instance within 30 s")
+
+
+def test_a_run_start_the_writer_answers_too_late_is_recorded_as_failed(
+    workspace: Workspace,
+) -> None:
+    """A writer that records the run's start after store_timeout (a slow store) failed the
+    run (exit 1), but the executor recorded no end for a start it had no answer to: the
+    writer's row stayed 'running' (later 'stale') instead of 'error' with the reason."""
+    path = config(workspace, "store_timeout: 0.001\n")
+    result = workspace.run("-c", path, "start", str(EXPERIMENTS / "dummy_run.yml"))
+    assert result.returncode == 1, result.stderr
+    assert "StoreWriter did not answer" in result.stderr
+    with sqlite3.connect(workspace.store) as conn:
+        rows = conn.execute("select status, reason from experiment_run_instances").fetchall()
+    assert all(status == "error" for status, _ in rows), rows
+    assert all("StoreWriter did not answer" in reason for _, reason in rows), rows
 
 
 def writer_pid(workspace: Workspace) -> int:

@@ -105,6 +105,9 @@ def test_brain_avg_rules_reach_the_agent() -> None:
         ("{solo: {brain_mean3: 1}}", "solo.brain_mean3", "unknown rule 'brain_mean3'"),
         ("{solo: {brain_avg0: 1}}", "solo.brain_avg0", "expected a number and N >= 1"),
         ("{solo: {brain_avg3: high}}", "solo.brain_avg3", "expected a number and N >= 1"),
+        # a NaN threshold was taken: no mean reaches it, so the rule silently never fired
+        ("{solo: {brain_avg3: .nan}}", "solo.brain_avg3", "expected a number and N >= 1"),
+        ("{solo: {phase_avg3: .NaN}}", "solo.phase_avg3", "expected a number and N >= 1"),
         ("{solo: 3}", "solo", "expected a mapping like {brain_avg10: 0.9}"),
     ],
 )

@@ -465,6 +465,31 @@ def test_names_with_spaces_punctuation_and_letters_of_any_script_are_accepted() 
     assert run.phases[0].agents[0].name == longest
 
 
+def test_a_date_as_a_phase_name_is_refused_as_a_date() -> None:
+    """A phase named 2024-05-01 (a YAML date key) was blamed as 'not a list or mapping'."""
+    text, line = variant("  - only_phase:\n", "  - 2024-05-01:\n")
+    error = error_of(text)
+    assert (error.line, error.key) == (line, "schedule[0]")
+    assert error.message.endswith("got the date 2024-05-01.")
+    assert error.hint == "Put the key in quotes."
+    quoted, _ = variant("  - only_phase:\n", "  - '2024-05-01':\n")
+    assert load_run_text(quoted, check_classes=False).phases[0].name == "2024-05-01"
+
+
+def test_values_and_keys_tagged_str_are_strings() -> None:
+    """``uid: !!str 2024`` (YAML's core tag) was refused: "a YAML value of type
+    'TaggedScalar' is not supported here"; as a phase name, "not a list or mapping"."""
+    text, _ = variant("  - only_phase:\n", "  - !!str 2024-05-01:\n")
+    text = text.replace("uid: minimal run", "uid: !!str 2024")
+    text = text.replace("        - name: solo\n", "        - name: !!str 007\n")
+    run = load_run_text(text, check_classes=False)
+    assert (run.uid, run.phases[0].name, run.phases[0].agents[0].name) == (
+        "2024",
+        "2024-05-01",
+        "007",
+    )
+
+
 @pytest.mark.parametrize("seed", [0, 2**31, 2**63 - 1])
 def test_every_seed_the_store_can_keep_is_accepted(seed: int) -> None:
     text, _ = variant("seed: 7\n", f"seed: {seed}\n")

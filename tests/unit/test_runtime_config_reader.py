@@ -36,6 +36,9 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("store_urj: sqlite:///x.db\n", "unknown setting 'store_urj'. Did you mean 'store_uri'?"),
         ("answer_timeout: -1\n", "answer_timeout: expected a number of seconds > 0, got -1"),
         ("stop_timeout: 0\n", "stop_timeout: expected a number of seconds > 0, got 0"),
+        # NaN is no number > 0: probe_timeout .nan failed with a bare ValueError traceback
+        ("probe_timeout: .nan\n", "probe_timeout: expected a number of seconds > 0, got nan"),
+        ("answer_timeout: .NaN\n", "answer_timeout: expected a number of seconds > 0, got nan"),
         ("- store_uri\n", "expected a mapping of settings"),
         ("cpu_affinity: workers\n", "cpu_affinity: expected one of none, worker, got 'workers'"),
         ("spin_us: -1\n", "spin_us: expected a number of microseconds from 0 to 10,000, got -1"),
@@ -47,6 +50,9 @@ def test_the_query_functions_read_the_configured_store(in_tmp: Path) -> None:
         ("round_groups: two\n", "round_groups: expected one of auto, 1, 2, 3, 4, got 'two'"),
         ("round_groups: true\n", "round_groups: expected auto or 1 to 4, got True"),
         ("round_groups: 1.5\n", "round_groups: expected auto or 1 to 4, got 1.5"),
+        # log_level VERBOSE failed the command with a bare ValueError traceback (exit 1)
+        ("log_level: VERBOSE\n", "log_level: expected one of DEBUG, INFO, WARNING, ERROR, C"),
+        ("log_level: 10\n", "log_level: expected a string, got 10"),
     ],
 )
 def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
@@ -55,6 +61,14 @@ def test_the_query_functions_check_the_runtime_config_as_the_cli_does(
     (in_tmp / "palaestra-runtime.yaml").write_text(text)
     with pytest.raises(RuntimeConfigError, match=f"palaestra-runtime.yaml: {expected}"):
         resolve_store_uri()
+
+
+@pytest.mark.parametrize("level", ["debug", "Info", "WARNING", "error", "critical"])
+def test_a_log_level_is_taken_in_any_case(in_tmp: Path, level: str) -> None:
+    from palaestra.core.description.config import load_runtime_config
+
+    (in_tmp / "palaestra-runtime.yaml").write_text(f"log_level: {level}\n")
+    assert load_runtime_config(environ={}).log_level == level
 
 
 def test_a_phases_stop_timeout_comes_from_the_file(in_tmp: Path) -> None:

@@ -592,6 +592,14 @@ def test_store_uri_none_follows_the_runtime_config(
     assert rows.resolve_store_uri(store) == store
 
 
+@pytest.mark.parametrize("uri", ["none", "off", "OFF", ""])
+def test_no_store_is_named_as_such_when_read(uri: str) -> None:
+    """store_uri none (a run that records nothing) was read as 'not a valid database URL:
+    Could not parse SQLAlchemy URL from given URL string'."""
+    with pytest.raises(StoreError, match=f"store_uri is '{uri}', which records nothing"):
+        make_engine(uri)
+
+
 def test_a_missing_store_is_not_created(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no such store"):
         query.runs(store_uri=f"sqlite:///{tmp_path}/missing.db")

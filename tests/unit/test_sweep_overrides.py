@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from palaestra.core.errors import EXIT_INVALID_INPUT
+from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
+from palaestra.experiment import probe
+from palaestra.experiment.api import prepare_runs
 from palaestra.experiment.overrides import (
     Override,
     OverrideError,
@@ -16,10 +18,12 @@ from palaestra.experiment.overrides import (
     derived_uid,
     derived_uids,
     expand_grid,
+    in_original,
     parse_seeds,
     parse_set,
 )
 from palaestra.experiment.runfile import load_run_text
+from palaestra.experiment.runtime_config import RuntimeConfig
 
 DUMMY = (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_text()
 MAX_ITER = "schedule.0.phase_0.environments.0.environment.params.max_iter"
@@ -78,6 +82,8 @@ def test_seeds_are_ranges_and_lists(text: str, seeds: tuple[int, ...]) -> None:
         ("-1", "expected seeds like '1..5'"),
         ("1,2,1", "a seed is named twice"),
         ("0..99999999", "is empty"),
+        ("\u00b2", "expected seeds like '1..5'"),  # '²': isdigit, and int() failed (traceback)
+        ("", "expected seeds like '1..5'"),
     ],
 )
 def test_bad_seeds_are_invalid_input(text: str, problem: str) -> None:
@@ -86,6 +92,19 @@ def test_bad_seeds_are_invalid_input(text: str, problem: str) -> None:
     with pytest.raises(OverrideError) as caught:
         parse_seeds(text)
     assert problem in str(caught.value)
+
+
+def test_an_empty_seeds_option_is_refused_before_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--seeds "$SEEDS"`` with the variable empty ran the file's own seed and exited 0."""
+    from palaestra.cli.common import State
+    from palaestra.cli.sweeps import start_sweep
+
+    def no_run(*args: object) -> None:
+        raise AssertionError("a run was prepared")
+
+    monkeypatch.setattr("palaestra.experiment.api.prepare_runs", no_run)
+    with pytest.raises(OverrideError, match="--seeds '': expected seeds like"):
+        start_sweep(State(None, 0), ["run.yml"], seeds="", sets=(), parallel=None)
 
 
 # --- the grid and derived uids ---------------------------------------------------------------
@@ -139,6 +158,31 @@ def test_a_yaml_date_names_its_run_as_written() -> None:
     assert derived_uids("run", grid[:1]) == ["run-start2020-01-01"]
 
 
+def test_dates_inside_lists_and_mappings_name_their_runs() -> None:
+    """``--set x=[2020-01-01]`` (a date inside a collection) raised TypeError (JSON)."""
+    grid = expand_grid((), [parse_set("p.x=[2020-01-01],{a: 2020-06-01}")])
+    uids = derived_uids("run", grid)
+    assert len(set(uids)) == 2 and all(uid.startswith("run-") for uid in uids)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("{2020-01-01: 1}", "got the date 2020-01-01"),
+        ("!!set {a, b}", "type 'set' is not supported"),
+        ("!!binary aGVsbG8=", "type 'bytes' is not supported"),
+        ("&a [*a]", "a YAML alias refers to itself"),
+        ("[{[1]: 2}]", "got a list or mapping"),
+    ],
+)
+def test_values_a_run_file_cannot_hold_are_invalid_input(value: str, problem: str) -> None:
+    """Each of these ended the sweep with a bare TypeError or ValueError traceback (exit 1)."""
+    with pytest.raises(OverrideError) as caught:
+        parse_set(f"p.x={value}")
+    assert problem in str(caught.value)
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+
+
 # --- applied to a run file -------------------------------------------------------------------
 
 
@@ -190,3 +234,118 @@ def test_a_bad_path_names_itself_and_where_it_stopped(path: str, problem: str) -
     assert message.startswith(f"--set '{path}': dummy_run.yml ")
     assert problem in message
     assert caught.value.exit_code == EXIT_INVALID_INPUT
+
+
+def test_an_invalid_override_is_shown_at_the_files_line_naming_the_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--set ...episodes=0`` was reported at line 37 of the derived document, laid out anew
+    (the file's line 34 holds ``episodes: 1``), with no word of the override it came from."""
+    monkeypatch.setattr(probe, "_probe", lambda *args: None)  # (ids left to the run)
+    text = DUMMY.replace("experiment_uid: dummy-experiments\n", "")
+    (tmp_path / "run.yml").write_text(text)
+    path = "schedule.0.phase_0.phase_config.episodes"
+    with pytest.raises(RunFileError) as caught:
+        prepare_runs(tmp_path / "run.yml", [{path: 0}], RuntimeConfig())
+    error = caught.value
+    assert error.line == text.splitlines().index("        episodes: 1") + 1
+    assert error.key == "schedule[0].phase_0.phase_config.episodes"
+    assert error.hint is not None and f"This run sets {path}=0 (--set, --seeds)" in error.hint
+
+
+def test_an_error_at_a_key_an_override_adds_is_shown_at_the_nearest_key_above() -> None:
+    point = {"schedule.1.phase_1.phase_config.bogus": 1, "seed": 3}
+    derived = apply_overrides(DUMMY, point, uid="u", source="run.yml")
+    with pytest.raises(RunFileError) as caught:
+        load_run_text(derived, path="run.yml", check_classes=False)
+    error = in_original(caught.value, DUMMY, point)
+    lines = DUMMY.splitlines()
+    assert error.line == len(lines) - lines[::-1].index("      phase_config:")  # phase_1's
+    assert error.hint is not None
+    assert error.hint.startswith("This run sets schedule.1.phase_1.phase_config.bogus=1, seed=3")
+    assert "The keys allowed here are" in error.hint  # (the error's own hint follows)
+
+
+# --- --keep-going in a sweep -----------------------------------------------------------------
+
+
+def _sweep_with(
+    monkeypatch: pytest.MonkeyPatch, keep_going: bool, run_files: list[str]
+) -> tuple[int, list[str]]:
+    """Sweep ``run_files`` where ``bad.yml`` is invalid and every run finishes (no process)."""
+    from palaestra.cli import sweeps
+    from palaestra.cli.common import State
+    from palaestra.experiment.executor import RunOutcome
+
+    def prepare(path: str, grid: object, config: object) -> list[tuple[object, dict]]:
+        if path == "bad.yml":
+            raise RunFileError("expected an integer >= 0, got -1.", path=path, key="seed")
+        return [(path, {"seed": 1})]
+
+    executed: list[str] = []
+
+    def here(state: object, specs: list[str], parallel: int) -> list[RunOutcome]:
+        executed.extend(specs)
+        return [RunOutcome(run_uid=spec, instance_uid="i", exit_code=0) for spec in specs]
+
+    monkeypatch.setattr("palaestra.experiment.api.prepare_runs", prepare)
+    monkeypatch.setattr("palaestra.experiment.capacity.ensure", lambda specs: None)
+    monkeypatch.setattr("palaestra.experiment.executor.writable_data_path", lambda path: None)
+    monkeypatch.setattr(sweeps, "_here", here)
+    code = sweeps.start_sweep(
+        State(None, 0), run_files, seeds="1", sets=(), parallel=None, keep_going=keep_going
+    )
+    return code, executed
+
+
+def test_keep_going_in_a_sweep_leaves_an_invalid_run_file_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--keep-going --seeds 1 good.yml bad.yml`` stopped at bad.yml (exit 2, nothing ran):
+    the sweep did not get the option."""
+    code, executed = _sweep_with(monkeypatch, True, ["good.yml", "bad.yml"])
+    assert (code, executed) == (EXIT_INVALID_INPUT, ["good.yml"])
+    out, err = capsys.readouterr()
+    assert "1 of 2 run files swept." in out
+    assert "bad.yml: bad.yml: seed: expected an integer >= 0, got -1." in err
+
+
+def test_without_keep_going_an_invalid_run_file_stops_the_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(RunFileError):
+        _sweep_with(monkeypatch, False, ["good.yml", "bad.yml"])
+    assert _sweep_with(monkeypatch, True, ["bad.yml"]) == (EXIT_INVALID_INPUT, [])
+
+
+def test_runs_of_a_sweep_that_would_share_a_uid_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--set uid=x --seeds 1,2`` ran two runs named x: the store kept one run record (the
+    second's seed and overrides) and the run's view showed the second instance only."""
+    monkeypatch.setattr(probe, "_probe", lambda *args: None)  # (ids left to the run)
+    (tmp_path / "run.yml").write_text(DUMMY)
+    grid = expand_grid((1, 2), [parse_set("uid=x")])
+    with pytest.raises(OverrideError) as caught:
+        prepare_runs(tmp_path / "run.yml", grid, RuntimeConfig())
+    assert "two runs of the sweep would have the uid 'x' (overrides seed=1, uid=x and " in str(
+        caught.value
+    )
+    assert caught.value.exit_code == EXIT_INVALID_INPUT
+    grid = expand_grid((1,), [parse_set("uid=x,y")])
+    uids = [spec.uid for spec, _ in prepare_runs(tmp_path / "run.yml", grid, RuntimeConfig())]
+    assert uids == ["x", "y"]
+
+
+def test_the_sweep_table_shows_dates_inside_lists_and_mappings_as_written() -> None:
+    """``--set x=[2020-01-01]`` showed as ``x=[datetime.date(2020, 1, 1)]`` in the table."""
+    from palaestra.cli.sweeps import _table
+    from palaestra.experiment.executor import RunOutcome
+
+    points = [parse_set("p.x=[2020-01-01, a],{d: 2020-06-01, n: [1, 'b']}").values]
+    table = _table(
+        [{"p.x": value} for value in points[0]],
+        [RunOutcome(run_uid=f"r{i}", instance_uid="i", exit_code=0) for i in range(2)],
+    )
+    assert "x=[2020-01-01, 'a']" in table
+    assert "x={'d': 2020-06-01, 'n': [1, 'b']}" in table

@@ -12,6 +12,7 @@ store's query functions (which read the configured store) all call :func:`load_r
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
@@ -305,7 +306,7 @@ def _check(path: str, key: object, value: object) -> None:
             raise RuntimeConfigError(f"{path}: {key}: expected auto or 1 to 4, got {value!r}")
         _check_one_of(f"{path}: {key}", str(value), CHOICES[key])
     elif key in SECONDS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise RuntimeConfigError(
                 f"{path}: {key}: expected a number of seconds > 0, got {value!r}"
             )
@@ -313,6 +314,10 @@ def _check(path: str, key: object, value: object) -> None:
         raise RuntimeConfigError(f"{path}: {key}: expected a string, got {value!r}")
     elif key in CHOICES:
         _check_one_of(f"{path}: {key}", value, CHOICES[key])
+    elif key == "log_level" and not isinstance(logging.getLevelName(value.upper()), int):
+        raise RuntimeConfigError(
+            f"{path}: {key}: expected one of {', '.join(LOG_LEVELS)} (in any case), got {value!r}"
+        )
 
 
 def _check_one_of(where: str, value: str, choices: tuple[str, ...]) -> None:
@@ -325,3 +330,5 @@ def _check_one_of(where: str, value: str, choices: tuple[str, ...]) -> None:
 
 
 KNOWN = frozenset(f.name for f in fields(RuntimeConfig))
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""The values of ``log_level`` (Python's level names: also ``NOTSET``, ``WARN``, ``FATAL``)."""

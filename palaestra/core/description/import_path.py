@@ -19,8 +19,14 @@ from collections.abc import Iterable
 
 def add_plugin_dirs(run_files: Iterable[str]) -> list[str]:
     """Put the directories of ``run_files`` and the working directory on the import path,
-    right after the standard library's (once each); returns them in that order."""
-    wanted = [os.path.dirname(os.path.abspath(path)) for path in run_files]
+    right after the standard library's (once each); returns them in that order. A run file
+    that is a symbolic link brings the directory of the link and that of the file it points
+    to (where its plug-ins lie beside it)."""
+    wanted = [
+        os.path.dirname(where(path))
+        for path in run_files
+        for where in (os.path.abspath, os.path.realpath)
+    ]
     wanted.append(os.getcwd())
     dirs = list(dict.fromkeys(wanted))
     at = after_stdlib()
