@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import pathlib
+import signal
 from types import SimpleNamespace
 from typing import cast
 
 import grimp
 import msgspec
 import pytest
+import zmq
+import zmq.asyncio
 
 from palaestra.core.description import names
 from palaestra.core.errors import (
@@ -145,3 +149,67 @@ def test_a_wait_for_children_cancelled_from_outside_leaves_nothing_unread(
         asyncio.run(cancel_a_wait())
         gc.collect()
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+class _TeardownFails(Component):
+    """Finishes as soon as it is set up; its teardown then raises (a plug-in's ``teardown``
+    or an environment's ``shutdown`` at the end of a phase that went well)."""
+
+    async def setup(self, runtime: object) -> dict[str, str]:
+        self.finish()
+        return {}
+
+    async def teardown(self) -> None:
+        raise RuntimeError("could not save the model")
+
+
+def test_a_teardown_failing_after_the_component_finished_fails_its_process(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The failure was logged as a warning and the process ended with exit 0, so the run
+    ended 'finished': the process now reports ``Failed`` upward and exits with 1."""
+    from palaestra.core.supervision.runtime import Runtime
+    from palaestra.core.wire import messages as m
+
+    parent_endpoint = f"ipc://{tmp_path}/parent"
+
+    async def run() -> tuple[int, list[m.Message]]:
+        ctx = zmq.asyncio.Context()
+        parent = ctx.socket(zmq.ROUTER)
+        parent.bind(parent_endpoint)
+        spec = ChildSpec(
+            name="Muscle-a-0",
+            role="Muscle",
+            component=_TeardownFails,
+            args=_NoArgs(),
+            run_dir=str(tmp_path),
+            parent_endpoint=parent_endpoint,
+        )
+        child = asyncio.create_task(Runtime(spec.build(), spec=spec, run_dir=str(tmp_path)).run())
+        received: list[m.Message] = []
+        while not received or not isinstance(received[-1], m.Failed):
+            sender, payload = await asyncio.wait_for(parent.recv_multipart(), 10)
+            received.append(m.decode(payload))
+        await parent.send_multipart([sender, m.encode(m.Shutdown(reason="ack"))])
+        code = await asyncio.wait_for(child, 10)
+        parent.close(linger=0)
+        ctx.destroy(linger=0)
+        return code, received
+
+    previous = signal.getsignal(signal.SIGTERM)  # (the runtime takes SIGTERM)
+    try:
+        code, received = asyncio.run(run())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == 1
+    failed = received[-1]
+    assert isinstance(failed, m.Failed)
+    assert failed.error.process == "Muscle-a-0"
+    assert (failed.error.kind, failed.error.message) == (
+        "RuntimeError",
+        "could not save the model",
+    )
+
+
+class _NoArgs(msgspec.Struct, frozen=True, kw_only=True):
+    pass
