@@ -8,6 +8,7 @@ import gc
 import logging
 import pathlib
 import signal
+import threading
 from types import SimpleNamespace
 from typing import cast
 
@@ -213,3 +214,32 @@ def test_a_teardown_failing_after_the_component_finished_fails_its_process(
 
 class _NoArgs(msgspec.Struct, frozen=True, kw_only=True):
     pass
+
+
+def test_a_thread_that_keeps_an_ending_process_is_named(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in's thread that is no daemon and never ends kept its process from exiting
+    until stop_timeout killed it, and the run failed as a process that "did not stop within
+    10 s" with nothing naming the thread: the ending process now names it in a warning."""
+    from palaestra.core.supervision import processes
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, name="uploader")
+    background = threading.Thread(target=release.wait, name="heartbeat", daemon=True)
+    stuck.start()
+    background.start()
+    monkeypatch.setattr(processes, "THREADS_GRACE", 0.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger=processes.__name__):
+            processes.watch_threads("Muscle-a-0").join(10)
+    finally:
+        release.set()
+        stuck.join()
+        background.join()
+    assert (
+        "Muscle-a-0: thread 'uploader', which a plug-in started and which is no daemon "
+        "thread, still runs at its end" in caplog.text
+    )
+    assert "heartbeat" not in caplog.text
+    assert "uploader" not in processes.warn_of_threads("Muscle-a-0")  # (ended: not named)
