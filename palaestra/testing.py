@@ -42,7 +42,6 @@ from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSp
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import (
     ActuatorInformation,
-    RewardInformation,
     SensorInformation,
     json_value,
 )
@@ -53,10 +52,12 @@ from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel
 from palaestra.core.wire.codec import describe
 from palaestra.core.wire.records import COLUMNS, RowSink
+from palaestra.environment import checks
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.environment.lanes import play_lanes
+from palaestra.environment.shapes import ShapeFix
 from palaestra.environment.world import construct
 
 
@@ -68,7 +69,9 @@ def check_environment(
     environment: str | type[Environment], params: dict[str, Any] | None = None, steps: int = 3
 ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
     """Start, step (with sampled set points; reset after an episode ends), reset and shut down
-    an environment, checking what each returns (sensor values and rewards in their spaces).
+    an environment, checking what each returns as a run checks it (the checks of
+    :mod:`palaestra.environment.checks`: sensor values and rewards in their spaces, every
+    sensor a start declared reported by each step, none it did not declare).
 
     Returns the sensors and actuators of its baseline, as agents would see them unprefixed.
     """
@@ -76,8 +79,10 @@ def check_environment(
     env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
     env.attach(EnvironmentContext(uid="checked", worker=0, seed=0))
     awaiter = Awaiter("check_environment")  # an asynchronous environment's event loop
+    shapes = ShapeFix("check_environment")  # (a value of its space's size: reshaped, warned)
     try:
-        sensors, actuators = _baseline(env, "start_environment", awaiter)
+        sensors, actuators = _baseline(env, "start_environment", awaiter, shapes)
+        declared = {str(s.uid): s.space for s in sensors}
         for actuator in actuators:
             actuator.space.seed(0)  # (each has one: _baseline checked)
         for _ in range(steps):
@@ -90,9 +95,10 @@ def check_environment(
                 ],
                 awaiter=awaiter,
             )
-            if _state(env, state, {str(s.uid) for s in sensors}):
-                _baseline(env, "reset", awaiter)  # as a run does after an episode's end
-        _baseline(env, "reset", awaiter)
+            if _state(env, state, declared, shapes):  # as a run does after an episode's end
+                again, _ = _baseline(env, "reset", awaiter, shapes)
+                declared = {str(s.uid): s.space for s in again}
+        _baseline(env, "reset", awaiter, shapes)
     except BaseException:
         with contextlib.suppress(Exception):  # the check's own failure is what is reported
             awaiter(env, "shutdown", env.shutdown(), closing=True)  # what it started ends
@@ -305,51 +311,30 @@ def _picklable(plugin: Any, method: str, value: Any) -> None:
         _fail(plugin, method, f"returned {type(value).__name__}, which cannot be pickled ({exc})")
 
 
-def _baseline(env: Environment, method: str, awaiter: Awaiter) -> tuple[list[Any], list[Any]]:
+def _baseline(
+    env: Environment, method: str, awaiter: Awaiter, shapes: ShapeFix
+) -> tuple[list[Any], list[Any]]:
+    """Check what a start or reset returned as a run does; returns its sensors and actuators
+    (each with a space: the check samples the actuators')."""
     result = _call(env, method, awaiter=awaiter)
     try:
-        sensors, actuators = tuple(result)[:2]
-    except (TypeError, ValueError):
-        _fail(env, method, f"must return (sensors, actuators), got {result!r}")
-    for kind, infos, cls in (
-        ("sensor", sensors, SensorInformation),
-        ("actuator", actuators, ActuatorInformation),
-    ):
-        uids = [str(i.uid) for i in infos]
-        if len(set(uids)) != len(uids):
-            _fail(env, method, f"{kind} uids are not unique: {uids}")
+        sensors, actuators = checks.baseline(env, method, result, fix=shapes.fixed)
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
+    for kind, infos in (("sensor", sensors), ("actuator", actuators)):
         for info in infos:
-            if not isinstance(info, cls):
-                _fail(env, method, f"{kind} {info!r} is not a {cls.__name__}")
             if info.space is None:
                 _fail(env, method, f"{kind} {info.uid} has no space")
-    return list(sensors), list(actuators)
+    return sensors, actuators
 
 
-def _state(env: Environment, state: Any, sensor_uids: set[str]) -> bool:
-    """Check what ``update`` returned as a run does; returns ``done``."""
+def _state(env: Environment, state: Any, declared: dict[str, Any], shapes: ShapeFix) -> bool:
+    """Check what ``update`` returned as a run checks a start's first step (every step here);
+    returns ``done``."""
     try:
-        sensors, rewards, done = tuple(state)[:3]
-    except (TypeError, ValueError):
-        _fail(env, "update", f"must return (sensors, rewards, done), got {state!r}")
-    missing = sensor_uids - {str(s.uid) for s in sensors}
-    if missing:
-        _fail(env, "update", f"no longer reports sensors {sorted(missing)}")
-    for sensor in sensors:
-        if sensor.space is not None and not sensor.space.contains(sensor.value):
-            _fail(
-                env, "update", f"sensor {sensor.uid} = {sensor.value!r} is not in {sensor.space}"
-            )
-    if not all(isinstance(r, RewardInformation) for r in rewards):
-        _fail(env, "update", "rewards must be RewardInformation objects")
-    for reward in rewards:
-        if reward.space is not None and not reward.space.contains(reward.value):
-            _fail(
-                env, "update", f"reward {reward.uid} = {reward.value!r} is not in {reward.space}"
-            )
-    if not isinstance(done, bool | np.bool_):
-        _fail(env, "update", f"done must be a bool, got {done!r}")
-    return bool(done)
+        return checks.first_state(env, state, declared, shapes.fixed)[2]
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
 
 
 # --- fakes for the step path -----------------------------------------------------------------
