@@ -76,7 +76,11 @@ def check_environment(
     Returns the sensors and actuators of its baseline, as agents would see them unprefixed.
     """
     name = environment if isinstance(environment, str) else _name(environment)
-    env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
+    try:
+        env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
+    except PluginError as exc:  # (its constructor raised: the cause)
+        cause = exc.__cause__
+        raise PluginCheckError(f"{exc.plugin} raised {cause!r}") from cause
     env.attach(EnvironmentContext(uid="checked", worker=0, seed=0))
     awaiter = Awaiter("check_environment")  # an asynchronous environment's event loop
     shapes = ShapeFix("check_environment")  # (a value of its space's size: reshaped, warned)
@@ -272,11 +276,16 @@ def _name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_RAISED = (Exception, SystemExit)
+"""What a plug-in's method may raise that a check reports as its failure: ``sys.exit(0)`` in a
+plug-in fails a run, and must not end the checking script with exit 0 as if all went well."""
+
+
 def _construct(plugin: str | type, params: dict[str, Any] | None) -> Any:
     cls = load_class(plugin) if isinstance(plugin, str) else plugin
     try:
         return cls(**(params or {}))
-    except Exception as exc:
+    except _RAISED as exc:
         raise PluginCheckError(f"{_name(cls)}(**{params or {}}) failed: {exc!r}") from exc
 
 
@@ -292,7 +301,7 @@ def _call(plugin: Any, method: str, *args: Any, awaiter: Awaiter | None = None) 
     except PluginError as exc:  # raised inside the awaited coroutine
         cause = exc.__cause__
         raise PluginCheckError(f"{_name(type(plugin))}.{method} raised {cause!r}") from cause
-    except Exception as exc:
+    except _RAISED as exc:
         raise PluginCheckError(f"{_name(type(plugin))}.{method} raised {exc!r}") from exc
     if inspect.isawaitable(result):
         discard(result)

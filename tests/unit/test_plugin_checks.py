@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -138,6 +139,30 @@ def test_check_environment_passes_what_a_run_takes(quirk: str) -> None:
     sensors, actuators = check_environment(OddEnvironment, {"quirk": quirk}, steps=5)
     assert [str(s.uid) for s in sensors] == [str(i) for i in range(10)]
     assert [str(a.uid) for a in actuators] == [str(i) for i in range(10)]
+
+
+class ExitingMuscle(DummyMuscle):
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        sys.exit(0)
+
+
+class UnbuildableEnvironment(DummyEnvironment):
+    def __init__(self, **params: Any) -> None:
+        raise FileNotFoundError("world.json")
+
+
+def test_a_plugin_ending_the_process_or_failing_to_construct_fails_its_check() -> None:
+    """``sys.exit(0)`` in a plug-in ended the checking script with exit 0, as if every check
+    had passed (a run fails on it); an environment whose constructor raised gave a bare
+    PluginError saying only ``...UnbuildableEnvironment.__init__``."""
+    sensors, actuators = check_environment(DummyEnvironment)
+    with pytest.raises(PluginCheckError, match=r"ExitingMuscle.propose_actions raised SystemExit"):
+        check_muscle(ExitingMuscle, sensors=sensors, actuators=actuators)
+    with pytest.raises(
+        PluginCheckError,
+        match=r"UnbuildableEnvironment.__init__ raised FileNotFoundError\('world.json'\)",
+    ):
+        check_environment(UnbuildableEnvironment)
 
 
 def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:
