@@ -120,6 +120,14 @@ class ReturnShapeMuscle(DummyMuscle):
         return {a.uid: a.value for a in setpoints}
 
 
+class UnpicklableDataMuscle(DummyMuscle):
+    """Hands its Brain a lambda as the data of every action, which cannot be pickled."""
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        setpoints, _ = super().propose_actions(sensors, actuators_available)
+        return setpoints, lambda: None
+
+
 class UnpicklableUpdateBrain(DummyBrain):
     """Answers every experience with a lambda, which cannot be pickled for the Muscle."""
 

@@ -314,6 +314,28 @@ def test_a_muscle_setting_an_actuator_it_was_not_given_is_stopped_before_sending
         muscle_step(muscle, m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
 
 
+def test_data_for_the_brain_that_cannot_be_pickled_names_the_muscle() -> None:
+    """It failed the run as the process's own AttributeError from pickle, with palaestra's
+    traceback, naming neither the Muscle's class nor propose_actions."""
+    env = environment()
+    baseline = env.start_world(reset=False)
+    muscle = muscle_process(baseline, muscle="tests.plugins.misbehaving:UnpicklableDataMuscle")
+    muscle.wire(
+        FakeLink("Brain-one", lambda _: m.BrainUpdate(update=None)), {"env": FakeLink("e")}
+    )
+    muscle.begin_episode(
+        m.AgentEpisode(episode=0, sensors=baseline.sensors[:5], actuators=baseline.actuators[:5])
+    )
+    with pytest.raises(PluginContractError) as caught:
+        muscle_step(muscle, m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
+    assert str(caught.value).startswith(
+        "tests.plugins.misbehaving:UnpicklableDataMuscle.propose_actions returned function "
+    )
+    assert "as the data for the Brain, which cannot be pickled (Can't pickle local" in str(
+        caught.value
+    )
+
+
 # --- whole episodes in one process -----------------------------------------------------------
 
 
