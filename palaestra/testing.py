@@ -85,7 +85,7 @@ def check_environment(
     awaiter = Awaiter("check_environment")  # an asynchronous environment's event loop
     shapes = ShapeFix("check_environment")  # (a value of its space's size: reshaped, warned)
     try:
-        sensors, actuators = _baseline(env, "start_environment", awaiter, shapes)
+        sensors, actuators = last = _baseline(env, "start_environment", awaiter, shapes)
         declared = {str(s.uid): s.space for s in sensors}
         for actuator in actuators:
             actuator.space.seed(0)  # (each has one: _baseline checked)
@@ -100,9 +100,9 @@ def check_environment(
                 awaiter=awaiter,
             )
             if _state(env, state, declared, shapes):  # as a run does after an episode's end
-                again, _ = _baseline(env, "reset", awaiter, shapes)
-                declared = {str(s.uid): s.space for s in again}
-        _baseline(env, "reset", awaiter, shapes)
+                last = _baseline(env, "reset", awaiter, shapes, last)
+                declared = {str(s.uid): s.space for s in last[0]}
+        _baseline(env, "reset", awaiter, shapes, last)
     except BaseException:
         with contextlib.suppress(Exception):  # the check's own failure is what is reported
             awaiter(env, "shutdown", env.shutdown(), closing=True)  # what it started ends
@@ -321,13 +321,21 @@ def _picklable(plugin: Any, method: str, value: Any) -> None:
 
 
 def _baseline(
-    env: Environment, method: str, awaiter: Awaiter, shapes: ShapeFix
+    env: Environment,
+    method: str,
+    awaiter: Awaiter,
+    shapes: ShapeFix,
+    before: tuple[list[Any], list[Any]] | None = None,
 ) -> tuple[list[Any], list[Any]]:
-    """Check what a start or reset returned as a run does; returns its sensors and actuators
-    (each with a space: the check samples the actuators')."""
+    """Check what a start or reset (after the start ``before``) returned as a run does;
+    returns its sensors and actuators (each with a space: the check samples the
+    actuators')."""
     result = _call(env, method, awaiter=awaiter)
     try:
         sensors, actuators = checks.baseline(env, method, result, fix=shapes.fixed)
+        if before is not None:
+            uids = ([str(s.uid) for s in before[0]], [str(a.uid) for a in before[1]])
+            checks.kept_by_reset(env, uids, sensors, actuators)
     except PluginContractError as exc:
         raise PluginCheckError(str(exc)) from None
     for kind, infos in (("sensor", sensors), ("actuator", actuators)):

@@ -84,7 +84,8 @@ def test_a_plugin_that_breaks_its_contract_is_named(check: Any, expected: str) -
 
 class OddEnvironment(DummyEnvironment):
     """A DummyEnvironment (Box sensors) with one quirk: ``extra`` (a sensor its start did not
-    declare, in every step), ``bad_start`` (a start value outside its space), ``silent_end``
+    declare, in every step), ``bad_start`` (a start value outside its space), ``shrinking``
+    (sensor ``"9"`` left out of its resets), ``silent_end``
     (no readings in an episode's last step), ``flat_reward`` (its reward as ``np.array([r])``
     for a space of shape ``()``) or ``repeated`` (its actuators twice, as palaestrAI's
     random environments return them)."""
@@ -95,6 +96,9 @@ class OddEnvironment(DummyEnvironment):
 
     def start_environment(self) -> Any:
         sensors, actuators = super().start_environment()
+        self.starts = getattr(self, "starts", 0) + 1
+        if self.quirk == "shrinking" and self.starts > 1:
+            sensors = sensors[:-1]
         if self.quirk == "bad_start":
             sensors[0] = SensorInformation(7.0, sensors[0].space, sensors[0].uid)
         if self.quirk == "repeated":
@@ -120,8 +124,9 @@ class OddEnvironment(DummyEnvironment):
             "OddEnvironment.update returned sensor 'extra', which its start did not declare",
         ),
         ("bad_start", "OddEnvironment.start_environment returned sensor '0' = 7.0, which is not"),
+        ("shrinking", "OddEnvironment.reset did not return sensor '9', which the start before"),
     ],
-    ids=["extra", "bad_start"],
+    ids=["extra", "bad_start", "shrinking"],
 )
 def test_check_environment_refuses_what_a_run_refuses(quirk: str, expected: str) -> None:
     """check_environment passed both, and the run then failed on them: it now checks with the

@@ -223,6 +223,23 @@ def test_update_blames_the_environment_for_a_bad_value(how: str, at: int, proble
     assert str(caught.value).startswith(f"{BAD_ENV}.{problem}")
 
 
+@pytest.mark.parametrize("what", ["sensor", "actuator"])
+def test_a_reset_that_leaves_out_what_the_start_declared_is_refused(what: str) -> None:
+    """A sensor left out failed the run with a bare KeyError where an agent read it; an
+    actuator left out dropped the agents' set points of it without a word (their rows still
+    recorded them)."""
+    env = environment(
+        {"max_iter": 3, "what": what}, "tests.plugins.misbehaving:ShrinkingEnvironment"
+    )
+    env.start_world(reset=False)
+    with pytest.raises(PluginContractError) as caught:
+        env.start_world(reset=True)
+    assert str(caught.value).startswith(
+        f"tests.plugins.misbehaving:ShrinkingEnvironment.reset did not return {what} '9', which "
+        "the start before it declared"
+    )
+
+
 def test_without_value_checks_only_the_first_step_is_checked() -> None:
     env = environment({"how": "outside", "at": 2, "max_iter": 5}, BAD_ENV)
     env.start_world(reset=False, check_values=False)
