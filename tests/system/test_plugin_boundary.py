@@ -102,3 +102,31 @@ def test_a_plugin_module_exiting_at_import_fails_the_check_not_palaestra(
         assert "module 'quitting' failed to import: SystemExit: 0 (" in result.stderr
         assert "quitting.py, line 3: sys.exit(0))" in result.stderr
     assert not workspace.store.exists()
+
+
+def test_a_thread_a_plugin_module_starts_at_import_does_not_hold_the_command(
+    workspace: Workspace,
+) -> None:
+    """The command imports the run file's plug-in modules to check them; one that starts a
+    thread (no daemon) that never ends kept ``palaestra check`` and ``experiment-start`` from
+    ending once their work was done (the run finished, the command hung)."""
+    (workspace.path / "polling.py").write_text(
+        "import threading, time\nfrom palaestra.agent import DummyBrain\n"
+        "threading.Thread(target=lambda: time.sleep(10**6), name='poller').start()\n"
+        "class Brain(DummyBrain):\n    pass\n"
+    )
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}",
+            "brain: {name: polling:Brain, params: {}}",
+        ),
+    )
+    for command in ("experiment-check-syntax", "experiment-start"):
+        result = workspace.run(command, str(run_file), timeout=30)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert (
+            "Warning: thread 'poller', which importing plug-in module 'polling' started here, "
+            "still runs; palaestra ends without waiting for it." in result.stderr
+        )
+    assert workspace.instance_status()[0] == "finished"

@@ -7,9 +7,15 @@ import importlib.machinery
 import importlib.util
 import os
 import sysconfig
+import threading
 import traceback
 
 from palaestra.core.errors import PluginLoadError, did_you_mean
+
+IMPORT_THREADS: dict[threading.Thread, str] = {}
+"""The threads, no daemons, that importing a plug-in module started, and the module: the
+command that imported it to check a run file does not wait for them at its end (see
+:func:`palaestra.cli.entry.leave`); the run's processes import the module for themselves."""
 
 
 def load_class(name: str) -> type:
@@ -29,12 +35,17 @@ def load_class(name: str) -> type:
     spec = _find_spec(module_name)
     if spec is None:
         raise PluginLoadError(f"no module '{module_name}' (in '{name}')")
+    before = set(threading.enumerate())
     try:
         module = importlib.import_module(module_name)
     except _IMPORT_FAILURES as exc:  # the user's module failed: show their error, not ours
         raise PluginLoadError(
             f"module '{module_name}' failed to import: {import_failure(exc)}"
         ) from exc
+    finally:
+        for thread in threading.enumerate():
+            if thread not in before and not thread.daemon:
+                IMPORT_THREADS[thread] = module_name
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         candidates = [n for n, v in vars(module).items() if isinstance(v, type)]
