@@ -42,7 +42,6 @@ from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSp
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import (
     ActuatorInformation,
-    RewardInformation,
     SensorInformation,
     json_value,
 )
@@ -53,10 +52,12 @@ from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel
 from palaestra.core.wire.codec import describe
 from palaestra.core.wire.records import COLUMNS, RowSink
+from palaestra.environment import checks
 from palaestra.environment.aio import UNAWAITED, Awaiter, discard
 from palaestra.environment.environment import Environment, EnvironmentContext
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.environment.lanes import play_lanes
+from palaestra.environment.shapes import ShapeFix
 from palaestra.environment.world import construct
 
 
@@ -68,16 +69,24 @@ def check_environment(
     environment: str | type[Environment], params: dict[str, Any] | None = None, steps: int = 3
 ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
     """Start, step (with sampled set points; reset after an episode ends), reset and shut down
-    an environment, checking what each returns (sensor values and rewards in their spaces).
+    an environment, checking what each returns as a run checks it (the checks of
+    :mod:`palaestra.environment.checks`: sensor values and rewards in their spaces, every
+    sensor a start declared reported by each step, none it did not declare).
 
     Returns the sensors and actuators of its baseline, as agents would see them unprefixed.
     """
     name = environment if isinstance(environment, str) else _name(environment)
-    env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
+    try:
+        env = construct(EnvironmentSpec(name=name, uid="checked", params=params or {}), seed=0)
+    except PluginError as exc:  # (its constructor raised: the cause)
+        cause = exc.__cause__
+        raise PluginCheckError(f"{exc.plugin} raised {cause!r}") from cause
     env.attach(EnvironmentContext(uid="checked", worker=0, seed=0))
     awaiter = Awaiter("check_environment")  # an asynchronous environment's event loop
+    shapes = ShapeFix("check_environment")  # (a value of its space's size: reshaped, warned)
     try:
-        sensors, actuators = _baseline(env, "start_environment", awaiter)
+        sensors, actuators = last = _baseline(env, "start_environment", awaiter, shapes)
+        declared = {str(s.uid): s.space for s in sensors}
         for actuator in actuators:
             actuator.space.seed(0)  # (each has one: _baseline checked)
         for _ in range(steps):
@@ -90,9 +99,10 @@ def check_environment(
                 ],
                 awaiter=awaiter,
             )
-            if _state(env, state, {str(s.uid) for s in sensors}):
-                _baseline(env, "reset", awaiter)  # as a run does after an episode's end
-        _baseline(env, "reset", awaiter)
+            if _state(env, state, declared, shapes):  # as a run does after an episode's end
+                last = _baseline(env, "reset", awaiter, shapes, last)
+                declared = {str(s.uid): s.space for s in last[0]}
+        _baseline(env, "reset", awaiter, shapes, last)
     except BaseException:
         with contextlib.suppress(Exception):  # the check's own failure is what is reported
             awaiter(env, "shutdown", env.shutdown(), closing=True)  # what it started ends
@@ -266,11 +276,16 @@ def _name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_RAISED = (Exception, SystemExit)
+"""What a plug-in's method may raise that a check reports as its failure: ``sys.exit(0)`` in a
+plug-in fails a run, and must not end the checking script with exit 0 as if all went well."""
+
+
 def _construct(plugin: str | type, params: dict[str, Any] | None) -> Any:
     cls = load_class(plugin) if isinstance(plugin, str) else plugin
     try:
         return cls(**(params or {}))
-    except Exception as exc:
+    except _RAISED as exc:
         raise PluginCheckError(f"{_name(cls)}(**{params or {}}) failed: {exc!r}") from exc
 
 
@@ -286,7 +301,7 @@ def _call(plugin: Any, method: str, *args: Any, awaiter: Awaiter | None = None) 
     except PluginError as exc:  # raised inside the awaited coroutine
         cause = exc.__cause__
         raise PluginCheckError(f"{_name(type(plugin))}.{method} raised {cause!r}") from cause
-    except Exception as exc:
+    except _RAISED as exc:
         raise PluginCheckError(f"{_name(type(plugin))}.{method} raised {exc!r}") from exc
     if inspect.isawaitable(result):
         discard(result)
@@ -305,51 +320,38 @@ def _picklable(plugin: Any, method: str, value: Any) -> None:
         _fail(plugin, method, f"returned {type(value).__name__}, which cannot be pickled ({exc})")
 
 
-def _baseline(env: Environment, method: str, awaiter: Awaiter) -> tuple[list[Any], list[Any]]:
+def _baseline(
+    env: Environment,
+    method: str,
+    awaiter: Awaiter,
+    shapes: ShapeFix,
+    before: tuple[list[Any], list[Any]] | None = None,
+) -> tuple[list[Any], list[Any]]:
+    """Check what a start or reset (after the start ``before``) returned as a run does;
+    returns its sensors and actuators (each with a space: the check samples the
+    actuators')."""
     result = _call(env, method, awaiter=awaiter)
     try:
-        sensors, actuators = tuple(result)[:2]
-    except (TypeError, ValueError):
-        _fail(env, method, f"must return (sensors, actuators), got {result!r}")
-    for kind, infos, cls in (
-        ("sensor", sensors, SensorInformation),
-        ("actuator", actuators, ActuatorInformation),
-    ):
-        uids = [str(i.uid) for i in infos]
-        if len(set(uids)) != len(uids):
-            _fail(env, method, f"{kind} uids are not unique: {uids}")
+        sensors, actuators = checks.baseline(env, method, result, fix=shapes.fixed)
+        if before is not None:
+            uids = ([str(s.uid) for s in before[0]], [str(a.uid) for a in before[1]])
+            checks.kept_by_reset(env, uids, sensors, actuators)
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
+    for kind, infos in (("sensor", sensors), ("actuator", actuators)):
         for info in infos:
-            if not isinstance(info, cls):
-                _fail(env, method, f"{kind} {info!r} is not a {cls.__name__}")
             if info.space is None:
                 _fail(env, method, f"{kind} {info.uid} has no space")
-    return list(sensors), list(actuators)
+    return sensors, actuators
 
 
-def _state(env: Environment, state: Any, sensor_uids: set[str]) -> bool:
-    """Check what ``update`` returned as a run does; returns ``done``."""
+def _state(env: Environment, state: Any, declared: dict[str, Any], shapes: ShapeFix) -> bool:
+    """Check what ``update`` returned as a run checks a start's first step (every step here);
+    returns ``done``."""
     try:
-        sensors, rewards, done = tuple(state)[:3]
-    except (TypeError, ValueError):
-        _fail(env, "update", f"must return (sensors, rewards, done), got {state!r}")
-    missing = sensor_uids - {str(s.uid) for s in sensors}
-    if missing:
-        _fail(env, "update", f"no longer reports sensors {sorted(missing)}")
-    for sensor in sensors:
-        if sensor.space is not None and not sensor.space.contains(sensor.value):
-            _fail(
-                env, "update", f"sensor {sensor.uid} = {sensor.value!r} is not in {sensor.space}"
-            )
-    if not all(isinstance(r, RewardInformation) for r in rewards):
-        _fail(env, "update", "rewards must be RewardInformation objects")
-    for reward in rewards:
-        if reward.space is not None and not reward.space.contains(reward.value):
-            _fail(
-                env, "update", f"reward {reward.uid} = {reward.value!r} is not in {reward.space}"
-            )
-    if not isinstance(done, bool | np.bool_):
-        _fail(env, "update", f"done must be a bool, got {done!r}")
-    return bool(done)
+        return checks.first_state(env, state, declared, shapes.fixed)[2]
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
 
 
 # --- fakes for the step path -----------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import pickle
 import reprlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -459,6 +459,14 @@ class BrainProcess(Component):
                 "evaluate_rollouts",
                 f"returned {type(result).__name__}: expected an EvaluationResult "
                 "(palaestrai.agent.EvaluationResult) or None",
+            )
+        if result is not None and not isinstance(result.metrics, Mapping):
+            raise PluginContractError(
+                self.brain,
+                "evaluate_rollouts",
+                f"returned an EvaluationResult whose metrics are {type(result.metrics).__name__} "
+                f"{reprlib.repr(result.metrics)}: expected a mapping of names to numbers "
+                "(EvaluationResult(metrics={'reward': 0.5}))",
             )
         self.out.add(self.brain, -1, -1, -1)  # what evaluate_rollouts added
         return evaluated(setup.agent.name, evaluation, result)

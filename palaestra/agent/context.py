@@ -42,13 +42,31 @@ class BrainDumps:
 
     def store(self, data: bytes | bytearray | memoryview | BinaryIO, tag: str | None = "") -> None:
         """Persist ``data`` whole: a stream is read from its start (palaestrAI's rule: a stream
-        just written to is positioned at its end) and left at its end."""
+        just written to is positioned at its end) and left at its end.
+
+        Raises:
+            TypeError: ``data`` is neither bytes nor a binary stream (a str, a text stream, a
+                numpy array): said so here, in the Brain's call, not by the store writer that
+                would receive it.
+        """
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
-        else:
+        elif callable(getattr(data, "read", None)):
             if data.seekable():
                 data.seek(0)
-            payload = data.read()
+            read = data.read()
+            if not isinstance(read, bytes | bytearray | memoryview):
+                raise TypeError(
+                    f"a brain dump is bytes or a binary stream, but {type(data).__name__}.read() "
+                    f"gave {type(read).__name__} (a text stream: use io.BytesIO, or open the "
+                    "file with 'rb')"
+                )
+            payload = bytes(read)
+        else:
+            raise TypeError(
+                "a brain dump is bytes or a binary stream (io.BytesIO, a file opened with 'rb'), "
+                f"not {type(data).__name__}"
+            )
         if not payload:
             LOG.warning(
                 "%s stored an empty brain dump (tag %r): 0 bytes; loading it will restore nothing",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import reprlib
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn, Protocol
@@ -612,7 +613,9 @@ class MuscleLanes:
                 list(game_setpoints),
                 step.values,
                 values,
-                _pickled(game_data),
+                _pickled(
+                    game_data, muscle, "propose_actions" if each else "propose_actions_batch"
+                ),
                 game_seen,
                 stale,
                 paused,
@@ -648,7 +651,8 @@ class MuscleLanes:
         parts = schema.parts
         paused = process.out.switch.paused()
         stale = self.stale if process.brain.update_lag == UPDATE_LAG_ASYNC else None
-        pickled = None if data is None else [_pickled(item) for item in data]
+        method = "propose_actions_columns"
+        pickled = None if data is None else [_pickled(item, muscle, method) for item in data]
         only = values[0] if len(values) == 1 else None  # (one actuator: a dict, no loop)
         for j, (k, game, step) in enumerate(acting):
             if only is not None:
@@ -768,9 +772,26 @@ def sensor_columns(uids: list[str], spaces: list[Any], values: list[list[Any]]) 
     return columns
 
 
-def _pickled(data: Any) -> bytes | None:
-    """The data for a Brain as it travels: pickled (None: a stateless model's, not pickled)."""
-    return None if data is None else pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+def _pickled(data: Any, muscle: Muscle, method: str) -> bytes | None:
+    """The data for a Brain as it travels: pickled (None: a stateless model's, not pickled).
+
+    Raises:
+        PluginContractError: ``data``, which the Muscle's ``method`` returned, cannot be
+            pickled (a lambda, a lock, an open file): the Muscle is named, not palaestra's
+            pickling.
+    """
+    if data is None:
+        return None
+    try:
+        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise PluginContractError(
+            muscle,
+            method,
+            f"returned {type(data).__name__} {reprlib.repr(data)} as the data for the Brain, "
+            f"which cannot be pickled ({exc}): it goes to the Brain's thinking; return plain "
+            "data, arrays or tensors (or None)",
+        ) from None
 
 
 def proposed_columns(

@@ -113,8 +113,18 @@ def leave(code: object) -> NoReturn:
         sys.stderr.write(f"{code}\n")
         status = 1
     main = threading.main_thread()
-    if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
+    imported = _import_threads()
+    if any(
+        t is not main and t.is_alive() and not t.daemon and t not in imported
+        for t in threading.enumerate()
+    ):
         raise SystemExit(_unless_signalled(status))
+    for thread, module in imported.items():
+        if thread.is_alive():  # (the run's processes import the module for themselves)
+            sys.stderr.write(
+                f"Warning: thread {thread.name!r}, which importing plug-in module '{module}' "
+                "started here, still runs; palaestra ends without waiting for it.\n"
+            )
     atexit._run_exitfuncs()  # (a signal here cuts its handler short, and is recorded)
     interrupts.install(interrupts.recording)  # nothing is left to unwind
     status = _unless_signalled(status)
@@ -124,6 +134,15 @@ def leave(code: object) -> NoReturn:
         except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say
             pass
     os._exit(_unless_cut_short(status))
+
+
+def _import_threads() -> dict[threading.Thread, str]:
+    """The threads importing plug-in modules started in this command (to check its run
+    files), by :data:`palaestra.core.description.loading.IMPORT_THREADS`: not waited for at
+    its end, where one that never ends hung the command after its work was done."""
+    loading = sys.modules.get("palaestra.core.description.loading")
+    threads: dict[threading.Thread, str] = getattr(loading, "IMPORT_THREADS", {})
+    return threads
 
 
 def _unless_cut_short(status: int) -> int:

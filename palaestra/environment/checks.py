@@ -63,6 +63,33 @@ def baseline(
     return sensors, actuators
 
 
+def kept_by_reset(
+    env: object,
+    before: tuple[Sequence[str], Sequence[str]],
+    sensors: Sequence[SensorInformation],
+    actuators: Sequence[ActuatorInformation],
+) -> None:
+    """Check that a reset declared every sensor and actuator uid of the start ``before`` it
+    (its sensor and actuator uids): the agents read and set those (their run file names the
+    first start's), so a reset may add some but not leave one out. One left out failed the run
+    with a bare ``KeyError`` (a sensor), or dropped the agents' set points of it in silence,
+    though their rows recorded them (an actuator)."""
+    for kind, declared, infos in (
+        ("sensor", before[0], sensors),
+        ("actuator", before[1], actuators),
+    ):
+        now = {str(info.uid) for info in infos}
+        missing = [uid for uid in declared if uid not in now]
+        if missing:
+            raise PluginContractError(
+                env,
+                "reset",
+                f"did not return {kind} {_listed(missing)}, which the start before it declared "
+                f"(agents use the {kind}s of the first start: a reset may add some, not leave "
+                "one out)",
+            )
+
+
 def first_state(
     env: object, result: Any, declared: dict[str, Space | None], fix: Fix | None = None
 ) -> tuple[list[SensorInformation], list[RewardInformation], bool]:

@@ -207,6 +207,10 @@ class World:
             result = self.awaiter(self.env, method, call(self.env.start_environment))
         repeated: list[str] = []
         sensors, actuators = checks.baseline(self.env, method, result, repeated, self.shapes.fixed)
+        if reset:
+            before = self.declared
+            uids = (before.sensor_uids, [uid for uid, _ in before.actuator_table])
+            checks.kept_by_reset(self.env, uids, sensors, actuators)
         if repeated and not self.declared.warned_repeats:
             self.declared.warned_repeats = True
             LOG.warning(

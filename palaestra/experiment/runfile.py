@@ -127,6 +127,10 @@ _BASE_CLASSES = MappingProxyType(
     }
 )
 
+_BUILT_WITH_PARAMS = ("brain", "muscle", "objective", "filter")
+"""The roles whose plug-ins are built as ``Class(**params)`` and nothing else: their params
+are checked against the constructor's signature when the run file is read."""
+
 _NOT_AWAITED = MappingProxyType(
     {
         "brain": (
@@ -337,6 +341,36 @@ class _ClassChecker:
                     "(async def), which palaestra would not await.",
                     AWAITED_HINT,
                 )
+
+    def check_params(self, node: Node, name: str, params: dict[str, Any]) -> None:
+        """Fail (at ``node``, the ``params``) where class ``name`` cannot be built with
+        ``params`` as palaestra builds it, ``Class(**params)``: a parameter its constructor
+        does not take, or a required one not given. A constructor whose signature Python
+        cannot tell (one in C, say) is left to the run."""
+        if not self.enabled:
+            return
+        found = self._resolve(name)
+        if not isinstance(found, type):
+            return
+        try:
+            signature = inspect.signature(found, follow_wrapped=False)
+        except (TypeError, ValueError):
+            return
+        try:
+            signature.bind(**params)
+        except TypeError as exc:
+            taken = [
+                p.name
+                for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            ]
+            unknown = [key for key in params if key not in signature.parameters]
+            close = difflib.get_close_matches(unknown[0], taken, n=1) if unknown else []
+            node.fail(
+                f"'{name}' cannot be made with these params: {exc} (the parameters of "
+                f"{found.__name__}: {', '.join(taken) or 'none'}).",
+                f"Did you mean '{close[0]}'?" if close else None,
+            )
 
     def _resolve(self, name: str) -> type | PluginLoadError:
         if name not in self._resolved:
@@ -551,7 +585,11 @@ class _RunBuilder:
         """Return a ``{name, params}`` plug-in; ``role`` selects the base-class check."""
         fields = as_mapping(node, allowed=_CLASS_KEYS, required=("name",))
         name = self._class_name(fields["name"], role=role)
-        return ClassSpec(name=name, params=as_params(fields.get("params")))
+        params_node = fields.get("params")
+        params = as_params(params_node)
+        if role in _BUILT_WITH_PARAMS:
+            self._classes.check_params(params_node or fields["name"], name, params)
+        return ClassSpec(name=name, params=params)
 
     def _class_name(self, node: Node, *, role: str | None) -> str:
         """Return a checked ``module:Class`` name."""

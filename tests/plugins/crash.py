@@ -22,7 +22,7 @@ def planned_crash(method: str) -> None:
 
 
 class CrashBrain(DummyBrain):
-    """Raises in ``setup``, ``thinking`` or ``store``."""
+    """Raises in ``setup``, ``thinking``, ``store`` or ``teardown``."""
 
     def __init__(self, method: str = "thinking", **params: Any) -> None:
         super().__init__(**params)
@@ -42,9 +42,14 @@ class CrashBrain(DummyBrain):
             planned_crash("store")
         super().store()
 
+    def teardown(self) -> None:
+        if self.method == "teardown":
+            planned_crash("teardown")
+
 
 class CrashMuscle(DummyMuscle):
-    """Raises in ``setup``, ``propose_actions`` or ``update`` (on the third step)."""
+    """Raises in ``setup``, ``propose_actions`` or ``update`` (on the third step), or in
+    ``teardown``."""
 
     def __init__(self, method: str = "propose_actions", **params: Any) -> None:
         super().__init__(**params)
@@ -66,6 +71,10 @@ class CrashMuscle(DummyMuscle):
             planned_crash("update")
         super().update(update)
 
+    def teardown(self) -> None:
+        if self.method == "teardown":
+            planned_crash("teardown")
+
 
 class CrashObjective(DummyObjective):
     """Raises in ``internal_reward`` (on its third call)."""
@@ -83,7 +92,8 @@ class CrashObjective(DummyObjective):
 
 
 class CrashEnvironment(DummyEnvironment):
-    """Raises in ``start_environment``, ``update`` (on the third step) or ``reset``.
+    """Raises in ``start_environment``, ``update`` (on the third step), ``reset`` or
+    ``shutdown``.
 
     ``reset`` is called from the second episode on. palaestra also starts the environment once
     while checking the run file and ignores a failure there: the run itself must report it.
@@ -107,6 +117,11 @@ class CrashEnvironment(DummyEnvironment):
         if self.method == "reset":
             planned_crash("reset")
         return super().reset()
+
+    def shutdown(self) -> bool:
+        if self.method == "shutdown":
+            planned_crash("shutdown")
+        return super().shutdown()
 
 
 class MarkingMuscle(DummyMuscle):

@@ -120,6 +120,14 @@ class ReturnShapeMuscle(DummyMuscle):
         return {a.uid: a.value for a in setpoints}
 
 
+class UnpicklableDataMuscle(DummyMuscle):
+    """Hands its Brain a lambda as the data of every action, which cannot be pickled."""
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        setpoints, _ = super().propose_actions(sensors, actuators_available)
+        return setpoints, lambda: None
+
+
 class UnpicklableUpdateBrain(DummyBrain):
     """Answers every experience with a lambda, which cannot be pickled for the Muscle."""
 
@@ -168,3 +176,28 @@ class BadValueEnvironment(DummyEnvironment):
         if broken and self.how == "missing":
             sensors = sensors[1:]
         return sensors
+
+
+class ShrinkingEnvironment(DummyEnvironment):
+    """A DummyEnvironment whose resets (every start after the first) leave out sensor (or,
+    with ``what: actuator``, actuator) ``"9"``, and whose steps then do too."""
+
+    def __init__(self, what: str = "sensor", **params: Any) -> None:
+        super().__init__(**params)
+        self.what = what
+        self.starts = 0
+
+    def start_environment(self) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
+        self.starts += 1
+        sensors, actuators = super().start_environment()
+        if self.starts > 1 and self.what == "sensor":
+            sensors = sensors[:-1]
+        if self.starts > 1 and self.what == "actuator":
+            actuators = actuators[:-1]
+        return sensors, actuators
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> Any:
+        sensors, rewards, done = super().update(actuators)
+        if self.starts > 1 and self.what == "sensor":
+            sensors = sensors[:-1]
+        return sensors, rewards, done

@@ -144,9 +144,22 @@ PLUGIN_CRASHES = [
         ("CrashObjective", "internal_reward", "Muscle-one-0"),
     ]
 ]
+# At the end of the phase, after every step went well: the run fails all the same (it ended
+# 'finished' with exit 0, a warning logged).
+TEARDOWN_CRASHES = [
+    pytest.param(cls, method, process, id=f"{cls}.{method}")
+    for cls, method, process in [
+        ("CrashMuscle", "teardown", "Muscle-one-0"),
+        ("CrashBrain", "teardown", "Brain-one"),
+        ("CrashEnvironment", "shutdown", "Environment-board-0"),
+    ]
+]
 
 
-@pytest.mark.parametrize(("cls", "method", "process"), slow_after(PLUGIN_CRASHES, 3))
+@pytest.mark.parametrize(
+    ("cls", "method", "process"),
+    slow_after(PLUGIN_CRASHES, 3) + slow_after(TEARDOWN_CRASHES, 1),
+)
 def test_an_exception_in_a_plugin_method_fails_the_run_naming_it(
     request: pytest.FixtureRequest, workspace: Workspace, cls: str, method: str, process: str
 ) -> None:

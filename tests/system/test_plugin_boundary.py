@@ -78,3 +78,55 @@ def test_a_termination_condition_that_cannot_be_built_is_named(workspace: Worksp
         ("params: {}\n      phase_config", "params: {after: -1}\n      phase_config"),
     )
     assert "(misbehaving:FailingCondition.__init__): ValueError: bad condition params" in reason
+
+
+def test_a_plugin_module_exiting_at_import_fails_the_check_not_palaestra(
+    workspace: Workspace,
+) -> None:
+    """A module that calls ``sys.exit(0)`` when imported ended ``experiment-start`` at once
+    with exit 0 (nothing checked, run or stored, nothing said)."""
+    (workspace.path / "quitting.py").write_text(
+        "import sys\nfrom palaestra.agent import DummyBrain\nsys.exit(0)\n"
+        "class Brain(DummyBrain):\n    pass\n"
+    )
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}",
+            "brain: {name: quitting:Brain, params: {}}",
+        ),
+    )
+    for command in ("experiment-check-syntax", "experiment-start"):
+        result = workspace.run(command, str(run_file))
+        assert result.returncode == 2, result.stderr[-3000:]
+        assert "module 'quitting' failed to import: SystemExit: 0 (" in result.stderr
+        assert "quitting.py, line 3: sys.exit(0))" in result.stderr
+    assert not workspace.store.exists()
+
+
+def test_a_thread_a_plugin_module_starts_at_import_does_not_hold_the_command(
+    workspace: Workspace,
+) -> None:
+    """The command imports the run file's plug-in modules to check them; one that starts a
+    thread (no daemon) that never ends kept ``palaestra check`` and ``experiment-start`` from
+    ending once their work was done (the run finished, the command hung)."""
+    (workspace.path / "polling.py").write_text(
+        "import threading, time\nfrom palaestra.agent import DummyBrain\n"
+        "threading.Thread(target=lambda: time.sleep(10**6), name='poller').start()\n"
+        "class Brain(DummyBrain):\n    pass\n"
+    )
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            "brain: {name: palaestra.agent.dummy_brain:DummyBrain, params: {}}",
+            "brain: {name: polling:Brain, params: {}}",
+        ),
+    )
+    for command in ("experiment-check-syntax", "experiment-start"):
+        result = workspace.run(command, str(run_file), timeout=30)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert (
+            "Warning: thread 'poller', which importing plug-in module 'polling' started here, "
+            "still runs; palaestra ends without waiting for it." in result.stderr
+        )
+    assert workspace.instance_status()[0] == "finished"

@@ -18,15 +18,16 @@ from palaestra import testing
 from palaestra.agent import dump_keeper
 from palaestra.agent.brain_process import BrainProcess, Newest
 from palaestra.agent.dummy_brain import DummyBrain
+from palaestra.agent.evaluation_result import EvaluationResult
 from palaestra.agent.memory import MadeRow
 from palaestra.core.description.name_rules import dump_file_name
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.plugin import PluginError
+from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.spaces import Box, Discrete
 from palaestra.core.supervision.hotloop import Stopped
 from palaestra.core.wire import messages as m
-from palaestra.testing import FakeLink, RowRecorder
+from palaestra.testing import FakeLink, RowRecorder, brain_link_of
 from tests.unit.test_step_path import agent_spec
 
 STATE = Box(-np.inf, np.inf, shape=(4,))
@@ -323,3 +324,22 @@ def test_what_a_muscle_sent_reaches_thinking_as_it_sent_it() -> None:
     for data, expected in ((None, None), (pickle.dumps({"q": [1.5]}), {"q": [1.5]})):
         sent = kept([msgspec.structs.replace(item, data=data)])
         assert process._remember(memory, "Muscle-player-0", sent.items[0], False) == expected
+
+
+class BareMetricsBrain(DummyBrain):
+    """Returns an EvaluationResult whose ``metrics`` is a bare number, not a mapping."""
+
+    def evaluate_rollouts(self, *args: Any, **kwargs: Any) -> EvaluationResult:
+        return EvaluationResult(metrics=0.5)  # type: ignore[arg-type]
+
+
+def test_evaluation_metrics_that_are_no_mapping_name_evaluate_rollouts() -> None:
+    """They failed the run as palaestra's own TypeError ("'float' object is not iterable"),
+    with its traceback, naming neither the Brain's class nor evaluate_rollouts."""
+    process = brain_process(f"{__name__}:BareMetricsBrain")
+    with pytest.raises(PluginContractError) as caught:
+        brain_link_of(process).send(m.encode(m.AgentEvaluate(evaluation=0)))
+    assert str(caught.value).startswith(
+        f"{__name__}:BareMetricsBrain.evaluate_rollouts returned an EvaluationResult whose "
+        "metrics are float 0.5: expected a mapping of names to numbers"
+    )

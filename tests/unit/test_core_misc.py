@@ -147,6 +147,41 @@ def test_load_class_module_raising_any_error(plugin_dir: tuple[Path, str]) -> No
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("import sys\nsys.exit(0)\n", "line 2: sys.exit(0)"),
+        (
+            "import argparse\nparser = argparse.ArgumentParser()\nargs = parser.parse_args()\n",
+            "line 3: args = parser.parse_args()",
+        ),
+    ],
+    ids=["sys.exit", "argparse"],
+)
+def test_load_class_module_exiting_at_import_fails_naming_its_line(
+    plugin_dir: tuple[Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    source: str,
+    line: str,
+) -> None:
+    """``sys.exit(0)`` at import ended palaestra itself: ``palaestra check`` and
+    ``experiment-start`` exited 0 at once, nothing checked or run; an argparse parser run at
+    import ended it with exit 2 and the parser's usage, as if it were palaestra's."""
+    path, prefix = plugin_dir
+    name = f"{prefix}_exits_{len(source)}"  # (a module of its own for each)
+    (path / f"{name}.py").write_text(source)
+    monkeypatch.setattr(sys, "argv", ["palaestra", "check", "run.yml"])
+    with pytest.raises(PluginLoadError) as info:
+        load_class(f"{name}:Thing")
+    capsys.readouterr()  # (argparse's usage)
+    code = 0 if "sys.exit" in line else 2
+    assert str(info.value) == (
+        f"module '{name}' failed to import: SystemExit: {code} ({path / f'{name}.py'}, {line})"
+    )
+    assert info.value.exit_code == EXIT_INVALID_INPUT
+
+
 def test_load_class_module_with_a_syntax_error_names_its_line(
     plugin_dir: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -113,6 +113,31 @@ def test_an_empty_dump_is_stored_with_a_warning(caplog: pytest.LogCaptureFixture
     assert "Brain-a stored an empty brain dump (tag 'actor')" in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (io.StringIO('{"q": 1}'), "StringIO.read() gave str (a text stream"),
+        ('{"q": 1}', "binary stream (io.BytesIO, a file opened with 'rb'), not str"),
+        (np.zeros(3), "not ndarray"),
+    ],
+    ids=["text stream", "str", "numpy array"],
+)
+def test_a_dump_that_is_not_bytes_fails_in_the_brains_call(data: Any, problem: str) -> None:
+    """A text stream's str reached the store writer, which failed the run as its own
+    ``msgspec.ValidationError``; a str or an array failed on a missing ``seekable``. Each is
+    now a TypeError in the Brain's call, saying what a dump is; nothing is written."""
+    written: list[tuple[bytes, str]] = []
+    plain = brain(BrainDumps(write=lambda d, t: written.append((d, t)), owner="Brain-a"))
+
+    with pytest.raises(TypeError, match="a brain dump is bytes or a binary stream") as raised:
+        plain.store_brain_dump(data, tag="actor")
+    with pytest.raises(TypeError, match="a brain dump is bytes or a binary stream"):
+        BrainDumper.store_brain_dump(data, plain._dumpers, "actor")  # palaestrAI's spelling
+
+    assert problem in str(raised.value)
+    assert written == []
+
+
 # --- loading by tag --------------------------------------------------------------------------
 
 

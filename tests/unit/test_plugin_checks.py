@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 from palaestra.agent import DummyBrain, DummyMuscle
+from palaestra.core.information import RewardInformation, SensorInformation
+from palaestra.core.spaces import Box
 from palaestra.environment import DummyEnvironment
 from palaestra.testing import PluginCheckError, check_brain, check_environment, check_muscle
 
@@ -50,7 +53,7 @@ class BrokenDumpBrain(DummyBrain):
     [
         (
             lambda s, a: check_environment(ForgetfulEnvironment),
-            "ForgetfulEnvironment.update: no longer reports sensors ['9']",
+            "ForgetfulEnvironment.update did not return sensor '9', which its start declared",
         ),
         (
             lambda s, a: check_muscle(OutOfSpaceMuscle, sensors=s, actuators=a),
@@ -77,6 +80,94 @@ def test_a_plugin_that_breaks_its_contract_is_named(check: Any, expected: str) -
         check(sensors, actuators)
     assert expected in str(caught.value)
     assert caught.value.exit_code == 2
+
+
+class OddEnvironment(DummyEnvironment):
+    """A DummyEnvironment (Box sensors) with one quirk: ``extra`` (a sensor its start did not
+    declare, in every step), ``bad_start`` (a start value outside its space), ``shrinking``
+    (sensor ``"9"`` left out of its resets), ``silent_end``
+    (no readings in an episode's last step), ``flat_reward`` (its reward as ``np.array([r])``
+    for a space of shape ``()``) or ``repeated`` (its actuators twice, as palaestrAI's
+    random environments return them)."""
+
+    def __init__(self, quirk: str = "", **params: Any) -> None:
+        super().__init__(discrete=False, max_iter=2, **params)
+        self.quirk = quirk
+
+    def start_environment(self) -> Any:
+        sensors, actuators = super().start_environment()
+        self.starts = getattr(self, "starts", 0) + 1
+        if self.quirk == "shrinking" and self.starts > 1:
+            sensors = sensors[:-1]
+        if self.quirk == "bad_start":
+            sensors[0] = SensorInformation(7.0, sensors[0].space, sensors[0].uid)
+        if self.quirk == "repeated":
+            actuators = actuators + actuators
+        return sensors, actuators
+
+    def update(self, actuators: Any) -> Any:
+        sensors, rewards, done = super().update(actuators)
+        if self.quirk == "extra":
+            sensors.append(SensorInformation(0.0, Box(0, 2, shape=()), "extra"))
+        if self.quirk == "silent_end" and done:
+            sensors = []
+        if self.quirk == "flat_reward":
+            rewards = [RewardInformation(np.array([1.0]), Box(0, 10, shape=()), "r")]
+        return sensors, rewards, done
+
+
+@pytest.mark.parametrize(
+    ("quirk", "expected"),
+    [
+        (
+            "extra",
+            "OddEnvironment.update returned sensor 'extra', which its start did not declare",
+        ),
+        ("bad_start", "OddEnvironment.start_environment returned sensor '0' = 7.0, which is not"),
+        ("shrinking", "OddEnvironment.reset did not return sensor '9', which the start before"),
+    ],
+    ids=["extra", "bad_start", "shrinking"],
+)
+def test_check_environment_refuses_what_a_run_refuses(quirk: str, expected: str) -> None:
+    """check_environment passed both, and the run then failed on them: it now checks with the
+    run's own checks, and says what the run would say."""
+    with pytest.raises(PluginCheckError) as caught:
+        check_environment(OddEnvironment, {"quirk": quirk}, steps=5)
+    assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize("quirk", ["silent_end", "flat_reward", "repeated"])
+def test_check_environment_passes_what_a_run_takes(quirk: str) -> None:
+    """A last step without readings, a reward of its space's size in another shape (reshaped,
+    with a warning) and actuators given twice: a run takes them (see docs/run-files.md), and
+    check_environment refused them."""
+    sensors, actuators = check_environment(OddEnvironment, {"quirk": quirk}, steps=5)
+    assert [str(s.uid) for s in sensors] == [str(i) for i in range(10)]
+    assert [str(a.uid) for a in actuators] == [str(i) for i in range(10)]
+
+
+class ExitingMuscle(DummyMuscle):
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        sys.exit(0)
+
+
+class UnbuildableEnvironment(DummyEnvironment):
+    def __init__(self, **params: Any) -> None:
+        raise FileNotFoundError("world.json")
+
+
+def test_a_plugin_ending_the_process_or_failing_to_construct_fails_its_check() -> None:
+    """``sys.exit(0)`` in a plug-in ended the checking script with exit 0, as if every check
+    had passed (a run fails on it); an environment whose constructor raised gave a bare
+    PluginError saying only ``...UnbuildableEnvironment.__init__``."""
+    sensors, actuators = check_environment(DummyEnvironment)
+    with pytest.raises(PluginCheckError, match=r"ExitingMuscle.propose_actions raised SystemExit"):
+        check_muscle(ExitingMuscle, sensors=sensors, actuators=actuators)
+    with pytest.raises(
+        PluginCheckError,
+        match=r"UnbuildableEnvironment.__init__ raised FileNotFoundError\('world.json'\)",
+    ):
+        check_environment(UnbuildableEnvironment)
 
 
 def test_the_check_of_a_small_float_box_agrees_with_its_contains() -> None:

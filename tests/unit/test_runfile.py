@@ -47,6 +47,9 @@ def _base(module, name):
 
 
 class Brain(_base("palaestra.agent.brain", "Brain")):
+    def __init__(self, lr=0.001, layers=(32,)):
+        self.lr, self.layers = lr, layers
+
     def thinking(self, muscle_id, data_from_muscle):
         return None
 
@@ -54,6 +57,11 @@ class Brain(_base("palaestra.agent.brain", "Brain")):
 class Muscle(_base("palaestra.agent.muscle", "Muscle")):
     def propose_actions(self, sensors, actuators_available):
         return actuators_available, None
+
+
+class Picky(Muscle):
+    def __init__(self, model_path, eps=0.1, **more):
+        self.model_path, self.eps = model_path, eps
 
 
 class Objective(_base("palaestra.agent.objective", "Objective")):
@@ -700,6 +708,57 @@ def test_a_plugin_missing_an_abstract_method_fails_the_check(plugins: None) -> N
         "brain must (abstract in its base class)."
     ) in error.message
     assert error.hint == "define thinking in HalfBrain"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "message", "hint"),
+    [
+        (
+            "params: {lr: 0.5, layers: [64, 64]}",
+            "params: {lr: 0.5, layer: [64, 64]}",
+            "brain.params",
+            "'rf_plugins:Brain' cannot be made with these params: got an unexpected keyword "
+            "argument 'layer' (the parameters of Brain: lr, layers).",
+            "Did you mean 'layers'?",
+        ),
+        (
+            "name: rf_plugins:Muscle",
+            "name: rf_plugins:Muscle\n            params: {epsilon: 0.1}",
+            "muscle.params",
+            "'rf_plugins:Muscle' cannot be made with these params: got an unexpected keyword "
+            "argument 'epsilon' (the parameters of Muscle: none).",
+            None,
+        ),
+        (
+            "name: rf_plugins:Muscle",
+            "name: rf_plugins:Picky",
+            "muscle.name",
+            "'rf_plugins:Picky' cannot be made with these params: missing a required argument: "
+            "'model_path' (the parameters of Picky: model_path, eps).",
+            None,
+        ),
+    ],
+    ids=["misspelt", "none-taken", "required-missing"],
+)
+def test_params_a_plugin_cannot_take_fail_the_check(
+    plugins: None, old: str, new: str, key: str, message: str, hint: str | None
+) -> None:
+    """palaestra builds a Brain, Muscle, Objective or filter as ``Class(**params)``; params
+    that its constructor does not take passed the check (exit 0) and failed the run with a
+    TypeError traceback (exit 1)."""
+    text, _ = variant(old, new)
+    error = error_of(text, check_classes=True)
+    assert error.key == f"schedule[0].only_phase.agents[0].{key}"
+    assert (error.message, error.hint) == (message, hint)
+
+
+def test_params_a_plugin_takes_as_keywords_pass_the_check(plugins: None) -> None:
+    text, _ = variant(
+        "name: rf_plugins:Muscle",
+        "name: rf_plugins:Picky\n            params: {model_path: m.pt, extra: 1}",
+    )
+    (agent,) = load_run_text(text, path="run.yml", check_classes=True).phases[0].agents
+    assert agent.muscle.params == {"model_path": "m.pt", "extra": 1}
 
 
 @pytest.mark.parametrize(

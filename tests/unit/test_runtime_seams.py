@@ -6,12 +6,17 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import pathlib
+import signal
+import threading
 from types import SimpleNamespace
 from typing import cast
 
 import grimp
 import msgspec
 import pytest
+import zmq
+import zmq.asyncio
 
 from palaestra.core.description import names
 from palaestra.core.errors import (
@@ -145,3 +150,96 @@ def test_a_wait_for_children_cancelled_from_outside_leaves_nothing_unread(
         asyncio.run(cancel_a_wait())
         gc.collect()
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+class _TeardownFails(Component):
+    """Finishes as soon as it is set up; its teardown then raises (a plug-in's ``teardown``
+    or an environment's ``shutdown`` at the end of a phase that went well)."""
+
+    async def setup(self, runtime: object) -> dict[str, str]:
+        self.finish()
+        return {}
+
+    async def teardown(self) -> None:
+        raise RuntimeError("could not save the model")
+
+
+def test_a_teardown_failing_after_the_component_finished_fails_its_process(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The failure was logged as a warning and the process ended with exit 0, so the run
+    ended 'finished': the process now reports ``Failed`` upward and exits with 1."""
+    from palaestra.core.supervision.runtime import Runtime
+    from palaestra.core.wire import messages as m
+
+    parent_endpoint = f"ipc://{tmp_path}/parent"
+
+    async def run() -> tuple[int, list[m.Message]]:
+        ctx = zmq.asyncio.Context()
+        parent = ctx.socket(zmq.ROUTER)
+        parent.bind(parent_endpoint)
+        spec = ChildSpec(
+            name="Muscle-a-0",
+            role="Muscle",
+            component=_TeardownFails,
+            args=_NoArgs(),
+            run_dir=str(tmp_path),
+            parent_endpoint=parent_endpoint,
+        )
+        child = asyncio.create_task(Runtime(spec.build(), spec=spec, run_dir=str(tmp_path)).run())
+        received: list[m.Message] = []
+        while not received or not isinstance(received[-1], m.Failed):
+            sender, payload = await asyncio.wait_for(parent.recv_multipart(), 10)
+            received.append(m.decode(payload))
+        await parent.send_multipart([sender, m.encode(m.Shutdown(reason="ack"))])
+        code = await asyncio.wait_for(child, 10)
+        parent.close(linger=0)
+        ctx.destroy(linger=0)
+        return code, received
+
+    previous = signal.getsignal(signal.SIGTERM)  # (the runtime takes SIGTERM)
+    try:
+        code, received = asyncio.run(run())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == 1
+    failed = received[-1]
+    assert isinstance(failed, m.Failed)
+    assert failed.error.process == "Muscle-a-0"
+    assert (failed.error.kind, failed.error.message) == (
+        "RuntimeError",
+        "could not save the model",
+    )
+
+
+class _NoArgs(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+def test_a_thread_that_keeps_an_ending_process_is_named(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in's thread that is no daemon and never ends kept its process from exiting
+    until stop_timeout killed it, and the run failed as a process that "did not stop within
+    10 s" with nothing naming the thread: the ending process now names it in a warning."""
+    from palaestra.core.supervision import processes
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, name="uploader")
+    background = threading.Thread(target=release.wait, name="heartbeat", daemon=True)
+    stuck.start()
+    background.start()
+    monkeypatch.setattr(processes, "THREADS_GRACE", 0.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger=processes.__name__):
+            processes.watch_threads("Muscle-a-0").join(10)
+    finally:
+        release.set()
+        stuck.join()
+        background.join()
+    assert (
+        "Muscle-a-0: thread 'uploader', which a plug-in started and which is no daemon "
+        "thread, still runs at its end" in caplog.text
+    )
+    assert "heartbeat" not in caplog.text
+    assert "uploader" not in processes.warn_of_threads("Muscle-a-0")  # (ended: not named)

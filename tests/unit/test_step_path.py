@@ -223,6 +223,23 @@ def test_update_blames_the_environment_for_a_bad_value(how: str, at: int, proble
     assert str(caught.value).startswith(f"{BAD_ENV}.{problem}")
 
 
+@pytest.mark.parametrize("what", ["sensor", "actuator"])
+def test_a_reset_that_leaves_out_what_the_start_declared_is_refused(what: str) -> None:
+    """A sensor left out failed the run with a bare KeyError where an agent read it; an
+    actuator left out dropped the agents' set points of it without a word (their rows still
+    recorded them)."""
+    env = environment(
+        {"max_iter": 3, "what": what}, "tests.plugins.misbehaving:ShrinkingEnvironment"
+    )
+    env.start_world(reset=False)
+    with pytest.raises(PluginContractError) as caught:
+        env.start_world(reset=True)
+    assert str(caught.value).startswith(
+        f"tests.plugins.misbehaving:ShrinkingEnvironment.reset did not return {what} '9', which "
+        "the start before it declared"
+    )
+
+
 def test_without_value_checks_only_the_first_step_is_checked() -> None:
     env = environment({"how": "outside", "at": 2, "max_iter": 5}, BAD_ENV)
     env.start_world(reset=False, check_values=False)
@@ -312,6 +329,28 @@ def test_a_muscle_setting_an_actuator_it_was_not_given_is_stopped_before_sending
     )
     with pytest.raises(PluginContractError, match="set actuator 'env.0', which agent 'one'"):
         muscle_step(muscle, m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
+
+
+def test_data_for_the_brain_that_cannot_be_pickled_names_the_muscle() -> None:
+    """It failed the run as the process's own AttributeError from pickle, with palaestra's
+    traceback, naming neither the Muscle's class nor propose_actions."""
+    env = environment()
+    baseline = env.start_world(reset=False)
+    muscle = muscle_process(baseline, muscle="tests.plugins.misbehaving:UnpicklableDataMuscle")
+    muscle.wire(
+        FakeLink("Brain-one", lambda _: m.BrainUpdate(update=None)), {"env": FakeLink("e")}
+    )
+    muscle.begin_episode(
+        m.AgentEpisode(episode=0, sensors=baseline.sensors[:5], actuators=baseline.actuators[:5])
+    )
+    with pytest.raises(PluginContractError) as caught:
+        muscle_step(muscle, m.AgentStep(step=0, values=[0] * 5, rewards=None, done=False))
+    assert str(caught.value).startswith(
+        "tests.plugins.misbehaving:UnpicklableDataMuscle.propose_actions returned function "
+    )
+    assert "as the data for the Brain, which cannot be pickled (Can't pickle local" in str(
+        caught.value
+    )
 
 
 # --- whole episodes in one process -----------------------------------------------------------

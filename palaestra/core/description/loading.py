@@ -6,9 +6,16 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
+import sysconfig
+import threading
 import traceback
 
 from palaestra.core.errors import PluginLoadError, did_you_mean
+
+IMPORT_THREADS: dict[threading.Thread, str] = {}
+"""The threads, no daemons, that importing a plug-in module started, and the module: the
+command that imported it to check a run file does not wait for them at its end (see
+:func:`palaestra.cli.entry.leave`); the run's processes import the module for themselves."""
 
 
 def load_class(name: str) -> type:
@@ -28,12 +35,17 @@ def load_class(name: str) -> type:
     spec = _find_spec(module_name)
     if spec is None:
         raise PluginLoadError(f"no module '{module_name}' (in '{name}')")
+    before = set(threading.enumerate())
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module failed: show their error, not ours
+    except _IMPORT_FAILURES as exc:  # the user's module failed: show their error, not ours
         raise PluginLoadError(
             f"module '{module_name}' failed to import: {import_failure(exc)}"
         ) from exc
+    finally:
+        for thread in threading.enumerate():
+            if thread not in before and not thread.daemon:
+                IMPORT_THREADS[thread] = module_name
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         candidates = [n for n, v in vars(module).items() if isinstance(v, type)]
@@ -57,10 +69,24 @@ def _find_spec(module_name: str) -> importlib.machinery.ModuleSpec | None:
         if not _plain_not_found(exc):  # an import hook said why
             raise PluginLoadError(f"cannot import module '{module_name}': {exc}") from exc
         return None
-    except Exception as exc:  # a parent package failed: show the user's error
+    except _IMPORT_FAILURES as exc:  # a parent package failed: show the user's error
         raise PluginLoadError(
             f"cannot import module '{module_name}': {import_failure(exc)}"
         ) from exc
+
+
+def _python_own(path: str) -> bool:
+    """Whether ``path`` is one of Python's own modules (argparse, say), not a plug-in's."""
+    paths = sysconfig.get_paths()
+    return path.startswith(paths["stdlib"]) and not path.startswith(
+        (paths["purelib"], paths["platlib"])
+    )
+
+
+_IMPORT_FAILURES = (Exception, SystemExit)
+"""What a plug-in module's import may raise that is its failure: also ``SystemExit``, from a
+``sys.exit()`` or an ``argparse`` parser run at import, which otherwise ended palaestra at
+once, with exit 0 and nothing run (or with argparse's usage as if palaestra's own)."""
 
 
 def import_failure(exc: BaseException) -> str:
@@ -76,6 +102,8 @@ def import_failure(exc: BaseException) -> str:
         for frame in traceback.extract_tb(exc.__traceback__)
         if not frame.filename.startswith("<") and frame.filename != __file__
     ]
+    if isinstance(exc, SystemExit):  # (an argparse parser's exit: the line that ran it)
+        frames = [f for f in frames if not _python_own(f.filename)] or frames
     if not frames:
         return last
     frame = frames[-1]

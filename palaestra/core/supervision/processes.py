@@ -282,9 +282,51 @@ def bootstrap(unit: Unit) -> None:
         code = aiomultiprocess.Process.run_async(unit)
     finally:
         take_down_strays(multiprocessing.current_process().name)
+        watch_threads(multiprocessing.current_process().name)
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)
+
+
+THREADS_GRACE = 1.0
+"""Seconds a process that ends may wait for threads before :func:`watch_threads` names them."""
+
+
+def watch_threads(owner: str) -> threading.Timer:
+    """Name, :data:`THREADS_GRACE` seconds from now, the threads that still keep process
+    ``owner`` from ending (:func:`warn_of_threads`); nothing is said if it ended by then.
+
+    Python's exit waits for every thread that is no daemon (the idle workers of a thread
+    pool end by themselves meanwhile). One a plug-in started that never ends kept the process
+    until the runtime config's ``stop_timeout`` killed it, and the run failed as a process
+    that "did not stop within 10 s", with nothing naming the thread.
+    """
+    timer = threading.Timer(THREADS_GRACE, warn_of_threads, args=(owner,))
+    timer.daemon = True  # (it ends with the process)
+    timer.start()
+    return timer
+
+
+def warn_of_threads(owner: str) -> list[str]:
+    """Log a warning naming each thread that is no daemon and still runs in process
+    ``owner``, which is ending (a plug-in's: palaestra's own have ended); returns their
+    names."""
+    main, me = threading.main_thread(), threading.current_thread()
+    left = [
+        t.name
+        for t in threading.enumerate()
+        if t is not main and t is not me and not t.daemon and t.is_alive()
+    ]
+    if left:
+        LOG.warning(
+            "%s: %s, which a plug-in started and which is no daemon thread, still runs at its "
+            "end: the process ends when it does, or is killed after the runtime config's "
+            "stop_timeout. A plug-in must end the threads it starts (in teardown() or "
+            "shutdown()), or start them with daemon=True.",
+            owner,
+            ", ".join(f"thread {name!r}" for name in left),
+        )
+    return left
 
 
 def _bootstrap_fork(unit: Unit, parent: int, close_fds: Sequence[int]) -> None:

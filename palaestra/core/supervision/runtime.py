@@ -339,10 +339,14 @@ class Runtime:
         reported = await self._report_if_failed()
         if self.component.state is State.ERROR and self.spec is not None:
             await self._hand_over()
+        late: m.ErrorInfo | None = None  # a teardown that failed after the component finished
         try:
             await self.component.teardown()
         except Exception as exc:  # noqa: BLE001 - teardown of user code at the boundary
-            self.component.fail(error_info(self.name, exc))
+            if self.component.state is State.FINISHED:  # (its work done: the process fails)
+                late = error_info(self.name, exc)
+            else:
+                self.component.fail(error_info(self.name, exc))
         if self.supervisor.running():
             brisk = 3.0 if self.component.state is State.ERROR else 1.0  # broken code: be brisk
             await self.stop_children(
@@ -352,9 +356,11 @@ class Runtime:
             task.cancel()
         if not reported:  # the teardown itself failed
             reported = await self._report_if_failed()
+        if late is not None and self.parent is not None:
+            await self._report_failure(late)
         self.links.close()
         self.ctx.destroy(linger=1000)
-        return 1 if self.component.state is State.ERROR else 0
+        return 1 if self.component.state is State.ERROR or late is not None else 0
 
     async def _hand_over(self) -> None:
         """A failed process still hands the rows it produced to the writer: its step loop
