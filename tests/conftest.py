@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import logging
 import os
 import re
 import shutil
@@ -36,6 +37,28 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     # command a test starts would inherit that: the tests of Ctrl-C would see it ignored. A
     # handler of Python's is reset to the default in an exec'd child.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+MLFLOWS_LOGGERS = ("mlflow", "alembic", "sqlalchemy.engine", "huey")
+"""The loggers importing mlflow reconfigures (handlers, level, propagate) in its process."""
+
+
+@contextlib.contextmanager
+def mlflows_logging_kept() -> Iterator[None]:
+    """Put back the loggers mlflow reconfigures when it is first imported inside: in ``palaestra
+    export mlflow`` that ends with the command, in a test it would outlive the test (alembic's
+    logs would no longer reach the root for the rest of the worker). mlflow must not be imported
+    before (at collection, say), or its state is what is kept."""
+    saved = {
+        name: (logger.handlers[:], logger.level, logger.propagate)
+        for name, logger in ((n, logging.getLogger(n)) for n in MLFLOWS_LOGGERS)
+    }
+    try:
+        yield
+    finally:
+        for name, (handlers, level, propagate) in saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers, logger.level, logger.propagate = handlers, level, propagate
 
 
 def needs(module: str, reason: str) -> pytest.MarkDecorator:

@@ -6,12 +6,11 @@ it is much faster to set up than an SQLite tracking store (which runs MLflow's m
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Workspace, wait_until_gone
+from tests.conftest import Workspace, mlflows_logging_kept, wait_until_gone
 from tests.system.curve_runs import (
     AGENTS,
     invoke,
@@ -23,23 +22,11 @@ from tests.system.curve_runs import (
 
 pytestmark = pytest.mark.timeout(180)
 
-MLFLOWS_LOGGERS = ("mlflow", "alembic", "sqlalchemy.engine", "huey")
-"""The loggers importing mlflow reconfigures (handlers, level, propagate) in its process."""
-
 
 @pytest.fixture(autouse=True)
 def mlflows_logging_undone() -> Iterator[None]:
-    """mlflow configures other libraries' loggers when imported; in ``palaestra export mlflow``
-    that ends with the command, here it would outlive the test (alembic's logs would no longer
-    reach the root), so their state is put back."""
-    saved = {
-        name: (logger.handlers[:], logger.level, logger.propagate)
-        for name, logger in ((n, logging.getLogger(n)) for n in MLFLOWS_LOGGERS)
-    }
-    yield
-    for name, (handlers, level, propagate) in saved.items():
-        logger = logging.getLogger(name)
-        logger.handlers, logger.level, logger.propagate = handlers, level, propagate
+    with mlflows_logging_kept():
+        yield
 
 
 @pytest.fixture(scope="module")

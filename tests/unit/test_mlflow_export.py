@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import importlib.util
-import logging
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from palaestra.core.wire import messages as m
 from palaestra.report.mlflow import distinct_keys, export_mlflow
 from palaestra.store.writer import StoreWriter
+from tests.conftest import mlflows_logging_kept
 from tests.unit.test_store_query import (
     RUN,
     action_rows,
@@ -30,24 +30,13 @@ from tests.unit.test_store_query import (
 if importlib.util.find_spec("mlflow") is None:  # (not imported here: see the fixture)
     pytest.skip("needs mlflow: pip install 'palaestra[mlflow]'", allow_module_level=True)
 
-MLFLOWS_LOGGERS = ("mlflow", "alembic", "sqlalchemy.engine", "huey")
-"""The loggers importing mlflow reconfigures in its process (see
-tests/system/test_export_mlflow.py): their state is saved before each test imports it (an import
-at collection changed them for the rest of the worker: alembic's logs no longer reached the
-root, which tests/unit/test_migrations.py reads)."""
-
 
 @pytest.fixture(autouse=True)
 def mlflows_logging_undone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """mlflow is imported in the tests, not at collection (see mlflows_logging_kept)."""
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    saved = {
-        name: (logger.handlers[:], logger.level, logger.propagate)
-        for name, logger in ((n, logging.getLogger(n)) for n in MLFLOWS_LOGGERS)
-    }
-    yield
-    for name, (handlers, level, propagate) in saved.items():
-        logger = logging.getLogger(name)
-        logger.handlers, logger.level, logger.propagate = handlers, level, propagate
+    with mlflows_logging_kept():
+        yield
 
 
 def test_an_instance_that_ended_in_error_is_a_failed_mlflow_run(tmp_path: Path) -> None:
