@@ -210,6 +210,7 @@ class Batch:
                 rows, size = [], 0
                 out.rows.flush()
                 game.recording()
+            game.unrecorded = None
             # (every step's row: no call a game)
             if storing and not paused and (every == 1 or recorded(step - 1, ends[0], every)):
                 sensors = texts[k] if texts is not None else object_text(keys, uids, each[k])
@@ -235,7 +236,46 @@ class Batch:
                     )
                 )
                 size += len(sensors) + len(setpoints) + len(reward_texts[k]) + 32
+            elif storing and not paused:  # the episode's last if another environment ends it
+                game.unrecorded = partial(
+                    self._last_row,
+                    game,
+                    (game.episode, step, game.late_by),
+                    (each[k], moves[k][1], reward_texts[k]),
+                    ends,
+                )
         out.rows.add_shaped(rows, size)
+
+    def _last_row(
+        self,
+        game: World,
+        when: tuple[int, int, float | None],
+        values: tuple[list[Any], dict[str, Any], str],
+        ends: tuple[bool, bool | None, bool | None],
+    ) -> None:
+        """The ``world_states`` row of a game's step that `record: {every: N}` left out, made
+        once the episode turned out to end there (see :meth:`World.record_last`)."""
+        episode, step, late_by = when
+        sensor_values, points, reward_text = values
+        uids = game.declared.full_sensor_uids
+        sensors = object_text(object_keys(uids), uids, sensor_values)
+        setpoints = self._setpoint_text(points)
+        out = self.first.out
+        row = (
+            out.environment_id,
+            game.worker,
+            episode,
+            step,
+            sensors,
+            setpoints,
+            reward_text,
+            FLAG[ends[0]],
+            FLAG[ends[1]],
+            FLAG[ends[2]],
+            None,
+            late_by,
+        )
+        out.rows.add_shaped([row], len(sensors) + len(setpoints) + len(reward_text) + 32)
 
     def _sensors(self, games: list[World], batch: Any, count: int) -> list[list[Any]]:
         """Each declared sensor's values (JSON), a column of one per game; checked."""

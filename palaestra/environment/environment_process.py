@@ -23,7 +23,7 @@ from palaestra.core.description import names
 from palaestra.core.description.specs import EnvironmentSpec
 from palaestra.core.rounds import Kept
 from palaestra.core.supervision.esm import Component, ComponentRuntime
-from palaestra.core.supervision.hotloop import HotLoop, closing_producer, run_hot
+from palaestra.core.supervision.hotloop import HotLoop, Stopped, closing_producer, run_hot
 from palaestra.core.supervision.watch import Waiting, watch
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel, Listener, PeerGone, send_then
@@ -125,17 +125,22 @@ class EnvironmentProcess(Component):
         wait = hot.poller(router)
         first, *sinks = [s for game in self.games for s in (game.out.rows, game.out.records)]
         with closing_producer(first, self.name, *sinks):
-            while True:
-                links = self.selector.items()
-                if links != self._polled:  # a Muscle linked or hung up
-                    self._polled, wait = links, hot.poller(router, *links)
-                for item in wait():
-                    if item is router:
-                        self._control(hot, router)
-                    elif item is self.listener:
-                        self._accept(hot)
-                    elif isinstance(item, Channel):
-                        self._from_link(item)
+            try:
+                while True:
+                    links = self.selector.items()
+                    if links != self._polled:  # a Muscle linked or hung up
+                        self._polled, wait = links, hot.poller(router, *links)
+                    for item in wait():
+                        if item is router:
+                            self._control(hot, router)
+                        elif item is self.listener:
+                            self._accept(hot)
+                        elif isinstance(item, Channel):
+                            self._from_link(item)
+            except Stopped:  # the phase is over: so is each game's episode
+                for game in self.games:
+                    game.record_last()
+                raise
 
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         sender, payload = router.recv_multipart()

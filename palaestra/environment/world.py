@@ -174,6 +174,9 @@ class World:
         self.episode = -1
         self.step = 0
         self.late_by: float | None = None  # of the step being taken (paced; see EnvRound)
+        # with `record: {every: N}`, the row of the last step when it was not recorded: the
+        # episode's last if another environment (or game's agent) ended it (see record_last)
+        self.unrecorded: Callable[[], None] | None = None
 
     def sensor_values(self) -> dict[str, Any]:
         """The world's sensor values now, by full uid."""
@@ -201,6 +204,9 @@ class World:
         always checked in full.
         """
         method = "reset" if reset else "start_environment"
+        if reset:
+            self.record_last()
+        self.unrecorded = None
         if reset:
             result = call_reset(self.env, self.reset_request(), self.awaiter)
         else:
@@ -233,6 +239,13 @@ class World:
         self.last_values = [desc.value for desc in baseline.sensors]
         self.out.send_records(self.episode, self.step)
         return baseline
+
+    def record_last(self) -> None:
+        """The episode is over: with `record: {every: N}`, its last step's row if it was not
+        recorded (another environment of the worker, not this one, ended the episode)."""
+        row, self.unrecorded = self.unrecorded, None
+        if row is not None:
+            row()
 
     def reset_request(self) -> EnvironmentResetRequest:
         """What palaestrAI's simulation controller would send with a reset."""
@@ -280,7 +293,8 @@ class World:
         values = self.last_values if done and not sensors else self._values(sensors)
         reward_descs = self._rewards(rewards)
         self.advanced(values)
-        if self.recording() and recorded(self.step - 1, done, self.out.every):
+        if self.recording():
+            every = self.out.every
             # (its steps count from 1)
             simtime = result.simtime if is_state else None
             row = partial(
@@ -292,10 +306,14 @@ class World:
                 simtime,
                 (done, terminated, truncated),
             )
-            if held is None:
-                row()
-            else:
-                held.append(row)
+            if recorded(self.step - 1, done, every):
+                self.unrecorded = None
+                if held is None:
+                    row()
+                else:
+                    held.append(row)
+            elif every > 1:  # the episode's last if another environment ends it
+                self.unrecorded = row
         return m.EnvState(
             values=values,
             rewards=reward_descs,
