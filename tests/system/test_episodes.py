@@ -290,3 +290,61 @@ def test_a_bad_record_exits_2_naming_the_key(workspace: Workspace) -> None:
     result = workspace.run("experiment-start", str(run_file(workspace, phase_extra=", record: 0")))
     assert result.returncode == 2, result.stderr[-3000:]
     assert "phase_config.record" in result.stderr
+
+
+TWO_WORLDS = """\
+uid: two-worlds
+experiment_uid: ends-tests
+seed: 3
+version: "0.1"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: long
+            params: {max_iter: 7}
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: short
+            params: {max_iter: 5}
+      agents:
+        - name: one
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [long.0, short.0]
+          actuators: [long.0, short.0]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config:
+        {mode: train, worker: 1, episodes: 3, envs_per_worker: GAMES, record: {every: 3}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {}
+"""
+
+
+@pytest.mark.parametrize("games", [1, 2])
+def test_record_every_keeps_each_environments_row_of_an_episodes_last_step(
+    workspace: Workspace, games: int
+) -> None:
+    """``short`` ends each episode at its step 5, ``long`` goes on: ``{every: 3}`` keeps the
+    steps 1 and 4 of both and step 5, the episode's last, of both too (also of the phase's
+    last episode, which no reset follows)."""
+    path = workspace.path / "two.yml"
+    path.write_text(TWO_WORLDS.replace("GAMES", str(games)))
+    start(workspace, path)
+    store = workspace.store_uri
+    episodes = rows.episodes("two-worlds", store_uri=store)
+    assert len(episodes) == 3 * games and {e["steps"] for e in episodes} == {5}
+    kept: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    for row in rows.world_states("two-worlds", store_uri=store):
+        kept[row["environment"]].append((row["worker"], row["episode"], row["step"]))
+    want = sorted((e["worker"], e["episode"], step) for e in episodes for step in (1, 4, 5))
+    assert sorted(kept["short"]) == want
+    assert sorted(kept["long"]) == want
