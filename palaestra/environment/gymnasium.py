@@ -183,13 +183,24 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
                 f"{where}: gymnasium.make({env_id!r}, **params.env_kwargs) refused: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-    env = load_factory(str(factory), where)(**kwargs)
+    env = call_made(load_factory(str(factory), where), kwargs, where, f"{factory}")
     if not isinstance(env, gym.Env):
         raise InvalidInputError(
             f"{where}: params.factory '{factory}' returned {type(env).__name__}, expected a "
             "gymnasium.Env"
         )
     return env
+
+
+def call_made(make: Any, kwargs: dict[str, Any], where: str, name: str) -> Any:
+    """``make(**kwargs)``; a TypeError (a keyword it does not take, as ``gymnasium.make``
+    reports it) is the run file's ``env_kwargs`` refused (exit code 2), as for an ``env_id``."""
+    try:
+        return make(**kwargs)
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"{where}: {name}(**params.env_kwargs) refused: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def unknown_id(env_id: Any, known: list[str], where: str) -> InvalidInputError:

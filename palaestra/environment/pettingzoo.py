@@ -36,7 +36,13 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
-from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE, load_callable, load_factory
+from palaestra.environment.gymnasium import (
+    CHECKS,
+    REWARD_SPACE,
+    call_made,
+    load_callable,
+    load_factory,
+)
 from palaestra.environment.spaces_map import Leaf, informed, join, leaves, split
 
 APIS = ("aec", "parallel")
@@ -229,7 +235,7 @@ def _make(
         name, make = f"{env}:{attr}", load_callable(env, attr, where)
     else:
         name, make = str(factory), load_factory(str(factory), where)
-    made = make(**kwargs)
+    made = call_made(make, kwargs, where, name)
     wanted = "AECEnv" if api == "aec" else "ParallelEnv"
     from pettingzoo.utils import env as pz
 

@@ -134,6 +134,10 @@ def test_an_unknown_id_names_the_nearest_registered_ids() -> None:
             {"env_id": "CartPole-v1", "env_kwargs": {"colour": "red"}},
             r"gymnasium.make\('CartPole-v1', \*\*params.env_kwargs\) refused: TypeError",
         ),
+        (
+            {"factory": f"{PLUGINS}:make_split", "env_kwargs": {"colour": "red"}},
+            r"make_split\(\*\*params.env_kwargs\) refused: TypeError.*'colour'",
+        ),
     ],
 )
 def test_wrong_params_are_named(params: dict[str, Any], problem: str) -> None:
