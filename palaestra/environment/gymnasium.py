@@ -131,7 +131,11 @@ class GymnasiumEnvironment(Environment):
             self.recorder.end()
         return EnvironmentState(
             self._sensors(observation),
-            [RewardInformation(float(reward), REWARD_SPACE, "reward")],
+            [
+                RewardInformation(
+                    checks.reward_value(self, "reward", reward), REWARD_SPACE, "reward"
+                )
+            ],
             done,
             terminated=terminated,
             truncated=truncated,

@@ -164,7 +164,8 @@ class PettingZooEnvironment(Environment):
             raise checks.GymnasiumStepError(self, action, exc) from exc
         self._keep({p: env.observe(p) for p in env.agents}, "update")
         self._check_reward(player, reward)
-        return [RewardInformation(float(reward), REWARD_SPACE, f"{player}.reward")]
+        value = checks.reward_value(self, f"reward of '{player}'", reward)
+        return [RewardInformation(value, REWARD_SPACE, f"{player}.reward")]
 
     def _parallel_step(self, given: dict[str, Any]) -> list[RewardInformation]:
         env = self.env
@@ -182,7 +183,8 @@ class PettingZooEnvironment(Environment):
         infos = []
         for player, reward in rewards.items():
             self._check_reward(player, reward)
-            infos.append(RewardInformation(float(reward), REWARD_SPACE, f"{player}.reward"))
+            value = checks.reward_value(self, f"reward of '{player}'", reward)
+            infos.append(RewardInformation(value, REWARD_SPACE, f"{player}.reward"))
         return infos
 
     # --- values ------------------------------------------------------------------------

@@ -200,6 +200,23 @@ def test_first_step_checking_skips_later_steps_and_off_skips_all() -> None:
     assert np.isnan(act(off, action=0).sensor_information[0].value).any()
 
 
+@pytest.mark.parametrize("check", ["first", "off"])
+def test_a_reward_that_is_no_number_on_an_unchecked_step_is_named(check: str) -> None:
+    env = started(
+        factory=f"{PLUGINS}:make_misbehaving",
+        env_kwargs={"how": "vector_reward", "at": 2},
+        check=check,
+    )
+    env.start_environment()
+    act(env, action=0)
+    with pytest.raises(PluginContractError) as caught:
+        act(env, action=0)
+    assert (
+        "environment 'env' (tests.plugins.gym_plugins:make_misbehaving): step 2 of episode 0 "
+        "returned reward array([1., 2.]) (shape (2,), dtype float64), expected a number"
+    ) in str(caught.value)
+
+
 def test_an_environment_that_raises_is_named_with_the_step_and_the_action() -> None:
     env = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "raise", "at": 2})
     env.start_environment()
