@@ -81,7 +81,7 @@ class GymnasiumEnvironment(Environment):
                 f"got {env_kwargs!r}"
             )
         kwargs = dict(env_kwargs or {})
-        if record_frames:
+        if record_frames is not None:  # {} too: every episode
             kwargs.setdefault("render_mode", "rgb_array")
         self.env: Any = make(env_id, factory, kwargs, self.where)
         self.obs_leaves: list[Leaf] = leaves(self.env.observation_space, "obs", self.where)

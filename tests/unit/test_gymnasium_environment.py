@@ -248,6 +248,19 @@ def test_frames_of_every_nth_episode_are_written(tmp_path: Any) -> None:
     assert frames.std() > 0  # a picture, not a blank
 
 
+def test_record_frames_as_an_empty_mapping_records_every_episode(tmp_path: Any) -> None:
+    env = GymnasiumEnvironment(
+        uid="env", env_id="CartPole-v1", env_kwargs={"max_episode_steps": 2}, record_frames={}
+    )
+    env.attach(EnvironmentContext(uid="env", worker=0, seed=3, data_path=str(tmp_path)))
+    env.start_environment()
+    act(env, action=0)
+    act(env, action=0)
+    env.shutdown()
+    written = tmp_path / "frames" / "env" / "worker-0-seed-3" / "episode-00000.npz"
+    assert np.load(written)["frames"].shape[0] == 3
+
+
 @pytest.mark.parametrize(
     ("env_id", "sensors", "actuators"),
     [
