@@ -116,3 +116,18 @@ def make_graph() -> GraphAction:
 
 def make_not_an_env() -> object:
     return object()
+
+
+class NoFrames(Misbehaving):
+    """Takes ``render_mode`` but renders nothing (``render()`` returns None)."""
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        super().__init__(how="none")
+        self.render_mode = render_mode
+
+    def render(self) -> None:
+        return None
+
+
+def make_no_frames(render_mode: str | None = None) -> NoFrames:
+    return NoFrames(render_mode)

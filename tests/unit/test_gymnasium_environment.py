@@ -15,6 +15,7 @@ from palaestra.core.plugin import PluginContractError
 from palaestra.core.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from palaestra.environment.checks import GymnasiumStepError
 from palaestra.environment.environment import EnvironmentContext
+from palaestra.environment.frames import FrameRecordingError
 from palaestra.environment.gymnasium import GymnasiumEnvironment
 from palaestra.environment.spaces_map import UnmappableSpaceError
 
@@ -259,6 +260,17 @@ def test_record_frames_as_an_empty_mapping_records_every_episode(tmp_path: Any) 
     env.shutdown()
     written = tmp_path / "frames" / "env" / "worker-0-seed-3" / "episode-00000.npz"
     assert np.load(written)["frames"].shape[0] == 3
+
+
+def test_record_frames_of_an_environment_that_renders_nothing_fails(tmp_path: Any) -> None:
+    env = started(factory=f"{PLUGINS}:make_no_frames", record_frames={"dir": str(tmp_path)})
+    with pytest.raises(FrameRecordingError) as caught:
+        env.start_environment()
+    assert str(caught.value) == (
+        f"environment 'env' ({PLUGINS}:make_no_frames): record_frames: render() returned "
+        "None in episode 0, expected an RGB array: the environment does not render frames "
+        "with render_mode='rgb_array'"
+    )
 
 
 @pytest.mark.parametrize(
