@@ -26,8 +26,8 @@ from palaestra.core.errors import InvalidInputError, PalaestraError
 
 
 class FrameRecordingError(PalaestraError):
-    """Frames were asked for but cannot be recorded: the environment renders no frame (exit
-    code 1: the run failed)."""
+    """Frames were asked for but cannot be recorded: the environment renders no frame, or the
+    folder cannot be written (exit code 1: the run failed)."""
 
 
 class FrameRecorder:
@@ -73,13 +73,23 @@ class FrameRecorder:
             self.frames.append(np.asarray(frame, dtype=np.uint8))
 
     def end(self) -> None:
-        """Write the recorded episode's frames, if any."""
+        """Write the recorded episode's frames, if any.
+
+        Raises:
+            FrameRecordingError: The folder or the file cannot be written.
+        """
         if not self.frames:
             return
-        os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"episode-{self.episode:05d}.npz")
-        np.savez_compressed(path, frames=np.stack(self.frames))
-        self.frames = []
+        frames, self.frames = self.frames, []
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            np.savez_compressed(path, frames=np.stack(frames))
+        except OSError as exc:
+            raise FrameRecordingError(
+                f"{self.where}: record_frames: cannot write the frames of episode "
+                f"{self.episode} to {path}: {exc.strerror or exc}"
+            ) from exc
 
 
 def recorder_of(

@@ -273,6 +273,24 @@ def test_record_frames_of_an_environment_that_renders_nothing_fails(tmp_path: An
     )
 
 
+def test_a_frames_folder_that_cannot_be_written_is_named(tmp_path: Any) -> None:
+    (tmp_path / "taken").write_text("a file, not a folder")
+    folder = tmp_path / "taken" / "frames"
+    env = started(
+        env_id="CartPole-v1",
+        env_kwargs={"max_episode_steps": 1},
+        record_frames={"dir": str(folder)},
+    )
+    env.start_environment()
+    with pytest.raises(FrameRecordingError) as caught:
+        act(env, action=0)
+    assert str(caught.value) == (
+        "environment 'env' (CartPole-v1): record_frames: cannot write the frames of episode 0 "
+        f"to {folder / 'episode-00000.npz'}: Not a directory"
+    )
+    assert env.shutdown()  # (nothing left to write: no second error)
+
+
 @pytest.mark.parametrize(
     ("env_id", "sensors", "actuators"),
     [
