@@ -178,7 +178,12 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
             "factory ('module:callable')"
         )
     if env_id is not None:
-        if not isinstance(env_id, str) or env_id not in gym.registry:
+        if isinstance(env_id, str) and ":" in env_id:  # gymnasium's module:id registers it
+            module_name, _, registered = env_id.partition(":")
+            imported(module_name, where, "params.env_id: ")
+        else:
+            registered = env_id
+        if not isinstance(registered, str) or registered not in gym.registry:
             raise unknown_id(env_id, list(gym.registry), where)
         try:
             return gym.make(env_id, **kwargs)
@@ -224,15 +229,19 @@ def load_factory(name: str, where: str) -> Any:
     return load_callable(module_name, attr, where, "params.factory: ")
 
 
-def load_callable(module_name: str, attr: str, where: str, key: str = "") -> Any:
-    """The callable ``attr`` of module ``module_name`` (``key``: the param the errors name)."""
+def imported(module_name: str, where: str, key: str = "") -> Any:
+    """The module ``module_name``, imported (``key``: the param the errors name)."""
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as exc:
         raise InvalidInputError(
             f"{where}: {key}cannot import module '{module_name}': {exc}"
         ) from exc
-    function = getattr(module, attr, None)
+
+
+def load_callable(module_name: str, attr: str, where: str, key: str = "") -> Any:
+    """The callable ``attr`` of module ``module_name`` (``key``: the param the errors name)."""
+    function = getattr(imported(module_name, where, key), attr, None)
     if not callable(function):
         raise InvalidInputError(f"{where}: {key}module '{module_name}' has no callable '{attr}'")
     return function

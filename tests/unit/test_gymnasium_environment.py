@@ -232,6 +232,22 @@ def test_an_environment_that_raises_is_named_with_the_step_and_the_action() -> N
     assert isinstance(caught.value.__cause__, ZeroDivisionError)
 
 
+def test_an_id_a_module_registers_is_made_with_gymnasiums_module_syntax() -> None:
+    env = started(env_id="tests.plugins.gym_registered:PalaestraSplit-v0")
+    sensors, actuators = env.start_environment()
+    assert sorted(s.uid for s in sensors) == [
+        "obs.cell",
+        "obs.flags.0",
+        "obs.flags.1",
+        "obs.position",
+    ]
+    assert [a.uid for a in actuators] == ["action.0", "action.1"]
+    with pytest.raises(InvalidInputError, match="params.env_id: cannot import module 'no_such"):
+        started(env_id="no_such_module_here:PalaestraSplit-v0")
+    with pytest.raises(InvalidInputError, match="no gymnasium id 'tests.plugins.gym_registered"):
+        started(env_id="tests.plugins.gym_registered:NotRegistered-v0")
+
+
 def test_frames_of_every_nth_episode_are_written(tmp_path: Any) -> None:
     env = started(
         env_id="CartPole-v1",
