@@ -288,6 +288,16 @@ def gym_reward(env: Any, what: str, reward: Any) -> None:
         raise _gym_error(env, "update", f"{what} {show(reward)}", "not finite")
 
 
+def reward_value(env: Any, what: str, reward: Any) -> float:
+    """A reward a gymnasium or PettingZoo environment returned, as a float; one that is no
+    number (on a step the checks did not look at) fails as :func:`gym_reward` says."""
+    try:
+        return float(reward)
+    except (TypeError, ValueError):
+        gym_reward(env, what, reward)
+        raise
+
+
 def _gym_error(env: Any, method: str, returned: str, problem: str) -> PluginContractError:
     return PluginContractError(
         env, method, f"{env.where}: {_when(env)} returned {returned}, {problem}"

@@ -23,11 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.nonfinite import from_strict_json, to_strict_json
-from palaestra.core.spaces import Space
+from palaestra.core.spaces import MultiBinary, Space, Tuple
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
 from palaestra.environment.external_link import (
     ENCODINGS,
@@ -354,7 +355,10 @@ class ExternalEnvironment(Environment):
         if "value" not in item:
             return default_value(space)
         try:
-            value = space.from_json_value(from_strict_json(item["value"]))
+            raw = from_strict_json(item["value"])
+            value = space.from_json_value(raw)
+            if _lossy(space, raw, value):
+                raise ValueError(f"{LOSSY}; it would be read as {value!r}")
         except (ValueError, TypeError) as exc:
             raise self._garbage("hello", f"actuator '{uid}': value: {exc}") from None
         if not space.contains(value):
@@ -383,7 +387,10 @@ class ExternalEnvironment(Environment):
                     raise self._garbage(command, f"'{key}' has no '{uid}'")
                 continue
             try:
-                values[uid] = space.from_json_value(from_strict_json(given[uid]))
+                raw = from_strict_json(given[uid])
+                values[uid] = space.from_json_value(raw)
+                if _lossy(space, raw, values[uid]):  # 1.5 or true for a Discrete: not its 1
+                    raise ValueError(f"{LOSSY}; it would be read as {values[uid]!r}")
             except (ValueError, TypeError) as exc:
                 raise self._garbage(
                     command, f"{key} '{uid}': {given[uid]!r} is no value of {space} ({exc})"
@@ -431,6 +438,25 @@ class ExternalEnvironment(Environment):
         if self.link is not None:
             return self.link.garbage(command, what)
         return ExternalEnvironmentError(f"{self._who()}: {not_the_protocol(command, what)}")
+
+
+LOSSY = "a bool is no number here, and a fraction or NaN no whole number"
+
+
+def _lossy(space: Space, raw: Any, value: Any) -> bool:
+    """Whether reading ``raw`` (a decoded JSON value) into ``space`` changed it: a fraction,
+    NaN or a bool made a whole number (``1.5`` or ``true`` read as a Discrete's ``1``)."""
+    if isinstance(space, Tuple):
+        return any(_lossy(s, r, v) for s, r, v in zip(space.spaces, raw, value, strict=True))
+    if raw is None or value is None:
+        return False
+    given = np.asarray(raw)
+    kept = np.asarray(value)
+    if given.dtype.kind == "b":
+        return not isinstance(space, MultiBinary)
+    if given.dtype.kind == "f" and kept.dtype.kind in "iub":
+        return not np.array_equal(given, kept)
+    return False
 
 
 def _address(where: str, connect: Any, bind: Any) -> tuple[str, bool]:

@@ -22,7 +22,12 @@ import numpy as np
 
 from palaestra.core.description.config import load_runtime_config
 from palaestra.core.description.name_rules import path_part
-from palaestra.core.errors import InvalidInputError
+from palaestra.core.errors import InvalidInputError, PalaestraError
+
+
+class FrameRecordingError(PalaestraError):
+    """Frames were asked for but cannot be recorded: the environment renders no frame, or the
+    folder cannot be written (exit code 1: the run failed)."""
 
 
 class FrameRecorder:
@@ -31,13 +36,17 @@ class FrameRecorder:
     Args:
         every: Record episodes 0, N, 2N, ...
         directory: Where the files go.
-        render: Returns the current frame (an RGB array) or None.
+        render: Returns the current frame (an RGB array).
+        where: The environment, for messages.
     """
 
-    def __init__(self, every: int, directory: str, render: Callable[[], Any]) -> None:
+    def __init__(
+        self, every: int, directory: str, render: Callable[[], Any], where: str = ""
+    ) -> None:
         self.every = every
         self.directory = directory
         self.render = render
+        self.where = where
         self.episode = -1
         self.frames: list[Any] = []
 
@@ -48,20 +57,39 @@ class FrameRecorder:
         self.grab()
 
     def grab(self) -> None:
-        """Keep the current frame, if this episode is recorded."""
+        """Keep the current frame, if this episode is recorded.
+
+        Raises:
+            FrameRecordingError: The environment rendered no frame (None).
+        """
         if self.episode % self.every == 0:
             frame = self.render()
-            if frame is not None:
-                self.frames.append(np.asarray(frame, dtype=np.uint8))
+            if frame is None:
+                raise FrameRecordingError(
+                    f"{self.where}: record_frames: render() returned None in episode "
+                    f"{self.episode}, expected an RGB array: the environment does not render "
+                    "frames with render_mode='rgb_array'"
+                )
+            self.frames.append(np.asarray(frame, dtype=np.uint8))
 
     def end(self) -> None:
-        """Write the recorded episode's frames, if any."""
+        """Write the recorded episode's frames, if any.
+
+        Raises:
+            FrameRecordingError: The folder or the file cannot be written.
+        """
         if not self.frames:
             return
-        os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"episode-{self.episode:05d}.npz")
-        np.savez_compressed(path, frames=np.stack(self.frames))
-        self.frames = []
+        frames, self.frames = self.frames, []
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            np.savez_compressed(path, frames=np.stack(frames))
+        except OSError as exc:
+            raise FrameRecordingError(
+                f"{self.where}: record_frames: cannot write the frames of episode "
+                f"{self.episode} to {path}: {exc.strerror or exc}"
+            ) from exc
 
 
 def recorder_of(
@@ -88,7 +116,7 @@ def recorder_of(
     directory = setting.get("dir")
     if directory is not None and not isinstance(directory, str):
         raise InvalidInputError(f"{where}: record_frames.dir: expected a path, got {directory!r}")
-    return FrameRecorder(every, directory or default_dir(), render)
+    return FrameRecorder(every, directory or default_dir(), render, where)
 
 
 def default_frames_dir(uid: str, worker: int, seed: int, data_path: str = "") -> str:

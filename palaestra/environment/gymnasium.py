@@ -81,7 +81,7 @@ class GymnasiumEnvironment(Environment):
                 f"got {env_kwargs!r}"
             )
         kwargs = dict(env_kwargs or {})
-        if record_frames:
+        if record_frames is not None:  # {} too: every episode
             kwargs.setdefault("render_mode", "rgb_array")
         self.env: Any = make(env_id, factory, kwargs, self.where)
         self.obs_leaves: list[Leaf] = leaves(self.env.observation_space, "obs", self.where)
@@ -131,7 +131,11 @@ class GymnasiumEnvironment(Environment):
             self.recorder.end()
         return EnvironmentState(
             self._sensors(observation),
-            [RewardInformation(float(reward), REWARD_SPACE, "reward")],
+            [
+                RewardInformation(
+                    checks.reward_value(self, "reward", reward), REWARD_SPACE, "reward"
+                )
+            ],
             done,
             terminated=terminated,
             truncated=truncated,
@@ -174,7 +178,12 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
             "factory ('module:callable')"
         )
     if env_id is not None:
-        if not isinstance(env_id, str) or env_id not in gym.registry:
+        if isinstance(env_id, str) and ":" in env_id:  # gymnasium's module:id registers it
+            module_name, _, registered = env_id.partition(":")
+            imported(module_name, where, "params.env_id: ")
+        else:
+            registered = env_id
+        if not isinstance(registered, str) or registered not in gym.registry:
             raise unknown_id(env_id, list(gym.registry), where)
         try:
             return gym.make(env_id, **kwargs)
@@ -183,13 +192,24 @@ def make(env_id: str | None, factory: str | None, kwargs: dict[str, Any], where:
                 f"{where}: gymnasium.make({env_id!r}, **params.env_kwargs) refused: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-    env = load_factory(str(factory), where)(**kwargs)
+    env = call_made(load_factory(str(factory), where), kwargs, where, f"{factory}")
     if not isinstance(env, gym.Env):
         raise InvalidInputError(
             f"{where}: params.factory '{factory}' returned {type(env).__name__}, expected a "
             "gymnasium.Env"
         )
     return env
+
+
+def call_made(make: Any, kwargs: dict[str, Any], where: str, name: str) -> Any:
+    """``make(**kwargs)``; a TypeError (a keyword it does not take, as ``gymnasium.make``
+    reports it) is the run file's ``env_kwargs`` refused (exit code 2), as for an ``env_id``."""
+    try:
+        return make(**kwargs)
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"{where}: {name}(**params.env_kwargs) refused: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def unknown_id(env_id: Any, known: list[str], where: str) -> InvalidInputError:
@@ -209,15 +229,19 @@ def load_factory(name: str, where: str) -> Any:
     return load_callable(module_name, attr, where, "params.factory: ")
 
 
-def load_callable(module_name: str, attr: str, where: str, key: str = "") -> Any:
-    """The callable ``attr`` of module ``module_name`` (``key``: the param the errors name)."""
+def imported(module_name: str, where: str, key: str = "") -> Any:
+    """The module ``module_name``, imported (``key``: the param the errors name)."""
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as exc:
         raise InvalidInputError(
             f"{where}: {key}cannot import module '{module_name}': {exc}"
         ) from exc
-    function = getattr(module, attr, None)
+
+
+def load_callable(module_name: str, attr: str, where: str, key: str = "") -> Any:
+    """The callable ``attr`` of module ``module_name`` (``key``: the param the errors name)."""
+    function = getattr(imported(module_name, where, key), attr, None)
     if not callable(function):
         raise InvalidInputError(f"{where}: {key}module '{module_name}' has no callable '{attr}'")
     return function

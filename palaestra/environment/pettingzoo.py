@@ -36,7 +36,13 @@ from palaestra.core.errors import InvalidInputError
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.environment import checks, params
 from palaestra.environment.environment import Environment, EnvironmentBaseline, EnvironmentState
-from palaestra.environment.gymnasium import CHECKS, REWARD_SPACE, load_callable, load_factory
+from palaestra.environment.gymnasium import (
+    CHECKS,
+    REWARD_SPACE,
+    call_made,
+    load_callable,
+    load_factory,
+)
 from palaestra.environment.spaces_map import Leaf, informed, join, leaves, split
 
 APIS = ("aec", "parallel")
@@ -158,7 +164,8 @@ class PettingZooEnvironment(Environment):
             raise checks.GymnasiumStepError(self, action, exc) from exc
         self._keep({p: env.observe(p) for p in env.agents}, "update")
         self._check_reward(player, reward)
-        return [RewardInformation(float(reward), REWARD_SPACE, f"{player}.reward")]
+        value = checks.reward_value(self, f"reward of '{player}'", reward)
+        return [RewardInformation(value, REWARD_SPACE, f"{player}.reward")]
 
     def _parallel_step(self, given: dict[str, Any]) -> list[RewardInformation]:
         env = self.env
@@ -176,7 +183,8 @@ class PettingZooEnvironment(Environment):
         infos = []
         for player, reward in rewards.items():
             self._check_reward(player, reward)
-            infos.append(RewardInformation(float(reward), REWARD_SPACE, f"{player}.reward"))
+            value = checks.reward_value(self, f"reward of '{player}'", reward)
+            infos.append(RewardInformation(value, REWARD_SPACE, f"{player}.reward"))
         return infos
 
     # --- values ------------------------------------------------------------------------
@@ -229,7 +237,7 @@ def _make(
         name, make = f"{env}:{attr}", load_callable(env, attr, where)
     else:
         name, make = str(factory), load_factory(str(factory), where)
-    made = make(**kwargs)
+    made = call_made(make, kwargs, where, name)
     wanted = "AECEnv" if api == "aec" else "ParallelEnv"
     from pettingzoo.utils import env as pz
 

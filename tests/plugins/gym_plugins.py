@@ -44,7 +44,8 @@ class SplitSpaces(gym.Env[Any, Any]):
 
 
 class Misbehaving(gym.Env[Any, Any]):
-    """A Box observation that goes wrong (``how``: nan, outside, shape, dtype, raise, reward)
+    """A Box observation that goes wrong (``how``: nan, outside, shape, dtype, raise, reward,
+    vector_reward)
     on step ``at`` of every episode."""
 
     def __init__(self, how: str = "nan", at: int = 2) -> None:
@@ -74,6 +75,8 @@ class Misbehaving(gym.Env[Any, Any]):
                 obs = np.zeros(2, dtype=np.float64)
             elif self.how == "reward":
                 reward = float("nan")
+            elif self.how == "vector_reward":  # a reward per objective, as some envs give
+                reward = np.array([1.0, 2.0])
         return obs, reward, False, self.steps >= 6, {}
 
 
@@ -113,3 +116,18 @@ def make_graph() -> GraphAction:
 
 def make_not_an_env() -> object:
     return object()
+
+
+class NoFrames(Misbehaving):
+    """Takes ``render_mode`` but renders nothing (``render()`` returns None)."""
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        super().__init__(how="none")
+        self.render_mode = render_mode
+
+    def render(self) -> None:
+        return None
+
+
+def make_no_frames(render_mode: str | None = None) -> NoFrames:
+    return NoFrames(render_mode)

@@ -78,6 +78,11 @@ def test_the_declaration_gives_palaestras_spaces_and_default_set_points() -> Non
             {"actuators": [{"uid": "p", "space": DEGREES, "value": [500.0]}]},
             "actuator 'p': value [500.0] is not in Box",
         ),
+        (
+            {"actuators": [{"uid": "p", "space": {"type": "Discrete", "n": 3}, "value": 0.5}]},
+            "actuator 'p': value: a bool is no number here, and a fraction or NaN no whole "
+            "number; it would be read as 0",
+        ),
     ],
 )
 def test_a_wrong_declaration_is_garbage(change: dict[str, Any], expected: str) -> None:
@@ -92,7 +97,7 @@ def test_a_wrong_declaration_is_garbage(change: dict[str, Any], expected: str) -
 def test_a_step_answer_becomes_an_environment_state() -> None:
     state = declared()._state(
         {
-            "sensors": {"temperature": [21.5], "time": 3},
+            "sensors": {"temperature": [21.5], "time": 3.0},  # (a whole number all the same)
             "rewards": {"comfort": "-inf"},
             "terminated": False,
             "truncated": True,
@@ -115,6 +120,23 @@ def test_a_step_answer_becomes_an_environment_state() -> None:
         (
             {"sensors": {"temperature": "hot", "time": 1}, "rewards": {"comfort": 0}},
             "sensors 'temperature': 'hot' is no value of Box",
+        ),
+        (
+            {"sensors": {"temperature": [1.0], "time": 1.5}, "rewards": {"comfort": 0}},
+            "sensors 'time': 1.5 is no value of Discrete(5) (a bool is no number here, and a "
+            "fraction or NaN no whole number; it would be read as 1)",
+        ),
+        (
+            {"sensors": {"temperature": [1.0], "time": True}, "rewards": {"comfort": 0}},
+            "sensors 'time': True is no value of Discrete(5)",
+        ),
+        (
+            {"sensors": {"temperature": [1.0], "time": "nan"}, "rewards": {"comfort": 0}},
+            "sensors 'time': 'nan' is no value of Discrete(5)",
+        ),
+        (
+            {"sensors": {"temperature": [1.0], "time": 1}, "rewards": {"comfort": False}},
+            "rewards 'comfort': False is no value of Box",
         ),
         ({"sensors": [], "rewards": {}}, "'sensors' is [], expected an object by uid"),
         ({"terminated": True, "truncated": True}, "are both true"),

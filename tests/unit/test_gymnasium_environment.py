@@ -15,6 +15,7 @@ from palaestra.core.plugin import PluginContractError
 from palaestra.core.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from palaestra.environment.checks import GymnasiumStepError
 from palaestra.environment.environment import EnvironmentContext
+from palaestra.environment.frames import FrameRecordingError
 from palaestra.environment.gymnasium import GymnasiumEnvironment
 from palaestra.environment.spaces_map import UnmappableSpaceError
 
@@ -134,6 +135,10 @@ def test_an_unknown_id_names_the_nearest_registered_ids() -> None:
             {"env_id": "CartPole-v1", "env_kwargs": {"colour": "red"}},
             r"gymnasium.make\('CartPole-v1', \*\*params.env_kwargs\) refused: TypeError",
         ),
+        (
+            {"factory": f"{PLUGINS}:make_split", "env_kwargs": {"colour": "red"}},
+            r"make_split\(\*\*params.env_kwargs\) refused: TypeError.*'colour'",
+        ),
     ],
 )
 def test_wrong_params_are_named(params: dict[str, Any], problem: str) -> None:
@@ -196,6 +201,23 @@ def test_first_step_checking_skips_later_steps_and_off_skips_all() -> None:
     assert np.isnan(act(off, action=0).sensor_information[0].value).any()
 
 
+@pytest.mark.parametrize("check", ["first", "off"])
+def test_a_reward_that_is_no_number_on_an_unchecked_step_is_named(check: str) -> None:
+    env = started(
+        factory=f"{PLUGINS}:make_misbehaving",
+        env_kwargs={"how": "vector_reward", "at": 2},
+        check=check,
+    )
+    env.start_environment()
+    act(env, action=0)
+    with pytest.raises(PluginContractError) as caught:
+        act(env, action=0)
+    assert (
+        "environment 'env' (tests.plugins.gym_plugins:make_misbehaving): step 2 of episode 0 "
+        "returned reward array([1., 2.]) (shape (2,), dtype float64), expected a number"
+    ) in str(caught.value)
+
+
 def test_an_environment_that_raises_is_named_with_the_step_and_the_action() -> None:
     env = started(factory=f"{PLUGINS}:make_misbehaving", env_kwargs={"how": "raise", "at": 2})
     env.start_environment()
@@ -208,6 +230,22 @@ def test_an_environment_that_raises_is_named_with_the_step_and_the_action() -> N
         "simulation diverged (action 1)"
     )
     assert isinstance(caught.value.__cause__, ZeroDivisionError)
+
+
+def test_an_id_a_module_registers_is_made_with_gymnasiums_module_syntax() -> None:
+    env = started(env_id="tests.plugins.gym_registered:PalaestraSplit-v0")
+    sensors, actuators = env.start_environment()
+    assert sorted(s.uid for s in sensors) == [
+        "obs.cell",
+        "obs.flags.0",
+        "obs.flags.1",
+        "obs.position",
+    ]
+    assert [a.uid for a in actuators] == ["action.0", "action.1"]
+    with pytest.raises(InvalidInputError, match="params.env_id: cannot import module 'no_such"):
+        started(env_id="no_such_module_here:PalaestraSplit-v0")
+    with pytest.raises(InvalidInputError, match="no gymnasium id 'tests.plugins.gym_registered"):
+        started(env_id="tests.plugins.gym_registered:NotRegistered-v0")
 
 
 def test_frames_of_every_nth_episode_are_written(tmp_path: Any) -> None:
@@ -225,6 +263,48 @@ def test_frames_of_every_nth_episode_are_written(tmp_path: Any) -> None:
     frames = np.load(tmp_path / "episode-00000.npz")["frames"]
     assert frames.shape[0] == 4 and frames.shape[-1] == 3 and frames.dtype == np.uint8
     assert frames.std() > 0  # a picture, not a blank
+
+
+def test_record_frames_as_an_empty_mapping_records_every_episode(tmp_path: Any) -> None:
+    env = GymnasiumEnvironment(
+        uid="env", env_id="CartPole-v1", env_kwargs={"max_episode_steps": 2}, record_frames={}
+    )
+    env.attach(EnvironmentContext(uid="env", worker=0, seed=3, data_path=str(tmp_path)))
+    env.start_environment()
+    act(env, action=0)
+    act(env, action=0)
+    env.shutdown()
+    written = tmp_path / "frames" / "env" / "worker-0-seed-3" / "episode-00000.npz"
+    assert np.load(written)["frames"].shape[0] == 3
+
+
+def test_record_frames_of_an_environment_that_renders_nothing_fails(tmp_path: Any) -> None:
+    env = started(factory=f"{PLUGINS}:make_no_frames", record_frames={"dir": str(tmp_path)})
+    with pytest.raises(FrameRecordingError) as caught:
+        env.start_environment()
+    assert str(caught.value) == (
+        f"environment 'env' ({PLUGINS}:make_no_frames): record_frames: render() returned "
+        "None in episode 0, expected an RGB array: the environment does not render frames "
+        "with render_mode='rgb_array'"
+    )
+
+
+def test_a_frames_folder_that_cannot_be_written_is_named(tmp_path: Any) -> None:
+    (tmp_path / "taken").write_text("a file, not a folder")
+    folder = tmp_path / "taken" / "frames"
+    env = started(
+        env_id="CartPole-v1",
+        env_kwargs={"max_episode_steps": 1},
+        record_frames={"dir": str(folder)},
+    )
+    env.start_environment()
+    with pytest.raises(FrameRecordingError) as caught:
+        act(env, action=0)
+    assert str(caught.value) == (
+        "environment 'env' (CartPole-v1): record_frames: cannot write the frames of episode 0 "
+        f"to {folder / 'episode-00000.npz'}: Not a directory"
+    )
+    assert env.shutdown()  # (nothing left to write: no second error)
 
 
 @pytest.mark.parametrize(

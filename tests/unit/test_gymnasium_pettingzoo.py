@@ -125,6 +125,14 @@ def test_a_parallel_game_steps_everyone_and_ends_truncated() -> None:
         ({"env": TICTACTOE, "api": "parallel"}, "has no callable 'parallel_env'"),
         ({"factory": f"{RPS}:parallel_env"}, "expected a PettingZoo AECEnv for api: aec"),
         ({"env": TICTACTOE, "check": "sometimes"}, "params.check: expected one of"),
+        (
+            {"env": TICTACTOE, "env_kwargs": {"bogus": 1}},
+            r"tictactoe_v3:env\(\*\*params.env_kwargs\) refused: TypeError.*'bogus'",
+        ),
+        (
+            {"factory": f"{RPS}:parallel_env", "api": "parallel", "env_kwargs": {"bogus": 1}},
+            r"rps_v2:parallel_env\(\*\*params.env_kwargs\) refused: TypeError.*'bogus'",
+        ),
     ],
 )
 def test_wrong_params_are_named(params: dict[str, Any], problem: str) -> None:
