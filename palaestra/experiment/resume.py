@@ -214,30 +214,14 @@ def _dumps(
     """Per agent, the dumps its Brain starts from at episode ``first`` of the phase; None
     (look them up as a fresh phase does) at the phase's start."""
     spec = run.phases[phase_index]
-    phase = _recorded_phase(connection, instance_id, phase_index)
-    if phase is None or first == 0:
+    if first == 0 or _recorded_phase(connection, instance_id, phase_index) is None:
         return None
-    phase_id, since = phase
     found: dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] = {}
     for agent in spec.agents:
         per_episode = agent.dump is None and _one_game(spec)
-        rows = connection.execute(
-            select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
-            .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
-            .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent.name)
-            .order_by(t.brain_states.c.id)
-        ).all()
-        by_tag: dict[str, list[Any]] = {}
-        for row in rows:
-            by_tag.setdefault(row.tag, []).append(row)
-        chosen = {
-            tag: (
-                dumps[first - since - 1]
-                if per_episode and first - since <= len(dumps)
-                else dumps[-1]
-            )
-            for tag, dumps in by_tag.items()
-        }
+        chosen = _chosen_dumps(
+            connection, instance_id, phase_index, agent.name, first, per_episode
+        )
         where = f"agent '{agent.name}' in phase {phase_index} of the interrupted instance"
         if not chosen:
             found[agent.name] = (None, {}, where)
@@ -250,6 +234,51 @@ def _dumps(
         }
         found[agent.name] = (loaded, {dump_key(t): r.dump for t, r in chosen.items()}, where)
     return found
+
+
+def _chosen_dumps(
+    connection: Connection,
+    instance_id: int,
+    phase_index: int,
+    agent: str,
+    first: int,
+    per_episode: bool,
+) -> dict[str, Any]:
+    """The agent's dumps (a row per tag) to start episode ``first`` of the phase from: the
+    instance's; where its phase played no episode before ``first`` or dumped nothing (an
+    instance that was itself resumed and stopped before its first dump), those of the
+    instance it continues, which that instance started from."""
+    seen: set[int] = set()
+    instance: int | None = instance_id
+    while instance is not None and instance not in seen:
+        seen.add(instance)
+        phase = _recorded_phase(connection, instance, phase_index)
+        if phase is not None and (first > phase[1] or not per_episode):
+            phase_id, since = phase
+            rows = connection.execute(
+                select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
+                .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
+                .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent)
+                .order_by(t.brain_states.c.id)
+            ).all()
+            by_tag: dict[str, list[Any]] = {}
+            for row in rows:
+                by_tag.setdefault(row.tag, []).append(row)
+            if by_tag:
+                return {
+                    tag: (
+                        dumps[first - since - 1]
+                        if per_episode and first - since <= len(dumps)
+                        else dumps[-1]
+                    )
+                    for tag, dumps in by_tag.items()
+                }
+        instance = connection.scalar(
+            select(t.experiment_run_instances.c.resumed_from_id).where(
+                t.experiment_run_instances.c.id == instance
+            )
+        )
+    return {}
 
 
 def _one_game(spec: PhaseSpec) -> bool:

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import msgspec
 import pytest
@@ -20,10 +22,11 @@ import pytest
 from palaestra.core import procfs
 from palaestra.core.description import names
 from palaestra.core.description.limits import STALE_AFTER
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import RunFileError
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import episode_values
-from palaestra.experiment.resume import NotResumableError, _start, load_plan
+from palaestra.experiment.resume import NotResumableError, _dumps, _start, load_plan
 from palaestra.store import rows
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes
@@ -254,3 +257,65 @@ def test_an_episode_is_completed_when_its_episodes_row_and_its_last_step_rows_ar
     with transaction(uri) as connection:
         assert completed_episodes(connection, instance) == {(0, 0, e) for e in completed}
         assert _start(connection, instance) == (0, start)  # the resume's start: the same rule
+
+
+def write_resumed_twice(uri: str, first: int) -> tuple[int, int]:
+    """Instance ``r1`` of run ``run-d``: phase 0 (one worker) whose agent ``defender`` dumped at
+    the end of episodes 0 to 4 (dump ``b"after <episode>"``); instance ``r2`` resumed it at
+    episode ``first`` of phase 0 and stopped before its Brain dumped (none of its own); their
+    ids."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            ids = []
+            for uid, since in (("r1", 0), ("r2", first)):
+                start = msgspec.structs.replace(
+                    run_start("run-d", uid, "exp-d"), resumed_from_id=ids[-1] if ids else None
+                )
+                instance = request(writer, start).ids["instance"]
+                ids.append(instance)
+                phase = phase_start(instance, 0, "learn", "train", 1, 9)
+                config = phase.config | ({"first_episode": since} if since else {})
+                agents = request(writer, msgspec.structs.replace(phase, config=config)).ids
+                if uid == "r1":
+                    for episode in range(5):
+                        dump = f"after {episode}".encode()
+                        writer.accept(
+                            m.BrainDump(
+                                agent_id=agents["agent:defender"], tag="", path="", dump=dump
+                            )
+                        )
+        finally:
+            asyncio.run(writer.teardown())
+    return int(ids[0]), int(ids[1])
+
+
+def one_agent_run() -> RunSpec:
+    """What ``_dumps`` reads of a run: phase 0, one worker playing one game, agent ``defender``
+    with the default ``dump`` policy (a dump per episode)."""
+    config = SimpleNamespace(worker=1, envs_per_worker=1)
+    agent = SimpleNamespace(name="defender", dump=None)
+    return cast(
+        RunSpec,
+        SimpleNamespace(uid="run-d", phases=[SimpleNamespace(config=config, agents=[agent])]),
+    )
+
+
+@pytest.mark.parametrize("first", [2, 4])
+def test_a_resumed_instance_stopped_before_its_first_dump_is_resumed_from_the_dump_it_began_with(
+    tmp_path: Path, first: int
+) -> None:
+    """Resumed again, ``r2`` (which played no episode: it was interrupted at once) starts its
+    Brain from the dump ``r1`` wrote at the end of episode ``first - 1``, the one ``r2`` began
+    with; it started from no dump at all, and the resumed run differed from the uninterrupted
+    one."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    instances = write_resumed_twice(uri, first)
+    with transaction(uri) as connection:
+        dumps = _dumps(connection, instances[1], one_agent_run(), 0, first)
+    assert dumps is not None
+    loaded, by_tag, _ = dumps["defender"]
+    assert list(by_tag.values()) == [f"after {first - 1}".encode()]
+    assert loaded is not None and loaded["phase"] == 0
