@@ -272,7 +272,9 @@ class ExperimentRun(Component):
         if dumps is None:
             dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         replays = {
-            a.name: await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
+            a.name: []
+            if self._pretrained(spec, a.name, dumps)
+            else await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
             for a in spec.agents
         }
         phase = _Phase(spec, (await self._store(self._phase_start(spec, dumps))).ids, dumps)
@@ -398,6 +400,21 @@ class ExperimentRun(Component):
         producers += [c.name for c in phase.controllers]  # their episodes
         await self._store(m.StoreFlush(producers=producers))
         await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
+
+    def _pretrained(self, spec: PhaseSpec, agent: str, dumps: dict[str, _Dumps]) -> bool:
+        """Whether the agent's Brain starts the phase from a dump of that phase (a resumed
+        phase, after its first episode), which holds its pre-training (``replay``): it is not
+        pre-trained again, as the uninterrupted run pre-trains it once."""
+        if self._first_episode(spec) == 0 or not dumps[agent][1]:
+            return False
+        LOG.info(
+            "agent '%s' in phase %d is not pre-trained again: it resumes at episode %d from "
+            "a dump of the phase, which holds its pre-training",
+            agent,
+            spec.index,
+            self._first_episode(spec),
+        )
+        return True
 
     def _first_episode(self, spec: PhaseSpec) -> int:
         """The phase's first episode to play: 0, or where a resumed instance starts."""
