@@ -105,14 +105,15 @@ def plan_resume(
         probe_timeout=probe_timeout,
         start_method=start_method,
     )
-    phase_index, first = _start(connection, instance.id)
+    planned = _planned(connection, instance.id)
+    phase_index, first = _start(connection, planned)
     if phase_index >= len(run.phases):
         raise NotResumableError(
             f"experiment-resume: instance {instance.uid} of run '{run_uid}' completed every "
             "episode of every phase; nothing is left to run"
         )
-    first = min(first, _dumped_until(connection, instance.id, run, phase_index, first))
-    dumps = _dumps(connection, instance.id, run, phase_index, first)
+    first = min(first, _dumped_until(connection, planned, run, phase_index, first))
+    dumps = _dumps(connection, planned, run, phase_index, first)
     if status == "stale":
         _mark_stale(connection, instance.id)
     return ResumePlan(
@@ -154,6 +155,30 @@ def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None
     raise NotResumableError(
         f"experiment-resume: run '{run_uid}' has no instance '{uid}'; its instances: {known}"
     )
+
+
+def _planned(connection: Connection, instance_id: int) -> int:
+    """The instance whose phases say where to resume: ``instance_id``; or, where it recorded
+    no phase (a resumed instance stopped before its phase began), the one it continues,
+    whose start it had not got past."""
+    seen: set[int] = set()
+    instance = instance_id
+    while instance not in seen:
+        seen.add(instance)
+        phases = t.experiment_run_phases
+        if connection.scalar(
+            select(phases.c.id).where(phases.c.experiment_run_instance_id == instance).limit(1)
+        ):
+            return instance
+        earlier = connection.scalar(
+            select(t.experiment_run_instances.c.resumed_from_id).where(
+                t.experiment_run_instances.c.id == instance
+            )
+        )
+        if earlier is None:
+            return instance
+        instance = int(earlier)
+    return instance
 
 
 def _start(connection: Connection, instance_id: int) -> tuple[int, int]:

@@ -319,3 +319,67 @@ def test_a_resumed_instance_stopped_before_its_first_dump_is_resumed_from_the_du
     loaded, by_tag, _ = dumps["defender"]
     assert list(by_tag.values()) == [f"after {first - 1}".encode()]
     assert loaded is not None and loaded["phase"] == 0
+
+
+RUN_C = """\
+uid: run-c
+experiment_uid: exp-c
+seed: 42
+version: "0.1"
+schedule:
+  - learn:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: myenv
+            params: {discrete: true, max_iter: 3}
+      agents:
+        - name: attacker
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [myenv.0]
+          actuators: [myenv.0]
+        - name: defender
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [myenv.1]
+          actuators: [myenv.1]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - {name: palaestra.simulation:VanillaSimControllerTerminationCondition, params: {}}
+      phase_config: {mode: train, worker: 1, episodes: 9}
+run_config:
+  condition: {name: palaestra.experiment:VanillaRunGovernorTerminationCondition, params: {}}
+"""
+
+
+def test_a_resumed_instance_stopped_before_its_phase_began_is_resumed_where_it_was_to_start(
+    tmp_path: Path,
+) -> None:
+    """``c1`` completed episodes 0 to 2 of phase 0 and was cancelled; ``c2`` resumed it and was
+    cancelled before its phase was recorded. Resuming ``c2`` starts at episode 3 of phase 0,
+    as ``c2`` was to; it started the run over at phase 0, episode 0 (the run's view then held
+    episodes 0 to 2 twice)."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    c1 = write_phase(uri, 1, "")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            request(writer, m.StoreRunEnd(instance_id=c1, status="cancelled"))
+            start = msgspec.structs.replace(
+                run_start("run-c", "c2", "exp-c"), document=RUN_C, resumed_from_id=c1
+            )
+            c2 = request(writer, start).ids["instance"]
+            request(writer, m.StoreRunEnd(instance_id=c2, status="cancelled"))
+        finally:
+            asyncio.run(writer.teardown())
+    with sqlite3.connect(uri.removeprefix("sqlite:///")) as conn:
+        conn.execute("update experiment_runs set document = ? where uid = 'run-c'", (RUN_C,))
+    plan = load_plan(uri, "run-c", None, 5.0)
+    assert plan.instance_uid == "c2"
+    assert (plan.at.instance_id, plan.at.phase, plan.at.first_episode) == (c2, 0, 3)
