@@ -548,6 +548,14 @@ class ExperimentRun(Component):
         earlier): the newest of each tag there, with the ``loaded_from`` record and where
         they come from in words."""
         source = _dump_source(self.run.uid, phase, agent)
+        if source is None and agent.load is not None:  # phase 0: no phase before it
+            run = agent.load.experiment_run or self.run.uid
+            what = (
+                f"its load: names no phase, and there is no phase before phase {phase.index} "
+                f"to take (give load: {{phase: N}}, the phase of run '{run}' to load from)"
+            )
+            self._missing_dump(phase, agent, what)
+            return None, {}, ""
         if source is None:
             return None, {}, ""
         where = (
@@ -567,14 +575,19 @@ class ExperimentRun(Component):
             )
             loaded = {"run": source["run_uid"], "agent": source["agent"], "phase": source["phase"]}
             return {**loaded, "brain_state_id": found.brain_state_id}, found.dumps, where
-        message = f"agent '{agent.name}' in phase {phase.index}: no brain dump of {where}"
+        self._missing_dump(phase, agent, f"no brain dump of {where}")
+        return None, {}, where
+
+    def _missing_dump(self, phase: PhaseSpec, agent: AgentSpec, what: str) -> None:
+        """The agent's ``load`` found nothing to load: with ``strict: true`` the run fails,
+        else a warning (without ``load``, a phase's first agents start fresh silently)."""
+        message = f"agent '{agent.name}' in phase {phase.index}: {what}"
         if agent.load is not None and agent.load.strict:
             raise ComponentFailed(
                 m.ErrorInfo(process=self.name, kind="MissingBrainDump", message=message)
             )
         if agent.load is not None:
             LOG.warning("%s; it starts fresh", message)
-        return None, {}, where
 
     # --- ending ------------------------------------------------------------------------
 
