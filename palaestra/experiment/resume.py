@@ -36,7 +36,7 @@ from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
-from palaestra.store.completed import completed_episodes
+from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import local_executor, shown_status
 from palaestra.store.tables import utcnow
@@ -183,7 +183,8 @@ def _planned(connection: Connection, instance_id: int) -> int:
 
 def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
     """The phase index and first episode to resume at: the instance's last phase at the first
-    episode some worker did not complete; the next phase if that one finished."""
+    episode some worker did not complete (counted in training episodes, as a phase's
+    ``first_episode``: evaluation rollouts are not); the next phase if that one finished."""
     phase = connection.execute(
         select(
             t.experiment_run_phases.c.id,
@@ -198,15 +199,14 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
         return 0, 0
     if phase.status == "finished":
         return phase.number + 1, 0
-    first = int((phase.config or {}).get("first_episode", 0))
     done = completed_episodes(connection, instance_id)
     reached = []
     for worker in range(phase.workers):
-        episode = first
+        episode = first_stored(phase.config)  # (episodes' numbers count evaluation rollouts)
         while (phase.number, worker, episode) in done:
             episode += 1
         reached.append(episode)
-    return phase.number, min(reached)
+    return phase.number, training_episodes(phase.config, min(reached))
 
 
 def _dumped_until(

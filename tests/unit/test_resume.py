@@ -29,7 +29,7 @@ from palaestra.core.wire.records import episode_values
 from palaestra.experiment.resume import NotResumableError, _dumps, _start, load_plan
 from palaestra.store import rows
 from palaestra.store import writer as writer_module
-from palaestra.store.completed import completed_episodes
+from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.rows import _kept, shown_status, transaction
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message
@@ -188,7 +188,9 @@ def test_a_running_instance_with_a_fresh_heartbeat_is_refused(store: str) -> Non
     assert raised.value.exit_code == 2
 
 
-def write_phase(uri: str, record_every: int, missing: str) -> int:
+def write_phase(
+    uri: str, record_every: int, missing: str, config: dict[str, object] | None = None
+) -> int:
     """A running instance whose phase 0 (one worker, agents attacker and defender) has the
     ``episodes`` rows of episodes 0 to 2 (3 steps each) and their step rows as the processes
     write them (world states of steps 1 to 3, actions of steps 0 to 2, the last flagged done),
@@ -201,7 +203,7 @@ def write_phase(uri: str, record_every: int, missing: str) -> int:
         try:
             instance = request(writer, run_start("run-c", "c1", "exp-c")).ids["instance"]
             start = phase_start(instance, 0, "learn", "train", 1, 3)
-            config = start.config | {"record_every": record_every}
+            config = start.config | {"record_every": record_every} | (config or {})
             ids = request(writer, msgspec.structs.replace(start, config=config)).ids
             states = [
                 m.WorldStateRow(e, s, {"myenv.0": s}, {}, {}, s == 3)
@@ -383,3 +385,22 @@ def test_a_resumed_instance_stopped_before_its_phase_began_is_resumed_where_it_w
     plan = load_plan(uri, "run-c", None, 5.0)
     assert plan.instance_uid == "c2"
     assert (plan.at.instance_id, plan.at.phase, plan.at.first_episode) == (c2, 0, 3)
+
+
+def test_a_phase_with_evaluations_resumes_at_its_first_training_episode_not_completed(
+    tmp_path: Path,
+) -> None:
+    """With ``evaluate_every: 2`` (one worker), stored episodes 0 and 1 are training episodes
+    and 2 an evaluation rollout: all three completed, the resume starts at training episode 2
+    (stored 3), and the view of the instance resumed there keeps stored episodes 0 to 2. The
+    stored number was taken as a count of training episodes: the resume started at training
+    episode 3 (stored 4), the training episode stored as 3 was never played, and the resumed
+    run finished with fewer episodes than the uninterrupted one."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    evaluating = {"worker": 1, "evaluate_every": 2}
+    instance = write_phase(uri, 1, "", evaluating)
+    with transaction(uri) as connection:
+        assert _start(connection, instance) == (0, 2)
+    assert first_stored(evaluating | {"first_episode": 2}) == 3
+    assert first_stored({"worker": 2, "evaluate_every": 2, "first_episode": 2}) == 2  # none
+    assert training_episodes(evaluating, 3) == 2
