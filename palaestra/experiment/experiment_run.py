@@ -272,7 +272,9 @@ class ExperimentRun(Component):
         if dumps is None:
             dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
         replays = {
-            a.name: await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
+            a.name: []
+            if self._pretrained(spec, a.name, dumps)
+            else await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
             for a in spec.agents
         }
         phase = _Phase(spec, (await self._store(self._phase_start(spec, dumps))).ids, dumps)
@@ -398,6 +400,21 @@ class ExperimentRun(Component):
         producers += [c.name for c in phase.controllers]  # their episodes
         await self._store(m.StoreFlush(producers=producers))
         await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
+
+    def _pretrained(self, spec: PhaseSpec, agent: str, dumps: dict[str, _Dumps]) -> bool:
+        """Whether the agent's Brain starts the phase from a dump of that phase (a resumed
+        phase, after its first episode), which holds its pre-training (``replay``): it is not
+        pre-trained again, as the uninterrupted run pre-trains it once."""
+        if self._first_episode(spec) == 0 or not dumps[agent][1]:
+            return False
+        LOG.info(
+            "agent '%s' in phase %d is not pre-trained again: it resumes at episode %d from "
+            "a dump of the phase, which holds its pre-training",
+            agent,
+            spec.index,
+            self._first_episode(spec),
+        )
+        return True
 
     def _first_episode(self, spec: PhaseSpec) -> int:
         """The phase's first episode to play: 0, or where a resumed instance starts."""
@@ -531,6 +548,14 @@ class ExperimentRun(Component):
         earlier): the newest of each tag there, with the ``loaded_from`` record and where
         they come from in words."""
         source = _dump_source(self.run.uid, phase, agent)
+        if source is None and agent.load is not None:  # phase 0: no phase before it
+            run = agent.load.experiment_run or self.run.uid
+            what = (
+                f"its load: names no phase, and there is no phase before phase {phase.index} "
+                f"to take (give load: {{phase: N}}, the phase of run '{run}' to load from)"
+            )
+            self._missing_dump(phase, agent, what)
+            return None, {}, ""
         if source is None:
             return None, {}, ""
         where = (
@@ -550,14 +575,19 @@ class ExperimentRun(Component):
             )
             loaded = {"run": source["run_uid"], "agent": source["agent"], "phase": source["phase"]}
             return {**loaded, "brain_state_id": found.brain_state_id}, found.dumps, where
-        message = f"agent '{agent.name}' in phase {phase.index}: no brain dump of {where}"
+        self._missing_dump(phase, agent, f"no brain dump of {where}")
+        return None, {}, where
+
+    def _missing_dump(self, phase: PhaseSpec, agent: AgentSpec, what: str) -> None:
+        """The agent's ``load`` found nothing to load: with ``strict: true`` the run fails,
+        else a warning (without ``load``, a phase's first agents start fresh silently)."""
+        message = f"agent '{agent.name}' in phase {phase.index}: {what}"
         if agent.load is not None and agent.load.strict:
             raise ComponentFailed(
                 m.ErrorInfo(process=self.name, kind="MissingBrainDump", message=message)
             )
         if agent.load is not None:
             LOG.warning("%s; it starts fresh", message)
-        return None, {}, where
 
     # --- ending ------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
-from palaestra.store.completed import completed_episodes
+from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import local_executor, shown_status
 from palaestra.store.tables import utcnow
@@ -105,14 +105,15 @@ def plan_resume(
         probe_timeout=probe_timeout,
         start_method=start_method,
     )
-    phase_index, first = _start(connection, instance.id)
+    planned = _planned(connection, instance.id)
+    phase_index, first = _start(connection, planned)
     if phase_index >= len(run.phases):
         raise NotResumableError(
             f"experiment-resume: instance {instance.uid} of run '{run_uid}' completed every "
             "episode of every phase; nothing is left to run"
         )
-    first = min(first, _dumped_until(connection, instance.id, run, phase_index, first))
-    dumps = _dumps(connection, instance.id, run, phase_index, first)
+    first = min(first, _dumped_until(connection, planned, run, phase_index, first))
+    dumps = _dumps(connection, planned, run, phase_index, first)
     if status == "stale":
         _mark_stale(connection, instance.id)
     return ResumePlan(
@@ -156,9 +157,34 @@ def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None
     )
 
 
+def _planned(connection: Connection, instance_id: int) -> int:
+    """The instance whose phases say where to resume: ``instance_id``; or, where it recorded
+    no phase (a resumed instance stopped before its phase began), the one it continues,
+    whose start it had not got past."""
+    seen: set[int] = set()
+    instance = instance_id
+    while instance not in seen:
+        seen.add(instance)
+        phases = t.experiment_run_phases
+        if connection.scalar(
+            select(phases.c.id).where(phases.c.experiment_run_instance_id == instance).limit(1)
+        ):
+            return instance
+        earlier = connection.scalar(
+            select(t.experiment_run_instances.c.resumed_from_id).where(
+                t.experiment_run_instances.c.id == instance
+            )
+        )
+        if earlier is None:
+            return instance
+        instance = int(earlier)
+    return instance
+
+
 def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
     """The phase index and first episode to resume at: the instance's last phase at the first
-    episode some worker did not complete; the next phase if that one finished."""
+    episode some worker did not complete (counted in training episodes, as a phase's
+    ``first_episode``: evaluation rollouts are not); the next phase if that one finished."""
     phase = connection.execute(
         select(
             t.experiment_run_phases.c.id,
@@ -173,15 +199,14 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
         return 0, 0
     if phase.status == "finished":
         return phase.number + 1, 0
-    first = int((phase.config or {}).get("first_episode", 0))
     done = completed_episodes(connection, instance_id)
     reached = []
     for worker in range(phase.workers):
-        episode = first
+        episode = first_stored(phase.config)  # (episodes' numbers count evaluation rollouts)
         while (phase.number, worker, episode) in done:
             episode += 1
         reached.append(episode)
-    return phase.number, min(reached)
+    return phase.number, training_episodes(phase.config, min(reached))
 
 
 def _dumped_until(
@@ -214,30 +239,14 @@ def _dumps(
     """Per agent, the dumps its Brain starts from at episode ``first`` of the phase; None
     (look them up as a fresh phase does) at the phase's start."""
     spec = run.phases[phase_index]
-    phase = _recorded_phase(connection, instance_id, phase_index)
-    if phase is None or first == 0:
+    if first == 0 or _recorded_phase(connection, instance_id, phase_index) is None:
         return None
-    phase_id, since = phase
     found: dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] = {}
     for agent in spec.agents:
         per_episode = agent.dump is None and _one_game(spec)
-        rows = connection.execute(
-            select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
-            .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
-            .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent.name)
-            .order_by(t.brain_states.c.id)
-        ).all()
-        by_tag: dict[str, list[Any]] = {}
-        for row in rows:
-            by_tag.setdefault(row.tag, []).append(row)
-        chosen = {
-            tag: (
-                dumps[first - since - 1]
-                if per_episode and first - since <= len(dumps)
-                else dumps[-1]
-            )
-            for tag, dumps in by_tag.items()
-        }
+        chosen = _chosen_dumps(
+            connection, instance_id, phase_index, agent.name, first, per_episode
+        )
         where = f"agent '{agent.name}' in phase {phase_index} of the interrupted instance"
         if not chosen:
             found[agent.name] = (None, {}, where)
@@ -250,6 +259,51 @@ def _dumps(
         }
         found[agent.name] = (loaded, {dump_key(t): r.dump for t, r in chosen.items()}, where)
     return found
+
+
+def _chosen_dumps(
+    connection: Connection,
+    instance_id: int,
+    phase_index: int,
+    agent: str,
+    first: int,
+    per_episode: bool,
+) -> dict[str, Any]:
+    """The agent's dumps (a row per tag) to start episode ``first`` of the phase from: the
+    instance's; where its phase played no episode before ``first`` or dumped nothing (an
+    instance that was itself resumed and stopped before its first dump), those of the
+    instance it continues, which that instance started from."""
+    seen: set[int] = set()
+    instance: int | None = instance_id
+    while instance is not None and instance not in seen:
+        seen.add(instance)
+        phase = _recorded_phase(connection, instance, phase_index)
+        if phase is not None and (first > phase[1] or not per_episode):
+            phase_id, since = phase
+            rows = connection.execute(
+                select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
+                .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
+                .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent)
+                .order_by(t.brain_states.c.id)
+            ).all()
+            by_tag: dict[str, list[Any]] = {}
+            for row in rows:
+                by_tag.setdefault(row.tag, []).append(row)
+            if by_tag:
+                return {
+                    tag: (
+                        dumps[first - since - 1]
+                        if per_episode and first - since <= len(dumps)
+                        else dumps[-1]
+                    )
+                    for tag, dumps in by_tag.items()
+                }
+        instance = connection.scalar(
+            select(t.experiment_run_instances.c.resumed_from_id).where(
+                t.experiment_run_instances.c.id == instance
+            )
+        )
+    return {}
 
 
 def _one_game(spec: PhaseSpec) -> bool:

@@ -18,6 +18,9 @@ is judged by its ``episodes`` rows alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sqlalchemy import Connection, and_, func, select
 
 from palaestra.store import tables as t
@@ -126,3 +129,28 @@ def _with_step_rows(connection: Connection, phase_id: int, episodes: _Episodes) 
         if last_states.get(id_, 0) >= environments
         and last_actions.get(id_, 0) >= min(agents, steps)
     ]
+
+
+def _evaluate_every(config: Mapping[str, Any]) -> int:
+    """Training episodes between a phase's evaluation rollouts (its recorded config): its
+    ``evaluate_every`` with one worker, else 0 (palaestra runs none with several)."""
+    if config.get("worker") != 1:
+        return 0
+    return int(config.get("evaluate_every") or 0)
+
+
+def first_stored(config: Mapping[str, Any] | None) -> int:
+    """The stored number (evaluation rollouts counted, as ``episodes.episode`` counts) of the
+    first episode a resumed phase played: its recorded ``first_episode`` counts training
+    episodes (0 for a phase that began at its start)."""
+    config = config or {}
+    first = int(config.get("first_episode", 0))
+    every = _evaluate_every(config)
+    return first + first // every if every else first
+
+
+def training_episodes(config: Mapping[str, Any] | None, stored: int) -> int:
+    """The training episodes a worker of a phase (its recorded config) played before its
+    episode of stored number ``stored`` (evaluation rollouts counted)."""
+    every = _evaluate_every(config or {})
+    return stored - stored // (every + 1) if every else stored

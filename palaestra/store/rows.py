@@ -48,7 +48,7 @@ from palaestra.core.errors import (
     did_you_mean,
 )
 from palaestra.store import tables as t
-from palaestra.store.completed import completed_episodes
+from palaestra.store.completed import completed_episodes, first_stored
 from palaestra.store.engine import make_engine, mask_uri, reason, sqlite_file
 from palaestra.store.schema import require_readable
 from palaestra.store.tables import utcnow
@@ -1407,7 +1407,7 @@ def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]
     ).one_or_none()
     if first is None:  # it recorded no phase: it replaces nothing
         return float("inf"), 0
-    return first.number, int((first.config or {}).get("first_episode", 0))
+    return first.number, first_stored(first.config)
 
 
 def _kept(row: Row, start: tuple[float, int], done: set[tuple[int, int, int]]) -> bool:

@@ -11,6 +11,7 @@ first step of an episode), so a fresh Muscle acts as a continuing one would.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from palaestra.agent import Brain, Muscle
@@ -48,3 +49,25 @@ class TotalMuscle(Muscle):
     def update(self, update: Any) -> None:
         if update is not None:
             self.last = int(update)
+
+
+class PretrainedTotalBrain(TotalBrain):
+    """A :class:`TotalBrain` whose pre-training (``replay``) adds 7 to its total: pre-trained
+    twice, its Muscle's actions differ."""
+
+    def pretrain(self) -> None:
+        self.total += 7
+
+
+class FailOnceMuscle(TotalMuscle):
+    """A :class:`TotalMuscle` that fails its ``after``-th step while the file ``flag`` exists."""
+
+    def __init__(self, flag: str = "", after: int = 0) -> None:
+        super().__init__()
+        self.flag, self.after, self.steps = flag, after, 0
+
+    def propose_actions(self, sensors: list[Any], actuators_available: list[Any]) -> Any:
+        self.steps += 1
+        if self.steps == self.after and os.path.exists(self.flag):
+            raise RuntimeError("failing once, as the test asked")
+        return super().propose_actions(sensors, actuators_available)

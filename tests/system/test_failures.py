@@ -143,3 +143,29 @@ def test_a_killed_muscle_fails_the_run_naming_it(workspace: Workspace) -> None:
         ).fetchall()
     for worker, episode, count, first, last in groups:  # whole batches: no holes
         assert (first, last) == (0, count - 1), (worker, episode, count, first, last)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_load_in_phase_0_naming_no_phase_fails_if_strict_and_warns_if_not(
+    workspace: Workspace, strict: bool
+) -> None:
+    """Phase 0 has no phase before it, the default of ``load``'s ``phase``: the load found
+    nothing to load and said nothing, even with ``strict: true`` (the run finished, exit 0,
+    its agent trained from scratch)."""
+    load = f"load: {{agent: defender, experiment_run: other-run, strict: {str(strict).lower()}}}"
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        ("          sensors: [myenv.0,", f"          {load}\n          sensors: [myenv.0,"),
+    )
+    result = workspace.run("experiment-start", str(run_file))
+    said = (
+        "agent 'defender' in phase 0: its load: names no phase, and there is no phase before "
+        "phase 0 to take (give load: {phase: N}, the phase of run 'other-run' to load from)"
+    )
+    assert said in result.stderr, result.stderr[-3000:]
+    if strict:
+        assert result.returncode == 1
+        assert workspace.instance_status()[0] == "error"
+    else:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert f"{said}; it starts fresh" in result.stderr

@@ -283,3 +283,74 @@ def test_a_resumed_phase_of_several_games_starts_from_the_newest_dump(
             'where i.resumed_from_id is not null and p."index" = 0'
         ).fetchone()
     assert json.loads(loaded)["brain_state_id"] == newest
+
+
+PRETRAINED = """\
+uid: pretrained-run
+experiment_uid: resume-experiments
+seed: 11
+version: "0.1"
+schedule:
+  - learn:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: board
+            params: {discrete: true, max_iter: 10}
+      agents:
+        - name: one
+          brain: {name: resume_plugins:TotalBrain, params: {}}
+          muscle: {name: resume_plugins:TotalMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [board.0, board.1]
+          actuators: [board.0, board.1]
+      simulation:
+        name: palaestra.simulation:VanillaSimController
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config: {mode: train, worker: 1, episodes: 5}
+  - again:
+      agents:
+        - name: one
+          brain: {name: resume_plugins:PretrainedTotalBrain, params: {}}
+          muscle: {name: resume_plugins:FailOnceMuscle, params: {flag: FLAG, after: 65}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [board.0, board.1]
+          actuators: [board.0, board.1]
+          replay: [{phase: 0}]
+      phase_config: {mode: train, episodes: 12}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {}
+"""
+
+
+def test_a_pre_trained_phase_resumed_after_a_failure_is_not_pre_trained_again(
+    tmp_path: Path,
+) -> None:
+    """Its Brain resumes from its dump, which holds its pre-training; pre-trained again, the
+    resumed run's actions differed from the uninterrupted run's (and it finished, exit 0)."""
+    flag = tmp_path / "fail"
+    text = PRETRAINED.replace("FLAG", str(flag))
+    views = []
+    for name, failing in (("uninterrupted", False), ("resumed", True)):
+        ws = Workspace(tmp_path / name)
+        ws.path.mkdir()
+        (ws.path / "run.yml").write_text(text)
+        if failing:
+            flag.touch()
+            failed = ws.run("experiment-start", "-q", "run.yml")
+            assert failed.returncode == 1, failed.stderr[-3000:]
+            assert "failing once" in failed.stderr
+            flag.unlink()
+            resumed = ws.run("experiment-resume", "pretrained-run")
+            assert resumed.returncode == 0, resumed.stderr[-3000:]
+            assert "at phase 1, episode 6" in resumed.stderr, resumed.stderr[-3000:]
+        else:
+            done = ws.run("experiment-start", "-q", "run.yml")
+            assert done.returncode == 0, done.stderr[-3000:]
+        views.append(list(rows.muscle_actions("pretrained-run", store_uri=ws.store_uri)))
+    assert len(views[1]) == len(views[0]) == 170
+    assert views[1] == views[0], first_difference(views[1], views[0])

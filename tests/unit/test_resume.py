@@ -13,6 +13,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import msgspec
 import pytest
@@ -20,13 +22,14 @@ import pytest
 from palaestra.core import procfs
 from palaestra.core.description import names
 from palaestra.core.description.limits import STALE_AFTER
+from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import RunFileError
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import episode_values
-from palaestra.experiment.resume import NotResumableError, _start, load_plan
+from palaestra.experiment.resume import NotResumableError, _dumps, _start, load_plan
 from palaestra.store import rows
 from palaestra.store import writer as writer_module
-from palaestra.store.completed import completed_episodes
+from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.rows import _kept, shown_status, transaction
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message
@@ -185,7 +188,9 @@ def test_a_running_instance_with_a_fresh_heartbeat_is_refused(store: str) -> Non
     assert raised.value.exit_code == 2
 
 
-def write_phase(uri: str, record_every: int, missing: str) -> int:
+def write_phase(
+    uri: str, record_every: int, missing: str, config: dict[str, object] | None = None
+) -> int:
     """A running instance whose phase 0 (one worker, agents attacker and defender) has the
     ``episodes`` rows of episodes 0 to 2 (3 steps each) and their step rows as the processes
     write them (world states of steps 1 to 3, actions of steps 0 to 2, the last flagged done),
@@ -198,7 +203,7 @@ def write_phase(uri: str, record_every: int, missing: str) -> int:
         try:
             instance = request(writer, run_start("run-c", "c1", "exp-c")).ids["instance"]
             start = phase_start(instance, 0, "learn", "train", 1, 3)
-            config = start.config | {"record_every": record_every}
+            config = start.config | {"record_every": record_every} | (config or {})
             ids = request(writer, msgspec.structs.replace(start, config=config)).ids
             states = [
                 m.WorldStateRow(e, s, {"myenv.0": s}, {}, {}, s == 3)
@@ -254,3 +259,148 @@ def test_an_episode_is_completed_when_its_episodes_row_and_its_last_step_rows_ar
     with transaction(uri) as connection:
         assert completed_episodes(connection, instance) == {(0, 0, e) for e in completed}
         assert _start(connection, instance) == (0, start)  # the resume's start: the same rule
+
+
+def write_resumed_twice(uri: str, first: int) -> tuple[int, int]:
+    """Instance ``r1`` of run ``run-d``: phase 0 (one worker) whose agent ``defender`` dumped at
+    the end of episodes 0 to 4 (dump ``b"after <episode>"``); instance ``r2`` resumed it at
+    episode ``first`` of phase 0 and stopped before its Brain dumped (none of its own); their
+    ids."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            ids = []
+            for uid, since in (("r1", 0), ("r2", first)):
+                start = msgspec.structs.replace(
+                    run_start("run-d", uid, "exp-d"), resumed_from_id=ids[-1] if ids else None
+                )
+                instance = request(writer, start).ids["instance"]
+                ids.append(instance)
+                phase = phase_start(instance, 0, "learn", "train", 1, 9)
+                config = phase.config | ({"first_episode": since} if since else {})
+                agents = request(writer, msgspec.structs.replace(phase, config=config)).ids
+                if uid == "r1":
+                    for episode in range(5):
+                        dump = f"after {episode}".encode()
+                        writer.accept(
+                            m.BrainDump(
+                                agent_id=agents["agent:defender"], tag="", path="", dump=dump
+                            )
+                        )
+        finally:
+            asyncio.run(writer.teardown())
+    return int(ids[0]), int(ids[1])
+
+
+def one_agent_run() -> RunSpec:
+    """What ``_dumps`` reads of a run: phase 0, one worker playing one game, agent ``defender``
+    with the default ``dump`` policy (a dump per episode)."""
+    config = SimpleNamespace(worker=1, envs_per_worker=1)
+    agent = SimpleNamespace(name="defender", dump=None)
+    return cast(
+        RunSpec,
+        SimpleNamespace(uid="run-d", phases=[SimpleNamespace(config=config, agents=[agent])]),
+    )
+
+
+@pytest.mark.parametrize("first", [2, 4])
+def test_a_resumed_instance_stopped_before_its_first_dump_is_resumed_from_the_dump_it_began_with(
+    tmp_path: Path, first: int
+) -> None:
+    """Resumed again, ``r2`` (which played no episode: it was interrupted at once) starts its
+    Brain from the dump ``r1`` wrote at the end of episode ``first - 1``, the one ``r2`` began
+    with; it started from no dump at all, and the resumed run differed from the uninterrupted
+    one."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    instances = write_resumed_twice(uri, first)
+    with transaction(uri) as connection:
+        dumps = _dumps(connection, instances[1], one_agent_run(), 0, first)
+    assert dumps is not None
+    loaded, by_tag, _ = dumps["defender"]
+    assert list(by_tag.values()) == [f"after {first - 1}".encode()]
+    assert loaded is not None and loaded["phase"] == 0
+
+
+RUN_C = """\
+uid: run-c
+experiment_uid: exp-c
+seed: 42
+version: "0.1"
+schedule:
+  - learn:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: myenv
+            params: {discrete: true, max_iter: 3}
+      agents:
+        - name: attacker
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [myenv.0]
+          actuators: [myenv.0]
+        - name: defender
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [myenv.1]
+          actuators: [myenv.1]
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - {name: palaestra.simulation:VanillaSimControllerTerminationCondition, params: {}}
+      phase_config: {mode: train, worker: 1, episodes: 9}
+run_config:
+  condition: {name: palaestra.experiment:VanillaRunGovernorTerminationCondition, params: {}}
+"""
+
+
+def test_a_resumed_instance_stopped_before_its_phase_began_is_resumed_where_it_was_to_start(
+    tmp_path: Path,
+) -> None:
+    """``c1`` completed episodes 0 to 2 of phase 0 and was cancelled; ``c2`` resumed it and was
+    cancelled before its phase was recorded. Resuming ``c2`` starts at episode 3 of phase 0,
+    as ``c2`` was to; it started the run over at phase 0, episode 0 (the run's view then held
+    episodes 0 to 2 twice)."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    c1 = write_phase(uri, 1, "")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            request(writer, m.StoreRunEnd(instance_id=c1, status="cancelled"))
+            start = msgspec.structs.replace(
+                run_start("run-c", "c2", "exp-c"), document=RUN_C, resumed_from_id=c1
+            )
+            c2 = request(writer, start).ids["instance"]
+            request(writer, m.StoreRunEnd(instance_id=c2, status="cancelled"))
+        finally:
+            asyncio.run(writer.teardown())
+    with sqlite3.connect(uri.removeprefix("sqlite:///")) as conn:
+        conn.execute("update experiment_runs set document = ? where uid = 'run-c'", (RUN_C,))
+    plan = load_plan(uri, "run-c", None, 5.0)
+    assert plan.instance_uid == "c2"
+    assert (plan.at.instance_id, plan.at.phase, plan.at.first_episode) == (c2, 0, 3)
+
+
+def test_a_phase_with_evaluations_resumes_at_its_first_training_episode_not_completed(
+    tmp_path: Path,
+) -> None:
+    """With ``evaluate_every: 2`` (one worker), stored episodes 0 and 1 are training episodes
+    and 2 an evaluation rollout: all three completed, the resume starts at training episode 2
+    (stored 3), and the view of the instance resumed there keeps stored episodes 0 to 2. The
+    stored number was taken as a count of training episodes: the resume started at training
+    episode 3 (stored 4), the training episode stored as 3 was never played, and the resumed
+    run finished with fewer episodes than the uninterrupted one."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    evaluating = {"worker": 1, "evaluate_every": 2}
+    instance = write_phase(uri, 1, "", evaluating)
+    with transaction(uri) as connection:
+        assert _start(connection, instance) == (0, 2)
+    assert first_stored(evaluating | {"first_episode": 2}) == 3
+    assert first_stored({"worker": 2, "evaluate_every": 2, "first_episode": 2}) == 2  # none
+    assert training_episodes(evaluating, 3) == 2
