@@ -186,7 +186,7 @@ def _short_names(paths: Sequence[str]) -> dict[str, str]:
 
 
 def _value(value: Any) -> str:
-    return str(value) if isinstance(value, str | dt.date) else _inner(value)
+    return value if isinstance(value, str) else _inner(value)
 
 
 def _inner(value: Any) -> str:

@@ -355,10 +355,7 @@ class ExternalEnvironment(Environment):
         if "value" not in item:
             return default_value(space)
         try:
-            raw = from_strict_json(item["value"])
-            value = space.from_json_value(raw)
-            if _lossy(space, raw, value):
-                raise ValueError(f"{LOSSY}; it would be read as {value!r}")
+            value = _read_value(space, item["value"])
         except (ValueError, TypeError) as exc:
             raise self._garbage("hello", f"actuator '{uid}': value: {exc}") from None
         if not space.contains(value):
@@ -387,10 +384,7 @@ class ExternalEnvironment(Environment):
                     raise self._garbage(command, f"'{key}' has no '{uid}'")
                 continue
             try:
-                raw = from_strict_json(given[uid])
-                values[uid] = space.from_json_value(raw)
-                if _lossy(space, raw, values[uid]):  # 1.5 or true for a Discrete: not its 1
-                    raise ValueError(f"{LOSSY}; it would be read as {values[uid]!r}")
+                values[uid] = _read_value(space, given[uid])
             except (ValueError, TypeError) as exc:
                 raise self._garbage(
                     command, f"{key} '{uid}': {given[uid]!r} is no value of {space} ({exc})"
@@ -440,7 +434,21 @@ class ExternalEnvironment(Environment):
         return ExternalEnvironmentError(f"{self._who()}: {not_the_protocol(command, what)}")
 
 
-LOSSY = "a bool is no number here, and a fraction or NaN no whole number"
+def _read_value(space: Space, sent: Any) -> Any:
+    """A value the client sent (strict JSON) read into ``space``.
+
+    Raises:
+        ValueError: It is not one of the space's, or reading it would change it (``1.5`` or
+            ``true`` read as a Discrete's ``1``).
+    """
+    raw = from_strict_json(sent)
+    value = space.from_json_value(raw)
+    if _lossy(space, raw, value):
+        raise ValueError(
+            "a bool is no number here, and a fraction or NaN no whole number; it would be "
+            f"read as {value!r}"
+        )
+    return value
 
 
 def _lossy(space: Space, raw: Any, value: Any) -> bool:

@@ -205,11 +205,10 @@ class World:
         """
         method = "reset" if reset else "start_environment"
         if reset:
-            self.record_last()
-        self.unrecorded = None
-        if reset:
+            self.record_last()  # (the episode before it is over)
             result = call_reset(self.env, self.reset_request(), self.awaiter)
         else:
+            self.unrecorded = None
             result = self.awaiter(self.env, method, call(self.env.start_environment))
         repeated: list[str] = []
         sensors, actuators = checks.baseline(self.env, method, result, repeated, self.shapes.fixed)

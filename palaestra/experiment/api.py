@@ -48,6 +48,7 @@ from palaestra.experiment.overrides import (
     derived_uids,
     expand_grid,
     in_original,
+    shown,
 )
 from palaestra.experiment.runtime_config import RuntimeConfig, load_runtime_config
 
@@ -292,15 +293,11 @@ def _refuse_shared_uids(prepared: Sequence[tuple[RunSpec, dict[str, Any]]], path
         if spec.uid in first:
             raise OverrideError(
                 f"{path}: two runs of the sweep would have the uid {spec.uid!r} (overrides "
-                f"{_shown(first[spec.uid])} and {_shown(point)}); each run needs its own. "
+                f"{shown(first[spec.uid])} and {shown(point)}); each run needs its own. "
                 "Set uid to as many values as the other overrides make runs, or leave it to "
                 "the sweep (a derived uid per run)."
             )
         first[spec.uid] = point
-
-
-def _shown(point: Mapping[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in point.items()) or "none"
 
 
 def result_of(

@@ -220,11 +220,15 @@ def in_original(error: RunFileError, text: str, overrides: Mapping[str, Any]) ->
     derived document being laid out anew (its line numbers are not the file's), and naming
     the overrides, whose values are not in the file."""
     line = _line_of(text, error.key) if error.key else None
-    named = ", ".join(f"{path}={_compact(value)}" for path, value in overrides.items())
-    hint = f"This run sets {named} (--set, --seeds) over the file."
+    hint = f"This run sets {shown(overrides)} (--set, --seeds) over the file."
     if error.hint:
         hint = f"{hint}\n       {error.hint}"
     return RunFileError(error.message, path=error.path, line=line, key=error.key, hint=hint)
+
+
+def shown(overrides: Mapping[str, Any]) -> str:
+    """``path=value, ...`` of a run's overrides ("none" where it has none)."""
+    return ", ".join(f"{path}={_compact(value)}" for path, value in overrides.items()) or "none"
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -38,7 +38,7 @@ from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
 from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.direct import mark_run_end
-from palaestra.store.rows import local_executor, shown_status
+from palaestra.store.rows import local_executor, resumed_chain, shown_status
 from palaestra.store.tables import utcnow
 
 RESUMABLE = ("cancelled", "error", "stale")
@@ -159,26 +159,15 @@ def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None
 
 def _planned(connection: Connection, instance_id: int) -> int:
     """The instance whose phases say where to resume: ``instance_id``; or, where it recorded
-    no phase (a resumed instance stopped before its phase began), the one it continues,
-    whose start it had not got past."""
-    seen: set[int] = set()
-    instance = instance_id
-    while instance not in seen:
-        seen.add(instance)
-        phases = t.experiment_run_phases
+    no phase (a resumed instance stopped before its phase began), the newest of those it
+    continues that did, whose start it had not got past."""
+    phases = t.experiment_run_phases
+    for instance in reversed(resumed_chain(connection, instance_id)):
         if connection.scalar(
             select(phases.c.id).where(phases.c.experiment_run_instance_id == instance).limit(1)
         ):
             return instance
-        earlier = connection.scalar(
-            select(t.experiment_run_instances.c.resumed_from_id).where(
-                t.experiment_run_instances.c.id == instance
-            )
-        )
-        if earlier is None:
-            return instance
-        instance = int(earlier)
-    return instance
+    return instance_id
 
 
 def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
@@ -273,36 +262,29 @@ def _chosen_dumps(
     instance's; where its phase played no episode before ``first`` or dumped nothing (an
     instance that was itself resumed and stopped before its first dump), those of the
     instance it continues, which that instance started from."""
-    seen: set[int] = set()
-    instance: int | None = instance_id
-    while instance is not None and instance not in seen:
-        seen.add(instance)
+    for instance in reversed(resumed_chain(connection, instance_id)):
         phase = _recorded_phase(connection, instance, phase_index)
-        if phase is not None and (first > phase[1] or not per_episode):
-            phase_id, since = phase
-            rows = connection.execute(
-                select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
-                .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
-                .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent)
-                .order_by(t.brain_states.c.id)
-            ).all()
-            by_tag: dict[str, list[Any]] = {}
-            for row in rows:
-                by_tag.setdefault(row.tag, []).append(row)
-            if by_tag:
-                return {
-                    tag: (
-                        dumps[first - since - 1]
-                        if per_episode and first - since <= len(dumps)
-                        else dumps[-1]
-                    )
-                    for tag, dumps in by_tag.items()
-                }
-        instance = connection.scalar(
-            select(t.experiment_run_instances.c.resumed_from_id).where(
-                t.experiment_run_instances.c.id == instance
-            )
-        )
+        if phase is None or (first <= phase[1] and per_episode):
+            continue
+        phase_id, since = phase
+        rows = connection.execute(
+            select(t.brain_states.c.id, t.brain_states.c.tag, t.brain_states.c.dump)
+            .join(t.agents, t.brain_states.c.agent_id == t.agents.c.id)
+            .where(t.agents.c.experiment_run_phase_id == phase_id, t.agents.c.name == agent)
+            .order_by(t.brain_states.c.id)
+        ).all()
+        by_tag: dict[str, list[Any]] = {}
+        for row in rows:
+            by_tag.setdefault(row.tag, []).append(row)
+        if by_tag:
+            return {
+                tag: (
+                    dumps[first - since - 1]
+                    if per_episode and first - since <= len(dumps)
+                    else dumps[-1]
+                )
+                for tag, dumps in by_tag.items()
+            }
     return {}
 
 

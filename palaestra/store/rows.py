@@ -1352,11 +1352,11 @@ def _instances(connection: Connection, run: str, instance: str | None) -> list[i
     (:class:`UnknownRunError`: no such run or instance)."""
     instance_id = _instance_id(connection, run, instance)
     if instance is None or isinstance(instance, Continued):
-        return _chain(connection, instance_id)
+        return resumed_chain(connection, instance_id)
     return [instance_id]
 
 
-def _chain(connection: Connection, instance_id: int) -> list[int]:
+def resumed_chain(connection: Connection, instance_id: int) -> list[int]:
     """``instance_id`` and the instances it resumed (``resumed_from_id``), oldest first."""
     chain = [instance_id]
     while True:
