@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from palaestra.core.description.name_rules import dump_key
+from palaestra.core.description.name_rules import TEXT_MAX, dump_key
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.plugin_records import PluginRecorder, RecordingContext
@@ -46,9 +46,17 @@ class BrainDumps:
 
         Raises:
             TypeError: ``data`` is neither bytes nor a binary stream (a str, a text stream, a
-                numpy array): said so here, in the Brain's call, not by the store writer that
-                would receive it.
+                numpy array), or ``tag`` is not a str: said so here, in the Brain's call, not by
+                the store writer that would receive it.
+            ValueError: ``tag`` is longer than 255 characters (what the store's column holds).
         """
+        if tag is not None and not isinstance(tag, str):
+            raise TypeError(f"a brain dump's tag is a str or None, not {type(tag).__name__}")
+        if tag is not None and len(tag) > TEXT_MAX:
+            raise ValueError(
+                f"a brain dump's tag is at most {TEXT_MAX} characters (the store's column), "
+                f"not {len(tag):,} ({tag[:40]!r}...)"
+            )
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
         elif callable(getattr(data, "read", None)):

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from palaestra.core.description.name_rules import TEXT_MAX
 from palaestra.core.errors import PalaestraError
 from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.wire import messages as m
@@ -44,14 +45,16 @@ class PluginRecorder:
         numpy arrays and scalars are converted) under ``key`` at the current step.
 
         Raises:
-            PluginRecordError: ``key`` is not a string, or ``value`` has no JSON form (the
-                message names the plug-in method that called and the key).
+            PluginRecordError: ``key`` is not a string of 1 to 255 characters, or ``value``
+                has no JSON form (the message names the plug-in method that called and the
+                key).
         """
         method = sys._getframe(2).f_code.co_name  # the plug-in's method (past the context)
-        if not isinstance(key, str) or not key:
+        if not isinstance(key, str) or not key or len(key) > TEXT_MAX:
+            shown = key if not isinstance(key, str) or len(key) <= 40 else f"{key[:40]}..."
             raise PluginRecordError(
-                f"{self.owner}: {method}() called context.record with the key {key!r}: "
-                "expected a non-empty string"
+                f"{self.owner}: {method}() called context.record with the key {shown!r}: "
+                f"expected a non-empty string of at most {TEXT_MAX} characters"
             )
         where = f"{self.owner}: {method}() recorded {key!r}"
         self.records.append((key, plain(value, where)))

@@ -33,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import DateTime, TypeDecorator
 
+from palaestra.core.description.name_rules import TEXT_MAX
 from palaestra.store.driver import utcnow as utcnow
 
 
@@ -70,8 +71,8 @@ def _id() -> Column[int]:
 
 
 def _name(name: str, nullable: bool = False) -> Column[str]:
-    """A string column of 255 characters."""
-    return Column(name, String(255), nullable=nullable)
+    """A string column of :data:`~palaestra.core.description.name_rules.TEXT_MAX` characters."""
+    return Column(name, String(TEXT_MAX), nullable=nullable)
 
 
 def _int(name: str, nullable: bool = False) -> Column[int]:

@@ -83,6 +83,31 @@ TAGGED = {"actor": b"actor", "critic": b"critic", "": b"untagged"}
 # --- storing ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("tag", "error", "problem"),
+    [
+        ("t" * 256, ValueError, "at most 255 characters (the store's column), not 256"),
+        (5, TypeError, "a brain dump's tag is a str or None, not int"),
+    ],
+    ids=["too long", "not a str"],
+)
+def test_a_tag_the_store_cannot_keep_fails_in_the_brains_call(
+    tag: Any, error: type[Exception], problem: str
+) -> None:
+    """A tag over 255 characters failed the run in the store writer on PostgreSQL (``value too
+    long for type character varying(255)``), where SQLite kept it; an int failed deep in the
+    dump file's name. Both fail in the Brain's call now; nothing is written."""
+    written: list[tuple[bytes, str]] = []
+    plain = brain(BrainDumps(write=lambda d, t: written.append((d, t)), owner="Brain-a"))
+
+    plain.store_brain_dump(b"fits", tag="t" * 255)
+    with pytest.raises(error, match="a brain dump's tag") as raised:
+        plain.store_brain_dump(b"dump", tag=tag)
+
+    assert problem in str(raised.value)
+    assert written == [(b"fits", "t" * 255)]
+
+
 def test_a_stream_is_stored_whole_wherever_it_is_positioned() -> None:
     """harl writes with torch.save and hands over the BytesIO positioned at its end."""
     written: list[tuple[bytes, str]] = []

@@ -77,6 +77,15 @@ def test_a_key_must_be_a_non_empty_string() -> None:
         probe.propose_actions(3, 1)
 
 
+def test_a_key_longer_than_the_stores_column_fails_in_the_plugins_call() -> None:
+    """A key over 255 characters was taken, and then failed the run in the store writer on
+    PostgreSQL (``value too long for type character varying(255)``) while SQLite kept it."""
+    probe = Probe(context(PluginRecorder("Muscle-a-0")))
+    probe.propose_actions("k" * 255, 1)
+    with pytest.raises(PluginRecordError, match=r"propose_actions\(\) .* 'kkk.*\.\.\.': .* 255"):
+        probe.propose_actions("k" * 256, 1)
+
+
 def test_pause_requests_reach_the_switch(tmp_path: Path) -> None:
     switch = RecordingSwitch(tmp_path / "flags" / "run.paused")
     ctx = context(PluginRecorder("Muscle-a-0", on_pause=switch.set))

@@ -19,6 +19,9 @@ from palaestra.core.errors import PalaestraError
 NAME_MAX_BYTES = 128
 """The longest name, in bytes of UTF-8: ``Environment-<uid>-<worker>`` must stay a ZMQ
 identity (255 bytes) with room for the worker's number."""
+TEXT_MAX = 255
+"""The longest text a store's name column holds (``VARCHAR(255)``: PostgreSQL refuses a longer
+one, SQLite keeps it), and so the longest key a plug-in records under and tag a dump has."""
 NAME_RULE = (
     f"a name is 1 to {NAME_MAX_BYTES} bytes of UTF-8 ({NAME_MAX_BYTES} ASCII characters) of "
     "printable characters (no control character such as a NUL, tab or line break), "
