@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import uuid
@@ -206,7 +207,7 @@ class ExperimentRun(Component):
                 run_uid=self.run.uid,
                 instance_uid=self.instance_uid,
                 document=self.run.document,
-                file=self.run.path,
+                file=os.path.abspath(self.run.path) if self.run.path else self.run.path,
                 seed=self.run.seed,
                 palaestra_version=__version__,
                 host=socket.gethostname(),

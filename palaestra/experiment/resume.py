@@ -21,6 +21,8 @@ environment whose ``start_environment`` resets its state, like ``DummyEnvironmen
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +42,8 @@ from palaestra.store.completed import completed_episodes, first_stored, training
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import local_executor, resumed_chain, shown_status
 from palaestra.store.tables import utcnow
+
+LOG = logging.getLogger(__name__)
 
 RESUMABLE = ("cancelled", "error", "stale")
 """The (shown) statuses of an instance that ``experiment-resume`` continues."""
@@ -96,6 +100,13 @@ def plan_resume(
             f"experiment-resume: instance {instance.uid} of run '{run_uid}' is {status}; only "
             f"an instance that ended {', '.join(RESUMABLE[:2])} or is {RESUMABLE[2]} (its "
             f"executor is gone) can be resumed{_stopped_hint(status, where)}"
+        )
+    if record.file and not os.path.isabs(record.file):  # (stores before 2026-12-01)
+        LOG.warning(
+            "the run file was recorded as %r, relative to the directory the run was started "
+            "in; plug-ins beside it are looked for in %s",
+            record.file,
+            os.getcwd(),
         )
     if on_file is not None:
         on_file(record.file)

@@ -354,3 +354,64 @@ def test_a_pre_trained_phase_resumed_after_a_failure_is_not_pre_trained_again(
         views.append(list(rows.muscle_actions("pretrained-run", store_uri=ws.store_uri)))
     assert len(views[1]) == len(views[0]) == 170
     assert views[1] == views[0], first_difference(views[1], views[0])
+
+
+BESIDE = """\
+uid: beside-run
+experiment_uid: resume-experiments
+seed: 5
+version: "0.1"
+schedule:
+  - learn:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: board
+            params: {discrete: true, max_iter: 10}
+      agents:
+        - name: one
+          brain: {name: resume_plugins:TotalBrain, params: {}}
+          muscle: {name: beside:BesideMuscle, params: {flag: FLAG, after: 15}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [board.0, board.1]
+          actuators: [board.0, board.1]
+      simulation:
+        name: palaestra.simulation:VanillaSimController
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config: {mode: train, worker: 1, episodes: 3}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {}
+"""
+
+
+def test_a_run_started_by_a_relative_path_resumes_from_another_directory(tmp_path: Path) -> None:
+    """The store kept the run file's path as given (``run.yml``), and ``experiment-resume``
+    looks for the plug-ins beside the run file: resumed from another directory it looked in
+    that one and could not import the Muscle (exit 2). The store keeps the absolute path."""
+    started, elsewhere = Workspace(tmp_path / "project"), Workspace(tmp_path / "elsewhere")
+    started.path.mkdir()
+    elsewhere.path.mkdir()
+    flag = tmp_path / "fail"
+    flag.touch()
+    (started.path / "run.yml").write_text(BESIDE.replace("FLAG", str(flag)))
+    (started.path / "beside.py").write_text(
+        "from resume_plugins import FailOnceMuscle as BesideMuscle\n"
+    )
+    failed = started.run("experiment-start", "-q", "run.yml")
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    assert "failing once" in failed.stderr
+    flag.unlink()
+    config = elsewhere.path / "runtime.yml"
+    config.write_text(f"store_uri: {started.store_uri}\n")
+
+    resumed = elsewhere.run("-c", str(config), "experiment-resume", "beside-run")
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "at phase 0, episode 1" in resumed.stderr, resumed.stderr[-3000:]
+    with sqlite3.connect(started.store) as conn:
+        (file,) = conn.execute("select file from experiment_runs").fetchone()
+    assert file == str(started.path / "run.yml")
