@@ -542,8 +542,9 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     """Delete runs with all their instances, phases, agents, records and brain dumps.
 
     The brain dumps go from the store and from the disk: the dump files of every instance of
-    the run in this store, in the data path's brain_dumps/RUN directory (another store's run of
-    the same uid keeps its own). An experiment left without runs is
+    the run in this store, in the data path's brain_dumps/RUN directory and in that of the data
+    path the store recorded its dumps under (another store's run of the same uid keeps its
+    own). An experiment left without runs is
     deleted too. Each run goes in one transaction. A run an instance of which is still running
     is refused (exit 2; deleting it would fail it) unless --force is given.
     """
@@ -557,23 +558,46 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     if running and not force:
         raise rows.RunStillRunningError("\n       ".join(running))
     dumps = {
-        content["run"]: dump_files(state.config.data_path, content["run"], content["instances"])
+        content["run"]: [
+            dump_files(data_path, content["run"], content["instances"])
+            for data_path in data_paths(state.config.data_path, content)
+        ]
         for content in contents
     }
     click.echo(f"This deletes from the store {mask_uri(uri)}:")
     click.echo("\n".join(_cleaned_lines(contents)))
-    for directory, files in dumps.values():
-        if files:
-            click.echo(f"and from the disk: {_counted(len(files), 'dump file')} in {directory}")
+    for found in dumps.values():
+        for directory, files in found:
+            if files:
+                click.echo(
+                    f"and from the disk: {_counted(len(files), 'dump file')} in {directory}"
+                )
     if not yes:
         click.confirm("Delete?", abort=True)
     for content in contents:
         deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
-        directory, files = dumps[content["run"]]
-        removed = f" and {_counted(len(files), 'dump file')}" if files else ""
-        if files:
-            _remove_dumps(directory, content["instances"])
+        removed_files = 0
+        for directory, paths in dumps[content["run"]]:
+            if paths:
+                _remove_dumps(directory, content["instances"])
+                removed_files += len(paths)
+        removed = f" and {_counted(removed_files, 'dump file')}" if removed_files else ""
         click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows{removed}).")
+
+
+def data_paths(configured: str, content: Row) -> list[str]:
+    """The data paths the run's dump files lie below: the runtime config's, and those of the
+    files its brain dumps were recorded at (a run started from another directory, or with
+    another ``data_path``), each once."""
+    from palaestra.core.description.name_rules import path_part
+
+    marker = os.sep + os.path.join("brain_dumps", path_part(content["run"])) + os.sep
+    found = [os.path.abspath(configured)]
+    for path in content["dump_paths"]:
+        at = path.rfind(marker)
+        if os.path.isabs(path) and at > 0:
+            found.append(path[:at])
+    return list(dict.fromkeys(found))
 
 
 def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, list[str]]:

@@ -1068,7 +1068,8 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
         ``run``, ``experiment`` (its uid), ``runs_of_experiment`` (how many runs the experiment
         has, this one included), ``running`` (instances still marked running), ``still_running``
         (why the run cannot be deleted without ``force``: an instance of it is running; else
-        None), ``instances`` (the uids of its instances) and the number of rows of each table
+        None), ``instances`` (the uids of its instances), ``dump_paths`` (the files its brain
+        dumps were written to, as recorded) and the number of rows of each table
         (``experiment_run_instances``, ..., ``brain_states``).
 
     Raises:
@@ -1077,10 +1078,13 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
     with _connection(store_uri) as connection:
         run_id, experiment_id = _run_ids(connection, run)
         still_running = _still_running(connection, run, run_id)
+        parts = _run_parts(run_id)
         counts = {
             table: connection.scalar(select(func.count()).select_from(model).where(condition))
-            for table, model, condition in _run_parts(run_id)
+            for table, model, condition in parts
         }
+        of_run = {table: condition for table, _, condition in parts}["brain_states"]
+        dump_paths = connection.scalars(select(t.brain_states.c.path).where(of_run).distinct())
         instances = connection.execute(
             select(_Instance.c.uid, _Instance.c.status)
             .where(_Instance.c.experiment_run_id == run_id)
@@ -1099,6 +1103,7 @@ def run_contents(run: str, *, store_uri: StoreURI | None = None) -> Row:
             "running": sum(row.status == "running" for row in instances),
             "still_running": still_running,
             "instances": [row.uid for row in instances],
+            "dump_paths": sorted(path for path in dump_paths if path),
             **counts,
         }
 

@@ -776,6 +776,31 @@ def test_clean_removes_the_dump_files_of_its_stores_instances_only(
     assert not (run_dir.parent / "run-q2").exists()  # (its last instance's: it goes)
 
 
+def test_clean_removes_dump_files_where_the_store_recorded_them(
+    own_store: str, tmp_path: Path
+) -> None:
+    """A run started in another directory (or with another ``data_path``) wrote its dumps
+    below that one: ``clean`` looked only below its own data path and left them behind without
+    a word. It also looks below the data path of each dump file the store recorded."""
+    started = tmp_path / "project" / "_outputs"
+    run_dir = started / "brain_dumps" / RUN
+    for instance in ("old", "new", "elsewhere"):
+        (run_dir / instance / "0-learn").mkdir(parents=True)
+        (run_dir / instance / "0-learn" / "attacker.bin").write_bytes(b"dump")
+    with sqlite3.connect(own_store.removeprefix("sqlite:///")) as conn:
+        conn.execute(
+            "update brain_states set path = ? where path = 'attacker.bin'",
+            (str(run_dir / "new" / "0-learn" / "attacker.bin"),),
+        )
+
+    result = invoke(own_store, ["clean", RUN, "--yes"], data_path=tmp_path / "here")
+
+    assert result.exit_code == 0, result.output
+    assert f"and from the disk: 2 dump files in {run_dir}" in result.stdout
+    assert "and 2 dump files)" in result.stdout
+    assert sorted(p.name for p in run_dir.iterdir()) == ["elsewhere"]
+
+
 def test_clean_needs_a_run(own_store: str) -> None:
     assert invoke(own_store, ["clean"]).exit_code == 2
 
