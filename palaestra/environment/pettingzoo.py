@@ -17,10 +17,13 @@ it; its objective picks its own reward by that uid.
   agent's action and reports that agent's ``<agent>.reward`` as PettingZoo's ``last()`` gives
   it before the step: what it received since its previous turn. When the game is over,
   PettingZoo steps every agent once more without an action; those steps carry each agent's
-  final reward, and the episode ends when no agent is left.
+  final reward, and the episode ends when no agent is left. Every player needs an agent, and
+  under TakingTurns the agents are the players in that order: the run file's check refuses
+  others (:mod:`palaestra.experiment.runfile_turns`), reading the players from
+  :meth:`PettingZooEnvironment.players_taking_turns`.
 * **Parallel** games act together: use ``palaestra.simulation:Vanilla``; each step applies
   every live agent's action and reports every agent's reward; the episode ends when no agent
-  is left.
+  is left. A player no agent drives plays its actuator's default.
 
 The first reset of the process passes palaestra's seed; ``check`` works as in
 :class:`~palaestra.environment.gymnasium.GymnasiumEnvironment`. Needs the ``gym`` extra.
@@ -122,6 +125,16 @@ class PettingZooEnvironment(Environment):
             for actuator in informed(ActuatorInformation, self.action_leaves[player])
         ]
         return EnvironmentBaseline(self._sensors(), actuators)
+
+    def players_taking_turns(self) -> list[tuple[str, list[str]]]:
+        """An AEC game's players in its order of turns, each with its actuator ids; none for a
+        Parallel game (every player acts each step; an actuator no agent sets keeps its
+        default). The run file's check reads them from the started environment: every player
+        needs an agent, and under TakingTurns the phase's agents are the players, one each, in
+        this order (:mod:`palaestra.experiment.runfile_turns`)."""
+        if self.api != "aec":
+            return []
+        return [(p, [leaf.uid for leaf in self.action_leaves[p]]) for p in self.players]
 
     # --- steps -------------------------------------------------------------------------
 

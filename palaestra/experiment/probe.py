@@ -4,7 +4,11 @@ Each environment of a run file is started once, so that an agent that names a se
 actuator the environment does not have is refused before any process starts. An environment
 that is expensive to start can opt out with the class attribute
 ``check_ids_by_starting = False``; its ids are then checked when the run starts. A probe that
-fails is not an error here: the run itself will report it, naming the process.
+fails is not an error here: the run itself will report it, naming the process. A started
+environment with a method ``players_taking_turns()`` (a PettingZoo AEC game's:
+:meth:`~palaestra.environment.pettingzoo.PettingZooEnvironment.players_taking_turns`) also
+tells its players and their actuators, so that the run file's check can refuse agents that do
+not take their turns (:mod:`palaestra.experiment.runfile_turns`).
 
 The probe runs in a child process of its own (its own process group), so that an
 environment that blocks in its constructor, ``start_environment()`` or ``shutdown()`` can be
@@ -30,7 +34,7 @@ import select
 import signal
 import sys
 import time
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from palaestra.core.description import limits
 from palaestra.core.description.loading import load_class
@@ -64,6 +68,15 @@ class InvalidEnvironmentError(InvalidInputError):
     file's check reports it at the environment's params, before any process starts."""
 
 
+class Probed(NamedTuple):
+    """What a probe learnt of an environment: its full sensor and actuator ids (``uid.id``),
+    and the players of a game that takes turns, in its order, each with its full actuator ids
+    (empty for any other environment)."""
+
+    ids: dict[str, set[str]]
+    turns: list[tuple[str, list[str]]]
+
+
 class EnvironmentIds:
     """The full sensor and actuator ids (``uid.id``) of environments, probed once each.
 
@@ -79,10 +92,20 @@ class EnvironmentIds:
     ) -> None:
         self.timeout = timeout
         self.start_method = start_method
-        self._known: dict[str, dict[str, set[str]] | None] = {}
+        self._known: dict[str, Probed | None] = {}
 
     def of(self, spec: EnvironmentSpec) -> dict[str, set[str]] | None:
         """``{"sensors": {...}, "actuators": {...}}``, or None if they cannot be known now."""
+        probed = self._probed(spec)
+        return None if probed is None else probed.ids
+
+    def turns(self, spec: EnvironmentSpec) -> list[tuple[str, list[str]]]:
+        """The players of a game that takes turns, in its order, each with its full actuator
+        ids; empty for any other environment, or if they cannot be known now."""
+        probed = self._probed(spec)
+        return [] if probed is None else probed.turns
+
+    def _probed(self, spec: EnvironmentSpec) -> Probed | None:
         key = json.dumps([spec.name, spec.uid, spec.params], sort_keys=True, default=repr)
         if key not in self._known:
             forked = start_methods.resolve_quietly(self.start_method) == start_methods.FORK
@@ -90,7 +113,7 @@ class EnvironmentIds:
         return self._known[key]
 
 
-def _probe(spec: EnvironmentSpec, timeout: float, forked: bool) -> dict[str, set[str]] | None:
+def _probe(spec: EnvironmentSpec, timeout: float, forked: bool) -> Probed | None:
     try:
         if not getattr(load_class(spec.name), "check_ids_by_starting", True):
             return None
@@ -101,10 +124,15 @@ def _probe(spec: EnvironmentSpec, timeout: float, forked: bool) -> dict[str, set
     if found is None:
         return None
     prefix = f"{spec.uid}."
-    return {
+    ids = {
         "sensors": {prefix + uid for uid in found["sensors"]},
         "actuators": {prefix + uid for uid in found["actuators"]},
     }
+    turns = [
+        (str(player), [prefix + str(uid) for uid in uids])
+        for player, uids in found.get("turns", [])
+    ]
+    return Probed(ids, turns)
 
 
 class _Prober:
@@ -117,8 +145,9 @@ class _Prober:
         self.forked = forked
         self.stage = "construct"
 
-    def run(self) -> dict[str, list[str]] | None:
-        """The environment's local sensor and actuator ids, or None (failed or timed out)."""
+    def run(self) -> dict[str, Any] | None:
+        """The environment's local sensor and actuator ids (and its players taking turns), or
+        None (failed or timed out)."""
         read, write = os.pipe()
         spawned: multiprocessing.process.BaseProcess | None = None
         if self.forked:
@@ -154,12 +183,12 @@ class _Prober:
         os.close(write)
         return pid
 
-    def _result(self, read: int, pid: int) -> dict[str, list[str]] | None:
+    def _result(self, read: int, pid: int) -> dict[str, Any] | None:
         deadline = time.monotonic() + self.timeout
         poller = select.poll()
         poller.register(read, select.POLLIN)
         buffer = b""
-        found: dict[str, list[str]] | None = None  # known once started, before shutdown()
+        found: dict[str, Any] | None = None  # known once started, before shutdown()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -266,10 +295,13 @@ def _start_and_stop(spec: EnvironmentSpec, write: int) -> None:
     try:
         started = awaiter(env, "start_environment", env.start_environment())
         sensors, actuators = tuple(started)[:2]
-        ids = {
+        ids: dict[str, Any] = {
             "sensors": [str(s.uid) for s in sensors],
             "actuators": [str(a.uid) for a in actuators],
         }
+        players_taking_turns = getattr(env, "players_taking_turns", None)
+        if callable(players_taking_turns):  # (a PettingZoo AEC game's)
+            ids["turns"] = [[str(p), [str(u) for u in uids]] for p, uids in players_taking_turns()]
         _report(write, "result", json.dumps(ids))
     finally:
         _report(write, "stage", "shutdown")

@@ -41,6 +41,7 @@ from palaestra.core.description.specs import (
 )
 from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
 from palaestra.core.supervision.start_methods import AUTO
+from palaestra.core.turns import RoundRobin
 from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
     EnvironmentIds,
@@ -76,6 +77,7 @@ from palaestra.experiment.runfile_schema import (
     locate,
     optional,
 )
+from palaestra.experiment.runfile_turns import check_turns
 from palaestra.simulation.controller import params_problems as simulation_params_problems
 
 __all__ = ["load_run_file", "load_run_text"]
@@ -372,6 +374,12 @@ class _ClassChecker:
                 f"Did you mean '{close[0]}'?" if close else None,
             )
 
+    def resolved(self, name: str) -> type | None:
+        """The class ``name`` names, or None if it cannot be loaded (reported where it is
+        named)."""
+        found = self._resolve(name)
+        return found if isinstance(found, type) else None
+
     def _resolve(self, name: str) -> type | PluginLoadError:
         if name not in self._resolved:
             try:
@@ -464,6 +472,8 @@ class _RunBuilder:
         if self._env_ids is not None:
             self._check_ids_exist(fields["agents"], environments)
         simulation = self._simulation(fields["simulation"], len(environments))
+        if self._env_ids is not None:
+            self._check_turns(fields["agents"], name, environments, agents, simulation)
         if any(is_objective_condition(c.name) for c in simulation.conditions):
             agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
         if sets_no_episodes(fields["phase_config"]):
@@ -491,6 +501,27 @@ class _RunBuilder:
                     ids = known.get(uid)
                     if ids is not None and value not in ids[key]:
                         _missing_id(item, value, kind, uid, sorted(ids[key]))
+
+    def _check_turns(
+        self,
+        node: Node,
+        phase: str,
+        environments: tuple[EnvironmentSpec, ...],
+        agents: tuple[AgentSpec, ...],
+        simulation: SimulationSpec,
+    ) -> None:
+        """Fail where the agents do not take the turns of a game whose players take turns."""
+        assert self._env_ids is not None
+        controller = self._classes.resolved(simulation.name)
+        policy = getattr(controller, "policy", None)
+        one_per_step = isinstance(policy, type) and issubclass(policy, RoundRobin)
+        short = simulation.name.rpartition(":")[2]
+        for environment in environments:
+            players = self._env_ids.turns(environment)
+            if players:
+                check_turns(
+                    node, phase, environment.uid, players, agents, short if one_per_step else None
+                )
 
     def _environments(self, node: Node) -> tuple[EnvironmentSpec, ...]:
         """Return a phase's environments, whose uids must be unique."""

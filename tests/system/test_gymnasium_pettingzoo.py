@@ -1,6 +1,7 @@
 """PettingZooEnvironment in whole runs: a Parallel game under Vanilla (both players act every
-step, each bound by its sensors and actuators), and a missing PettingZoo named with its pip
-line before any process starts."""
+step, each bound by its sensors and actuators), a missing PettingZoo named with its pip
+line before any process starts, and an AEC game with a player no agent drives refused
+before any step is played."""
 
 from __future__ import annotations
 
@@ -100,3 +101,48 @@ def test_without_pettingzoo_the_run_exits_2_with_the_pip_line(workspace: Workspa
     )
     assert "pip install 'palaestra[gym]'" in result.stderr
     assert not workspace.store.exists()
+
+
+ONE_PLAYER_DRIVEN = """\
+uid: tictactoe-run
+experiment_uid: pettingzoo-tests
+seed: 4
+version: "0.1"
+schedule:
+  - play:
+      environments:
+        - environment:
+            name: palaestra.environment.pettingzoo:PettingZooEnvironment
+            uid: board
+            params: {env: pettingzoo.classic.tictactoe_v3, api: aec}
+      agents:
+        - name: crosses
+          brain: {name: palaestra.agent:DummyBrain, params: {}}
+          muscle: {name: palaestra.agent:DummyMuscle, params: {}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [board.player_1.obs.observation]
+          actuators: [board.player_1.action]
+      simulation:
+        name: palaestra.simulation:TakingTurns
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config: {mode: train, worker: 1, episodes: 2}
+"""
+
+
+def test_an_aec_game_with_a_player_no_agent_drives_exits_2_before_any_step(
+    workspace: Workspace,
+) -> None:
+    """Only crosses has an agent: noughts' turns would be played with the default action and
+    crosses' set points on them dropped (such a run finished with exit 0)."""
+    path = workspace.path / "tictactoe.yml"
+    path.write_text(ONE_PLAYER_DRIVEN)
+    result = workspace.run("experiment-start", str(path), timeout=60)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"{path}:12: schedule[0].play.agents: phase 'play': environment 'board'" in (
+        result.stderr
+    )
+    assert "no agent drives player 'player_2' (board.player_2.action)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not workspace.store.exists()  # found while checking the run file

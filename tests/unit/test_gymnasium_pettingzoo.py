@@ -1,6 +1,7 @@
 """PettingZooEnvironment without processes: players' spaces become <player>.obs / .action,
-an AEC game takes turns in possible_agents order and ends with each player's final reward,
-a Parallel game steps all players at once, and wrong params are named."""
+an AEC game tells its players in turn order, takes turns in possible_agents order and ends with
+each player's final reward, a Parallel game steps all players at once, and wrong params are
+named."""
 
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ def test_tictactoe_players_have_their_own_sensors_and_actuators() -> None:
         ("player_1.action", Discrete(9)),
         ("player_2.action", Discrete(9)),
     ]
+
+
+def test_an_aec_game_tells_its_players_in_turn_order_a_parallel_game_none() -> None:
+    """(what the run file's check reads from the probe: every player needs an agent)"""
+    aec = started(env=TICTACTOE)
+    assert aec.players_taking_turns() == [
+        ("player_1", ["player_1.action"]),
+        ("player_2", ["player_2.action"]),
+    ]
+    assert started(env=RPS, api="parallel").players_taking_turns() == []
 
 
 def test_an_aec_game_takes_turns_and_each_player_gets_its_final_reward() -> None:
