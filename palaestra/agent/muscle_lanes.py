@@ -57,6 +57,7 @@ from palaestra.core.wire.records import (
     object_text,
     recorded,
     reward_total,
+    stored_rewards,
     unencodable_key,
     uniform,
 )
@@ -492,7 +493,7 @@ class MuscleLanes:
                 previous.step,
                 dict(zip(uids, previous.sensor_values, strict=True)),
                 previous.setpoint_values,
-                {r.uid: r.value for r in step.rewards or []},
+                stored_rewards(step.rewards or []),
                 value,
                 step.done,
             ),
@@ -839,7 +840,10 @@ def _reward_texts(rewards: list[list[m.InfoDesc]]) -> list[tuple[str, float | No
 
 
 def _reward_text(rewards: list[m.InfoDesc]) -> tuple[str, float | None]:
-    """The JSON text of a row's rewards and their total (made each time: a small dict's text
+    """The JSON text of a row's rewards (:func:`stored_rewards`: by uid, a list where a uid
+    repeats) and their total, every reward's value counted (made each time: a small dict's text
     costs less than a key to keep it by)."""
-    values = {r.uid: r.value for r in rewards}
-    return json_text(values), reward_total(values.values())
+    stored = stored_rewards(rewards)
+    if type(stored) is dict:
+        return json_text(stored), reward_total(stored.values())
+    return json_text(stored), reward_total([r.value for r in rewards])

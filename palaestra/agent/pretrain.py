@@ -21,6 +21,7 @@ from palaestra.agent.memory import Memory
 from palaestra.core.information import RewardInformation, SensorInformation
 from palaestra.core.plugin import call
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import reward_items
 
 
 def pretrain(
@@ -50,7 +51,7 @@ def pretrain(
                     uid,
                     sensor_readings=_readings(sensors, row.sensors),
                     actuator_setpoints=setpoints(row.setpoints),
-                    rewards=[RewardInformation(v, None, r) for r, v in row.rewards.items()],
+                    rewards=[RewardInformation(v, None, r) for r, v in reward_items(row.rewards)],
                     done=row.done,
                     objective=row.objective,
                 )

@@ -329,7 +329,7 @@ class RewardSums:
             return
         if rewards is not self._last:
             self._last = rewards
-            self._last_total = reward_total({r.uid: r.value for r in rewards}.values())
+            self._last_total = reward_total([r.value for r in rewards])
         total = self._last_total
         if total is not None:
             self.totals[process] = self.totals.get(process, 0.0) + total

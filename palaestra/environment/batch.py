@@ -32,6 +32,7 @@ from palaestra.core.wire.records import (
     object_keys,
     object_text,
     recorded,
+    stored_rewards,
     uniform,
 )
 from palaestra.environment.checks import show
@@ -325,7 +326,7 @@ class Batch:
 
         def make(k: int) -> tuple[list[m.InfoDesc], str]:
             descs = [m.InfoDesc(d.uid, d.space, column[k]) for d, column in described]
-            return descs, json_text({d.uid: d.value for d in descs})
+            return descs, json_text(stored_rewards(descs))
 
         if all(uniform(column) for _, column in described):  # (every game's the same)
             key = text_key([(d.uid, column[0]) for d, column in described])

@@ -35,7 +35,7 @@ from palaestra.core.space_checks import Check, value_check
 from palaestra.core.supervision.watch import Waiting
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.codec import describe
-from palaestra.core.wire.records import recorded
+from palaestra.core.wire.records import recorded, stored_rewards
 from palaestra.environment import checks
 from palaestra.environment.aio import Awaiter
 from palaestra.environment.environment import Environment, EnvironmentContext, EnvironmentState
@@ -340,7 +340,7 @@ class World:
                 step,
                 dict(zip(self.declared.full_sensor_uids, values, strict=True)),
                 {self.declared.prefix + uid: value for uid, value in setpoints.items()},
-                {r.uid: r.value for r in rewards},
+                stored_rewards(rewards),
                 done,
                 self._simtime(simtime) if simtime is not None else None,
                 terminated,

@@ -9,6 +9,7 @@ import msgspec
 
 from palaestra.core.nonfinite import from_strict_json, to_strict_json
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import reward_items
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
@@ -66,12 +67,32 @@ def first_difference(
         if mine == theirs:
             continue
         mine = as_stored(mine)
+        if isinstance(theirs, list) or isinstance(mine, list):  # (rewards whose uid repeats)
+            found = _listed_difference(reward_items(theirs), reward_items(mine))
+            if found is not None:
+                return kind, *found
+            continue
         for uid in dict.fromkeys([*theirs, *mine]):
             a, b = theirs.get(uid, "missing"), mine.get(uid, "missing")
             if not _same(a, b):
                 return kind, uid, a, b
     if bool(recorded["done"]) != row.done:
         return "done", "", bool(recorded["done"]), row.done
+    return None
+
+
+def _listed_difference(
+    theirs: list[tuple[str, Any]], mine: list[tuple[str, Any]]
+) -> tuple[str, Any, Any] | None:
+    """The first (uid, recorded, replayed) in which rewards kept in order differ (a row keeps
+    them as a list where a uid repeats); None if they do not."""
+    for k in range(max(len(theirs), len(mine))):
+        uid, a = theirs[k] if k < len(theirs) else (mine[k][0], "missing")
+        other, b = mine[k] if k < len(mine) else (uid, "missing")
+        if other != uid:
+            return uid, a, "missing"
+        if not _same(a, b):
+            return uid, a, b
     return None
 
 

@@ -30,7 +30,12 @@ from sqlalchemy import Connection, select
 from palaestra.core.termination import EpisodeEndsWithEnvironment
 from palaestra.core.turns import EpisodeResult, Stepped, run_episode
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import episode_values, muscle_action_values, world_state_values
+from palaestra.core.wire.records import (
+    episode_values,
+    muscle_action_values,
+    stored_rewards,
+    world_state_values,
+)
 from palaestra.replay.record import PhaseRecord, RecordedAgent
 from palaestra.replay.steps import EpisodeReplay
 from palaestra.store import schema
@@ -105,7 +110,7 @@ def _transitions(
                     previous.step,
                     dict(zip(agent.sensors, previous.values, strict=True)),
                     source.get("actuator_setpoints", {}),
-                    {r.uid: r.value for r in observation.rewards},
+                    stored_rewards(observation.rewards),
                     source.get("objective"),
                     observation.done,
                     observation.terminated,

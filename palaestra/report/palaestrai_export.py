@@ -20,8 +20,9 @@ inserted in chunks (by ``COPY`` on PostgreSQL). What maps to what:
   ``Muscle-<name>-<worker>`` per worker, ``configuration`` as in the run file.
 * ``world_states`` and ``muscle_actions``: sensors, set points and rewards as lists of
   palaestrAI's information objects in jsonpickle's form (``py/object``, ``py/state`` with
-  ``uid`` and ``value``; ``space`` None: palaestra stores no space per step), the step as
-  ``step_index`` / ``decision_index``, the worker as ``execution_id``
+  ``uid`` and ``value``; ``space`` None: palaestra stores no space per step; rewards whose uid
+  repeats, which palaestra's row keeps as a list, an object each, as palaestrAI keeps them),
+  the step as ``step_index`` / ``decision_index``, the worker as ``execution_id``
   (``SimulationController-<worker>``) / ``rollout_worker_uid`` (``Muscle-<name>-<worker>``).
   ``walltime``: palaestra times episodes, not steps: the end of the step's episode (its start
   if it did not end). ``simtime_ticks``/``simtime_timestamp`` and ``simtimes``: the

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Label, Row, Select, Table, Text, cast, insert
 
 from palaestra.core.description import names
 from palaestra.core.nonfinite import NON_FINITE
+from palaestra.core.wire.records import reward_items
 from palaestra.report import palaestrai_schema as P
 from palaestra.store import tables as t
 from palaestra.store.bulk import insert_values
@@ -398,8 +399,9 @@ def _chunks(src: Connection, statement: AnySelect, size: int) -> Iterator[list[A
 
 
 def _infos(kind: str, text: str | None, value_ids: bool = True) -> str:
-    """JSON text of values by uid (as palaestra's store holds it) as palaestrAI's information
-    objects in jsonpickle's form, each with :func:`space_of` its value."""
+    """JSON text of values by uid (as palaestra's store holds it; rewards whose uid repeats
+    as a list, see :func:`~palaestra.core.wire.records.stored_rewards`) as palaestrAI's
+    information objects in jsonpickle's form, each with :func:`space_of` its value."""
     extra = {"value_ids": None} if value_ids else {}
     return _json(
         [
@@ -407,7 +409,7 @@ def _infos(kind: str, text: str | None, value_ids: bool = True) -> str:
                 "py/object": kind,
                 "py/state": {"uid": uid, "value": value, "space": space_of(value), **extra},
             }
-            for uid, value in (_decoded(text) or {}).items()
+            for uid, value in reward_items(_decoded(text))
         ]
     )
 

@@ -566,7 +566,8 @@ def world_states(
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``environment``, ``worker``, ``episode``,
-        ``step``, ``sensors``, ``setpoints``, ``rewards``, ``done``, ``terminated`` and
+        ``step``, ``sensors``, ``setpoints``, ``rewards`` (by uid; a list of ``{"uid": ...,
+        "value": ...}`` where the environment gave one uid twice), ``done``, ``terminated`` and
         ``truncated`` (how the environment said its episode ended; None where it does not say,
         and in rows of stores before revision 0005), ``late_by`` (in a paced phase: seconds the
         step began after its due time, 0.0 on time; else None). A phase with
@@ -615,13 +616,15 @@ def muscle_actions(
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``step``,
-        ``sensor_readings``, ``actuator_setpoints``, ``rewards``, ``reward`` (the step's
-        reward total), ``objective``, ``done``, ``terminated`` and ``truncated`` (how the
-        episode ended, in its last row; False before; None where the environments do not say),
-        ``stale_policy`` (with ``update_lag: async``: whether the Muscle acted before its
-        Brain's answer to an earlier step arrived; else None). A phase with
-        ``record: {every: N}`` has the rows of every N-th step and the last only, one with
-        ``record: episodes`` none.
+        ``sensor_readings``, ``actuator_setpoints``, ``rewards`` (by uid; where a uid
+        repeats, two environments of the phase naming a reward alike, a list of each reward as
+        ``{"uid": ..., "value": ...}`` in the phase's order of environments), ``reward`` (the
+        step's reward total, every reward counted), ``objective``, ``done``, ``terminated``
+        and ``truncated`` (how the episode ended, in its last row; False before; None where
+        the environments do not say), ``stale_policy`` (with ``update_lag: async``: whether
+        the Muscle acted before its Brain's answer to an earlier step arrived; else None).
+        A phase with ``record: {every: N}`` has the rows of every N-th step and the last
+        only, one with ``record: episodes`` none.
     """
     found = MUSCLE_ACTIONS.read(
         run,

@@ -238,7 +238,10 @@ muscle_actions = Table(
     *_steps(),
     _json("sensor_readings"),
     _json("actuator_setpoints"),
+    # rewards: by uid, {"reward": 1.0}; where a uid repeats (two environments of the phase
+    # name a reward alike) a list of each in the order they came, [{"uid": ..., "value": ...}]
     _json("rewards"),
+    # reward: the step's reward total, every reward's value counted
     Column("reward", Float, nullable=True),
     Column("objective", Float, nullable=True),
     _flag("done"),

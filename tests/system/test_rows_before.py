@@ -10,6 +10,14 @@ module as a script with the old code first on the path::
 
     git worktree add /tmp/before be2dc9c
     PYTHONPATH=/tmp/before python tests/system/test_rows_before.py tests/system/rows_before.json
+
+One case holds rows that code got wrong, since set right: in ``two_environments`` both
+CartPoles name their reward ``reward``, and a ``muscle_actions`` row kept one of the two
+(``{"reward":1.0}``, ``reward`` 1.0 beside the objective's 2.0), an episode's reward half the
+sum. Its ``muscle_actions.rewards`` and ``reward`` and its ``episodes.rewards`` are now the
+fixed code's (both rewards, as a list: ``[{"uid":"reward","value":1.0},{"uid":"reward",
+"value":1.0}]``, ``reward`` 2.0); every other value of it, and every other case, is the old
+code's.
 """
 
 from __future__ import annotations

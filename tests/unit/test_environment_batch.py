@@ -322,3 +322,19 @@ def test_a_muscles_reward_texts_are_each_rows_own_where_the_uids_differ() -> Non
 
     rows = [[m.InfoDesc("a", None, 1.0)], [m.InfoDesc("b", None, 1.0)]]
     assert _reward_texts(rows) is None
+
+
+def test_a_muscles_row_keeps_both_rewards_of_one_name_and_counts_both() -> None:
+    """(two environments of a phase that name a reward alike: by uid, one would be lost; a
+    row's rewards are then a list of each, in the order they came)"""
+    from palaestra.agent.muscle_lanes import _reward_text, _reward_texts
+
+    both = [m.InfoDesc("reward", None, 1.0), m.InfoDesc("reward", None, 0.5)]
+    text = '[{"uid":"reward","value":1.0},{"uid":"reward","value":0.5}]'
+    assert _reward_text(both) == (text, 1.5)
+    assert _reward_texts([both, list(both), list(both)]) == [(text, 1.5)] * 3
+    # unique uids: by uid, as ever
+    assert _reward_text([m.InfoDesc("a", None, 1.0), m.InfoDesc("b", None, 0.5)]) == (
+        '{"a":1.0,"b":0.5}',
+        1.5,
+    )

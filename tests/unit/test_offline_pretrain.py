@@ -83,3 +83,13 @@ def test_a_failing_pretrain_is_the_plugins_error_and_the_memory_is_restored() ->
     with pytest.raises(PluginError, match="pretrain"):
         pretrain(brain, STEPS, SENSORS, {})
     assert brain.memory is own
+
+
+def test_recorded_rewards_of_one_name_from_two_environments_are_fed_each() -> None:
+    """(a row keeps rewards whose uid repeats as a list: each is given, in its order)"""
+    brain = Recorder()
+    both = [{"uid": "r", "value": 1.0}, {"uid": "r", "value": 0.5}]
+    recorded = m.MuscleActionRow(0, 0, {"e.b": [0.5], "e.a": 0}, {"e.m": 1}, both, 1.5, True)
+    steps = [m.RecordedSteps(source="s", worker=0, rows=[recorded])]
+    assert pretrain(brain, steps, SENSORS, {"e.m": Discrete(2)}) == 1
+    assert [row[2] for row in brain.seen["pretrainer:0:0:0:0"]] == [[1.0, 0.5]]

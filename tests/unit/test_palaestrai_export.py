@@ -55,6 +55,17 @@ def test_information_objects_take_jsonpickles_form() -> None:
     assert _infos("S", None) == "[]"
 
 
+def test_rewards_whose_uid_repeats_are_each_an_information_object() -> None:
+    """(a row keeps them as a list; palaestrAI keeps a list of its objects, both named alike)"""
+    kept = '[{"uid": "reward", "value": 1.0}, {"uid": "reward", "value": "nan"}]'
+    rewards = json.loads(_infos("R", kept, value_ids=False))
+
+    assert [(r["py/object"], r["py/state"]["uid"], r["py/state"]["value"]) for r in rewards] == [
+        ("R", "reward", 1.0),
+        ("R", "reward", "nan"),
+    ]
+
+
 def test_sim_times_as_palaestrai_keeps_them() -> None:
     assert _simtime({"simtime_ticks": 7, "simtime_timestamp": "2024-01-01T12:00:00"}) == (
         7,

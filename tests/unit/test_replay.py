@@ -23,7 +23,7 @@ from tests.conftest import cli_runner
 DUMMY = "palaestra.environment.dummy_environment:DummyEnvironment"
 
 
-def row(sensors: dict[str, Any], rewards: dict[str, Any], done: bool) -> m.WorldStateRow:
+def row(sensors: dict[str, Any], rewards: m.StoredRewards, done: bool) -> m.WorldStateRow:
     return m.WorldStateRow(0, 1, sensors, {}, rewards, done)
 
 
@@ -204,8 +204,9 @@ def test_rebuilt_muscle_actions_follow_the_order_of_turns(
     assert [r.objective for r in a] == [s / 2 for s in acted["a"]]
     assert [r.done for r in a] == [False] * (len(a) - 1) + [True]
     assert a[0].sensors == {"e.0": replay.baseline["e.0"], "f.1": replay.baseline["f.1"]}
-    last_rewards = {r.uid: r.value for r in replay.taken[a[-1].step].rewards}
-    assert a[-1].rewards == last_rewards
+    # (both environments name their reward "Dummy Reward": the row keeps both, as a list)
+    last_rewards = [{"uid": r.uid, "value": r.value} for r in replay.taken[a[-1].step].rewards]
+    assert len(last_rewards) == 2 and a[-1].rewards == last_rewards
     assert all(r.setpoints == {} and r.objective is None for r in found["b"])
 
 
@@ -230,3 +231,20 @@ def test_the_command_help_shows_an_example_and_the_exit_codes() -> None:
     assert "replay_deterministic = False" in shown.stdout
     for option in ("--instance", "--phase", "--episode", "--worker", "--until", "--record"):
         assert option in shown.stdout
+
+
+def test_rewards_kept_as_a_list_are_compared_in_their_order() -> None:
+    """(a row keeps rewards whose uid repeats, two environments' ``r``, as a list)"""
+    both = [{"uid": "r", "value": 1.0}, {"uid": "r", "value": 0.5}]
+    recorded = {"sensors": {}, "rewards": both, "done": False}
+
+    assert first_difference(recorded, row({}, [dict(d) for d in both], False)) is None
+    changed = [both[0], {"uid": "r", "value": 0.25}]
+    assert first_difference(recorded, row({}, changed, False)) == ("reward", "r", 0.5, 0.25)
+    assert first_difference(recorded, row({}, both[:1], False)) == ("reward", "r", 0.5, "missing")
+    assert first_difference(recorded, row({}, {"r": 1.0}, False)) == (
+        "reward",
+        "r",
+        0.5,
+        "missing",
+    )

@@ -557,6 +557,39 @@ def test_an_episodes_reward_sum_is_the_sum_of_its_steps_reward_totals(values: li
         )
 
 
+def test_an_episodes_reward_sum_counts_every_reward_of_a_name_that_repeats() -> None:
+    """(two environments of a phase that name a reward alike give a step two rewards of that
+    uid: both count, as in the step's ``muscle_actions.reward``)"""
+    from palaestra.core.turns import RewardSums
+
+    sums = RewardSums()
+    sums.observed("Muscle-a-0", None)
+    for _ in range(2):
+        sums.observed(
+            "Muscle-a-0", [m.InfoDesc("reward", None, 1.0), m.InfoDesc("reward", None, 0.5)]
+        )
+    assert sums.totals == {"Muscle-a-0": 3.0}
+
+
+def test_a_rows_rewards_are_by_uid_unless_a_uid_repeats() -> None:
+    from palaestra.core.wire.records import reward_items, reward_values, stored_rewards
+
+    unique = [m.InfoDesc("a", None, 1.0), m.InfoDesc("b", None, [2.0])]
+    both = [m.InfoDesc("r", None, 1.0), m.InfoDesc("x", None, 3), m.InfoDesc("r", None, 0.5)]
+    assert stored_rewards(unique) == {"a": 1.0, "b": [2.0]}
+    listed = stored_rewards(both)
+    assert listed == [
+        {"uid": "r", "value": 1.0},
+        {"uid": "x", "value": 3},
+        {"uid": "r", "value": 0.5},
+    ]
+    assert reward_items(stored_rewards(unique)) == [("a", 1.0), ("b", [2.0])]
+    assert reward_items(listed) == [("r", 1.0), ("x", 3), ("r", 0.5)]
+    assert reward_items(None) == reward_items({}) == reward_items([]) == []
+    assert list(reward_values(listed)) == [1.0, 3, 0.5]
+    assert stored_rewards([]) == {}
+
+
 @pytest.mark.parametrize(
     ("environment", "seeds"),
     [

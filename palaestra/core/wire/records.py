@@ -178,7 +178,7 @@ def muscle_action_values(agent_id: int, worker: int, row: m.MuscleActionRow) -> 
         json_text(row.sensors),
         json_text(row.setpoints),
         json_text(row.rewards),
-        reward_total(row.rewards.values()),
+        reward_total(reward_values(row.rewards)),
         row.objective,
         flag(row.done),
         flag(row.terminated),
@@ -459,6 +459,35 @@ def connect_store(hot: Any, endpoint: str | None) -> zmq.Socket[bytes] | None:
     sock.setsockopt(zmq.SNDHWM, QUEUE_MESSAGES)
     hot.dial(sock, endpoint)
     return sock
+
+
+def stored_rewards(rewards: Sequence[m.InfoDesc]) -> m.StoredRewards:
+    """A step's rewards as its row keeps them (``rewards`` of ``world_states`` and
+    ``muscle_actions``): their values by uid where each uid comes once, as a step's rewards
+    almost always do; else each reward, in the order they came, as ``{"uid": ..., "value":
+    ...}`` (as palaestrAI keeps them, a list: two environments of a phase that name a reward
+    alike, ``reward``, give a step two rewards of that uid, and a dict would keep one)."""
+    values = {r.uid: r.value for r in rewards}
+    if len(values) == len(rewards):
+        return values
+    return [{"uid": r.uid, "value": r.value} for r in rewards]
+
+
+def reward_items(stored: m.StoredRewards | None) -> list[tuple[str, Any]]:
+    """The (uid, value) of each reward a row's ``rewards`` holds, in either of
+    :func:`stored_rewards`' forms (None: none)."""
+    if not stored:
+        return []
+    if isinstance(stored, dict):
+        return list(stored.items())
+    return [(item["uid"], item["value"]) for item in stored]
+
+
+def reward_values(stored: m.StoredRewards) -> Iterable[Any]:
+    """The values of the rewards a row's ``rewards`` holds (either form), in their order."""
+    if isinstance(stored, dict):
+        return stored.values()
+    return [item["value"] for item in stored]
 
 
 def reward_total(rewards: Iterable[Any]) -> float | None:

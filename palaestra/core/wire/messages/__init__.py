@@ -49,6 +49,7 @@ from palaestra.core.wire.messages.rows import (
     RecordingGapMark,
     Rows,
     StatisticsRow,
+    StoredRewards,
     WorldStateRow,
 )
 from palaestra.core.wire.messages.step import (
@@ -145,6 +146,7 @@ __all__ = [
     "SimulationRun",
     "SimulationSetup",
     "StatisticsRow",
+    "StoredRewards",
     "StoreAck",
     "StoreDump",
     "StoreFindDump",

@@ -10,6 +10,12 @@ import msgspec
 
 from palaestra.core.wire.messages.base import Msg
 
+StoredRewards = dict[str, Any] | list[dict[str, Any]]
+"""A step's rewards as its row keeps them: their values by reward uid where each uid comes
+once (the common case), else each reward in order as ``{"uid": ..., "value": ...}`` (two
+environments of a phase that name a reward alike: by uid, one would be lost). See
+:func:`palaestra.core.wire.records.stored_rewards`."""
+
 # --- store records -------------------------------------------------------------------------
 
 
@@ -43,8 +49,8 @@ class WorldStateRow(msgspec.Struct, frozen=True, array_like=True):
     """Sensor values by full uid (``<env uid>.<sensor id>``)."""
     setpoints: dict[str, Any]
     """The set points applied in this step, by full actuator uid."""
-    rewards: dict[str, Any]
-    """Reward values by reward uid."""
+    rewards: StoredRewards
+    """Reward values by reward uid (a list where a uid repeats, see :data:`StoredRewards`)."""
     done: bool
     simtime: Any = None
     """The environment's simulation time at this step (palaestrAI's ``SimTime`` as a plain
@@ -80,8 +86,9 @@ class MuscleActionRow(msgspec.Struct, frozen=True, array_like=True):
     """The sensor values the Muscle acted on, by uid."""
     setpoints: dict[str, Any]
     """Its set points, by actuator uid."""
-    rewards: dict[str, Any]
-    """The rewards that followed, by reward uid."""
+    rewards: StoredRewards
+    """The rewards that followed, by reward uid (a list where a uid repeats, see
+    :data:`StoredRewards`)."""
     objective: float | None
     done: bool
     terminated: bool | None = None
