@@ -24,7 +24,8 @@ class AggregateRewardsObjective(Objective):
     Args:
         rewards: The uid of one reward, or a list of them (as the environment names them).
         aggregation: ``sum`` (the default), ``min``, ``max`` or ``mean``, over the values of
-            those rewards (a reward with several values counts each).
+            those rewards (a reward with several values counts each, and so does each of two
+            rewards of one uid, from two environments that name a reward alike).
         factor: Multiplies the aggregate.
 
     As palaestrAI's, it keeps only the newest row of the Muscle's memory (it reads nothing
@@ -53,7 +54,9 @@ class AggregateRewardsObjective(Objective):
     def internal_reward(self, memory: Memory, **kwargs: Any) -> float:
         memory.truncate(1)
         newest = memory.tail(1).reward_information
-        by_uid = {str(r.uid): r.value for r in newest[-1]} if newest else {}
+        by_uid: dict[str, list[Any]] = {}  # (two environments may name a reward alike)
+        for reward in newest[-1] if newest else ():
+            by_uid.setdefault(str(reward.uid), []).append(reward.value)
         missing = [uid for uid in self._uids if uid not in by_uid]
         if missing:
             raise KeyError(
@@ -61,6 +64,10 @@ class AggregateRewardsObjective(Objective):
                 f"(it has {sorted(by_uid) or 'none'})"
             )
         values = np.concatenate(
-            [np.asarray(by_uid[uid], dtype=float).reshape(-1) for uid in self._uids]
+            [
+                np.asarray(value, dtype=float).reshape(-1)
+                for uid in self._uids
+                for value in by_uid[uid]
+            ]
         )
         return float(self._aggregate(values)) * float(self.factor)

@@ -51,6 +51,25 @@ def test_aggregate_rewards_objective_takes_one_reward_uid() -> None:
     assert AggregateRewardsObjective(rewards="r1", factor=-2).internal_reward(_memory()) == -6.0
 
 
+def test_aggregate_rewards_objective_counts_each_reward_of_a_uid() -> None:
+    """Two environments of a phase that name a reward alike give a step two rewards of one
+    uid; the objective kept the last (as palaestrAI's, whose memory keeps both, it counts
+    each)."""
+    memory = Memory()
+    memory.append(
+        "m1",
+        [SensorInformation(1.0, Box(0, 10, shape=()), "s")],
+        [ActuatorInformation(1.0, Box(0, 10, shape=()), "a")],
+        [
+            RewardInformation(np.array(1.0), Box(0, 10, shape=()), "reward"),
+            RewardInformation(np.array(3.0), Box(0, 10, shape=()), "reward"),
+        ],
+        False,
+    )
+    assert AggregateRewardsObjective("reward").internal_reward(memory) == 4.0
+    assert AggregateRewardsObjective("reward", "min").internal_reward(memory) == 1.0
+
+
 def test_aggregate_rewards_objective_names_what_is_wrong() -> None:
     with pytest.raises(ValueError, match="aggregation 'median' is not one of sum, min"):
         AggregateRewardsObjective("r1", "median")
