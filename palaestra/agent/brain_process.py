@@ -487,6 +487,10 @@ class BrainProcess(Component):
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
 
     async def teardown(self) -> None:
+        self.out.recorder.end(
+            "record it at a step, or in store(), which the end of the phase calls before "
+            "teardown()"
+        )
         call(self.brain.teardown)
         self.dumps.write_files()  # (one it made there: its producer is closed)
 

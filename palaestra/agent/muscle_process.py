@@ -247,6 +247,7 @@ class MuscleProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
+        self.out.recorder.end("record it at a step (propose_actions(), update())")
         call(self.muscle.teardown)
 
 

@@ -20,13 +20,15 @@ Example:
 \b
 An instance left running by a killed executor shows as stale once its heartbeat is older
 than 30 s; a running (not stale), a stopped (its executor stopped with Ctrl-Z on this
-machine) or finished instance is refused.
+machine) or finished instance is refused, and so is one that another instance continues
+already (resumed before, or being resumed now): resume the newest instance of its chain.
 
 \b
 Exit codes:
   0    the resumed instance finished
   1    it failed
-  2    invalid input (no such run or instance; it is finished, still running or stopped)
+  2    invalid input (no such run or instance; it is finished, still running or stopped,
+       or resumed already)
   3    the store is unusable
   130  interrupted (Ctrl-C); it can be resumed again
 """

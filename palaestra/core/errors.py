@@ -77,6 +77,11 @@ class PluginLoadError(InvalidInputError):
     """A ``module:Class`` name does not resolve to a class."""
 
 
+class NotResumableError(InvalidInputError):
+    """``experiment-resume``: the instance asked for is unknown, finished, still running, or
+    continued by another instance already."""
+
+
 class StoreError(PalaestraError):
     """The store cannot be used (unreachable, wrong schema, not writable)."""
 

@@ -39,15 +39,17 @@ class PluginRecorder:
         self.owner = owner
         self.on_pause = on_pause
         self.records: list[tuple[str, Any]] = []
+        self.ended: str | None = None
+        """Set by :meth:`end`: what to tell a plug-in that records after its last step."""
 
     def record(self, key: str, value: Any) -> None:
         """Record ``value`` (JSON: numbers, strings, booleans, None, lists and dicts of them;
         numpy arrays and scalars are converted) under ``key`` at the current step.
 
         Raises:
-            PluginRecordError: ``key`` is not a string of 1 to 255 characters, or ``value``
-                has no JSON form (the message names the plug-in method that called and the
-                key).
+            PluginRecordError: ``key`` is not a string of 1 to 255 characters, ``value`` has
+                no JSON form, or the plug-in's steps are over (:meth:`end`: its
+                ``teardown()``); the message names the plug-in method that called and the key.
         """
         method = sys._getframe(2).f_code.co_name  # the plug-in's method (past the context)
         if not isinstance(key, str) or not key or len(key) > TEXT_MAX:
@@ -56,8 +58,20 @@ class PluginRecorder:
                 f"{self.owner}: {method}() called context.record with the key {shown!r}: "
                 f"expected a non-empty string of at most {TEXT_MAX} characters"
             )
+        if self.ended is not None:
+            raise PluginRecordError(
+                f"{self.owner}: {method}() called context.record({key!r}) after the last "
+                "step of the phase: a record is stored with the step it is made at, and the "
+                f"phase's rows were sent; {self.ended}"
+            )
         where = f"{self.owner}: {method}() recorded {key!r}"
         self.records.append((key, plain(value, where)))
+
+    def end(self, advice: str) -> None:
+        """The plug-in's steps are over and its process sent its last rows (it tears down):
+        a record from now on could not be stored, and fails the plug-in's call saying so and
+        ``advice`` (where to record instead)."""
+        self.ended = advice
 
     def pop(self) -> list[tuple[str, Any]]:
         """The records since the last pop, in the order they were made."""

@@ -4,7 +4,9 @@ Like gymnasium's ``PassiveEnvChecker``: every start and reset, and the first ste
 are checked in full (the returned structure, the types of sensors, actuators and rewards,
 unique and known sensor uids, every sensor value and reward in its declared space, ``done`` a
 bool). Later steps keep a cheap check, each sensor value and reward in its space, which the
-simulation param ``check_values: false`` switches off. A failure is a
+simulation param ``check_values: false`` switches off. An ``EnvironmentState``'s
+``terminated`` and ``truncated`` are read at every step, and checked as they are read
+(:func:`end_flag`): a bool or None. A failure is a
 :class:`~palaestra.core.plugin.PluginContractError` naming the environment's class, the method,
 the uid and the value: the environment is blamed, not the Muscle that would trip over it.
 """
@@ -141,6 +143,27 @@ def missing_sensors(env: object, missing: Sequence[str]) -> PluginContractError:
     return PluginContractError(
         env, "update", f"did not return sensor {_listed(missing)}, which its start declared"
     )
+
+
+def end_flag(env: object, name: str, value: Any, transformed: bool = False) -> bool | None:
+    """An ``EnvironmentState``'s ``terminated`` or ``truncated`` (``name``) as a plain bool;
+    None where the environment does not say. ``transformed``: the run file's state
+    transformer returned the state.
+
+    Raises:
+        PluginContractError: ``value`` is neither a bool (numpy's too) nor None.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, bool | np.bool_):
+        by = " (as the run file's state_transformer returned it)" if transformed else ""
+        raise PluginContractError(
+            env,
+            "update",
+            f"returned an EnvironmentState with {name} = {show(value)}{by}, expected a bool "
+            "(or None: the environment does not say)",
+        )
+    return bool(value)
 
 
 def state_parts(env: object, result: Any) -> tuple[Any, ...]:

@@ -234,9 +234,11 @@ class EnvironmentProcess(Component):
 
     def shutdown_world(self) -> None:
         """Each game's ``shutdown`` (a coroutine awaited within ``answer_timeout``), then
-        what an asynchronous environment left running on its loop is cancelled."""
+        what an asynchronous environment left running on its loop is cancelled. The process
+        sent its last rows: a record made there fails the call (``PluginRecorder.end``)."""
         try:
             for game in self.games:
+                game.out.recorder.end("record it at a step (start_environment(), update())")
                 game.shutdown(self.answer_timeout)
         finally:
             left = self.awaiter.close()

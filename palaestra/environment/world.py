@@ -354,8 +354,11 @@ class World:
     ) -> tuple[bool, bool | None, bool | None]:
         """``done``, ``terminated`` and ``truncated`` of the step (None: the environment does not
         say); an agent that reached its objective rule ends the episode, cut short."""
-        terminated = None if state is None else _flag(state.terminated)
-        truncated = None if state is None else _flag(state.truncated)
+        terminated = truncated = None
+        if state is not None:
+            transformed = self.transformer is not None
+            terminated = checks.end_flag(self.env, "terminated", state.terminated, transformed)
+            truncated = checks.end_flag(self.env, "truncated", state.truncated, transformed)
         if self.stop_requested:
             return stopped(self, terminated, truncated)
         return done, terminated, truncated
@@ -478,8 +481,3 @@ def stopped(
 
 
 _UNSET = object()
-
-
-def _flag(value: Any) -> bool | None:
-    """An environment's ``terminated``/``truncated`` as a plain bool (None: not said)."""
-    return None if value is None else bool(value)

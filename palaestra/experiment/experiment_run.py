@@ -28,7 +28,7 @@ from palaestra.core.description import limits, names
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.seeds import derive_seed
 from palaestra.core.description.specs import AgentSpec, ClassSpec, PhaseSpec, RunSpec
-from palaestra.core.errors import PalaestraError, RunFileError
+from palaestra.core.errors import NotResumableError, PalaestraError, RunFileError
 from palaestra.core.procfs import set_title
 from palaestra.core.supervision.conductor import Conductor
 from palaestra.core.supervision.esm import Component, ComponentRuntime, State, on
@@ -201,7 +201,7 @@ class ExperimentRun(Component):
             self.store = WriterClient(self.runtime, self.store_uri, self.store_timeout)
         await check_other_runs(self._store, self.run)  # before anything is recorded
         self.start_asked = True
-        ids = await self._store(
+        ids = await self._start_instance(
             m.StoreRunStart(
                 experiment_uid=self.run.experiment_uid,
                 run_uid=self.run.uid,
@@ -217,7 +217,7 @@ class ExperimentRun(Component):
                 resumed_from_id=self.resume.instance_id if self.resume else None,
             )
         )
-        self.instance_id = ids.ids["instance"]
+        self.instance_id = ids["instance"]
         for spec in self.run.phases[self.resume.phase if self.resume else 0 :]:
             LOG.info("phase %d (%s) begins", spec.index, spec.name)
             self._phase_begins(spec.index)
@@ -229,6 +229,19 @@ class ExperimentRun(Component):
 
     async def _store(self, request: m.Msg) -> Any:
         return await self.store.ask(request)
+
+    async def _start_instance(self, request: m.StoreRunStart) -> dict[str, int]:
+        """Record the run's start; the ids of its experiment, run and instance. A resume the
+        writer refused (another instance continues that instance already:
+        :func:`palaestra.store.continued.claim`) recorded nothing: no end is recorded
+        either."""
+        try:
+            ids: m.StoreIds = await self._store(request)
+        except ComponentFailed as exc:
+            if exc.error.kind == NotResumableError.__name__:
+                self.start_asked = False
+            raise
+        return ids.ids
 
     def _phase_begins(self, index: int) -> None:
         """Tell :attr:`on_phase` (its failure is only logged)."""

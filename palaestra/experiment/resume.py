@@ -1,17 +1,20 @@
 """Where ``experiment-resume`` continues an interrupted run instance, read from the store.
 
-An instance that ended ``cancelled`` or ``error``, or was left ``running`` by an executor that
-is gone (``stale``: its heartbeat is older than
+An instance that ended ``cancelled`` or ``error``, or was left ``running`` by an executor that is
+gone (``stale``: its heartbeat is older than
 :data:`~palaestra.core.description.limits.STALE_AFTER`), is continued by a new instance of the same
-run, linked to it by ``resumed_from_id``. The new instance skips the phases the old one finished
-and starts the phase it stopped in at the first episode that not every worker completed (an episode
-completed when its ``episodes`` row and its last step's rows are in the store:
-:mod:`palaestra.store.completed`, the rule the run's view follows too), numbered as the
-uninterrupted run numbers it. Its Brains start from the dump their Brain wrote at the end of the
-episode before (with the default ``dump`` policy, one dump per episode, and one worker playing
-one game); otherwise from the newest dump of that phase. Seeds are derived from the run's seed
-as always (:mod:`palaestra.core.description.seeds`), so each worker's environment and Muscle get
-the seeds of the uninterrupted run, seeded afresh at the first resumed episode.
+run, linked to it by ``resumed_from_id``; one instance only continues each (an instance that
+another continues already is refused, and of two resumes of one instance started at once the store
+writer lets the first to record its instance run: :mod:`palaestra.store.continued`). The new
+instance skips the phases the old one finished and starts the phase it stopped in at the first
+episode that not every worker completed (an episode completed when its ``episodes`` row and its
+last step's rows are in the store: :mod:`palaestra.store.completed`, the rule the run's view
+follows too), numbered as the uninterrupted run numbers it. Its Brains start from the dump their
+Brain wrote at the end of the episode before (with the default ``dump`` policy, one dump per
+episode, and one worker playing one game); otherwise from the newest dump of that phase. Seeds are
+derived from the run's seed as always (:mod:`palaestra.core.description.seeds`), so each worker's
+environment and Muscle get the seeds of the uninterrupted run, seeded afresh at the first resumed
+episode.
 
 A resumed run therefore equals the uninterrupted one when the plug-ins are deterministic, the
 Brain stores its full state in its dump, and the environment and Muscle carry nothing over
@@ -33,24 +36,20 @@ from sqlalchemy import Connection, func, select
 from palaestra.core import procfs
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import PhaseSpec, RunSpec
-from palaestra.core.errors import InvalidInputError
+from palaestra.core.errors import NotResumableError
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
 from palaestra.store.completed import completed_episodes, first_stored, training_episodes
+from palaestra.store.continued import RESUMABLE, already_resumed, continuing
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import local_executor, resumed_chain, shown_status
 from palaestra.store.tables import utcnow
 
 LOG = logging.getLogger(__name__)
 
-RESUMABLE = ("cancelled", "error", "stale")
-"""The (shown) statuses of an instance that ``experiment-resume`` continues."""
-
-
-class NotResumableError(InvalidInputError):
-    """The instance asked for is finished, still running, or unknown."""
+__all__ = ["RESUMABLE", "NotResumableError", "ResumePlan", "load_plan", "plan_resume"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,8 @@ def plan_resume(
     A stale instance is marked ``error`` (its executor died) in the same transaction.
 
     Raises:
-        NotResumableError: No such run or instance, or the instance is finished or running.
+        NotResumableError: No such run or instance, or the instance is finished or running,
+            or another instance continues it already.
         RunFileError: The run's recorded document no longer validates (a plug-in is gone).
     """
     from palaestra.experiment.runfile import load_run_text
@@ -108,6 +108,7 @@ def plan_resume(
             record.file,
             os.getcwd(),
         )
+    _refuse_continued(connection, run_uid, instance.uid, instance.id)
     if on_file is not None:
         on_file(record.file)
     run = load_run_text(
@@ -148,6 +149,27 @@ def _stopped_hint(status: str, where: tuple[str | None, str]) -> str:
         f"'kill -CONT -- -{group}'; to end the run, continue it and press Ctrl-C (or 'kill "
         f"-INT {pid}'): it ends cancelled and can then be resumed"
     )
+
+
+def _refuse_continued(connection: Connection, run_uid: str, uid: str, instance_id: int) -> None:
+    """Refuse an instance that another instance continues already (running, or resumed and
+    ended), naming it and the newest of those continuing it (shown as ``experiment-list``
+    shows them: a running one may be stale). The store writer claims the instance again when
+    it records the new one (:func:`palaestra.store.continued.claim`): that decides a race."""
+    found = continuing(driver_store(connection), instance_id)
+    if not found:
+        return
+    instances = t.experiment_run_instances
+    continued = []
+    for continuing_id, continuing_uid, status in found:
+        row = connection.execute(
+            select(instances.c.heartbeat_at, instances.c.host).where(
+                instances.c.id == continuing_id
+            )
+        ).one()
+        where = (row.host, continuing_uid)
+        continued.append((continuing_uid, shown_status(status, row.heartbeat_at, utcnow(), where)))
+    raise NotResumableError(already_resumed(run_uid, uid, continued))
 
 
 def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None) -> Any:

@@ -31,6 +31,7 @@ from palaestra.core.supervision.esm import Component, ComponentRuntime, on
 from palaestra.core.supervision.hotloop import GC_THRESHOLDS
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import COLUMNS, QUEUE_MESSAGES
+from palaestra.store.continued import claim
 from palaestra.store.direct import mark_run_end
 from palaestra.store.driver import RUN_STATUSES, Store, json_value, utcnow
 from palaestra.store.recording_rows import mark_gap
@@ -387,7 +388,10 @@ class StoreWriter(Component):
 
     @on(m.StoreRunStart)
     def handle_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
-        """Get or create the experiment and the run, and record a new running instance.
+        """Get or create the experiment and the run, and record a new running instance; one
+        that resumes an instance claims it first (:func:`palaestra.store.continued.claim`: a
+        :class:`NotResumableError` where another instance continues it already, the run then
+        fails with exit 2 before anything ran).
 
         Another writer on the same store may create the same experiment or run between our
         SELECT and INSERT; the unique violation that follows rolls back and we try again,
@@ -404,6 +408,8 @@ class StoreWriter(Component):
     def _record_run_start(self, message: m.StoreRunStart) -> m.StoreIds:
         """One transaction of :meth:`handle_run_start`."""
         with self._transaction("recording the start of the run") as store:
+            if message.resumed_from_id is not None:
+                claim(store, message.resumed_from_id, message.run_uid)
             experiment_id = _experiment(store, message.experiment_uid)
             run_id = _run(store, experiment_id, message)
             now = utcnow()

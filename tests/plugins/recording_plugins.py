@@ -5,7 +5,9 @@ tests/system/test_recording.py).
 on call ``pause_at`` and resumes it on call ``resume_at`` (0: never), and records a value with no
 JSON form on call ``bad_at``; :class:`RecordingBrain` records each thought;
 :class:`RecordingEnvironment` records its iteration each step; :class:`WaitingEnvironment` runs
-until the file ``until`` exists, recording nothing of its own.
+until the file ``until`` exists, recording nothing of its own. :class:`TeardownRecordingBrain`,
+:class:`TeardownRecordingMuscle` and :class:`ShutdownRecordingEnvironment` record after the
+phase's last step (in ``teardown()``, ``shutdown()``).
 """
 
 from __future__ import annotations
@@ -70,3 +72,26 @@ class WaitingEnvironment(DummyEnvironment):
     def update(self, actuators: Sequence[ActuatorInformation]) -> Any:
         sensors, rewards, done = super().update(actuators)
         return sensors, rewards, done or os.path.exists(self.until)
+
+
+class TeardownRecordingBrain(DummyBrain):
+    """Records in ``teardown()``, after the phase's last step."""
+
+    def teardown(self) -> None:
+        self.context.record("last_words", {"thinking_calls": self.thinking_calls})
+
+
+class TeardownRecordingMuscle(DummyMuscle):
+    """Records in ``teardown()``, after the phase's last step."""
+
+    def teardown(self) -> None:
+        self.context.record("last_words", 1)
+
+
+class ShutdownRecordingEnvironment(DummyEnvironment):
+    """Records in ``shutdown()``, after the phase's last step."""
+
+    def shutdown(self) -> bool:
+        if self.context is not None:
+            self.context.record("last_words", self.iter)
+        return super().shutdown()

@@ -135,6 +135,58 @@ def test_a_value_with_no_json_form_fails_naming_the_method_and_key(
         assert part in reason, (part, reason)
 
 
+@pytest.mark.parametrize(
+    ("plugin", "process", "method", "advice"),
+    [
+        (
+            "recording_plugins:TeardownRecordingMuscle",
+            "Muscle-rec-0",
+            "teardown",
+            "record it at a step (propose_actions(), update())",
+        ),
+        (
+            "recording_plugins:TeardownRecordingBrain",
+            "Brain-rec",
+            "teardown",
+            "record it at a step, or in store(), which the end of the phase calls before "
+            "teardown()",
+        ),
+        (
+            "recording_plugins:ShutdownRecordingEnvironment",
+            "Environment-myenv-0",
+            "shutdown",
+            "record it at a step (start_environment(), update())",
+        ),
+    ],
+)
+def test_a_record_after_the_phases_last_step_fails_naming_the_method_and_key(
+    workspace: Workspace, plugin: str, process: str, method: str, advice: str
+) -> None:
+    """A record in a Brain's or Muscle's ``teardown()`` or an environment's ``shutdown()``
+    comes after the process sent its last rows. It was dropped without a word: the run
+    finished (exit 0) and ``plugin_records`` had none of it."""
+    text = run_file(workspace).read_text()
+    kind = plugin.rpartition(":")[2]
+    default = {
+        "TeardownRecordingMuscle": "recording_plugins:RecordingMuscle",
+        "TeardownRecordingBrain": "recording_plugins:RecordingBrain",
+        "ShutdownRecordingEnvironment": "recording_plugins:RecordingEnvironment",
+    }[kind]
+    path = workspace.path / "run.yml"
+    path.write_text(text.replace(default, plugin))
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-2000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    said = (
+        f"{process}: {method}() called context.record('last_words') after the last step of "
+        "the phase: a record is stored with the step it is made at, and the phase's rows were "
+        f"sent; {advice}"
+    )
+    assert said in reason, reason
+    assert said in result.stderr, result.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspace) -> None:
     """The Muscle pauses on its 8th call (episode 1, its step 2; the world's step 3) and

@@ -239,6 +239,71 @@ def test_a_sim_time_that_is_not_one_fails_naming_the_environment() -> None:
     assert "simtime = 42" in message
 
 
+class Flagging(SimTimeEnvironment):
+    """Ends its episodes saying ``flags`` (``terminated``, ``truncated``) at its last step."""
+
+    flags: tuple[Any, Any] = (None, None)
+
+    def update(self, actuators: Any) -> EnvironmentState:
+        state = super().update(actuators)
+        if state.done:
+            state.terminated, state.truncated = self.flags
+        return state
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("no", None), "terminated = 'no'"),
+        ((False, "yes"), "truncated = 'yes'"),
+        ((0, None), "terminated = 0"),  # (not a bool, though it reads as one)
+        ((np.array([True]), None), "terminated = array([ True]) (shape (1,), dtype bool)"),
+    ],
+)
+def test_a_terminated_or_truncated_that_is_no_bool_fails_naming_the_environment(
+    flags: tuple[Any, Any], said: str
+) -> None:
+    """As ``done`` that is no bool does (the first step's check): ``terminated = "no"`` was
+    read as True, and the episode was stored as terminated."""
+    env = environment()
+    env.env = Flagging("env", "", 7, max_iter=2)
+    env.env.flags = flags
+    env.start_world(reset=False)
+    env.update({})
+    with pytest.raises(PluginContractError) as caught:
+        env.update({})
+    message = str(caught.value)
+    assert message.startswith(
+        "tests.unit.test_environment_parity:Flagging.update returned an EnvironmentState with "
+        f"{said}, "
+        "expected a bool (or None: the environment does not say)"
+    ), message
+    assert env.out.rows.recorded[-1].step == 1  # (the last step's row is not made)
+
+
+@pytest.mark.parametrize(
+    ("flags", "stored"),
+    [
+        ((np.True_, np.False_), (True, False)),  # numpy's bools, as palaestrAI's use
+        ((False, True), (False, True)),
+        ((None, None), (None, None)),
+    ],
+)
+def test_terminated_and_truncated_as_bools_or_none_are_stored_as_plain_bools(
+    flags: tuple[Any, Any], stored: tuple[Any, Any]
+) -> None:
+    env = environment()
+    env.env = Flagging("env", "", 7, max_iter=2)
+    env.env.flags = flags
+    env.start_world(reset=False)
+    env.update({})
+    state = env.update({})
+    assert (state.terminated, state.truncated) == stored
+    row = env.out.rows.recorded[-1]
+    assert (row.terminated, row.truncated) == stored
+    assert all(type(flag) in (bool, type(None)) for flag in (row.terminated, row.truncated))
+
+
 def test_a_sim_time_of_another_class_of_the_same_shape_is_read() -> None:
     class ForeignSimTime:  # palaestrAI's own SimTime, say
         simtime_ticks = 9

@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -404,3 +405,137 @@ def test_a_phase_with_evaluations_resumes_at_its_first_training_episode_not_comp
     assert first_stored(evaluating | {"first_episode": 2}) == 3
     assert first_stored({"worker": 2, "evaluate_every": 2, "first_episode": 2}) == 2  # none
     assert training_episodes(evaluating, 3) == 2
+
+
+# --- one instance continues an instance ---------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty store: a SQLite file, or a PostgreSQL database (skipped where none answers)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/palaestra.db"
+    return cast(str, request.getfixturevalue("pg_uri"))
+
+
+def resumes(uri: str, continued: list[tuple[str, str]]) -> int:
+    """Instance ``c1`` of run ``run-c`` (as :func:`write_phase` writes it), cancelled; then
+    each of ``continued`` (uid, the status it ends with; ``running``: none) resuming the one
+    before; ``c1``'s id."""
+    c1 = write_phase(uri, 1, "")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_module, "utcnow", Clock())
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            request(writer, m.StoreRunEnd(instance_id=c1, status="cancelled"))
+            before = c1
+            for uid, status in continued:
+                start = msgspec.structs.replace(
+                    run_start("run-c", uid, "exp-c"), resumed_from_id=before
+                )
+                before = request(writer, start).ids["instance"]
+                if status != "running":
+                    request(writer, m.StoreRunEnd(instance_id=before, status=status))
+        finally:
+            asyncio.run(writer.teardown())
+    return c1
+
+
+def test_of_two_resumes_of_one_instance_at_once_the_first_to_record_runs_the_other_is_refused(
+    any_store: str,
+) -> None:
+    """Both resumes planned (neither saw the other); A records its instance ``c2`` and, before
+    A commits, B starts recording its own. B waits for A's transaction (SQLite: its write lock;
+    PostgreSQL: A's claim of ``c1``'s row), then finds ``c2`` and is refused with exit 2,
+    recording nothing: B's run fails before it started anything. Both were recorded, both ran,
+    and the run was recorded twice (two instances continuing ``c1``)."""
+    c1 = resumes(any_store, [])
+    a, b = StoreWriter("store-a", any_store), StoreWriter("store-b", any_store)
+    a.open()
+    b.open()
+    assert a.store is not None and b.store is not None
+    recorded, go = threading.Event(), threading.Event()
+    insert = a.store.insert
+
+    def a_waits_before_its_commit(table: str, **values: object) -> int:
+        found = insert(table, **values)
+        if table == "experiment_run_instances":
+            recorded.set()
+            assert go.wait(60)
+        return found
+
+    a.store.insert = a_waits_before_its_commit  # type: ignore[method-assign]
+    outcomes: dict[str, object] = {}
+
+    def start(writer: StoreWriter, uid: str) -> None:
+        message = msgspec.structs.replace(run_start("run-c", uid, "exp-c"), resumed_from_id=c1)
+        try:
+            outcomes[uid] = writer.handle_run_start(message).ids["instance"]
+        except Exception as exc:  # noqa: BLE001 - looked at below
+            outcomes[uid] = exc
+
+    threads = [
+        threading.Thread(target=start, args=(a, "c2")),
+        threading.Thread(target=start, args=(b, "c3")),
+    ]
+    try:
+        threads[0].start()
+        assert recorded.wait(30)
+        threads[1].start()
+        threads[1].join(1.0)
+        waited = threads[1].is_alive()  # B waits for A's transaction to end
+        go.set()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        go.set()
+        a.store.close()
+        b.store.close()
+    assert waited, f"B did not wait for A's claim: {outcomes}"
+    assert isinstance(outcomes["c2"], int), outcomes
+    refused = outcomes["c3"]
+    assert isinstance(refused, NotResumableError), outcomes
+    assert refused.exit_code == 2
+    assert str(refused).startswith(
+        "experiment-resume: instance c1 of run 'run-c' is being resumed already, by instance "
+        "c2 (running); an instance is continued by one instance only"
+    ), refused
+    listed = rows.runs(run="run-c", store_uri=any_store)
+    assert [row["instance_uid"] for row in listed] == ["c1", "c2"], listed
+
+
+@pytest.mark.parametrize(
+    ("continued", "said"),
+    [
+        (
+            [("c2", "cancelled")],
+            "was resumed already, by instance c2 (cancelled); an instance is continued by one "
+            "instance only (two would record the run twice): resume it with 'palaestra "
+            "experiment-resume run-c --instance c2'",
+        ),
+        (
+            [("c2", "error"), ("c3", "finished")],
+            "was resumed already, by instance c2 (error); an instance is continued by one "
+            "instance only (two would record the run twice); the newest instance continuing "
+            "it is c3 (finished)",
+        ),
+        (  # its executor was killed: its heartbeat is old
+            [("c2", "running")],
+            "was resumed already, by instance c2 (stale); an instance is continued by one "
+            "instance only (two would record the run twice): resume it with 'palaestra "
+            "experiment-resume run-c --instance c2'",
+        ),
+    ],
+)
+def test_an_instance_resumed_already_is_refused_naming_the_newest_instance_continuing_it(
+    tmp_path: Path, continued: list[tuple[str, str]], said: str
+) -> None:
+    """Before anything starts, with exit 2; it was resumed a second time, and the run's view
+    (the newest instance's chain) lost the episodes of the first resume's instances."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    resumes(uri, continued)
+    with pytest.raises(NotResumableError) as raised:
+        load_plan(uri, "run-c", "c1", 5.0)
+    assert str(raised.value) == f"experiment-resume: instance c1 of run 'run-c' {said}"
+    assert raised.value.exit_code == 2
