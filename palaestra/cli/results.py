@@ -576,12 +576,8 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
         click.confirm("Delete?", abort=True)
     for content in contents:
         deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
-        removed_files = 0
-        for directory, paths in dumps[content["run"]]:
-            if paths:
-                _remove_dumps(directory, content["instances"])
-                removed_files += len(paths)
-        removed = f" and {_counted(removed_files, 'dump file')}" if removed_files else ""
+        count = _remove_dumps(dumps[content["run"]], content["instances"])
+        removed = f" and {_counted(count, 'dump file')}" if count else ""
         click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows{removed}).")
 
 
@@ -629,13 +625,19 @@ def _instance_directories(directory: str, instances: list[str]) -> list[str]:
     return [place for place in found if os.path.isdir(place) and not os.path.islink(place)]
 
 
-def _remove_dumps(directory: str, instances: list[str]) -> None:
-    """Remove the dump directories of ``instances``, and the run's ``directory`` if that
-    leaves it empty (another store's instances of the run keep theirs, and it)."""
-    for place in _instance_directories(directory, instances):
-        shutil.rmtree(place)
-    with contextlib.suppress(OSError):  # (not empty: other instances' dumps)
-        os.rmdir(directory)
+def _remove_dumps(found: list[tuple[str, list[str]]], instances: list[str]) -> int:
+    """Remove the dump directories of ``instances`` below each run directory ``found`` with
+    files (:func:`dump_files`), and the run's directory if that leaves it empty (another
+    store's instances of the run keep theirs, and it); the number of files removed."""
+    removed = 0
+    for directory, files in found:
+        if files:
+            for place in _instance_directories(directory, instances):
+                shutil.rmtree(place)
+            with contextlib.suppress(OSError):  # (not empty: other instances' dumps)
+                os.rmdir(directory)
+            removed += len(files)
+    return removed
 
 
 def _cleaned_lines(contents: list[Row]) -> list[str]:

@@ -47,6 +47,33 @@ def check_turns(
         f"phase '{phase}': environment '{environment}' is a game whose players take turns "
         f"({order})"
     )
+    _check_every_player_driven(agents_node, game, order, players, agents)
+    if one_per_step is None:
+        return
+    count = f"{len(agents)} agent{'s' if len(agents) != 1 else ''}"
+    hint = (
+        f"List one agent per player, in the game's order of turns ({order}), each with the "
+        "actuators of its own player only (or one agent with the actuators of every player)."
+    )
+    for index, taken in enumerate(_turns_taken(len(agents), len(players))):
+        agent = agents[index]
+        theirs = [players[p] for p in taken]
+        mine = [uid for uid in agent.actuators if uid.startswith(f"{environment}.")]
+        problem = _turn_problem(players, theirs, mine)
+        if problem is not None:
+            names = " and ".join(f"'{player}'" for player, _ in theirs)
+            as_list(agents_node)[index].fail(
+                f"{game}, and under {one_per_step} the phase's {count} act one per step in "
+                f"the run file's order: agent '{agent.name}' (the phase's agent {index + 1}) "
+                f"takes the turns of {names}, but {problem}.",
+                hint,
+            )
+
+
+def _check_every_player_driven(
+    agents_node: Node, game: str, order: str, players: Players, agents: Sequence[AgentSpec]
+) -> None:
+    """Fail where a player has no agent that drives one of its actuators."""
     driven = {uid for agent in agents for uid in agent.actuators}
     undriven = [(p, ids) for p, ids in players if not driven.intersection(ids)]
     if undriven:
@@ -58,45 +85,27 @@ def check_turns(
             "Give every player an agent with its actuators, listed in the game's order of "
             f"turns ({order}).",
         )
-    if one_per_step is None:
-        return
-    owner = {uid: player for player, ids in players for uid in ids}
-    prefix = f"{environment}."
-    count = f"{len(agents)} agent{'s' if len(agents) != 1 else ''}"
-    hint = (
-        f"List one agent per player, in the game's order of turns ({order}), each with the "
-        "actuators of its own player only (or one agent with the actuators of every player)."
-    )
-    for index, taken in enumerate(_turns_taken(len(agents), len(players))):
-        agent = agents[index]
-        theirs = [players[p] for p in taken]
-        mine = [uid for uid in agent.actuators if uid.startswith(prefix)]
-        problem = next(
-            (
+
+
+def _turn_problem(players: Players, theirs: Players, mine: list[str]) -> str | None:
+    """What is wrong with an agent that drives the actuators ``mine`` of a game of
+    ``players`` and takes the turns of ``theirs``; None if nothing."""
+    for player, ids in theirs:
+        if not set(mine).intersection(ids):
+            return (
                 f"drives none of the actuators of '{player}' ({', '.join(ids)}): '{player}' "
                 "would play those turns with the default action"
-                for player, ids in theirs
-                if not set(mine).intersection(ids)
-            ),
-            None,
-        )
-        if problem is None:
-            own = {uid for _, ids in theirs for uid in ids}
-            foreign = [uid for uid in mine if uid not in own]
-            if not foreign:
-                continue
-            owners = ", ".join(dict.fromkeys(f"'{owner.get(uid, '?')}'" for uid in foreign))
-            problem = (
-                f"drives {', '.join(foreign)}, of {owners}, whose turns it never takes: those "
-                "set points would be dropped"
             )
-        names = " and ".join(f"'{player}'" for player, _ in theirs)
-        as_list(agents_node)[index].fail(
-            f"{game}, and under {one_per_step} the phase's {count} act one per step in the "
-            f"run file's order: agent '{agent.name}' (the phase's agent {index + 1}) takes the "
-            f"turns of {names}, but {problem}.",
-            hint,
-        )
+    own = {uid for _, ids in theirs for uid in ids}
+    foreign = [uid for uid in mine if uid not in own]
+    if not foreign:
+        return None
+    owner = {uid: player for player, ids in players for uid in ids}
+    owners = ", ".join(dict.fromkeys(f"'{owner.get(uid, '?')}'" for uid in foreign))
+    return (
+        f"drives {', '.join(foreign)}, of {owners}, whose turns it never takes: those set "
+        "points would be dropped"
+    )
 
 
 def _turns_taken(agents: int, players: int) -> list[list[int]]:
