@@ -29,7 +29,7 @@ from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
 from palaestra.agent.pretrain import pretrain
-from palaestra.agent.statistics import ATTRIBUTE, holder
+from palaestra.agent.statistics import ATTRIBUTE, end_statistics, holder
 from palaestra.agent.transition_rows import TransitionRows
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
@@ -487,10 +487,9 @@ class BrainProcess(Component):
         await self.hot.stop()  # the loop dumps once if it must, and closes the producer
 
     async def teardown(self) -> None:
-        self.out.recorder.end(
-            "record it at a step, or in store(), which the end of the phase calls before "
-            "teardown()"
-        )
+        advice = "at a step, or in store(), which the end of the phase calls before teardown()"
+        self.out.recorder.end(f"record it {advice}")
+        end_statistics(self.brain, f"add it {advice}")
         call(self.brain.teardown)
         self.dumps.write_files()  # (one it made there: its producer is closed)
 

@@ -27,6 +27,7 @@ from palaestra.agent.muscle_records import MuscleRecords
 from palaestra.agent.muscle_schema import Schema
 from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
+from palaestra.agent.statistics import end_statistics
 from palaestra.core.description import names
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import AgentSpec
@@ -248,6 +249,7 @@ class MuscleProcess(Component):
 
     async def teardown(self) -> None:
         self.out.recorder.end("record it at a step (propose_actions(), update())")
+        end_statistics(self.muscle, "add it at a step (propose_actions(), update())")
         call(self.muscle.teardown)
 
 

@@ -19,6 +19,8 @@ from palaestra.core.wire.records import RowSink
 
 ATTRIBUTE = "_statistics"
 INT64 = (-(1 << 63), (1 << 63) - 1)
+ENDED = "_palaestra_statistics_ended"
+"""Set on a plug-in by :func:`end_statistics`: what to tell it when it adds one after."""
 OWN_POP = "_pops_its_statistics"
 """Marks the base classes' ``pop_statistics`` (:func:`own_pop`)."""
 
@@ -42,9 +44,16 @@ def add_statistic(plugin: object, key: str, value: Any, allow_overwrite: bool = 
     """Add ``key: value`` to ``plugin``'s statistics (see ``Brain.add_statistics``).
 
     Raises:
-        StatisticsError: ``key`` is not a string, is taken without ``allow_overwrite``, or
-            the plug-in's ``_statistics`` is not a dict.
+        StatisticsError: ``key`` is not a string, is taken without ``allow_overwrite``, the
+            plug-in's ``_statistics`` is not a dict, or its steps are over
+            (:func:`end_statistics`: its ``teardown()``).
     """
+    ended = plugin.__dict__.get(ENDED)
+    if ended is not None:
+        raise StatisticsError(
+            f"add_statistics({key!r}) after the last step of the phase: a statistic is stored "
+            f"with the step it is added at, and the phase's rows were sent; {ended}"
+        )
     statistics = plugin.__dict__.setdefault(ATTRIBUTE, {})
     if not isinstance(statistics, dict):
         raise StatisticsError(
@@ -59,6 +68,13 @@ def add_statistic(plugin: object, key: str, value: Any, allow_overwrite: bool = 
             "pass allow_overwrite=True to replace it"
         )
     statistics[key] = value
+
+
+def end_statistics(plugin: object, advice: str) -> None:
+    """``plugin``'s steps are over and its process sent its last rows (it tears down): a
+    statistic it adds from now on could not be stored, and fails its call saying so and
+    ``advice`` (where to add it instead)."""
+    plugin.__dict__[ENDED] = advice
 
 
 def pop_statistics(plugin: object) -> dict[str, Any]:

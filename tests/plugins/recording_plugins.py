@@ -88,6 +88,20 @@ class TeardownRecordingMuscle(DummyMuscle):
         self.context.record("last_words", 1)
 
 
+class TeardownStatisticsBrain(RecordingBrain):
+    """Adds a statistic in ``teardown()``, after the phase's last step."""
+
+    def teardown(self) -> None:
+        self.add_statistics("last_loss", 0.5)
+
+
+class TeardownStatisticsMuscle(RecordingMuscle):
+    """Adds a statistic in ``teardown()``, after the phase's last step."""
+
+    def teardown(self) -> None:
+        self.add_statistics("last_q", 1.5)
+
+
 class ShutdownRecordingEnvironment(DummyEnvironment):
     """Records in ``shutdown()``, after the phase's last step."""
 

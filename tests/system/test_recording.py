@@ -187,6 +187,39 @@ def test_a_record_after_the_phases_last_step_fails_naming_the_method_and_key(
     assert said in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.parametrize(
+    ("plugin", "default", "said"),
+    [
+        (
+            "recording_plugins:TeardownStatisticsBrain",
+            "recording_plugins:RecordingBrain",
+            "Brain-rec (recording_plugins:TeardownStatisticsBrain.teardown): StatisticsError: "
+            "add_statistics('last_loss') after the last step of the phase: a statistic is "
+            "stored with the step it is added at, and the phase's rows were sent; add it at a "
+            "step, or in store(), which the end of the phase calls before teardown()",
+        ),
+        (
+            "recording_plugins:TeardownStatisticsMuscle",
+            "recording_plugins:RecordingMuscle",
+            "Muscle-rec-0 (recording_plugins:TeardownStatisticsMuscle.teardown): "
+            "StatisticsError: add_statistics('last_q') after the last step of the phase",
+        ),
+    ],
+)
+def test_a_statistic_after_the_phases_last_step_fails_naming_the_method_and_key(
+    workspace: Workspace, plugin: str, default: str, said: str
+) -> None:
+    """``add_statistics`` in a Brain's or Muscle's ``teardown()`` comes after the process sent
+    its last rows: it was dropped without a word (exit 0, no ``statistics`` row)."""
+    path = workspace.path / "run.yml"
+    path.write_text(run_file(workspace).read_text().replace(default, plugin))
+    result = workspace.run("experiment-start", str(path))
+    assert result.returncode == 1, result.stderr[-2000:]
+    status, reason = workspace.instance_status()
+    assert status == "error"
+    assert said in result.stderr, result.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_a_plugin_pauses_and_resumes_recording_at_known_steps(workspace: Workspace) -> None:
     """The Muscle pauses on its 8th call (episode 1, its step 2; the world's step 3) and
