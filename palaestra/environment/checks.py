@@ -113,9 +113,18 @@ def first_state(
     for i, reward in enumerate(rewards):
         _typed(env, "update", "reward", reward, RewardInformation)
         rewards[i] = _contained(env, "update", "reward", reward, reward.space, fix)
+    return sensors, rewards, done_flag(env, done)
+
+
+def done_flag(env: object, done: Any) -> bool:
+    """``done`` of what ``update`` returned, as a plain bool.
+
+    Raises:
+        PluginContractError: ``done`` is not a bool (numpy's is one).
+    """
     if not isinstance(done, bool | np.bool_):
         raise PluginContractError(env, "update", f"returned done = {show(done)}, expected a bool")
-    return sensors, rewards, bool(done)
+    return bool(done)
 
 
 def outside(

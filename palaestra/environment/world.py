@@ -283,10 +283,12 @@ class World:
                 self.env, result, self.declared.spaces, self.shapes.fixed
             )
         elif is_state:
-            sensors, rewards, done = result.sensor_information, result.rewards, bool(result.done)
+            sensors, rewards, done = result.sensor_information, result.rewards, result.done
         else:
             state = tuple(result)
-            sensors, rewards, done = state[0], state[1], bool(state[2])
+            sensors, rewards, done = state[0], state[1], state[2]
+        if done is not False and done is not True:  # (checked after the first step too)
+            done = checks.done_flag(self.env, done)
         done, terminated, truncated = self._ends(result if is_state else None, done)
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)

@@ -281,6 +281,47 @@ def test_a_terminated_or_truncated_that_is_no_bool_fails_naming_the_environment(
     assert env.out.rows.recorded[-1].step == 1  # (the last step's row is not made)
 
 
+class LateDone(SimTimeEnvironment):
+    """Says ``done`` as ``late`` from its second step on."""
+
+    late: Any = False
+
+    def update(self, actuators: Any) -> EnvironmentState:
+        state = super().update(actuators)
+        if self.iter > 1:
+            state.done = self.late
+        return state
+
+
+@pytest.mark.parametrize(("late", "said"), [("no", "'no'"), (0, "0"), (None, "None")])
+def test_a_done_that_is_no_bool_after_the_first_step_fails_naming_the_environment(
+    late: Any, said: str
+) -> None:
+    """Only the first step's ``done`` was checked; a later ``done = "no"`` was read as True
+    (the episode ended there, stored as done) and ``0`` or None as False."""
+    env = environment()
+    env.env = LateDone("env", "", 7, max_iter=5)
+    env.env.late = late
+    env.start_world(reset=False)
+    env.update({})
+    with pytest.raises(PluginContractError) as caught:
+        env.update({})
+    assert str(caught.value).startswith(
+        f"tests.unit.test_environment_parity:LateDone.update returned done = {said}, expected "
+        "a bool"
+    ), str(caught.value)
+
+
+def test_a_numpy_done_after_the_first_step_is_read_as_a_bool() -> None:
+    env = environment()
+    env.env = LateDone("env", "", 7, max_iter=5)
+    env.env.late = np.True_
+    env.start_world(reset=False)
+    env.update({})
+    assert env.update({}).done is True
+    assert env.out.rows.recorded[-1].done is True
+
+
 @pytest.mark.parametrize(
     ("flags", "stored"),
     [
