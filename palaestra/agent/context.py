@@ -48,7 +48,8 @@ class BrainDumps:
             TypeError: ``data`` is neither bytes nor a binary stream (a str, a text stream, a
                 numpy array), or ``tag`` is not a str: said so here, in the Brain's call, not by
                 the store writer that would receive it.
-            ValueError: ``tag`` is longer than 255 characters (what the store's column holds).
+            ValueError: ``tag`` is longer than 255 characters (what the store's column holds),
+                or holds a NUL character (which PostgreSQL's column refuses).
         """
         if tag is not None and not isinstance(tag, str):
             raise TypeError(f"a brain dump's tag is a str or None, not {type(tag).__name__}")
@@ -56,6 +57,11 @@ class BrainDumps:
             raise ValueError(
                 f"a brain dump's tag is at most {TEXT_MAX} characters (the store's column), "
                 f"not {len(tag):,} ({tag[:40]!r}...)"
+            )
+        if tag is not None and "\x00" in tag:
+            raise ValueError(
+                f"a brain dump's tag has no NUL character (the store's column refuses it on "
+                f"PostgreSQL): {tag[:40]!r}"
             )
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)

@@ -47,16 +47,18 @@ class PluginRecorder:
         numpy arrays and scalars are converted) under ``key`` at the current step.
 
         Raises:
-            PluginRecordError: ``key`` is not a string of 1 to 255 characters, ``value`` has
-                no JSON form, or the plug-in's steps are over (:meth:`end`: its
-                ``teardown()``); the message names the plug-in method that called and the key.
+            PluginRecordError: ``key`` is not a string of 1 to 255 characters without a NUL
+                character (which PostgreSQL's text columns refuse), ``value`` has no JSON
+                form, or the plug-in's steps are over (:meth:`end`: its ``teardown()``); the
+                message names the plug-in method that called and the key.
         """
         method = sys._getframe(2).f_code.co_name  # the plug-in's method (past the context)
-        if not isinstance(key, str) or not key or len(key) > TEXT_MAX:
+        if not isinstance(key, str) or not key or len(key) > TEXT_MAX or "\x00" in key:
             shown = key if not isinstance(key, str) or len(key) <= 40 else f"{key[:40]}..."
             raise PluginRecordError(
                 f"{self.owner}: {method}() called context.record with the key {shown!r}: "
-                f"expected a non-empty string of at most {TEXT_MAX} characters"
+                f"expected a non-empty string of at most {TEXT_MAX} characters without a NUL "
+                "character"
             )
         if self.ended is not None:
             raise PluginRecordError(

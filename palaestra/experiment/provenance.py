@@ -15,6 +15,10 @@ import sys
 PACKAGES = ("palaestra", "numpy", "pyzmq", "msgspec", "sqlalchemy", "aiomultiprocess")
 GIT_TIMEOUT = 5.0
 """Seconds each git command may take."""
+REVISION_MAX = 64
+"""The longest code revision the store keeps (``experiment_run_instances.code_revision``, a
+``VARCHAR(64)``: PostgreSQL refuses a longer one, SQLite keeps it)."""
+DIRTY = "+dirty"
 
 
 def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
@@ -61,7 +65,9 @@ def _normal(name: str) -> str:
 
 class CodeRevision:
     """The git commit of the repository holding ``path`` (``+dirty`` if modified), found by
-    two git commands started at once; :meth:`result` waits for them."""
+    two git commands started at once; :meth:`result` waits for them. A SHA-256 repository's
+    commit (64 hex digits) is cut to its first 58 before ``+dirty``, so the revision fits the
+    store's column (:data:`REVISION_MAX`); git takes such a prefix for the commit."""
 
     def __init__(self, path: str) -> None:
         where = os.path.dirname(os.path.abspath(path)) or "."
@@ -91,7 +97,9 @@ class CodeRevision:
         if not ok:
             return None
         head, dirty = (text.strip() for text in said)
-        return f"{head}+dirty" if dirty else head
+        if dirty:
+            return f"{head[: REVISION_MAX - len(DIRTY)]}{DIRTY}"
+        return head[:REVISION_MAX]
 
     def _end(self) -> None:
         for process in self.running:

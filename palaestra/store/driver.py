@@ -52,6 +52,15 @@ DDL_FILE = Path(__file__).with_name("ddl.json")
 
 RUN_STATUSES = ("running", "finished", "error", "cancelled")
 
+FLOAT_COLUMNS = {"world_states": ("late_by",), "muscle_actions": ("reward", "objective")}
+"""The number (``Float``) columns of the tables whose rows producers send: a NaN in them is
+NULL on every store, as SQLite (which has no NaN) stores it; PostgreSQL would keep it, and
+its sums (``episode_rewards``) and rows would differ from SQLite's."""
+_FLOAT_INDEXES = {
+    table: tuple(COLUMNS[table].index(column) for column in columns)
+    for table, columns in FLOAT_COLUMNS.items()
+}
+
 
 @cache
 def ddl() -> dict[str, Any]:
@@ -262,6 +271,8 @@ class Store:
         columns = COLUMNS[table]
         if table not in BULK:
             rows = [self.values(table, columns, row) for row in rows]
+        if self.dialect != "sqlite" and table in _FLOAT_INDEXES:  # (SQLite makes NaN NULL)
+            rows = _nan_as_null(rows, _FLOAT_INDEXES[table])
         self.insert_many(table, columns, rows)
 
     def values(self, table: str, columns: Sequence[str], row: Sequence[Any]) -> tuple[Any, ...]:
@@ -357,6 +368,18 @@ def _without_nulls(
     if len(kept) < 2:  # (itemgetter of one index gives the value, not a tuple)
         return columns, rows
     return [columns[k] for k in kept], list(map(itemgetter(*kept), rows))
+
+
+def _nan_as_null(rows: Sequence[tuple[Any, ...]], at: tuple[int, ...]) -> Sequence[Any]:
+    """``rows`` with a NaN at the indexes ``at`` made None (:data:`FLOAT_COLUMNS`); rows
+    without one are kept as they are, and so is ``rows`` where none has one."""
+    out: list[Any] | None = None
+    for n, row in enumerate(rows):
+        if any(row[k] != row[k] for k in at):  # (only NaN differs from itself)
+            if out is None:
+                out = list(rows)
+            out[n] = tuple(None if k in at and v != v else v for k, v in enumerate(row))
+    return rows if out is None else out
 
 
 def _names(columns: Sequence[str]) -> str:

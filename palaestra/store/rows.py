@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
+import re
 import socket
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,7 +29,9 @@ from sqlalchemy import (
     Connection,
     CursorResult,
     Engine,
+    Integer,
     Select,
+    String,
     delete,
     false,
     func,
@@ -1230,11 +1233,34 @@ def _filtered(statement: Select[Any], filters: _Filters) -> Select[Any]:
 
 
 def _match(column: Any, value: Match) -> ColumnElement[bool]:
-    values = _values(value)
+    values = _as_column(column, _values(value))
     condition: ColumnElement[bool] = (
         column == values[0] if len(values) == 1 else column.in_(values)
     )
     return condition
+
+
+_INTEGER_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def _as_column(column: Any, values: list[int | str]) -> list[int | str]:
+    """``values`` of the type of ``column``, compared alike on every store: PostgreSQL refuses
+    to compare a number column with a text (``operator does not exist: integer = character
+    varying``) and a text column with a number, which SQLite converts. A text for a number
+    column is its integer (``worker="1"``: worker 1), or matches no row where it is none (or
+    is beyond 64 bits); a number for a text column is its text (``agent=7``: agent ``"7"``)."""
+    if isinstance(column.type, Integer):
+        numbers: list[int | str] = []
+        for value in values:
+            if isinstance(value, str):
+                if not _INTEGER_TEXT.fullmatch(value) or int(value) not in INTEGER_RANGE:
+                    continue
+                value = int(value)
+            numbers.append(value)
+        return numbers
+    if isinstance(column.type, String):
+        return [str(value) for value in values]
+    return values
 
 
 def _phase_match(value: Match) -> ColumnElement[bool]:

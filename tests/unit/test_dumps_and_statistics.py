@@ -88,8 +88,9 @@ TAGGED = {"actor": b"actor", "critic": b"critic", "": b"untagged"}
     [
         ("t" * 256, ValueError, "at most 255 characters (the store's column), not 256"),
         (5, TypeError, "a brain dump's tag is a str or None, not int"),
+        ("best\x00", ValueError, "has no NUL character (the store's column refuses it"),
     ],
-    ids=["too long", "not a str"],
+    ids=["too long", "not a str", "a NUL character"],
 )
 def test_a_tag_the_store_cannot_keep_fails_in_the_brains_call(
     tag: Any, error: type[Exception], problem: str

@@ -16,7 +16,7 @@ from palaestra.cli.main import cli
 from palaestra.core.information import SensorInformation, json_value
 from palaestra.core.spaces import Box, Tuple
 from palaestra.core.wire import messages as m
-from palaestra.store import query
+from palaestra.store import query, rows
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, cli_runner, world_message
@@ -165,3 +165,60 @@ def write_non_finite(uri: str) -> str:
     finally:
         asyncio.run(writer.teardown())
     return uri
+
+
+def test_a_nan_reward_or_objective_reads_back_alike_from_sqlite_and_postgresql(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """A step whose reward total or objective was NaN: SQLite (which has no NaN) stored NULL,
+    PostgreSQL NaN, so the rows (``rows.muscle_actions``, ``results --format json``: ``null``
+    against ``"nan"``) and the episode's sums (``results --table episode_rewards``, ``plot``:
+    1.0 against NaN) differed. Both stores now hold NULL (a lockstep ``late_by`` likewise)."""
+    stores = [write_nan(f"sqlite:///{tmp_path}/store.db"), write_nan(pg_uri)]
+
+    for uri in stores:
+        actions = rows.muscle_actions("run-nan", store_uri=uri)
+        assert [(r["reward"], r["objective"]) for r in actions] == [(None, None), (1.0, INF)]
+        assert actions[0]["rewards"]["r"] != actions[0]["rewards"]["r"]  # (NaN in the JSON)
+        assert [r["late_by"] for r in rows.world_states("run-nan", store_uri=uri)] == [None]
+        summed = rows.episode_rewards("run-nan", store_uri=uri)
+        assert [(r["reward"], r["objective"], r["steps"]) for r in summed] == [(1.0, INF, 2)]
+    assert_frame_equal(
+        query.episode_rewards("run-nan", store_uri=stores[1]),
+        query.episode_rewards("run-nan", store_uri=stores[0]),
+    )
+
+
+def write_nan(uri: str) -> str:
+    """A run ``run-nan``: an agent's two steps, the first with a NaN reward and objective."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-nan", "nan", "exp-nan")).ids["instance"]
+        ids = request(writer, phase_start(instance, 0, "only", "train", 1, 1)).ids
+        steps = [
+            m.MuscleActionRow(0, 0, {}, {}, {"r": NAN}, NAN, False),
+            m.MuscleActionRow(0, 1, {}, {}, {"r": 1.0}, INF, True),
+        ]
+        writer.accept(actions_message(ids["agent:attacker"], 0, steps))
+        state = m.WorldStateRow(0, 1, {}, {}, {"r": NAN}, False, late_by=NAN)
+        writer.accept(world_message(ids["environment:myenv"], 0, [state]))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
+def test_the_writer_knows_every_number_column_of_the_rows_producers_send() -> None:
+    from sqlalchemy import Float
+
+    from palaestra.core.wire.records import COLUMNS
+    from palaestra.store.driver import FLOAT_COLUMNS
+    from palaestra.store.tables import metadata
+
+    floats = {
+        table: tuple(c.name for c in metadata.tables[table].c if isinstance(c.type, Float))
+        for table in COLUMNS
+    }
+    assert {table: columns for table, columns in floats.items() if columns} == FLOAT_COLUMNS

@@ -86,6 +86,15 @@ def test_a_key_longer_than_the_stores_column_fails_in_the_plugins_call() -> None
         probe.propose_actions("k" * 256, 1)
 
 
+def test_a_key_with_a_nul_character_fails_in_the_plugins_call() -> None:
+    """A key with a NUL character was taken, and then failed the run in the store writer on
+    PostgreSQL (``StoreWriter: DataError: PostgreSQL text fields cannot contain NUL (0x00)
+    bytes``) while SQLite kept it."""
+    probe = Probe(context(PluginRecorder("Muscle-a-0")))
+    with pytest.raises(PluginRecordError, match=r"propose_actions\(\) .* 'loss\\x00': .* NUL"):
+        probe.propose_actions("loss\x00", 1)
+
+
 def test_pause_requests_reach_the_switch(tmp_path: Path) -> None:
     switch = RecordingSwitch(tmp_path / "flags" / "run.paused")
     ctx = context(PluginRecorder("Muscle-a-0", on_pause=switch.set))

@@ -667,6 +667,35 @@ def test_sqlite_and_postgresql_give_identical_frames(tmp_path: Path, pg_uri: str
         assert_frame_equal(lite, pg, obj=name)
 
 
+FILTERS_OF_THE_OTHER_TYPE = [  # (a reader, its filters, the rows it gives)
+    (rows.muscle_actions, {"worker": "1"}, 12),
+    (rows.muscle_actions, {"worker": " +1 ", "phase": 0}, 12),
+    (rows.world_states, {"episode": ["1", 0]}, 15),
+    (rows.muscle_actions, {"episode": ["x", "1.0", str(2**64)]}, 0),
+    (rows.statistics, {"worker": "x"}, 0),
+    (rows.muscle_actions, {"agent": 7}, 0),
+    (rows.muscle_actions, {"agent": ["attacker", 7]}, 15),
+    (rows.world_states, {"environment": 1, "mode": 0}, 0),
+    (rows.plugin_records, {"key": 1, "source": 2}, 0),
+]
+
+
+def test_a_filter_of_the_other_type_reads_alike_from_sqlite_and_postgresql(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """A number for a text column (``agent=7``) or a text for a number column
+    (``worker="1"``): SQLite converts it, PostgreSQL failed the read (``StoreError: ...
+    cannot read: operator does not exist: integer = character varying``). Both now take it as
+    SQLite does: a text that is no integer matches no row."""
+    stores = [write_store(pg_uri), write_store(f"sqlite:///{tmp_path}/palaestra.db")]
+
+    for uri in stores:
+        for reader, filters, expected in FILTERS_OF_THE_OTHER_TYPE:
+            assert len(reader(RUN, **filters, store_uri=uri)) == expected, (uri, filters)
+        assert rows.runs(experiment=1, store_uri=uri) == []
+        assert [r["instance_uid"] for r in rows.runs(run=RUN, store_uri=uri)] == ["old", "new"]
+
+
 def test_sqlite_and_postgresql_delete_the_same(tmp_path: Path, pg_uri: str) -> None:
     sqlite_uri = write_store(f"sqlite:///{tmp_path}/palaestra.db")
     write_store(pg_uri)

@@ -22,6 +22,10 @@ identity (255 bytes) with room for the worker's number."""
 TEXT_MAX = 255
 """The longest text a store's name column holds (``VARCHAR(255)``: PostgreSQL refuses a longer
 one, SQLite keeps it), and so the longest key a plug-in records under and tag a dump has."""
+NUL_SHOWN = "\\x00"
+"""What a NUL character of a text the store keeps (a run's reason, a failed reload's traceback)
+becomes: PostgreSQL's text columns refuse the character, SQLite keeps it; every store keeps the
+four characters ``\\x00`` instead (:func:`store_text`), as ``repr`` shows it."""
 NAME_RULE = (
     f"a name is 1 to {NAME_MAX_BYTES} bytes of UTF-8 ({NAME_MAX_BYTES} ASCII characters) of "
     "printable characters (no control character such as a NUL, tab or line break), "
@@ -59,6 +63,16 @@ def name_problem(name: str) -> str | None:
     if size > NAME_MAX_BYTES:
         return f"it is {size} bytes long"
     return None
+
+
+def store_text(text: str) -> str:
+    """``text`` as every store keeps it: each NUL character (which PostgreSQL's text columns
+    refuse) written as :data:`NUL_SHOWN`.
+
+    >>> store_text("bad value a\\x00b")
+    'bad value a\\\\x00b'
+    """
+    return text.replace("\x00", NUL_SHOWN) if "\x00" in text else text
 
 
 def path_part(name: str) -> str:
