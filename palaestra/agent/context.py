@@ -51,18 +51,7 @@ class BrainDumps:
             ValueError: ``tag`` is longer than 255 characters (what the store's column holds),
                 or holds a NUL character (which PostgreSQL's column refuses).
         """
-        if tag is not None and not isinstance(tag, str):
-            raise TypeError(f"a brain dump's tag is a str or None, not {type(tag).__name__}")
-        if tag is not None and len(tag) > TEXT_MAX:
-            raise ValueError(
-                f"a brain dump's tag is at most {TEXT_MAX} characters (the store's column), "
-                f"not {len(tag):,} ({tag[:40]!r}...)"
-            )
-        if tag is not None and "\x00" in tag:
-            raise ValueError(
-                f"a brain dump's tag has no NUL character (the store's column refuses it on "
-                f"PostgreSQL): {tag[:40]!r}"
-            )
+        _check_tag(tag)
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
         elif callable(getattr(data, "read", None)):
@@ -187,3 +176,22 @@ class MuscleContext(RecordingContext):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode(self.mode))  # "train" == Mode.TRAIN
+
+
+def _check_tag(tag: object) -> None:
+    """Fail where the store cannot keep ``tag`` as a brain dump's tag (see
+    :meth:`BrainDumps.store`)."""
+    if tag is None:
+        return
+    if not isinstance(tag, str):
+        raise TypeError(f"a brain dump's tag is a str or None, not {type(tag).__name__}")
+    if len(tag) > TEXT_MAX:
+        raise ValueError(
+            f"a brain dump's tag is at most {TEXT_MAX} characters (the store's column), "
+            f"not {len(tag):,} ({tag[:40]!r}...)"
+        )
+    if "\x00" in tag:
+        raise ValueError(
+            f"a brain dump's tag has no NUL character (the store's column refuses it on "
+            f"PostgreSQL): {tag[:40]!r}"
+        )

@@ -278,17 +278,7 @@ class World:
             result = self._transform(result)
         self.stepping.end()
         is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
-        if self.first_step:  # checked in full
-            sensors, rewards, done = checks.first_state(
-                self.env, result, self.declared.spaces, self.shapes.fixed
-            )
-        elif is_state:
-            sensors, rewards, done = result.sensor_information, result.rewards, result.done
-        else:
-            state = tuple(result)
-            sensors, rewards, done = state[0], state[1], state[2]
-        if done is not False and done is not True:  # (checked after the first step too)
-            done = checks.done_flag(self.env, done)
+        sensors, rewards, done = self._parts(result, is_state)
         done, terminated, truncated = self._ends(result if is_state else None, done)
         # a last step may report no readings (palaestrAI's environments do): the last stand
         values = self.last_values if done and not sensors else self._values(sensors)
@@ -322,6 +312,20 @@ class World:
             terminated=terminated,
             truncated=truncated,
         )
+
+    def _parts(self, result: Any, is_state: bool) -> tuple[Any, Any, bool]:
+        """The sensors, rewards and ``done`` of what ``update`` returned: an episode's first
+        step's checked in full, every step's ``done`` checked to be a bool."""
+        if self.first_step:
+            return checks.first_state(self.env, result, self.declared.spaces, self.shapes.fixed)
+        if is_state:
+            sensors, rewards, done = result.sensor_information, result.rewards, result.done
+        else:
+            state = tuple(result)
+            sensors, rewards, done = state[0], state[1], state[2]
+        if done is not False and done is not True:
+            done = checks.done_flag(self.env, done)
+        return sensors, rewards, done
 
     def _record_step(
         self,
