@@ -1,8 +1,9 @@
 """Texts a run gives the store that PostgreSQL refuses and SQLite keeps: the same on every store.
 
 A NUL character (PostgreSQL's text columns refuse it: ``PostgreSQL text fields cannot contain
-NUL (0x00) bytes``) in a run's reason or a failed reload's traceback is kept as ``\\x00``; in a
-``context.record`` key or a dump's tag it fails in the plug-in's call (test_recording.py,
+NUL (0x00) bytes``) in a run's reason or a failed reload's traceback is kept as ``\\x00``, a lone
+surrogate (which both drivers refuse: no UTF-8 encoder takes it) as its escape ``\\udcff``; a
+NUL in a ``context.record`` key or a dump's tag fails in the plug-in's call (test_recording.py,
 test_dumps_and_statistics.py). A path longer than 1,024 characters (a run file's, a dump's, a
 reloaded module's; Linux allows 4,096 bytes) is kept whole: its columns were ``VARCHAR(1024)``.
 """
@@ -82,6 +83,24 @@ def test_a_failed_reload_s_traceback_with_a_nul_character_is_kept_on_every_store
 
     (reload,) = rows.code_reloads("run-t", store_uri=store_uri)
     assert (reload["ok"], reload["error"]) == (False, KEPT)
+
+
+def test_a_reason_with_a_lone_surrogate_is_recorded_on_every_store(
+    writer: StoreWriter, store_uri: str
+) -> None:
+    """Both drivers refuse a text UTF-8 cannot encode (``UnicodeEncodeError``): the reason (a
+    plug-in's exception saying ``os.fsdecode`` of bytes that are no UTF-8) is kept with the
+    surrogate as its escape, by the writer and straight into the store."""
+    reason = "Muscle-a-0 (m:M.propose_actions): ValueError: bad \udcff"
+    ids = started(writer, "by-writer")
+    request(writer, m.StoreRunEnd(instance_id=ids["instance"], status="error", reason=reason))
+    started(writer, "direct")
+
+    assert record_run_end(store_uri, "direct", "error", reason)
+
+    kept = "Muscle-a-0 (m:M.propose_actions): ValueError: bad \\udcff"
+    shown = {r["instance_uid"]: (r["status"], r["reason"]) for r in rows.runs(store_uri=store_uri)}
+    assert shown == {"by-writer": ("error", kept), "direct": ("error", kept)}
 
 
 DEEP = "/" + "/".join(["d" * 100] * 40) + "/run.yml"  # 4,048 characters: about PATH_MAX

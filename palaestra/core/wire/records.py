@@ -21,6 +21,7 @@ from palaestra.core.description.name_rules import store_text
 from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
+from palaestra.core.texts import surviving
 from palaestra.core.wire import messages as m
 
 LOG = logging.getLogger(__name__)
@@ -40,8 +41,9 @@ STOP_LINGER_MS = 30_000
 writer to take what is still queued (the writer is alive until the end of the run is
 recorded)."""
 
-_encode = msgspec.msgpack.Encoder().encode
-_json = msgspec.json.encode
+# A text that UTF-8 cannot encode (a lone surrogate) is written as its escape (core.texts):
+_encode = surviving(msgspec.msgpack.Encoder().encode)
+_json = surviving(msgspec.json.encode)
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
 Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.PluginRecordRow | m.EpisodeEnded
 
