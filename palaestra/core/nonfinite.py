@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from palaestra.core.texts import surviving
+
 NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 """The strings JSON text holds in place of the floats it has no number for."""
 
@@ -36,7 +38,7 @@ def to_strict_json(value: Any) -> Any:
     return value
 
 
-_encode = msgspec.json.encode
+_encode = surviving(msgspec.json.encode)  # (a lone surrogate as its escape: core.texts)
 
 
 def json_text(value: Any) -> str:
@@ -44,7 +46,9 @@ def json_text(value: Any) -> str:
 
     msgspec writes a non-finite float as ``null``, so only text with a ``null`` in it (a None,
     or such a float) is encoded again, from :func:`to_strict_json`'s copy: a value of finite
-    numbers costs one substring search more than plain encoding.
+    numbers costs one substring search more than plain encoding. A text UTF-8 cannot encode
+    (a lone surrogate) is written with the surrogate as its escape, ``\\udcff``
+    (:mod:`palaestra.core.texts`).
 
     Raises:
         TypeError: ``value`` holds an object JSON has no form for.

@@ -31,9 +31,10 @@ from palaestra.core.description.config import normal_store_uri
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import from_strict_json, json_text
+from palaestra.core.texts import escaped
 from palaestra.core.wire.records import BULK, COLUMNS
 
-HEAD = "0008_live_simulators"
+HEAD = "0009_unbounded_paths"
 """The schema revision of this palaestra's tables (:mod:`palaestra.store.tables`)."""
 VERSION_TABLE = "palaestra_alembic_version"
 """The table in which alembic records the store's revision."""
@@ -233,8 +234,13 @@ class Store:
             raise
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
-        """Run ``statement`` (``?`` marks); its cursor."""
-        return self.connection.execute(self.sql(statement), params)
+        """Run ``statement`` (``?`` marks); its cursor. A text of ``params`` that UTF-8 cannot
+        encode (a lone surrogate, which both drivers refuse before the statement runs) is
+        written with the surrogate as its escape, ``\\udcff`` (:mod:`palaestra.core.texts`)."""
+        try:
+            return self.connection.execute(self.sql(statement), params)
+        except UnicodeEncodeError:
+            return self.connection.execute(self.sql(statement), escaped(params))
 
     def scalar(self, statement: str, params: Sequence[Any] = ()) -> Any:
         row = self.execute(statement, params).fetchone()

@@ -124,7 +124,7 @@ experiment_runs = Table(
     Column("uid", String(255), nullable=False, unique=True),
     _of("experiments", index=True),
     Column("document", Text, nullable=False),
-    Column("file", String(1024), nullable=False),
+    Column("file", Text, nullable=False),  # any length: Linux allows 4,096 bytes (PATH_MAX)
     Column("seed", BigInteger, nullable=False),  # 0 to 2^63 - 1, see core.specs.SEED_MAX
     _time("created_at", now=True),
     _json("overrides", nullable=True, none_as_null=True),
@@ -315,7 +315,7 @@ code_reloads = Table(
     # step: the first step the new code ran (a failed reload: the step at which it was tried)
     *_steps(),
     _name("module"),
-    Column("path", String(1024), nullable=False),
+    Column("path", Text, nullable=False),
     _flag("ok"),
     # error: the traceback that kept the old code running; None when the reload took
     Column("error", Text, nullable=True),
@@ -342,7 +342,7 @@ brain_states = Table(
     _id(),
     _of("agents", index=True),
     _name("tag"),
-    Column("path", String(1024), nullable=False),
+    Column("path", Text, nullable=False),
     Column("dump", LargeBinary, nullable=False),
     _time("created_at", now=True),
 )

@@ -34,6 +34,7 @@ BIGINT = "0003_bigint_seeds"
 STATISTICS = "0004_statistics_and_simtime"
 EPISODES = "0005_episodes_and_ends"
 REPLAY = "0006_replay_sources"
+LIVE = "0008_live_simulators"
 SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
@@ -219,6 +220,7 @@ def test_head_is_the_newest_script() -> None:
     assert script.get_current_head() == schema.HEAD
     assert [s.revision for s in script.walk_revisions()] == [
         schema.HEAD,
+        LIVE,
         "0007_resume_and_recording",
         REPLAY,
         EPISODES,
@@ -237,6 +239,11 @@ def test_the_migrations_make_exactly_the_models_schema(engine: Engine) -> None:
     assert schema.current_revision(engine) == schema.HEAD
 
 
+CHANGED_BY_0009 = [
+    ("modify_type", "brain_states", "path"),
+    ("modify_type", "experiment_runs", "file"),
+    ("modify_type", "code_reloads", "path"),
+]
 ADDED_BY_0004 = [
     ("add_column", "world_states", "simtime"),
     ("add_index", "statistics", "ix_statistics_agent_step"),
@@ -261,6 +268,7 @@ ADDED_BY_0005 = [
     ("add_column", "world_states", "late_by"),
     ("add_index", "code_reloads", "ix_code_reloads_phase"),
     ("add_table", "code_reloads", ""),
+    *CHANGED_BY_0009[:2],  # and 0009's (code_reloads.path came with 0008's table)
 ]
 
 
@@ -337,6 +345,73 @@ def test_revision_0004_lacks_exactly_the_episodes_ends_and_overrides_of_0005(
     assert "terminated" not in columns(engine, "world_states")
     assert "overrides" not in columns(engine, "experiment_runs")
     assert "episodes" not in inspect(engine).get_table_names()
+
+
+PATH_COLUMNS = (("experiment_runs", "file"), ("brain_states", "path"), ("code_reloads", "path"))
+LONG_PATH = "/" + "/".join(["d" * 100] * 40) + "/run.yml"  # 4,048 characters
+
+
+def fill_paths(engine: Engine, path: str) -> None:
+    """A run (from :func:`fill_revision_0001`) whose file, dump and reloaded module are at
+    ``path``."""
+    agent = fill_revision_0001(engine)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE experiment_runs SET file = :p"), {"p": path})
+        phase = connection.execute(
+            text("SELECT experiment_run_phase_id FROM agents WHERE id = :a"), {"a": agent}
+        ).scalar_one()
+        insert(
+            connection,
+            "brain_states",
+            **{"agent_id": agent, "tag": "final", "path": path, "dump": b"d", "created_at": T0},
+        )
+        insert(
+            connection,
+            "code_reloads",
+            **{"experiment_run_phase_id": phase, "source": "muscle:a", "worker": 0},
+            **{"episode": 0, "step": 3, "module": "m", "path": path, "ok": True, "at": T0},
+        )
+
+
+def paths(engine: Engine) -> list[str]:
+    with engine.connect() as connection:
+        return [
+            connection.execute(text(f"SELECT {column} FROM {table}")).scalar_one()
+            for table, column in PATH_COLUMNS
+        ]
+
+
+def test_revision_0008_lacks_exactly_the_unbounded_paths_of_0009(engine: Engine) -> None:
+    upgrade(engine, LIVE)
+
+    assert changes(engine) == sorted(CHANGED_BY_0009)
+    assert [column_type(engine, *column) for column in PATH_COLUMNS] == ["VARCHAR(1024)"] * 3
+    fill_paths(engine, "/" + "p" * 1023)
+    assert schema.migrate(engine) == (LIVE, schema.HEAD)
+    assert differences(engine) == []
+    assert [column_type(engine, *column) for column in PATH_COLUMNS] == ["TEXT"] * 3
+    assert paths(engine) == ["/" + "p" * 1023] * 3
+    with engine.begin() as connection:  # the migrated store takes a path of PATH_MAX
+        for table, column in PATH_COLUMNS:
+            connection.execute(text(f"UPDATE {table} SET {column} = :p"), {"p": LONG_PATH})
+    assert paths(engine) == [LONG_PATH] * 3
+    with engine.begin() as connection:
+        for table, column in PATH_COLUMNS:
+            connection.execute(text(f"UPDATE {table} SET {column} = 'run.yml'"))
+    schema.downgrade(engine, LIVE)
+    assert [column_type(engine, *column) for column in PATH_COLUMNS] == ["VARCHAR(1024)"] * 3
+    assert paths(engine) == ["run.yml"] * 3
+
+
+def test_a_store_at_0008_cannot_keep_a_long_path_on_postgresql(pg_uri: str) -> None:
+    """Why 0009 exists: PostgreSQL refuses a text longer than its VARCHAR, SQLite keeps it."""
+    engine = make_engine(pg_uri)
+    try:
+        upgrade(engine, LIVE)
+        with pytest.raises(sa.exc.DataError, match=r"character varying\(1024\)"):
+            fill_paths(engine, LONG_PATH)
+    finally:
+        engine.dispose()
 
 
 # --- ensure_current on each kind of store ---------------------------------------------------
@@ -549,10 +624,11 @@ def test_migrate_stamps_a_store_without_a_revision_made_by_the_models(
     sqlite_engine: Engine,
 ) -> None:
     """Stores created before revisions were recorded, but already with the current tables:
-    stamped with the oldest revision of these columns (the newest: it adds a table)."""
+    stamped with the oldest revision of these columns (0008: it adds a table; 0009 changes
+    only types, and runs, harmless on columns that have its types already)."""
     METADATA.create_all(sqlite_engine)
 
-    assert schema.migrate(sqlite_engine) == (schema.HEAD, schema.HEAD)
+    assert schema.migrate(sqlite_engine) == (LIVE, schema.HEAD)
     assert schema.current_revision(sqlite_engine) == schema.HEAD
     assert differences(sqlite_engine) == []
 

@@ -1,9 +1,11 @@
 """Texts a run gives the store that PostgreSQL refuses and SQLite keeps: the same on every store.
 
 A NUL character (PostgreSQL's text columns refuse it: ``PostgreSQL text fields cannot contain
-NUL (0x00) bytes``) in a run's reason or a failed reload's traceback is kept as ``\\x00``; in a
-``context.record`` key or a dump's tag it fails in the plug-in's call (test_recording.py,
-test_dumps_and_statistics.py).
+NUL (0x00) bytes``) in a run's reason or a failed reload's traceback is kept as ``\\x00``, a lone
+surrogate (which both drivers refuse: no UTF-8 encoder takes it) as its escape ``\\udcff``; a
+NUL in a ``context.record`` key or a dump's tag fails in the plug-in's call (test_recording.py,
+test_dumps_and_statistics.py). A path longer than 1,024 characters (a run file's, a dump's, a
+reloaded module's; Linux allows 4,096 bytes) is kept whole: its columns were ``VARCHAR(1024)``.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import code_reload_values
 from palaestra.store import rows
 from palaestra.store.direct import record_run_end
+from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
 from tests.unit.test_store_query import phase_start, request, run_start
 
@@ -79,3 +83,50 @@ def test_a_failed_reload_s_traceback_with_a_nul_character_is_kept_on_every_store
 
     (reload,) = rows.code_reloads("run-t", store_uri=store_uri)
     assert (reload["ok"], reload["error"]) == (False, KEPT)
+
+
+def test_a_reason_with_a_lone_surrogate_is_recorded_on_every_store(
+    writer: StoreWriter, store_uri: str
+) -> None:
+    """Both drivers refuse a text UTF-8 cannot encode (``UnicodeEncodeError``): the reason (a
+    plug-in's exception saying ``os.fsdecode`` of bytes that are no UTF-8) is kept with the
+    surrogate as its escape, by the writer and straight into the store."""
+    reason = "Muscle-a-0 (m:M.propose_actions): ValueError: bad \udcff"
+    ids = started(writer, "by-writer")
+    request(writer, m.StoreRunEnd(instance_id=ids["instance"], status="error", reason=reason))
+    started(writer, "direct")
+
+    assert record_run_end(store_uri, "direct", "error", reason)
+
+    kept = "Muscle-a-0 (m:M.propose_actions): ValueError: bad \\udcff"
+    shown = {r["instance_uid"]: (r["status"], r["reason"]) for r in rows.runs(store_uri=store_uri)}
+    assert shown == {"by-writer": ("error", kept), "direct": ("error", kept)}
+
+
+DEEP = "/" + "/".join(["d" * 100] * 40) + "/run.yml"  # 4,048 characters: about PATH_MAX
+"""A path far longer than the 1,024 characters the path columns held up to revision 0008."""
+
+
+def test_paths_longer_than_1024_characters_are_kept_on_every_store(
+    writer: StoreWriter, store_uri: str
+) -> None:
+    """A run file in a directory 1,121 characters deep failed the run at its start on
+    PostgreSQL (``StoreWriter: StringDataRightTruncation: value too long for type character
+    varying(1024)``) while SQLite kept it; so did a brain dump or a reloaded module there."""
+    start = msgspec.structs.replace(run_start("run-t", "deep", "exp-t"), file=DEEP)
+    ids: dict[str, Any] = dict(request(writer, start).ids)
+    ids.update(request(writer, phase_start(ids["instance"], 0, "only", "train", 1, 1)).ids)
+    row = m.CodeReloadRow("muscle:attacker", 0, 0, 3, "m", DEEP, True, None, 1.5e9)
+    writer.accept(m.Rows(table="code_reloads", rows=[code_reload_values(ids["phase"], row)]))
+    writer.accept(m.BrainDump(agent_id=ids["agent:attacker"], tag="final", path=DEEP, dump=b"d"))
+
+    assert len(DEEP) > 4000
+    (reload,) = rows.code_reloads("run-t", store_uri=store_uri)
+    (dump,) = rows.brain_states("run-t", store_uri=store_uri)
+    engine = make_engine(store_uri)
+    try:
+        with engine.connect() as connection:
+            (file,) = connection.exec_driver_sql("SELECT file FROM experiment_runs").scalars()
+    finally:
+        engine.dispose()
+    assert (file, reload["path"], dump["path"]) == (DEEP, DEEP, DEEP)

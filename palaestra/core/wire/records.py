@@ -21,6 +21,7 @@ from palaestra.core.description.name_rules import store_text
 from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
+from palaestra.core.texts import escaped, surviving
 from palaestra.core.wire import messages as m
 
 LOG = logging.getLogger(__name__)
@@ -40,8 +41,10 @@ STOP_LINGER_MS = 30_000
 writer to take what is still queued (the writer is alive until the end of the run is
 recorded)."""
 
-_encode = msgspec.msgpack.Encoder().encode
-_json = msgspec.json.encode
+# A text that UTF-8 cannot encode (a lone surrogate) is written as its escape (core.texts):
+_encode = surviving(msgspec.msgpack.Encoder().encode)
+_json = surviving(msgspec.json.encode)
+_plain_json = msgspec.json.encode  # (value by value: a call less; object_text escapes itself)
 _UNENCODABLE = (TypeError, ValueError, OverflowError)
 Row = m.WorldStateRow | m.MuscleActionRow | m.StatisticsRow | m.PluginRecordRow | m.EpisodeEnded
 
@@ -198,7 +201,12 @@ def object_text(keys: list[str], uids: list[str], values: list[Any]) -> str:
     Raises:
         TypeError: A value has no JSON form.
     """
-    parts = [key + _json(value).decode() for key, value in zip(keys, values, strict=True)]
+    try:
+        parts = [
+            key + _plain_json(value).decode() for key, value in zip(keys, values, strict=True)
+        ]
+    except UnicodeEncodeError:  # (a lone surrogate: as its escape, see core.texts)
+        return object_text(keys, uids, escaped(values))
     text = "{" + ",".join(parts) + "}"
     if "null" in text:  # a None or a non-finite float: as json_text writes it
         return json_text(dict(zip(uids, values, strict=True)))

@@ -17,6 +17,7 @@ from typing import Union, get_args
 
 import msgspec
 
+from palaestra.core.texts import escaped
 from palaestra.core.wire.messages.base import (
     ErrorInfo,
     InfoDesc,
@@ -221,7 +222,13 @@ _decoder: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
 
 
 def encode(message: Msg) -> bytes:
-    return _encoder.encode(message)
+    """``message`` as msgpack; a text in it that UTF-8 cannot encode (a lone surrogate: a
+    plug-in's exception may say one) is sent with the surrogate as its escape, ``\\udcff``
+    (:mod:`palaestra.core.texts`), so the process that sends it lives on."""
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError:
+        return _encoder.encode(escaped(message))
 
 
 def decode(data: bytes) -> Message:
