@@ -588,12 +588,12 @@ def data_paths(configured: str, content: Row) -> list[str]:
     from palaestra.core.description.name_rules import path_part
 
     marker = os.sep + os.path.join("brain_dumps", path_part(content["run"])) + os.sep
-    found = [os.path.abspath(configured)]
+    found = {os.path.abspath(configured): configured}  # (the configured one as it is given)
     for path in content["dump_paths"]:
         at = path.rfind(marker)
         if os.path.isabs(path) and at > 0:
-            found.append(path[:at])
-    return list(dict.fromkeys(found))
+            found.setdefault(path[:at], path[:at])
+    return list(found.values())
 
 
 def dump_files(data_path: str, run: str, instances: list[str]) -> tuple[str, list[str]]:
