@@ -18,6 +18,8 @@ environment, simulation and experiment, is found under palaestrAI's path of the 
 
 from __future__ import annotations
 
+import contextlib
+
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -244,7 +246,10 @@ def _keep_title_memory() -> None:
     every process of the run would then keep its command line as its title."""
     import setproctitle
 
-    setproctitle.getproctitle()
+    # (a command line with bytes that are no UTF-8, a file's name, say: its memory is taken
+    # all the same, and only the title read back cannot be decoded)
+    with contextlib.suppress(UnicodeDecodeError):
+        setproctitle.getproctitle()
 
 
 def uninstall() -> None:

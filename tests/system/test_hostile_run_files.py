@@ -238,3 +238,29 @@ def test_a_billion_laughs_is_refused_in_bounded_time_and_memory(workspace: Works
     assert "YAML aliases expand to more than 100,000 values" in err
     assert "Traceback" not in err
     assert time.monotonic() - began < 30
+
+
+def test_a_run_file_whose_name_is_no_utf8_is_read_or_refused_cleanly(workspace: Workspace) -> None:
+    """A command line with bytes that are no UTF-8 (a file's name) failed every command at its
+    start with a bare ``UnicodeDecodeError`` traceback (exit 1), reading the process's title."""
+    missing = subprocess.run(
+        [sys.executable, "-m", "palaestra", "check", b"gone-\xff.yml"],
+        cwd=workspace.path,
+        env=workspace.env(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2, missing.stderr[-2000:]
+    assert b"gone-\\udcff.yml: cannot read the run file" in missing.stderr
+    assert b"Traceback" not in missing.stderr
+    (workspace.path / "run-\udcff.yml").write_bytes(
+        (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_bytes()
+    )
+    checked = subprocess.run(
+        [sys.executable, "-m", "palaestra", "check", b"run-\xff.yml"],
+        cwd=workspace.path,
+        env=workspace.env(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stderr[-2000:]
