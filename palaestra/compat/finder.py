@@ -19,7 +19,6 @@ environment, simulation and experiment, is found under palaestrAI's path of the 
 from __future__ import annotations
 
 import contextlib
-
 import importlib
 import importlib.abc
 import importlib.machinery
