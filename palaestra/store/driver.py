@@ -131,7 +131,7 @@ class Store:
         try:
             if self.dialect == "sqlite":
                 connection = _sqlite(self.uri, rest)
-                self.file = connection.execute("PRAGMA database_list").fetchone()[2] or None
+                self.file = _file_of(connection)
                 self.identity = _identity(self.file) if self.file else None
                 return connection
             return self.errors.connect(f"postgresql://{rest}")
@@ -386,6 +386,17 @@ def _nan_as_null(rows: Sequence[tuple[Any, ...]], at: tuple[int, ...]) -> Sequen
                 out = list(rows)
             out[n] = tuple(None if k in at and v != v else v for k, v in enumerate(row))
     return rows if out is None else out
+
+
+def _file_of(connection: sqlite3.Connection) -> str | None:
+    """The file of a SQLite connection's main database (None: in memory), as the file system
+    names it (a name whose bytes are no UTF-8 with surrogates, as ``os.fsdecode`` gives)."""
+    connection.text_factory = bytes
+    try:
+        found = connection.execute("PRAGMA database_list").fetchone()[2]
+    finally:
+        connection.text_factory = str
+    return os.fsdecode(found) if found else None
 
 
 def _names(columns: Sequence[str]) -> str:

@@ -264,3 +264,33 @@ def test_a_run_file_whose_name_is_no_utf8_is_read_or_refused_cleanly(workspace: 
         timeout=60,
     )
     assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+def test_a_store_in_a_directory_whose_name_is_no_utf8_is_written_and_read(
+    workspace: Workspace,
+) -> None:
+    """The store writer failed the run (exit 3: "Could not decode to UTF-8 column 'file'",
+    SQLite's own name of its file) and every reader with a bare ``UnicodeEncodeError`` (the
+    read-only connection's URI) in such a directory."""
+    place = workspace.path / "d\udcff"
+    place.mkdir()
+    (place / "run.yml").write_bytes(
+        (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_bytes()
+    )
+
+    def palaestra(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "palaestra", *args],
+            cwd=place,
+            env=workspace.env(),
+            capture_output=True,
+            text=True,
+            errors="backslashreplace",
+            timeout=60,
+        )
+
+    started = palaestra("experiment-start", "-q", "run.yml")
+    assert started.returncode == 0, started.stderr[-2000:]
+    listed = palaestra("experiment-list")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "dummy-run" in listed.stdout and "finished" in listed.stdout
