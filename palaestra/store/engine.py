@@ -116,7 +116,8 @@ def _read_only_connector(path: Path) -> Callable[[], sqlite3.Connection]:
     query = "mode=ro"
     if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
         query += "&immutable=1"
-    target = f"file:{urllib.parse.quote(os.fsencode(path.absolute()))}?{query}"  # (bytes: any name)
+    quoted = urllib.parse.quote(os.fsencode(path.absolute()))  # (as bytes: any file's name)
+    target = f"file:{quoted}?{query}"
 
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(target, uri=True, check_same_thread=False)
