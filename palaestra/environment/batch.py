@@ -438,20 +438,38 @@ def _ends(
 ) -> tuple[list[bool], list[bool | None], list[bool | None]]:
     """``done``, ``terminated`` and ``truncated`` of each game, as plain values."""
     terminated: list[bool | None] = (
-        [None] * count if batch.terminated is None else _flags(first, batch.terminated, count)
+        [None] * count
+        if batch.terminated is None
+        else _flags(first, "terminated", batch.terminated, count)
     )
     truncated: list[bool | None] = (
-        [None] * count if batch.truncated is None else _flags(first, batch.truncated, count)
+        [None] * count
+        if batch.truncated is None
+        else _flags(first, "truncated", batch.truncated, count)
     )
     if batch.done is not None:
-        done = [bool(d) for d in _flags(first, batch.done, count)]
+        done = [bool(d) for d in _flags(first, "done", batch.done, count)]
     else:
         done = [bool(a) or bool(b) for a, b in zip(terminated, truncated, strict=True)]
     return done, terminated, truncated
 
 
-def _flags(first: World, flags: Any, count: int) -> list[bool | None]:
-    values = np.asarray(flags, dtype=bool).reshape(-1)
+def _flags(first: World, name: str, flags: Any, count: int) -> list[bool | None]:
+    """The games' ``name`` (``terminated``, ``truncated``, ``done``) as plain bools.
+
+    Raises:
+        PluginContractError: ``flags`` are not bools (numpy's too), as a game's own
+            ``update`` may not say them otherwise (:func:`~palaestra.environment.checks.
+            end_flag`), or not one per game.
+    """
+    values = np.asarray(flags)
+    if values.dtype.kind != "b":  # ("no", 0.5 and None are no bools, though numpy makes them)
+        raise PluginContractError(
+            first.env,
+            "update_batch",
+            f"returned {name} = {show(flags)}, expected one bool per game (numpy's too)",
+        )
+    values = values.reshape(-1)
     if values.shape != (count,):
         raise PluginContractError(
             first.env,

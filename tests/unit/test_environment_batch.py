@@ -338,3 +338,77 @@ def test_a_muscles_row_keeps_both_rewards_of_one_name_and_counts_both() -> None:
         '{"a":1.0,"b":0.5}',
         1.5,
     )
+
+
+class SaysFlags(CartPole):
+    """CartPole whose batch says ``flags`` for one of ``terminated``, ``truncated`` or
+    ``done`` (``which``), one per game."""
+
+    which = "terminated"
+    flags: Any = None
+
+    @classmethod
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
+        state = super().update_batch(games, setpoints)
+        setattr(state, cls.which, cls.flags)
+        return state
+
+
+def batch_of(count: int) -> tuple[Any, list[Any]]:
+    from palaestra.core.description.specs import EnvironmentSpec
+    from palaestra.environment.batch import Batch
+    from palaestra.environment.world import World
+
+    name = f"{__name__}:SaysFlags"
+    games = [
+        World(
+            f"Environment-pole-{k}",
+            environment=EnvironmentSpec(name=name, uid="pole", params={}),
+            environment_id=1,
+            worker=k,
+            seed=3 + k,
+        )
+        for k in range(count)
+    ]
+    for game in games:
+        game.start_world(reset=False)
+    return Batch(games[0]), games
+
+
+@pytest.mark.parametrize("which", ["terminated", "truncated", "done"])
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (np.array(["no", "no"]), "array(['no', 'no'], dtype='<U2') (shape (2,), dtype <U2)"),
+        ([0, 1], "[0, 1]"),
+        (np.array([0.0, 0.5]), "array([0. , 0.5]) (shape (2,), dtype float64)"),
+        ([True, None], "[True, None]"),
+    ],
+)
+def test_a_batchs_flags_that_are_no_bools_fail_naming_the_environment(
+    which: str, flags: Any, said: str
+) -> None:
+    """As a game's own ``terminated``, ``truncated`` and ``done`` that are no bools do (its
+    ``update``): a batch's were made bools as numpy makes them, ``"no"`` and 0.5 True, None
+    False, and stored so."""
+    from palaestra.core.plugin import PluginContractError
+
+    SaysFlags.which, SaysFlags.flags = which, flags
+    batch, games = batch_of(2)
+    with pytest.raises(PluginContractError) as caught:
+        batch.step([(game, {"push": 1}, False) for game in games])
+    assert str(caught.value).startswith(
+        f"{__name__}:SaysFlags.update_batch returned {which} = {said}, expected one bool per "
+        "game (numpy's too)"
+    ), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "flags", [np.array([False, True]), [False, True], [np.False_, np.True_], (False, True)]
+)
+def test_a_batchs_flags_as_bools_are_read_as_bools(flags: Any) -> None:
+    SaysFlags.which, SaysFlags.flags = "truncated", flags
+    batch, games = batch_of(2)
+    states = batch.step([(game, {"push": 1}, False) for game in games])
+    assert [state.truncated for state in states] == [False, True]
+    assert [state.done for state in states] == [False, True]

@@ -115,3 +115,26 @@ def test_rows_with_lone_surrogates_reach_the_writer_escaped() -> None:
         context.term()
     assert world_row[4:7] == ('{"env.text":"bad \\\\udcff"}', "{}", '{"reward \\\\udcff":1}')
     assert record_row[-1] == {"text": KEPT}
+
+
+def test_object_text_of_a_value_whose_surrogate_it_cannot_escape_fails_as_json_text_does() -> None:
+    """A sensor's value that msgspec encodes but :func:`escaped` does not rewrite (a dataclass)
+    with a lone surrogate in it: ``object_text`` (the rows' sensors, a Muscle's and a batch's)
+    tried again with the same value and again, and failed with ``RecursionError``; it fails
+    as ``json_text`` does, with the ``UnicodeEncodeError`` (a ``ValueError``: the value cannot
+    be stored) its callers name."""
+    import dataclasses
+
+    from palaestra.core.wire.records import object_keys, object_text
+
+    @dataclasses.dataclass
+    class Reading:
+        text: str
+
+    with pytest.raises(UnicodeEncodeError):
+        json_text({"env.s": Reading(BAD)})
+    with pytest.raises(UnicodeEncodeError):
+        object_text(object_keys(["env.s"]), ["env.s"], [Reading(BAD)])
+    assert object_text(object_keys(["env.s"]), ["env.s"], [Reading("ok")]) == (
+        '{"env.s":{"text":"ok"}}'
+    )

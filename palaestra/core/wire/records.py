@@ -200,13 +200,17 @@ def object_text(keys: list[str], uids: list[str], values: list[Any]) -> str:
 
     Raises:
         TypeError: A value has no JSON form.
+        UnicodeEncodeError: A value holds a lone surrogate that :func:`escaped` cannot write
+            as its escape (in an object it does not copy, a dataclass).
     """
     try:
         parts = [
             key + _plain_json(value).decode() for key, value in zip(keys, values, strict=True)
         ]
     except UnicodeEncodeError:  # (a lone surrogate: as its escape, see core.texts)
-        return object_text(keys, uids, escaped(values))
+        # once: a value escaped() does not rewrite (a dataclass) fails as json_text's does
+        values = escaped(values)
+        parts = [key + _json(value).decode() for key, value in zip(keys, values, strict=True)]
     text = "{" + ",".join(parts) + "}"
     if "null" in text:  # a None or a non-finite float: as json_text writes it
         return json_text(dict(zip(uids, values, strict=True)))
