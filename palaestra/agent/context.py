@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from palaestra.core.description.name_rules import TEXT_MAX, dump_key
+from palaestra.core.description.name_rules import column_problem, dump_key
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
 from palaestra.core.plugin_records import PluginRecorder, RecordingContext
@@ -185,13 +185,6 @@ def _check_tag(tag: object) -> None:
         return
     if not isinstance(tag, str):
         raise TypeError(f"a brain dump's tag is a str or None, not {type(tag).__name__}")
-    if len(tag) > TEXT_MAX:
-        raise ValueError(
-            f"a brain dump's tag is at most {TEXT_MAX} characters (the store's column), "
-            f"not {len(tag):,} ({tag[:40]!r}...)"
-        )
-    if "\x00" in tag:
-        raise ValueError(
-            f"a brain dump's tag has no NUL character (the store's column refuses it on "
-            f"PostgreSQL): {tag[:40]!r}"
-        )
+    problem = column_problem(tag)
+    if problem is not None:
+        raise ValueError(f"a brain dump's tag {problem}: {tag[:40]!r}")

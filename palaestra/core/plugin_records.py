@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from palaestra.core.description.name_rules import TEXT_MAX
+from palaestra.core.description.name_rules import TEXT_MAX, column_problem
 from palaestra.core.errors import PalaestraError
 from palaestra.core.recording_control import RecordingSwitch
 from palaestra.core.wire import messages as m
@@ -53,7 +53,7 @@ class PluginRecorder:
                 message names the plug-in method that called and the key.
         """
         method = sys._getframe(2).f_code.co_name  # the plug-in's method (past the context)
-        if not isinstance(key, str) or not key or len(key) > TEXT_MAX or "\x00" in key:
+        if not isinstance(key, str) or not key or column_problem(key) is not None:
             shown = key if not isinstance(key, str) or len(key) <= 40 else f"{key[:40]}..."
             raise PluginRecordError(
                 f"{self.owner}: {method}() called context.record with the key {shown!r}: "

@@ -58,9 +58,10 @@ FLOAT_COLUMNS = {"world_states": ("late_by",), "muscle_actions": ("reward", "obj
 NULL on every store, as SQLite (which has no NaN) stores it; PostgreSQL would keep it, and
 its sums (``episode_rewards``) and rows would differ from SQLite's."""
 _FLOAT_INDEXES = {
-    table: tuple(COLUMNS[table].index(column) for column in columns)
+    table: (COLUMNS[table].index(columns[0]), COLUMNS[table].index(columns[-1]))
     for table, columns in FLOAT_COLUMNS.items()
 }
+"""The indexes of each table's first and last :data:`FLOAT_COLUMNS` (at most two a table)."""
 
 
 @cache
@@ -376,16 +377,18 @@ def _without_nulls(
     return [columns[k] for k in kept], list(map(itemgetter(*kept), rows))
 
 
-def _nan_as_null(rows: Sequence[tuple[Any, ...]], at: tuple[int, ...]) -> Sequence[Any]:
+def _nan_as_null(rows: Sequence[tuple[Any, ...]], at: tuple[int, int]) -> Sequence[Any]:
     """``rows`` with a NaN at the indexes ``at`` made None (:data:`FLOAT_COLUMNS`); rows
     without one are kept as they are, and so is ``rows`` where none has one."""
-    out: list[Any] | None = None
-    for n, row in enumerate(rows):
-        if any(row[k] != row[k] for k in at):  # (only NaN differs from itself)
-            if out is None:
-                out = list(rows)
-            out[n] = tuple(None if k in at and v != v else v for k, v in enumerate(row))
-    return rows if out is None else out
+    # (only NaN differs from itself; one comparison a column a row, no call: a row per step)
+    j, k = at  # (each table's one or two: see _FLOAT_INDEXES)
+    found = [n for n, row in enumerate(rows) if row[j] != row[j] or row[k] != row[k]]
+    if not found:
+        return rows
+    out = list(rows)
+    for n in found:
+        out[n] = tuple(None if k in at and v != v else v for k, v in enumerate(out[n]))
+    return out
 
 
 def _file_of(connection: sqlite3.Connection) -> str | None:

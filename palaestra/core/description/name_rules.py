@@ -65,6 +65,16 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+def column_problem(text: str) -> str | None:
+    """What keeps a store's name column (:data:`TEXT_MAX`) from holding ``text`` on every
+    store, said after "the tag ...", say; None if nothing."""
+    if len(text) > TEXT_MAX:
+        return f"is at most {TEXT_MAX} characters (the store's column), not {len(text):,}"
+    if "\x00" in text:
+        return "has no NUL character (the store's column refuses it on PostgreSQL)"
+    return None
+
+
 def store_text(text: str) -> str:
     """``text`` as every store keeps it: each NUL character (which PostgreSQL's text columns
     refuse) written as :data:`NUL_SHOWN`.
