@@ -72,8 +72,8 @@ def once_from_stdin(run_files: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def say_outcome(state: State, run_uid: str, outcome: RunOutcome) -> bool:
-    """Say how a run ended and, unless its store was unusable, where its results are; whether
-    it failed (exit code 1, 2 or 3; an interrupted run is cancelled)."""
+    """Say how a run ended and, unless its store was unusable or has nothing of it, where its
+    results are; whether it failed (exit code 1, 2 or 3; an interrupted run is cancelled)."""
     failed = outcome.exit_code in (1, 2, 3)
     if outcome.exit_code == 0:
         click.echo(f"Run '{run_uid}' finished (instance {outcome.instance_uid}).")
@@ -81,7 +81,7 @@ def say_outcome(state: State, run_uid: str, outcome: RunOutcome) -> bool:
         click.echo(f"{ERROR} run '{run_uid}' failed: {outcome.message}", err=True)
     else:
         click.echo(f"Run '{run_uid}' {outcome.message}; marked cancelled.", err=True)
-    if outcome.exit_code != 3:
+    if outcome.exit_code != 3 and outcome.recorded:
         click.echo(where_to_look(state, run_uid))
     return failed
 

@@ -48,6 +48,8 @@ class RunOutcome:
     instance_uid: str
     exit_code: int
     message: str = ""
+    recorded: bool = True
+    """Whether the store has the instance (a run refused before it was recorded has not)."""
 
 
 def execute(
@@ -255,5 +257,6 @@ async def _execute(
         error = component.error
         message = error.describe() if error else "the run failed"
         exit_code = error.run_exit_code if error else EXIT_RUN_FAILED  # the error's own
-        return RunOutcome(run.uid, component.instance_uid, exit_code, message)
+        recorded = component.start_asked  # (a resume that lost its claim, say: not)
+        return RunOutcome(run.uid, component.instance_uid, exit_code, message, recorded)
     return RunOutcome(run.uid, component.instance_uid, EXIT_OK)

@@ -145,6 +145,8 @@ def test_replay_from_another_run_and_its_bad_sources(workspace: Workspace) -> No
         assert result.returncode == 2, result.stderr  # type: ignore[attr-defined]
         stderr = result.stderr  # type: ignore[attr-defined]
         assert str(path.name) in stderr and "replay[0]" in stderr and said in stderr, stderr
+        stdout = result.stdout  # type: ignore[attr-defined]
+        assert "Results are in the store" not in stdout, stdout  # (it has none of this run)
     # a source in another run is checked before the run starts: nothing of it is recorded
     assert "bad" not in {r["run_uid"] for r in rows.runs(store_uri=workspace.store_uri)}
     config = workspace.path / "nostore.yaml"
