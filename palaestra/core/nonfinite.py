@@ -38,6 +38,7 @@ def to_strict_json(value: Any) -> Any:
     return value
 
 
+_plain = msgspec.json.encode  # (called straight: json_text runs for a row a game a step)
 _encode = surviving(msgspec.json.encode)  # (a lone surrogate as its escape: core.texts)
 
 
@@ -53,7 +54,10 @@ def json_text(value: Any) -> str:
     Raises:
         TypeError: ``value`` holds an object JSON has no form for.
     """
-    text = _encode(value).decode()
+    try:
+        text = _plain(value).decode()
+    except UnicodeEncodeError:
+        text = _encode(value).decode()
     if "null" in text:  # (a str search: much faster than one in bytes)
         text = _encode(to_strict_json(value)).decode()
     return text
