@@ -95,6 +95,25 @@ def test_a_step_held_up_after_its_wait_is_late_from_its_due_time(
     assert pacer.due == pytest.approx(due + 0.010 + 0.02, abs=1e-4)
 
 
+def test_an_episodes_first_step_waiting_for_its_agents_is_not_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first step of an episode is due at once, so a round driver always found its
+    agents' first answers missing: every episode's first step was stored late by the time the
+    agents took to answer (``experiment-show`` counted one late step per episode where nothing
+    was slow). It is due when it begins; the schedule counts from then."""
+    pacer, clock = paced(monkeypatch, 50)
+    pacer.begin()
+    pacer.wait()
+    clock.now += 0.003  # the agents answer the episode's first observations
+    assert pacer.delayed() == 0.0
+    first = pacer.began
+    assert pacer.due == pytest.approx(first + 0.02, abs=1e-4)
+    assert pacer.wait() == 0.0 and pacer.began - first == pytest.approx(0.02, abs=ON_TIME)
+    clock.now += 0.010  # the second step's set points are 10 ms late: that one is
+    assert pacer.delayed() == pytest.approx(0.010, abs=1e-4)
+
+
 def test_a_rate_must_be_positive() -> None:
     with pytest.raises(ValueError, match="steps per second > 0"):
         Pacer(0)
