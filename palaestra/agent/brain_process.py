@@ -24,7 +24,14 @@ from palaestra.agent.context import BrainContext, BrainDumps
 from palaestra.agent.dump_keeper import DumpKeeper
 from palaestra.agent.evaluation_result import EvaluationResult, evaluated
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import HotReload, Outcome, rebuilt_brain, retire, watching
+from palaestra.agent.hot_reload import (
+    HotReload,
+    Outcome,
+    plugin_class,
+    rebuilt_brain,
+    retire,
+    watching,
+)
 from palaestra.agent.memory import Memory
 from palaestra.agent.phase_stop import PhaseStop
 from palaestra.agent.plugin_rows import PluginRows
@@ -32,7 +39,6 @@ from palaestra.agent.pretrain import pretrain
 from palaestra.agent.statistics import ATTRIBUTE, end_statistics, holder
 from palaestra.agent.transition_rows import TransitionRows
 from palaestra.core.description import names
-from palaestra.core.description.loading import load_class
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.plugin import FAILURES, PluginContractError, call, error_of
 from palaestra.core.supervision.esm import Component, ComponentRuntime
@@ -67,7 +73,8 @@ class BrainProcess(Component):
         reload = None  # made before the build (see HotReload)
         if setup.agent.hot_reload:
             reload = HotReload(name, setup.agent.name, {"brain": setup.agent.brain.name})
-        self.brain: Brain = call(load_class(setup.agent.brain.name), **setup.agent.brain.params)
+        brain_class = plugin_class(reload, "brain", setup.agent.brain.name)
+        self.brain: Brain = call(brain_class, **setup.agent.brain.params)
         self.brain.attach(
             BrainContext(
                 name=setup.agent.name,

@@ -45,6 +45,7 @@ import dataclasses
 import logging
 import os
 import pickle
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -158,6 +159,19 @@ class HotReload:
     def __bool__(self) -> bool:
         return bool(self.kinds)
 
+    def plugin_class(self, kind: str, name: str) -> type:
+        """The class the process builds its ``kind`` plug-in (``name`` in the run file) from:
+        that of the watched module as :meth:`_start` left it (the one loaded afresh, or the
+        run's where that failed), else ``load_class(name)``. Not ``load_class`` for a watched
+        one: a class the run file names through a package that re-exports it
+        (``my_agents:PPOBrain``, its ``__init__`` importing it from ``my_agents.ppo``) would
+        be the package's, the run's older version, whose instances cannot be pickled once the
+        fresh module is installed (Python finds another class of that name there)."""
+        watched = self.kinds.get(kind)
+        if watched is None:
+            return load_class(name)
+        return class_in(sys.modules[watched[0].module], watched[1])
+
     def describe(self) -> str:
         return ", ".join(f"{kind} {w.path}" for kind, (w, _) in self.kinds.items())
 
@@ -224,6 +238,12 @@ class HotReload:
             )
             for o in outcomes
         ]
+
+
+def plugin_class(reload: HotReload | None, kind: str, name: str) -> type:
+    """The class to build the ``kind`` plug-in named ``name`` from: with hot reload, that of
+    its watched module (see :meth:`HotReload.plugin_class`), else ``load_class(name)``."""
+    return load_class(name) if reload is None else reload.plugin_class(kind, name)
 
 
 def _nothing_to_rebuild(classes: dict[str, type]) -> None:

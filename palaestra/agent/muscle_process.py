@@ -19,7 +19,13 @@ import zmq
 from palaestra.agent.brain_link import BrainLink
 from palaestra.agent.context import BrainDumps, MuscleContext
 from palaestra.agent.filter import FilterChain
-from palaestra.agent.hot_reload import HotReload, rebuilt_muscle, retire, watching
+from palaestra.agent.hot_reload import (
+    HotReload,
+    plugin_class,
+    rebuilt_muscle,
+    retire,
+    watching,
+)
 from palaestra.agent.muscle import Muscle
 from palaestra.agent.muscle_lanes import MuscleLanes
 from palaestra.agent.muscle_links import MuscleLinks
@@ -29,7 +35,6 @@ from palaestra.agent.objective import Objective
 from palaestra.agent.objective_stop import ObjectiveStop
 from palaestra.agent.statistics import end_statistics
 from palaestra.core.description import names
-from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import AgentSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
@@ -88,7 +93,7 @@ class MuscleProcess(Component):
             plugins = {"muscle": agent.muscle.name, "objective": agent.objective.name}
             reload = HotReload(name, agent.name, plugins)
         dumps_of = BrainDumps(loaded=dumps or {}, source=dump_source, owner=name)
-        self.muscle = self._construct(agent, sensors, actuators, dumps_of, seed)
+        self.muscle = self._construct(agent, sensors, actuators, dumps_of, seed, reload)
         self.filters = FilterChain(agent.filters)
         self.objective_stop = ObjectiveStop(agent.objective_stop) if agent.objective_stop else None
         self.evaluating = Evaluating()  # whether the episode is an evaluation rollout
@@ -137,9 +142,14 @@ class MuscleProcess(Component):
         actuators: list[m.InfoDesc],
         dumps: BrainDumps,
         seed: int,
+        reload: HotReload | None,
     ) -> Muscle:
-        muscle: Muscle = call(load_class(agent.muscle.name), **agent.muscle.params)
-        self.objective = call(load_class(agent.objective.name), **agent.objective.params)
+        """The Muscle and the Objective (``self.objective``), built from the classes of the
+        run, or with hot reload those of their modules as ``reload`` loaded them."""
+        muscle_class = plugin_class(reload, "muscle", agent.muscle.name)
+        muscle: Muscle = call(muscle_class, **agent.muscle.params)
+        objective_class = plugin_class(reload, "objective", agent.objective.name)
+        self.objective = call(objective_class, **agent.objective.params)
         self.schema.set(sensors, actuators)
         muscle.attach(
             MuscleContext(

@@ -38,7 +38,7 @@ class Pacer:
             :meth:`~palaestra.core.supervision.hotloop.HotLoop.sleep` raises ``Stopped`` on a stop.
     """
 
-    __slots__ = ("period", "due", "step_due", "began", "late_by", "_sleep")
+    __slots__ = ("period", "due", "step_due", "began", "late_by", "opening", "_sleep")
 
     def __init__(self, rate: float, sleep: Callable[[float], None] = time.sleep) -> None:
         if not rate > 0:
@@ -48,6 +48,7 @@ class Pacer:
         self.step_due = 0.0  # when the last step was due (perf_counter seconds)
         self.began = 0.0  # when the last step began (perf_counter seconds)
         self.late_by = 0.0  # how late it began
+        self.opening = False  # the last step was an episode's first (due when it begins)
         self._sleep = sleep
 
     def begin(self) -> None:
@@ -59,6 +60,7 @@ class Pacer:
         seconds late it begins, 0.0 when on time."""
         now = time.perf_counter()
         due = self.due
+        self.opening = due is None
         if due is None:  # the first step of an episode
             return self._began(now, now)
         if due - now > SPIN:
@@ -70,8 +72,11 @@ class Pacer:
 
     def delayed(self) -> float:
         """The step :meth:`wait` let go only begins now (a peer was late): its lateness,
-        counted from its due time, and the schedule moved on from now if it is late."""
-        return self._began(time.perf_counter(), self.step_due)
+        counted from its due time, and the schedule moved on from now if it is late. An
+        episode's first step is due when it begins (its agents answer its first observations
+        first: not late), and the schedule counts from then."""
+        now = time.perf_counter()
+        return self._began(now, now if self.opening else self.step_due)
 
     def _began(self, now: float, due: float) -> float:
         late = now - due

@@ -37,7 +37,7 @@ from palaestra.core.description.specs import (
 from palaestra.core.plugin import PluginError, call
 from palaestra.core.wire import messages as m
 from palaestra.environment.world import World
-from palaestra.testing import FakeLink, muscle_step
+from palaestra.testing import FakeLink, brain_process, muscle_step
 
 SOURCE = """\
 VALUE = {value}
@@ -379,3 +379,70 @@ def test_reload_flag_turns_hot_reload_on_for_every_agent_of_every_phase() -> Non
     reloading = with_hot_reload(run)
     assert [a.hot_reload for p in reloading.phases for a in p.agents] == [True] * 4
     assert [a.name for p in reloading.phases for a in p.agents] == ["a", "b"] * 2
+
+
+REEXPORTED = """\
+from palaestra.agent import Brain, Muscle
+
+
+class Policy:
+    pass
+
+
+class ReexportedBrain(Brain):
+    def thinking(self, muscle_id, data_from_muscle):
+        return Policy()
+
+
+class ReexportedMuscle(Muscle):
+    def propose_actions(self, sensors, actuators_available):
+        return actuators_available, Policy()
+"""
+
+
+def test_plugins_a_package_re_exports_are_built_from_their_module_loaded_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run file names ``pkg:ReexportedBrain``, which ``pkg/__init__.py`` imports from
+    ``pkg.impl`` (the run imported it, as the executor does): with hot reload each process
+    loads ``pkg.impl`` afresh and builds its plug-ins from that module, so what they make
+    pickles. (Built from the package's attribute, the run's older class, a Brain's update was
+    'not the same object as pkg.impl.Policy': a run that works without ``--reload`` failed
+    at its first step with it.)"""
+    name = f"reexport_{uuid.uuid4().hex[:8]}"
+    package = tmp_path / name
+    package.mkdir()
+    (package / "impl.py").write_text(REEXPORTED)
+    (package / "__init__.py").write_text("from .impl import ReexportedBrain, ReexportedMuscle\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module(name)
+    agent = AgentSpec(
+        name="one",
+        brain=ClassSpec(name=f"{name}:ReexportedBrain"),
+        muscle=ClassSpec(name=f"{name}:ReexportedMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=(),
+        actuators=(),
+        hot_reload=True,
+    )
+    try:  # (each process loads the module afresh: check each before the next)
+        brain = brain_process(agent, [], [])
+        assert type(brain.brain) is sys.modules[f"{name}.impl"].ReexportedBrain
+        pickle.dumps(call(brain.brain.thinking, "one-0", None))
+        muscle = MuscleProcess(
+            "Muscle-one-0",
+            agent=agent,
+            agent_id=1,
+            worker=0,
+            mode="train",
+            seed=3,
+            brain_endpoint="",
+            store_endpoint=None,
+            sensors=[],
+            actuators=[],
+        )
+        assert type(muscle.muscle) is sys.modules[f"{name}.impl"].ReexportedMuscle
+        pickle.dumps(call(muscle.muscle.propose_actions, [], [])[1])
+    finally:
+        for module in [name, f"{name}.impl"]:
+            sys.modules.pop(module, None)

@@ -3,7 +3,11 @@ summary, the links' non-blocking calls, and the run-file keys refused."""
 
 from __future__ import annotations
 
+import math
+import os
 import pickle
+import queue
+import select
 import socket
 
 import pytest
@@ -11,6 +15,7 @@ import pytest
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.core.description.specs import UPDATE_LAG_ASYNC
 from palaestra.core.pacing import ON_TIME, SPIN, Pacer
+from palaestra.core.supervision.hotloop import _STOP, MAX_POLL_MS, HotLoop, Stopped
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel
 from palaestra.experiment.runfile import load_run_text
@@ -88,6 +93,25 @@ def test_a_step_held_up_after_its_wait_is_late_from_its_due_time(
     clock.now += 0.010  # a Muscle's set points came 10 ms late
     assert pacer.delayed() == pytest.approx(0.010, abs=1e-4)
     assert pacer.due == pytest.approx(due + 0.010 + 0.02, abs=1e-4)
+
+
+def test_an_episodes_first_step_waiting_for_its_agents_is_not_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first step of an episode is due at once, so a round driver always found its
+    agents' first answers missing: every episode's first step was stored late by the time the
+    agents took to answer (``experiment-show`` counted one late step per episode where nothing
+    was slow). It is due when it begins; the schedule counts from then."""
+    pacer, clock = paced(monkeypatch, 50)
+    pacer.begin()
+    pacer.wait()
+    clock.now += 0.003  # the agents answer the episode's first observations
+    assert pacer.delayed() == 0.0
+    first = pacer.began
+    assert pacer.due == pytest.approx(first + 0.02, abs=1e-4)
+    assert pacer.wait() == 0.0 and pacer.began - first == pytest.approx(0.02, abs=ON_TIME)
+    clock.now += 0.010  # the second step's set points are 10 ms late: that one is
+    assert pacer.delayed() == pytest.approx(0.010, abs=1e-4)
 
 
 def test_a_rate_must_be_positive() -> None:
@@ -216,3 +240,47 @@ def test_an_async_muscle_acts_without_its_brains_answer_and_applies_it_later() -
     assert stale == [False, True, True, True, True]  # steps 0 to 4 (step 4: one still out)
     experiences = [e for x in brain.sent if isinstance(x, m.Experiences) for e in x.items]
     assert [e.step for e in experiences] == [0, 1, 2, 3, 4, 5] and experiences[-1].done
+
+
+class _Poll:
+    """``select.poll`` as a hot loop's sleep uses it: refuses what poll refuses, records the
+    timeouts, and finds the stop posted on its ``stop_at``-th call."""
+
+    def __init__(self, loop: HotLoop, stop_at: int) -> None:
+        self.loop = loop
+        self.stop_at = stop_at
+        self.timeouts: list[int] = []
+
+    def poll(self, timeout: int) -> list[tuple[int, int]]:
+        if timeout > 2**31 - 1:
+            raise OverflowError("timeout is too large")
+        self.timeouts.append(timeout)
+        if len(self.timeouts) < self.stop_at:
+            return []
+        self.loop._items.put(_STOP)  # what HotLoop.post(_STOP) does
+        os.write(self.loop._stop_writer, b"i")
+        return [(self.loop.stop_fd, select.POLLIN)]
+
+
+def test_a_paced_wait_longer_than_poll_takes_sleeps_in_parts_until_the_stop() -> None:
+    """``step_rate: 1.0e-7`` (a step every 116 days), which the run file takes, waited longer
+    than ``poll`` can at once: the run failed at its second step with 'Environment-env-0:
+    OverflowError: timeout is too large' and a traceback. It sleeps in parts now, as long as
+    the schedule says (an endless wait until the stop)."""
+    loop = object.__new__(HotLoop)  # (its sleep needs no runtime)
+    loop.stop_fd, loop._stop_writer = os.pipe()
+    loop._items = queue.SimpleQueue()
+    try:
+        loop._sleeper = poller = _Poll(loop, stop_at=99)
+        loop.sleep(1e7)
+        assert sum(poller.timeouts) == 10**10 and max(poller.timeouts) == MAX_POLL_MS
+        loop._sleeper = poller = _Poll(loop, stop_at=3)
+        with pytest.raises(Stopped):
+            loop.sleep(math.inf)
+        assert poller.timeouts == [MAX_POLL_MS] * 3
+        loop._sleeper = None  # the real poll: the stop posted above is still there
+        with pytest.raises(Stopped):
+            loop.sleep(1e7)
+    finally:
+        os.close(loop.stop_fd)
+        os.close(loop._stop_writer)

@@ -33,6 +33,9 @@ from palaestra.core.wire.channel import Channel, Listener, Selector
 from palaestra.core.wire.records import FAILED_FLUSH_SECONDS, RowSink
 
 _STOP = object()
+MAX_POLL_MS = 2**31 - 1
+"""The longest timeout ``select.poll`` takes (a C int of milliseconds): a longer one raises
+``OverflowError``."""
 
 GC_THRESHOLDS = (50_000, 20, 100)
 """The garbage collector's thresholds in a process with a hot loop (Python's default: 700, 10,
@@ -161,17 +164,22 @@ class HotLoop:
 
     def sleep(self, seconds: float) -> None:
         """Sleep about ``seconds`` (whole milliseconds, rounded down: never longer), or until
-        a stop request (raises Stopped); a pacer's coarse wait (:mod:`palaestra.core.pacing`)."""
+        a stop request (raises Stopped); a pacer's coarse wait (:mod:`palaestra.core.pacing`).
+        A wait longer than ``poll`` takes (:data:`MAX_POLL_MS`, 24.8 days: a ``step_rate``
+        below 1 step in that) is slept in parts; an endless one (``inf``) until the stop."""
         if self._sleeper is None:
             self._sleeper = select.poll()
             self._sleeper.register(self.stop_fd, select.POLLIN)
-        milliseconds = int(seconds * 1000)
-        if milliseconds > 0:
+        left = seconds * 1000  # milliseconds, a float: inf stays inf
+        while left >= 1:
+            part = int(min(left, MAX_POLL_MS))
             working = waiting()
-            woken = self._sleeper.poll(milliseconds)
+            woken = self._sleeper.poll(part)
             waited(working)
             if woken:
                 self._control()
+                return
+            left -= part
 
     def command(self) -> Any:
         """Block until the asyncio thread :meth:`post`-s something; raises on stop."""
