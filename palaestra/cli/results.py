@@ -153,22 +153,29 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
     with step_rate, how late their steps began)."""
     from palaestra.report.trend import reward_trend
     from palaestra.store import rows
+    from palaestra.store.completed import training_episodes
 
     uri = state.config.store_uri
     instances = rows.runs(run=run, store_uri=uri)
     instance = _instance_uid(instances, instance)
     phases = rows.phases(run, store_uri=uri, instance=instance)
     done = {
-        row["phase"]: row["done"]
+        row["phase"]: (row["done"], row["evaluations"])
         for row in rows.episodes_done(run=run, store_uri=uri)
         if row["instance_uid"] == (instance or instances[-1]["instance_uid"])
     }
     # the run's view: a resumed run's episodes of the instances it continues too, as its
     # rewards show them (episodes_done counts the instance's own)
-    viewed = Counter(row["phase"] for row in rows.episodes(run, store_uri=uri, instance=instance))
+    viewed = Counter(
+        (row["phase"], row["worker"])
+        for row in rows.episodes(run, store_uri=uri, instance=instance)
+    )
     for row in phases:
-        row["episodes_done"] = max(done.get(row["phase"], 0), viewed[row["phase"]])
-    phases.columns = (*phases.columns, "episodes_done")
+        counts = [n for (phase, _), n in viewed.items() if phase == row["phase"]]
+        training = sum(training_episodes(row["config"], n) for n in counts)
+        own = done.get(row["phase"], (0, 0))
+        row["episodes_done"], row["evaluations"] = max(own, (training, sum(counts) - training))
+    phases.columns = (*phases.columns, "episodes_done", "evaluations")
     shown = {
         "run": _instance_row(instances, instance),
         "phases": phases,
@@ -276,7 +283,8 @@ def _phases_table(phases: Rows) -> Table:
             row["name"],
             row["mode"],
             str(row["workers"]),
-            f"{row['episodes_done']}/{row['episodes'] * row['workers']}",
+            f"{row['episodes_done']}/{row['episodes'] * row['workers']}"
+            + (f" (+{row['evaluations']} evaluations)" if row["evaluations"] else ""),
             _status(row["status"]),
             seconds(row["duration_s"]),
         )

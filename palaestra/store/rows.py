@@ -51,7 +51,7 @@ from palaestra.core.errors import (
     did_you_mean,
 )
 from palaestra.store import tables as t
-from palaestra.store.completed import completed_episodes, first_stored
+from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.engine import make_engine, mask_uri, reason, sqlite_file
 from palaestra.store.schema import require_readable
 from palaestra.store.tables import utcnow
@@ -460,12 +460,18 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
     there were none) count the worker episodes that have muscle actions, an episode cut short
     by an interruption included; a later instance's such phase has done none.
 
+    A phase with evaluation rollouts (``evaluate_every``) counts its training episodes in
+    ``done``, the episodes its plan has, and the rollouts in ``evaluations`` (each worker's
+    stored in its sequence of episodes, after every ``evaluate_every`` of its training ones).
+
     Returns:
-        ``instance_uid``, ``phase`` (the index) and ``done``, for phases with any episode.
+        ``instance_uid``, ``phase`` (the index), ``done`` and ``evaluations``, for phases with
+        any episode.
     """
     with_episodes = (
         select(_Instance.c.uid.label("instance_uid"), _Phase.c.index.label("phase"))
-        .add_columns(func.count(t.episodes.c.id).label("done"))
+        .add_columns(func.count(t.episodes.c.id).label("done"), t.episodes.c.worker)
+        .add_columns(_Phase.c.config)
         .select_from(t.episodes)
         .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
     )
@@ -486,17 +492,34 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
         .join(_Phase, acted.c.phase_id == _Phase.c.id)
         .where(_Instance.c.heartbeat_at.is_(None))  # (see _legacy: later ones ended none)
     )
-    found = Rows(columns=("instance_uid", "phase", "done"))
+    found = Rows(columns=("instance_uid", "phase", "done", "evaluations"))
     with _connection(store_uri) as connection:
-        for statement in (with_episodes, with_actions):
+        for statement, by in (
+            (with_episodes, (t.episodes.c.worker, _Phase.c.id)),
+            (with_actions, ()),
+        ):
             statement = (
                 statement.join(_Instance, _Phase.c.experiment_run_instance_id == _Instance.c.id)
                 .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
-                .group_by(_Instance.c.uid, _Phase.c.index)
+                .group_by(_Instance.c.uid, _Phase.c.index, *by)
             )
             statement = _filtered(statement, [(t.experiment_runs.c.uid, run)])
-            found.extend(_rows(connection.execute(statement)))
+            found.extend(_phase_counts(_rows(connection.execute(statement))))
     return found
+
+
+def _phase_counts(workers: Rows) -> list[Row]:
+    """Each phase's ``done`` and ``evaluations`` from its workers' counts of stored episodes
+    (each with the phase's ``config``; rows without one: ``done`` as it is)."""
+    phases: dict[tuple[str, int], Row] = {}
+    for row in workers:
+        count = row["done"]
+        training = training_episodes(row["config"], count) if "config" in row else count
+        key = (row["instance_uid"], row["phase"])
+        phase = phases.setdefault(key, {"instance_uid": key[0], "phase": key[1], "done": 0})
+        phase["done"] += training
+        phase["evaluations"] = phase.get("evaluations", 0) + count - training
+    return list(phases.values())
 
 
 def agents(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from palaestra.store import rows
 from tests.conftest import Workspace
 
 pytestmark = pytest.mark.timeout(90)
@@ -146,6 +147,12 @@ def test_a_flat_score_ends_the_phase_by_plateau(workspace: Workspace) -> None:
     assert [c["episode"] for c in calls] == [0, 1, 2]
     assert len(episodes) == 9  # 3 x (2 training episodes, 1 evaluation)
     assert [e for e in range(9) if episodes[e] == {0.5}] == [2, 5, 8]
+    # the phase's episodes count its training episodes against its plan, the rollouts apart
+    # (they were counted in: 9 of the plan's 20 shown done, by experiment-list 9/20)
+    (done,) = rows.episodes_done(store_uri=workspace.store_uri)
+    assert (done["done"], done["evaluations"]) == (6, 3)
+    shown = workspace.run("experiment-show", "evaluation")
+    assert " 6/20 (+3 evaluations) " in shown.stdout, shown.stdout
 
 
 def test_an_unreached_rule_leaves_the_phase_its_episodes(workspace: Workspace) -> None:
