@@ -240,29 +240,34 @@ def test_a_billion_laughs_is_refused_in_bounded_time_and_memory(workspace: Works
     assert time.monotonic() - began < 30
 
 
+DUMMY_RUN = Path(__file__).parents[2] / "experiments" / "dummy_run.yml"
+
+
+def palaestra_in(
+    place: Path, workspace: Workspace, *args: str | bytes
+) -> subprocess.CompletedProcess[str]:
+    """``palaestra *args`` run in ``place`` (its output read as text, bytes that are no UTF-8
+    escaped)."""
+    return subprocess.run(
+        [sys.executable, "-m", "palaestra", *args],
+        cwd=place,
+        env=workspace.env(),
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        timeout=60,
+    )
+
+
 def test_a_run_file_whose_name_is_no_utf8_is_read_or_refused_cleanly(workspace: Workspace) -> None:
     """A command line with bytes that are no UTF-8 (a file's name) failed every command at its
     start with a bare ``UnicodeDecodeError`` traceback (exit 1), reading the process's title."""
-    missing = subprocess.run(
-        [sys.executable, "-m", "palaestra", "check", b"gone-\xff.yml"],
-        cwd=workspace.path,
-        env=workspace.env(),
-        capture_output=True,
-        timeout=60,
-    )
+    missing = palaestra_in(workspace.path, workspace, "check", b"gone-\xff.yml")
     assert missing.returncode == 2, missing.stderr[-2000:]
-    assert b"gone-\\udcff.yml: cannot read the run file" in missing.stderr
-    assert b"Traceback" not in missing.stderr
-    (workspace.path / "run-\udcff.yml").write_bytes(
-        (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_bytes()
-    )
-    checked = subprocess.run(
-        [sys.executable, "-m", "palaestra", "check", b"run-\xff.yml"],
-        cwd=workspace.path,
-        env=workspace.env(),
-        capture_output=True,
-        timeout=60,
-    )
+    assert "gone-\\udcff.yml: cannot read the run file" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    (workspace.path / "run-\udcff.yml").write_bytes(DUMMY_RUN.read_bytes())
+    checked = palaestra_in(workspace.path, workspace, "check", b"run-\xff.yml")
     assert checked.returncode == 0, checked.stderr[-2000:]
 
 
@@ -274,23 +279,9 @@ def test_a_store_in_a_directory_whose_name_is_no_utf8_is_written_and_read(
     read-only connection's URI) in such a directory."""
     place = workspace.path / "d\udcff"
     place.mkdir()
-    (place / "run.yml").write_bytes(
-        (Path(__file__).parents[2] / "experiments" / "dummy_run.yml").read_bytes()
-    )
-
-    def palaestra(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "palaestra", *args],
-            cwd=place,
-            env=workspace.env(),
-            capture_output=True,
-            text=True,
-            errors="backslashreplace",
-            timeout=60,
-        )
-
-    started = palaestra("experiment-start", "-q", "run.yml")
+    (place / "run.yml").write_bytes(DUMMY_RUN.read_bytes())
+    started = palaestra_in(place, workspace, "experiment-start", "-q", "run.yml")
     assert started.returncode == 0, started.stderr[-2000:]
-    listed = palaestra("experiment-list")
+    listed = palaestra_in(place, workspace, "experiment-list")
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert "dummy-run" in listed.stdout and "finished" in listed.stdout
