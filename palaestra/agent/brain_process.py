@@ -265,7 +265,7 @@ class BrainProcess(Component):
         for agent_filter in self.filters.filters:
             agent_filter.brain = brain
         self.out.swap(brain)
-        retire(self.name, old)
+        retire(self.name, old, self.out)
 
     def handle(self, link: Channel, message: m.KeptMessage) -> None:
         """Think about ``message`` of the Muscle at the other end of ``link`` and answer it

@@ -71,6 +71,7 @@ from palaestra.core.plugin import PluginError, call
 from palaestra.core.wire import messages as m
 
 if TYPE_CHECKING:
+    from palaestra.agent.plugin_rows import PluginRows
     from palaestra.core.description.specs import AgentSpec
 
 LOG = logging.getLogger(__name__)
@@ -357,10 +358,13 @@ def _dumped(brain: Brain, owner: str) -> dict[str, bytes]:
 # --- both ------------------------------------------------------------------------------------
 
 
-def retire(owner: str, old: Muscle | Brain) -> None:
-    """Call the replaced instance's ``teardown()``; a failure is logged (the new code runs)."""
+def retire(owner: str, old: Muscle | Brain, out: PluginRows) -> None:
+    """Call the replaced instance's ``teardown()`` and store what it added with
+    ``add_statistics`` there (``out``: the process's rows, at step -1 as ``store()``'s; it
+    was dropped); a failure is logged (the new code runs)."""
     try:
         call(old.teardown)
+        out.add(old, -1, -1, -1)
     except PluginError as exc:
         LOG.warning(
             "%s: teardown() of the instance replaced by hot reload failed:\n%s",

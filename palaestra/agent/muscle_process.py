@@ -133,7 +133,7 @@ class MuscleProcess(Component):
         for agent_filter in self.filters.filters:
             agent_filter.muscle = muscle
         self.out.swap(muscle)
-        retire(self.name, old)
+        retire(self.name, old, self.out)
 
     def _construct(
         self,

@@ -162,8 +162,8 @@ def end_flag(env: object, name: str, value: Any, transformed: bool = False) -> b
     Raises:
         PluginContractError: ``value`` is neither a bool (numpy's too) nor None.
     """
-    if value is None:
-        return None
+    if value is None or value is True or value is False:  # (most: every step's)
+        return value
     if not isinstance(value, bool | np.bool_):
         by = " (as the run file's state_transformer returned it)" if transformed else ""
         raise PluginContractError(

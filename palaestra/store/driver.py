@@ -387,7 +387,7 @@ def _nan_as_null(rows: Sequence[tuple[Any, ...]], at: tuple[int, int]) -> Sequen
         return rows
     out = list(rows)
     for n in found:
-        out[n] = tuple(None if k in at and v != v else v for k, v in enumerate(out[n]))
+        out[n] = tuple(None if i in at and v != v else v for i, v in enumerate(out[n]))
     return out
 
 

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from palaestra.agent.dummy_muscle import DummyMuscle
-from palaestra.agent.hot_reload import HotReload, Outcome, user_traceback
+from palaestra.agent.hot_reload import HotReload, Outcome, retire, user_traceback
 from palaestra.agent.muscle_process import MuscleProcess
+from palaestra.agent.plugin_rows import PluginRows
 from palaestra.core.code_watch import SourceWatch, WatchedFile, class_in, load_fresh, source_of
 from palaestra.core.description.specs import (
     AgentSpec,
@@ -352,6 +353,22 @@ def test_a_reloaded_muscle_gets_the_context_the_model_and_the_newest_update(
 def old_module_torn(muscle: object) -> list[int]:
     """The ``TORN`` list of the module the (old) Muscle's class was made in."""
     return type(muscle).teardown.__globals__["TORN"]  # type: ignore[attr-defined,no-any-return]
+
+
+def test_what_a_replaced_instance_adds_in_its_teardown_is_stored() -> None:
+    """A Muscle (or Brain) replaced by a hot reload is torn down while its process runs on:
+    the statistics its ``teardown()`` added stayed on the old instance, dropped without a
+    word. They go to the process's rows, at step -1 as those of a Brain's ``store()``."""
+
+    class Tearing(DummyMuscle):
+        def teardown(self) -> None:
+            self.add_statistics("last_q", 1.5)
+
+    out = PluginRows("Muscle-one-0", "muscle", "one", 1, 1)
+    retire("Muscle-one-0", Tearing(), out)
+
+    (row,) = [msgspec.msgpack.decode(raw, type=m.StatisticsRow) for raw in out.statistics.rows]
+    assert (row.worker, row.episode, row.step, row.values) == (-1, -1, -1, {"last_q": 1.5})
 
 
 def test_reload_flag_turns_hot_reload_on_for_every_agent_of_every_phase() -> None:

@@ -13,11 +13,12 @@ the same form the store writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Union, get_args
 
 import msgspec
 
-from palaestra.core.texts import escaped
+from palaestra.core.texts import surviving
 from palaestra.core.wire.messages.base import (
     ErrorInfo,
     InfoDesc,
@@ -221,14 +222,10 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
 
 
-def encode(message: Msg) -> bytes:
-    """``message`` as msgpack; a text in it that UTF-8 cannot encode (a lone surrogate: a
-    plug-in's exception may say one) is sent with the surrogate as its escape, ``\\udcff``
-    (:mod:`palaestra.core.texts`), so the process that sends it lives on."""
-    try:
-        return _encoder.encode(message)
-    except UnicodeEncodeError:
-        return _encoder.encode(escaped(message))
+encode: Callable[[Msg], bytes] = surviving(_encoder.encode)
+"""``message`` as msgpack; a text in it that UTF-8 cannot encode (a lone surrogate: a plug-in's
+exception may say one) is sent with the surrogate as its escape, ``\\udcff``
+(:mod:`palaestra.core.texts`), so the process that sends it lives on."""
 
 
 def decode(data: bytes) -> Message:
