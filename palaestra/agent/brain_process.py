@@ -246,13 +246,14 @@ class BrainProcess(Component):
         return self.reload.check()
 
     def _send_reloads(self, outcomes: list[Outcome], message: m.KeptMessage | None) -> None:
-        """A reload's rows, at the experience thought about first after it (-1: unknown)."""
+        """A reload's rows, at the experience thought about first after it, or where the
+        rollouts of the evaluation judged first after it ended (-1: unknown)."""
         if not outcomes or self.reload is None:
             return
         where = (-1, -1, -1)
         if isinstance(message, m.KeptExperiences) and message.items:  # (its first game's)
             message = message.items[0]
-        if isinstance(message, m.KeptExperience):
+        if isinstance(message, m.KeptExperience | m.AgentEvaluate):
             where = (message.worker, message.episode, message.step)
         self.out.code_reloads(self.reload.rows(outcomes, *where))
 

@@ -228,12 +228,16 @@ class SimulationController(Component):
         # (with several games it plays any order of turns in its rounds)
         return len(self.environments) == 1 and (games > 1 or type(self.turns) in BUILT_IN)
 
-    def _judged(self, evaluation: int) -> bool:
+    def _judged(self, evaluation: int, end: m.LaneEpisodeDone | None) -> bool:
         """Each agent's Brain judges evaluation ``evaluation``'s rollouts (through its
-        Muscle); whether a condition ends the phase on the results."""
-        results: list[m.AgentEvaluated] = ask_all(
-            self.agents, [m.AgentEvaluate(evaluation=evaluation)] * len(self.agents)
-        )
+        Muscle), told where they ended (``end``: the first game's rollout); whether a
+        condition ends the phase on the results."""
+        judge = m.AgentEvaluate(evaluation=evaluation)
+        if end is not None:  # (its last experience's step is the episode's count of steps)
+            judge = m.AgentEvaluate(
+                evaluation=evaluation, worker=end.worker, episode=end.episode, step=end.steps
+            )
+        results: list[m.AgentEvaluated] = ask_all(self.agents, [judge] * len(self.agents))
         return any(call(c.evaluation_done, evaluation, results) for c in self.conditions)
 
     def _play_lanes(self, run: m.SimulationRun) -> int:
@@ -261,15 +265,16 @@ class SimulationController(Component):
             if played:
                 self._start_environments(reset=True)
             plan = self._plan(drives, episodes, first if not played else 0, until, step_rate)
-            count, done = self._lanes(drives, lanes, plan)
+            count, done, _ = self._lanes(drives, lanes, plan)
             played += count
             if done.end_phase or not done.reached:
                 break
             LOG.info("%s: evaluation %d of %d games", self.name, evaluation, lanes)
             self._start_environments(reset=True)
             plan = self._plan(drives, 1, 0, 0, step_rate, evaluation=True)
-            played += self._lanes(drives, lanes, plan)[0]
-            if self._judged(evaluation):
+            count, _, end = self._lanes(drives, lanes, plan)
+            played += count
+            if self._judged(evaluation, end):
                 LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
                 break
             if done.over:
@@ -307,8 +312,11 @@ class SimulationController(Component):
             evaluation=evaluation,
         )
 
-    def _lanes(self, drives: bool, lanes: int, plan: m.EnvLanes) -> tuple[int, m.EnvLanesDone]:
-        """One play of the games: the episodes played, and how the games stopped."""
+    def _lanes(
+        self, drives: bool, lanes: int, plan: m.EnvLanes
+    ) -> tuple[int, m.EnvLanesDone, m.LaneEpisodeDone | None]:
+        """One play of the games: the episodes played, how the games stopped, and the last
+        episode end of the first game (the lowest lane) that ended one."""
         env = self.environments[0]
         if not drives:  # linked to every peer before the Muscles are told to play
             for peer in [*self.environments, *self.agents]:
@@ -317,10 +325,13 @@ class SimulationController(Component):
             plan.first_episode, env.name if drives else "", plan.evaluation, lanes=lanes
         )
         played = 0
+        first: m.LaneEpisodeDone | None = None
         agent_names = {a.process: a.name for a in self.agents}
 
         def ended(answer: m.LaneEpisodeDone) -> None:
-            nonlocal played
+            nonlocal played, first
+            if first is None or answer.worker <= first.worker:
+                first = answer
             self.report.ended(  # to the parent and the store
                 m.EpisodeEnded(
                     phase=self.report.phase,
@@ -342,14 +353,14 @@ class SimulationController(Component):
             )
             seats = Seats(self.name, self.agents)
             over = play_rounds(table, seats, plan, self.kept, self.hot.sleep, ended)
-            return played, over
+            return played, over, first
         env.tell(plan)
         while True:  # no answer_timeout on the games: the environment watches its steps
             answer = m.decode(env.receive())
             if isinstance(answer, m.LaneEpisodeDone):
                 ended(answer)
             elif isinstance(answer, m.EnvLanesDone):
-                return played, answer
+                return played, answer, first
             else:
                 raise TypeError(f"{self.name}: {type(answer).__name__} from {env.name}")
 

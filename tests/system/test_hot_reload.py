@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from palaestra.store import query
+from palaestra.store import query, rows
 from tests.conftest import Workspace
 
 pytestmark = pytest.mark.timeout(120)
@@ -465,3 +465,91 @@ def test_reload_of_builtin_plugins_watches_nothing_and_says_so(workspace: Worksp
     warnings = [line for line in result.stderr.splitlines() if "watches nothing" in line]
     assert len(warnings) == 4, result.stderr[-3000:]  # 2 agents x 2 phases
     assert all("Brain-" in line and "WARNING" in line for line in warnings)
+
+
+SELF_EDITING = '''\
+"""A Brain that edits its own file in the last steps of its first training episode (version
+1 only), each time letting the hot reload's interval pass, so that its process sees the
+change once before the evaluation rollout and again at the evaluation."""
+
+import os
+import time
+
+from palaestra.agent import DummyBrain
+from palaestra.core.code_watch import CHECK_INTERVAL
+
+VERSION = {version}
+
+
+class SelfEditingBrain(DummyBrain):
+    calls = 0
+
+    def thinking(self, muscle_id, data_from_muscle):
+        self.calls += 1
+        if VERSION == 1 and self.calls == 4:  # step 3 of episode 0 (of 4 steps, 0 to 4)
+            with open(__file__) as f:
+                text = f.read()
+            with open(__file__, "w") as f:
+                f.write(text.replace("VERSION = 1", "VERSION = 2  # edited"))
+            os.utime(__file__, (time.time() + 10, time.time() + 10))
+        if VERSION == 1 and self.calls in (4, 5):  # the next look is due
+            time.sleep(2 * CHECK_INTERVAL)
+        return super().thinking(muscle_id, data_from_muscle)
+'''
+
+EVALUATED = """\
+uid: {uid}
+experiment_uid: reload-tests
+seed: 5
+version: "0.1"
+schedule:
+  - phase_0:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: myenv
+            params: {{discrete: true, max_iter: 4}}
+      agents:
+        - name: live
+          brain: {{name: self_editing:SelfEditingBrain, params: {{}}}}
+          muscle: {{name: palaestra.agent.dummy_muscle:DummyMuscle, params: {{}}}}
+          objective: {{name: palaestra.agent.dummy_objective:DummyObjective, params: {{}}}}
+          sensors: [myenv.0]
+          actuators: [myenv.0]
+          hot_reload: true
+      simulation:
+        name: palaestra.simulation:Vanilla
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {{}}
+      phase_config: {{mode: train, worker: 1, episodes: 1, evaluate_every: 1}}
+run_config:
+  condition:
+    name: palaestra.experiment:VanillaRunGovernorTerminationCondition
+    params: {{}}
+"""
+
+
+def test_a_brain_reloaded_at_an_evaluation_names_where_its_rollout_ended(
+    workspace: Workspace,
+) -> None:
+    """The Brain hears nothing of an evaluation rollout: a change it saw settle only at the
+    evaluation after it (its ``evaluate_rollouts`` the first thing the new code did) was
+    recorded at worker, episode and step -1. Its row names the rollout's worker, episode (1,
+    after training episode 0) and last step (4, as the Brain's statistics number an
+    episode's steps)."""
+    uid = f"reload-{uuid.uuid4().hex[:8]}"
+    (workspace.path / "self_editing.py").write_text(SELF_EDITING.format(version=1))
+    run = workspace.path / "run.yml"
+    run.write_text(EVALUATED.format(uid=uid))
+    result = workspace.run("experiment-start", str(run))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    reloads = query.code_reloads(uid, store_uri=workspace.store_uri)
+    ((source, ok, worker, episode, step),) = zip(
+        reloads.source, reloads.ok, reloads.worker, reloads.episode, reloads.step, strict=True
+    )
+    assert (source, ok) == ("brain:live", True)
+    assert (worker, episode, step) == (0, 1, 4)
+    episodes = rows.episodes(uid, store_uri=workspace.store_uri)
+    assert [(r["worker"], r["episode"], r["steps"]) for r in episodes] == [(0, 0, 4), (0, 1, 4)]

@@ -19,6 +19,7 @@ from types import ModuleType
 import msgspec
 import numpy as np
 import pytest
+import zmq
 
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.hot_reload import HotReload, Outcome, retire, user_traceback
@@ -37,6 +38,7 @@ from palaestra.core.description.specs import (
 )
 from palaestra.core.plugin import PluginError, call
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import COLUMNS
 from palaestra.environment.world import World
 from palaestra.testing import FakeLink, brain_process, muscle_step
 
@@ -463,3 +465,89 @@ def test_plugins_a_package_re_exports_are_built_from_their_module_loaded_afresh(
     finally:
         for module in [name, f"{name}.impl"]:
             sys.modules.pop(module, None)
+
+
+BRAIN = """\
+from palaestra.agent import DummyBrain
+
+VERSION = {version}
+
+
+class VersionBrain(DummyBrain):
+    def thinking(self, muscle_id, data_from_muscle):
+        return VERSION
+"""
+
+
+@pytest.fixture
+def store_pair() -> Iterator[tuple[zmq.Socket[bytes], zmq.Socket[bytes]]]:
+    """A PUSH socket as a process's to the store writer, and the PULL socket it feeds."""
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.bind("inproc://code-reloads")
+    push = ctx.socket(zmq.PUSH)
+    push.connect("inproc://code-reloads")
+    yield push, pull
+    ctx.destroy(linger=0)
+
+
+def code_reload_rows(pull: zmq.Socket[bytes]) -> list[dict[str, object]]:
+    """The ``code_reloads`` rows pushed, by column."""
+    found = []
+    while pull.poll(1000 if not found else 0):
+        message = m.decode(pull.recv())
+        if isinstance(message, m.Rows) and message.table == "code_reloads":
+            found += [dict(zip(COLUMNS["code_reloads"], row, strict=True)) for row in message.rows]
+    return found
+
+
+def test_a_brain_reloaded_at_an_evaluation_records_where_its_rollouts_ended(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    store_pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    """The first message after a change settled is an evaluation's (the Brain hears nothing
+    of its rollouts): the reload's row was at worker, episode and step -1. It names where
+    the evaluation's rollouts ended (their first game's last step), as a reload at an
+    experience names the experience's."""
+    name = f"reload_brain_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(BRAIN.format(version=1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    agent = AgentSpec(
+        name="one",
+        brain=ClassSpec(name=f"{name}:VersionBrain"),
+        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=(),
+        actuators=(),
+        hot_reload=True,
+    )
+    push, pull = store_pair
+    try:
+        process = brain_process(agent, [], [])
+        clock = Clock()
+        plugins = {"brain": agent.brain.name}
+        process.use_reload(HotReload(process.name, "one", plugins, clock=clock))
+        process.out.connect(push, process.brain)
+        link = FakeLink("Muscle-one-0", decode=m.decode)
+        memory = process.brain.memory
+
+        def receive(message: m.Msg) -> object:
+            clock.now += 1
+            link.put(message)
+            process._reloading_think(link, memory)
+            return link.sent[-1]
+
+        experience = m.Experience(worker=0, transition=None, data=None, done=False, step=3)
+        answer = receive(m.Experiences(worker=0, items=[experience]))
+        assert isinstance(answer, m.BrainUpdate) and pickle.loads(answer.update or b"") == 1
+        path.write_text(BRAIN.format(version=2))
+        receive(m.Experiences(worker=0, items=[experience]))  # the change is settling
+        evaluate = m.AgentEvaluate(evaluation=0, worker=0, episode=1, step=4)
+        assert isinstance(receive(evaluate), m.AgentEvaluated)
+        (row,) = code_reload_rows(pull)
+        assert (row["source"], row["ok"]) == ("brain:one", True)
+        assert (row["worker"], row["episode"], row["step"]) == (0, 1, 4)
+    finally:
+        sys.modules.pop(name, None)

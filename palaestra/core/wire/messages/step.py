@@ -263,9 +263,15 @@ class KeptExperiences(Msg, frozen=True, kw_only=True, tag="Experiences"):
 class AgentEvaluate(Msg, frozen=True, kw_only=True):
     """To a Muscle after an evaluation's rollouts, passed on to its Brain: call
     ``evaluate_rollouts`` for evaluation ``evaluation`` (0, 1, ...); answered by
-    :class:`AgentEvaluated`."""
+    :class:`AgentEvaluated`. ``worker``, ``episode`` and ``step``: where the rollouts ended
+    (the first game's lane, its rollout's episode, and the step of its last experience, as an
+    :class:`Experience` numbers it), where a Brain's hot reload at this message is recorded
+    (-1: not known)."""
 
     evaluation: int
+    worker: int = -1
+    episode: int = -1
+    step: int = -1
 
 
 class AgentEvaluated(Msg, frozen=True, kw_only=True):
