@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import pickle
 import reprlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -180,7 +180,8 @@ class BrainProcess(Component):
         selector = hot.selector()
         selector.add(listener)
         batched = self.batched = self._batched()
-        think, think_batch = self._think, self._think_batch
+        think = self._think
+        think_batch: Callable[[list[Channel], Memory], list[Channel]] = self._think_batch
         if self.reload is not None:  # a changed plug-in file is looked for first
             think, think_batch = self._reloading_think, self._reloading_think_batch
         while True:
@@ -223,12 +224,14 @@ class BrainProcess(Component):
             self._send_reloads(reloaded, message)
 
     def _reloading_think_batch(self, ready: list[Channel], memory: Memory) -> list[Channel]:
-        """:meth:`_think_batch`, a changed plug-in file looked for first."""
+        """:meth:`_think_batch`, a changed plug-in file looked for first; the reload's rows
+        name the batch's first message."""
         reloaded = self._reload_due()
+        first: list[m.KeptMessage] | None = [] if reloaded else None
         try:
-            return self._think_batch(ready, memory)
+            return self._think_batch(ready, memory, first)
         finally:
-            self._send_reloads(reloaded, None)
+            self._send_reloads(reloaded, first[0] if first else None)
 
     # --- hot reload ----------------------------------------------------------------------
 
@@ -286,15 +289,20 @@ class BrainProcess(Component):
         self.dumps.send(self.out.store, last=False)  # (answered: the Muscle goes on)
         return message
 
-    def _think_batch(self, ready: list[Channel], memory: Memory) -> list[Channel]:
+    def _think_batch(
+        self, ready: list[Channel], memory: Memory, first: list[m.KeptMessage] | None = None
+    ) -> list[Channel]:
         """Take the pending message of every ready Muscle, remember their transitions, call
-        ``thinking_batch`` once for their experiences, answer each; the links gone."""
+        ``thinking_batch`` once for their experiences, answer each; the links gone. The first
+        message taken is appended to ``first`` if given (a hot reload's rows name it)."""
         gone: list[Channel] = []
         # each Muscle's link, the id its answer is kept under, its experiences by muscle id
         batch: list[tuple[Channel, str, list[tuple[str, m.KeptExperience]]]] = []
         for link in ready:
             try:
                 message = m.decode_kept(link.recv(ready=True))
+                if first is not None and not first:
+                    first.append(message)
                 if isinstance(message, m.KeptExperiences):  # a round of the Muscle's games
                     batch.append((link, *self._games(message)))
                 else:  # an evaluation: as alone

@@ -551,3 +551,66 @@ def test_a_brain_reloaded_at_an_evaluation_records_where_its_rollouts_ended(
         assert (row["worker"], row["episode"], row["step"]) == (0, 1, 4)
     finally:
         sys.modules.pop(name, None)
+
+
+BATCHING_BRAIN = (
+    BRAIN
+    + """
+
+class BatchingBrain(VersionBrain):
+    def thinking_batch(self, experiences):
+        return [VERSION for _ in experiences]
+"""
+)
+
+
+def test_a_brain_reloaded_before_a_batch_records_its_first_experience(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    store_pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    """A Brain with ``thinking_batch`` thinks about the pending rounds of several Muscles
+    (workers) in one call: a reload before such a batch was recorded at worker, episode and
+    step -1. Its row names the batch's first experience, as before a single round."""
+    name = f"reload_batch_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(BATCHING_BRAIN.format(version=1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    agent = AgentSpec(
+        name="one",
+        brain=ClassSpec(name=f"{name}:BatchingBrain"),
+        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=(),
+        actuators=(),
+        hot_reload=True,
+    )
+    push, pull = store_pair
+    try:
+        process = brain_process(agent, [], [])
+        clock = Clock()
+        plugins = {"brain": agent.brain.name}
+        process.use_reload(HotReload(process.name, "one", plugins, clock=clock))
+        process.out.connect(push, process.brain)
+        process.batched = process._batched()
+        links = [FakeLink(f"Muscle-one-{w}", decode=m.decode) for w in range(2)]
+
+        def batch(step: int) -> list[object]:
+            clock.now += 1
+            for worker, link in enumerate(links):
+                item = m.Experience(
+                    worker=worker, transition=None, data=None, done=False, episode=2, step=step
+                )
+                link.put(m.Experiences(worker=worker, items=[item]))
+            assert process._reloading_think_batch(list(links), process.brain.memory) == []
+            return [pickle.loads(link.sent[-1].update) for link in links]
+
+        assert batch(5) == [1, 1]
+        path.write_text(BATCHING_BRAIN.format(version=2))
+        assert batch(6) == [1, 1]  # the change is settling
+        assert batch(7) == [2, 2]
+        (row,) = code_reload_rows(pull)
+        assert (row["source"], row["ok"]) == ("brain:one", True)
+        assert (row["worker"], row["episode"], row["step"]) == (0, 2, 7)
+    finally:
+        sys.modules.pop(name, None)
