@@ -24,11 +24,13 @@ What carries over:
   Objective reads belongs to the process and stays.
 - Objective: a new instance with the same params (it has no state of its own to hand over).
 
-Everything is built before anything is swapped: a module that fails to compile or to run, a
-class that is gone, or an exception in a constructor, ``store``, ``load``, ``setup``,
-``prepare_model`` or ``update`` keeps all the old instances (and the old module) running, logs
-the traceback once and records the failure; the change is tried again only when a watched
-file changes again. After a swap the old Muscle's or Brain's ``teardown()`` is called (a
+Each changed module is reloaded on its own (a Muscle's and an Objective's in two files: one
+may take while the other fails), and the plug-ins of its classes are all built before any is
+swapped: a module that fails to compile or to run, a class that is gone, or an exception in a
+constructor, ``store``, ``load``, ``setup``, ``prepare_model`` or ``update`` keeps its old
+instances (and its old module) running, logs the traceback once and records the failure; it
+is tried again only when its file changes again (not when another watched file does). After
+a swap the old Muscle's or Brain's ``teardown()`` is called (a
 failure there is logged, the new code keeps running). Each attempt becomes a ``code_reloads``
 row per plug-in rebuilt, sent to the store at once.
 
@@ -128,7 +130,6 @@ class HotReload:
                 self.kinds[kind] = (watched, cls.__qualname__)
         files = {watched.module: watched for watched, _ in self.kinds.values()}
         self.watch = SourceWatch(files.values(), interval, clock)
-        self.pending: dict[str, WatchedFile] = {}  # changed, not yet reloaded (failed)
         self.started = self._start(list(files.values()))  # reported at the first check
         if self.started:
             self.watch.next_check = 0.0
@@ -151,7 +152,6 @@ class HotReload:
                     watched.path,
                     error,
                 )
-                self.pending[watched.module] = watched
                 failed.extend(Outcome(k, watched, False, error, time.time()) for k, _ in kinds)
             else:
                 install(module)
@@ -181,46 +181,37 @@ class HotReload:
         return self.watch.clock() >= self.watch.next_check
 
     def check(self) -> list[Outcome]:
-        """Look at the files; if one changed, reload (see the module's docstring). The
-        outcomes, one per plug-in rebuilt (none if nothing changed; the first time, also those
-        of the modules that failed to load at the start)."""
+        """Look at the files; reload each that changed, on its own (see the module's
+        docstring). The outcomes, one per plug-in rebuilt (none if nothing changed; the first
+        time, also those of the modules that failed to load at the start)."""
         outcomes, self.started = self.started, []
-        changed = self.watch.changed()
-        if not changed:
-            return outcomes
-        for watched in changed:
-            self.pending[watched.module] = watched
-        return outcomes + self._reload()
+        for watched in self.watch.changed():
+            outcomes += self._reload(watched)
+        return outcomes
 
-    def _reload(self) -> list[Outcome]:
-        kinds = {k: v for k, v in self.kinds.items() if v[0].module in self.pending}
-        files = sorted(self.pending.values(), key=lambda w: w.module)
+    def _reload(self, watched: WatchedFile) -> list[Outcome]:
+        """Load ``watched`` afresh, rebuild the plug-ins of its classes and install it; their
+        outcomes (a failure keeps its old module and instances: another module's reload does
+        not try it again, its own file's next change does)."""
+        kinds = {k: name for k, (w, name) in self.kinds.items() if w == watched}
         try:
-            modules = {w.module: load_fresh(w) for w in files}
-            classes = {k: class_in(modules[w.module], name) for k, (w, name) in kinds.items()}
-            self.rebuild(classes)
+            module = load_fresh(watched)
+            self.rebuild({k: class_in(module, name) for k, name in kinds.items()})
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: reported, kept
             error = user_traceback(exc)
             LOG.error(
                 "%s: hot reload of %s failed; the old code keeps running (tried again when the "
                 "file changes again):\n%s",
                 self.owner,
-                ", ".join(w.path for w in files),
+                watched.path,
                 error,
             )
             at = time.time()
-            return [Outcome(k, w, False, error, at) for k, (w, _) in kinds.items()]
-        for module in modules.values():
-            install(module)
-        self.pending.clear()
-        LOG.info(
-            "%s: reloaded %s (%s)",
-            self.owner,
-            ", ".join(w.path for w in files),
-            ", ".join(kinds) or "no plug-in class in it",
-        )
+            return [Outcome(k, watched, False, error, at) for k in kinds]
+        install(module)
+        LOG.info("%s: reloaded %s (%s)", self.owner, watched.path, ", ".join(kinds))
         at = time.time()
-        return [Outcome(k, w, True, None, at) for k, (w, _) in kinds.items()]
+        return [Outcome(k, watched, True, None, at) for k in kinds]
 
     def rows(
         self, outcomes: list[Outcome], worker: int, episode: int, step: int

@@ -614,3 +614,58 @@ def test_a_brain_reloaded_before_a_batch_records_its_first_experience(
         assert (row["worker"], row["episode"], row["step"]) == (0, 2, 7)
     finally:
         sys.modules.pop(name, None)
+
+
+def test_each_watched_module_is_reloaded_on_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Muscle and an Objective in two modules: the first still broken after an edit (a
+    syntax error), an edit to the second failed too, with the first's error, and the second's
+    new code never ran. Each module is loaded and its plug-ins rebuilt on its own: the second
+    reloads, the first's failure stays its own (reported once), and the first reloads once it
+    is fixed."""
+    names = {kind: f"reload_{kind}_{uuid.uuid4().hex[:8]}" for kind in ("muscle", "objective")}
+    paths = {kind: tmp_path / f"{name}.py" for kind, name in names.items()}
+    for path in paths.values():
+        path.write_text(SOURCE.format(value=1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in names.values():
+        importlib.import_module(name)
+    built: list[tuple[str, int]] = []
+
+    def rebuild(classes: dict[str, type]) -> None:
+        built.extend((kind, call(cls).value) for kind, cls in sorted(classes.items()))
+
+    clock = Clock()
+    plugins = {kind: f"{name}:Plugin" for kind, name in names.items()}
+    reload = HotReload("Muscle-a-0", "a", plugins, clock=clock)
+    reload.rebuild = rebuild
+    assert reload.check() == []
+
+    def look() -> list[tuple[str, bool, str]]:
+        clock.now += 1
+        return [
+            (o.kind, o.ok, (o.error or "").splitlines()[-1] if o.error else "")
+            for o in reload.check()
+        ]
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="palaestra.agent.hot_reload"):
+            edit(paths["muscle"], SOURCE.format(value="= 2"), later=1)
+            assert look() == []  # settling
+            assert look() == [("muscle", False, "SyntaxError: invalid syntax")]
+            edit(paths["objective"], SOURCE.format(value=3), later=2)
+            assert look() == []
+            assert look() == [("objective", True, "")]
+            assert look() == []
+        assert built == [("objective", 3)]
+        assert sys.modules[names["objective"]].VALUE == 3
+        assert len(caplog.records) == 1 and paths["muscle"].name in caplog.text
+
+        edit(paths["muscle"], SOURCE.format(value=4), later=3)
+        assert look() == []
+        assert look() == [("muscle", True, "")]
+        assert built == [("objective", 3), ("muscle", 4)]
+    finally:
+        for name in names.values():
+            sys.modules.pop(name, None)
