@@ -594,13 +594,15 @@ def data_paths(configured: str, content: Row) -> list[str]:
     files its brain dumps were recorded at (a run started from another directory, or with
     another ``data_path``), each once."""
     from palaestra.core.description.name_rules import path_part
+    from palaestra.core.texts import path_on_disk
 
     marker = os.sep + os.path.join("brain_dumps", path_part(content["run"])) + os.sep
     found = {os.path.abspath(configured): configured}  # (the configured one as it is given)
     for path in content["dump_paths"]:
         at = path.rfind(marker)
-        if os.path.isabs(path) and at > 0:
-            found.setdefault(path[:at], path[:at])
+        if os.path.isabs(path) and at > 0:  # (a name that is no UTF-8 was stored escaped)
+            data_path = path_on_disk(path[:at], exists=os.path.isdir)
+            found.setdefault(data_path, data_path)
     return list(found.values())
 
 

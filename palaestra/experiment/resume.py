@@ -38,6 +38,7 @@ from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import PhaseSpec, RunSpec
 from palaestra.core.errors import NotResumableError
 from palaestra.core.supervision.start_methods import AUTO
+from palaestra.core.texts import path_on_disk
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
@@ -109,11 +110,12 @@ def plan_resume(
             os.getcwd(),
         )
     _refuse_continued(connection, run_uid, instance.uid, instance.id)
+    file = path_on_disk(record.file, exists=_directory_there)  # (a name that is no UTF-8)
     if on_file is not None:
-        on_file(record.file)
+        on_file(file)
     run = load_run_text(
         record.document,
-        path=record.file,
+        path=file,
         probe_timeout=probe_timeout,
         start_method=start_method,
     )
@@ -134,6 +136,12 @@ def plan_resume(
         instance_uid=instance.uid,
         status=status,
     )
+
+
+def _directory_there(path: str) -> bool:
+    """Whether the directory of the file ``path`` is there (the run file may be gone: its
+    plug-ins are looked for beside it)."""
+    return os.path.isdir(os.path.dirname(path))
 
 
 def _stopped_hint(status: str, where: tuple[str | None, str]) -> str:

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.conftest import Workspace, slow_after
+from tests.system.test_resume import BESIDE
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -285,3 +286,46 @@ def test_a_store_in_a_directory_whose_name_is_no_utf8_is_written_and_read(
     listed = palaestra_in(place, workspace, "experiment-list")
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert "dummy-run" in listed.stdout and "finished" in listed.stdout
+
+
+def test_a_run_in_a_directory_whose_name_is_no_utf8_resumes_and_cleans_from_elsewhere(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """The store keeps the run file's path with each lone surrogate as its escape (``\\udcff``),
+    which names no directory: ``experiment-resume`` from another directory did not find the
+    plug-ins beside the run file (exit 2, "no module 'beside'"), and ``clean`` left the dump
+    files there (exit 0). Both read the escape back where the store's path names nothing on
+    the disk; a directory that has those six characters in its name is found as it is."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    flag = tmp_path / "fail"
+    for k, name in enumerate(["project-\udcff", "project-\\udcff"]):  # (bytes 0xff; a backslash)
+        place = workspace.path / name
+        place.mkdir()
+        (place / "run.yml").write_text(BESIDE.replace("FLAG", str(flag)))
+        (place / "beside.py").write_text(
+            "from resume_plugins import FailOnceMuscle as BesideMuscle\n"
+        )
+        config = tmp_path / f"runtime-{k}.yml"
+        config.write_text(f"store_uri: sqlite:///{tmp_path / f'store-{k}.db'}\n")
+        flag.touch()
+        failed = palaestra_in(place, workspace, "-c", str(config), "experiment-start", "run.yml")
+        assert failed.returncode == 1, failed.stderr[-2000:]
+        assert "failing once" in failed.stderr
+        flag.unlink()
+
+        resumed = palaestra_in(
+            elsewhere, workspace, "-c", str(config), "experiment-resume", "beside-run"
+        )
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert "at phase 0, episode 1" in resumed.stderr, resumed.stderr[-2000:]
+
+        dumps = place / "_outputs" / "brain_dumps" / "beside-run"
+        assert [p for p in dumps.rglob("*") if p.is_file()], name
+        cleaned = palaestra_in(
+            elsewhere, workspace, "-c", str(config), "clean", "beside-run", "--yes"
+        )
+        assert cleaned.returncode == 0, cleaned.stderr[-2000:]
+        # the resumed instance's beside the elsewhere's data path, the first's in the place
+        assert cleaned.stdout.count("and from the disk: 1 dump file in") == 2, cleaned.stdout
+        assert not dumps.exists(), name

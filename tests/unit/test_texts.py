@@ -8,7 +8,9 @@ the surrogate as its escape, ``\\udcff``; the runs that hit them are in
 
 from __future__ import annotations
 
+import os
 import typing
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,7 +20,7 @@ import zmq
 
 from palaestra.core.nonfinite import json_text
 from palaestra.core.supervision.runtime import error_info
-from palaestra.core.texts import escaped, escaped_text
+from palaestra.core.texts import escaped, escaped_text, path_on_disk, unescaped_text
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import RowSink, plugin_record_values, world_state_values
 from tests.unit.test_messages import build
@@ -138,3 +140,27 @@ def test_object_text_of_a_value_whose_surrogate_it_cannot_escape_fails_as_json_t
     assert object_text(object_keys(["env.s"]), ["env.s"], [Reading("ok")]) == (
         '{"env.s":{"text":"ok"}}'
     )
+
+
+def test_a_stored_path_names_the_directory_whose_name_is_no_utf8(tmp_path: Path) -> None:
+    """A path the store kept with a lone surrogate's escape is read back to the directory
+    whose name has the byte (``os.fsdecode``: the surrogate); one that has the six
+    characters of its own is found as it is, and where both or neither are on the disk the
+    stored text is kept."""
+    (tmp_path / "d\udcff").mkdir()  # the byte 0xff
+    (tmp_path / "e\\udcff").mkdir()  # a backslash, u, d, c, f, f
+    (tmp_path / "f\udcff").mkdir()
+    (tmp_path / "f\\udcff").mkdir()
+    assert os.fsencode(tmp_path / "d\udcff").endswith(b"/d\xff")
+
+    def read_back(name: str) -> str:
+        stored = escaped_text(str(tmp_path / name / "run.yml"))
+        return path_on_disk(stored, exists=lambda path: os.path.isdir(os.path.dirname(path)))
+
+    assert read_back("d\udcff") == str(tmp_path / "d\udcff" / "run.yml")
+    assert read_back("e\\udcff") == str(tmp_path / "e\\udcff" / "run.yml")
+    assert read_back("f\\udcff") == str(tmp_path / "f\\udcff" / "run.yml")  # (both there)
+    assert read_back("g\udcff") == str(tmp_path / "g\\udcff" / "run.yml")  # (neither)
+    assert path_on_disk(str(tmp_path / "d\\udcff")) == str(tmp_path / "d\udcff")
+    assert unescaped_text("plain \\u00e9 \\\\udcff") == "plain \\u00e9 \\\udcff"
+    assert unescaped_text(escaped_text("x\ud83d\ude42 \udcff")) == "x\ud83d\ude42 \udcff"
