@@ -280,7 +280,7 @@ class BrainProcess(Component):
     def _handle(self, link: Channel, message: m.KeptMessage, memory: Memory) -> m.KeptMessage:
         """Think about one Muscle's ``message`` and answer it."""
         if isinstance(message, m.AgentEvaluate):
-            link.send(m.encode(self._evaluate(message.evaluation)))
+            link.send(m.encode(self._evaluate(message)))
             self.dumps.send(self.out.store, last=False)  # (its rollouts' Brain may dump)
             return message
         if not isinstance(message, m.KeptExperiences):
@@ -458,9 +458,10 @@ class BrainProcess(Component):
         if self.phase_stop is not None:
             self.phase_stop.episode_ended(message.worker, memory)
 
-    def _evaluate(self, evaluation: int) -> m.AgentEvaluated:
-        """Call ``evaluate_rollouts`` after evaluation ``evaluation``'s rollouts."""
-        setup = self.request
+    def _evaluate(self, message: m.AgentEvaluate) -> m.AgentEvaluated:
+        """Call ``evaluate_rollouts`` after the rollouts of the evaluation ``message`` names;
+        what it added is stored where they ended (the message's worker, episode and step)."""
+        setup, evaluation = self.request, message.evaluation
         result = call(
             self.brain.evaluate_rollouts,
             experiment_run_uid=setup.run_uid,
@@ -484,7 +485,7 @@ class BrainProcess(Component):
                 f"{reprlib.repr(result.metrics)}: expected a mapping of names to numbers "
                 "(EvaluationResult(metrics={'reward': 0.5}))",
             )
-        self.out.add(self.brain, -1, -1, -1)  # what evaluate_rollouts added
+        self.out.add(self.brain, message.worker, message.episode, message.step)
         return evaluated(setup.agent.name, evaluation, result)
 
     def _check_filtered(self, values: list[Any]) -> None:

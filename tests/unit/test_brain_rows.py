@@ -343,3 +343,24 @@ def test_evaluation_metrics_that_are_no_mapping_name_evaluate_rollouts() -> None
         f"{__name__}:BareMetricsBrain.evaluate_rollouts returned an EvaluationResult whose "
         "metrics are float 0.5: expected a mapping of names to numbers"
     )
+
+
+class JudgingBrain(DummyBrain):
+    """Adds a statistic in ``evaluate_rollouts``."""
+
+    def evaluate_rollouts(self, *args: Any, **kwargs: Any) -> EvaluationResult:
+        self.add_statistics("judged", kwargs["episode"])
+        return EvaluationResult(metrics={"reward": 1.0})
+
+
+def test_what_evaluate_rollouts_adds_is_stored_where_the_rollouts_ended() -> None:
+    """It was stored at worker, episode and step -1, where the evaluation message names
+    the end of the worker's rollout."""
+    process = brain_process(f"{__name__}:JudgingBrain")
+    stored = RowRecorder("statistics")
+    process.out.statistics = stored
+    evaluate = m.AgentEvaluate(evaluation=2, worker=0, episode=5, step=9)
+    brain_link_of(process).send(m.encode(evaluate))
+    assert [(r.worker, r.episode, r.step, r.values) for r in stored.recorded] == [
+        (0, 5, 9, {"judged": 2})
+    ]
