@@ -466,7 +466,7 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
 
     Returns:
         ``instance_uid``, ``phase`` (the index), ``done`` and ``evaluations``, for phases with
-        any episode.
+        any episode: by instance, oldest first (as :func:`runs`), then by phase.
     """
     with_episodes = (
         select(_Instance.c.uid.label("instance_uid"), _Phase.c.index.label("phase"))
@@ -492,34 +492,40 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
         .join(_Phase, acted.c.phase_id == _Phase.c.id)
         .where(_Instance.c.heartbeat_at.is_(None))  # (see _legacy: later ones ended none)
     )
-    found = Rows(columns=("instance_uid", "phase", "done", "evaluations"))
+    phases: dict[tuple[int, int], Row] = {}  # (by instance id and phase index: their order)
     with _connection(store_uri) as connection:
         for statement, by in (
             (with_episodes, (t.episodes.c.worker, _Phase.c.id)),
             (with_actions, ()),
         ):
             statement = (
-                statement.join(_Instance, _Phase.c.experiment_run_instance_id == _Instance.c.id)
+                statement.add_columns(_Instance.c.id.label("instance_id"))
+                .join(_Instance, _Phase.c.experiment_run_instance_id == _Instance.c.id)
                 .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
-                .group_by(_Instance.c.uid, _Phase.c.index, *by)
+                .group_by(_Instance.c.id, _Instance.c.uid, _Phase.c.index, *by)
             )
             statement = _filtered(statement, [(t.experiment_runs.c.uid, run)])
-            found.extend(_phase_counts(_rows(connection.execute(statement))))
-    return found
+            _count_phases(phases, _rows(connection.execute(statement)))
+    return Rows(
+        (phases[key] for key in sorted(phases)),
+        columns=("instance_uid", "phase", "done", "evaluations"),
+    )
 
 
-def _phase_counts(workers: Rows) -> list[Row]:
-    """Each phase's ``done`` and ``evaluations`` from its workers' counts of stored episodes
-    (each with the phase's ``config``; rows without one: ``done`` as it is)."""
-    phases: dict[tuple[str, int], Row] = {}
+def _count_phases(phases: dict[tuple[int, int], Row], workers: Rows) -> None:
+    """Add to ``phases`` (by instance id and phase index) each phase's ``done`` and
+    ``evaluations`` from its workers' counts of stored episodes (each with the phase's
+    ``config``; rows without one: ``done`` as it is)."""
     for row in workers:
         count = row["done"]
         training = training_episodes(row["config"], count) if "config" in row else count
-        key = (row["instance_uid"], row["phase"])
-        phase = phases.setdefault(key, {"instance_uid": key[0], "phase": key[1], "done": 0})
+        key = (row["instance_id"], row["phase"])
+        phase = phases.setdefault(
+            key,
+            {"instance_uid": row["instance_uid"], "phase": key[1], "done": 0, "evaluations": 0},
+        )
         phase["done"] += training
-        phase["evaluations"] = phase.get("evaluations", 0) + count - training
-    return list(phases.values())
+        phase["evaluations"] += count - training
 
 
 def agents(
