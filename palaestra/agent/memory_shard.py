@@ -8,7 +8,10 @@ it is given; :meth:`MemoryShard.concat` joins shards of either kind as palaestrA
 The tables lay out values as palaestrAI's: a column per uid, and a value of k elements (a
 ``Box`` of shape (k,) or (2, k/2), ...) flattened over k consecutive rows of the table; every
 value of one memory row should have as many elements (palaestrAI then fails with pandas'
-"All arrays must be of the same length"; palaestra pads the shorter values with NaN).
+"All arrays must be of the same length"; palaestra pads the shorter values with NaN). A uid
+that repeats in a memory row (two environments of a phase that name a reward alike give a row
+two ``r``) has each of its values' elements down its column, in the row's order, as
+palaestrAI's.
 """
 
 from __future__ import annotations
@@ -249,16 +252,23 @@ def _flat(value: Any) -> list[Any]:
 def _frame(rows: list[Sequence[Any]]) -> Any:
     """A DataFrame of the information objects' values: a column per uid, each memory row
     giving as many table rows as its values have elements (NaN where a value has fewer, or
-    the row lacks the uid)."""
+    the row lacks the uid); the values of a uid that repeats in a row are its elements one
+    after the other."""
     pd = _pandas()
     if not rows:
         return pd.DataFrame()
     columns: dict[Any, list[Any]] = {}
     height = 0
     for infos in rows:
-        flats = [(info.uid, _flat(info.value)) for info in infos]
-        size = max((len(flat) for _, flat in flats), default=1)
-        for uid, flat in flats:
+        flats: dict[Any, list[Any]] = {}
+        for info in infos:  # (a uid may repeat, two environments' ``r``: each value, in order)
+            flat = flats.get(info.uid)
+            if flat is None:
+                flats[info.uid] = _flat(info.value)
+            else:
+                flat.extend(_flat(info.value))
+        size = max((len(flat) for flat in flats.values()), default=1)
+        for uid, flat in flats.items():
             column = columns.get(uid)
             if column is None:
                 column = columns[uid] = [None] * height

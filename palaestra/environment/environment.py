@@ -6,13 +6,14 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.plugin_records import PluginRecorder, RecordingContext
 from palaestra.core.simtime import SimTime
+from palaestra.environment import checks
 from palaestra.environment.reset import (
     EnvironmentResetRequest,
     EnvironmentResetResponse,
@@ -249,24 +250,29 @@ class Environment(ABC):
         of stepping each game alone. Every sensor the start declared is reported, every step.
 
         palaestra calls it only where a class overrides it (and no ``state_transformer`` is
-        set); the default steps each game with :meth:`update`, as palaestra does otherwise.
+        set); the default steps each game with :meth:`update`, as palaestra does otherwise,
+        and reads each game's ``done``, ``terminated`` and ``truncated`` as a game's own step
+        has them read: bools (numpy's too), ``terminated`` and ``truncated`` None where the
+        game does not say (None in the batch where no game says; False beside a game that
+        does).
+
+        Raises:
+            PluginContractError: A game's ``update`` returned a ``done``, ``terminated`` or
+                ``truncated`` that is no bool (nor None), naming its class and ``update``.
         """
         states = []
         for k, game in enumerate(games):
             actuators = [
                 ActuatorInformation(values[k], None, uid) for uid, values in setpoints.items()
             ]
-            state = game.update(actuators)
-            states.append(state if isinstance(state, EnvironmentState) else _state(state))
+            states.append(_step(game, game.update(actuators)))
         first = states[0]
         return BatchState(
             [
                 SensorInformation(
-                    np.stack([s.sensor_information[i].value for s in states]),
-                    sensor.space,
-                    sensor.uid,
+                    np.stack([s.sensors[i].value for s in states]), sensor.space, sensor.uid
                 )
-                for i, sensor in enumerate(first.sensor_information)
+                for i, sensor in enumerate(first.sensors)
             ],
             [
                 RewardInformation(
@@ -274,9 +280,9 @@ class Environment(ABC):
                 )
                 for i, reward in enumerate(first.rewards)
             ],
-            np.array([bool(s.terminated) for s in states]),
-            np.array([bool(s.truncated) for s in states]),
-            np.array([bool(s.done) for s in states]),
+            _flags([s.terminated for s in states]),
+            _flags([s.truncated for s in states]),
+            np.array([s.done for s in states], dtype=bool),
         )
 
     def reset(
@@ -306,9 +312,36 @@ class Environment(ABC):
         return True
 
 
-def _state(parts: Any) -> EnvironmentState:
-    sensors, rewards, done = tuple(parts)[:3]
-    return EnvironmentState(list(sensors), list(rewards), bool(done))
+class _Step(NamedTuple):
+    """A game's step in the default batch, its ends checked."""
+
+    sensors: Sequence[SensorInformation]
+    rewards: Sequence[RewardInformation]
+    done: bool
+    terminated: bool | None
+    truncated: bool | None
+
+
+def _step(game: Environment, result: Any) -> _Step:
+    """What ``game.update`` returned (a state or a tuple) with its ``done``, ``terminated``
+    and ``truncated`` checked (:mod:`~palaestra.environment.checks`) and plain."""
+    if not isinstance(result, EnvironmentState):
+        sensors, rewards, done = checks.state_parts(game, result)
+        return _Step(list(sensors), list(rewards), checks.done_flag(game, done), None, None)
+    return _Step(
+        result.sensor_information,
+        result.rewards,
+        checks.done_flag(game, result.done),
+        checks.end_flag(game, "terminated", result.terminated),
+        checks.end_flag(game, "truncated", result.truncated),
+    )
+
+
+def _flags(flags: list[bool | None]) -> np.ndarray | None:
+    """The games' ``terminated`` (or ``truncated``), a bool each; None where none says."""
+    if all(flag is None for flag in flags):
+        return None
+    return np.array([flag is True for flag in flags], dtype=bool)
 
 
 def steps_in_batches(cls: type[Environment]) -> bool:

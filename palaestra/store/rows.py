@@ -466,7 +466,7 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
 
     Returns:
         ``instance_uid``, ``phase`` (the index), ``done`` and ``evaluations``, for phases with
-        any episode.
+        any episode: by instance, oldest first (as :func:`runs`), then by phase.
     """
     with_episodes = (
         select(_Instance.c.uid.label("instance_uid"), _Phase.c.index.label("phase"))
@@ -492,34 +492,40 @@ def episodes_done(*, run: Match | None = None, store_uri: StoreURI | None = None
         .join(_Phase, acted.c.phase_id == _Phase.c.id)
         .where(_Instance.c.heartbeat_at.is_(None))  # (see _legacy: later ones ended none)
     )
-    found = Rows(columns=("instance_uid", "phase", "done", "evaluations"))
+    phases: dict[tuple[int, int], Row] = {}  # (by instance id and phase index: their order)
     with _connection(store_uri) as connection:
         for statement, by in (
             (with_episodes, (t.episodes.c.worker, _Phase.c.id)),
             (with_actions, ()),
         ):
             statement = (
-                statement.join(_Instance, _Phase.c.experiment_run_instance_id == _Instance.c.id)
+                statement.add_columns(_Instance.c.id.label("instance_id"))
+                .join(_Instance, _Phase.c.experiment_run_instance_id == _Instance.c.id)
                 .join(t.experiment_runs, _Instance.c.experiment_run_id == t.experiment_runs.c.id)
-                .group_by(_Instance.c.uid, _Phase.c.index, *by)
+                .group_by(_Instance.c.id, _Instance.c.uid, _Phase.c.index, *by)
             )
             statement = _filtered(statement, [(t.experiment_runs.c.uid, run)])
-            found.extend(_phase_counts(_rows(connection.execute(statement))))
-    return found
+            _count_phases(phases, _rows(connection.execute(statement)))
+    return Rows(
+        (phases[key] for key in sorted(phases)),
+        columns=("instance_uid", "phase", "done", "evaluations"),
+    )
 
 
-def _phase_counts(workers: Rows) -> list[Row]:
-    """Each phase's ``done`` and ``evaluations`` from its workers' counts of stored episodes
-    (each with the phase's ``config``; rows without one: ``done`` as it is)."""
-    phases: dict[tuple[str, int], Row] = {}
+def _count_phases(phases: dict[tuple[int, int], Row], workers: Rows) -> None:
+    """Add to ``phases`` (by instance id and phase index) each phase's ``done`` and
+    ``evaluations`` from its workers' counts of stored episodes (each with the phase's
+    ``config``; rows without one: ``done`` as it is)."""
     for row in workers:
         count = row["done"]
         training = training_episodes(row["config"], count) if "config" in row else count
-        key = (row["instance_uid"], row["phase"])
-        phase = phases.setdefault(key, {"instance_uid": key[0], "phase": key[1], "done": 0})
+        key = (row["instance_id"], row["phase"])
+        phase = phases.setdefault(
+            key,
+            {"instance_uid": row["instance_uid"], "phase": key[1], "done": 0, "evaluations": 0},
+        )
         phase["done"] += training
-        phase["evaluations"] = phase.get("evaluations", 0) + count - training
-    return list(phases.values())
+        phase["evaluations"] += count - training
 
 
 def agents(
@@ -1144,7 +1150,12 @@ def delete_run(
 
     A run an instance of which is still ``running`` is refused (deleting it would fail that
     run) unless ``force`` is given, for a run left ``running`` by a crash. The check is made in
-    the deleting transaction.
+    the deleting transaction, which holds the run from before it (:func:`_hold_run`): an
+    instance that starts meanwhile, an ``experiment-resume`` of one of the run's instances
+    above all, takes turns with it. One whose start was recorded first is seen by the check (a
+    resume's claim of its instance, still uncommitted, is waited for); one that comes while the
+    run is held waits for the deletion, and a resume is then refused, its instance gone
+    (:func:`palaestra.store.continued.claim`).
 
     Returns:
         The number of rows deleted per table.
@@ -1154,7 +1165,7 @@ def delete_run(
         RunStillRunningError: An instance of the run is running and ``force`` is False.
     """
     with transaction(store_uri) as connection:
-        run_id, experiment_id = _run_ids(connection, run)
+        run_id, experiment_id = _hold_run(connection, run)
         still_running = None if force else _still_running(connection, run, run_id)
         if still_running:
             raise RunStillRunningError(still_running)
@@ -1174,6 +1185,33 @@ def delete_run(
             )
         )
         return deleted
+
+
+def _hold_run(connection: Connection, run: str) -> tuple[int, int]:
+    """The ids of ``run`` and of its experiment (as :func:`_run_ids`), held by this transaction
+    until it ends: no other writer commits between a check of the run and its deletion.
+
+    On SQLite the transaction takes the store's write lock first (``BEGIN IMMEDIATE``; a
+    deferred one reads outside of it until its first write). On PostgreSQL it locks the rows
+    of the run's instances, then the run's and its experiment's (``FOR UPDATE``), in the order
+    a resume's claim takes them (its instance, then the run by the new instance's key): a claim
+    or a start of an instance waits for this transaction, or this one for the claim's, and its
+    check (a statement of its own, at READ COMMITTED) then sees the claim's instance.
+    """
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    run_id, experiment_id = _run_ids(connection, run)
+    if connection.dialect.name == "postgresql":
+        instances = _Instance.c.experiment_run_id == run_id
+        connection.execute(
+            select(_Instance.c.id).where(instances).order_by(_Instance.c.id).with_for_update()
+        )
+        runs, experiments = t.experiment_runs.c, t.experiments.c
+        connection.execute(select(runs.id).where(runs.id == run_id).with_for_update())
+        connection.execute(
+            select(experiments.id).where(experiments.id == experiment_id).with_for_update()
+        )
+    return run_id, experiment_id
 
 
 def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
@@ -1211,17 +1249,21 @@ def _deleted(result: CursorResult[Any]) -> int:
 def _still_running(connection: Connection, run: str, run_id: int) -> str | None:
     """Why ``run`` must not be deleted (an instance of it is running, where and since when:
     also an older one, the run file started twice), or None."""
+    continued = _Instance.alias("continued")
     newest = connection.execute(
-        select(_Instance.c.uid, _Instance.c.host, _Instance.c.started_at)
+        select(_Instance.c.uid, _Instance.c.host, _Instance.c.started_at, continued.c.uid)
+        .outerjoin(continued, _Instance.c.resumed_from_id == continued.c.id)
         .where(_Instance.c.experiment_run_id == run_id, _Instance.c.status == "running")
         .order_by(_Instance.c.id.desc())
         .limit(1)
     ).first()
     if newest is None:
         return None
-    started = newest.started_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    uid, host, started_at, resumed = newest
+    started = started_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    resuming = f", an experiment-resume of instance {resumed}" if resumed is not None else ""
     return (
-        f"run '{run}' is still running (instance {newest.uid}, on host {newest.host}, "
+        f"run '{run}' is still running (instance {uid}{resuming}, on host {host}, "
         f"started {started} UTC); deleting it would fail it. Wait for it to end or stop it; "
         "if it was left running by a crash (its palaestra process is gone), delete it with "
         "`palaestra clean --force`"

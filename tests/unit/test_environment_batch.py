@@ -354,12 +354,12 @@ class SaysFlags(CartPole):
         return state
 
 
-def batch_of(count: int) -> tuple[Any, list[Any]]:
+def batch_of(count: int, cls: str = "SaysFlags") -> tuple[Any, list[Any]]:
     from palaestra.core.description.specs import EnvironmentSpec
     from palaestra.environment.batch import Batch
     from palaestra.environment.world import World
 
-    name = f"{__name__}:SaysFlags"
+    name = f"{__name__}:{cls}"
     games = [
         World(
             f"Environment-pole-{k}",
@@ -412,3 +412,73 @@ def test_a_batchs_flags_as_bools_are_read_as_bools(flags: Any) -> None:
     states = batch.step([(game, {"push": 1}, False) for game in games])
     assert [state.truncated for state in states] == [False, True]
     assert [state.done for state in states] == [False, True]
+
+
+class EachSays(Counter):
+    """A Counter whose ``update`` says ``value`` for ``which`` (``terminated``, ``truncated`` or
+    ``done`` of its EnvironmentState; with ``as_tuple`` the ``done`` of a tuple), stepped in
+    batches by the default ``update_batch``, which its own reaches through ``super()``."""
+
+    which = "terminated"
+    value: Any = None
+    as_tuple = False
+
+    def update(self, actuators: Sequence[ActuatorInformation]) -> Any:
+        state = super().update(actuators)
+        if self.as_tuple:
+            return state.sensor_information, state.rewards, self.value
+        setattr(state, self.which, self.value)
+        return state
+
+    @classmethod
+    def update_batch(cls, games: Sequence[Environment], setpoints: dict[str, Any]) -> BatchState:
+        return super().update_batch(games, setpoints)
+
+
+def says(which: str, value: Any, as_tuple: bool = False) -> list[Any]:
+    """The states of a step of two :class:`EachSays` games in one batch."""
+    EachSays.which, EachSays.value, EachSays.as_tuple = which, value, as_tuple
+    batch, games = batch_of(2, "EachSays")
+    return batch.step([(game, {"add": 1}, False) for game in games])
+
+
+@pytest.mark.parametrize(
+    ("which", "value", "as_tuple", "problem"),
+    [
+        ("terminated", "no", False, "an EnvironmentState with terminated = 'no'"),
+        ("truncated", 0, False, "an EnvironmentState with truncated = 0"),
+        ("truncated", np.array([False]), False, "an EnvironmentState with truncated = array("),
+        ("done", "no", False, "done = 'no', expected a bool"),
+        ("done", 1.0, True, "done = 1.0, expected a bool"),
+    ],
+)
+def test_the_default_batchs_flags_that_are_no_bools_fail_naming_the_environment(
+    which: str, value: Any, as_tuple: bool, problem: str
+) -> None:
+    """The default ``update_batch`` reads each game's ``terminated``, ``truncated`` and
+    ``done`` as a game stepped alone has them read: one that is no bool fails naming the class
+    and its ``update`` (they were made bools, ``"no"`` True, and stored so). It fails inside
+    the class's own ``update_batch``, whose error the process reports as the contract's."""
+    from palaestra.core.plugin import PluginError
+    from palaestra.core.supervision.runtime import error_info
+
+    with pytest.raises(PluginError) as caught:
+        says(which, value, as_tuple)
+    info = error_info("Environment-pole-0", caught.value)
+    assert info.kind == "PluginContractError" and not info.traceback
+    assert info.message.startswith(f"{__name__}:EachSays.update returned {problem}"), info.message
+
+
+@pytest.mark.parametrize("which", ["terminated", "truncated", "done"])
+def test_the_default_batch_reads_numpys_bools_as_bools(which: str) -> None:
+    states = says(which, np.True_ if which == "done" else np.False_)
+    assert [type(getattr(state, which)) for state in states] == [bool, bool]
+    assert says("done", np.True_, as_tuple=True)[0].done is True
+
+
+def test_the_default_batch_keeps_flags_its_games_do_not_say() -> None:
+    """Where no game says ``terminated`` (or ``truncated``: None, or a tuple), the rows have
+    none, as each game's own step's (they said False)."""
+    assert [state.terminated for state in says("terminated", None)] == [None, None]
+    alone = says("done", False, as_tuple=True)
+    assert [(s.done, s.terminated, s.truncated) for s in alone] == [(False, None, None)] * 2

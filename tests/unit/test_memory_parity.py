@@ -12,9 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from palaestra.agent.lazy_rows import RewardRows
 from palaestra.agent.memory import Memory, MemoryShard
 from palaestra.core.information import ActuatorInformation, RewardInformation, SensorInformation
 from palaestra.core.spaces import Box, Discrete
+from palaestra.core.wire import messages as m
+from palaestra.core.wire.codec import SpaceCache
 
 
 def step(
@@ -195,6 +198,51 @@ def test_values_of_several_elements_are_laid_down_their_column_as_palaestrai_doe
         False,
     )
     assert memory.tail(1).sensor_readings["m"].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_rewards_of_one_uid_from_two_environments_are_both_laid_down_their_column() -> None:
+    """Two environments of a phase that name a reward alike give a row two rewards of that uid
+    (a Brain's memory keeps them as its transition carried them): palaestrAI 3.5.18's table
+    gives both, one under the other in the uid's column, as the elements of one value (its
+    ``_infos_to_df`` appends each value of a uid); a uid of the row that does not repeat is NaN
+    below its value (palaestrAI fails there)."""
+    both = [m.InfoDesc("r", None, 1.0), m.InfoDesc("r", None, 0.5)]
+    memory = Memory()
+    memory.append("m0", [], [], RewardRows(SpaceCache())(both), False)
+    pair = [RewardInformation(2.0, None, "r"), RewardInformation(0.25, None, "r")]
+    memory.append("m0", [], [], pair, False)
+    shard = memory.tail(2)
+    assert len(shard) == 2
+    assert shard.rewards.to_dict("list") == {"r": [1.0, 0.5, 2.0, 0.25]}
+    assert list(shard.rewards.index) == [0, 1, 2, 3]
+    assert memory.tail(1).rewards["r"].tolist() == [2.0, 0.25]
+    assert float(memory.tail(1).rewards.sum().sum()) == 2.25  # each counts
+    # values of several elements: each value's elements, the first value's first
+    box = Box(0, 9, shape=(2,))
+    memory.append(
+        "m0",
+        [],
+        [],
+        [
+            RewardInformation(np.array([1.0, 2.0]), box, "v"),
+            RewardInformation(7.0, None, "q"),
+            RewardInformation(np.array([3.0, 4.0]), box, "v"),
+        ],
+        False,
+    )
+    table = memory.tail(1).rewards
+    assert table["v"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert table["q"].iloc[0] == 7.0 and table["q"].iloc[1:].isna().all()
+    # sensors and set points of a uid that repeats are laid down alike
+    memory.append(
+        "m0",
+        [SensorInformation(1.0, None, "s"), SensorInformation(2.0, None, "s")],
+        [ActuatorInformation(0, Discrete(3), "a"), ActuatorInformation(2, Discrete(3), "a")],
+        pair,
+        False,
+    )
+    assert memory.tail(1).sensor_readings["s"].tolist() == [1.0, 2.0]
+    assert memory.tail(1).actuator_setpoints["a"].tolist() == [0, 2]
 
 
 def shard_by_hand() -> MemoryShard:

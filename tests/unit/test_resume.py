@@ -15,22 +15,24 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 import pytest
+from sqlalchemy import event
 
 from palaestra.core import procfs
 from palaestra.core.description import names
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.description.specs import RunSpec
-from palaestra.core.errors import RunFileError
+from palaestra.core.errors import RunFileError, StoreError
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import episode_values
 from palaestra.experiment.resume import NotResumableError, _dumps, _start, load_plan
 from palaestra.store import rows
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes, first_stored, training_episodes
+from palaestra.store.engine import make_engine
 from palaestra.store.rows import _kept, shown_status, transaction
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message
@@ -503,6 +505,148 @@ def test_of_two_resumes_of_one_instance_at_once_the_first_to_record_runs_the_oth
     ), refused
     listed = rows.runs(run="run-c", store_uri=any_store)
     assert [row["instance_uid"] for row in listed] == ["c1", "c2"], listed
+
+
+# --- palaestra clean and experiment-resume take turns ----------------------------------------
+
+
+def writes(statement: str) -> bool:
+    """Whether ``statement`` writes or locks rows (or the store): the first that waits for
+    another transaction that holds them."""
+    said = statement.lstrip().upper()
+    return said.startswith(("BEGIN", "DELETE", "UPDATE", "INSERT")) or "FOR UPDATE" in said
+
+
+def resume_of(uri: str, c1: int, waiting: bool = True) -> int | BaseException:
+    """``c2``'s start, resuming ``c1``, as its store writer records it (with its claim): the
+    new instance's id, or what it raised. Not ``waiting``: where the claim would have to wait
+    for another transaction (SQLite's write lock, a row PostgreSQL locked), it fails instead."""
+    writer = StoreWriter("store-b", uri)
+    writer.open()
+    assert writer.store is not None
+    if not waiting and writer.store.dialect == "sqlite":
+        writer.store.connection.execute("PRAGMA busy_timeout = 0")
+    elif not waiting:
+        writer.store.execute("SET lock_timeout = 1")  # (ms: it fails only where it waits)
+        writer.store.connection.commit()
+    message = msgspec.structs.replace(run_start("run-c", "c2", "exp-c"), resumed_from_id=c1)
+    try:
+        return int(writer.handle_run_start(message).ids["instance"])
+    except Exception as exc:  # noqa: BLE001 - looked at by the caller
+        return exc
+    finally:
+        writer.store.close()
+
+
+def test_clean_during_a_resumes_claim_waits_for_it_and_refuses_naming_the_resume(
+    any_store: str,
+) -> None:
+    """A resume of ``c1`` has claimed it and recorded its instance ``c2``, uncommitted, when
+    ``palaestra clean run-c`` starts. Clean waits for the claim's transaction before it checks
+    the run (SQLite: the write lock; PostgreSQL: ``c1``'s row), then finds ``c2`` running and
+    refuses, exit 2, naming it as a resume; ``c2`` runs on. Clean checked before the claim's
+    commit and deleted after it: on PostgreSQL it failed on a foreign key (a StoreError, exit 3)
+    or deleted ``c2`` with the run, on SQLite it deleted ``c2`` with the run (which failed at
+    its next write)."""
+    c1 = resumes(any_store, [])
+    resume = StoreWriter("store-a", any_store)
+    resume.open()
+    assert resume.store is not None
+    recorded, go, clean_writes = threading.Event(), threading.Event(), threading.Event()
+    insert = resume.store.insert
+
+    def waits_before_its_commit(table: str, **values: object) -> int:
+        found = insert(table, **values)
+        if table == "experiment_run_instances":
+            recorded.set()
+            assert go.wait(60)
+        return found
+
+    resume.store.insert = waits_before_its_commit  # type: ignore[method-assign]
+    engine = make_engine(any_store)
+
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if writes(statement):
+            clean_writes.set()
+
+    event.listen(engine, "before_cursor_execute", before)
+    outcomes: dict[str, object] = {}
+
+    def resumed() -> None:
+        message = msgspec.structs.replace(run_start("run-c", "c2", "exp-c"), resumed_from_id=c1)
+        try:
+            outcomes["resume"] = resume.handle_run_start(message).ids["instance"]
+        except Exception as exc:  # noqa: BLE001 - looked at below
+            outcomes["resume"] = exc
+
+    def clean() -> None:
+        try:
+            outcomes["clean"] = rows.delete_run("run-c", store_uri=engine)
+        except Exception as exc:  # noqa: BLE001 - looked at below
+            outcomes["clean"] = exc
+
+    threads = [threading.Thread(target=resumed), threading.Thread(target=clean)]
+    try:
+        threads[0].start()
+        assert recorded.wait(30)
+        threads[1].start()
+        # clean is at its first statement that writes or locks: from there it waits for the
+        # claim's transaction, which may end now
+        assert clean_writes.wait(30)
+        go.set()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        go.set()
+        resume.store.close()
+        engine.dispose()
+    assert not any(thread.is_alive() for thread in threads), outcomes
+    assert isinstance(outcomes["resume"], int), outcomes
+    refused = outcomes["clean"]
+    assert isinstance(refused, rows.RunStillRunningError), outcomes
+    assert refused.exit_code == 2
+    assert str(refused).startswith(
+        "run 'run-c' is still running (instance c2, an experiment-resume of instance c1, on host "
+    ), refused
+    listed = rows.runs(run="run-c", store_uri=any_store)
+    assert [(row["instance_uid"], row["status"]) for row in listed] == [
+        ("c1", "cancelled"),
+        ("c2", "running"),
+    ]
+
+
+def test_a_resume_claiming_while_clean_deletes_the_run_waits_and_is_refused(
+    any_store: str,
+) -> None:
+    """``palaestra clean run-c`` has checked that nothing of the run is running, and not yet
+    deleted it, when a resume of ``c1`` comes to claim it: the claim has to wait for clean (it
+    cannot take the store's write lock, or ``c1``'s row, at once), and then finds ``c1`` gone
+    and is refused, exit 2, recording nothing. The claim committed between clean's check and
+    its deletes, and clean deleted the resume's running instance with the run."""
+    c1 = resumes(any_store, [])
+    engine = make_engine(any_store)
+    at_once: list[int | BaseException] = []
+
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not at_once and statement.lstrip().upper().startswith("DELETE"):
+            at_once.append(resume_of(any_store, c1, waiting=False))
+
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        deleted = rows.delete_run("run-c", store_uri=engine)
+    finally:
+        engine.dispose()
+    (tried,) = at_once
+    assert isinstance(tried, StoreError), f"the claim did not wait for clean: {tried!r}"
+    assert deleted["experiment_run_instances"] == 1  # c1
+    refused = resume_of(any_store, c1)  # (its wait over)
+    assert isinstance(refused, NotResumableError), refused
+    assert refused.exit_code == 2
+    assert str(refused) == (
+        f"experiment-resume: the instance of run 'run-c' to resume (id {c1}) is no longer in "
+        "the store (deleted meanwhile)"
+    )
+    assert rows.runs(store_uri=any_store) == []
 
 
 @pytest.mark.parametrize(

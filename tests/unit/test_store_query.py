@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
-from sqlalchemy import event
+from sqlalchemy import delete, event, select, update
 
 from palaestra.core.errors import InvalidInputError, StoreError
 from palaestra.core.wire import messages as m
@@ -25,6 +25,7 @@ from palaestra.core.wire.records import episode_values
 from palaestra.store import query, rows
 from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine
+from palaestra.store.schema import METADATA
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, world_message
 
@@ -665,6 +666,44 @@ def test_sqlite_and_postgresql_give_identical_frames(tmp_path: Path, pg_uri: str
         lite, pg = call(sqlite_uri), call(pg_uri)
         assert not lite.empty, name
         assert_frame_equal(lite, pg, obj=name)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_episodes_done_are_by_instance_oldest_first_then_by_phase(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """As ``runs`` and ``phases`` order theirs, on either store; an instance recorded before
+    ``episodes`` rows (its episodes counted by their actions) in its place among the others.
+    (They came without an order: SQLite gave them by instance uid, new before old, and the
+    instances of actions last.)"""
+    uri = (
+        f"sqlite:///{tmp_path}/palaestra.db"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_uri")
+    )
+    write_store(uri)
+    done = [(r["instance_uid"], r["phase"], r["done"]) for r in rows.episodes_done(store_uri=uri)]
+    assert done == [("old", 0, 1), ("new", 0, 4), ("new", 1, 1), ("o1", 0, 1)]
+    engine = make_engine(uri)
+    with engine.begin() as connection:  # ``old`` as a store before revision 0005 has it
+        instances = METADATA.tables["experiment_run_instances"]
+        phases = METADATA.tables["experiment_run_phases"]
+        (old,) = connection.execute(select(instances.c.id).where(instances.c.uid == "old")).one()
+        of_old = select(phases.c.id).where(phases.c.experiment_run_instance_id == old)
+        episodes = METADATA.tables["episodes"]
+        connection.execute(delete(episodes).where(episodes.c.experiment_run_phase_id.in_(of_old)))
+        connection.execute(
+            update(instances).where(instances.c.id == old).values(heartbeat_at=None)
+        )
+    engine.dispose()
+    done = [(r["instance_uid"], r["phase"], r["done"]) for r in rows.episodes_done(store_uri=uri)]
+    assert done == [("old", 0, 1), ("new", 0, 4), ("new", 1, 1), ("o1", 0, 1)]
+    of_run = rows.episodes_done(run=RUN, store_uri=uri)
+    assert [(r["instance_uid"], r["phase"]) for r in of_run] == [
+        ("old", 0),
+        ("new", 0),
+        ("new", 1),
+    ]
 
 
 FILTERS_OF_THE_OTHER_TYPE = [  # (a reader, its filters, the rows it gives)
