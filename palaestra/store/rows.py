@@ -720,7 +720,7 @@ def episode_rewards(
         chain = _instances(connection, run, instance)
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
-            summed: list[Row] = _rows(connection.execute(_summed_rewards(one, partial, filters)))
+            summed = _nan_sums(_rows(connection.execute(_summed_rewards(one, partial, filters))))
             if not _finished(connection, one):  # an episode cut short is not one of them
                 ended = _ended_episodes(connection, one)
                 # (phases of a legacy instance without episodes rows: all it has)
@@ -803,6 +803,8 @@ def _summed_rewards(instance_id: int, partial: list[int], filters: _Filters) -> 
             func.count(t.muscle_actions.c.id).label("steps"),
             func.sum(t.muscle_actions.c.reward).label("reward"),
             func.sum(t.muscle_actions.c.objective).label("objective"),
+            func.count(t.muscle_actions.c.reward).label("rewarded"),
+            func.count(t.muscle_actions.c.objective).label("objectived"),
             t.agents.c.id.label("agent_order"),
         )
         .select_from(t.muscle_actions)
@@ -815,6 +817,16 @@ def _summed_rewards(instance_id: int, partial: list[int], filters: _Filters) -> 
         .order_by(_Phase.c.index, t.agents.c.id, *episode)
     )
     return _filtered(chosen, filters)
+
+
+def _nan_sums(summed: Rows) -> list[Row]:
+    """:func:`_summed_rewards`' rows with a sum that is NaN (steps of inf and -inf) as NaN:
+    SQLite makes it NULL, as if no step had a value; PostgreSQL keeps NaN."""
+    for row in summed:
+        for column, counted in (("reward", "rewarded"), ("objective", "objectived")):
+            if row[column] is None and row[counted]:
+                row[column] = math.nan
+    return list(summed)
 
 
 def _episode_reward_rows(

@@ -210,6 +210,47 @@ def write_nan(uri: str) -> str:
     return uri
 
 
+def test_an_episode_whose_sum_is_nan_reads_nan_from_sqlite_and_postgresql(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """An episode whose steps' rewards (and objectives) were inf and -inf sums to NaN:
+    PostgreSQL's sum said so, SQLite's (which makes a NaN NULL) said None, as of an episode
+    without any reward, so ``results --table episode_rewards`` showed ``nan`` on one store and
+    nothing on the other, and ``experiment-show`` ``nan`` against ``-``."""
+    stores = [write_opposite(f"sqlite:///{tmp_path}/store.db"), write_opposite(pg_uri)]
+
+    for uri in stores:
+        summed = rows.episode_rewards("run-opposite", store_uri=uri)
+        assert [r["steps"] for r in summed] == [2, 1]
+        assert str((summed[0]["reward"], summed[0]["objective"])) == "(nan, nan)", uri
+        assert (summed[1]["reward"], summed[1]["objective"]) == (None, None)  # (no numbers)
+    assert_frame_equal(
+        query.episode_rewards("run-opposite", store_uri=stores[1]),
+        query.episode_rewards("run-opposite", store_uri=stores[0]),
+    )
+
+
+def write_opposite(uri: str) -> str:
+    """A run ``run-opposite``: episode 0 of an agent, two steps with the rewards and objectives
+    inf and -inf; episode 1, a step without a numeric reward or an objective."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-opposite", "opp", "exp-opp")).ids["instance"]
+        ids = request(writer, phase_start(instance, 0, "only", "train", 1, 2)).ids
+        steps = [
+            m.MuscleActionRow(0, 0, {}, {}, {"r": INF}, INF, False),
+            m.MuscleActionRow(0, 1, {}, {}, {"r": -INF}, -INF, True),
+            m.MuscleActionRow(1, 0, {}, {}, {"r": "none"}, None, True),
+        ]
+        writer.accept(actions_message(ids["agent:attacker"], 0, steps))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
 def test_the_writer_knows_every_number_column_of_the_rows_producers_send() -> None:
     from sqlalchemy import Float
 
