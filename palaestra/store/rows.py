@@ -32,6 +32,8 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    Text,
+    cast,
     delete,
     false,
     func,
@@ -705,7 +707,8 @@ def episode_rewards(
     """Per phase, agent, worker and episode: its steps and the sums of reward and objective.
 
     A phase that recorded every step (``record: all``, the default) is summed by the database
-    from ``muscle_actions`` (GROUP BY; steps without a reward or objective count as none). A
+    from ``muscle_actions`` (GROUP BY; steps without a reward or objective count as none, but
+    an episode whose reward the run summed to NaN, its ``episodes`` row's, is NaN). A
     phase that recorded fewer (``record: {every: N}`` or ``episodes``) reads its ``episodes``
     rows: the reward is the same sum, made as the episode ran; ``steps`` is then the world's
     steps in the episode and ``objective`` None.
@@ -721,6 +724,7 @@ def episode_rewards(
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
             summed = _nan_sums(_rows(connection.execute(_summed_rewards(one, partial, filters))))
+            _nan_episodes(connection, one, summed)
             if not _finished(connection, one):  # an episode cut short is not one of them
                 ended = _ended_episodes(connection, one)
                 # (phases of a legacy instance without episodes rows: all it has)
@@ -827,6 +831,27 @@ def _nan_sums(summed: Rows) -> list[Row]:
             if row[column] is None and row[counted]:
                 row[column] = math.nan
     return list(summed)
+
+
+def _nan_episodes(connection: Connection, instance_id: int, summed: list[Row]) -> None:
+    """Make NaN the reward of each of ``summed`` whose episode's reward was NaN as the run
+    summed it (its ``episodes`` row): a step whose reward was NaN is NULL in
+    ``muscle_actions``, which the database's sum leaves out."""
+    found = connection.execute(
+        select(_Phase.c.index, t.episodes.c.worker, t.episodes.c.episode, t.episodes.c.rewards)
+        .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id)
+        .where(cast(t.episodes.c.rewards, Text).like('%"nan"%'))  # (few episodes have one)
+    )
+    nan = {
+        (index, worker, episode, agent)
+        for index, worker, episode, rewards in found
+        for agent, reward in (rewards or {}).items()
+        if isinstance(reward, float) and math.isnan(reward)
+    }
+    for row in summed if nan else ():
+        if (row["phase"], row["worker"], row["episode"], row["agent"]) in nan:
+            row["reward"] = math.nan
 
 
 def _episode_reward_rows(
