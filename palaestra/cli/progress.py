@@ -75,14 +75,19 @@ class PhaseTally:
     planned: int
     workers: int  # each game a worker (``envs_per_worker``)
     games: int = 1  # games per worker
-    done: int = 0
+    every: int = 0  # ``evaluate_every``: each game's training episodes between rollouts
+    done: int = 0  # training episodes
+    evaluations: int = 0  # evaluation rollouts (stored in the game's sequence of episodes)
     steps: int = 0
     first_start: float | None = None
     last_end: float | None = None
     agents: dict[str, AgentTally] = field(default_factory=dict)
 
     def add(self, event: EpisodeEnded) -> None:
-        self.done += 1
+        if self.every and (event.episode + 1) % (self.every + 1) == 0:
+            self.evaluations += 1
+        else:
+            self.done += 1
         self.steps += event.steps
         start, end = event.started_at, event.ended_at
         self.first_start = start if self.first_start is None else min(self.first_start, start)
@@ -112,7 +117,18 @@ class PhaseTally:
 
     @property
     def complete(self) -> bool:
-        return self.done >= self.planned
+        """All planned episodes ended, and the rollout that follows each ``every`` of a
+        game's."""
+        due = (
+            self.planned // max(self.workers, 1) // self.every * self.workers if self.every else 0
+        )
+        return self.done >= self.planned and self.evaluations >= due
+
+    @property
+    def rollouts(self) -> str:
+        """`` (+2 evaluations)`` after the episodes, as ``experiment-show`` says it; empty
+        without any."""
+        return f" (+{self.evaluations} evaluations)" if self.evaluations else ""
 
     @property
     def label(self) -> str:
@@ -138,6 +154,8 @@ class RunTally:
                 phase.config.episodes * phase.config.worker * phase.config.envs_per_worker,
                 phase.config.worker * phase.config.envs_per_worker,  # each game a worker
                 phase.config.envs_per_worker,
+                # (palaestra plays no rollouts with several workers)
+                phase.config.evaluate_every if phase.config.worker == 1 else 0,
             )
             for phase in run.phases
         ]
@@ -225,7 +243,7 @@ class PlainWatcher(Watcher):
 
     def episode_ended(self, phase: PhaseTally) -> None:
         due = self._next.get(phase.index, 1)
-        if phase.done < due or phase.complete:
+        if phase.done < due or phase.done >= phase.planned:  # (the end line says that)
             return
         self._next[phase.index] = phase.done + _every(phase.planned)
         self._line(
@@ -236,7 +254,8 @@ class PlainWatcher(Watcher):
 
     def phase_ended(self, phase: PhaseTally) -> None:
         self._line(
-            f"{phase.label} ended: {phase.done}/{phase.planned} episodes, {phase.steps} steps "
+            f"{phase.label} ended: {phase.done}/{phase.planned} episodes{phase.rollouts}, "
+            f"{phase.steps} steps "
             f"in {seconds(phase.duration)} ({number(phase.steps_per_s)} steps/s)"
         )
 
@@ -359,7 +378,7 @@ def summary_rows(tally: RunTally) -> list[tuple[str, ...]]:
     for phase in tally.phases:
         if not phase.done:
             continue
-        common = (f"{phase.done}/{phase.planned}", str(phase.steps))
+        common = (f"{phase.done}/{phase.planned}{phase.rollouts}", str(phase.steps))
         for agent, reward in sorted(phase.agents.items()) or [("-", AgentTally())]:
             rows.append(
                 (

@@ -95,7 +95,8 @@ def export_mlflow(
     Raises:
         MissingExtraError: mlflow is not installed.
         UnknownRunError: No such run.
-        InvalidInputError: MLflow refused the tracking URI or what was logged.
+        InvalidInputError: MLflow refused the tracking URI or what was logged, or cannot make
+            its store's path.
     """
     require("mlflow", PURPOSE)
     from mlflow.exceptions import MlflowException
@@ -110,7 +111,7 @@ def export_mlflow(
             _export_instance(client, experiment_id, record, instance, store_uri)
             for instance in instances
         ]
-    except MlflowException as exc:
+    except (MlflowException, OSError) as exc:  # (OSError: a store's path it cannot make)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidInputError(f"--tracking-uri {tracking_uri}: MLflow: {first}") from exc
 

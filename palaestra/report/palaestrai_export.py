@@ -141,11 +141,19 @@ def _target(target: str) -> Iterator[Engine]:
     """The target's engine (disposed afterwards), connected once.
 
     Raises:
-        StoreError: Not a database URL, its driver missing, or it cannot be reached.
+        StoreError: Not a database URL, its driver missing, a SQLite file's directory that
+            cannot be made, or it cannot be reached.
     """
     url = _target_url(target)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        Path(url.database).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(url.database).expanduser().absolute().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # (a file where a folder of the path should be, no permission)
+            raise StoreError(
+                f"target {mask_uri(target)}: cannot make its directory {folder}: "
+                f"{exc.strerror or exc}"
+            ) from exc
     try:
         engine = create_engine(url, json_serializer=json_text)
     except ArgumentError as exc:

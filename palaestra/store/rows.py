@@ -32,6 +32,8 @@ from sqlalchemy import (
     Integer,
     Select,
     String,
+    Text,
+    cast,
     delete,
     false,
     func,
@@ -711,10 +713,12 @@ def episode_rewards(
     """Per phase, agent, worker and episode: its steps and the sums of reward and objective.
 
     A phase that recorded every step (``record: all``, the default) is summed by the database
-    from ``muscle_actions`` (GROUP BY; steps without a reward or objective count as none). A
+    from ``muscle_actions`` (GROUP BY; steps without a reward or objective count as none, but
+    an episode whose reward the run summed to NaN, its ``episodes`` row's, is NaN). A
     phase that recorded fewer (``record: {every: N}`` or ``episodes``) reads its ``episodes``
     rows: the reward is the same sum, made as the episode ran; ``steps`` is then the world's
-    steps in the episode and ``objective`` None.
+    steps in the episode and ``objective`` None. So does an episode with steps recorded while
+    recording was paused (``recording_gaps``).
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``,
@@ -726,7 +730,9 @@ def episode_rewards(
         chain = _instances(connection, run, instance)
         for at, one in enumerate(chain):
             partial = _partly_recorded(connection, one)
-            summed: list[Row] = _rows(connection.execute(_summed_rewards(one, partial, filters)))
+            summed = _nan_sums(_rows(connection.execute(_summed_rewards(one, partial, filters))))
+            _nan_episodes(connection, one, summed)
+            _unrecorded_episodes(connection, one, summed)
             if not _finished(connection, one):  # an episode cut short is not one of them
                 ended = _ended_episodes(connection, one)
                 # (phases of a legacy instance without episodes rows: all it has)
@@ -809,6 +815,8 @@ def _summed_rewards(instance_id: int, partial: list[int], filters: _Filters) -> 
             func.count(t.muscle_actions.c.id).label("steps"),
             func.sum(t.muscle_actions.c.reward).label("reward"),
             func.sum(t.muscle_actions.c.objective).label("objective"),
+            func.count(t.muscle_actions.c.reward).label("rewarded"),
+            func.count(t.muscle_actions.c.objective).label("objectived"),
             t.agents.c.id.label("agent_order"),
         )
         .select_from(t.muscle_actions)
@@ -821,6 +829,84 @@ def _summed_rewards(instance_id: int, partial: list[int], filters: _Filters) -> 
         .order_by(_Phase.c.index, t.agents.c.id, *episode)
     )
     return _filtered(chosen, filters)
+
+
+def _nan_sums(summed: Rows) -> list[Row]:
+    """:func:`_summed_rewards`' rows with a sum that is NaN (steps of inf and -inf) as NaN:
+    SQLite makes it NULL, as if no step had a value; PostgreSQL keeps NaN."""
+    for row in summed:
+        for column, counted in (("reward", "rewarded"), ("objective", "objectived")):
+            if row[column] is None and row[counted]:
+                row[column] = math.nan
+    return list(summed)
+
+
+def _nan_episodes(connection: Connection, instance_id: int, summed: list[Row]) -> None:
+    """Make NaN the reward of each of ``summed`` whose episode's reward was NaN as the run
+    summed it (its ``episodes`` row): a step whose reward was NaN is NULL in
+    ``muscle_actions``, which the database's sum leaves out."""
+    found = connection.execute(
+        select(_Phase.c.index, t.episodes.c.worker, t.episodes.c.episode, t.episodes.c.rewards)
+        .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id)
+        .where(cast(t.episodes.c.rewards, Text).like('%"nan"%'))  # (few episodes have one)
+    )
+    nan = {
+        (index, worker, episode, agent)
+        for index, worker, episode, rewards in found
+        for agent, reward in (rewards or {}).items()
+        if isinstance(reward, float) and math.isnan(reward)
+    }
+    for row in summed if nan else ():
+        if (row["phase"], row["worker"], row["episode"], row["agent"]) in nan:
+            row["reward"] = math.nan
+
+
+def _unrecorded_episodes(connection: Connection, instance_id: int, summed: list[Row]) -> None:
+    """Give each of ``summed`` whose episode had steps while recording was paused (a
+    ``recording_gaps`` row: their ``muscle_actions`` rows are not written) the reward and
+    steps of its ``episodes`` row, and no objective, as a phase that records fewer steps: the
+    sum of its rows would be part of it. An episode a gap ends in counts as one."""
+    gaps = _gaps(connection, instance_id)
+    paused = [
+        row
+        for row in summed
+        if any(
+            start <= row["episode"] and (end is None or row["episode"] <= end)
+            for start, end in gaps.get((row["phase"], row["worker"]), ())
+        )
+    ]
+    if not paused:
+        return
+    ended = {
+        (index, worker, episode): (steps, rewards or {})
+        for index, worker, episode, steps, rewards in connection.execute(
+            select(_Phase.c.index)
+            .add_columns(*t.episodes.c["worker", "episode", "steps", "rewards"])
+            .join(_Phase, t.episodes.c.experiment_run_phase_id == _Phase.c.id)
+            .where(_Phase.c.experiment_run_instance_id == instance_id)
+            .where(_Phase.c.index.in_({row["phase"] for row in paused}))
+        )
+    }
+    for row in paused:
+        found = ended.get((row["phase"], row["worker"], row["episode"]))
+        if found is not None:  # (else cut short: see episode_rewards)
+            steps, rewards = found
+            row.update(steps=steps, reward=rewards.get(row["agent"]), objective=None)
+
+
+def _gaps(connection: Connection, instance_id: int) -> dict[tuple[int, int], list[Any]]:
+    """The instance's recording gaps by phase index and worker: their first and last
+    episodes (None: still paused at the phase's end)."""
+    gaps: dict[tuple[int, int], list[Any]] = {}
+    for index, worker, start, end in connection.execute(
+        select(_Phase.c.index)
+        .add_columns(*t.recording_gaps.c["worker", "from_episode", "to_episode"])
+        .join(_Phase, t.recording_gaps.c.experiment_run_phase_id == _Phase.c.id)
+        .where(_Phase.c.experiment_run_instance_id == instance_id)
+    ):
+        gaps.setdefault((index, worker), []).append((start, end))
+    return gaps
 
 
 def _episode_reward_rows(

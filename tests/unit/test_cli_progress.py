@@ -114,6 +114,33 @@ def test_plain_lines_per_phase_and_a_tenth_of_its_episodes() -> None:
     ]
 
 
+def test_evaluation_rollouts_are_no_episodes_of_the_plan() -> None:
+    """``evaluate_every: 2`` and 4 episodes: the worker plays 2 training episodes, a rollout,
+    2 more, a rollout (stored numbers 2 and 5). The phase was said to end after 3 training
+    episodes and a rollout ("ended: 4/4 episodes") and the summary said ``6/4``, where
+    ``experiment-show`` says ``4/4 (+2 evaluations)``: it says so now, too."""
+    out = io.StringIO()
+    run = run_spec((4, 1))
+    config = msgspec.structs.replace(run.phases[0].config, evaluate_every=2)
+    phases = (msgspec.structs.replace(run.phases[0], config=config),)
+    watcher = PlainWatcher(msgspec.structs.replace(run, phases=phases), out)
+    watcher.start()
+    for stored in range(6):
+        watcher(msgspec.structs.replace(episode(0, stored + 1, a=1.0), episode=stored))
+        if stored == 4:
+            assert "ended" not in out.getvalue()  # (the last rollout is still to come)
+    watcher.close()
+    lines = out.getvalue().splitlines()
+
+    assert (
+        "phase 0 'p0' (train) ended: 4/4 episodes (+2 evaluations), 60 steps in 6.0 s "
+        "(10.00 steps/s)"
+    ) in lines
+    assert not [line for line in lines if line.startswith("phase 0 'p0' (train): 4/4")]
+    summary = out.getvalue().split("Summary of run 'watched'\n", 1)[1]
+    assert summary.splitlines()[2].split()[:6] == ["0", "p0", "a", "4/4", "(+2", "evaluations)"]
+
+
 @pytest.mark.parametrize("rewards", [(NAN, NAN), (NAN, 1.0, 2.0), (1.0, NAN, 2.0)])
 def test_a_nan_episode_reward_makes_min_and_max_nan_as_the_mean(
     rewards: tuple[float, ...],

@@ -127,3 +127,21 @@ def test_an_instance_still_running_is_not_exported_until_it_has_ended(tmp_path: 
 
     assert not ended.running and not ended.existed
     assert client.get_run(ended.run_id).info.status == "FINISHED"
+
+
+def test_a_tracking_store_whose_directory_cannot_be_made_is_named(tmp_path: Path) -> None:
+    """``--tracking-uri sqlite:///<a file>/mlflow.db``: MLflow cannot make the directory of its
+    database; the export failed with a bare ``FileExistsError`` traceback (exit 1)."""
+    from palaestra.core.errors import InvalidInputError
+
+    store = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    blocking = tmp_path / "a-file"
+    blocking.write_text("")
+    tracking = f"sqlite:///{blocking}/mlflow.db"
+
+    with pytest.raises(InvalidInputError) as raised:
+        export_mlflow(RUN, tracking, store_uri=store)
+
+    assert str(raised.value).startswith(f"--tracking-uri {tracking}: MLflow: ")
+    assert "File exists" in str(raised.value) and raised.value.exit_code == 2
+    assert blocking.read_text() == ""

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 from pandas.testing import assert_frame_equal
 
@@ -16,6 +17,7 @@ from palaestra.cli.main import cli
 from palaestra.core.information import SensorInformation, json_value
 from palaestra.core.spaces import Box, Tuple
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import episode_values
 from palaestra.store import query, rows
 from palaestra.store.engine import make_engine
 from palaestra.store.writer import StoreWriter
@@ -204,6 +206,109 @@ def write_nan(uri: str) -> str:
         state = m.WorldStateRow(0, 1, {}, {}, {"r": NAN}, False, late_by=NAN)
         writer.accept(world_message(ids["environment:myenv"], 0, [state]))
         request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
+def test_an_episode_whose_sum_is_nan_reads_nan_from_sqlite_and_postgresql(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """An episode whose steps' rewards (and objectives) were inf and -inf sums to NaN:
+    PostgreSQL's sum said so, SQLite's (which makes a NaN NULL) said None, as of an episode
+    without any reward, so ``results --table episode_rewards`` showed ``nan`` on one store and
+    nothing on the other, and ``experiment-show`` ``nan`` against ``-``."""
+    stores = [write_opposite(f"sqlite:///{tmp_path}/store.db"), write_opposite(pg_uri)]
+
+    for uri in stores:
+        summed = rows.episode_rewards("run-opposite", store_uri=uri)
+        assert [r["steps"] for r in summed] == [2, 1]
+        assert str((summed[0]["reward"], summed[0]["objective"])) == "(nan, nan)", uri
+        assert (summed[1]["reward"], summed[1]["objective"]) == (None, None)  # (no numbers)
+    assert_frame_equal(
+        query.episode_rewards("run-opposite", store_uri=stores[1]),
+        query.episode_rewards("run-opposite", store_uri=stores[0]),
+    )
+
+
+def write_opposite(uri: str) -> str:
+    """A run ``run-opposite``: episode 0 of an agent, two steps with the rewards and objectives
+    inf and -inf; episode 1, a step without a numeric reward or an objective."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-opposite", "opp", "exp-opp")).ids["instance"]
+        ids = request(writer, phase_start(instance, 0, "only", "train", 1, 2)).ids
+        steps = [
+            m.MuscleActionRow(0, 0, {}, {}, {"r": INF}, INF, False),
+            m.MuscleActionRow(0, 1, {}, {}, {"r": -INF}, -INF, True),
+            m.MuscleActionRow(1, 0, {}, {}, {"r": "none"}, None, True),
+        ]
+        writer.accept(actions_message(ids["agent:attacker"], 0, steps))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+    return uri
+
+
+def test_an_episode_with_a_nan_step_reward_is_nan_in_every_record_mode(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """A step whose reward was NaN (stored NULL) was left out of the episode's sum where the
+    phase recorded every step: ``results --table episode_rewards``, ``experiment-show``,
+    ``plot`` and the exports said 1.0 where the run's summary, ``query.episodes`` and the same
+    phase with ``record: {every: N}`` said NaN (the episode's reward as the run made it)."""
+    stores = [write_nan_episodes(f"sqlite:///{tmp_path}/store.db"), write_nan_episodes(pg_uri)]
+
+    for uri in stores:
+        summed = rows.episode_rewards("run-nan-episode", agent="attacker", store_uri=uri)
+        shown = [(r["phase"], r["agent"], r["episode"], r["steps"], r["reward"]) for r in summed]
+        assert str(shown) == str(
+            [(0, "attacker", 0, 2, NAN), (0, "attacker", 1, 1, 2.0), (1, "attacker", 0, 2, NAN)]
+        ), uri
+        assert summed[0]["objective"] == 1.0  # (a NaN objective still counts as none)
+    assert_frame_equal(
+        query.episode_rewards("run-nan-episode", store_uri=stores[1]),
+        query.episode_rewards("run-nan-episode", store_uri=stores[0]),
+    )
+
+
+def write_nan_episodes(uri: str) -> str:
+    """A run ``run-nan-episode``: phase 0 records every step, phase 1 every other one; in each
+    the agent's episode 0 has a NaN reward and then 1.0 (its reward NaN, as the run sums it);
+    phase 0's episode 1 a reward of 2.0."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("run-nan-episode", "ne", "exp-ne")).ids["instance"]
+        for index, every in enumerate((1, 2)):
+            start = phase_start(instance, index, f"p{index}", "train", 1, 2 - index)
+            ids = request(
+                writer, msgspec.structs.replace(start, config={"record_every": every})
+            ).ids
+            steps = [
+                m.MuscleActionRow(0, 0, {}, {}, {"r": NAN}, NAN, False),
+                m.MuscleActionRow(0, 1, {}, {}, {"r": 1.0}, 1.0, True),
+                m.MuscleActionRow(1, 0, {}, {}, {"r": 2.0}, 2.0, True),
+            ]
+            writer.accept(actions_message(ids["agent:attacker"], 0, steps[: 3 - index]))
+            ended = [
+                m.EpisodeEnded(
+                    phase=index,
+                    worker=0,
+                    episode=e,
+                    started_at=e,
+                    ended_at=e + 0.5,
+                    steps=2 - e,
+                    rewards={"attacker": reward},
+                )  # fmt: skip
+                for e, reward in enumerate([NAN, 2.0][: 2 - index])
+            ]
+            rows_ = [episode_values(ids["phase"], row) for row in ended]
+            writer.accept(m.Rows(table="episodes", rows=rows_))
+            request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
         request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
     finally:
         asyncio.run(writer.teardown())

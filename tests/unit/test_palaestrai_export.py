@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, inspect
 
 from palaestra.core.errors import StoreError
 from palaestra.report import palaestrai_schema
-from palaestra.report.palaestrai_export import STATUS
+from palaestra.report.palaestrai_export import STATUS, export_palaestrai
 from palaestra.report.palaestrai_steps import _infos, _simtime, _simtimes, space_of
+from tests.unit.test_store_query import RUN, write_store
 
 
 @pytest.mark.parametrize(
@@ -98,3 +100,19 @@ def test_the_schema_is_made_once_and_a_foreign_one_refused() -> None:
             palaestrai_schema.prepare(connection, "sqlite://")
     assert set(made) == set(palaestrai_schema.METADATA.tables) and again == []
     assert {"simtimes", "applied_actuator_setpoints", "decision_index"} <= columns
+
+
+def test_a_target_whose_directory_cannot_be_made_is_named(tmp_path: Path) -> None:
+    """``--to sqlite:///<a file>/palaestrai.db``: the directory the target's file goes in
+    cannot be made; the export failed with a bare ``FileExistsError`` traceback (exit 1)."""
+    store = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+    blocking = tmp_path / "a-file"
+    blocking.write_text("")
+    target = f"sqlite:///{blocking}/palaestrai.db"
+
+    with pytest.raises(StoreError) as raised:
+        export_palaestrai([RUN], target, store_uri=store)
+
+    assert str(raised.value).startswith(f"target {target}: cannot make its directory {blocking}: ")
+    assert raised.value.exit_code == 3
+    assert blocking.read_text() == ""

@@ -469,6 +469,57 @@ def test_episode_rewards_are_sums_per_episode(store: str) -> None:
     assert query.episode_rewards(RUN, mode="test", store_uri=store)["phase"].tolist() == [1, 1]
 
 
+def test_an_episode_recording_paused_in_has_the_reward_the_run_summed(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """Recording paused (``experiment-record pause``, ``context.pause_recording()``) from
+    episode 1's second step to episode 2's second: those steps have no ``muscle_actions``
+    rows, and ``episode_rewards`` (``experiment-show``, ``results``, ``plot``, the exports)
+    gave the sums of the rest (2.0 and 2.0 with 2 steps, where the run's summary said 3.0).
+    Such an episode has its ``episodes`` row's reward and steps, and no objective, as a phase
+    that records fewer steps (``record: {every: N}``)."""
+    for uri in (f"sqlite:///{tmp_path}/palaestra.db", pg_uri):
+        writer = StoreWriter("store", uri)
+        writer.open()
+        try:
+            instance = request(writer, run_start("gap-run", "gap", "exp-gap")).ids["instance"]
+            ids = request(writer, phase_start(instance, 0, "learn", "train", 1, 3)).ids
+            written = [(0, 0), (0, 1), (0, 2), (1, 0), (2, 2)]  # (paused at 1/1, resumed at 2/2)
+            steps = [m.MuscleActionRow(e, s, {}, {}, {"r": 1.0}, 0.5, s == 2) for e, s in written]
+            writer.accept(actions_message(ids["agent:attacker"], 0, steps))
+            for episode, step, paused in ((1, 2, True), (2, 3, False)):  # (world steps from 1)
+                gap = m.RecordingGapMark(
+                    phase_id=ids["phase"], worker=0, episode=episode, step=step, paused=paused
+                )
+                writer.accept(gap)
+            ended = [
+                m.EpisodeEnded(
+                    phase=0,
+                    worker=0,
+                    episode=e,
+                    started_at=e,
+                    ended_at=e + 0.5,
+                    steps=3,
+                    rewards={"attacker": 3.0},
+                )  # fmt: skip
+                for e in range(3)
+            ]
+            writer.accept(
+                m.Rows(table="episodes", rows=[episode_values(ids["phase"], e) for e in ended])
+            )
+            request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+            request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+        finally:
+            asyncio.run(writer.teardown())
+
+        found = rows.episode_rewards("gap-run", agent="attacker", store_uri=uri)
+        assert [(r["episode"], r["steps"], r["reward"], r["objective"]) for r in found] == [
+            (0, 3, 3.0, 1.5),
+            (1, 3, 3.0, None),
+            (2, 3, 3.0, None),
+        ], uri
+
+
 def test_brain_states_without_and_with_dumps(store: str) -> None:
     frame = query.brain_states(RUN, store_uri=store)
 
