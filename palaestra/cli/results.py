@@ -323,12 +323,14 @@ def _rewards_table(rewards: Rows, trends: Rows) -> Table:
     table = _table("phase", "agent", "episodes", "mean", "min", "max", "trend")
     table.title = "Episode rewards"
     for row in rewards:
+        rollouts = row["evaluation"]  # (shown apart: the curve is of training episodes)
+        line = "" if rollouts else sparklines.get((row["phase"], row["agent"]), "")
         table.add_row(
             f"{row['phase']} {row['phase_name']}",
-            row["agent"],
+            f"{row['agent']} (evaluations)" if rollouts else row["agent"],
             str(row["episodes"]),
             *(number(row[name]) for name in ("mean", "min", "max")),
-            for_console(sparklines.get((row["phase"], row["agent"]), ""), sys.stdout.encoding),
+            for_console(line, sys.stdout.encoding),
         )
     return table
 

@@ -12,7 +12,14 @@ from typing import Any
 
 from palaestra.core.description.extras import require
 from palaestra.report.bands import Band
-from palaestra.report.series import REWARD, Series, is_discrete, phase_pieces, smoothed
+from palaestra.report.series import (
+    EVALUATION,
+    REWARD,
+    Series,
+    is_discrete,
+    phase_pieces,
+    smoothed,
+)
 
 X_AXES = ("episode", "steps")
 BANDS = ("minmax", "std")
@@ -94,7 +101,12 @@ def _xs(one: Series | Band, x: str) -> Sequence[float]:
 
 
 def _line(axes: Any, one: Series, x: str, window: int) -> None:
-    """One series, a segment per phase; with ``window`` > 1 faint, its mean on top."""
+    """One series, a segment per phase; with ``window`` > 1 faint, its mean on top. An
+    agent's evaluation rollouts (few points, each a test of the policy) are drawn as they are,
+    dashed, a diamond each."""
+    if one.metric == EVALUATION:
+        _segments(axes, one, one.values, x, label=one.label, marker="D", linestyle="--")
+        return
     if window <= 1:
         _segments(axes, one, one.values, x, label=one.label)
         return
@@ -111,9 +123,10 @@ def _segments(
     """Draw ``values`` of ``one`` as a line per phase (a test phase's first episode is not
     joined to training's last), in one colour, labelled once; a short segment gets a marker
     at each point. Returns the colour."""
+    chosen = style.pop("marker", None)
     for piece in phase_pieces(one):
         xs = [float(at) for at in _xs(one, x)[piece]]
-        marker = "." if markers and len(xs) < MARKERS_BELOW else None
+        marker = chosen or ("." if markers and len(xs) < MARKERS_BELOW else None)
         (line,) = axes.plot(xs, list(values[piece]), marker=marker, **style)
         style = {**style, "color": line.get_color(), "label": None}
     return style.get("color")
@@ -158,7 +171,7 @@ def _steps_before(one: Series, index: int) -> float:
 
 def _y_label(metrics: set[str], window: int = 1) -> str:
     over = f", trailing mean of {window} episodes" if window > 1 else ""
-    if metrics == {REWARD}:
+    if metrics <= {REWARD, EVALUATION}:  # (the evaluation rollouts' rewards beside)
         return f"episode reward{over}"
     if len(metrics) == 1:
         return f"{next(iter(metrics))} (mean per episode{over})"

@@ -22,6 +22,9 @@ from palaestra.store.rows import Match, Row, StoreURI
 
 REWARD = "reward"
 """The metric name of episode rewards; any other metric is a statistic key."""
+EVALUATION = "evaluation"
+"""The metric name of the rewards of evaluation rollouts (a :func:`reward_series` of its
+own)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +41,8 @@ class EpisodeRecord:
     reward: float | None
     ended_at: dt.datetime | None = None
     """When the episode ended (or, if it did not, started); None if the store does not say."""
+    evaluation: bool = False
+    """Whether it is an evaluation rollout (``evaluate_every``), not a training episode."""
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -72,14 +77,17 @@ class Series:
 
     @property
     def label(self) -> str:
-        """``run: agent``."""
+        """``run: agent`` (``run: agent (evaluations)`` for its evaluation rollouts)."""
+        if self.metric == EVALUATION:
+            return f"{self.run}: {self.agent} (evaluations)"
         return f"{self.run}: {self.agent}"
 
     @property
     def tag(self) -> str:
-        """The exporters' name of it: ``reward/<agent>`` or ``statistic/<key>/<agent>``."""
-        if self.metric == REWARD:
-            return f"reward/{self.agent}"
+        """The exporters' name of it: ``reward/<agent>``, ``evaluation/<agent>`` or
+        ``statistic/<key>/<agent>``."""
+        if self.metric in (REWARD, EVALUATION):
+            return f"{self.metric}/{self.agent}"
         return f"statistic/{self.metric}/{self.agent}"
 
     def points(self) -> Iterator[tuple[int, int, float, float]]:
@@ -150,6 +158,7 @@ def _record(row: Row, timed: Row | None) -> EpisodeRecord:
         steps=int(row["steps"] if timed is None else timed["steps"]),
         reward=None if reward is None else float(reward),
         ended_at=ended,
+        evaluation=bool(row["evaluation"]),
     )
 
 
@@ -244,16 +253,20 @@ def _unknown_metric(run: str, metric: str, keys: Sequence[str]) -> str:
 
 
 def reward_series(records: Sequence[EpisodeRecord], run: str) -> list[Series]:
-    """One series of episode rewards per agent (in the order the agents first appear).
+    """One series of episode rewards per agent (in the order the agents first appear), of its
+    training episodes; then, for an agent with evaluation rollouts (``evaluate_every``), one of
+    their rewards (metric :data:`EVALUATION`), each at the index and steps of the training
+    episode it followed.
 
     Args:
         records: Episodes in time order (:func:`ordered_episodes`).
         run: The run's uid, for the series' label.
     """
     out = []
-    for agent, own in _by_agent(records).items():
+    judged = []
+    for agent, every in _by_agent(records).items():
+        own = [record for record in every if not record.evaluation]
         steps = tuple(itertools.accumulate(record.steps for record in own))
-        values = tuple(math.nan if r.reward is None else r.reward for r in own)
         out.append(
             Series(
                 run=run,
@@ -261,12 +274,37 @@ def reward_series(records: Sequence[EpisodeRecord], run: str) -> list[Series]:
                 metric=REWARD,
                 episodes=tuple(range(len(own))),
                 steps=steps,
-                values=values,
+                values=tuple(_value(record) for record in own),
                 phases=_phase_starts(own),
                 ended=tuple(_ended(record) for record in own),
             )
         )
-    return out
+        if any(record.evaluation for record in every):
+            judged.append(_rollout_series(every, steps, run, agent))
+    return out + judged
+
+
+def _rollout_series(
+    every: list[EpisodeRecord], steps: tuple[int, ...], run: str, agent: str
+) -> Series:
+    """The evaluation rollouts among an agent's episodes ``every`` (in time order) as a series,
+    each at the index and cumulative ``steps`` of the training episode it followed."""
+    after = list(itertools.accumulate(not record.evaluation for record in every))
+    rollouts = [(at - 1, r) for at, r in zip(after, every, strict=True) if r.evaluation]
+    return Series(
+        run=run,
+        agent=agent,
+        metric=EVALUATION,
+        episodes=tuple(max(at, 0) for at, _ in rollouts),
+        steps=tuple(steps[at] if at >= 0 else 0 for at, _ in rollouts),
+        values=tuple(_value(record) for _, record in rollouts),
+        phases=_phase_starts([record for _, record in rollouts]),
+        ended=tuple(_ended(record) for _, record in rollouts),
+    )
+
+
+def _value(record: EpisodeRecord) -> float:
+    return math.nan if record.reward is None else record.reward
 
 
 def statistic_series(
@@ -285,6 +323,7 @@ def statistic_series(
         key: The statistic key.
         run: The run's uid.
     """
+    records = [record for record in records if not record.evaluation]  # (training episodes)
     values: dict[tuple[str, tuple[int, int, int]], list[float]] = {}
     for row in statistics:
         value = (row["statistics"] or {}).get(key)

@@ -83,7 +83,8 @@ def reward_trend(
     store_uri: StoreURI | None = None,
     instance: str | None = None,
 ) -> Rows:
-    """Per phase and agent, the sparkline of its episode rewards (workers in time order).
+    """Per phase and agent, the sparkline of its training episodes' rewards (workers in time
+    order; evaluation rollouts left out).
 
     Args:
         run: The run's uid.
@@ -100,6 +101,8 @@ def reward_trend(
     """
     groups: dict[tuple[int, str, str], list[float]] = {}
     for record in ordered_episodes(run, store_uri=store_uri, instance=instance):
+        if record.evaluation:  # (the trend is of training episodes)
+            continue
         reward = math.nan if record.reward is None else record.reward
         groups.setdefault((record.phase, record.phase_name, record.agent), []).append(reward)
     return Rows((_trend(key, rewards, width) for key, rewards in groups.items()), TREND_COLUMNS)

@@ -154,3 +154,11 @@ def training_episodes(config: Mapping[str, Any] | None, stored: int) -> int:
     episode of stored number ``stored`` (evaluation rollouts counted)."""
     every = _evaluate_every(config or {})
     return stored - stored // (every + 1) if every else stored
+
+
+def is_rollout(config: Mapping[str, Any] | None, stored: int) -> bool:
+    """Whether a worker's episode of stored number ``stored`` in a phase (its recorded
+    config) is an evaluation rollout: with ``evaluate_every`` k, the one after each k
+    training episodes (k, 2k + 1, ...)."""
+    every = _evaluate_every(config or {})
+    return bool(every) and (stored + 1) % (every + 1) == 0

@@ -53,7 +53,12 @@ from palaestra.core.errors import (
     did_you_mean,
 )
 from palaestra.store import tables as t
-from palaestra.store.completed import completed_episodes, first_stored, training_episodes
+from palaestra.store.completed import (
+    completed_episodes,
+    first_stored,
+    is_rollout,
+    training_episodes,
+)
 from palaestra.store.engine import make_engine, mask_uri, reason, sqlite_file
 from palaestra.store.schema import require_readable
 from palaestra.store.tables import utcnow
@@ -697,7 +702,7 @@ def episodes(
 
 
 EPISODE_REWARD_COLUMNS = tuple(
-    "phase phase_name mode agent worker episode steps reward objective".split()
+    "phase phase_name mode agent worker episode steps reward objective evaluation".split()
 )
 
 
@@ -718,11 +723,12 @@ def episode_rewards(
     phase that recorded fewer (``record: {every: N}`` or ``episodes``) reads its ``episodes``
     rows: the reward is the same sum, made as the episode ran; ``steps`` is then the world's
     steps in the episode and ``objective`` None. So does an episode with steps recorded while
-    recording was paused (``recording_gaps``).
+    recording was paused (``recording_gaps``). ``evaluation`` is true for an evaluation
+    rollout (``evaluate_every``: stored as an episode of its worker, played in test mode).
 
     Returns:
         ``phase``, ``phase_name``, ``mode``, ``agent``, ``worker``, ``episode``, ``steps``,
-        ``reward`` and ``objective``.
+        ``reward``, ``objective`` and ``evaluation``.
     """
     merged: list[Row] = []
     filters = [(_Phase, phase), (_Phase.c.mode, mode), (t.agents.c.name, agent)]
@@ -748,13 +754,28 @@ def episode_rewards(
                 start = _resume_start(connection, chain[at + 1])
                 done = completed_episodes(connection, one)
                 found = [row for row in found if _kept(row, start, done)]
-            merged.extend(_agent_ranks(found))
+            merged.extend(_rollouts_marked(connection, one, _agent_ranks(found)))
     order = ("phase", "agent_order", "worker", "episode")
     merged.sort(key=lambda row: tuple(row[k] for k in order))
     return Rows(
         ({name: row[name] for name in EPISODE_REWARD_COLUMNS} for row in merged),
         EPISODE_REWARD_COLUMNS,
     )
+
+
+def _rollouts_marked(connection: Connection, instance_id: int, found: list[Row]) -> list[Row]:
+    """``found`` (rows of the instance's episodes) with ``evaluation``: whether each is an
+    evaluation rollout of its phase (:func:`~palaestra.store.completed.is_rollout`)."""
+    configs = dict(
+        connection.execute(
+            select(_Phase.c.index, _Phase.c.config).where(
+                _Phase.c.experiment_run_instance_id == instance_id
+            )
+        ).all()
+    )
+    for row in found:
+        row["evaluation"] = is_rollout(configs.get(row["phase"]), row["episode"])
+    return found
 
 
 def _agent_ranks(found: list[Row]) -> list[Row]:
@@ -1146,20 +1167,25 @@ def _expanded_row(row: Row, split: dict[str, list[tuple[str, str]]]) -> Row:
 
 
 def reward_summary(episodes: Rows) -> Rows:
-    """Per phase and agent: the number of episodes and the mean, min and max of their rewards.
+    """Per phase and agent: the number of episodes and the mean, min and max of their rewards;
+    of its training episodes and of its evaluation rollouts apart.
 
     Args:
         episodes: What :func:`episode_rewards` returned.
 
     Returns:
-        ``phase``, ``phase_name``, ``mode``, ``agent``, ``episodes``, ``mean``, ``min`` and
-        ``max`` (None where no episode has a reward; NaN where one is NaN).
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``evaluation``, ``episodes``, ``mean``,
+        ``min`` and ``max`` (None where no episode has a reward; NaN where one is NaN).
     """
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for row in episodes:
-        key = (row["phase"], row["phase_name"], row["mode"], row["agent"])
+        rollouts = bool(row.get("evaluation"))  # (rows of an older reader: none)
+        key = (row["phase"], row["phase_name"], row["mode"], row["agent"], rollouts)
         groups.setdefault(key, []).append(row["reward"])
-    columns = ("phase", "phase_name", "mode", "agent", "episodes", "mean", "min", "max")
+    columns = (
+        *("phase", "phase_name", "mode", "agent", "evaluation"),
+        *("episodes", "mean", "min", "max"),
+    )
     return Rows(
         (
             dict(zip(columns, (*key, *_stats(rewards)), strict=True))

@@ -239,7 +239,8 @@ def test_show_as_json_of_an_older_instance(store: str) -> None:
     attacker = episodes[episodes["agent"] == "attacker"]["reward"]
     assert shown["rewards"][0] == {
         "phase": 0, "phase_name": "learn", "mode": "train", "agent": "attacker",
-        "episodes": 1, "mean": attacker.mean(), "min": attacker.min(), "max": attacker.max(),
+        "evaluation": False, "episodes": 1,
+        "mean": attacker.mean(), "min": attacker.min(), "max": attacker.max(),
     }  # fmt: skip
 
 

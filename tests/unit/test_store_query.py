@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
@@ -459,6 +460,7 @@ def test_episode_rewards_are_sums_per_episode(store: str) -> None:
         actions.groupby(keys, sort=False)
         .agg(steps=("step", "size"), reward=("reward", "sum"), objective=("objective", "sum"))
         .reset_index()
+        .assign(evaluation=False)  # (no evaluation rollouts)
     )
     assert_frame_equal(frame, expected, check_dtype=False)
     assert frame["reward"].tolist()[:1] == [0.25 + 0.5 + 0.75 + 3 * 0.5]
@@ -518,6 +520,77 @@ def test_an_episode_recording_paused_in_has_the_reward_the_run_summed(
             (1, 3, 3.0, None),
             (2, 3, 3.0, None),
         ], uri
+
+
+def test_evaluation_rollouts_are_marked_and_kept_apart_from_the_training_curve(
+    tmp_path: Path,
+) -> None:
+    """With ``evaluate_every: 2`` a worker's episodes 2 and 5 are evaluation rollouts (test
+    mode, stored as its episodes): ``experiment-show``'s rewards, its trend, ``plot`` and the
+    exporters counted them as training episodes (6 episodes of mean 3.5 where the training
+    ones' is 3.0, a curve with two rollouts' rewards in it). Rows mark them (``evaluation``),
+    the summary keeps them apart, the training curve leaves them out and each is a point of
+    the agent's evaluation series after the training episode it followed."""
+    from palaestra.report import series, trend
+
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("eval-run", "ev", "exp-ev")).ids["instance"]
+        config = {"episodes": 4, "worker": 1, "evaluate_every": 2}
+        started = phase_start(instance, 0, "learn", "train", 1, 4)
+        ids = request(writer, msgspec.structs.replace(started, config=config)).ids
+        rewards = [1.0, 2.0, 7.0, 3.0, 6.0, 2.0]  # (rollouts: 7.0 and 2.0)
+        steps = [
+            m.MuscleActionRow(episode, 0, {}, {}, {"r": reward}, 0.5, True)
+            for episode, reward in enumerate(rewards)
+        ]
+        writer.accept(actions_message(ids["agent:attacker"], 0, steps))
+        ended = [
+            m.EpisodeEnded(
+                phase=0,
+                worker=0,
+                episode=e,
+                started_at=e,
+                ended_at=e + 0.5,
+                steps=1,
+                rewards={"attacker": r},
+            )  # fmt: skip
+            for e, r in enumerate(rewards)
+        ]
+        writer.accept(
+            m.Rows(table="episodes", rows=[episode_values(ids["phase"], e) for e in ended])
+        )
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+
+    found = rows.episode_rewards("eval-run", store_uri=uri)
+    assert [(r["episode"], r["evaluation"]) for r in found] == [
+        (0, False), (1, False), (2, True), (3, False), (4, False), (5, True),
+    ]  # fmt: skip
+    summary = rows.reward_summary(found)
+    assert [(r["evaluation"], r["episodes"], r["mean"]) for r in summary] == [
+        (False, 4, 3.0),
+        (True, 2, 4.5),
+    ]
+    (line,) = trend.reward_trend("eval-run", store_uri=uri)
+    assert line["episodes"] == 4
+    curve, judged = series.load_series("eval-run", store_uri=uri)
+    assert (curve.metric, curve.values, curve.episodes) == (
+        "reward",
+        (1.0, 2.0, 3.0, 6.0),
+        (0, 1, 2, 3),
+    )
+    assert (judged.metric, judged.tag, judged.values) == (
+        "evaluation",
+        "evaluation/attacker",
+        (7.0, 2.0),
+    )
+    assert judged.episodes == (1, 3)  # (after training episodes 1 and 3)
+    assert judged.steps == (2, 4)
 
 
 def test_brain_states_without_and_with_dumps(store: str) -> None:
