@@ -52,6 +52,14 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 
 SCHEMES = ("tcp://", "ipc://")
+_NOT_A_NUMBER = (
+    'a value holds numbers only (not null, not a text; NaN and the infinities are "nan", '
+    '"inf" and "-inf")'
+)
+_LOSSY = (
+    "a bool is no number here, and a fraction or NaN no whole number; it would be read as "
+    "{value!r}"
+)
 
 
 class ExternalEnvironment(Environment):
@@ -438,33 +446,37 @@ def _read_value(space: Space, sent: Any) -> Any:
     """A value the client sent (strict JSON) read into ``space``.
 
     Raises:
-        ValueError: It is not one of the space's, or reading it would change it (``1.5`` or
-            ``true`` read as a Discrete's ``1``).
+        ValueError: It is not one of the space's: ``null`` or a text, which no space holds
+            (and which would be stored as they are, or read as a number), or reading it would
+            change it (``1.5`` or ``true`` read as a Discrete's ``1``).
     """
     raw = from_strict_json(sent)
     value = space.from_json_value(raw)
-    if _lossy(space, raw, value):
-        raise ValueError(
-            "a bool is no number here, and a fraction or NaN no whole number; it would be "
-            f"read as {value!r}"
-        )
+    problem = _misread(space, raw, value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
-def _lossy(space: Space, raw: Any, value: Any) -> bool:
-    """Whether reading ``raw`` (a decoded JSON value) into ``space`` changed it: a fraction,
-    NaN or a bool made a whole number (``1.5`` or ``true`` read as a Discrete's ``1``)."""
+def _misread(space: Space, raw: Any, value: Any) -> str | None:
+    """What is wrong with ``raw`` (a decoded JSON value) as a value of ``space``, read as
+    ``value``, or None: ``null`` or a text in it (no space holds one: ``null`` would be a value
+    not set, a text read as the number it spells), or reading it changed it (a fraction, NaN or
+    a bool made a whole number: ``1.5`` or ``true`` read as a Discrete's ``1``)."""
+    if raw is None:
+        return _NOT_A_NUMBER
     if isinstance(space, Tuple):
-        return any(_lossy(s, r, v) for s, r, v in zip(space.spaces, raw, value, strict=True))
-    if raw is None or value is None:
-        return False
+        problems = (_misread(s, r, v) for s, r, v in zip(space.spaces, raw, value, strict=True))
+        return next((p for p in problems if p is not None), None)
     given = np.asarray(raw)
+    if given.dtype.kind in "OUS":  # (a null or a text among the numbers)
+        return _NOT_A_NUMBER
     kept = np.asarray(value)
-    if given.dtype.kind == "b":
-        return not isinstance(space, MultiBinary)
-    if given.dtype.kind == "f" and kept.dtype.kind in "iub":
-        return not np.array_equal(given, kept)
-    return False
+    if given.dtype.kind == "b" and not isinstance(space, MultiBinary):
+        return _LOSSY.format(value=value)
+    if given.dtype.kind == "f" and kept.dtype.kind in "iub" and not np.array_equal(given, kept):
+        return _LOSSY.format(value=value)
+    return None
 
 
 def _address(where: str, connect: Any, bind: Any) -> tuple[str, bool]:

@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from palaestra.core.errors import InvalidInputError
-from palaestra.environment.external import ExternalEnvironment, ExternalEnvironmentError
+from palaestra.core.spaces import Space
+from palaestra.environment.external import (
+    ExternalEnvironment,
+    ExternalEnvironmentError,
+    _read_value,
+)
 from palaestra.environment.external_link import Link
 
 ADDRESS = "tcp://127.0.0.1:5999"
@@ -79,6 +84,10 @@ def test_the_declaration_gives_palaestras_spaces_and_default_set_points() -> Non
             "actuator 'p': value [500.0] is not in Box",
         ),
         (
+            {"actuators": [{"uid": "p", "space": DEGREES, "value": None}]},
+            "actuator 'p': value: a value holds numbers only (not null, not a text",
+        ),
+        (
             {"actuators": [{"uid": "p", "space": {"type": "Discrete", "n": 3}, "value": 0.5}]},
             "actuator 'p': value: a bool is no number here, and a fraction or NaN no whole "
             "number; it would be read as 0",
@@ -138,6 +147,30 @@ def test_a_step_answer_becomes_an_environment_state() -> None:
             {"sensors": {"temperature": [1.0], "time": 1}, "rewards": {"comfort": False}},
             "rewards 'comfort': False is no value of Box",
         ),
+        # null or a text is no value: it was stored as null, or read as the number it spells
+        # (a run that finished with a client's NaN sent as null, as JavaScript writes it)
+        (
+            {"sensors": {"temperature": None, "time": 1}, "rewards": {"comfort": 0}},
+            "sensors 'temperature': None is no value of Box(low=[-50.0], high=[100.0], "
+            "shape=(1,), dtype=np.float64) (a value holds numbers only (not null, not a text; "
+            'NaN and the infinities are "nan", "inf" and "-inf"))',
+        ),
+        (
+            {"sensors": {"temperature": [1.0], "time": 1}, "rewards": {"comfort": None}},
+            "rewards 'comfort': None is no value of Box",
+        ),
+        (
+            {"sensors": {"temperature": [None], "time": 1}, "rewards": {"comfort": 0}},
+            "sensors 'temperature': [None] is no value of Box",
+        ),
+        (
+            {"sensors": {"temperature": ["21.5"], "time": 1}, "rewards": {"comfort": 0}},
+            "sensors 'temperature': ['21.5'] is no value of Box",
+        ),
+        (
+            {"sensors": {"temperature": [1.0], "time": "3"}, "rewards": {"comfort": 0}},
+            "sensors 'time': '3' is no value of Discrete(5) (a value holds numbers only",
+        ),
         ({"sensors": [], "rewards": {}}, "'sensors' is [], expected an object by uid"),
         ({"terminated": True, "truncated": True}, "are both true"),
         ({"terminated": "no"}, "must be true or false"),
@@ -148,6 +181,20 @@ def test_a_wrong_step_answer_is_garbage(answer: dict[str, Any], expected: str) -
         declared()._state(answer)
     assert "the answer to step is not palaestra's protocol" in str(info.value)
     assert expected in str(info.value)
+
+
+def test_null_or_a_text_is_no_value_of_any_space_and_a_bool_one_of_a_multibinary() -> None:
+    tuple_space = Space.from_dict(
+        {"type": "Tuple", "spaces": [{"type": "Discrete", "n": 3}, DEGREES]}
+    )
+    assert _read_value(tuple_space, [2, [1.5]])[0] == 2
+    for sent in (None, [None, [1.5]], [2, None], [2, ["1.5"]]):
+        with pytest.raises(ValueError, match="a value holds numbers only"):
+            _read_value(tuple_space, sent)
+    binary = Space.from_dict({"type": "MultiBinary", "n": 2})
+    assert _read_value(binary, [True, 0]).tolist() == [1, 0]
+    with pytest.raises(ValueError, match="a value holds numbers only"):
+        _read_value(binary, ["1", 0])
 
 
 @pytest.fixture
