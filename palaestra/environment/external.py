@@ -79,7 +79,8 @@ class ExternalEnvironment(Environment):
             once); see the protocol's reconnect rule.
         heartbeat: Seconds between ZMTP heartbeats (ZMQ's own, answered by libzmq itself): a
             peer silent for three of them counts as hung up. 0 turns them off.
-        world: Anything JSON-able, sent to the client as ``hello``'s ``config``.
+        world: Anything JSON-able, sent to the client as ``hello``'s ``config`` (a non-finite
+            float as the protocol's ``"inf"``, ``"-inf"`` or ``"nan"``).
         encoding: ``json`` (every client reads it) or ``msgpack``.
         offline: Start the reference client's simulated world as a child and talk to it.
 
@@ -115,7 +116,8 @@ class ExternalEnvironment(Environment):
         if not isinstance(offline, bool):
             raise InvalidInputError(f"{self.where}: params.offline: expected true or false")
         try:
-            self.config = msgspec.json.decode(msgspec.json.encode(world))
+            # (msgspec writes a non-finite float as null: the protocol's string instead)
+            self.config = msgspec.json.decode(msgspec.json.encode(to_strict_json(world)))
         except (TypeError, msgspec.EncodeError) as exc:
             raise InvalidInputError(
                 f"{self.where}: params.world: expected JSON-able data, got {world!r} ({exc})"

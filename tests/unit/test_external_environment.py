@@ -65,6 +65,16 @@ def test_wrong_params_are_refused_naming_the_key(params: dict[str, Any], expecte
     assert info.value.exit_code == 2
 
 
+def test_the_world_param_sends_non_finite_floats_as_the_protocols_strings() -> None:
+    # (they were sent as null: a world: {limit: .inf} reached the client as {"limit": null})
+    env = ExternalEnvironment(
+        uid="room",
+        connect=ADDRESS,
+        world={"limit": float("inf"), "range": (-np.inf, float("nan"))},
+    )
+    assert env.config == {"limit": "inf", "range": ["-inf", "nan"]}
+
+
 def test_the_declaration_gives_palaestras_spaces_and_default_set_points() -> None:
     env = declared()
     assert list(env.sensor_spaces) == ["temperature", "time"]
