@@ -10,7 +10,8 @@ environment returns is awaited, and on which the tasks it starts keep running be
 - A plain return value passes through untouched: a synchronous environment never starts the
   loop, and its step costs one type check.
 - An exception inside the coroutine is the environment's, named by its method
-  (:class:`~palaestra.core.plugin.PluginError`).
+  (:class:`~palaestra.core.plugin.PluginError`); so is a ``SystemExit`` or
+  ``KeyboardInterrupt`` (a ``sys.exit()`` in the environment's code), which the loop outlives.
 - A task the environment left running that fails, and whose failure nobody awaits (a dead
   co-simulation), fails the call in progress or the next one, naming the task: the
   environment would otherwise wait for it for ever.
@@ -28,7 +29,7 @@ from types import GeneratorType
 from typing import Any
 
 from palaestra.core.liveness import seen_waits
-from palaestra.core.plugin import PluginError
+from palaestra.core.plugin import FAILURES, PluginError
 
 UNAWAITED = (
     "returned an un-awaited coroutine: palaestra awaits only an Environment's "
@@ -36,6 +37,11 @@ UNAWAITED = (
 )
 CLOSE_TIMEOUT = 5.0
 """Seconds the tasks an environment left running get to end once cancelled."""
+ENDINGS = (SystemExit, KeyboardInterrupt)
+"""What a coroutine of the environment may raise to end the process: asyncio lets it out of
+the loop, which would end the loop's thread (in silence: a thread ends so on ``SystemExit``)
+and leave every call waiting for ever; it fails the call, or the call after a task's, instead,
+as a synchronous method's does (:func:`palaestra.core.plugin.call`)."""
 
 
 class BackgroundTaskError(Exception):
@@ -55,7 +61,14 @@ class EnvironmentLoop:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        while True:
+            try:
+                self.loop.run_forever()
+                return
+            except ENDINGS:  # a coroutine of the environment tried to end the process
+                # asyncio lets it out of the loop (the task holds it, its callbacks wait):
+                # the loop runs on, so that the call or its task's watch reports it
+                continue
 
     def _task(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
         task = asyncio.Task(coro, loop=loop, **kwargs)
@@ -117,7 +130,7 @@ class EnvironmentLoop:
             )
         try:
             return future.result()
-        except Exception as exc:
+        except FAILURES as exc:  # (an ending, or a stray GeneratorExit, too)
             raise PluginError(plugin, method) from exc
 
     async def _call(self, awaitable: Awaitable[Any]) -> Any:

@@ -159,3 +159,41 @@ def test_a_class_found_not_awaitable_once_is_not_asked_again_but_coroutines_stil
     for _ in range(aio.SETTLED_MOST + 1):
         awaiter(object(), "update", type("Made", (), {})())
     assert len(aio._SETTLED) <= aio.SETTLED_MOST
+
+
+@pytest.mark.parametrize("ending", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+def test_a_coroutine_that_tries_to_end_the_process_fails_the_call(
+    awaiter: Awaiter, ending: BaseException
+) -> None:
+    # (SystemExit and KeyboardInterrupt ended the loop's thread, in silence: the call, and
+    # every call after it, waited for ever; the run failed as Stuck after answer_timeout)
+    world = World()
+
+    async def update() -> None:
+        raise ending
+
+    for _ in range(2):  # (the loop serves on)
+        with pytest.raises(PluginError) as caught:
+            awaiter(world, "update", update(), 10.0)
+        assert caught.value.plugin.endswith("World.update")
+        assert caught.value.__cause__ is ending
+    assert awaiter(world, "update", asyncio.sleep(0, "served")) == "served"
+
+
+def test_a_task_that_tries_to_end_the_process_fails_the_next_call(awaiter: Awaiter) -> None:
+    world = World()
+
+    async def leave() -> None:
+        async def ended() -> None:
+            raise SystemExit(0)
+
+        world.task = asyncio.create_task(ended(), name="co-simulation")
+
+    awaiter(world, "start_environment", leave())
+    with pytest.raises(PluginError) as caught:
+        awaiter(world, "update", asyncio.Event().wait(), 10.0)
+    cause = caught.value.__cause__
+    assert isinstance(cause, BackgroundTaskError)
+    assert "(co-simulation), left running on its event loop, failed with SystemExit: 0" in str(
+        cause
+    )
