@@ -56,6 +56,9 @@ _NOT_A_NUMBER = (
     'a value holds numbers only (not null, not a text; NaN and the infinities are "nan", '
     '"inf" and "-inf")'
 )
+READ_ERRORS = (ValueError, TypeError, OverflowError)
+"""What reading a value the client sent into its space raises when it is no value of it
+(``OverflowError``: ``"inf"`` or ``1e30`` for a whole number, which Python cannot convert)."""
 _LOSSY = (
     "a bool is no number here, and a fraction or NaN no whole number; it would be read as "
     "{value!r}"
@@ -366,7 +369,7 @@ class ExternalEnvironment(Environment):
             return default_value(space)
         try:
             value = _read_value(space, item["value"])
-        except (ValueError, TypeError) as exc:
+        except READ_ERRORS as exc:
             raise self._garbage("hello", f"actuator '{uid}': value: {exc}") from None
         if not space.contains(value):
             raise self._garbage(
@@ -395,7 +398,7 @@ class ExternalEnvironment(Environment):
                 continue
             try:
                 values[uid] = _read_value(space, given[uid])
-            except (ValueError, TypeError) as exc:
+            except READ_ERRORS as exc:
                 raise self._garbage(
                     command, f"{key} '{uid}': {given[uid]!r} is no value of {space} ({exc})"
                 ) from None
@@ -450,7 +453,8 @@ def _read_value(space: Space, sent: Any) -> Any:
     Raises:
         ValueError: It is not one of the space's: ``null`` or a text, which no space holds
             (and which would be stored as they are, or read as a number), or reading it would
-            change it (``1.5`` or ``true`` read as a Discrete's ``1``).
+            change it (``1.5`` or ``true`` read as a Discrete's ``1``); or another of
+            :data:`READ_ERRORS` (what reading it into the space raised).
     """
     raw = from_strict_json(sent)
     value = space.from_json_value(raw)
@@ -471,14 +475,21 @@ def _misread(space: Space, raw: Any, value: Any) -> str | None:
         problems = (_misread(s, r, v) for s, r, v in zip(space.spaces, raw, value, strict=True))
         return next((p for p in problems if p is not None), None)
     given = np.asarray(raw)
-    if given.dtype.kind in "OUS":  # (a null or a text among the numbers)
-        return _NOT_A_NUMBER
+    if given.dtype.kind in "US" or (given.dtype.kind == "O" and _holds_no_number(raw)):
+        return _NOT_A_NUMBER  # (objects: also a whole number too large for numpy's)
     kept = np.asarray(value)
     if given.dtype.kind == "b" and not isinstance(space, MultiBinary):
         return _LOSSY.format(value=value)
     if given.dtype.kind == "f" and kept.dtype.kind in "iub" and not np.array_equal(given, kept):
         return _LOSSY.format(value=value)
     return None
+
+
+def _holds_no_number(raw: Any) -> bool:
+    """Whether ``raw`` (decoded JSON) is, or holds in its lists, a null or a text."""
+    if isinstance(raw, list):
+        return any(_holds_no_number(item) for item in raw)
+    return raw is None or isinstance(raw, str)
 
 
 def _address(where: str, connect: Any, bind: Any) -> tuple[str, bool]:

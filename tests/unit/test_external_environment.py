@@ -94,6 +94,10 @@ def test_the_declaration_gives_palaestras_spaces_and_default_set_points() -> Non
             "actuator 'p': value [500.0] is not in Box",
         ),
         (
+            {"actuators": [{"uid": "p", "space": {**DEGREES, "dtype": "int64"}, "value": [1e30]}]},
+            "actuator 'p': value: Python int too large to convert to C long",
+        ),
+        (
             {"actuators": [{"uid": "p", "space": DEGREES, "value": None}]},
             "actuator 'p': value: a value holds numbers only (not null, not a text",
         ),
@@ -181,6 +185,17 @@ def test_a_step_answer_becomes_an_environment_state() -> None:
             {"sensors": {"temperature": [1.0], "time": "3"}, "rewards": {"comfort": 0}},
             "sensors 'time': '3' is no value of Discrete(5) (a value holds numbers only",
         ),
+        # (an OverflowError of palaestra's, with its traceback)
+        (
+            {"sensors": {"temperature": [1.0], "time": "inf"}, "rewards": {"comfort": 0}},
+            "sensors 'time': 'inf' is no value of Discrete(5) (cannot convert float infinity to "
+            "integer)",
+        ),
+        (
+            {"sensors": {"temperature": [10**400], "time": 1}, "rewards": {"comfort": 0}},
+            "is no value of Box(low=[-50.0], high=[100.0], shape=(1,), dtype=np.float64) (int "
+            "too large to convert to float)",
+        ),
         ({"sensors": [], "rewards": {}}, "'sensors' is [], expected an object by uid"),
         ({"terminated": True, "truncated": True}, "are both true"),
         ({"terminated": "no"}, "must be true or false"),
@@ -201,6 +216,8 @@ def test_null_or_a_text_is_no_value_of_any_space_and_a_bool_one_of_a_multibinary
     for sent in (None, [None, [1.5]], [2, None], [2, ["1.5"]]):
         with pytest.raises(ValueError, match="a value holds numbers only"):
             _read_value(tuple_space, sent)
+    # a whole number too large for numpy is a number (outside Discrete(5): the world says so)
+    assert _read_value(Space.from_dict({"type": "Discrete", "n": 5}), 10**30) == 10**30
     binary = Space.from_dict({"type": "MultiBinary", "n": 2})
     assert _read_value(binary, [True, 0]).tolist() == [1, 0]
     with pytest.raises(ValueError, match="a value holds numbers only"):
