@@ -204,6 +204,8 @@ class Link:
         if not isinstance(answer, dict):
             raise self.garbage(command, f"{raw[:80]!r} is not an object")
         answer_id, status = answer.get("id"), answer.get("status")
+        if answer_id is True or answer_id is False:  # (no id, though Python's 1 and 0)
+            raise self.garbage(command, f"'id' is {answer_id!r}, expected {command_id}")
         if isinstance(answer_id, int) and answer_id < command_id:
             LOG.debug("%s: ignored a late answer to command %d", self.describe(), answer_id)
             return None

@@ -248,6 +248,9 @@ def link() -> Iterator[Link]:
         ([b"\x00garbage"], "is not json"),
         ([json.dumps({"id": 9, "status": "ok"}).encode()], "'id' is 9, expected 3"),
         ([json.dumps({"id": 3, "status": "fine"}).encode()], "has no 'id' and 'status' ok"),
+        # (true was read as the late answer to command 1, ignored: "did not answer" at timeout)
+        ([json.dumps({"id": True, "status": "ok"}).encode()], "'id' is True, expected 3"),
+        ([json.dumps({"id": False, "status": "ok"}).encode()], "'id' is False, expected 3"),
     ],
 )
 def test_an_answer_that_is_not_the_protocol_is_refused(
