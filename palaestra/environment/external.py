@@ -34,6 +34,7 @@ from palaestra.environment.external_link import (
     ENCODINGS,
     OFFLINE_WORLD,
     PROTOCOL_VERSION,
+    SHARED_ADDRESS,
     ExternalEnvironmentError,
     Link,
     OfflineWorld,
@@ -234,9 +235,16 @@ class ExternalEnvironment(Environment):
         if self.world is not None:
             return f"the offline world did not connect to {self.address} within {seconds}"
         if self.binding:
+            shared = self.link.shared() if self.link is not None else None
+            if shared == "after":  # (its clients went to that socket)
+                return (
+                    f"no client connected to {self.address} within {seconds}: another socket "
+                    f"bound the address after palaestra did ({SHARED_ADDRESS})"
+                )
+            before = f" ({self.address} was bound before palaestra bound it: {SHARED_ADDRESS})"
             return (
                 f"no client connected to {self.address} within {seconds}; start it with "
-                f"--connect {self.address}"
+                f"--connect {self.address}{before if shared == 'before' else ''}"
             )
         return (
             f"no client answered at {self.address} within {seconds}; is it running and bound "

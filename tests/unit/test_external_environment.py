@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 import pytest
+import zmq
 
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.spaces import Space
@@ -273,3 +275,69 @@ def test_answers_late_error_and_msgpack(link: Link) -> None:
     assert link.answer([packed], "reset", 3, "reset") == {"id": 3, "status": "ok", "sensors": {}}
     assert link.encode({"id": 1})[:1] != b"{"
     assert link.answer([b'{"id": 3, "status": "ok"}'], "reset", 3, "reset") is not None  # JSON too
+
+
+def test_a_bound_address_another_socket_took_over_is_named_when_no_client_came(
+    tmp_path: Path,
+) -> None:
+    """Two workers (or games) binding one ipc address: ZMQ lets the second replace the first's
+    file, and the one that got no client said "no client connected ...; start it with
+    --connect ..." of a client that had been started so."""
+    address = f"ipc://{tmp_path}/room.sock"
+    hint = (
+        "another worker or game of this environment binding it too? put {worker} in the "
+        "address, one address each: bind: tcp://*:560{worker} or ipc:///tmp/room-{worker}"
+    )
+    first, second = (
+        ExternalEnvironment(uid="room", bind=address, connect_timeout=0.1) for _ in "ab"
+    )
+    links = []
+    try:
+        for env in (first, second):
+            env.link = Link(
+                address,
+                binding=True,
+                encoding="json",
+                heartbeat=0,
+                routing_id=b"room/0/s",
+                describe=env._who,
+                postscript=str,
+            )
+            links.append(env.link)
+            if env is first:
+                assert env._no_client().endswith(f"; start it with --connect {address}")
+        expected = f"no client connected to {address} within 0.1 s (connect_timeout)"
+        assert first._no_client() == (
+            f"{expected}: another socket bound the address after palaestra did ({hint})"
+        )
+        assert second._no_client() == (
+            f"{expected}; start it with --connect {address} ({address} was bound before "
+            f"palaestra bound it: {hint})"
+        )
+    finally:
+        for link in links:
+            link.close()
+
+
+def test_a_tcp_address_bound_already_is_named_with_what_to_do() -> None:
+    env = ExternalEnvironment(uid="room", bind="tcp://127.0.0.1:*")
+    kwargs: dict[str, Any] = {
+        "binding": True,
+        "encoding": "json",
+        "heartbeat": 0,
+        "routing_id": b"room/0/s",
+        "describe": env._who,
+        "postscript": str,
+    }
+    first = Link("tcp://127.0.0.1:*", **kwargs)
+    try:
+        address = first.socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        with pytest.raises(ExternalEnvironmentError) as info:
+            Link(address, **kwargs)
+        assert f"cannot bind {address}: Address already in use" in str(info.value)
+        assert str(info.value).endswith(
+            "(another worker or game of this environment binding it too? put {worker} in the "
+            "address, one address each: bind: tcp://*:560{worker} or ipc:///tmp/room-{worker})"
+        )
+    finally:
+        first.close()
