@@ -15,6 +15,8 @@ environment returns is awaited, and on which the tasks it starts keep running be
 - A task the environment left running that fails, and whose failure nobody awaits (a dead
   co-simulation), fails the call in progress or the next one, naming the task: the
   environment would otherwise wait for it for ever.
+- An environment that stops the loop (``loop.stop()``) fails the call in progress or the next
+  one (:class:`LoopStoppedError`): its calls would wait for ever.
 - :meth:`Awaiter.close` cancels what the environment left running and stops the loop.
 """
 
@@ -48,6 +50,10 @@ class BackgroundTaskError(Exception):
     """A task an environment started on its event loop failed and nobody awaited it."""
 
 
+class LoopStoppedError(Exception):
+    """An environment stopped the event loop palaestra runs for it (``loop.stop()``)."""
+
+
 class EnvironmentLoop:
     """One asyncio event loop, run for ever by a daemon thread of this process."""
 
@@ -56,6 +62,7 @@ class EnvironmentLoop:
         self.loop.set_task_factory(self._task)
         self._calls: set[asyncio.Task[Any]] = set()  # ours: their outcome goes to the caller
         self._failed: concurrent.futures.Future[BaseException] = concurrent.futures.Future()
+        self._closing = False  # close() stops the loop: no one else may
         self._thread = threading.Thread(target=self._serve, name=f"{owner}-asyncio", daemon=True)
         self._thread.start()
 
@@ -64,11 +71,26 @@ class EnvironmentLoop:
         while True:
             try:
                 self.loop.run_forever()
-                return
             except ENDINGS:  # a coroutine of the environment tried to end the process
                 # asyncio lets it out of the loop (the task holds it, its callbacks wait):
                 # the loop runs on, so that the call or its task's watch reports it
                 continue
+            if self._closing:
+                return
+            # the environment stopped it: its calls and tasks would wait for ever; the loop
+            # runs on, so that the call in progress (or the next) fails naming it
+            self._fail(
+                LoopStoppedError(
+                    "it stopped its event loop (loop.stop()), which palaestra runs for it as "
+                    "long as its process: end its own tasks instead"
+                )
+            )
+
+    def _fail(self, error: BaseException) -> None:
+        """The environment lost its loop (``error``): the call in progress, or the next, fails
+        with it (the first such error only)."""
+        if not self._failed.done():
+            self._failed.set_result(error)
 
     def _task(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
         task = asyncio.Task(coro, loop=loop, **kwargs)
@@ -94,7 +116,7 @@ class EnvironmentLoop:
             f"failed with {type(exc).__name__}: {exc}"
         )
         error.__cause__ = exc
-        self._failed.set_result(error)
+        self._fail(error)
 
     def run(
         self,
@@ -154,6 +176,7 @@ class EnvironmentLoop:
             )
         except (concurrent.futures.TimeoutError, RuntimeError):
             cancelled = ["(tasks that did not end within the time)"]
+        self._closing = True
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)
         if not self._thread.is_alive():

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from palaestra.core.plugin import PluginError
-from palaestra.environment.aio import Awaiter, BackgroundTaskError
+from palaestra.environment.aio import Awaiter, BackgroundTaskError, LoopStoppedError
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -197,3 +197,31 @@ def test_a_task_that_tries_to_end_the_process_fails_the_next_call(awaiter: Await
     assert "(co-simulation), left running on its event loop, failed with SystemExit: 0" in str(
         cause
     )
+
+
+def test_an_environment_that_stops_its_loop_fails_the_call_naming_it(awaiter: Awaiter) -> None:
+    """``loop.stop()`` ended the loop's thread: the call waited for ever, and the run failed as
+    Stuck after answer_timeout. The loop runs on, and the call in progress, or the next one,
+    fails naming it."""
+    world = World()
+
+    async def update() -> str:
+        asyncio.get_running_loop().stop()
+        return "stepped"
+
+    errors: list[PluginError] = []
+    for call in (update, lambda: asyncio.sleep(0)):
+        try:
+            awaiter(world, "update", call(), 10.0)
+        except PluginError as exc:
+            errors.append(exc)
+            break
+    else:
+        pytest.fail("no call failed")
+    assert errors[0].plugin.endswith("World.update")
+    cause = errors[0].__cause__
+    assert isinstance(cause, LoopStoppedError)
+    assert "it stopped its event loop (loop.stop())" in str(cause)
+    assert awaiter(world, "shutdown", asyncio.sleep(0, "down"), 10.0, closing=True) == "down"
+    assert awaiter.close(1.0) == []
+    assert awaiter.loop is None
