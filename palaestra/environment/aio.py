@@ -10,10 +10,13 @@ environment returns is awaited, and on which the tasks it starts keep running be
 - A plain return value passes through untouched: a synchronous environment never starts the
   loop, and its step costs one type check.
 - An exception inside the coroutine is the environment's, named by its method
-  (:class:`~palaestra.core.plugin.PluginError`).
+  (:class:`~palaestra.core.plugin.PluginError`); so is a ``SystemExit`` or
+  ``KeyboardInterrupt`` (a ``sys.exit()`` in the environment's code), which the loop outlives.
 - A task the environment left running that fails, and whose failure nobody awaits (a dead
   co-simulation), fails the call in progress or the next one, naming the task: the
   environment would otherwise wait for it for ever.
+- An environment that stops the loop (``loop.stop()``) fails the call in progress or the next
+  one (:class:`LoopStoppedError`): its calls would wait for ever.
 - :meth:`Awaiter.close` cancels what the environment left running and stops the loop.
 """
 
@@ -28,7 +31,7 @@ from types import GeneratorType
 from typing import Any
 
 from palaestra.core.liveness import seen_waits
-from palaestra.core.plugin import PluginError
+from palaestra.core.plugin import FAILURES, PluginError
 
 UNAWAITED = (
     "returned an un-awaited coroutine: palaestra awaits only an Environment's "
@@ -36,10 +39,19 @@ UNAWAITED = (
 )
 CLOSE_TIMEOUT = 5.0
 """Seconds the tasks an environment left running get to end once cancelled."""
+ENDINGS = (SystemExit, KeyboardInterrupt)
+"""What a coroutine of the environment may raise to end the process: asyncio lets it out of
+the loop, which would end the loop's thread (in silence: a thread ends so on ``SystemExit``)
+and leave every call waiting for ever; it fails the call, or the call after a task's, instead,
+as a synchronous method's does (:func:`palaestra.core.plugin.call`)."""
 
 
 class BackgroundTaskError(Exception):
     """A task an environment started on its event loop failed and nobody awaited it."""
+
+
+class LoopStoppedError(Exception):
+    """An environment stopped the event loop palaestra runs for it (``loop.stop()``)."""
 
 
 class EnvironmentLoop:
@@ -50,12 +62,35 @@ class EnvironmentLoop:
         self.loop.set_task_factory(self._task)
         self._calls: set[asyncio.Task[Any]] = set()  # ours: their outcome goes to the caller
         self._failed: concurrent.futures.Future[BaseException] = concurrent.futures.Future()
+        self._closing = False  # close() stops the loop: no one else may
         self._thread = threading.Thread(target=self._serve, name=f"{owner}-asyncio", daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        while True:
+            try:
+                self.loop.run_forever()
+            except ENDINGS:  # a coroutine of the environment tried to end the process
+                # asyncio lets it out of the loop (the task holds it, its callbacks wait):
+                # the loop runs on, so that the call or its task's watch reports it
+                continue
+            if self._closing:
+                return
+            # the environment stopped it: its calls and tasks would wait for ever; the loop
+            # runs on, so that the call in progress (or the next) fails naming it
+            self._fail(
+                LoopStoppedError(
+                    "it stopped its event loop (loop.stop()), which palaestra runs for it as "
+                    "long as its process: end its own tasks instead"
+                )
+            )
+
+    def _fail(self, error: BaseException) -> None:
+        """The environment lost its loop (``error``): the call in progress, or the next, fails
+        with it (the first such error only)."""
+        if not self._failed.done():
+            self._failed.set_result(error)
 
     def _task(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
         task = asyncio.Task(coro, loop=loop, **kwargs)
@@ -81,7 +116,7 @@ class EnvironmentLoop:
             f"failed with {type(exc).__name__}: {exc}"
         )
         error.__cause__ = exc
-        self._failed.set_result(error)
+        self._fail(error)
 
     def run(
         self,
@@ -117,7 +152,7 @@ class EnvironmentLoop:
             )
         try:
             return future.result()
-        except Exception as exc:
+        except FAILURES as exc:  # (an ending, or a stray GeneratorExit, too)
             raise PluginError(plugin, method) from exc
 
     async def _call(self, awaitable: Awaitable[Any]) -> Any:
@@ -141,6 +176,7 @@ class EnvironmentLoop:
             )
         except (concurrent.futures.TimeoutError, RuntimeError):
             cancelled = ["(tasks that did not end within the time)"]
+        self._closing = True
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)
         if not self._thread.is_alive():

@@ -34,6 +34,7 @@ from palaestra.environment.external_link import (
     ENCODINGS,
     OFFLINE_WORLD,
     PROTOCOL_VERSION,
+    SHARED_ADDRESS,
     ExternalEnvironmentError,
     Link,
     OfflineWorld,
@@ -52,6 +53,17 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 
 SCHEMES = ("tcp://", "ipc://")
+_NOT_A_NUMBER = (
+    'a value holds numbers only (not null, not a text; NaN and the infinities are "nan", '
+    '"inf" and "-inf")'
+)
+READ_ERRORS = (ValueError, TypeError, OverflowError)
+"""What reading a value the client sent into its space raises when it is no value of it
+(``OverflowError``: ``"inf"`` or ``1e30`` for a whole number, which Python cannot convert)."""
+_LOSSY = (
+    "a bool is no number here, and a fraction or NaN no whole number; it would be read as "
+    "{value!r}"
+)
 
 
 class ExternalEnvironment(Environment):
@@ -71,7 +83,8 @@ class ExternalEnvironment(Environment):
             once); see the protocol's reconnect rule.
         heartbeat: Seconds between ZMTP heartbeats (ZMQ's own, answered by libzmq itself): a
             peer silent for three of them counts as hung up. 0 turns them off.
-        world: Anything JSON-able, sent to the client as ``hello``'s ``config``.
+        world: Anything JSON-able, sent to the client as ``hello``'s ``config`` (a non-finite
+            float as the protocol's ``"inf"``, ``"-inf"`` or ``"nan"``).
         encoding: ``json`` (every client reads it) or ``msgpack``.
         offline: Start the reference client's simulated world as a child and talk to it.
 
@@ -107,7 +120,8 @@ class ExternalEnvironment(Environment):
         if not isinstance(offline, bool):
             raise InvalidInputError(f"{self.where}: params.offline: expected true or false")
         try:
-            self.config = msgspec.json.decode(msgspec.json.encode(world))
+            # (msgspec writes a non-finite float as null: the protocol's string instead)
+            self.config = msgspec.json.decode(msgspec.json.encode(to_strict_json(world)))
         except (TypeError, msgspec.EncodeError) as exc:
             raise InvalidInputError(
                 f"{self.where}: params.world: expected JSON-able data, got {world!r} ({exc})"
@@ -221,9 +235,16 @@ class ExternalEnvironment(Environment):
         if self.world is not None:
             return f"the offline world did not connect to {self.address} within {seconds}"
         if self.binding:
+            shared = self.link.shared() if self.link is not None else None
+            if shared == "after":  # (its clients went to that socket)
+                return (
+                    f"no client connected to {self.address} within {seconds}: another socket "
+                    f"bound the address after palaestra did ({SHARED_ADDRESS})"
+                )
+            before = f" ({self.address} was bound before palaestra bound it: {SHARED_ADDRESS})"
             return (
                 f"no client connected to {self.address} within {seconds}; start it with "
-                f"--connect {self.address}"
+                f"--connect {self.address}{before if shared == 'before' else ''}"
             )
         return (
             f"no client answered at {self.address} within {seconds}; is it running and bound "
@@ -356,7 +377,7 @@ class ExternalEnvironment(Environment):
             return default_value(space)
         try:
             value = _read_value(space, item["value"])
-        except (ValueError, TypeError) as exc:
+        except READ_ERRORS as exc:
             raise self._garbage("hello", f"actuator '{uid}': value: {exc}") from None
         if not space.contains(value):
             raise self._garbage(
@@ -385,7 +406,7 @@ class ExternalEnvironment(Environment):
                 continue
             try:
                 values[uid] = _read_value(space, given[uid])
-            except (ValueError, TypeError) as exc:
+            except READ_ERRORS as exc:
                 raise self._garbage(
                     command, f"{key} '{uid}': {given[uid]!r} is no value of {space} ({exc})"
                 ) from None
@@ -438,33 +459,45 @@ def _read_value(space: Space, sent: Any) -> Any:
     """A value the client sent (strict JSON) read into ``space``.
 
     Raises:
-        ValueError: It is not one of the space's, or reading it would change it (``1.5`` or
-            ``true`` read as a Discrete's ``1``).
+        ValueError: It is not one of the space's: ``null`` or a text, which no space holds
+            (and which would be stored as they are, or read as a number), or reading it would
+            change it (``1.5`` or ``true`` read as a Discrete's ``1``); or another of
+            :data:`READ_ERRORS` (what reading it into the space raised).
     """
     raw = from_strict_json(sent)
     value = space.from_json_value(raw)
-    if _lossy(space, raw, value):
-        raise ValueError(
-            "a bool is no number here, and a fraction or NaN no whole number; it would be "
-            f"read as {value!r}"
-        )
+    problem = _misread(space, raw, value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
-def _lossy(space: Space, raw: Any, value: Any) -> bool:
-    """Whether reading ``raw`` (a decoded JSON value) into ``space`` changed it: a fraction,
-    NaN or a bool made a whole number (``1.5`` or ``true`` read as a Discrete's ``1``)."""
+def _misread(space: Space, raw: Any, value: Any) -> str | None:
+    """What is wrong with ``raw`` (a decoded JSON value) as a value of ``space``, read as
+    ``value``, or None: ``null`` or a text in it (no space holds one: ``null`` would be a value
+    not set, a text read as the number it spells), or reading it changed it (a fraction, NaN or
+    a bool made a whole number: ``1.5`` or ``true`` read as a Discrete's ``1``)."""
+    if raw is None:
+        return _NOT_A_NUMBER
     if isinstance(space, Tuple):
-        return any(_lossy(s, r, v) for s, r, v in zip(space.spaces, raw, value, strict=True))
-    if raw is None or value is None:
-        return False
+        problems = (_misread(s, r, v) for s, r, v in zip(space.spaces, raw, value, strict=True))
+        return next((p for p in problems if p is not None), None)
     given = np.asarray(raw)
+    if given.dtype.kind in "US" or (given.dtype.kind == "O" and _holds_no_number(raw)):
+        return _NOT_A_NUMBER  # (objects: also a whole number too large for numpy's)
     kept = np.asarray(value)
-    if given.dtype.kind == "b":
-        return not isinstance(space, MultiBinary)
-    if given.dtype.kind == "f" and kept.dtype.kind in "iub":
-        return not np.array_equal(given, kept)
-    return False
+    if given.dtype.kind == "b" and not isinstance(space, MultiBinary):
+        return _LOSSY.format(value=value)
+    if given.dtype.kind == "f" and kept.dtype.kind in "iub" and not np.array_equal(given, kept):
+        return _LOSSY.format(value=value)
+    return None
+
+
+def _holds_no_number(raw: Any) -> bool:
+    """Whether ``raw`` (decoded JSON) is, or holds in its lists, a null or a text."""
+    if isinstance(raw, list):
+        return any(_holds_no_number(item) for item in raw)
+    return raw is None or isinstance(raw, str)
 
 
 def _address(where: str, connect: Any, bind: Any) -> tuple[str, bool]:

@@ -37,6 +37,11 @@ PROTOCOL_VERSION = 1
 ENCODINGS = ("json", "msgpack")
 OFFLINE_WORLD = Path(__file__).resolve().parent.parent / "clients" / "python" / "heater_world.py"
 """The reference client's simulated world, which ``offline: true`` starts."""
+SHARED_ADDRESS = (
+    "another worker or game of this environment binding it too? put {worker} in the address, "
+    "one address each: bind: tcp://*:560{worker} or ipc:///tmp/room-{worker}"
+)
+"""What a bind that found its address taken may be, and what to do."""
 _EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED
 _STOP_SECONDS = 2.0
 _SEND_SECONDS = 1.0
@@ -95,6 +100,7 @@ class Link:
         self.poller = zmq.Poller()  # an answer, or a connection's end
         self.poller.register(sock, zmq.POLLIN)
         self.poller.register(self.monitor, zmq.POLLIN)
+        self.found = _ipc_file(self.address) if self.binding else None  # (a file bound before)
         try:
             if self.binding:
                 sock.bind(self.address)
@@ -103,7 +109,18 @@ class Link:
         except zmq.ZMQError as exc:
             self.close()
             verb = "bind" if self.binding else "connect to"
-            raise self.error(f"cannot {verb} {self.address}: {exc}") from None
+            shared = f" ({SHARED_ADDRESS})" if exc.errno == zmq.EADDRINUSE else ""
+            raise self.error(f"cannot {verb} {self.address}: {exc}{shared}") from None
+        self.bound = _ipc_file(self.address) if self.binding else None
+
+    def shared(self) -> str | None:
+        """Why clients may not reach this link's bound ipc address, or None: another socket
+        bound it after this one (``"after"``; ZMQ replaces the file of a bound ipc address,
+        and clients connect to the socket that bound it last), or its file was there before
+        (``"before"``: a socket bound it first, or a run that was killed left it)."""
+        if self.bound is not None and _ipc_file(self.address) != self.bound:
+            return "after"
+        return "before" if self.found is not None else None
 
     def renew(self) -> None:
         """Replace the socket after a hang-up (a new routing id, no connection of the old
@@ -204,6 +221,8 @@ class Link:
         if not isinstance(answer, dict):
             raise self.garbage(command, f"{raw[:80]!r} is not an object")
         answer_id, status = answer.get("id"), answer.get("status")
+        if answer_id is True or answer_id is False:  # (no id, though Python's 1 and 0)
+            raise self.garbage(command, f"'id' is {answer_id!r}, expected {command_id}")
         if isinstance(answer_id, int) and answer_id < command_id:
             LOG.debug("%s: ignored a late answer to command %d", self.describe(), answer_id)
             return None
@@ -224,6 +243,18 @@ class Link:
         self.monitor.close(linger=0)
         self.socket.close(linger=0)
         self.ctx.term()
+
+
+def _ipc_file(address: str) -> tuple[int, int] | None:
+    """The device and inode of the file of an ``ipc://`` address (None: no such file, or
+    another kind of address)."""
+    if not address.startswith("ipc://"):
+        return None
+    try:
+        found = os.stat(address[len("ipc://") :])
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def not_the_protocol(command: str, what: str) -> str:

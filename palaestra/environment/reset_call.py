@@ -9,8 +9,9 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any
 
-from palaestra.core.plugin import PluginError, call
+from palaestra.core.plugin import PluginContractError, PluginError, call
 from palaestra.core.simtime import SimTime
+from palaestra.environment.checks import show
 from palaestra.environment.environment import EnvironmentBaseline
 from palaestra.environment.reset import (
     EnvironmentResetRequest,
@@ -27,6 +28,7 @@ def call_reset(env: Any, request: EnvironmentResetRequest, awaiter: Any = None) 
 
     Raises:
         PluginError: ``reset`` (or the coroutine it returned) raised.
+        PluginContractError: Its response's ``sensors`` or ``actuators`` are no list.
     """
     method = env.reset
     result = call(method, request) if takes_request(method) else call(method)
@@ -41,11 +43,30 @@ def call_reset(env: Any, request: EnvironmentResetRequest, awaiter: Any = None) 
     if hasattr(result, "sensors") and hasattr(result, "actuators"):  # (a response, or alike)
         simtime = getattr(result, "simtime", None)
         return EnvironmentBaseline(
-            list(result.sensors),
-            list(result.actuators),
+            _listed(env, result, "sensors"),
+            _listed(env, result, "actuators"),
             simtime if isinstance(simtime, SimTime) else SimTime(simtime_ticks=0),
         )
     return result
+
+
+def _listed(env: Any, response: Any, name: str) -> list[Any]:
+    """The response's ``sensors`` or ``actuators`` (``name``) as a list (palaestra's checks
+    look at each item).
+
+    Raises:
+        PluginContractError: They are no list (None, a number).
+    """
+    items = getattr(response, name)
+    try:
+        return list(items)
+    except TypeError:
+        raise PluginContractError(
+            env,
+            "reset",
+            f"returned {type(response).__name__} with {name} = {show(items)}, expected a list "
+            f"of {'Sensor' if name == 'sensors' else 'Actuator'}Information",
+        ) from None
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:

@@ -278,11 +278,15 @@ class World:
             result = self._transform(result)
         self.stepping.end()
         is_state = isinstance(result, EnvironmentState)  # else palaestra's tuple
-        sensors, rewards, done = self._parts(result, is_state)
-        done, terminated, truncated = self._ends(result if is_state else None, done)
-        # a last step may report no readings (palaestrAI's environments do): the last stand
-        values = self.last_values if done and not sensors else self._values(sensors)
-        reward_descs = self._rewards(rewards)
+        try:  # (a later step's result is read as the first's was: its types are checked then)
+            sensors, rewards, done = self._parts(result, is_state)
+            done, terminated, truncated = self._ends(result if is_state else None, done)
+            # a last step may report no readings (palaestrAI's environments do): the last stand
+            values = self.last_values if done and not sensors else self._values(sensors)
+            reward_descs = self._rewards(rewards)
+        except (TypeError, IndexError, AttributeError):  # not what update() returns: say what
+            checks.first_state(self.env, result, self.declared.spaces, self.shapes.fixed)
+            raise  # (it is: the failure is not the plug-in's)
         self.advanced(values)
         if self.recording():
             every = self.out.every

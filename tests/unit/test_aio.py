@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from palaestra.core.plugin import PluginError
-from palaestra.environment.aio import Awaiter, BackgroundTaskError
+from palaestra.environment.aio import Awaiter, BackgroundTaskError, LoopStoppedError
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -159,3 +159,69 @@ def test_a_class_found_not_awaitable_once_is_not_asked_again_but_coroutines_stil
     for _ in range(aio.SETTLED_MOST + 1):
         awaiter(object(), "update", type("Made", (), {})())
     assert len(aio._SETTLED) <= aio.SETTLED_MOST
+
+
+@pytest.mark.parametrize("ending", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+def test_a_coroutine_that_tries_to_end_the_process_fails_the_call(
+    awaiter: Awaiter, ending: BaseException
+) -> None:
+    # (SystemExit and KeyboardInterrupt ended the loop's thread, in silence: the call, and
+    # every call after it, waited for ever; the run failed as Stuck after answer_timeout)
+    world = World()
+
+    async def update() -> None:
+        raise ending
+
+    for _ in range(2):  # (the loop serves on)
+        with pytest.raises(PluginError) as caught:
+            awaiter(world, "update", update(), 10.0)
+        assert caught.value.plugin.endswith("World.update")
+        assert caught.value.__cause__ is ending
+    assert awaiter(world, "update", asyncio.sleep(0, "served")) == "served"
+
+
+def test_a_task_that_tries_to_end_the_process_fails_the_next_call(awaiter: Awaiter) -> None:
+    world = World()
+
+    async def leave() -> None:
+        async def ended() -> None:
+            raise SystemExit(0)
+
+        world.task = asyncio.create_task(ended(), name="co-simulation")
+
+    awaiter(world, "start_environment", leave())
+    with pytest.raises(PluginError) as caught:
+        awaiter(world, "update", asyncio.Event().wait(), 10.0)
+    cause = caught.value.__cause__
+    assert isinstance(cause, BackgroundTaskError)
+    assert "(co-simulation), left running on its event loop, failed with SystemExit: 0" in str(
+        cause
+    )
+
+
+def test_an_environment_that_stops_its_loop_fails_the_call_naming_it(awaiter: Awaiter) -> None:
+    """``loop.stop()`` ended the loop's thread: the call waited for ever, and the run failed as
+    Stuck after answer_timeout. The loop runs on, and the call in progress, or the next one,
+    fails naming it."""
+    world = World()
+
+    async def update() -> str:
+        asyncio.get_running_loop().stop()
+        return "stepped"
+
+    errors: list[PluginError] = []
+    for call in (update, lambda: asyncio.sleep(0)):
+        try:
+            awaiter(world, "update", call(), 10.0)
+        except PluginError as exc:
+            errors.append(exc)
+            break
+    else:
+        pytest.fail("no call failed")
+    assert errors[0].plugin.endswith("World.update")
+    cause = errors[0].__cause__
+    assert isinstance(cause, LoopStoppedError)
+    assert "it stopped its event loop (loop.stop())" in str(cause)
+    assert awaiter(world, "shutdown", asyncio.sleep(0, "down"), 10.0, closing=True) == "down"
+    assert awaiter.close(1.0) == []
+    assert awaiter.loop is None

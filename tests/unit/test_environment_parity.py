@@ -312,6 +312,42 @@ def test_a_done_that_is_no_bool_after_the_first_step_fails_naming_the_environmen
     ), str(caught.value)
 
 
+class LateWrong(SimTimeEnvironment):
+    """Returns ``wrong`` from its second step on."""
+
+    wrong: Any = None
+
+    def update(self, actuators: Any) -> Any:
+        state = super().update(actuators)
+        return self.wrong if self.iter > 1 else state
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        (None, "returned None, expected (sensors, rewards, done)"),
+        (([], False), "returned ([], False), expected (sensors, rewards, done)"),
+        ((["Sensor-0"], [], False), "returned sensor 'Sensor-0', expected a SensorInformation"),
+        (([], [0.5], True), "returned reward 0.5, expected a RewardInformation"),
+    ],
+)
+def test_a_result_of_a_wrong_type_after_the_first_step_fails_naming_the_environment(
+    wrong: Any, said: str
+) -> None:
+    """Only the first step's result was checked: a later one of a wrong type failed the run
+    with palaestra's own TypeError, IndexError or AttributeError."""
+    env = environment()
+    env.env = LateWrong("env", "", 7, max_iter=5)
+    env.env.wrong = wrong
+    env.start_world(reset=False)
+    env.update({})
+    with pytest.raises(PluginContractError) as caught:
+        env.update({})
+    assert str(caught.value).startswith(
+        f"tests.unit.test_environment_parity:LateWrong.update {said}"
+    ), str(caught.value)
+
+
 def test_a_numpy_done_after_the_first_step_is_read_as_a_bool() -> None:
     env = environment()
     env.env = LateDone("env", "", 7, max_iter=5)

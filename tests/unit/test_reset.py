@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.plugin import PluginError
+from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.simtime import SimTime
 from palaestra.core.spaces import Box
 from palaestra.environment import Environment, EnvironmentBaseline, EnvironmentContext
@@ -113,3 +113,29 @@ def test_a_failing_coroutine_is_named_as_the_environments_reset() -> None:
     with pytest.raises(PluginError, match=r"Failing\.reset") as caught:
         call_reset(attached(Failing()), REQUEST)
     assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+class OddResponse(Plain):
+    """palaestrAI's response with sensors (or actuators) that are no list."""
+
+    field = "sensors"
+
+    async def reset(self, request: EnvironmentResetRequest) -> EnvironmentResetResponse:
+        response: EnvironmentResetResponse = await super().reset(request)
+        setattr(response, self.field, None)
+        return response
+
+
+@pytest.mark.parametrize(("field", "kind"), [("sensors", "Sensor"), ("actuators", "Actuator")])
+def test_a_response_whose_sensors_are_no_list_fails_naming_the_environments_reset(
+    field: str, kind: str
+) -> None:
+    """It failed the run with palaestra's ``TypeError: 'NoneType' object is not iterable``."""
+    env = OddResponse()
+    env.field = field
+    with pytest.raises(PluginContractError) as caught:
+        call_reset(attached(env), REQUEST)
+    assert str(caught.value).startswith(
+        f"tests.unit.test_reset:OddResponse.reset returned EnvironmentResetResponse with {field} "
+        f"= None, expected a list of {kind}Information"
+    ), str(caught.value)

@@ -136,7 +136,12 @@ class Server:
             answer = self.answer(peer, command, encoding)
         except ProtocolError as exc:
             answer = error(None, str(exc))
-        self.socket.send_multipart([peer, encode(answer, encoding)])
+        try:
+            payload = encode(answer, encoding)
+        except (TypeError, ValueError) as exc:  # the world gave what JSON cannot hold: say so
+            text = f"the world's answer cannot be written as {encoding}: {exc}"
+            payload = encode(error(answer.get("id"), text), encoding)
+        self.socket.send_multipart([peer, payload])
         return not (self.exit_on_close and answer.get("closed") and not self.sessions)
 
     def answer(self, peer: bytes, command: dict[str, Any], encoding: str) -> dict[str, Any]:
@@ -265,7 +270,10 @@ def encode(answer: dict[str, Any], encoding: str) -> bytes:
 
 
 def to_strict(value: Any) -> Any:
-    """``value`` with non-finite floats written as the protocol's strings."""
+    """``value`` with non-finite floats written as the protocol's strings, and numpy's numbers
+    and arrays (a simulator's ``float32``) as plain Python ones."""
+    if hasattr(value, "tolist"):  # (numpy's, without importing it)
+        value = value.tolist()
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, list | tuple):
