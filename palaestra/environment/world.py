@@ -47,15 +47,22 @@ from palaestra.environment.world_rows import WorldRows
 LOG = logging.getLogger(__name__)
 
 
+SUPPLIED = ("uid", "seed", "broker_uri")
+"""What palaestra gives an environment's constructor beside its params, where it takes them
+and the params do not (palaestrAI's environments take all three)."""
+
+
 def construct(spec: EnvironmentSpec, seed: int) -> Environment:
-    """Instantiate the environment with its params (and ``uid``/``seed`` if it takes them)."""
+    """Instantiate the environment with its params (and :data:`SUPPLIED` where it takes
+    them)."""
     cls = load_class(spec.name)
     kwargs = dict(spec.params)
     accepted = inspect.signature(cls).parameters
     takes_any = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-    for key, value in (("uid", spec.uid), ("seed", seed), ("broker_uri", "")):
+    values = {"uid": spec.uid, "seed": seed, "broker_uri": ""}
+    for key in SUPPLIED:
         if key in accepted or takes_any:
-            kwargs.setdefault(key, value)
+            kwargs.setdefault(key, values[key])
     return call(cls, **kwargs)  # type: ignore[no-any-return]
 
 

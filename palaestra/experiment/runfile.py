@@ -14,6 +14,7 @@ import errno
 import inspect
 import os
 import sys
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -42,6 +43,7 @@ from palaestra.core.description.specs import (
 from palaestra.core.errors import PluginLoadError, RunFileError, did_you_mean
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.core.turns import RoundRobin
+from palaestra.environment.world import SUPPLIED
 from palaestra.experiment.probe import (
     DEFAULT_PROBE_TIMEOUT,
     EnvironmentIds,
@@ -299,6 +301,30 @@ def _parse_yaml(text: str) -> Any:
     return data
 
 
+def _unfit_params(
+    node: Node,
+    name: str,
+    found: type,
+    signature: inspect.Signature,
+    unknown: list[str],
+    exc: TypeError,
+) -> NoReturn:
+    """Fail at ``node``: class ``name`` cannot be built with its params (``unknown``: those
+    its constructor does not take; ``exc``: why Python's binding refused them)."""
+    taken = [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    close = difflib.get_close_matches(unknown[0], taken, n=1) if unknown else []
+    said = f"got an unexpected keyword argument '{unknown[0]}'" if unknown else exc
+    node.fail(
+        f"'{name}' cannot be made with these params: {said} (the parameters of "
+        f"{found.__name__}: {', '.join(taken) or 'none'}).",
+        f"Did you mean '{close[0]}'?" if close else None,
+    )
+
+
 class _ClassChecker:
     """Resolves ``module:Class`` names once per load and checks their base classes."""
 
@@ -344,11 +370,15 @@ class _ClassChecker:
                     AWAITED_HINT,
                 )
 
-    def check_params(self, node: Node, name: str, params: dict[str, Any]) -> None:
+    def check_params(
+        self, node: Node, name: str, params: dict[str, Any], supplied: Sequence[str] = ()
+    ) -> None:
         """Fail (at ``node``, the ``params``) where class ``name`` cannot be built with
-        ``params`` as palaestra builds it, ``Class(**params)``: a parameter its constructor
-        does not take, or a required one not given. A constructor whose signature Python
-        cannot tell (one in C, say) is left to the run."""
+        ``params`` as palaestra builds it, ``Class(**params)`` (and the parameters of
+        ``supplied`` that the constructor takes and ``params`` lack: an environment's ``uid``,
+        ``seed`` and ``broker_uri``): a parameter its constructor does not take, or a required
+        one not given. A constructor whose signature Python cannot tell (one in C, say) is
+        left to the run."""
         if not self.enabled:
             return
         found = self._resolve(name)
@@ -358,21 +388,17 @@ class _ClassChecker:
             signature = inspect.signature(found, follow_wrapped=False)
         except (TypeError, ValueError):
             return
+        taken_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        given = {
+            key: None
+            for key in supplied
+            if key not in params and (taken_any or key in signature.parameters)
+        }
         try:
-            signature.bind(**params)
+            signature.bind(**params, **given)
         except TypeError as exc:
-            taken = [
-                p.name
-                for p in signature.parameters.values()
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            ]
-            unknown = [key for key in params if key not in signature.parameters]
-            close = difflib.get_close_matches(unknown[0], taken, n=1) if unknown else []
-            node.fail(
-                f"'{name}' cannot be made with these params: {exc} (the parameters of "
-                f"{found.__name__}: {', '.join(taken) or 'none'}).",
-                f"Did you mean '{close[0]}'?" if close else None,
-            )
+            unknown = [] if taken_any else [k for k in params if k not in signature.parameters]
+            _unfit_params(node, name, found, signature, unknown, exc)
 
     def resolved(self, name: str) -> type | None:
         """The class ``name`` names, or None if it cannot be loaded (reported where it is
@@ -547,6 +573,9 @@ class _RunBuilder:
         uid_node = optional(fields, "uid")
         uid = as_name(uid_node) if uid_node else as_name(fields["name"], name.partition(":")[2])
         params = as_params(fields.get("params"))
+        self._classes.check_params(
+            optional(fields, "params") or fields["name"], name, params, SUPPLIED
+        )
         spec = EnvironmentSpec(name=name, uid=uid, params=params)
         if self._env_ids is not None:  # started once now: its params are refused here
             try:

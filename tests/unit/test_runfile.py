@@ -81,6 +81,12 @@ class Env(_base("palaestra.environment.environment", "Environment")):
         return [], [], False
 
 
+class SizedEnv(Env):
+    def __init__(self, uid, broker_uri, seed, size):
+        super().__init__(uid, broker_uri, seed)
+        self.size = size
+
+
 class HalfBrain(_base("palaestra.agent.brain", "Brain")):  # without thinking
     pass
 
@@ -750,6 +756,49 @@ def test_params_a_plugin_cannot_take_fail_the_check(
     error = error_of(text, check_classes=True)
     assert error.key == f"schedule[0].only_phase.agents[0].{key}"
     assert (error.message, error.hint) == (message, hint)
+
+
+@pytest.mark.parametrize(
+    ("params", "message", "hint"),
+    [
+        (
+            "{sise: 4}",
+            "'rf_plugins:SizedEnv' cannot be made with these params: got an unexpected keyword "
+            "argument 'sise' (the parameters of SizedEnv: uid, broker_uri, seed, size).",
+            "Did you mean 'size'?",
+        ),
+        (
+            "{}",
+            "'rf_plugins:SizedEnv' cannot be made with these params: missing a required "
+            "argument: 'size' (the parameters of SizedEnv: uid, broker_uri, seed, size).",
+            None,
+        ),
+    ],
+    ids=["misspelt", "required-missing"],
+)
+def test_params_an_environment_cannot_take_fail_the_check(
+    plugins: None, params: str, message: str, hint: str | None
+) -> None:
+    """An environment is built as ``Class(**params)`` with its ``uid``, ``seed`` and
+    ``broker_uri`` where it takes them: params its constructor does not take passed the check
+    (exit 0) and failed the run with a TypeError traceback (exit 1)."""
+    text, _ = variant(
+        "name: rf_plugins:Env", f"name: rf_plugins:SizedEnv\n            params: {params}"
+    )
+    error = error_of(text, check_classes=True)
+    assert error.key == "schedule[0].only_phase.environments[0].environment.params"
+    assert (error.message, error.hint) == (message, hint)
+
+
+def test_an_environment_taking_its_params_and_what_palaestra_gives_passes_the_check(
+    plugins: None,
+) -> None:
+    text, _ = variant(
+        "name: rf_plugins:Env",
+        "name: rf_plugins:SizedEnv\n            uid: Env\n            params: {size: 4}",
+    )
+    run = load_run_text(text, path="run.yml", check_classes=True)
+    assert run.phases[0].environments[0].params == {"size": 4}
 
 
 def test_params_a_plugin_takes_as_keywords_pass_the_check(plugins: None) -> None:
