@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import zmq
 
+from palaestra.agent.brain_process import BrainProcess
 from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.agent.hot_reload import HotReload, Outcome, retire, user_traceback
 from palaestra.agent.muscle_process import MuscleProcess
@@ -514,22 +515,9 @@ def test_a_brain_reloaded_at_an_evaluation_records_where_its_rollouts_ended(
     path = tmp_path / f"{name}.py"
     path.write_text(BRAIN.format(version=1))
     monkeypatch.syspath_prepend(str(tmp_path))
-    agent = AgentSpec(
-        name="one",
-        brain=ClassSpec(name=f"{name}:VersionBrain"),
-        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
-        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
-        sensors=(),
-        actuators=(),
-        hot_reload=True,
-    )
-    push, pull = store_pair
+    _, pull = store_pair
     try:
-        process = brain_process(agent, [], [])
-        clock = Clock()
-        plugins = {"brain": agent.brain.name}
-        process.use_reload(HotReload(process.name, "one", plugins, clock=clock))
-        process.out.connect(push, process.brain)
+        process, clock = reloading_brain(f"{name}:VersionBrain", store_pair[0])
         link = FakeLink("Muscle-one-0", decode=m.decode)
         memory = process.brain.memory
 
@@ -551,6 +539,25 @@ def test_a_brain_reloaded_at_an_evaluation_records_where_its_rollouts_ended(
         assert (row["worker"], row["episode"], row["step"]) == (0, 1, 4)
     finally:
         sys.modules.pop(name, None)
+
+
+def reloading_brain(brain: str, push: zmq.Socket[bytes]) -> tuple[BrainProcess, Clock]:
+    """A Brain process of agent ``one`` with its class ``brain`` hot reloaded (on a clock
+    of the test's), sending its rows to ``push``."""
+    agent = AgentSpec(
+        name="one",
+        brain=ClassSpec(name=brain),
+        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=(),
+        actuators=(),
+        hot_reload=True,
+    )
+    process = brain_process(agent, [], [])
+    clock = Clock()
+    process.use_reload(HotReload(process.name, "one", {"brain": brain}, clock=clock))
+    process.out.connect(push, process.brain)
+    return process, clock
 
 
 BATCHING_BRAIN = (
@@ -576,22 +583,9 @@ def test_a_brain_reloaded_before_a_batch_records_its_first_experience(
     path = tmp_path / f"{name}.py"
     path.write_text(BATCHING_BRAIN.format(version=1))
     monkeypatch.syspath_prepend(str(tmp_path))
-    agent = AgentSpec(
-        name="one",
-        brain=ClassSpec(name=f"{name}:BatchingBrain"),
-        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
-        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
-        sensors=(),
-        actuators=(),
-        hot_reload=True,
-    )
-    push, pull = store_pair
+    _, pull = store_pair
     try:
-        process = brain_process(agent, [], [])
-        clock = Clock()
-        plugins = {"brain": agent.brain.name}
-        process.use_reload(HotReload(process.name, "one", plugins, clock=clock))
-        process.out.connect(push, process.brain)
+        process, clock = reloading_brain(f"{name}:BatchingBrain", store_pair[0])
         process.batched = process._batched()
         links = [FakeLink(f"Muscle-one-{w}", decode=m.decode) for w in range(2)]
 

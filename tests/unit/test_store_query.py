@@ -471,6 +471,24 @@ def test_episode_rewards_are_sums_per_episode(store: str) -> None:
     assert query.episode_rewards(RUN, mode="test", store_uri=store)["phase"].tolist() == [1, 1]
 
 
+def episodes_ended(phase_id: int, steps: int, rewards: list[float]) -> m.Rows:
+    """The ``episodes`` rows of worker 0's episodes 0, 1, ... of ``steps`` steps each, with
+    the agent ``attacker``'s ``rewards``."""
+    ended = [
+        m.EpisodeEnded(
+            phase=0,
+            worker=0,
+            episode=e,
+            started_at=e,
+            ended_at=e + 0.5,
+            steps=steps,
+            rewards={"attacker": reward},
+        )
+        for e, reward in enumerate(rewards)
+    ]
+    return m.Rows(table="episodes", rows=[episode_values(phase_id, e) for e in ended])
+
+
 def test_an_episode_recording_paused_in_has_the_reward_the_run_summed(
     tmp_path: Path, pg_uri: str
 ) -> None:
@@ -494,21 +512,7 @@ def test_an_episode_recording_paused_in_has_the_reward_the_run_summed(
                     phase_id=ids["phase"], worker=0, episode=episode, step=step, paused=paused
                 )
                 writer.accept(gap)
-            ended = [
-                m.EpisodeEnded(
-                    phase=0,
-                    worker=0,
-                    episode=e,
-                    started_at=e,
-                    ended_at=e + 0.5,
-                    steps=3,
-                    rewards={"attacker": 3.0},
-                )  # fmt: skip
-                for e in range(3)
-            ]
-            writer.accept(
-                m.Rows(table="episodes", rows=[episode_values(ids["phase"], e) for e in ended])
-            )
+            writer.accept(episodes_ended(ids["phase"], 3, [3.0] * 3))
             request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
             request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
         finally:
@@ -547,21 +551,7 @@ def test_evaluation_rollouts_are_marked_and_kept_apart_from_the_training_curve(
             for episode, reward in enumerate(rewards)
         ]
         writer.accept(actions_message(ids["agent:attacker"], 0, steps))
-        ended = [
-            m.EpisodeEnded(
-                phase=0,
-                worker=0,
-                episode=e,
-                started_at=e,
-                ended_at=e + 0.5,
-                steps=1,
-                rewards={"attacker": r},
-            )  # fmt: skip
-            for e, r in enumerate(rewards)
-        ]
-        writer.accept(
-            m.Rows(table="episodes", rows=[episode_values(ids["phase"], e) for e in ended])
-        )
+        writer.accept(episodes_ended(ids["phase"], 1, rewards))
         request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="finished"))
         request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
     finally:
