@@ -36,6 +36,7 @@ from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_lanes import MuscleLanes, proposed_columns, sensor_columns
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.agent.muscle_schema import Schema
+from palaestra.agent.statistics import record_statistics
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
@@ -150,6 +151,7 @@ def check_muscle(
     for _ in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
         answer = _call(instance, "propose_actions", list(sensors), available)
+        _statistics(instance, "propose_actions")
         try:  # a pair, or the set points alone (as a run takes them)
             setpoints, data = proposal(instance, answer)
         except PluginContractError as exc:
@@ -182,6 +184,7 @@ def _check_batch(
         [ActuatorInformation(None, a.space, a.uid) for a in actuators] for _ in range(games)
     ]
     answer = _call(instance, method, [list(sensors) for _ in range(games)], available)
+    _statistics(instance, method)
     if not (isinstance(answer, tuple) and len(answer) == 2):
         _fail(instance, method, "must return (set points of each game, data of each game)")
     setpoints, data = list(answer[0]), list(answer[1])
@@ -207,6 +210,7 @@ def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
         schema.sensor_uids, schema.sensor_spaces, [[json_value(s) for s in sensors]] * games
     )
     answer = _call(instance, method, columns, schema.actuators(), games)
+    _statistics(instance, method)
     try:
         chosen, data = proposed_columns(instance, answer, games)
         for uid, column in chosen.items():
@@ -259,7 +263,9 @@ def check_brain(
     _call(instance, "load")
     for item in data:
         _picklable(instance, "thinking", _call(instance, "thinking", "checked-0", item))
+        _statistics(instance, "thinking")
     _call(instance, "store")
+    _statistics(instance, "store")
     if written:  # a brain that dumps must be able to start from its dump
         again = _construct(brain, params)
         loaded = BrainDumps(loaded=written, source="check")
@@ -311,6 +317,19 @@ def _call(plugin: Any, method: str, *args: Any, awaiter: Awaiter | None = None) 
 
 def _fail(plugin: Any, method: str, problem: str) -> None:
     raise PluginCheckError(f"{_name(type(plugin))}.{method}: {problem}")
+
+
+def _statistics(plugin: Any, method: str) -> None:
+    """Pop what ``plugin`` added with ``add_statistics`` during ``method``, as a run pops them
+    after each of its calls (so a key added once per call is no key added twice), and check
+    that the store could hold each value."""
+    try:
+        record_statistics(plugin, RowRecorder("statistics"), "checked", 0, 0, 0)
+    except PluginError as exc:
+        cause = exc.__cause__
+        raise PluginCheckError(
+            f"{_name(type(plugin))}.{method}: add_statistics: {cause}"
+        ) from cause
 
 
 def _picklable(plugin: Any, method: str, value: Any) -> None:

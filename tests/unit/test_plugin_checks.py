@@ -258,3 +258,56 @@ def test_check_muscle_calls_a_columns_hook_for_several_games() -> None:
         caught.value
     )
     assert "not in its declared space Box" in str(caught.value)
+
+
+class CountingMuscle(DummyMuscle):
+    """Adds a statistic at every step, as a run stores it (one row per step); with
+    ``unstorable``, one the store cannot hold."""
+
+    def __init__(self, unstorable: bool = False, **params: Any) -> None:
+        super().__init__(**params)
+        self.value: Any = object() if unstorable else 1
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        self.add_statistics("steps", self.value)
+        return super().propose_actions(sensors, actuators_available)
+
+
+class BatchCountingMuscle(CountingMuscle):
+    def propose_actions_batch(self, sensors: Any, actuators_available: Any) -> Any:
+        self.add_statistics("rounds", 1)
+        answers = [
+            DummyMuscle.propose_actions(self, s, a)
+            for s, a in zip(sensors, actuators_available, strict=True)
+        ]
+        return [a[0] for a in answers], [a[1] for a in answers]
+
+
+class LossBrain(DummyBrain):
+    """Adds a statistic at every ``thinking`` and every ``store``, as a learner logs its
+    loss."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        self.add_statistics("loss", 0.5)
+        return super().thinking(muscle_id, data_from_muscle)
+
+    def store(self) -> None:
+        self.add_statistics("loss", 0.25)
+        super().store()
+
+
+def test_the_checks_pop_statistics_after_each_call_as_a_run_does() -> None:
+    """A Muscle or Brain that adds a statistic in each ``propose_actions`` or ``thinking``
+    failed its check with 'statistic ... was already added in this step' at the second call
+    (a run pops them after each call, and took it); a value the store cannot hold passed the
+    check, and the run failed on it."""
+    sensors, actuators = check_environment(DummyEnvironment)
+    check_muscle(CountingMuscle, sensors=sensors, actuators=actuators, steps=3)
+    check_muscle(BatchCountingMuscle, sensors=sensors, actuators=actuators, steps=3)
+    check_brain(LossBrain, sensors=sensors, actuators=actuators, data=(None, 0, 1))
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(CountingMuscle, {"unstorable": True}, sensors=sensors, actuators=actuators)
+    assert "CountingMuscle.propose_actions: add_statistics: statistic 'steps': a " in str(
+        caught.value
+    )
+    assert "has no form the store can hold" in str(caught.value)
