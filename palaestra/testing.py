@@ -47,7 +47,6 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.space_checks import value_check
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel
@@ -145,10 +144,11 @@ def check_muscle(
         )
     )
     _call(instance, "setup")
-    spaces = {str(a.uid): a.space for a in actuators}  # declared: what a run checks against
+    schema = Schema("checked", 0)  # the declared actuators: what a run checks against
+    schema.set([describe(s) for s in sensors], [describe(a) for a in actuators])
     batched = type(instance).propose_actions_batch is not Muscle.propose_actions_batch
     on_columns = type(instance).propose_actions_columns is not Muscle.propose_actions_columns
-    for _ in range(steps):
+    for step in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
         answer = _call(instance, "propose_actions", list(sensors), available)
         _statistics(instance, "propose_actions")
@@ -156,9 +156,9 @@ def check_muscle(
             setpoints, data = proposal(instance, answer)
         except PluginContractError as exc:
             raise PluginCheckError(str(exc)) from None
-        _check_setpoints(instance, "propose_actions", setpoints, data, spaces)
+        _check_setpoints(instance, "propose_actions", (setpoints, data), schema, step)
         if batched:
-            _check_batch(instance, sensors, actuators, games, spaces)
+            _check_batch(instance, sensors, actuators, games, schema)
         if on_columns:
             _check_columns(instance, (sensors, actuators), games)
         _call(instance, "update", None)
@@ -175,7 +175,7 @@ def _check_batch(
     sensors: Sequence[SensorInformation],
     actuators: Sequence[ActuatorInformation],
     games: int,
-    spaces: dict[str, Any],
+    schema: Schema,
 ) -> None:
     """``propose_actions_batch`` for ``games`` games gives a pair of lists of ``games`` items,
     each a valid answer."""
@@ -196,7 +196,7 @@ def _check_batch(
             f"{games} games: expected one of each per game",
         )
     for game_setpoints, game_data in zip(setpoints, data, strict=True):
-        _check_setpoints(instance, method, game_setpoints, game_data, spaces)
+        _check_setpoints(instance, method, (game_setpoints, game_data), schema, 0)
 
 
 def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
@@ -221,16 +221,17 @@ def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
 
 
 def _check_setpoints(
-    instance: Muscle, method: str, setpoints: Any, data: Any, spaces: dict[str, Any]
+    instance: Muscle, method: str, answer: tuple[Any, Any], schema: Schema, step: int
 ) -> None:
-    """Each set point is of a known actuator and in that actuator's declared space, the check
-    a run makes (:func:`palaestra.core.space_checks.value_check`); the data can be pickled."""
-    for setpoint in setpoints:
-        uid = str(setpoint.uid)
-        if uid not in spaces:
-            _fail(instance, method, f"set point for unknown actuator {uid}")
-        if not value_check(spaces[uid])(setpoint.value):
-            _fail(instance, method, f"value {setpoint.value!r} of {uid} is not in {spaces[uid]}")
+    """The set points of ``answer`` (set points, data for the Brain) are checked as a run
+    checks them (:meth:`~palaestra.agent.muscle_schema.Schema.setpoint_values`: each an
+    ActuatorInformation of an actuator the agent was given, its value in that actuator's
+    declared space), and its data can be pickled."""
+    setpoints, data = answer
+    try:
+        schema.setpoint_values(instance, setpoints, step, 0)
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
     _picklable(instance, method, data)
 
 

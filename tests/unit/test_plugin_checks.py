@@ -57,7 +57,8 @@ class BrokenDumpBrain(DummyBrain):
         ),
         (
             lambda s, a: check_muscle(OutOfSpaceMuscle, sensors=s, actuators=a),
-            "OutOfSpaceMuscle.propose_actions: value 10000 of 0 is not in Discrete(100)",
+            "OutOfSpaceMuscle.propose_actions set actuator '0' to 10000 at step 0 of episode 0, "
+            "which is not in its declared space Discrete(100)",
         ),
         (
             lambda s, a: check_brain(UnpicklableBrain, sensors=s, actuators=a),
@@ -311,3 +312,24 @@ def test_the_checks_pop_statistics_after_each_call_as_a_run_does() -> None:
         caught.value
     )
     assert "has no form the store can hold" in str(caught.value)
+
+
+class BareValuesMuscle(DummyMuscle):
+    """Returns its set points' values, not the actuators it was given."""
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        return [a.space.sample() for a in actuators_available], None
+
+
+def test_check_muscle_refuses_set_points_that_are_no_actuators_as_a_run_does() -> None:
+    """Set points that were bare values failed check_muscle with a bare ``AttributeError:
+    'int' object has no attribute 'uid'`` from palaestra's check (a run names the Muscle and
+    the contract): the check uses the run's own."""
+    sensors, actuators = check_environment(DummyEnvironment)
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(BareValuesMuscle, sensors=sensors, actuators=actuators)
+    assert str(caught.value).startswith(
+        "tests.unit.test_plugin_checks:BareValuesMuscle.propose_actions returned set points "
+        "of type int at step 0 of episode 0: expected the set points (the actuators it was "
+        "given, each set: a list of ActuatorInformation)"
+    )
