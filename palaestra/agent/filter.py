@@ -39,6 +39,11 @@ class Filter(ABC):  # noqa: B024 - palaestrAI's base: every hook has a default
     Muscle's own ``setup()``.
     """
 
+    brain: Brain | None = None
+    muscle: Muscle | None = None
+    """(Also on the class: a filter whose constructor does not call ``super().__init__()``
+    works, as a Brain or a Muscle does.)"""
+
     def __init__(self) -> None:
         self.brain: Brain | None = None
         self.muscle: Muscle | None = None

@@ -256,3 +256,22 @@ def test_a_filter_hook_that_returns_no_pair_is_named(hook: str, said: str) -> No
     assert text.startswith(f"tests.unit.test_filters:_Misshapen.{hook} returned ")
     assert said in text
     assert "expected a pair (" in text
+
+
+class _NoSuperInit(Filter):
+    """Forgets ``super().__init__()``, as a Brain's or Muscle's constructor may."""
+
+    def __init__(self, steps: int = 1) -> None:
+        self.steps = steps
+
+
+def test_a_filter_that_does_not_call_super_init_works() -> None:
+    """It failed the run with ``AttributeError: '_NoSuperInit' object has no attribute
+    'muscle'`` from palaestra's ``Filter.setup``, blaming a ``setup`` it never wrote; a Brain
+    or Muscle without ``super().__init__()`` works."""
+    for side in ("brain", "muscle"):
+        chain = FilterChain([])
+        chain.filters = [_NoSuperInit()]
+        chain.set_up(**{side: NoneBrain()})
+        assert getattr(chain.filters[0], side) is not None
+    assert chain.act(lambda s, a: (a, None), sensors(0), acts())[2] is None
