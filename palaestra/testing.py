@@ -36,6 +36,7 @@ from palaestra.agent.muscle import Muscle, proposal
 from palaestra.agent.muscle_lanes import MuscleLanes, proposed_columns, sensor_columns
 from palaestra.agent.muscle_process import MuscleProcess
 from palaestra.agent.muscle_schema import Schema
+from palaestra.agent.statistics import record_statistics
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.name_rules import dump_key
 from palaestra.core.description.specs import AgentSpec, ClassSpec, EnvironmentSpec
@@ -46,7 +47,6 @@ from palaestra.core.information import (
     json_value,
 )
 from palaestra.core.plugin import PluginContractError, PluginError
-from palaestra.core.space_checks import value_check
 from palaestra.core.supervision.hotloop import HotLoop
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.channel import Channel
@@ -144,19 +144,21 @@ def check_muscle(
         )
     )
     _call(instance, "setup")
-    spaces = {str(a.uid): a.space for a in actuators}  # declared: what a run checks against
+    schema = Schema("checked", 0)  # the declared actuators: what a run checks against
+    schema.set([describe(s) for s in sensors], [describe(a) for a in actuators])
     batched = type(instance).propose_actions_batch is not Muscle.propose_actions_batch
     on_columns = type(instance).propose_actions_columns is not Muscle.propose_actions_columns
-    for _ in range(steps):
+    for step in range(steps):
         available = [ActuatorInformation(None, a.space, a.uid) for a in actuators]
         answer = _call(instance, "propose_actions", list(sensors), available)
+        _statistics(instance, "propose_actions")
         try:  # a pair, or the set points alone (as a run takes them)
             setpoints, data = proposal(instance, answer)
         except PluginContractError as exc:
             raise PluginCheckError(str(exc)) from None
-        _check_setpoints(instance, "propose_actions", setpoints, data, spaces)
+        _check_setpoints(instance, "propose_actions", (setpoints, data), schema, step)
         if batched:
-            _check_batch(instance, sensors, actuators, games, spaces)
+            _check_batch(instance, sensors, actuators, games, schema)
         if on_columns:
             _check_columns(instance, (sensors, actuators), games)
         _call(instance, "update", None)
@@ -173,7 +175,7 @@ def _check_batch(
     sensors: Sequence[SensorInformation],
     actuators: Sequence[ActuatorInformation],
     games: int,
-    spaces: dict[str, Any],
+    schema: Schema,
 ) -> None:
     """``propose_actions_batch`` for ``games`` games gives a pair of lists of ``games`` items,
     each a valid answer."""
@@ -182,6 +184,7 @@ def _check_batch(
         [ActuatorInformation(None, a.space, a.uid) for a in actuators] for _ in range(games)
     ]
     answer = _call(instance, method, [list(sensors) for _ in range(games)], available)
+    _statistics(instance, method)
     if not (isinstance(answer, tuple) and len(answer) == 2):
         _fail(instance, method, "must return (set points of each game, data of each game)")
     setpoints, data = list(answer[0]), list(answer[1])
@@ -193,7 +196,7 @@ def _check_batch(
             f"{games} games: expected one of each per game",
         )
     for game_setpoints, game_data in zip(setpoints, data, strict=True):
-        _check_setpoints(instance, method, game_setpoints, game_data, spaces)
+        _check_setpoints(instance, method, (game_setpoints, game_data), schema, 0)
 
 
 def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
@@ -207,6 +210,7 @@ def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
         schema.sensor_uids, schema.sensor_spaces, [[json_value(s) for s in sensors]] * games
     )
     answer = _call(instance, method, columns, schema.actuators(), games)
+    _statistics(instance, method)
     try:
         chosen, data = proposed_columns(instance, answer, games)
         for uid, column in chosen.items():
@@ -217,16 +221,17 @@ def _check_columns(instance: Muscle, given: _Given, games: int) -> None:
 
 
 def _check_setpoints(
-    instance: Muscle, method: str, setpoints: Any, data: Any, spaces: dict[str, Any]
+    instance: Muscle, method: str, answer: tuple[Any, Any], schema: Schema, step: int
 ) -> None:
-    """Each set point is of a known actuator and in that actuator's declared space, the check
-    a run makes (:func:`palaestra.core.space_checks.value_check`); the data can be pickled."""
-    for setpoint in setpoints:
-        uid = str(setpoint.uid)
-        if uid not in spaces:
-            _fail(instance, method, f"set point for unknown actuator {uid}")
-        if not value_check(spaces[uid])(setpoint.value):
-            _fail(instance, method, f"value {setpoint.value!r} of {uid} is not in {spaces[uid]}")
+    """The set points of ``answer`` (set points, data for the Brain) are checked as a run
+    checks them (:meth:`~palaestra.agent.muscle_schema.Schema.setpoint_values`: each an
+    ActuatorInformation of an actuator the agent was given, its value in that actuator's
+    declared space), and its data can be pickled."""
+    setpoints, data = answer
+    try:
+        schema.setpoint_values(instance, setpoints, step, 0)
+    except PluginContractError as exc:
+        raise PluginCheckError(str(exc)) from None
     _picklable(instance, method, data)
 
 
@@ -259,7 +264,9 @@ def check_brain(
     _call(instance, "load")
     for item in data:
         _picklable(instance, "thinking", _call(instance, "thinking", "checked-0", item))
+        _statistics(instance, "thinking")
     _call(instance, "store")
+    _statistics(instance, "store")
     if written:  # a brain that dumps must be able to start from its dump
         again = _construct(brain, params)
         loaded = BrainDumps(loaded=written, source="check")
@@ -311,6 +318,19 @@ def _call(plugin: Any, method: str, *args: Any, awaiter: Awaiter | None = None) 
 
 def _fail(plugin: Any, method: str, problem: str) -> None:
     raise PluginCheckError(f"{_name(type(plugin))}.{method}: {problem}")
+
+
+def _statistics(plugin: Any, method: str) -> None:
+    """Pop what ``plugin`` added with ``add_statistics`` during ``method``, as a run pops them
+    after each of its calls (so a key added once per call is no key added twice), and check
+    that the store could hold each value."""
+    try:
+        record_statistics(plugin, RowRecorder("statistics"), "checked", 0, 0, 0)
+    except PluginError as exc:
+        cause = exc.__cause__
+        raise PluginCheckError(
+            f"{_name(type(plugin))}.{method}: add_statistics: {cause}"
+        ) from cause
 
 
 def _picklable(plugin: Any, method: str, value: Any) -> None:

@@ -12,6 +12,7 @@ what a Muscle sent before ``thinking`` and :meth:`Filter.brain_post_process` its
 from __future__ import annotations
 
 import copy
+import reprlib
 from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from palaestra.agent.muscle import proposal
 from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
-from palaestra.core.plugin import call
+from palaestra.core.plugin import PluginContractError, call
 
 if TYPE_CHECKING:
     from palaestra.agent.brain import Brain
@@ -37,6 +38,11 @@ class Filter(ABC):  # noqa: B024 - palaestrAI's base: every hook has a default
     calls :meth:`setup_brain` or :meth:`setup_muscle`; both run before the Brain's or the
     Muscle's own ``setup()``.
     """
+
+    brain: Brain | None = None
+    muscle: Muscle | None = None
+    """(Also on the class: a filter whose constructor does not call ``super().__init__()``
+    works, as a Brain or a Muscle does.)"""
 
     def __init__(self) -> None:
         self.brain: Brain | None = None
@@ -103,19 +109,47 @@ class FilterChain:
         Brain's memory gets, as in palaestrAI), the set points and the data for the Brain."""
         seen: list[Any] = copy.deepcopy(sensors)
         for agent_filter in self.filters:
-            seen, available = call(agent_filter.muscle_pre_process, seen, available)
+            found = call(agent_filter.muscle_pre_process, seen, available)
+            seen, available = _pair(agent_filter, "muscle_pre_process", found, _PRE)
         setpoints, data = proposal(
             getattr(propose, "__self__", propose), call(propose, seen, available)
         )
         for agent_filter in reversed(self.filters):
-            setpoints, data = call(agent_filter.muscle_post_process, setpoints, data)
+            found = call(agent_filter.muscle_post_process, setpoints, data)
+            setpoints, data = _pair(agent_filter, "muscle_post_process", found, _POST)
         return seen, setpoints, data
 
     def think(self, thinking: Callable[[str, Any], Any], muscle_id: str, data: Any) -> Any:
         """``thinking(muscle_id, data)`` between the filters."""
         for agent_filter in self.filters:
-            muscle_id, data = call(agent_filter.brain_pre_process, muscle_id, data)
+            found = call(agent_filter.brain_pre_process, muscle_id, data)
+            muscle_id, data = _pair(agent_filter, "brain_pre_process", found, _BRAIN_PRE)
         update = call(thinking, muscle_id, data)
         for agent_filter in reversed(self.filters):
             update = call(agent_filter.brain_post_process, update)
         return update
+
+
+_PRE = ((list, tuple), "(sensors, actuators_available): the lists the Muscle gets")
+_POST = (
+    (list, tuple),
+    "(setpoints, data_for_brain): the set points the environment gets, and the Brain's data",
+)
+_BRAIN_PRE = ((str,), "(muscle_id, data_from_muscle): what thinking gets")
+"""What each of a filter's hooks that return a pair returns: the types of its first item, and
+what it is (in errors)."""
+
+
+def _pair(
+    agent_filter: Any, method: str, found: Any, expected: tuple[tuple[type, ...], str]
+) -> tuple[Any, Any]:
+    """What a filter's hook returned, checked to be its pair (a tuple or list of two items,
+    the first of the ``expected`` types: a list of sensors or set points, or the Muscle's
+    id)."""
+    if isinstance(found, tuple | list) and len(found) == 2 and isinstance(found[0], expected[0]):
+        return found[0], found[1]
+    raise PluginContractError(
+        agent_filter,
+        method,
+        f"returned {type(found).__name__} {reprlib.repr(found)}: expected a pair {expected[1]}",
+    )

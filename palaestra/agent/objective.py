@@ -85,15 +85,20 @@ def objective_value(objective: object, value: Any, method: str = "internal_rewar
     """
     if value is None:
         return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        kind = getattr(getattr(value, "dtype", None), "kind", "")
-        if kind and kind in "fiu" and value.size == 1:
-            return float(value.reshape(-1)[0])  # a one-element numeric array, of any shape
-        raise PluginContractError(
-            objective,
-            method,
-            f"returned {type(value).__name__} {reprlib.repr(value)}: expected a number (an "
-            "int, a float, a numpy scalar or one-element array), or None for none",
-        ) from None
+    kind = getattr(getattr(value, "dtype", None), "kind", "")
+    if not isinstance(value, str | bytes | bytearray) and kind not in _TEXT:
+        try:  # (not text: float("1") would take a string for the number it spells)
+            return float(value)
+        except (TypeError, ValueError):
+            if kind and kind in "fiu" and value.size == 1:
+                return float(value.reshape(-1)[0])  # a one-element numeric array, any shape
+    raise PluginContractError(
+        objective,
+        method,
+        f"returned {type(value).__name__} {reprlib.repr(value)}: expected a number (an "
+        "int, a float, a numpy scalar or one-element array), or None for none",
+    )
+
+
+_TEXT = ("U", "S")
+"""The numpy kinds of text, which ``float`` would read as the number a text spells."""

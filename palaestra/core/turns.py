@@ -10,12 +10,13 @@ its steps. Real-time pacing is a :class:`~palaestra.core.pacing.Pacer` each roun
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
-from palaestra.core.plugin import call
+from palaestra.core.plugin import PluginContractError, call
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
     TerminationCondition,
@@ -244,10 +245,32 @@ class Game(Generic[A]):
         self.acting = acting = (
             self.agents if self._all_act else self.policy.acting(self.step, self.agents)
         )
-        if len(acting) == 1:  # (one agent: a game of one player, or its turn)
-            agent = acting[0]
-            return [(agent, self._seen(agent, False))]
-        return [(agent, self._seen(agent, False)) for agent in acting]
+        try:
+            if len(acting) == 1:  # (one agent: a game of one player, or its turn)
+                agent = acting[0]
+                return [(agent, self._seen(agent, False))]
+            return [(agent, self._seen(agent, False)) for agent in acting]
+        except (TypeError, AttributeError, KeyError):  # (no cost while nothing is raised)
+            self._check_acting(acting)
+            raise  # (the policy's answer is fine: the failure is not its)
+
+    def _check_acting(self, acting: Any) -> None:
+        """Fail naming the policy where ``acting`` (what its ``acting`` returned) is not a
+        sequence of the agents it was given."""
+        agents = self.agents
+        processes = {a.process for a in agents}
+        try:
+            known = all(getattr(a, "process", None) in processes for a in acting)
+        except TypeError:  # (not iterable)
+            known = False
+        if not known or not isinstance(acting, Sequence):
+            raise PluginContractError(
+                self.policy,
+                "acting",
+                f"returned {type(acting).__name__} {reprlib.repr(acting)} on step {self.step}: "
+                "expected a list of some of the agents it was given (its argument "
+                f"`agents`: {', '.join(str(a.process) for a in agents)}), in the order they act",
+            )
 
     def stepped(self, stepped: Stepped) -> bool:
         """The world stepped with the acting agents' set points and gave ``stepped``: whether

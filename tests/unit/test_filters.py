@@ -210,3 +210,68 @@ def test_norm_filter_normalises_the_brains_objectives_as_palaestrai() -> None:
             seen.append(round(float(brain.memory.muscle_memory("m-0").objective[-1]), 4))
     # palaestrAI 3.5.18's NormFilter on the same memory
     assert seen == [1.0, 4.0, 9.0, 16.0, 1.6188, 1.706, 2.7705, 3.9987]
+
+
+class _Misshapen(Filter):
+    """Returns the wrong thing from ``hook``: the sensors alone, or None."""
+
+    def __init__(self, hook: str) -> None:
+        super().__init__()
+        self.hook = hook
+
+    def muscle_pre_process(self, sensors: Any, actuators_available: Any) -> Any:
+        if self.hook == "muscle_pre_process":
+            return sensors
+        return sensors, actuators_available
+
+    def muscle_post_process(self, setpoints: Any, data_for_brain: Any) -> Any:
+        return None if self.hook == "muscle_post_process" else (setpoints, data_for_brain)
+
+    def brain_pre_process(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if self.hook == "brain_pre_process":
+            return data_from_muscle
+        return muscle_id, data_from_muscle
+
+
+@pytest.mark.parametrize(
+    ("hook", "said"),
+    [
+        ("muscle_pre_process", "returned list [SensorInforma..."),
+        ("muscle_post_process", "returned NoneType None: expected a pair (setpoints, "),
+        ("brain_pre_process", "returned list ['data']: expected a pair (muscle_id, "),
+    ],
+)
+def test_a_filter_hook_that_returns_no_pair_is_named(hook: str, said: str) -> None:
+    """A filter hook that returned the sensors alone, or None, failed the run with palaestra's
+    own ``ValueError: not enough values to unpack`` (or ``TypeError: cannot unpack``) and a
+    traceback into palaestra/agent/filter.py, naming neither the filter nor its hook."""
+    from palaestra.core.plugin import PluginContractError
+
+    chain = FilterChain([])
+    chain.filters = [_Misshapen(hook)]
+    with pytest.raises(PluginContractError) as caught:
+        chain.act(lambda s, a: (a, None), sensors(0), acts())
+        chain.think(lambda muscle_id, data: None, "m-0", ["data"])
+    text = str(caught.value)
+    assert text.startswith(f"tests.unit.test_filters:_Misshapen.{hook} returned ")
+    assert said in text
+    assert "expected a pair (" in text
+
+
+class _NoSuperInit(Filter):
+    """Forgets ``super().__init__()``, as a Brain's or Muscle's constructor may."""
+
+    def __init__(self, steps: int = 1) -> None:
+        self.steps = steps
+
+
+def test_a_filter_that_does_not_call_super_init_works() -> None:
+    """It failed the run with ``AttributeError: '_NoSuperInit' object has no attribute
+    'muscle'`` from palaestra's ``Filter.setup``, blaming a ``setup`` it never wrote; a Brain
+    or Muscle without ``super().__init__()`` works."""
+    for side in ("brain", "muscle"):
+        chain = FilterChain([])
+        chain.filters = [_NoSuperInit()]
+        chain.set_up(**{side: NoneBrain()})
+        assert getattr(chain.filters[0], side) is not None
+    assert chain.act(lambda s, a: (a, None), sensors(0), acts())[2] is None

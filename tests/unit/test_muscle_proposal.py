@@ -57,8 +57,13 @@ def test_an_objective_is_a_number_or_none(returned: Any, expected: float | None)
     assert math.isnan(value) if expected is None else value == expected
 
 
-@pytest.mark.parametrize("returned", ["high", [1.0, 2.0], {"r": 1.0}])
+@pytest.mark.parametrize(
+    "returned",
+    ["high", [1.0, 2.0], {"r": 1.0}, "1.5", "nan", b"1", np.str_("2"), np.array(["3"])],
+)
 def test_anything_else_as_an_objective_names_the_objective(returned: Any) -> None:
+    """A text that spells a number ("1.5", b"1", "nan") was stored as that number, and the
+    run finished (exit 0): an Objective returning ``str(reward)`` went unnoticed."""
     with pytest.raises(PluginContractError) as caught:
         objective_value(DummyObjective(), returned)
     text = str(caught.value)

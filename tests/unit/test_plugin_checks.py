@@ -57,7 +57,8 @@ class BrokenDumpBrain(DummyBrain):
         ),
         (
             lambda s, a: check_muscle(OutOfSpaceMuscle, sensors=s, actuators=a),
-            "OutOfSpaceMuscle.propose_actions: value 10000 of 0 is not in Discrete(100)",
+            "OutOfSpaceMuscle.propose_actions set actuator '0' to 10000 at step 0 of episode 0, "
+            "which is not in its declared space Discrete(100)",
         ),
         (
             lambda s, a: check_brain(UnpicklableBrain, sensors=s, actuators=a),
@@ -258,3 +259,77 @@ def test_check_muscle_calls_a_columns_hook_for_several_games() -> None:
         caught.value
     )
     assert "not in its declared space Box" in str(caught.value)
+
+
+class CountingMuscle(DummyMuscle):
+    """Adds a statistic at every step, as a run stores it (one row per step); with
+    ``unstorable``, one the store cannot hold."""
+
+    def __init__(self, unstorable: bool = False, **params: Any) -> None:
+        super().__init__(**params)
+        self.value: Any = object() if unstorable else 1
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        self.add_statistics("steps", self.value)
+        return super().propose_actions(sensors, actuators_available)
+
+
+class BatchCountingMuscle(CountingMuscle):
+    def propose_actions_batch(self, sensors: Any, actuators_available: Any) -> Any:
+        self.add_statistics("rounds", 1)
+        answers = [
+            DummyMuscle.propose_actions(self, s, a)
+            for s, a in zip(sensors, actuators_available, strict=True)
+        ]
+        return [a[0] for a in answers], [a[1] for a in answers]
+
+
+class LossBrain(DummyBrain):
+    """Adds a statistic at every ``thinking`` and every ``store``, as a learner logs its
+    loss."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        self.add_statistics("loss", 0.5)
+        return super().thinking(muscle_id, data_from_muscle)
+
+    def store(self) -> None:
+        self.add_statistics("loss", 0.25)
+        super().store()
+
+
+def test_the_checks_pop_statistics_after_each_call_as_a_run_does() -> None:
+    """A Muscle or Brain that adds a statistic in each ``propose_actions`` or ``thinking``
+    failed its check with 'statistic ... was already added in this step' at the second call
+    (a run pops them after each call, and took it); a value the store cannot hold passed the
+    check, and the run failed on it."""
+    sensors, actuators = check_environment(DummyEnvironment)
+    check_muscle(CountingMuscle, sensors=sensors, actuators=actuators, steps=3)
+    check_muscle(BatchCountingMuscle, sensors=sensors, actuators=actuators, steps=3)
+    check_brain(LossBrain, sensors=sensors, actuators=actuators, data=(None, 0, 1))
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(CountingMuscle, {"unstorable": True}, sensors=sensors, actuators=actuators)
+    assert "CountingMuscle.propose_actions: add_statistics: statistic 'steps': a " in str(
+        caught.value
+    )
+    assert "has no form the store can hold" in str(caught.value)
+
+
+class BareValuesMuscle(DummyMuscle):
+    """Returns its set points' values, not the actuators it was given."""
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        return [a.space.sample() for a in actuators_available], None
+
+
+def test_check_muscle_refuses_set_points_that_are_no_actuators_as_a_run_does() -> None:
+    """Set points that were bare values failed check_muscle with a bare ``AttributeError:
+    'int' object has no attribute 'uid'`` from palaestra's check (a run names the Muscle and
+    the contract): the check uses the run's own."""
+    sensors, actuators = check_environment(DummyEnvironment)
+    with pytest.raises(PluginCheckError) as caught:
+        check_muscle(BareValuesMuscle, sensors=sensors, actuators=actuators)
+    assert str(caught.value).startswith(
+        "tests.unit.test_plugin_checks:BareValuesMuscle.propose_actions returned set points "
+        "of type int at step 0 of episode 0: expected the set points (the actuators it was "
+        "given, each set: a list of ActuatorInformation)"
+    )

@@ -26,6 +26,7 @@ from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginContractError, PluginError
 from palaestra.core.rounds import groups_of
 from palaestra.core.supervision.hotloop import Stopped
+from palaestra.core.turns import Game, TurnPolicy
 from palaestra.core.wire import messages as m
 from palaestra.environment.environment_process import EnvironmentProcess
 from palaestra.testing import FakeLink, LocalRounds, RowRecorder, brain_link
@@ -778,3 +779,37 @@ def test_columns_that_break_the_contract_name_the_muscle_and_the_method(
     with pytest.raises(PluginContractError, match="propose_actions_columns") as failed:
         play(0, seeds, "AllAct", 1, agents=agents)
     assert "BadColumns" in str(failed.value) and problem in str(failed.value)
+
+
+class _Player:
+    def __init__(self, process: str) -> None:
+        self.process = process
+        self.sensors = ["env.0"]
+
+
+class _Stranger(TurnPolicy):
+    """Says who acts wrongly: a name, or None."""
+
+    answer: Any = ["Muscle-nobody-0"]
+
+    def acting(self, step: int, agents: Any) -> Any:
+        return self.answer
+
+
+class _Nobody(_Stranger):
+    answer = None
+
+
+@pytest.mark.parametrize("policy", [_Stranger, _Nobody])
+def test_a_turn_policy_naming_no_agent_it_was_given_is_named(policy: type) -> None:
+    """A turn policy whose ``acting`` returned agents' names (or None) failed the run with
+    ``AttributeError: 'str' object has no attribute 'process'`` (``TypeError: object of type
+    'NoneType' has no len()``) from palaestra/core/turns.py, naming the simulation controller
+    and not the policy."""
+    game = Game(policy(), [_Player("Muscle-one-0"), _Player("Muscle-two-0")], [], {"env.0": 1})
+    with pytest.raises(PluginContractError) as caught:
+        game.observations()
+    text = str(caught.value)
+    assert text.startswith(f"tests.unit.test_rounds:{policy.__qualname__}.acting returned ")
+    assert "on step 0: expected a list of some of the agents it was given" in text
+    assert "Muscle-one-0, Muscle-two-0" in text
