@@ -316,6 +316,17 @@ def view(directory: Path) -> tuple[list[Any], ...]:
     )
 
 
+def _recorded(directory: Path) -> bool:
+    """Whether the store in ``directory`` records an instance of the run."""
+    try:
+        with sqlite3.connect(f"file:{directory / 'palaestra.db'}?mode=ro", uri=True) as store:
+            return bool(
+                store.execute("select count(*) from experiment_run_instances").fetchone()[0]
+            )
+    except sqlite3.Error:
+        return False
+
+
 def cut(directory: Path, args: list[str], how: str, after: float) -> int | None:
     """Start ``palaestra args``; after ``after`` s, interrupt it ``how``; its exit code (None:
     it ended by itself first)."""
@@ -361,7 +372,8 @@ def resume(seed: int, count: int, root: Path) -> None:
             how, after = rng.choice(["int", "term", "kill"]), rng.uniform(0.3, 4.0)
             code = cut(directory, args, how, after)
             cuts.append((how, round(after, 2), code))
-            args = ["experiment-resume", "resume-run"]
+            if _recorded(directory):  # (else cut before its start was recorded: start again)
+                args = ["experiment-resume", "resume-run"]
             if code is None:
                 ended = True
                 break
