@@ -182,6 +182,8 @@ def test_sigterm_of_a_sweep_on_a_local_instance_exits_143(workspace: Workspace) 
     assert proc.returncode == 143, err
     assert err.endswith("Terminated.\n")
     assert "Sweep: 2/2 ended (0 finished, 0 failed, 2 cancelled)" in out
+    rows = [line.split() for line in out[out.index("run ") :].splitlines()[1:]]
+    assert [row[2:] for row in rows] == [["cancelled", "143"]] * 2
     # the workspace fixture: no process of the command (Ray's included) is left
 
 

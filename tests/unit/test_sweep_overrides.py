@@ -284,7 +284,9 @@ def _sweep_with(
 
     executed: list[str] = []
 
-    def here(state: object, specs: list[str], parallel: int) -> list[RunOutcome]:
+    def here(
+        state: object, specs: list[str], parallel: int, ended: dict[int, RunOutcome]
+    ) -> list[RunOutcome]:
         executed.extend(specs)
         return [RunOutcome(run_uid=spec, instance_uid="i", exit_code=0) for spec in specs]
 
