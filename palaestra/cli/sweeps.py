@@ -3,7 +3,8 @@
 Every run of the grid is derived and checked before the first starts; then they execute
 ``--parallel`` at a time, each in its own executor process, a line printed as each ends; the
 command ends with a table (uid, overrides, status, exit code) and exits with the worst exit
-code: 0 if all finished, 1 if any failed, 130/143 if interrupted.
+code: 0 if all finished, 1 if any failed, 130/143/129 if interrupted (SIGTERM: the table,
+then the command's own way out, 143).
 
 With ``backend: ray`` the runs execute on a Ray cluster instead (see
 :mod:`palaestra.experiment.ray_sweep`): ``--parallel`` at a time, or as many as the cluster has
@@ -22,6 +23,7 @@ import click
 from palaestra.cli.common import ERROR, State
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_INVALID_INPUT, EXIT_OK, InvalidInputError
+from palaestra.core.supervision import interrupts
 from palaestra.experiment.executor import RunOutcome
 
 __all__ = ["start_sweep"]
@@ -40,9 +42,7 @@ def start_sweep(
     """Expand, check and execute the runs of ``run_files``; print the table; return the exit
     code. With ``keep_going`` a run file that is invalid (itself, or with an override) is
     reported and left out, listed at the end, and the exit code is at least 2."""
-    from palaestra.experiment import capacity
     from palaestra.experiment.api import prepare_runs
-    from palaestra.experiment.executor import writable_data_path
     from palaestra.experiment.overrides import expand_grid, parse_seeds, parse_set
 
     # (--seeds '' is no seed: a sweep of the file's own seed would hide an empty variable)
@@ -67,18 +67,36 @@ def start_sweep(
         from palaestra.core.description.specs import with_hot_reload
 
         specs = [with_hot_reload(spec) for spec in specs]
-    if state.config.backend == "ray":
-        outcomes = _on_ray(state, specs, parallel)
-    else:
-        capacity.ensure(specs)  # this machine's: a run on Ray runs on a node of the cluster
-        writable_data_path(state.config.data_path)
-        outcomes = _here(state, specs, parallel or 1)
-    click.echo(_table([point for _, point in prepared], outcomes))
+    points = [point for _, point in prepared]
+    outcomes = _execute(state, specs, parallel, points)
+    click.echo(_table(points, outcomes))
     worst = max((outcome.exit_code for outcome in outcomes), default=EXIT_OK)
     if failed:
         _list_invalid(len(run_files), failed)
         worst = max(worst, EXIT_INVALID_INPUT)
     return worst
+
+
+def _execute(
+    state: State, specs: Sequence[RunSpec], parallel: int | None, points: Sequence[Any]
+) -> list[RunOutcome]:
+    """The runs here or on Ray; their outcomes. SIGTERM, raised again once every run has
+    ended, passes on after the table of the runs."""
+    from palaestra.experiment import capacity
+    from palaestra.experiment.executor import writable_data_path
+
+    ended: dict[int, RunOutcome] = {}  # by index, as each run ends
+    try:
+        if state.config.backend == "ray":
+            return _on_ray(state, specs, parallel, ended)
+        capacity.ensure(list(specs))  # this machine's: a run on Ray runs on a node of the cluster
+        writable_data_path(state.config.data_path)
+        return _here(state, specs, parallel or 1, ended)
+    except interrupts.Terminated:
+        done = sorted(ended)
+        if done:  # (none where it came before the sweep took the signals)
+            click.echo(_table([points[index] for index in done], [ended[i] for i in done]))
+        raise
 
 
 def _list_invalid(files: int, failed: Sequence[tuple[str, str]]) -> None:
@@ -89,21 +107,31 @@ def _list_invalid(files: int, failed: Sequence[tuple[str, str]]) -> None:
         click.echo(f"  {what}: {why.splitlines()[0] if why else ''}", err=True)
 
 
-def _here(state: State, specs: Sequence[RunSpec], parallel: int) -> list[RunOutcome]:
-    """The runs on this machine, ``parallel`` at a time; a line as each ends."""
+def _here(
+    state: State, specs: Sequence[RunSpec], parallel: int, outcomes: dict[int, RunOutcome]
+) -> list[RunOutcome]:
+    """The runs on this machine, ``parallel`` at a time; a line as each ends, its outcome put
+    in ``outcomes``."""
     from palaestra.experiment.sweep import run_all
 
     click.echo(f"Sweep: {len(specs)} runs, {min(parallel, len(specs))} at a time.")
 
     def ended(index: int, outcome: RunOutcome) -> None:
+        outcomes[index] = outcome
         _echo_end(index, len(specs), outcome)
 
     return run_all(specs, state.config, parallel=parallel, on_end=ended)
 
 
-def _on_ray(state: State, specs: Sequence[RunSpec], parallel: int | None) -> list[RunOutcome]:
+def _on_ray(
+    state: State,
+    specs: Sequence[RunSpec],
+    parallel: int | None,
+    outcomes: dict[int, RunOutcome],
+) -> list[RunOutcome]:
     """The runs on the Ray cluster of the runtime config; after each run's line, how many
-    have ended (finished, failed, cancelled), are running and are waiting."""
+    have ended (finished, failed, cancelled), are running and are waiting; each outcome put
+    in ``outcomes``."""
     from palaestra.experiment import ray_cluster
     from palaestra.experiment.ray_sweep import run_all_on_ray
 
@@ -126,6 +154,7 @@ def _on_ray(state: State, specs: Sequence[RunSpec], parallel: int | None) -> lis
         def ended(index: int, outcome: RunOutcome, node: str) -> None:
             from palaestra.experiment.api import status_of
 
+            outcomes[index] = outcome
             running.discard(index)
             ended_by_status[status_of(outcome.exit_code)] += 1
             _echo_end(index, len(specs), outcome, node)

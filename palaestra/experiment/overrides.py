@@ -7,7 +7,8 @@ default); every key before it must exist.
 
 A run derived from overrides gets its own uid, ``<uid>-<key><value>-...`` with the last key of
 each path (``dummy-run-seed1-lr0.1``), or ``<uid>-<hash>`` (the first 10 hex digits of the
-SHA-256 of the overrides as JSON) where that would not be a plain, short, unique name. Its
+SHA-256 of the overrides as JSON) where that would not be a plain, short, unique name (the
+uid cut to fit a name's 128 bytes where the whole would not, the hash then over it too). Its
 ``experiment_uid`` stays the original run's, so a sweep's runs form one experiment. Setting
 ``uid`` (or ``experiment_uid``) yourself keeps what you set.
 """
@@ -28,6 +29,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
+from palaestra.core.description.name_rules import NAME_MAX_BYTES
 from palaestra.core.errors import InvalidInputError, RunFileError
 from palaestra.experiment.runfile_schema import Node, locate
 
@@ -152,7 +154,19 @@ def derived_uids(uid: str, grid: Sequence[Mapping[str, Any]]) -> list[str]:
     plain = all(_PLAIN_UID.fullmatch(name) for name in readable)
     if plain and len(set(readable)) == len(readable):
         return readable
-    return [f"{uid}-{_digest(point)}" if point else uid for point in grid]
+    return [_hashed(uid, point) if point else uid for point in grid]
+
+
+def _hashed(uid: str, overrides: Mapping[str, Any]) -> str:
+    """``<uid>-<hash>``; where that would be longer than a name may be (a run file's uid near
+    :data:`NAME_MAX_BYTES`), the uid cut to fit and the hash taken over the whole uid too, so
+    that runs of two uids that begin alike stay apart."""
+    hashed = f"{uid}-{_digest(overrides)}"
+    if len(hashed.encode()) <= NAME_MAX_BYTES:
+        return hashed
+    room = NAME_MAX_BYTES - len(_digest({})) - 1
+    cut = uid.encode()[:room].decode(errors="ignore")  # (a character cut in two: left out)
+    return f"{cut}-{_digest({'uid': uid, 'overrides': dict(overrides)})}"
 
 
 def _readable(uid: str, overrides: Mapping[str, Any]) -> str:

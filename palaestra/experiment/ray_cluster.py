@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -204,11 +205,7 @@ def _init_within(ray: Any, arguments: dict[str, Any], address: str, timeout: flo
             failure.append(exc)
 
     if not address:  # on this thread: Ray's processes die with the thread that started them
-        try:  # (PR_SET_PDEATHSIG); a local start is bounded by Ray itself
-            ray.init(**arguments)
-        except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; all mean the same
-            ray.shutdown()
-            raise ClusterUnreachableError("", f"{type(exc).__name__}: {exc}") from exc
+        _init_keeping_sigterm(ray, arguments)  # (PR_SET_PDEATHSIG); bounded by Ray itself
         return
     thread = threading.Thread(target=init, name="palaestra-ray-init", daemon=True)
     thread.start()
@@ -218,6 +215,36 @@ def _init_within(ray: Any, arguments: dict[str, Any], address: str, timeout: flo
     if failure:
         error = failure[0]
         raise ClusterUnreachableError(address, f"{type(error).__name__}: {error}") from error
+
+
+def _init_keeping_sigterm(ray: Any, arguments: dict[str, Any]) -> None:
+    """``ray.init`` of a local instance on the main thread, the SIGTERM handler kept.
+
+    There Ray puts in its own, ``sys.exit(15)``, and leaves it: the command's handler (which
+    stops the runs and exits 143) was gone for the rest of the command, which exited 15
+    without its table. A SIGTERM while Ray starts (its handler's ``SystemExit(15)``) is given
+    to the command's handler once Ray is shut down.
+    """
+    kept = signal.getsignal(signal.SIGTERM)
+    try:
+        ray.init(**arguments)
+    except SystemExit as exc:
+        if exc.code != signal.SIGTERM:
+            raise
+        ray.shutdown()
+        _restore_sigterm(kept)
+        signal.raise_signal(signal.SIGTERM)
+        raise  # (the command's handler did not raise: it ends as Ray would have)
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; all mean the same
+        ray.shutdown()
+        raise ClusterUnreachableError("", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        _restore_sigterm(kept)
+
+
+def _restore_sigterm(handler: Any) -> None:
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _quiet_ray_loggers() -> None:

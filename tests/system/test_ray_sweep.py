@@ -157,6 +157,36 @@ def test_an_empty_ray_address_starts_a_local_instance_and_shuts_it_down(
     # the workspace fixture: no process of the command (Ray's included) is left
 
 
+@pytest.mark.slow
+def test_sigterm_of_a_sweep_on_a_local_instance_exits_143(workspace: Workspace) -> None:
+    # ray.init on the main thread puts in Ray's own SIGTERM handler, sys.exit(15): the sweep
+    # exited 15, its table unsaid
+    config = _config(workspace, "none")
+    proc = workspace.start(
+        "-c",
+        config,
+        "experiment-start",
+        RUN_FILE,
+        "--set",
+        "schedule.1.phase_1.phase_config.episodes=100000,100001",
+        "--parallel",
+        "1",
+    )
+    assert proc.stdout is not None
+    line = ""
+    while ": running on node " not in line:  # bounded by the test's timeout
+        line = proc.stdout.readline()
+        assert line, f"the sweep ended before its run began: {proc.stderr.read()}"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 143, err
+    assert err.endswith("Terminated.\n")
+    assert "Sweep: 2/2 ended (0 finished, 0 failed, 2 cancelled)" in out
+    rows = [line.split() for line in out[out.index("run ") :].splitlines()[1:]]
+    assert [row[2:] for row in rows] == [["cancelled", "143"]] * 2
+    # the workspace fixture: no process of the command (Ray's included) is left
+
+
 # --- on a cluster of three nodes -------------------------------------------------------------
 
 

@@ -143,7 +143,17 @@ def test_bad_sweep_options_exit_2_before_anything_runs(
     assert not workspace.store.exists()
 
 
-def test_ctrl_c_stops_the_executing_runs_and_starts_no_more(workspace: Workspace) -> None:
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGINT, 130, ""),
+        # SIGTERM is raised again once the runs have stopped: the table was left unsaid
+        (signal.SIGTERM, 143, "Terminated."),
+    ],
+)
+def test_ctrl_c_stops_the_executing_runs_and_starts_no_more(
+    workspace: Workspace, signum: int, code: int, said: str
+) -> None:
     proc = workspace.start(
         "experiment-start",
         str(EXPERIMENTS / "dummy_run.yml"),
@@ -157,15 +167,17 @@ def test_ctrl_c_stops_the_executing_runs_and_starts_no_more(workspace: Workspace
     while "[1/3]" not in line:  # the first run ended; bounded by the test's timeout
         line = proc.stdout.readline()
         assert line, "the sweep ended before its first run did"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
+    assert err.endswith(f"{said}\n")
+    assert "run " in out, err
     rows = [line.split() for line in out[out.index("run ") :].splitlines()[1:]]
     uids = [f"dummy-run-episodes{n}" for n in (1, 1000, 1001)]
     assert rows == [
         [uids[0], "episodes=1", "finished", "0"],
-        [uids[1], "episodes=1000", "cancelled", "130"],
-        [uids[2], "episodes=1001", "cancelled", "130"],
+        [uids[1], "episodes=1000", "cancelled", str(code)],
+        [uids[2], "episodes=1001", "cancelled", str(code)],
     ]
     with sqlite3.connect(workspace.store) as conn:
         statuses = dict(

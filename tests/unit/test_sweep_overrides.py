@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from palaestra.core.description.name_rules import name_problem
 from palaestra.core.errors import EXIT_INVALID_INPUT, RunFileError
 from palaestra.experiment import probe
 from palaestra.experiment.api import prepare_runs
@@ -150,6 +151,29 @@ def test_uids_that_would_not_be_plain_or_unique_are_hashed() -> None:
     assert derived_uid("run", {"a.name": "with space"}) == spaced[0]  # stable
 
 
+@pytest.mark.parametrize("uid", ["u" * 128, "ü" * 64, "x" * 117 + "ü" * 5])
+def test_hashed_uids_of_a_long_uid_stay_names_and_apart(uid: str) -> None:
+    """A run file's uid of up to 128 bytes (the name rule) made ``<uid>-<hash>`` longer: the
+    derived run file failed its check (exit 2, "it is 139 bytes long" at the file's uid)."""
+    grid = [{"seed": 1}, {"seed": 2}]
+    uids = derived_uids(uid, grid)
+    assert all(name_problem(name) is None for name in uids), uids
+    assert len(set(uids)) == 2 and all(name.startswith(uid[:32]) for name in uids)
+    assert derived_uids(uid + "2", grid)[0] != uids[0]  # the same start: another uid
+
+
+def test_a_run_file_with_a_long_uid_can_be_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probe, "_probe", lambda *args: None)  # (ids left to the run)
+    uid = "u" * 120
+    (tmp_path / "run.yml").write_text(DUMMY.replace("uid: dummy-run\n", f"uid: {uid}\n"))
+    runs = prepare_runs(tmp_path / "run.yml", [{"seed": 1}, {"seed": 2}], RuntimeConfig())
+    assert [spec.seed for spec, _ in runs] == [1, 2]
+    assert len({spec.uid for spec, _ in runs}) == 2
+    assert all(spec.uid.startswith(uid[:100]) for spec, _ in runs)
+
+
 def test_a_yaml_date_names_its_run_as_written() -> None:
     """``--set start=2020-01-01`` is a date (YAML's): it raised TypeError (JSON) in the uid."""
     grid = expand_grid((), [parse_set("env.params.start=2020-01-01,2020-06-01 12:00:00")])
@@ -284,7 +308,9 @@ def _sweep_with(
 
     executed: list[str] = []
 
-    def here(state: object, specs: list[str], parallel: int) -> list[RunOutcome]:
+    def here(
+        state: object, specs: list[str], parallel: int, ended: dict[int, RunOutcome]
+    ) -> list[RunOutcome]:
         executed.extend(specs)
         return [RunOutcome(run_uid=spec, instance_uid="i", exit_code=0) for spec in specs]
 
