@@ -7,6 +7,7 @@ environment is probed (``test_probe_timeout.py``). Each ends with exit 130 or 14
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -124,3 +125,49 @@ def test_a_signal_while_a_run_starts_or_ends(
     status, reason = workspace.instance_status()
     assert status == "cancelled"
     assert reason == f"interrupted by {signal.Signals(signum).name}"
+
+
+STARTING = """\
+import os, sys, time
+
+mark = os.environ.get("STARTING_MARK", "")
+if mark and "--multiprocessing-fork" in sys.argv:  # (a child that spawn starts)
+    try:
+        os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:  # (the first one waits)
+        pass
+    else:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(mark + ".go") and time.monotonic() < deadline:
+            time.sleep(0.01)
+"""
+"""A ``sitecustomize`` that holds the first interpreter spawned for the run in its start-up (at
+``import site``) until the test says go."""
+
+
+def test_ctrl_c_while_a_spawned_process_starts(workspace: Workspace) -> None:
+    """Under the spawn start method a child is a new interpreter, which raises
+    ``KeyboardInterrupt`` on Ctrl-C until palaestra's code in it ignores Ctrl-C: the terminal's
+    Ctrl-C (SIGINT to the whole process group) while a phase's processes started printed their
+    tracebacks. It is held back in them until then."""
+    site = workspace.path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(STARTING)
+    (workspace.path / "palaestra-runtime.yaml").write_text("start_method: spawn\n")
+    run_file = workspace.variant(
+        "dummy_run.yml",  # (no probe: it would be the first spawned, in a group of its own)
+        ("palaestra.environment.dummy_environment:DummyEnvironment", "probes:UnprobedEnvironment"),
+    )
+    env = workspace.env()
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
+    env["STARTING_MARK"] = str(workspace.path / "starting")
+    proc = workspace.spawn(
+        [sys.executable, "-m", "palaestra", "experiment-start", str(run_file)], env=env
+    )
+    wait_for_mark(workspace.path / "starting", proc, 60)
+    os.killpg(proc.pid, signal.SIGINT)  # (its session's group: what a terminal does)
+    (workspace.path / "starting.go").touch()
+    code, _, err = finish(proc, 60)
+    assert code == 130, err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert workspace.instance_status() == ("cancelled", "interrupted by SIGINT")
