@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 
 import pytest
 
 from tests.conftest import Workspace, finish, slow_after, wait_for_mark
+from tests.system.test_failure_matrix import pid_of, poll
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -71,8 +73,13 @@ def test_a_signal_while_the_writer_forked_ahead_imports_its_store_driver(
     ends with the command, which waits for nothing."""
     proc, err, said_lines = _signal_after_import(workspace, "palaestra.store.driver", signum)
     assert proc.returncode == code, err[-3000:]
-    cancelled = f"Run 'dummy-run' interrupted by {signal.Signals(signum).name}; marked cancelled."
-    assert said_lines[-1:] in ([said], [cancelled]), said_lines  # (before the run, or in it)
+    name = signal.Signals(signum).name
+    cancelled = f"Run 'dummy-run' interrupted by {name}; marked cancelled."
+    unrecorded = f"Run 'dummy-run' interrupted by {name} before it started; nothing was recorded."
+    assert said_lines[-1:] in ([said], [cancelled], [unrecorded]), said_lines  # (before the
+    # run, in it, or in it before its start was recorded)
+    if said_lines[-1:] == [cancelled]:
+        assert workspace.instance_status() == ("cancelled", f"interrupted by {name}")
     assert "Traceback" not in err and "ignored SIGTERM" not in err
 
 
@@ -171,3 +178,28 @@ def test_ctrl_c_while_a_spawned_process_starts(workspace: Workspace) -> None:
     assert code == 130, err[-3000:]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     assert workspace.instance_status() == ("cancelled", "interrupted by SIGINT")
+
+
+def test_ctrl_c_before_the_run_is_recorded_says_nothing_was(workspace: Workspace) -> None:
+    """Ctrl-C while the store writer waits for a store another connection holds locked: the
+    run's start was not asked for yet, and the store has nothing of it. The command said
+    "marked cancelled" and where to look, and ``experiment-show`` then found no such run."""
+    held = sqlite3.connect(workspace.store, isolation_level=None)
+    try:
+        held.execute("PRAGMA journal_mode=DELETE")  # (its EXCLUSIVE lock keeps readers out)
+        held.execute("BEGIN EXCLUSIVE")
+        held.execute("CREATE TABLE held (a)")
+        proc = workspace.start("experiment-start", str(workspace.variant("dummy_run.yml")))
+        assert poll(lambda: pid_of(workspace, "StoreWriter"), 30, proc), "no writer"
+        assert poll(lambda: pid_of(workspace, "Executor"), 30, proc), "no run"
+        os.killpg(proc.pid, signal.SIGINT)  # (its session's group: what a terminal does)
+    finally:
+        held.execute("ROLLBACK")
+        held.close()
+    code, out, err = finish(proc, 60)
+    assert code == 130, err[-3000:]
+    said = "Run 'dummy-run' interrupted by SIGINT before it started; nothing was recorded."
+    assert err.splitlines()[-1:] == [said], err[-3000:]
+    assert "experiment-show" not in out and "Traceback" not in err
+    with sqlite3.connect(workspace.store) as conn:
+        assert conn.execute("select count(*) from experiment_run_instances").fetchone() == (0,)
