@@ -606,7 +606,10 @@ class ExperimentRun(Component):
     # --- ending ------------------------------------------------------------------------
 
     def on_signal(self, signum: int) -> None:
-        if self.signal is None:
+        """Stop the run, to be marked cancelled "interrupted by SIG...". A signal that comes
+        once the run has ended (failed, while its processes stop and its end is recorded)
+        changes nothing of how it ended: it fails with its reason."""
+        if self.signal is None and not self.ended:
             self.signal = signum
             self.stop(f"interrupted by {signal.Signals(signum).name}")
             if self._main is not None:

@@ -203,3 +203,31 @@ def test_ctrl_c_before_the_run_is_recorded_says_nothing_was(workspace: Workspace
     assert "experiment-show" not in out and "Traceback" not in err
     with sqlite3.connect(workspace.store) as conn:
         assert conn.execute("select count(*) from experiment_run_instances").fetchone() == (0,)
+
+
+def test_ctrl_c_while_a_failed_run_ends_leaves_its_failure(workspace: Workspace) -> None:
+    """A Muscle fails the run; while the run's processes stop (a Brain's slow teardown), Ctrl-C
+    comes. The run's end was decided: the command said "Run 'dummy-run' ; marked cancelled."
+    (no reason), exited 130, and the store kept the failure or, where its end was not written
+    yet, had the run cancelled with no reason (the failure lost). It fails as it did, exit 1."""
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (
+            DUMMY_BRAIN,
+            "brain: {name: limit_plugins:SlowTeardownBrain, params: {seconds: 60, mark: marked}}",
+        ),
+        (
+            "muscle: {name: palaestra.agent.dummy_muscle:DummyMuscle, params: {}}",
+            "muscle: {name: crash:CrashMuscle, params: {}}",
+        ),
+    )
+    proc = workspace.start("experiment-start", str(run_file))
+    wait_for_mark(workspace.path / "marked", proc, 30)
+    os.killpg(proc.pid, signal.SIGINT)  # (its session's group: what a terminal does)
+    code, _, err = finish(proc, 60)
+    assert code == 1, err[-3000:]
+    failed = "Muscle-defender-0 (crash:CrashMuscle.propose_actions): "
+    assert f"Error: run 'dummy-run' failed: {failed}" in err
+    assert "marked cancelled" not in err
+    status, reason = workspace.instance_status()
+    assert status == "error" and reason.startswith(failed), reason
