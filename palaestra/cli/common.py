@@ -79,8 +79,12 @@ def say_outcome(state: State, run_uid: str, outcome: RunOutcome) -> bool:
         click.echo(f"Run '{run_uid}' finished (instance {outcome.instance_uid}).")
     elif failed:
         click.echo(f"{ERROR} run '{run_uid}' failed: {outcome.message}", err=True)
-    else:
+    elif outcome.recorded:
         click.echo(f"Run '{run_uid}' {outcome.message}; marked cancelled.", err=True)
+    else:  # (while its processes started: the store has nothing of it)
+        click.echo(
+            f"Run '{run_uid}' {outcome.message} before it started; nothing was recorded.", err=True
+        )
     if outcome.exit_code != 3 and outcome.recorded:
         click.echo(where_to_look(state, run_uid))
     return failed

@@ -249,9 +249,13 @@ async def _execute(
             remove_run_dir(run_dir)
         finally:  # one that comes from now on: the command's own handlers
             interrupts.restore(loop, previous)
-    if component.signal is not None:
+    if component.signal is not None:  # (before its start was asked: nothing is recorded)
         return RunOutcome(
-            run.uid, component.instance_uid, 128 + component.signal, component.stop_reason
+            run.uid,
+            component.instance_uid,
+            128 + component.signal,
+            component.stop_reason,
+            component.start_asked,
         )
     if code != EXIT_OK:
         error = component.error

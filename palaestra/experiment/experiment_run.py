@@ -33,7 +33,7 @@ from palaestra.core.procfs import set_title
 from palaestra.core.supervision.conductor import Conductor
 from palaestra.core.supervision.esm import Component, ComponentRuntime, State, on
 from palaestra.core.supervision.processes import Child, preload
-from palaestra.core.supervision.runtime import ComponentFailed, Runtime, timeout_error
+from palaestra.core.supervision.runtime import ComponentFailed, Runtime
 from palaestra.core.supervision.start_methods import FORK
 from palaestra.core.wire import messages as m
 from palaestra.environment.conductor import EnvironmentConductor
@@ -409,7 +409,7 @@ class ExperimentRun(Component):
         for group in ([*phase.controllers, *muscles], brains, environments):
             late = await self.runtime.shutdown_children(group, "phase over", self.stop_timeout)
             if late:
-                raise timeout_error(late, "stop", self.stop_timeout, "stop_timeout")
+                raise self.runtime.late_error(late, "stop", self.stop_timeout, "stop_timeout")
         producers = [child.name for c in phase.conductors for child in c.children]
         producers += [c.name for c in phase.controllers]  # their episodes
         await self._store(m.StoreFlush(producers=producers))
@@ -606,7 +606,10 @@ class ExperimentRun(Component):
     # --- ending ------------------------------------------------------------------------
 
     def on_signal(self, signum: int) -> None:
-        if self.signal is None:
+        """Stop the run, to be marked cancelled "interrupted by SIG...". A signal that comes
+        once the run has ended (failed, while its processes stop and its end is recorded)
+        changes nothing of how it ended: it fails with its reason."""
+        if self.signal is None and not self.ended:
             self.signal = signum
             self.stop(f"interrupted by {signal.Signals(signum).name}")
             if self._main is not None:

@@ -242,7 +242,7 @@ def _spawn(spec: EnvironmentSpec, write: int) -> multiprocessing.process.BasePro
         target=_spawned_child, args=(spec, pipe), name=f"probe-{spec.uid}", daemon=False
     )
     try:
-        with without_main():
+        with without_main(), interrupts.held_from_fresh_child():
             process.start()
     finally:
         pipe.close()

@@ -38,13 +38,17 @@ class GatedBrain(DummyBrain):
 
 class SlowTeardownBrain(DummyBrain):
     """A DummyBrain whose ``teardown`` at the end of a phase takes ``seconds`` (a model being
-    saved, say): its process stops that much later."""
+    saved, say): its process stops that much later. It touches the file ``mark`` (if given)
+    as its teardown begins."""
 
-    def __init__(self, seconds: float = 1.0, **params: Any) -> None:
+    def __init__(self, seconds: float = 1.0, mark: str = "", **params: Any) -> None:
         super().__init__(**params)
         self.seconds = float(seconds)
+        self.mark = mark
 
     def teardown(self) -> None:
+        if self.mark:
+            Path(self.mark).touch()
         time.sleep(self.seconds)  # the behaviour under test, not a synchronisation
         super().teardown()
 

@@ -5,6 +5,8 @@ SIGTERM and sleeps for ever (palaestra must kill it, warn about it, and still fi
 :class:`HangOnceEnvironment` blocks for ever in one method the first time that method runs in
 a directory (the run file's probe), and behaves from then on (the run itself).
 :class:`SignalEnvironment` calls ``signal.signal`` in ``update`` (a worker thread).
+:class:`CtrlCMuscle` installs Python's own Ctrl-C handler in its constructor, as a training
+script does, and touches the file ``mark`` at its 20th step.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from palaestra.agent.dummy_muscle import DummyMuscle
 from palaestra.environment import DummyEnvironment
 
 
@@ -119,3 +122,20 @@ class SignalEnvironment(DummyEnvironment):
     def update(self, actuators: Any) -> Any:
         signal.signal(signal.SIGUSR1, lambda signum, frame: None)
         return super().update(actuators)
+
+
+class CtrlCMuscle(DummyMuscle):
+    """A DummyMuscle that asks for ``KeyboardInterrupt`` on Ctrl-C (the run's processes leave
+    Ctrl-C to the executor), and marks its 20th step with the file ``mark``."""
+
+    def __init__(self, mark: str = "marked", **params: Any) -> None:
+        super().__init__(**params)
+        self.mark = mark
+        self.steps = 0
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def propose_actions(self, sensors: Any, actuators_available: Any) -> Any:
+        self.steps += 1
+        if self.steps == 20:
+            Path(self.mark).touch()
+        return super().propose_actions(sensors, actuators_available)

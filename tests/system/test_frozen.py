@@ -227,3 +227,47 @@ def test_a_run_stopped_as_a_whole_while_a_phase_starts_goes_on(workspace: Worksp
     assert code == 0, err[-3000:]
     assert "did not start" not in err and "Traceback" not in err
     assert workspace.instance_status()[0] == "finished"
+
+
+STOPPED_WAITS = [
+    pytest.param(
+        "crash:MarkedSetupBrain, params: {seconds: 60, mark: marked}",
+        "start_timeout: 3",
+        "start within 3 s (the runtime config's start_timeout)",
+        id="while-the-phase-starts",
+    ),
+    pytest.param(
+        "limit_plugins:SlowTeardownBrain, params: {seconds: 60, mark: marked}",
+        "stop_timeout: 3",
+        "stop within 3 s (the runtime config's stop_timeout)",
+        id="while-the-phase-stops",
+    ),
+]
+
+
+@pytest.mark.parametrize(("brain", "setting", "said"), slow_after(STOPPED_WAITS))
+def test_a_process_stopped_while_a_phase_starts_or_stops_is_named_stopped(
+    workspace: Workspace, brain: str, setting: str, said: str
+) -> None:
+    """Stopped while the executor waits for its start or its stop (the liveness judge leaves
+    those waits to ``start_timeout`` and ``stop_timeout``): the run failed with "Timeout: ...
+    did not start within 3 s (the runtime config's start_timeout: raise it if that is too
+    short)", which more time would not have helped. It says the process is stopped now."""
+    (workspace.path / "palaestra-runtime.yaml").write_text(f"{setting}\n")
+    run_file = workspace.variant("dummy_run.yml", (DUMMY_BRAIN, "brain: {name: " + brain + "}"))
+    proc = workspace.start("experiment-start", str(run_file))
+    assert poll(lambda: (workspace.path / "marked").exists(), 30, proc), "never marked"
+    target = pid_of(workspace, "Brain-defender")
+    assert isinstance(target, int)
+
+    os.kill(target, signal.SIGSTOP)
+    code, err, _ = finish(proc, time.monotonic())
+
+    assert code == 1, err[-3000:]
+    stopped = (
+        f"Brain-defender: Stopped: Brain-defender (pid {target}) is stopped (SIGSTOP, a job "
+        f"scheduler or a debugger holds it) and did not {said}"
+    )
+    assert f"Error: run 'dummy-run' failed: {stopped}" in err
+    assert "raise it" not in err and "Traceback" not in err
+    assert workspace.instance_status() == ("error", stopped)

@@ -66,9 +66,30 @@ def handled() -> tuple[int, ...]:
 
 def leave_to_executor() -> None:
     """In a process of a run: ignore :data:`TERMINAL` (the executor stops the run). A plug-in's
-    subprocess inherits it, as under ``nohup``."""
+    subprocess inherits it, as under ``nohup``. One held back while the process started
+    (:func:`held_from_fresh_child`) is dropped so."""
     for signum in TERMINAL:
         signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL)
+
+
+@contextlib.contextmanager
+def held_from_fresh_child() -> Iterator[None]:
+    """Around the start of a fresh interpreter (the spawn and forkserver start methods): hold
+    :data:`TERMINAL` back in this thread, so that the child starts with them blocked (an exec
+    keeps the signal mask; the fork server, started then, passes its own on) until it ignores
+    them (:func:`leave_to_executor`). A new interpreter raises ``KeyboardInterrupt`` on Ctrl-C
+    until then (a second or so: its imports), and the terminal's Ctrl-C reaches every process of
+    the run: a traceback of a child that died starting. One that comes meanwhile reaches this
+    process when the mask is restored."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # (before: its first start unblocks SIGINT, SIGTERM here)
+    kept = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, kept)
 
 
 def received() -> int | None:

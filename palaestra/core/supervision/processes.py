@@ -230,7 +230,7 @@ class _ChildProcess(aiomultiprocess.Process):  # type: ignore[misc]  # untyped l
         if self.method == FORK:
             self.aio_process.start()
         else:
-            with without_main():
+            with without_main(), interrupts.held_from_fresh_child():
                 self.aio_process.start()
         pid = self.aio_process.pid
         assert pid is not None  # started

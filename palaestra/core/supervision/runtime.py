@@ -22,7 +22,7 @@ import msgspec
 import zmq
 import zmq.asyncio
 
-from palaestra.core import liveness
+from palaestra.core import liveness, procfs
 from palaestra.core.description import limits, names
 from palaestra.core.errors import PalaestraError
 from palaestra.core.plugin import PluginError
@@ -249,8 +249,27 @@ class Runtime:
                 await asyncio.wait(futures)
         if not all(f.done() for f in futures):
             late = [c.name for c in children if not c.ready.done()]
-            raise timeout_error(late, "start", timeout, setting)
+            raise self.late_error(late, "start", timeout, setting)
         return [f.result() for f in futures]
+
+    def late_error(
+        self, late: list[str], doing: str, seconds: float, setting: str = ""
+    ) -> ComponentFailed:
+        """The failure of the children named ``late``, which did not ``doing`` within
+        ``seconds`` (the runtime-config key ``setting``): :func:`timeout_error`, but where one
+        of them is stopped (SIGSTOP, a debugger: more time would not help), that one, named
+        so as the liveness judge names a stopped process."""
+        for name in late:
+            child = self.supervisor.children.get(name)
+            pid = None if child is None else child.pid
+            if pid is not None and procfs.state(pid) in ("T", "t"):
+                limit = f" (the runtime config's {setting})" if setting else ""
+                message = (
+                    f"{name} (pid {pid}) is stopped (SIGSTOP, a job scheduler or a debugger "
+                    f"holds it) and did not {doing} within {seconds:g} s{limit}"
+                )
+                return ComponentFailed(m.ErrorInfo(process=name, kind="Stopped", message=message))
+        return timeout_error(late, doing, seconds, setting)
 
     async def shutdown_children(
         self, children: list[Child], reason: str, timeout: float
