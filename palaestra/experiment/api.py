@@ -212,8 +212,9 @@ def sweep(
         One result per run, in grid order; a failed run does not stop the others.
 
     Raises:
-        PalaestraError: A run could not start (see :func:`run`), ``parallel`` is below 1, or
-            a grid entry is not a list of values; before any run starts.
+        PalaestraError: A run could not start (see :func:`run`), ``parallel`` is below 1,
+            ``seeds`` is no collection of integers, or a grid entry is not a non-empty list of
+            values; before any run starts.
     """
     from palaestra.experiment.ray_cluster import check_backend
     from palaestra.experiment.sweep import run_all
@@ -222,10 +223,16 @@ def sweep(
         raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
     grid = _plain(dict(grid or {}))  # (numpy's values as Python's: YAML writes those only)
     for path, values in grid.items():
-        if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
             raise InvalidInputError(
-                f"grid['{path}']: expected a list of values, got {type(values).__name__}."
+                f"grid['{path}']: expected a non-empty list of values, got "
+                f"{type(values).__name__} {values!r}."
             )
+    if not isinstance(seeds, Iterable) or isinstance(seeds, str | bytes):
+        raise InvalidInputError(
+            f"seeds: expected the seeds' integers (a list or a range), got "
+            f"{type(seeds).__name__} {seeds!r}."
+        )
     settings = _settings(config, store_uri, quiet)
     check_backend(settings)  # backend: ray: the extra and a shared store, before anything
     axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]

@@ -81,13 +81,27 @@ def test_a_run_that_died_before_recording_says_why_it_has_no_rows() -> None:
     ("kwargs", "message"),
     [
         ({"parallel": 0}, "parallel must be 1 or more, got 0."),
-        ({"grid": {"seed": "123"}}, "grid['seed']: expected a list of values, got str."),
-        ({"grid": {"seed": 5}}, "grid['seed']: expected a list of values, got int."),
+        (
+            {"grid": {"seed": "123"}},
+            "grid['seed']: expected a non-empty list of values, got str '123'.",
+        ),
+        ({"grid": {"seed": 5}}, "grid['seed']: expected a non-empty list of values, got int 5."),
+        (
+            {"grid": {"seed": []}},
+            "grid['seed']: expected a non-empty list of values, got list [].",
+        ),
+        (
+            {"seeds": 5},
+            "seeds: expected the seeds' integers (a list or a range), got int 5.",
+        ),
     ],
+    ids=["parallel-0", "text", "number", "empty", "seeds-a-number"],
 )
 def test_a_sweep_that_cannot_start_raises_before_anything_runs(
     kwargs: dict[str, object], message: str
 ) -> None:
+    """An empty grid entry ran nothing and returned [] (the command line refuses an empty
+    value); seeds=5 raised a bare TypeError."""
     with pytest.raises(InvalidInputError) as caught:
         sweep("does-not-matter.yml", **kwargs)  # type: ignore[arg-type]
     assert str(caught.value) == message
