@@ -275,9 +275,10 @@ def rebuilt_muscle(
 ) -> tuple[Muscle, Any]:
     """New instances of the Muscle and the Objective of ``agent`` whose classes are in
     ``classes`` (the others as they were), built and set up as the running ones were: the
-    Muscle gets the old one's context, an evaluation's test mode, ``setup``, in a test
-    ``mode`` ``prepare_model`` and the Brain's ``last_update`` (pickled) again. Nothing is
-    swapped here: the process swaps them when all were built (see :meth:`HotReload.check`)."""
+    Muscle gets the old one's context, an evaluation's test mode, the memory of its own,
+    ``setup``, in a test ``mode`` ``prepare_model`` and the Brain's ``last_update`` (pickled)
+    again. Nothing is swapped here: the process swaps them when all were built (see
+    :meth:`HotReload.check`)."""
     if "objective" in classes:
         objective = call(classes["objective"], **agent.objective.params)
     muscle = old
@@ -288,6 +289,8 @@ def rebuilt_muscle(
         muscle.attach(old.context)
         if "_palaestra_mode" in old.__dict__:  # an evaluation's test mode
             muscle.__dict__["_palaestra_mode"] = old.__dict__["_palaestra_mode"]
+        if "_palaestra_memory" in old.__dict__:  # the rows it kept in its own memory
+            muscle._memory = old.memory
         call(muscle.setup)
         if mode == "test":
             call(muscle.prepare_model)

@@ -260,6 +260,8 @@ class Memory:
         self._limit = size_limit
         self._appends = 0
         self._row_bytes = 0.0
+        self._waiting: dict[str, dict[str, deque[Any]]] = {}
+        """Per muscle, what :meth:`append` was given without rewards, until rows take it."""
 
     @property
     def size_limit(self) -> int:
@@ -323,27 +325,58 @@ class Memory:
         terminated: bool | None = None,
         truncated: bool | None = None,
     ) -> None:
-        """Add a row (palaestrAI's signature); a call with none of the readings, set points
-        and rewards sets the objective (if given) of ``muscle_uid``'s last row instead."""
+        """Add what a muscle gave, as palaestrAI's memory pairs it: a row is made by a call that
+        gives ``rewards``; what calls without them gave (readings, set points, ``done``, ...:
+        palaestrAI's rollout worker appends a step's readings and set points before its
+        rewards) waits for it, each value for the row of its count, so the first readings
+        given belong to the first row. A call with none of the readings, set points and
+        rewards sets the objective (if given) of ``muscle_uid``'s last row instead."""
         if sensor_readings is None and actuator_setpoints is None and rewards is None:
             last = self._muscles.get(muscle_uid)
             if objective is not None and last:
                 last[-1].objective = _scalar(objective)
             return
+        given = {
+            "sensors": sensor_readings,
+            "setpoints": actuator_setpoints,
+            "done": done,
+            "objective": None if objective is None else _scalar(objective),
+            "terminated": terminated,
+            "truncated": truncated,
+            "observations": observations,
+            "actions": actions,
+            "additional_data": additional_data,
+        }
+        if rewards is None or muscle_uid in self._waiting:
+            given = self._wait(muscle_uid, given, made=rewards is not None)
+            if rewards is None:
+                return
         row = Row(
             muscle_uid,
-            sensor_readings or (),
-            actuator_setpoints or (),
-            rewards or (),
-            None if objective is None else _scalar(objective),
-            bool(done),
+            given.get("sensors") or (),
+            given.get("setpoints") or (),
+            rewards,
+            given.get("objective"),
+            bool(given.get("done")),
         )
-        if terminated is not None or truncated is not None:
-            row.terminated, row.truncated = terminated, truncated
-        if observations is not None or actions is not None or additional_data is not None:
-            row.observations, row.actions = observations, actions
-            row.additional_data = additional_data
+        row.terminated, row.truncated = given.get("terminated"), given.get("truncated")
+        row.observations, row.actions = given.get("observations"), given.get("actions")
+        row.additional_data = given.get("additional_data")
         self._add(row)
+
+    def _wait(self, muscle_uid: str, given: dict[str, Any], made: bool) -> dict[str, Any]:
+        """Queue what ``given`` holds behind what ``muscle_uid`` gave before without rewards;
+        if a row is ``made``, what of it belongs to that row (each queue's oldest)."""
+        waiting = self._waiting.setdefault(muscle_uid, {})
+        for name, value in given.items():
+            if value is not None:
+                waiting.setdefault(name, deque(maxlen=self._limit)).append(value)
+        if not made:
+            return given
+        taken = {name: queue.popleft() if queue else None for name, queue in waiting.items()}
+        if not any(waiting.values()):
+            del self._waiting[muscle_uid]
+        return taken
 
     def add_values(
         self,

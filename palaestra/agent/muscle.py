@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from palaestra.agent.context import BrainDumps, MuscleContext
+from palaestra.agent.memory import Memory
 from palaestra.agent.statistics import add_statistic, own_pop, pop_statistics
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.mode import Mode
@@ -82,6 +83,25 @@ class Muscle(ABC):
         harl's PipelineMuscle assigns its inner Muscle's before each step). palaestra never
         assigns it: a phase's Muscles are in the phase's mode."""
         self.__dict__["_palaestra_mode"] = Mode(mode)
+
+    @property
+    def memory(self) -> Memory:
+        """A memory of the Muscle's own, as palaestrAI's ``Muscle.memory``: palaestra puts
+        nothing in it (what the Objective and the Brain read is kept apart), so a Muscle may
+        append to it and read it as it likes; a Muscle built by another plug-in is given one by
+        assigning ``_memory``."""
+        memory = self.__dict__.get("_palaestra_memory")
+        if memory is None:
+            memory = self.__dict__["_palaestra_memory"] = Memory()
+        return memory
+
+    @property
+    def _memory(self) -> Memory:  # palaestrAI's attribute behind ``memory``
+        return self.memory
+
+    @_memory.setter
+    def _memory(self, memory: Memory) -> None:
+        self.__dict__["_palaestra_memory"] = memory
 
     @property
     def seed(self) -> int:

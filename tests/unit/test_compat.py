@@ -560,3 +560,57 @@ def test_try_load_brain_dump_loads_only_with_dumps() -> None:
     brain._dumpers = BrainDumps(loaded={"": b"x"}, source="p0")
     brain.try_load_brain_dump()
     assert brain.loads == 1
+
+
+def test_a_muscle_has_a_memory_of_its_own_as_palaestrai_gives_it(mapped: None) -> None:
+    """palaestrAI's Muscle has ``memory`` (behind ``_memory``), a Memory its framework leaves
+    empty: a Muscle may keep its own rows there (it failed with AttributeError)."""
+    from palaestrai.agent import (
+        ActuatorInformation,
+        Memory,
+        Muscle,
+        RewardInformation,
+        SensorInformation,
+    )
+    from palaestrai.types import Box
+
+    class Remembering(Muscle):
+        def propose_actions(self, sensors, actuators_available):  # type: ignore[no-untyped-def]
+            seen = len(self.memory)
+            self.memory.append(self.uid, sensor_readings=sensors, rewards=[])
+            return actuators_available, seen
+
+    muscle = Remembering()
+    assert isinstance(muscle.memory, Memory) and len(muscle.memory) == 0
+    assert muscle.memory is muscle.memory is muscle._memory
+    sensor = SensorInformation(1.0, Box(0, 2, ()), "env.s")
+    actuator = ActuatorInformation(0.5, Box(0, 1, ()), "env.a")
+    assert [muscle.propose_actions([sensor], [actuator])[1] for _ in range(3)] == [0, 1, 2]
+    assert muscle.memory.tail(1).sensor_readings["env.s"].tolist() == [1.0]
+    given = Memory()  # what a plug-in building a Muscle may hand it
+    given.append("x", rewards=[RewardInformation(1.0, Box(0, 2, ()), "r")])
+    muscle._memory = given
+    assert muscle.memory is given and len(muscle.memory) == 1
+    assert len(Remembering().memory) == 0  # each Muscle its own
+
+
+def test_a_reloaded_muscle_keeps_the_memory_of_its_own() -> None:
+    from palaestra.agent import DummyMuscle, Memory
+    from palaestra.agent.context import MuscleContext
+    from palaestra.agent.hot_reload import rebuilt_muscle
+    from palaestra.core.description.specs import AgentSpec, ClassSpec
+
+    agent = AgentSpec(
+        name="a",
+        brain=ClassSpec(name="palaestra.agent:DummyBrain"),
+        muscle=ClassSpec(name="palaestra.agent:DummyMuscle"),
+        objective=ClassSpec(name="palaestra.agent:DummyObjective"),
+        sensors=(),
+        actuators=(),
+    )
+    old = DummyMuscle()
+    old.attach(MuscleContext("a", "a", 0, "train", 1, [], []))
+    kept = old.memory
+    assert isinstance(kept, Memory)
+    new, _ = rebuilt_muscle(agent, {"muscle": DummyMuscle}, old, None, "train", None)
+    assert new is not old and new.memory is kept

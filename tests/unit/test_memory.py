@@ -169,17 +169,43 @@ def test_append_with_objective_and_data_adds_a_row_with_that_objective() -> None
     assert shard.objective.tolist() == [2.0]
 
 
-def test_append_with_only_some_parts() -> None:
+def test_append_with_only_some_parts_pairs_them_as_palaestrai_does() -> None:
+    """A row is made by the call that gives rewards; what calls without them gave waits for it
+    (the readings and set points the memory was given first belong to its first row)."""
     memory = Memory()
     memory.append("m", sensor_readings=sensors(1.0))
     memory.append("m", actuator_setpoints=setpoints(2))
+    assert len(memory) == 0
     memory.append("m", rewards=rewards(r=3.0), done=True)
+    assert len(memory) == 1
     shard = memory.tail(3)
-    assert [len(s) for s in shard.sensor_information] == [1, 0, 0]
-    assert [len(a) for a in shard.setpoint_information] == [0, 1, 0]
-    assert list(shard.rewards.columns) == ["r"]
-    np.testing.assert_array_equal(shard.rewards["r"].isna(), [True, True, False])
-    assert shard.dones.tolist() == [False, False, True]
+    assert [len(s) for s in shard.sensor_information] == [1]
+    assert [len(a) for a in shard.setpoint_information] == [1]
+    assert shard.sensor_readings.columns.tolist() == ["env.s0"]
+    assert shard.rewards["r"].tolist() == [3.0]
+    assert shard.dones.tolist() == [True]
+
+
+def test_steps_appended_as_palaestrais_rollout_worker_appends_them_stay_aligned() -> None:
+    """Readings and set points first, the rewards and done of the step after, then the
+    objective (palaestrAI's rollout worker): one row a step, each with its own values (the
+    readings of one step were paired with the rewards of another, every step two rows)."""
+    memory = Memory()
+    for step in range(3):
+        memory.append("m", sensors(float(step)), setpoints(step))
+        memory.append("m", rewards=rewards(r=10.0 + step), done=step == 2)
+        memory.append("m", objective=np.array([100.0 + step]))
+    memory.append("other", sensors(9.0), setpoints(9))  # waits for its rewards
+    assert len(memory) == 3
+    shard = memory.tail(2)
+    assert shard.sensor_readings["env.s0"].tolist() == [1.0, 2.0]
+    assert shard.rewards["r"].tolist() == [11.0, 12.0]
+    assert shard.objective.tolist() == [101.0, 102.0]
+    assert shard.dones.tolist() == [False, True]
+    memory.append("other", rewards=rewards(r=5.0))
+    other = memory.tail(1)
+    assert other.sensor_readings["env.s0"].tolist() == [9.0]
+    assert other.rewards["r"].tolist() == [5.0]
 
 
 def test_rewards_with_different_uids_per_row_are_nan_where_missing() -> None:
