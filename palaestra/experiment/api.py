@@ -339,11 +339,12 @@ def _settings(config: RuntimeConfig | None, store_uri: str | None, quiet: bool) 
 def absolute_store_uri(store_uri: str) -> str:
     """A SQLite URI with a relative path made absolute (results read from anywhere)."""
     from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+
+    from palaestra.store.engine import NOT_A_URL
 
     try:
         url = make_url(store_uri)
-    except ArgumentError:
+    except NOT_A_URL:
         return store_uri  # "none", or what the store will refuse with its own message
     database = url.database
     if not url.drivername.startswith("sqlite") or not database or database == ":memory:":

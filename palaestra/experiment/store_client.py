@@ -103,11 +103,12 @@ def writer_stuck(pid: int | None, store_uri: str) -> tuple[str, int]:
 def _sqlite_locked(store_uri: str) -> str:
     """The SQLite error a write transaction on the store meets at once ("" if none)."""
     from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+
+    from palaestra.store.engine import NOT_A_URL
 
     try:
         url = make_url(store_uri)
-    except ArgumentError:
+    except NOT_A_URL:
         return ""
     if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
         return ""

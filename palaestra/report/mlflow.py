@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra.core.description.extras import require
+from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import InvalidInputError
 from palaestra.report.series import Series, run_series
 from palaestra.store import rows
@@ -113,7 +114,9 @@ def export_mlflow(
         ]
     except (MlflowException, OSError) as exc:  # (OSError: a store's path it cannot make)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidInputError(f"--tracking-uri {tracking_uri}: MLflow: {first}") from exc
+        shown = hide_password(tracking_uri)  # (MLflow's message may quote it whole)
+        first = first.replace(tracking_uri, shown)
+        raise InvalidInputError(f"--tracking-uri {shown}: MLflow: {first}") from exc
 
 
 def _experiment_id(client: Any, name: str) -> str:

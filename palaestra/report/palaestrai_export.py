@@ -60,7 +60,7 @@ from palaestra.report import palaestrai_schema as P
 from palaestra.report.palaestrai_steps import export_phase, insert_row, naive_utc
 from palaestra.store import rows
 from palaestra.store import tables as t
-from palaestra.store.engine import make_engine, mask_uri
+from palaestra.store.engine import NOT_A_URL, make_engine, mask_uri
 from palaestra.store.rows import Row as Record
 from palaestra.store.rows import StoreURI
 
@@ -178,7 +178,7 @@ def _target(target: str) -> Iterator[Engine]:
 def _target_url(target: str) -> URL:
     try:
         url = make_url(target)
-    except ArgumentError as exc:
+    except NOT_A_URL as exc:
         raise StoreError(
             f"target {mask_uri(target)}: not a database URL (e.g. sqlite:///palaestrai.db, "
             "postgresql://user@host:5432/database)"

@@ -33,12 +33,16 @@ from palaestra.store.driver import (
     tune,
 )
 
+NOT_A_URL = (ArgumentError, ValueError)
+"""What SQLAlchemy's ``make_url`` raises for a text that is no database URL: a
+:class:`ValueError` where the port is no number (``host:5432x``, ``host:``)."""
+
 
 def mask_uri(uri: str) -> str:
     """Return ``uri`` with its password (if any) replaced by ``***``."""
     try:
         return make_url(uri).render_as_string(hide_password=True)
-    except ArgumentError:
+    except NOT_A_URL:
         return hide_password(uri)
 
 
@@ -96,8 +100,9 @@ def _parse(uri: str) -> URL:
         )
     try:
         return make_url(uri)
-    except ArgumentError as exc:
-        raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {exc}") from exc
+    except NOT_A_URL as exc:
+        said = f"its port is no number ({exc})" if isinstance(exc, ValueError) else str(exc)
+        raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {said}") from exc
 
 
 def sqlite_file(url: URL) -> Path | None:

@@ -41,7 +41,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra.core import procfs
 from palaestra.core.description import names
@@ -59,7 +59,7 @@ from palaestra.store.completed import (
     is_rollout,
     training_episodes,
 )
-from palaestra.store.engine import make_engine, mask_uri, reason, sqlite_file
+from palaestra.store.engine import NOT_A_URL, make_engine, mask_uri, reason, sqlite_file
 from palaestra.store.schema import require_readable
 from palaestra.store.tables import utcnow
 
@@ -1718,7 +1718,7 @@ def _require_existing_sqlite(uri: str) -> None:
     """Reading must not create an empty SQLite store where there was none."""
     try:
         url = make_url(uri)
-    except ArgumentError:
+    except NOT_A_URL:
         return  # make_engine reports it
     path = sqlite_file(url)
     if path is not None and not path.exists():

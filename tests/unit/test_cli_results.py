@@ -179,6 +179,40 @@ def test_reading_with_store_uri_none_says_it_records_nothing(uri: str, command: 
     assert "not a valid database URL" not in result.stderr  # (SQLAlchemy's parse of 'none')
 
 
+@pytest.mark.parametrize(
+    "uri", ["postgresql://me:secret@db.example:54x/runs", "postgresql://me@db.example:/runs"]
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["experiment-show", RUN],
+        ["results", RUN],
+        ["clean", RUN, "--yes"],
+        ["database-migrate"],
+        ["export", "palaestrai", RUN, "--to", "sqlite:///x.db"],
+    ],
+)
+def test_a_store_uri_whose_port_is_no_number_exits_3_naming_it(
+    uri: str, command: list[str]
+) -> None:
+    """SQLAlchemy's parse of such a URI raises a ValueError, not its ArgumentError: these
+    commands failed with its bare traceback (exit 1)."""
+    result = invoke(uri, command)
+
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith("Error: store postgresql+psycopg://me"), result.stderr
+    assert "not a valid database URL: its port is no number" in result.stderr
+    assert "secret" not in result.stderr
+
+
+def test_an_export_target_whose_port_is_no_number_exits_3_naming_it(store: str) -> None:
+    result = invoke(store, ["export", "palaestrai", RUN, "--to", "postgresql://me:secret@h:5x/db"])
+
+    assert result.exit_code == 3, result.output
+    assert "target postgresql://me:***@h:5x/db: not a database URL" in result.stderr
+
+
 @pytest.mark.parametrize("exported_before", [False, True])
 def test_export_tensorboard_writes_no_run_when_one_cannot_be(
     store: str, tmp_path: Path, exported_before: bool

@@ -622,3 +622,21 @@ def test_a_store_uri_palaestra_cannot_write_is_refused_before_the_run(
         load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri})
     assert said in str(refused.value)
     assert "postgresql://<user>@<host>:<port>/<database>, or none" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "store_uri",
+    [
+        "mysql://root:hunter2@db.example/runs",
+        "mssql+pyodbc://root:hunter2@db.example/runs",
+        "sqlite://root:hunter2@db.example/runs.db",
+    ],
+)
+def test_a_refused_store_uri_is_named_without_its_password(in_tmp: Path, store_uri: str) -> None:
+    """The refusal showed the store URI as given, password and all (exit 2), where every other
+    message about a store hides it."""
+    with pytest.raises(RuntimeConfigError) as refused:
+        load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri})
+    said = str(refused.value)
+    assert "hunter2" not in said
+    assert "root:***@db.example" in said

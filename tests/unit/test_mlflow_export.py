@@ -145,3 +145,18 @@ def test_a_tracking_store_whose_directory_cannot_be_made_is_named(tmp_path: Path
     assert str(raised.value).startswith(f"--tracking-uri {tracking}: MLflow: ")
     assert "File exists" in str(raised.value) and raised.value.exit_code == 2
     assert blocking.read_text() == ""
+
+
+def test_a_refused_tracking_uri_is_named_without_its_password(tmp_path: Path) -> None:
+    """MLflow's refusal and the message around it showed the tracking URI whole, its password
+    too (exit 2)."""
+    from palaestra.core.errors import InvalidInputError
+
+    store = write_store(f"sqlite:///{tmp_path}/palaestra.db")
+
+    with pytest.raises(InvalidInputError) as raised:
+        export_mlflow(RUN, "bogus://me:secret@127.0.0.1:1/db", store_uri=store)
+
+    said = str(raised.value)
+    assert said.startswith("--tracking-uri bogus://me:***@127.0.0.1:1/db: MLflow: ")
+    assert "secret" not in said

@@ -22,6 +22,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from palaestra.core.description import limits
+from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import RuntimeConfigError, did_you_mean
 
 AUTO = "auto"
@@ -216,36 +217,38 @@ def check_store_uri(store_uri: str) -> None:
     too; a run with either finished with exit 0 and its results nowhere).
 
     Raises:
-        RuntimeConfigError: Naming the URI and what to write instead.
+        RuntimeConfigError: Naming the URI (its password hidden) and what to write instead.
     """
     scheme, sep, rest = store_uri.partition("://")
+    shown = hide_password(store_uri)
     if not sep:
         if store_uri.strip().lower() in NO_STORE:
             return
         a_file = ":" not in store_uri and store_uri.endswith(".db")
-        suggestion = f" (a file: sqlite:///{store_uri})" if a_file else ""
+        suggestion = f" (a file: sqlite:///{shown})" if a_file else ""
         raise RuntimeConfigError(
-            f"store_uri {store_uri!r} is no store URI{suggestion}; expected {STORE_FORMS}"
+            f"store_uri {shown!r} is no store URI{suggestion}; expected {STORE_FORMS}"
         )
     base = scheme.lower().partition("+")[0]
     if base in _POSTGRES:
         return
     if base != "sqlite":
         raise RuntimeConfigError(
-            f"store_uri {store_uri!r}: palaestra has no store writer for {scheme!r}; "
+            f"store_uri {shown!r}: palaestra has no store writer for {scheme!r}; "
             f"expected {STORE_FORMS}"
         )
     path = rest[1:] if rest.startswith("/") else None
     if path is None and rest:
         raise RuntimeConfigError(
-            f"store_uri {store_uri!r}: a SQLite store's file follows three slashes: "
-            f"{scheme}:///{rest} (from the working directory) or {scheme}:////<absolute path>; "
+            f"store_uri {shown!r}: a SQLite store's file follows three slashes: "
+            f"{hide_password(f'{scheme}:///{rest}')} (from the working directory) or "
+            f"{scheme}:////<absolute path>; "
             f"with two, the store would be kept in the store writer's memory and the results "
             f"lost"
         )
     if not path or path.partition("?")[0] == ":memory:":
         raise RuntimeConfigError(
-            f"store_uri {store_uri!r} is a store in memory, the store writer's alone: the "
+            f"store_uri {shown!r} is a store in memory, the store writer's alone: the "
             f"results would be lost as the run ends. Name a file (sqlite:///palaestra.db), or "
             f"set store_uri: none to record nothing"
         )
