@@ -85,23 +85,28 @@ class Muscle(ABC):
         self.__dict__["_palaestra_mode"] = Mode(mode)
 
     @property
-    def memory(self) -> Memory:
+    def memory(self) -> Any:
         """A memory of the Muscle's own, as palaestrAI's ``Muscle.memory``: palaestra puts
         nothing in it (what the Objective and the Brain read is kept apart), so a Muscle may
         append to it and read it as it likes; a Muscle built by another plug-in is given one by
-        assigning ``_memory``."""
+        assigning ``_memory``. A Muscle may assign ``memory`` too (its own replay buffer,
+        say), as it could before palaestra gave it one."""
         memory = self.__dict__.get("_palaestra_memory")
         if memory is None:
             memory = self.__dict__["_palaestra_memory"] = Memory()
         return memory
 
+    @memory.setter
+    def memory(self, memory: Any) -> None:
+        self.__dict__["_palaestra_memory"] = memory
+
     @property
-    def _memory(self) -> Memory:  # palaestrAI's attribute behind ``memory``
+    def _memory(self) -> Any:  # palaestrAI's attribute behind ``memory``
         return self.memory
 
     @_memory.setter
-    def _memory(self, memory: Memory) -> None:
-        self.__dict__["_palaestra_memory"] = memory
+    def _memory(self, memory: Any) -> None:
+        self.memory = memory
 
     @property
     def seed(self) -> int:

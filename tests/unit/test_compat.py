@@ -562,6 +562,29 @@ def test_try_load_brain_dump_loads_only_with_dumps() -> None:
     assert brain.loads == 1
 
 
+def test_a_muscle_that_assigns_memory_itself_keeps_what_it_assigned() -> None:
+    """A Muscle written for palaestra that keeps its own buffer as ``self.memory`` failed in
+    its constructor once Muscles got palaestrAI's ``memory`` (a property without a setter:
+    ``AttributeError: property 'memory' ... has no setter``)."""
+    from collections import deque
+
+    from palaestra.agent import Muscle
+
+    class Buffering(Muscle):
+        def __init__(self) -> None:
+            super().__init__()
+            self.memory = deque(maxlen=3)
+
+        def propose_actions(self, sensors, actuators_available):  # type: ignore[no-untyped-def]
+            self.memory.append(len(sensors))
+            return actuators_available, None
+
+    muscle = Buffering()
+    assert isinstance(muscle.memory, deque) and muscle._memory is muscle.memory
+    muscle.propose_actions([1, 2], [])
+    assert list(muscle.memory) == [2]
+
+
 def test_a_muscle_has_a_memory_of_its_own_as_palaestrai_gives_it(mapped: None) -> None:
     """palaestrAI's Muscle has ``memory`` (behind ``_memory``), a Memory its framework leaves
     empty: a Muscle may keep its own rows there (it failed with AttributeError)."""
