@@ -640,3 +640,25 @@ def test_a_refused_store_uri_is_named_without_its_password(in_tmp: Path, store_u
     said = str(refused.value)
     assert "hunter2" not in said
     assert "root:***@db.example" in said
+
+
+@pytest.mark.parametrize(
+    "store_uri",
+    [
+        "postgresql+psycopg://postgres:hun@ter2@127.0.0.1:5432/runs",
+        "postgresql://me@home:pw@db.example/runs",
+    ],
+)
+def test_a_store_uri_whose_password_holds_an_at_is_refused_without_showing_it(
+    in_tmp: Path, store_uri: str
+) -> None:
+    """An '@' written as it is in a password ends it there: the store's messages showed
+    'postgres:***@ter2@127.0.0.1' (the password's rest), and the driver's said it could not
+    resolve the host 'ter2@127.0.0.1'. It is refused, saying to write %40, its user and
+    password hidden."""
+    with pytest.raises(RuntimeConfigError) as refused:
+        load_runtime_config(environ={"PALAESTRA_STORE_URI": store_uri})
+    said = str(refused.value)
+    assert "ter2" not in said and "pw" not in said and "home" not in said
+    assert "holds '@', which a URI writes as %40" in said
+    assert said.startswith("store_uri '")

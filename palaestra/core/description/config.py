@@ -230,6 +230,14 @@ def check_store_uri(store_uri: str) -> None:
             f"store_uri {shown!r} is no store URI{suggestion}; expected {STORE_FORMS}"
         )
     base = scheme.lower().partition("+")[0]
+    authority, slash, database = rest.partition("/")
+    if authority.count("@") > 1:  # (the first '@' ends the password: its rest, a host)
+        host = authority.rpartition("@")[2]
+        raise RuntimeConfigError(
+            f"store_uri '{scheme}://***@{host}{slash}{database}': its user or password holds "
+            "'@', which a URI writes as %40 (the password would be cut at its first '@' and "
+            "the rest taken for the host)"
+        )
     if base in _POSTGRES:
         return
     if base != "sqlite":
