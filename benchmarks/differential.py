@@ -26,9 +26,9 @@ never with a traceback, and a file it passes must run (exit 0; 1 with a reason i
 failed, also a finding where the check should have refused the file).
 
 Each case prints a JSON line; a case whose line has non-empty ``problems`` found a bug.
-Runs with the tests' plug-ins (``tests/plugins``); takes minutes. Found nothing in 70 engine
-cases and 20 resume cases on 2026-12-01 (see docs/changelog.md for what such runs found
-since).
+Runs with the tests' plug-ins (``tests/plugins``); takes minutes. On 2026-12-01: 113 engine
+cases (73 on PostgreSQL too) and 25 resume cases agreed; 300 check cases found one bug (see
+docs/development.md).
 """
 
 from __future__ import annotations
