@@ -288,6 +288,7 @@ def test_a_store_in_a_directory_whose_name_is_no_utf8_is_written_and_read(
     assert "dummy-run" in listed.stdout and "finished" in listed.stdout
 
 
+@pytest.mark.slow  # (texts.path_on_disk's unit test: tests/unit/test_texts.py)
 def test_a_run_in_a_directory_whose_name_is_no_utf8_resumes_and_cleans_from_elsewhere(
     workspace: Workspace, tmp_path: Path
 ) -> None:

@@ -530,6 +530,7 @@ run_config:
 """
 
 
+@pytest.mark.slow  # (its unit test: tests/unit/test_hot_reload.py)
 def test_a_brain_reloaded_at_an_evaluation_names_where_its_rollout_ended(
     workspace: Workspace,
 ) -> None:

@@ -152,6 +152,7 @@ if mark and "--multiprocessing-fork" in sys.argv:  # (a child that spawn starts)
 ``import site``) until the test says go."""
 
 
+@pytest.mark.slow  # (a start method's moment: the slow run has the others)
 def test_ctrl_c_while_a_spawned_process_starts(workspace: Workspace) -> None:
     """Under the spawn start method a child is a new interpreter, which raises
     ``KeyboardInterrupt`` on Ctrl-C until palaestra's code in it ignores Ctrl-C: the terminal's
@@ -204,6 +205,7 @@ def test_ctrl_c_before_the_run_is_recorded_says_nothing_was(workspace: Workspace
     assert count(workspace, "select count(*) from experiment_run_instances") == 0  # (or no table)
 
 
+@pytest.mark.slow  # (one moment of many: the slow run has the others)
 def test_ctrl_c_while_a_failed_run_ends_leaves_its_failure(workspace: Workspace) -> None:
     """A Muscle fails the run; while the run's processes stop (a Brain's slow teardown), Ctrl-C
     comes. The run's end was decided: the command said "Run 'dummy-run' ; marked cancelled."
