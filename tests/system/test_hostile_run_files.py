@@ -8,6 +8,7 @@ Names become file names, process titles, ZMQ identities and socket paths; seeds 
 from __future__ import annotations
 
 import json
+import re
 import resource
 import sqlite3
 import subprocess
@@ -319,7 +320,9 @@ def test_a_run_in_a_directory_whose_name_is_no_utf8_resumes_and_cleans_from_else
             elsewhere, workspace, "-c", str(config), "experiment-resume", "beside-run"
         )
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-        assert "at phase 0, episode 1" in resumed.stderr, resumed.stderr[-2000:]
+        # (episode 1 where episode 0's Brain dump reached the store before the failure; else
+        # the resume moves back to episode 0, as documented: a loaded CI machine did so once)
+        assert re.search(r"at phase 0, episode [01]\.", resumed.stderr), resumed.stderr[-2000:]
 
         dumps = place / "_outputs" / "brain_dumps" / "beside-run"
         assert [p for p in dumps.rglob("*") if p.is_file()], name
