@@ -96,8 +96,13 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         ranged = _SEED_RANGE.fullmatch(part)
         if ranged:
             first, last = int(ranged[1]), int(ranged[2])
-            if last < first or last - first >= _SEEDS_MAX:
+            if last < first:
                 raise OverrideError(f"--seeds '{text}': the range '{part.strip()}' is empty.")
+            if last - first >= _SEEDS_MAX:
+                raise OverrideError(
+                    f"--seeds '{text}': the range '{part.strip()}' names {last - first + 1} "
+                    f"seeds; at most {_SEEDS_MAX} are run at once."
+                )
             seeds.extend(range(first, last + 1))
         elif part.strip().isdecimal():  # (not isdigit: '²' is a digit that int() refuses)
             seeds.append(int(part))
