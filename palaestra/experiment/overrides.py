@@ -281,8 +281,11 @@ def _insert(document: Any, key: str, value: Any) -> None:
 
 
 def _set(document: Any, path: str, value: Any, source: str) -> None:
-    """Set ``value`` at ``path``; only the last key may be new (and only in a mapping)."""
+    """Set ``value`` at ``path``; only the last key may be new (and only in a mapping). A
+    mapping or list on the way that the file shares (a YAML alias ``*a`` or merge ``<<: *a``
+    of it elsewhere) is copied at this place first, so the value changes here only."""
     keys = path.split(".")
+    shared = _shared(document)
     node = document
     for depth, key in enumerate(keys):
         last = depth == len(keys) - 1
@@ -292,12 +295,12 @@ def _set(document: Any, path: str, value: Any, source: str) -> None:
             if last:
                 node[index] = value
             else:
-                node = node[index]
+                node = _own(node, index, shared)
         elif isinstance(node, dict):
             if last:
                 node[key] = value
             elif key in node:
-                node = node[key]
+                node = _own(node, key, shared)
             else:
                 known = ", ".join(str(k) for k in node) or "none"
                 raise OverrideError(
@@ -308,6 +311,46 @@ def _set(document: Any, path: str, value: Any, source: str) -> None:
                 f"--set '{path}': {source} has the value {node!r} at {where}, not a mapping "
                 f"or list, so '{key}' cannot be looked up in it."
             )
+
+
+def _shared(document: Any) -> set[int]:
+    """The ids of the mappings and lists that stand in more than one place of ``document``
+    (an alias's target, a merged mapping, what they hold)."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    nodes = [document]
+    while nodes:
+        node = nodes.pop()
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in seen:
+            shared.add(id(node))
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            nodes.extend(node.values())  # (a merged mapping's values among them)
+        else:
+            nodes.extend(node)
+    return shared
+
+
+def _own(parent: Any, key: Any, shared: set[int]) -> Any:
+    """``parent[key]``, made this place's own (a plain copy, put in its place) where it is
+    shared."""
+    child = parent[key]
+    if id(child) in shared:
+        child = _plain(child)
+        parent[key] = child
+    return child
+
+
+def _plain(node: Any) -> Any:
+    """A deep copy of ``node`` as plain dicts and lists (its merges resolved)."""
+    if isinstance(node, dict):
+        return {key: _plain(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_plain(item) for item in node]
+    return node
 
 
 def _index(key: str, size: int, path: str, where: str, source: str) -> int:

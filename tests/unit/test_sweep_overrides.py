@@ -375,3 +375,39 @@ def test_the_sweep_table_shows_dates_inside_lists_and_mappings_as_written() -> N
     )
     assert "x=[2020-01-01, 'a']" in table
     assert "x={'d': 2020-06-01, 'n': [1, 'b']}" in table
+
+
+SHARED = """\
+uid: shared
+base: &base {name: m:B, params: {lr: 1, net: {width: 8}}}
+agents:
+  - name: a
+    brain: *base
+  - name: b
+    brain: *base
+  - name: c
+    brain:
+      <<: *base
+      extra: 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "changed"),
+    [
+        ("agents.0.brain.params.lr", "a"),  # through an alias
+        ("agents.1.brain.params.net.width", "b"),  # deeper, through an alias
+        ("agents.2.brain.params.lr", "c"),  # through a merge
+        ("base.params.lr", "base"),  # at the anchor: the places that refer to it keep theirs
+    ],
+)
+def test_a_path_through_a_shared_node_sets_that_place_only(path: str, changed: str) -> None:
+    text = apply_overrides(SHARED, {path: 5}, uid=None, source="shared.yml")
+    document = YAML(typ="safe").load(text)
+    places = {"base": document["base"]}
+    places.update({agent["name"]: agent["brain"] for agent in document["agents"]})
+    leaf = path.split(".")[-1]
+    for name, brain in places.items():
+        found = brain["params"]["net"]["width"] if leaf == "width" else brain["params"]["lr"]
+        assert found == (5 if name == changed else (8 if leaf == "width" else 1)), name
+    assert places["c"]["extra"] == 1 and places["c"]["name"] == "m:B"
