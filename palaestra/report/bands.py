@@ -67,11 +67,28 @@ def sweep_groups(overrides: Mapping[str, Mapping[str, Any] | None]) -> list[tupl
         last path parts and values (``lr=0.1, gamma=0.9``), empty if there are none.
     """
     groups: dict[str, tuple[str, list[str]]] = {}
+    names = short_names({key for given in overrides.values() for key in given or {}})
     for run, given in overrides.items():
         rest = sorted((k, v) for k, v in (given or {}).items() if k != SEED)
-        label = ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in rest)
+        label = ", ".join(f"{names[key]}={value}" for key, value in rest)
         groups.setdefault(repr(rest), (label, []))[1].append(run)
     return list(groups.values())
+
+
+def short_names(paths: set[str]) -> dict[str, str]:
+    """Each dotted path's shortest tail that ends in a key, not in a list index (``lr``;
+    ``layers.0``), and that no other of ``paths`` ends in (``0.brain.params.lr`` beside
+    ``1.brain.params.lr``)."""
+    names: dict[str, str] = {}
+    for path in paths:
+        parts = path.split(".")
+        last = next((i for i in range(len(parts) - 1, -1, -1) if not parts[i].isdigit()), 0)
+        for start in range(last, -1, -1):
+            tail = ".".join(parts[start:])
+            if not any(other != path and ("." + other).endswith("." + tail) for other in paths):
+                break
+        names[path] = tail
+    return names
 
 
 def is_seed_sweep(overrides: Mapping[str, Mapping[str, Any] | None]) -> bool:

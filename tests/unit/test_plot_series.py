@@ -237,6 +237,16 @@ def test_runs_differing_only_by_seed_group_together() -> None:
     assert not is_seed_sweep({})
 
 
+def test_a_group_is_labelled_with_the_tails_that_tell_its_paths_apart() -> None:
+    agents = "schedule.0.train.agents"
+    first, second = f"{agents}.0.brain.params.lr", f"{agents}.1.brain.params.lr"
+    layers = f"{agents}.0.brain.params.layers.0"
+    overrides = {"a": {"seed": 1, first: 0.1, second: 0.2, layers: 64}}
+
+    label = "layers.0=64, 0.brain.params.lr=0.1, 1.brain.params.lr=0.2"  # (in the paths' order)
+    assert sweep_groups(overrides) == [(label, ["a"])]
+
+
 def test_grouped_bands_are_labelled_with_their_group() -> None:
     def series(run: str, value: float) -> Series:
         return Series(
