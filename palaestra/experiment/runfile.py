@@ -51,6 +51,7 @@ from palaestra.experiment.probe import (
 )
 from palaestra.experiment.runfile_evaluation import (
     check_evaluation_condition,
+    evaluations_not_inherited,
     is_evaluation_condition,
     refuse_in_simulation,
     sets_no_episodes,
@@ -504,7 +505,8 @@ class _RunBuilder:
             agents = with_objective_stops(agents, fields["simulation"].value["conditions"])
         if sets_no_episodes(fields["phase_config"]):
             self._uncapped.add(index)
-        config = _phase_config(fields["phase_config"])
+        own = _phase_fields(body).get("phase_config")
+        config = _phase_config(evaluations_not_inherited(fields["phase_config"], own))
         return PhaseSpec(
             index=index,
             name=name,

@@ -23,6 +23,7 @@ from palaestra.experiment.runfile_schema import Node, as_mapping, as_params
 
 __all__ = [
     "check_evaluation_condition",
+    "evaluations_not_inherited",
     "is_evaluation_condition",
     "refuse_in_simulation",
     "sets_no_episodes",
@@ -43,6 +44,24 @@ def sets_no_episodes(phase_config: Node) -> bool:
         return True
     episodes = fields.get("episodes")
     return episodes is None or episodes.value is None
+
+
+def evaluations_not_inherited(phase_config: Node, own: Node | None) -> Node:
+    """A phase's ``phase_config`` (after inheritance; ``own``: the one it writes, if any)
+    without the ``evaluate_every`` of a phase before it where the phase is not a train phase:
+    evaluations pause training, and a test phase that inherited them played evaluation
+    rollouts between its test episodes, which the run's evaluation condition could end early
+    (palaestrAI, which replaces a phase's ``phase_config`` whole, plays none there)."""
+    fields = phase_config.value
+    if not isinstance(fields, dict) or "evaluate_every" not in fields:
+        return phase_config
+    mode = fields.get("mode")
+    if mode is None or not isinstance(mode.value, str) or mode.value.lower() == "train":
+        return phase_config
+    if own is not None and isinstance(own.value, dict) and "evaluate_every" in own.value:
+        return phase_config  # (its own: as palaestrAI, played)
+    kept = {key: node for key, node in fields.items() if key != "evaluate_every"}
+    return Node(kept, phase_config.key, phase_config.line)
 
 
 def without_caps(phases: tuple[PhaseSpec, ...], uncapped: set[int]) -> tuple[PhaseSpec, ...]:

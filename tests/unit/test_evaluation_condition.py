@@ -222,6 +222,24 @@ def test_the_run_file_gives_evaluate_every_to_the_phase() -> None:
     assert evaluations(phase.config) == 3
 
 
+def test_a_test_phase_does_not_inherit_evaluations_unless_it_sets_them() -> None:
+    # (inherited, they played evaluation rollouts between its test episodes and the condition
+    # ended it after 6 of its 10 episodes, exit 0)
+    text = run_text("        worker: 1\n        evaluate_every: 2\n", SUCCESS_RULES)
+    at = text.index("run_config:")
+    later = (
+        "  - testing:\n      phase_config: {mode: test, episodes: 10}\n"
+        "  - retraining:\n      phase_config: {mode: train}\n"
+        "  - own:\n      phase_config: {mode: test, evaluate_every: 3}\n"
+    )
+    text = text[:at] + later + text[at:]
+
+    phases = load_run_text(text, path="run.yml", check_classes=False).phases
+
+    assert [p.config.evaluate_every for p in phases] == [2, 0, 2, 3]
+    assert [p.config.mode for p in phases] == ["train", "test", "train", "test"]
+
+
 def test_a_train_phase_without_episodes_ends_by_the_rules_alone() -> None:
     text = run_text("        worker: 1\n        evaluate_every: 2\n", SUCCESS_RULES)
     (phase,) = load_run_text(text, path="run.yml", check_classes=False).phases
