@@ -387,12 +387,16 @@ def results(
     Infinities and NaN are "inf", "-inf" and "nan": strings in JSON, text in CSV, floats in
     Parquet number columns.
     """
+    from palaestra.report.series import unknown_filter
     from palaestra.store import rows
 
     fmt = fmt or _format_of(output)
     filters = _filters(table, given, expand)
     if instance is not None:  # (the start of its uid, as a terminal's list shows it: as show)
         instance = _instance_uid(rows.runs(run=run, store_uri=state.config.store_uri), instance)
+    unknown = unknown_filter(run, filters, state.config.store_uri, instance)
+    if unknown is not None:  # (a typo read as an empty table)
+        raise InvalidInputError(unknown)
     if table in rows.STREAMED and not expand and fmt != "parquet":  # (memory stays flat)
         with rows.each_row(
             table, run, **filters, store_uri=state.config.store_uri, instance=instance

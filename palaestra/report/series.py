@@ -214,6 +214,47 @@ def _why_empty(
     return f"run '{run}' has no episodes recorded of that phase and agent"
 
 
+def unknown_filter(
+    run: str,
+    filters: dict[str, Match],
+    store_uri: StoreURI | None,
+    instance: str | None,
+) -> str | None:
+    """A message naming the first phase, agent, environment or mode of ``filters`` (a
+    reader's keyword filters) that the run instance lacks, or None: a typo must not read as a
+    table without rows."""
+    known_phases = rows.phases(run, store_uri=store_uri, instance=instance)
+    unknown = None
+    if "phase" in filters:
+        unknown = _unknown_phase(run, filters["phase"], known_phases)
+    if unknown is None and "agent" in filters:
+        known = rows.agents(run, store_uri=store_uri, instance=instance)
+        unknown = _unknown_agent(run, filters["agent"], known)
+    for key, column, known_rows in (
+        ("environment", "environment", "environments"),
+        ("mode", "mode", None),
+    ):
+        if unknown is None and key in filters:
+            found = (
+                getattr(rows, known_rows)(run, store_uri=store_uri, instance=instance)
+                if known_rows
+                else known_phases
+            )
+            unknown = _unknown_value(run, key, filters[key], _unique(r[column] for r in found))
+    return unknown
+
+
+def _unknown_value(run: str, what: str, value: Match, names: list[str]) -> str | None:
+    missing = [str(v) for v in _wanted(value) if str(v) not in names]
+    if not missing:
+        return None
+    hint = did_you_mean(missing[0], names)
+    message = (
+        f"run '{run}' has no {what} '{missing[0]}'; its {what}s: {', '.join(names) or 'none'}"
+    )
+    return f"{message}. {hint}" if hint else message
+
+
 def _unknown_phase(run: str, phase: Match, known: Sequence[Row]) -> str | None:
     """A message naming the first phase asked for that the run lacks, or None."""
     phases = {row["name"] for row in known} | {row["phase"] for row in known}
@@ -226,14 +267,7 @@ def _unknown_phase(run: str, phase: Match, known: Sequence[Row]) -> str | None:
 
 def _unknown_agent(run: str, agent: Match, known: Sequence[Row]) -> str | None:
     """A message naming the first agent asked for that the run lacks, or None."""
-    names = _unique(row["agent"] for row in known)
-    missing = [str(a) for a in _wanted(agent) if str(a) not in names]
-    if not missing:
-        return None
-    hint = did_you_mean(missing[0], names)
-    listed = ", ".join(names) or "none"
-    message = f"run '{run}' has no agent '{missing[0]}'; its agents: {listed}"
-    return f"{message}. {hint}" if hint else message
+    return _unknown_value(run, "agent", agent, _unique(row["agent"] for row in known))
 
 
 def _wanted(value: Match) -> list[int | str]:

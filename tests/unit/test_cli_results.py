@@ -562,7 +562,7 @@ def test_results_as_csv_file_reads_back_as_the_query_gives(store: str, tmp_path:
     assert_frame_equal(decoded(pd.read_csv(out)), expected.astype(unsaid))
 
 
-@pytest.mark.parametrize("option", ["--episode", "--phase", "--worker"])
+@pytest.mark.parametrize("option", ["--episode", "--worker"])
 def test_results_filtered_by_an_integer_beyond_64_bits_is_no_row_not_a_traceback(
     store: str, option: str
 ) -> None:
@@ -570,6 +570,28 @@ def test_results_filtered_by_an_integer_beyond_64_bits_is_no_row_not_a_traceback
 
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("phase,") and len(result.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--phase", "2"], "run 'run-q' has no phase 2; its phases: 0 (learn), 1 (check)"),
+        (["--phase", str(2**70)], f"run 'run-q' has no phase {2**70}"),
+        (["--phase", "0", "--phase", "chek"], "has no phase 'chek'"),
+        (["--agent", "atacker"], "has no agent 'atacker'; its agents: attacker, defender"),
+        (["--mode", "tset"], "has no mode 'tset'; its modes: train, test. Did you mean 'test'?"),
+        (["--table", "world_states", "--environment", "env"], "has no environment 'env'"),
+    ],
+)
+def test_results_filtered_by_a_phase_agent_mode_or_environment_the_run_lacks_is_exit_2(
+    store: str, args: list[str], message: str
+) -> None:
+    """A typo was an empty table, exit 0 (``plot`` refused it)."""
+    result = invoke(store, ["results", RUN, *args])
+
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert result.stdout == ""
 
 
 def test_results_of_an_instance_named_by_the_start_of_its_uid(
