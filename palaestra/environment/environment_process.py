@@ -21,6 +21,7 @@ import zmq
 
 from palaestra.core.description import names
 from palaestra.core.description.specs import EnvironmentSpec
+from palaestra.core.plugin import PluginError
 from palaestra.core.rounds import Kept
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, Stopped, closing_producer, run_hot
@@ -98,6 +99,7 @@ class EnvironmentProcess(Component):
         self.batch = Batch(self.world) if stepped_in_batches(self.games) else None
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
+        self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
         self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
         link = runtime.links.listen(self.listener)  # its gateway, in a run across hosts
@@ -230,6 +232,9 @@ class EnvironmentProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
+        if hasattr(self, "runtime"):  # (the parent names the call, should the stop be late)
+            shutdown = PluginError(self.world.env, "shutdown").plugin
+            await self.runtime.send_parent(m.Busy(call=f"{shutdown}()"))
         await asyncio.to_thread(self.shutdown_world)
 
     def shutdown_world(self) -> None:

@@ -75,6 +75,27 @@ def test_a_slow_constructor_within_start_timeout_runs(workspace: Workspace) -> N
     assert workspace.instance_status()[0] == "finished"
 
 
+def test_an_environment_shutdown_slower_than_stop_timeout_is_named(workspace: Workspace) -> None:
+    """A synchronous ``shutdown()`` that does not return within ``stop_timeout``: the run
+    failed with "Environment-myenv-0 did not stop within 2 s", naming no plug-in. The
+    environment's class and ``shutdown()`` are named."""
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, "name: limit_plugins:SlowShutdownEnvironment"),
+        ("params: {discrete: true", "params: {seconds: 60, discrete: true"),
+    )
+    result = workspace.run("-c", config(workspace, "stop_timeout: 2\n"), "start", str(run_file))
+    said = (
+        "Environment-myenv-0 did not stop within 2 s: its "
+        "limit_plugins:SlowShutdownEnvironment.shutdown() did not return (the runtime "
+        "config's stop_timeout: raise it if that is too short)"
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert f"Error: run 'dummy-run' failed: Environment-myenv-0: Timeout: {said}" in result.stderr
+    assert result.seconds < 25  # not the 60 s of the plug-in
+    assert workspace.instance_status() == ("error", f"Environment-myenv-0: Timeout: {said}")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

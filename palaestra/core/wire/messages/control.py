@@ -31,6 +31,13 @@ class Shutdown(Msg, frozen=True, kw_only=True):
     reason: str = ""
 
 
+class Busy(Msg, frozen=True, kw_only=True):
+    """A stopping child is in a plug-in call that may take long (``call``:
+    ``my_pkg:MyEnvironment.shutdown()``): the parent names it should the stop be late."""
+
+    call: str
+
+
 class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     """To an environment conductor: start one environment process per worker."""
 
