@@ -21,6 +21,7 @@ import zmq
 
 from palaestra.core.description import names
 from palaestra.core.description.specs import EnvironmentSpec
+from palaestra.core.liveness import waited, waiting
 from palaestra.core.plugin import PluginError
 from palaestra.core.rounds import Kept
 from palaestra.core.supervision.esm import Component, ComponentRuntime
@@ -36,6 +37,20 @@ from palaestra.environment.lanes import made, play_lanes, restart_worlds, step_w
 from palaestra.environment.world import World, same_world
 
 LOG = logging.getLogger(__name__)
+
+
+def started(start: Callable[[m.EnvStart], m.EnvBaseline], message: m.EnvStart) -> m.EnvBaseline:
+    """``start(message)``: the worlds' first start (``start_environment()``: a co-simulation
+    starting), which belongs to the phase's start. It is no step for the executor's liveness
+    judge (``answer_timeout``): the controller waits for it within ``start_timeout`` (see
+    :class:`~palaestra.core.wire.messages.SimulationSetup`). A reset is a step."""
+    if message.reset:
+        return start(message)
+    working = waiting()
+    try:
+        return start(message)
+    finally:
+        waited(working)
 
 
 class EnvironmentProcess(Component):
@@ -147,8 +162,8 @@ class EnvironmentProcess(Component):
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         sender, payload = router.recv_multipart()
         message = m.decode(payload)
-        if isinstance(message, m.EnvStart):
-            router.send_multipart([sender, m.encode(self.start_worlds(message))])
+        if isinstance(message, m.EnvStart):  # (the first start: see started)
+            router.send_multipart([sender, m.encode(started(self.start_worlds, message))])
         elif isinstance(message, m.EnvLanes):
             over = play_lanes(self, hot, message, router, sender)
             router.send_multipart([sender, m.encode(over)])

@@ -129,6 +129,9 @@ class SimulationSetup(Msg, frozen=True, kw_only=True):
     first_episode: int = 0
     """The number of the worker's first episode (resumed: later than 0; see
     :class:`SimulationRun`), as its environments number it."""
+    start_timeout: float = 60.0
+    """Seconds the environments' first ``start_environment()`` (a co-simulation starting) may
+    take, part of the phase's start (the controller's ``answer_timeout`` if that is longer)."""
 
 
 class SimulationRun(Msg, frozen=True, kw_only=True):
