@@ -21,6 +21,8 @@ import zmq
 
 from palaestra.core.description import names
 from palaestra.core.description.specs import EnvironmentSpec
+from palaestra.core.liveness import waited, waiting
+from palaestra.core.plugin import PluginError
 from palaestra.core.rounds import Kept
 from palaestra.core.supervision.esm import Component, ComponentRuntime
 from palaestra.core.supervision.hotloop import HotLoop, Stopped, closing_producer, run_hot
@@ -35,6 +37,20 @@ from palaestra.environment.lanes import made, play_lanes, restart_worlds, step_w
 from palaestra.environment.world import World, same_world
 
 LOG = logging.getLogger(__name__)
+
+
+def started(start: Callable[[m.EnvStart], m.EnvBaseline], message: m.EnvStart) -> m.EnvBaseline:
+    """``start(message)``: the worlds' first start (``start_environment()``: a co-simulation
+    starting), which belongs to the phase's start. It is no step for the executor's liveness
+    judge (``answer_timeout``): the controller waits for it within ``start_timeout`` (see
+    :class:`~palaestra.core.wire.messages.SimulationSetup`). A reset is a step."""
+    if message.reset:
+        return start(message)
+    working = waiting()
+    try:
+        return start(message)
+    finally:
+        waited(working)
 
 
 class EnvironmentProcess(Component):
@@ -98,6 +114,7 @@ class EnvironmentProcess(Component):
         self.batch = Batch(self.world) if stepped_in_batches(self.games) else None
 
     async def setup(self, runtime: ComponentRuntime) -> dict[str, str]:
+        self.runtime = runtime
         endpoint = endpoint_for(runtime.run_dir, names.endpoint(self.name, "env"))
         self.listener = Listener(link_for(endpoint))  # bound before anyone is told of it
         link = runtime.links.listen(self.listener)  # its gateway, in a run across hosts
@@ -145,8 +162,8 @@ class EnvironmentProcess(Component):
     def _control(self, hot: HotLoop, router: zmq.Socket[bytes]) -> None:
         sender, payload = router.recv_multipart()
         message = m.decode(payload)
-        if isinstance(message, m.EnvStart):
-            router.send_multipart([sender, m.encode(self.start_worlds(message))])
+        if isinstance(message, m.EnvStart):  # (the first start: see started)
+            router.send_multipart([sender, m.encode(started(self.start_worlds, message))])
         elif isinstance(message, m.EnvLanes):
             over = play_lanes(self, hot, message, router, sender)
             router.send_multipart([sender, m.encode(over)])
@@ -230,6 +247,9 @@ class EnvironmentProcess(Component):
         await self.hot.stop()  # the loop pushes its last rows and closes the producer
 
     async def teardown(self) -> None:
+        if hasattr(self, "runtime"):  # (the parent names the call, should the stop be late)
+            shutdown = PluginError(self.world.env, "shutdown").plugin
+            await self.runtime.send_parent(m.Busy(call=f"{shutdown}()"))
         await asyncio.to_thread(self.shutdown_world)
 
     def shutdown_world(self) -> None:

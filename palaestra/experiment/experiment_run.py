@@ -303,7 +303,9 @@ class ExperimentRun(Component):
             self.runtime.request(
                 c.name,
                 m.SimulationSetup(
-                    environments=_endpoints(env_ready, w), first_episode=self._first_played(spec)
+                    environments=_endpoints(env_ready, w),
+                    first_episode=self._first_played(spec),
+                    start_timeout=self.start_timeout,
                 ),
             )
             for w, c in enumerate(phase.controllers)

@@ -129,12 +129,11 @@ class ExecutorProcess:
             os.unlink(self._result_path)
         if result is not None:
             return result
+        if -code in _PASSED_ON:  # passed on before it could take it
+            return _interrupted(self.run, -code)
         how = f"signal {-code}" if code < 0 else f"exit code {code}"
         message = f"the executor process of run '{self.run.uid}' died ({how}) before it ended"
-        interrupted = -code in _PASSED_ON  # passed on before its executor could take it
-        return RunOutcome(
-            self.run.uid, "", 128 - code if interrupted else EXIT_RUN_FAILED, message
-        )
+        return RunOutcome(self.run.uid, "", EXIT_RUN_FAILED, message)
 
     def _wait(self) -> int:
         if self._forked is not None:
@@ -202,9 +201,8 @@ def _child_main(
     os.setpgid(0, 0)  # Ctrl-C at a terminal reaches the parent only; it passes it on once
     guard_console()
     signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for signum in _PASSED_ON:  # (until the executor's own: record and unwind)
+        signal.signal(signum, interrupts.raising)
     _forget_running_loop()
     die_with_parent(parent)
     _watched()
@@ -212,10 +210,18 @@ def _child_main(
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _PASSED_ON)  # a pending one arrives here
         outcome = run_here(run, config)
-    except KeyboardInterrupt:  # before the executor's own handler was in place
-        outcome = RunOutcome(run.uid, "", 128 + signal.SIGINT, "interrupted before it started")
+    except (KeyboardInterrupt, interrupts.Terminated):  # before the executor's own handler
+        outcome = _interrupted(run, interrupts.received() or signal.SIGINT)
+    interrupts.install(interrupts.recording)  # one that comes now: the outcome is written
     with open(result_path, "wb") as file:
         pickle.dump(outcome, file)
+
+
+def _interrupted(run: RunSpec, signum: int) -> RunOutcome:
+    """The outcome of a run whose executor process ``signum`` ended before its executor
+    handled signals: nothing of it was recorded."""
+    name = signal.Signals(signum).name
+    return RunOutcome(run.uid, "", 128 + signum, f"interrupted by {name}", recorded=False)
 
 
 def _watched() -> None:

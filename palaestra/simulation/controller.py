@@ -138,6 +138,17 @@ class SimulationController(Component):
         self.waiting.append(waiting)
         return waiting
 
+    def _starting(self, process: str, grace: float, request: m.SimulationSetup) -> Waiting:
+        """The wait for environment ``process``'s first ``start_environment()`` (a
+        co-simulation starting), part of the phase's start: ``start_timeout``, or
+        ``answer_timeout`` if that is longer."""
+        limit, setting = request.start_timeout, "start_timeout"
+        if self.answer_timeout > limit:
+            limit, setting = self.answer_timeout, "answer_timeout"
+        waiting = Waiting(process, limit, grace, setting, "answer its first start_environment()")
+        self.waiting.append(waiting)
+        return waiting
+
     # --- the parent's requests (asyncio thread) ------------------------------------------
 
     @on(m.SimulationSetup)
@@ -177,12 +188,14 @@ class SimulationController(Component):
             Peer(
                 e.uid,
                 e.endpoint,
-                self._waiting(names.environment(e.uid, self.worker), 2 * grace),
+                self._starting(names.environment(e.uid, self.worker), 2 * grace, request),
                 hot,
             )
             for e in request.environments
         ]
         self._start_environments(reset=False, episode=request.first_episode or None)
+        for peer in self.environments:  # their steps: answer_timeout
+            peer.waiting = self._waiting(peer.waiting.name, 2 * grace)
         answer = m.SimulationBaseline(
             worker=self.worker,
             sensors=[s for b in self.baselines for s in b.sensors],

@@ -91,3 +91,37 @@ class FirstComerEnvironment(GatedEnvironment):
             except FileExistsError:  # another run claimed it: this one goes on at once
                 self.opened = True
         return super().update(actuators)
+
+
+class SlowShutdownEnvironment(DummyEnvironment):
+    """A DummyEnvironment whose synchronous ``shutdown`` at the end of a phase takes
+    ``seconds`` (a co-simulation ending, say). Not started to check its ids (the check would
+    wait for its shutdown too)."""
+
+    check_ids_by_starting = False
+
+    def __init__(self, seconds: float = 1.0, **params: Any) -> None:
+        super().__init__(**params)
+        self.seconds = float(seconds)
+
+    def shutdown(self) -> bool:
+        time.sleep(self.seconds)  # the behaviour under test, not a synchronisation
+        return super().shutdown()
+
+
+class SlowStartEnvironment(DummyEnvironment):
+    """A DummyEnvironment whose first ``start_environment`` takes ``seconds`` (a co-simulation
+    starting, say); its resets are quick. Not started to check its ids."""
+
+    check_ids_by_starting = False
+
+    def __init__(self, seconds: float = 1.0, **params: Any) -> None:
+        super().__init__(**params)
+        self.seconds = float(seconds)
+        self.started = False
+
+    def start_environment(self) -> Any:
+        if not self.started:
+            self.started = True
+            time.sleep(self.seconds)  # the behaviour under test, not a synchronisation
+        return super().start_environment()

@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace, slow_after
+from tests.conftest import EXPERIMENTS, Workspace, slow_after
 from tests.system.test_failure_matrix import count, finish, pid_of, poll
 from tests.system.test_limits import DUMMY_BRAIN
 
@@ -271,3 +273,48 @@ def test_a_process_stopped_while_a_phase_starts_or_stops_is_named_stopped(
     assert f"Error: run 'dummy-run' failed: {stopped}" in err
     assert "raise it" not in err and "Traceback" not in err
     assert workspace.instance_status() == ("error", stopped)
+
+
+STOPS_ITS_UNDERTAKER = """\
+import os, signal, sys
+from palaestra.core.supervision import undertaker
+
+undertaker.ARM_TIMEOUT = 1.0  # (the test need not wait the 5 s)
+
+def stop_the_undertaker():  # in the fork of undertaker.start(), before it runs a line
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is undertaker.start.__code__:
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return
+        frame = frame.f_back
+
+os.register_at_fork(after_in_child=stop_the_undertaker)
+from palaestra.cli.entry import main
+main()
+"""
+
+
+def test_an_undertaker_stopped_as_it_starts_is_named_and_the_run_goes_on(
+    workspace: Workspace,
+) -> None:
+    """The undertaker stopped (SIGSTOP, aimed at it alone) before it told the command that it
+    watches: the command waited for it for ever, and whoever read the command's output with
+    it (the undertaker still held the command's pipes). The command goes on without it once
+    it has been stopped for ``ARM_TIMEOUT`` (killed, named in a warning); the run finishes."""
+    argv = [sys.executable, "-c", STOPS_ITS_UNDERTAKER, "experiment-start"]
+    proc = workspace.spawn([*argv, str(EXPERIMENTS / "dummy_run.yml")])
+    began = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # (its session: the command and its stopped undertaker)
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        pytest.fail(f"the command did not end within 30 s:\n{err[-3000:]}")
+
+    assert proc.returncode == 0, err[-3000:]
+    assert time.monotonic() - began < 20
+    stopped = "is stopped (SIGSTOP, a job scheduler or a debugger holds it) and did not start"
+    assert "Warning: the undertaker (pid " in err, err[-3000:]
+    assert f"{stopped} within 1 s; it was killed" in err
+    assert workspace.instance_status()[0] == "finished"

@@ -75,6 +75,64 @@ def test_a_slow_constructor_within_start_timeout_runs(workspace: Workspace) -> N
     assert workspace.instance_status()[0] == "finished"
 
 
+def slow_start(workspace: Workspace, seconds: int) -> Path:
+    """The dummy run, its environment's first ``start_environment()`` taking ``seconds``."""
+    return workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, "name: limit_plugins:SlowStartEnvironment"),
+        ("params: {discrete: true", f"params: {{seconds: {seconds}, discrete: true"),
+    )
+
+
+def test_an_environment_first_start_is_timed_by_start_timeout(workspace: Workspace) -> None:
+    """The first ``start_environment()`` (a co-simulation starting) may take ``start_timeout``,
+    as the phase's start it belongs to: longer than ``answer_timeout``, the run failed with
+    "Environment-myenv-0: Stuck: ... (answer_timeout is 1 s)"."""
+    limits = config(workspace, "answer_timeout: 1\nstart_timeout: 20\n")
+    result = workspace.run("-c", limits, "start", str(slow_start(workspace, 3)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert workspace.instance_status()[0] == "finished"
+
+
+@pytest.mark.slow
+def test_an_environment_first_start_longer_than_start_timeout_is_named(
+    workspace: Workspace,
+) -> None:
+    limits = config(workspace, "answer_timeout: 1\nstart_timeout: 3\n")
+    result = workspace.run("-c", limits, "start", str(slow_start(workspace, 60)))
+    said = (
+        "Environment-myenv-0: Timeout: Environment-myenv-0 did not answer its first "
+        "start_environment() for "
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert f"Error: run 'dummy-run' failed: {said}" in result.stderr
+    assert "(start_timeout is 3 s)" in result.stderr
+    assert result.seconds < 25  # not the 60 s of the plug-in
+    status, reason = workspace.instance_status()
+    assert status == "error" and reason.startswith(said), reason
+
+
+def test_an_environment_shutdown_slower_than_stop_timeout_is_named(workspace: Workspace) -> None:
+    """A synchronous ``shutdown()`` that does not return within ``stop_timeout``: the run
+    failed with "Environment-myenv-0 did not stop within 2 s", naming no plug-in. The
+    environment's class and ``shutdown()`` are named."""
+    run_file = workspace.variant(
+        "dummy_run.yml",
+        (DUMMY_ENV, "name: limit_plugins:SlowShutdownEnvironment"),
+        ("params: {discrete: true", "params: {seconds: 60, discrete: true"),
+    )
+    result = workspace.run("-c", config(workspace, "stop_timeout: 2\n"), "start", str(run_file))
+    said = (
+        "Environment-myenv-0 did not stop within 2 s: its "
+        "limit_plugins:SlowShutdownEnvironment.shutdown() did not return (the runtime "
+        "config's stop_timeout: raise it if that is too short)"
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert f"Error: run 'dummy-run' failed: Environment-myenv-0: Timeout: {said}" in result.stderr
+    assert result.seconds < 25  # not the 60 s of the plug-in
+    assert workspace.instance_status() == ("error", f"Environment-myenv-0: Timeout: {said}")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -11,6 +11,9 @@ import sqlite3
 import pytest
 from ruamel.yaml import YAML
 
+from palaestra.experiment.api import prepare_runs
+from palaestra.experiment.isolated import ExecutorProcess
+from palaestra.experiment.runtime_config import RuntimeConfig
 from tests.conftest import EXPERIMENTS, Workspace
 
 pytestmark = pytest.mark.timeout(180)
@@ -189,3 +192,20 @@ def test_ctrl_c_stops_the_executing_runs_and_starts_no_more(
     assert (statuses[uids[0]], statuses[uids[1]]) == ("finished", "cancelled")
     # the third started as the first ended, or never: if it did, it was stopped too
     assert statuses.get(uids[2], "cancelled") == "cancelled"
+
+
+def test_a_run_terminated_as_it_starts_is_said_interrupted_by_sigterm(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep's SIGTERM passed on to a run's executor process as it starts, before the
+    executor handles signals itself (the sweep's ``_stop``): the run was reported as "the
+    executor process of run 'dummy-run' died (signal 15) before it ended". It says the run
+    was interrupted by SIGTERM, and that nothing of it was recorded."""
+    monkeypatch.chdir(workspace.path)
+    config = RuntimeConfig(store_uri=workspace.store_uri)
+    ((spec, _),) = prepare_runs(str(EXPERIMENTS / "dummy_run.yml"), [{}], config)
+    child = ExecutorProcess(spec, config)
+    child.interrupt(signal.SIGTERM)  # (its signals are held until it handles them)
+    outcome = child.outcome()
+    assert (outcome.exit_code, outcome.message) == (143, "interrupted by SIGTERM"), outcome
+    assert not outcome.recorded

@@ -29,7 +29,7 @@ from palaestra.core.errors import (
 from palaestra.core.plugin import PluginError
 from palaestra.core.supervision.esm import Component
 from palaestra.core.supervision.processes import Child, ChildSpec, Supervisor, check_args
-from palaestra.core.supervision.runtime import error_info
+from palaestra.core.supervision.runtime import error_info, timeout_error
 
 
 def test_process_names_come_from_one_place() -> None:
@@ -243,3 +243,23 @@ def test_a_thread_that_keeps_an_ending_process_is_named(
     )
     assert "heartbeat" not in caplog.text
     assert "uploader" not in processes.warn_of_threads("Muscle-a-0")  # (ended: not named)
+
+
+def test_a_late_stop_names_the_plugin_call_each_late_process_is_in() -> None:
+    """Each process that told its parent which plug-in call its stop is in (``Busy``) is named
+    with it; one that did not, without."""
+    calls = {"Environment-a-0": "m:A.shutdown()", "Environment-b-0": "m:B.shutdown()"}
+    one = timeout_error(["Environment-a-0"], "stop", 2.0, "stop_timeout", calls)
+    assert one.error.message == (
+        "Environment-a-0 did not stop within 2 s: its m:A.shutdown() did not return "
+        "(the runtime config's stop_timeout: raise it if that is too short)"
+    )
+    late = ["Environment-a-0", "Brain-x", "Environment-b-0"]
+    several = timeout_error(late, "stop", 2.0, calls=calls)
+    assert several.error.message == (
+        "Environment-a-0, Brain-x, Environment-b-0 did not stop within 2 s: Environment-a-0's "
+        "m:A.shutdown(), Environment-b-0's m:B.shutdown() did not return"
+    )
+    assert timeout_error(["Brain-x"], "stop", 2.0, calls=calls).error.message == (
+        "Brain-x did not stop within 2 s"
+    )

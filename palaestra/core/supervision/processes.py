@@ -177,6 +177,9 @@ class Child:
     alive_w: multiprocessing.connection.Connection
     ready: asyncio.Future[dict[str, str]]
     stopping: bool = False
+    busy: str = ""
+    """The plug-in call its stop is in (a :class:`~palaestra.core.wire.messages.Busy`): named
+    should the stop be late."""
     exit_code: int | None = None
     exited: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -196,6 +196,10 @@ class Runtime:
                 if child is not None and not child.ready.done():
                     child.ready.set_result(dict(message.endpoints))
                 continue
+            if isinstance(message, m.Busy):
+                if child is not None:
+                    child.busy = message.call
+                continue
             if isinstance(message, m.Failed):
                 await sock.send_multipart([sender_b, m.encode(m.Shutdown(reason="ack"))])
                 self._reject(sender, message.error)
@@ -269,7 +273,12 @@ class Runtime:
                     f"holds it) and did not {doing} within {seconds:g} s{limit}"
                 )
                 return ComponentFailed(m.ErrorInfo(process=name, kind="Stopped", message=message))
-        return timeout_error(late, doing, seconds, setting)
+        calls = {}
+        for name in late:
+            child = self.supervisor.children.get(name)
+            if child is not None and child.busy:
+                calls[name] = child.busy
+        return timeout_error(late, doing, seconds, setting, calls)
 
     async def shutdown_children(
         self, children: list[Child], reason: str, timeout: float
@@ -436,10 +445,22 @@ class Runtime:
 
 
 def timeout_error(
-    processes: list[str], doing: str, seconds: float, setting: str = ""
+    processes: list[str],
+    doing: str,
+    seconds: float,
+    setting: str = "",
+    calls: dict[str, str] | None = None,
 ) -> ComponentFailed:
-    """``processes`` did not ``doing`` within ``seconds`` (the runtime-config ``setting``)."""
+    """``processes`` did not ``doing`` within ``seconds`` (the runtime-config ``setting``);
+    ``calls``: the plug-in call that some of them are in, by process (see
+    :class:`~palaestra.core.wire.messages.Busy`)."""
     message = f"{', '.join(processes)} did not {doing} within {seconds:g} s"
+    calls = calls or {}
+    said = [f"{name}'s {calls[name]}" for name in processes if name in calls]
+    if len(processes) == 1 and said:
+        said = [f"its {calls[processes[0]]}"]
+    if said:
+        message += f": {', '.join(said)} did not return"
     if setting:
         message += f" (the runtime config's {setting}: raise it if that is too short)"
     return ComponentFailed(m.ErrorInfo(process=processes[0], kind="Timeout", message=message))

@@ -12,12 +12,16 @@ reused pid is never hit) and every orphan that appeared in the command's process
 the command started, round after round until none is left; then it removes the temporary files
 and directories named with :func:`leave` (by the command, its forks, and the children it started
 afresh: :class:`Pipe`), and exits. Linux only (elsewhere none is started).
+
+An undertaker stopped (SIGSTOP, a debugger) before it watches is not waited for: after
+:data:`ARM_TIMEOUT` the command kills it and goes on without one, with a warning naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import signal
 import sys
@@ -36,6 +40,12 @@ the command's tree since (a daemon's double fork), or one whose pid another proc
 last look."""
 _ROUNDS = 16
 """Kill rounds at most: each takes the orphans the previous one made."""
+ARM_TIMEOUT = 5.0
+"""Seconds the command waits for an undertaker that is stopped (SIGSTOP, a job scheduler or a
+debugger holds it) before it watches (it takes milliseconds): then the command kills it and
+goes on without one. One that runs, however slowly, is waited for."""
+_LOOK_MS = 250
+"""Milliseconds between two looks at an undertaker that has not yet said it watches."""
 
 _leaving: tuple[int, int] | None = None
 """In the command, its forks and the children it starts afresh (:class:`Pipe`): the pipe on
@@ -64,10 +74,53 @@ def start() -> int | None:
             os._exit(code)
     os.close(armed)
     os.close(named)
+    try:
+        watching = _armed(pid, ready)
+    finally:
+        os.close(ready)
+    if not watching:
+        os.close(naming)
+        _give_up(pid)
+        return None
     _leaving = (naming, os.fstat(naming).st_ino)
-    os.read(ready, 1)
-    os.close(ready)
     return pid
+
+
+def _armed(pid: int, ready: int) -> bool:
+    """Wait until undertaker ``pid`` watches (or ended: nothing more to wait for); False when
+    it has been stopped for :data:`ARM_TIMEOUT` instead. The seconds count while this process
+    saw it stopped: a look a second late means this process did not run either (the whole
+    command was stopped and continued, as by Ctrl-Z and ``fg``), and the count begins anew."""
+    poller = select.poll()
+    poller.register(ready, select.POLLIN)
+    stopped = 0.0
+    last = time.monotonic()
+    while not poller.poll(_LOOK_MS):
+        now = time.monotonic()
+        seen, last = now - last, now
+        if procfs.state(pid) in ("T", "t") and seen < 1.0:
+            stopped += seen
+            if stopped >= ARM_TIMEOUT:
+                return False
+        else:
+            stopped = 0.0
+    os.read(ready, 1)
+    return True
+
+
+def _give_up(pid: int) -> None:
+    """Kill and reap the stopped undertaker ``pid``, saying so: the command goes on without
+    one (it held the command's standard streams still, and would outlive it, stopped)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)  # (ends a stopped process too)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    sys.stderr.write(
+        f"Warning: the undertaker (pid {pid}), which ends what a killed palaestra command "
+        "leaves running, is stopped (SIGSTOP, a job scheduler or a debugger holds it) and did "
+        f"not start within {ARM_TIMEOUT:g} s; it was killed, and this command goes on without "
+        "one (should the command be killed, processes it started may be left running).\n"
+    )
 
 
 def leave(path: str) -> None:

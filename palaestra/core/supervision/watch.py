@@ -18,13 +18,22 @@ from palaestra.core.wire import messages as m
 class Waiting:
     """One peer we send requests to: when we began waiting for its answer, if we are."""
 
-    __slots__ = ("name", "limit", "configured", "since")
+    __slots__ = ("name", "limit", "configured", "since", "setting", "doing")
 
-    def __init__(self, name: str, configured: float, grace: float = 0.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        configured: float,
+        grace: float = 0.0,
+        setting: str = "answer_timeout",
+        doing: str = "answer",
+    ) -> None:
         self.name = name
         self.configured = configured
         self.limit = configured + grace
         self.since = 0.0
+        self.setting = setting  # the runtime-config key of ``configured``
+        self.doing = doing  # what the peer did not do, in the failure's message
 
     def begin(self) -> None:
         self.since = time.monotonic()
@@ -39,8 +48,8 @@ def no_answer(waiting: Waiting, seconds: float) -> ComponentFailed:
             process=waiting.name,
             kind="Timeout",
             message=(
-                f"{waiting.name} did not answer for {seconds:.1f} s "
-                f"(answer_timeout is {waiting.configured:g} s)"
+                f"{waiting.name} did not {waiting.doing} for {seconds:.1f} s "
+                f"({waiting.setting} is {waiting.configured:g} s)"
             ),
         )
     )

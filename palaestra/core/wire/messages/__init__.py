@@ -28,6 +28,7 @@ from palaestra.core.wire.messages.control import (
     AgentEndpoint,
     AgentSetup,
     AgentsReady,
+    Busy,
     EnvironmentEndpoint,
     EnvironmentSetup,
     EnvironmentsReady,
@@ -107,6 +108,7 @@ __all__ = [
     "AgentsReady",
     "BrainDump",
     "BrainUpdate",
+    "Busy",
     "CodeReloadRow",
     "EnvBaseline",
     "EnvLanes",
@@ -172,6 +174,7 @@ Message = (
     Ready
     | Failed
     | Shutdown
+    | Busy
     | EnvironmentSetup
     | EnvironmentsReady
     | AgentSetup

@@ -31,6 +31,13 @@ class Shutdown(Msg, frozen=True, kw_only=True):
     reason: str = ""
 
 
+class Busy(Msg, frozen=True, kw_only=True):
+    """A stopping child is in a plug-in call that may take long (``call``:
+    ``my_pkg:MyEnvironment.shutdown()``): the parent names it should the stop be late."""
+
+    call: str
+
+
 class EnvironmentSetup(Msg, frozen=True, kw_only=True):
     """To an environment conductor: start one environment process per worker."""
 
@@ -122,6 +129,9 @@ class SimulationSetup(Msg, frozen=True, kw_only=True):
     first_episode: int = 0
     """The number of the worker's first episode (resumed: later than 0; see
     :class:`SimulationRun`), as its environments number it."""
+    start_timeout: float = 60.0
+    """Seconds the environments' first ``start_environment()`` (a co-simulation starting) may
+    take, part of the phase's start (the controller's ``answer_timeout`` if that is longer)."""
 
 
 class SimulationRun(Msg, frozen=True, kw_only=True):
