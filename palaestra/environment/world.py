@@ -59,10 +59,9 @@ def construct(spec: EnvironmentSpec, seed: int) -> Environment:
     kwargs = dict(spec.params)
     accepted = inspect.signature(cls).parameters
     takes_any = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-    values = {"uid": spec.uid, "seed": seed, "broker_uri": ""}
-    for key in SUPPLIED:
+    for key, value in zip(SUPPLIED, (spec.uid, seed, ""), strict=True):
         if key in accepted or takes_any:
-            kwargs.setdefault(key, values[key])
+            kwargs.setdefault(key, value)
     return call(cls, **kwargs)  # type: ignore[no-any-return]
 
 
