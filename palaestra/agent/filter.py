@@ -22,6 +22,8 @@ from palaestra.core.description.loading import load_class
 from palaestra.core.description.specs import ClassSpec
 from palaestra.core.information import ActuatorInformation, SensorInformation
 from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.space_checks import Check, value_check
+from palaestra.core.spaces import Space
 
 if TYPE_CHECKING:
     from palaestra.agent.brain import Brain
@@ -82,10 +84,19 @@ class Filter(ABC):  # noqa: B024 - palaestrAI's base: every hook has a default
 
 
 class FilterChain:
-    """An agent's filters in one process, applied in order (and back in reverse)."""
+    """An agent's filters in one process, applied in order (and back in reverse).
+
+    What each filter's ``muscle_pre_process`` returns is checked, naming the filter: every
+    sensor value in the space of its sensor (by a fast check made once per filter and uid),
+    and, for a filter that cannot have told the Brain (it overrides neither ``setup_brain``
+    nor ``setup``), the sensors it was given, by uid and in order: the Brain's memory reads
+    the values the Muscle saw as the sensors the Brain was told of.
+    """
 
     def __init__(self, specs: Sequence[ClassSpec]) -> None:
         self.filters: list[Any] = [call(load_class(s.name), **s.params) for s in specs]
+        self.checks: list[dict[str, Check]] = []  # per filter: its sensors' space checks
+        self.silent: list[bool] = []  # per filter: it cannot have told the Brain
 
     def __bool__(self) -> bool:
         return bool(self.filters)
@@ -108,9 +119,19 @@ class FilterChain:
         which stay what the world reported); returns the sensors the Muscle saw (what the
         Brain's memory gets, as in palaestrAI), the set points and the data for the Brain."""
         seen: list[Any] = copy.deepcopy(sensors)
-        for agent_filter in self.filters:
+        if len(self.checks) != len(self.filters):  # (once: the filters are known now)
+            self.checks = [{} for _ in self.filters]
+            self.silent = [not _tells_the_brain(type(f)) for f in self.filters]
+        for agent_filter, checks, silent in zip(
+            self.filters, self.checks, self.silent, strict=True
+        ):
+            given = [s.uid for s in seen] if silent else None
+            kept = [(s.value, s.space) for s in seen]  # (alive: their ids stay theirs)
             found = call(agent_filter.muscle_pre_process, seen, available)
             seen, available = _pair(agent_filter, "muscle_pre_process", found, _PRE)
+            _check_seen(agent_filter, checks, seen, {(id(v), id(s)) for v, s in kept})
+            if given is not None and [getattr(s, "uid", None) for s in seen] != given:
+                raise _renamed(agent_filter, given, seen)
         setpoints, data = proposal(
             getattr(propose, "__self__", propose), call(propose, seen, available)
         )
@@ -152,4 +173,67 @@ def _pair(
         agent_filter,
         method,
         f"returned {type(found).__name__} {reprlib.repr(found)}: expected a pair {expected[1]}",
+    )
+
+
+def _tells_the_brain(cls: type[Filter]) -> bool:
+    """Whether a filter of ``cls`` may tell the Brain of the sensors it makes: it overrides
+    ``setup_brain`` (or ``setup``, which calls it), where it sets ``self.brain.sensors``."""
+    hooks = (getattr(cls, "setup_brain", None), getattr(cls, "setup", None))
+    return hooks != (Filter.setup_brain, Filter.setup)
+
+
+def _check_seen(
+    agent_filter: Any, checks: dict[str, Check], seen: list[Any], passed: set[tuple[int, int]]
+) -> None:
+    """Each of the sensors ``agent_filter``'s ``muscle_pre_process`` returned is a
+    SensorInformation whose value is in its space (``checks``: the filter's fast check of
+    each uid's space, made at its first sight, made again before a value is refused); a value
+    it passed on with its space as it was given them (``passed``: their ids) is not checked
+    again, so a filter that leaves the values alone costs next to nothing.
+
+    Raises:
+        PluginContractError: One is not, naming the filter, the sensor and its value.
+    """
+    for info in seen:
+        try:
+            uid, value = info.uid, info.value
+        except AttributeError:
+            raise PluginContractError(
+                agent_filter,
+                "muscle_pre_process",
+                f"returned sensor {reprlib.repr(info)}, expected a SensorInformation",
+            ) from None
+        if (id(value), id(info.space)) in passed:
+            continue
+        check = checks.get(uid)
+        if check is None or not check(value):
+            space = info.space
+            if space is not None and not isinstance(space, Space):
+                raise PluginContractError(
+                    agent_filter,
+                    "muscle_pre_process",
+                    f"returned sensor '{uid}' with space {reprlib.repr(space)}, expected a "
+                    "palaestra.types space",
+                )
+            check = checks[uid] = value_check(space)  # (its space now: may be another)
+            if not check(value):
+                raise PluginContractError(
+                    agent_filter,
+                    "muscle_pre_process",
+                    f"returned sensor '{uid}' = {reprlib.repr(value)}, which is not in its space "
+                    f"{info.space}: the Muscle and the Brain's memory get it",
+                )
+
+
+def _renamed(agent_filter: Any, given: list[Any], seen: list[Any]) -> PluginContractError:
+    """The error for a filter that changed the sensors but cannot have told the Brain."""
+    made = ", ".join(repr(str(getattr(s, "uid", s))) for s in seen)
+    return PluginContractError(
+        agent_filter,
+        "muscle_pre_process",
+        f"returned the sensors {made} for {', '.join(repr(str(u)) for u in given)} it was "
+        "given, but does not tell the Brain: the Brain's memory reads the values the Muscle "
+        "saw as the sensors the Brain was told of. A filter that changes the sensors sets "
+        "self.brain.sensors to match in setup_brain()",
     )

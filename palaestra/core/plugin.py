@@ -24,11 +24,14 @@ class PluginError(Exception):
     Args:
         plugin: The plug-in instance, or its class (for a failing constructor).
         method: The method that failed.
+        where: Where in the run it failed, if the report should say (``"at step 3"``).
     """
 
-    def __init__(self, plugin: object, method: str) -> None:
+    def __init__(self, plugin: object, method: str, where: str = "") -> None:
         cls = plugin if isinstance(plugin, type) else type(plugin)
         self.plugin = f"{cls.__module__}:{cls.__qualname__}.{method}"
+        if where:
+            self.plugin = f"{self.plugin} {where}"
         super().__init__(self.plugin)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
-from palaestra.core.plugin import PluginContractError, call
+from palaestra.core.plugin import FAILURES, PluginContractError, PluginError, call
 from palaestra.core.termination import (
     EpisodeEndsWithEnvironment,
     TerminationCondition,
@@ -242,9 +242,14 @@ class Game(Generic[A]):
     def observations(self) -> list[tuple[A, m.AgentStep]]:
         """The observations of the agents that act on this step (they become
         :attr:`acting`)."""
-        self.acting = acting = (
-            self.agents if self._all_act else self.policy.acting(self.step, self.agents)
-        )
+        if self._all_act:
+            acting = self.agents
+        else:
+            try:  # (no cost while nothing is raised)
+                acting = self.policy.acting(self.step, self.agents)
+            except FAILURES as exc:
+                raise self._failed("acting", self.step) from exc
+        self.acting = acting
         try:
             if len(acting) == 1:  # (one agent: a game of one player, or its turn)
                 agent = acting[0]
@@ -278,23 +283,39 @@ class Game(Generic[A]):
         step = self.step
         self.values.update(stepped.values)
         rewards = self.rewards
-        rewarded = (
-            self.acting
-            if self._acting_rewarded
-            else self.policy.rewarded(step, self.acting, self.agents)
-        )
+        if self._acting_rewarded:
+            rewarded = self.acting
+        else:
+            try:
+                rewarded = self.policy.rewarded(step, self.acting, self.agents)
+            except FAILURES as exc:
+                raise self._failed("rewarded", step) from exc
         for agent in rewarded:
             rewards[agent.process] = stepped.rewards
         self.step = step + 1
         if self._by_done:
             over = any(stepped.done)
         else:
-            over = self.policy.episode_over(stepped.done, self.conditions)
+            over = self._episode_over(stepped.done, step)
         if over:
             self.ends = episode_ends(stepped)
         elif self.ends is UNSAID and _says_ends(stepped):
             self.ends = GOING_ON
         return over
+
+    def _episode_over(self, done: Sequence[bool], step: int) -> bool:
+        """The policy's ``episode_over`` after step ``step``."""
+        try:
+            return self.policy.episode_over(done, self.conditions)
+        except PluginError:  # (a termination condition's, named already)
+            raise
+        except FAILURES as exc:
+            raise self._failed("episode_over", step) from exc
+
+    def _failed(self, method: str, step: int) -> PluginError:
+        """The error for the policy's ``method`` raising on step ``step``, naming the policy's
+        class, the method and the step (its exception becomes the cause)."""
+        return PluginError(self.policy, method, f"at step {step}")
 
     def last(self) -> list[tuple[A, m.AgentStep]]:
         """Every agent's last observation of the episode (with ``done``)."""

@@ -455,20 +455,25 @@ def _ends(
 
 
 def _flags(first: World, name: str, flags: Any, count: int) -> list[bool | None]:
-    """The games' ``name`` (``terminated``, ``truncated``, ``done``) as plain bools.
+    """The games' ``name`` (``terminated``, ``truncated``, ``done``) as plain bools (None for
+    a game that does not say ``terminated`` or ``truncated``).
 
     Raises:
-        PluginContractError: ``flags`` are not bools (numpy's too), as a game's own
-            ``update`` may not say them otherwise (:func:`~palaestra.environment.checks.
-            end_flag`), or not one per game.
+        PluginContractError: ``flags`` are not bools (numpy's too; or None, but for
+            ``done``), as a game's own ``update`` may not say them otherwise
+            (:func:`~palaestra.environment.checks.end_flag`), or not one per game.
     """
     values = np.asarray(flags)
     if values.dtype.kind != "b":  # ("no", 0.5 and None are no bools, though numpy makes them)
-        raise PluginContractError(
-            first.env,
-            "update_batch",
-            f"returned {name} = {show(flags)}, expected one bool per game (numpy's too)",
-        )
+        unsaid = _unsaid(flags) if name != "done" else None
+        if unsaid is None:
+            said = "one bool per game (numpy's too)"
+            if name != "done":
+                said += ", or None for a game that does not say"
+            raise PluginContractError(
+                first.env, "update_batch", f"returned {name} = {show(flags)}, expected {said}"
+            )
+        values = np.asarray(unsaid, dtype=object)
     values = values.reshape(-1)
     if values.shape != (count,):
         raise PluginContractError(
@@ -479,3 +484,16 @@ def _flags(first: World, name: str, flags: Any, count: int) -> list[bool | None]
         )
     flags_list: list[bool | None] = values.tolist()
     return flags_list
+
+
+def _unsaid(flags: Any) -> list[bool | None] | None:
+    """``flags`` (a game's ``terminated`` or ``truncated`` each) as bools and None, where some
+    game does not say (None, as its own ``update`` may: it is stored so, as the game alone
+    stores it); None if any is neither a bool (numpy's too) nor None."""
+    try:
+        items = list(flags)
+    except TypeError:
+        return None
+    if not all(flag is None or isinstance(flag, bool | np.bool_) for flag in items):
+        return None
+    return [None if flag is None else bool(flag) for flag in items]

@@ -36,6 +36,10 @@ Fix = Callable[[object, str, str, Any, "Space | None"], Any]
 :class:`palaestra.environment.shapes.ShapeFix`."""
 
 
+BASELINE = "(sensors, actuators) or an EnvironmentBaseline"
+"""What ``start_environment`` (or ``reset``) returns, as palaestrAI takes it."""
+
+
 def baseline(
     env: object,
     method: str,
@@ -49,7 +53,14 @@ def baseline(
     ``repeated`` (palaestrAI's random environments append their actuators to
     ``self.actuators`` on every start); one with another space fails.
     """
-    parts = _parts(env, method, result, 2, "(sensors, actuators)")
+    parts = _parts(env, method, result, 2, BASELINE)
+    if len(parts) != 2:  # (palaestrAI unpacks a tuple into two: a third item fails there)
+        raise PluginContractError(
+            env,
+            method,
+            f"returned {show(result)}, {len(parts)} items: expected {BASELINE} (to give a sim "
+            "time, return EnvironmentBaseline(sensors, actuators, simtime))",
+        )
     sensors, actuators = list(parts[0]), list(parts[1])
     for kind, infos, cls in (
         ("sensor", sensors, SensorInformation),

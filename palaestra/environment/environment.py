@@ -122,8 +122,10 @@ class BatchState:
     Attributes:
         sensor_information: Every sensor the start declared, its value stacked.
         rewards: The rewards, their values stacked.
-        terminated: N bools: the game reached a terminal state of the task.
-        truncated: N bools: the game was cut off from outside the task (a time limit).
+        terminated: N bools: the game reached a terminal state of the task (None: no game
+            says; a list may hold None for a game that does not say, as its ``update`` may).
+        truncated: N bools: the game was cut off from outside the task (a time limit; None
+            as for ``terminated``).
         done: N bools: the game's episode is over; None: ``terminated | truncated``.
     """
 
@@ -253,8 +255,8 @@ class Environment(ABC):
         set); the default steps each game with :meth:`update`, as palaestra does otherwise,
         and reads each game's ``done``, ``terminated`` and ``truncated`` as a game's own step
         has them read: bools (numpy's too), ``terminated`` and ``truncated`` None where the
-        game does not say (None in the batch where no game says; False beside a game that
-        does).
+        game does not say (None in the batch where no game says; a list with None for the
+        game beside bools of those that do, as each game alone stores it).
 
         Raises:
             PluginContractError: A game's ``update`` returned a ``done``, ``terminated`` or
@@ -337,11 +339,16 @@ def _step(game: Environment, result: Any) -> _Step:
     )
 
 
-def _flags(flags: list[bool | None]) -> np.ndarray | None:
-    """The games' ``terminated`` (or ``truncated``), a bool each; None where none says."""
-    if all(flag is None for flag in flags):
+def _flags(flags: list[bool | None]) -> np.ndarray | list[bool | None] | None:
+    """The games' ``terminated`` (or ``truncated``): None where none says; a bool each where
+    every game says; else each game's own, None for a game that does not say (as the game
+    stepped alone stores it, not False)."""
+    said = [flag for flag in flags if flag is not None]
+    if not said:
         return None
-    return np.array([flag is True for flag in flags], dtype=bool)
+    if len(said) < len(flags):
+        return flags
+    return np.array(flags, dtype=bool)
 
 
 def steps_in_batches(cls: type[Environment]) -> bool:

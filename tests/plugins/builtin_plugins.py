@@ -153,3 +153,10 @@ class AddsASensor(Filter):
     ) -> tuple[list[SensorInformation], list[ActuatorInformation]]:
         extra = SensorInformation(0.0, Box(-1, 1, shape=()), "extra")
         return [*sensors, extra], actuators_available
+
+
+class AddsASensorSaysNone(AddsASensor):
+    """Has a setup_brain, which does not tell the Brain of the sensor it adds."""
+
+    def setup_brain(self) -> None:
+        pass

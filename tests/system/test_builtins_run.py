@@ -187,17 +187,33 @@ def test_a_users_filter_wraps_the_brains_answers(workspace: Workspace) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        # it cannot have told the Brain (no setup_brain): its Muscle's step names it
+        (
+            "AddsASensor",
+            "builtin_plugins:AddsASensor.muscle_pre_process returned the sensors 'env.0', "
+            "'extra' for 'env.0' it was given, but does not tell the Brain",
+        ),
+        # its setup_brain did not tell: the Brain names it when the sensors come
+        (
+            "AddsASensorSaysNone",
+            "builtin_plugins:AddsASensorSaysNone.setup_brain left the Brain 1",
+        ),
+    ],
+)
 def test_a_filter_that_changes_the_sensors_behind_the_brains_back_is_named(
-    workspace: Workspace,
+    workspace: Workspace, name: str, said: str
 ) -> None:
     path = workspace.path / "run.yml"
     path.write_text(
-        BRAIN_FILTER_RUN.replace("builtin_plugins:AddToUpdate", "builtin_plugins:AddsASensor")
+        BRAIN_FILTER_RUN.replace("builtin_plugins:AddToUpdate", f"builtin_plugins:{name}")
         .replace("              params: {add: 10}\n", "")
         .replace("            - name: palaestrai.agent:MergeStepsFilter\n", "")
         .replace("              params: {steps: 2}\n", "")
     )
     result = workspace.run("experiment-start", str(path))
     assert result.returncode == 1, result.stderr
-    assert "builtin_plugins:AddsASensor.setup_brain left the Brain 1 sensors" in result.stderr
+    assert said in result.stderr
     assert workspace.instance_status()[0] == "error"

@@ -348,6 +348,48 @@ def test_a_result_of_a_wrong_type_after_the_first_step_fails_naming_the_environm
     ), str(caught.value)
 
 
+class StartsAs(SimTimeEnvironment):
+    """Returns its baseline from ``start_environment`` in the form ``form`` names."""
+
+    form = "baseline"
+
+    def start_environment(self) -> Any:
+        baseline = super().start_environment()
+        sensors, actuators = baseline.sensors_available, baseline.actuators_available
+        return {
+            "baseline": baseline,
+            "pair": (sensors, actuators),
+            "list": [sensors, actuators],
+            "with sim time": (sensors, actuators, baseline.simtime),
+            "sensors alone": (sensors,),
+        }[self.form]
+
+
+@pytest.mark.parametrize("form", ["baseline", "pair", "list"])
+def test_a_start_returns_a_baseline_or_the_pair_of_sensors_and_actuators(form: str) -> None:
+    env = environment()
+    env.env = StartsAs("env", "", 7)
+    env.env.form = form
+    baseline = env.start_world(reset=False)
+    assert [a.uid for a in baseline.actuators] == ["env.Actuator-0", "env.Actuator-1"]
+
+
+@pytest.mark.parametrize("form", ["with sim time", "sensors alone"])
+def test_a_start_that_returns_no_pair_fails_naming_the_environment(form: str) -> None:
+    """A start returning three items (its sim time behind the pair) was taken as its first
+    two, where palaestrAI's environment fails (it unpacks a tuple into two)."""
+    env = environment()
+    env.env = StartsAs("env", "", 7)
+    env.env.form = form
+    with pytest.raises(PluginContractError) as caught:
+        env.start_world(reset=False)
+    text = str(caught.value)
+    assert text.startswith(
+        "tests.unit.test_environment_parity:StartsAs.start_environment returned ("
+    ), text
+    assert "expected (sensors, actuators) or an EnvironmentBaseline" in text
+
+
 def test_a_numpy_done_after_the_first_step_is_read_as_a_bool() -> None:
     env = environment()
     env.env = LateDone("env", "", 7, max_iter=5)

@@ -275,3 +275,98 @@ def test_a_filter_that_does_not_call_super_init_works() -> None:
         chain.set_up(**{side: NoneBrain()})
         assert getattr(chain.filters[0], side) is not None
     assert chain.act(lambda s, a: (a, None), sensors(0), acts())[2] is None
+
+
+class _Renames(Filter):
+    """Shows the Muscle sensor ``e.s1`` as ``seen.s1`` and does not tell the Brain."""
+
+    def muscle_pre_process(self, sensors: Any, actuators_available: Any) -> Any:
+        sensors[0] = S(sensors[0].value, sensors[0].space, "seen.s1")
+        return sensors, actuators_available
+
+
+class _RenamesAndTells(_Renames):
+    def setup_brain(self) -> None:
+        assert self.brain is not None
+        self.brain.sensors = [S(None, self.brain.sensors[0].space, "seen.s1")]
+
+
+class _Pushes(Filter):
+    """Sets sensor ``e.s1`` (in [0, 10]) to ``value`` from its third step on."""
+
+    def __init__(self, value: Any = 99.0) -> None:
+        super().__init__()
+        self.value, self.steps = value, 0
+
+    def muscle_pre_process(self, sensors: Any, actuators_available: Any) -> Any:
+        self.steps += 1
+        if self.steps >= 3:
+            sensors[0].value = np.array(self.value)
+        return sensors, actuators_available
+
+
+def test_a_filter_that_renames_a_sensor_without_telling_the_brain_is_named() -> None:
+    """Only the count of sensors was checked: the Brain's memory took the values of a sensor a
+    filter renamed under the name it was told, without a word."""
+    from palaestra.core.plugin import PluginContractError
+
+    chain = FilterChain([])
+    chain.filters = [Filter(), _Renames()]
+    with pytest.raises(PluginContractError) as caught:
+        chain.act(lambda s, a: (a, None), sensors(0), acts())
+    text = str(caught.value)
+    assert text.startswith(
+        "tests.unit.test_filters:_Renames.muscle_pre_process returned the sensors "
+        "'seen.s1', 'e.s2' for 'e.s1', 'e.s2'"
+    ), text
+    assert "setup_brain" in text
+    told = FilterChain([])
+    told.filters = [_RenamesAndTells()]
+    seen, _, _ = told.act(lambda s, a: (a, None), sensors(0), acts())
+    assert [str(s.uid) for s in seen] == ["seen.s1", "e.s2"]
+
+
+@pytest.mark.parametrize("value", [99.0, "high"])
+def test_a_filter_that_pushes_a_sensor_value_out_of_its_space_is_named(value: Any) -> None:
+    """The value went on to the Muscle and the Brain's memory, and the Brain that tripped
+    over it was blamed."""
+    from palaestra.core.plugin import PluginContractError
+
+    chain = FilterChain([])
+    chain.filters = [_Pushes(value), Filter()]
+    for t in range(2):
+        chain.act(lambda s, a: (a, None), sensors(t), acts())
+    with pytest.raises(PluginContractError) as caught:
+        chain.act(lambda s, a: (a, None), sensors(2), acts())
+    text = str(caught.value)
+    assert text.startswith(
+        "tests.unit.test_filters:_Pushes.muscle_pre_process returned sensor 'e.s1' = "
+    ), text
+    assert "which is not in its space Box(" in text
+
+
+def test_the_built_in_filters_pass_the_chains_checks() -> None:
+    """Every built-in filter, chained, returns sensors in their spaces and tells the Brain of
+    those it makes, step after step."""
+    chain = FilterChain([])
+    chain.filters = [
+        ag.MergeStepsFilter(2),
+        ag.DeltaObsFilter(),
+        ag.ActionTimeShiftFilter(1),
+        ag.NormFilter(batch_size=2),
+        ag.AbsoluteDeviationFilter(),
+        ag.QuadraticPenaltyFilter(),
+        ag.DeltaStepFilter(),
+        ag.DeltaActionFilter(),
+    ]
+    chain.set_up(muscle=_Muscle())  # type: ignore[arg-type]
+
+    def propose(seen: list[S], available: list[A]) -> tuple[list[A], None]:
+        for actuator in available:
+            actuator.value = actuator.space.sample()
+        return available, None
+
+    for t in range(6):
+        seen, setpoints, _ = chain.act(propose, sensors(t), acts0())
+        assert all(s.space.contains(s.value) for s in seen)
+        assert all(a.space.contains(a.value) for a in setpoints)

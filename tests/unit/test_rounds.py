@@ -813,3 +813,51 @@ def test_a_turn_policy_naming_no_agent_it_was_given_is_named(policy: type) -> No
     assert text.startswith(f"tests.unit.test_rounds:{policy.__qualname__}.acting returned ")
     assert "on step 0: expected a list of some of the agents it was given" in text
     assert "Muscle-one-0, Muscle-two-0" in text
+
+
+class _Failing(TurnPolicy):
+    """Raises in ``hook`` (``acting``, ``rewarded`` or ``episode_over``) at step 1."""
+
+    hook = "acting"
+
+    def acting(self, step: int, agents: Any) -> Any:
+        if self.hook == "acting" and step == 1:
+            raise ZeroDivisionError("no turn to give")
+        return agents[:1]
+
+    def rewarded(self, step: int, acting: Any, agents: Any) -> Any:
+        if self.hook == "rewarded" and step == 1:
+            raise ZeroDivisionError("no reward to give")
+        return acting
+
+    def episode_over(self, done: Any, conditions: Any) -> bool:
+        self.asked = getattr(self, "asked", 0) + 1
+        if self.hook == "episode_over" and self.asked == 2:
+            raise ZeroDivisionError("no end to give")
+        return False
+
+
+@pytest.mark.parametrize("hook", ["acting", "rewarded", "episode_over"])
+def test_a_turn_policy_that_raises_is_named_with_the_step(hook: str) -> None:
+    """An exception inside a custom turn policy's ``acting`` failed the run with a bare
+    traceback from palaestra/core/turns.py, blaming the simulation controller; it names the
+    policy's class and hook, and the step, its own exception the cause."""
+    from palaestra.core.supervision.runtime import error_info
+    from palaestra.core.turns import Stepped
+
+    policy = _Failing()
+    policy.hook = hook
+    game = Game(policy, [_Player("Muscle-one-0"), _Player("Muscle-two-0")], [], {"env.0": 1})
+    game.observations()
+    game.stepped(Stepped([], [], [False]))  # (step 0 passes)
+    with pytest.raises(PluginError) as caught:
+        game.observations()
+        game.stepped(Stepped([], [], [False]))
+    error = caught.value
+    assert error.plugin == f"tests.unit.test_rounds:_Failing.{hook} at step 1"
+    assert isinstance(error.__cause__, ZeroDivisionError)
+    shown = error_info("SimulationController-0", error).describe()
+    assert shown.startswith(
+        f"SimulationController-0 (tests.unit.test_rounds:_Failing.{hook} at step 1): "
+        "ZeroDivisionError: no "
+    ), shown
