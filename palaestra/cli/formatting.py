@@ -1,8 +1,12 @@
-"""Numbers and durations written for people, the same way by every command."""
+"""Numbers, durations and stored texts written for people, the same way by every command."""
 
 from __future__ import annotations
 
 import math
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""The control characters (Unicode's ``Cc``) but newline and tab."""
 
 
 def number(value: float | None) -> str:
@@ -38,3 +42,15 @@ def seconds(value: float | None) -> str:
         return f"{minutes}m {rest:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
+
+
+def printable(text: str) -> str:
+    """A text of the store that a plug-in may have written (a run's reason, a failed reload's
+    traceback) as it is safe to print on a terminal: each control character but newline and
+    tab as its escape, ``\\x1b`` (an ESC or C1 CSI starts a sequence that can set the window
+    title or clear the screen; a carriage return overwrites the line).
+
+    >>> printable("bad\\x1b[2J value\\nnext")
+    'bad\\\\x1b[2J value\\nnext'
+    """
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)

@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from palaestra.cli.common import State, utf8_stdout, written_whole
-from palaestra.cli.formatting import number, seconds
+from palaestra.cli.formatting import number, printable, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
 
@@ -104,8 +104,9 @@ def experiment_list(state: State, fmt: str) -> None:
 
 
 def _runs_table(found: Rows) -> Table:
-    """The runs, the status last with the first line of its reason (``error: ...``); the
-    experiment is never wrapped, the run uid only on a narrow terminal."""
+    """The runs, the status last with the first line of its reason (``error: ...``, its
+    control characters escaped: :func:`~palaestra.cli.formatting.printable`); the experiment
+    is never wrapped, the run uid only on a narrow terminal."""
     table = _table("run")
     table.add_column("experiment", no_wrap=True)
     table.add_column("instance", no_wrap=True, overflow="ellipsis")
@@ -113,7 +114,7 @@ def _runs_table(found: Rows) -> Table:
         table.add_column(name, no_wrap=True, justify="right")
     table.add_column("status", overflow="fold")
     for row in found:
-        reason = (row["reason"] or "").strip().split("\n", 1)[0]
+        reason = printable((row["reason"] or "").strip().split("\n", 1)[0])
         table.add_row(
             row["run_uid"],
             row["experiment_uid"],
@@ -223,7 +224,7 @@ def _show(shown: dict[str, Any]) -> None:
         f"palaestra {run['palaestra_version']}, code {run['code_revision'] or '-'}"
     )
     if run["reason"]:
-        _echo_rich("Reason: ", _status(run["reason"], style=run["status"]))
+        _echo_rich("Reason: ", _status(printable(run["reason"]), style=run["status"]))
     for table in (
         _phases_table(shown["phases"]),
         _agents_table(shown["agents"]),
@@ -243,7 +244,7 @@ def _show(shown: dict[str, Any]) -> None:
 
 def _reload_lines(reloads: Rows) -> list[str]:
     """A line per hot reload: when, where in the run, which plug-in and file, and whether it
-    took (else the last line of its traceback)."""
+    took (else the last line of its traceback, its control characters escaped)."""
     lines = []
     for row in reloads:
         where = f"phase {row['phase']} worker {row['worker']} episode {row['episode']}"
@@ -252,7 +253,7 @@ def _reload_lines(reloads: Rows) -> list[str]:
             outcome = "reloaded"
         else:
             last = (row["error"] or "").strip().splitlines()[-1:] or ["?"]
-            outcome = f"FAILED, old code kept: {last[0]}"
+            outcome = f"FAILED, old code kept: {printable(last[0])}"
         lines.append(
             f"{_time(row['at'])} {where} {step}: {row['source']} {row['path']}: {outcome}"
         )

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import msgspec
 from sqlalchemy import Connection, select
 
+from palaestra.core.description.name_rules import stored_reason
 from palaestra.core.termination import EpisodeEndsWithEnvironment
 from palaestra.core.turns import EpisodeResult, Stepped, run_episode
 from palaestra.core.wire import messages as m
@@ -160,7 +161,9 @@ class Copy:
             )
 
     def write(self, reason: str) -> str:
-        """Write the new instance (status ``finished``, ``reason``); returns its uid."""
+        """Write the new instance (status ``finished``, ``reason``, kept as
+        :func:`~palaestra.core.description.name_rules.stored_reason` keeps a run's reason: a
+        divergence's values may be long); returns its uid."""
         store = resolve_store_uri(self.store_uri)
         engine = store if not isinstance(store, str) else make_engine(store)
         try:
@@ -185,7 +188,7 @@ class Copy:
             uid=uid,
             experiment_run_id=source.experiment_run_id,
             status="finished",
-            reason=reason,
+            reason=stored_reason(reason),
             started_at=self.started_at,
             finished_at=utcnow(),
             palaestra_version=__version__,

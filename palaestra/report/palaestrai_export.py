@@ -13,7 +13,12 @@ inserted in chunks (by ``COPY`` on PostgreSQL). What maps to what:
 * ``experiment_run_instances``: the instance uid, ``created_at`` its start (UTC), ``status``
   its status (``cancelled``, which palaestrAI lacks, is ``error``), ``user`` None.
 * ``experiment_run_phases``: ``uid`` the phase's name, ``number`` its index, its mode and
-  config. ``environments``: one row per environment and worker (palaestrAI's environment
+  config. A phase's evaluation rollouts (``evaluate_every``) are a phase row of their own, as
+  palaestrAI records its evaluation workers: the same ``uid`` and ``number``, mode
+  ``evaluate``, config ``{episodes: 1, worker: <workers>, mode: evaluate}``, its own
+  environments and agents, and their steps in mode ``evaluate``; their episodes keep
+  palaestra's numbers (in the worker's sequence, which the training phase's numbers skip).
+  ``environments``: one row per environment and worker (palaestrAI's environment
   process; a game of ``envs_per_worker`` counts as a worker), ``worker_uid``
   ``Environment-<uid>-<worker>``, ``parameters`` its params with that ``uid`` and the
   worker's seed. ``agents``: ``uid`` ``AgentConductor-<name>``, ``muscles``
@@ -32,6 +37,11 @@ inserted in chunks (by ``COPY`` on PostgreSQL). What maps to what:
   the Muscle's of the step, merged as palaestrAI merges them. ``state_dump`` holds the
   sensors (palaestra records no environment state dump).
 * ``brain_states``: the dumps, ``walltime`` when they were made, an empty tag as NULL.
+
+What a phase did not record has no rows there: with ``record: {every: N}`` (the config's
+``record_every``) the steps between, with ``record: episodes`` every step; where recording was
+paused (``recording_gaps``) the episodes of the gap, which palaestrAI's tables have no place
+to note (the config does not say it).
 
 Non-finite numbers in JSON are the strings ``"inf"``, ``"-inf"`` and ``"nan"``, as in
 palaestra's store (PostgreSQL's JSONB has no other form for them).

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
@@ -28,6 +27,7 @@ from palaestra.core.wire.records import reward_items
 from palaestra.report import palaestrai_schema as P
 from palaestra.store import tables as t
 from palaestra.store.bulk import insert_values
+from palaestra.store.completed import is_rollout
 
 if TYPE_CHECKING:
     AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -41,6 +41,8 @@ SENSOR = "palaestrai.agent.sensor_information.SensorInformation"
 ACTUATOR = "palaestrai.agent.actuator_information.ActuatorInformation"
 REWARD = "palaestrai.agent.reward_information.RewardInformation"
 SIMTIME_KEYS = ("simtime_ticks", "simtime_timestamp")
+EVALUATE = "evaluate"
+"""The mode of palaestrAI's phase row, and steps, of evaluation rollouts."""
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
 """How SQLAlchemy writes a datetime into SQLite (and reads it back)."""
 WORLD_COLUMNS = (
@@ -89,24 +91,103 @@ def insert_row(out: Connection, table: Table, **values: Any) -> int:
     return int(key[0]) if key is not None else 0
 
 
-@dataclass(frozen=True)
-class _Phase:
-    """What the rows of one phase share."""
+class _Side:
+    """A phase row of the target with its environments (one row per worker, made when first
+    asked for) and agents."""
 
-    out: Connection
-    id: int
-    """The phase's id in the target."""
-    mode: str
-    when: Callable[[int, int], Any]
-    """The ``walltime`` of a step of (worker, episode), as the target takes it."""
-    time: Time
+    def __init__(self, out: Connection, phase_id: int, mode: str) -> None:
+        self.out = out
+        self.id = phase_id
+        self.mode = mode
+        self.muscle_mode = mode if mode in P.MODES else None
+        """``muscle_actions.mode`` (palaestrAI's enum; NULL for a mode it lacks)."""
+        self.environments: dict[int, _Environment] = {}
+        """By palaestra's environment id."""
+        self.agents: dict[int, tuple[str, int]] = {}
+        """The agent's name and target id, by palaestra's agent id."""
+
+
+class _Phase:
+    """What the rows of one phase share: its environments and agents, the target's phase rows,
+    the end times of its episodes, the target's form of times.
+
+    palaestrAI records a phase's evaluation rollouts (``evaluate_every``) in a phase row of
+    their own, of the same uid and number and mode ``evaluate``, with its own environments and
+    agents, steps in mode ``evaluate``; palaestra keeps them as episodes of the phase
+    (:func:`~palaestra.store.completed.is_rollout`), whose rows go there: that row is made
+    when the first of them is written."""
+
+    def __init__(self, src: Connection, out: Connection, instance_id: int, phase: AnyRow) -> None:
+        self.out = out
+        self.instance_id = instance_id
+        self.row = phase
+        self.time = _time_form(out)
+        self.when = _episode_ends(src, phase, self.time)
+        """The ``walltime`` of a step of (worker, episode), as the target takes it."""
+        self.environment_rows = src.execute(
+            select(t.environments.c.id, t.environments.c.uid, t.environments.c.name)
+            .add_columns(t.environments.c.params, t.environments.c.seeds)
+            .where(t.environments.c.experiment_run_phase_id == phase.id)
+            .order_by(t.environments.c.id)
+        ).all()
+        self.agent_rows = src.execute(
+            select(*t.agents.c["id", "name", "brain", "muscle", "objective", "config"])
+            .where(t.agents.c.experiment_run_phase_id == phase.id)
+            .order_by(t.agents.c.id)
+        ).all()
+        self.own = self._side(phase.mode, phase.config)
+        self.evaluation: _Side | None = None
+
+    def side(self, episode: int) -> _Side:
+        """The phase row of the target that the rows of a stored ``episode`` go to."""
+        if not is_rollout(self.row.config, episode):
+            return self.own
+        if self.evaluation is None:
+            config = {"episodes": 1, "worker": self.row.workers, "mode": EVALUATE}
+            self.evaluation = self._side(EVALUATE, config)  # (palaestrAI's config of it)
+        return self.evaluation
+
+    def _side(self, mode: str, config: Any) -> _Side:
+        """Write a phase row of ``mode`` and ``config``, its environments and agents."""
+        side = _Side(
+            self.out,
+            insert_row(
+                self.out,
+                P.experiment_run_phases,
+                uid=self.row.name,
+                number=self.row.index,
+                mode=mode,
+                configuration=config,
+                experiment_run_instance_id=self.instance_id,
+            ),
+            mode,
+        )
+        for row in self.environment_rows:
+            environment = side.environments[row.id] = _Environment(side, row)
+            for worker in range(self.row.workers):
+                environment.target(worker)
+        for agent in self.agent_rows:
+            side.agents[agent.id] = (
+                agent.name,
+                insert_row(
+                    self.out,
+                    P.agents,
+                    uid=names.agent_conductor(agent.name),
+                    name=agent.name,
+                    muscles=[names.muscle(agent.name, w) for w in range(self.row.workers)],
+                    configuration=_agent_configuration(agent),
+                    experiment_run_phase_id=side.id,
+                ),
+            )
+        return side
 
 
 class _Environment:
-    """An environment of a phase in the target: one row per worker, made when first asked for."""
+    """An environment of a phase row in the target: one row per worker, made when first asked
+    for."""
 
-    def __init__(self, phase: _Phase, row: AnyRow) -> None:
-        self.phase = phase
+    def __init__(self, side: _Side, row: AnyRow) -> None:
+        self.side = side
         self.uid: str = row.uid
         self.type: str = row.name
         self.params: dict[str, Any] = dict(row.params or {})
@@ -120,7 +201,7 @@ class _Environment:
             worker_uid = names.environment(self.uid, worker)
             seed = self.seeds[worker] if 0 <= worker < len(self.seeds) else None
             found = self.ids[worker] = insert_row(
-                self.phase.out,
+                self.side.out,
                 P.environments,
                 uid=self.uid,
                 worker_uid=worker_uid,
@@ -128,7 +209,7 @@ class _Environment:
                 type=self.type,
                 parameters={**self.params, "uid": worker_uid, "seed": seed},
                 static_model=None,
-                experiment_run_phase_id=self.phase.id,
+                experiment_run_phase_id=self.side.id,
             )
         return found
 
@@ -137,42 +218,20 @@ def export_phase(
     src: Connection, out: Connection, instance_id: int, phase: AnyRow
 ) -> dict[str, int]:
     """Write ``phase`` (a row of palaestra's ``experiment_run_phases``) and its rows into the
-    target as a phase of the target's instance ``instance_id``.
+    target as a phase of the target's instance ``instance_id`` (and its evaluation rollouts
+    as a phase of mode ``evaluate``: see :class:`_Phase`).
 
     Returns:
         The number of rows written of ``world_states``, ``muscle_actions`` and
         ``brain_states``.
     """
-    phase_id = insert_row(
-        out,
-        P.experiment_run_phases,
-        uid=phase.name,
-        number=phase.index,
-        mode=phase.mode,
-        configuration=phase.config,
-        experiment_run_instance_id=instance_id,
-    )
-    time = _time_form(out)
-    shared = _Phase(out, phase_id, phase.mode, _episode_ends(src, phase, time), time)
-    environments = {
-        row.id: _Environment(shared, row)
-        for row in src.execute(
-            select(t.environments.c.id, t.environments.c.uid, t.environments.c.name)
-            .add_columns(t.environments.c.params, t.environments.c.seeds)
-            .where(t.environments.c.experiment_run_phase_id == phase.id)
-            .order_by(t.environments.c.id)
-        )
-    }
-    for environment in environments.values():
-        for worker in range(phase.workers):
-            environment.target(worker)
-    agents = _agents(src, out, phase, phase_id)
-    states, simtimed = _world_states(src, shared, environments)
-    timed = {i: environments[i].uid for i in environments if i in simtimed}
+    shared = _Phase(src, out, instance_id, phase)
+    states, simtimed = _world_states(src, shared)
+    timed = {row.id: row.uid for row in shared.environment_rows if row.id in simtimed}
     return {
         "world_states": states,
-        "muscle_actions": _muscle_actions(src, shared, agents, timed),
-        "brain_states": _brain_states(src, shared, agents),
+        "muscle_actions": _muscle_actions(src, shared, timed),
+        "brain_states": _brain_states(src, shared),
     }
 
 
@@ -195,31 +254,6 @@ def _episode_ends(src: Connection, phase: AnyRow, time: Time) -> Callable[[int, 
     return when
 
 
-def _agents(
-    src: Connection, out: Connection, phase: AnyRow, phase_id: int
-) -> dict[int, tuple[str, int]]:
-    """Write the phase's agents; each one's name and target id by its id in palaestra."""
-    found: dict[int, tuple[str, int]] = {}
-    for agent in src.execute(
-        select(*t.agents.c["id", "name", "brain", "muscle", "objective", "config"])
-        .where(t.agents.c.experiment_run_phase_id == phase.id)
-        .order_by(t.agents.c.id)
-    ):
-        found[agent.id] = (
-            agent.name,
-            insert_row(
-                out,
-                P.agents,
-                uid=names.agent_conductor(agent.name),
-                name=agent.name,
-                muscles=[names.muscle(agent.name, worker) for worker in range(phase.workers)],
-                configuration=_agent_configuration(agent),
-                experiment_run_phase_id=phase_id,
-            ),
-        )
-    return found
-
-
 def _agent_configuration(agent: AnyRow) -> dict[str, Any]:
     """The agent as a run file gives it (name, brain, muscle, objective, sensors, ...)."""
     config = dict(agent.config or {})
@@ -230,10 +264,9 @@ def _agent_configuration(agent: AnyRow) -> dict[str, Any]:
     return {"name": agent.name, **plugins, **config}
 
 
-def _world_states(
-    src: Connection, phase: _Phase, environments: dict[int, _Environment]
-) -> tuple[int, set[int]]:
+def _world_states(src: Connection, phase: _Phase) -> tuple[int, set[int]]:
     """Copy the phase's world states; how many, and which environments had a sim time."""
+    environments = phase.own.environments
     if not environments:
         return 0, set()
     statement = (
@@ -253,6 +286,7 @@ def _world_states(
             if row.simtime is not None:
                 simtimed.add(row.environment_id)
             ticks, stamp = _simtime(row.simtime)
+            side = phase.side(row.episode)
             batch.append(
                 (
                     when(row.worker, row.episode),
@@ -262,10 +296,10 @@ def _world_states(
                     _infos(SENSOR, row.sensors),
                     _infos(ACTUATOR, row.setpoints),
                     bool(row.done),
-                    phase.mode,
+                    side.mode,
                     names.controller(row.worker),
                     row.step,
-                    environments[row.environment_id].target(row.worker),
+                    side.environments[row.environment_id].target(row.worker),
                 )
             )
         insert_values(phase.out, P.world_states, WORLD_COLUMNS, batch)
@@ -273,11 +307,10 @@ def _world_states(
     return written, simtimed
 
 
-def _muscle_actions(
-    src: Connection, phase: _Phase, agents: dict[int, tuple[str, int]], timed: dict[int, str]
-) -> int:
+def _muscle_actions(src: Connection, phase: _Phase, timed: dict[int, str]) -> int:
     """Copy the phase's muscle actions, with the sim times of the environments in ``timed``
     (uid by palaestra's environment id) and the step's statistics; how many."""
+    agents = phase.own.agents
     if not agents:
         return 0
     action = t.muscle_actions.c
@@ -291,12 +324,12 @@ def _muscle_actions(
         .order_by(action.id)
     )
     uids = list(timed.values())
-    mode = phase.mode if phase.mode in P.MODES else None
     written = 0
     for part in _chunks(src, statement, CHUNK):
         batch = []
         for row in part:
-            name, agent_id = agents[row.agent_id]
+            side = phase.side(row.episode)
+            name, agent_id = side.agents[row.agent_id]
             brain, muscle, *simtimes = tuple(row)[11:]
             setpoints = _infos(ACTUATOR, row.actuator_setpoints)
             batch.append(
@@ -314,7 +347,7 @@ def _muscle_actions(
                     row.terminated,
                     row.truncated,
                     row.step,
-                    mode,
+                    side.muscle_mode,
                     _json({**(_decoded(brain) or {}), **(_decoded(muscle) or {})}),
                     names.muscle(name, row.worker),
                 )
@@ -368,8 +401,9 @@ def _at_step(table: Table, column: str, *where: Any) -> Any:
     )
 
 
-def _brain_states(src: Connection, phase: _Phase, agents: dict[int, tuple[str, int]]) -> int:
-    """Copy the phase's brain dumps; how many."""
+def _brain_states(src: Connection, phase: _Phase) -> int:
+    """Copy the phase's brain dumps (to its own phase row); how many."""
+    agents = phase.own.agents
     if not agents:
         return 0
     statement = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from palaestra.core.description.name_rules import store_text
+from palaestra.core.description.name_rules import stored_reason
 from palaestra.core.errors import StoreError
 from palaestra.store.driver import Store, utcnow
 
@@ -13,13 +13,14 @@ def mark_run_end(
     store: Store, instance_id: int, status: str, reason: str, now: dt.datetime
 ) -> bool:
     """Set the instance's status, reason and end (``now``), and end its running phases; False
-    if the store has no such instance. A NUL character of ``reason`` (a plug-in's exception
-    may say one) is kept as ``\\x00`` (:func:`~palaestra.core.description.name_rules.store_text`):
-    PostgreSQL refuses the character."""
+    if the store has no such instance. The reason is kept as
+    :func:`~palaestra.core.description.name_rules.stored_reason` keeps it: a long one (a
+    plug-in's exception text may be of any size) as its head and tail, a NUL character (which
+    PostgreSQL refuses) as ``\\x00``."""
     now = store.time(now)
     ended = store.execute(
         "UPDATE experiment_run_instances SET status = ?, reason = ?, finished_at = ? WHERE id = ?",
-        (status, store_text(reason), now, instance_id),
+        (status, stored_reason(reason), now, instance_id),
     )
     store.execute(
         "UPDATE experiment_run_phases SET status = ?, finished_at = ? "

@@ -451,3 +451,49 @@ def test_export_to_postgresql(runs: Workspace, tmp_path: Path, pg_uri: str) -> N
         sqlite_target, "select tag, state from brain_states order by id"
     )
     assert {name for name, *_ in actions} <= set(AGENTS)
+
+
+def test_evaluation_rollouts_are_palaestrais_evaluate_phase(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """palaestrAI records an evaluation rollout (``evaluate_every``) in a phase row of mode
+    ``evaluate`` (same uid and number) with its own environments and agents, its steps in mode
+    ``evaluate``; the training episodes stay in the ``train`` phase."""
+    from tests.system.test_evaluation_condition import SUCCESS, write
+
+    path, _ = write(workspace, SUCCESS, start=0.1, rise=0.1, every=1)  # 5 evaluations
+    assert workspace.run("experiment-start", "-q", str(path)).returncode == 0
+    target = tmp_path / "palaestrai.db"
+
+    result = export(workspace, "evaluation", "--to", f"sqlite:///{target}")
+
+    assert result.exit_code == 0, result.stderr
+    phases = sql(target, "select id, uid, number, mode, configuration from experiment_run_phases")
+    assert [(uid, number, mode) for _, uid, number, mode, _ in phases] == [
+        ("training", 0, "train"),
+        ("training", 0, "evaluate"),
+    ]
+    assert json.loads(phases[1][4]) == {"episodes": 1, "worker": 1, "mode": "evaluate"}
+    for table in ("agents", "environments"):
+        assert sql(
+            target, f"select experiment_run_phase_id, count(*) from {table} group by 1"
+        ) == [(phases[0][0], 1), (phases[1][0], 1)]
+    # episodes 0, 2, ... 8 trained, 1, 3, ... 9 (one after each training episode) evaluated
+    expected = {(e, mode, mode) for e in range(10) for mode in ["evaluate" if e % 2 else "train"]}
+    actions = sql(
+        target,
+        "select m.episode, m.mode, p.mode, m.actuator_setpoints from muscle_actions m "
+        "join agents a on m.agent_id = a.id "
+        "join experiment_run_phases p on a.experiment_run_phase_id = p.id",
+    )
+    assert {(e, mode, phase) for e, mode, phase, _ in actions} == expected
+    assert {
+        values(setpoints, ACTUATOR)["counter.push"] for e, _, _, setpoints in actions if e % 2
+    } == {0.5}  # the Muscle's test mode
+    states = sql(
+        target,
+        "select w.episode, w.mode, p.mode from world_states w "
+        "join environments e on w.environment_id = e.id "
+        "join experiment_run_phases p on e.experiment_run_phase_id = p.id",
+    )
+    assert set(states) == expected

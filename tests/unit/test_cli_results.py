@@ -24,7 +24,7 @@ from pandas.testing import assert_frame_equal
 from palaestra.cli.main import cli
 from palaestra.cli.results import write_csv
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import episode_values
+from palaestra.core.wire.records import code_reload_values, episode_values
 from palaestra.store import query, rows
 from palaestra.store.writer import StoreWriter
 from tests.conftest import actions_message, cli_runner, world_message
@@ -325,6 +325,54 @@ def test_show_gives_names_as_they_are_never_as_rich_markup(tmp_path: Path, tty: 
 NAMES = ("def[v2]", "[bold]att")
 
 
+HOSTILE = "ValueError: \x1b]0;owned\x07bad\x1b[2J value\r\x9b2J\x00\nsecond line"
+"""A plug-in's exception text: a window title, a clear screen (ESC and C1 CSI), a carriage
+return, a NUL, and a second line."""
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters but newline and tab."""
+
+
+def failed_run(uri: str, run: str, reason: str, reload_error: str | None = None) -> None:
+    """Record a run that failed with ``reason`` in its phase 0 (``learn``, 3 episodes planned)
+    before an episode ended; with ``reload_error``, after a reload that failed with it."""
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start(run, f"{run}-1", "e")).ids["instance"]
+        ids = request(writer, phase_start(instance, 0, "learn", "train", 1, 3)).ids
+        if reload_error is not None:
+            failed = m.CodeReloadRow("muscle:a", 0, 0, 3, "m", "/m.py", False, reload_error, 1.5e9)
+            values = [code_reload_values(ids["phase"], failed)]
+            writer.accept(m.Rows(table="code_reloads", rows=values))
+        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="error"))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="error", reason=reason))
+    finally:
+        asyncio.run(writer.teardown())
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_show_and_list_print_stored_texts_control_characters_escaped(
+    tmp_path: Path, tty: bool
+) -> None:
+    """A run's reason and a failed reload's traceback (a plug-in's exception text) reached the
+    terminal with their control characters raw: an ESC sequence in them could set the window
+    title or clear the screen. They are printed as escapes (``\\x1b``); newlines stay."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    failed_run(uri, "run-h", HOSTILE, reload_error=HOSTILE)
+
+    shown = invoke(uri, ["experiment-show", "run-h"], tty=tty)
+    listed = invoke(uri, ["list"], tty=tty)
+
+    assert shown.exit_code == 0 and listed.exit_code == 0, shown.output + listed.output
+    for output in (strip_ansi(shown.stdout), strip_ansi(listed.stdout)):
+        assert not CONTROLS.search(output), repr(output)
+    escaped = "ValueError: \\x1b]0;owned\\x07bad\\x1b[2J value\\x0d\\x9b2J\\x00"
+    assert f"Reason: {escaped}\nsecond line\n" in strip_ansi(shown.stdout)
+    assert "FAILED, old code kept: second line" in shown.stdout  # the traceback's last line
+    if not tty:  # (folded on a terminal)
+        assert listed.stdout.splitlines()[2].rstrip().endswith(f"error: {escaped}")
+
+
 @pytest.fixture
 def interrupted_store(tmp_path: Path) -> str:
     """``run-i``: phase 0 planned 2 workers x 10 episodes, stopped by Ctrl-C after 3 episodes
@@ -413,15 +461,7 @@ def test_show_of_a_run_without_episodes_prints_empty_tables(tmp_path: Path, tty:
     """A run that failed as its agents were set up: phases and agents but no episode (piped,
     the rewards table without rows failed with a TypeError traceback)."""
     uri = f"sqlite:///{tmp_path}/palaestra.db"
-    writer = StoreWriter("store", uri)
-    writer.open()
-    try:
-        instance = request(writer, run_start("run-f", "f1", "e")).ids["instance"]
-        ids = request(writer, phase_start(instance, 0, "learn", "train", 1, 3)).ids
-        request(writer, m.StorePhaseEnd(phase_id=ids["phase"], status="error"))
-        request(writer, m.StoreRunEnd(instance_id=instance, status="error", reason="setup"))
-    finally:
-        asyncio.run(writer.teardown())
+    failed_run(uri, "run-f", "setup")
 
     result = invoke(uri, ["experiment-show", "run-f"], tty=tty)
 

@@ -6,6 +6,7 @@ surrogate (which both drivers refuse: no UTF-8 encoder takes it) as its escape `
 NUL in a ``context.record`` key or a dump's tag fails in the plug-in's call (test_recording.py,
 test_dumps_and_statistics.py). A path longer than 1,024 characters (a run file's, a dump's, a
 reloaded module's; Linux allows 4,096 bytes) is kept whole: its columns were ``VARCHAR(1024)``.
+A reason or traceback of megabytes is kept as its head and tail.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from palaestra.core.description.name_rules import REASON_MAX
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import code_reload_values
 from palaestra.store import rows
@@ -101,6 +103,37 @@ def test_a_reason_with_a_lone_surrogate_is_recorded_on_every_store(
     kept = "Muscle-a-0 (m:M.propose_actions): ValueError: bad \\udcff"
     shown = {r["instance_uid"]: (r["status"], r["reason"]) for r in rows.runs(store_uri=store_uri)}
     assert shown == {"by-writer": ("error", kept), "direct": ("error", kept)}
+
+
+HUGE = "Muscle-a-0 (m:M.propose_actions): ClientError: " + "x" * 5_000_000 + "\nthe end"
+"""A plug-in's exception text of 5 MB (an external client's error: one of 50 MB was seen)."""
+
+
+def test_a_huge_reason_is_kept_as_its_head_and_tail_on_every_store(
+    writer: StoreWriter, store_uri: str
+) -> None:
+    """A plug-in's exception text of 50 MB became a reason of 50 MB in the store (and a failed
+    reload's traceback would have): each is kept as its first and last characters with a line
+    between that says how many were cut, by the writer and straight into the store; one of at
+    most :data:`REASON_MAX` characters whole."""
+    ids = started(writer, "by-writer")
+    row = m.CodeReloadRow("muscle:attacker", 0, 0, 3, "m", "/x/m.py", False, HUGE, 1.5e9)
+    writer.accept(m.Rows(table="code_reloads", rows=[code_reload_values(ids["phase"], row)]))
+    request(writer, m.StoreRunEnd(instance_id=ids["instance"], status="error", reason=HUGE))
+    started(writer, "direct")
+    assert record_run_end(store_uri, "direct", "error", HUGE)
+    whole = "ValueError: " + "y" * (REASON_MAX - 12)
+    started(writer, "whole")
+    assert record_run_end(store_uri, "whole", "error", whole)
+
+    half = REASON_MAX // 2
+    cut = len(HUGE) - 2 * half
+    kept = f"{HUGE[:half]}\n[... {cut:,} characters cut ...]\n{HUGE[-half:]}"
+    shown = {r["instance_uid"]: r["reason"] for r in rows.runs(store_uri=store_uri)}
+    assert shown == {"by-writer": kept, "direct": kept, "whole": whole}
+    assert len(kept) < REASON_MAX + 50 and kept.endswith("\nthe end")
+    (reload,) = rows.code_reloads("run-t", store_uri=store_uri, instance="by-writer")
+    assert reload["error"] == kept
 
 
 DEEP = "/" + "/".join(["d" * 100] * 40) + "/run.yml"  # 4,048 characters: about PATH_MAX

@@ -26,6 +26,9 @@ NUL_SHOWN = "\\x00"
 """What a NUL character of a text the store keeps (a run's reason, a failed reload's traceback)
 becomes: PostgreSQL's text columns refuse the character, SQLite keeps it; every store keeps the
 four characters ``\\x00`` instead (:func:`store_text`), as ``repr`` shows it."""
+REASON_MAX = 16_000
+"""The most characters of a run's reason (or a failed reload's traceback) the store keeps whole
+(:func:`stored_reason`): a plug-in's exception text may be of any size."""
 NAME_RULE = (
     f"a name is 1 to {NAME_MAX_BYTES} bytes of UTF-8 ({NAME_MAX_BYTES} ASCII characters) of "
     "printable characters (no control character such as a NUL, tab or line break), "
@@ -83,6 +86,24 @@ def store_text(text: str) -> str:
     'bad value a\\\\x00b'
     """
     return text.replace("\x00", NUL_SHOWN) if "\x00" in text else text
+
+
+def stored_reason(text: str) -> str:
+    """A run's reason (or a failed reload's traceback) as every store keeps it: whole up to
+    :data:`REASON_MAX` characters, else its first and last ``REASON_MAX // 2`` with a line
+    between that says how many were cut (an external client's exception once said 50 MB); NUL
+    characters as :func:`store_text` keeps them.
+
+    >>> stored_reason("boom")
+    'boom'
+    >>> stored_reason("a" * 10_000 + "b" * 10_000).count("[... 4,000 characters cut ...]")
+    1
+    """
+    if len(text) > REASON_MAX:
+        half = REASON_MAX // 2
+        cut = len(text) - 2 * half
+        text = f"{text[:half]}\n[... {cut:,} characters cut ...]\n{text[-half:]}"
+    return store_text(text)
 
 
 def path_part(name: str) -> str:

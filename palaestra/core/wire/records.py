@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import msgspec
 import zmq
 
-from palaestra.core.description.name_rules import store_text
+from palaestra.core.description.name_rules import stored_reason
 from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
@@ -128,10 +128,10 @@ def plugin_record_values(phase_id: int, row: m.PluginRecordRow) -> tuple[Any, ..
 
 
 def code_reload_values(phase_id: int, row: m.CodeReloadRow) -> tuple[Any, ...]:
-    """``row`` as the values of ``code_reloads``' :data:`COLUMNS` (a NUL character of the
-    error's traceback as ``\\x00``: see
-    :func:`~palaestra.core.description.name_rules.store_text`)."""
-    error = None if row.error is None else store_text(row.error)
+    """``row`` as the values of ``code_reloads``' :data:`COLUMNS` (the error's traceback as a
+    run's reason is kept: a long one as its head and tail, a NUL character as ``\\x00``; see
+    :func:`~palaestra.core.description.name_rules.stored_reason`)."""
+    error = None if row.error is None else stored_reason(row.error)
     return (
         phase_id,
         *(row.source, row.worker, row.episode, row.step, row.module, row.path, row.ok),
