@@ -45,7 +45,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra.core import procfs
 from palaestra.core.description import names
-from palaestra.core.description.config import load_runtime_config, normal_store_uri
+from palaestra.core.description.config import (
+    check_store_uri_parts,
+    load_runtime_config,
+    normal_store_uri,
+)
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import (
     InvalidInputError,
@@ -272,10 +276,15 @@ def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
     ``sqlite:///palaestra.db``.
 
     Raises:
-        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or invalid.
+        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or invalid, or
+            ``store_uri`` is a URI the store writer would read otherwise (a SQLite URI's query,
+            a port that is no number: :func:`~palaestra.core.description.config.
+            check_store_uri_parts`).
     """
     if isinstance(store_uri, str):
-        return normal_store_uri(store_uri)
+        uri = normal_store_uri(store_uri)
+        check_store_uri_parts(uri)
+        return uri
     if store_uri is not None:  # (an engine)
         return store_uri
     return load_runtime_config().store_uri
