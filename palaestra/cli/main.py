@@ -6,6 +6,7 @@ interrupted by SIGINT/SIGTERM/SIGHUP.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import re
@@ -16,6 +17,7 @@ import click
 
 from palaestra.cli.common import ERROR, State, once_from_stdin, say_outcome
 from palaestra.core.description.import_path import add_plugin_dirs
+from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import (
     EXIT_INVALID_INPUT,
     EXIT_SIGINT,
@@ -370,8 +372,11 @@ def runtime_config_show_default() -> None:
 @cli.command("runtime-config-show-effective")
 @click.pass_obj
 def runtime_config_show_effective(state: State) -> None:
-    """Print the runtime configuration in effect (defaults, file, environment)."""
-    click.echo(state.config.dump(), nl=False)
+    """Print the runtime configuration in effect (defaults, file, environment), the store
+    URI's password hidden (``***``), as every message about the store shows it."""
+    config = state.config
+    shown = dataclasses.replace(config, store_uri=hide_password(config.store_uri))
+    click.echo(shown.dump(), nl=False)
 
 
 def main() -> None:

@@ -75,9 +75,8 @@ def plan_resume(
 ) -> ResumePlan:
     """Where to continue ``run_uid``'s instance ``instance_uid`` (default: the newest);
     ``on_file`` is called with the run file's recorded path before its document is read (the
-    CLI puts its directory on the import path, as ``experiment-start`` does).
-
-    A stale instance is marked ``error`` (its executor died) in the same transaction.
+    CLI puts its directory on the import path, as ``experiment-start`` does). It only reads:
+    a stale instance is marked ended by :func:`load_plan`, after.
 
     Raises:
         NotResumableError: No such run or instance, or the instance is finished or running,
@@ -94,14 +93,7 @@ def plan_resume(
     if record is None:
         raise NotResumableError(f"experiment-resume: the store has no run '{run_uid}'")
     instance = _instance(connection, run_uid, record.id, instance_uid)
-    where = (instance.host, instance.uid)
-    status = shown_status(instance.status, instance.heartbeat_at, utcnow(), where)
-    if status not in RESUMABLE:
-        raise NotResumableError(
-            f"experiment-resume: instance {instance.uid} of run '{run_uid}' is {status}; only "
-            f"an instance that ended {', '.join(RESUMABLE[:2])} or is {RESUMABLE[2]} (its "
-            f"executor is gone) can be resumed{_stopped_hint(status, where)}"
-        )
+    status = _resumable(run_uid, instance)
     if record.file and not os.path.isabs(record.file):  # (stores before 2026-12-01)
         LOG.warning(
             "the run file was recorded as %r, relative to the directory the run was started "
@@ -128,14 +120,30 @@ def plan_resume(
         )
     first = min(first, _dumped_until(connection, planned, run, phase_index, first))
     dumps = _dumps(connection, planned, run, phase_index, first)
-    if status == "stale":
-        _mark_stale(connection, instance.id)
     return ResumePlan(
         run=msgspec.structs.replace(run, overrides=None),
         at=ResumeAt(instance.id, phase_index, first, dumps),
         instance_uid=instance.uid,
         status=status,
     )
+
+
+def _resumable(run_uid: str, instance: Any) -> str:
+    """The shown status of ``instance`` (a row with its ``uid``, ``status``, ``heartbeat_at``
+    and ``host``), one of :data:`RESUMABLE`.
+
+    Raises:
+        NotResumableError: It is of another status (running, stopped, finished).
+    """
+    where = (instance.host, instance.uid)
+    status = shown_status(instance.status, instance.heartbeat_at, utcnow(), where)
+    if status not in RESUMABLE:
+        raise NotResumableError(
+            f"experiment-resume: instance {instance.uid} of run '{run_uid}' is {status}; only "
+            f"an instance that ended {', '.join(RESUMABLE[:2])} or is {RESUMABLE[2]} (its "
+            f"executor is gone) can be resumed{_stopped_hint(status, where)}"
+        )
+    return status
 
 
 def _directory_there(path: str) -> bool:
@@ -180,10 +188,14 @@ def _refuse_continued(connection: Connection, run_uid: str, uid: str, instance_i
     raise NotResumableError(already_resumed(run_uid, uid, continued))
 
 
+_INSTANCE_COLUMNS = ("id", "uid", "status", "heartbeat_at", "host")
+"""The columns of an instance's row that say whether it can be resumed (:func:`_resumable`)."""
+
+
 def _instance(connection: Connection, run_uid: str, run_id: int, uid: str | None) -> Any:
     """The instance row (newest, or the one named)."""
     found = connection.execute(
-        select(*t.experiment_run_instances.c["id", "uid", "status", "heartbeat_at", "host"])
+        select(*t.experiment_run_instances.c[_INSTANCE_COLUMNS])
         .where(t.experiment_run_instances.c.experiment_run_id == run_id)
         .order_by(t.experiment_run_instances.c.id)
     ).all()
@@ -352,6 +364,27 @@ def _recorded_phase(
     return int(phase.id), int((phase.config or {}).get("first_episode", 0))
 
 
+def _end_stale(connection: Connection, run_uid: str, instance_id: int) -> None:
+    """Mark the stale instance ``instance_id`` ended (``error``: its executor is gone) if it
+    is stale still, read again in this (writing) transaction: since the plan was read, it
+    may have ended otherwise, or been deleted, or its executor sent a heartbeat again.
+
+    Raises:
+        NotResumableError: It is no longer in the store, or no longer resumable.
+    """
+    columns = t.experiment_run_instances.c
+    instance = connection.execute(
+        select(*columns[_INSTANCE_COLUMNS]).where(columns.id == instance_id)
+    ).one_or_none()
+    if instance is None:
+        raise NotResumableError(
+            f"experiment-resume: the instance of run '{run_uid}' to resume (id {instance_id}) "
+            "is no longer in the store (deleted meanwhile)"
+        )
+    if _resumable(run_uid, instance) == "stale":
+        _mark_stale(connection, instance_id)
+
+
 def _mark_stale(connection: Connection, instance_id: int) -> None:
     """End a stale instance: its executor is gone."""
     reason = "its executor died (no heartbeat); continued by experiment-resume"
@@ -368,13 +401,23 @@ def load_plan(
     on_file: Callable[[str], object] | None = None,
     start_method: str = AUTO,
 ) -> ResumePlan:
-    """:func:`plan_resume` on the store at ``store_uri``, in one transaction.
+    """:func:`plan_resume` on the store at ``store_uri``, from one snapshot of it (one
+    transaction: what another connection commits meanwhile is not seen); then a stale
+    instance is marked ended (``error``: its executor is gone), in a transaction of its own
+    that writes: on SQLite one that read a snapshot could not write once another connection
+    had committed, and the plan (the run file loaded, its environments probed) must not hold
+    the store's write lock, for which the store writers of other runs wait.
 
     Raises:
-        NotResumableError: As :func:`plan_resume`.
+        NotResumableError: As :func:`plan_resume`; or the stale instance was deleted, or
+            became running again, meanwhile.
         StoreError: The store cannot be read, or is of another schema revision.
     """
     from palaestra.store.rows import transaction
 
     with transaction(store_uri) as connection:
-        return plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file, start_method)
+        plan = plan_resume(connection, run_uid, instance_uid, probe_timeout, on_file, start_method)
+    if plan.status == "stale":
+        with transaction(store_uri, write=True) as connection:
+            _end_stale(connection, run_uid, plan.at.instance_id)
+    return plan

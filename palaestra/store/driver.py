@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from palaestra.core.description.config import normal_store_uri
+from palaestra.core.description.config import check_store_uri_parts, normal_store_uri
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import from_strict_json, json_text
@@ -96,12 +96,16 @@ class Store:
     """One connection to the store at ``uri`` (SQLite or PostgreSQL through psycopg 3).
 
     Raises:
+        RuntimeConfigError: The URI is one the readers would read otherwise (a SQLite URI's
+            query, a port that is no number: :func:`~palaestra.core.description.config.
+            check_store_uri_parts`).
         StoreError: The URI is not one of these, the driver is missing, or the store cannot be
             opened.
     """
 
     def __init__(self, uri: str) -> None:
         uri = normal_store_uri(uri)  # (postgresql:// and postgres:// are psycopg 3's too)
+        check_store_uri_parts(uri)
         self.uri = uri
         self.shown = hide_password(uri)
         scheme = uri.partition("://")[0]
@@ -412,13 +416,9 @@ def _sqlite(uri: str, rest: str) -> sqlite3.Connection:
     tuned: WAL, ``synchronous=NORMAL``, foreign keys, a busy timeout.
 
     Raises:
-        StoreError: The URI has options (a query), or the file or its directory is read-only.
+        StoreError: The file or its directory is read-only.
     """
     path = rest[1:] if rest.startswith("/") else ""  # (sqlite://<host>: in memory, too)
-    if "?" in path:
-        raise StoreError(
-            f"store {uri}: the store writer takes sqlite:///<file> without options (a query)"
-        )
     target = ":memory:"
     if path not in ("", ":memory:"):
         target = str(Path(urllib.parse.unquote(path)).absolute())  # (no ~: as SQLAlchemy's)

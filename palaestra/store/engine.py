@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from palaestra.core.description.config import (
     DEFAULT_STORE_URI as DEFAULT_STORE_URI,  # the one default
 )
-from palaestra.core.description.config import NO_STORE
+from palaestra.core.description.config import NO_STORE, check_store_uri_parts
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import StoreError
 from palaestra.core.nonfinite import json_text
@@ -65,6 +65,9 @@ def make_engine(uri: str, *, read_only: bool = False) -> Engine:
         A connected-once engine.
 
     Raises:
+        RuntimeConfigError: The URI is one the store writer would read otherwise (a SQLite
+            URI's query, a port that is no number: :func:`~palaestra.core.description.config.
+            check_store_uri_parts`).
         StoreError: The URI is invalid, its driver is missing, or the store cannot be opened
             (without ``read_only``: a SQLite file or directory that cannot be written).
     """
@@ -98,11 +101,11 @@ def _parse(uri: str) -> URL:
             "the store the runs wrote: PALAESTRA_STORE_URI=sqlite:////abs/path/palaestra.db, "
             "or store_uri in a runtime config file given with -c FILE"
         )
+    check_store_uri_parts(uri)  # (the store writer's rule: both read a URI alike)
     try:
         return make_url(uri)
     except NOT_A_URL as exc:
-        said = f"its port is no number ({exc})" if isinstance(exc, ValueError) else str(exc)
-        raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {said}") from exc
+        raise StoreError(f"store {mask_uri(uri)}: not a valid database URL: {exc}") from exc
 
 
 def sqlite_file(url: URL) -> Path | None:

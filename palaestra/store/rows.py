@@ -45,7 +45,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from palaestra.core import procfs
 from palaestra.core.description import names
-from palaestra.core.description.config import load_runtime_config, normal_store_uri
+from palaestra.core.description.config import (
+    check_store_uri_parts,
+    load_runtime_config,
+    normal_store_uri,
+)
 from palaestra.core.description.limits import STALE_AFTER
 from palaestra.core.errors import (
     InvalidInputError,
@@ -272,10 +276,15 @@ def resolve_store_uri(store_uri: StoreURI | None = None) -> StoreURI:
     ``sqlite:///palaestra.db``.
 
     Raises:
-        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or invalid.
+        RuntimeConfigError: ``./palaestra-runtime.yaml`` is unreadable or invalid, or
+            ``store_uri`` is a URI the store writer would read otherwise (a SQLite URI's query,
+            a port that is no number: :func:`~palaestra.core.description.config.
+            check_store_uri_parts`).
     """
     if isinstance(store_uri, str):
-        return normal_store_uri(store_uri)
+        uri = normal_store_uri(store_uri)
+        check_store_uri_parts(uri)
+        return uri
     if store_uri is not None:  # (an engine)
         return store_uri
     return load_runtime_config().store_uri
@@ -1276,7 +1285,7 @@ def delete_run(
         UnknownRunError: The store has no such run.
         RunStillRunningError: An instance of the run is running and ``force`` is False.
     """
-    with transaction(store_uri) as connection:
+    with transaction(store_uri, write=True) as connection:
         run_id, experiment_id = _hold_run(connection, run)
         still_running = None if force else _still_running(connection, run, run_id)
         if still_running:
@@ -1303,15 +1312,13 @@ def _hold_run(connection: Connection, run: str) -> tuple[int, int]:
     """The ids of ``run`` and of its experiment (as :func:`_run_ids`), held by this transaction
     until it ends: no other writer commits between a check of the run and its deletion.
 
-    On SQLite the transaction takes the store's write lock first (``BEGIN IMMEDIATE``; a
-    deferred one reads outside of it until its first write). On PostgreSQL it locks the rows
+    On SQLite the transaction (``write``: :func:`transaction`) holds the store's write lock
+    from its start (``BEGIN IMMEDIATE``). On PostgreSQL it locks the rows
     of the run's instances, then the run's and its experiment's (``FOR UPDATE``), in the order
     a resume's claim takes them (its instance, then the run by the new instance's key): a claim
     or a start of an instance waits for this transaction, or this one for the claim's, and its
     check (a statement of its own, at READ COMMITTED) then sees the claim's instance.
     """
-    if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
     run_id, experiment_id = _run_ids(connection, run)
     if connection.dialect.name == "postgresql":
         instances = _Instance.c.experiment_run_id == run_id
@@ -1683,14 +1690,35 @@ def _connection(store_uri: StoreURI | None) -> Iterator[Connection]:
 
 
 @contextmanager
-def transaction(store_uri: StoreURI | None) -> Iterator[Connection]:
-    """A connection in a transaction, committed at the end unless an error is raised."""
+def transaction(store_uri: StoreURI | None, *, write: bool = False) -> Iterator[Connection]:
+    """A connection in one transaction, committed at the end unless an error is raised.
+
+    Its reads see one snapshot of the store, that of its first read: what another connection
+    commits meanwhile is not seen. On SQLite the transaction is begun before its first
+    statement (the driver, pysqlite, begins none before a SELECT: each read saw the store as
+    it was then); in WAL mode the first read takes the snapshot. On PostgreSQL a reading
+    transaction is REPEATABLE READ (its default, READ COMMITTED, takes a snapshot per
+    statement).
+
+    With ``write``, for a transaction that writes what it read: on SQLite it holds the
+    store's write lock from its start (``BEGIN IMMEDIATE``; the writers of a store take turns,
+    and no commit comes between its reads and its writes; a deferred transaction that read
+    could not write after another's commit, SQLITE_BUSY_SNAPSHOT). On PostgreSQL it is READ
+    COMMITTED, its statements each seeing what was committed before them, with the row locks
+    it takes (:func:`_hold_run`).
+    """
     with _engine(resolve_store_uri(store_uri)) as engine:
         try:
-            with engine.begin() as connection:
-                yield connection
+            with engine.connect() as connection:
+                dialect = connection.dialect.name
+                if dialect == "postgresql" and not write:
+                    connection.execution_options(isolation_level="REPEATABLE READ")
+                with connection.begin():
+                    if dialect == "sqlite":
+                        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+                    yield connection
         except SQLAlchemyError as exc:
-            raise _store_error(engine, "cannot write", exc) from exc
+            raise _store_error(engine, "cannot write" if write else "cannot read", exc) from exc
 
 
 def _store_error(engine: Engine, what: str, exc: SQLAlchemyError) -> StoreError:

@@ -211,6 +211,17 @@ def test_runtime_config_show_effective_environment_wins(tmp_path: Path) -> None:
         assert "from-file" not in result.output
 
 
+def test_runtime_config_show_effective_hides_the_store_password(tmp_path: Path) -> None:
+    """It printed the store URI whole, its password too, where every other message about a
+    store hides it."""
+    uri = "postgresql://me:s3cret@db.example:5432/runs"
+    with in_directory(tmp_path):
+        result = runner(PALAESTRA_STORE_URI=uri).invoke(cli, ["runtime-config-show-effective"])
+    assert result.exit_code == 0, result.output
+    assert "store_uri: postgresql+psycopg://me:***@db.example:5432/runs\n" in result.output
+    assert "s3cret" not in result.output
+
+
 @pytest.mark.parametrize(("flags", "level"), [(["-v"], "INFO"), (["-vv"], "DEBUG")])
 def test_verbose_sets_the_log_level(tmp_path: Path, flags: list[str], level: str) -> None:
     r = runner()

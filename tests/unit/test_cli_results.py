@@ -180,7 +180,11 @@ def test_reading_with_store_uri_none_says_it_records_nothing(uri: str, command: 
 
 
 @pytest.mark.parametrize(
-    "uri", ["postgresql://me:secret@db.example:54x/runs", "postgresql://me@db.example:/runs"]
+    ("uri", "port"),
+    [
+        ("postgresql://me:secret@db.example:54x/runs", "'54x'"),
+        ("postgresql://me@db.example:/runs", "none after the host's colon"),
+    ],
 )
 @pytest.mark.parametrize(
     "command",
@@ -193,17 +197,46 @@ def test_reading_with_store_uri_none_says_it_records_nothing(uri: str, command: 
         ["export", "palaestrai", RUN, "--to", "sqlite:///x.db"],
     ],
 )
-def test_a_store_uri_whose_port_is_no_number_exits_3_naming_it(
-    uri: str, command: list[str]
+def test_a_store_uri_whose_port_is_no_number_exits_2_naming_it(
+    uri: str, port: str, command: list[str]
 ) -> None:
     """SQLAlchemy's parse of such a URI raises a ValueError, not its ArgumentError: these
-    commands failed with its bare traceback (exit 1)."""
+    commands failed with its bare traceback (exit 1), then with exit 3, while the store writer
+    (libpq) took an empty port for the default one and recorded the run. Every command refuses
+    it as it reads the runtime config, the store writer's too."""
     result = invoke(uri, command)
 
-    assert result.exit_code == 3, result.output
-    assert result.stderr.startswith("Error: store postgresql+psycopg://me"), result.stderr
-    assert "not a valid database URL: its port is no number" in result.stderr
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Error: store_uri 'postgresql+psycopg://me"), result.stderr
+    assert f"its port is no number ({port})" in result.stderr
     assert "secret" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["experiment-show", RUN],
+        ["clean", RUN, "--yes"],
+        ["database-create"],
+        ["database-migrate"],
+    ],
+)
+def test_a_sqlite_store_uri_with_a_query_exits_2_saying_how_to_write_it(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A '?' in a SQLite store's path starts the URI's query: ``database-migrate`` on
+    ``sqlite:////tmp/x/q?uery.db`` made the store ``/tmp/x/q`` and exited 0, the readers read
+    that file, and the store writer refused the URI (exit 3)."""
+    uri = f"sqlite:///{tmp_path}/q?uery.db"
+
+    result = invoke(uri, command)
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"Error: store_uri '{uri}': "), result.stderr
+    assert f"the store would be the file {tmp_path}/q" in result.stderr
+    assert f"sqlite:///{tmp_path}/q%3Fuery.db" in result.stderr
+    assert not list(tmp_path.iterdir())  # nothing made
 
 
 def test_an_export_target_whose_port_is_no_number_exits_3_naming_it(store: str) -> None:

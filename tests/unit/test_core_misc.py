@@ -470,12 +470,12 @@ def test_a_home_directory_in_the_runtime_config_is_expanded(
         "/home/alice/out",
     )
     environ = {
-        "PALAESTRA_STORE_URI": "sqlite+pysqlite:///~/y.db?timeout=5",
+        "PALAESTRA_STORE_URI": "sqlite+pysqlite:///~/y.db",
         "PALAESTRA_DATA_PATH": "~",
     }
     config = load_runtime_config(path, environ=environ)
     assert (config.store_uri, config.data_path) == (
-        "sqlite+pysqlite:////home/alice/y.db?timeout=5",
+        "sqlite+pysqlite:////home/alice/y.db",
         "/home/alice",
     )
     kept = "postgresql+psycopg://~user@host/db"  # (not a path)
@@ -496,8 +496,11 @@ def test_a_sqlite_store_that_is_not_a_file_is_refused(in_tmp: Path, store_uri: s
     [
         "sqlite:///palaestra.db",
         "sqlite:////abs/x.db",
-        "sqlite+pysqlite:///x.db?timeout=5",
+        "sqlite+pysqlite:///x.db",
+        "sqlite:///q%3Fuery.db",  # (a file named 'q?uery.db')
         "postgresql+psycopg://user@127.0.0.1:5432/test",
+        "postgresql+psycopg://user@[::1]:5432/test",
+        "postgresql+psycopg://user:p:w/x@127.0.0.1/test",
         "none",
     ],
 )

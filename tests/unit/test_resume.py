@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import msgspec
 import pytest
-from sqlalchemy import event
+from sqlalchemy import delete, event, select, update
 
 from palaestra.core import procfs
 from palaestra.core.description import names
@@ -30,6 +30,7 @@ from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import episode_values
 from palaestra.experiment.resume import NotResumableError, _dumps, _start, load_plan
 from palaestra.store import rows
+from palaestra.store import tables as t
 from palaestra.store import writer as writer_module
 from palaestra.store.completed import completed_episodes, first_stored, training_episodes
 from palaestra.store.engine import make_engine
@@ -388,6 +389,60 @@ def test_a_resumed_instance_stopped_before_its_phase_began_is_resumed_where_it_w
     plan = load_plan(uri, "run-c", None, 5.0)
     assert plan.instance_uid == "c2"
     assert (plan.at.instance_id, plan.at.phase, plan.at.first_episode) == (c2, 0, 3)
+
+
+def test_a_plan_reads_one_snapshot_of_the_store(any_store: str) -> None:
+    """Another connection commits while the resume is planned (here: the episodes of ``c1``
+    are deleted after its run and instance were read, as the run file is loaded): the plan is
+    made from the store as its first read saw it, at episode 3 of phase 0. It read the
+    episodes as they were after the commit, and planned to start the phase over at episode 0
+    (each statement saw the store as it was then)."""
+    c1 = resumes(any_store, [])
+    other = make_engine(any_store)
+    with other.begin() as connection:
+        connection.execute(update(t.experiment_runs).values(document=RUN_C))
+
+    def commit_meanwhile(file: str) -> None:
+        with other.begin() as connection:
+            connection.execute(delete(t.episodes))
+
+    try:
+        plan = load_plan(any_store, "run-c", "c1", 5.0, on_file=commit_meanwhile)
+    finally:
+        other.dispose()
+    assert (plan.at.instance_id, plan.at.phase, plan.at.first_episode) == (c1, 0, 3)
+
+
+def test_a_stale_instance_is_marked_ended_though_another_connection_committed_meanwhile(
+    any_store: str,
+) -> None:
+    """``c1`` is stale (running, its heartbeat of 2024); another run's store writer commits
+    while the resume is planned. The plan is read from one snapshot, and ``c1`` is marked
+    ``error`` after it, in a transaction of its own: on SQLite a transaction that read a
+    snapshot cannot write once another connection has committed (SQLITE_BUSY_SNAPSHOT, at
+    once, whatever the busy timeout)."""
+    c1 = write_phase(any_store, 1, "")
+    other = make_engine(any_store)
+    with other.begin() as connection:
+        connection.execute(update(t.experiment_runs).values(document=RUN_C))
+
+    def commit_meanwhile(file: str) -> None:
+        with other.begin() as connection:
+            connection.execute(update(t.experiments).values(uid="exp-renamed"))
+
+    try:
+        plan = load_plan(any_store, "run-c", None, 5.0, on_file=commit_meanwhile)
+        with other.connect() as connection:
+            status, reason = connection.execute(
+                select(*t.experiment_run_instances.c["status", "reason"]).where(
+                    t.experiment_run_instances.c.id == c1
+                )
+            ).one()
+    finally:
+        other.dispose()
+    assert plan.status == "stale"
+    assert (plan.at.instance_id, plan.at.phase, plan.at.first_episode) == (c1, 0, 3)
+    assert status == "error" and "continued by experiment-resume" in reason
 
 
 def test_a_phase_with_evaluations_resumes_at_its_first_training_episode_not_completed(

@@ -24,6 +24,7 @@ from palaestra.core.errors import InvalidInputError, StoreError
 from palaestra.core.wire import messages as m
 from palaestra.core.wire.records import episode_values
 from palaestra.store import query, rows
+from palaestra.store import tables as t
 from palaestra.store import writer as writer_module
 from palaestra.store.engine import make_engine
 from palaestra.store.schema import METADATA
@@ -860,3 +861,36 @@ def test_sqlite_and_postgresql_delete_the_same(tmp_path: Path, pg_uri: str) -> N
         assert_frame_equal(call(sqlite_uri), call(pg_uri), obj=name)
     assert query.runs(store_uri=pg_uri)["run_uid"].tolist() == ["run-other"]
     assert len(query.muscle_actions("run-other", store_uri=pg_uri)) == 6
+
+
+# --- one transaction, one snapshot of the store ----------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_reads_of_one_transaction_see_one_snapshot_of_the_store(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Another connection commits between two reads of one :func:`rows.transaction`: the
+    second read does not see it. On SQLite each SELECT read the store as it was then (the
+    driver began no transaction before a SELECT), on PostgreSQL each statement (READ
+    COMMITTED): ``experiment-resume``'s plan could mix the store before and after a commit."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    uri = write_store(uri if backend == "sqlite" else request.getfixturevalue("pg_uri"))
+    other = make_engine(uri)
+    runs = select(t.experiment_runs.c.uid).order_by(t.experiment_runs.c.id)
+    try:
+        with rows.transaction(uri) as connection:
+            before = connection.scalars(runs).all()
+            with other.begin() as committing:
+                committing.execute(
+                    update(t.experiment_runs)
+                    .where(t.experiment_runs.c.uid == "run-other")
+                    .values(uid="run-renamed")
+                )
+            after = connection.scalars(runs).all()
+    finally:
+        other.dispose()
+    assert "run-other" in before
+    assert after == before
+    with rows.transaction(uri) as connection:  # (committed: a transaction begun after sees it)
+        assert "run-renamed" in connection.scalars(runs).all()

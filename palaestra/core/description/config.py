@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -214,7 +215,8 @@ def check_store_uri(store_uri: str) -> None:
     """Refuse a store URI that palaestra cannot write: a text that is no URI, a database it
     has no writer for, and a SQLite store that is not a file (one in memory is the store
     writer's alone, and ``sqlite://palaestra.db``, two slashes: a host, not a path, is one
-    too; a run with either finished with exit 0 and its results nowhere).
+    too; a run with either finished with exit 0 and its results nowhere), and one that the
+    store writer and the readers would read otherwise (:func:`check_store_uri_parts`).
 
     Raises:
         RuntimeConfigError: Naming the URI (its password hidden) and what to write instead.
@@ -238,13 +240,19 @@ def check_store_uri(store_uri: str) -> None:
             "'@', which a URI writes as %40 (the password would be cut at its first '@' and "
             "the rest taken for the host)"
         )
-    if base in _POSTGRES:
-        return
-    if base != "sqlite":
+    if base != "sqlite" and base not in _POSTGRES:
         raise RuntimeConfigError(
             f"store_uri {shown!r}: palaestra has no store writer for {scheme!r}; "
             f"expected {STORE_FORMS}"
         )
+    if base == "sqlite":
+        _check_sqlite_file(store_uri, scheme, rest)
+    check_store_uri_parts(store_uri)
+
+
+def _check_sqlite_file(store_uri: str, scheme: str, rest: str) -> None:
+    """Refuse a SQLite store URI that names no file: the store would be in memory."""
+    shown = hide_password(store_uri)
     path = rest[1:] if rest.startswith("/") else None
     if path is None and rest:
         raise RuntimeConfigError(
@@ -259,6 +267,51 @@ def check_store_uri(store_uri: str) -> None:
             f"store_uri {shown!r} is a store in memory, the store writer's alone: the "
             f"results would be lost as the run ends. Name a file (sqlite:///palaestra.db), or "
             f"set store_uri: none to record nothing"
+        )
+
+
+_PORT = re.compile(r"(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::(?P<port>[^/?]*))?")
+"""A URI's part after ``://`` up to its port, as SQLAlchemy's ``make_url`` reads it: a user
+(and password) before the first ``@``, a host (``[...]`` for IPv6) and, after a colon, the
+port."""
+
+
+def check_store_uri_parts(store_uri: str) -> None:
+    """Refuse a store URI that the store writer (the database driver: sqlite3, libpq) and
+    the readers, the migrations and the exports (SQLAlchemy) would read differently: each of
+    them checks a URI with this one rule before it opens a store (:func:`check_store_uri`, for
+    a runtime config, calls it too).
+
+    * A SQLite URI with a query (``?``): SQLAlchemy opened the file before the ``?`` (of
+      ``sqlite:////tmp/q?uery.db``, ``/tmp/q``), dropping what follows; the store writer
+      refused it. A ``?`` of a file's name is written ``%3F``, which both read as ``?``.
+    * A port that is no number, or none after the host's colon (``db:/runs``): libpq took the
+      latter for the default port, SQLAlchemy refused both.
+
+    Raises:
+        RuntimeConfigError: Naming the URI (its password hidden) and how to write it.
+    """
+    uri = normal_store_uri(store_uri)
+    scheme, _, rest = uri.partition("://")
+    shown = hide_password(uri)
+    if scheme.partition("+")[0] == "sqlite":
+        path, query, _ = rest.partition("?")
+        if query:
+            written = hide_password(uri.replace("?", "%3F"))
+            raise RuntimeConfigError(
+                f"store_uri {shown!r}: a SQLite store's URI takes no query (what follows "
+                f"its '?'): the store would be the file {path[1:] or ':memory:'} for the "
+                f"readers, and the store writer refuses it. Write the file's name alone, a '?' "
+                f"in it as %3F: {written}"
+            )
+        return
+    found = _PORT.match(rest)
+    port = found["port"] if found else None
+    if port is not None and not (port.isascii() and port.isdigit()):
+        said = repr(port) if port else "none after the host's colon"
+        raise RuntimeConfigError(
+            f"store_uri {shown!r}: its port is no number ({said}); write the port's number "
+            "after the host's colon (db.example:5432), or neither for the default port"
         )
 
 
