@@ -192,7 +192,8 @@ def test_phases_inherit_what_they_do_not_set() -> None:
     assert evaluate.simulation == train.simulation
     assert warmup.config == PhaseConfig(mode="train", worker=1, episodes=3, evaluate_every=2)
     assert train.config == PhaseConfig(mode="train", worker=4, episodes=3, evaluate_every=2)
-    assert evaluate.config == PhaseConfig(mode="test", worker=4, episodes=1, evaluate_every=2)
+    # (but a test phase plays only the evaluations it sets itself)
+    assert evaluate.config == PhaseConfig(mode="test", worker=4, episodes=1, evaluate_every=0)
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yml")), ids=lambda p: p.name)
