@@ -44,6 +44,11 @@ def seconds(value: float | None) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
+def counted(count: int, name: str) -> str:
+    """``1 episode``, ``2 episodes``."""
+    return f"{count} {name}" if count == 1 else f"{count} {name}s"
+
+
 def printable(text: str) -> str:
     """A text of the store that a plug-in may have written (a run's reason, a failed reload's
     traceback) as it is safe to print on a terminal: each control character but newline and

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from palaestra.cli.formatting import number, seconds
+from palaestra.cli.formatting import counted, number, seconds
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -128,7 +128,7 @@ class PhaseTally:
     def rollouts(self) -> str:
         """`` (+2 evaluations)`` after the episodes, as ``experiment-show`` says it; empty
         without any."""
-        return f" (+{self.evaluations} evaluations)" if self.evaluations else ""
+        return f" (+{counted(self.evaluations, 'evaluation')})" if self.evaluations else ""
 
     @property
     def label(self) -> str:
@@ -236,10 +236,11 @@ class PlainWatcher(Watcher):
     def phase_started(self, phase: PhaseTally) -> None:
         per_worker = phase.planned // max(phase.workers, 1)
         self._next[phase.index] = _every(phase.planned)
-        shape = f"{per_worker} x {phase.workers} workers"
+        shape = f"{per_worker} x {counted(phase.workers, 'worker')}"
         if phase.games > 1:  # (each game plays what a worker plays)
-            shape = f"{per_worker} x {phase.workers // phase.games} workers x {phase.games} games"
-        self._line(f"{phase.label} started: {phase.planned} episodes ({shape})")
+            workers = counted(phase.workers // phase.games, "worker")
+            shape = f"{per_worker} x {workers} x {phase.games} games"
+        self._line(f"{phase.label} started: {counted(phase.planned, 'episode')} ({shape})")
 
     def episode_ended(self, phase: PhaseTally) -> None:
         due = self._next.get(phase.index, 1)

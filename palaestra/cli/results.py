@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from palaestra.cli.common import State, utf8_stdout, written_whole
-from palaestra.cli.formatting import number, printable, seconds
+from palaestra.cli.formatting import counted, number, printable, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
 
@@ -285,7 +285,7 @@ def _phases_table(phases: Rows) -> Table:
             row["mode"],
             str(row["workers"]),
             f"{row['episodes_done']}/{row['episodes'] * row['workers']}"
-            + (f" (+{row['evaluations']} evaluations)" if row["evaluations"] else ""),
+            + (f" (+{counted(row['evaluations'], 'evaluation')})" if row["evaluations"] else ""),
             _status(row["status"]),
             seconds(row["duration_s"]),
         )
@@ -584,15 +584,13 @@ def clean(state: State, runs: tuple[str, ...], yes: bool, force: bool) -> None:
     for found in dumps.values():
         for directory, files in found:
             if files:
-                click.echo(
-                    f"and from the disk: {_counted(len(files), 'dump file')} in {directory}"
-                )
+                click.echo(f"and from the disk: {counted(len(files), 'dump file')} in {directory}")
     if not yes:
         click.confirm("Delete?", abort=True)
     for content in contents:
         deleted = rows.delete_run(content["run"], store_uri=uri, force=force)
         count = _remove_dumps(dumps[content["run"]], content["instances"])
-        removed = f" and {_counted(count, 'dump file')}" if count else ""
+        removed = f" and {counted(count, 'dump file')}" if count else ""
         click.echo(f"Deleted run '{content['run']}' ({sum(deleted.values())} rows{removed}).")
 
 
@@ -662,12 +660,12 @@ def _cleaned_lines(contents: list[Row]) -> list[str]:
     lines = []
     for content in contents:
         counts = ", ".join(
-            _counted(content[table], name)
+            counted(content[table], name)
             for table, name in CLEANED
             if content[table] or table == "experiment_run_instances"
         )
         running = content["running"]
-        note = f"; {_counted(running, 'instance')} still marked running" if running else ""
+        note = f"; {counted(running, 'instance')} still marked running" if running else ""
         lines.append(f"  run '{content['run']}': {counts}{note}")
     cleaned = Counter(content["experiment"] for content in contents)
     for content in contents:
@@ -675,10 +673,6 @@ def _cleaned_lines(contents: list[Row]) -> list[str]:
         if cleaned.pop(experiment, 0) == content["runs_of_experiment"]:
             lines.append(f"  experiment '{experiment}' (no runs left)")
     return lines
-
-
-def _counted(count: int, name: str) -> str:
-    return f"{count} {name}" if count == 1 else f"{count} {name}s"
 
 
 # --- formatting ------------------------------------------------------------------------------

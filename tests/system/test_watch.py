@@ -34,7 +34,7 @@ def test_a_piped_run_says_where_its_results_are_and_clean_removes_its_dump_files
     lines = out.splitlines()
     for index, name, mode in ((0, "phase_0", "train"), (1, "phase_1", "test")):
         phase = f"phase {index} '{name}' ({mode})"
-        assert f"{phase} started: 3 episodes (3 x 1 workers)" in lines
+        assert f"{phase} started: 3 episodes (3 x 1 worker)" in lines
         assert [line.split(", ")[0] for line in lines if line.startswith(f"{phase}: ")] == [
             f"{phase}: 1/3 episodes",
             f"{phase}: 2/3 episodes",

@@ -72,7 +72,7 @@ def test_a_phase_of_several_games_per_worker_says_so() -> None:
     watcher.phase_begins(0)
 
     assert out.getvalue().splitlines()[0] == (
-        "phase 0 'p0' (train) started: 400 episodes (100 x 1 workers x 4 games)"
+        "phase 0 'p0' (train) started: 400 episodes (100 x 1 worker x 4 games)"
     )
 
 
@@ -95,7 +95,7 @@ def test_plain_lines_per_phase_and_a_tenth_of_its_episodes() -> None:
     # 50 episodes per worker of 1 s each, 2 workers side by side: 1000 steps in 50 s
     assert lines.index(
         "phase 0 'p0' (train) ended: 100/100 episodes, 1000 steps in 50.0 s (20.00 steps/s)"
-    ) < lines.index("phase 1 'p1' (test) started: 3 episodes (3 x 1 workers)")
+    ) < lines.index("phase 1 'p1' (test) started: 3 episodes (3 x 1 worker)")
     assert "phase 1 'p1' (test) ended: 3/3 episodes, 30 steps in 3.0 s (10.00 steps/s)" in lines
     last = progress[-1]
     assert last.startswith("phase 0 'p0' (train): 90/100 episodes")
@@ -204,7 +204,7 @@ def test_a_run_without_episodes_prints_no_summary() -> None:
         assert watcher is not None
         watcher.phase_begins(0)
     assert out.getvalue().splitlines() == [
-        "phase 0 'p0' (train) started: 2 episodes (2 x 1 workers)",
+        "phase 0 'p0' (train) started: 2 episodes (2 x 1 worker)",
         "phase 0 'p0' (train) ended: 0/2 episodes, 0 steps in - (- steps/s)",
     ]
 
