@@ -278,8 +278,11 @@ def _dumped_until(
 def _dumps(
     connection: Connection, instance_id: int, run: RunSpec, phase_index: int, first: int
 ) -> dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] | None:
-    """Per agent, the dumps its Brain starts from at episode ``first`` of the phase; None
-    (look them up as a fresh phase does) at the phase's start."""
+    """Per agent, the dumps of the phase its Brain starts from at episode ``first``; None
+    (look them up as a fresh phase does) at the phase's start. An agent whose Brain stored no
+    dump in the phase (a test phase's Brain that learns nothing, one that dumps only once it
+    learned) is left out: it starts from what the phase started from, the phase before's
+    dumps (or its ``load:``), as the run's start of the phase finds them."""
     spec = run.phases[phase_index]
     if first == 0 or _recorded_phase(connection, instance_id, phase_index) is None:
         return None
@@ -291,7 +294,6 @@ def _dumps(
         )
         where = f"agent '{agent.name}' in phase {phase_index} of the interrupted instance"
         if not chosen:
-            found[agent.name] = (None, {}, where)
             continue
         loaded = {
             "run": run.uid,
