@@ -42,7 +42,12 @@ from palaestra.core.texts import path_on_disk
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
-from palaestra.store.completed import completed_episodes, first_stored, training_episodes
+from palaestra.store.completed import (
+    completed_episodes,
+    first_stored,
+    is_rollout,
+    training_episodes,
+)
 from palaestra.store.continued import RESUMABLE, already_resumed, continuing
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import local_executor, resumed_chain, shown_status
@@ -226,7 +231,10 @@ def _planned(connection: Connection, instance_id: int) -> int:
 def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
     """The phase index and first episode to resume at: the instance's last phase at the first
     episode some worker did not complete (counted in training episodes, as a phase's
-    ``first_episode``: evaluation rollouts are not); the next phase if that one finished."""
+    ``first_episode``: evaluation rollouts are not; where that episode is an evaluation
+    rollout, at the training episode before it, which the rollout follows: a resumed phase
+    plays its evaluations after training episodes only); the next phase if that one
+    finished."""
     phase = connection.execute(
         select(
             t.experiment_run_phases.c.id,
@@ -248,7 +256,10 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
         while (phase.number, worker, episode) in done:
             episode += 1
         reached.append(episode)
-    return phase.number, training_episodes(phase.config, min(reached))
+    stored = min(reached)
+    if is_rollout(phase.config, stored):  # (not completed: it follows its last training episode)
+        stored -= 1
+    return phase.number, training_episodes(phase.config, stored)
 
 
 def _dumped_until(
