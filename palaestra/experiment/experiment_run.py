@@ -105,8 +105,9 @@ class ResumeAt:
     first_episode: int
     """The first episode of that phase it plays (every worker did the ones before)."""
     dumps: dict[str, _Dumps] | None
-    """Per agent, the dumps its Brain starts from in that phase (as :meth:`_find_dump`);
-    None: those a fresh start of the phase finds."""
+    """Per agent, the dumps of that phase its Brain starts from (as :meth:`_find_dump`); an
+    agent left out (all of them, where None) starts from those a fresh start of the phase
+    finds, as the interrupted phase did: its Brain stored no dump in it before it stopped."""
 
 
 class ExperimentRun(Component):
@@ -282,12 +283,14 @@ class ExperimentRun(Component):
     async def _start_phase(self, spec: PhaseSpec) -> _Phase:
         """Record the phase, start its processes and wire them: environments first (agents
         are set up with the spaces they report), then the controllers, then the agents."""
-        dumps = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
-        if dumps is None:
-            dumps = {a.name: await self._find_dump(spec, a) for a in spec.agents}
+        resumed = self.resume.dumps if self.resume and self.resume.phase == spec.index else None
+        resumed = resumed or {}
+        dumps = {
+            a.name: resumed.get(a.name) or await self._find_dump(spec, a) for a in spec.agents
+        }
         replays = {
             a.name: []
-            if self._pretrained(spec, a.name, dumps)
+            if self._pretrained(spec, a.name, resumed)
             else await recorded_steps(self._store, self.run, spec, a, self.instance_uid)
             for a in spec.agents
         }
@@ -417,11 +420,11 @@ class ExperimentRun(Component):
         await self._store(m.StoreFlush(producers=producers))
         await self._store(m.StorePhaseEnd(phase_id=phase.ids["phase"], status="finished"))
 
-    def _pretrained(self, spec: PhaseSpec, agent: str, dumps: dict[str, _Dumps]) -> bool:
-        """Whether the agent's Brain starts the phase from a dump of that phase (a resumed
-        phase, after its first episode), which holds its pre-training (``replay``): it is not
-        pre-trained again, as the uninterrupted run pre-trains it once."""
-        if self._first_episode(spec) == 0 or not dumps[agent][1]:
+    def _pretrained(self, spec: PhaseSpec, agent: str, resumed: dict[str, _Dumps]) -> bool:
+        """Whether the agent's Brain starts the phase from a dump of that phase (``resumed``:
+        a resumed phase's, after its first episode), which holds its pre-training
+        (``replay``): it is not pre-trained again, as the uninterrupted run pre-trains it once."""
+        if self._first_episode(spec) == 0 or agent not in resumed:
             return False
         LOG.info(
             "agent '%s' in phase %d is not pre-trained again: it resumes at episode %d from "

@@ -42,7 +42,12 @@ from palaestra.core.texts import path_on_disk
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
-from palaestra.store.completed import completed_episodes, first_stored, training_episodes
+from palaestra.store.completed import (
+    completed_episodes,
+    first_stored,
+    is_rollout,
+    training_episodes,
+)
 from palaestra.store.continued import RESUMABLE, already_resumed, continuing
 from palaestra.store.direct import mark_run_end
 from palaestra.store.rows import local_executor, resumed_chain, shown_status
@@ -226,7 +231,10 @@ def _planned(connection: Connection, instance_id: int) -> int:
 def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
     """The phase index and first episode to resume at: the instance's last phase at the first
     episode some worker did not complete (counted in training episodes, as a phase's
-    ``first_episode``: evaluation rollouts are not); the next phase if that one finished."""
+    ``first_episode``: evaluation rollouts are not; where that episode is an evaluation
+    rollout, at the training episode before it, which the rollout follows: a resumed phase
+    plays its evaluations after training episodes only); the next phase if that one
+    finished."""
     phase = connection.execute(
         select(
             t.experiment_run_phases.c.id,
@@ -248,7 +256,10 @@ def _start(connection: Connection, instance_id: int) -> tuple[int, int]:
         while (phase.number, worker, episode) in done:
             episode += 1
         reached.append(episode)
-    return phase.number, training_episodes(phase.config, min(reached))
+    stored = min(reached)
+    if is_rollout(phase.config, stored):  # (not completed: it follows its last training episode)
+        stored -= 1
+    return phase.number, training_episodes(phase.config, stored)
 
 
 def _dumped_until(
@@ -278,8 +289,11 @@ def _dumped_until(
 def _dumps(
     connection: Connection, instance_id: int, run: RunSpec, phase_index: int, first: int
 ) -> dict[str, tuple[dict[str, Any] | None, dict[str, bytes], str]] | None:
-    """Per agent, the dumps its Brain starts from at episode ``first`` of the phase; None
-    (look them up as a fresh phase does) at the phase's start."""
+    """Per agent, the dumps of the phase its Brain starts from at episode ``first``; None
+    (look them up as a fresh phase does) at the phase's start. An agent whose Brain stored no
+    dump in the phase (a test phase's Brain that learns nothing, one that dumps only once it
+    learned) is left out: it starts from what the phase started from, the phase before's
+    dumps (or its ``load:``), as the run's start of the phase finds them."""
     spec = run.phases[phase_index]
     if first == 0 or _recorded_phase(connection, instance_id, phase_index) is None:
         return None
@@ -291,7 +305,6 @@ def _dumps(
         )
         where = f"agent '{agent.name}' in phase {phase_index} of the interrupted instance"
         if not chosen:
-            found[agent.name] = (None, {}, where)
             continue
         loaded = {
             "run": run.uid,

@@ -59,6 +59,20 @@ class PretrainedTotalBrain(TotalBrain):
         self.total += 7
 
 
+class TrainDumpTotalBrain(TotalBrain):
+    """A :class:`TotalBrain` that learns and stores its dump in train phases only: in a test
+    phase it answers with its total as loaded and stores nothing."""
+
+    def thinking(self, muscle_id: str, data_from_muscle: Any) -> Any:
+        if self.mode == "train":
+            return super().thinking(muscle_id, data_from_muscle)
+        return self.total
+
+    def store(self) -> None:
+        if self.mode == "train":
+            super().store()
+
+
 class FailOnceMuscle(TotalMuscle):
     """A :class:`TotalMuscle` that fails its ``after``-th step while the file ``flag`` exists."""
 

@@ -327,14 +327,13 @@ run_config:
 """
 
 
-def test_a_pre_trained_phase_resumed_after_a_failure_is_not_pre_trained_again(
-    tmp_path: Path,
-) -> None:
-    """Its Brain resumes from its dump, which holds its pre-training; pre-trained again, the
-    resumed run's actions differed from the uninterrupted run's (and it finished, exit 0)."""
+def uninterrupted_and_resumed(tmp_path: Path, template: str, run: str, at: str) -> list[Workspace]:
+    """``template`` (its ``FLAG``: a file whose presence fails a FailOnceMuscle once) run
+    uninterrupted, and run failing once and resumed ``at`` (``phase P, episode E``): the two
+    workspaces."""
     flag = tmp_path / "fail"
-    text = PRETRAINED.replace("FLAG", str(flag))
-    views = []
+    text = template.replace("FLAG", str(flag))
+    spaces = []
     for name, failing in (("uninterrupted", False), ("resumed", True)):
         ws = Workspace(tmp_path / name)
         ws.path.mkdir()
@@ -345,13 +344,25 @@ def test_a_pre_trained_phase_resumed_after_a_failure_is_not_pre_trained_again(
             assert failed.returncode == 1, failed.stderr[-3000:]
             assert "failing once" in failed.stderr
             flag.unlink()
-            resumed = ws.run("experiment-resume", "pretrained-run")
+            resumed = ws.run("experiment-resume", run)
             assert resumed.returncode == 0, resumed.stderr[-3000:]
-            assert "at phase 1, episode 6" in resumed.stderr, resumed.stderr[-3000:]
+            assert f"at {at}" in resumed.stderr, resumed.stderr[-3000:]
         else:
             done = ws.run("experiment-start", "-q", "run.yml")
             assert done.returncode == 0, done.stderr[-3000:]
-        views.append(list(rows.muscle_actions("pretrained-run", store_uri=ws.store_uri)))
+        spaces.append(ws)
+    return spaces
+
+
+def test_a_pre_trained_phase_resumed_after_a_failure_is_not_pre_trained_again(
+    tmp_path: Path,
+) -> None:
+    """Its Brain resumes from its dump, which holds its pre-training; pre-trained again, the
+    resumed run's actions differed from the uninterrupted run's (and it finished, exit 0)."""
+    spaces = uninterrupted_and_resumed(
+        tmp_path, PRETRAINED, "pretrained-run", "phase 1, episode 6"
+    )
+    views = [list(rows.muscle_actions("pretrained-run", store_uri=ws.store_uri)) for ws in spaces]
     assert len(views[1]) == len(views[0]) == 170
     assert views[1] == views[0], first_difference(views[1], views[0])
 
@@ -415,3 +426,35 @@ def test_a_run_started_by_a_relative_path_resumes_from_another_directory(tmp_pat
     with sqlite3.connect(started.store) as conn:
         (file,) = conn.execute("select file from experiment_runs").fetchone()
     assert file == str(started.path / "run.yml")
+
+
+AGAIN = PRETRAINED[PRETRAINED.index("  - again:") : PRETRAINED.index("run_config:")]
+UNDUMPED = PRETRAINED.replace("pretrained-run", "undumped-run").replace(
+    AGAIN,
+    AGAIN.replace("  - again:", "  - check:")
+    .replace("PretrainedTotalBrain", "TrainDumpTotalBrain")
+    .replace("after: 65", "after: 25")
+    .replace("          replay: [{phase: 0}]\n", "")
+    .replace("{mode: train, episodes: 12}", "{mode: test, episodes: 4}"),
+)
+"""PRETRAINED's train phase, then a test phase of a Brain that stores no dump there, failing
+in its third episode."""
+
+
+def test_a_resumed_phase_whose_brain_has_not_dumped_in_it_starts_from_the_phase_before(
+    tmp_path: Path,
+) -> None:
+    """A test phase whose Brain stores no dump there (it learns nothing), stopped after two
+    episodes: resumed, its Brain and Muscles started from nothing, not from the train phase's
+    dumps the phase had started from, and acted untrained (finished, exit 0). They start from
+    the dumps the interrupted phase started from."""
+    spaces = uninterrupted_and_resumed(tmp_path, UNDUMPED, "undumped-run", "phase 1, episode 2")
+    views = [list(rows.muscle_actions("undumped-run", store_uri=ws.store_uri)) for ws in spaces]
+    with sqlite3.connect(spaces[1].store) as conn:
+        (loaded,) = conn.execute(
+            "select a.loaded_from from agents a join experiment_run_phases p "
+            'on a.experiment_run_phase_id = p.id where p."index" = 1 order by a.id desc limit 1'
+        ).fetchone()
+    assert len(views[1]) == len(views[0]) == 90
+    assert views[1] == views[0], first_difference(views[1], views[0])
+    assert loaded is not None and json.loads(loaded)["phase"] == 0, loaded

@@ -738,3 +738,18 @@ def test_an_instance_resumed_already_is_refused_naming_the_newest_instance_conti
         load_plan(uri, "run-c", "c1", 5.0)
     assert str(raised.value) == f"experiment-resume: instance c1 of run 'run-c' {said}"
     assert raised.value.exit_code == 2
+
+
+def test_a_phase_stopped_in_an_evaluation_rollout_resumes_before_it_and_plays_it(
+    tmp_path: Path,
+) -> None:
+    """With ``evaluate_every: 1``, stored episodes 0 and 2 are training episodes, 1 and 3
+    evaluation rollouts: 0 to 2 completed, the rollout stored as 3 did not. The resume started
+    at training episode 2 (stored 4), after evaluation 1, which was never played: its episode
+    was missing from the run's view and its result from the run's condition (exit 0). It
+    starts at the training episode before the rollout (1, stored 2), whose end its Brain's
+    dump holds, and plays the rollout after it as the uninterrupted run did."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    instance = write_phase(uri, 1, "", {"worker": 1, "evaluate_every": 1})
+    with transaction(uri) as connection:
+        assert _start(connection, instance) == (0, 1)
