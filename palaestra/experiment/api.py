@@ -40,6 +40,7 @@ from palaestra.core.description.config import taken
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, InvalidInputError, RunFileError
+from palaestra.core.supervision import interrupts
 from palaestra.experiment.executor import RunOutcome, writable_data_path
 from palaestra.experiment.overrides import (
     Override,
@@ -182,7 +183,8 @@ def run(
 
     settings = _settings(config, store_uri, quiet)
     ((spec, point),) = prepare_runs(run_file, [_plain(dict(overrides or {}))], settings)
-    (outcome,) = run_all([spec], settings)
+    with interrupts.forgotten_after():  # (its result says cancelled: the caller lives on)
+        (outcome,) = run_all([spec], settings)
     return result_of(outcome, spec, point, settings.store_uri)
 
 
@@ -242,10 +244,11 @@ def sweep(
         from palaestra.experiment.ray_cluster import session
         from palaestra.experiment.ray_sweep import run_all_on_ray
 
-        with session(settings) as ray:
+        with session(settings) as ray, interrupts.forgotten_after():
             outcomes = run_all_on_ray(ray, specs, settings, parallel=parallel)
     else:
-        outcomes = run_all(specs, settings, parallel=parallel)
+        with interrupts.forgotten_after():  # (their results say cancelled)
+            outcomes = run_all(specs, settings, parallel=parallel)
     return [
         result_of(outcome, spec, point, settings.store_uri)
         for (spec, point), outcome in zip(prepared, outcomes, strict=True)

@@ -174,6 +174,33 @@ def test_sweep_from_python_returns_the_results_in_grid_order(tmp_path: Path) -> 
         assert len(result.muscle_actions()) == _agent_steps(_document(), max_iter=3)
 
 
+def test_a_run_after_one_interrupted_by_ctrl_c_runs(tmp_path: Path) -> None:
+    """A notebook's interrupt stops its run (cancelled); the next ``palaestra.run`` in the same
+    kernel raised ``KeyboardInterrupt`` at once, checking its run file, as every later one
+    did: the interrupt stayed recorded in the calling process. It runs."""
+    interrupted = _document()
+    environment = interrupted["schedule"][0]["phase_0"]["environments"][0]["environment"]
+    environment.update(name="strays:InterruptingEnvironment", params={"max_iter": 100000})
+    found = _script(
+        tmp_path,
+        f"""
+        import json, os, signal, sys
+        sys.path.insert(0, {str(PLUGINS)!r})
+        import palaestra
+
+        os.environ["INTERRUPT_PID"] = str(os.getpid())
+        first = palaestra.run({interrupted!r})
+        try:
+            second = palaestra.run({str(_run_file(tmp_path))!r})
+        except KeyboardInterrupt:
+            print(json.dumps("the second run raised KeyboardInterrupt"))
+            raise SystemExit(0)
+        print(json.dumps([[r.status, r.exit_code, r.reason] for r in (first, second)]))
+        """,
+    )
+    assert found == [["cancelled", 130, "interrupted by SIGINT"], ["finished", 0, ""]]
+
+
 def _beside_the_run_file(tmp_path: Path, module: str) -> None:
     """``experiments/run.yml`` (the dummy run's first phase) whose defender's Brain is
     ``module:BesideBrain``, a module in ``experiments/`` beside it."""
