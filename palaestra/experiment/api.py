@@ -26,10 +26,14 @@ executing runs cleanly and starts no more: their results say ``cancelled``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
+import importlib.machinery
 import io
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +44,7 @@ from palaestra.core.description.config import taken
 from palaestra.core.description.import_path import add_plugin_dirs
 from palaestra.core.description.specs import RunSpec
 from palaestra.core.errors import EXIT_OK, InvalidInputError, RunFileError
+from palaestra.core.supervision import interrupts
 from palaestra.experiment.executor import RunOutcome, writable_data_path
 from palaestra.experiment.overrides import (
     Override,
@@ -181,8 +186,10 @@ def run(
     from palaestra.experiment.sweep import run_all
 
     settings = _settings(config, store_uri, quiet)
-    ((spec, point),) = prepare_runs(run_file, [_plain(dict(overrides or {}))], settings)
-    (outcome,) = run_all([spec], settings)
+    with _imported_anew(run_file):
+        ((spec, point),) = prepare_runs(run_file, [_plain(dict(overrides or {}))], settings)
+        with interrupts.forgotten_after():  # (its result says cancelled: the caller lives on)
+            (outcome,) = run_all([spec], settings)
     return result_of(outcome, spec, point, settings.store_uri)
 
 
@@ -217,7 +224,6 @@ def sweep(
             values; before any run starts.
     """
     from palaestra.experiment.ray_cluster import check_backend
-    from palaestra.experiment.sweep import run_all
 
     if parallel < 1:
         raise InvalidInputError(f"parallel must be 1 or more, got {parallel}.")
@@ -235,21 +241,73 @@ def sweep(
         )
     settings = _settings(config, store_uri, quiet)
     check_backend(settings)  # backend: ray: the extra and a shared store, before anything
-    axes = [Override(path, tuple(values)) for path, values in (grid or {}).items()]
+    with _imported_anew(run_file):
+        outcomes, prepared = _swept(run_file, seeds, grid, parallel, settings)
+    return [
+        result_of(outcome, spec, point, settings.store_uri)
+        for (spec, point), outcome in zip(prepared, outcomes, strict=True)
+    ]
+
+
+def _swept(
+    run_file: RunSource,
+    seeds: Iterable[int],
+    grid: Mapping[str, Sequence[Any]],
+    parallel: int,
+    settings: RuntimeConfig,
+) -> tuple[list[RunOutcome], list[tuple[RunSpec, dict[str, Any]]]]:
+    """The sweep's runs checked, then executed: their outcomes, and their specs and overrides,
+    in grid order."""
+    from palaestra.experiment.sweep import run_all
+
+    axes = [Override(path, tuple(values)) for path, values in grid.items()]
     prepared = prepare_runs(run_file, expand_grid(tuple(_plain(list(seeds))), axes), settings)
     specs = [spec for spec, _ in prepared]
     if settings.backend == "ray":
         from palaestra.experiment.ray_cluster import session
         from palaestra.experiment.ray_sweep import run_all_on_ray
 
-        with session(settings) as ray:
-            outcomes = run_all_on_ray(ray, specs, settings, parallel=parallel)
-    else:
-        outcomes = run_all(specs, settings, parallel=parallel)
-    return [
-        result_of(outcome, spec, point, settings.store_uri)
-        for (spec, point), outcome in zip(prepared, outcomes, strict=True)
-    ]
+        with session(settings) as ray, interrupts.forgotten_after():
+            return run_all_on_ray(ray, specs, settings, parallel=parallel), prepared
+    with interrupts.forgotten_after():  # (their results say cancelled)
+        return run_all(specs, settings, parallel=parallel), prepared
+
+
+@contextlib.contextmanager
+def _imported_anew(run_file: RunSource) -> Iterator[None]:
+    """Around a call of :func:`run` or :func:`sweep`: the modules it imports from the
+    directories of plug-ins (the run file's, the working directory: see
+    :func:`~palaestra.core.description.import_path.add_plugin_dirs`) are forgotten as it
+    returns, and the next call imports them anew. The calling process lives on (a REPL, a
+    notebook's kernel) while its user edits them: kept, a later run file's check read them as
+    first imported (a class added since refused as missing), and an executor forked from the
+    caller ran that code, not the file's. Those it was given imported stay."""
+    dirs = {os.path.realpath(path) for path in _plugin_dirs(run_file)}
+    before = set(sys.modules)
+    importlib.invalidate_caches()  # (a module file new since the last call is found)
+    try:
+        yield
+    finally:
+        for name in set(sys.modules) - before:
+            if _found_in(name, dirs):
+                del sys.modules[name]
+
+
+def _found_in(name: str, dirs: set[str]) -> bool:
+    """Whether module ``name`` is a plug-in's in Python: its top-level module or package lies
+    in one of ``dirs``, and neither is it palaestra's own (run from its checkout) nor an
+    extension module (which Python cannot import anew)."""
+    top = name.partition(".")[0]
+    spec = getattr(sys.modules.get(top), "__spec__", None)
+    own = getattr(sys.modules.get(name), "__spec__", None)
+    if spec is None or top == __name__.partition(".")[0]:
+        return False
+    if own is not None and isinstance(own.loader, importlib.machinery.ExtensionFileLoader):
+        return False
+    places = list(spec.submodule_search_locations or ())  # a package: its directories
+    if not places and spec.origin:
+        places = [spec.origin]
+    return any(os.path.dirname(os.path.realpath(place)) in dirs for place in places)
 
 
 def prepare_runs(
@@ -358,8 +416,8 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
     """The run as written: from its file, or from a dict written out as YAML."""
     from palaestra.experiment.runfile import load_run_file, load_run_text
 
+    _plugin_dirs(run_file)
     if isinstance(run_file, Mapping):
-        add_plugin_dirs([])  # the working directory, as for a file
         out = io.StringIO()
         YAML(typ="safe", pure=True).dump(_plain(run_file), out)
         return load_run_text(
@@ -368,10 +426,16 @@ def _load(run_file: RunSource, config: RuntimeConfig) -> RunSpec:
             probe_timeout=config.probe_timeout,
             start_method=config.start_method,
         )
-    add_plugin_dirs([os.fspath(run_file)])  # as experiment-start: beside it, then the cwd
     return load_run_file(
         run_file, probe_timeout=config.probe_timeout, start_method=config.start_method
     )
+
+
+def _plugin_dirs(run_file: RunSource) -> list[str]:
+    """Put the directories plug-ins are imported from on the import path, as
+    ``experiment-start`` does (beside the run file, then the working directory; a dict's: the
+    working directory), and return them."""
+    return add_plugin_dirs([] if isinstance(run_file, Mapping) else [os.fspath(run_file)])
 
 
 def _plain(value: Any) -> Any:

@@ -9,7 +9,8 @@ filter takes one value or a list of values, and ``phase`` takes indexes (int) or
 
 The SQL lives in :mod:`palaestra.store.rows`, which returns the same rows as plain dicts (no
 pandas needed). DataFrames are the same on SQLite and PostgreSQL: timestamps
-``datetime64[us, UTC]``, JSON columns as Python dicts, counts as ints; infinities and NaN are
+``datetime64[us, UTC]``, JSON columns as Python dicts, counts as ints (a frame without rows
+too: its columns have the dtypes they have with rows); infinities and NaN are
 floats (the store's JSON holds them as the strings ``"inf"``, ``"-inf"`` and ``"nan"``; see
 :mod:`palaestra.core.nonfinite`). The store is opened read-only, so one on read-only media can
 be read. An unknown run raises :class:`UnknownRunError` (a :class:`LookupError`) naming the
@@ -26,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import inspect
 from collections.abc import Callable
@@ -62,8 +64,31 @@ PANDAS_MISSING = "palaestra.store.query needs pandas: pip install 'palaestra[pan
 P = ParamSpec("P")
 
 
-def to_frame(found: Rows) -> pd.DataFrame:
-    """A DataFrame of rows from :mod:`palaestra.store.rows`, with their columns in order.
+_NUMBERS = (
+    "phase worker episode step steps episodes phases workers runs instances id "
+    "from_episode from_step to_episode to_step"
+)
+_TEXTS = (
+    "phase_name mode agent environment name status run_uid experiment_uid instance_uid reason "
+    "palaestra_version code_revision brain muscle tag path source key module"
+)
+_TIMES = "created_at started_at finished_at ended_at at"
+SAMPLES: dict[str, object] = (
+    dict.fromkeys(_NUMBERS.split(), 0)
+    | dict.fromkeys(["reward", "objective", "duration_s"], 0.0)
+    | dict.fromkeys(["done", "evaluation", "ok"], False)
+    | dict.fromkeys(_TEXTS.split(), "")
+    | dict.fromkeys(_TIMES.split(), dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+)
+"""A value of each column that has a type, by name (the others: JSON values, or None): a frame
+without rows gets the dtypes pandas gives these, as it gives a frame's rows; else each of its
+columns is ``object``, and so becomes the column of a frame it is concatenated with."""
+
+
+def to_frame(found: Rows, samples: dict[str, object] | None = None) -> pd.DataFrame:
+    """A DataFrame of rows from :mod:`palaestra.store.rows`, with their columns in order; one
+    without rows has the dtypes one with rows has (``samples``: a value of a column whose name
+    means another type in this table than in :data:`SAMPLES`).
 
     Raises:
         ImportError: pandas is not installed.
@@ -72,16 +97,22 @@ def to_frame(found: Rows) -> pd.DataFrame:
         import pandas as pd
     except ImportError as exc:
         raise ImportError(PANDAS_MISSING) from exc
-    return pd.DataFrame.from_records(list(found), columns=list(found.columns))
+    columns = list(found.columns)
+    if found:
+        return pd.DataFrame.from_records(list(found), columns=columns)
+    typed = SAMPLES | (samples or {})
+    sample = {column: typed.get(column) for column in columns}
+    return pd.DataFrame.from_records([sample], columns=columns).iloc[:0]
 
 
-def framed(reader: Callable[P, Rows]) -> Callable[P, pd.DataFrame]:
+def framed(reader: Callable[P, Rows], **samples: object) -> Callable[P, pd.DataFrame]:
     """The reader of :mod:`palaestra.store.rows` that returns its rows as a DataFrame: the same
-    arguments, the same documentation (one signature per table, not a copy here)."""
+    arguments, the same documentation (one signature per table, not a copy here); ``samples``
+    as for :func:`to_frame`."""
 
     @functools.wraps(reader)
     def frame(*args: P.args, **kwargs: P.kwargs) -> pd.DataFrame:
-        return to_frame(reader(*args, **kwargs))
+        return to_frame(reader(*args, **kwargs), samples)
 
     frame.__module__ = __name__
     signature = inspect.signature(reader).replace(return_annotation="pd.DataFrame")
@@ -92,7 +123,7 @@ def framed(reader: Callable[P, Rows]) -> Callable[P, pd.DataFrame]:
 experiments = framed(rows.experiments)
 runs = framed(rows.runs)
 phases = framed(rows.phases)
-agents = framed(rows.agents)
+agents = framed(rows.agents, objective="")  # (its class)
 environments = framed(rows.environments)
 world_states = framed(rows.world_states)
 muscle_actions = framed(rows.muscle_actions)

@@ -7,6 +7,8 @@ a directory (the run file's probe), and behaves from then on (the run itself).
 :class:`SignalEnvironment` calls ``signal.signal`` in ``update`` (a worker thread).
 :class:`CtrlCMuscle` installs Python's own Ctrl-C handler in its constructor, as a training
 script does, and touches the file ``mark`` at its 20th step.
+:class:`InterruptingEnvironment` sends SIGINT once to the process whose pid the environment
+variable ``INTERRUPT_PID`` holds (a notebook's interrupt, come while its run executes).
 """
 
 from __future__ import annotations
@@ -139,3 +141,17 @@ class CtrlCMuscle(DummyMuscle):
         if self.steps == 20:
             Path(self.mark).touch()
         return super().propose_actions(sensors, actuators_available)
+
+
+class InterruptingEnvironment(DummyEnvironment):
+    """At its 5th step, SIGINT to the process ``INTERRUPT_PID`` names, once per process."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.sent = False
+
+    def update(self, actuators: Any) -> Any:
+        if self.iter >= 4 and not self.sent:
+            self.sent = True
+            os.kill(int(os.environ["INTERRUPT_PID"]), signal.SIGINT)
+        return super().update(actuators)

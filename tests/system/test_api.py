@@ -174,6 +174,66 @@ def test_sweep_from_python_returns_the_results_in_grid_order(tmp_path: Path) -> 
         assert len(result.muscle_actions()) == _agent_steps(_document(), max_iter=3)
 
 
+def test_a_run_after_one_interrupted_by_ctrl_c_runs(tmp_path: Path) -> None:
+    """A notebook's interrupt stops its run (cancelled); the next ``palaestra.run`` in the same
+    kernel raised ``KeyboardInterrupt`` at once, checking its run file, as every later one
+    did: the interrupt stayed recorded in the calling process. It runs."""
+    interrupted = _document()
+    environment = interrupted["schedule"][0]["phase_0"]["environments"][0]["environment"]
+    environment.update(name="strays:InterruptingEnvironment", params={"max_iter": 100000})
+    found = _script(
+        tmp_path,
+        f"""
+        import json, os, signal, sys
+        sys.path.insert(0, {str(PLUGINS)!r})
+        import palaestra
+
+        os.environ["INTERRUPT_PID"] = str(os.getpid())
+        first = palaestra.run({interrupted!r})
+        try:
+            second = palaestra.run({str(_run_file(tmp_path))!r})
+        except KeyboardInterrupt:
+            print(json.dumps("the second run raised KeyboardInterrupt"))
+            raise SystemExit(0)
+        print(json.dumps([[r.status, r.exit_code, r.reason] for r in (first, second)]))
+        """,
+    )
+    assert found == [["cancelled", 130, "interrupted by SIGINT"], ["finished", 0, ""]]
+
+
+def test_a_plugin_edited_between_two_runs_runs_as_edited(tmp_path: Path) -> None:
+    """A plug-in module edited between two ``palaestra.run`` calls in one process (a REPL, a
+    notebook's kernel): the second run ran the module as the first had imported it, its
+    ``setup`` that now raises not called and the run ``finished`` (an executor forked from the
+    caller), and a class added since was refused as missing (the run file's check, in the
+    caller). Each run imports the plug-ins it was not given imported anew."""
+    module = tmp_path / "edited_plugins.py"
+    brain = "from palaestra.agent.dummy_brain import DummyBrain\n\n\nclass Edited(DummyBrain):\n"
+    module.write_text(brain + "    pass\n")
+    document = _document()
+    document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = "edited_plugins:Edited"
+    edited = brain + "    def setup(self):\n        raise RuntimeError('as edited')\n"
+    added = "\n\nclass Added(DummyBrain):\n    pass\n"
+    found = _script(
+        tmp_path,
+        f"""
+        import json, pathlib
+        import palaestra
+
+        document = {document!r}
+        results = [palaestra.run(document)]
+        pathlib.Path({str(module)!r}).write_text({edited + added!r})
+        results.append(palaestra.run(document))
+        document["schedule"][0]["phase_0"]["agents"][0]["brain"]["name"] = "edited_plugins:Added"
+        results.append(palaestra.run(document))
+        print(json.dumps([[r.status, r.reason.splitlines()[:1]] for r in results]))
+        """,
+    )
+    assert found[0] == ["finished", []]
+    assert found[1][0] == "error" and "RuntimeError: as edited" in found[1][1][0], found
+    assert found[2] == ["finished", []]
+
+
 def _beside_the_run_file(tmp_path: Path, module: str) -> None:
     """``experiments/run.yml`` (the dummy run's first phase) whose defender's Brain is
     ``module:BesideBrain``, a module in ``experiments/`` beside it."""

@@ -603,6 +603,60 @@ def test_brain_states_without_and_with_dumps(store: str) -> None:
     ].tolist() == ["final"]
 
 
+NO_PHASE = {"phase": 99}
+FRAMES: list[tuple[str, tuple[str, ...], tuple[str, ...], dict[str, Any]]] = [
+    ("runs", (), (), {"run": "run-none"}),
+    ("phases", (RUN,), ("run-q2",), {}),  # (a run that has no phase)
+    *[
+        (name, (RUN,), (RUN,), NO_PHASE)
+        for name in "agents environments world_states muscle_actions episodes".split()
+    ],
+    ("episode_rewards", (RUN,), (RUN,), NO_PHASE),
+    ("brain_states", (RUN,), (RUN,), NO_PHASE),
+]
+"""A frame with rows, and one of the same reader without: the arguments of each."""
+
+
+def test_a_frame_without_rows_has_the_columns_and_dtypes_of_one_with_rows(store: str) -> None:
+    """pandas makes every column of a frame without rows ``object``: a phase filtered to no
+    rows, or a run that failed before its first episode, gave counts, rewards, names and
+    timestamps as ``object``, and a ``pd.concat`` of it with others' frames made theirs
+    ``object`` too (``describe()`` counted rewards as categories)."""
+    for name, with_rows, without, no_rows in FRAMES:
+        read = getattr(query, name)
+        full, empty = read(*with_rows, store_uri=store), read(*without, store_uri=store, **no_rows)
+        assert len(full) and empty.empty, name
+        assert list(empty.columns) == list(full.columns), name
+        typed = {c: str(full[c].dtype) for c in full.columns if full[c].notna().all()}
+        assert {c: str(empty[c].dtype) for c in typed} == typed, name
+        together = pd.concat([full, empty], ignore_index=True)
+        assert {c: str(together[c].dtype) for c in typed} == typed, name
+
+
+def test_the_tables_without_rows_here_give_typed_frames_all_the_same(store: str) -> None:
+    """The tables the store written here has no rows of (each dtype as pandas gives a
+    frame of rows: the numbers of pandas's own inference)."""
+    number, text = str(pd.Series([0]).dtype), str(pd.Series(["a"]).dtype)
+    time = str(pd.Series([T0]).dtype)
+    steps = {"phase": number, "phase_name": text, "mode": text}
+    where = {"worker": number, "episode": number, "step": number}
+    expected = {
+        "statistics": steps | {"agent": text, "source": text} | where | {"statistics": "object"},
+        "plugin_records": steps | {"source": text} | where | {"key": text, "value": "object"},
+        "recording_gaps": steps
+        | {"worker": number}
+        | dict.fromkeys(["from_episode", "from_step", "to_episode", "to_step"], number),
+        "code_reloads": steps
+        | {"source": text}
+        | where
+        | {"module": text, "path": text, "ok": "bool", "error": "object", "at": time},
+    }
+    for name, dtypes in expected.items():
+        frame = getattr(query, name)(RUN, store_uri=store)
+        assert frame.empty, name
+        assert {c: str(dtype) for c, dtype in frame.dtypes.items()} == dtypes, name
+
+
 # --- errors, the store, the row layer --------------------------------------------------------
 
 

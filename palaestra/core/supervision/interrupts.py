@@ -112,6 +112,21 @@ def _forget() -> None:
 os.register_at_fork(after_in_child=_forget)
 
 
+@contextlib.contextmanager
+def forgotten_after() -> Iterator[None]:
+    """Around a call of the Python API (``palaestra.run``, ``palaestra.sweep``): it passes the
+    signals that come on to its runs, whose results then say ``cancelled``, so what it recorded
+    is forgotten as it returns. The caller's process lives on (a notebook's kernel); kept, the
+    record refused its every later run at once (a ``KeyboardInterrupt`` as the run file was
+    checked). A record made before the call stays."""
+    global _received
+    before = _received
+    try:
+        yield
+    finally:
+        _received = before
+
+
 def raising(signum: int, frame: FrameType | None) -> NoReturn:
     """The handler before the event loop: record, then unwind."""
     note(signum)
