@@ -24,7 +24,7 @@ from typing import Any
 from palaestra.core.description.extras import require
 from palaestra.core.description.uri import hide_password
 from palaestra.core.errors import InvalidInputError
-from palaestra.report.series import Series, run_series
+from palaestra.report.series import run_series
 from palaestra.store import rows
 from palaestra.store.rows import Row, StoreURI
 
@@ -54,11 +54,6 @@ class MlflowRun:
     running: bool = False
     """The instance is still running: not exported (an export of it would stay partial, and
     the exports after it would skip it as exported before)."""
-
-
-def metric_key(one: Series) -> str:
-    """The MLflow metric key of a series (characters MLflow refuses become ``_``)."""
-    return _UNSAFE.sub("_", one.tag)
 
 
 def distinct_keys(names: Iterable[str]) -> dict[str, str]:
