@@ -12,7 +12,7 @@ import dataclasses
 import datetime as dt
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -216,7 +216,7 @@ def _why_empty(
 
 def unknown_filter(
     run: str,
-    filters: dict[str, Match],
+    filters: Mapping[str, Match],
     store_uri: StoreURI | None,
     instance: str | None,
 ) -> str | None:
@@ -256,13 +256,21 @@ def _unknown_value(run: str, what: str, value: Match, names: list[str]) -> str |
 
 
 def _unknown_phase(run: str, phase: Match, known: Sequence[Row]) -> str | None:
-    """A message naming the first phase asked for that the run lacks, or None."""
+    """A message naming the first phase asked for that the run lacks, or whose name names
+    several of its phases (a run file may give two phases one name), or None."""
     phases = {row["name"] for row in known} | {row["phase"] for row in known}
     missing = [p for p in _wanted(phase) if p not in phases]
-    if not missing:
-        return None
     listed = ", ".join(f"{row['phase']} ({row['name']})" for row in known) or "none"
-    return f"run '{run}' has no phase {missing[0]!r}; its phases: {listed}"
+    if missing:
+        return f"run '{run}' has no phase {missing[0]!r}; its phases: {listed}"
+    for wanted in _wanted(phase):
+        named = [str(row["phase"]) for row in known if row["name"] == wanted]
+        if len(named) > 1:
+            return (
+                f"run '{run}' has {len(named)} phases named {wanted!r} "
+                f"({', '.join(named)}): give the index of the one meant; its phases: {listed}"
+            )
+    return None
 
 
 def _unknown_agent(run: str, agent: Match, known: Sequence[Row]) -> str | None:

@@ -33,6 +33,7 @@ from tests.unit.test_store_query import (
     action_rows,
     episode_rows,
     phase_start,
+    record_phase,
     request,
     run_start,
     write_store,
@@ -665,6 +666,28 @@ def test_results_filtered_by_a_phase_agent_mode_or_environment_the_run_lacks_is_
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert result.stdout == ""
+
+
+def test_a_phase_name_that_names_two_phases_is_refused_for_its_index(tmp_path: Path) -> None:
+    """A run file may name two phases alike: ``--phase learn`` read both as one."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        instance = request(writer, run_start("twice", "t1", "exp-t")).ids["instance"]
+        for index in range(2):
+            record_phase(writer, instance, index, "learn", "train", (1, 1))
+        request(writer, m.StoreRunEnd(instance_id=instance, status="finished"))
+    finally:
+        asyncio.run(writer.teardown())
+
+    result = invoke(uri, ["results", "twice", "--phase", "learn"])
+
+    assert result.exit_code == 2, result.output
+    assert "run 'twice' has 2 phases named 'learn' (0, 1): give the index" in result.stderr
+    assert invoke(uri, ["results", "twice", "--phase", "1"]).exit_code == 0
+    plotted = invoke(uri, ["plot", "twice", "--phase", "learn", "-o", str(tmp_path / "c.png")])
+    assert "phases named 'learn'" in plotted.stderr and plotted.exit_code == 2
 
 
 def test_results_of_an_instance_named_by_the_start_of_its_uid(
