@@ -421,7 +421,6 @@ def test_a_store_at_0008_cannot_keep_a_long_path_on_postgresql(pg_uri: str) -> N
         engine.dispose()
 
 
-
 def test_revision_0009_lacks_exactly_the_evaluations_of_0010(engine: Engine) -> None:
     upgrade(engine, PATHS)
 
@@ -445,6 +444,7 @@ def test_revision_0009_lacks_exactly_the_evaluations_of_0010(engine: Engine) -> 
     schema.downgrade(engine, PATHS)
     assert "evaluations" not in inspect(engine).get_table_names()
     assert changes(engine) == sorted(ADDED_BY_0010)
+
 
 # --- ensure_current on each kind of store ---------------------------------------------------
 

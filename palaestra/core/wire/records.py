@@ -92,6 +92,11 @@ COLUMNS = {
         "experiment_run_phase_id",
         *("source", "worker", "episode", "step", "module", "path", "ok", "error", "at"),
     ),
+    "evaluations": (
+        "agent_id",
+        *("evaluation", "training_episodes", "worker", "episode", "metrics"),
+        *("checkpoint_id", "checkpoint_hash", "at"),
+    ),
     "episodes": (
         "experiment_run_phase_id",
         *("worker", "episode", "started_at", "ended_at", "steps", "terminated", "truncated"),
@@ -136,6 +141,23 @@ def code_reload_values(phase_id: int, row: m.CodeReloadRow) -> tuple[Any, ...]:
         phase_id,
         *(row.source, row.worker, row.episode, row.step, row.module, row.path, row.ok),
         *(error, row.at),
+    )
+
+
+def evaluation_values(
+    agent_id: int, result: m.AgentEvaluated, rollout: tuple[int, int, int], at: float
+) -> tuple[Any, ...]:
+    """An agent's ``result`` of an evaluation as the values of ``evaluations``' :data:`COLUMNS`:
+    ``rollout`` is the training episodes before it, the worker and the episode of the rollout
+    it judged; ``at`` POSIX seconds. The metrics are None where the Brain returned no
+    result."""
+    metrics = result.metrics if result.result else None
+    return (
+        agent_id,
+        result.evaluation,
+        *rollout,
+        metrics,
+        *(result.checkpoint_id, result.checkpoint_hash, at),
     )
 
 
