@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import msgspec
 import zmq
 
-from palaestra.core.description.name_rules import stored_reason
+from palaestra.core.description.name_rules import store_text, stored_reason
 from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
@@ -150,15 +150,12 @@ def evaluation_values(
     """An agent's ``result`` of an evaluation as the values of ``evaluations``' :data:`COLUMNS`:
     ``rollout`` is the training episodes before it, the worker and the episode of the rollout
     it judged; ``at`` POSIX seconds. The metrics are None where the Brain returned no
-    result."""
+    result; a NUL character in the checkpoint's id or hash is kept as ``\\x00`` (see
+    :func:`~palaestra.core.description.name_rules.store_text`)."""
     metrics = result.metrics if result.result else None
-    return (
-        agent_id,
-        result.evaluation,
-        *rollout,
-        metrics,
-        *(result.checkpoint_id, result.checkpoint_hash, at),
-    )
+    names = (result.checkpoint_id, result.checkpoint_hash)
+    checkpoint = [None if text is None else store_text(text) for text in names]
+    return (agent_id, result.evaluation, *rollout, metrics, *checkpoint, at)
 
 
 def episode_values(phase_id: int, row: m.EpisodeEnded) -> tuple[Any, ...]:
