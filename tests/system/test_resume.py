@@ -450,6 +450,11 @@ def test_a_phase_ended_by_its_evaluations_resumed_after_a_failure_ends_where_it_
     scores = [r["metric.score"] for r in found]
     assert math.isnan(scores[1]) and [scores[0], *scores[2:]] == [1.0, 1.0, 1.0]
     assert [r["metric.total"] for r in found] == [30.0, 60.0, 90.0, 120.0]  # the Brain's state
+    exported = spaces[1].run(
+        "results", "evaluating-run", "--table", "evaluations", "--expand", "--format", "json"
+    )
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert [r["metric.score"] for r in json.loads(exported.stdout)] == [1.0, "nan", 1.0, 1.0]
 
 
 BESIDE = """\
