@@ -457,6 +457,32 @@ def test_a_phase_ended_by_its_evaluations_resumed_after_a_failure_ends_where_it_
     assert [r["metric.score"] for r in json.loads(exported.stdout)] == [1.0, "nan", 1.0, 1.0]
 
 
+def test_a_phase_its_evaluations_had_ended_when_the_run_stopped_resumes_to_its_end_at_once(
+    tmp_path: Path,
+) -> None:
+    """The executor was killed after the evaluation that ended the phase and before the phase's
+    end was recorded (made here by marking the finished run so): the resumed phase's condition
+    is told the 4 results, which end it, and it plays no episode, exit 0, ``finished``."""
+    ws = Workspace(tmp_path / "ended")
+    ws.path.mkdir()
+    (ws.path / "run.yml").write_text(EVALUATING.replace("FLAG", str(tmp_path / "no-flag")))
+    done = ws.run("experiment-start", "-q", "run.yml")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(ws.store) as conn:
+        conn.execute("update experiment_run_instances set status = 'error'")
+        conn.execute("update experiment_run_phases set status = 'running', finished_at = null")
+    resumed = ws.run("experiment-resume", "evaluating-run")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "at phase 0, episode 8" in resumed.stderr
+    shown = rows.runs(store_uri=ws.store_uri)
+    assert [r["status"] for r in shown] == ["error", "finished"]
+    assert len(rows.episodes("evaluating-run", store_uri=ws.store_uri)) == 12  # none more
+    own = rows.episodes(
+        "evaluating-run", store_uri=ws.store_uri, instance=shown[1]["instance_uid"]
+    )
+    assert list(own) == []
+
+
 BESIDE = """\
 uid: beside-run
 experiment_uid: resume-experiments
