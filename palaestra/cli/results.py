@@ -41,9 +41,10 @@ FILTERS = {
     "plugin_records": {"phase", "source", "episode", "worker"},
     "recording_gaps": set(),
     "code_reloads": {"phase", "source", "worker"},
+    "evaluations": {"phase", "agent", "worker"},
 }
 """The tables ``results`` exports and the filters each takes."""
-EXPANDABLE = {"muscle_actions", "world_states", "statistics"}
+EXPANDABLE = {"muscle_actions", "world_states", "statistics", "evaluations"}
 FORMATS = ("csv", "json", "parquet")
 PARQUET_MISSING = "--format parquet needs pandas and pyarrow: pip install 'palaestra[parquet]'"
 CLEANED = [
@@ -58,6 +59,7 @@ CLEANED = [
     ("plugin_records", "plug-in record"),
     ("recording_gaps", "recording gap"),
     ("code_reloads", "code reload"),
+    ("evaluations", "evaluation result"),
 ]
 """The tables ``clean`` counts, and what their rows are called."""
 STATUS_STYLES = {
@@ -367,7 +369,9 @@ def _rewards_table(rewards: Rows, trends: Rows) -> Table:
     help="Statistics of the brain or the muscle; plug-in records' source.",
 )
 @click.option(
-    "--expand", is_flag=True, help="One column per sensor and set point uid (statistic key)."
+    "--expand",
+    is_flag=True,
+    help="One column per sensor and set point uid (statistic key, evaluation metric).",
 )
 @click.option("--instance", help="An instance uid of the run (default: the newest).")
 @click.pass_obj

@@ -108,6 +108,10 @@ class ResumeAt:
     """Per agent, the dumps of that phase its Brain starts from (as :meth:`_find_dump`); an
     agent left out (all of them, where None) starts from those a fresh start of the phase
     finds, as the interrupted phase did: its Brain stored no dump in it before it stopped."""
+    evaluated: tuple[tuple[m.AgentEvaluated, ...], ...] = ()
+    """The agents' results of each evaluation of that phase completed before
+    ``first_episode`` (evaluation 0, 1, ...): its termination conditions are told them before
+    its first episode, as the uninterrupted run told them."""
 
 
 class ExperimentRun(Component):
@@ -387,6 +391,7 @@ class ExperimentRun(Component):
                             endpoint=r.endpoints[w],
                             sensors=list(a.sensors),
                             actuators=list(a.actuators),
+                            agent_id=phase.ids[f"agent:{a.name}"],
                         )
                         for a, r in zip(spec.agents, phase.agents_ready, strict=True)
                     ],
@@ -396,6 +401,7 @@ class ExperimentRun(Component):
                     first_episode=self._first_episode(spec),
                     step_rate=spec.config.step_rate,
                     envs_per_worker=spec.config.envs_per_worker,
+                    evaluated=self._evaluated(spec),
                 ),
             )
             for w, c in enumerate(phase.controllers)
@@ -440,6 +446,13 @@ class ExperimentRun(Component):
         if self.resume is not None and self.resume.phase == spec.index:
             return self.resume.first_episode
         return 0
+
+    def _evaluated(self, spec: PhaseSpec) -> list[list[m.AgentEvaluated]]:
+        """The results of the phase's evaluations a resumed instance's predecessors
+        completed before its start (none: the phase starts at its beginning)."""
+        if self.resume is not None and self.resume.phase == spec.index:
+            return [list(results) for results in self.resume.evaluated]
+        return []
 
     def _first_played(self, spec: PhaseSpec) -> int:
         """The number of the phase's first episode to play, evaluation rollouts counted."""

@@ -39,6 +39,7 @@ from palaestra.core.description.specs import PhaseSpec, RunSpec
 from palaestra.core.errors import NotResumableError
 from palaestra.core.supervision.start_methods import AUTO
 from palaestra.core.texts import path_on_disk
+from palaestra.core.wire import messages as m
 from palaestra.experiment.experiment_run import ResumeAt
 from palaestra.store import tables as t
 from palaestra.store.bulk import as_sqlalchemy_errors, driver_store
@@ -50,7 +51,12 @@ from palaestra.store.completed import (
 )
 from palaestra.store.continued import RESUMABLE, already_resumed, continuing
 from palaestra.store.direct import mark_run_end
-from palaestra.store.rows import local_executor, resumed_chain, shown_status
+from palaestra.store.rows import (
+    local_executor,
+    resumed_chain,
+    shown_status,
+    viewed_evaluations,
+)
 from palaestra.store.tables import utcnow
 
 LOG = logging.getLogger(__name__)
@@ -124,10 +130,11 @@ def plan_resume(
             "episode of every phase; nothing is left to run"
         )
     first = min(first, _dumped_until(connection, planned, run, phase_index, first))
+    first, evaluated = _evaluated(connection, planned, run.phases[phase_index], first)
     dumps = _dumps(connection, planned, run, phase_index, first)
     return ResumePlan(
         run=msgspec.structs.replace(run, overrides=None),
-        at=ResumeAt(instance.id, phase_index, first, dumps),
+        at=ResumeAt(instance.id, phase_index, first, dumps, evaluated),
         instance_uid=instance.uid,
         status=status,
     )
@@ -284,6 +291,47 @@ def _dumped_until(
         .group_by(t.agents.c.id, t.brain_states.c.tag)
     ).all()
     return min([first, *(since + int(n) for (n,) in counts)])
+
+
+def _evaluated(
+    connection: Connection, instance_id: int, spec: PhaseSpec, first: int
+) -> tuple[int, tuple[tuple[m.AgentEvaluated, ...], ...]]:
+    """The episode to start the phase at, ``first`` or before, and the agents' results of
+    the evaluations (``evaluate_every``) the phase completed before it, evaluation 0, 1, ...,
+    read from the run's view of the instance (those of the rollouts it replays not counted):
+    its termination conditions are told them again. An evaluation whose results are not all
+    in the store (its rollout completed, but the executor was killed before the store writer
+    took them) is played again, from the training episode before its rollout, as a rollout
+    not completed is."""
+    every = spec.config.evaluate_every if spec.config.worker == 1 else 0
+    if not every or first < every:
+        return first, ()
+    by_evaluation: dict[int, dict[str, m.AgentEvaluated]] = {}
+    for row in viewed_evaluations(connection, instance_id, spec.index):
+        metrics = row["metrics"]
+        by_evaluation.setdefault(row["evaluation"], {})[row["agent"]] = m.AgentEvaluated(
+            agent=row["agent"],
+            evaluation=row["evaluation"],
+            result=metrics is not None,
+            metrics=dict(metrics or {}),
+            checkpoint_id=row["checkpoint_id"],
+            checkpoint_hash=row["checkpoint_hash"],
+        )
+    results: list[tuple[m.AgentEvaluated, ...]] = []
+    for evaluation in range(first // every):
+        found = by_evaluation.get(evaluation, {})
+        if any(agent.name not in found for agent in spec.agents):
+            first = (evaluation + 1) * every - 1
+            LOG.warning(
+                "the store lacks results of evaluation %d of phase %d: it is played again, "
+                "the phase resumes at episode %d",
+                evaluation,
+                spec.index,
+                first,
+            )
+            break
+        results.append(tuple(found[agent.name] for agent in spec.agents))
+    return first, tuple(results)
 
 
 def _dumps(

@@ -37,6 +37,16 @@ inserted in chunks (by ``COPY`` on PostgreSQL). What maps to what:
   the Muscle's of the step, merged as palaestrAI merges them. ``state_dump`` holds the
   sensors (palaestra records no environment state dump).
 * ``brain_states``: the dumps, ``walltime`` when they were made, an empty tag as NULL.
+* ``stored_evaluation_results``: each agent's result of each evaluation (``evaluations``),
+  ``evaluation_episode`` the evaluation's index (what ``evaluate_rollouts`` is told as
+  ``episode``), ``evaluation_id`` SHA-256 of the run uid, instance uid, phase index, agent
+  name and that index, each followed by a NUL but the last (palaestrAI's identity of an
+  evaluation), ``metrics`` ``{}`` where the Brain returned no result, non-finite ones as the
+  strings below (palaestrAI refuses to store them), ``checkpoint_id`` and ``checkpoint_hash``
+  cut to 255 characters, ``completed_at`` when the result came, ``payload_hash`` SHA-256 of
+  the row's other fields but ``completed_at`` as canonical JSON (sorted keys, no spaces), as
+  palaestrAI checks a result stored again. The other tables of palaestrAI's evidence
+  (``phase_termination_events``, ``checkpoint_refs``) stay empty.
 
 What a phase did not record has no rows there: with ``record: {every: N}`` (the config's
 ``record_every``) the steps between, with ``record: episodes`` every step; where recording was
@@ -60,12 +70,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
-from sqlalchemy import Connection, Engine, Row, create_engine, delete, select
+from sqlalchemy import Connection, Engine, Row, create_engine, delete, insert, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from palaestra.core.errors import InvalidInputError, StoreError
-from palaestra.core.nonfinite import json_text
+from palaestra.core.nonfinite import json_text, to_strict_json
 from palaestra.report import palaestrai_schema as P
 from palaestra.report.palaestrai_steps import export_phase, insert_row, naive_utc
 from palaestra.store import rows
@@ -77,6 +87,8 @@ from palaestra.store.rows import StoreURI
 if TYPE_CHECKING:
     AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
+CHECKPOINT_TEXT = 255
+"""Characters of a checkpoint's id or hash palaestrAI's ``stored_evaluation_results`` keep."""
 STATUS = {"running": "running", "finished": "finished", "error": "error", "cancelled": "error"}
 """palaestrAI's instance status for palaestra's (any other is ``error``)."""
 
@@ -255,7 +267,7 @@ def _export_run(source: Engine, sink: Engine, shown: str, record: Record) -> Exp
             .order_by(t.experiment_run_instances.c.id)
         ).all()
         for instance in instances:
-            _export_instance(src, out, run_id, instance, counts)
+            _export_instance(src, out, (run, run_id), instance, counts)
     return ExportedRun(
         run=run,
         experiment=experiment,
@@ -342,8 +354,15 @@ def _delete_run(out: Connection, record: Record) -> bool:
 
 
 def _export_instance(
-    src: Connection, out: Connection, run_id: int, instance: AnyRow, counts: Counter[str]
+    src: Connection,
+    out: Connection,
+    run: tuple[str, int],
+    instance: AnyRow,
+    counts: Counter[str],
 ) -> None:
+    """The instance's row, its phases and their rows (``run``: the run's uid and its id in
+    the target)."""
+    run_uid, run_id = run
     instance_id = insert_row(
         out,
         P.experiment_run_instances,
@@ -364,3 +383,46 @@ def _export_instance(
     ).all()
     for phase in phases:
         counts.update(export_phase(src, out, instance_id, phase))
+    _export_evaluations(src, out, run_uid, instance)
+
+
+def _export_evaluations(src: Connection, out: Connection, run_uid: str, instance: AnyRow) -> None:
+    """The instance's evaluation results as palaestrAI's ``stored_evaluation_results`` (see
+    the module's description)."""
+    phases = t.experiment_run_phases
+    found = src.execute(
+        select(
+            phases.c.index,
+            t.agents.c.name,
+            *t.evaluations.c["evaluation", "metrics", "checkpoint_id", "checkpoint_hash", "at"],
+        )
+        .join(t.agents, t.evaluations.c.agent_id == t.agents.c.id)
+        .join(phases, t.agents.c.experiment_run_phase_id == phases.c.id)
+        .where(phases.c.experiment_run_instance_id == instance.id)
+        .order_by(t.evaluations.c.id)
+    ).all()
+    for row in found:
+        identity = [run_uid, instance.uid, str(row.index), row.name, str(row.evaluation)]
+        payload = {
+            "evaluation_id": hashlib.sha256("\0".join(identity).encode()).hexdigest(),
+            "experiment_run_uid": run_uid,
+            "experiment_run_instance_uid": instance.uid,
+            "experiment_run_phase": row.index,
+            "agent_name": row.name,
+            "evaluation_episode": row.evaluation,
+            "metrics": to_strict_json(row.metrics or {}),
+            "checkpoint_id": _cut(row.checkpoint_id),
+            "checkpoint_hash": _cut(row.checkpoint_hash),
+        }
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        payload_hash = hashlib.sha256(text.encode()).hexdigest()
+        out.execute(  # (its key is the id: insert_row's is an integer)
+            insert(P.stored_evaluation_results).values(
+                **payload, completed_at=row.at, payload_hash=payload_hash
+            )
+        )
+
+
+def _cut(text: str | None) -> str | None:
+    """A checkpoint's id or hash as palaestrAI's column holds it (255 characters)."""
+    return None if text is None else text[:CHECKPOINT_TEXT]

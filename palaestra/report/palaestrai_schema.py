@@ -233,8 +233,9 @@ muscle_actions = Table(
     ),
 )
 
-# The tables palaestrAI has and palaestra writes nothing into; created so that the target is
-# a whole palaestrAI store.
+# palaestrAI's evaluation results (palaestra's ``evaluations``); the tables after it
+# palaestrAI has and palaestra writes nothing into: created so that the target is a whole
+# palaestrAI store.
 
 stored_evaluation_results = Table(
     "stored_evaluation_results",

@@ -32,6 +32,7 @@ from palaestra.core.supervision.watch import Waiting, watch
 from palaestra.core.termination import TerminationCondition
 from palaestra.core.turns import BUILT_IN, TurnPolicy, class_name
 from palaestra.core.wire import messages as m
+from palaestra.core.wire.records import evaluation_values, send
 from palaestra.simulation.episode_report import EpisodeReport
 from palaestra.simulation.peers import AgentPeer, Peer, ask_all
 from palaestra.simulation.remote_games import RemoteGames, Seats
@@ -125,6 +126,8 @@ class SimulationController(Component):
         ]
         self.environments: list[Peer] = []
         self.agents: list[AgentPeer] = []
+        self.endpoints: list[m.AgentEndpoint] = []  # the agents' as the run names them
+        self.lanes = 1  # games per worker
         self.baselines: list[m.EnvBaseline] = []
         self.kept = Kept()  # what the rounds it plays keep over the phase
 
@@ -203,6 +206,7 @@ class SimulationController(Component):
         )
         hot.call(self._send_parent, answer)
         run: m.SimulationRun = hot.command()
+        self.endpoints, self.lanes = run.agents, run.envs_per_worker
         self.agents = [
             AgentPeer(
                 a.name,
@@ -241,17 +245,52 @@ class SimulationController(Component):
         # (with several games it plays any order of turns in its rounds)
         return len(self.environments) == 1 and (games > 1 or type(self.turns) in BUILT_IN)
 
-    def _judged(self, evaluation: int, end: m.LaneEpisodeDone | None) -> bool:
+    def _judged(self, evaluation: int, every: int, end: m.LaneEpisodeDone | None) -> bool:
         """Each agent's Brain judges evaluation ``evaluation``'s rollouts (through its
-        Muscle), told where they ended (``end``: the first game's rollout); whether a
-        condition ends the phase on the results."""
+        Muscle), told where they ended (``end``: the first game's rollout; one follows each
+        ``every`` training episodes of a game); the results go to the store; whether a
+        condition ends the phase on them."""
         judge = m.AgentEvaluate(evaluation=evaluation)
         if end is not None:  # (its last experience's step is the episode's count of steps)
             judge = m.AgentEvaluate(
                 evaluation=evaluation, worker=end.worker, episode=end.episode, step=end.steps
             )
         results: list[m.AgentEvaluated] = ask_all(self.agents, [judge] * len(self.agents))
+        self._store_results(evaluation, every, end, results)
         return any(call(c.evaluation_done, evaluation, results) for c in self.conditions)
+
+    def _store_results(
+        self,
+        evaluation: int,
+        every: int,
+        end: m.LaneEpisodeDone | None,
+        results: list[m.AgentEvaluated],
+    ) -> None:
+        """The ``evaluations`` rows of the results, sent to the store writer at once (after
+        the episodes that ended before them), where the run has a store."""
+        rows = self.report.rows
+        if rows.socket is None:
+            return
+        training = (evaluation + 1) * every
+        if end is None:  # (no game ended its rollout: the first game's, as it is numbered)
+            rollout = (self.worker * self.lanes, training + evaluation)
+        else:
+            rollout = (end.worker, end.episode)
+        at = time.time()
+        ids = {a.name: a.agent_id for a in self.endpoints}
+        values = [evaluation_values(ids[r.agent], r, (training, *rollout), at) for r in results]
+        rows.flush()
+        send(rows.socket, m.Rows(table="evaluations", rows=values))
+
+    def _told_before(self, evaluated: list[list[m.AgentEvaluated]]) -> bool:
+        """Tell the conditions the results of the evaluations a resumed phase completed before
+        its cut (``evaluated``: evaluation 0, 1, ...), in order, as the uninterrupted run told
+        them; whether they end the phase (the cut came after its last evaluation)."""
+        for evaluation, results in enumerate(evaluated):
+            if any(call(c.evaluation_done, evaluation, results) for c in self.conditions):
+                LOG.info("%s: evaluation %d ended the phase before the cut", self.name, evaluation)
+                return True
+        return False
 
     def _play_lanes(self, run: m.SimulationRun) -> int:
         """Play the worker's games (``envs_per_worker``) in rounds, each its episodes from the
@@ -272,6 +311,8 @@ class SimulationController(Component):
         played = 0
         until = 0
         evaluation = first // evaluate_every if evaluate_every else 0
+        if self._told_before(run.evaluated):
+            return played
         while True:
             if evaluate_every:  # each game's episodes before its next evaluation
                 until = (evaluation + 1) * evaluate_every
@@ -287,7 +328,7 @@ class SimulationController(Component):
             plan = self._plan(drives, 1, 0, 0, step_rate, evaluation=True)
             count, _, end = self._lanes(drives, lanes, plan)
             played += count
-            if self._judged(evaluation, end):
+            if self._judged(evaluation, evaluate_every, end):
                 LOG.info("%s: evaluation %d ends the phase", self.name, evaluation)
                 break
             if done.over:

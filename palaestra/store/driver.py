@@ -34,7 +34,7 @@ from palaestra.core.nonfinite import from_strict_json, json_text
 from palaestra.core.texts import escaped
 from palaestra.core.wire.records import BULK, COLUMNS
 
-HEAD = "0009_unbounded_paths"
+HEAD = "0010_evaluations"
 """The schema revision of this palaestra's tables (:mod:`palaestra.store.tables`)."""
 VERSION_TABLE = "palaestra_alembic_version"
 """The table in which alembic records the store's revision."""

@@ -47,6 +47,7 @@ __all__ = [
     "environments",
     "episode_rewards",
     "episodes",
+    "evaluations",
     "experiments",
     "muscle_actions",
     "phases",
@@ -66,11 +67,12 @@ P = ParamSpec("P")
 
 _NUMBERS = (
     "phase worker episode step steps episodes phases workers runs instances id "
-    "from_episode from_step to_episode to_step"
+    "from_episode from_step to_episode to_step training_episodes"
 )
 _TEXTS = (
     "phase_name mode agent environment name status run_uid experiment_uid instance_uid reason "
-    "palaestra_version code_revision brain muscle tag path source key module"
+    "palaestra_version code_revision brain muscle tag path source key module checkpoint_id "
+    "checkpoint_hash"
 )
 _TIMES = "created_at started_at finished_at ended_at at"
 SAMPLES: dict[str, object] = (
@@ -134,3 +136,4 @@ statistics = framed(rows.statistics)
 plugin_records = framed(rows.plugin_records)
 recording_gaps = framed(rows.recording_gaps)
 code_reloads = framed(rows.code_reloads)
+evaluations = framed(rows.evaluations, evaluation=0)  # (its index, not a flag)

@@ -79,6 +79,7 @@ EXPAND_PREFIXES = {
     "sensors": "sensor.",
     "setpoints": "setpoint.",
     "statistics": "statistic.",
+    "metrics": "metric.",
 }
 """The JSON columns :func:`expand` splits, and the prefix of the columns it makes."""
 
@@ -218,6 +219,18 @@ STATISTICS = Listing(
     (*_PHASE_MODE, _AGENT, *_of(t.statistics, "source worker episode step statistics")),
     order=(_Phase.c.index, t.agents.c.id, *_of(t.statistics, "source worker episode step id")),
     filters=_BY_PHASE | _WHO | {name: t.statistics.c[name] for name in _STEP_FILTERS},
+    via=t.agents,
+)
+EVALUATIONS = Listing(
+    t.evaluations,
+    (
+        *_PHASE_MODE,
+        _AGENT,
+        *_of(t.evaluations, "evaluation training_episodes worker episode metrics"),
+        *_of(t.evaluations, "checkpoint_id checkpoint_hash at"),
+    ),
+    order=(_Phase.c.index, t.agents.c.id, t.evaluations.c.evaluation, t.evaluations.c.id),
+    filters={"phase": _Phase, "agent": t.agents.c.name, "worker": t.evaluations.c.worker},
     via=t.agents,
 )
 PLUGIN_RECORDS = Listing(
@@ -1036,6 +1049,44 @@ def statistics(
     return expanded(found) if expand else found
 
 
+def evaluations(
+    run: str,
+    *,
+    phase: Match | None = None,
+    agent: Match | None = None,
+    worker: Match | None = None,
+    expand: bool = False,
+    store_uri: StoreURI | None = None,
+    instance: str | None = None,
+) -> Rows:
+    """The agents' results of a run instance's evaluations (``phase_config.evaluate_every``):
+    one row per agent and evaluation, what its Brain's ``evaluate_rollouts`` returned.
+
+    The view of a resumed run keeps an interrupted instance's results of the rollouts it
+    completed before the resume's start, as its episodes (the resumed instance played the
+    others again).
+
+    Args:
+        run: The run's uid.
+        phase: Phase index (int) or name (str), or several.
+        agent: Agent name(s).
+        worker: Worker number(s) (of the rollout judged).
+        expand: Replace ``metrics`` by one column per metric (``metric.<name>``).
+        store_uri: The store; None for the configured one.
+        instance: An instance uid; None for the newest.
+
+    Returns:
+        ``phase``, ``phase_name``, ``mode``, ``agent``, ``evaluation`` (0, 1, ... in the
+        phase), ``training_episodes`` (each game's before it), ``worker`` and ``episode`` (the
+        rollout judged, numbered as ``episodes`` numbers it), ``metrics`` (by name: numbers,
+        infinities and NaN as floats, None where the Brain gave no number; None where
+        ``evaluate_rollouts`` returned no result), ``checkpoint_id``, ``checkpoint_hash``
+        and ``at`` (when the result came).
+    """
+    found = EVALUATIONS.read(run, store_uri, instance, phase=phase, agent=agent, worker=worker)
+    return expanded(found) if expand else found
+
+
 def plugin_records(
     run: str,
     *,
@@ -1348,6 +1399,7 @@ def _run_parts(run_id: int) -> list[tuple[str, Any, ColumnElement[bool]]]:
     return [
         of(t.brain_states, "agent_id", agent_ids),
         of(t.statistics, "agent_id", agent_ids),
+        of(t.evaluations, "agent_id", agent_ids),
         of(t.muscle_actions, "agent_id", agent_ids),
         of(t.episodes, "experiment_run_phase_id", phase_ids),
         of(t.plugin_records, "experiment_run_phase_id", phase_ids),
@@ -1613,6 +1665,15 @@ def _chain_rows(
         return (row.get("phase", 0), place, row.get("worker") or 0, row.get("episode") or 0)
 
     return Rows(sorted(found, key=key), columns)
+
+
+def viewed_evaluations(connection: Connection, instance_id: int, phase: int) -> Rows:
+    """The ``evaluations`` rows (as :func:`evaluations` gives them) of phase ``phase`` in
+    the run's view of instance ``instance_id``: with those of the instances it continues that
+    the view keeps (see :func:`_chain_rows`: of the rollouts each completed before the next
+    one's start)."""
+    chain = resumed_chain(connection, instance_id)
+    return _chain_rows(connection, chain, lambda at: EVALUATIONS.statement(at, (), phase=phase))
 
 
 def _resume_start(connection: Connection, instance_id: int) -> tuple[float, int]:

@@ -336,6 +336,31 @@ statistics = Table(
 )
 """What a Brain or a Muscle recorded with ``add_statistics`` at one step of a worker."""
 
+evaluations = Table(
+    "evaluations",
+    metadata,
+    _id(),
+    _of("agents"),
+    _int("evaluation"),  # its index in the phase: 0, 1, ...
+    # training_episodes: the training episodes each game of the worker played before it
+    # (``evaluate_every`` x (evaluation + 1))
+    _int("training_episodes"),
+    # worker, episode: the rollout the Brain judged (the first game's, its episode numbered as
+    # ``episodes.episode``, rollouts counted)
+    _int("worker"),
+    _int("episode"),
+    # metrics: what ``evaluate_rollouts`` returned, by name (None where a value is no number);
+    # None: it returned no result
+    _json("metrics", nullable=True, none_as_null=True),
+    Column("checkpoint_id", Text, nullable=True),
+    Column("checkpoint_hash", Text, nullable=True),
+    _time("at"),
+    Index("ix_evaluations_agent", "agent_id", "evaluation"),
+)
+"""One agent's result of one evaluation of a phase (``phase_config.evaluate_every``): the
+metrics its Brain's ``evaluate_rollouts`` returned, which the run's termination conditions
+judged."""
+
 brain_states = Table(
     "brain_states",
     metadata,

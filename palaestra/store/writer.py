@@ -74,7 +74,7 @@ DRAIN_LIMIT = 500
 RUN_START_ATTEMPTS = 3
 """Tries of a run start whose experiment or run another writer created at the same time."""
 
-IMMEDIATE = frozenset(("code_reloads",))
+IMMEDIATE = frozenset(("code_reloads", "evaluations"))
 """Tables whose rows are rare and inserted as they come, not buffered."""
 
 

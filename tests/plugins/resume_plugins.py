@@ -3,6 +3,8 @@ Muscle that carries nothing over from one episode to the next.
 
 ``TotalBrain`` answers each Muscle with the running total of everything it was sent (over all
 episodes, so an episode's actions depend on every earlier one); its dump is that total.
+``EvaluatingTotalBrain`` judges evaluations (``evaluate_rollouts``) with a score that depends
+on the evaluation's index alone.
 ``TotalMuscle`` sets each Discrete actuator to (its first sensor + the Brain's last answer)
 modulo the space; it forgets the answer when the first sensor reads 0 (DummyEnvironment's
 first step of an episode), so a fresh Muscle acts as a continuing one would.
@@ -14,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from palaestra.agent import Brain, Muscle
+from palaestra.agent import Brain, EvaluationResult, Muscle
 
 
 class TotalBrain(Brain):
@@ -85,3 +87,24 @@ class FailOnceMuscle(TotalMuscle):
         if self.steps == self.after and os.path.exists(self.flag):
             raise RuntimeError("failing once, as the test asked")
         return super().propose_actions(sensors, actuators_available)
+
+
+class EvaluatingTotalBrain(TotalBrain):
+    """A :class:`TotalBrain` whose ``evaluate_rollouts`` scores evaluation ``episode`` (its
+    index) ``start + rise * episode``; ``nan_at``: the index of one evaluation it scores
+    NaN (-1: none)."""
+
+    def __init__(self, start: float = 1.0, rise: float = 0.0, nan_at: int = -1) -> None:
+        super().__init__()
+        self.start, self.rise, self.nan_at = start, rise, nan_at
+
+    def evaluate_rollouts(
+        self,
+        experiment_run_uid: str,
+        experiment_run_instance_uid: str,
+        experiment_run_phase: int,
+        agent_name: str,
+        episode: int,
+    ) -> EvaluationResult:
+        score = float("nan") if episode == self.nan_at else self.start + self.rise * episode
+        return EvaluationResult(metrics={"score": score, "total": float(self.total)})

@@ -5,6 +5,7 @@ bad input exits 2 or 3 and writes nothing; ``--replace``; a PostgreSQL target.""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import sqlite3
 from collections import Counter
@@ -497,3 +498,19 @@ def test_evaluation_rollouts_are_palaestrais_evaluate_phase(
         "join experiment_run_phases p on e.experiment_run_phase_id = p.id",
     )
     assert set(states) == expected
+    # each result of the Brain's evaluate_rollouts, identified and hashed as palaestrAI does
+    columns = "evaluation_id, experiment_run_uid, experiment_run_instance_uid, "
+    columns += "experiment_run_phase, agent_name, evaluation_episode, metrics, checkpoint_id, "
+    columns += "checkpoint_hash, payload_hash"
+    stored = sql(target, f"select {columns} from stored_evaluation_results")
+    (instance,) = sql(target, "select uid from experiment_run_instances")
+    assert [(row[4], row[5], json.loads(row[6])) for row in stored] == [
+        ("pusher", k, {"score": 0.1 + 0.1 * k}) for k in range(5)
+    ]
+    for row in stored:
+        payload = dict(zip(columns.split(", ")[:-1], row[:-1], strict=True))
+        payload["metrics"] = json.loads(payload["metrics"])
+        identity = f"evaluation\0{instance[0]}\0{0}\0pusher\0{payload['evaluation_episode']}"
+        assert payload["evaluation_id"] == hashlib.sha256(identity.encode()).hexdigest()
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        assert row[-1] == hashlib.sha256(text.encode()).hexdigest()

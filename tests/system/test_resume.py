@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from palaestra.core.description.limits import STALE_AFTER
+from palaestra.core.nonfinite import to_strict_json
 from palaestra.store import rows
 from tests.conftest import Workspace, wait_until_gone
 
@@ -365,6 +367,120 @@ def test_a_pre_trained_phase_resumed_after_a_failure_is_not_pre_trained_again(
     views = [list(rows.muscle_actions("pretrained-run", store_uri=ws.store_uri)) for ws in spaces]
     assert len(views[1]) == len(views[0]) == 170
     assert views[1] == views[0], first_difference(views[1], views[0])
+
+
+EVALUATING = """\
+uid: evaluating-run
+experiment_uid: resume-experiments
+seed: 7
+version: "0.1"
+schedule:
+  - learn:
+      environments:
+        - environment:
+            name: palaestra.environment.dummy_environment:DummyEnvironment
+            uid: board
+            params: {discrete: true, max_iter: 5}
+      agents:
+        - name: one
+          brain: {name: resume_plugins:EvaluatingTotalBrain, params: {start: 1.0, nan_at: 1}}
+          muscle: {name: resume_plugins:FailOnceMuscle, params: {flag: FLAG, after: 33}}
+          objective: {name: palaestra.agent:DummyObjective, params: {}}
+          sensors: [board.0, board.1]
+          actuators: [board.0, board.1]
+      simulation:
+        name: palaestra.simulation:VanillaSimController
+        conditions:
+          - name: palaestra.simulation:VanillaSimControllerTerminationCondition
+            params: {}
+      phase_config: {mode: train, worker: 1, episodes: 20, evaluate_every: 2}
+run_config:
+  condition:
+    name: palaestra.experiment:AgentEvaluationObjectiveTerminationCondition
+    params:
+      agents:
+        one:
+          plateau: {metric: score, direction: maximize, min_delta: 0.01, patience: 2,
+                    min_evaluations: 1, window: 1}
+"""
+
+
+def test_a_phase_ended_by_its_evaluations_resumed_after_a_failure_ends_where_it_would_have(
+    tmp_path: Path,
+) -> None:
+    """Evaluations after every 2 training episodes (5 steps each), scored 1.0, NaN (not
+    counted), 1.0, 1.0: the plateau rule (patience 2) ends the phase after evaluation 3, 8
+    training episodes. The run fails in training episode 4 (stored 6: step 33 of the Muscle),
+    after evaluation 1, and is resumed there: its condition is told evaluations 0 and 1 from
+    the store, and the phase ends after evaluation 3 as the uninterrupted one did. The
+    condition started from nothing: the resumed phase ended 2 evaluations later, after 10
+    training episodes (exit 0, finished)."""
+    spaces = uninterrupted_and_resumed(
+        tmp_path, EVALUATING, "evaluating-run", "phase 0, episode 4"
+    )
+    episodes = [
+        [
+            {k: v for k, v in row.items() if k not in ("started_at", "ended_at")}
+            for row in rows.episodes("evaluating-run", store_uri=ws.store_uri)
+        ]
+        for ws in spaces
+    ]
+    assert [row["episode"] for row in episodes[0]] == list(range(12))  # 8 + 4 rollouts
+    assert episodes[1] == episodes[0], first_difference(episodes[1], episodes[0])
+    actions = [
+        list(rows.muscle_actions("evaluating-run", store_uri=ws.store_uri)) for ws in spaces
+    ]
+    assert actions[1] == actions[0], first_difference(actions[1], actions[0])
+    # the results, as the run's view keeps them: those of both instances, NaN a float
+    evaluations = [
+        [
+            {k: json.dumps(to_strict_json(v)) for k, v in row.items() if k != "at"}
+            for row in rows.evaluations("evaluating-run", store_uri=ws.store_uri)
+        ]
+        for ws in spaces
+    ]
+    assert evaluations[1] == evaluations[0], first_difference(evaluations[1], evaluations[0])
+    found = rows.evaluations("evaluating-run", store_uri=spaces[1].store_uri, expand=True)
+    assert [(r["evaluation"], r["training_episodes"], r["episode"]) for r in found] == [
+        (0, 2, 2),
+        (1, 4, 5),
+        (2, 6, 8),
+        (3, 8, 11),
+    ]
+    scores = [r["metric.score"] for r in found]
+    assert math.isnan(scores[1]) and [scores[0], *scores[2:]] == [1.0, 1.0, 1.0]
+    assert [r["metric.total"] for r in found] == [30.0, 60.0, 90.0, 120.0]  # the Brain's state
+    exported = spaces[1].run(
+        "results", "evaluating-run", "--table", "evaluations", "--expand", "--format", "json"
+    )
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert [r["metric.score"] for r in json.loads(exported.stdout)] == [1.0, "nan", 1.0, 1.0]
+
+
+def test_a_phase_its_evaluations_had_ended_when_the_run_stopped_resumes_to_its_end_at_once(
+    tmp_path: Path,
+) -> None:
+    """The executor was killed after the evaluation that ended the phase and before the phase's
+    end was recorded (made here by marking the finished run so): the resumed phase's condition
+    is told the 4 results, which end it, and it plays no episode, exit 0, ``finished``."""
+    ws = Workspace(tmp_path / "ended")
+    ws.path.mkdir()
+    (ws.path / "run.yml").write_text(EVALUATING.replace("FLAG", str(tmp_path / "no-flag")))
+    done = ws.run("experiment-start", "-q", "run.yml")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(ws.store) as conn:
+        conn.execute("update experiment_run_instances set status = 'error'")
+        conn.execute("update experiment_run_phases set status = 'running', finished_at = null")
+    resumed = ws.run("experiment-resume", "evaluating-run")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "at phase 0, episode 8" in resumed.stderr
+    shown = rows.runs(store_uri=ws.store_uri)
+    assert [r["status"] for r in shown] == ["error", "finished"]
+    assert len(rows.episodes("evaluating-run", store_uri=ws.store_uri)) == 12  # none more
+    own = rows.episodes(
+        "evaluating-run", store_uri=ws.store_uri, instance=shown[1]["instance_uid"]
+    )
+    assert list(own) == []
 
 
 BESIDE = """\

@@ -35,6 +35,7 @@ STATISTICS = "0004_statistics_and_simtime"
 EPISODES = "0005_episodes_and_ends"
 REPLAY = "0006_replay_sources"
 LIVE = "0008_live_simulators"
+PATHS = "0009_unbounded_paths"
 SEED_MAX = 2**63 - 1  # the largest seed a run file may give
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REWARDS: list[tuple[dict[str, Any], float | None]] = [  # rewards -> expected reward
@@ -220,6 +221,7 @@ def test_head_is_the_newest_script() -> None:
     assert script.get_current_head() == schema.HEAD
     assert [s.revision for s in script.walk_revisions()] == [
         schema.HEAD,
+        PATHS,
         LIVE,
         "0007_resume_and_recording",
         REPLAY,
@@ -243,6 +245,10 @@ CHANGED_BY_0009 = [
     ("modify_type", "brain_states", "path"),
     ("modify_type", "experiment_runs", "file"),
     ("modify_type", "code_reloads", "path"),
+]
+ADDED_BY_0010 = [
+    ("add_index", "evaluations", "ix_evaluations_agent"),
+    ("add_table", "evaluations", ""),
 ]
 ADDED_BY_0004 = [
     ("add_column", "world_states", "simtime"),
@@ -269,6 +275,7 @@ ADDED_BY_0005 = [
     ("add_index", "code_reloads", "ix_code_reloads_phase"),
     ("add_table", "code_reloads", ""),
     *CHANGED_BY_0009[:2],  # and 0009's (code_reloads.path came with 0008's table)
+    *ADDED_BY_0010,  # and 0010's
 ]
 
 
@@ -384,7 +391,7 @@ def paths(engine: Engine) -> list[str]:
 def test_revision_0008_lacks_exactly_the_unbounded_paths_of_0009(engine: Engine) -> None:
     upgrade(engine, LIVE)
 
-    assert changes(engine) == sorted(CHANGED_BY_0009)
+    assert changes(engine) == sorted(CHANGED_BY_0009 + ADDED_BY_0010)
     assert [column_type(engine, *column) for column in PATH_COLUMNS] == ["VARCHAR(1024)"] * 3
     fill_paths(engine, "/" + "p" * 1023)
     assert schema.migrate(engine) == (LIVE, schema.HEAD)
@@ -412,6 +419,31 @@ def test_a_store_at_0008_cannot_keep_a_long_path_on_postgresql(pg_uri: str) -> N
             fill_paths(engine, LONG_PATH)
     finally:
         engine.dispose()
+
+
+def test_revision_0009_lacks_exactly_the_evaluations_of_0010(engine: Engine) -> None:
+    upgrade(engine, PATHS)
+
+    assert changes(engine) == sorted(ADDED_BY_0010)
+    agent = fill_revision_0001(engine)
+    assert schema.migrate(engine) == (PATHS, schema.HEAD)
+    assert differences(engine) == []
+    with engine.begin() as connection:  # a result with a non-finite metric, and none
+        for evaluation, metrics in enumerate([{"objective": "nan", "reward": 1.5}, None]):
+            insert(
+                connection,
+                "evaluations",
+                **{"agent_id": agent, "evaluation": evaluation, "training_episodes": 2},
+                **{"worker": 0, "episode": 2, "at": T0},
+                **({"metrics": metrics} if metrics is not None else {}),
+            )
+        stored = connection.execute(
+            text("SELECT evaluation, metrics IS NULL FROM evaluations ORDER BY evaluation")
+        ).all()
+    assert [tuple(row) for row in stored] == [(0, False), (1, True)]
+    schema.downgrade(engine, PATHS)
+    assert "evaluations" not in inspect(engine).get_table_names()
+    assert changes(engine) == sorted(ADDED_BY_0010)
 
 
 # --- ensure_current on each kind of store ---------------------------------------------------
@@ -624,11 +656,11 @@ def test_migrate_stamps_a_store_without_a_revision_made_by_the_models(
     sqlite_engine: Engine,
 ) -> None:
     """Stores created before revisions were recorded, but already with the current tables:
-    stamped with the oldest revision of these columns (0008: it adds a table; 0009 changes
-    only types, and runs, harmless on columns that have its types already)."""
+    stamped with the oldest revision of these columns (0010: it adds a table; 0009 changes
+    only types, and ran before)."""
     METADATA.create_all(sqlite_engine)
 
-    assert schema.migrate(sqlite_engine) == (LIVE, schema.HEAD)
+    assert schema.migrate(sqlite_engine) == (schema.HEAD, schema.HEAD)
     assert schema.current_revision(sqlite_engine) == schema.HEAD
     assert differences(sqlite_engine) == []
 

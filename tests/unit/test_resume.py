@@ -24,11 +24,11 @@ from sqlalchemy import delete, event, select, update
 from palaestra.core import procfs
 from palaestra.core.description import names
 from palaestra.core.description.limits import STALE_AFTER
-from palaestra.core.description.specs import RunSpec
+from palaestra.core.description.specs import PhaseSpec, RunSpec
 from palaestra.core.errors import RunFileError, StoreError
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import episode_values
-from palaestra.experiment.resume import NotResumableError, _dumps, _start, load_plan
+from palaestra.core.wire.records import episode_values, evaluation_values
+from palaestra.experiment.resume import NotResumableError, _dumps, _evaluated, _start, load_plan
 from palaestra.store import rows
 from palaestra.store import tables as t
 from palaestra.store import writer as writer_module
@@ -753,3 +753,67 @@ def test_a_phase_stopped_in_an_evaluation_rollout_resumes_before_it_and_plays_it
     instance = write_phase(uri, 1, "", {"worker": 1, "evaluate_every": 1})
     with transaction(uri) as connection:
         assert _start(connection, instance) == (0, 1)
+
+
+def write_evaluations(uri: str, results: list[m.AgentEvaluated]) -> None:
+    """The ``evaluations`` rows of ``results`` in phase 0 (the rollout of evaluation ``e`` with
+    ``evaluate_every: 1``: stored episode 2 e + 1), as the simulation controller sends them."""
+    with sqlite3.connect(uri.removeprefix("sqlite:///")) as conn:
+        ids = dict(conn.execute("select name, id from agents").fetchall())
+    writer = StoreWriter("store", uri)
+    writer.open()
+    try:
+        values = [
+            evaluation_values(ids[r.agent], r, (r.evaluation + 1, 0, 2 * r.evaluation + 1), 1e9)
+            for r in results
+        ]
+        writer.accept(m.Rows(table="evaluations", rows=values))
+    finally:
+        asyncio.run(writer.teardown())
+
+
+def evaluating_phase() -> PhaseSpec:
+    """What ``_evaluated`` reads of a phase: phase 0, one worker, ``evaluate_every: 1``, agents
+    attacker and defender."""
+    config = SimpleNamespace(worker=1, evaluate_every=1)
+    agents = [SimpleNamespace(name=name) for name in AGENTS]
+    return cast(PhaseSpec, SimpleNamespace(index=0, config=config, agents=agents))
+
+
+def test_a_resumed_phase_is_told_the_results_of_the_evaluations_before_its_start(
+    tmp_path: Path,
+) -> None:
+    """Stored episodes 0 to 2 completed (training, evaluation 0's rollout, training): the phase
+    resumes at training episode 1, after evaluation 0, whose results (a NaN, a Brain's None)
+    are read back as the condition was told them; evaluation 1's result, whose rollout did not
+    complete and is played again, is not."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    instance = write_phase(uri, 1, "", {"worker": 1, "evaluate_every": 1})
+    told = [
+        m.AgentEvaluated(
+            agent="attacker",
+            evaluation=0,
+            result=True,
+            metrics={"score": float("nan"), "gain": 2.5, "text": None},
+            checkpoint_id="c0",
+        ),
+        m.AgentEvaluated(agent="defender", evaluation=0, result=False),
+    ]
+    later = [m.AgentEvaluated(agent=a, evaluation=1, result=True) for a in AGENTS]
+    write_evaluations(uri, [*told, *later])
+    with transaction(uri) as connection:
+        first, evaluated = _evaluated(connection, instance, evaluating_phase(), 1)
+    assert first == 1 and len(evaluated) == 1
+    assert msgspec.json.encode(list(evaluated[0])) == msgspec.json.encode(told)  # (NaN: null)
+    assert evaluated[0][0].metrics["score"] != evaluated[0][0].metrics["score"]  # NaN
+
+
+def test_an_evaluation_whose_results_the_store_lacks_is_played_again(tmp_path: Path) -> None:
+    """Evaluation 0's rollout completed, but only the attacker's result is in the store (the
+    executor was killed before the writer took the rest): the phase resumes at the training
+    episode before the rollout, and plays it again."""
+    uri = f"sqlite:///{tmp_path}/palaestra.db"
+    instance = write_phase(uri, 1, "", {"worker": 1, "evaluate_every": 1})
+    write_evaluations(uri, [m.AgentEvaluated(agent="attacker", evaluation=0, result=True)])
+    with transaction(uri) as connection:
+        assert _evaluated(connection, instance, evaluating_phase(), 1) == (0, ())

@@ -650,6 +650,10 @@ def test_the_tables_without_rows_here_give_typed_frames_all_the_same(store: str)
         | {"source": text}
         | where
         | {"module": text, "path": text, "ok": "bool", "error": "object", "at": time},
+        "evaluations": steps
+        | {"agent": text, "evaluation": number, "training_episodes": number}
+        | {"worker": number, "episode": number, "metrics": "object"}
+        | {"checkpoint_id": text, "checkpoint_hash": text, "at": time},
     }
     for name, dtypes in expected.items():
         frame = getattr(query, name)(RUN, store_uri=store)

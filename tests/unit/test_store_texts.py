@@ -21,7 +21,7 @@ import pytest
 
 from palaestra.core.description.name_rules import REASON_MAX
 from palaestra.core.wire import messages as m
-from palaestra.core.wire.records import code_reload_values
+from palaestra.core.wire.records import code_reload_values, evaluation_values
 from palaestra.store import rows
 from palaestra.store.direct import record_run_end
 from palaestra.store.engine import make_engine
@@ -85,6 +85,34 @@ def test_a_failed_reload_s_traceback_with_a_nul_character_is_kept_on_every_store
 
     (reload,) = rows.code_reloads("run-t", store_uri=store_uri)
     assert (reload["ok"], reload["error"]) == (False, KEPT)
+
+
+def test_an_evaluation_result_s_texts_and_non_finite_metrics_are_kept_on_every_store(
+    writer: StoreWriter, store_uri: str
+) -> None:
+    """A Brain's ``EvaluationResult`` names its checkpoint as it likes and may score NaN or an
+    infinity: the ``evaluations`` row keeps the NUL as ``\\x00``, a lone surrogate as its
+    escape, and the non-finite numbers (as the strings the store's JSON holds them as, read
+    back as floats)."""
+    ids = started(writer, "evaluated")
+    result = m.AgentEvaluated(
+        agent="attacker",
+        evaluation=0,
+        result=True,
+        metrics={"score": float("nan"), "loss": float("-inf"), "bad \udcff": 1.0, "text": None},
+        checkpoint_id="run a\x00b",
+        checkpoint_hash="h \udcff",
+    )
+    values = evaluation_values(ids["agent:attacker"], result, (2, 0, 2), 1.5e9)
+
+    writer.accept(m.decode(m.encode(m.Rows(table="evaluations", rows=[values]))))  # (as sent)
+
+    (row,) = rows.evaluations("run-t", store_uri=store_uri)
+    assert (row["checkpoint_id"], row["checkpoint_hash"]) == ("run a\\x00b", "h \\udcff")
+    metrics = row["metrics"]
+    assert metrics["score"] != metrics["score"] and metrics["loss"] == float("-inf")
+    assert (metrics["bad \\udcff"], metrics["text"]) == (1.0, None)
+    assert (row["evaluation"], row["training_episodes"], row["episode"]) == (0, 2, 2)
 
 
 def test_a_reason_with_a_lone_surrogate_is_recorded_on_every_store(

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import msgspec
 import zmq
 
-from palaestra.core.description.name_rules import stored_reason
+from palaestra.core.description.name_rules import store_text, stored_reason
 from palaestra.core.liveness import waited, waiting
 from palaestra.core.nonfinite import json_text
 from palaestra.core.plugin import PluginError
@@ -92,6 +92,11 @@ COLUMNS = {
         "experiment_run_phase_id",
         *("source", "worker", "episode", "step", "module", "path", "ok", "error", "at"),
     ),
+    "evaluations": (
+        "agent_id",
+        *("evaluation", "training_episodes", "worker", "episode", "metrics"),
+        *("checkpoint_id", "checkpoint_hash", "at"),
+    ),
     "episodes": (
         "experiment_run_phase_id",
         *("worker", "episode", "started_at", "ended_at", "steps", "terminated", "truncated"),
@@ -137,6 +142,20 @@ def code_reload_values(phase_id: int, row: m.CodeReloadRow) -> tuple[Any, ...]:
         *(row.source, row.worker, row.episode, row.step, row.module, row.path, row.ok),
         *(error, row.at),
     )
+
+
+def evaluation_values(
+    agent_id: int, result: m.AgentEvaluated, rollout: tuple[int, int, int], at: float
+) -> tuple[Any, ...]:
+    """An agent's ``result`` of an evaluation as the values of ``evaluations``' :data:`COLUMNS`:
+    ``rollout`` is the training episodes before it, the worker and the episode of the rollout
+    it judged; ``at`` POSIX seconds. The metrics are None where the Brain returned no
+    result; a NUL character in the checkpoint's id or hash is kept as ``\\x00`` (see
+    :func:`~palaestra.core.description.name_rules.store_text`)."""
+    metrics = result.metrics if result.result else None
+    names = (result.checkpoint_id, result.checkpoint_hash)
+    checkpoint = [None if text is None else store_text(text) for text in names]
+    return (agent_id, result.evaluation, *rollout, metrics, *checkpoint, at)
 
 
 def episode_values(phase_id: int, row: m.EpisodeEnded) -> tuple[Any, ...]:

@@ -20,6 +20,7 @@ import msgspec
 
 from palaestra.core.texts import surviving
 from palaestra.core.wire.messages.base import (
+    AgentEvaluated,
     ErrorInfo,
     InfoDesc,
     Msg,
@@ -59,7 +60,6 @@ from palaestra.core.wire.messages.step import (
     AgentActions,
     AgentEpisode,
     AgentEvaluate,
-    AgentEvaluated,
     AgentStep,
     AgentSteps,
     BrainUpdate,

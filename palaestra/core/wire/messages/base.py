@@ -54,3 +54,17 @@ class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True):
             tail = "\n".join(self.traceback.rstrip().splitlines()[-6:])
             text = f"{text}\n{tail}"
         return text
+
+
+class AgentEvaluated(Msg, frozen=True, kw_only=True):
+    """The Brain's ``EvaluationResult``: ``metrics`` by name (None where a value is not a
+    number); ``result`` False if ``evaluate_rollouts`` returned None. The answer to
+    :class:`~palaestra.core.wire.messages.step.AgentEvaluate`, and carried in a resumed
+    phase's :class:`~palaestra.core.wire.messages.control.SimulationRun`."""
+
+    agent: str
+    evaluation: int
+    result: bool
+    metrics: dict[str, float | None] = {}
+    checkpoint_id: str | None = None
+    checkpoint_hash: str | None = None

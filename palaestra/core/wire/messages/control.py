@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from palaestra.core.description.specs import AgentSpec, EnvironmentSpec, Mode
-from palaestra.core.wire.messages.base import ErrorInfo, InfoDesc, Msg
+from palaestra.core.wire.messages.base import AgentEvaluated, ErrorInfo, InfoDesc, Msg
 from palaestra.core.wire.messages.store import RecordedSteps
 
 # --- control plane: parent <-> child ------------------------------------------------------
@@ -115,6 +115,8 @@ class AgentEndpoint(msgspec.Struct, frozen=True, kw_only=True):
     endpoint: str
     sensors: list[str]
     actuators: list[str]
+    agent_id: int = 0
+    """The agent's id in the store (of its ``evaluations`` rows)."""
 
 
 class EnvironmentEndpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -152,6 +154,11 @@ class SimulationRun(Msg, frozen=True, kw_only=True):
     envs_per_worker: int = 1
     """Games per worker (``phase_config.envs_per_worker``): more than 1, the environment plays
     them all (:class:`EnvLanes`), each ``episodes`` episodes."""
+    evaluated: list[list[AgentEvaluated]] = []
+    """A resumed phase's: the agents' results of each evaluation the interrupted instance
+    completed before ``first_episode`` (evaluation 0, 1, ...), which the termination
+    conditions are told, in order, before the first episode (as the uninterrupted run told
+    them)."""
 
 
 class EpisodeAgent(msgspec.Struct, frozen=True, kw_only=True):

@@ -274,18 +274,6 @@ class AgentEvaluate(Msg, frozen=True, kw_only=True):
     step: int = -1
 
 
-class AgentEvaluated(Msg, frozen=True, kw_only=True):
-    """The Brain's ``EvaluationResult``: ``metrics`` by name (None where a value is not a
-    number); ``result`` False if ``evaluate_rollouts`` returned None."""
-
-    agent: str
-    evaluation: int
-    result: bool
-    metrics: dict[str, float | None] = {}
-    checkpoint_id: str | None = None
-    checkpoint_hash: str | None = None
-
-
 class BrainUpdate(Msg, frozen=True, kw_only=True):
     """The Brain's answer: a pickled update for ``Muscle.update``, or None; ``end_phase``
     once the agent reached its phase rule (``phase_avgN``)."""
