@@ -97,9 +97,9 @@ def plan_resume(
     from palaestra.experiment.runfile import load_run_text
 
     record = connection.execute(
-        select(
-            t.experiment_runs.c.id, t.experiment_runs.c.document, t.experiment_runs.c.file
-        ).where(t.experiment_runs.c.uid == run_uid)
+        select(*t.experiment_runs.c["id", "document", "file", "overrides"]).where(
+            t.experiment_runs.c.uid == run_uid
+        )
     ).one_or_none()
     if record is None:
         raise NotResumableError(f"experiment-resume: the store has no run '{run_uid}'")
@@ -132,8 +132,8 @@ def plan_resume(
     first = min(first, _dumped_until(connection, planned, run, phase_index, first))
     first, evaluated = _evaluated(connection, planned, run.phases[phase_index], first)
     dumps = _dumps(connection, planned, run, phase_index, first)
-    return ResumePlan(
-        run=msgspec.structs.replace(run, overrides=None),
+    return ResumePlan(  # (the document has the overrides applied; they are recorded again)
+        run=msgspec.structs.replace(run, overrides=record.overrides),
         at=ResumeAt(instance.id, phase_index, first, dumps, evaluated),
         instance_uid=instance.uid,
         status=status,

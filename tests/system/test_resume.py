@@ -574,3 +574,59 @@ def test_a_resumed_phase_whose_brain_has_not_dumped_in_it_starts_from_the_phase_
     assert len(views[1]) == len(views[0]) == 90
     assert views[1] == views[0], first_difference(views[1], views[0])
     assert loaded is not None and json.loads(loaded)["phase"] == 0, loaded
+
+
+SWEPT = (
+    BESIDE.replace("beside-run", "swept-run")
+    .replace("max_iter: 10", "max_iter: 5")
+    .replace("beside:BesideMuscle", "resume_plugins:FailOnceMuscle")
+    .replace("after: 15", "after: 13")
+    .replace("episodes: 3", "episodes: 6")
+)
+"""A run of a sweep (``--seeds 2 --set ...max_iter=4``: episodes of 4 steps) that fails in its
+fourth episode (step 13 of its Muscle)."""
+
+
+def test_a_resumed_run_of_a_sweep_keeps_its_overrides(tmp_path: Path) -> None:
+    """The resume recorded the run again without its overrides: ``experiment_runs.overrides``
+    of ``swept-run-seed2-max_iter4`` became NULL (its bands in ``plot``, the MLflow export's
+    params and ``results`` lost them), exit 0. The resumed run keeps them, and its view
+    equals the uninterrupted run's of the same sweep."""
+    flag = tmp_path / "fail"
+    sweep = (
+        "--seeds",
+        "2",
+        "--set",
+        "schedule.0.learn.environments.0.environment.params.max_iter=4",
+    )
+    uid = "swept-run-seed2-max_iter4"
+    spaces = []
+    for name, failing in (("uninterrupted", False), ("resumed", True)):
+        ws = Workspace(tmp_path / name)
+        ws.path.mkdir()
+        (ws.path / "run.yml").write_text(SWEPT.replace("FLAG", str(flag)))
+        if failing:
+            flag.touch()
+        started = ws.run("experiment-start", "-q", "run.yml", *sweep)
+        assert started.returncode == (1 if failing else 0), started.stderr[-3000:]
+        if failing:
+            flag.unlink()
+            resumed = ws.run("experiment-resume", uid)
+            assert resumed.returncode == 0, resumed.stderr[-3000:]
+            assert "at phase 0, episode 3" in resumed.stderr, resumed.stderr[-3000:]
+        spaces.append(ws)
+    recorded = []
+    for ws in spaces:
+        with sqlite3.connect(ws.store) as conn:
+            recorded.append(
+                conn.execute("select uid, seed, overrides from experiment_runs").fetchall()
+            )
+    assert recorded[1] == recorded[0], recorded
+    ((_, seed, overrides),) = recorded[1]
+    assert seed == 2 and json.loads(overrides) == {
+        "seed": 2,
+        "schedule.0.learn.environments.0.environment.params.max_iter": 4,
+    }
+    views = [list(rows.muscle_actions(uid, store_uri=ws.store_uri)) for ws in spaces]
+    assert len(views[1]) == len(views[0]) == 24
+    assert views[1] == views[0], first_difference(views[1], views[0])
