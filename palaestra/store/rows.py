@@ -1627,15 +1627,36 @@ def _instances(connection: Connection, run: str, instance: str | None) -> list[i
 
 
 def resumed_chain(connection: Connection, instance_id: int) -> list[int]:
-    """``instance_id`` and the instances it resumed (``resumed_from_id``), oldest first."""
+    """``instance_id`` and the instances it resumed (``resumed_from_id``), oldest first. A
+    recorded replay (``experiment-replay --record``: ``source_instance_id``) stands in for the
+    instance it replayed, continuing what that one continues: the copy of a resumed instance
+    holds that instance's episodes only."""
     chain = [instance_id]
     while True:
-        earlier = connection.scalar(
-            select(_Instance.c.resumed_from_id).where(_Instance.c.id == chain[0])
-        )
+        earlier = _continued(connection, chain[0])
         if earlier is None or earlier in chain:
             return chain
-        chain.insert(0, int(earlier))
+        chain.insert(0, earlier)
+
+
+def _continued(connection: Connection, instance_id: int) -> int | None:
+    """The instance that ``instance_id`` continues: its ``resumed_from_id``; for a recorded
+    replay, the one its source continues (a replay's source may be a replay)."""
+    seen = {instance_id}
+    while True:
+        row = connection.execute(
+            select(_Instance.c.resumed_from_id, _Instance.c.source_instance_id).where(
+                _Instance.c.id == instance_id
+            )
+        ).one_or_none()
+        if row is None:
+            return None
+        if row.resumed_from_id is not None:
+            return int(row.resumed_from_id)
+        if row.source_instance_id is None or row.source_instance_id in seen:
+            return None
+        instance_id = int(row.source_instance_id)
+        seen.add(instance_id)
 
 
 def _chain_rows(

@@ -630,3 +630,42 @@ def test_a_resumed_run_of_a_sweep_keeps_its_overrides(tmp_path: Path) -> None:
     views = [list(rows.muscle_actions(uid, store_uri=ws.store_uri)) for ws in spaces]
     assert len(views[1]) == len(views[0]) == 24
     assert views[1] == views[0], first_difference(views[1], views[0])
+
+
+def test_a_recorded_replay_of_a_resumed_run_keeps_the_run_s_view(tmp_path: Path) -> None:
+    """``experiment-replay RUN --record`` of a resumed run (it replays the newest instance,
+    the resumed one) made the copy the run's newest instance, continuing nothing: the run's
+    view (``results``, the query functions) lost the episodes the interrupted instance had
+    completed (episodes 2 to 5 of 0 to 5 left) after a replay "identical to the record", exit
+    0. The copy stands in for the instance it replays: the view is what it was."""
+    ws = Workspace(tmp_path / "resumed")
+    ws.path.mkdir()
+    flag = tmp_path / "fail"
+    (ws.path / "run.yml").write_text(SWEPT.replace("FLAG", str(flag)))
+    flag.touch()
+    failed = ws.run("experiment-start", "-q", "run.yml")
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    flag.unlink()
+    resumed = ws.run("experiment-resume", "swept-run")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "at phase 0, episode 2" in resumed.stderr, resumed.stderr[-3000:]
+
+    def run_view() -> list[list[dict[str, Any]]]:
+        found = [
+            rows.world_states("swept-run", store_uri=ws.store_uri),
+            rows.muscle_actions("swept-run", store_uri=ws.store_uri),
+            rows.episode_rewards("swept-run", store_uri=ws.store_uri),
+            rows.episodes("swept-run", store_uri=ws.store_uri),
+        ]
+        times = ("started_at", "ended_at")
+        return [[{k: v for k, v in r.items() if k not in times} for r in got] for got in found]
+
+    before = run_view()
+    assert [r["episode"] for r in before[3]] == list(range(6))
+    replayed = ws.run("experiment-replay", "swept-run", "--record")
+    assert replayed.returncode == 0, replayed.stderr[-3000:]
+    assert "identical to the record" in replayed.stdout + replayed.stderr
+    after = run_view()
+    assert [r["episode"] for r in after[3]] == list(range(6))
+    for got, expected in zip(after, before, strict=True):
+        assert got == expected, first_difference(got, expected)
