@@ -14,7 +14,7 @@ import os
 import shlex
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -164,3 +164,16 @@ def written_whole(output: Path) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             partial.unlink()
         raise
+
+
+def instance_named(instances: Sequence[Mapping[str, Any]], instance: str | None) -> str | None:
+    """The uid of the instance of ``instances`` (a run's ``rows.runs``) named by its uid or by
+    the start of its uid (as ``list`` cuts it on a terminal); ``instance`` itself where none
+    or several start so (the store then says what is wrong)."""
+    if instance is None or not instances:
+        return instance
+    uids = [row["instance_uid"] for row in instances]
+    if instance in uids:
+        return instance
+    started = [uid for uid in uids if uid.startswith(instance)]
+    return started[0] if len(started) == 1 else instance  # else the store says what is wrong

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from palaestra.cli.common import State
+from palaestra.cli.common import State, instance_named
 
 REPLAY_EPILOG = """\b
 Example:
@@ -55,7 +55,10 @@ def experiment_replay(
     store) and drive them with the recorded set points (no Muscles, no Brains), comparing
     sensor values, rewards and done flags with the record step by step."""
     from palaestra.replay.session import replay_run
+    from palaestra.store import rows
 
+    if instance is not None:  # (the start of its uid, as list shows it: as resume and show)
+        instance = instance_named(rows.runs(run=run, store_uri=state.config.store_uri), instance)
     outcome = replay_run(
         run,
         instance=instance,

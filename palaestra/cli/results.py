@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from palaestra.cli.common import State, utf8_stdout, written_whole
+from palaestra.cli.common import State, instance_named, utf8_stdout, written_whole
 from palaestra.cli.formatting import counted, number, printable, seconds
 from palaestra.core.errors import InvalidInputError
 from palaestra.core.nonfinite import to_strict_json
@@ -160,7 +160,7 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
 
     uri = state.config.store_uri
     instances = rows.runs(run=run, store_uri=uri)
-    instance = _instance_uid(instances, instance)
+    instance = instance_named(instances, instance)
     phases = rows.phases(run, store_uri=uri, instance=instance)
     done = {
         row["phase"]: (row["done"], row["evaluations"])
@@ -194,17 +194,6 @@ def experiment_show(state: State, run: str, instance: str | None, fmt: str) -> N
         sys.stdout.write(_json_dumps(shown, indent=2) + "\n")
     else:
         _show(shown)
-
-
-def _instance_uid(instances: Rows, instance: str | None) -> str | None:
-    """The instance named by its uid or by the start of its uid (as ``list`` may cut it)."""
-    if instance is None or not instances:
-        return instance
-    uids = [row["instance_uid"] for row in instances]
-    if instance in uids:
-        return instance
-    started = [uid for uid in uids if uid.startswith(instance)]
-    return started[0] if len(started) == 1 else instance  # else the store says what is wrong
 
 
 def _instance_row(instances: Rows, instance: str | None) -> Row:
@@ -398,7 +387,7 @@ def results(
     fmt = fmt or _format_of(output)
     filters = _filters(table, given, expand)
     if instance is not None:  # (the start of its uid, as a terminal's list shows it: as show)
-        instance = _instance_uid(rows.runs(run=run, store_uri=state.config.store_uri), instance)
+        instance = instance_named(rows.runs(run=run, store_uri=state.config.store_uri), instance)
     unknown = unknown_filter(run, filters, state.config.store_uri, instance)
     if unknown is not None:  # (a typo read as an empty table)
         raise InvalidInputError(unknown)

@@ -221,6 +221,18 @@ def test_a_changed_record_is_reported_at_its_first_divergence(store: Store) -> N
     assert "1 episodes, 2 steps replayed: identical to the record" in until.stdout
 
 
+def test_an_instance_is_named_by_the_start_of_its_uid_as_list_shows_it(store: Store) -> None:
+    """``experiment-list`` on a terminal shows 8 characters of an instance's uid; resume and
+    show took them, replay said the run had no such instance."""
+    run = "vanilla-1w-1e-discrete"
+    source = instances(store, run)[0]
+
+    replayed = store.replay(run, "--instance", source[:8], "--episode", "0")
+
+    assert replayed.returncode == 0, replayed.stderr
+    assert f"instance {source}" in replayed.stdout and "identical to the record" in replayed.stdout
+
+
 def test_an_environment_that_is_not_deterministic_is_named_with_exit_4(store: Store) -> None:
     refused = store.replay(UNDETERMINED.uid)
     replayed = store.replay(UNDETERMINED.uid, "--no-compare")
