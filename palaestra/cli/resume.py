@@ -3,6 +3,7 @@ the same run (see :mod:`palaestra.experiment.resume`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 
@@ -38,8 +39,16 @@ Exit codes:
 @click.argument("run")
 @click.option("--instance", help="The interrupted instance's uid (default: the newest).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary while it runs.")
+@click.option(
+    "--reload",
+    "hot_reload",
+    is_flag=True,
+    help="Hot reload, as experiment-start --reload (the store does not keep that flag).",
+)
 @click.pass_obj
-def experiment_resume(state: State, run: str, instance: str | None, quiet: bool) -> None:
+def experiment_resume(
+    state: State, run: str, instance: str | None, quiet: bool, hot_reload: bool
+) -> None:
     """Continue RUN's interrupted instance (cancelled, error or stale) as a new instance.
 
     Finished phases are skipped; the phase it stopped in starts again at the first episode
@@ -49,6 +58,7 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
     """
     from palaestra.cli.progress import watching
     from palaestra.core.description.import_path import add_plugin_dirs
+    from palaestra.core.description.specs import with_hot_reload
     from palaestra.core.supervision.console import output_is_a_log
     from palaestra.core.supervision.processes import configure_child_logging
     from palaestra.core.supervision.reaper import become_subreaper, take_down_strays
@@ -65,6 +75,8 @@ def experiment_resume(state: State, run: str, instance: str | None, quiet: bool)
         on_file=lambda path: add_plugin_dirs([path]),
         start_method=config.start_method,
     )
+    if hot_reload:
+        plan = dataclasses.replace(plan, run=with_hot_reload(plan.run))
     click.echo(
         f"Resuming instance {plan.instance_uid} ({plan.status}) of run '{run}' at phase "
         f"{plan.at.phase}, episode {plan.at.first_episode}.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import time
 import uuid
@@ -453,6 +454,28 @@ def test_a_later_phase_starts_with_the_reloaded_code(workspace: Workspace) -> No
     assert set(reloads.phase) == {0} and reloads.ok.all()
     brain = query.statistics(live.uid, phase=1, source="brain", store_uri=workspace.store_uri)
     assert {v["version"] for v in brain.statistics} == {2}
+
+
+@pytest.mark.slow
+def test_a_run_resumed_with_reload_takes_edits(workspace: Workspace) -> None:
+    """The store keeps no ``--reload`` of a run's start: ``experiment-resume --reload`` says
+    it again (it had no such option, and an edit during the resumed run was not taken)."""
+    live = LiveRun(workspace, hot_reload=False, flag=True)
+    try:
+        live.acted(1)
+        os.killpg(live.proc.pid, signal.SIGINT)  # (Ctrl-C: its session, started by the test)
+        _, err = live.proc.communicate(timeout=60)
+        assert live.proc.returncode == 130, err[-3000:]
+        live.proc = workspace.start("experiment-resume", "--reload", live.uid)
+        steps = live.count("select max(id) from muscle_actions")
+        live.count(f"select count(*) from muscle_actions where id > {steps}")  # (resumed)
+        live.edit(AGENT.format(version=2, load=LOAD))
+        live.acted(2)
+        live.finish()
+    finally:
+        live.close()
+    reloads = query.code_reloads(live.uid, store_uri=workspace.store_uri)
+    assert len(reloads) and reloads.ok.all()
 
 
 def test_reload_of_builtin_plugins_watches_nothing_and_says_so(workspace: Workspace) -> None:
