@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from palaestra.cli.common import State, written_whole
 from palaestra.core.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from palaestra.store.rows import StoreURI
 
 
 @click.command("plot")
@@ -92,7 +87,6 @@ def plot(
     chosen_phase: int | str | None = int(phase) if phase and phase.isdigit() else phase
     uri = state.config.store_uri
     overrides = {run: run_record(run, store_uri=uri)["overrides"] for run in dict.fromkeys(runs)}
-    _check_asked(overrides, chosen_phase, agent, uri)
     series = [
         one
         for run in overrides
@@ -121,20 +115,6 @@ def plot(
         raise InvalidInputError(f"-o {output}: cannot write the image: {exc}") from exc
     smoothed_over = f", smoothed over {window} episodes" if window > 1 else ""
     click.echo(f"Wrote {output} ({what}{smoothed_over}).")
-
-
-def _check_asked(
-    runs: Iterable[str], phase: int | str | None, agent: str | None, uri: StoreURI
-) -> None:
-    """Fail where a run lacks the phase or agent asked for, or the phase's name names two of
-    its phases (no choice of one)."""
-    from palaestra.report.series import unknown_filter
-
-    asked = {k: v for k, v in (("phase", phase), ("agent", agent)) if v is not None}
-    for run in runs if asked else ():
-        unknown = unknown_filter(run, asked, uri, None)
-        if unknown is not None:
-            raise InvalidInputError(unknown)
 
 
 def _image(output: str) -> Path:

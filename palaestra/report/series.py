@@ -178,11 +178,16 @@ def load_series(
         InvalidInputError: The run has no such phase or agent, no episodes to show, or no
             numeric statistic ``metric``; the message names what it has.
     """
+    asked = {k: v for k, v in (("phase", phase), ("agent", agent)) if v is not None}
+    unknown = unknown_filter(run, asked, store_uri, instance) if asked else None
+    if unknown is not None:  # (a phase's name that names two is no choice either)
+        raise InvalidInputError(unknown)
     records = ordered_episodes(
         run, phase=phase, agent=agent, store_uri=store_uri, instance=instance
     )
     if not records:
-        raise InvalidInputError(_why_empty(run, phase, agent, store_uri, instance))
+        what = "" if phase is None and agent is None else " of that phase and agent"
+        raise InvalidInputError(f"run '{run}' has no episodes recorded{what}")
     if metric == REWARD:
         return reward_series(records, run)
     found = rows.statistics(run, phase=phase, agent=agent, store_uri=store_uri, instance=instance)
@@ -190,28 +195,6 @@ def load_series(
     if metric not in keys:
         raise InvalidInputError(_unknown_metric(run, metric, keys))
     return [one for one in statistic_series(records, found, metric, run) if one.values]
-
-
-def _why_empty(
-    run: str,
-    phase: Match | None,
-    agent: Match | None,
-    store_uri: StoreURI | None,
-    instance: str | None,
-) -> str:
-    """Why a run has no episodes to show: an unknown phase or agent, or none recorded."""
-    unknown = None
-    if phase is not None:
-        unknown = _unknown_phase(
-            run, phase, rows.phases(run, store_uri=store_uri, instance=instance)
-        )
-    if unknown is None and agent is not None:
-        unknown = _unknown_agent(run, agent, rows.agents(run, store_uri=store_uri))
-    if unknown is not None:
-        return unknown
-    if phase is None and agent is None:
-        return f"run '{run}' has no episodes recorded"
-    return f"run '{run}' has no episodes recorded of that phase and agent"
 
 
 def unknown_filter(
